@@ -1,0 +1,104 @@
+"""Annotations of traces, the leases that hand traces out, and the audit trail of every change."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class AnnotationStatus(models.TextChoices):
+    DRAFT = "draft", "Draft"
+    SUBMITTED = "submitted", "Submitted"
+    ACCEPTED = "accepted", "Accepted"
+    REJECTED = "rejected", "Rejected"
+
+
+class Verdict(models.TextChoices):
+    UNSET = "", "Not decided"
+    ERROR = "error", "First error at τ"
+    NO_ERROR = "no_error", "No error"
+    UNUSABLE = "unusable", "Unusable"
+
+
+class Annotation(models.Model):
+    """One annotator's reading of one trace (method.md: verdict, τ, correction, post-reflection, labels)."""
+
+    trace = models.ForeignKey("traces.Trace", on_delete=models.CASCADE, related_name="annotations")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="annotations")
+    status = models.CharField(max_length=16, choices=AnnotationStatus.choices, default=AnnotationStatus.DRAFT, db_index=True)
+    version = models.PositiveIntegerField(default=1, help_text="Bumped by every save; a save based on an older one is refused.")
+
+    verdict = models.CharField(max_length=16, choices=Verdict.choices, default=Verdict.UNSET, blank=True)
+    tau = models.PositiveIntegerField(null=True, blank=True, help_text="1-based index of the first erroneous step.")
+    error_category = models.CharField(max_length=80, blank=True)
+    note = models.TextField(blank=True)
+    unusable_reason = models.TextField(blank=True)
+
+    corrected_thought = models.TextField(blank=True)
+    corrected_action = models.TextField(blank=True, help_text="Canonical UI-TARS action string a*_τ.")
+    reflection_thought = models.TextField(blank=True, help_text="t*_{τ+1}: acknowledges the mistake.")
+    reflection_action = models.TextField(blank=True, help_text="a*_{τ+1} on o_{τ+1}.")
+    no_reflection_reason = models.TextField(blank=True, help_text="Why there is no post-reflection step.")
+
+    time_spent_s = models.PositiveIntegerField(default=0)
+    is_adjudicated = models.BooleanField(default=False, help_text="The lead's resolution of a disagreement.")
+    review_comment = models.TextField(blank=True)
+    reviewed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="reviewed_annotations"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+        constraints = [models.UniqueConstraint(fields=["trace", "annotator"], name="one_annotation_per_annotator")]
+        indexes = [
+            models.Index(fields=["status", "submitted_at"]),
+            models.Index(fields=["annotator", "status"]),
+        ]
+
+    def __str__(self):
+        return f"annotation {self.pk} of trace {self.trace_id} by {self.annotator_id} ({self.status})"
+
+
+class Lease(models.Model):
+    """A time-limited claim of a trace by one annotator, renewed by the page's heartbeat."""
+
+    trace = models.ForeignKey("traces.Trace", on_delete=models.CASCADE, related_name="leases")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="leases")
+    created_at = models.DateTimeField(auto_now_add=True)
+    heartbeat_at = models.DateTimeField()
+    expires_at = models.DateTimeField(db_index=True)
+    released_at = models.DateTimeField(null=True, blank=True)
+    released_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    release_reason = models.CharField(max_length=32, blank=True)  # submitted, skipped, released-by-lead, expired
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            # One open lease per annotator and trace; the hand-out query keeps traces to their quota.
+            models.UniqueConstraint(
+                fields=["trace", "user"], condition=models.Q(released_at__isnull=True), name="one_open_lease_per_user_trace"
+            )
+        ]
+        indexes = [models.Index(fields=["trace", "released_at", "expires_at"])]
+
+
+class AuditEvent(models.Model):
+    """Append-only: every annotation transition and edit, written in the same transaction as the change."""
+
+    annotation = models.ForeignKey(Annotation, on_delete=models.CASCADE, related_name="audit_events")
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+    kind = models.CharField(max_length=24)  # transition | edit
+    from_status = models.CharField(max_length=16, blank=True)
+    to_status = models.CharField(max_length=16, blank=True)
+    changes = models.JSONField(default=dict, blank=True, help_text="field -> [before, after]")
+    comment = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["at", "id"]

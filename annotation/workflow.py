@@ -1,0 +1,29 @@
+"""The annotation state machine: one table, one function. Services call ``check_transition`` only."""
+
+from __future__ import annotations
+
+from annotation.models import AnnotationStatus as S
+
+# (from, to) -> roles' verb that performs it
+ANNOTATION_TRANSITIONS: dict[tuple[str, str], str] = {
+    (S.DRAFT, S.SUBMITTED): "submit",
+    (S.REJECTED, S.SUBMITTED): "resubmit",
+    (S.SUBMITTED, S.ACCEPTED): "accept",
+    (S.SUBMITTED, S.REJECTED): "reject",
+    (S.ACCEPTED, S.REJECTED): "reopen",
+}
+
+# Where the annotator may still edit their own work.
+EDITABLE_BY_ANNOTATOR = frozenset({S.DRAFT, S.REJECTED})
+
+
+class TransitionError(Exception):
+    pass
+
+
+def check_transition(current: str, target: str) -> str:
+    """Return the verb of the move current → target, or raise TransitionError naming both."""
+    try:
+        return ANNOTATION_TRANSITIONS[(current, target)]
+    except KeyError:
+        raise TransitionError(f"an annotation that is {current} cannot become {target}") from None

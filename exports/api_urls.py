@@ -1,0 +1,3 @@
+"""API routes of this app (mounted under /api/)."""
+
+urlpatterns: list = []

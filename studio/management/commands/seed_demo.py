@@ -1,0 +1,16 @@
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from studio.demo import demo_seed
+
+
+class Command(BaseCommand):
+    help = "Create the demo users (annotator, lead, engineer), projects and generated traces. Demo mode only."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--seed", type=int, default=7)
+
+    def handle(self, seed, **options):
+        if settings.STUDIO_MODE != "demo" or not settings.DEMO_PASSWORD:
+            raise CommandError("seed_demo runs only with STUDIO_MODE=demo and STUDIO_DEMO_PASSWORD set (make demo does both)")
+        demo_seed(password=settings.DEMO_PASSWORD, seed=seed, stdout=self.stdout)

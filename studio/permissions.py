@@ -1,0 +1,91 @@
+"""Who may do what: one table of actions × roles used by the API, the pages and the WebSocket consumers.
+
+Roles are Django groups (annotator, lead, engineer) plus superusers as admin. Project-scoped actions
+also need a membership in the project: a user sees only the projects they belong to (admins see all).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from rest_framework.permissions import BasePermission
+
+
+class Role(StrEnum):
+    ANNOTATOR = "annotator"
+    LEAD = "lead"
+    ENGINEER = "engineer"
+    ADMIN = "admin"
+
+
+GROUP_ROLES = (Role.ANNOTATOR, Role.LEAD, Role.ENGINEER)
+
+ALL = frozenset(Role)
+LEADS = frozenset({Role.LEAD, Role.ADMIN})
+ANNOTATING = frozenset({Role.ANNOTATOR, Role.LEAD, Role.ADMIN})
+EXPORTING = frozenset({Role.ENGINEER, Role.LEAD, Role.ADMIN})
+
+# action -> roles allowed. Every view, page and consumer names one of these.
+PERMISSIONS: dict[str, frozenset[Role]] = {
+    "project.view": ALL,
+    "project.manage": frozenset({Role.ADMIN}),
+    "trace.view": ALL,
+    "trace.import": LEADS,
+    "job.view": ALL,
+    "annotation.work": ANNOTATING,
+    "annotation.review": LEADS,
+    "lease.manage": LEADS,
+    "dashboard.view": LEADS,
+    "presence.view": ANNOTATING,
+    "export.view": EXPORTING,
+    "export.create": EXPORTING,
+    "prescore.run": LEADS,
+    "prescore.view": ALL,
+}
+
+
+def user_roles(user) -> frozenset[Role]:
+    if not user or not user.is_authenticated or not user.is_active:
+        return frozenset()
+    cached = getattr(user, "_studio_roles", None)
+    if cached is not None:
+        return cached
+    names = set(user.groups.values_list("name", flat=True))
+    roles = {role for role in GROUP_ROLES if role.value in names}
+    if user.is_superuser:
+        roles.add(Role.ADMIN)
+    user._studio_roles = frozenset(roles)
+    return user._studio_roles
+
+
+def is_member(user, project) -> bool:
+    if Role.ADMIN in user_roles(user):
+        return True
+    return project.memberships.filter(user_id=user.pk).exists()
+
+
+def has_permission(user, action: str, project=None) -> bool:
+    """True when one of the user's roles allows ``action`` (and, for a project, they belong to it)."""
+    allowed = PERMISSIONS[action]  # KeyError on purpose: an unknown action is a programming error
+    if not (user_roles(user) & allowed):
+        return False
+    return project is None or is_member(user, project)
+
+
+class ActionPermission(BasePermission):
+    """DRF permission: the view names ``permission_action`` (or a dict per HTTP method)."""
+
+    message = "Your role does not allow this."
+
+    def _action(self, request, view) -> str:
+        action = getattr(view, "permission_action")
+        if isinstance(action, dict):
+            return action.get(request.method, action.get("*"))
+        return action
+
+    def has_permission(self, request, view) -> bool:
+        return has_permission(request.user, self._action(request, view))
+
+    def has_object_permission(self, request, view, obj) -> bool:
+        project = getattr(view, "get_permission_project", lambda o: getattr(o, "project", None))(obj)
+        return has_permission(request.user, self._action(request, view), project)

@@ -1,0 +1,280 @@
+"""Settings for every mode, read from environment variables.
+
+Modes (STUDIO_MODE): ``demo`` (make demo: SQLite, local files, filesystem broker, demo users),
+``dev`` (the default for tests and local work) and ``production`` (explicit checks below refuse
+insecure or demo configuration). The full stack is selected by DATABASE_URL / REDIS_URL /
+STUDIO_STORAGE=s3, not by a separate settings module, so there is one place to read.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+APP_VERSION = "0.1.0"
+
+
+def env(name: str, default: str | None = None) -> str | None:
+    value = os.environ.get(name)
+    return default if value in (None, "") else value
+
+
+def env_bool(name: str, default: bool) -> bool:
+    value = env(name)
+    if value is None:
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_int(name: str, default: int) -> int:
+    value = env(name)
+    return default if value is None else int(value)
+
+
+STUDIO_MODE = env("STUDIO_MODE", "dev")
+if STUDIO_MODE not in {"demo", "dev", "production"}:
+    raise ImproperlyConfigured(f"STUDIO_MODE must be demo, dev or production, not {STUDIO_MODE!r}")
+PRODUCTION = STUDIO_MODE == "production"
+
+# Marks the key as unusable in production: the check below refuses any key with this prefix.
+INSECURE_KEY_PREFIX = "insecure-"
+SECRET_KEY = env("STUDIO_SECRET_KEY", None if PRODUCTION else INSECURE_KEY_PREFIX + "dev-key-not-for-production")
+DEBUG = env_bool("STUDIO_DEBUG", STUDIO_MODE == "dev")
+ALLOWED_HOSTS = [h.strip() for h in env("STUDIO_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",")]
+CSRF_TRUSTED_ORIGINS = [o for o in env("STUDIO_CSRF_TRUSTED_ORIGINS", "").split(",") if o]
+
+# Demo users' password: only ever set in demo mode (the Makefile's demo target sets it).
+DEMO_PASSWORD = env("STUDIO_DEMO_PASSWORD")
+
+DATA_DIR = Path(env("STUDIO_DATA_DIR", str(BASE_DIR / "var")))
+REALTRACES_DIR = Path(env("STUDIO_REALTRACES_DIR", str(BASE_DIR.parent / "shared" / "realtraces")))
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "channels",
+    "studio",
+    "traces",
+    "annotation",
+    "exports",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "studio.middleware.ContentSecurityPolicyMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "studio.urls"
+ASGI_APPLICATION = "studio.asgi.application"
+WSGI_APPLICATION = None
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "frontend_templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "studio.context_processors.studio",
+            ],
+        },
+    },
+]
+
+# --- Database -------------------------------------------------------------------------------
+DATABASE_URL = env("DATABASE_URL")
+SQLITE_BUSY_TIMEOUT_S = 30
+if DATABASE_URL:
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
+else:
+    DATA_DIR.mkdir(parents=True, exist_ok=True)
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": env("STUDIO_SQLITE_PATH", str(DATA_DIR / "studio.sqlite3")),
+            "OPTIONS": {
+                # IMMEDIATE takes the write lock at BEGIN, so a writer waits on the busy timeout
+                # instead of failing on a read-to-write lock upgrade (Label Studio's lost saves).
+                "transaction_mode": "IMMEDIATE",
+                "timeout": SQLITE_BUSY_TIMEOUT_S,
+                "init_command": (
+                    "PRAGMA journal_mode=WAL;"
+                    "PRAGMA synchronous=NORMAL;"
+                    f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_S * 1000};"
+                ),
+            },
+            "TEST": {"NAME": env("STUDIO_SQLITE_TEST_PATH", str(DATA_DIR / "test-studio.sqlite3"))},
+        }
+    }
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Broker, channels -----------------------------------------------------------------------
+REDIS_URL = env("REDIS_URL")
+BROKER_DIR = DATA_DIR / "broker"
+if REDIS_URL:
+    CELERY_BROKER_URL = REDIS_URL
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+    CHANNEL_LAYERS = {
+        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}}
+    }
+else:
+    # Embedded mode: kombu's filesystem transport, a real broker in files that a separate
+    # worker process consumes, so nothing runs inline in the web process.
+    CELERY_BROKER_URL = "filesystem://"
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(BROKER_DIR / "queue"),
+        "data_folder_out": str(BROKER_DIR / "queue"),
+        "control_folder": str(BROKER_DIR / "control"),
+        "store_processed": False,
+    }
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+CELERY_TASK_DEFAULT_QUEUE = "default"
+CELERY_TASK_ROUTES = {"traces.tasks.prescore_with_model": {"queue": "gpu"}}
+# A task whose worker dies mid-run is redelivered, so every task is written to be idempotent.
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_TASK_ALWAYS_EAGER = env_bool("STUDIO_CELERY_EAGER", False)
+
+# --- Files ----------------------------------------------------------------------------------
+STUDIO_STORAGE = env("STUDIO_STORAGE", "local")
+MEDIA_ROOT = DATA_DIR / "media"
+MEDIA_URL = "/media/"
+STATIC_URL = "/static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+WHITENOISE_USE_FINDERS = True
+if STUDIO_STORAGE == "s3":
+    AWS_STORAGE_BUCKET_NAME = env("STUDIO_S3_BUCKET", "trace-studio")
+    AWS_S3_ENDPOINT_URL = env("STUDIO_S3_ENDPOINT_URL")
+    AWS_S3_REGION_NAME = env("STUDIO_S3_REGION", "us-east-1")
+    AWS_ACCESS_KEY_ID = env("STUDIO_S3_ACCESS_KEY_ID")
+    AWS_SECRET_ACCESS_KEY = env("STUDIO_S3_SECRET_ACCESS_KEY")
+    AWS_QUERYSTRING_EXPIRE = env_int("STUDIO_S3_URL_EXPIRY_S", 900)
+    AWS_DEFAULT_ACL = None
+    AWS_S3_FILE_OVERWRITE = False
+    AWS_S3_ADDRESSING_STYLE = "path"
+    DEFAULT_STORAGE_BACKEND = {"BACKEND": "storages.backends.s3.S3Storage"}
+elif STUDIO_STORAGE == "local":
+    DEFAULT_STORAGE_BACKEND = {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": str(MEDIA_ROOT)},
+    }
+else:
+    raise ImproperlyConfigured(f"STUDIO_STORAGE must be local or s3, not {STUDIO_STORAGE!r}")
+STORAGES = {
+    "default": DEFAULT_STORAGE_BACKEND,
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        if PRODUCTION
+        else "django.contrib.staticfiles.storage.StaticFilesStorage"
+    },
+}
+
+# --- Limits on what users may send -----------------------------------------------------------
+IMPORT_MAX_UPLOAD_BYTES = env_int("STUDIO_IMPORT_MAX_UPLOAD_BYTES", 2 * 1024**3)
+IMPORT_MAX_UNPACKED_BYTES = env_int("STUDIO_IMPORT_MAX_UNPACKED_BYTES", 8 * 1024**3)
+IMPORT_MAX_ARCHIVE_ENTRIES = env_int("STUDIO_IMPORT_MAX_ARCHIVE_ENTRIES", 200_000)
+IMPORT_MAX_COMPRESSION_RATIO = env_int("STUDIO_IMPORT_MAX_COMPRESSION_RATIO", 200)
+IMPORT_MAX_IMAGE_PIXELS = env_int("STUDIO_IMPORT_MAX_IMAGE_PIXELS", 40_000_000)
+IMPORT_MAX_JSON_BYTES = env_int("STUDIO_IMPORT_MAX_JSON_BYTES", 256 * 1024**2)
+DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024**2
+FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024**2
+
+# --- Models for pre-scoring ------------------------------------------------------------------
+PRESCORE_MODEL_DIR = env("STUDIO_PRESCORE_MODEL_DIR")
+
+# --- Auth, API ------------------------------------------------------------------------------
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "project-list"
+LOGOUT_REDIRECT_URL = "login"
+SESSION_COOKIE_AGE = env_int("STUDIO_SESSION_AGE_S", 12 * 3600)
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "studio.api.exception_handler",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Trace Studio API",
+    "DESCRIPTION": "Traces, annotations, reviews and SFT/DPO export bundles for reflection tuning of GUI agents.",
+    "VERSION": APP_VERSION,
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env("STUDIO_LOG_LEVEL", "INFO")},
+}
+
+# --- Security headers ------------------------------------------------------------------------
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = False  # the page's fetch() reads the token from the cookie
+
+if PRODUCTION:
+    if not SECRET_KEY or SECRET_KEY.startswith(INSECURE_KEY_PREFIX) or len(SECRET_KEY) < 50:
+        raise ImproperlyConfigured("production needs STUDIO_SECRET_KEY: 50+ random characters, not the dev key")
+    if DEMO_PASSWORD:
+        raise ImproperlyConfigured("STUDIO_DEMO_PASSWORD is set: demo passwords exist only in demo mode")
+    if DEBUG:
+        raise ImproperlyConfigured("STUDIO_DEBUG must be off in production")
+    SECURE_SSL_REDIRECT = env_bool("STUDIO_SSL_REDIRECT", True)
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_HSTS_SECONDS = env_int("STUDIO_HSTS_SECONDS", 31536000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+elif DEMO_PASSWORD and STUDIO_MODE != "demo":
+    raise ImproperlyConfigured("STUDIO_DEMO_PASSWORD is only accepted with STUDIO_MODE=demo")

@@ -1,0 +1,1034 @@
+"""UI-TARS actions: one grammar for parsing, validating, rendering and coordinate conversion.
+
+Pure Python on purpose (no Django): importers, exporters, the scoring worker and the
+browser editor (through :func:`action_table_json`) all share this single definition.
+
+Response grammar (docs/formats.md §1.1)::
+
+    response  := [ "<think>" TEXT "</think>" ]
+                 [ "Reflection:" TEXT ] [ "Action_Summary:" TEXT ] [ "Thought:" TEXT ]
+                 "Action:" actions
+    actions   := call ( WHITESPACE call )*        -- models separate them by a blank line
+    call      := NAME "(" [ kwarg ( "," kwarg )* [ "," ] ] ")"
+    kwarg     := NAME "=" value
+    value     := 'single quoted' | "double quoted" | bare
+
+Quoted values use Python escapes (``\\'`` ``\\"`` ``\\\\`` ``\\n`` ``\\t`` ``\\r``; any other
+backslash is kept literally, as Python does).  A bare (unquoted) value runs to the next
+top-level ``,`` or ``)`` with balanced brackets and must not contain quotes.
+
+Coordinate values (any of)::
+
+    '<|box_start|>(x,y)<|box_end|>'   '(x,y)'   '(x1,y1,x2,y2)'   '[x1, y1, x2, y2]'
+    '<point>x y</point>'              '<bbox>x1 y1 x2 y2</bbox>'
+
+A four-number box stands for its centre.  Argument names come in two styles that map to the
+same canonical names: box style ``start_box``/``end_box`` and point style
+``point``/``start_point``/``end_point``; :attr:`Action.style` remembers which one was used so
+:func:`render_action` can reproduce it.
+
+Numbers are stored as given (int or float) in the model's own coordinate convention; see
+:data:`RELATIVE_1000`, :data:`SMART_RESIZE_PIXELS` and :data:`SCREEN_PIXELS`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+__all__ = [
+    "ACTION_SPECS",
+    "Action",
+    "ActionSpec",
+    "ActionSyntaxError",
+    "ArgSpec",
+    "ARG_KINDS",
+    "BOX_END",
+    "BOX_START",
+    "CONVENTIONS",
+    "DIRECTIONS",
+    "PLATFORMS",
+    "ParsedResponse",
+    "RELATIVE_1000",
+    "SCREEN_PIXELS",
+    "SMART_RESIZE_PIXELS",
+    "STYLES",
+    "action_table_json",
+    "convert_action",
+    "from_screen_pixels",
+    "parse_action",
+    "parse_actions",
+    "parse_response",
+    "render_action",
+    "render_response",
+    "smart_resize",
+    "to_screen_pixels",
+    "validate_action",
+]
+
+# --------------------------------------------------------------------------------------
+# Constants
+
+DESKTOP, MOBILE, WEB = "desktop", "mobile", "web"
+PLATFORMS: tuple[str, ...] = (DESKTOP, MOBILE, WEB)
+ARG_KINDS: tuple[str, ...] = ("point", "text", "direction", "keys", "duration")
+DIRECTIONS: tuple[str, ...] = ("up", "down", "left", "right")
+STYLES: tuple[str, ...] = ("box", "point")
+
+BOX_START = "<|box_start|>"
+BOX_END = "<|box_end|>"
+
+START_BOX, END_BOX = "start_box", "end_box"
+# Point-style argument names (Doubao / UI-TARS-1.5 prompts) -> canonical box-style names.
+POINT_STYLE_ALIASES: dict[str, str] = {
+    "point": START_BOX,
+    "start_point": START_BOX,
+    "end_point": END_BOX,
+}
+
+RELATIVE_1000 = "relative-1000"
+"""UI-TARS v1 (Qwen2-VL): 0..1000 on each axis, ``x_px = x / 1000 * W``."""
+SMART_RESIZE_PIXELS = "smart-resize-pixels"
+"""UI-TARS-1.5 (Qwen2.5-VL): pixels of the smart_resize'd screenshot, ``x_px = x / w_resized * W``."""
+SCREEN_PIXELS = "screen-pixels"
+"""Plain screenshot pixels."""
+CONVENTIONS: tuple[str, ...] = (RELATIVE_1000, SMART_RESIZE_PIXELS, SCREEN_PIXELS)
+
+# Qwen2.5-VL / ui-tars defaults (formats.md §1.4).
+IMAGE_FACTOR = 28
+MIN_PIXELS = 100 * 28 * 28
+MAX_PIXELS = 16384 * 28 * 28
+MAX_RATIO = 200
+
+_ALL = frozenset(PLATFORMS)
+# Web agents drive a desktop browser with the same pyautogui executor, so the desktop-only
+# mouse/keyboard actions are available there too.
+_DESKTOP_WEB = frozenset({DESKTOP, WEB})
+_MOBILE = frozenset({MOBILE})
+
+
+# --------------------------------------------------------------------------------------
+# The action table
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    name: str
+    kind: str  # one of ARG_KINDS
+    required: bool = True
+    aliases: tuple[str, ...] = ()  # extra accepted spellings (not the point-style ones)
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in ARG_KINDS:
+            raise ValueError(f"bad arg kind {self.kind!r}")
+
+
+@dataclass(frozen=True)
+class ActionSpec:
+    name: str
+    args: tuple[ArgSpec, ...]
+    platforms: frozenset[str]
+    label: str
+    description: str
+    extra: bool = False  # accepted by parsers/executors but not in any UI-TARS prompt
+    # At least one of these must be present (scroll: a direction, or an end point as in
+    # the README_v1 mobile variant ``scroll(start_box, end_box)``).
+    require_any: tuple[str, ...] = ()
+
+    def arg(self, name: str) -> ArgSpec | None:
+        for a in self.args:
+            if a.name == name:
+                return a
+        return None
+
+    @property
+    def arg_names(self) -> tuple[str, ...]:
+        return tuple(a.name for a in self.args)
+
+
+def _start(required: bool = True) -> ArgSpec:
+    return ArgSpec(START_BOX, "point", required, description="target point")
+
+
+def _end(required: bool = True) -> ArgSpec:
+    return ArgSpec(END_BOX, "point", required, description="end point")
+
+
+def _key(aliases: tuple[str, ...]) -> ArgSpec:
+    return ArgSpec("key", "keys", True, aliases, "space-separated lowercase keys, e.g. 'ctrl c'")
+
+
+_SPECS: tuple[ActionSpec, ...] = (
+    ActionSpec("click", (_start(),), _ALL, "Click", "Left-click once at a point."),
+    ActionSpec("left_double", (_start(),), _DESKTOP_WEB, "Double click", "Double-click at a point."),
+    ActionSpec("right_single", (_start(),), _DESKTOP_WEB, "Right click", "Right-click at a point."),
+    ActionSpec("drag", (_start(), _end()), _ALL, "Drag", "Press at the start point, move to the end point, release."),
+    ActionSpec("hotkey", (_key(("hotkey",)),), _ALL, "Hotkey", "Press a key combination (at most 3 keys per the 1.5 prompt)."),
+    ActionSpec(
+        "type",
+        (ArgSpec("content", "text", True, description="text to type; a trailing newline submits (Enter)"), _start(False)),
+        _ALL,
+        "Type",
+        "Type text, optionally into the field at a point (web).",
+    ),
+    ActionSpec(
+        "scroll",
+        (_start(False), _end(False), ArgSpec("direction", "direction", False, description="up, down, left or right")),
+        _ALL,
+        "Scroll",
+        "Scroll in a direction, at a point if given.",
+        require_any=("direction", END_BOX),
+    ),
+    ActionSpec("wait", (), _ALL, "Wait", "Sleep (about 5 s) and take a new screenshot."),
+    ActionSpec(
+        "finished",
+        (ArgSpec("content", "text", False, description="final answer"),),
+        _ALL,
+        "Finished",
+        "The task is complete, optionally with an answer.",
+    ),
+    ActionSpec("call_user", (), _ALL, "Call user", "Hand over to the user (task unsolvable or needs help)."),
+    ActionSpec(
+        "long_press",
+        (_start(), ArgSpec("time", "duration", False, description="press duration")),
+        _MOBILE,
+        "Long press",
+        "Press and hold at a point.",
+    ),
+    ActionSpec(
+        "open_app",
+        (ArgSpec("app_name", "text", True, description="application name"),),
+        _MOBILE,
+        "Open app",
+        "Launch an app by name.",
+    ),
+    ActionSpec("press_home", (), _MOBILE, "Press home", "Press the Home button."),
+    ActionSpec("press_back", (), _MOBILE, "Press back", "Press the Back button."),
+    ActionSpec("select", (_start(), _end(False)), frozenset({WEB}), "Select", "Select the element (or the range) at a point."),
+    ActionSpec("swipe", (_start(), _end()), _MOBILE, "Swipe", "Swipe from the start point to the end point."),
+    # Parser-level extras (ui-tars / OSWorld pyautogui converter).
+    ActionSpec("left_single", (_start(),), _DESKTOP_WEB, "Left click", "Left-click once (same as click).", extra=True),
+    ActionSpec("hover", (_start(),), _DESKTOP_WEB, "Hover", "Move the mouse to a point.", extra=True),
+    ActionSpec("press", (_key(("press",)),), _DESKTOP_WEB, "Press key", "Press and release a key.", extra=True),
+    ActionSpec("keydown", (_key(("press",)),), _DESKTOP_WEB, "Key down", "Hold a key down.", extra=True),
+    ActionSpec("release", (_key(("press",)),), _DESKTOP_WEB, "Release key", "Release a held key.", extra=True),
+    ActionSpec("keyup", (_key(("press",)),), _DESKTOP_WEB, "Key up", "Release a held key.", extra=True),
+)
+
+ACTION_SPECS: dict[str, ActionSpec] = {s.name: s for s in _SPECS}
+
+
+# --------------------------------------------------------------------------------------
+# Errors
+
+
+class ActionSyntaxError(Exception):
+    """A parse error with a 0-based character offset into the string that was parsed."""
+
+    def __init__(self, message: str, position: int):
+        self.message = message
+        self.position = position
+        super().__init__(f"{message} at position {position}")
+
+    def __reduce__(self):  # keep pickling working despite the two-argument constructor
+        return (type(self), (self.message, self.position))
+
+
+# --------------------------------------------------------------------------------------
+# Action
+
+
+def _norm_number(v: Any) -> int | float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise TypeError(f"coordinate must be a number, got {v!r}")
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            raise ValueError(f"coordinate must be finite, got {v!r}")
+        # Rounded to the rendering precision so that an Action always equals the parse of
+        # its own rendering.
+        v = round(v, 3)
+        if v == 0:
+            v = 0.0  # no -0.0
+    return v
+
+
+def _norm_point(v: Any) -> tuple[int | float, int | float]:
+    if not isinstance(v, (tuple, list)) or len(v) != 2:
+        raise TypeError(f"point must be an (x, y) pair, got {v!r}")
+    return (_norm_number(v[0]), _norm_number(v[1]))
+
+
+def _arg_kind(spec: ActionSpec | None, name: str, value: Any) -> str:
+    a = spec.arg(name) if spec else None
+    if a is not None:
+        return a.kind
+    return "point" if isinstance(value, (tuple, list)) else "text"
+
+
+@dataclass(frozen=True)
+class Action:
+    """One UI-TARS action.
+
+    ``args`` holds ``(canonical_name, value)`` pairs in the table's order: points are
+    ``(x, y)`` tuples of int/float (floats kept to 3 decimals), texts/keys/directions are
+    str, durations are numbers.  A Mapping is accepted for ``args`` and normalised.
+    ``style`` is "box" or "point" and is forced to "box" when there are no points, so that
+    equality does not depend on an invisible attribute.
+    """
+
+    type: str
+    args: tuple[tuple[str, Any], ...] = ()
+    style: str = "box"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.type, str) or not self.type:
+            raise TypeError("Action.type must be a non-empty str")
+        if self.style not in STYLES:
+            raise ValueError(f"Action.style must be one of {STYLES}, got {self.style!r}")
+        items = list(self.args.items()) if isinstance(self.args, Mapping) else [tuple(kv) for kv in self.args]
+        spec = ACTION_SPECS.get(self.type)
+        seen: set[str] = set()
+        norm: list[tuple[str, Any]] = []
+        for kv in items:
+            if len(kv) != 2 or not isinstance(kv[0], str):
+                raise TypeError(f"bad argument pair {kv!r}")
+            k, v = kv
+            if k in seen:
+                raise ValueError(f"duplicate argument {k!r}")
+            seen.add(k)
+            kind = _arg_kind(spec, k, v)
+            if kind == "point":
+                v = _norm_point(v)
+            elif kind == "duration":
+                v = _norm_number(v)
+            norm.append((k, v))
+        order = {n: i for i, n in enumerate(spec.arg_names)} if spec else {}
+        norm.sort(key=lambda kv: (order.get(kv[0], len(order)), kv[0]))
+        object.__setattr__(self, "args", tuple(norm))
+        if not any(isinstance(v, tuple) for _, v in norm):
+            object.__setattr__(self, "style", "box")
+
+    @property
+    def spec(self) -> ActionSpec | None:
+        return ACTION_SPECS.get(self.type)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        name = POINT_STYLE_ALIASES.get(name, name)
+        for k, v in self.args:
+            if k == name:
+                return v
+        return default
+
+    def point(self, name: str = START_BOX) -> tuple[int | float, int | float] | None:
+        """The point argument ``name`` (``start_box``/``end_box`` or a point-style alias)."""
+        v = self.get(name)
+        return v if isinstance(v, tuple) else None
+
+    def to_json(self) -> dict:
+        return {
+            "type": self.type,
+            "args": {k: list(v) if isinstance(v, tuple) else v for k, v in self.args},
+            "style": self.style,
+        }
+
+    @classmethod
+    def from_json(cls, d: Mapping) -> "Action":
+        if not isinstance(d, Mapping) or not isinstance(d.get("type"), str):
+            raise ValueError(f"not an action object: {d!r}")
+        args = d.get("args") or {}
+        if not isinstance(args, Mapping):
+            raise ValueError(f"action args must be an object, got {args!r}")
+        return cls(d["type"], tuple(args.items()), d.get("style", "box"))
+
+
+@dataclass(frozen=True)
+class ParsedResponse:
+    """A parsed model response.
+
+    ``thought`` is the ``Thought:`` text; when there is none it falls back to the
+    ``Action_Summary:`` text (as ui-tars does), else to unlabelled text before ``Action:``,
+    else "".  A ``<think>...</think>`` preamble is kept out of all three and stored in
+    ``think`` (it is hidden reasoning, not the thought the model is trained to write).
+    """
+
+    thought: str
+    reflection: str | None
+    action_summary: str | None
+    actions: list[Action]
+    action_text: str
+    think: str | None = None
+
+
+# --------------------------------------------------------------------------------------
+# Tokenizer / parser
+
+_IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NUM_RE = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)")
+_ESCAPES = {"\\": "\\", "'": "'", '"': '"', "n": "\n", "t": "\t", "r": "\r"}
+_OPEN, _CLOSE = "([{", ")]}"
+_CLOSES_STRING_RE = re.compile(r"\s*(?:[,)]|$|[A-Za-z_][A-Za-z0-9_]*\s*=)")
+_ABSENT = object()
+
+
+def _number(tok: str) -> int | float | None:
+    tok = tok.strip()
+    if not _NUM_RE.fullmatch(tok):
+        return None
+    return float(tok) if "." in tok else int(tok)
+
+
+def _mid(a: int | float, b: int | float) -> int | float:
+    if isinstance(a, int) and isinstance(b, int) and (a + b) % 2 == 0:
+        return (a + b) // 2
+    return (a + b) / 2
+
+
+def _parse_point_value(raw: str) -> tuple[int | float, int | float] | None:
+    """Coordinates from any accepted spelling, or None when malformed."""
+    s = raw.strip()
+    if s.startswith(BOX_START) or s.endswith(BOX_END):
+        if not (s.startswith(BOX_START) and s.endswith(BOX_END)) or len(s) < len(BOX_START) + len(BOX_END):
+            return None
+        s = s[len(BOX_START) : len(s) - len(BOX_END)].strip()
+    m = re.fullmatch(r"<(point|bbox)>(.*)</\1>", s, re.S)
+    if m:
+        parts = [p for p in re.split(r"[\s,]+", m.group(2).strip()) if p]
+    elif len(s) >= 2 and (s[0], s[-1]) in (("(", ")"), ("[", "]")):
+        parts = s[1:-1].split(",")
+    else:
+        return None
+    nums = [_number(p) for p in parts]
+    if any(n is None for n in nums):
+        return None
+    if len(nums) == 2:
+        return (nums[0], nums[1])
+    if len(nums) == 4:
+        return (_mid(nums[0], nums[2]), _mid(nums[1], nums[3]))
+    return None
+
+
+class _Parser:
+    """Hand-written scanner over ``text[start:end]``; positions are offsets into ``text``."""
+
+    def __init__(self, text: str, start: int = 0, end: int | None = None):
+        self.s = text
+        self.i = start
+        self.end = len(text) if end is None else end
+
+    def fail(self, message: str, pos: int):
+        raise ActionSyntaxError(message, pos)
+
+    def skip_ws(self) -> None:
+        while self.i < self.end and self.s[self.i].isspace():
+            self.i += 1
+
+    def ident(self) -> str | None:
+        m = _IDENT_RE.match(self.s, self.i, self.end)
+        if not m:
+            return None
+        self.i = m.end()
+        return m.group()
+
+    def snippet(self, pos: int) -> str:
+        return self.s[pos : min(pos + 20, self.end)]
+
+    def calls(self) -> list[tuple[Action, int]]:
+        out = []
+        self.skip_ws()
+        while self.i < self.end:
+            start = self.i
+            out.append((self.call(), start))
+            self.skip_ws()
+        return out
+
+    def call(self) -> Action:
+        start = self.i
+        name = self.ident()
+        if name is None:
+            self.fail(f"expected an action name, found '{self.snippet(start)}'", start)
+        spec = ACTION_SPECS.get(name)
+        if spec is None:
+            self.fail(f"unknown action '{name}'", start)
+        self.skip_ws()
+        if self.i >= self.end or self.s[self.i] != "(":
+            self.fail(f"expected '(' after '{name}'", self.i)
+        open_pos = self.i
+        self.i += 1
+        raw: list[tuple[str, int, str, int]] = []
+        while True:
+            self.skip_ws()
+            if self.i >= self.end:
+                self.fail(f"unbalanced parentheses: missing ')' for {name}", open_pos)
+            if self.s[self.i] == ")":
+                self.i += 1
+                break
+            key_pos = self.i
+            key = self.ident()
+            if key is None:
+                self.fail(f"expected an argument name (name='value'), found '{self.snippet(key_pos)}'", key_pos)
+            self.skip_ws()
+            if self.i >= self.end or self.s[self.i] != "=":
+                self.fail(f"expected '=' after argument '{key}'", self.i)
+            self.i += 1
+            self.skip_ws()
+            value_pos = self.i
+            value = self.value(key)
+            raw.append((key, key_pos, value, value_pos))
+            self.skip_ws()
+            if self.i >= self.end:
+                self.fail(f"unbalanced parentheses: missing ')' for {name}", open_pos)
+            c = self.s[self.i]
+            if c == ",":
+                self.i += 1
+            elif c == ")":
+                self.i += 1
+                break
+            else:
+                self.fail(f"expected ',' or ')' after argument '{key}', found '{self.snippet(self.i)}'", self.i)
+        return _build_action(spec, raw, start)
+
+    def value(self, key: str) -> str:
+        if self.i >= self.end:
+            self.fail(f"missing value for argument '{key}'", self.i)
+        c = self.s[self.i]
+        if c in "'\"":
+            return self.quoted(c)
+        return self.bare(key)
+
+    def quoted(self, q: str) -> str:
+        s, start = self.s, self.i
+        j = start + 1
+        buf: list[str] = []
+        while j < self.end:
+            ch = s[j]
+            if ch == "\\" and j + 1 < self.end:
+                nx = s[j + 1]
+                buf.append(_ESCAPES.get(nx, "\\" + nx))
+                j += 2
+                continue
+            # Models sometimes forget to escape a quote inside content (ui-tars accepts
+            # ``type(content='it's')``): a quote only closes the string when the call can
+            # continue after it -- with ',' or ')' or the end, or with ``name=`` (a missing
+            # comma, reported right after).  Rendered strings always escape, so this never
+            # changes how our own output is read.
+            if ch == q and _CLOSES_STRING_RE.match(s, j + 1, self.end):
+                self.i = j + 1
+                return "".join(buf)
+            buf.append(ch)
+            j += 1
+        self.fail("unbalanced quotes: unterminated string", start)
+
+    def bare(self, key: str) -> str:
+        s, start = self.s, self.i
+        depth: list[str] = []
+        j = start
+        while j < self.end:
+            ch = s[j]
+            if ch in _OPEN:
+                depth.append(_CLOSE[_OPEN.index(ch)])
+            elif ch in _CLOSE:
+                if not depth:
+                    break
+                if depth.pop() != ch:
+                    self.fail(f"unbalanced brackets in value of '{key}'", j)
+            elif ch == "," and not depth:
+                break
+            elif ch in "'\"":
+                self.fail(f"unexpected quote in unquoted value of '{key}'", j)
+            j += 1
+        if depth:
+            self.fail(f"unbalanced brackets in value of '{key}'", start)
+        value = s[start:j].strip()
+        if not value:
+            self.fail(f"missing value for argument '{key}'", start)
+        self.i = j
+        return value
+
+
+def _convert_value(spec: ActionSpec, a: ArgSpec, raw: str, pos: int) -> Any:
+    if a.kind == "point":
+        if not raw.strip():
+            return _ABSENT  # ui-tars drops empty parameters, e.g. type(content='', start_box='')
+        p = _parse_point_value(raw)
+        if p is None:
+            raise ActionSyntaxError(f"malformed coordinates '{raw}'", pos)
+        return p
+    if a.kind == "direction":
+        d = raw.strip().lower()
+        if not d:
+            return _ABSENT
+        if d not in DIRECTIONS:
+            raise ActionSyntaxError(
+                f"bad direction '{raw}' for {spec.name} (expected one of {', '.join(DIRECTIONS)})", pos
+            )
+        return d
+    if a.kind == "duration":
+        if not raw.strip():
+            return _ABSENT  # README_v1 mobile prompt literally shows time=''
+        n = _number(raw)
+        if n is None:
+            raise ActionSyntaxError(f"malformed duration '{raw}'", pos)
+        return n
+    return raw  # text / keys: kept verbatim
+
+
+def _build_action(spec: ActionSpec, raw: list[tuple[str, int, str, int]], start: int) -> Action:
+    values: dict[str, Any] = {}
+    style = style_key = None
+    for key, key_pos, val, val_pos in raw:
+        if key in POINT_STYLE_ALIASES:
+            canon, key_style = POINT_STYLE_ALIASES[key], "point"
+        elif key in (START_BOX, END_BOX):
+            canon, key_style = key, "box"
+        else:
+            canon, key_style = key, None
+            for a in spec.args:
+                if key in a.aliases:
+                    canon = a.name
+        a = spec.arg(canon)
+        if a is None:
+            raise ActionSyntaxError(f"unexpected argument '{key}' for {spec.name}", key_pos)
+        if canon in values:
+            raise ActionSyntaxError(f"duplicate argument '{canon}' for {spec.name}", key_pos)
+        if key_style is not None:
+            if style is not None and style != key_style:
+                raise ActionSyntaxError(
+                    f"mixed coordinate styles ('{style_key}' and '{key}') for {spec.name}", key_pos
+                )
+            style, style_key = key_style, key
+        values[canon] = _convert_value(spec, a, val, val_pos)
+    for a in spec.args:
+        if a.required and values.get(a.name, _ABSENT) is _ABSENT:
+            raise ActionSyntaxError(f"missing argument '{a.name}' for {spec.name}", start)
+    if spec.require_any and all(values.get(n, _ABSENT) is _ABSENT for n in spec.require_any):
+        raise ActionSyntaxError(f"missing argument '{spec.require_any[0]}' for {spec.name}", start)
+    args = tuple((a.name, values[a.name]) for a in spec.args if values.get(a.name, _ABSENT) is not _ABSENT)
+    return Action(spec.name, args, style or "box")
+
+
+_ACTION_LINE_RE = re.compile(r"^[ \t]*Action:", re.M)
+_LEADING_ACTION_RE = re.compile(r"\s*Action:")
+_HEADER_RE = re.compile(r"^[ \t]*(Thought|Reflection|Action_Summary):", re.M)
+_BARE_CALL_RE = re.compile(r"\s*[A-Za-z_][A-Za-z0-9_]*\s*\(")
+
+
+def parse_actions(text: str) -> list[Action]:
+    """Parse one or more calls separated by whitespace (usually a blank line).
+
+    A leading ``Action:`` label is allowed.  Error positions are offsets into ``text``.
+    """
+    m = _LEADING_ACTION_RE.match(text)
+    start = m.end() if m else 0
+    return [a for a, _ in _Parser(text, start).calls()]
+
+
+def parse_action(text: str) -> Action:
+    """Parse exactly one call."""
+    m = _LEADING_ACTION_RE.match(text)
+    start = m.end() if m else 0
+    calls = _Parser(text, start).calls()
+    if not calls:
+        raise ActionSyntaxError("expected an action", len(text))
+    if len(calls) > 1:
+        raise ActionSyntaxError(f"expected a single action, found {len(calls)}", calls[1][1])
+    return calls[0][0]
+
+
+def _find_action_label(text: str, pos: int) -> int | None:
+    """Offset just after the ``Action:`` label that starts the action section."""
+    m = _LEADING_ACTION_RE.match(text, pos)  # label right at pos, e.g. after </think>
+    if m:
+        return m.end()
+    # A label at the start of a line: "Action:" inside a thought sentence is not one.
+    m = _ACTION_LINE_RE.search(text, pos)
+    if m:
+        return m.end()
+    # Single-line responses ("Thought: x Action: click(...)"): first label after whitespace.
+    i = text.find("Action:", pos)
+    while i != -1:
+        if text[i - 1].isspace() or text[i - 1] == ">":
+            return i + len("Action:")
+        i = text.find("Action:", i + 1)
+    return None
+
+
+def parse_response(text: str) -> ParsedResponse:
+    """Parse a full model response (see the module docstring for the grammar).
+
+    ``Reflection: R Action_Summary: S`` gives ``reflection=R, action_summary=S`` and, with no
+    ``Thought:``, ``thought=S`` (ui-tars' mapping).  A response that is only a call (no
+    labels at all) is accepted as the no-thought variant.
+    """
+    pos = 0
+    think = None
+    end_think = text.find("</think>")
+    if end_think != -1:
+        a = _find_action_label(text, 0)
+        if a is None or end_think < a:
+            body = text[:end_think]
+            k = body.find("<think>")
+            think = (body[k + len("<think>") :] if k != -1 else body).strip()
+            pos = end_think + len("</think>")
+    elif text.lstrip().startswith("<think>"):
+        raise ActionSyntaxError("unterminated <think>", text.find("<think>"))
+
+    label_end = _find_action_label(text, pos)
+    if label_end is None:
+        if _BARE_CALL_RE.match(text, pos) and not _HEADER_RE.search(text, pos):
+            action_start, preamble = pos, ""
+        else:
+            raise ActionSyntaxError("missing 'Action:'", len(text))
+    else:
+        action_start = label_end
+        preamble = text[pos : label_end - len("Action:")]
+
+    sections: dict[str, list[str]] = {"Thought": [], "Reflection": [], "Action_Summary": []}
+    headers = list(_HEADER_RE.finditer(preamble))
+    unlabelled = (preamble[: headers[0].start()] if headers else preamble).strip()
+    for n, h in enumerate(headers):
+        stop = headers[n + 1].start() if n + 1 < len(headers) else len(preamble)
+        sections[h.group(1)].append(preamble[h.end() : stop].strip())
+
+    reflection = "\n\n".join(sections["Reflection"]) if sections["Reflection"] else None
+    summary = "\n\n".join(sections["Action_Summary"]) if sections["Action_Summary"] else None
+    thought_parts = [p for p in [unlabelled, *sections["Thought"]] if p]
+    if sections["Thought"]:
+        thought = "\n".join(thought_parts)
+    elif summary is not None:
+        thought = "\n".join([p for p in [unlabelled, summary] if p])
+    else:
+        thought = unlabelled
+
+    calls = _Parser(text, action_start).calls()
+    if not calls:
+        raise ActionSyntaxError("expected an action after 'Action:'", action_start)
+    return ParsedResponse(
+        thought=thought,
+        reflection=reflection,
+        action_summary=summary,
+        actions=[a for a, _ in calls],
+        action_text=text[action_start:].strip(),
+        think=think,
+    )
+
+
+# --------------------------------------------------------------------------------------
+# Rendering
+
+
+def _fmt_num(v: int | float) -> str:
+    if isinstance(v, int):
+        return str(v)
+    s = f"{v:.3f}".rstrip("0").rstrip(".")
+    return "0" if s in ("-0", "") else s
+
+
+def _quote(s: str) -> str:
+    return "'" + s.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n").replace("\r", "\\r") + "'"
+
+
+def render_action(action: Action, *, box_tokens: bool = True) -> str:
+    """Canonical UI-TARS text for ``action``.
+
+    Box style: ``click(start_box='<|box_start|>(34,546)<|box_end|>')`` (or ``'(34,546)'``
+    with ``box_tokens=False``); point style: ``click(point='<point>34 546</point>')``.
+    Strings are single-quoted with ``\\\\``, ``\\'``, ``\\n`` and ``\\r`` escaped.  Ints render
+    as ints, floats with up to 3 decimals and no trailing zeros.
+    """
+    spec = action.spec
+    has_end = any(k == END_BOX for k, _ in action.args)
+    parts = []
+    for k, v in action.args:
+        kind = _arg_kind(spec, k, v)
+        if kind == "point":
+            x, y = _fmt_num(v[0]), _fmt_num(v[1])
+            if action.style == "point":
+                name = {START_BOX: "start_point" if has_end else "point", END_BOX: "end_point"}.get(k, k)
+                parts.append(f"{name}='<point>{x} {y}</point>'")
+            else:
+                inner = f"({x},{y})"
+                if box_tokens:
+                    inner = BOX_START + inner + BOX_END
+                parts.append(f"{k}='{inner}'")
+        elif kind == "duration":
+            parts.append(f"{k}='{_fmt_num(v)}'")
+        else:
+            if not isinstance(v, str):
+                raise TypeError(f"argument {k!r} of {action.type} must be str, got {v!r}")
+            parts.append(f"{k}={_quote(v)}")
+    return f"{action.type}({', '.join(parts)})"
+
+
+def render_response(
+    thought: str,
+    actions: Action | Iterable[Action],
+    *,
+    box_tokens: bool = True,
+    reflection: str | None = None,
+) -> str:
+    """``Thought: ...\\nAction: ...``; with ``reflection`` the UI-TARS reflection layout
+    ``Reflection: ...\\nAction_Summary: <thought>\\nAction: ...``; an empty thought gives the
+    no-thought variant ``Action: ...``.  Several actions are joined by a blank line."""
+    acts = [actions] if isinstance(actions, Action) else list(actions)
+    if not acts:
+        raise ValueError("render_response needs at least one action")
+    body = "\n\n".join(render_action(a, box_tokens=box_tokens) for a in acts)
+    if reflection is not None:
+        head = f"Reflection: {reflection.strip()}\nAction_Summary: {thought.strip()}\n"
+    elif thought and thought.strip():
+        head = f"Thought: {thought.strip()}\n"
+    else:
+        head = ""
+    return f"{head}Action: {body}"
+
+
+# --------------------------------------------------------------------------------------
+# Coordinate conventions
+
+
+def smart_resize(
+    height: int,
+    width: int,
+    factor: int = IMAGE_FACTOR,
+    min_pixels: int = MIN_PIXELS,
+    max_pixels: int = MAX_PIXELS,
+) -> tuple[int, int]:
+    """Qwen2.5-VL / ui-tars ``smart_resize`` (same arithmetic, so results match exactly):
+    both sides multiples of ``factor``, area within [min_pixels, max_pixels], aspect kept."""
+    if max(height, width) / min(height, width) > MAX_RATIO:
+        raise ValueError(
+            f"absolute aspect ratio must be smaller than {MAX_RATIO}, got {max(height, width) / min(height, width)}"
+        )
+    h_bar = max(factor, round(height / factor) * factor)
+    w_bar = max(factor, round(width / factor) * factor)
+    if h_bar * w_bar > max_pixels:
+        beta = math.sqrt((height * width) / max_pixels)
+        h_bar = math.floor(height / beta / factor) * factor
+        w_bar = math.floor(width / beta / factor) * factor
+    elif h_bar * w_bar < min_pixels:
+        beta = math.sqrt(min_pixels / (height * width))
+        h_bar = math.ceil(height * beta / factor) * factor
+        w_bar = math.ceil(width * beta / factor) * factor
+    return h_bar, w_bar
+
+
+def _check(convention: str, width: Any, height: Any) -> None:
+    if convention not in CONVENTIONS:
+        raise ValueError(f"unknown coordinate convention {convention!r} (expected one of {CONVENTIONS})")
+    for n, v in (("width", width), ("height", height)):
+        if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+            raise ValueError(f"{n} must be a positive int, got {v!r}")
+
+
+def _resized_wh(width: int, height: int, max_pixels: int | None) -> tuple[int, int]:
+    h, w = smart_resize(height, width, max_pixels=max_pixels or MAX_PIXELS)
+    return w, h
+
+
+def _round_half_up(v: float) -> int:
+    # Python's round() is banker's rounding; annotators expect 0.5 to go up.
+    return int(math.floor(v + 0.5))
+
+
+def to_screen_pixels(
+    point: tuple[float, float], *, convention: str, width: int, height: int, max_pixels: int | None = None
+) -> tuple[float, float]:
+    """Model coordinates -> screenshot pixels (floats, unrounded)."""
+    _check(convention, width, height)
+    x, y = point
+    if convention == RELATIVE_1000:
+        return (x / 1000 * width, y / 1000 * height)
+    if convention == SMART_RESIZE_PIXELS:
+        rw, rh = _resized_wh(width, height, max_pixels)
+        return (x / rw * width, y / rh * height)
+    return (float(x), float(y))
+
+
+def from_screen_pixels(
+    point_px: tuple[float, float], *, convention: str, width: int, height: int, max_pixels: int | None = None
+) -> tuple[int | float, int | float]:
+    """Screenshot pixels -> model coordinates.
+
+    relative-1000 and smart-resize give ints (what a model emits; round half up).
+    screen-pixels keeps ints as ints and rounds floats to 3 decimals.
+    """
+    _check(convention, width, height)
+    x, y = point_px
+    if convention == RELATIVE_1000:
+        return (_round_half_up(x / width * 1000), _round_half_up(y / height * 1000))
+    if convention == SMART_RESIZE_PIXELS:
+        rw, rh = _resized_wh(width, height, max_pixels)
+        return (_round_half_up(x / width * rw), _round_half_up(y / height * rh))
+    return tuple(v if isinstance(v, int) and not isinstance(v, bool) else round(float(v), 3) for v in (x, y))  # type: ignore[return-value]
+
+
+def convert_action(
+    action: Action, *, src: str, dst: str, width: int, height: int, max_pixels: int | None = None
+) -> Action:
+    """The same action with every point converted from convention ``src`` to ``dst``."""
+    _check(src, width, height)
+    _check(dst, width, height)
+    if src == dst:
+        return action
+    args = []
+    for k, v in action.args:
+        if isinstance(v, tuple):
+            px = to_screen_pixels(v, convention=src, width=width, height=height, max_pixels=max_pixels)
+            v = from_screen_pixels(px, convention=dst, width=width, height=height, max_pixels=max_pixels)
+        args.append((k, v))
+    return Action(action.type, tuple(args), action.style)
+
+
+# --------------------------------------------------------------------------------------
+# Validation
+
+
+def _bounds_problem(
+    action: Action, name: str, p: tuple, convention: str, width: int, height: int, max_pixels: int | None
+) -> str | None:
+    x, y = p
+    # Model conventions address the continuous screen extent and emit the far edge itself
+    # (x=1000, x=w_resized), so their upper bound is inclusive.  Screen pixels index pixels:
+    # 0..W-1, i.e. x < W (a float like 1919.5 still lies in the last pixel).
+    if convention == RELATIVE_1000:
+        xmax, ymax, inclusive = 1000, 1000, True
+    elif convention == SMART_RESIZE_PIXELS:
+        xmax, ymax = _resized_wh(width, height, max_pixels)
+        inclusive = True
+    else:
+        xmax, ymax, inclusive = width, height, False
+    ok_x = 0 <= x <= xmax if inclusive else 0 <= x < xmax
+    ok_y = 0 <= y <= ymax if inclusive else 0 <= y < ymax
+    if ok_x and ok_y:
+        return None
+    rng = f"[0, {xmax}] x [0, {ymax}]" if inclusive else f"[0, {xmax - 1}] x [0, {ymax - 1}]"
+    px = to_screen_pixels(p, convention=convention, width=width, height=height, max_pixels=max_pixels)
+    return (
+        f"{action.type} {name} ({_fmt_num(x)}, {_fmt_num(y)}) is outside the screen: {convention} "
+        f"coordinates must lie in {rng} (it maps to ({px[0]:.1f}, {px[1]:.1f}) px on {width}x{height})"
+    )
+
+
+def validate_action(
+    action: Action,
+    *,
+    convention: str,
+    width: int,
+    height: int,
+    platform: str | None = None,
+    max_pixels: int | None = None,
+) -> list[str]:
+    """Hard problems with an action in context, as human-readable sentences ([] = fine).
+
+    Checks: known action, required/unknown arguments, value types, bad direction, empty
+    key, negative duration, platform availability, and coordinates off-screen (bounds in
+    :func:`_bounds_problem`).  Soft issues (e.g. more than 3 keys in a hotkey) are not
+    reported.
+    """
+    _check(convention, width, height)
+    if platform is not None and platform not in PLATFORMS:
+        raise ValueError(f"unknown platform {platform!r} (expected one of {PLATFORMS})")
+    spec = ACTION_SPECS.get(action.type)
+    if spec is None:
+        return [f"unknown action '{action.type}'"]
+    problems: list[str] = []
+    if platform is not None and platform not in spec.platforms:
+        avail = ", ".join(p for p in PLATFORMS if p in spec.platforms)
+        problems.append(f"{spec.name} is not available on {platform} (only on {avail})")
+    present = dict(action.args)
+    for a in spec.args:
+        if a.required and a.name not in present:
+            problems.append(f"missing argument '{a.name}' for {spec.name}")
+    if spec.require_any and not any(n in present for n in spec.require_any):
+        problems.append(f"missing argument '{spec.require_any[0]}' for {spec.name}")
+    for k, v in action.args:
+        a = spec.arg(k)
+        if a is None:
+            problems.append(f"unexpected argument '{k}' for {spec.name}")
+            continue
+        if a.kind == "point":
+            if not isinstance(v, tuple):
+                problems.append(f"argument '{k}' of {spec.name} must be a point")
+                continue
+            msg = _bounds_problem(action, k, v, convention, width, height, max_pixels)
+            if msg:
+                problems.append(msg)
+        elif a.kind == "duration":
+            if isinstance(v, (int, float)) and v < 0:
+                problems.append(f"negative duration {_fmt_num(v)} for {spec.name}")
+        elif not isinstance(v, str):
+            problems.append(f"argument '{k}' of {spec.name} must be text")
+        elif a.kind == "direction" and v not in DIRECTIONS:
+            problems.append(f"bad direction '{v}' for {spec.name} (expected one of {', '.join(DIRECTIONS)})")
+        elif a.kind == "keys" and not v.strip():
+            problems.append(f"empty key for {spec.name}")
+    return problems
+
+
+# --------------------------------------------------------------------------------------
+# Table for the browser editor
+
+
+_CONVENTION_INFO = {
+    RELATIVE_1000: (
+        "Relative 0-1000",
+        "UI-TARS v1 (Qwen2-VL): x_px = x / 1000 * width, y_px = y / 1000 * height.",
+    ),
+    SMART_RESIZE_PIXELS: (
+        "Smart-resize pixels",
+        "UI-TARS-1.5 (Qwen2.5-VL): pixels of the smart_resize'd screenshot "
+        "(factor 28, min 100*28*28, max max_pixels): x_px = x / w_resized * width.",
+    ),
+    SCREEN_PIXELS: ("Screen pixels", "Pixels of the screenshot as stored."),
+}
+
+
+def action_table_json() -> dict:
+    """The grammar as JSON for the structured editor (so the page keeps no copy of it)."""
+    actions = []
+    for s in _SPECS:
+        args = []
+        for a in s.args:
+            d = {
+                "name": a.name,
+                "kind": a.kind,
+                "required": a.required,
+                "aliases": list(a.aliases),
+                "description": a.description,
+            }
+            if a.kind == "point":
+                d["point_style_names"] = [k for k, v in POINT_STYLE_ALIASES.items() if v == a.name]
+            args.append(d)
+        actions.append(
+            {
+                "name": s.name,
+                "label": s.label,
+                "description": s.description,
+                "platforms": [p for p in PLATFORMS if p in s.platforms],
+                "extra": s.extra,
+                "require_any": list(s.require_any),
+                "args": args,
+            }
+        )
+    return {
+        "version": 1,
+        "actions": actions,
+        "arg_kinds": list(ARG_KINDS),
+        "directions": list(DIRECTIONS),
+        "platforms": list(PLATFORMS),
+        "styles": list(STYLES),
+        "box_tokens": {"start": BOX_START, "end": BOX_END},
+        "conventions": [
+            {"id": c, "label": _CONVENTION_INFO[c][0], "description": _CONVENTION_INFO[c][1]} for c in CONVENTIONS
+        ],
+        "default_convention": RELATIVE_1000,
+        "smart_resize": {
+            "factor": IMAGE_FACTOR,
+            "min_pixels": MIN_PIXELS,
+            "max_pixels": MAX_PIXELS,
+            "max_ratio": MAX_RATIO,
+        },
+    }

@@ -1,0 +1,199 @@
+"""REST API for projects, traces, steps and imports. Thin: selectors read, services write."""
+
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import generics, serializers, status
+from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.parsers import MultiPartParser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from studio.permissions import ActionPermission, has_permission
+from traces import actions as grammar
+from traces import selectors, services
+from traces.importers import IMPORTERS
+from traces.models import ImportJob, Project, Step, Trace
+
+
+class ProjectSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Project
+        fields = [
+            "id", "name", "description", "platform", "coordinate_convention", "max_pixels", "history_window",
+            "box_tokens", "error_categories", "lease_idle_minutes", "double_annotation_share", "blind_prescoring",
+        ]
+
+
+class StepSerializer(serializers.ModelSerializer):
+    screenshot_url = serializers.SerializerMethodField()
+    thumbnail_url = serializers.SerializerMethodField()
+    width = serializers.IntegerField(source="screenshot.width", default=None)
+    height = serializers.IntegerField(source="screenshot.height", default=None)
+
+    class Meta:
+        model = Step
+        fields = [
+            "index", "thought", "reflection", "action_summary", "action_text", "raw_response", "parsed_actions",
+            "parse_error", "human_edited_response", "context", "screenshot_url", "thumbnail_url", "width", "height",
+        ]
+
+    def get_screenshot_url(self, step) -> str | None:
+        return f"/screenshots/{step.screenshot.sha256}/image" if step.screenshot_id else None
+
+    def get_thumbnail_url(self, step) -> str | None:
+        return f"/screenshots/{step.screenshot.sha256}/thumbnail" if step.screenshot_id else None
+
+
+class TraceSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Trace
+        fields = ["id", "project", "external_id", "instruction", "source", "outcome", "metadata", "step_count", "created_at"]
+
+
+class TraceDetailSerializer(TraceSerializer):
+    steps = serializers.SerializerMethodField()
+    final_screenshot_url = serializers.SerializerMethodField()
+
+    class Meta(TraceSerializer.Meta):
+        fields = TraceSerializer.Meta.fields + ["steps", "final_screenshot_url"]
+
+    def get_steps(self, trace) -> list[dict]:
+        return StepSerializer(selectors.trace_steps(trace), many=True).data
+
+    def get_final_screenshot_url(self, trace) -> str | None:
+        return f"/screenshots/{trace.final_screenshot.sha256}/image" if trace.final_screenshot_id else None
+
+
+class ImportJobSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ImportJob
+        fields = [
+            "id", "project", "status", "format", "original_name", "progress_done", "progress_total", "message", "errors",
+            "traces_imported", "traces_skipped", "traces_failed", "steps_imported", "screenshots_stored",
+            "unparsed_actions", "created_at", "started_at", "finished_at",
+        ]
+
+
+class ProjectList(generics.ListAPIView):
+    serializer_class = ProjectSerializer
+    permission_classes = [ActionPermission]
+    permission_action = "project.view"
+
+    def get_queryset(self):
+        return selectors.projects_for_user(self.request.user)
+
+
+class ProjectDetail(generics.RetrieveAPIView):
+    serializer_class = ProjectSerializer
+    permission_classes = [ActionPermission]
+    permission_action = "project.view"
+
+    def get_queryset(self):
+        return selectors.projects_for_user(self.request.user)
+
+
+class TraceList(generics.ListAPIView):
+    serializer_class = TraceSerializer
+    permission_classes = [ActionPermission]
+    permission_action = "trace.view"
+
+    def get_queryset(self):
+        project = get_object_or_404(selectors.projects_for_user(self.request.user), pk=self.kwargs["project_id"])
+        return selectors.traces_for_user(self.request.user, project=project, search=self.request.query_params.get("q", "")[:200])
+
+
+class TraceDetail(generics.RetrieveAPIView):
+    serializer_class = TraceDetailSerializer
+    permission_classes = [ActionPermission]
+    permission_action = "trace.view"
+
+    def get_queryset(self):
+        return selectors.traces_for_user(self.request.user)
+
+
+class ImportUploadSerializer(serializers.Serializer):
+    file = serializers.FileField(help_text="A .zip of traces (any supported layout) or a .jsonl of native traces.")
+    format = serializers.ChoiceField(choices=["", *sorted(IMPORTERS)], required=False, default="")
+
+
+class ImportCreate(APIView):
+    """Upload an archive; the import runs in a worker and is followed through its job."""
+
+    parser_classes = [MultiPartParser]
+    permission_classes = [ActionPermission]
+    permission_action = "trace.import"
+
+    @extend_schema(request=ImportUploadSerializer, responses={202: ImportJobSerializer})
+    def post(self, request, project_id: int):
+        project = get_object_or_404(selectors.projects_for_user(request.user), pk=project_id)
+        if not has_permission(request.user, "trace.import", project):
+            raise PermissionDenied("Only leads and admins of this project import traces.")
+        form = ImportUploadSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        upload = form.validated_data["file"]
+        name = upload.name or "upload"
+        if not name.lower().endswith((".zip", ".jsonl")):
+            raise ValidationError({"file": f"{name}: upload a .zip archive or a .jsonl file"})
+        try:
+            stored = services.import_upload_store(uploaded_file=upload)
+        except ValueError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+        job = services.import_job_create(
+            project=project, user=request.user, upload_name=stored, original_name=name, fmt=form.validated_data["format"]
+        )
+        return Response(ImportJobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+
+
+class ImportJobDetail(generics.RetrieveAPIView):
+    serializer_class = ImportJobSerializer
+    permission_classes = [ActionPermission]
+    permission_action = "job.view"
+
+    def get_queryset(self):
+        return selectors.import_jobs_for_user(self.request.user)
+
+
+class ActionTable(APIView):
+    """The action grammar for the page's structured editor: served, never copied into JavaScript."""
+
+    permission_classes = [ActionPermission]
+    permission_action = "trace.view"
+
+    @extend_schema(responses={200: dict})
+    def get(self, request):
+        return Response(grammar.action_table_json())
+
+
+class ActionValidateSerializer(serializers.Serializer):
+    action = serializers.CharField(max_length=4000)
+    width = serializers.IntegerField(min_value=1, max_value=20000)
+    height = serializers.IntegerField(min_value=1, max_value=20000)
+    project = serializers.IntegerField()
+
+
+class ActionValidate(APIView):
+    """Parse and check one action string against a screen, as the server will on submit."""
+
+    permission_classes = [ActionPermission]
+    permission_action = "trace.view"
+
+    @extend_schema(request=ActionValidateSerializer, responses={200: dict})
+    def post(self, request):
+        form = ActionValidateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        project = get_object_or_404(selectors.projects_for_user(request.user), pk=data["project"])
+        try:
+            action = grammar.parse_action(data["action"])
+        except grammar.ActionSyntaxError as exc:
+            return Response({"valid": False, "errors": [str(exc)]})
+        problems = grammar.validate_action(
+            action, convention=project.coordinate_convention, width=data["width"], height=data["height"],
+            platform=project.platform, max_pixels=project.max_pixels,
+        )
+        return Response({
+            "valid": not problems, "errors": problems, "canonical": grammar.render_action(action, box_tokens=project.box_tokens),
+            "action": action.to_json(),
+        })

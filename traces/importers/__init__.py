@@ -1,0 +1,95 @@
+"""One entry point for every trace source: detect the format, unpack archives safely, read traces."""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+from .archive import ArchiveError, ExtractReport, safe_extract
+from .base import ImageRef, ImportedStep, ImportedTrace, TraceOrError, TraceReadError
+from .native import NativeImporter
+
+IMPORTERS: dict[str, object] = {"native": NativeImporter()}
+
+
+def register(importer) -> None:
+    IMPORTERS[importer.format_name] = importer
+
+
+def _load_optional_importers() -> None:
+    # Each source format is its own module; a module that is not there yet is simply not offered.
+    import importlib
+
+    for module, cls in (
+        ("traces.importers.uitars_messages", "UITarsMessagesImporter"),
+        ("traces.importers.osworld", "OSWorldImporter"),
+        ("traces.importers.screenagent", "ScreenAgentImporter"),
+        ("traces.importers.mobile_agent", "MobileAgentImporter"),
+    ):
+        try:
+            register(getattr(importlib.import_module(module), cls)())
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+
+
+_load_optional_importers()
+
+
+class UnknownFormat(Exception):
+    pass
+
+
+def detect_format(root: Path) -> str:
+    """The first importer that recognises ``root``; native last, since its markers are the loosest."""
+    ordered = [name for name in IMPORTERS if name != "native"] + ["native"]
+    for name in ordered:
+        if IMPORTERS[name].detect(root):
+            return name
+    raise UnknownFormat(
+        f"{root.name}: no known trace layout found (looked for: {', '.join(ordered)}); see docs/formats.md"
+    )
+
+
+@contextlib.contextmanager
+def opened_source(path: Path) -> Iterator[tuple[Path, ExtractReport | None]]:
+    """Yield a folder (or JSONL file) to read; a .zip is unpacked safely into a temporary folder."""
+    if path.suffix.lower() == ".zip" or (path.is_file() and _looks_like_zip(path)):
+        with tempfile.TemporaryDirectory(prefix="trace-import-") as tmp:
+            report = safe_extract(path, Path(tmp))
+            root = Path(tmp)
+            children = [p for p in root.iterdir()]
+            # An archive holding one top folder is read as that folder.
+            if len(children) == 1 and children[0].is_dir():
+                root = children[0]
+            yield root, report
+    else:
+        yield path, None
+
+
+def _looks_like_zip(path: Path) -> bool:
+    with path.open("rb") as handle:
+        return handle.read(4) == b"PK\x03\x04"
+
+
+def iter_traces(root: Path, fmt: str | None = None) -> Iterator[TraceOrError]:
+    name = fmt or detect_format(root)
+    if name not in IMPORTERS:
+        raise UnknownFormat(f"unknown format '{name}'; known: {', '.join(sorted(IMPORTERS))}")
+    yield from IMPORTERS[name].read(root)
+
+
+__all__ = [
+    "ArchiveError",
+    "IMPORTERS",
+    "ImageRef",
+    "ImportedStep",
+    "ImportedTrace",
+    "TraceReadError",
+    "UnknownFormat",
+    "detect_format",
+    "iter_traces",
+    "opened_source",
+]

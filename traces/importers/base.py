@@ -1,0 +1,117 @@
+"""What every importer yields: source-neutral traces that services.trace_import_batch stores.
+
+An importer reads one source layout and yields ``ImportedTrace`` objects, or ``TraceReadError`` for
+a trace it cannot read; it never stops a batch because one trace is broken.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator, Protocol
+
+from django.conf import settings
+
+
+class TraceReadError(Exception):
+    """A trace (or a file of it) that cannot be read; ``where`` names the file or line."""
+
+    def __init__(self, where: str, message: str):
+        super().__init__(f"{where}: {message}")
+        self.where = where
+        self.message = message
+
+
+@dataclass(frozen=True)
+class ImageRef:
+    """A screenshot still in the source: ``name`` for messages, ``read`` for its bytes."""
+
+    name: str
+    read: Callable[[], bytes]
+
+    @classmethod
+    def from_path(cls, path: Path, *, root: Path | None = None) -> "ImageRef":
+        name = str(path.relative_to(root)) if root else path.name
+        return cls(name=name, read=path.read_bytes)
+
+
+@dataclass
+class ImportedStep:
+    screenshot: ImageRef | None
+    raw_response: str
+    # Filled by the importer only when the source already separates them; else parsed from raw_response.
+    thought: str | None = None
+    action_text: str | None = None
+    human_edited_response: str = ""
+    context: dict = field(default_factory=dict)
+
+
+@dataclass
+class ImportedTrace:
+    external_id: str
+    instruction: str
+    source: str
+    steps: list[ImportedStep]
+    source_path: str = ""
+    outcome: str = "unknown"
+    metadata: dict = field(default_factory=dict)
+    final_screenshot: ImageRef | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+TraceOrError = ImportedTrace | TraceReadError
+
+
+class Importer(Protocol):
+    format_name: str
+
+    def detect(self, root: Path) -> bool: ...
+
+    def read(self, root: Path) -> Iterator[TraceOrError]: ...
+
+
+def read_json(path: Path, *, root: Path | None = None):
+    """Load a JSON file with errors that name the file, the line and the problem."""
+    where = str(path.relative_to(root)) if root else path.name
+    size = path.stat().st_size
+    if size > settings.IMPORT_MAX_JSON_BYTES:
+        raise TraceReadError(where, f"JSON file of {size} bytes is over the {settings.IMPORT_MAX_JSON_BYTES}-byte limit")
+    data = path.read_bytes()
+    return parse_json_bytes(data, where)
+
+
+def parse_json_bytes(data: bytes, where: str):
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TraceReadError(where, f"not valid UTF-8 (byte {exc.start})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TraceReadError(where, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise TraceReadError(where, "JSON nested too deeply") from None
+
+
+def require(mapping, key: str, kind: type, where: str):
+    if not isinstance(mapping, dict):
+        raise TraceReadError(where, f"expected an object, found {type(mapping).__name__}")
+    if key not in mapping:
+        raise TraceReadError(where, f"missing field '{key}'")
+    value = mapping[key]
+    if not isinstance(value, kind):
+        raise TraceReadError(where, f"field '{key}' must be {kind.__name__}, found {type(value).__name__}")
+    return value
+
+
+def safe_child(root: Path, relative: str, where: str) -> Path:
+    """Resolve a path named inside a trace file, refusing anything that leaves the trace's folder."""
+    if not isinstance(relative, str) or not relative:
+        raise TraceReadError(where, "empty file name")
+    candidate = (root / relative).resolve()
+    if not candidate.is_relative_to(root.resolve()):
+        raise TraceReadError(where, f"file '{relative}' points outside the trace folder")
+    if not candidate.is_file():
+        raise TraceReadError(where, f"file '{relative}' does not exist")
+    return candidate

@@ -1,0 +1,110 @@
+"""Our native format (docs/formats.md): a folder with trace.json per trace, or a JSONL of traces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+from django.conf import settings
+
+from .base import ImageRef, ImportedStep, ImportedTrace, TraceOrError, TraceReadError, parse_json_bytes, read_json, require, safe_child
+
+FORMAT_TAG = "trace-studio/v1"
+OUTCOMES = {"success", "failure", "unknown"}
+
+
+class NativeImporter:
+    format_name = "native"
+
+    def detect(self, root: Path) -> bool:
+        if root.is_file():
+            return root.suffix == ".jsonl"
+        return (root / "trace.json").is_file() or any(root.glob("*/trace.json")) or any(root.glob("*.jsonl"))
+
+    def read(self, root: Path) -> Iterator[TraceOrError]:
+        if root.is_file():
+            yield from self._read_jsonl(root, root.parent)
+            return
+        folders = [root] if (root / "trace.json").is_file() else sorted(p.parent for p in root.glob("*/trace.json"))
+        for folder in folders:
+            try:
+                document = read_json(folder / "trace.json", root=root.parent if folder == root else root)
+                yield trace_from_document(document, folder, where=f"{folder.name}/trace.json")
+            except TraceReadError as exc:
+                yield exc
+        for jsonl in sorted(root.glob("*.jsonl")):
+            yield from self._read_jsonl(jsonl, root)
+
+    def _read_jsonl(self, path: Path, base: Path) -> Iterator[TraceOrError]:
+        if path.stat().st_size > settings.IMPORT_MAX_JSON_BYTES:
+            yield TraceReadError(path.name, f"file is over the {settings.IMPORT_MAX_JSON_BYTES}-byte limit")
+            return
+        with path.open("rb") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                where = f"{path.name} line {number}"
+                try:
+                    yield trace_from_document(parse_json_bytes(line, where), base, where=where)
+                except TraceReadError as exc:
+                    yield exc
+
+
+def trace_from_document(document, folder: Path, *, where: str) -> ImportedTrace:
+    if not isinstance(document, dict):
+        raise TraceReadError(where, "a trace must be a JSON object")
+    tag = document.get("format", FORMAT_TAG)
+    if tag != FORMAT_TAG:
+        raise TraceReadError(where, f"unknown format '{tag}', expected '{FORMAT_TAG}'")
+    external_id = require(document, "external_id", str, where).strip()
+    if not external_id or len(external_id) > 255:
+        raise TraceReadError(where, "external_id must be 1 to 255 characters")
+    instruction = require(document, "instruction", str, where)
+    outcome = document.get("outcome", "unknown")
+    if outcome not in OUTCOMES:
+        raise TraceReadError(where, f"outcome must be one of {sorted(OUTCOMES)}, not {outcome!r}")
+    metadata = document.get("metadata", {})
+    if not isinstance(metadata, dict):
+        raise TraceReadError(where, "metadata must be an object")
+    steps_doc = require(document, "steps", list, where)
+    if not steps_doc:
+        raise TraceReadError(where, "a trace needs at least one step")
+    steps = []
+    for number, step in enumerate(steps_doc, start=1):
+        step_where = f"{where} step {number}"
+        shot = step.get("screenshot") if isinstance(step, dict) else None
+        action = require(step, "action", str, step_where)
+        thought = step.get("thought", "")
+        if not isinstance(thought, str):
+            raise TraceReadError(step_where, "thought must be a string")
+        raw = "\n".join(
+            part
+            for part in (
+                f"Reflection: {step['reflection']}" if step.get("reflection") else "",
+                f"Action_Summary: {step['action_summary']}" if step.get("action_summary") else "",
+                f"Thought: {thought}" if thought else "",
+                f"Action: {action}",
+            )
+            if part
+        )
+        steps.append(
+            ImportedStep(
+                screenshot=ImageRef.from_path(safe_child(folder, shot, step_where), root=folder.parent) if shot else None,
+                raw_response=raw,
+                human_edited_response=str(step.get("human_edited_response") or ""),
+                context=step.get("context") if isinstance(step.get("context"), dict) else {},
+            )
+        )
+    final = document.get("final_screenshot")
+    return ImportedTrace(
+        external_id=external_id,
+        instruction=instruction,
+        source=str(document.get("source") or "native"),
+        steps=steps,
+        source_path=str(folder.name),
+        outcome=outcome,
+        metadata={**metadata, **({"platform": document["platform"]} if document.get("platform") else {})},
+        final_screenshot=ImageRef.from_path(safe_child(folder, final, f"{where} final_screenshot"), root=folder.parent)
+        if final
+        else None,
+    )

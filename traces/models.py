@@ -1,0 +1,186 @@
+"""Projects, traces, steps and screenshots. Behaviour lives in services.py / selectors.py."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from studio.models import JobBase
+
+DEFAULT_ERROR_CATEGORIES = [
+    "wrong element / grounding",
+    "wrong action type",
+    "wrong text",
+    "premature finish",
+    "needless wait or loop",
+    "misread screen",
+    "misunderstood task",
+    "other",
+]
+
+# The UI-TARS computer-use prompt (box-token action space); {instruction} and {language} are filled in.
+DEFAULT_PROMPT_TEMPLATE = """You are a GUI agent. You are given a task and your action history, with screenshots. You need to perform the next action to complete the task.
+
+## Output Format
+```
+Thought: ...
+Action: ...
+```
+
+## Action Space
+
+{action_space}
+
+## Note
+- Use {language} in `Thought` part.
+- Write a small plan and finally summarize your next action (with its target element) in one sentence in `Thought` part.
+
+## User Instruction
+{instruction}
+"""
+
+
+def default_error_categories():
+    return list(DEFAULT_ERROR_CATEGORIES)
+
+
+class Platform(models.TextChoices):
+    DESKTOP = "desktop", "Desktop"
+    MOBILE = "mobile", "Mobile"
+    WEB = "web", "Web"
+
+
+class CoordinateConvention(models.TextChoices):
+    RELATIVE_1000 = "relative-1000", "Relative 0–1000 (UI-TARS v1, Qwen2-VL)"
+    SMART_RESIZE_PIXELS = "smart-resize-pixels", "Smart-resized pixels (UI-TARS-1.5, Qwen2.5-VL)"
+    SCREEN_PIXELS = "screen-pixels", "Screen pixels"
+
+
+class Project(models.Model):
+    name = models.CharField(max_length=120, unique=True)
+    description = models.TextField(blank=True)
+    platform = models.CharField(max_length=16, choices=Platform.choices, default=Platform.DESKTOP)
+    coordinate_convention = models.CharField(
+        max_length=24, choices=CoordinateConvention.choices, default=CoordinateConvention.RELATIVE_1000
+    )
+    max_pixels = models.PositiveIntegerField(
+        default=16384 * 28 * 28, help_text="Pixel budget of smart_resize (smart-resize-pixels projects)."
+    )
+    system_prompt = models.TextField(default="You are a helpful assistant.")
+    prompt_template = models.TextField(default=DEFAULT_PROMPT_TEMPLATE)
+    prompt_language = models.CharField(max_length=40, default="English")
+    history_window = models.PositiveSmallIntegerField(default=5, help_text="Screenshots sent as images (N).")
+    box_tokens = models.BooleanField(default=True, help_text="Wrap coordinates in <|box_start|>…<|box_end|>.")
+    error_categories = models.JSONField(default=default_error_categories)
+    lease_idle_minutes = models.PositiveSmallIntegerField(default=15)
+    double_annotation_share = models.FloatField(default=0.0, help_text="Share of traces given to two annotators.")
+    blind_prescoring = models.BooleanField(default=False, help_text="Hide model suggestions from annotators.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+
+class Membership(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "user"], name="unique_membership")]
+
+
+def screenshot_path(instance: "Screenshot", filename: str) -> str:
+    return f"screenshots/{instance.sha256[:2]}/{instance.sha256}.{instance.format.lower()}"
+
+
+def thumbnail_path(instance: "Screenshot", filename: str) -> str:
+    return f"thumbnails/{instance.sha256[:2]}/{instance.sha256}.webp"
+
+
+class Screenshot(models.Model):
+    """An image stored once by the sha256 of its bytes, whatever trace or project uses it."""
+
+    sha256 = models.CharField(max_length=64, unique=True)
+    image = models.FileField(upload_to=screenshot_path, max_length=200)
+    format = models.CharField(max_length=8)  # PNG, JPEG, WEBP
+    width = models.PositiveIntegerField()
+    height = models.PositiveIntegerField()
+    byte_size = models.PositiveIntegerField()
+    thumbnail = models.FileField(upload_to=thumbnail_path, max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self):
+        return f"{self.sha256[:12]} {self.width}×{self.height} {self.format}"
+
+
+class Outcome(models.TextChoices):
+    SUCCESS = "success", "Success"
+    FAILURE = "failure", "Failure"
+    UNKNOWN = "unknown", "Unknown"
+
+
+class Trace(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="traces")
+    external_id = models.CharField(max_length=255, help_text="Stable id from the source; makes imports idempotent.")
+    instruction = models.TextField()
+    source = models.CharField(max_length=40, help_text="Importer format, e.g. native, uitars-messages, osworld.")
+    source_path = models.CharField(max_length=500, blank=True)
+    outcome = models.CharField(max_length=16, choices=Outcome.choices, default=Outcome.UNKNOWN)
+    metadata = models.JSONField(default=dict, blank=True)
+    final_screenshot = models.ForeignKey(
+        Screenshot, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        help_text="The screen after the last action, where the runner kept it.",
+    )
+    step_count = models.PositiveIntegerField(default=0)
+    import_job = models.ForeignKey("ImportJob", null=True, blank=True, on_delete=models.SET_NULL, related_name="traces")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["project", "external_id"], name="unique_trace_per_project")]
+        indexes = [models.Index(fields=["project", "created_at"])]
+
+    def __str__(self):
+        return f"{self.project_id}/{self.external_id}"
+
+
+class Step(models.Model):
+    """Step i of a trace: the observation o_i (before acting), the thought t_i and the action a_i."""
+
+    trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="steps")
+    index = models.PositiveIntegerField(help_text="1-based position in the trace.")
+    screenshot = models.ForeignKey(Screenshot, null=True, blank=True, on_delete=models.PROTECT, related_name="steps")
+    thought = models.TextField(blank=True)
+    reflection = models.TextField(blank=True)
+    action_summary = models.TextField(blank=True)
+    action_text = models.TextField(blank=True, help_text="The action part of the reply, as recorded.")
+    raw_response = models.TextField(blank=True, help_text="The whole model reply, as recorded.")
+    parsed_actions = models.JSONField(default=list, blank=True)
+    parse_error = models.TextField(blank=True, help_text="Why the recorded action does not parse; kept, never dropped.")
+    human_edited_response = models.TextField(blank=True, help_text="A human-corrected reply kept by the source.")
+    context = models.JSONField(default=dict, blank=True, help_text="Plans, evaluations and other source context.")
+
+    class Meta:
+        ordering = ["trace_id", "index"]
+        constraints = [models.UniqueConstraint(fields=["trace", "index"], name="unique_step_index")]
+
+    def __str__(self):
+        return f"{self.trace_id}#{self.index}"
+
+
+class ImportJob(JobBase):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="import_jobs")
+    upload = models.CharField(max_length=500, help_text="Storage name of the uploaded archive, or a server path.")
+    upload_is_server_path = models.BooleanField(default=False)
+    original_name = models.CharField(max_length=255, blank=True)
+    format = models.CharField(max_length=32, blank=True, help_text="Blank: detect.")
+    traces_imported = models.PositiveIntegerField(default=0)
+    traces_skipped = models.PositiveIntegerField(default=0)
+    traces_failed = models.PositiveIntegerField(default=0)
+    steps_imported = models.PositiveIntegerField(default=0)
+    screenshots_stored = models.PositiveIntegerField(default=0)
+    unparsed_actions = models.PositiveIntegerField(default=0)
