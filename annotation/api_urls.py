@@ -1,3 +1,18 @@
 """API routes of this app (mounted under /api/)."""
 
-urlpatterns: list = []
+from django.urls import include, path
+
+from annotation import api
+
+urlpatterns = [
+    path("projects/<int:project_id>/next-trace/", api.NextTrace.as_view(), name="api-next-trace"),
+    path("projects/<int:project_id>/leases/", api.ProjectLeases.as_view(), name="api-project-leases"),
+    path("leases/<int:pk>/heartbeat/", api.LeaseHeartbeat.as_view(), name="api-lease-heartbeat"),
+    path("leases/<int:pk>/release/", api.LeaseRelease.as_view(), name="api-lease-release"),
+    path("annotations/<int:pk>/", api.AnnotationDetail.as_view(), name="api-annotation-detail"),
+    path("annotations/<int:pk>/draft/", api.AnnotationDraft.as_view(), name="api-annotation-draft"),
+    path("annotations/<int:pk>/check-action/", api.ActionCheck.as_view(), name="api-annotation-check-action"),
+    path("annotations/<int:pk>/submit/", api.AnnotationSubmit.as_view(), name="api-annotation-submit"),
+    path("annotations/<int:pk>/skip/", api.AnnotationSkip.as_view(), name="api-annotation-skip"),
+    path("", include("annotation.review_api_urls")),
+]

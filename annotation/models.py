@@ -39,6 +39,9 @@ class Annotation(models.Model):
     reflection_thought = models.TextField(blank=True, help_text="t*_{τ+1}: acknowledges the mistake.")
     reflection_action = models.TextField(blank=True, help_text="a*_{τ+1} on o_{τ+1}.")
     no_reflection_reason = models.TextField(blank=True, help_text="Why there is no post-reflection step.")
+    # The structured editor's state of both actions, kept even while incomplete (a click without a
+    # point yet does not parse), so a reload restores exactly what the annotator had built.
+    editor_state = models.JSONField(default=dict, blank=True)
 
     time_spent_s = models.PositiveIntegerField(default=0)
     is_adjudicated = models.BooleanField(default=False, help_text="The lead's resolution of a disagreement.")

@@ -3,11 +3,20 @@ through ``annotation_record_edit``, so the audit trail is written in the same tr
 
 from __future__ import annotations
 
+import hashlib
+from datetime import timedelta
+
 from django.db import transaction
+from django.db.models import Count, Exists, F, OuterRef, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from annotation.models import Annotation, AnnotationStatus, AuditEvent
-from annotation.workflow import check_transition
+from annotation import events
+from annotation.models import Annotation, AnnotationStatus, AuditEvent, Lease, Verdict
+from annotation.workflow import EDITABLE_BY_ANNOTATOR, check_transition
+from studio.db import atomic_with_retry
+from traces import actions as grammar
+from traces.models import Trace
 
 
 def annotation_transition(*, annotation: Annotation, to: str, actor, comment: str = "", changes: dict | None = None) -> Annotation:
@@ -29,6 +38,7 @@ def annotation_transition(*, annotation: Annotation, to: str, actor, comment: st
         annotation=annotation, actor=actor, kind="transition", from_status=from_status, to_status=to,
         changes=changes or {}, comment=comment,
     )
+    events.annotation_changed(annotation=annotation, verb=check_transition(from_status, to))  # sent after commit
     return annotation
 
 
@@ -39,3 +49,448 @@ def annotation_record_edit(*, annotation: Annotation, actor, changes: dict) -> N
             annotation=annotation, actor=actor, kind="edit", from_status=annotation.status,
             to_status=annotation.status, changes=changes,
         )
+
+
+# --- Errors the API turns into 4xx answers ----------------------------------------------------
+
+class AnnotationProblem(Exception):
+    """A refused write; ``status`` is the HTTP status the API answers with."""
+
+    status = 400
+
+    def __init__(self, detail: str, **extra):
+        super().__init__(detail)
+        self.detail = detail
+        self.extra = extra
+
+
+class NotFound(AnnotationProblem):
+    status = 404
+
+
+class StaleVersion(AnnotationProblem):
+    status = 409
+
+
+class NotEditable(AnnotationProblem):
+    status = 409
+
+
+class LeaseLost(AnnotationProblem):
+    status = 409
+
+
+class SubmitRejected(AnnotationProblem):
+    status = 400
+
+
+# --- Leases: handing out traces --------------------------------------------------------------
+
+# The page beats every 30 s while the annotator is active; a gap longer than this is not work time.
+HEARTBEAT_CREDIT_CAP_S = 90
+
+
+def trace_annotation_quota(*, trace_id: int, double_share: float) -> int:
+    """How many distinct annotators a trace needs: 2 for a stable share of traces, chosen by id hash."""
+    if double_share <= 0:
+        return 1
+    bucket = int(hashlib.sha256(f"trace:{trace_id}".encode()).hexdigest()[:8], 16) / 2**32
+    return 2 if bucket < double_share else 1
+
+
+def _trace_occupancy(*, trace_id: int, user, now) -> int:
+    """Annotators other than ``user`` who hold the trace: finished work plus live leases."""
+    finished = (
+        Annotation.objects.filter(trace_id=trace_id).exclude(annotator=user).exclude(status=AnnotationStatus.DRAFT)
+        .values("annotator_id")
+    )
+    leased = (
+        Lease.objects.filter(trace_id=trace_id, released_at__isnull=True, expires_at__gt=now).exclude(user=user)
+        .exclude(user_id__in=finished).values("user_id")
+    )
+    return finished.count() + leased.distinct().count()
+
+
+def _lease_take(*, trace, user, now) -> Lease:
+    """Open (or renew this user's unreleased) lease on ``trace``; the caller holds the trace lock."""
+    expires = now + timedelta(minutes=trace.project.lease_idle_minutes)
+    lease = Lease.objects.filter(trace=trace, user=user, released_at__isnull=True).first()
+    if lease is None:
+        return Lease.objects.create(trace=trace, user=user, heartbeat_at=now, expires_at=expires)
+    lease.heartbeat_at, lease.expires_at = now, expires
+    lease.save(update_fields=["heartbeat_at", "expires_at"])
+    return lease
+
+
+def _annotation_for_claim(*, trace, user) -> Annotation:
+    annotation, _ = Annotation.objects.get_or_create(trace=trace, annotator=user)
+    return annotation
+
+
+def _lock_trace(trace_id: int):
+    """Lock one trace row; None when another transaction holds it (PostgreSQL skips it, SQLite
+    needs no row lock: its IMMEDIATE transactions already let one writer in at a time)."""
+    return (
+        Trace.objects.select_for_update(skip_locked=True, of=("self",)).select_related("project")
+        .filter(pk=trace_id).first()
+    )
+
+
+@atomic_with_retry
+def lease_next_trace(*, user, project) -> tuple[Annotation, Lease] | None:
+    """Hand ``user`` their next trace of ``project`` with a lease, or None when nothing is open to them.
+
+    Order: a trace they already hold, then their unfinished drafts, then fresh traces by id. A trace
+    is open while fewer distinct annotators hold it than its quota; the quota is re-checked after
+    the row lock, with a fresh statement, so two concurrent claimers never share a trace by accident.
+    """
+    now = timezone.now()
+    held = (
+        Lease.objects.filter(user=user, trace__project=project, released_at__isnull=True, expires_at__gt=now)
+        .order_by("created_at").first()
+    )
+    if held is not None:
+        trace = Trace.objects.select_related("project").get(pk=held.trace_id)
+        return _annotation_for_claim(trace=trace, user=user), _lease_take(trace=trace, user=user, now=now)
+
+    finished_by_me = Annotation.objects.filter(annotator=user).exclude(status=AnnotationStatus.DRAFT).values("trace_id")
+    skipped_by_me = Lease.objects.filter(user=user, release_reason="skipped").values("trace_id")
+    my_draft = Exists(Annotation.objects.filter(trace=OuterRef("pk"), annotator=user, status=AnnotationStatus.DRAFT))
+    busy = Subquery(
+        Lease.objects.filter(trace=OuterRef("pk"), released_at__isnull=True, expires_at__gt=now).exclude(user=user)
+        .values("trace").annotate(n=Count("user", distinct=True)).values("n")[:1]
+    )
+    done = Subquery(
+        Annotation.objects.filter(trace=OuterRef("pk")).exclude(annotator=user).exclude(status=AnnotationStatus.DRAFT)
+        .values("trace").annotate(n=Count("annotator", distinct=True)).values("n")[:1]
+    )
+    max_quota = 2 if project.double_annotation_share > 0 else 1
+    candidates = (
+        Trace.objects.filter(project=project).exclude(pk__in=finished_by_me).exclude(pk__in=skipped_by_me)
+        .annotate(held_by=Coalesce(busy, 0) + Coalesce(done, 0), mine=my_draft).filter(held_by__lt=max_quota)
+        .order_by("-mine", "id").values_list("pk", flat=True)
+    )
+    offset, chunk = 0, 100
+    while True:
+        batch = list(candidates[offset:offset + chunk])
+        for trace_id in batch:
+            quota = trace_annotation_quota(trace_id=trace_id, double_share=project.double_annotation_share)
+            trace = _lock_trace(trace_id)
+            if trace is None:
+                continue  # another claimer holds it right now
+            if _trace_occupancy(trace_id=trace_id, user=user, now=now) >= quota:
+                continue
+            return _annotation_for_claim(trace=trace, user=user), _lease_take(trace=trace, user=user, now=now)
+        if len(batch) < chunk:
+            return None
+        offset += chunk
+
+
+@atomic_with_retry
+def lease_take_for_annotation(*, annotation: Annotation, user) -> Lease | None:
+    """Opening one's own annotation (e.g. work sent back by review) takes the lease if the trace is free."""
+    now = timezone.now()
+    trace = Trace.objects.select_for_update(of=("self",)).select_related("project").get(pk=annotation.trace_id)
+    quota = trace_annotation_quota(trace_id=trace.pk, double_share=trace.project.double_annotation_share)
+    mine = Lease.objects.filter(trace=trace, user=user, released_at__isnull=True, expires_at__gt=now).exists()
+    if not mine and annotation.status == AnnotationStatus.DRAFT and _trace_occupancy(
+        trace_id=trace.pk, user=user, now=now
+    ) >= quota:
+        return None
+    return _lease_take(trace=trace, user=user, now=now)
+
+
+def _lease_close(lease: Lease, *, by, reason: str, now) -> None:
+    lease.released_at, lease.released_by, lease.release_reason = now, by, reason
+    lease.save(update_fields=["released_at", "released_by", "release_reason"])
+
+
+def _credit_time(*, lease: Lease, now) -> None:
+    """Add the time since the last heartbeat (capped: a sleeping laptop is not work) to the annotation."""
+    gap = max(0, min((now - lease.heartbeat_at).total_seconds(), HEARTBEAT_CREDIT_CAP_S))
+    if gap:
+        Annotation.objects.filter(trace_id=lease.trace_id, annotator_id=lease.user_id).update(
+            time_spent_s=F("time_spent_s") + int(round(gap))
+        )
+
+
+@atomic_with_retry
+def lease_heartbeat(*, lease_id: int, user) -> Lease:
+    """Renew the user's lease and credit the active time; a lease released by a lead or taken over is lost."""
+    now = timezone.now()
+    lease = Lease.objects.select_for_update().select_related("trace__project").filter(pk=lease_id, user=user).first()
+    if lease is None:
+        raise NotFound("No such lease of yours.")
+    if lease.released_at is not None:
+        who = f" by {lease.released_by.username}" if lease.released_by_id and lease.released_by_id != user.pk else ""
+        raise LeaseLost(f"Your lease on this trace was released{who} ({lease.release_reason or 'released'}). "
+                        "Your draft is kept; open the trace again from the queue.", reason=lease.release_reason)
+    if lease.expires_at <= now:
+        quota = trace_annotation_quota(trace_id=lease.trace_id, double_share=lease.trace.project.double_annotation_share)
+        if _trace_occupancy(trace_id=lease.trace_id, user=user, now=now) >= quota:
+            _lease_close(lease, by=None, reason="expired", now=now)
+            raise LeaseLost("Your lease expired and another annotator took the trace. Your draft is kept.",
+                            reason="expired")
+    else:
+        _credit_time(lease=lease, now=now)
+    lease.heartbeat_at = now
+    lease.expires_at = now + timedelta(minutes=lease.trace.project.lease_idle_minutes)
+    lease.save(update_fields=["heartbeat_at", "expires_at"])
+    return lease
+
+
+@atomic_with_retry
+def lease_release(*, lease_id: int, actor, reason: str) -> Lease:
+    """Close an open lease (a lead freeing a trace, or the holder skipping/submitting)."""
+    now = timezone.now()
+    lease = Lease.objects.select_for_update().get(pk=lease_id)
+    if lease.released_at is None:
+        if lease.user_id == getattr(actor, "pk", None) and lease.expires_at > now:
+            _credit_time(lease=lease, now=now)
+        _lease_close(lease, by=actor, reason=reason, now=now)
+    return lease
+
+
+def _release_user_leases(*, trace_id: int, user, reason: str, now) -> None:
+    for lease in Lease.objects.select_for_update().filter(trace_id=trace_id, user=user, released_at__isnull=True):
+        if lease.expires_at > now:
+            _credit_time(lease=lease, now=now)
+        _lease_close(lease, by=user, reason=reason, now=now)
+
+
+# --- Drafts, checks and submit ---------------------------------------------------------------
+
+DRAFT_TEXT_FIELDS = (
+    "error_category", "note", "unusable_reason", "corrected_thought", "reflection_thought", "no_reflection_reason",
+)
+DRAFT_FIELDS = ("verdict", "tau", *DRAFT_TEXT_FIELDS, "editor_state")
+EDITOR_SLOTS = ("corrected", "reflection")
+
+
+def _editor_action(state: dict, slot: str) -> grammar.Action | None:
+    data = (state or {}).get(slot)
+    if not data:
+        return None
+    try:
+        return grammar.Action.from_json(data)
+    except (TypeError, ValueError) as exc:
+        raise AnnotationProblem(f"The {slot} action is malformed: {exc}") from None
+
+
+def _render(action: grammar.Action | None, project) -> str:
+    if action is None:
+        return ""
+    try:
+        return grammar.render_action(action, box_tokens=project.box_tokens)
+    except TypeError as exc:
+        raise AnnotationProblem(f"The {action.type} action is malformed: {exc}") from None
+
+
+def observation_for(trace, index: int):
+    """The screenshot o_index (1-based); o_{n+1} is the trace's final screenshot when it was kept."""
+    if index == trace.step_count + 1:
+        return trace.final_screenshot
+    step = trace.steps.select_related("screenshot").filter(index=index).first()
+    return step.screenshot if step else None
+
+
+def action_check(*, annotation: Annotation, slot: str, action_json: dict | None, tau: int | None) -> dict:
+    """Canonical string and problems of an editor action on the screen it belongs to (o_τ or o_{τ+1})."""
+    if slot not in EDITOR_SLOTS:
+        raise AnnotationProblem(f"unknown action slot '{slot}' (expected one of {', '.join(EDITOR_SLOTS)})")
+    project = annotation.trace.project
+    action = _editor_action({slot: action_json}, slot)
+    if action is None:
+        return {"canonical": "", "errors": ["choose an action type"], "valid": False}
+    errors = []
+    if tau is None:
+        errors.append("mark the first erroneous step τ first")
+        shot = None
+    else:
+        shot = observation_for(annotation.trace, tau if slot == "corrected" else tau + 1)
+    width, height = (shot.width, shot.height) if shot else (1000, 1000)
+    errors += grammar.validate_action(
+        action, convention=project.coordinate_convention, width=width, height=height, platform=project.platform,
+        max_pixels=project.max_pixels,
+    )
+    canonical = _render(action, project)
+    return {"canonical": canonical, "errors": errors, "valid": not errors}
+
+
+def _clean_draft_fields(annotation: Annotation, fields: dict) -> dict:
+    project = annotation.trace.project
+    clean = {}
+    for name, value in fields.items():
+        if name not in DRAFT_FIELDS:
+            raise AnnotationProblem(f"'{name}' is not an annotation field you can edit")
+        if name == "verdict" and value not in Verdict.values:
+            raise AnnotationProblem(f"verdict must be one of {', '.join(v or '(blank)' for v in Verdict.values)}")
+        if name == "tau" and value is not None and not (1 <= int(value) <= annotation.trace.step_count):
+            raise AnnotationProblem(f"tau {value} is outside the trace's steps 1..{annotation.trace.step_count}")
+        if name == "error_category" and value and value not in project.error_categories:
+            raise AnnotationProblem(f"error category '{value}' is not one of this project's categories")
+        if name == "editor_state":
+            if not isinstance(value, dict) or set(value) - set(EDITOR_SLOTS):
+                raise AnnotationProblem("editor_state must be an object with 'corrected' and/or 'reflection'")
+            for slot in EDITOR_SLOTS:
+                action = _editor_action(value, slot)
+                clean[f"{slot}_action" if slot == "reflection" else "corrected_action"] = _render(action, project)
+            value = {slot: (grammar.Action.from_json(value[slot]).to_json() if value.get(slot) else None)
+                     for slot in EDITOR_SLOTS}
+        clean[name] = value
+    return clean
+
+
+def _changes(annotation: Annotation, clean: dict) -> dict:
+    return {name: [getattr(annotation, name), value] for name, value in clean.items() if getattr(annotation, name) != value}
+
+
+def _lock_own_annotation(*, annotation_id: int, user) -> Annotation:
+    annotation = (
+        Annotation.objects.select_for_update(of=("self",)).select_related("trace__project")
+        .filter(pk=annotation_id, annotator=user).first()
+    )
+    if annotation is None:
+        raise NotFound("No such annotation of yours.")
+    return annotation
+
+
+@atomic_with_retry
+def annotation_save_draft(*, annotation_id: int, user, base_version: int, fields: dict) -> Annotation:
+    """Save the annotator's draft. A save based on an older version is refused with the newer one,
+    unless it changes nothing (a retried save that already landed)."""
+    annotation = _lock_own_annotation(annotation_id=annotation_id, user=user)
+    if annotation.status not in EDITABLE_BY_ANNOTATOR:
+        raise NotEditable(f"This annotation is {annotation.status}; it can no longer be edited.", current=annotation)
+    clean = _clean_draft_fields(annotation, fields)
+    changes = _changes(annotation, clean)
+    if not changes:
+        return annotation
+    if base_version != annotation.version:
+        raise StaleVersion(
+            f"This annotation was changed elsewhere (version {annotation.version}; your edit was based on "
+            f"version {base_version}). Nothing was overwritten: reload to see the newer version.",
+            current=annotation,
+        )
+    for name, value in clean.items():
+        setattr(annotation, name, value)
+    annotation.version += 1
+    annotation.save(update_fields=[*clean, "version", "updated_at"])
+    annotation_record_edit(annotation=annotation, actor=user, changes=changes)
+    return annotation
+
+
+def submit_problems(annotation: Annotation) -> dict[str, str]:
+    """What stops ``annotation`` from going to review, field -> sentence ({} = ready)."""
+    trace, project = annotation.trace, annotation.trace.project
+    problems: dict[str, str] = {}
+    if annotation.verdict == Verdict.UNSET:
+        return {"verdict": "Choose a verdict: the first error τ, no error, or unusable."}
+    if annotation.verdict == Verdict.UNUSABLE:
+        if not annotation.unusable_reason.strip():
+            problems["unusable_reason"] = "Say why the trace is unusable."
+        return problems
+    if annotation.verdict == Verdict.NO_ERROR:
+        return problems
+    if annotation.tau is None or not 1 <= annotation.tau <= trace.step_count:
+        return {"tau": f"Mark the first erroneous step τ (1..{trace.step_count})."}
+    if not annotation.error_category:
+        problems["error_category"] = "Choose an error category."
+    if not annotation.corrected_thought.strip():
+        problems["corrected_thought"] = "Write the corrected thought t*_τ."
+    corrected = action_check(annotation=annotation, slot="corrected",
+                             action_json=annotation.editor_state.get("corrected"), tau=annotation.tau)
+    if not corrected["valid"]:
+        problems["corrected_action"] = "Corrected action: " + "; ".join(corrected["errors"])
+    if observation_for(trace, annotation.tau + 1) is None:
+        return problems  # no o_{τ+1}: the reason is recorded on submit
+    if annotation.no_reflection_reason.strip():
+        return problems
+    if not annotation.reflection_thought.strip():
+        problems["reflection_thought"] = "Write the post-reflection thought that acknowledges the mistake (or explain why there is none)."
+    reflection = action_check(annotation=annotation, slot="reflection",
+                              action_json=annotation.editor_state.get("reflection"), tau=annotation.tau)
+    if not reflection["valid"]:
+        problems["reflection_action"] = "Post-reflection action: " + "; ".join(reflection["errors"])
+    return problems
+
+
+@atomic_with_retry
+def annotation_submit(*, annotation_id: int, user, base_version: int) -> Annotation:
+    """Validate and send the annotation to review; the lease is released and its time credited."""
+    annotation = _lock_own_annotation(annotation_id=annotation_id, user=user)
+    if annotation.status not in EDITABLE_BY_ANNOTATOR:
+        raise NotEditable(f"This annotation is already {annotation.status}.", current=annotation)
+    if base_version != annotation.version:
+        raise StaleVersion(
+            f"This annotation was changed elsewhere (version {annotation.version}; you submitted version "
+            f"{base_version}). Reload to see the newer version before submitting.", current=annotation,
+        )
+    problems = submit_problems(annotation)
+    if problems:
+        raise SubmitRejected("The annotation is not complete: " + " ".join(problems.values()), errors=problems)
+    changes = {}
+    if (annotation.verdict == Verdict.ERROR and observation_for(annotation.trace, annotation.tau + 1) is None
+            and not annotation.no_reflection_reason.strip()):
+        reason = (f"The trace has no screenshot after step {annotation.tau} (o_{annotation.tau + 1} was not kept), "
+                  "so no post-reflection step can be given.")
+        changes["no_reflection_reason"] = [annotation.no_reflection_reason, reason]
+        annotation.no_reflection_reason = reason
+    now = timezone.now()
+    _release_user_leases(trace_id=annotation.trace_id, user=user, reason="submitted", now=now)
+    annotation.refresh_from_db(fields=["time_spent_s"])
+    return annotation_transition(annotation=annotation, to=AnnotationStatus.SUBMITTED, actor=user, changes=changes)
+
+
+@atomic_with_retry
+def annotation_skip(*, annotation_id: int, user) -> Annotation:
+    """Give the trace back to the pool; the draft stays the annotator's."""
+    annotation = _lock_own_annotation(annotation_id=annotation_id, user=user)
+    _release_user_leases(trace_id=annotation.trace_id, user=user, reason="skipped", now=timezone.now())
+    return annotation
+
+
+# --- Demo data -------------------------------------------------------------------------------
+
+def _demo_user(role: str):
+    """The demo world's user of ``role`` (studio.demo names them after their role)."""
+    from django.contrib.auth import get_user_model
+
+    users = get_user_model().objects.filter(groups__name=role).order_by("pk")
+    return users.filter(username=role).first() or users.filter(groups__name="demo").first() or users.first()
+
+
+@atomic_with_retry
+def annotation_seed_demo(*, project, external_id: str, annotation: dict) -> int:
+    """An ACCEPTED demo annotation of a demo trace, made through the real transitions (1 if created)."""
+    trace = Trace.objects.select_related("project").get(project=project, external_id=external_id)
+    annotator, lead = _demo_user("annotator"), _demo_user("lead")
+    if annotator is None or lead is None:
+        raise AnnotationProblem("the demo needs an annotator and a lead user")
+    if Annotation.objects.filter(trace=trace, annotator=annotator).exists():
+        return 0
+    record = Annotation.objects.create(trace=trace, annotator=annotator)
+    verdict = annotation.get("verdict") or Verdict.NO_ERROR
+    fields = {
+        "verdict": verdict, "tau": annotation.get("tau"), "error_category": annotation.get("error_category") or "",
+        "note": annotation.get("note") or "", "corrected_thought": annotation.get("corrected_thought") or "",
+        "reflection_thought": annotation.get("reflection_thought") or "",
+        "unusable_reason": annotation.get("unusable_reason") or "",
+        "no_reflection_reason": annotation.get("no_reflection_reason") or "",
+    }
+    state = {}
+    for slot, key in (("corrected", "corrected_action"), ("reflection", "reflection_action")):
+        text = annotation.get(key) or ""
+        state[slot] = grammar.parse_action(text).to_json() if text else None
+    fields["editor_state"] = state
+    clean = _clean_draft_fields(record, fields)
+    for name, value in clean.items():
+        setattr(record, name, value)
+    record.save()
+    annotation_record_edit(annotation=record, actor=annotator, changes={k: [None, v] for k, v in clean.items() if v})
+    problems = submit_problems(record)
+    if problems:
+        raise AnnotationProblem(f"demo annotation of {external_id} is incomplete: {problems}")
+    annotation_transition(annotation=record, to=AnnotationStatus.SUBMITTED, actor=annotator)
+    annotation_transition(annotation=record, to=AnnotationStatus.ACCEPTED, actor=lead, comment="Demo: accepted.")
+    return 1

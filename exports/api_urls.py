@@ -1,3 +1,12 @@
 """API routes of this app (mounted under /api/)."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from exports import api
+
+urlpatterns = [
+    path("projects/<int:project_id>/exports/", api.ProjectExports.as_view(), name="api-project-exports"),
+    path("exports/<int:pk>/", api.ExportJobDetail.as_view(), name="api-export-detail"),
+    path("exports/<int:pk>/cancel/", api.ExportJobCancel.as_view(), name="api-export-cancel"),
+    path("exports/<int:pk>/bundle", api.ExportBundle.as_view(), name="api-export-bundle"),
+]

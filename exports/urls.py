@@ -1,3 +1,12 @@
 """Pages of this app."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from exports import views
+
+urlpatterns = [
+    path("exports/", views.export_home, name="export-home"),
+    path("exports/<int:job_id>/", views.export_job, name="export-job"),
+    path("exports/<int:job_id>/cancel/", views.export_job_cancel, name="export-job-cancel"),
+    path("exports/token/", views.api_token, name="export-api-token"),
+]

@@ -32,3 +32,14 @@ class JobBase(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
+
+
+class LoginFailure(models.Model):
+    """One failed login. A table, not a per-process cache, so every web process counts the same failures."""
+
+    username = models.CharField(max_length=150, db_index=True)
+    ip = models.GenericIPAddressField(null=True, blank=True)
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["username", "ip", "at"])]

@@ -41,6 +41,58 @@ PERMISSIONS: dict[str, frozenset[Role]] = {
     "export.create": EXPORTING,
     "prescore.run": LEADS,
     "prescore.view": ALL,
+    # In a blind project annotators see no model suggestions; these roles still do.
+    "prescore.view_blind": frozenset({Role.LEAD, Role.ENGINEER, Role.ADMIN}),
+    # Reading the API's own description and the account pages.
+    "api.docs": ALL,
+    # Engineers fetch bundles with a token; it is theirs to create and revoke.
+    "token.manage": EXPORTING,
+    # Django's admin (it checks is_staff itself; the table says who it is for).
+    "admin.site": frozenset({Role.ADMIN}),
+}
+
+# Reachable without logging in (the login page itself, the redirect home, logout).
+PUBLIC = "public"
+
+# Pages (function views) by URL name -> action. DRF views declare ``permission_action`` on the class
+# instead; a URL with neither fails tests/test_access_matrix.py. The login and role part of the action
+# is enforced for every page here by PageActionMiddleware; project membership stays in the view.
+PAGE_PERMISSIONS: dict[str, str] = {
+    "home": PUBLIC,
+    "login": PUBLIC,
+    "logout": PUBLIC,
+    "admin-login": PUBLIC,
+    "api-schema": "api.docs",
+    "api-docs": "api.docs",
+    "account-token": "token.manage",
+    "api-token": "token.manage",
+    # traces
+    "project-list": "project.view",
+    "trace-list": "trace.view",
+    "import-upload": "trace.import",
+    "import-job": "job.view",
+    "trace-detail": "trace.view",
+    "screenshot-file": "trace.view",
+    # annotation
+    "annotation-queue": "project.view",  # annotators see their queue, leads the open leases
+    "annotation-next-trace": "annotation.work",
+    "annotation-lease-release": "lease.manage",
+    "annotation-workspace": "annotation.work",
+    "review-queue": "annotation.review",
+    "review-detail": "annotation.review",
+    "review-decide": "annotation.review",
+    "dashboard": "dashboard.view",
+    "project-dashboard": "dashboard.view",
+    # exports
+    "export-home": "export.view",
+    "export-job": "export.view",
+    "export-job-cancel": "export.create",
+    "export-api-token": "token.manage",
+}
+
+# WebSocket routes -> action (the consumer also checks membership per project).
+SOCKET_PERMISSIONS: dict[str, str] = {
+    "ws/live/": "presence.view",
 }
 
 

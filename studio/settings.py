@@ -80,6 +80,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "studio.security.PageActionMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -136,7 +137,8 @@ REDIS_URL = env("REDIS_URL")
 BROKER_DIR = DATA_DIR / "broker"
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+    # Unacked (late-ack) tasks of a killed worker come back after this many seconds.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("STUDIO_REDIS_VISIBILITY_TIMEOUT_S", 3600)}
     CHANNEL_LAYERS = {
         "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}}
     }
@@ -170,6 +172,8 @@ STATIC_URL = "/static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 WHITENOISE_USE_FINDERS = True
+if not PRODUCTION:
+    STATIC_ROOT.mkdir(exist_ok=True)  # WhiteNoise serves from the finders in dev; it only wants the folder
 if STUDIO_STORAGE == "s3":
     AWS_STORAGE_BUCKET_NAME = env("STUDIO_S3_BUCKET", "trace-studio")
     AWS_S3_ENDPOINT_URL = env("STUDIO_S3_ENDPOINT_URL")
@@ -204,8 +208,17 @@ IMPORT_MAX_ARCHIVE_ENTRIES = env_int("STUDIO_IMPORT_MAX_ARCHIVE_ENTRIES", 200_00
 IMPORT_MAX_COMPRESSION_RATIO = env_int("STUDIO_IMPORT_MAX_COMPRESSION_RATIO", 200)
 IMPORT_MAX_IMAGE_PIXELS = env_int("STUDIO_IMPORT_MAX_IMAGE_PIXELS", 40_000_000)
 IMPORT_MAX_JSON_BYTES = env_int("STUDIO_IMPORT_MAX_JSON_BYTES", 256 * 1024**2)
+IMPORT_WRITE_THREADS = env_int("STUDIO_IMPORT_WRITE_THREADS", 4)  # parallel screenshot writes per import
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024**2
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024**2
+
+# --- Exports ------------------------------------------------------------------------------------
+EXPORT_WORK_DIR = Path(env("STUDIO_EXPORT_WORK_DIR", str(DATA_DIR / "export-work")))
+# A running export whose worker has not beaten for this long is queued again when a worker starts
+# (the filesystem broker cannot redeliver a killed worker's task).
+EXPORT_STALE_AFTER_S = env_int("STUDIO_EXPORT_STALE_AFTER_S", 120)
+# Tests only: a pause per batch of annotations, so a worker can be killed mid-export.
+EXPORT_THROTTLE_S = float(env("STUDIO_EXPORT_THROTTLE_S", "0"))
 
 # --- Models for pre-scoring ------------------------------------------------------------------
 PRESCORE_MODEL_DIR = env("STUDIO_PRESCORE_MODEL_DIR")
@@ -226,6 +239,11 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PARSER_CLASSES": [
+        "studio.api.SafeJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -240,6 +258,7 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
 }
 
 LANGUAGE_CODE = "en-us"

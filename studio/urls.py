@@ -4,13 +4,19 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from studio import views as studio_views
+
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="project-list", permanent=False), name="home"),
-    path("login/", auth_views.LoginView.as_view(template_name="login.html", redirect_authenticated_user=True), name="login"),
+    path("login/", studio_views.ThrottledLoginView.as_view(), name="login"),
+    # The admin's own login would bypass the throttle: send it to ours.
+    path("admin/login/", RedirectView.as_view(pattern_name="login", query_string=True), name="admin-login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
+    path("account/token/", studio_views.account_token, name="account-token"),
+    path("api/token/", studio_views.ApiToken.as_view(), name="api-token"),
     path("api/", include("traces.api_urls")),
     path("api/", include("annotation.api_urls")),
     path("api/", include("exports.api_urls")),

@@ -36,7 +36,9 @@ from traces.actions import (
     validate_action,
 )
 
-SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# ACTIONS_MAX_EXAMPLES=5000 for a deeper local run; 200 keeps the suite fast.
+MAX_EXAMPLES = int(os.environ.get("ACTIONS_MAX_EXAMPLES", "200"))
+SETTINGS = settings(max_examples=MAX_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 # --------------------------------------------------------------------------------------
@@ -334,6 +336,12 @@ def test_parse_response_variants():
     r = parse_response("<think>\nsecret reasoning\n</think>\nThought: Open it.\nAction: click(point='<point>1 2</point>')")
     assert (r.think, r.thought) == ("secret reasoning", "Open it.")
     assert r.actions[0].style == "point"
+    r = parse_response("<think>draft:\nAction: wait()</think>Thought: t\nAction: finished()")
+    assert (r.think, r.thought, r.actions) == ("draft:\nAction: wait()", "t", [Action("finished")])
+    r = parse_response("only the closing tag</think>\nAction: wait()")
+    assert (r.think, r.thought) == ("only the closing tag", "")
+    with pytest.raises(ActionSyntaxError, match="unterminated <think> at position 1"):
+        parse_response(" <think>Action: wait()")
 
     r = parse_response("Reflection: I clicked the wrong tab.\nAction_Summary: Go back.\nAction: press_back()")
     assert (r.reflection, r.action_summary, r.thought) == ("I clicked the wrong tab.", "Go back.", "Go back.")
@@ -378,7 +386,7 @@ def test_parse_response_variants():
         ("type(content=a'b)", "unexpected quote in unquoted value of 'content'", 14),
         ("click(start_box=(1,2)", "unbalanced parentheses: missing ')' for click", 5),
         ("click(start_box=(1,2])", "unbalanced brackets in value of 'start_box'", 20),
-        ("click(start_box=((1,2))", "unbalanced brackets in value of 'start_box'", 16),
+        ("click(start_box=((1,2)", "unbalanced brackets in value of 'start_box'", 16),
         ("scroll(start_box='(1,2)', direction='sideways')", "bad direction 'sideways' for scroll (expected one of up, down, left, right)", 36),
         ("scroll(start_box='(1,2)')", "missing argument 'direction' for scroll", 0),
         ("click(start_box='(1,2)', start_box='(3,4)')", "duplicate argument 'start_box' for click", 25),
@@ -473,7 +481,7 @@ def _ui_action(draw, style):
     return a
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=max(MAX_EXAMPLES * 3 // 4, 1), deadline=None)
 @given(st.data(), st.sampled_from(STYLES), st.text(alphabet="abc XYZ.,", min_size=1, max_size=30))
 def test_generated_strings_match_ui_tars(data, style, thought):
     ui = pytest.importorskip("ui_tars.action_parser")

@@ -14,7 +14,9 @@ Response grammar (docs/formats.md §1.1)::
     value     := 'single quoted' | "double quoted" | bare
 
 Quoted values use Python escapes (``\\'`` ``\\"`` ``\\\\`` ``\\n`` ``\\t`` ``\\r``; any other
-backslash is kept literally, as Python does).  A bare (unquoted) value runs to the next
+backslash is kept literally, as Python does).  An unescaped quote inside a quoted value is
+literal unless ``,`` ``)`` ``name=`` or the end follows it (ui-tars accepts
+``type(content='it's')``; rendering always escapes).  A bare (unquoted) value runs to the next
 top-level ``,`` or ``)`` with balanced brackets and must not contain quotes.
 
 Coordinate values (any of)::
@@ -27,15 +29,17 @@ same canonical names: box style ``start_box``/``end_box`` and point style
 ``point``/``start_point``/``end_point``; :attr:`Action.style` remembers which one was used so
 :func:`render_action` can reproduce it.
 
-Numbers are stored as given (int or float) in the model's own coordinate convention; see
-:data:`RELATIVE_1000`, :data:`SMART_RESIZE_PIXELS` and :data:`SCREEN_PIXELS`.
+Numbers are stored as given (int or float, floats kept to 3 decimals) in the model's own
+coordinate convention; see :data:`RELATIVE_1000`, :data:`SMART_RESIZE_PIXELS` and
+:data:`SCREEN_PIXELS`.  A ``<think>...</think>`` preamble is not part of the thought: it is
+returned separately in :attr:`ParsedResponse.think`.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 __all__ = [
@@ -664,16 +668,21 @@ def parse_response(text: str) -> ParsedResponse:
     """
     pos = 0
     think = None
-    end_think = text.find("</think>")
-    if end_think != -1:
-        a = _find_action_label(text, 0)
-        if a is None or end_think < a:
-            body = text[:end_think]
-            k = body.find("<think>")
-            think = (body[k + len("<think>") :] if k != -1 else body).strip()
+    lead = len(text) - len(text.lstrip())
+    if text.startswith("<think>", lead):
+        # Opaque: a draft "Action:" inside the hidden reasoning must not be taken.
+        end_think = text.find("</think>", lead)
+        if end_think == -1:
+            raise ActionSyntaxError("unterminated <think>", lead)
+        think = text[lead + len("<think>") : end_think].strip()
+        pos = end_think + len("</think>")
+    else:
+        # Some servers put "<think>" in the prompt, so only the closing tag is generated.
+        end_think = text.find("</think>")
+        label = _find_action_label(text, 0)
+        if end_think != -1 and (label is None or end_think < label):
+            think = text[:end_think].strip()
             pos = end_think + len("</think>")
-    elif text.lstrip().startswith("<think>"):
-        raise ActionSyntaxError("unterminated <think>", text.find("<think>"))
 
     label_end = _find_action_label(text, pos)
     if label_end is None:
@@ -924,9 +933,12 @@ def validate_action(
     """Hard problems with an action in context, as human-readable sentences ([] = fine).
 
     Checks: known action, required/unknown arguments, value types, bad direction, empty
-    key, negative duration, platform availability, and coordinates off-screen (bounds in
-    :func:`_bounds_problem`).  Soft issues (e.g. more than 3 keys in a hotkey) are not
-    reported.
+    key, negative duration, platform availability, and coordinates off-screen.  Bounds, in
+    the action's own convention: relative-1000 ``0 <= x, y <= 1000``; smart-resize
+    ``0 <= x <= w_resized``, ``0 <= y <= h_resized`` (both edges inclusive: models emit the
+    far edge); screen-pixels ``0 <= x < W``, ``0 <= y < H`` (pixel indices 0..W-1; a float
+    such as 1919.5 still lies in the last pixel).  Soft issues (e.g. more than 3 keys in a
+    hotkey) are not reported.
     """
     _check(convention, width, height)
     if platform is not None and platform not in PLATFORMS:

@@ -7,6 +7,7 @@ import hashlib
 import logging
 import shutil
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,23 +45,75 @@ def membership_add(*, project: Project, user) -> Membership:
 
 def screenshot_store(*, data: bytes, name: str) -> tuple[Screenshot, bool]:
     """Keep an image once by content hash; returns (screenshot, created). Raises ImageProblem."""
-    digest = hashlib.sha256(data).hexdigest()
-    existing = Screenshot.objects.filter(sha256=digest).first()
-    if existing:
-        return existing, False
-    info = inspect_image(data, name)
-    shot = Screenshot(sha256=digest, format=info.format, width=info.width, height=info.height, byte_size=len(data))
-    storage_name = screenshot_path(shot, name)
-    # Content-addressed: a file already there (an earlier, interrupted import) holds these very bytes.
-    if not default_storage.exists(storage_name):
-        storage_name = default_storage.save(storage_name, ContentFile(data))
-    shot.image.name = storage_name
     try:
-        with transaction.atomic():
-            shot.save()
-    except IntegrityError:  # another import stored the same image a moment ago
-        return Screenshot.objects.get(sha256=digest), False
-    return shot, True
+        [shot], created = screenshots_store(images=[(data, name)])
+    except ScreenshotProblem as exc:
+        raise ImageProblem(exc.message) from None
+    return shot, bool(created)
+
+
+SCREENSHOT_BATCH = 64
+
+
+class ScreenshotProblem(Exception):
+    def __init__(self, position: int, message: str):
+        super().__init__(message)
+        self.position = position
+        self.message = message
+
+
+def screenshots_store(*, images: list[tuple[bytes, str]]) -> tuple[list[Screenshot], int]:
+    """Keep many images once each by content hash with one lookup and one insert.
+
+    Returns the screenshots in the order given and how many were new. An unusable image raises
+    ``ScreenshotProblem`` with its position; files already written stay (content-addressed, reused).
+    """
+    digests = [hashlib.sha256(data).hexdigest() for data, _ in images]
+    known = {shot.sha256: shot for shot in Screenshot.objects.filter(sha256__in=set(digests))}
+    new: dict[str, Screenshot] = {}
+    for position, ((data, name), digest) in enumerate(zip(images, digests)):
+        if digest in known or digest in new:
+            continue
+        try:
+            info = inspect_image(data, name)
+        except ImageProblem as exc:
+            raise ScreenshotProblem(position, str(exc)) from None
+        shot = Screenshot(sha256=digest, format=info.format, width=info.width, height=info.height, byte_size=len(data))
+        shot.image.name = screenshot_path(shot, name)
+        new[digest] = shot
+    # Creating files is slow on a busy disk (and S3 is a round trip each): the writes run side by side.
+    blobs = {digest: data for (data, _), digest in zip(images, digests) if digest in new}
+    for shot, stored_name in zip(new.values(), _storage_writer().map(
+        lambda shot: _screenshot_file_write(shot.image.name, blobs[shot.sha256]), new.values()
+    )):
+        shot.image.name = stored_name
+    if new:
+        _screenshots_insert(list(new.values()))
+        known.update((shot.sha256, shot) for shot in Screenshot.objects.filter(sha256__in=list(new)))
+    return [known[digest] for digest in digests], len(new)
+
+
+def _screenshot_file_write(name: str, data: bytes) -> str:
+    # Content-addressed: a file already there (an earlier, interrupted import) holds these very bytes.
+    if default_storage.exists(name):
+        return name
+    return default_storage.save(name, ContentFile(data))
+
+
+_WRITER: ThreadPoolExecutor | None = None
+
+
+def _storage_writer() -> ThreadPoolExecutor:
+    global _WRITER
+    if _WRITER is None:
+        _WRITER = ThreadPoolExecutor(max_workers=settings.IMPORT_WRITE_THREADS, thread_name_prefix="screenshot-write")
+    return _WRITER
+
+
+@atomic_with_retry
+def _screenshots_insert(shots: list[Screenshot]) -> None:
+    # Another import may have stored the same image a moment ago: its row wins, the file is the same.
+    Screenshot.objects.bulk_create(shots, ignore_conflicts=True)
 
 
 def screenshot_ensure_thumbnail(*, screenshot: Screenshot) -> Screenshot:
@@ -107,6 +160,17 @@ def reply_parse(raw: str) -> ParsedReply:
     )
 
 
+def reply_from_parts(*, thought: str, action_text: str) -> ParsedReply:
+    """For sources that record the action apart from the reply (already in our grammar, or kept raw)."""
+    try:
+        actions = grammar.parse_actions(action_text)
+    except grammar.ActionSyntaxError as exc:
+        return ParsedReply(thought, "", "", action_text, [], str(exc))
+    if not actions:
+        return ParsedReply(thought, "", "", action_text, [], "no action recorded")
+    return ParsedReply(thought, "", "", action_text, [action.to_json() for action in actions], "")
+
+
 # --- Import ---------------------------------------------------------------------------------
 
 @dataclass
@@ -124,31 +188,42 @@ def trace_import_one(*, project: Project, imported: ImportedTrace, job: ImportJo
     if existing:
         return TraceImportResult(existing, created=False)
 
-    # Images first (outside the transaction, content-addressed, so a retry reuses them).
+    # Images first (outside the transaction, content-addressed, so a retry reuses them), a batch at a
+    # time: a few queries per batch instead of several per image, and bounded memory for long traces.
+    where = imported.source_path or imported.external_id
+    refs = [(f"{where} step {number}", step.screenshot) for number, step in enumerate(imported.steps, start=1)]
+    if imported.final_screenshot:
+        refs.append((where, imported.final_screenshot))
     stored = 0
     shots: list[Screenshot | None] = []
-    for number, step in enumerate(imported.steps, start=1):
-        if step.screenshot is None:
-            shots.append(None)
-            continue
+    for start in range(0, len(refs), SCREENSHOT_BATCH):
+        batch = refs[start:start + SCREENSHOT_BATCH]
+        present = [(label, ref) for label, ref in batch if ref is not None]
+        blobs = []
+        for label, ref in present:
+            try:
+                blobs.append((ref.read(), ref.name))
+            except OSError as exc:
+                raise TraceReadError(label, f"{ref.name}: cannot be read ({exc.strerror or exc})") from None
         try:
-            shot, created = screenshot_store(data=step.screenshot.read(), name=step.screenshot.name)
-        except (ImageProblem, OSError) as exc:
-            raise TraceReadError(f"{imported.source_path or imported.external_id} step {number}", str(exc)) from None
+            found, created = screenshots_store(images=blobs)
+        except ScreenshotProblem as exc:
+            label = present[exc.position][0]
+            raise TraceReadError(label, exc.message if label != where else f"final screenshot: {exc.message}") from None
         stored += created
-        shots.append(shot)
-    final = None
-    if imported.final_screenshot:
-        try:
-            final, created = screenshot_store(data=imported.final_screenshot.read(), name=imported.final_screenshot.name)
-        except (ImageProblem, OSError) as exc:
-            raise TraceReadError(imported.source_path or imported.external_id, f"final screenshot: {exc}") from None
-        stored += created
+        found_iter = iter(found)
+        shots.extend(next(found_iter) if ref is not None else None for _, ref in batch)
+    final = shots.pop() if imported.final_screenshot else None
 
     steps = []
     unparsed = 0
     for number, (step, shot) in enumerate(zip(imported.steps, shots), start=1):
-        reply = reply_parse(step.raw_response)
+        if step.parse_error:
+            reply = ParsedReply(step.thought or "", "", "", step.action_text or step.raw_response, [], step.parse_error)
+        elif step.action_text is not None:
+            reply = reply_from_parts(thought=step.thought or "", action_text=step.action_text)
+        else:
+            reply = reply_parse(step.raw_response)
         unparsed += bool(reply.error)
         steps.append(
             Step(

@@ -34,6 +34,7 @@ def trace_list(request, project_id: int):
     return render(request, "traces/trace_list.html", {
         "project": project, "page": page, "query": query,
         "can_import": has_permission(request.user, "trace.import", project),
+        "can_prescore": has_permission(request.user, "prescore.run", project),
     })
 
 

@@ -45,6 +45,8 @@ class ImportedStep:
     action_text: str | None = None
     human_edited_response: str = ""
     context: dict = field(default_factory=dict)
+    # Set by an importer that knows why the recorded action cannot be read (kept raw in action_text).
+    parse_error: str = ""
 
 
 @dataclass

@@ -1,0 +1,166 @@
+"""REST API of the workspace: hand-out, heartbeat, drafts, action checks, submit, skip, leases. Thin over services."""
+
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation import selectors, services
+from annotation.models import Lease, Verdict
+from studio.permissions import ActionPermission, has_permission
+from traces.selectors import projects_for_user
+
+
+def problem_response(exc: services.AnnotationProblem) -> Response:
+    body = {"detail": exc.detail}
+    for key, value in exc.extra.items():
+        body[key] = selectors.annotation_json(value) if key == "current" else value
+    return Response(body, status=exc.status)
+
+
+class WorkView(APIView):
+    permission_classes = [ActionPermission]
+    permission_action = "annotation.work"
+
+    def handle_exception(self, exc):
+        if isinstance(exc, services.AnnotationProblem):
+            return problem_response(exc)
+        return super().handle_exception(exc)
+
+    def own_annotation(self, pk: int):
+        return get_object_or_404(selectors.own_annotations(self.request.user), pk=pk)
+
+
+class NextTrace(WorkView):
+    """Take the next open trace of a project with a lease (or resume the one already held)."""
+
+    @extend_schema(request=None, responses={200: dict, 404: dict})
+    def post(self, request, project_id: int):
+        project = get_object_or_404(projects_for_user(request.user), pk=project_id)
+        if not has_permission(request.user, "annotation.work", project):
+            raise PermissionDenied("Your role does not annotate in this project.")
+        claim = services.lease_next_trace(user=request.user, project=project)
+        if claim is None:
+            return Response({"detail": f"No trace of {project.name} is open to you right now."}, status=404)
+        annotation, lease = claim
+        return Response({
+            "annotation": selectors.annotation_json(annotation), "lease": {"id": lease.pk, "expires_at": lease.expires_at},
+            "trace_id": annotation.trace_id, "workspace_url": f"/annotations/{annotation.pk}/",
+        })
+
+
+class AnnotationDetail(WorkView):
+    @extend_schema(responses={200: dict})
+    def get(self, request, pk: int):
+        return Response(selectors.annotation_json(self.own_annotation(pk)))
+
+
+
+class DraftSerializer(serializers.Serializer):
+    version = serializers.IntegerField(min_value=1, help_text="The version this edit was based on.")
+    verdict = serializers.ChoiceField(choices=Verdict.values, required=False, allow_blank=True)
+    tau = serializers.IntegerField(min_value=1, required=False, allow_null=True)
+    error_category = serializers.CharField(max_length=80, required=False, allow_blank=True)
+    note = serializers.CharField(max_length=20000, required=False, allow_blank=True, trim_whitespace=False)
+    unusable_reason = serializers.CharField(max_length=20000, required=False, allow_blank=True, trim_whitespace=False)
+    corrected_thought = serializers.CharField(max_length=20000, required=False, allow_blank=True, trim_whitespace=False)
+    reflection_thought = serializers.CharField(max_length=20000, required=False, allow_blank=True, trim_whitespace=False)
+    no_reflection_reason = serializers.CharField(max_length=20000, required=False, allow_blank=True, trim_whitespace=False)
+    editor_state = serializers.JSONField(required=False)
+
+
+class AnnotationDraft(WorkView):
+    """Autosave: every save names the version it was based on; a stale one gets 409 and the newer version."""
+
+    @extend_schema(request=DraftSerializer, responses={200: dict, 409: dict})
+    def put(self, request, pk: int):
+        self.own_annotation(pk)
+        form = DraftSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        fields = dict(form.validated_data)
+        version = fields.pop("version")
+        annotation = services.annotation_save_draft(annotation_id=pk, user=request.user, base_version=version, fields=fields)
+        return Response(selectors.annotation_json(annotation))
+
+
+class ActionCheckSerializer(serializers.Serializer):
+    slot = serializers.ChoiceField(choices=services.EDITOR_SLOTS)
+    action = serializers.JSONField(allow_null=True)
+    tau = serializers.IntegerField(min_value=1, allow_null=True)
+
+
+class ActionCheck(WorkView):
+    """The canonical UI-TARS string and the server grammar's problems for an editor action (writes nothing)."""
+
+    @extend_schema(request=ActionCheckSerializer, responses={200: dict})
+    def post(self, request, pk: int):
+        annotation = self.own_annotation(pk)
+        form = ActionCheckSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        return Response(services.action_check(annotation=annotation, slot=data["slot"], action_json=data["action"],
+                                              tau=data["tau"]))
+
+
+class VersionSerializer(serializers.Serializer):
+    version = serializers.IntegerField(min_value=1)
+
+
+class AnnotationSubmit(WorkView):
+    @extend_schema(request=VersionSerializer, responses={200: dict, 400: dict, 409: dict})
+    def post(self, request, pk: int):
+        self.own_annotation(pk)
+        form = VersionSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        annotation = services.annotation_submit(annotation_id=pk, user=request.user, base_version=form.validated_data["version"])
+        return Response(selectors.annotation_json(annotation))
+
+
+class AnnotationSkip(WorkView):
+    @extend_schema(request=None, responses={200: dict})
+    def post(self, request, pk: int):
+        self.own_annotation(pk)
+        annotation = services.annotation_skip(annotation_id=pk, user=request.user)
+        return Response(selectors.annotation_json(annotation))
+
+
+class LeaseHeartbeat(WorkView):
+    @extend_schema(request=None, responses={200: dict, 409: dict})
+    def post(self, request, pk: int):
+        lease = services.lease_heartbeat(lease_id=pk, user=request.user)
+        return Response({"id": lease.pk, "expires_at": lease.expires_at})
+
+
+def lease_json(lease: Lease) -> dict:
+    return {
+        "id": lease.pk, "trace_id": lease.trace_id, "external_id": lease.trace.external_id, "user": lease.user.username,
+        "created_at": lease.created_at, "heartbeat_at": lease.heartbeat_at, "expires_at": lease.expires_at,
+    }
+
+
+class ProjectLeases(WorkView):
+    permission_action = "lease.manage"
+
+    @extend_schema(responses={200: dict})
+    def get(self, request, project_id: int):
+        project = get_object_or_404(projects_for_user(request.user), pk=project_id)
+        if not has_permission(request.user, "lease.manage", project):
+            raise PermissionDenied("Only leads of this project see its leases.")
+        return Response({"results": [lease_json(lease) for lease in selectors.open_leases(project=project)]})
+
+
+class LeaseRelease(WorkView):
+    permission_action = "lease.manage"
+
+    @extend_schema(request=None, responses={200: dict})
+    def post(self, request, pk: int):
+        lease = get_object_or_404(Lease.objects.select_related("trace__project", "user"), pk=pk,
+                                  trace__project__in=projects_for_user(request.user))
+        if not has_permission(request.user, "lease.manage", lease.trace.project):
+            raise PermissionDenied("Only leads of this project release leases.")
+        lease = services.lease_release(lease_id=lease.pk, actor=request.user, reason="released-by-lead")
+        return Response({"id": lease.pk, "released_at": lease.released_at, "release_reason": lease.release_reason})

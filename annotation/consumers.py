@@ -1,0 +1,118 @@
+"""Live events over WebSockets: presence (who has which trace open), review and submit events, lease release.
+
+A socket needs a logged-in user and joins one group per project the user belongs to (or the one project it
+asks for, if a member); events reach it only through those groups (annotation.events sends them).
+"""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.core.exceptions import PermissionDenied
+
+from annotation import events
+from annotation.review import ReviewError, review_lease_release
+from annotation.review_selectors import presence_snapshot
+from studio.permissions import has_permission
+from traces.models import Trace
+from traces.selectors import projects_for_user
+
+CLOSE_UNAUTHENTICATED = 4401
+CLOSE_FORBIDDEN = 4403
+
+
+class LiveConsumer(AsyncJsonWebsocketConsumer):
+    async def connect(self):
+        self.user = self.scope.get("user")
+        self.project_ids: list[int] = []
+        self.open_trace: tuple[int, int] | None = None  # (project_id, trace_id) this page announced
+        if self.user is None or not self.user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        wanted = parse_qs(self.scope.get("query_string", b"").decode()).get("project", [None])[0]
+        self.project_ids = await self._allowed_projects(wanted)
+        if wanted is not None and not self.project_ids:
+            await self.close(code=CLOSE_FORBIDDEN)
+            return
+        for project_id in self.project_ids:
+            await self.channel_layer.group_add(events.project_group(project_id), self.channel_name)
+        await self.accept()
+        await self.send_json({"type": "hello", "projects": self.project_ids,
+                              "presence": await self._presence()})
+
+    async def disconnect(self, code):
+        await self._announce_closed()
+        for project_id in getattr(self, "project_ids", []):
+            await self.channel_layer.group_discard(events.project_group(project_id), self.channel_name)
+
+    async def receive_json(self, content, **kwargs):
+        kind = content.get("type") if isinstance(content, dict) else None
+        if kind == "presence.open":
+            await self._announce_open(content.get("trace_id"))
+        elif kind == "presence.close":
+            await self._announce_closed()
+        elif kind == "presence.snapshot":
+            await self.send_json({"type": "presence.snapshot", "presence": await self._presence()})
+        elif kind == "lease.release":
+            await self._release(content.get("lease_id"))
+        else:
+            await self.send_json({"type": "error", "detail": f"unknown message type {kind!r}"})
+
+    async def studio_event(self, message):
+        await self.send_json(message["event"])
+
+    # --- helpers -------------------------------------------------------------------------------
+
+    @database_sync_to_async
+    def _allowed_projects(self, wanted: str | None) -> list[int]:
+        projects = [p for p in projects_for_user(self.user) if has_permission(self.user, "presence.view", p)]
+        if wanted is not None:
+            projects = [p for p in projects if str(p.pk) == wanted]
+        return [p.pk for p in projects]
+
+    @database_sync_to_async
+    def _presence(self) -> list[dict]:
+        return presence_snapshot(self.project_ids)
+
+    @database_sync_to_async
+    def _trace_project(self, trace_id) -> int | None:
+        if not isinstance(trace_id, int):
+            return None
+        return Trace.objects.filter(pk=trace_id, project_id__in=self.project_ids).values_list("project_id", flat=True).first()
+
+    async def _announce_open(self, trace_id) -> None:
+        project_id = await self._trace_project(trace_id)
+        if project_id is None:
+            await self.send_json({"type": "error", "detail": f"trace {trace_id!r} is not in your projects"})
+            return
+        await self._announce_closed()
+        self.open_trace = (project_id, trace_id)
+        await self.channel_layer.group_send(events.project_group(project_id), {
+            "type": events.RELAY_TYPE, "event": events.presence_event(trace_id=trace_id, user=self.user.username, state="open"),
+        })
+
+    async def _announce_closed(self) -> None:
+        if not getattr(self, "open_trace", None):
+            return
+        project_id, trace_id = self.open_trace
+        self.open_trace = None
+        await self.channel_layer.group_send(events.project_group(project_id), {
+            "type": events.RELAY_TYPE, "event": events.presence_event(trace_id=trace_id, user=self.user.username, state="closed"),
+        })
+
+    @database_sync_to_async
+    def _release_lease(self, lease_id) -> str:
+        if not isinstance(lease_id, int):
+            return "lease_id must be a number"
+        try:
+            review_lease_release(lease_id=lease_id, actor=self.user)
+        except (ReviewError, PermissionDenied) as exc:
+            return str(exc)
+        return ""
+
+    async def _release(self, lease_id) -> None:
+        problem = await self._release_lease(lease_id)
+        if problem:
+            await self.send_json({"type": "error", "detail": problem})

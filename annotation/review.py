@@ -1,0 +1,185 @@
+"""A lead's decisions on submitted annotations: accept, reject with a comment, edit and accept, adjudicate,
+and releasing an annotator's lease.
+
+Each decision is one transaction: the annotation row is locked (select_for_update) so two leads cannot decide
+the same version twice, the change and its audit record are written together (annotation_transition /
+annotation_record_edit), and the live event goes out after commit (annotation.events).
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import PermissionDenied
+
+from annotation import events
+from annotation.models import Annotation, AnnotationStatus, Lease, Verdict
+from annotation.services import annotation_record_edit, annotation_transition, lease_release
+from studio.db import atomic_with_retry
+from studio.permissions import has_permission
+from traces import actions as grammar
+
+# What a lead may change when editing before accepting: the annotator's answer, never bookkeeping.
+REVIEW_EDITABLE_FIELDS = (
+    "verdict", "tau", "error_category", "note", "unusable_reason", "corrected_thought", "corrected_action",
+    "reflection_thought", "reflection_action", "no_reflection_reason",
+)
+# States from which an annotation can be the adjudicated answer of its trace.
+ADJUDICABLE = frozenset({AnnotationStatus.SUBMITTED, AnnotationStatus.ACCEPTED})
+
+
+class ReviewError(ValueError):
+    """A decision that cannot be taken as asked; the message names the problem (shown as a 400)."""
+
+
+def _locked_annotation(annotation_id: int, actor) -> Annotation:
+    try:
+        annotation = (
+            Annotation.objects.select_for_update(of=("self",)).select_related("trace__project", "annotator")
+            .get(pk=annotation_id)
+        )
+    except Annotation.DoesNotExist:
+        raise ReviewError(f"annotation {annotation_id} does not exist") from None
+    if not has_permission(actor, "annotation.review", annotation.trace.project):
+        raise PermissionDenied("Only leads of this project review its annotations.")
+    return annotation
+
+
+def _check_version(annotation: Annotation, expected_version: int | None) -> None:
+    if expected_version is not None and expected_version != annotation.version:
+        raise ReviewError(
+            f"annotation {annotation.pk} changed since you opened it (version {annotation.version}, you saw "
+            f"{expected_version}); reload and review again"
+        )
+
+
+def _require_submitted(annotation: Annotation, verb: str) -> None:
+    if annotation.status != AnnotationStatus.SUBMITTED:
+        raise ReviewError(f"only a submitted annotation can be {verb}; annotation {annotation.pk} is {annotation.status}")
+
+
+def _clean_edits(annotation: Annotation, edits: dict) -> dict:
+    """Validate a lead's edits against the trace and the action grammar; returns field -> new value."""
+    unknown = sorted(set(edits) - set(REVIEW_EDITABLE_FIELDS))
+    if unknown:
+        raise ReviewError(f"these fields cannot be edited in review: {', '.join(unknown)}")
+    cleaned = dict(edits)
+    if "verdict" in cleaned and cleaned["verdict"] not in Verdict.values:
+        raise ReviewError(f"verdict must be one of {', '.join(v for v in Verdict.values if v)}")
+    if "tau" in cleaned and cleaned["tau"] not in (None, ""):
+        try:
+            tau = int(cleaned["tau"])
+        except (TypeError, ValueError):
+            raise ReviewError(f"tau must be a step number, not {cleaned['tau']!r}") from None
+        if not 1 <= tau <= annotation.trace.step_count:
+            raise ReviewError(f"tau must lie between 1 and {annotation.trace.step_count} (the trace's steps), not {tau}")
+        cleaned["tau"] = tau
+    elif "tau" in cleaned:
+        cleaned["tau"] = None
+    for field in ("corrected_action", "reflection_action"):
+        text = (cleaned.get(field) or "").strip()
+        if field in cleaned and text:
+            try:
+                cleaned[field] = grammar.render_action(grammar.parse_action(text), box_tokens=annotation.trace.project.box_tokens)
+            except grammar.ActionSyntaxError as exc:
+                raise ReviewError(f"{field.replace('_', ' ')}: {exc}") from None
+    for field, value in cleaned.items():
+        if field != "tau" and not isinstance(value, str):
+            raise ReviewError(f"{field} must be text")
+    categories = annotation.trace.project.error_categories or []
+    if cleaned.get("error_category") and categories and cleaned["error_category"] not in categories:
+        raise ReviewError(f"error category {cleaned['error_category']!r} is not one of this project's categories")
+    verdict = cleaned.get("verdict", annotation.verdict)
+    tau = cleaned.get("tau", annotation.tau)
+    if verdict == Verdict.ERROR and tau is None:
+        raise ReviewError("a verdict of error needs the first erroneous step tau")
+    return cleaned
+
+
+def _apply_edits(annotation: Annotation, actor, edits: dict) -> dict:
+    changes = {}
+    for field, value in _clean_edits(annotation, edits).items():
+        before = getattr(annotation, field)
+        if before != value:
+            changes[field] = [before, value]
+            setattr(annotation, field, value)
+    if changes:
+        annotation.version += 1
+        annotation.save()
+        annotation_record_edit(annotation=annotation, actor=actor, changes=changes)
+    return changes
+
+
+@atomic_with_retry
+def review_accept(*, annotation_id: int, actor, comment: str = "", expected_version: int | None = None) -> Annotation:
+    annotation = _locked_annotation(annotation_id, actor)
+    _check_version(annotation, expected_version)
+    _require_submitted(annotation, "accepted")
+    annotation_transition(annotation=annotation, to=AnnotationStatus.ACCEPTED, actor=actor, comment=comment.strip())
+    return annotation
+
+
+@atomic_with_retry
+def review_reject(*, annotation_id: int, actor, comment: str, expected_version: int | None = None) -> Annotation:
+    """Send the annotation back to its annotator, whose queue shows the comment."""
+    comment = (comment or "").strip()
+    if not comment:
+        raise ReviewError("a rejection needs a comment telling the annotator what to fix")
+    annotation = _locked_annotation(annotation_id, actor)
+    _check_version(annotation, expected_version)
+    _require_submitted(annotation, "rejected")
+    annotation_transition(annotation=annotation, to=AnnotationStatus.REJECTED, actor=actor, comment=comment)
+    return annotation
+
+
+@atomic_with_retry
+def review_edit_and_accept(*, annotation_id: int, actor, edits: dict, comment: str = "",
+                           expected_version: int | None = None) -> Annotation:
+    """The lead fixes the answer and accepts it: one edit record (field -> [before, after]), then the transition."""
+    annotation = _locked_annotation(annotation_id, actor)
+    _check_version(annotation, expected_version)
+    _require_submitted(annotation, "edited and accepted")
+    _apply_edits(annotation, actor, edits)
+    annotation_transition(annotation=annotation, to=AnnotationStatus.ACCEPTED, actor=actor, comment=comment.strip())
+    return annotation
+
+
+@atomic_with_retry
+def review_adjudicate(*, annotation_id: int, actor, edits: dict | None = None, comment: str = "") -> Annotation:
+    """Make one of a trace's independent annotations its answer (the one exported): it is marked adjudicated,
+    optionally edited, and accepted if still submitted; the trace's other annotations lose the mark."""
+    annotation = _locked_annotation(annotation_id, actor)
+    if annotation.status not in ADJUDICABLE:
+        raise ReviewError(f"annotation {annotation.pk} is {annotation.status}; only a submitted or accepted one can be adjudicated")
+    siblings = list(
+        Annotation.objects.select_for_update().filter(trace_id=annotation.trace_id, is_adjudicated=True).exclude(pk=annotation.pk)
+    )
+    for other in siblings:
+        other.is_adjudicated = False
+        other.version += 1
+        other.save(update_fields=["is_adjudicated", "version", "updated_at"])
+        annotation_record_edit(annotation=other, actor=actor, changes={"is_adjudicated": [True, False]})
+    _apply_edits(annotation, actor, edits or {})
+    if not annotation.is_adjudicated:
+        annotation.is_adjudicated = True
+        annotation.version += 1
+        annotation.save()
+        annotation_record_edit(annotation=annotation, actor=actor, changes={"is_adjudicated": [False, True]})
+    if annotation.status == AnnotationStatus.SUBMITTED:
+        annotation_transition(annotation=annotation, to=AnnotationStatus.ACCEPTED, actor=actor,
+                              comment=comment.strip() or "adjudicated")
+    events.annotation_changed(annotation=annotation, verb="adjudicated")
+    return annotation
+
+
+@atomic_with_retry
+def review_lease_release(*, lease_id: int, actor) -> Lease:
+    """A lead frees a trace an annotator holds (left open, gone home) from a live list; the draft is kept."""
+    lease = Lease.objects.select_related("trace__project", "user").filter(pk=lease_id).first()
+    if lease is None:
+        raise ReviewError(f"lease {lease_id} does not exist")
+    if not has_permission(actor, "lease.manage", lease.trace.project):
+        raise PermissionDenied("Only leads of this project release leases.")
+    if lease.released_at is not None:
+        raise ReviewError(f"lease {lease_id} was already released ({lease.release_reason or 'no reason'})")
+    lease = lease_release(lease_id=lease_id, actor=actor, reason="released-by-lead")
+    events.lease_changed(lease=lease, state="released")
+    return lease

@@ -1,0 +1,96 @@
+"""Pages for leads: the review queue (live), one review, the quality dashboard. Thin over selectors/services."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from annotation import review, review_selectors
+from annotation.agreement import agreement_report
+from annotation.models import AnnotationStatus, Verdict
+from studio.permissions import has_permission
+from traces.selectors import projects_for_user
+
+
+def _require_lead(user, project=None):
+    if not has_permission(user, "annotation.review", project):
+        raise PermissionDenied("Only leads review annotations.")
+
+
+@login_required
+def review_queue(request):
+    _require_lead(request.user)
+    projects = review_selectors.reviewable_projects(request.user)
+    sections = []
+    for project in projects:
+        report = agreement_report(project)
+        sections.append({
+            "project": project,
+            "submitted": list(review_selectors.review_queue(request.user, project=project)[:200]),
+            "disagreements": report.disagreements[:50],
+        })
+    return render(request, "review/queue.html", {"sections": sections})
+
+
+@login_required
+def review_detail(request, annotation_id: int):
+    annotation = get_object_or_404(review_selectors.annotations_for_reviewer(request.user), pk=annotation_id)
+    context = review_selectors.review_context(annotation)
+    context.update({
+        "verdicts": [v for v in Verdict if v.value], "can_decide": annotation.status == AnnotationStatus.SUBMITTED,
+        "can_adjudicate": annotation.status in review.ADJUDICABLE and bool(context["siblings"]),
+    })
+    return render(request, "review/detail.html", context)
+
+
+EDIT_FORM_FIELDS = review.REVIEW_EDITABLE_FIELDS
+
+
+@login_required
+@require_POST
+def review_decide(request, annotation_id: int):
+    annotation = get_object_or_404(review_selectors.annotations_for_reviewer(request.user), pk=annotation_id)
+    decision = request.POST.get("decision", "")
+    comment = request.POST.get("comment", "")
+    version = request.POST.get("version")
+    expected = int(version) if version and version.isdigit() else None
+    edits = {f: request.POST[f] for f in EDIT_FORM_FIELDS if f in request.POST}
+    kwargs = {"annotation_id": annotation.pk, "actor": request.user, "comment": comment}
+    try:
+        if decision == "accept":
+            review.review_accept(**kwargs, expected_version=expected)
+        elif decision == "reject":
+            review.review_reject(**kwargs, expected_version=expected)
+        elif decision == "edit_accept":
+            review.review_edit_and_accept(**kwargs, edits=edits, expected_version=expected)
+        elif decision == "adjudicate":
+            review.review_adjudicate(**kwargs, edits=edits)
+        else:
+            raise review.ReviewError(f"unknown decision {decision!r}")
+    except review.ReviewError as exc:
+        messages.error(request, str(exc))
+        return redirect("review-detail", annotation_id=annotation.pk)
+    messages.success(request, f"Annotation {annotation.pk} of trace {annotation.trace.external_id}: {decision.replace('_', ' and ')} done.")
+    return redirect("review-queue")
+
+
+@login_required
+def dashboard_index(request):
+    projects = [p for p in projects_for_user(request.user).order_by("name") if has_permission(request.user, "dashboard.view", p)]
+    if not projects:
+        raise PermissionDenied("Only leads see dashboards.")
+    if len(projects) == 1:
+        return redirect("project-dashboard", project_id=projects[0].pk)
+    return render(request, "dashboard/index.html", {"projects": projects})
+
+
+@login_required
+def project_dashboard(request, project_id: int):
+    project = get_object_or_404(projects_for_user(request.user), pk=project_id)
+    if not has_permission(request.user, "dashboard.view", project):
+        raise PermissionDenied("Only leads of this project see its dashboard.")
+    return render(request, "dashboard/project.html", {"project": project,
+                                                      "date_from": request.GET.get("from", ""), "date_to": request.GET.get("to", "")})

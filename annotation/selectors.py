@@ -1,0 +1,128 @@
+"""Reads for the annotator's queue, the workspace page and the leads' lease list, scoped to the user."""
+
+from __future__ import annotations
+
+from django.db.models import Exists, OuterRef, QuerySet
+from django.utils import timezone
+
+from annotation.models import Annotation, AnnotationStatus, Lease
+from studio.permissions import has_permission
+from traces import actions as grammar
+from traces.selectors import projects_for_user, trace_steps
+
+
+def own_annotations(user) -> QuerySet[Annotation]:
+    """Annotators reach only their own annotations, in projects they still belong to."""
+    return Annotation.objects.filter(annotator=user, trace__project__in=projects_for_user(user)).select_related(
+        "trace__project"
+    )
+
+
+def open_leases(*, project=None, user=None) -> QuerySet[Lease]:
+    leases = Lease.objects.filter(released_at__isnull=True, expires_at__gt=timezone.now()).select_related(
+        "trace__project", "user"
+    )
+    if project is not None:
+        leases = leases.filter(trace__project=project)
+    if user is not None:
+        leases = leases.filter(user=user)
+    return leases.order_by("expires_at")
+
+
+def queue_for_user(user) -> list[dict]:
+    """Per project the user annotates in: their work in progress, work sent back, and how much is open."""
+    rows = []
+    now = timezone.now()
+    for project in projects_for_user(user).order_by("name"):
+        if not has_permission(user, "annotation.work", project):
+            continue
+        mine = own_annotations(user).filter(trace__project=project)
+        held = Lease.objects.filter(trace=OuterRef("pk"), released_at__isnull=True, expires_at__gt=now).exclude(user=user)
+        finished = Annotation.objects.filter(trace=OuterRef("pk")).exclude(status=AnnotationStatus.DRAFT)
+        open_count = (
+            project.traces.exclude(annotations__annotator=user)
+            .annotate(held=Exists(held), finished=Exists(finished)).filter(held=False, finished=False).count()
+        )
+        rows.append({
+            "project": project,
+            "drafts": list(mine.filter(status=AnnotationStatus.DRAFT).order_by("-updated_at")[:50]),
+            "returned": list(mine.filter(status=AnnotationStatus.REJECTED).order_by("-updated_at")[:50]),
+            "submitted_count": mine.filter(status__in=[AnnotationStatus.SUBMITTED, AnnotationStatus.ACCEPTED]).count(),
+            "open_count": open_count,
+            "can_manage_leases": has_permission(user, "lease.manage", project),
+            "leases": list(open_leases(project=project)) if has_permission(user, "lease.manage", project) else [],
+        })
+    return rows
+
+
+def model_extent(project, width: int, height: int) -> list[int]:
+    """The model coordinate range that spans the screenshot (the page converts with it, both ways)."""
+    if project.coordinate_convention == grammar.RELATIVE_1000:
+        return [1000, 1000]
+    if project.coordinate_convention == grammar.SMART_RESIZE_PIXELS:
+        h, w = grammar.smart_resize(height, width, max_pixels=project.max_pixels)
+        return [w, h]
+    return [width, height]
+
+
+def _shot(project, screenshot) -> dict | None:
+    if screenshot is None:
+        return None
+    return {
+        "url": f"/screenshots/{screenshot.sha256}/image", "thumb": f"/screenshots/{screenshot.sha256}/thumbnail",
+        "width": screenshot.width, "height": screenshot.height,
+        "extent": model_extent(project, screenshot.width, screenshot.height),
+    }
+
+
+def _human_edit(step) -> dict | None:
+    if not step.human_edited_response:
+        return None
+    try:
+        parsed = grammar.parse_response(step.human_edited_response)
+    except grammar.ActionSyntaxError as exc:
+        return {"raw": step.human_edited_response, "thought": "", "action": None, "error": str(exc)}
+    return {"raw": step.human_edited_response, "thought": parsed.thought or "",
+            "action": parsed.actions[0].to_json() if parsed.actions else None, "error": ""}
+
+
+def workspace_payload(*, annotation: Annotation, lease: Lease | None) -> dict:
+    """Everything the workspace page needs in one document (rendered as JSON data, never as HTML)."""
+    trace = annotation.trace
+    project = trace.project
+    steps = [
+        {
+            "index": step.index, "thought": step.thought, "reflection": step.reflection,
+            "action_text": step.action_text, "actions": step.parsed_actions, "parse_error": step.parse_error,
+            "shot": _shot(project, step.screenshot), "human_edit": _human_edit(step),
+        }
+        for step in trace_steps(trace)
+    ]
+    return {
+        "annotation": annotation_json(annotation),
+        "lease": {"id": lease.pk, "expires_at": lease.expires_at.isoformat()} if lease else None,
+        "trace": {
+            "id": trace.pk, "external_id": trace.external_id, "instruction": trace.instruction, "outcome": trace.outcome,
+            "step_count": trace.step_count, "final_shot": _shot(project, trace.final_screenshot),
+        },
+        "project": {
+            "id": project.pk, "name": project.name, "platform": project.platform,
+            "convention": project.coordinate_convention, "error_categories": project.error_categories,
+            "lease_idle_minutes": project.lease_idle_minutes,
+        },
+        "steps": steps,
+    }
+
+
+ANNOTATION_FIELDS = (
+    "id", "trace_id", "status", "version", "verdict", "tau", "error_category", "note", "unusable_reason",
+    "corrected_thought", "corrected_action", "reflection_thought", "reflection_action", "no_reflection_reason",
+    "editor_state", "time_spent_s", "review_comment",
+)
+
+
+def annotation_json(annotation: Annotation) -> dict:
+    data = {name: getattr(annotation, name) for name in ANNOTATION_FIELDS}
+    data["updated_at"] = annotation.updated_at.isoformat() if annotation.updated_at else None
+    data["submitted_at"] = annotation.submitted_at.isoformat() if annotation.submitted_at else None
+    return data

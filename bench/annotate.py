@@ -1,0 +1,216 @@
+"""Workspace benchmark: step-switch time in a real browser and autosave latency under 50 concurrent annotators.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/ws_bench REDIS_URL=redis://127.0.0.1:6379/4 \
+        .venv/bin/python bench/annotate.py [--annotators 50] [--saves 20] [--workers 2]
+
+It migrates the database named by DATABASE_URL (its own bench database, not yours), imports 15-step
+1920×1080 traces through the real importer, starts uvicorn on 127.0.0.1, then
+1. drives Chromium through a trace with the keyboard and reads the page's Performance API measures
+   of its step-switch function (``ws-step-switch``, prefetch on): target p95 ≤ 50 ms;
+2. runs N annotators as threads, each logged in over HTTP with its own session, taking a trace
+   with a lease and autosaving drafts with the version it was based on: target p95 ≤ 50 ms, 0 errors,
+   and every accepted write present in the database afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+STEPS = 15
+PASSWORD = "bench-password-7731"
+
+
+def p95(values):
+    ordered = sorted(values)
+    return ordered[max(0, int(len(ordered) * 0.95) - 1)]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def write_traces(folder: Path, count: int, tag: str) -> Path:
+    from PIL import Image, ImageDraw
+
+    for i in range(1, STEPS + 1):
+        image = Image.new("RGB", (1920, 1080), (240, 242, 246))
+        draw = ImageDraw.Draw(image)
+        for row in range(30):
+            draw.rectangle((40, 60 + row * 32, 40 + (row * 53 + i * 97) % 1500 + 200, 80 + row * 32), fill=(60 + i * 10, 90, 140))
+        image.save(folder / f"s{i}.png")
+    with (folder / "traces.jsonl").open("w") as out:
+        for n in range(count):
+            steps = [{"screenshot": f"s{i}.png", "thought": f"Step {i}: open the menu.",
+                      "action": f"click(start_box='<|box_start|>({100 + 40 * i},{200 + 30 * i})<|box_end|>')"} for i in range(1, STEPS + 1)]
+            out.write(json.dumps({"format": "trace-studio/v1", "external_id": f"{tag}-{n}", "instruction": f"Bench task {n}",
+                                  "steps": steps}) + "\n")
+    return folder
+
+
+def seed(count: int, tag: str, tmp: Path):
+    from studio.demo import user_create_with_role
+    from studio.permissions import Role
+    from traces import services
+
+    users = [user_create_with_role(username=f"{tag}-a{n}", password=PASSWORD, role=Role.ANNOTATOR) for n in range(count)]
+    project = services.project_create(name=f"Bench {tag}", members=users)
+    folder = write_traces(tmp, count, tag)
+    job = services.import_job_create(project=project, user=None, upload_name=str(folder), original_name="bench",
+                                     fmt="native", server_path=True, enqueue=False)
+    job = services.import_job_run(job_id=job.pk)
+    assert job.status == "succeeded", job.errors
+    return project, users
+
+
+def login(base: str, username: str):
+    import requests
+
+    session = requests.Session()
+    session.get(f"{base}/login/", timeout=30)
+    response = session.post(f"{base}/login/", data={"username": username, "password": PASSWORD,
+                                                    "csrfmiddlewaretoken": session.cookies["csrftoken"]},
+                            headers={"Referer": f"{base}/login/"}, timeout=30)
+    response.raise_for_status()
+    return session
+
+
+def annotator_run(base, username, project_id, saves, latencies, errors, accepted, start, args_think):
+    try:
+        session = login(base, username)
+        headers = {"X-CSRFToken": session.cookies["csrftoken"], "Referer": base}
+        claim = session.post(f"{base}/api/projects/{project_id}/next-trace/", headers=headers, timeout=30)
+        claim.raise_for_status()
+        annotation = claim.json()["annotation"]
+        version = annotation["version"]
+        start.wait()
+        for k in range(saves):
+            body = {"version": version, "note": f"{username} save {k}", "corrected_thought": f"thought {k} " * 20,
+                    "verdict": "error", "tau": 1 + k % STEPS,
+                    "editor_state": {"corrected": {"type": "click", "args": {"start_box": [10 + k, 20 + k]}}}}
+            t0 = time.perf_counter()
+            response = session.put(f"{base}/api/annotations/{annotation['id']}/draft/", json=body, headers=headers, timeout=30)
+            latencies.append((time.perf_counter() - t0) * 1000)
+            if response.status_code != 200:
+                errors.append(f"{username}: {response.status_code} {response.text[:200]}")
+                continue
+            version = response.json()["version"]
+            accepted[annotation["id"]] = (version, body["note"], body["tau"])
+            time.sleep(args_think)  # a person types between autosaves (the page debounces 0.7 s)
+    except Exception as exc:  # reported, counted as an error
+        errors.append(f"{username}: {exc!r}")
+
+
+def step_switch(base: str, username: str, annotation_url: str):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
+                                     args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1920, "height": 1080})
+        page.goto(f"{base}/login/")
+        page.fill("input[name=username]", username)
+        page.fill("input[name=password]", PASSWORD)
+        page.click("button[type=submit]")
+        page.wait_for_url(lambda url: "/login/" not in url)
+        page.goto(f"{base}{annotation_url}")
+        page.wait_for_selector("#ws[data-ready='1']")
+        for _ in range(4):
+            for _ in range(STEPS):
+                page.keyboard.press("j")
+                page.wait_for_timeout(30)
+            for _ in range(STEPS):
+                page.keyboard.press("k")
+                page.wait_for_timeout(30)
+        durations = page.evaluate("performance.getEntriesByName('ws-step-switch').map(e => e.duration)")
+        browser.close()
+    return durations
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--annotators", type=int, default=50)
+    parser.add_argument("--saves", type=int, default=20)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--think", type=float, default=1.0, help="seconds between one annotator's autosaves")
+    args = parser.parse_args()
+    if not os.environ.get("DATABASE_URL"):
+        print("note: DATABASE_URL is not set; measuring on SQLite (the target is stated for PostgreSQL)")
+    tmp = Path(tempfile.mkdtemp(prefix="bench-annotate-"))
+    env = dict(os.environ, STUDIO_DATA_DIR=str(tmp / "data"), STUDIO_LOG_LEVEL="WARNING", DJANGO_SETTINGS_MODULE="studio.settings")
+    os.environ.update(env)
+    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=REPO, env=env, check=True)
+    sys.path.insert(0, str(REPO))
+    import django
+
+    django.setup()
+    from django.db import connection
+
+    from annotation.models import Annotation
+
+    tag = f"b{int(time.time())}"
+    project, users = seed(args.annotators, tag, tmp)
+    connection.close()
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen([sys.executable, "-m", "uvicorn", "studio.asgi:application", "--host", "127.0.0.1",
+                               "--port", str(port), "--workers", str(args.workers), "--log-level", "warning"], cwd=REPO, env=env)
+    try:
+        import requests
+
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                requests.get(f"{base}/login/", timeout=2)
+                break
+            except requests.ConnectionError:
+                time.sleep(0.3)
+        latencies, errors, accepted = [], [], {}
+        gate = threading.Event()
+        threads = [threading.Thread(target=annotator_run, args=(base, u.username, project.pk, args.saves, latencies, errors, accepted, gate, args.think))
+                   for u in users]
+        for t in threads:
+            t.start()
+        time.sleep(0.5)
+        t0 = time.perf_counter()
+        gate.set()
+        for t in threads:
+            t.join(300)
+        wall = time.perf_counter() - t0
+        missing = []
+        for annotation_id, (version, note, tau) in accepted.items():
+            row = Annotation.objects.get(pk=annotation_id)
+            if (row.version, row.note, row.tau) != (version, note, tau):
+                missing.append(annotation_id)
+        first = Annotation.objects.filter(annotator=users[0]).first()
+        durations = step_switch(base, users[0].username, f"/annotations/{first.pk}/")
+    finally:
+        server.terminate()
+        server.wait(20)
+    js_css = sum((REPO / p).stat().st_size for p in ("static/js/workspace.js", "static/css/workspace.css", "static/css/studio.css"))
+    print(f"step switch (browser, Performance API, prefetch on): n={len(durations)} "
+          f"median={statistics.median(durations):.2f} ms p95={p95(durations):.2f} ms (target ≤ 50 ms)")
+    print(f"autosave: {args.annotators} annotators × {args.saves} saves over HTTP to uvicorn ({args.workers} workers), "
+          f"{connection.vendor}: n={len(latencies)} median={statistics.median(latencies):.1f} ms p95={p95(latencies):.1f} ms "
+          f"(target ≤ 50 ms), errors={len(errors)}, wall={wall:.1f}s")
+    print(f"accepted writes present afterwards: {len(accepted) - len(missing)}/{len(accepted)} annotations hold their last accepted save")
+    print(f"workspace page JS+CSS: {js_css / 1024:.1f} KB (limit 150 KB), no CDN")
+    for line in errors[:10]:
+        print("  error:", line)
+    return 0 if not errors and not missing else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,124 @@
+"""REST API for export jobs: create, status, cancel, download. Thin: selectors read, services write."""
+
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import generics, serializers, status
+from rest_framework.exceptions import NotAcceptable, PermissionDenied, ValidationError
+from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from exports import selectors, services
+from exports.builders import OptionsError
+from exports.models import ExportFormat, ExportJob
+from exports.storage import bundle_response
+from studio.models import JobStatus
+from studio.permissions import ActionPermission, has_permission
+from traces.selectors import projects_for_user
+
+
+class ExportJobSerializer(serializers.ModelSerializer):
+    download_url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ExportJob
+        fields = [
+            "id", "project", "format", "options", "split_seed", "status", "progress_done", "progress_total", "message",
+            "errors", "counts", "bundle_sha256", "bundle_size", "download_url", "created_at", "started_at", "finished_at",
+            "attempts",
+        ]
+
+    def get_download_url(self, job) -> str | None:
+        return f"/api/exports/{job.pk}/bundle" if job.status == JobStatus.SUCCEEDED and job.bundle_name else None
+
+
+class ExportCreateSerializer(serializers.Serializer):
+    format = serializers.ChoiceField(choices=ExportFormat.values)
+    options = serializers.DictField(required=False, default=dict, help_text=(
+        "include_valid_prefix (bool), include_error_free (bool), validation_fraction (0..1), split_seed (int)"))
+
+
+def _project(request, project_id):
+    return get_object_or_404(projects_for_user(request.user), pk=project_id)
+
+
+class ProjectExports(APIView):
+    """GET: the project's export jobs. POST: queue a new export (engineers, leads, admins)."""
+
+    permission_classes = [ActionPermission]
+    permission_action = {"GET": "export.view", "POST": "export.create"}
+
+    @extend_schema(responses={200: ExportJobSerializer(many=True)})
+    def get(self, request, project_id: int):
+        project = _project(request, project_id)
+        jobs = selectors.export_jobs_for_user(request.user, project=project)[:100]
+        return Response(ExportJobSerializer(jobs, many=True).data)
+
+    @extend_schema(request=ExportCreateSerializer, responses={202: ExportJobSerializer})
+    def post(self, request, project_id: int):
+        project = _project(request, project_id)
+        if not has_permission(request.user, "export.create", project):
+            raise PermissionDenied("Only engineers, leads and admins of this project export.")
+        form = ExportCreateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        try:
+            job = services.export_job_create(project=project, user=request.user, fmt=form.validated_data["format"],
+                                             options=form.validated_data["options"])
+        except (OptionsError, services.ExportError) as exc:
+            raise ValidationError({"options": [str(exc)]}) from None
+        return Response(ExportJobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+
+
+class ExportJobDetail(generics.RetrieveAPIView):
+    serializer_class = ExportJobSerializer
+    permission_classes = [ActionPermission]
+    permission_action = "export.view"
+
+    def get_queryset(self):
+        return selectors.export_jobs_for_user(self.request.user)
+
+
+class ExportJobCancel(APIView):
+    permission_classes = [ActionPermission]
+    permission_action = "export.create"
+
+    @extend_schema(request=None, responses={200: ExportJobSerializer})
+    def post(self, request, pk: int):
+        job = get_object_or_404(selectors.export_jobs_for_user(request.user), pk=pk)
+        self.check_object_permissions(request, job)
+        if job.is_finished:
+            return Response({"detail": f"export {job.pk} already {job.status}; nothing to cancel."}, status=status.HTTP_409_CONFLICT)
+        job = services.export_job_cancel(job=job)
+        return Response(ExportJobSerializer(job).data)
+
+
+class _AnyAccept(DefaultContentNegotiation):
+    """A download client may ask for application/zip; errors still go out as JSON."""
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        try:
+            return super().select_renderer(request, renderers, format_suffix)
+        except NotAcceptable:
+            return renderers[0], renderers[0].media_type
+
+
+class ExportBundle(APIView):
+    """The finished archive: streamed with HTTP Range (local storage) or a redirect to a presigned S3 URL."""
+
+    permission_classes = [ActionPermission]
+    permission_action = "export.view"
+    content_negotiation_class = _AnyAccept
+
+    @extend_schema(responses={(200, "application/zip"): OpenApiResponse(description="the bundle"),
+                              206: OpenApiResponse(description="a byte range"),
+                              302: OpenApiResponse(description="presigned S3 URL"),
+                              409: OpenApiResponse(description="not finished")})
+    def get(self, request, pk: int):
+        job = get_object_or_404(selectors.export_jobs_for_user(request.user), pk=pk)
+        self.check_object_permissions(request, job)
+        if job.status != JobStatus.SUCCEEDED or not job.bundle_name:
+            return Response({"detail": f"export {job.pk} is {job.status}; its bundle exists only once it succeeded."},
+                            status=status.HTTP_409_CONFLICT)
+        return bundle_response(request, job)

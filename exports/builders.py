@@ -1,0 +1,276 @@
+"""Training samples from accepted annotations (method.md "What the training engineer gets").
+
+For an accepted annotation with its first error at τ:
+
+* ``error_correction`` SFT: prompt s_τ, completion ``t*_τ a*_τ``;
+* ``post_reflection`` SFT: prompt s_{τ+1} of the original trace (the wrong ``(t_τ, a_τ)`` stays in the
+  history, untrained) with o_{τ+1}; completion ``t*_{τ+1} a*_{τ+1}``;
+* ``dpo`` pair: prompt s_τ, chosen ``t*_τ a*_τ``, rejected the recorded ``t_τ a_τ``.
+
+Options add ``valid_prefix`` (steps 1..τ-1 as recorded) and ``error_free`` (every step of a trace
+judged ``no_error``) as plain SFT samples. Every prompt comes from :mod:`traces.prompting`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterator
+
+from annotation.models import Annotation, AnnotationStatus, Verdict
+from traces import prompting
+from traces.models import Project, Screenshot, Step
+
+SCHEMA_VERSION = 1
+SFT_KINDS = ("error_correction", "post_reflection", "valid_prefix", "error_free")
+DPO_KINDS = ("dpo",)
+SPLITS = ("train", "validation")
+BATCH = 500
+
+
+class OptionsError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class ExportOptions:
+    include_valid_prefix: bool = False
+    include_error_free: bool = False
+    validation_fraction: float = 0.1
+    split_seed: int = 0
+
+    @classmethod
+    def parse(cls, raw: dict | None) -> "ExportOptions":
+        """Validate user-given options; raises OptionsError naming the bad field."""
+        raw = dict(raw or {})
+        unknown = sorted(set(raw) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise OptionsError(f"unknown export option(s): {', '.join(unknown)}")
+        values: dict[str, Any] = {}
+        for name in ("include_valid_prefix", "include_error_free"):
+            if name in raw:
+                if not isinstance(raw[name], bool):
+                    raise OptionsError(f"{name} must be true or false")
+                values[name] = raw[name]
+        if "validation_fraction" in raw:
+            fraction = raw["validation_fraction"]
+            if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 <= fraction < 1:
+                raise OptionsError("validation_fraction must be a number in [0, 1)")
+            values["validation_fraction"] = float(fraction)
+        if "split_seed" in raw:
+            seed = raw["split_seed"]
+            if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**31:
+                raise OptionsError("split_seed must be an integer in [0, 2^31)")
+            values["split_seed"] = seed
+        return cls(**values)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Sample:
+    kind: str
+    split: str
+    trace_id: int
+    annotation_id: int
+    prompt: prompting.StatePrompt
+    completion: str | None = None
+    chosen: str | None = None
+    rejected: str | None = None
+
+    @property
+    def is_preference(self) -> bool:
+        return self.kind in DPO_KINDS
+
+
+@dataclass
+class Skip:
+    """An annotation (or part of one) that gave no sample, and why; lands in the job's errors."""
+
+    annotation_id: int
+    trace_id: int
+    kind: str
+    reason: str
+
+
+@dataclass
+class BuildStats:
+    annotations: list[tuple[int, int]] = field(default_factory=list)  # (id, version) of every source
+    skipped: int = 0
+
+
+def split_of(trace_id: int, options: ExportOptions) -> str:
+    """Train or validation, by trace (every sample of a trace lands in the same split), seeded."""
+    digest = hashlib.sha256(f"{options.split_seed}:{trace_id}".encode()).digest()
+    return "validation" if int.from_bytes(digest[:8], "big") / 2**64 < options.validation_fraction else "train"
+
+
+def accepted_annotations(project: Project):
+    """One accepted annotation per trace: the adjudicated one when there is one, else the latest reviewed.
+
+    Ordered by trace so the caller keeps the first per trace while streaming."""
+    return (
+        Annotation.objects.filter(trace__project=project, status=AnnotationStatus.ACCEPTED)
+        .exclude(verdict=Verdict.UNUSABLE)
+        .select_related("trace")
+        .only(*(f"trace__{name}" for name in ("id", "instruction", "final_screenshot_id", "project_id")),
+              "id", "trace_id", "version", "verdict", "tau", "corrected_thought", "corrected_action",
+              "reflection_thought", "reflection_action", "is_adjudicated", "reviewed_at", "status")
+        .order_by("trace_id", "-is_adjudicated", "-reviewed_at", "-id")
+    )
+
+
+def _first_per_trace(annotations) -> Iterator[Annotation]:
+    last_trace = None
+    for annotation in annotations.iterator(chunk_size=BATCH):
+        if annotation.trace_id != last_trace:
+            last_trace = annotation.trace_id
+            yield annotation
+
+
+def _batches(items: Iterator, size: int) -> Iterator[list]:
+    batch = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+@dataclass(slots=True)
+class StepRow:
+    """The fields of a Step the prompt needs, read without model instances (exports read millions)."""
+
+    index: int
+    thought: str
+    reflection: str
+    action_text: str
+    raw_response: str
+    parsed_actions: list
+    parse_error: str
+    screenshot: Any
+    rendered: str | None = None
+
+
+_STEP_FIELDS = ("trace_id", "index", "thought", "reflection", "action_text", "raw_response", "parsed_actions",
+                "parse_error", "screenshot_id")
+
+
+class ScreenshotCache:
+    """Screenshots by id, loaded once per export (traces share them; memory grows with unique images only)."""
+
+    def __init__(self):
+        self._by_id: dict[int, Screenshot] = {}
+
+    def load(self, ids) -> None:
+        missing = {i for i in ids if i is not None and i not in self._by_id}
+        if missing:
+            only = ("id", "sha256", "format", "image", "byte_size", "width", "height")
+            self._by_id.update(Screenshot.objects.only(*only).in_bulk(missing))
+
+    def get(self, pk):
+        return None if pk is None else self._by_id[pk]
+
+
+def _steps_by_trace(trace_ids: list[int], shots: ScreenshotCache) -> dict[int, list[StepRow]]:
+    rows = list(Step.objects.filter(trace_id__in=trace_ids).order_by("trace_id", "index").values_list(*_STEP_FIELDS))
+    shots.load(row[-1] for row in rows)
+    steps: dict[int, list[StepRow]] = {tid: [] for tid in trace_ids}
+    for trace_id, *fields, screenshot_id in rows:
+        steps[trace_id].append(StepRow(*fields, screenshot=shots.get(screenshot_id)))
+    return steps
+
+
+def _render_once(step, *, project) -> str:
+    # A step is rendered for several samples (history of s_τ, rejected, history of s_τ+1): once is enough.
+    if step.rendered is None:
+        step.rendered = prompting.render_step(step, project=project)
+    return step.rendered
+
+
+def annotation_samples(annotation: Annotation, steps: list[Step], *, project: Project,
+                       options: ExportOptions) -> Iterator[Sample | Skip]:
+    """Every sample one annotation gives, in a fixed order; problems are yielded as Skip."""
+    trace = annotation.trace
+    split = split_of(trace.pk, options)
+
+    def sample(kind: str, prompt, **targets) -> Sample:
+        return Sample(kind, split, trace.pk, annotation.pk, prompt, **targets)
+
+    def skip(kind: str, reason: str) -> Skip:
+        return Skip(annotation.pk, trace.pk, kind, reason)
+
+    def state(i: int):
+        return prompting.build_state_messages(trace, i, project=project, steps=steps, render=_render_once)
+
+    if annotation.verdict == Verdict.NO_ERROR:
+        if options.include_error_free:
+            for i, step in enumerate(steps, start=1):
+                try:
+                    yield sample("error_free", state(i), completion=_render_once(step, project=project))
+                except prompting.PromptError as exc:
+                    yield skip("error_free", str(exc))
+        return
+    tau = annotation.tau
+    if annotation.verdict != Verdict.ERROR or not tau or not 1 <= tau <= len(steps):
+        yield skip("error_correction", f"verdict {annotation.verdict!r} with τ={tau} does not fit a trace of {len(steps)} steps")
+        return
+
+    if options.include_valid_prefix:
+        for i in range(1, tau):
+            try:
+                yield sample("valid_prefix", state(i), completion=_render_once(steps[i - 1], project=project))
+            except prompting.PromptError as exc:
+                yield skip("valid_prefix", str(exc))
+
+    try:
+        s_tau = state(tau)
+        corrected = prompting.render_target(annotation.corrected_thought, annotation.corrected_action, project=project)
+    except prompting.PromptError as exc:
+        yield skip("error_correction", str(exc))
+    else:
+        yield sample("error_correction", s_tau, completion=corrected)
+        rejected = _render_once(steps[tau - 1], project=project)
+        if rejected == corrected:
+            yield skip("dpo", "the correction equals the recorded step")
+        else:
+            yield sample("dpo", s_tau, chosen=corrected, rejected=rejected)
+
+    if annotation.reflection_action.strip():
+        try:
+            yield sample(
+                "post_reflection", state(tau + 1),
+                completion=prompting.render_target(annotation.reflection_thought, annotation.reflection_action, project=project),
+            )
+        except prompting.PromptError as exc:
+            yield skip("post_reflection", str(exc))
+
+
+def iter_samples(project: Project, options: ExportOptions, stats: BuildStats, *,
+                 on_annotation=None) -> Iterator[Sample | Skip]:
+    """Stream samples of the project's accepted annotations; memory is bounded by one batch.
+
+    ``on_annotation(done)`` is called after each batch (progress, cancel checks)."""
+    done = 0
+    shots = ScreenshotCache()
+    for batch in _batches(_first_per_trace(accepted_annotations(project)), BATCH):
+        steps = _steps_by_trace([a.trace_id for a in batch], shots)
+        shots.load(a.trace.final_screenshot_id for a in batch)
+        for annotation in batch:
+            annotation.trace.final_screenshot = shots.get(annotation.trace.final_screenshot_id)
+        for annotation in batch:
+            stats.annotations.append((annotation.pk, annotation.version))
+            for item in annotation_samples(annotation, steps[annotation.trace_id], project=project, options=options):
+                if isinstance(item, Skip):
+                    stats.skipped += 1
+                yield item
+        done += len(batch)
+        if on_annotation:
+            on_annotation(done)
+
+
+def count_sources(project: Project) -> int:
+    return accepted_annotations(project).order_by().values("trace_id").distinct().count()

@@ -1,0 +1,31 @@
+"""Export jobs: one bundle (one archive) of SFT/DPO samples built from accepted annotations."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from studio.models import JobBase
+
+
+class ExportFormat(models.TextChoices):
+    TRL = "trl", "TRL (JSONL, conversational)"
+    LLAMAFACTORY = "llamafactory", "LLaMA-Factory (sharegpt JSON)"
+    PARQUET = "parquet", "Parquet (images embedded)"
+
+
+class ExportJob(JobBase):
+    project = models.ForeignKey("traces.Project", on_delete=models.CASCADE, related_name="export_jobs")
+    format = models.CharField(max_length=16, choices=ExportFormat.choices)
+    options = models.JSONField(default=dict, blank=True, help_text="Normalised export options (exports.builders.ExportOptions).")
+    split_seed = models.PositiveIntegerField(default=0)
+    counts = models.JSONField(default=dict, blank=True, help_text="Samples per kind and split, skipped items per reason.")
+    bundle_name = models.CharField(max_length=300, blank=True, help_text="Storage name; set only once the archive is complete.")
+    bundle_sha256 = models.CharField(max_length=64, blank=True)
+    bundle_size = models.PositiveBigIntegerField(default=0)
+    heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="Last sign of life of the worker running it.")
+
+    class Meta(JobBase.Meta):
+        indexes = [models.Index(fields=["project", "created_at"])]
+
+    def __str__(self):
+        return f"export {self.pk} ({self.format}) of project {self.project_id}: {self.status}"

@@ -1,0 +1,269 @@
+"""Writes for exports: create, run, cancel and recover export jobs; build a bundle."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from django.conf import settings
+from django.core.files.storage import default_storage
+from django.utils import timezone
+
+from exports import bundle as archive
+from exports.builders import SCHEMA_VERSION, BuildStats, ExportOptions, Skip, count_sources, iter_samples
+from exports.models import ExportFormat, ExportJob
+from exports.storage import bundle_delete, bundle_save
+from exports.writers import WRITERS, image_path
+from studio.db import atomic_with_retry
+from studio.jobs import JobCancelled, job_add_error, job_enqueue, job_fail, job_finish, job_mark_cancelled, job_progress, job_request_cancel, job_start
+from studio.models import JobStatus
+from traces.models import Project
+
+log = logging.getLogger(__name__)
+MAX_JOB_ERRORS = 200
+
+
+class ExportError(Exception):
+    """A problem that stops an export, said for people."""
+
+
+@dataclass
+class BuildResult:
+    archive: Path
+    sha256: str
+    size: int
+    counts: dict
+    skipped: list[Skip]
+
+
+def _prompt_settings(project: Project) -> dict:
+    # What a model trained on this bundle must be scored with (pre-scoring uses the same builder).
+    return {
+        "system_prompt": project.system_prompt,
+        "prompt_template": project.prompt_template,
+        "prompt_language": project.prompt_language,
+        "history_window": project.history_window,
+        "box_tokens": project.box_tokens,
+        "coordinate_convention": project.coordinate_convention,
+        "max_pixels": project.max_pixels,
+        "platform": project.platform,
+    }
+
+
+def export_build(*, project: Project, fmt: str, options: ExportOptions, workdir: Path,
+                 progress: Callable[[int, int | None], None] | None = None) -> BuildResult:
+    """Build the bundle of ``project`` in ``workdir`` (emptied first); returns the finished archive.
+
+    Streaming: samples go straight to data files; images are copied from storage into the
+    archive in chunks. ``progress(done, total)`` may raise JobCancelled."""
+    if fmt not in WRITERS:
+        raise ExportError(f"unknown format {fmt!r}; use one of {', '.join(WRITERS)}")
+    shutil.rmtree(workdir, ignore_errors=True)
+    data_dir = workdir / "data"
+    data_dir.mkdir(parents=True)
+    progress = progress or (lambda done, total: None)
+    throttle = settings.EXPORT_THROTTLE_S
+
+    images: dict[str, tuple[str, int, str]] = {}  # sha256 -> (storage name, size, bundle path)
+
+    def image_bytes(shot) -> bytes:
+        with default_storage.open(shot.image.name, "rb") as handle:
+            return handle.read()
+
+    writer = WRITERS[fmt](data_dir, image_bytes=image_bytes)
+    sources = count_sources(project)
+    progress(0, sources)
+    stats = BuildStats()
+    by_kind: dict[str, int] = {}
+    by_split: dict[str, int] = {}
+    skipped: list[Skip] = []
+
+    def on_batch(done: int) -> None:
+        if throttle:
+            time.sleep(throttle)
+        progress(done, None)
+
+    for item in iter_samples(project, options, stats, on_annotation=on_batch):
+        if isinstance(item, Skip):
+            skipped.append(item)
+            continue
+        writer.add(item)
+        by_kind[item.kind] = by_kind.get(item.kind, 0) + 1
+        by_split[item.split] = by_split.get(item.split, 0) + 1
+        for shot in item.prompt.images:
+            if shot.sha256 not in images:
+                images[shot.sha256] = (shot.image.name, shot.byte_size, image_path(shot))
+    data_files = writer.close()
+
+    counts = {
+        "by_kind": by_kind,
+        "by_split": by_split,
+        "by_file": {f"{stem}{writer.suffix}": n for stem, n in writer.counts.items()},
+        "annotations": len(stats.annotations),
+        "images": len(images) if writer.uses_image_folder else 0,
+        "skipped": len(skipped),
+    }
+    readme = archive.readme_text(project_name=project.name, fmt=fmt, data_files=data_files, counts=counts,
+                                 options=options.to_json())
+    (data_dir / "README.md").write_text(readme, encoding="utf-8")
+    files = {name: {"sha256": archive.file_sha256(data_dir / name), "size": (data_dir / name).stat().st_size}
+             for name in [*data_files, "README.md"]}
+    entries = [archive.local_entry(data_dir / name, name) for name in files]
+    if writer.uses_image_folder:
+        for sha, (storage_name, size, path) in images.items():
+            files[path] = {"sha256": sha, "size": size}
+            entries.append(archive.Entry(path, size, lambda n=storage_name: default_storage.open(n, "rb"), compress=False))
+    manifest = {
+        "schema_version": SCHEMA_VERSION,
+        "app_version": settings.APP_VERSION,
+        "format": fmt,
+        "project": {"id": project.pk, "name": project.name},
+        "prompt": _prompt_settings(project),
+        "filters": {"status": "accepted", "one_per_trace": "adjudicated first, else latest reviewed",
+                    "exclude_verdicts": ["unusable"], **options.to_json()},
+        "counts": counts,
+        "sources": [{"annotation_id": pk, "version": version} for pk, version in stats.annotations],
+        "skipped": [{"annotation_id": s.annotation_id, "trace_id": s.trace_id, "kind": s.kind, "reason": s.reason}
+                    for s in skipped],
+        "files": files,
+    }
+    (data_dir / "manifest.json").write_bytes(archive.manifest_json(manifest))
+    entries.append(archive.local_entry(data_dir / "manifest.json", "manifest.json"))
+
+    total = sources + len(entries)
+    progress(sources, total)
+    target = workdir / "bundle.zip.part"
+    archive.write_archive(target, entries,
+                          on_entry=lambda n: progress(sources + n, None) if n % 200 == 0 or n == len(entries) else None)
+    return BuildResult(target, archive.file_sha256(target), target.stat().st_size, counts, skipped)
+
+
+# --- jobs ------------------------------------------------------------------------------------------
+
+@atomic_with_retry
+def export_job_create(*, project: Project, user, fmt: str, options: dict | None = None, enqueue: bool = True) -> ExportJob:
+    """Validate and queue an export; raises ExportError / OptionsError naming a bad field."""
+    if fmt not in ExportFormat.values:
+        raise ExportError(f"unknown format {fmt!r}; use one of {', '.join(ExportFormat.values)}")
+    parsed = ExportOptions.parse(options)
+    job = ExportJob.objects.create(project=project, created_by=user, format=fmt, options=parsed.to_json(),
+                                   split_seed=parsed.split_seed)
+    if enqueue:
+        from exports.tasks import run_export
+
+        job_enqueue(run_export, job)
+    return job
+
+
+def _workdir(job: ExportJob) -> Path:
+    return Path(settings.EXPORT_WORK_DIR) / f"export-{job.pk}"
+
+
+def _heartbeat(job: ExportJob) -> None:
+    ExportJob.objects.filter(pk=job.pk).update(heartbeat_at=timezone.now())
+
+
+def export_job_run(*, job_id: int) -> ExportJob:
+    """Run an export job (again from the start when a killed worker's task comes back: the build is deterministic)."""
+    job = ExportJob.objects.select_related("project").get(pk=job_id)
+    if not job_start(job):
+        return job
+    _heartbeat(job)
+    workdir = _workdir(job)
+
+    def progress(done: int, total: int | None) -> None:
+        _heartbeat(job)
+        job_progress(job, done=done, total=total)
+
+    try:
+        result = export_build(project=job.project, fmt=job.format, options=ExportOptions.parse(job.options),
+                              workdir=workdir, progress=progress)
+        for skip in result.skipped[:MAX_JOB_ERRORS]:
+            job_add_error(job, {"error": f"annotation {skip.annotation_id} (trace {skip.trace_id}), {skip.kind}: {skip.reason}"})
+        name = bundle_save(job, result.archive)
+        ExportJob.objects.filter(pk=job.pk).update(
+            bundle_name=name, bundle_sha256=result.sha256, bundle_size=result.size, counts=result.counts
+        )
+        job.bundle_name, job.bundle_sha256, job.bundle_size, job.counts = name, result.sha256, result.size, result.counts
+        job_finish(job, message=export_summary(result.counts))
+    except JobCancelled:
+        job_mark_cancelled(job)
+    except Exception as exc:  # reported on the job page; the worker log keeps the traceback
+        log.exception("export job %s failed", job.pk)
+        job_fail(job, message=f"Export failed: {exc.__class__.__name__}: {exc}" if not isinstance(exc, ExportError) else str(exc))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return job
+
+
+def export_summary(counts: dict) -> str:
+    kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.get("by_kind", {}).items())) or "no samples"
+    return f"{kinds} from {counts.get('annotations', 0)} accepted annotations; {counts.get('skipped', 0)} skipped"
+
+
+def export_job_cancel(*, job: ExportJob) -> ExportJob:
+    job_request_cancel(job)
+    job.refresh_from_db()
+    return job
+
+
+def export_jobs_recover(*, stale_after_s: float | None = None) -> list[int]:
+    """Queue again the running exports whose worker stopped beating (it was killed).
+
+    The filesystem broker (embedded mode) deletes a message when a worker takes it, so a killed
+    worker's task is not redelivered; Redis redelivers unacked tasks itself (visibility timeout)."""
+    from exports.tasks import run_export
+
+    stale_after_s = settings.EXPORT_STALE_AFTER_S if stale_after_s is None else stale_after_s
+    cutoff = timezone.now() - timezone.timedelta(seconds=stale_after_s)
+    ids = list(ExportJob.objects.filter(status=JobStatus.RUNNING, heartbeat_at__lt=cutoff).values_list("pk", flat=True))
+    for pk in ids:
+        run_export.delay(pk)
+    return ids
+
+
+def export_job_delete_bundle(*, job: ExportJob) -> None:
+    bundle_delete(job.bundle_name)
+    ExportJob.objects.filter(pk=job.pk).update(bundle_name="")
+
+
+def export_to_path(*, project: Project, user, fmt: str, options: dict | None, out: Path) -> ExportJob:
+    """Run an export in this process (the management command) and copy the bundle to ``out``."""
+    job = export_job_create(project=project, user=user, fmt=fmt, options=options, enqueue=False)
+    job = export_job_run(job_id=job.pk)
+    if job.status != JobStatus.SUCCEEDED:
+        raise ExportError(job.message or f"export {job.pk} ended {job.status}")
+    with default_storage.open(job.bundle_name, "rb") as src, open(out, "wb") as dst:
+        shutil.copyfileobj(src, dst, 1024 * 1024)
+    return job
+
+
+def bundle_manifest(path: Path) -> dict:
+    import zipfile
+
+    with zipfile.ZipFile(path) as bundle:
+        return json.loads(bundle.read("manifest.json"))
+
+
+
+
+# --- API tokens ------------------------------------------------------------------------------------
+
+def api_token_rotate(*, user) -> str:
+    """A fresh API token for ``user`` (the old one stops working); shown once on the page."""
+    from rest_framework.authtoken.models import Token
+
+    Token.objects.filter(user=user).delete()
+    return Token.objects.create(user=user).key
+
+
+def api_token_exists(*, user) -> bool:
+    from rest_framework.authtoken.models import Token
+
+    return Token.objects.filter(user=user).exists()

@@ -1,0 +1,133 @@
+// The quality dashboard: fetches the project's figures, draws each chart with Chart.js (served from
+// static/vendor), offers each chart's numbers as CSV, and refetches when a live event says work moved.
+(function () {
+  const root = document.getElementById("dashboard");
+  if (!root || !window.Chart) return;
+  const charts = {};
+  const tables = {};  // chart name -> {header: [...], rows: [[...]]} for the CSV download
+  const palette = ["#3b5bdb", "#2b8a3e", "#e67700", "#c92a2a", "#7048e8", "#0b7285", "#5c940d", "#a61e4d"];
+
+  function pct(v) { return v === null || v === undefined ? "–" : (v * 100).toFixed(1) + " %"; }
+  function num(v, digits) { return v === null || v === undefined ? "–" : Number(v).toFixed(digits); }
+  function setFigure(name, text) {
+    const el = root.querySelector('[data-figure="' + name + '"]');
+    if (el) el.textContent = text;
+  }
+
+  function draw(name, type, labels, datasets, options) {
+    const section = root.querySelector('[data-chart="' + name + '"]');
+    if (!section) return;
+    if (charts[name]) charts[name].destroy();
+    charts[name] = new window.Chart(section.querySelector("canvas"), {
+      type: type,
+      data: { labels: labels, datasets: datasets },
+      options: Object.assign({ animation: false, responsive: true, plugins: { legend: { display: datasets.length > 1 } } }, options || {}),
+    });
+    section.dataset.drawn = "1";
+  }
+
+  function render(d) {
+    for (const [status, n] of Object.entries(d.counters)) {
+      const el = root.querySelector('[data-counter="' + status + '"]');
+      if (el) el.textContent = String(n);
+    }
+    document.getElementById("range-label").textContent = d.range.from + " – " + d.range.to;
+    const a = d.agreement;
+    setFigure("median_time", d.median_time.overall_s === null ? "–" : num(d.median_time.overall_s, 0) + " s");
+    setFigure("acceptance_rate", pct(d.review.acceptance_rate) + " (" + d.review.accepted + ")");
+    setFigure("rejection_rate", pct(d.review.rejection_rate) + " (" + d.review.rejected + ")");
+    setFigure("first_error", pct(a.first_error_exact) + " / " + pct(a.first_error_within_one));
+    setFigure("alpha", num(a.category_alpha, 3));
+    setFigure("action_type", pct(a.action_type_agreement) + " of " + a.action_type_pairs);
+    setFigure("click", num(a.click_distance_median, 3) + " (" + a.click_pairs + " pairs)");
+    setFigure("pairs", a.pairs + " / " + a.open_disagreements);
+    setFigure("suggestion", d.suggestion_match ? pct(d.suggestion_match.rate) + " of " + d.suggestion_match.compared : "no pre-scoring yet");
+
+    // done per annotator per day: one dataset per annotator
+    const days = [...new Set(d.done_per_day.map((r) => r.day))].sort();
+    const people = [...new Set(d.done_per_day.map((r) => r.annotator))].sort();
+    const count = new Map(d.done_per_day.map((r) => [r.day + "|" + r.annotator, r.done]));
+    draw("done_per_day", "bar", days, people.map((p, i) => ({
+      label: p, backgroundColor: palette[i % palette.length], data: days.map((day) => count.get(day + "|" + p) || 0),
+    })), { scales: { x: { stacked: true }, y: { stacked: true, beginAtZero: true } } });
+    tables.done_per_day = { header: ["day", "annotator", "done"], rows: d.done_per_day.map((r) => [r.day, r.annotator, r.done]) };
+
+    const per = d.review.per_annotator;
+    draw("review", "bar", per.map((r) => r.annotator), [
+      { label: "accepted", backgroundColor: palette[1], data: per.map((r) => r.accepted) },
+      { label: "rejected", backgroundColor: palette[3], data: per.map((r) => r.rejected) },
+    ], { scales: { y: { beginAtZero: true } } });
+    tables.review = { header: ["annotator", "accepted", "rejected", "acceptance_rate"],
+      rows: per.map((r) => [r.annotator, r.accepted, r.rejected, r.acceptance_rate]) };
+
+    const med = Object.entries(d.median_time.per_annotator_s);
+    draw("median_time", "bar", med.map((m) => m[0]), [{ label: "median s", backgroundColor: palette[0], data: med.map((m) => m[1]) }],
+      { scales: { y: { beginAtZero: true } } });
+    tables.median_time = { header: ["annotator", "median_seconds"], rows: [["(all)", d.median_time.overall_s], ...med] };
+
+    draw("error_categories", "bar", d.error_categories.map((r) => r.category),
+      [{ label: "annotations", backgroundColor: palette[2], data: d.error_categories.map((r) => r.count) }],
+      { indexAxis: "y", scales: { x: { beginAtZero: true } } });
+    tables.error_categories = { header: ["category", "count"], rows: d.error_categories.map((r) => [r.category, r.count]) };
+
+    draw("first_error_position", "bar", d.first_error_position.map((r) => r.bucket),
+      [{ label: "annotations", backgroundColor: palette[4], data: d.first_error_position.map((r) => r.count) }],
+      { scales: { y: { beginAtZero: true } } });
+    tables.first_error_position = { header: ["tau_over_n", "count"], rows: d.first_error_position.map((r) => [r.bucket, r.count]) };
+
+    const agreementRows = [["first error exact", a.first_error_exact], ["first error ±1", a.first_error_within_one],
+      ["category alpha", a.category_alpha], ["action type", a.action_type_agreement]];
+    draw("agreement", "bar", agreementRows.map((r) => r[0]),
+      [{ label: "agreement", backgroundColor: palette[5], data: agreementRows.map((r) => r[1]) }],
+      { scales: { y: { min: Math.min(0, ...agreementRows.map((r) => r[1] || 0)), max: 1 } } });
+    tables.agreement = { header: ["measure", "value"], rows: [...agreementRows, ["click distance median", a.click_distance_median],
+      ["click distance mean", a.click_distance_mean], ["pairs", a.pairs], ["open disagreements", a.open_disagreements]] };
+    root.dataset.loaded = String(Date.now());
+  }
+
+  function csvCell(v) {
+    const s = v === null || v === undefined ? "" : String(v);
+    return /[",\n\r]/.test(s) || /^[=+\-@]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s;
+  }
+
+  root.querySelectorAll("[data-csv]").forEach((button) => button.addEventListener("click", () => {
+    const table = tables[button.dataset.csv];
+    if (!table) return;
+    const text = [table.header, ...table.rows].map((r) => r.map(csvCell).join(",")).join("\r\n") + "\r\n";
+    const link = document.createElement("a");
+    link.href = URL.createObjectURL(new Blob([text], { type: "text/csv" }));
+    link.download = button.dataset.csv + ".csv";
+    document.body.append(link);
+    link.click();
+    link.remove();
+  }));
+
+  async function load() {
+    const params = new URLSearchParams();
+    if (root.dataset.from) params.set("from", root.dataset.from);
+    if (root.dataset.to) params.set("to", root.dataset.to);
+    const error = document.getElementById("dashboard-error");
+    try {
+      const response = await fetch(root.dataset.url + "?" + params, { credentials: "same-origin" });
+      const body = await response.json();
+      if (!response.ok) {
+        error.textContent = body.detail || JSON.stringify(body);
+        error.hidden = false;
+        return;
+      }
+      error.hidden = true;
+      render(body);
+    } catch (e) {
+      error.textContent = "Could not load the dashboard; retrying on the next update.";
+      error.hidden = false;
+    }
+  }
+
+  let pending = null;
+  document.addEventListener("studio:live", (e) => {
+    if (e.detail.type !== "annotation") return;
+    clearTimeout(pending);
+    pending = setTimeout(load, 300);  // a burst of reviews costs one refetch
+  });
+  load();
+})();

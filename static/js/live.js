@@ -1,0 +1,120 @@
+// Live events from /ws/live/: keeps a presence map (who has which trace open), fills every
+// [data-presence-trace] / [data-presence-project] element, and re-dispatches each event as a
+// "studio:live" DOM event for the page's own script. Text only ever goes in via textContent.
+(function () {
+  const box = document.getElementById("live");
+  if (!box) return;
+  const statusEl = document.getElementById("live-status");
+  const canRelease = box.dataset.canRelease === "1";
+  const ownTrace = box.dataset.traceId ? Number(box.dataset.traceId) : null;
+  const query = box.dataset.projectId ? "?project=" + encodeURIComponent(box.dataset.projectId) : "";
+  const leases = new Map();   // lease_id -> {trace_id, user, project_id}
+  const viewers = new Map();  // "trace:user" -> {trace_id, user}
+  let socket = null;
+  let retry = 1000;
+
+  function setStatus(text, ok) {
+    if (!statusEl) return;
+    statusEl.textContent = text;
+    statusEl.classList.toggle("live-on", !!ok);
+  }
+
+  function holdersOf(traceId) {
+    const out = [];
+    for (const [id, l] of leases) if (l.trace_id === traceId) out.push({ user: l.user, lease_id: id });
+    for (const v of viewers.values()) {
+      if (v.trace_id === traceId && !out.some((o) => o.user === v.user)) out.push({ user: v.user, lease_id: null });
+    }
+    return out;
+  }
+
+  function holderNode(h, traceLabel) {
+    const span = document.createElement("span");
+    span.className = "holder";
+    span.dataset.user = h.user;
+    span.textContent = traceLabel ? h.user + " · trace " + traceLabel : h.user;
+    if (canRelease && h.lease_id) {
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "linkish release";
+      button.textContent = "release";
+      button.title = "Release " + h.user + "'s lease on this trace (their draft is kept)";
+      button.addEventListener("click", () => send({ type: "lease.release", lease_id: h.lease_id }));
+      span.append(" ", button);
+    }
+    return span;
+  }
+
+  function render() {
+    document.querySelectorAll("[data-presence-trace]").forEach((el) => {
+      el.replaceChildren(...holdersOf(Number(el.dataset.presenceTrace)).map((h) => holderNode(h)));
+    });
+    document.querySelectorAll("[data-presence-project]").forEach((el) => {
+      const projectId = Number(el.dataset.presenceProject);
+      const items = [];
+      for (const [id, l] of leases) {
+        if (l.project_id !== projectId) continue;
+        const li = document.createElement("li");
+        li.append(holderNode({ user: l.user, lease_id: id }, l.external_id || String(l.trace_id)));
+        items.push(li);
+      }
+      if (!items.length) {
+        const li = document.createElement("li");
+        li.className = "muted";
+        li.textContent = "nobody";
+        items.push(li);
+      }
+      el.replaceChildren(...items);
+    });
+  }
+
+  function loadSnapshot(list) {
+    leases.clear();
+    for (const l of list || []) leases.set(l.lease_id, l);
+  }
+
+  function send(message) {
+    if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(message));
+  }
+
+  function onEvent(event) {
+    if (event.type === "hello" || event.type === "presence.snapshot") {
+      loadSnapshot(event.presence);
+    } else if (event.type === "presence") {
+      const key = event.trace_id + ":" + event.user;
+      if (event.state === "open") viewers.set(key, { trace_id: event.trace_id, user: event.user });
+      else viewers.delete(key);
+    } else if (event.type === "lease" && event.state === "released") {
+      leases.delete(event.lease_id);
+    } else if (event.type === "lease" || event.type === "annotation") {
+      send({ type: "presence.snapshot" });  // leases change on claim and submit: ask for the truth
+    } else if (event.type === "error") {
+      setStatus(event.detail, true);
+    }
+    render();
+    document.dispatchEvent(new CustomEvent("studio:live", { detail: event }));
+  }
+
+  function connect() {
+    const scheme = location.protocol === "https:" ? "wss://" : "ws://";
+    socket = new WebSocket(scheme + location.host + "/ws/live/" + query);
+    socket.addEventListener("open", () => {
+      retry = 1000;
+      setStatus("live", true);
+      box.dataset.connected = "1";
+      if (ownTrace) send({ type: "presence.open", trace_id: ownTrace });
+    });
+    socket.addEventListener("message", (m) => {
+      try { onEvent(JSON.parse(m.data)); } catch (e) { /* a malformed frame is ignored */ }
+    });
+    socket.addEventListener("close", () => {
+      box.dataset.connected = "";
+      setStatus("offline — reconnecting", false);
+      setTimeout(connect, retry);
+      retry = Math.min(retry * 2, 15000);
+    });
+  }
+
+  window.studioLive = { send };
+  connect();
+})();

@@ -1,0 +1,132 @@
+// Pre-scoring suggestions in the workspace: a suspicion strip along the filmstrip, the suggested first
+// error, rule flags as badges and the model's own action as a ghost in the screenshot overlay.
+// The workspace dispatches `workspace:step` {traceId, index, svg, width, height} on each step change.
+// All server text is set with textContent. A blind project's API answer is {hidden: true}: nothing is shown.
+(function () {
+  const box = document.getElementById("prescore");
+  const strip = document.getElementById("suspicion-strip");
+  if (!box || !strip) return;
+  const SVGNS = "http://www.w3.org/2000/svg";
+  const flagsBox = document.getElementById("prescore-flags");
+  const modelBox = document.getElementById("prescore-model");
+  const source = document.getElementById("prescore-source");
+  let loaded = null; // {traceId, data}
+  let pending = null;
+
+  function load(traceId) {
+    if (loaded && loaded.traceId === traceId) return Promise.resolve(loaded.data);
+    if (pending && pending.traceId === traceId) return pending.promise;
+    const promise = fetch(`/api/traces/${encodeURIComponent(traceId)}/suggestions/`, { credentials: "same-origin" })
+      .then((r) => (r.ok ? r.json() : null))
+      .catch(() => null)
+      .then((data) => { loaded = { traceId, data }; pending = null; return data; });
+    pending = { traceId, promise };
+    return promise;
+  }
+
+  // Per step: the highest suspicion of any scorer, the flags (rules) and the model row (qwen2vl).
+  function byStep(data) {
+    const steps = new Map();
+    for (const [scorer, run] of Object.entries(data.scorers || {})) {
+      for (const row of run.steps) {
+        const entry = steps.get(row.index) || { suspicion: 0, flags: [], model: null };
+        entry.suspicion = Math.max(entry.suspicion, row.suspicion);
+        if (scorer === "rules") entry.flags = row.flags;
+        else entry.model = row;
+        steps.set(row.index, entry);
+      }
+    }
+    return steps;
+  }
+
+  function firstError(data) {
+    const runs = data.scorers || {};
+    const run = runs.qwen2vl || runs.rules;
+    return run ? run.suggested_tau : null;
+  }
+
+  function drawStrip(data, steps, current, stepCount) {
+    const tau = firstError(data);
+    const count = Math.max(stepCount || 0, ...steps.keys());
+    const cells = [];
+    for (let i = 1; i <= count; i++) {
+      const entry = steps.get(i);
+      const cell = document.createElement("button");
+      cell.type = "button";
+      cell.className = "cell" + (entry ? "" : " unscored") + (i === current ? " current" : "") + (i === tau ? " first-error" : "");
+      cell.setAttribute("role", "listitem");
+      if (entry) cell.style.opacity = String(0.12 + 0.88 * entry.suspicion);
+      const label = entry ? `step ${i}: suspicion ${entry.suspicion.toFixed(2)}` : `step ${i}: not scored`;
+      cell.title = label + (i === tau ? " (suggested first error)" : "");
+      cell.setAttribute("aria-label", cell.title);
+      cell.addEventListener("click", () => document.dispatchEvent(new CustomEvent("workspace:goto", { detail: { index: i } })));
+      cells.push(cell);
+    }
+    strip.replaceChildren(...cells);
+  }
+
+  function badge(text, extra) {
+    const span = document.createElement("span");
+    span.className = "prescore-flag" + (extra ? " " + extra : "");
+    span.textContent = text;
+    return span;
+  }
+
+  function drawStep(data, entry, index) {
+    const badges = [];
+    if (index === firstError(data)) badges.push(badge("suggested first error", "first-error"));
+    for (const flag of (entry && entry.flags) || []) {
+      const b = badge(flag.code.replace(/_/g, " "));
+      b.title = flag.message;
+      badges.push(b);
+    }
+    flagsBox.replaceChildren(...badges);
+    const model = entry && entry.model;
+    if (model) {
+      const agree = model.agrees === null ? "" : model.agrees ? " (agrees)" : " (differs)";
+      modelBox.textContent = `Model's own action: ${model.model_action || "—"}${agree} · mean log-likelihood of the recorded reply ${model.loglik_mean.toFixed(3)}`;
+    } else {
+      modelBox.textContent = "";
+    }
+  }
+
+  function drawGhost(svg, entry) {
+    if (!svg) return;
+    svg.querySelectorAll(".prescore-ghost").forEach((g) => g.remove());
+    const points = (entry && entry.model && entry.model.model_points_px) || [];
+    if (!points.length) return;
+    const view = svg.viewBox && svg.viewBox.baseVal;
+    const scale = view && view.width ? view.width / 1000 : 1;
+    const g = document.createElementNS(SVGNS, "g");
+    g.setAttribute("class", "prescore-ghost");
+    const make = (tag, attrs) => {
+      const el = document.createElementNS(SVGNS, tag);
+      for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
+      g.appendChild(el);
+      return el;
+    };
+    const [x, y] = points[0];
+    make("circle", { cx: x, cy: y, r: 16 * scale, "stroke-width": 3 * scale });
+    if (points[1]) make("line", { x1: x, y1: y, x2: points[1][0], y2: points[1][1], "stroke-width": 3 * scale });
+    make("text", { x: x + 20 * scale, y: y + 6 * scale, "font-size": 16 * scale }).textContent = "model";
+    svg.appendChild(g);
+  }
+
+  document.addEventListener("workspace:step", async (event) => {
+    const detail = event.detail || {};
+    if (detail.traceId == null) return;
+    const data = await load(String(detail.traceId));
+    if (!data || data.hidden || !Object.keys(data.scorers || {}).length) {
+      box.hidden = true;
+      return;
+    }
+    box.hidden = false;
+    const steps = byStep(data);
+    const runs = Object.entries(data.scorers).map(([scorer, run]) => (run.model_name ? `${scorer}: ${run.model_name}` : scorer));
+    source.textContent = runs.join(" · ");
+    drawStrip(data, steps, detail.index, detail.stepCount);
+    const entry = steps.get(detail.index);
+    drawStep(data, entry, detail.index);
+    drawGhost(detail.svg, entry);
+  });
+})();

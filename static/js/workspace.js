@@ -1,0 +1,698 @@
+/* Annotator workspace: step through a trace, mark the first error, correct it, write the post-reflection.
+   Everything imported is rendered with textContent; the action grammar comes from the server's table. */
+(function () {
+  "use strict";
+  const root = document.getElementById("ws");
+  if (!root) return;
+  const DATA = JSON.parse(document.getElementById("ws-data").textContent);
+  const ANN_ID = root.dataset.annotation;
+  const EDITABLE = root.dataset.editable === "1";
+  const STEPS = DATA.steps;
+  const N = STEPS.length;
+  const FINAL = DATA.trace.final_shot;
+  const LAST_VIEW = FINAL ? N + 1 : N; // o_{n+1}: the final screen, when the runner kept it
+  const LOCAL_KEY = "ws-draft-" + ANN_ID;
+  const SVGNS = "http://www.w3.org/2000/svg";
+  const FIELDS = ["verdict", "tau", "error_category", "note", "unusable_reason", "corrected_thought",
+    "reflection_thought", "no_reflection_reason", "editor_state"];
+
+  const $ = (id) => document.getElementById(id);
+  const el = (tag, attrs, text) => {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (k === "class") node.className = v; else if (k.startsWith("data-")) node.setAttribute(k, v); else node[k] = v;
+    }
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    return node;
+  };
+  const svg = (tag, attrs, text) => {
+    const node = document.createElementNS(SVGNS, tag);
+    for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
+    if (text !== undefined) node.textContent = String(text);
+    return node;
+  };
+
+  // --- state -----------------------------------------------------------------------------------
+  const ann = DATA.annotation;
+  const state = {
+    current: 1, overlay: true, compare: false, table: null,
+    version: ann.version, form: pickFields(ann), serverForm: pickFields(ann),
+    saving: false, pendingAgain: false, retryDelay: 1000, retryUntil: 0, retryTimer: null, blocked: null,
+    lastInput: Date.now(), placeIndex: { corrected: 0, reflection: 0 },
+  };
+  state.form.editor_state = normaliseEditor(state.form.editor_state);
+  state.serverForm.editor_state = normaliseEditor(state.serverForm.editor_state);
+
+  function pickFields(source) {
+    const out = {};
+    for (const f of FIELDS) out[f] = source[f] === undefined ? null : JSON.parse(JSON.stringify(source[f]));
+    return out;
+  }
+  function normaliseEditor(value) {
+    const v = value && typeof value === "object" ? value : {};
+    return { corrected: v.corrected || null, reflection: v.reflection || null };
+  }
+  const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+  const dirty = () => !same(state.form, state.serverForm);
+
+  // A safety copy survives a crash or a closed tab; the server stays the source of truth.
+  function keepLocalCopy() {
+    try { localStorage.setItem(LOCAL_KEY, JSON.stringify({ version: state.version, form: state.form, at: Date.now() })); }
+    catch (e) { /* storage full or disabled: the in-memory copy still holds the work */ }
+  }
+  function restoreLocalCopy() {
+    let saved = null;
+    try { saved = JSON.parse(localStorage.getItem(LOCAL_KEY) || "null"); } catch (e) { saved = null; }
+    if (!saved || !EDITABLE) return false;
+    if (saved.version === state.version && !same(saved.form, state.form)) {
+      state.form = Object.assign(pickFields(state.form), saved.form);
+      state.form.editor_state = normaliseEditor(state.form.editor_state);
+      return true; // edits that never reached the server: save them now
+    }
+    localStorage.removeItem(LOCAL_KEY);
+    return false;
+  }
+
+  // --- network ---------------------------------------------------------------------------------
+  function csrfToken() {
+    const m = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
+    return m ? decodeURIComponent(m[1]) : "";
+  }
+  async function api(method, url, body) {
+    const response = await fetch(url, {
+      method, credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken(), Accept: "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    let data = null;
+    try { data = await response.json(); } catch (e) { data = null; }
+    return { status: response.status, data: data || {} };
+  }
+  const isAuthProblem = (res) => res.status === 401 || (res.status === 403 &&
+    /credentials|authenticat|csrf|log in/i.test(String(res.data.detail || "")));
+
+  // --- save status -----------------------------------------------------------------------------
+  function setSaveState(kind, text) {
+    const node = $("ws-save");
+    node.dataset.state = kind;
+    node.textContent = text;
+  }
+  function banner(kind, message, actions) {
+    const node = $("ws-banner");
+    node.replaceChildren();
+    if (!message) { node.hidden = true; return; }
+    node.className = "ws-banner " + kind;
+    node.appendChild(el("span", {}, message));
+    for (const [label, fn] of actions || []) {
+      const b = el("button", { type: "button" }, label);
+      b.addEventListener("click", fn);
+      node.appendChild(b);
+    }
+    node.hidden = false;
+  }
+
+  let debounceTimer = null;
+  function edited() {
+    state.lastInput = Date.now();
+    keepLocalCopy();
+    if (!EDITABLE) return;
+    setSaveState("dirty", "Unsaved changes");
+    clearTimeout(debounceTimer);
+    debounceTimer = setTimeout(save, 700);
+  }
+
+  function save() {
+    clearTimeout(debounceTimer);
+    if (state.saving) { state.pendingAgain = true; return state.savePromise; }
+    state.savePromise = saveNow();
+    return state.savePromise;
+  }
+
+  async function saveNow() {
+    if (!EDITABLE || state.blocked) return;
+    if (!dirty()) { setSaveState("saved", "Saved"); return; }
+    state.saving = true;
+    const sent = JSON.parse(JSON.stringify(state.form));
+    setSaveState("saving", "Saving…");
+    let res;
+    try {
+      res = await api("PUT", `/api/annotations/${ANN_ID}/draft/`, Object.assign({ version: state.version }, sent));
+    } catch (e) {
+      res = { status: 0, data: {} };
+    }
+    state.saving = false;
+    if (res.status === 200) {
+      state.version = res.data.version;
+      state.serverForm = pickFields(res.data);
+      state.serverForm.editor_state = normaliseEditor(state.serverForm.editor_state);
+      // The server renders the canonical action strings; keep the editor state as sent.
+      state.retryDelay = 1000;
+      keepLocalCopy();
+      if (same(sent, state.form)) state.serverForm = JSON.parse(JSON.stringify(sent));
+      if (dirty() || state.pendingAgain) { state.pendingAgain = false; return save(); }
+      setSaveState("saved", "Saved");
+      if (!$("ws-banner").classList.contains("conflict")) banner("", "");
+      return;
+    }
+    if (res.status === 409 && res.data.current) return conflict(res.data);
+    if (isAuthProblem(res)) return sessionExpired();
+    if (res.status === 0 || res.status >= 500) return retryLater();
+    state.blocked = null;
+    setSaveState("error", "Not saved");
+    banner("error", "Not saved: " + (res.data.detail || describeErrors(res.data)));
+  }
+  function describeErrors(data) {
+    return Object.entries(data || {}).map(([k, v]) => `${k}: ${Array.isArray(v) ? v.join(" ") : v}`).join("; ");
+  }
+  function retryLater() {
+    const wait = state.retryDelay;
+    state.retryDelay = Math.min(state.retryDelay * 2, 30000);
+    setSaveState("offline", `Offline — retrying in ${Math.round(wait / 1000)} s`);
+    state.retryUntil = Date.now() + wait;
+    clearTimeout(state.retryTimer);
+    state.retryTimer = setTimeout(save, wait);
+  }
+  function sessionExpired() {
+    state.blocked = "login";
+    setSaveState("offline", "Not saved — log in again");
+    $("ws-login").hidden = false;
+  }
+  function conflict(data) {
+    state.blocked = "conflict";
+    const newer = data.current;
+    setSaveState("error", "Conflict");
+    banner("conflict", data.detail + " Your version is kept in this page.", [
+      ["Load the newer version", () => {
+        state.blocked = null;
+        state.version = newer.version;
+        state.form = pickFields(newer);
+        state.form.editor_state = normaliseEditor(state.form.editor_state);
+        state.serverForm = JSON.parse(JSON.stringify(state.form));
+        keepLocalCopy(); banner("", ""); renderAll(); setSaveState("saved", "Saved");
+      }],
+      ["Keep mine (overwrite)", () => {
+        state.blocked = null;
+        state.version = newer.version;
+        state.serverForm = pickFields(newer);
+        state.serverForm.editor_state = normaliseEditor(state.serverForm.editor_state);
+        banner("", ""); save();
+      }],
+    ]);
+  }
+  $("ws-login-retry").addEventListener("click", () => {
+    $("ws-login").hidden = true; state.blocked = null; state.retryDelay = 1000; save();
+  });
+  window.addEventListener("online", () => { if (!state.blocked) save(); });
+  window.addEventListener("beforeunload", (event) => {
+    keepLocalCopy();
+    if (EDITABLE && dirty()) { event.preventDefault(); event.returnValue = ""; }
+  });
+  setInterval(() => { if (EDITABLE && dirty() && !state.saving && !state.blocked && Date.now() >= state.retryUntil) save(); }, 4000);
+
+  // --- lease heartbeat (the active time is credited by the server) -----------------------------
+  if (DATA.lease && EDITABLE) {
+    const beat = async () => {
+      if (document.hidden || Date.now() - state.lastInput > 5 * 60 * 1000) return;
+      try {
+        const res = await api("POST", `/api/leases/${DATA.lease.id}/heartbeat/`);
+        if (res.status === 409) banner("error", res.data.detail);
+        else if (isAuthProblem(res)) sessionExpired();
+      } catch (e) { /* offline: the save status already tells */ }
+    };
+    setInterval(beat, 30000);
+    ["keydown", "mousedown", "input"].forEach((t) => document.addEventListener(t, () => { state.lastInput = Date.now(); }, true));
+  }
+
+  // --- geometry: model coordinates <-> screenshot pixels (extent served by the server) ---------
+  const toPx = (shot, p) => [p[0] / shot.extent[0] * shot.width, p[1] / shot.extent[1] * shot.height];
+  const toModel = (shot, px) => {
+    if (shot.extent[0] === shot.width && shot.extent[1] === shot.height) return [Math.round(px[0]), Math.round(px[1])];
+    return [Math.floor(px[0] / shot.width * shot.extent[0] + 0.5), Math.floor(px[1] / shot.height * shot.extent[1] + 0.5)];
+  };
+  const shotOf = (index) => (index === N + 1 ? FINAL : (STEPS[index - 1] || {}).shot || null);
+  const spec = (type) => (state.table ? state.table.actions.find((a) => a.name === type) : null);
+  const pointArgsOf = (type) => (spec(type) ? spec(type).args.filter((a) => a.kind === "point") : []);
+
+  // --- overlay drawing -------------------------------------------------------------------------
+  function drawAction(layer, shot, action, tone) {
+    if (!action || !action.type) return;
+    const args = action.args || {};
+    const scale = Math.max(shot.width, shot.height) / 1000;
+    const r = 14 * scale, sw = 3 * scale, font = 15 * scale;
+    const start = Array.isArray(args.start_box) ? toPx(shot, args.start_box) : null;
+    const end = Array.isArray(args.end_box) ? toPx(shot, args.end_box) : null;
+    const g = svg("g", { class: "mark " + tone, "data-action": action.type });
+    const badge = (x, y, text) => {
+      const t = svg("text", { x: x + r * 1.3, y: y - r * 1.1, "font-size": font, class: "badge-text" }, text);
+      const pad = 5 * scale;
+      const w = Math.min(text.length, 60) * font * 0.6 + 2 * pad;
+      g.appendChild(svg("rect", { x: x + r * 1.3 - pad, y: y - r * 1.1 - font, width: w, height: font * 1.45, rx: 4 * scale, class: "badge" }));
+      g.appendChild(t);
+    };
+    const ring = (p, rr) => g.appendChild(svg("circle", { cx: p[0], cy: p[1], r: rr, "stroke-width": sw, class: "ring" }));
+    const dot = (p) => g.appendChild(svg("circle", { cx: p[0], cy: p[1], r: 3 * scale, class: "dot" }));
+    const arrow = (a, b) => {
+      g.appendChild(svg("line", { x1: a[0], y1: a[1], x2: b[0], y2: b[1], "stroke-width": sw, class: "arrow", "marker-end": `url(#head-${tone})` }));
+    };
+    const type = action.type;
+    if (["click", "left_single", "hover", "long_press"].includes(type) && start) {
+      ring(start, r); dot(start);
+      if (type !== "click" && type !== "left_single") badge(start[0], start[1], type.replace("_", " "));
+    } else if (type === "left_double" && start) {
+      ring(start, r); ring(start, r * 1.6); dot(start); badge(start[0], start[1], "double");
+    } else if (type === "right_single" && start) {
+      ring(start, r); dot(start); badge(start[0], start[1], "right");
+    } else if (["drag", "swipe", "select"].includes(type) && start) {
+      ring(start, r * 0.8); dot(start);
+      if (end) arrow(start, end);
+      badge(start[0], start[1], type);
+    } else if (type === "scroll") {
+      const p = start || [shot.width / 2, shot.height / 2];
+      const d = { up: [0, -1], down: [0, 1], left: [-1, 0], right: [1, 0] }[args.direction] || [0, 1];
+      const len = 90 * scale;
+      ring(p, r * 0.8); dot(p);
+      arrow(p, end || [p[0] + d[0] * len, p[1] + d[1] * len]);
+      badge(p[0], p[1], "scroll " + (args.direction || ""));
+    } else if (type === "type") {
+      const p = start || [shot.width * 0.02, shot.height * 0.06];
+      if (start) { ring(p, r * 0.8); dot(p); }
+      badge(p[0], p[1], "⌨ " + JSON.stringify(String(args.content || "")).slice(1, -1));
+    } else if (["hotkey", "press", "keydown", "keyup", "release"].includes(type)) {
+      badge(shot.width * 0.02, shot.height * 0.06, "⌘ " + String(args.key || "").split(" ").join(" + "));
+    } else {
+      const label = { finished: "✓ finished", wait: "⏳ wait", call_user: "☎ call user", press_home: "⌂ home", press_back: "← back",
+        open_app: "open " + (args.app_name || "") }[type] || type;
+      badge(shot.width * 0.02, shot.height * 0.06, label + (type === "finished" && args.content ? ": " + args.content : ""));
+    }
+    layer.appendChild(g);
+  }
+
+  function shotPane(index, options) {
+    const shot = shotOf(index);
+    const pane = el("figure", { class: "ws-pane" });
+    const caption = el("figcaption", {}, index === N + 1 ? `o${sub(N + 1)} · final screen` : `o${sub(index)} · step ${index}`);
+    if (!shot) {
+      pane.appendChild(el("div", { class: "ws-missing" }, index > N ? "No screen after the last step was kept." : "No screenshot was recorded for this step."));
+      pane.appendChild(caption);
+      return pane;
+    }
+    const frame = el("div", { class: "ws-frame" });
+    frame.style.aspectRatio = `${shot.width} / ${shot.height}`;
+    const img = el("img", { src: shot.url, alt: `screenshot of step ${index}`, draggable: false, decoding: "async" });
+    img.width = shot.width; img.height = shot.height;
+    frame.appendChild(img);
+    const layer = svg("svg", { viewBox: `0 0 ${shot.width} ${shot.height}`, class: "ws-overlay", preserveAspectRatio: "none" });
+    const defs = svg("defs");
+    for (const tone of ["recorded", "fix"]) {
+      const m = svg("marker", { id: `head-${tone}`, viewBox: "0 0 10 10", refX: 8, refY: 5, markerWidth: 5, markerHeight: 5, orient: "auto-start-reverse" });
+      m.appendChild(svg("path", { d: "M0,0 L10,5 L0,10 z", class: "head " + tone }));
+      defs.appendChild(m);
+    }
+    layer.appendChild(defs);
+    if (state.overlay && options.drawRecorded && index <= N) for (const a of STEPS[index - 1].actions || []) drawAction(layer, shot, a, "recorded");
+    const slot = options.slot;
+    if (state.overlay && slot && state.form.editor_state[slot]) drawAction(layer, shot, state.form.editor_state[slot], "fix");
+    frame.appendChild(layer);
+    if (slot && EDITABLE) {
+      frame.classList.add("placing");
+      frame.dataset.slot = slot;
+      frame.addEventListener("click", (event) => {
+        const box = frame.getBoundingClientRect();
+        const px = [(event.clientX - box.left) / box.width * shot.width, (event.clientY - box.top) / box.height * shot.height];
+        placePoint(slot, toModel(shot, px));
+      });
+    }
+    pane.appendChild(frame);
+    pane.appendChild(caption);
+    return pane;
+  }
+  const sub = (n) => String(n).split("").map((d) => "₀₁₂₃₄₅₆₇₈₉"[+d]).join("");
+
+  // --- which slot edits on which screen --------------------------------------------------------
+  function slotAt(index) {
+    const f = state.form;
+    if (f.verdict !== "error" || !f.tau) return null;
+    if (index === f.tau) return "corrected";
+    if (index === f.tau + 1 && shotOf(index)) return "reflection";
+    return null;
+  }
+
+  // --- step switch (measured by bench/annotate.py) ----------------------------------------------
+  const prefetched = new Set();
+  function prefetch(index) {
+    for (const i of [index + 1, index - 1, index + 2]) {
+      const shot = shotOf(i);
+      if (shot && !prefetched.has(shot.url)) { prefetched.add(shot.url); const im = new Image(); im.decoding = "async"; im.src = shot.url; }
+    }
+  }
+
+  function goTo(index) {
+    index = Math.max(1, Math.min(LAST_VIEW, index));
+    performance.mark("ws-step-start");
+    if (index !== state.current && dirty()) save();
+    state.current = index;
+    renderStep();
+    performance.mark("ws-step-end");
+    performance.measure("ws-step-switch", "ws-step-start", "ws-step-end");
+    prefetch(index);
+  }
+  window.wsGoTo = goTo; // for the benchmark and tests
+
+  function renderStrip() {
+    const strip = $("ws-strip");
+    if (!strip.childElementCount) {
+      for (let i = 1; i <= LAST_VIEW; i++) {
+        const shot = shotOf(i);
+        const b = el("button", { type: "button", class: "ws-thumb", "data-step": i, title: i > N ? "final screen" : `step ${i}` });
+        if (shot) {
+          const im = el("img", { src: shot.thumb, alt: "", loading: "lazy", decoding: "async" });
+          b.appendChild(im);
+        } else b.appendChild(el("span", { class: "ws-thumb-missing" }, "—"));
+        b.appendChild(el("span", { class: "ws-thumb-num" }, i > N ? "end" : i));
+        b.addEventListener("click", () => goTo(i));
+        strip.appendChild(b);
+      }
+    }
+    const tau = state.form.verdict === "error" ? state.form.tau : null;
+    for (const b of strip.children) {
+      const i = +b.dataset.step;
+      b.classList.toggle("current", i === state.current);
+      b.classList.toggle("tau", i === tau);
+      b.classList.toggle("after-tau", !!tau && i > tau);
+      if (i === state.current) b.setAttribute("aria-current", "step"); else b.removeAttribute("aria-current");
+    }
+    const cur = strip.querySelector(".current");
+    if (cur) cur.scrollIntoView({ block: "nearest", inline: "nearest" });
+  }
+
+  function renderStage() {
+    const stage = $("ws-stage");
+    const i = state.current;
+    const slot = slotAt(i);
+    const panes = [shotPane(i, { drawRecorded: true, slot })];
+    if (state.compare && i < LAST_VIEW) panes.push(shotPane(i + 1, { drawRecorded: false, slot: null }));
+    stage.replaceChildren(...panes);
+    stage.classList.toggle("compare", state.compare);
+    const tau = state.form.verdict === "error" ? state.form.tau : null;
+    stage.classList.toggle("dimmed", !!tau && i > tau + 1);
+    const hint = $("ws-place-hint");
+    if (slot && EDITABLE) {
+      const a = state.form.editor_state[slot];
+      const pts = a ? pointArgsOf(a.type).filter((p) => p.required || pointArgsOf(a.type).every((q) => !q.required)) : [];
+      hint.hidden = false;
+      hint.textContent = !a ? `Choose the ${slot === "corrected" ? "corrected" : "post-reflection"} action type, then click the screenshot to place it.`
+        : pts.length ? `Click the screenshot to place ${pts.map((p) => p.name).join(" then ")} of the ${slot === "corrected" ? "corrected" : "post-reflection"} ${a.type}.`
+          : `The ${a.type} action has no point to place.`;
+    } else hint.hidden = true;
+  }
+
+  function renderStepInfo() {
+    const i = state.current;
+    const step = STEPS[i - 1];
+    $("ws-step-num").textContent = i > N ? `${N + 1} (final screen)` : `${i} / ${N}`;
+    $("ws-step-label").textContent = i > N ? "Final screen (after the last action)" : `Step ${i} of ${N}`;
+    const tags = $("ws-step-tags");
+    tags.replaceChildren();
+    const tau = state.form.verdict === "error" ? state.form.tau : null;
+    if (tau && i === tau) tags.appendChild(el("span", { class: "ws-tag tau" }, "τ · first error"));
+    if (tau && i === tau + 1) tags.appendChild(el("span", { class: "ws-tag refl" }, "o_τ+1 · post-reflection"));
+    if (tau && i > tau + 1) tags.appendChild(el("span", { class: "ws-tag after" }, "after τ"));
+    $("ws-thought").textContent = step ? (step.thought || "(no thought recorded)") : "—";
+    $("ws-action").textContent = step ? (step.action_text || "(no action)") : "—";
+    $("ws-parse-error").hidden = !(step && step.parse_error);
+    $("ws-parse-error").textContent = step && step.parse_error ? "Does not parse: " + step.parse_error : "";
+    const human = step && step.human_edit;
+    $("ws-human").hidden = !human;
+    $("ws-human-text").textContent = human ? human.raw : "";
+  }
+
+  function renderPanels() {
+    const f = state.form;
+    for (const b of document.querySelectorAll("[data-verdict]")) b.classList.toggle("active", b.dataset.verdict === f.verdict);
+    const vt = $("ws-verdict-text");
+    vt.textContent = f.verdict === "error" ? `First error at step ${f.tau} (τ).` : f.verdict === "no_error" ? "The trace has no error."
+      : f.verdict === "unusable" ? "Unusable." : "Not decided yet.";
+    $("ws-unusable-wrap").hidden = f.verdict !== "unusable";
+    $("ws-error-fields").hidden = f.verdict !== "error";
+    for (const node of document.querySelectorAll("[data-field]")) {
+      const v = f[node.dataset.field];
+      if (document.activeElement !== node && node.value !== (v || "")) node.value = v || "";
+      node.disabled = !EDITABLE;
+    }
+    const i = state.current;
+    const tau = f.verdict === "error" ? f.tau : null;
+    const showCorrection = tau && i === tau;
+    const showReflection = tau && i === tau + 1 || (tau && i === tau && !shotOf(tau + 1));
+    $("ws-correction").hidden = !showCorrection;
+    $("ws-reflection").hidden = !showReflection;
+    for (const node of document.querySelectorAll(".ws-tau")) node.textContent = tau || "";
+    const missing = tau && !shotOf(tau + 1);
+    $("ws-reflection-missing").hidden = !missing;
+    $("ws-reflection-body").hidden = !!missing;
+    if (missing) {
+      $("ws-reflection-missing").textContent = tau === N
+        ? `τ is the last step and the runner kept no screen after it: there is no o${sub(tau + 1)}, so no post-reflection can be given. The annotation will record why.`
+        : `Step ${tau + 1} has no screenshot: no post-reflection can be given. The annotation will record why.`;
+    }
+    const goto = $("ws-goto");
+    goto.hidden = !tau || showCorrection || showReflection;
+    $("ws-goto-text").textContent = tau ? `τ = ${tau}. Press t to go to the correction, then → for the post-reflection.` : "";
+    if (showCorrection) renderEditor("corrected");
+    if (showReflection && !missing) renderEditor("reflection");
+    renderStarts();
+  }
+
+  function renderStarts() {
+    const box = document.querySelector('[data-starts="corrected"]');
+    box.replaceChildren();
+    const tau = state.form.tau;
+    const step = tau ? STEPS[tau - 1] : null;
+    if (!step || !EDITABLE) return;
+    if (step.human_edit && step.human_edit.action) {
+      const b = el("button", { type: "button", class: "ws-start human" }, "Start from the human-edited reply");
+      b.title = "The source kept a human correction of this step";
+      b.addEventListener("click", () => {
+        state.form.corrected_thought = step.human_edit.thought;
+        state.form.editor_state.corrected = step.human_edit.action;
+        renderAll(); edited(); checkAction("corrected");
+      });
+      box.appendChild(b);
+    }
+    if ((step.actions || []).length) {
+      const b = el("button", { type: "button", class: "ws-start" }, "Start from the recorded action");
+      b.addEventListener("click", () => {
+        state.form.editor_state.corrected = JSON.parse(JSON.stringify(step.actions[0]));
+        if (!state.form.corrected_thought) state.form.corrected_thought = step.thought;
+        renderAll(); edited(); checkAction("corrected");
+      });
+      box.appendChild(b);
+    }
+  }
+
+  // --- structured action editor ----------------------------------------------------------------
+  const checks = { corrected: null, reflection: null };
+  function renderEditor(slot) {
+    const host = document.querySelector(`.ws-action-editor[data-slot="${slot}"]`);
+    if (!state.table) { host.textContent = "Loading the action table…"; return; }
+    const action = state.form.editor_state[slot];
+    host.replaceChildren();
+    const platform = DATA.project.platform;
+    const typeSel = el("select", { class: "ws-type", "data-slot-type": slot, disabled: !EDITABLE });
+    typeSel.appendChild(el("option", { value: "" }, "— action type —"));
+    for (const a of state.table.actions) {
+      if ((a.extra || !a.platforms.includes(platform)) && !(action && action.type === a.name)) continue;
+      const o = el("option", { value: a.name }, `${a.label} · ${a.name}`);
+      if (action && action.type === a.name) o.selected = true;
+      typeSel.appendChild(o);
+    }
+    typeSel.addEventListener("change", () => {
+      const old = state.form.editor_state[slot];
+      const keep = {};
+      if (old && typeSel.value) for (const arg of spec(typeSel.value).args) if (old.args && old.args[arg.name] !== undefined) keep[arg.name] = old.args[arg.name];
+      state.form.editor_state[slot] = typeSel.value ? { type: typeSel.value, args: keep, style: (old && old.style) || "box" } : null;
+      state.placeIndex[slot] = 0;
+      renderAll(); edited(); checkAction(slot);
+    });
+    host.appendChild(el("label", {}, "Action")).appendChild(typeSel);
+    const sp = action && spec(action.type);
+    if (sp) {
+      if (sp.description) host.appendChild(el("p", { class: "muted small" }, sp.description));
+      for (const arg of sp.args) {
+        const value = action.args[arg.name];
+        const label = el("label", {}, `${arg.name}${arg.required ? "" : " (optional)"}`);
+        if (arg.kind === "point") {
+          const row = el("div", { class: "ws-point" });
+          row.appendChild(el("code", { "data-point": `${slot}-${arg.name}` }, Array.isArray(value) ? `(${value[0]}, ${value[1]})` : "click the screenshot"));
+          if (value !== undefined && !arg.required) {
+            const clear = el("button", { type: "button", class: "ws-ghost small" }, "clear");
+            clear.addEventListener("click", () => { delete action.args[arg.name]; renderAll(); edited(); checkAction(slot); });
+            row.appendChild(clear);
+          }
+          label.appendChild(row);
+        } else if (arg.kind === "direction") {
+          const sel = el("select", { disabled: !EDITABLE, "data-arg": arg.name });
+          sel.appendChild(el("option", { value: "" }, "—"));
+          for (const d of state.table.directions) { const o = el("option", { value: d }, d); o.selected = value === d; sel.appendChild(o); }
+          sel.addEventListener("change", () => { setArg(slot, arg.name, sel.value || undefined); });
+          label.appendChild(sel);
+        } else {
+          const input = el(arg.kind === "text" ? "textarea" : "input", { disabled: !EDITABLE, "data-arg": arg.name });
+          if (arg.kind !== "text") input.type = arg.kind === "duration" ? "number" : "text";
+          if (arg.kind === "text") input.rows = 2;
+          input.placeholder = arg.description || "";
+          input.value = value === undefined ? "" : value;
+          input.addEventListener("input", () => {
+            const v = arg.kind === "duration" ? (input.value === "" ? undefined : Number(input.value)) : input.value;
+            setArg(slot, arg.name, v === "" && !arg.required ? undefined : v, true);
+          });
+          label.appendChild(input);
+        }
+        host.appendChild(label);
+      }
+    }
+    const canonical = el("div", { class: "ws-canonical" });
+    canonical.appendChild(el("div", { class: "ws-field-label" }, "UI-TARS action (checked by the server)"));
+    canonical.appendChild(el("code", { class: "ws-code", "data-canonical": slot }, checks[slot] ? checks[slot].canonical || "—" : (slot === "corrected" ? ann.corrected_action : ann.reflection_action) || "—"));
+    const errs = el("ul", { class: "ws-errors", "data-errors": slot });
+    if (checks[slot]) for (const e of checks[slot].errors) errs.appendChild(el("li", {}, e));
+    if (checks[slot] && checks[slot].valid) errs.appendChild(el("li", { class: "ok" }, "✓ valid"));
+    canonical.appendChild(errs);
+    host.appendChild(canonical);
+  }
+
+  function setArg(slot, name, value, quiet) {
+    const action = state.form.editor_state[slot];
+    if (!action) return;
+    if (value === undefined) delete action.args[name]; else action.args[name] = value;
+    if (!quiet) renderAll(); else renderStage();
+    edited(); checkAction(slot);
+  }
+
+  function placePoint(slot, point) {
+    const action = state.form.editor_state[slot];
+    if (!action) { banner("error", "Choose the action type first, then click to place it."); return; }
+    const all = pointArgsOf(action.type);
+    const placeable = all.some((a) => a.required) ? all.filter((a) => a.required) : all.slice(0, 1);
+    if (!placeable.length) return;
+    let k = state.placeIndex[slot] % placeable.length;
+    if (k === 0) for (const a of placeable.slice(1)) delete action.args[a.name];
+    action.args[placeable[k].name] = point;
+    state.placeIndex[slot] = k + 1;
+    renderAll(); edited(); checkAction(slot);
+  }
+
+  const checkTimers = {}, checkSeq = { corrected: 0, reflection: 0 };
+  function checkAction(slot) {
+    clearTimeout(checkTimers[slot]);
+    checkTimers[slot] = setTimeout(async () => {
+      const action = state.form.editor_state[slot];
+      const seq = ++checkSeq[slot]; // answers can overtake each other: only the latest counts
+      try {
+        const res = await api("POST", `/api/annotations/${ANN_ID}/check-action/`, { slot, action, tau: state.form.tau });
+        if (res.status === 200 && seq === checkSeq[slot]) { checks[slot] = res.data; renderPanels(); }
+      } catch (e) { /* offline: checked again on the next edit */ }
+    }, 120);
+  }
+
+  // --- marking ---------------------------------------------------------------------------------
+  function setVerdict(verdict) {
+    if (!EDITABLE) return;
+    const f = state.form;
+    if (verdict === "error") {
+      if (state.current > N) { banner("error", "The final screen is not a step: mark τ on a step."); return; }
+      f.verdict = "error"; f.tau = state.current;
+    } else {
+      f.verdict = verdict;
+    }
+    renderAll(); edited();
+    if (verdict === "error") { checkAction("corrected"); if (shotOf(f.tau + 1)) checkAction("reflection"); }
+    if (verdict === "unusable") $("f-unusable_reason").focus();
+  }
+  for (const b of document.querySelectorAll("[data-verdict]")) b.addEventListener("click", () => setVerdict(b.dataset.verdict));
+  for (const node of document.querySelectorAll("[data-field]")) {
+    node.addEventListener(node.tagName === "SELECT" ? "change" : "input", () => {
+      state.form[node.dataset.field] = node.value;
+      edited();
+    });
+  }
+
+  // --- submit / skip ---------------------------------------------------------------------------
+  async function submit() {
+    if (!EDITABLE) return;
+    for (let attempt = 0; attempt < 3 && (dirty() || state.saving) && !state.blocked; attempt++) await save();
+    if (dirty() || state.blocked) { banner("error", "Save the draft first (see the status above), then submit."); return; }
+    const res = await api("POST", `/api/annotations/${ANN_ID}/submit/`, { version: state.version }).catch(() => ({ status: 0, data: {} }));
+    const box = $("ws-submit-errors");
+    if (res.status === 200) {
+      localStorage.removeItem(LOCAL_KEY);
+      $("ws-status-pill").textContent = "Submitted";
+      $("ws-status-pill").className = "pill submitted";
+      banner("ok", "Submitted for review. ", [["Next trace →", () => { window.location.href = root.dataset.queueUrl; }]]);
+      setSaveState("saved", "Submitted");
+      root.dataset.editable = "0";
+      box.hidden = true;
+      return;
+    }
+    if (res.status === 409 && res.data.current) return conflict(res.data);
+    if (isAuthProblem(res)) return sessionExpired();
+    box.replaceChildren(el("strong", {}, "Cannot submit yet:"));
+    const list = el("ul");
+    for (const msg of Object.values(res.data.errors || { detail: res.data.detail || "the server could not be reached" })) list.appendChild(el("li", {}, msg));
+    box.appendChild(list);
+    box.hidden = false;
+  }
+  const submitBtn = $("ws-submit");
+  if (submitBtn) submitBtn.addEventListener("click", submit);
+  const skipBtn = $("ws-skip");
+  if (skipBtn) skipBtn.addEventListener("click", async () => {
+    await save();
+    const res = await api("POST", `/api/annotations/${ANN_ID}/skip/`).catch(() => ({ status: 0 }));
+    if (res.status === 200) window.location.href = root.dataset.queueUrl;
+  });
+
+  // --- keyboard --------------------------------------------------------------------------------
+  function toggleHelp(show) { $("ws-help").hidden = show === undefined ? !$("ws-help").hidden : !show; }
+  $("ws-help-btn").addEventListener("click", () => toggleHelp());
+  for (const b of document.querySelectorAll("[data-close]")) b.addEventListener("click", () => toggleHelp(false));
+  $("ws-overlay-btn").addEventListener("click", () => { state.overlay = !state.overlay; renderStage(); });
+  $("ws-compare-btn").addEventListener("click", () => { state.compare = !state.compare; renderStage(); });
+
+  document.addEventListener("keydown", (event) => {
+    const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(event.target.tagName);
+    const mod = event.ctrlKey || event.metaKey;
+    if (mod && (event.key === "s" || event.key === "S")) { event.preventDefault(); save(); return; }
+    if (mod && event.key === "Enter") { event.preventDefault(); submit(); return; }
+    if (event.key === "Escape") { if (typing) event.target.blur(); toggleHelp(false); return; }
+    if (typing || mod || event.altKey) return;
+    const keys = {
+      ArrowLeft: () => goTo(state.current - 1), k: () => goTo(state.current - 1),
+      ArrowRight: () => goTo(state.current + 1), j: () => goTo(state.current + 1),
+      Home: () => goTo(1), End: () => goTo(LAST_VIEW),
+      t: () => { if (state.form.tau) goTo(state.form.tau); },
+      e: () => setVerdict("error"), n: () => setVerdict("no_error"), u: () => setVerdict("unusable"),
+      o: () => { state.overlay = !state.overlay; renderStage(); },
+      c: () => { state.compare = !state.compare; renderStage(); },
+      "?": () => toggleHelp(),
+    };
+    if (keys[event.key]) { event.preventDefault(); keys[event.key](); }
+  });
+
+  // --- render ----------------------------------------------------------------------------------
+  function renderStep() { renderStrip(); renderStage(); renderStepInfo(); renderPanels(); }
+  function renderAll() { renderStep(); }
+
+  const categories = $("f-error_category");
+  for (const c of DATA.project.error_categories) categories.appendChild(el("option", { value: c }, c));
+  const restored = restoreLocalCopy();
+  state.current = state.form.verdict === "error" && state.form.tau ? state.form.tau : 1;
+  renderAll();
+  prefetch(state.current);
+  fetch(root.dataset.tableUrl, { credentials: "same-origin" }).then((r) => r.json()).then((table) => {
+    state.table = table;
+    renderAll();
+    if (state.form.verdict === "error" && state.form.tau) { checkAction("corrected"); checkAction("reflection"); }
+    root.dataset.ready = "1";
+  });
+  if (restored) { setSaveState("dirty", "Restored unsaved edits"); save(); }
+  if (!EDITABLE) setSaveState("saved", ann.status === "draft" ? "Read only" : `${ann.status[0].toUpperCase()}${ann.status.slice(1)} — read only`);
+})();

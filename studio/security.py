@@ -1,0 +1,108 @@
+"""Login throttling, API tokens, and the page half of the permission table (PageActionMiddleware)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
+from django.http import JsonResponse
+from django.utils import timezone
+
+from studio.db import atomic_with_retry
+from studio.models import LoginFailure
+from studio.permissions import PAGE_PERMISSIONS, PUBLIC, has_permission
+
+LOGIN_MAX_FAILURES = 5
+LOGIN_WINDOW = timedelta(minutes=15)
+
+
+# --- login throttling ---------------------------------------------------------------------------
+
+def client_ip(request) -> str | None:
+    # REMOTE_ADDR only: X-Forwarded-For is whatever the client wants it to be unless a proxy we trust sets it.
+    return request.META.get("REMOTE_ADDR") or None
+
+
+def login_throttle_wait(*, username: str, ip: str | None) -> int:
+    """Seconds until ``username`` may try again from ``ip`` (0: now)."""
+    since = timezone.now() - LOGIN_WINDOW
+    recent = LoginFailure.objects.filter(username=username, ip=ip, at__gte=since).order_by("-at")
+    times = list(recent.values_list("at", flat=True)[:LOGIN_MAX_FAILURES])
+    if len(times) < LOGIN_MAX_FAILURES:
+        return 0
+    # The oldest of the last N failures leaves the window first.
+    return max(1, int((times[-1] + LOGIN_WINDOW - timezone.now()).total_seconds()) + 1)
+
+
+@atomic_with_retry
+def login_failure_record(*, username: str, ip: str | None) -> None:
+    LoginFailure.objects.create(username=username[:150], ip=ip)
+    LoginFailure.objects.filter(at__lt=timezone.now() - LOGIN_WINDOW).delete()
+
+
+@atomic_with_retry
+def login_failures_clear(*, username: str, ip: str | None) -> None:
+    LoginFailure.objects.filter(username=username, ip=ip).delete()
+
+
+# --- API tokens ---------------------------------------------------------------------------------
+
+@atomic_with_retry
+def api_token_issue(*, user) -> str:
+    """A fresh token for ``user``; any earlier one stops working at once. The key is shown once."""
+    from rest_framework.authtoken.models import Token
+
+    Token.objects.filter(user=user).delete()
+    return Token.objects.create(user=user).key
+
+
+@atomic_with_retry
+def api_token_revoke(*, user) -> bool:
+    """Remove the user's token; True when there was one."""
+    from rest_framework.authtoken.models import Token
+
+    deleted, _ = Token.objects.filter(user=user).delete()
+    return bool(deleted)
+
+
+def api_token_exists(*, user) -> bool:
+    from rest_framework.authtoken.models import Token
+
+    return Token.objects.filter(user=user).exists()
+
+
+# --- pages: login and role from the table -------------------------------------------------------
+
+def _wants_json(request) -> bool:
+    return request.path.startswith("/api/") or "application/json" in request.headers.get("Accept", "")
+
+
+class PageActionMiddleware:
+    """Every page (function view) named in PAGE_PERMISSIONS needs a login and a role allowed its action.
+
+    DRF views are left to ActionPermission (they may authenticate by token, which this layer cannot
+    see); Django's admin guards itself. A page missing from the table fails the access-matrix test.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_view(self, request, view_func, view_args, view_kwargs):
+        match = request.resolver_match
+        if match is None or hasattr(view_func, "cls") or "admin" in match.namespaces:
+            return None
+        action = PAGE_PERMISSIONS.get(match.url_name)
+        if action is None or action == PUBLIC:
+            return None
+        if not request.user.is_authenticated:
+            if _wants_json(request):
+                return JsonResponse({"detail": "Not logged in (or the session expired): log in again. "
+                                               "Drafts are kept on the server."}, status=401)
+            return redirect_to_login(request.get_full_path())
+        if not has_permission(request.user, action):
+            raise PermissionDenied(f"Your role does not allow this page ({action}).")
+        return None

@@ -1,0 +1,83 @@
+"""Account pages and API: the throttled login, and an engineer's API token (create, revoke)."""
+
+from __future__ import annotations
+
+from django.contrib.auth import views as auth_views
+from django.shortcuts import render
+from django.views.decorators.http import require_http_methods
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from studio import security
+from studio.permissions import ActionPermission
+
+
+class ThrottledLoginView(auth_views.LoginView):
+    """Django's login, refusing a username+address after LOGIN_MAX_FAILURES failures in LOGIN_WINDOW."""
+
+    template_name = "login.html"
+    redirect_authenticated_user = True
+
+    def _who(self):
+        return {"username": self.request.POST.get("username", "")[:150], "ip": security.client_ip(self.request)}
+
+    def post(self, request, *args, **kwargs):
+        wait = security.login_throttle_wait(**self._who())
+        if wait:
+            minutes = max(1, round(wait / 60))
+            context = self.get_context_data(form=self.get_form())
+            context["throttle_message"] = (
+                f"Too many failed logins for this user from your address. Try again in about {minutes} minute(s)."
+            )
+            response = render(request, self.template_name, context, status=429)
+            response["Retry-After"] = str(wait)
+            return response
+        return super().post(request, *args, **kwargs)
+
+    def form_invalid(self, form):
+        security.login_failure_record(**self._who())
+        return super().form_invalid(form)
+
+    def form_valid(self, form):
+        security.login_failures_clear(**self._who())
+        return super().form_valid(form)
+
+
+@require_http_methods(["GET", "POST"])
+def account_token(request):
+    """Page: create (or replace) and revoke the API token. The key is shown once, right after creation."""
+    token, revoked = None, False
+    if request.method == "POST":
+        if request.POST.get("do") == "revoke":
+            revoked = security.api_token_revoke(user=request.user)
+        else:
+            token = security.api_token_issue(user=request.user)
+    return render(request, "account/token.html", {
+        "token": token, "revoked": revoked, "has_token": security.api_token_exists(user=request.user),
+    })
+
+
+TokenStatus = inline_serializer("TokenStatus", {"has_token": serializers.BooleanField()})
+TokenIssued = inline_serializer("TokenIssued", {"token": serializers.CharField()})
+
+
+class ApiToken(APIView):
+    """The caller's API token: GET says whether one exists, POST makes a new one, DELETE revokes it."""
+
+    permission_classes = [ActionPermission]
+    permission_action = "token.manage"
+
+    @extend_schema(responses={200: TokenStatus})
+    def get(self, request):
+        return Response({"has_token": security.api_token_exists(user=request.user)})
+
+    @extend_schema(request=None, responses={201: TokenIssued})
+    def post(self, request):
+        return Response({"token": security.api_token_issue(user=request.user)}, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses={204: None})
+    def delete(self, request):
+        security.api_token_revoke(user=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,40 @@
+"""Small builders of test data in our native trace format (docs/formats.md)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from PIL import Image, ImageDraw
+
+
+def screen_png(path: Path, *, size=(1920, 1080), label: str = "", seed: int = 0) -> Path:
+    """A plain but distinct screen: the label and seed change the bytes, so each file hashes differently."""
+    image = Image.new("RGB", size, (236, 239, 244))
+    draw = ImageDraw.Draw(image)
+    draw.rectangle([0, 0, size[0], 48], fill=(30 + seed % 50, 40, 60))
+    draw.rectangle([40, 100, 40 + (seed * 37) % (size[0] // 2) + 200, 160], fill=(59, 91, 219))
+    draw.text((60, 120), label or f"screen {seed}", fill=(255, 255, 255))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    image.save(path, format="PNG")
+    return path
+
+
+def native_trace_folder(folder: Path, *, external_id: str, instruction: str = "Open the settings", steps: int = 3,
+                        thought: str = "I will click the button.", size=(1920, 1080), final: bool = True,
+                        actions: list[str] | None = None) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    records = []
+    for i in range(1, steps + 1):
+        name = f"step_{i:03d}.png"
+        screen_png(folder / name, size=size, label=f"{external_id} step {i}", seed=hash((external_id, i)) % 10_000)
+        action = actions[i - 1] if actions else f"click(start_box='<|box_start|>({100 + i * 10},{200 + i * 5})<|box_end|>')"
+        records.append({"screenshot": name, "thought": thought, "action": action})
+    if final:
+        screen_png(folder / "final.png", size=size, label=f"{external_id} final", seed=hash((external_id, "final")) % 10_000)
+    document = {
+        "format": "trace-studio/v1", "external_id": external_id, "instruction": instruction, "source": "test",
+        "outcome": "unknown", "metadata": {}, "final_screenshot": "final.png" if final else None, "steps": records,
+    }
+    (folder / "trace.json").write_text(json.dumps(document, indent=2))
+    return folder

@@ -1,0 +1,352 @@
+"""Every URL pattern and WebSocket route, for every role, against the one permission table.
+
+The walker reads the URL conf itself, so a new URL is covered the day it lands; one that declares no
+action (DRF ``permission_action`` or studio.permissions.PAGE_PERMISSIONS) fails here. For each URL and
+method: a role the table refuses gets 302-to-login / 401 / 403 / 404; a role it allows never gets
+401 / 403; nobody ever gets a 5xx. The same walk checks CSRF on every write and the security headers
+on every page.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import subprocess
+import sys
+from dataclasses import dataclass
+
+import pytest
+from asgiref.sync import async_to_sync
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from studio.permissions import PAGE_PERMISSIONS, PERMISSIONS, PUBLIC, SOCKET_PERMISSIONS, Role, has_permission
+from studio.routing import websocket_urlpatterns
+from tests.conftest import REPO
+from tests.test_annotation_fixtures import make_traces
+
+WRITE_METHODS = ("post", "put", "patch", "delete")
+DENIED = {401, 403, 404}
+
+
+@dataclass(frozen=True)
+class Route:
+    route: str  # "api/projects/<int:project_id>/traces/"
+    name: str | None
+    namespaces: tuple[str, ...]
+    callback: object
+
+    @property
+    def is_admin(self) -> bool:
+        return "admin" in self.namespaces
+
+    @property
+    def drf_class(self):
+        return getattr(self.callback, "cls", None)
+
+    @property
+    def kwarg_names(self) -> list[str]:
+        return re.findall(r"<(?:\w+:)?(\w+)>", self.route) + re.findall(r"\(\?P<(\w+)>", self.route)
+
+    def methods(self) -> list[str]:
+        cls = self.drf_class
+        if cls is not None:
+            return [m for m in ("get", *WRITE_METHODS) if hasattr(cls, m)]
+        return ["get", "post"]
+
+    def action(self, method: str) -> str | None:
+        cls = self.drf_class
+        declared = getattr(cls, "permission_action", None) if cls is not None else None
+        if isinstance(declared, dict):
+            declared = declared.get(method.upper(), declared.get("*"))
+        return declared or PAGE_PERMISSIONS.get(self.name)
+
+
+def walk(resolver: URLResolver | None = None, prefix: str = "", namespaces: tuple = ()) -> list[Route]:
+    resolver = resolver or get_resolver()
+    routes = []
+    for entry in resolver.url_patterns:
+        text = str(entry.pattern).lstrip("^").rstrip("$").replace("\\/", "/")
+        if isinstance(entry, URLResolver):
+            routes += walk(entry, prefix + text, namespaces + ((entry.namespace,) if entry.namespace else ()))
+        elif isinstance(entry, URLPattern):
+            routes.append(Route(prefix + text, entry.name, namespaces, entry.callback))
+    return routes
+
+
+ROUTES = [r for r in walk() if not r.is_admin]
+def _shadowed(route: Route) -> bool:
+    from django.urls import resolve
+
+    return resolve("/" + route.route).url_name != route.name  # e.g. admin/login/, sent to our throttled login
+
+
+# The admin logout only ends a session, anyone may call it.
+ADMIN_ROUTES = [r for r in walk() if r.is_admin and not r.kwarg_names and not _shadowed(r) and r.name != "logout"]
+
+
+def test_every_url_and_socket_declares_a_known_action():
+    missing = [f"/{r.route} ({r.name}, {m.upper()})" for r in ROUTES for m in r.methods() if r.action(m) is None]
+    assert not missing, "URLs without a permission action (add permission_action or a PAGE_PERMISSIONS entry):\n" + "\n".join(missing)
+    unknown = {a for r in ROUTES for m in r.methods() if (a := r.action(m)) not in PERMISSIONS and a != PUBLIC}
+    unknown |= {a for a in SOCKET_PERMISSIONS.values() if a not in PERMISSIONS}
+    assert not unknown, f"actions missing from PERMISSIONS: {sorted(unknown)}"
+    sockets = [str(p.pattern) for p in websocket_urlpatterns]
+    assert sockets and all(s in SOCKET_PERMISSIONS for s in sockets), f"sockets without an action: {sockets}"
+    stale = set(PAGE_PERMISSIONS) - {r.name for r in walk()}
+    assert not stale, f"PAGE_PERMISSIONS names no URL: {sorted(stale)}"
+
+
+# --- the world: one object of each kind ---------------------------------------------------------
+
+@pytest.fixture
+def world(db, project, annotator, lead, engineer, admin_user, make_user, tmp_path):
+    from annotation.services import lease_next_trace
+    from exports.models import ExportFormat
+    from exports.services import export_job_create
+    from traces.prescoring.services import prescore_job_create
+    from traces.services import import_job_create, project_create
+
+    outsider = make_user("outsider", Role.ANNOTATOR)
+    other = project_create(name="Other project", members=[outsider])
+    make_traces(other, tmp_path / "other", count=1, steps=1)
+    traces = make_traces(project, tmp_path / "main", count=2, steps=2)
+    annotation, lease = lease_next_trace(user=annotator, project=project)
+    step = traces[0].steps.order_by("index").first()
+    objects = {
+        "projects": project.pk, "queue": project.pk, "traces": traces[0].pk, "annotations": annotation.pk,
+        "reviews": annotation.pk, "leases": lease.pk, "screenshots": step.screenshot.sha256,
+        "imports": import_job_create(project=project, user=lead, upload_name="none.zip", original_name="none.zip").pk,
+        "jobs": prescore_job_create(project=project, user=lead, scorer="rules", enqueue=False).pk,
+        "exports": export_job_create(project=project, user=engineer, fmt=ExportFormat.values[0], enqueue=False).pk,
+    }
+    users = {"anonymous": None, "outsider": outsider, "annotator": annotator, "lead": lead, "engineer": engineer,
+             "admin": admin_user}
+    return {"objects": objects, "users": users, "project": project}
+
+
+FIXED_KWARGS = {"kind": "image"}
+
+
+def url_for(route: Route, objects: dict) -> str:
+    path = route.route
+    for match in re.finditer(r"([\w-]+)/<(?:\w+:)?(\w+)>", route.route):
+        segment, name = match.groups()
+        value = FIXED_KWARGS.get(name, objects.get(segment))
+        if value is None:
+            pytest.fail(f"/{route.route}: no object for <{name}> after '{segment}/'; add one to the world fixture")
+        path = path.replace(match.group(0), f"{segment}/{value}", 1)
+    return "/" + path
+
+
+def allowed(role: str, user, action: str, project_scoped: bool, project) -> bool:
+    if action == PUBLIC:
+        return True
+    if user is None:
+        return False
+    return has_permission(user, action, project if project_scoped else None)
+
+
+def _request(client: Client, method: str, url: str):
+    if method == "get":
+        return client.get(url)
+    return getattr(client, method)(url, data="{}", content_type="application/json")
+
+
+def _is_login_redirect(response) -> bool:
+    return response.status_code == 302 and "login" in response.get("Location", "")
+
+
+@pytest.mark.django_db
+def test_every_url_answers_each_role_as_the_table_says(world):
+    objects, project = world["objects"], world["project"]
+    problems, checked, pages = [], 0, []
+    for route in ROUTES:
+        url = url_for(route, objects)
+        scoped = bool(route.kwarg_names)
+        for method in route.methods():
+            action = route.action(method)
+            probe = Client()
+            probe.force_login(world["users"]["admin"])
+            if _request(probe, method, url).status_code == 405:
+                continue  # the view does not take this method at all
+            for role, user in world["users"].items():
+                client = Client()
+                if user is not None:
+                    client.force_login(user)
+                response = _request(client, method, url)
+                checked += 1
+                status = response.status_code
+                expect_ok = allowed(role, user, action, scoped, project)
+                where = f"{method.upper()} {url} as {role} ({action})"
+                if status >= 500:
+                    problems.append(f"{where}: {status}")
+                elif expect_ok and (status in (401, 403) or (action != PUBLIC and _is_login_redirect(response))):
+                    problems.append(f"{where}: refused with {status} though the table allows it")
+                elif not expect_ok and not (status in DENIED or _is_login_redirect(response)):
+                    problems.append(f"{where}: answered {status} though the table refuses it")
+                elif not expect_ok and url.startswith("/api/") and not url.startswith(("/api/docs", "/api/schema")) and status in (401, 403):
+                    if "json" not in response.get("Content-Type", "") or "detail" not in response.json():
+                        problems.append(f"{where}: refusal is not JSON with a detail")
+                if method == "get" and status == 200 and "text/html" in response.get("Content-Type", ""):
+                    pages.append((url, response))
+    assert not problems, f"{len(problems)} of {checked} answers disagree with the table:\n" + "\n".join(problems)
+    assert checked > 200
+    # Security headers on every page an allowed user saw (the admin and Swagger UI bring their own inline JS).
+    bad = []
+    for url, response in pages:
+        if url.startswith(("/admin/", "/api/docs")):
+            continue
+        csp = response.get("Content-Security-Policy", "")
+        script_src = re.search(r"script-src ([^;]*)", csp)
+        if not script_src or "unsafe-inline" in script_src.group(1) or "'self'" not in script_src.group(1):
+            bad.append(f"{url}: CSP {csp!r}")
+        if response.get("X-Content-Type-Options") != "nosniff" or response.get("X-Frame-Options") != "DENY":
+            bad.append(f"{url}: nosniff/frame headers missing")
+    assert pages and not bad, "\n".join(bad)
+
+
+@pytest.mark.django_db
+def test_admin_site_is_for_admins_only(world):
+    for route in ADMIN_ROUTES:
+        url = "/" + route.route
+        for role, user in world["users"].items():
+            client = Client()
+            if user is not None:
+                client.force_login(user)
+            response = client.get(url)
+            assert response.status_code < 500, (url, role)
+            if role == "admin":
+                assert not _is_login_redirect(response), (url, role)  # autocomplete may 403 without its parameters
+            else:
+                assert response.status_code in DENIED or _is_login_redirect(response), (url, role, response.status_code)
+
+
+@pytest.mark.django_db
+def test_every_write_needs_a_csrf_token(world):
+    """A logged-in browser session that sends a write without the CSRF token is refused everywhere."""
+    objects, user = world["objects"], world["users"]["lead"]
+    problems, checked = [], 0
+    for route in ROUTES + ADMIN_ROUTES:
+        url = url_for(route, objects)
+        for method in WRITE_METHODS:
+            client = Client(enforce_csrf_checks=True)
+            client.force_login(user)
+            response = _request(client, method, url)
+            checked += 1
+            if response.status_code != 403:
+                problems.append(f"{method.upper()} {url}: {response.status_code} without a CSRF token")
+    assert not problems, "\n".join(problems)
+    assert checked > 100
+
+
+# --- WebSocket consumers -------------------------------------------------------------------------
+
+def _socket(user, query: str):
+    from channels.routing import URLRouter
+    from channels.testing import WebsocketCommunicator
+    from django.contrib.auth.models import AnonymousUser
+
+    async def attempt():
+        communicator = WebsocketCommunicator(URLRouter(websocket_urlpatterns), f"/ws/live/{query}")
+        communicator.scope["user"] = user or AnonymousUser()
+        connected, code = await communicator.connect()
+        hello = await communicator.receive_json_from() if connected else None
+        if connected:
+            await communicator.disconnect()
+        return connected, code, hello
+
+    return async_to_sync(attempt)()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_live_socket_follows_the_table(project, annotator, lead, engineer, admin_user, make_user):
+    from traces.services import project_create
+
+    outsider = make_user("outsider", Role.ANNOTATOR)
+    project_create(name="Other", members=[outsider])
+    action = SOCKET_PERMISSIONS["ws/live/"]
+    for role, user in {"anonymous": None, "outsider": outsider, "annotator": annotator, "lead": lead,
+                       "engineer": engineer, "admin": admin_user}.items():
+        connected, code, hello = _socket(user, f"?project={project.pk}")
+        if user is not None and has_permission(user, action, project):
+            assert connected and hello["projects"] == [project.pk], role
+        else:
+            assert not connected, (role, code)
+        if user is not None and connected is False:
+            # Without a project filter the socket may open, but never with a project the table refuses.
+            opened, _, hello = _socket(user, "")
+            assert not opened or project.pk not in hello["projects"], role
+
+
+# --- session expiry, login throttling, tokens, deploy check -------------------------------------
+
+@pytest.mark.django_db
+def test_expired_session_gets_json_401_or_403_and_the_draft_survives(world):
+    from annotation.models import Annotation
+
+    annotator = world["users"]["annotator"]
+    annotation = Annotation.objects.get(pk=world["objects"]["annotations"])
+    client = Client()
+    client.force_login(annotator)
+    version = annotation.version
+    saved = client.put(f"/api/annotations/{annotation.pk}/draft/",
+                       data={"version": version, "note": "kept through expiry"}, content_type="application/json")
+    assert saved.status_code == 200, saved.content
+    client.session.flush()  # what expiry does: the session row is gone
+    client.cookies.pop("sessionid", None)
+    refused = client.put(f"/api/annotations/{annotation.pk}/draft/",
+                         data={"version": version + 1, "note": "after expiry"}, content_type="application/json")
+    assert refused.status_code in (401, 403) and "detail" in refused.json()
+    page = client.get(f"/annotations/{annotation.pk}/")
+    assert _is_login_redirect(page)
+    annotation.refresh_from_db()
+    assert annotation.note == "kept through expiry" and annotation.version == version + 1
+
+
+@pytest.mark.django_db
+def test_login_is_throttled_per_user_and_address(annotator):
+    from studio.security import LOGIN_MAX_FAILURES
+
+    client = Client()
+    for _ in range(LOGIN_MAX_FAILURES):
+        assert client.post("/login/", {"username": "ann", "password": "wrong"}).status_code == 200
+    refused = client.post("/login/", {"username": "ann", "password": "correct-horse-battery-7"})
+    assert refused.status_code == 429 and int(refused["Retry-After"]) > 0
+    assert b"Too many failed logins" in refused.content
+    # Another address is not locked out by this one.
+    other = Client(REMOTE_ADDR="10.9.8.7")
+    assert other.post("/login/", {"username": "ann", "password": "correct-horse-battery-7"}).status_code == 302
+    # The admin's login goes through the same throttle.
+    assert client.get("/admin/login/").headers["Location"].startswith("/login/")
+
+
+@pytest.mark.django_db
+def test_engineer_issues_and_revokes_an_api_token(engineer, annotator, project):
+    client = Client()
+    client.force_login(engineer)
+    key = client.post("/api/token/").json()["token"]
+    api = Client(HTTP_AUTHORIZATION=f"Token {key}")
+    assert api.get("/api/projects/").status_code == 200
+    replaced = client.post("/account/token/", {"do": "issue"})
+    assert replaced.status_code == 200 and b"api-token" in replaced.content
+    assert api.get("/api/projects/").status_code in (401, 403)  # the old key died with the new one
+    new_key = re.search(rb'id="api-token">([0-9a-f]+)<', replaced.content).group(1).decode()
+    api = Client(HTTP_AUTHORIZATION=f"Token {new_key}")
+    assert api.get("/api/projects/").status_code == 200
+    assert client.delete("/api/token/").status_code == 204
+    assert api.get("/api/projects/").status_code in (401, 403)
+    assert client.get("/api/token/").json() == {"has_token": False}
+    ann = Client()
+    ann.force_login(annotator)
+    assert ann.post("/api/token/").status_code == 403
+
+
+def test_check_deploy_is_clean_in_production_mode(tmp_path):
+    env = {
+        "PATH": "/usr/bin:/bin", "STUDIO_MODE": "production", "STUDIO_SECRET_KEY": secrets.token_urlsafe(64),
+        "STUDIO_ALLOWED_HOSTS": "studio.example.org", "STUDIO_DATA_DIR": str(tmp_path),
+    }
+    result = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+                            cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr

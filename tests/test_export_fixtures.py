@@ -1,0 +1,48 @@
+"""Helpers shared by the export tests: hand-made traces with real images, accepted annotations."""
+
+from __future__ import annotations
+
+import io
+
+from django.db import transaction
+from PIL import Image
+
+from annotation.models import Annotation, AnnotationStatus
+from annotation.services import annotation_transition
+from traces.importers.base import ImageRef, ImportedStep, ImportedTrace
+from traces.services import trace_import_one
+
+
+def png(seed: int, size=(56, 42)) -> bytes:
+    image = Image.new("RGB", size, ((seed * 37) % 256, (seed * 91) % 256, (seed * 53) % 256))
+    out = io.BytesIO()
+    image.save(out, "PNG")
+    return out.getvalue()
+
+
+def make_trace(project, *, replies: list[str], external_id: str, instruction: str = "Open the display settings",
+               final: bool = True, image_seed: int = 1):
+    steps = [
+        ImportedStep(screenshot=ImageRef(f"s{i}.png", (lambda b=png(image_seed * 100 + i): b)), raw_response=reply)
+        for i, reply in enumerate(replies, start=1)
+    ]
+    final_ref = ImageRef("final.png", lambda: png(image_seed * 100 + 99)) if final else None
+    imported = ImportedTrace(external_id=external_id, instruction=instruction, source="native", steps=steps,
+                             final_screenshot=final_ref)
+    return trace_import_one(project=project, imported=imported).trace
+
+
+def accepted_annotation(trace, *, annotator, reviewer, **fields) -> Annotation:
+    with transaction.atomic():
+        annotation = Annotation.objects.create(trace=trace, annotator=annotator, **fields)
+        annotation_transition(annotation=annotation, to=AnnotationStatus.SUBMITTED, actor=annotator)
+        annotation_transition(annotation=annotation, to=AnnotationStatus.ACCEPTED, actor=reviewer)
+    return annotation
+
+
+REPLIES = [
+    "Thought: Open the start menu.\nAction: click(start_box='(10,990)')",
+    "Thought: Type the query.\nAction: type(content='display\\n')",
+    "Thought: Open the wrong item.\nAction: click(start_box='<|box_start|>(500,300)<|box_end|>')",
+    "Thought: Scroll down.\nAction: scroll(start_box='(500,500)', direction='down')",
+]

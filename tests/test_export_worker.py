@@ -1,0 +1,58 @@
+"""A real worker runs an export; a worker killed with SIGKILL mid-export: the job finishes on retry and
+the bundle equals an undisturbed run's, byte for byte."""
+
+import os
+
+import pytest
+
+from annotation.models import Verdict
+from exports import services
+from exports.models import ExportJob
+from tests.conftest import WorkerProcess, purge_broker, wait_for
+from tests.test_export_fixtures import REPLIES, accepted_annotation, make_trace
+
+pytestmark = pytest.mark.worker
+
+
+@pytest.fixture
+def slow_export_env(monkeypatch):
+    # The worker pauses per batch of annotations (so it can be killed mid-export) and, on the filesystem
+    # broker, queues a stale running export again when it starts; Redis redelivers the unacked task itself.
+    monkeypatch.setenv("STUDIO_EXPORT_THROTTLE_S", "3")
+    monkeypatch.setenv("STUDIO_EXPORT_STALE_AFTER_S", "1")
+    monkeypatch.setenv("STUDIO_REDIS_VISIBILITY_TIMEOUT_S", "3")
+
+
+def annotate(project, annotator, lead, n):
+    for i in range(n):
+        trace = make_trace(project, replies=REPLIES, external_id=f"w{i}", image_seed=i % 4 + 1)
+        accepted_annotation(trace, annotator=annotator, reviewer=lead, verdict=Verdict.ERROR, tau=2,
+                            corrected_thought=f"Fix {i}.", corrected_action=f"click(start_box='({i},5)')")
+
+
+def test_killed_worker_export_finishes_on_retry_with_same_checksum(transactional_db, project, annotator, lead,
+                                                                     engineer, slow_export_env, monkeypatch):
+    annotate(project, annotator, lead, 12)
+    purge_broker()
+    worker = WorkerProcess().start()
+    try:
+        job = services.export_job_create(project=project, user=engineer, fmt="trl")
+        wait_for(lambda: ExportJob.objects.get(pk=job.pk).status == "running", 60, message="export running")
+        worker.kill()
+        killed = ExportJob.objects.get(pk=job.pk)
+        assert killed.status == "running" and not killed.bundle_name
+    finally:
+        worker.kill()
+    replacement = WorkerProcess().start()
+    try:
+        finished = wait_for(lambda: (j := ExportJob.objects.get(pk=job.pk)).is_finished and j, 120, message="retry")
+    finally:
+        replacement.stop()
+    assert finished.status == "succeeded", finished.message
+    assert finished.attempts == 2
+
+    # The undisturbed run, in this process (no throttle here: settings were read before the env changed).
+    reference = services.export_job_create(project=project, user=engineer, fmt="trl", enqueue=False)
+    reference = services.export_job_run(job_id=reference.pk)
+    assert reference.status == "succeeded"
+    assert finished.bundle_sha256 == reference.bundle_sha256

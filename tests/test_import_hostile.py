@@ -1,0 +1,240 @@
+"""Hostile and broken inputs: each is refused with a message naming the file (and line), and the valid
+rest of the batch is still imported. A broken trace leaves no Trace or Step rows behind."""
+
+from __future__ import annotations
+
+import io
+import json
+import stat
+import zipfile
+from pathlib import Path
+
+import pytest
+from PIL import Image, ImageDraw
+
+from traces.models import ImportJob, Step, Trace
+from traces.services import import_job_create, import_job_run
+
+
+# --- building native traces ------------------------------------------------------------------
+
+def image_bytes(label: str, fmt: str = "PNG") -> bytes:
+    image = Image.new("RGB", (200, 120), (250, 250, 250))
+    ImageDraw.Draw(image).rectangle((10, 10, 190, 40), outline=(0, 0, 0))
+    ImageDraw.Draw(image).text((15, 15), label, fill=(0, 0, 0))
+    out = io.BytesIO()
+    image.save(out, format=fmt)
+    return out.getvalue()
+
+
+def trace_files(external_id: str, *, steps: int = 2, action: str = "click(start_box='(10,20)')") -> dict[str, bytes]:
+    """A native trace folder as {relative path: bytes}."""
+    files = {f"{external_id}/s{n}.png": image_bytes(f"{external_id} {n}") for n in range(1, steps + 1)}
+    document = {
+        "format": "trace-studio/v1",
+        "external_id": external_id,
+        "instruction": f"Do {external_id}",
+        "steps": [{"screenshot": f"s{n}.png", "thought": f"step {n}", "action": action} for n in range(1, steps + 1)],
+    }
+    files[f"{external_id}/trace.json"] = json.dumps(document).encode()
+    return files
+
+
+def write_tree(root: Path, files: dict[str, bytes]) -> Path:
+    for name, data in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    return root
+
+
+def write_zip(path: Path, files: dict[str, bytes], *, extra=None) -> Path:
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name, data in files.items():
+            zf.writestr(f"batch/{name}", data)
+        if extra:
+            extra(zf)
+    return path
+
+
+def run(project, path: Path) -> ImportJob:
+    job = import_job_create(project=project, user=None, upload_name=str(path), original_name=path.name,
+                            server_path=True, enqueue=False)
+    return import_job_run(job_id=job.pk)
+
+
+def error_for(job: ImportJob, fragment: str) -> str:
+    matches = [e["error"] for e in job.errors if fragment in e["error"]]
+    assert matches, f"no error mentioning {fragment!r} in {job.errors}"
+    return matches[0]
+
+
+def assert_only_imported(project, *external_ids: str) -> None:
+    assert sorted(Trace.objects.filter(project=project).values_list("external_id", flat=True)) == sorted(external_ids)
+    assert Step.objects.filter(trace__project=project).count() == sum(
+        Trace.objects.get(project=project, external_id=e).step_count for e in external_ids
+    )
+
+
+# --- archives --------------------------------------------------------------------------------
+
+def test_path_escapes_absolute_paths_and_symlinks_are_refused(project, tmp_path):
+    def hostile(zf: zipfile.ZipFile):
+        zf.writestr("batch/../escaped.txt", b"outside")
+        zf.writestr("/tmp/absolute-evil.txt", b"absolute")
+        link = zipfile.ZipInfo("batch/bad/link.png")
+        link.external_attr = (stat.S_IFLNK | 0o777) << 16
+        zf.writestr(link, "/etc/passwd")
+
+    archive = write_zip(tmp_path / "batch.zip", trace_files("good"), extra=hostile)
+    job = run(project, archive)
+    assert job.status == "succeeded", job.message
+    assert error_for(job, "escaped.txt") == "batch/../escaped.txt has '..' in its path"
+    assert error_for(job, "absolute-evil") == "/tmp/absolute-evil.txt has an absolute path"
+    assert error_for(job, "link.png") == "batch/bad/link.png is a symbolic link; links are not imported"
+    assert not (tmp_path / "escaped.txt").exists() and not Path("/tmp/absolute-evil.txt").exists()
+    assert_only_imported(project, "good")
+
+
+def test_high_ratio_entry_is_refused_as_a_bomb(project, tmp_path):
+    def bomb(zf: zipfile.ZipFile):
+        zf.writestr("batch/padding.bin", b"\0" * (20 * 1024 * 1024))
+
+    archive = write_zip(tmp_path / "bomb.zip", trace_files("good"), extra=bomb)
+    job = run(project, archive)
+    assert job.status == "succeeded", job.message
+    message = error_for(job, "padding.bin")
+    assert message.startswith("batch/padding.bin compresses ") and message.endswith(
+        ":1, over the 200:1 limit (decompression bomb)"
+    )
+    assert_only_imported(project, "good")
+
+
+def test_archive_unpacking_past_the_limit_is_stopped(project, tmp_path, settings):
+    files = {**trace_files("one"), **trace_files("two")}
+    archive = write_zip(tmp_path / "big.zip", files)
+    settings.IMPORT_MAX_UNPACKED_BYTES = sum(len(d) for d in files.values()) // 2
+    job = run(project, archive)
+    assert job.status == "failed"
+    assert job.message.startswith(f"big.zip: unpacks to more than {settings.IMPORT_MAX_UNPACKED_BYTES} bytes (decompression bomb); stopped at batch/")
+    assert not Trace.objects.filter(project=project).exists()
+
+
+def test_a_header_that_lies_about_its_size_does_not_smuggle_a_bomb(project, tmp_path):
+    archive = write_zip(tmp_path / "liar.zip", trace_files("good"),
+                        extra=lambda zf: zf.writestr("batch/payload.bin", b"A" * (4 * 1024 * 1024)))
+    # Rewrite payload.bin's declared size (local header and central directory) to a harmless 100 bytes.
+    data = bytearray(archive.read_bytes())
+    with zipfile.ZipFile(archive) as zf:
+        info = zf.getinfo("batch/payload.bin")
+    real = (4 * 1024 * 1024).to_bytes(4, "little")
+    for signature, size_offset in ((b"PK\x03\x04", 22), (b"PK\x01\x02", 24)):
+        start = data.index(signature, info.header_offset if signature == b"PK\x03\x04" else data.index(b"PK\x01\x02"))
+        while data[start + size_offset:start + size_offset + 4] != real:
+            start = data.index(signature, start + 4)
+        data[start + size_offset:start + size_offset + 4] = (100).to_bytes(4, "little")
+    archive.write_bytes(bytes(data))
+    job = run(project, archive)
+    assert job.status == "succeeded", job.message
+    assert error_for(job, "payload.bin").startswith("batch/payload.bin is damaged: Bad CRC-32")
+    assert_only_imported(project, "good")
+
+
+# --- images ----------------------------------------------------------------------------------
+
+def test_truncated_and_fake_images_fail_only_their_trace(project, tmp_path):
+    files = {**trace_files("good"), **trace_files("bad-png"), **trace_files("bad-jpeg"), **trace_files("fake-png")}
+    png = files["bad-png/s2.png"]
+    files["bad-png/s2.png"] = png[: len(png) // 2]
+    jpeg = image_bytes("jpeg", "JPEG")
+    files["bad-jpeg/s1.png"] = jpeg[: len(jpeg) - 200]
+    files["fake-png/s1.png"] = b"this is a text file, not a screenshot\n"
+    job = run(project, write_tree(tmp_path / "batch", files))
+    assert job.status == "succeeded", job.message
+    assert job.traces_failed == 3
+    assert error_for(job, "bad-png").startswith("bad-png step 2: bad-png/s2.png: not a readable image")
+    assert error_for(job, "bad-jpeg") == "bad-jpeg step 1: bad-jpeg/s1.png: truncated JPEG (no end-of-image marker)"
+    assert error_for(job, "fake-png").startswith("fake-png step 1: fake-png/s1.png: not a readable image (UnidentifiedImageError")
+    assert_only_imported(project, "good")
+
+
+def test_missing_screenshot_file_fails_only_its_trace(project, tmp_path):
+    files = {**trace_files("good"), **trace_files("missing", steps=3)}
+    del files["missing/s2.png"]
+    job = run(project, write_tree(tmp_path / "batch", files))
+    assert error_for(job, "missing") == "missing/trace.json step 2: file 's2.png' does not exist"
+    assert_only_imported(project, "good")
+
+
+# --- JSON ------------------------------------------------------------------------------------
+
+def test_invalid_json_names_file_line_and_column(project, tmp_path):
+    files = {**trace_files("good"), **trace_files("broken")}
+    files["broken/trace.json"] = b'{\n  "external_id": "broken",\n  "instruction": oops\n}'
+    job = run(project, write_tree(tmp_path / "batch", files))
+    assert error_for(job, "broken") == "broken/trace.json: invalid JSON at line 3 column 18: Expecting value"
+    assert_only_imported(project, "good")
+
+
+def test_invalid_json_line_in_jsonl_names_the_line(project, tmp_path):
+    root = write_tree(tmp_path / "batch", trace_files("shots"))
+    good = {"external_id": "jsonl-good", "instruction": "x", "steps": [{"screenshot": "shots/s1.png", "action": "wait()"}]}
+    (root / "traces.jsonl").write_text(json.dumps(good) + "\n" + '{"external_id": "x",}\n', encoding="utf-8")
+    job = run(project, root / "traces.jsonl")
+    assert job.status == "succeeded", job.message
+    assert error_for(job, "traces.jsonl") == (
+        "traces.jsonl line 2: invalid JSON at line 1 column 21: Expecting property name enclosed in double quotes"
+    )
+    assert_only_imported(project, "jsonl-good")
+
+
+def test_invalid_utf8_names_the_byte(project, tmp_path):
+    files = {**trace_files("good"), **trace_files("latin1")}
+    files["latin1/trace.json"] = files["latin1/trace.json"].replace(b"Do latin1", b"Do caf\xe9")
+    offset = files["latin1/trace.json"].index(b"\xe9")
+    job = run(project, write_tree(tmp_path / "batch", files))
+    assert error_for(job, "latin1") == f"latin1/trace.json: not valid UTF-8 (byte {offset})"
+    assert_only_imported(project, "good")
+
+
+def test_deeply_nested_json_is_refused(project, tmp_path):
+    files = {**trace_files("good"), **trace_files("deep")}
+    files["deep/trace.json"] = b"[" * 200_000 + b"]" * 200_000
+    job = run(project, write_tree(tmp_path / "batch", files))
+    assert error_for(job, "deep") == "deep/trace.json: JSON nested too deeply"
+    assert_only_imported(project, "good")
+
+
+def test_wrong_field_types_name_the_step(project, tmp_path):
+    files = {**trace_files("good"), **trace_files("typed")}
+    document = json.loads(files["typed/trace.json"])
+    document["steps"][1]["action"] = ["click"]
+    files["typed/trace.json"] = json.dumps(document).encode()
+    job = run(project, write_tree(tmp_path / "batch", files))
+    assert error_for(job, "typed") == "typed/trace.json step 2: field 'action' must be str, found list"
+    assert_only_imported(project, "good")
+
+
+# --- actions ---------------------------------------------------------------------------------
+
+def test_unparseable_action_is_kept_raw_and_flagged(project, tmp_path):
+    files = {**trace_files("good"), **trace_files("typo", action="clik(start_box='(1,2)'")}
+    job = run(project, write_tree(tmp_path / "batch", files))
+    assert job.status == "succeeded" and job.traces_imported == 2 and job.unparsed_actions == 2
+    step = Step.objects.get(trace__external_id="typo", index=1)
+    assert step.action_text == "clik(start_box='(1,2)'" and step.parsed_actions == []
+    assert step.parse_error
+    assert "Action: clik(start_box='(1,2)'" in step.raw_response
+    assert_only_imported(project, "good", "typo")
+
+
+# --- upload size -----------------------------------------------------------------------------
+
+def test_upload_over_the_size_limit_is_refused(project, lead, api_client, settings, tmp_path):
+    settings.IMPORT_MAX_UPLOAD_BYTES = 1000
+    archive = write_zip(tmp_path / "large.zip", trace_files("good"))
+    with archive.open("rb") as handle:
+        response = api_client(lead).post(f"/api/projects/{project.pk}/imports/", {"file": handle}, format="multipart")
+    assert response.status_code == 413
+    assert response.json()["detail"] == f"upload of {archive.stat().st_size} bytes is over the 1000-byte limit"
+    assert not ImportJob.objects.exists()

@@ -1,0 +1,134 @@
+"""WebSocket consumer against the configured channel layer: Redis when REDIS_URL is set, in-memory otherwise."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import AnonymousUser
+from django.utils import timezone
+
+from annotation import review
+from annotation.consumers import CLOSE_FORBIDDEN, CLOSE_UNAUTHENTICATED, LiveConsumer
+from annotation.models import Annotation, Lease
+from studio.permissions import Role
+from traces.models import Trace
+from traces.services import project_create
+
+pytestmark = pytest.mark.django_db(transaction=True)  # events go out on commit: the commit must be real
+
+
+@pytest.fixture(autouse=True)
+def role_groups(transactional_db):
+    """A transactional test's flush also removes the groups the data migration made; bring them back."""
+    from django.contrib.auth.models import Group
+
+    from studio.permissions import GROUP_ROLES
+
+    for role in GROUP_ROLES:
+        Group.objects.get_or_create(name=role.value)
+
+
+def communicator(user, query: str = "") -> WebsocketCommunicator:
+    comm = WebsocketCommunicator(LiveConsumer.as_asgi(), "/ws/live/" + query)
+    comm.scope["user"] = user
+    return comm
+
+
+async def receive_type(comm, kind: str, timeout: float = 5) -> dict:
+    """The next message of ``kind`` (other events may interleave)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        left = deadline - asyncio.get_running_loop().time()
+        if left <= 0:
+            raise AssertionError(f"no {kind} message within {timeout}s")
+        message = await comm.receive_json_from(timeout=left)
+        if message.get("type") == kind:
+            return message
+
+
+@pytest.fixture
+def live_setup(project, annotator, lead, make_user):
+    trace = Trace.objects.create(project=project, external_id="live-1", instruction="x", source="test", step_count=3)
+    annotation = Annotation.objects.create(trace=trace, annotator=annotator, status="submitted", verdict="no_error",
+                                           submitted_at=timezone.now())
+    now = timezone.now()
+    lease = Lease.objects.create(trace=trace, user=annotator, heartbeat_at=now, expires_at=now + timedelta(minutes=10))
+    outsider = make_user("outsider_lead", Role.LEAD)
+    project_create(name="Other project", members=[outsider])
+    return {"trace": trace, "annotation": annotation, "lease": lease, "outsider": outsider}
+
+
+def test_anonymous_socket_is_refused(live_setup):
+    async def scenario():
+        comm = communicator(AnonymousUser())
+        connected, code = await comm.connect()
+        assert not connected and code == CLOSE_UNAUTHENTICATED
+
+    asyncio.run(scenario())
+
+
+def test_socket_of_a_non_member_project_is_refused(live_setup, project):
+    async def scenario():
+        comm = communicator(live_setup["outsider"], f"?project={project.pk}")
+        connected, code = await comm.connect()
+        assert not connected and code == CLOSE_FORBIDDEN
+
+    asyncio.run(scenario())
+
+
+def test_review_event_reaches_members_after_commit_only(live_setup, lead, project):
+    async def scenario():
+        member = communicator(lead)
+        outsider = communicator(live_setup["outsider"])
+        assert (await member.connect())[0] and (await outsider.connect())[0]
+        hello = await receive_type(member, "hello")
+        assert hello["projects"] == [project.pk]
+        assert [(p["trace_id"], p["user"]) for p in hello["presence"]] == [(live_setup["trace"].pk, "ann")]
+        assert (await receive_type(outsider, "hello"))["presence"] == []
+
+        await database_sync_to_async(review.review_reject)(
+            annotation_id=live_setup["annotation"].pk, actor=lead, comment="τ is one step early")
+        event = await receive_type(member, "annotation")
+        assert (event["status"], event["verb"], event["annotator"]) == ("rejected", "reject", "ann")
+        assert await outsider.receive_nothing(timeout=0.5)
+
+        # a rolled-back decision sends nothing
+        with pytest.raises(review.ReviewError):
+            await database_sync_to_async(review.review_accept)(annotation_id=live_setup["annotation"].pk, actor=lead)
+        assert await member.receive_nothing(timeout=0.5)
+        await member.disconnect()
+        await outsider.disconnect()
+
+    asyncio.run(scenario())
+
+
+def test_presence_and_lead_lease_release(live_setup, lead, annotator):
+    async def scenario():
+        lead_socket, ann_socket = communicator(lead), communicator(annotator)
+        assert (await lead_socket.connect())[0] and (await ann_socket.connect())[0]
+        await receive_type(lead_socket, "hello")
+        await receive_type(ann_socket, "hello")
+
+        await ann_socket.send_json_to({"type": "presence.open", "trace_id": live_setup["trace"].pk})
+        seen = await receive_type(lead_socket, "presence")
+        assert (seen["user"], seen["state"], seen["trace_id"]) == ("ann", "open", live_setup["trace"].pk)
+
+        # an annotator cannot release someone's lease; the lead can
+        await ann_socket.send_json_to({"type": "lease.release", "lease_id": live_setup["lease"].pk})
+        assert "Only leads" in (await receive_type(ann_socket, "error"))["detail"]
+        await lead_socket.send_json_to({"type": "lease.release", "lease_id": live_setup["lease"].pk})
+        released = await receive_type(ann_socket, "lease")
+        assert (released["state"], released["user"], released["lease_id"]) == ("released", "ann", live_setup["lease"].pk)
+        lease = await database_sync_to_async(Lease.objects.get)(pk=live_setup["lease"].pk)
+        assert lease.release_reason == "released-by-lead" and lease.released_by_id == lead.pk
+
+        await ann_socket.disconnect()
+        closed = await receive_type(lead_socket, "presence")
+        assert (closed["user"], closed["state"]) == ("ann", "closed")
+        await lead_socket.disconnect()
+
+    asyncio.run(scenario())

@@ -1,0 +1,164 @@
+"""Qwen2-VL scoring with a tiny random-weight checkpoint saved to disk and loaded like real weights."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO
+from tests.factories import native_trace_folder
+from traces import prompting
+from traces.models import StepSuggestion, Trace, TraceSuggestion
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from traces.prescoring import qwen2vl, services  # noqa: E402
+from traces.prescoring.selectors import traces_by_suspicion  # noqa: E402
+from traces.prescoring.tiny import build_tiny_qwen2vl  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory):
+    return build_tiny_qwen2vl(tmp_path_factory.mktemp("tiny-qwen2vl") / "model")
+
+
+def import_native(project, folder):
+    from traces import services as trace_services
+
+    job = trace_services.import_job_create(project=project, user=None, upload_name=str(folder), server_path=True,
+                                           fmt="native", enqueue=False)
+    job = trace_services.import_job_run(job_id=job.pk)
+    assert job.status == "succeeded", job.errors
+
+
+@pytest.fixture
+def scored_project(project, tmp_path):
+    project.history_window = 3
+    project.save()
+    for n, steps in ((1, 4), (2, 2)):
+        native_trace_folder(tmp_path / "src" / f"t{n}", external_id=f"t{n}", steps=steps, size=(448, 252),
+                            thought=f"Step thought {n}.")
+    import_native(project, tmp_path / "src")
+    return project
+
+
+def requests_for(project):
+    requests = []
+    for trace in Trace.objects.filter(project=project).order_by("id"):
+        steps = list(trace.steps.select_related("screenshot").order_by("index"))
+        for step in steps:
+            prompt = prompting.build_state_messages(trace, step.index, project=project, steps=steps)
+            images = [qwen2vl.ImageInput(s.sha256, services._image_loader(s)) for s in prompt.images]
+            requests.append(qwen2vl.ScoreRequest(step.pk, prompting.to_chat_messages(prompt), images,
+                                                 prompting.render_step(step, project=project)))
+    return requests
+
+
+def test_loglik_equals_a_direct_computation_from_the_logits(scored_project, tiny_model):
+    scorer = qwen2vl.load_scorer(tiny_model)
+    assert qwen2vl.load_scorer(tiny_model) is scorer  # loaded once per process
+    request = requests_for(scored_project)[3]  # step 4: three images in its window
+    assert len(request.images) == 3
+    result = scorer.score([request], generate=False)[0]
+    assert result.error is None
+
+    # formats.md §5 recipe: full forward pass, log-softmax over all positions, the reply's slice.
+    encoded = scorer.encode(request)
+    tensors = scorer._batch_tensors([encoded], left=False)
+    with torch.no_grad():
+        logits = scorer.model(**tensors).logits
+    ids = tensors["input_ids"][0]
+    logprobs = torch.log_softmax(logits[0, :-1].float(), -1).gather(-1, ids[1:, None])[:, 0]
+    reply = logprobs[encoded.n_prompt - 1:]
+    assert result.n_tokens == reply.numel()
+    assert result.loglik_sum == pytest.approx(float(reply.sum()), abs=1e-4)
+    assert result.loglik_mean == pytest.approx(float(reply.mean()), abs=1e-6)
+    # The reply scored is exactly the recorded step, as the export renders it, closed by <|im_end|>.
+    tail = scorer.tokenizer.decode(ids[encoded.n_prompt:])
+    assert tail == request.target + "<|im_end|>"
+
+
+def test_batched_and_unbatched_scores_agree(scored_project, tiny_model):
+    scorer = qwen2vl.load_scorer(tiny_model)
+    requests = requests_for(scored_project)
+    lengths = {scorer.encode(r).length for r in requests}
+    assert len(lengths) > 1  # padding is exercised
+    batched = scorer.score(requests, generate=False, max_batch=16)
+    single = [scorer.score([r], generate=False)[0] for r in requests]
+    for a, b in zip(batched, single):
+        assert a.key == b.key and a.n_tokens == b.n_tokens
+        assert abs(a.loglik_sum - b.loglik_sum) < 1e-4
+        assert abs(a.loglik_mean - b.loglik_mean) < 1e-4
+
+
+def test_length_batches_group_similar_lengths():
+    items = [qwen2vl.Encoded(i, [0] * n, 1) for i, n in enumerate([100, 5000, 120, 4900, 110])]
+    batches = qwen2vl.length_batches(items, batch_tokens=9000, max_batch=8)
+    assert [[e.length for e in b] for b in batches] == [[100, 110, 120], [4900], [5000]]
+
+
+def test_model_job_stores_tagged_suggestions_and_reports_a_failed_step(scored_project, tiny_model, lead):
+    trace = Trace.objects.get(project=scored_project, external_id="t1")
+    broken = trace.steps.get(index=2)
+    broken.screenshot = None  # no observation: this step cannot be scored, the others can
+    broken.save()
+    job = services.prescore_job_create(project=scored_project, user=lead, scorer="qwen2vl",
+                                       model_path=str(tiny_model), settings={"max_new_tokens": 8}, enqueue=False)
+    job = services.prescore_job_run(job_id=job.pk)
+    assert job.status == "succeeded", job.message
+    assert (job.steps_scored, job.steps_failed) == (5, 1)
+    assert [e["step"] for e in job.errors] == [2] and "no observation" in job.errors[0]["error"]
+    assert job.weights_hash == qwen2vl.weights_sha256(tiny_model)
+    rows = StepSuggestion.objects.filter(job=job)
+    assert rows.count() == 5
+    for row in rows:
+        assert row.scorer == "qwen2vl" and row.weights_hash == job.weights_hash and row.settings["max_new_tokens"] == 8
+        assert row.loglik_sum < 0 and row.n_tokens > 0 and 0 <= row.suspicion <= 1
+    assert TraceSuggestion.objects.filter(job=job).count() == 2
+
+
+def test_queue_order_by_suspicion(scored_project, lead):
+    job = services.prescore_job_run(job_id=services.prescore_job_create(
+        project=scored_project, user=lead, scorer="rules", enqueue=False).pk)
+    t1, t2 = Trace.objects.filter(project=scored_project).order_by("id")
+    TraceSuggestion.objects.filter(job=job, trace=t2).update(max_suspicion=0.9)
+    TraceSuggestion.objects.filter(job=job, trace=t1).update(max_suspicion=0.2)
+    ordered = list(traces_by_suspicion(Trace.objects.filter(project=scored_project)))
+    assert [t.pk for t in ordered] == [t2.pk, t1.pk] and ordered[0].suspicion == pytest.approx(0.9)
+    scored_project.blind_prescoring = True
+    scored_project.save()
+    assert [t.suspicion for t in traces_by_suspicion(Trace.objects.filter(project=scored_project))] == [None, None]
+
+
+def test_api_start_status_suggestions_and_blind(scored_project, lead, annotator, api_client):
+    from rest_framework.test import APIClient
+
+    url = f"/api/projects/{scored_project.pk}/prescore/"
+    assert api_client(annotator).post(url, {"scorer": "rules"}, format="json").status_code == 403
+    bad = api_client(lead).post(url, {"scorer": "rules", "settings": {"speed": 1}}, format="json")
+    assert bad.status_code == 400 and "unknown setting 'speed'" in bad.json()["detail"]
+    response = api_client(lead).post(url, {"scorer": "rules"}, format="json")
+    assert response.status_code == 202, response.content
+    job_id = response.json()["id"]
+    services.prescore_job_run(job_id=job_id)  # what the worker does (test_prescore_worker runs a real one)
+    status = api_client(annotator).get(f"/api/prescore/jobs/{job_id}/").json()
+    assert status["status"] == "succeeded" and status["progress_done"] == 6
+    trace = Trace.objects.get(project=scored_project, external_id="t1")
+    data = api_client(annotator).get(f"/api/traces/{trace.pk}/suggestions/").json()
+    assert data["hidden"] is False and [s["index"] for s in data["scorers"]["rules"]["steps"]] == [1, 2, 3, 4]
+    scored_project.blind_prescoring = True
+    scored_project.save()
+    hidden = api_client(annotator).get(f"/api/traces/{trace.pk}/suggestions/").json()
+    assert hidden == {"trace": trace.pk, "hidden": True, "scorers": {}, "history": []}
+    assert api_client(lead).get(f"/api/traces/{trace.pk}/suggestions/").json()["scorers"]["rules"]
+    assert APIClient().get(f"/api/traces/{trace.pk}/suggestions/").status_code in (401, 403)
+
+
+def test_web_process_does_not_import_torch():
+    code = ("import django, os, sys; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'studio.settings'); django.setup(); "
+            "import studio.urls, traces.prescoring.api, traces.prescoring.services, traces.tasks; "
+            "assert 'torch' not in sys.modules and 'transformers' not in sys.modules, 'torch imported'")
+    subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)

@@ -1,0 +1,132 @@
+"""Rule flags: unit checks, and the real traces' known failures (dart-gui's wait loop, Mobile-Agent's repeated tap)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from PIL import Image
+
+from traces import actions as grammar
+from traces.models import CoordinateConvention, PrescoreJob, StepSuggestion, TraceSuggestion
+from traces.prescoring import rules, services
+
+DART = "dart-gui/examples/osworld_trajectory"
+GMAIL_2 = "mobile-agent-v1/results/Gmail/2"
+
+
+def _screen(color):
+    return lambda: Image.new("RGB", (200, 100), color)
+
+
+def _step(index, text, image=None):
+    return rules.RuleStep(index=index, action_text=text, actions=grammar.parse_actions(text), image=image)
+
+
+def codes(flags):
+    return [sorted({f["code"] for f in step}) for step in flags]
+
+
+def test_flags_on_a_synthetic_trace():
+    click = "click(start_box='(10,10)')"
+    steps = [
+        _step(1, click, _screen("white")),
+        _step(2, click, _screen("white")),  # repeats step 1, which changed nothing
+        _step(3, "wait()", _screen("white")),
+        _step(4, "wait()", _screen("black")),
+        _step(5, "click(start_box='(1500,10)')", _screen("black")),  # off-screen in relative-1000
+        rules.RuleStep(index=6, action_text="clik(", parse_error="unknown action", image=_screen("gray")),
+    ]
+    flags = rules.step_flags(steps, final_image=_screen("red"), convention="relative-1000")
+    assert codes(flags) == [
+        ["no_change"], ["no_change", "repeated_no_change"], ["wait_run"], ["wait_run"], ["off_screen"], ["unparseable"],
+    ]
+    assert "outside the screen" in flags[4][0]["message"]
+    assert rules.flags_suspicion([]) == 0
+    assert rules.flags_suspicion(flags[1]) == pytest.approx(1 - 0.75 * 0.2)
+
+
+def test_first_error_reads_suspicions_as_probabilities():
+    assert rules.first_error([1, 2, 3], [0.1, 0.9, 0.9]).index == 2
+    assert rules.first_error([1, 2, 3], [0.6, 0.9, 0.9]).index == 1
+    none = rules.first_error([1, 2], [0.0, 0.1])
+    assert none.index is None and none.no_error_probability == pytest.approx(0.9)
+
+
+def test_mobile_agent_repeated_tap_in_gmail_2(realtraces):
+    """Gmail/2 taps "Subject" twice (steps 5 and 6) with nothing changing, then taps the recipient (SOURCE.txt)."""
+    folder = realtraces / GMAIL_2
+    data = json.loads((folder / "data.json").read_text())
+    # Mobile-Agent's actions ("click text (Subject)") are not UI-TARS calls: compared as recorded text.
+    steps = [
+        rules.RuleStep(index=int(k), action_text=v["Action"], image=(lambda p=folder / f"{k}.jpg": Image.open(p)))
+        for k, v in sorted(data.items(), key=lambda kv: int(kv[0]))
+    ]
+    final = lambda: Image.open(folder / f"{len(steps) + 1}.jpg")  # noqa: E731 — 10 images for 9 steps
+    flags = rules.step_flags(steps, final_image=final, convention="screen-pixels", platform="mobile")
+    by_step = dict(zip((s.index for s in steps), codes(flags)))
+    assert "repeated_no_change" in by_step[6]
+    assert all("repeated_no_change" not in by_step[i] for i in by_step if i != 6)
+    first = rules.first_error([s.index for s in steps], [rules.flags_suspicion(f) for f in flags])
+    assert first.index == 6
+
+
+@pytest.fixture
+def dart_trace(realtraces, project):
+    from traces import services as trace_services
+
+    project.coordinate_convention = CoordinateConvention.SMART_RESIZE_PIXELS
+    project.save()
+    job = trace_services.import_job_create(project=project, user=None, upload_name=str(realtraces / DART),
+                                           server_path=True, fmt="uitars-messages", enqueue=False)
+    job = trace_services.import_job_run(job_id=job.pk)
+    assert job.status == "succeeded", job.errors
+    trace = project.traces.get()
+    assert trace.step_count == 15
+    return trace
+
+
+def test_dart_gui_wait_loop_through_a_rules_job(dart_trace, project, lead):
+    job = services.prescore_job_create(project=project, user=lead, scorer="rules", enqueue=False)
+    job = services.prescore_job_run(job_id=job.pk)
+    assert job.status == "succeeded", job.message
+    assert (job.steps_scored, job.steps_failed, job.progress_done, job.progress_total) == (15, 0, 15, 15)
+    flags = {s.step.index: {f["code"] for f in s.flags} for s in StepSuggestion.objects.filter(job=job)}
+    # Steps 7..12 are six waits in a row while GIMP already shows the image.
+    assert [i for i, f in sorted(flags.items()) if "wait_run" in f] == [7, 8, 9, 10, 11, 12]
+    assert "wait_run" not in flags[2]  # one wait while GIMP starts is fine
+    assert not any("off_screen" in f or "unparseable" in f for f in flags.values())
+    summary = TraceSuggestion.objects.get(job=job)
+    assert summary.suggested_tau == 7
+    assert summary.scorer == "rules" and summary.max_suspicion >= 0.5
+
+
+def test_off_screen_under_the_wrong_convention(dart_trace, project, lead):
+    """dart-gui's close-button click (1916,44) is pixels: read as relative-1000 it lies off the screen."""
+    project.coordinate_convention = CoordinateConvention.RELATIVE_1000
+    project.save()
+    job = services.prescore_job_run(job_id=services.prescore_job_create(
+        project=project, user=lead, scorer="rules", enqueue=False).pk)
+    flags = {s.step.index: {f["code"] for f in s.flags} for s in StepSuggestion.objects.filter(job=job)}
+    assert "off_screen" in flags[15]
+
+
+def test_rescoring_keeps_the_old_run(dart_trace, project, lead):
+    first = services.prescore_job_run(job_id=services.prescore_job_create(
+        project=project, user=lead, scorer="rules", enqueue=False).pk)
+    second = services.prescore_job_run(job_id=services.prescore_job_create(
+        project=project, user=lead, scorer="rules", settings={"change_threshold": 0.0001}, enqueue=False).pk)
+    assert StepSuggestion.objects.filter(job=first).count() == 15
+    assert StepSuggestion.objects.filter(job=second).count() == 15
+    assert PrescoreJob.objects.get(pk=second.pk).settings["change_threshold"] == 0.0001
+
+
+def test_bad_job_input_is_named(project, lead):
+    with pytest.raises(services.PrescoreError, match="unknown scorer"):
+        services.prescore_job_create(project=project, user=lead, scorer="magic")
+    with pytest.raises(services.PrescoreError, match="unknown setting 'speed'"):
+        services.prescore_job_create(project=project, user=lead, scorer="rules", settings={"speed": 2})
+    with pytest.raises(services.PrescoreError, match="does not exist"):
+        services.prescore_job_create(project=project, user=lead, scorer="qwen2vl", model_path="/nonexistent/model")
+    with pytest.raises(services.PrescoreError, match="not in project"):
+        services.prescore_job_create(project=project, user=lead, scorer="rules", trace_ids=[999999])

@@ -1,0 +1,75 @@
+"""THE prompt builder, checked message by message against the UI-TARS layout (method.md, formats.md §3.1)."""
+
+import pytest
+
+from tests.test_export_fixtures import REPLIES, make_trace
+from traces import prompting
+from traces.selectors import trace_steps
+
+BT = "<|box_start|>", "<|box_end|>"
+
+
+def texts(prompt):
+    return [(m.role, m.text if m.image_count == 0 else f"<{m.image_count} image>") for m in prompt.messages]
+
+
+@pytest.mark.django_db
+def test_state_layout_history_window_and_box_tokens(project):
+    project.history_window = 2
+    project.save()
+    trace = make_trace(project, replies=REPLIES, external_id="t1")
+    steps = list(trace_steps(trace))
+    prompt = prompting.build_state_messages(trace, 4, project=project)
+
+    instruction = prompting.instruction_text(project, trace.instruction)
+    assert "{instruction}" not in instruction and "Open the display settings" in instruction
+    assert "Use English in `Thought` part." in instruction
+    assert f"click(start_box='{BT[0]}(x1,y1){BT[1]}')" in instruction
+    assert texts(prompt) == [
+        ("system", "You are a helpful assistant."),
+        ("user", instruction),
+        # history steps 1-2 older than the window (N=2: step 3's image + the current one): text only
+        ("assistant", f"Thought: Open the start menu.\nAction: click(start_box='{BT[0]}(10,990){BT[1]}')"),
+        ("assistant", "Thought: Type the query.\nAction: type(content='display\\n')"),
+        ("user", "<1 image>"),
+        ("assistant", f"Thought: Open the wrong item.\nAction: click(start_box='{BT[0]}(500,300){BT[1]}')"),
+        ("user", "<1 image>"),
+    ]
+    assert [img.sha256 for img in prompt.images] == [steps[2].screenshot.sha256, steps[3].screenshot.sha256]
+
+
+@pytest.mark.django_db
+def test_first_state_final_state_and_no_box_tokens(project):
+    project.box_tokens = False
+    project.save()
+    trace = make_trace(project, replies=REPLIES[:2], external_id="t2")
+    first = prompting.build_state_messages(trace, 1, project=project)
+    assert texts(first)[2:] == [("user", "<1 image>")]
+    after_last = prompting.build_state_messages(trace, 3, project=project)
+    assert after_last.images[-1].sha256 == trace.final_screenshot.sha256
+    assert len(after_last.images) == 3  # N=5 covers all: o_1, o_2, final
+    assert texts(after_last)[3] == ("assistant", "Thought: Open the start menu.\nAction: click(start_box='(10,990)')")
+    assert "click(start_box='(x1,y1)')" in after_last.messages[1].text
+    with pytest.raises(prompting.PromptError):
+        prompting.build_state_messages(trace, 4, project=project)
+
+
+@pytest.mark.django_db
+def test_missing_observation_and_targets(project):
+    trace = make_trace(project, replies=REPLIES[:1], external_id="t3", final=False)
+    with pytest.raises(prompting.PromptError, match="no observation o_2"):
+        prompting.build_state_messages(trace, 2, project=project)
+    assert prompting.render_target("Go back.", "press_back()", project=project) == "Thought: Go back.\nAction: press_back()"
+    assert prompting.render_target("", "click(start_box='(1,2)')", project=project) == f"Action: click(start_box='{BT[0]}(1,2){BT[1]}')"
+    with pytest.raises(prompting.PromptError, match="does not parse"):
+        prompting.render_target("x", "click(start_box=", project=project)
+
+
+@pytest.mark.django_db
+def test_chat_messages_placeholders_match_images(project):
+    trace = make_trace(project, replies=REPLIES, external_id="t4")
+    prompt = prompting.build_state_messages(trace, 3, project=project)
+    chat = prompting.to_chat_messages(prompt)
+    placeholders = sum(1 for m in chat for c in m["content"] if c["type"] == "image")
+    assert placeholders == len(prompt.images) == 3
+    assert chat[0] == {"role": "system", "content": [{"type": "text", "text": "You are a helpful assistant."}]}

@@ -1,0 +1,187 @@
+"""OSWorld result folders: ``traj.jsonl`` + ``step_N_<timestamp>.png`` + ``result.txt`` (docs/formats.md).
+
+OSWorld saves the screen *after* each action, so the observation before step i is the file of step
+i-1, the first observation is only there when a runner also saved ``step_0.png``/``initial_state.png``,
+and the file of the last step is the trace's final screenshot. A UI-TARS prediction with several
+actions is written as several lines with the same ``step_num``; they form one step.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Iterator
+
+from django.conf import settings
+
+from .base import ImageRef, ImportedStep, ImportedTrace, TraceOrError, TraceReadError, parse_json_bytes, read_json, safe_child
+
+TRAJECTORY_FILE = "traj.jsonl"
+INITIAL_SCREENSHOTS = ("step_0.png", "initial_state.png", "step_0.jpg", "initial_state.jpg")
+# Result folders are results/<action_space>/<observation>/<model>/<domain>/<example_id>/.
+MAX_DEPTH = 6
+
+
+class OSWorldImporter:
+    format_name = "osworld"
+
+    def detect(self, root: Path) -> bool:
+        return root.is_dir() and bool(_trajectory_files(root, first_only=True))
+
+    def read(self, root: Path) -> Iterator[TraceOrError]:
+        for path in _trajectory_files(root):
+            folder = path.parent
+            where = str(path.relative_to(root.parent))
+            try:
+                yield trace_from_folder(folder, root=root, where=where)
+            except TraceReadError as exc:
+                yield exc
+
+
+def _trajectory_files(root: Path, *, first_only: bool = False) -> list[Path]:
+    found = []
+    for depth in range(MAX_DEPTH + 1):
+        for path in sorted(root.glob("/".join(["*"] * depth + [TRAJECTORY_FILE]))):
+            if path.is_file():
+                found.append(path)
+                if first_only:
+                    return found
+    return found
+
+
+def _instruction(folder: Path, where: str) -> tuple[str, str]:
+    """(instruction, where it came from): task.json, instruction.txt, or <example_id>.json beside the folder."""
+    for candidate in (folder / "task.json", folder.parent / f"{folder.name}.json"):
+        if candidate.is_file():
+            document = read_json(candidate, root=folder.parent)
+            if isinstance(document, dict) and isinstance(document.get("instruction"), str):
+                return document["instruction"], candidate.name
+            raise TraceReadError(f"{where} ({candidate.name})", "no string field 'instruction'")
+    text_file = folder / "instruction.txt"
+    if text_file.is_file():
+        try:
+            return text_file.read_bytes().decode("utf-8").strip(), text_file.name
+        except UnicodeDecodeError as exc:
+            raise TraceReadError(f"{folder.name}/instruction.txt", f"not valid UTF-8 (byte {exc.start})") from None
+    return "", ""
+
+
+def _read_lines(path: Path, where: str) -> list[tuple[int, dict]]:
+    if path.stat().st_size > settings.IMPORT_MAX_JSON_BYTES:
+        raise TraceReadError(where, f"file is over the {settings.IMPORT_MAX_JSON_BYTES}-byte limit")
+    lines = []
+    with path.open("rb") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            here = f"{where} line {number}"
+            record = parse_json_bytes(line, here)
+            if not isinstance(record, dict):
+                raise TraceReadError(here, "each line must be a JSON object")
+            lines.append((number, record))
+    return lines
+
+
+def _outcome(folder: Path) -> tuple[str, float | None]:
+    result = folder / "result.txt"
+    if not result.is_file():
+        return "unknown", None
+    try:
+        score = float(result.read_text(encoding="utf-8", errors="replace").strip())
+    except ValueError:
+        return "unknown", None
+    return ("success" if score > 0 else "failure"), score
+
+
+def trace_from_folder(folder: Path, *, root: Path, where: str) -> ImportedTrace:
+    path = folder / TRAJECTORY_FILE
+    warnings: list[str] = []
+    errors_logged: list[str] = []
+    groups: list[tuple[object, list[tuple[int, dict]]]] = []
+    for number, record in _read_lines(path, where):
+        if "Error" in record and "step_num" not in record:
+            errors_logged.append(str(record["Error"]))  # the runner's exception note, not a step
+            continue
+        step_num = record.get("step_num")
+        if step_num is None:
+            raise TraceReadError(f"{where} line {number}", "missing field 'step_num'")
+        if groups and groups[-1][0] == step_num:
+            groups[-1][1].append((number, record))
+        else:
+            groups.append((step_num, [(number, record)]))
+    if not groups:
+        raise TraceReadError(where, "no steps")
+
+    after_files: list[Path | None] = []
+    for step_num, records in groups:
+        number, last = records[-1]
+        name = last.get("screenshot_file")
+        if isinstance(name, str) and name:
+            after_files.append(safe_child(folder, name, f"{where} line {number}"))
+        else:
+            after_files.append(None)
+            warnings.append(f"{where} line {number}: step {step_num} names no screenshot_file")
+
+    initial = next((folder / name for name in INITIAL_SCREENSHOTS if (folder / name).is_file()), None)
+    if initial is None:
+        warnings.append(
+            f"{folder.name}: no initial screenshot (step_0.png / initial_state.png); "
+            "step 1 has no observation, since OSWorld saves only the screen after each action"
+        )
+    observations = [initial, *after_files[:-1]]
+
+    steps = []
+    for (step_num, records), before in zip(groups, observations):
+        first = records[0][1]
+        response = first.get("response")
+        if not isinstance(response, str):
+            response = json.dumps(response, ensure_ascii=False) if response is not None else ""
+        steps.append(
+            ImportedStep(
+                screenshot=ImageRef.from_path(before, root=root.parent) if before else None,
+                raw_response=response,
+                context={
+                    "osworld": {
+                        "step_num": step_num,
+                        "executed": [r.get("action") for _, r in records],
+                        "reward": [r.get("reward") for _, r in records],
+                        "done": any(bool(r.get("done")) for _, r in records),
+                        "info": [r.get("info") for _, r in records],
+                        "lines": [n for n, _ in records],
+                    }
+                },
+            )
+        )
+
+    instruction, instruction_source = _instruction(folder, where)
+    if not instruction:
+        warnings.append(
+            f"{folder.name}: instruction not found (add task.json, instruction.txt or {folder.name}.json "
+            "beside the folder); left empty"
+        )
+    outcome, score = _outcome(folder)
+    relative = str(folder.relative_to(root.parent))
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+    metadata = {
+        "osworld_example_id": folder.name,
+        "osworld_domain": folder.parent.name if folder != root else "",
+        "score": score,
+        "instruction_source": instruction_source,
+        # OSWorld's UI-TARS-1.5 agents use smart-resized pixels; v1 agents use 0-1000 (formats.md §1.4).
+        "coordinate_convention_hint": "smart-resize-pixels or relative-1000, depending on the agent version",
+    }
+    if errors_logged:
+        metadata["runner_errors"] = errors_logged
+    final = after_files[-1]
+    return ImportedTrace(
+        external_id=f"osworld-{folder.name}-{digest}",
+        instruction=instruction,
+        source=OSWorldImporter.format_name,
+        steps=steps,
+        source_path=relative,
+        outcome=outcome,
+        metadata=metadata,
+        final_screenshot=ImageRef.from_path(final, root=root.parent) if final else None,
+        warnings=warnings,
+    )

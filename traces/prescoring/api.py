@@ -1,0 +1,94 @@
+"""Pre-scoring API: start a run (leads), follow it, read a trace's suggestions. Thin: services and selectors do the work."""
+
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import generics, serializers, status
+from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from studio.permissions import ActionPermission, has_permission
+from traces.models import PrescoreJob, Scorer
+from traces.prescoring import selectors, services
+from traces.selectors import projects_for_user, traces_for_user
+
+
+class PrescoreJobSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = PrescoreJob
+        fields = [
+            "id", "project", "scorer", "status", "model_path", "model_name", "weights_hash", "settings", "trace_ids",
+            "progress_done", "progress_total", "steps_scored", "steps_failed", "message", "errors", "created_at",
+            "started_at", "finished_at",
+        ]
+
+
+class PrescoreStartSerializer(serializers.Serializer):
+    scorer = serializers.ChoiceField(choices=Scorer.values)
+    model_path = serializers.CharField(required=False, allow_blank=True, default="", max_length=500,
+                                       help_text="Local checkpoint directory on the workers; blank: the configured one.")
+    settings = serializers.DictField(required=False, default=dict)
+    trace_ids = serializers.ListField(child=serializers.IntegerField(), required=False, default=list, max_length=10000)
+
+
+class PrescoreStart(APIView):
+    """Queue a scoring run over the project's traces (or the listed ones); it runs in a worker."""
+
+    permission_classes = [ActionPermission]
+    permission_action = "prescore.run"
+
+    @extend_schema(request=PrescoreStartSerializer, responses={202: PrescoreJobSerializer})
+    def post(self, request, project_id: int):
+        project = get_object_or_404(projects_for_user(request.user), pk=project_id)
+        if not has_permission(request.user, "prescore.run", project):
+            raise PermissionDenied("Only leads and admins of this project start pre-scoring.")
+        form = PrescoreStartSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        try:
+            job = services.prescore_job_create(project=project, user=request.user, **form.validated_data)
+        except services.PrescoreError as exc:
+            raise ValidationError({"detail": str(exc)}) from None
+        return Response(PrescoreJobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+
+
+class PrescoreJobList(generics.ListAPIView):
+    serializer_class = PrescoreJobSerializer
+    permission_classes = [ActionPermission]
+    permission_action = "job.view"
+
+    def get_queryset(self):
+        project = get_object_or_404(projects_for_user(self.request.user), pk=self.kwargs["project_id"])
+        return selectors.prescore_jobs_for_user(self.request.user).filter(project=project).order_by("-created_at")
+
+
+class PrescoreJobDetail(generics.RetrieveAPIView):
+    serializer_class = PrescoreJobSerializer
+    permission_classes = [ActionPermission]
+    permission_action = "job.view"
+
+    def get_queryset(self):
+        return selectors.prescore_jobs_for_user(self.request.user)
+
+
+class TraceSuggestions(APIView):
+    """A trace's suggestions: the latest run of each scorer (``?rules_job=``/``?qwen2vl_job=`` pick an older run).
+    In a blind project annotators get ``{"hidden": true}`` and nothing else."""
+
+    permission_classes = [ActionPermission]
+    permission_action = "prescore.view"
+
+    @extend_schema(responses={200: dict})
+    def get(self, request, pk: int):
+        trace = get_object_or_404(traces_for_user(request.user), pk=pk)
+        if not selectors.prescoring_visible(request.user, trace.project):
+            return Response({"trace": trace.pk, "hidden": True, "scorers": {}, "history": []})
+        job_ids = {}
+        for scorer in Scorer.values:
+            value = request.query_params.get(f"{scorer}_job")
+            if value is not None:
+                if not value.isdigit():
+                    raise ValidationError({f"{scorer}_job": f"must be a job id, got {value[:40]!r}"})
+                job_ids[scorer] = int(value)
+        return Response(selectors.trace_suggestions(trace, job_ids=job_ids))

@@ -1,0 +1,425 @@
+"""Qwen2-VL / Qwen2.5-VL scoring: log-likelihood of a recorded reply and the model's own greedy reply.
+
+torch and transformers are imported inside functions only: the web process imports this module's
+names (for settings and types) without loading torch.
+
+Inputs are built without ``Qwen2VLProcessor`` (it needs torchvision, which the CPU torch build here
+lacks; formats.md §5): the tokenizer's chat template renders the messages, the image processor
+turns each screenshot into patches, and each ``<|image_pad|>`` is expanded to its grid's token
+count, as the processor would. ``mm_token_type_ids`` (1 on image tokens) is passed, as 5.x needs.
+
+Batching: requests are encoded, sorted by length and cut into batches under a token budget, so
+padding stays small. The log-likelihood runs the decoder once per batch (right padding, so every
+sequence keeps the positions it has alone) and applies the LM head only to the response positions.
+Greedy generation uses left padding, as generation needs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+log = logging.getLogger(__name__)
+
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
+MODEL_TYPES = ("qwen2_vl", "qwen2_5_vl")
+
+
+class ModelLoadError(Exception):
+    """The model directory is missing, incomplete or not a Qwen2-VL / Qwen2.5-VL checkpoint."""
+
+
+@dataclass
+class ImageInput:
+    """A screenshot for the prompt: ``key`` (its sha256) caches its patches, ``load()`` gives a PIL image."""
+
+    key: str
+    load: Callable[[], Any]
+
+
+@dataclass
+class ScoreRequest:
+    key: Any  # the caller's id for the result (a step's pk)
+    messages: list[dict]  # chat-template messages; image parts are {"type": "image"}, in ``images`` order
+    images: list[ImageInput]
+    target: str  # the reply whose likelihood is scored, e.g. "Thought: ...\nAction: ..."
+
+
+@dataclass
+class ScoreResult:
+    key: Any
+    loglik_sum: float | None = None
+    loglik_mean: float | None = None
+    n_tokens: int | None = None
+    generated: str | None = None
+    generated_tokens: int = 0  # new tokens up to and including <|im_end|> (for FLOP counts)
+    error: str | None = None
+    token_logprobs: list[float] = field(default_factory=list, repr=False)
+
+
+@dataclass
+class Encoded:
+    key: Any
+    input_ids: list[int]
+    n_prompt: int  # tokens before the target (the generation prompt included)
+    # Per image, shared with the image cache (a screenshot in five steps' windows is held once).
+    pixel_values: list = field(default_factory=list)  # torch.Tensor (patches × patch_dim) each
+    image_grid_thw: list = field(default_factory=list)  # torch.LongTensor (1 × 3) each
+    image_keys: list = field(default_factory=list)  # cache keys of the images' vision features
+
+    @property
+    def length(self) -> int:
+        return len(self.input_ids)
+
+
+def image_processor_class():
+    """The Pillow image processor: the default one needs torchvision (formats.md §5)."""
+    from transformers.models.qwen2_vl import Qwen2VLImageProcessorPil
+
+    return Qwen2VLImageProcessorPil
+
+
+def weights_sha256(model_dir: str | Path) -> str:
+    """sha256 over the weight files (name and bytes, in name order): what makes two scorings comparable."""
+    digest = hashlib.sha256()
+    files = sorted(p for p in Path(model_dir).iterdir() if p.is_file() and p.name.endswith(WEIGHT_SUFFIXES))
+    if not files:
+        raise ModelLoadError(f"{model_dir}: no weight files ({', '.join(WEIGHT_SUFFIXES)})")
+    for path in files:
+        digest.update(path.name.encode() + b"\0")
+        with path.open("rb") as handle:
+            while chunk := handle.read(8 * 1024 * 1024):
+                digest.update(chunk)
+    return digest.hexdigest()
+
+
+def read_model_config(model_dir: str | Path) -> dict:
+    """config.json of a local checkpoint, checked without importing torch (the API validates with it)."""
+    path = Path(model_dir)
+    if not path.is_dir():
+        raise ModelLoadError(f"model directory {model_dir} does not exist")
+    try:
+        config = json.loads((path / "config.json").read_text())
+    except FileNotFoundError:
+        raise ModelLoadError(f"{model_dir} has no config.json") from None
+    except ValueError as exc:
+        raise ModelLoadError(f"{model_dir}/config.json is not JSON: {exc}") from None
+    if config.get("model_type") not in MODEL_TYPES:
+        raise ModelLoadError(
+            f"{model_dir}: model_type {config.get('model_type')!r} is not one of {', '.join(MODEL_TYPES)}"
+        )
+    return config
+
+
+def default_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+class Qwen2VLScorer:
+    """One loaded model with its tokenizer and image processor. Build it with :func:`load_scorer`."""
+
+    def __init__(self, model_dir: str | Path, *, device: str | None = None, dtype: str | None = None):
+        import torch
+        from transformers import AutoTokenizer, Qwen2_5_VLForConditionalGeneration, Qwen2VLForConditionalGeneration
+
+        self.model_dir = Path(model_dir)
+        config = read_model_config(self.model_dir)
+        self.model_type = config["model_type"]
+        self.device = device or default_device()
+        # bf16 on GPU (the models' training dtype); float32 on CPU, where bf16 matmuls are slow and inexact.
+        self.dtype = getattr(torch, dtype) if dtype else (torch.bfloat16 if self.device.startswith("cuda") else torch.float32)
+        model_class = Qwen2_5_VLForConditionalGeneration if self.model_type == "qwen2_5_vl" else Qwen2VLForConditionalGeneration
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(self.model_dir, local_files_only=True)
+            processor_cls = image_processor_class()
+            if (self.model_dir / "preprocessor_config.json").is_file():
+                self.image_processor = processor_cls.from_pretrained(self.model_dir, local_files_only=True)
+            else:
+                self.image_processor = processor_cls()
+            # safetensors only: a pickled .bin checkpoint could run code when loaded.
+            self.model = model_class.from_pretrained(
+                self.model_dir, local_files_only=True, use_safetensors=True, dtype=self.dtype
+            )
+        except (OSError, ValueError) as exc:
+            raise ModelLoadError(f"{self.model_dir}: {exc}") from exc
+        self.model.to(self.device).eval()
+        self.chat_template = self.tokenizer.chat_template or self._template_file()
+        self.image_token_id = self.model.config.image_token_id
+        self.eos_token_id = self.tokenizer.convert_tokens_to_ids("<|im_end|>")
+        self.pad_token_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.eos_token_id
+        self.merge = self.model.config.vision_config.spatial_merge_size
+        self.model_name = config.get("_name_or_path") or self.model_dir.name
+        self._image_cache: OrderedDict = OrderedDict()
+        self._feature_cache: OrderedDict = OrderedDict()
+        self._weights_hash: str | None = None
+        self.lock = threading.Lock()
+
+    def _template_file(self) -> str:
+        for name in ("chat_template.jinja", "chat_template.json"):
+            path = self.model_dir / name
+            if path.is_file():
+                text = path.read_text()
+                return json.loads(text)["chat_template"] if name.endswith(".json") else text
+        from traces.prescoring.tiny import QWEN2VL_CHAT_TEMPLATE
+
+        return QWEN2VL_CHAT_TEMPLATE
+
+    @property
+    def weights_hash(self) -> str:
+        if self._weights_hash is None:
+            self._weights_hash = weights_sha256(self.model_dir)
+        return self._weights_hash
+
+    @property
+    def default_pixels(self) -> tuple[int, int]:
+        size = self.image_processor.size
+        get = size.get if isinstance(size, dict) else lambda k, d=None: getattr(size, k, d)
+        return int(get("shortest_edge") or 3136), int(get("longest_edge") or 1003520)
+
+    def parameter_counts(self) -> dict[str, int]:
+        """Parameters by part, for the FLOP count: vision tower, decoder (no embeddings), LM head."""
+        vision = sum(p.numel() for p in self.model.model.visual.parameters())
+        embed = self.model.model.language_model.embed_tokens.weight.numel()
+        decoder = sum(p.numel() for p in self.model.model.language_model.parameters()) - embed
+        head = self.model.lm_head.weight.numel()
+        return {"vision": vision, "decoder": decoder, "lm_head": head}
+
+    # --- encoding -------------------------------------------------------------------------------
+
+    def _image_patches(self, image: ImageInput, min_pixels: int, max_pixels: int):
+        cache_key = (image.key, min_pixels, max_pixels)
+        hit = self._image_cache.get(cache_key)
+        if hit is not None:
+            self._image_cache.move_to_end(cache_key)
+            return hit
+        pil = image.load().convert("RGB")
+        out = self.image_processor(
+            images=[pil], size={"shortest_edge": min_pixels, "longest_edge": max_pixels}, return_tensors="pt"
+        )
+        hit = (out["pixel_values"], out["image_grid_thw"])
+        self._image_cache[cache_key] = hit
+        while len(self._image_cache) > 32:  # a trace's window of screenshots, several traces deep
+            self._image_cache.popitem(last=False)
+        return hit
+
+    def _ids(self, text: str) -> list[int]:
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def encode(self, request: ScoreRequest, *, min_pixels: int | None = None, max_pixels: int | None = None) -> Encoded:
+        default_min, default_max = self.default_pixels
+        min_pixels, max_pixels = min_pixels or default_min, max_pixels or default_max
+        n_slots = sum(1 for m in request.messages for part in m["content"] if isinstance(part, dict) and part.get("type") == "image")
+        if n_slots != len(request.images):
+            raise ValueError(f"{n_slots} image slots in the messages but {len(request.images)} images")
+        prompt = self.tokenizer.apply_chat_template(
+            request.messages, chat_template=self.chat_template, tokenize=False, add_generation_prompt=True
+        )
+        prompt_ids = self._ids(prompt)
+        full_ids = self._ids(prompt + request.target + "<|im_end|>")
+        if full_ids[: len(prompt_ids)] != prompt_ids:
+            raise ValueError("the prompt's tokens are not a prefix of prompt+reply (tokenizer merges across the boundary)")
+        patches = [self._image_patches(image, min_pixels, max_pixels) for image in request.images]
+        counts = [int(grid.prod()) // self.merge**2 for _, grid in patches]
+        ids: list[int] = []
+        n_prompt = 0
+        seen = 0
+        for position, token in enumerate(full_ids):
+            if position == len(prompt_ids):
+                n_prompt = len(ids)
+            if token == self.image_token_id:
+                if seen >= len(counts):
+                    raise ValueError("more <|image_pad|> tokens than images")
+                ids.extend([token] * counts[seen])
+                seen += 1
+            else:
+                ids.append(token)
+        if seen != len(counts):
+            raise ValueError(f"{len(counts)} images but {seen} <|image_pad|> tokens in the rendered prompt")
+        if n_prompt == 0 or n_prompt >= len(ids):
+            raise ValueError("empty reply to score")
+        keys = [(image.key, min_pixels, max_pixels) for image in request.images]
+        return Encoded(request.key, ids, n_prompt, [p for p, _ in patches], [g for _, g in patches], keys)
+
+    # --- batches --------------------------------------------------------------------------------
+
+    def _vision_features(self, batch: Sequence[Encoded]) -> list:
+        """Vision-tower output per image of the batch, in order. A screenshot sits in up to N steps'
+        windows: its features are computed once (all missing images in one vision pass) and reused."""
+        import torch
+
+        missing: dict = {}
+        for e in batch:
+            for key, pixels, grid in zip(e.image_keys, e.pixel_values, e.image_grid_thw):
+                if key not in self._feature_cache and key not in missing:
+                    missing[key] = (pixels, grid)
+        if missing:
+            pixels = torch.cat([p for p, _ in missing.values()]).to(self.device, self.dtype)
+            grids = torch.cat([g for _, g in missing.values()]).to(self.device)
+            with torch.inference_mode():
+                out = self.model.model.get_image_features(pixels, grids, return_dict=True).pooler_output
+            for key, features in zip(missing, out):
+                self._feature_cache[key] = features
+        features = []
+        for e in batch:
+            for key in e.image_keys:
+                self._feature_cache.move_to_end(key)
+                features.append(self._feature_cache[key])
+        while len(self._feature_cache) > 64:
+            self._feature_cache.popitem(last=False)
+        return features
+
+    def _batch_tensors(self, batch: Sequence[Encoded], *, left: bool) -> dict:
+        import torch
+
+        width = max(e.length for e in batch)
+        input_ids = torch.full((len(batch), width), self.pad_token_id, dtype=torch.long)
+        attention = torch.zeros((len(batch), width), dtype=torch.long)
+        for row, e in enumerate(batch):
+            span = slice(width - e.length, width) if left else slice(0, e.length)
+            input_ids[row, span] = torch.tensor(e.input_ids)
+            attention[row, span] = 1
+        tensors = {
+            "input_ids": input_ids.to(self.device),
+            "attention_mask": attention.to(self.device),
+            "mm_token_type_ids": (input_ids == self.image_token_id).to(torch.int32).mul(attention.to(torch.int32)).to(self.device),
+        }
+        pixel_values = [p for e in batch for p in e.pixel_values]
+        if pixel_values:
+            tensors["pixel_values"] = torch.cat(pixel_values).to(self.device, self.dtype)
+            tensors["image_grid_thw"] = torch.cat([g for e in batch for g in e.image_grid_thw]).to(self.device)
+        return tensors
+
+    def loglik_batch(self, batch: Sequence[Encoded]) -> list[ScoreResult]:
+        """log p(reply | prompt) per sequence: the sum and the per-token mean over the reply's tokens."""
+        import torch
+
+        tensors = self._batch_tensors(batch, left=False)
+        model_inputs = dict(tensors)
+        if "pixel_values" in model_inputs:
+            from transformers.modeling_outputs import BaseModelOutputWithPooling
+
+            del model_inputs["pixel_values"]
+            model_inputs["mm_encoder_outputs"] = {"image": BaseModelOutputWithPooling(pooler_output=self._vision_features(batch))}
+        with torch.inference_mode():
+            hidden = self.model.model(**model_inputs, use_cache=False).last_hidden_state
+            results = []
+            for row, e in enumerate(batch):
+                # Position t predicts token t+1: the reply's tokens n_prompt..L-1 come from positions n_prompt-1..L-2.
+                states = hidden[row, e.n_prompt - 1 : e.length - 1]
+                logits = self.model.lm_head(states).float()
+                targets = tensors["input_ids"][row, e.n_prompt : e.length]
+                logprobs = torch.log_softmax(logits, -1).gather(-1, targets[:, None])[:, 0]
+                results.append(ScoreResult(
+                    e.key, float(logprobs.sum()), float(logprobs.mean()), int(logprobs.numel()),
+                    token_logprobs=logprobs.tolist(),
+                ))
+        return results
+
+    def generate_batch(self, batch: Sequence[Encoded], *, max_new_tokens: int) -> list[tuple[str, int]]:
+        """The model's own greedy reply at each prompt (the recorded reply is cut off first)."""
+        import torch
+
+        prompts = [Encoded(e.key, e.input_ids[: e.n_prompt], e.n_prompt, e.pixel_values, e.image_grid_thw, e.image_keys)
+                   for e in batch]
+        tensors = self._batch_tensors(prompts, left=True)
+        if "pixel_values" in tensors:
+            from transformers.modeling_outputs import BaseModelOutputWithPooling
+
+            del tensors["pixel_values"]  # the vision features computed for the log-likelihood are reused
+            tensors["mm_encoder_outputs"] = {"image": BaseModelOutputWithPooling(pooler_output=self._vision_features(prompts))}
+        with torch.inference_mode():
+            out = self.model.generate(
+                **tensors, max_new_tokens=max_new_tokens, do_sample=False, eos_token_id=self.eos_token_id,
+                pad_token_id=self.pad_token_id,
+            )
+        new = out[:, tensors["input_ids"].shape[1]:]
+        replies = []
+        for row in new.tolist():
+            end = row.index(self.eos_token_id) + 1 if self.eos_token_id in row else len(row)
+            replies.append((self.tokenizer.decode(row[:end], skip_special_tokens=True).strip(), end))
+        return replies
+
+    def score(self, requests: Sequence[ScoreRequest], *, batch_tokens: int = 16384, max_batch: int | None = None,
+              generate: bool = True, max_new_tokens: int = 128, min_pixels: int | None = None,
+              max_pixels: int | None = None) -> list[ScoreResult]:
+        """Score requests in length-sorted batches; a request that fails is returned with ``error`` set.
+
+        ``max_batch`` None: 16 on GPU; 1 on CPU, where attention with a padding mask falls back to a
+        materialised-mask kernel slower than unpadded sequences one by one (the shared image
+        preprocessing and vision features still apply)."""
+        if max_batch is None:
+            max_batch = 16 if self.device.startswith("cuda") else 1
+        results: dict[Any, ScoreResult] = {}
+        encoded: list[Encoded] = []
+        for request in requests:
+            try:
+                encoded.append(self.encode(request, min_pixels=min_pixels, max_pixels=max_pixels))
+            except Exception as exc:  # one bad step (image, template) must not stop the others
+                results[request.key] = ScoreResult(request.key, error=f"{type(exc).__name__}: {exc}")
+        for batch in length_batches(encoded, batch_tokens=batch_tokens, max_batch=max_batch):
+            for result in self._score_batch(batch, generate=generate, max_new_tokens=max_new_tokens):
+                results[result.key] = result
+        return [results[request.key] for request in requests]
+
+    def _score_batch(self, batch: list[Encoded], *, generate: bool, max_new_tokens: int) -> list[ScoreResult]:
+        try:
+            scored = self.loglik_batch(batch)
+            if generate:
+                for result, (text, n_new) in zip(scored, self.generate_batch(batch, max_new_tokens=max_new_tokens)):
+                    result.generated, result.generated_tokens = text, n_new
+            return scored
+        except Exception as exc:
+            if len(batch) == 1:
+                log.warning("scoring %s failed", batch[0].key, exc_info=True)
+                return [ScoreResult(batch[0].key, error=f"{type(exc).__name__}: {exc}")]
+            # Find the request that fails (out of memory included) by scoring the halves.
+            self._free_memory()
+            middle = len(batch) // 2
+            return (self._score_batch(batch[:middle], generate=generate, max_new_tokens=max_new_tokens)
+                    + self._score_batch(batch[middle:], generate=generate, max_new_tokens=max_new_tokens))
+
+    def _free_memory(self) -> None:
+        import torch
+
+        if self.device.startswith("cuda"):
+            torch.cuda.empty_cache()
+
+
+def length_batches(encoded: Sequence[Encoded], *, batch_tokens: int, max_batch: int) -> list[list[Encoded]]:
+    """Group sequences of similar length: sort by length, then fill each batch while
+    (batch size × longest length) stays under ``batch_tokens`` — the padded tensor's size."""
+    batches: list[list[Encoded]] = []
+    current: list[Encoded] = []
+    for e in sorted(encoded, key=lambda e: e.length):
+        if current and (len(current) + 1 > max_batch or (len(current) + 1) * e.length > batch_tokens):
+            batches.append(current)
+            current = []
+        current.append(e)
+    if current:
+        batches.append(current)
+    return batches
+
+
+_SCORERS: dict[tuple, Qwen2VLScorer] = {}
+_SCORERS_LOCK = threading.Lock()
+
+
+def load_scorer(model_dir: str | Path, *, device: str | None = None, dtype: str | None = None) -> Qwen2VLScorer:
+    """The scorer for ``model_dir``, loaded once per process (a gpu worker keeps it between jobs)."""
+    path = Path(model_dir).resolve()
+    # Files replaced in place (new weights under the same path) give a new scorer, and a new hash.
+    stamp = max((p.stat().st_mtime_ns for p in path.iterdir() if p.is_file()), default=0) if path.is_dir() else 0
+    key = (str(path), stamp, device, dtype)
+    with _SCORERS_LOCK:
+        scorer = _SCORERS.get(key)
+        if scorer is None:
+            scorer = _SCORERS[key] = Qwen2VLScorer(model_dir, device=device, dtype=dtype)
+        return scorer

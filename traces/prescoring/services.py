@@ -1,0 +1,348 @@
+"""Pre-scoring writes: create a scoring job, run it (in a worker), store suggestions.
+
+Two scorers: ``rules`` (CPU, default queue) and ``qwen2vl`` (a local Qwen2-VL / Qwen2.5-VL
+checkpoint, queue ``gpu``). Each run stores its own StepSuggestion/TraceSuggestion rows tagged
+with the scorer, model name, weights hash and settings, so scoring again (another model, other
+settings) adds rows and keeps the old ones. A step that fails is reported on the job
+(job_add_error) and the run goes on.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+from dataclasses import dataclass
+from typing import Callable
+
+from django.conf import settings as django_settings
+from django.db import transaction
+
+from studio.db import atomic_with_retry
+from studio.jobs import (
+    JobCancelled, job_add_error, job_enqueue, job_fail, job_finish, job_mark_cancelled, job_progress, job_start,
+)
+from traces import actions as grammar
+from traces import prompting
+from traces.models import PrescoreJob, Project, Scorer, Step, StepSuggestion, Trace, TraceSuggestion
+from traces.prescoring import assess, rules
+from traces.prescoring.qwen2vl import ModelLoadError, read_model_config
+
+log = logging.getLogger(__name__)
+
+RULE_SETTINGS = {"change_threshold": rules.DEFAULT_CHANGE_THRESHOLD}
+MODEL_SETTINGS = {
+    "batch_tokens": 16384,  # padded tokens per forward pass
+    "max_batch": None,  # None: 16 on GPU, 1 on CPU (see Qwen2VLScorer.score)
+    "chunk_steps": 32,  # steps encoded at once (bounds the memory held in image patches)
+    "generate": True,  # also ask the model for its own action (greedy)
+    "max_new_tokens": 128,
+    "device": None,  # None: cuda when present, else cpu
+    "dtype": None,  # None: bfloat16 on cuda, float32 on cpu
+}
+SETTING_TYPES = {
+    "change_threshold": (int, float), "batch_tokens": int, "max_batch": (int, type(None)), "chunk_steps": int, "generate": bool,
+    "max_new_tokens": int, "device": (str, type(None)), "dtype": (str, type(None)),
+    "min_pixels": (int, type(None)), "max_pixels": (int, type(None)),
+}
+
+
+class PrescoreError(ValueError):
+    """Bad input for a scoring job, worded for the person who asked."""
+
+
+# --- jobs ------------------------------------------------------------------------------------
+
+def _resolve_settings(*, scorer: str, project: Project, overrides: dict | None) -> dict:
+    base = dict(RULE_SETTINGS if scorer == Scorer.RULES else MODEL_SETTINGS)
+    if scorer == Scorer.QWEN2VL:
+        # The image budget the coordinates were produced under (formats.md §1.4); None = the checkpoint's own.
+        smart = project.coordinate_convention == grammar.SMART_RESIZE_PIXELS
+        base["min_pixels"] = grammar.MIN_PIXELS if smart else None
+        base["max_pixels"] = project.max_pixels if smart else None
+    for key, value in (overrides or {}).items():
+        if key not in base:
+            raise PrescoreError(f"unknown setting '{key}' for the {scorer} scorer (known: {', '.join(sorted(base))})")
+        if isinstance(value, bool) and SETTING_TYPES[key] is not bool or not isinstance(value, SETTING_TYPES[key]):
+            raise PrescoreError(f"setting '{key}' has the wrong type: {value!r}")
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value <= 0:
+            raise PrescoreError(f"setting '{key}' must be positive, got {value!r}")
+        base[key] = value
+    return base
+
+
+def prescore_job_create(*, project: Project, user, scorer: str, model_path: str = "", settings: dict | None = None,
+                        trace_ids: list[int] | None = None, enqueue: bool = True) -> PrescoreJob:
+    """Validate and queue a scoring run. Raises PrescoreError naming the problem."""
+    if scorer not in Scorer.values:
+        raise PrescoreError(f"unknown scorer '{scorer}' (use {' or '.join(Scorer.values)})")
+    resolved = _resolve_settings(scorer=scorer, project=project, overrides=settings)
+    warnings = []
+    if scorer == Scorer.QWEN2VL:
+        model_path = model_path or (django_settings.PRESCORE_MODEL_DIR or "")
+        if not model_path:
+            raise PrescoreError("no model: give a model path or set STUDIO_PRESCORE_MODEL_DIR")
+        try:
+            config = read_model_config(model_path)
+        except ModelLoadError as exc:
+            raise PrescoreError(str(exc)) from None
+        expected = "qwen2_5_vl" if project.coordinate_convention == grammar.SMART_RESIZE_PIXELS else "qwen2_vl"
+        if config["model_type"] != expected:
+            warnings.append({"error": f"the project's {project.coordinate_convention} coordinates are usually scored "
+                                      f"with a {expected} model; this checkpoint is {config['model_type']}"})
+    elif model_path:
+        raise PrescoreError("the rules scorer takes no model")
+    trace_ids = sorted(set(trace_ids or []))
+    if trace_ids:
+        found = set(Trace.objects.filter(project=project, pk__in=trace_ids).values_list("pk", flat=True))
+        missing = [pk for pk in trace_ids if pk not in found]
+        if missing:
+            raise PrescoreError(f"traces not in project {project.name}: {', '.join(map(str, missing))}")
+    job = PrescoreJob.objects.create(
+        project=project, created_by=user, scorer=scorer, model_path=str(model_path), settings=resolved,
+        trace_ids=trace_ids, errors=warnings,
+    )
+    if enqueue:
+        from traces.tasks import prescore_rules, prescore_with_model
+
+        job_enqueue(prescore_rules if scorer == Scorer.RULES else prescore_with_model, job)
+    return job
+
+
+def _job_traces(job: PrescoreJob):
+    traces = Trace.objects.filter(project=job.project).select_related("final_screenshot").order_by("id")
+    return traces.filter(pk__in=job.trace_ids) if job.trace_ids else traces
+
+
+def prescore_job_run(*, job_id: int, on_progress: Callable[[PrescoreJob], None] | None = None) -> PrescoreJob:
+    """Run (or resume, after a worker died) a scoring job; steps already scored by it are kept."""
+    job = PrescoreJob.objects.select_related("project").get(pk=job_id)
+    if not job_start(job):
+        return job
+    run = _run_rules if job.scorer == Scorer.RULES else _run_model
+    try:
+        run(job, on_progress or (lambda job: None))
+    except JobCancelled:
+        job_mark_cancelled(job)
+    except ModelLoadError as exc:
+        job_fail(job, message=f"model not loaded: {exc}")
+    except Exception as exc:  # the worker log keeps the traceback; the job page says what happened
+        log.exception("prescore job %s failed", job.pk)
+        job_fail(job, message=f"{type(exc).__name__}: {exc}")
+    else:
+        job.refresh_from_db()
+        job_finish(job, message=f"{job.steps_scored} steps scored, {job.steps_failed} failed")
+    return job
+
+
+@dataclass
+class _Progress:
+    job: PrescoreJob
+    on_progress: Callable
+    done: int = 0
+
+    def add(self, *, scored: int = 0, failed: int = 0) -> None:
+        job = self.job
+        job.steps_scored += scored
+        job.steps_failed += failed
+        PrescoreJob.objects.filter(pk=job.pk).update(steps_scored=job.steps_scored, steps_failed=job.steps_failed)
+        self.done += scored + failed
+        job_progress(job, done=self.done)
+        self.on_progress(job)
+
+
+def _start_progress(job: PrescoreJob, traces, on_progress) -> _Progress:
+    total = sum(t.step_count for t in traces)
+    already = StepSuggestion.objects.filter(job=job).count()
+    job.steps_scored = already
+    job.steps_failed = 0
+    PrescoreJob.objects.filter(pk=job.pk).update(steps_scored=already, steps_failed=0)
+    job_progress(job, done=already, total=total)
+    return _Progress(job, on_progress, already)
+
+
+def _image_loader(screenshot) -> Callable:
+    def load():
+        from PIL import Image
+
+        with screenshot.image.open("rb") as handle:
+            image = Image.open(io.BytesIO(handle.read()))
+            image.load()
+        return image
+
+    return load
+
+
+def _recorded_actions(step: Step) -> list[grammar.Action]:
+    if step.parse_error:
+        return []
+    try:
+        return [grammar.Action.from_json(a) for a in step.parsed_actions]
+    except (ValueError, TypeError):
+        return []
+
+
+@atomic_with_retry
+def _store_trace(*, job: PrescoreJob, trace: Trace, suggestions: list[StepSuggestion]) -> TraceSuggestion:
+    """Step rows (new ones) and the trace's summary over all of this job's rows for the trace."""
+    StepSuggestion.objects.bulk_create(suggestions, ignore_conflicts=True)
+    rows = list(StepSuggestion.objects.filter(job=job, step__trace=trace).select_related("step").order_by("step__index"))
+    first = rules.first_error([r.step.index for r in rows], [r.suspicion for r in rows])
+    summary, _ = TraceSuggestion.objects.update_or_create(
+        job=job, trace=trace,
+        defaults=dict(
+            scorer=job.scorer, model_name=job.model_name, weights_hash=job.weights_hash,
+            suggested_tau=first.index, tau_probability=first.probability,
+            no_error_probability=first.no_error_probability,
+            max_suspicion=max((r.suspicion for r in rows), default=0.0),
+        ),
+    )
+    return summary
+
+
+# --- rules -----------------------------------------------------------------------------------
+
+def _run_rules(job: PrescoreJob, on_progress) -> None:
+    project = job.project
+    traces = list(_job_traces(job))
+    progress = _start_progress(job, traces, on_progress)
+    threshold = float(job.settings.get("change_threshold", rules.DEFAULT_CHANGE_THRESHOLD))
+    for trace in traces:
+        steps = list(trace.steps.select_related("screenshot").order_by("index"))
+        done = set(StepSuggestion.objects.filter(job=job, step__trace=trace).values_list("step_id", flat=True))
+        if steps and len(done) == len(steps):
+            continue
+        problems: list[dict] = []
+
+        def guarded(load, where):
+            def inner():
+                try:
+                    return load()
+                except Exception as exc:  # an unreadable screenshot only loses the image checks
+                    problems.append({"trace": trace.pk, "step": where, "error": f"screenshot unreadable: {exc}"})
+                    return None
+            return inner
+
+        rule_steps = [
+            rules.RuleStep(
+                index=s.index, action_text=s.action_text, actions=_recorded_actions(s), parse_error=s.parse_error,
+                image=guarded(_image_loader(s.screenshot), s.index) if s.screenshot_id else None,
+                width=s.screenshot.width if s.screenshot_id else None,
+                height=s.screenshot.height if s.screenshot_id else None,
+            )
+            for s in steps
+        ]
+        final = guarded(_image_loader(trace.final_screenshot), "final") if trace.final_screenshot_id else None
+        try:
+            flags = rules.step_flags(
+                rule_steps, final_image=final, convention=project.coordinate_convention,
+                platform=project.platform, max_pixels=project.max_pixels, change_threshold=threshold,
+            )
+        except Exception as exc:
+            log.exception("rules failed on trace %s", trace.pk)
+            job_add_error(job, {"trace": trace.pk, "error": f"{type(exc).__name__}: {exc}"})
+            progress.add(failed=len(steps) - len(done))
+            continue
+        for problem in problems:
+            job_add_error(job, problem)
+        suggestions = [
+            StepSuggestion(step=s, job=job, scorer=job.scorer, settings=job.settings, flags=f,
+                           suspicion=rules.flags_suspicion(f))
+            for s, f in zip(steps, flags) if s.pk not in done
+        ]
+        _store_trace(job=job, trace=trace, suggestions=suggestions)
+        progress.add(scored=len(suggestions))
+
+
+# --- model -----------------------------------------------------------------------------------
+
+@dataclass
+class _Pending:
+    trace: Trace
+    step: Step
+    steps: list[Step]
+
+
+def _run_model(job: PrescoreJob, on_progress) -> None:
+    from traces.prescoring.qwen2vl import ImageInput, ScoreRequest, load_scorer
+
+    project = job.project
+    opts = job.settings
+    scorer = load_scorer(job.model_path, device=opts.get("device"), dtype=opts.get("dtype"))
+    job.model_name, job.weights_hash = scorer.model_name[:200], scorer.weights_hash
+    PrescoreJob.objects.filter(pk=job.pk).update(model_name=job.model_name, weights_hash=job.weights_hash)
+    traces = list(_job_traces(job))
+    progress = _start_progress(job, traces, on_progress)
+    remaining: dict[int, int] = {}
+    finished_rows: dict[int, list[StepSuggestion]] = {}
+    failed: dict[int, int] = {}
+    pending: list[_Pending] = []
+
+    def flush():
+        if not pending:
+            return
+        requests, order = [], []
+        for item in pending:
+            try:
+                prompt = prompting.build_state_messages(item.trace, item.step.index, project=project, steps=item.steps)
+                target = prompting.render_step(item.step, project=project)
+            except prompting.PromptError as exc:
+                job_add_error(job, {"trace": item.trace.pk, "step": item.step.index, "error": str(exc)})
+                _step_done(item, None)
+                continue
+            images = [ImageInput(shot.sha256, _image_loader(shot)) for shot in prompt.images]
+            requests.append(ScoreRequest(item.step.pk, prompting.to_chat_messages(prompt), images, target))
+            order.append(item)
+        results = scorer.score(
+            requests, batch_tokens=opts["batch_tokens"], max_batch=opts["max_batch"], generate=opts["generate"],
+            max_new_tokens=opts["max_new_tokens"], min_pixels=opts.get("min_pixels"), max_pixels=opts.get("max_pixels"),
+        )
+        for item, result in zip(order, results):
+            if result.error:
+                job_add_error(job, {"trace": item.trace.pk, "step": item.step.index, "error": result.error})
+                _step_done(item, None)
+            else:
+                _step_done(item, _model_suggestion(job, project, item.step, result))
+        pending.clear()
+
+    def _step_done(item: _Pending, row: StepSuggestion | None):
+        """Count the step; when it was the trace's last one, store the trace's rows and summary."""
+        trace_id = item.trace.pk
+        if row is None:
+            failed[trace_id] = failed.get(trace_id, 0) + 1
+        else:
+            finished_rows.setdefault(trace_id, []).append(row)
+        remaining[trace_id] -= 1
+        if remaining[trace_id] == 0:
+            rows = finished_rows.pop(trace_id, [])
+            _store_trace(job=job, trace=item.trace, suggestions=rows)
+            progress.add(scored=len(rows), failed=failed.pop(trace_id, 0))
+
+    for trace in traces:
+        steps = list(trace.steps.select_related("screenshot").order_by("index"))
+        done = set(StepSuggestion.objects.filter(job=job, step__trace=trace).values_list("step_id", flat=True))
+        todo = [s for s in steps if s.pk not in done]
+        if not todo:
+            continue
+        remaining[trace.pk] = len(todo)
+        for step in todo:
+            pending.append(_Pending(trace, step, steps))
+            if len(pending) >= opts["chunk_steps"]:
+                flush()
+    flush()
+
+
+def _model_suggestion(job: PrescoreJob, project: Project, step: Step, result) -> StepSuggestion:
+    width = step.screenshot.width if step.screenshot_id else None
+    height = step.screenshot.height if step.screenshot_id else None
+    model_actions = assess.parse_model_reply(result.generated) if result.generated else []
+    comparison = assess.compare_actions(
+        _recorded_actions(step), model_actions, convention=project.coordinate_convention, width=width, height=height,
+        max_pixels=project.max_pixels,
+    )
+    return StepSuggestion(
+        step=step, job=job, scorer=job.scorer, model_name=job.model_name, weights_hash=job.weights_hash,
+        settings=job.settings, loglik_sum=result.loglik_sum, loglik_mean=result.loglik_mean, n_tokens=result.n_tokens,
+        model_action=result.generated or "", model_action_parsed=[a.to_json() for a in model_actions],
+        agrees=comparison.agrees, click_distance=comparison.click_distance,
+        suspicion=assess.model_suspicion(result.loglik_mean, comparison.disagreement),
+    )

@@ -1,0 +1,270 @@
+"""THE prompt builder: the one place that turns a trace state into model input.
+
+Exports (SFT/DPO bundles) and pre-scoring both call it, so the template, the history window, the
+image budget and the coordinate convention a model is trained with are the ones it is scored with
+(method.md, "one prompt builder serves export and pre-scoring alike").
+
+Layout (UI-TARS agents, formats.md §3.1 "Prompt layout")::
+
+    system    project.system_prompt                       ("You are a helpful assistant.")
+    user      project.prompt_template filled in            (instruction, action space, language)
+    for each history step j = 1 .. i-1:
+        user      [image o_j]        only for the last N-1 history steps (N = project.history_window)
+        assistant "Thought: t_j\\nAction: a_j"   actions re-rendered canonically, box tokens per project
+    user      [image o_i]                                 the current observation (counts towards N)
+
+Older history steps stay as text-only assistant turns (consecutive assistant messages, exactly as
+the UI-TARS runners send them). The state s_i uses steps 1..i-1; ``i = n + 1`` means "after the last
+step", whose observation is ``trace.final_screenshot``.
+
+The result is neutral (:class:`StatePrompt`: messages whose parts are text or an image slot, plus the
+list of images in slot order); :func:`to_chat_messages` renders it for a Qwen2-VL chat template /
+TRL, and the export writers render it for LLaMA-Factory.
+
+Public API::
+
+    build_state_messages(trace, i, *, project=None, steps=None) -> StatePrompt
+    build_prompt(*, project, instruction, history, current_image) -> StatePrompt
+    render_target(thought, action_text, *, project) -> str     # "Thought: ...\\nAction: ..."
+    render_step(step, *, project) -> str                        # a recorded step as a history turn
+    action_space_text(project) -> str
+    to_chat_messages(prompt, *, image=None) -> list[dict]       # [{"role", "content": [{"type": ...}]}]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+from traces import actions as grammar
+
+IMAGE = "image"
+TEXT = "text"
+
+
+class PromptError(ValueError):
+    """A state that cannot be turned into a prompt (missing observation, unparseable target...)."""
+
+
+@dataclass(frozen=True)
+class Part:
+    """One piece of a message: ``kind`` "text" (``text`` set) or "image" (``image_index`` into StatePrompt.images)."""
+
+    kind: str
+    text: str = ""
+    image_index: int = -1
+
+
+@dataclass(frozen=True)
+class Message:
+    role: str  # system | user | assistant
+    parts: tuple[Part, ...]
+
+    @property
+    def text(self) -> str:
+        return "".join(p.text for p in self.parts if p.kind == TEXT)
+
+    @property
+    def image_count(self) -> int:
+        return sum(1 for p in self.parts if p.kind == IMAGE)
+
+
+@dataclass(frozen=True)
+class StatePrompt:
+    """Model input for one state: ``messages`` reference ``images`` (Screenshot objects or anything
+    with a ``sha256``) by position; every image slot appears exactly once, in order."""
+
+    messages: tuple[Message, ...]
+    images: tuple[Any, ...] = field(default=())
+
+    def with_turns(self, *extra: Message) -> "StatePrompt":
+        return StatePrompt(self.messages + extra, self.images)
+
+
+@dataclass(frozen=True)
+class HistoryStep:
+    """A past step as the prompt needs it: its observation (may be None) and its reply text."""
+
+    image: Any
+    response: str
+
+
+def text_message(role: str, text: str) -> Message:
+    return Message(role, (Part(TEXT, text=text),))
+
+
+# --- the action space in the template ----------------------------------------------------------
+
+# The action lines of the UI-TARS COMPUTER_USE / MOBILE_USE prompts (formats.md §1.2), keyed by platform.
+_DESKTOP_ACTIONS = (
+    "click(start_box={p1})",
+    "left_double(start_box={p1})",
+    "right_single(start_box={p1})",
+    "drag(start_box={p1}, end_box={p3})",
+    "hotkey(key='ctrl c') # Split keys with a space and use lowercase. Also, do not use more than 3 keys in one hotkey action.",
+    "type(content='xxx') # Use escape characters \\', \\\", and \\n in content part to ensure we can parse the content in normal python string format. If you want to submit your input, use \\n at the end of content. ",
+    "scroll(start_box={p1}, direction='down or up or right or left') # Show more information on the `direction` side.",
+    "wait() #Sleep for 5s and take a screenshot to check for any changes.",
+    "finished(content='xxx') # Use escape characters \\', \\\", and \\n in content part to ensure we can parse the content in normal python string format.",
+)
+_MOBILE_ACTIONS = (
+    "click(start_box={p1})",
+    "long_press(start_box={p1})",
+    "type(content='') #If you want to submit your input, use \"\\n\" at the end of `content`.",
+    "scroll(start_box={p1}, direction='down or up or right or left')",
+    "open_app(app_name='')",
+    "drag(start_box={p1}, end_box={p3})",
+    "press_home()",
+    "press_back()",
+    "finished(content='xxx') # Use escape characters \\', \\\", and \\n in content part to ensure we can parse the content in normal python string format.",
+)
+
+
+def action_space_text(project) -> str:
+    """The ``{action_space}`` of the template for the project's platform, box tokens on or off."""
+    def point(name: str) -> str:
+        inner = f"({name})"
+        return "'" + (grammar.BOX_START + inner + grammar.BOX_END if project.box_tokens else inner) + "'"
+
+    lines = _MOBILE_ACTIONS if project.platform == grammar.MOBILE else _DESKTOP_ACTIONS
+    return "\n".join(line.format(p1=point("x1,y1"), p3=point("x3,y3")) for line in lines)
+
+
+def instruction_text(project, instruction: str) -> str:
+    """The project's template with its placeholders filled (plain replacement: templates may hold braces)."""
+    return (
+        project.prompt_template.replace("{action_space}", action_space_text(project))
+        .replace("{language}", project.prompt_language)
+        .replace("{instruction}", instruction)
+    )
+
+
+# --- replies ---------------------------------------------------------------------------------------
+
+def render_actions(action_text: str, *, project) -> str:
+    """Parse one or more UI-TARS calls and render them canonically with the project's box-token setting.
+
+    Raises PromptError naming the problem when the text does not parse."""
+    try:
+        parsed = grammar.parse_actions(action_text)
+    except grammar.ActionSyntaxError as exc:
+        raise PromptError(f"action {action_text!r} does not parse: {exc}") from None
+    if not parsed:
+        raise PromptError("empty action")
+    return "\n\n".join(grammar.render_action(a, box_tokens=project.box_tokens) for a in parsed)
+
+
+def render_target(thought: str, action_text: str, *, project) -> str:
+    """A training target / candidate reply: ``Thought: t\\nAction: a`` (no thought → ``Action: a``)."""
+    body = render_actions(action_text, project=project)
+    thought = (thought or "").strip()
+    return f"Thought: {thought}\nAction: {body}" if thought else f"Action: {body}"
+
+
+def render_step(step, *, project) -> str:
+    """A recorded step as the assistant turn the model produced: canonical when it parsed, else as recorded."""
+    if step.parsed_actions and not step.parse_error:
+        actions = [grammar.Action.from_json(a) for a in step.parsed_actions]
+        return grammar.render_response(
+            step.thought, actions, box_tokens=project.box_tokens, reflection=step.reflection or None
+        )
+    if step.raw_response.strip():
+        return step.raw_response.strip()
+    thought = step.thought.strip()
+    return f"Thought: {thought}\nAction: {step.action_text.strip()}" if thought else f"Action: {step.action_text.strip()}"
+
+
+# --- states ----------------------------------------------------------------------------------------
+
+def build_prompt(*, project, instruction: str, history: Sequence[HistoryStep], current_image) -> StatePrompt:
+    """The UI-TARS message layout for one state (see the module docstring)."""
+    if current_image is None:
+        raise PromptError("the current observation has no screenshot")
+    window = max(1, int(project.history_window))
+    images: list[Any] = []
+    messages: list[Message] = [
+        text_message("system", project.system_prompt),
+        text_message("user", instruction_text(project, instruction)),
+    ]
+
+    def image_message(image) -> Message:
+        images.append(image)
+        return Message("user", (Part(IMAGE, image_index=len(images) - 1),))
+
+    first_imaged = len(history) - (window - 1)  # the last N-1 history steps carry their image
+    for j, past in enumerate(history):
+        if j >= first_imaged and past.image is not None:
+            messages.append(image_message(past.image))
+        messages.append(text_message("assistant", past.response))
+    messages.append(image_message(current_image))
+    return StatePrompt(tuple(messages), tuple(images))
+
+
+def observation(trace, steps: Sequence, i: int):
+    """o_i: step i's screenshot, or the trace's final screenshot for i = n + 1."""
+    if 1 <= i <= len(steps):
+        return steps[i - 1].screenshot
+    if i == len(steps) + 1:
+        return trace.final_screenshot
+    raise PromptError(f"state {i} is outside trace {trace.pk} with {len(steps)} steps")
+
+
+def build_state_messages(trace, i: int, *, project=None, steps: Sequence | None = None,
+                       render: Callable[..., str] = render_step) -> StatePrompt:
+    """s_i of ``trace``: history of steps 1..i-1 (as recorded) and the observation o_i.
+
+    ``steps`` (ordered by index, screenshots loaded) saves a query when the caller has them;
+    ``project`` defaults to ``trace.project``. Post-reflection inputs are ``i = τ + 1``: the original
+    wrong step τ stays in the history."""
+    project = project or trace.project
+    if steps is None:
+        from traces.selectors import trace_steps
+
+        steps = list(trace_steps(trace))
+    current = observation(trace, steps, i)
+    if current is None:
+        where = "the final screenshot" if i == len(steps) + 1 else f"step {i}'s screenshot"
+        raise PromptError(f"trace {trace.pk} has no observation o_{i} ({where} is missing)")
+    history = [HistoryStep(step.screenshot, render(step, project=project)) for step in steps[: i - 1]]
+    return build_prompt(project=project, instruction=trace.instruction, history=history, current_image=current)
+
+
+# --- renderings ------------------------------------------------------------------------------------
+
+def to_chat_messages(prompt: StatePrompt | Iterable[Message], *, image: Callable[[Any], dict] | None = None) -> list[dict]:
+    """Chat-template / TRL messages: content lists of ``{"type": "text", "text"}`` and ``{"type": "image"}``.
+
+    ``image(obj)`` may add keys to an image part (e.g. ``{"image": pil_image}`` for a processor);
+    by default the part is the bare placeholder TRL fills from the ``images`` column."""
+    messages = prompt.messages if isinstance(prompt, StatePrompt) else tuple(prompt)
+    images = prompt.images if isinstance(prompt, StatePrompt) else ()
+    out = []
+    for message in messages:
+        content = []
+        for part in message.parts:
+            if part.kind == TEXT:
+                content.append({"type": "text", "text": part.text})
+            else:
+                extra = image(images[part.image_index]) if image and images else {}
+                content.append({"type": "image", **extra})
+        out.append({"role": message.role, "content": content})
+    return out
+
+
+__all__ = [
+    "HistoryStep",
+    "Message",
+    "Part",
+    "PromptError",
+    "StatePrompt",
+    "action_space_text",
+    "build_prompt",
+    "build_state_messages",
+    "instruction_text",
+    "observation",
+    "render_actions",
+    "render_step",
+    "render_target",
+    "text_message",
+    "to_chat_messages",
+]
