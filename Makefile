@@ -27,6 +27,9 @@ test: install
 test-fast: install
 	$(PY) -m pytest -q -m "not browser and not worker" $(PYTEST_ARGS)
 
+bench-import: install
+	$(PY) bench/import.py $(BENCH_ARGS)
+
 compose-check:
 	docker-compose -f docker-compose.yml config -q
 

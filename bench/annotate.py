@@ -50,6 +50,7 @@ def write_traces(folder: Path, count: int, tag: str) -> Path:
         draw = ImageDraw.Draw(image)
         for row in range(30):
             draw.rectangle((40, 60 + row * 32, 40 + (row * 53 + i * 97) % 1500 + 200, 80 + row * 32), fill=(60 + i * 10, 90, 140))
+        draw.text((1700, 20), tag, fill=(0, 0, 0))  # new bytes per run: screenshots are stored by content hash
         image.save(folder / f"s{i}.png")
     with (folder / "traces.jsonl").open("w") as out:
         for n in range(count):
@@ -87,30 +88,36 @@ def login(base: str, username: str):
     return session
 
 
-def annotator_run(base, username, project_id, saves, latencies, errors, accepted, start, args_think):
-    try:
-        session = login(base, username)
-        headers = {"X-CSRFToken": session.cookies["csrftoken"], "Referer": base}
-        claim = session.post(f"{base}/api/projects/{project_id}/next-trace/", headers=headers, timeout=30)
-        claim.raise_for_status()
-        annotation = claim.json()["annotation"]
-        version = annotation["version"]
-        start.wait()
-        for k in range(saves):
-            body = {"version": version, "note": f"{username} save {k}", "corrected_thought": f"thought {k} " * 20,
-                    "verdict": "error", "tau": 1 + k % STEPS,
-                    "editor_state": {"corrected": {"type": "click", "args": {"start_box": [10 + k, 20 + k]}}}}
-            t0 = time.perf_counter()
+def annotator_claim(base, username, project_id):
+    """Log in and take a trace with a lease (setup, not measured)."""
+    session = login(base, username)
+    headers = {"X-CSRFToken": session.cookies["csrftoken"], "Referer": base}
+    claim = session.post(f"{base}/api/projects/{project_id}/next-trace/", headers=headers, timeout=60)
+    claim.raise_for_status()
+    return session, headers, claim.json()["annotation"]
+
+
+def annotator_run(base, username, claimed, saves, latencies, errors, accepted, start, think):
+    session, headers, annotation = claimed
+    version = annotation["version"]
+    start.wait()
+    for k in range(saves):
+        body = {"version": version, "note": f"{username} save {k}", "corrected_thought": f"thought {k} " * 20,
+                "verdict": "error", "tau": 1 + k % STEPS,
+                "editor_state": {"corrected": {"type": "click", "args": {"start_box": [10 + k, 20 + k]}}}}
+        t0 = time.perf_counter()
+        try:
             response = session.put(f"{base}/api/annotations/{annotation['id']}/draft/", json=body, headers=headers, timeout=30)
-            latencies.append((time.perf_counter() - t0) * 1000)
-            if response.status_code != 200:
-                errors.append(f"{username}: {response.status_code} {response.text[:200]}")
-                continue
-            version = response.json()["version"]
-            accepted[annotation["id"]] = (version, body["note"], body["tau"])
-            time.sleep(args_think)  # a person types between autosaves (the page debounces 0.7 s)
-    except Exception as exc:  # reported, counted as an error
-        errors.append(f"{username}: {exc!r}")
+        except Exception as exc:  # counted as an error
+            errors.append(f"{username}: {exc!r}")
+            continue
+        latencies.append((time.perf_counter() - t0) * 1000)
+        if response.status_code != 200:
+            errors.append(f"{username}: {response.status_code} {response.text[:200]}")
+            continue
+        version = response.json()["version"]
+        accepted[annotation["id"]] = (version, body["note"], body["tau"])
+        time.sleep(think)  # a person works between autosaves (the page debounces edits by 0.7 s)
 
 
 def step_switch(base: str, username: str, annotation_url: str):
@@ -179,8 +186,9 @@ def main():
                 time.sleep(0.3)
         latencies, errors, accepted = [], [], {}
         gate = threading.Event()
-        threads = [threading.Thread(target=annotator_run, args=(base, u.username, project.pk, args.saves, latencies, errors, accepted, gate, args.think))
-                   for u in users]
+        claims = [annotator_claim(base, u.username, project.pk) for u in users]
+        threads = [threading.Thread(target=annotator_run, args=(base, u.username, c, args.saves, latencies, errors, accepted, gate, args.think))
+                   for u, c in zip(users, claims)]
         for t in threads:
             t.start()
         time.sleep(0.5)

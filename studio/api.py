@@ -37,3 +37,34 @@ class SafeJSONParser(JSONParser):
             return super().parse(stream, media_type, parser_context)
         except RecursionError:
             raise ParseError("JSON parse error - the document is nested too deeply.") from None
+
+
+# Answers any endpoint can give (see docs/reliability.md); documented once here instead of on every view.
+COMMON_ERRORS = {
+    "400": "The request is malformed; detail (or the field names) say what is wrong.",
+    "401": "Not logged in, or the session expired (drafts stay on the server).",
+    "403": "Your role or project membership does not allow this, or the CSRF token is missing.",
+    "404": "No such object among the ones you may see.",
+    "409": "The object changed meanwhile (stale version) or is not in a state that allows this.",
+    "413": "The request body or upload is larger than the limit.",
+    "503": "The database is busy or unreachable; nothing was saved. Retry (see Retry-After).",
+}
+
+
+def add_common_error_responses(result, generator, request, public):
+    """drf-spectacular postprocessing hook: every operation documents the error answers it can really give."""
+    schemas = result.setdefault("components", {}).setdefault("schemas", {})
+    schemas.setdefault("Error", {
+        "type": "object",
+        "properties": {"detail": {"type": "string"}, "retryable": {"type": "boolean"}},
+        "additionalProperties": True,
+    })
+    error = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+    for path_item in result.get("paths", {}).values():
+        for method, operation in path_item.items():
+            if method not in ("get", "post", "put", "patch", "delete"):
+                continue
+            responses = operation.setdefault("responses", {})
+            for code, text in COMMON_ERRORS.items():
+                responses.setdefault(code, {"description": text, "content": error})
+    return result

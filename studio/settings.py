@@ -184,6 +184,7 @@ if STUDIO_STORAGE == "s3":
     AWS_DEFAULT_ACL = None
     AWS_S3_FILE_OVERWRITE = False
     AWS_S3_ADDRESSING_STYLE = "path"
+    AWS_S3_SIGNATURE_VERSION = "s3v4"  # presigned download URLs that MinIO and AWS both accept
     DEFAULT_STORAGE_BACKEND = {"BACKEND": "storages.backends.s3.S3Storage"}
 elif STUDIO_STORAGE == "local":
     DEFAULT_STORAGE_BACKEND = {
@@ -259,6 +260,10 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "studio.api.add_common_error_responses",
+    ],
 }
 
 LANGUAGE_CODE = "en-us"

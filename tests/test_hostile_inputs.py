@@ -173,7 +173,8 @@ def test_hostile_input_gets_a_clear_refusal(case, world, settings):
         assert any(word.lower() in lowered for word in case.names), f"{case.name}: answer does not name the problem: {body[:400]}"
     if response.status_code >= 400 and case.url.startswith("/api/"):
         assert "json" in response.get("Content-Type", ""), f"{case.name}: error is not JSON"
-    assert SCRIPT not in body  # never echoed back unescaped into a page
+    if "html" in response.get("Content-Type", ""):
+        assert SCRIPT not in body  # never echoed back unescaped into a page (JSON with nosniff is inert)
     kept = Annotation.objects.get(pk=annotation.pk)
     assert kept.note == "good draft" and kept.version == ids["version"]
 

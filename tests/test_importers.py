@@ -205,3 +205,33 @@ def _sha(path: Path) -> str:
     import hashlib
 
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+class TestMobileAgent:
+    """Mobile-Agent v1 runs: phone screenshots, actions by OCR text (kept raw and flagged), hand-stopped failures."""
+
+    def test_gmail_run_imports_with_text_clicks_flagged(self, project, realtraces):
+        from traces.importers import detect_format, iter_traces
+
+        root = realtraces / "mobile-agent-v1" / "results" / "Gmail" / "2"
+        assert detect_format(root) == "mobile-agent"
+        (trace,) = list(iter_traces(root))
+        assert trace.outcome == "failure"  # stopped by hand: the last action is not "stop"
+        assert len(trace.steps) == 9 and trace.final_screenshot is not None  # 10 images for 9 steps
+        first = trace.steps[0]
+        assert first.action_text == "open_app(app_name='Gmail')" and not first.parse_error
+        clicks = [s for s in trace.steps if s.context["original_action"].startswith("click text")]
+        assert clicks and all("not by coordinates" in s.parse_error for s in clicks)
+        assert any("instruction is not recorded" in w for w in trace.warnings)
+
+    def test_all_33_runs_import_and_keep_every_step(self, project, realtraces):
+        from traces.services import import_job_create, import_job_run
+
+        root = realtraces / "mobile-agent-v1" / "results"
+        job = import_job_run(job_id=import_job_create(project=project, user=None, upload_name=str(root),
+                                                      server_path=True, enqueue=False, fmt="mobile-agent").pk)
+        assert job.status == "succeeded", job.message
+        assert job.traces_imported == 33 and job.steps_imported == 254
+        steps = Step.objects.filter(trace__project=project)
+        assert steps.filter(parse_error="").count() + steps.exclude(parse_error="").count() == 254
+        assert steps.filter(parsed_actions__0__type="open_app").exists()

@@ -32,6 +32,15 @@ def role_groups(transactional_db):
         Group.objects.get_or_create(name=role.value)
 
 
+def run(scenario) -> None:
+    """Run an async scenario in its own thread: the session's Playwright browser keeps an event loop
+    running in the main thread once a browser test has run, and asyncio.run refuses to nest."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, scenario()).result()
+
+
 def communicator(user, query: str = "") -> WebsocketCommunicator:
     comm = WebsocketCommunicator(LiveConsumer.as_asgi(), "/ws/live/" + query)
     comm.scope["user"] = user
@@ -68,7 +77,7 @@ def test_anonymous_socket_is_refused(live_setup):
         connected, code = await comm.connect()
         assert not connected and code == CLOSE_UNAUTHENTICATED
 
-    asyncio.run(scenario())
+    run(scenario)
 
 
 def test_socket_of_a_non_member_project_is_refused(live_setup, project):
@@ -77,7 +86,7 @@ def test_socket_of_a_non_member_project_is_refused(live_setup, project):
         connected, code = await comm.connect()
         assert not connected and code == CLOSE_FORBIDDEN
 
-    asyncio.run(scenario())
+    run(scenario)
 
 
 def test_review_event_reaches_members_after_commit_only(live_setup, lead, project):
@@ -103,7 +112,7 @@ def test_review_event_reaches_members_after_commit_only(live_setup, lead, projec
         await member.disconnect()
         await outsider.disconnect()
 
-    asyncio.run(scenario())
+    run(scenario)
 
 
 def test_presence_and_lead_lease_release(live_setup, lead, annotator):
@@ -131,4 +140,4 @@ def test_presence_and_lead_lease_release(live_setup, lead, annotator):
         assert (closed["user"], closed["state"]) == ("ann", "closed")
         await lead_socket.disconnect()
 
-    asyncio.run(scenario())
+    run(scenario)

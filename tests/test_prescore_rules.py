@@ -130,3 +130,26 @@ def test_bad_job_input_is_named(project, lead):
         services.prescore_job_create(project=project, user=lead, scorer="qwen2vl", model_path="/nonexistent/model")
     with pytest.raises(services.PrescoreError, match="not in project"):
         services.prescore_job_create(project=project, user=lead, scorer="rules", trace_ids=[999999])
+
+
+def test_model_task_is_routed_to_the_gpu_queue():
+    from studio.celery import app
+    from traces.tasks import prescore_rules, prescore_with_model
+
+    router = app.amqp.router
+    assert router.route({}, prescore_with_model.name)["queue"].name == "gpu"
+    assert router.route({}, prescore_rules.name)["queue"].name == "default"
+
+
+def test_prescore_command_reports_progress(dart_trace, project):
+    from io import StringIO
+
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    out = StringIO()
+    call_command("prescore", "--project", project.name, "--scorer", "rules", stdout=out)
+    text = out.getvalue()
+    assert "15/15 steps" in text and "succeeded: 15 steps scored, 0 failed" in text
+    with pytest.raises(CommandError, match="no project named"):
+        call_command("prescore", "--project", "nope", "--scorer", "rules")

@@ -259,13 +259,15 @@ def trace_import_one(*, project: Project, imported: ImportedTrace, job: ImportJo
             import_job=job,
         )
         try:
+            # Trace and steps in one transaction: a worker killed in between must not leave a trace
+            # without steps that the redelivered task would then skip as already imported.
             with transaction.atomic():
                 trace.save()
+                for step in steps:
+                    step.trace = trace
+                Step.objects.bulk_create(steps)
         except IntegrityError:  # a concurrent or redelivered import got there first
             return None
-        for step in steps:
-            step.trace = trace
-        Step.objects.bulk_create(steps)
         return trace
 
     trace = save()

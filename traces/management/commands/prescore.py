@@ -16,19 +16,19 @@ class Command(BaseCommand):
         parser.add_argument("--scorer", required=True, choices=Scorer.values)
         parser.add_argument("--model", default="", help="checkpoint directory (default: STUDIO_PRESCORE_MODEL_DIR)")
         parser.add_argument("--trace", type=int, action="append", default=[], help="only this trace id (repeatable)")
-        parser.add_argument("--settings", default="{}", help='JSON overrides, e.g. {"generate": false}')
+        parser.add_argument("--scoring-settings", dest="scoring_settings", default="{}", help='JSON overrides, e.g. {"generate": false}')
         parser.add_argument("--async", dest="run_async", action="store_true",
                             help="queue it for a worker and follow its progress")
 
-    def handle(self, project, scorer, model, trace, settings, run_async, **options):
+    def handle(self, project, scorer, model, trace, scoring_settings, run_async, **options):
         try:
             project_obj = Project.objects.get(name=project)
         except Project.DoesNotExist:
             raise CommandError(f"no project named {project!r}") from None
         try:
-            overrides = json.loads(settings)
+            overrides = json.loads(scoring_settings)
         except ValueError as exc:
-            raise CommandError(f"--settings is not JSON: {exc}") from None
+            raise CommandError(f"--scoring-settings is not JSON: {exc}") from None
         try:
             job = services.prescore_job_create(project=project_obj, user=None, scorer=scorer, model_path=model,
                                                settings=overrides, trace_ids=trace, enqueue=run_async)

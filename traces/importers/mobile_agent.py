@@ -1,0 +1,130 @@
+"""Mobile-Agent (v1) runs: ``<App>/<n>/data.json`` with ``{"1": {"Observation", "Thought", "Action"}, ...}``
+and ``N.jpg``, the screenshot of step N.
+
+Mobile-Agent names its targets by OCR text or an icon description ("click text (Compose)"), not by
+coordinates, so those clicks cannot be written in our grammar: they are kept raw and flagged, and the
+annotator places the point when correcting. The other actions map directly: ``open App (X)`` →
+``open_app``, ``type (X)`` → ``type``, ``back`` → ``press_back``, ``exit`` → ``press_home``,
+``stop`` → ``finished``, ``wait …`` → ``wait``. ``page up``/``page down`` have no position either;
+they become a scroll at the screen's centre, and the step's context says the position was assumed.
+The instruction is not in the run's files (only in the Mobile-Eval paper): it is left empty with a warning
+unless an ``instruction.txt`` lies beside data.json.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Iterator
+
+from traces import actions as grammar
+
+from .base import ImageRef, ImportedStep, ImportedTrace, TraceOrError, TraceReadError, read_json
+
+CALL = re.compile(r"^(?P<verb>[a-zA-Z ]+?)\s*(?:\((?P<arg>.*)\))?\s*$", re.S)
+CENTRE = (500, 500)  # relative-1000: the screen's centre, for scrolls that name no position
+
+
+def _convert(action: str) -> tuple[str, str, dict]:
+    """Return (our action text, why it cannot be converted, extra context)."""
+    match = CALL.match(action.strip())
+    verb = (match.group("verb") if match else action).strip().lower()
+    arg = (match.group("arg") or "").strip() if match else ""
+    simple = {"back": "press_back", "exit": "press_home", "stop": "finished"}
+    if verb in simple:
+        return grammar.render_action(grammar.Action(simple[verb], {})), "", {}
+    if verb == "open app":
+        return grammar.render_action(grammar.Action("open_app", {"app_name": arg})), "", {}
+    if verb == "type":
+        return grammar.render_action(grammar.Action("type", {"content": arg})), "", {}
+    if verb.startswith("wait"):
+        return grammar.render_action(grammar.Action("wait", {})), "", {}
+    if verb in ("page up", "page down"):
+        direction = verb.split()[1]
+        rendered = grammar.render_action(grammar.Action("scroll", {"start_box": CENTRE, "direction": direction}))
+        return rendered, "", {"position_assumed": "screen centre (Mobile-Agent records no position for page up/down)"}
+    if verb in ("click text", "click icon"):
+        what = "text" if verb == "click text" else "icon description"
+        return action, f"Mobile-Agent locates '{arg}' by its {what}, not by coordinates; place the point when annotating", {}
+    return action, f"unknown Mobile-Agent action '{action}'", {}
+
+
+class MobileAgentImporter:
+    format_name = "mobile-agent"
+
+    def detect(self, root: Path) -> bool:
+        return root.is_dir() and bool(_run_folders(root, first_only=True))
+
+    def read(self, root: Path) -> Iterator[TraceOrError]:
+        for folder in _run_folders(root):
+            try:
+                yield trace_from_run(folder, root=root)
+            except TraceReadError as exc:
+                yield exc
+
+
+def _looks_like_run(folder: Path) -> bool:
+    return (folder / "data.json").is_file() and (folder / "1.jpg").is_file()
+
+
+def _run_folders(root: Path, *, first_only: bool = False) -> list[Path]:
+    found = []
+    for pattern in ("", "*/", "*/*/", "*/*/*/"):
+        for candidate in sorted(root.glob(pattern + "data.json")):
+            if _looks_like_run(candidate.parent):
+                found.append(candidate.parent)
+                if first_only:
+                    return found
+    return found
+
+
+def trace_from_run(folder: Path, *, root: Path) -> ImportedTrace:
+    where = str(folder.relative_to(root) / "data.json") if folder != root else "data.json"
+    data = read_json(folder / "data.json", root=root if folder != root else folder)
+    if not isinstance(data, dict) or not data or not all(str(k).isdigit() for k in data):
+        raise TraceReadError(where, "expected an object keyed by step numbers 1..n")
+    numbers = sorted(int(k) for k in data)
+    warnings = []
+    steps = []
+    for number in numbers:
+        record = data[str(number)]
+        if not isinstance(record, dict) or not isinstance(record.get("Action"), str):
+            raise TraceReadError(f"{where} step {number}", "missing 'Action' text")
+        thought = str(record.get("Thought") or "")
+        action_text, why, extra = _convert(record["Action"])
+        image = folder / f"{number}.jpg"
+        if not image.is_file():
+            warnings.append(f"step {number}: no screenshot {number}.jpg")
+        steps.append(ImportedStep(
+            screenshot=ImageRef.from_path(image, root=root) if image.is_file() else None,
+            raw_response=f"Thought: {thought}\nAction: {record['Action']}",
+            thought=thought,
+            action_text=action_text,
+            parse_error=why,
+            context={"observation": str(record.get("Observation") or ""), "original_action": record["Action"], **extra},
+        ))
+    images = sorted(int(p.stem) for p in folder.glob("*.jpg") if p.stem.isdigit())
+    final = None
+    if images and images[-1] == numbers[-1] + 1:
+        final = ImageRef.from_path(folder / f"{images[-1]}.jpg", root=root)
+    elif len(images) != len(numbers):
+        warnings.append(f"{len(images)} screenshots for {len(numbers)} steps")
+    instruction_file = folder / "instruction.txt"
+    instruction = instruction_file.read_text(encoding="utf-8").strip() if instruction_file.is_file() else ""
+    if not instruction:
+        warnings.append("the instruction is not recorded in Mobile-Agent's files; add instruction.txt beside data.json")
+    relative = folder.relative_to(root) if folder != root else Path(folder.name)
+    last_action = data[str(numbers[-1])].get("Action", "").strip().lower()
+    return ImportedTrace(
+        external_id=f"mobile-agent/{relative.as_posix()}",
+        instruction=instruction,
+        source="mobile-agent",
+        steps=steps,
+        source_path=relative.as_posix(),
+        # A run that does not end with "stop" was stopped by hand (Mobile-Agent's README): it failed.
+        outcome="unknown" if last_action == "stop" else "failure",
+        metadata={"app": relative.parts[0] if len(relative.parts) > 1 else "", "platform": "mobile",
+                  "coordinate_convention_hint": "relative-1000"},
+        final_screenshot=final,
+        warnings=warnings,
+    )
