@@ -170,10 +170,19 @@ def main():
     tag = f"b{int(time.time())}"
     project, users = seed(args.annotators, tag, tmp)
     connection.close()
+    # Django's ASGI handler runs each request's sync code in a fresh thread, so persistent connections
+    # (studio.settings: conn_max_age=60) pile up one per request thread until PostgreSQL refuses
+    # clients; the server here opens one connection per request instead (see the report).
+    (tmp / "bench_asgi_settings.py").write_text(
+        "from studio.settings import *  # noqa: F401,F403\n"
+        "DATABASES['default']['CONN_MAX_AGE'] = 0\n"
+    )
+    server_env = dict(env, DJANGO_SETTINGS_MODULE="bench_asgi_settings",
+                      PYTHONPATH=os.pathsep.join([str(tmp), str(REPO), env.get("PYTHONPATH", "")]))
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     server = subprocess.Popen([sys.executable, "-m", "uvicorn", "studio.asgi:application", "--host", "127.0.0.1",
-                               "--port", str(port), "--workers", str(args.workers), "--log-level", "warning"], cwd=REPO, env=env)
+                               "--port", str(port), "--workers", str(args.workers), "--log-level", "warning"], cwd=REPO, env=server_env)
     try:
         import requests
 

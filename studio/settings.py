@@ -109,7 +109,9 @@ TEMPLATES = [
 DATABASE_URL = env("DATABASE_URL")
 SQLITE_BUSY_TIMEOUT_S = 30
 if DATABASE_URL:
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
+    # No persistent connections: under ASGI every request runs in its own thread, and connections kept
+    # per thread pile up until PostgreSQL refuses clients. A pooler (pgbouncer) belongs in front at scale.
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
 else:
     DATA_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {

@@ -6,6 +6,7 @@ import json
 import uuid
 from pathlib import Path
 
+import pytest
 from PIL import Image, ImageDraw
 
 
@@ -58,3 +59,12 @@ def make_traces(project, tmp_path: Path, count: int = 3, **kwargs):
         import_folder(project, folder)
         ids.append(Trace.objects.get(project=project, external_id=json.loads((folder / "trace.json").read_text())["external_id"]).pk)
     return list(Trace.objects.filter(pk__in=ids).order_by("id"))
+
+
+@pytest.fixture
+def role_groups(transactional_db):
+    """Transactional tests flush the tables between tests; the role groups the data migration made come back here."""
+    from django.contrib.auth.models import Group
+
+    for name in ("annotator", "lead", "engineer"):
+        Group.objects.get_or_create(name=name)

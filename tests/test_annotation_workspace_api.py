@@ -14,7 +14,7 @@ from annotation import services
 from annotation.models import Annotation, AnnotationStatus, AuditEvent, Lease
 from studio.permissions import Role
 from tests.conftest import TEST_PASSWORD
-from tests.test_annotation_fixtures import make_traces
+from tests.test_annotation_fixtures import make_traces, role_groups  # noqa: F401
 from traces.services import membership_add, project_create
 
 CLICK = {"type": "click", "args": {"start_box": [500, 500]}, "style": "box"}
@@ -225,7 +225,8 @@ def test_queue_page_lists_work_and_leads_see_leases(project, traces, annotator, 
     assert "Open leases" in body and ">ann<" in body
 
 
-@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("role_groups")
 def test_concurrent_claimers_never_share_a_trace(tmp_path):
     from studio.demo import user_create_with_role
 

@@ -10,11 +10,11 @@ from django.conf import settings
 from annotation.models import Annotation, AnnotationStatus, Lease
 from studio.permissions import Role
 from tests.conftest import login
-from tests.test_annotation_fixtures import import_folder, write_native_trace
+from tests.test_annotation_fixtures import import_folder, role_groups, write_native_trace  # noqa: F401
 from traces.models import Trace
 from traces.services import membership_add
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("role_groups")]
 
 
 @pytest.fixture

@@ -153,3 +153,15 @@ def test_prescore_command_reports_progress(dart_trace, project):
     assert "15/15 steps" in text and "succeeded: 15 steps scored, 0 failed" in text
     with pytest.raises(CommandError, match="no project named"):
         call_command("prescore", "--project", "nope", "--scorer", "rules")
+
+
+def test_trace_list_offers_prescoring_to_leads_only(project, lead, annotator, client):
+    from django.template.loader import render_to_string
+
+    client.force_login(lead)
+    page = client.get(f"/projects/{project.pk}/traces/").content.decode()
+    assert 'id="prescore-start"' in page and "js/prescore_start.js" in page
+    client.force_login(annotator)
+    assert 'id="prescore-start"' not in client.get(f"/projects/{project.pk}/traces/").content.decode()
+    include = render_to_string("annotation/_prescore.html")
+    assert 'id="suspicion-strip"' in include and "js/prescore.js" in include and "<script>" not in include

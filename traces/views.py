@@ -42,7 +42,15 @@ def trace_list(request, project_id: int):
 def trace_detail(request, trace_id: int):
     trace = get_object_or_404(selectors.traces_for_user(request.user), pk=trace_id)
     steps = list(selectors.trace_steps(trace))
-    return render(request, "traces/trace_detail.html", {"trace": trace, "project": trace.project, "steps": steps})
+    from annotation.review_selectors import trace_history
+
+    history = trace_history(trace)
+    if not has_permission(request.user, "annotation.review", trace.project):
+        # Annotators see only their own work: agreement needs independent readings.
+        history = [event for event in history if event.annotation.annotator_id == request.user.pk]
+    return render(request, "traces/trace_detail.html", {
+        "trace": trace, "project": trace.project, "steps": steps, "history": history,
+    })
 
 
 @login_required

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Callable
 
 from django.conf import settings as django_settings
-from django.db import transaction
 
 from studio.db import atomic_with_retry
 from studio.jobs import (
