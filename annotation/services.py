@@ -116,7 +116,9 @@ def _lease_take(*, trace, user, now) -> Lease:
     expires = now + timedelta(minutes=trace.project.lease_idle_minutes)
     lease = Lease.objects.filter(trace=trace, user=user, released_at__isnull=True).first()
     if lease is None:
-        return Lease.objects.create(trace=trace, user=user, heartbeat_at=now, expires_at=expires)
+        lease = Lease.objects.create(trace=trace, user=user, heartbeat_at=now, expires_at=expires)
+        events.lease_changed(lease=lease, state="open")
+        return lease
     lease.heartbeat_at, lease.expires_at = now, expires
     lease.save(update_fields=["heartbeat_at", "expires_at"])
     return lease
@@ -203,6 +205,7 @@ def lease_take_for_annotation(*, annotation: Annotation, user) -> Lease | None:
 def _lease_close(lease: Lease, *, by, reason: str, now) -> None:
     lease.released_at, lease.released_by, lease.release_reason = now, by, reason
     lease.save(update_fields=["released_at", "released_by", "release_reason"])
+    events.lease_changed(lease=lease, state="released")
 
 
 def _credit_time(*, lease: Lease, now) -> None:

@@ -119,7 +119,7 @@ class Annotator(threading.Thread):
                 continue
             annotation = claim["annotation"]
             pk, version = annotation["id"], annotation["version"]
-            steps = self.rng.randint(4, 10)
+            steps = self.rng.randint(15, 30)  # 30-60 s on a trace, like a person
             for n in range(steps):
                 if time.monotonic() >= self.deadline:
                     return
@@ -156,7 +156,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--minutes", type=float, default=5)
     parser.add_argument("--annotators", type=int, default=50)
-    parser.add_argument("--traces", type=int, default=400)
+    parser.add_argument("--traces", type=int, default=600)
     parser.add_argument("--web-workers", type=int, default=2, help="uvicorn worker processes")
     parser.add_argument("--database-url", default="", help="PostgreSQL URL (its database is dropped and recreated)")
     parser.add_argument("--redis-url", default="")

@@ -189,3 +189,39 @@ def test_step_switch_is_fast(browser, live_server, project, dart_trace, annotato
     p95 = durations[int(len(durations) * 0.95) - 1]
     assert p95 <= 50, durations
     context.close()
+
+
+def test_rule_suggestions_show_in_the_workspace_unless_blind(browser, live_server, project, dart_trace, annotator,
+                                                            artifacts_dir):
+    """Pre-scoring hints appear along the steps (strip, suggested first error, flags); a blind project hides them."""
+    from traces.prescoring.services import prescore_job_create, prescore_job_run
+
+    job = prescore_job_create(project=project, user=None, scorer="rules", enqueue=False)
+    assert prescore_job_run(job_id=job.pk).status == "succeeded"
+    context = browser.new_context(viewport={"width": 1920, "height": 1080})
+    page = context.new_page()
+    login(page, live_server.url, "ann")
+    open_next_trace(page, live_server.url)
+    page.wait_for_selector("#prescore:not([hidden]) #suspicion-strip .cell")
+    assert page.locator("#suspicion-strip .cell").count() == dart_trace.step_count
+    assert page.locator("#suspicion-strip .cell.first-error").count() == 1
+    page.locator("#suspicion-strip .cell.first-error").click()  # jumps the workspace to the suggested step
+    suggested = page.locator("#suspicion-strip .cell").evaluate_all(
+        "cells => cells.findIndex(c => c.classList.contains('first-error')) + 1")
+    assert page.locator(".ws-thumb.current").get_attribute("data-step") == str(suggested)
+    assert page.locator("#prescore-flags .prescore-flag").count() >= 1
+    page.wait_for_load_state("networkidle")
+    page.wait_for_function("[...document.images].every(i => i.complete)")
+    page.screenshot(path=str(artifacts_dir / "workspace-prescore.png"))
+    context.close()
+
+    project.blind_prescoring = True
+    project.save(update_fields=["blind_prescoring"])
+    context = browser.new_context(viewport={"width": 1920, "height": 1080})
+    page = context.new_page()
+    login(page, live_server.url, "ann")
+    open_next_trace(page, live_server.url)
+    page.wait_for_timeout(1500)
+    assert page.locator("#prescore").is_hidden()
+    assert page.locator("#suspicion-strip .cell").count() == 0
+    context.close()

@@ -19,7 +19,9 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def run_manage(*args, env_extra=None, check=False):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("STUDIO_") and k not in ("DATABASE_URL", "REDIS_URL")}
+    # A clean environment: the browser fixture's DJANGO_ALLOW_ASYNC_UNSAFE must not leak into a deploy check.
+    dropped = ("DATABASE_URL", "REDIS_URL", "DJANGO_ALLOW_ASYNC_UNSAFE")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STUDIO_") and k not in dropped}
     env.update(env_extra or {})
     return subprocess.run([sys.executable, "manage.py", *args], cwd=REPO, env=env, capture_output=True, text=True, check=check)
 

@@ -366,6 +366,8 @@
         const b = el("button", { type: "button", class: "ws-thumb", "data-step": i, title: i > N ? "final screen" : `step ${i}` });
         if (shot) {
           const im = el("img", { src: shot.thumb, alt: "", loading: "lazy", decoding: "async" });
+          // Sized before it loads, so the strip keeps its layout while thumbnails stream in.
+          im.height = 60; im.width = Math.round(60 * shot.width / shot.height);
           b.appendChild(im);
         } else b.appendChild(el("span", { class: "ws-thumb-missing" }, "—"));
         b.appendChild(el("span", { class: "ws-thumb-num" }, i > N ? "end" : i));
@@ -678,7 +680,18 @@
   });
 
   // --- render ----------------------------------------------------------------------------------
-  function renderStep() { renderStrip(); renderStage(); renderStepInfo(); renderPanels(); }
+  function renderStep() { renderStrip(); renderStage(); renderStepInfo(); renderPanels(); announceStep(); }
+
+  // Pre-scoring (static/js/prescore.js) listens for this to draw its strip, badges and ghost action.
+  function announceStep() {
+    const layer = document.querySelector("#ws-stage .ws-overlay");
+    const shot = shotOf(state.current);
+    document.dispatchEvent(new CustomEvent("workspace:step", { detail: {
+      traceId: DATA.trace.id, index: state.current, stepCount: N, svg: layer,
+      width: shot ? shot.width : null, height: shot ? shot.height : null,
+    } }));
+  }
+  document.addEventListener("workspace:goto", (event) => goTo(event.detail.index));
   function renderAll() { renderStep(); }
 
   const categories = $("f-error_category");
