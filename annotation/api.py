@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, status
+from rest_framework import serializers
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -43,7 +43,10 @@ class NextTrace(WorkView):
         project = get_object_or_404(projects_for_user(request.user), pk=project_id)
         if not has_permission(request.user, "annotation.work", project):
             raise PermissionDenied("Your role does not annotate in this project.")
-        claim = services.lease_next_trace(user=request.user, project=project)
+        order = request.data.get("order", "") if isinstance(request.data, dict) else ""
+        if order not in ("", "id", "suspicion"):
+            return Response({"detail": f"order must be 'id' or 'suspicion', not {str(order)[:40]!r}"}, status=400)
+        claim = services.lease_next_trace(user=request.user, project=project, most_doubtful_first=order == "suspicion")
         if claim is None:
             return Response({"detail": f"No trace of {project.name} is open to you right now."}, status=404)
         annotation, lease = claim

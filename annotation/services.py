@@ -139,10 +139,11 @@ def _lock_trace(trace_id: int):
 
 
 @atomic_with_retry
-def lease_next_trace(*, user, project) -> tuple[Annotation, Lease] | None:
+def lease_next_trace(*, user, project, most_doubtful_first: bool = False) -> tuple[Annotation, Lease] | None:
     """Hand ``user`` their next trace of ``project`` with a lease, or None when nothing is open to them.
 
-    Order: a trace they already hold, then their unfinished drafts, then fresh traces by id. A trace
+    Order: a trace they already hold, then their unfinished drafts, then fresh traces by id (or, with
+    ``most_doubtful_first`` in a project that is not blind, by pre-scoring suspicion). A trace
     is open while fewer distinct annotators hold it than its quota; the quota is re-checked after
     the row lock, with a fresh statement, so two concurrent claimers never share a trace by accident.
     """
@@ -167,11 +168,18 @@ def lease_next_trace(*, user, project) -> tuple[Annotation, Lease] | None:
         .values("trace").annotate(n=Count("annotator", distinct=True)).values("n")[:1]
     )
     max_quota = 2 if project.double_annotation_share > 0 else 1
-    candidates = (
+    open_traces = (
         Trace.objects.filter(project=project).exclude(pk__in=finished_by_me).exclude(pk__in=skipped_by_me)
         .annotate(held_by=Coalesce(busy, 0) + Coalesce(done, 0), mine=my_draft).filter(held_by__lt=max_quota)
-        .order_by("-mine", "id").values_list("pk", flat=True)
     )
+    if most_doubtful_first and not project.blind_prescoring:
+        from traces.prescoring.selectors import traces_by_suspicion
+
+        ordering = ("-mine", F("suspicion").desc(nulls_last=True), "id")
+        open_traces = traces_by_suspicion(open_traces)
+    else:
+        ordering = ("-mine", "id")
+    candidates = open_traces.order_by(*ordering).values_list("pk", flat=True)
     offset, chunk = 0, 100
     while True:
         batch = list(candidates[offset:offset + chunk])
@@ -385,7 +393,7 @@ def annotation_save_draft(*, annotation_id: int, user, base_version: int, fields
 
 def submit_problems(annotation: Annotation) -> dict[str, str]:
     """What stops ``annotation`` from going to review, field -> sentence ({} = ready)."""
-    trace, project = annotation.trace, annotation.trace.project
+    trace = annotation.trace
     problems: dict[str, str] = {}
     if annotation.verdict == Verdict.UNSET:
         return {"verdict": "Choose a verdict: the first error τ, no error, or unusable."}

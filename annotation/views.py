@@ -26,7 +26,8 @@ def next_trace(request, project_id: int):
     project = get_object_or_404(projects_for_user(request.user), pk=project_id)
     if not has_permission(request.user, "annotation.work", project):
         raise PermissionDenied("Your role does not annotate in this project.")
-    claim = services.lease_next_trace(user=request.user, project=project)
+    claim = services.lease_next_trace(user=request.user, project=project,
+                                      most_doubtful_first=request.POST.get("order") == "suspicion")
     if claim is None:
         messages.info(request, f"No trace of {project.name} is open to you right now.")
         return redirect("annotation-queue")

@@ -22,10 +22,12 @@ class ExportJob(JobBase):
     bundle_name = models.CharField(max_length=300, blank=True, help_text="Storage name; set only once the archive is complete.")
     bundle_sha256 = models.CharField(max_length=64, blank=True)
     bundle_size = models.PositiveBigIntegerField(default=0)
-    heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="Last sign of life of the worker running it.")
 
     class Meta(JobBase.Meta):
         indexes = [models.Index(fields=["project", "created_at"])]
+
+    def task_name(self) -> str:
+        return "exports.tasks.run_export"
 
     def __str__(self):
         return f"export {self.pk} ({self.format}) of project {self.project_id}: {self.status}"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import shutil
@@ -13,7 +12,6 @@ from typing import Callable
 
 from django.conf import settings
 from django.core.files.storage import default_storage
-from django.utils import timezone
 
 from exports import bundle as archive
 from exports.builders import SCHEMA_VERSION, BuildStats, ExportOptions, Skip, count_sources, iter_samples
@@ -165,20 +163,14 @@ def _workdir(job: ExportJob) -> Path:
     return Path(settings.EXPORT_WORK_DIR) / f"export-{job.pk}"
 
 
-def _heartbeat(job: ExportJob) -> None:
-    ExportJob.objects.filter(pk=job.pk).update(heartbeat_at=timezone.now())
-
-
 def export_job_run(*, job_id: int) -> ExportJob:
     """Run an export job (again from the start when a killed worker's task comes back: the build is deterministic)."""
     job = ExportJob.objects.select_related("project").get(pk=job_id)
     if not job_start(job):
         return job
-    _heartbeat(job)
     workdir = _workdir(job)
 
     def progress(done: int, total: int | None) -> None:
-        _heartbeat(job)
         job_progress(job, done=done, total=total)
 
     try:
@@ -213,21 +205,6 @@ def export_job_cancel(*, job: ExportJob) -> ExportJob:
     return job
 
 
-def export_jobs_recover(*, stale_after_s: float | None = None) -> list[int]:
-    """Queue again the running exports whose worker stopped beating (it was killed).
-
-    The filesystem broker (embedded mode) deletes a message when a worker takes it, so a killed
-    worker's task is not redelivered; Redis redelivers unacked tasks itself (visibility timeout)."""
-    from exports.tasks import run_export
-
-    stale_after_s = settings.EXPORT_STALE_AFTER_S if stale_after_s is None else stale_after_s
-    cutoff = timezone.now() - timezone.timedelta(seconds=stale_after_s)
-    ids = list(ExportJob.objects.filter(status=JobStatus.RUNNING, heartbeat_at__lt=cutoff).values_list("pk", flat=True))
-    for pk in ids:
-        run_export.delay(pk)
-    return ids
-
-
 def export_job_delete_bundle(*, job: ExportJob) -> None:
     bundle_delete(job.bundle_name)
     ExportJob.objects.filter(pk=job.pk).update(bundle_name="")
@@ -249,21 +226,3 @@ def bundle_manifest(path: Path) -> dict:
 
     with zipfile.ZipFile(path) as bundle:
         return json.loads(bundle.read("manifest.json"))
-
-
-
-
-# --- API tokens ------------------------------------------------------------------------------------
-
-def api_token_rotate(*, user) -> str:
-    """A fresh API token for ``user`` (the old one stops working); shown once on the page."""
-    from rest_framework.authtoken.models import Token
-
-    Token.objects.filter(user=user).delete()
-    return Token.objects.create(user=user).key
-
-
-def api_token_exists(*, user) -> bool:
-    from rest_framework.authtoken.models import Token
-
-    return Token.objects.filter(user=user).exists()

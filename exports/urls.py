@@ -8,5 +8,4 @@ urlpatterns = [
     path("exports/", views.export_home, name="export-home"),
     path("exports/<int:job_id>/", views.export_job, name="export-job"),
     path("exports/<int:job_id>/cancel/", views.export_job_cancel, name="export-job-cancel"),
-    path("exports/token/", views.api_token, name="export-api-token"),
 ]

@@ -1,4 +1,4 @@
-"""Pages: exports of the user's projects (start one, follow it, download it) and the API token."""
+"""Pages: exports of the user's projects (start one, follow it, download it)"""
 
 from __future__ import annotations
 
@@ -65,12 +65,3 @@ def export_job_cancel(request, job_id: int):
     return redirect("export-job", job_id=job.pk)
 
 
-@login_required
-@require_http_methods(["GET", "POST"])
-def api_token(request):
-    """Engineers fetch bundles with `curl -H "Authorization: Token ..."`; a new token replaces the old one."""
-    _require(request.user, "export.view")
-    token = None
-    if request.method == "POST":
-        token = services.api_token_rotate(user=request.user)
-    return render(request, "exports/api_token.html", {"token": token, "has_token": services.api_token_exists(user=request.user)})

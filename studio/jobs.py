@@ -46,13 +46,19 @@ def job_start(job) -> bool:
         _transition(job, JobStatus.CANCELLED, finished_at=timezone.now(), message="Cancelled before it started.")
         return False
     # running → running happens when a worker was killed and the task came back.
-    _transition(job, JobStatus.RUNNING, started_at=job.started_at or timezone.now(), attempts=job.attempts + 1)
+    now = timezone.now()
+    _transition(job, JobStatus.RUNNING, started_at=job.started_at or now, attempts=job.attempts + 1, heartbeat_at=now)
     return True
+
+
+def job_heartbeat(job) -> None:
+    """A sign of life for long steps between progress updates (see jobs_recover)."""
+    type(job).objects.filter(pk=job.pk).update(heartbeat_at=timezone.now())
 
 
 def job_progress(job, *, done: int, total: int | None = None) -> None:
     """Record progress; raises JobCancelled when a cancel was requested meanwhile."""
-    fields = {"progress_done": done}
+    fields = {"progress_done": done, "heartbeat_at": timezone.now()}
     if total is not None:
         fields["progress_total"] = total
     type(job).objects.filter(pk=job.pk).update(**fields)
@@ -87,6 +93,29 @@ def job_request_cancel(job) -> None:
             job_mark_cancelled(job, message="Cancelled before it started.")
 
 
+def jobs_recover(*, stale_after_s: float) -> list[tuple[str, int]]:
+    """Send again the running jobs whose worker stopped beating: it was killed.
+
+    Only the embedded filesystem broker needs this: it deletes a message as soon as a worker takes it,
+    so a killed worker's task is gone. Redis redelivers unacknowledged tasks itself (late acks).
+    A recovered task resumes idempotently (job_start lets a running job run again).
+    """
+    from django.apps import apps
+
+    from studio.celery import app as celery_app
+    from studio.models import JobBase
+
+    cutoff = timezone.now() - timezone.timedelta(seconds=stale_after_s)
+    sent = []
+    for model in apps.get_models():
+        if not issubclass(model, JobBase):
+            continue
+        for job in model.objects.filter(status=JobStatus.RUNNING, heartbeat_at__lt=cutoff):
+            celery_app.send_task(job.task_name(), args=[job.pk])
+            sent.append((model._meta.label, job.pk))
+    return sent
+
+
 def job_enqueue(task, job) -> None:
     """Send the job's task once the row that names it is committed."""
     transaction.on_commit(lambda: task.delay(job.pk))
@@ -100,8 +129,10 @@ __all__ = [
     "job_enqueue",
     "job_fail",
     "job_finish",
+    "job_heartbeat",
     "job_mark_cancelled",
     "job_progress",
     "job_request_cancel",
     "job_start",
+    "jobs_recover",
 ]

@@ -22,12 +22,17 @@ class JobBase(models.Model):
     progress_total = models.PositiveIntegerField(default=0)
     cancel_requested = models.BooleanField(default=False)
     attempts = models.PositiveSmallIntegerField(default=0)
+    heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="Last sign of life of the worker running it.")
     message = models.TextField(blank=True, help_text="Failure reason or final summary, for people.")
     errors = models.JSONField(default=list, blank=True, help_text="Per-item problems that did not stop the job.")
 
     class Meta:
         abstract = True
         ordering = ["-created_at"]
+
+    def task_name(self) -> str:
+        """The Celery task that runs this job; recovery sends it again (studio.jobs.jobs_recover)."""
+        raise NotImplementedError
 
     @property
     def is_finished(self) -> bool:

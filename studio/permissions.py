@@ -87,7 +87,6 @@ PAGE_PERMISSIONS: dict[str, str] = {
     "export-home": "export.view",
     "export-job": "export.view",
     "export-job-cancel": "export.create",
-    "export-api-token": "token.manage",
 }
 
 # WebSocket routes -> action (the consumer also checks membership per project).

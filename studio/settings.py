@@ -217,9 +217,8 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024**2
 
 # --- Exports ------------------------------------------------------------------------------------
 EXPORT_WORK_DIR = Path(env("STUDIO_EXPORT_WORK_DIR", str(DATA_DIR / "export-work")))
-# A running export whose worker has not beaten for this long is queued again when a worker starts
-# (the filesystem broker cannot redeliver a killed worker's task).
-EXPORT_STALE_AFTER_S = env_int("STUDIO_EXPORT_STALE_AFTER_S", 120)
+# A running job silent this long lost its worker; a starting embedded worker sends it again.
+JOB_STALE_AFTER_S = env_int("STUDIO_JOB_STALE_AFTER_S", 300)
 # Tests only: a pause per batch of annotations, so a worker can be killed mid-export.
 EXPORT_THROTTLE_S = float(env("STUDIO_EXPORT_THROTTLE_S", "0"))
 

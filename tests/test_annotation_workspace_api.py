@@ -271,3 +271,26 @@ def test_seed_demo_creates_accepted_annotations_idempotently(project, traces, ma
     assert annotation.corrected_action == data["corrected_action"]
     assert list(annotation.audit_events.values_list("to_status", flat=True).filter(kind="transition")) == ["submitted", "accepted"]
     assert services.annotation_seed_demo(project=project, external_id=traces[1].external_id, annotation={"verdict": "no_error"}) == 1
+
+
+def test_most_doubtful_first_hands_out_the_most_suspicious_trace(project, annotator, tmp_path, api_client):
+    """With pre-scoring run, "most doubtful first" hands out the trace whose steps the checks doubt most."""
+    from tests.factories import native_trace_folder
+    from traces.prescoring.services import prescore_job_create, prescore_job_run
+    from traces.services import import_job_create, import_job_run
+
+    calm = ["click(start_box='<|box_start|>(100,200)<|box_end|>')", "finished(content='done')"]
+    looping = ["wait()", "wait()", "wait()", "wait()"]
+    native_trace_folder(tmp_path / "a", external_id="calm", steps=2, actions=calm)
+    native_trace_folder(tmp_path / "b", external_id="looping", steps=4, actions=looping)
+    import_job_run(job_id=import_job_create(project=project, user=None, upload_name=str(tmp_path), server_path=True,
+                                            enqueue=False).pk)
+    assert prescore_job_run(job_id=prescore_job_create(project=project, user=None, scorer="rules", enqueue=False).pk).status == "succeeded"
+    client = api_client(annotator)
+    client.enforce_csrf_checks = False
+    assert client.post(f"/api/projects/{project.pk}/next-trace/", {"order": "bogus"}, format="json").status_code == 400
+    taken = client.post(f"/api/projects/{project.pk}/next-trace/", {"order": "suspicion"}, format="json")
+    assert taken.status_code == 200, taken.content
+    from traces.models import Trace
+
+    assert Trace.objects.get(pk=taken.json()["trace_id"]).external_id == "looping"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.conf import settings
 
 from annotation.models import Annotation, AnnotationStatus, Lease
 from studio.permissions import Role

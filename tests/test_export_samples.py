@@ -64,7 +64,7 @@ def test_error_at_tau_gives_correction_post_reflection_and_dpo(project, annotato
         ("assistant", h1, 0), ("assistant", h2, 0), ("user", "", 1), ("assistant", h3, 0), ("user", "", 1),
     ]
     assert shas(pr.prompt) == [o[2], o[3]]
-    assert pr.completion == f"Thought: I opened the wrong panel; go back.\nAction: hotkey(key='alt left')"
+    assert pr.completion == "Thought: I opened the wrong panel; go back.\nAction: hotkey(key='alt left')"
 
     # valid prefix: steps 1..τ-1 as recorded
     prefix = by_kind["valid_prefix"]

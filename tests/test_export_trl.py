@@ -3,7 +3,6 @@ Qwen2-VL built offline (formats.md §5: tokenizer from `tokenizers`, processor w
 
 import copy
 import json
-import os
 import zipfile
 
 import pytest

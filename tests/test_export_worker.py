@@ -1,7 +1,6 @@
 """A real worker runs an export; a worker killed with SIGKILL mid-export: the job finishes on retry and
 the bundle equals an undisturbed run's, byte for byte."""
 
-import os
 
 import pytest
 
@@ -19,7 +18,7 @@ def slow_export_env(monkeypatch):
     # The worker pauses per batch of annotations (so it can be killed mid-export) and, on the filesystem
     # broker, queues a stale running export again when it starts; Redis redelivers the unacked task itself.
     monkeypatch.setenv("STUDIO_EXPORT_THROTTLE_S", "3")
-    monkeypatch.setenv("STUDIO_EXPORT_STALE_AFTER_S", "1")
+    monkeypatch.setenv("STUDIO_JOB_STALE_AFTER_S", "1")
     monkeypatch.setenv("STUDIO_REDIS_VISIBILITY_TIMEOUT_S", "3")
 
 

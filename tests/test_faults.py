@@ -13,18 +13,12 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from django.conf import settings as django_settings
 from django.db import OperationalError, connection
 from django.test import Client
 
 from tests.conftest import WorkerProcess, purge_broker, wait_for
 from tests.factories import native_trace_folder
 
-FILESYSTEM_BROKER = django_settings.CELERY_BROKER_URL.startswith("filesystem://")
-NO_REDELIVERY = (
-    "the embedded filesystem broker deletes a message when a worker takes it, and imports/pre-scoring have no "
-    "stale-job recovery yet (exports do: export_jobs_recover); with Redis the unacked task is redelivered"
-)
 
 
 @pytest.fixture
@@ -208,14 +202,15 @@ def _archive(tmp_path: Path, count: int, steps: int) -> io.BytesIO:
 
 @pytest.fixture
 def redelivery_env(monkeypatch):
+    # Redis redelivers the unacked task after its visibility timeout; the embedded filesystem broker
+    # cannot, so a starting worker sends again the running jobs that stopped beating (jobs_recover).
     monkeypatch.setenv("STUDIO_REDIS_VISIBILITY_TIMEOUT_S", "3")
+    monkeypatch.setenv("STUDIO_JOB_STALE_AFTER_S", "1")
 
 
 @pytest.mark.worker
 def test_worker_killed_mid_import_finishes_after_restart_without_duplicates(
         role_groups, project, lead, tmp_path, redelivery_env):
-    if FILESYSTEM_BROKER:
-        pytest.xfail(NO_REDELIVERY)
     from traces.models import ImportJob, Step, Trace
 
     count, steps = 40, 4
@@ -251,8 +246,6 @@ def test_worker_killed_mid_import_finishes_after_restart_without_duplicates(
 @pytest.mark.worker
 def test_worker_killed_mid_prescoring_finishes_after_restart_without_duplicates(
         role_groups, project, lead, tmp_path, redelivery_env):
-    if FILESYSTEM_BROKER:
-        pytest.xfail(NO_REDELIVERY)
     from tests.test_annotation_fixtures import make_traces
     from traces.models import PrescoreJob, StepSuggestion, TraceSuggestion
     from traces.prescoring.services import prescore_job_create

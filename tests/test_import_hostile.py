@@ -9,7 +9,6 @@ import stat
 import zipfile
 from pathlib import Path
 
-import pytest
 from PIL import Image, ImageDraw
 
 from traces.models import ImportJob, Step, Trace

@@ -6,7 +6,6 @@ import io
 import json
 from pathlib import Path
 
-import pytest
 from django.core.management import call_command
 from PIL import Image, ImageDraw
 

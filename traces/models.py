@@ -185,6 +185,9 @@ class ImportJob(JobBase):
     screenshots_stored = models.PositiveIntegerField(default=0)
     unparsed_actions = models.PositiveIntegerField(default=0)
 
+    def task_name(self) -> str:
+        return "traces.tasks.run_import"
+
 
 # --- Pre-scoring (suggestions for annotators, never answers) -----------------------------------
 
@@ -206,6 +209,9 @@ class PrescoreJob(JobBase):
     trace_ids = models.JSONField(default=list, blank=True, help_text="Traces to score; empty: the whole project.")
     steps_scored = models.PositiveIntegerField(default=0)
     steps_failed = models.PositiveIntegerField(default=0)
+
+    def task_name(self) -> str:
+        return "traces.tasks.prescore_with_model" if self.scorer == Scorer.QWEN2VL else "traces.tasks.prescore_rules"
 
 
 class StepSuggestion(models.Model):

@@ -20,7 +20,7 @@ import math
 import random
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from PIL import Image, ImageChops, ImageDraw, ImageFilter, ImageFont
 

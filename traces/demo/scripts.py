@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 import random
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from .screens import PHONE_DEFAULTS, Screen, make_file_system, render_files, render_phone, render_settings, render_web
