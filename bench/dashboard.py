@@ -44,7 +44,8 @@ def generate(n_annotations: int) -> None:
     from annotation.models import Annotation, AuditEvent
     from studio.demo import user_create_with_role
     from studio.permissions import Role
-    from traces.models import DEFAULT_ERROR_CATEGORIES, Membership, Project, Trace
+    from traces.models import Membership, Project, Trace
+    from traces.vocabulary import ERROR_CATEGORIES
 
     if Project.objects.filter(name=PROJECT_NAME).exists():
         project = Project.objects.get(name=PROJECT_NAME)
@@ -74,7 +75,7 @@ def generate(n_annotations: int) -> None:
         submitted = None if status == "draft" else now - timedelta(days=rng.uniform(0, 90))
         rows.append(Annotation(
             trace_id=trace_id, annotator=annotator, status=status, verdict=verdict, tau=tau,
-            error_category=rng.choice(DEFAULT_ERROR_CATEGORIES) if verdict == "error" else "",
+            error_category=rng.choice(ERROR_CATEGORIES) if verdict == "error" else "",
             corrected_action=f"click(start_box='<|box_start|>({rng.randint(0, 1000)},{rng.randint(0, 1000)})<|box_end|>')" if verdict == "error" else "",
             time_spent_s=int(rng.lognormvariate(5, 0.6)), submitted_at=submitted,
             reviewed_at=submitted + timedelta(hours=2) if status in ("accepted", "rejected") else None,

@@ -210,7 +210,10 @@ def test_rule_suggestions_show_in_the_workspace_unless_blind(browser, live_serve
     assert page.locator(".ws-thumb.current").get_attribute("data-step") == str(suggested)
     assert page.locator("#prescore-flags .prescore-flag").count() >= 1
     page.wait_for_load_state("networkidle")
-    page.wait_for_function("[...document.images].every(i => i.complete)")
+    for _ in range(50):  # (wait_for_function would need eval, which the page's CSP forbids)
+        if page.evaluate("[...document.images].every(i => i.complete)"):
+            break
+        page.wait_for_timeout(100)
     page.screenshot(path=str(artifacts_dir / "workspace-prescore.png"))
     context.close()
 

@@ -16,8 +16,8 @@ import pytest
 from PIL import Image
 
 from traces.demo.generate import DemoTrace, preview_screens, write_demo_traces
+from traces.vocabulary import ERROR_CATEGORIES
 from traces.demo.scripts import (
-    ERROR_CATEGORIES,
     Act,
     action_points,
     build_scripts,

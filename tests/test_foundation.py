@@ -217,3 +217,13 @@ def test_seed_demo_builds_a_world_an_engineer_can_export_at_once():
     assert all(a.corrected_action and a.reflection_thought for a in accepted if a.tau < a.trace.step_count)
     again = demo_seed(password="demo-pass-for-tests-1", seed=7)
     assert Trace.objects.count() == summary["traces"] and again["traces"] == summary["traces"]
+
+
+def test_admin_lists_every_model_for_operators(client, admin_user, project):
+    client.force_login(admin_user)
+    for path in ("traces/project", "traces/trace", "traces/step", "traces/screenshot", "traces/importjob",
+                 "traces/prescorejob", "annotation/annotation", "annotation/lease", "annotation/auditevent",
+                 "exports/exportjob"):
+        response = client.get(f"/admin/{path}/")
+        assert response.status_code == 200, path
+    assert project.name in client.get("/admin/traces/project/").content.decode()

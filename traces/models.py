@@ -6,17 +6,8 @@ from django.conf import settings
 from django.db import models
 
 from studio.models import JobBase
+from traces.vocabulary import ERROR_CATEGORIES
 
-DEFAULT_ERROR_CATEGORIES = [
-    "wrong element / grounding",
-    "wrong action type",
-    "wrong text",
-    "premature finish",
-    "needless wait or loop",
-    "misread screen",
-    "misunderstood task",
-    "other",
-]
 
 # The UI-TARS computer-use prompt (box-token action space); {instruction} and {language} are filled in.
 DEFAULT_PROMPT_TEMPLATE = """You are a GUI agent. You are given a task and your action history, with screenshots. You need to perform the next action to complete the task.
@@ -41,7 +32,7 @@ Action: ...
 
 
 def default_error_categories():
-    return list(DEFAULT_ERROR_CATEGORIES)
+    return list(ERROR_CATEGORIES)
 
 
 class Platform(models.TextChoices):

@@ -1,19 +1,29 @@
-// Polls a background job until it finishes; text is set with textContent, never as HTML.
+// Follows a background job (import, export, pre-scoring) until it finishes. The page marks the job's
+// box with data-url/data-status and its parts with data-job="status|progress|message|errors|when-succeeded|
+// when-running|sha"; text is set with textContent, never as HTML.
 (function () {
-  const box = document.getElementById("job");
+  const box = document.querySelector("[data-job-box]");
   if (!box) return;
   const finished = new Set(["succeeded", "failed", "cancelled"]);
+  const parts = (name) => box.querySelectorAll(`[data-job="${name}"]`);
+  function show(job) {
+    parts("status").forEach((el) => { el.textContent = job.status; el.className = "pill " + job.status; });
+    parts("progress").forEach((el) => {
+      el.textContent = job.progress_total ? `${job.progress_done} / ${job.progress_total}` : `${job.progress_done} done`;
+    });
+    parts("message").forEach((el) => { el.textContent = job.message; });
+    parts("errors").forEach((el) => el.replaceChildren(
+      ...job.errors.map((e) => Object.assign(document.createElement("li"), { textContent: e.error }))));
+    parts("when-succeeded").forEach((el) => { el.hidden = job.status !== "succeeded"; });
+    parts("when-running").forEach((el) => { el.hidden = finished.has(job.status); });
+    if (job.bundle_sha256) parts("sha").forEach((el) => { el.textContent = `sha256 ${job.bundle_sha256} · ${job.bundle_size} bytes`; });
+  }
   async function poll() {
     try {
       const response = await fetch(box.dataset.url, { credentials: "same-origin" });
       if (response.ok) {
         const job = await response.json();
-        document.getElementById("job-status").textContent = job.status;
-        document.getElementById("job-status").className = "pill " + job.status;
-        document.getElementById("job-progress").textContent = job.progress_done + " traces read";
-        document.getElementById("job-message").textContent = job.message;
-        const list = document.getElementById("job-errors");
-        list.replaceChildren(...job.errors.map((e) => Object.assign(document.createElement("li"), { textContent: e.error })));
+        show(job);
         if (finished.has(job.status)) return;
       }
     } catch (e) { /* offline: try again */ }

@@ -21,16 +21,6 @@ from typing import Any, Callable
 
 from .screens import PHONE_DEFAULTS, Screen, make_file_system, render_files, render_phone, render_settings, render_web
 
-ERROR_CATEGORIES = [
-    "wrong element / grounding",
-    "wrong action type",
-    "wrong text",
-    "premature finish",
-    "needless wait or loop",
-    "misread screen",
-    "misunderstood task",
-    "other",
-]
 
 RENDERERS: dict[str, Callable[[dict[str, Any]], Screen]] = {
     "settings": render_settings,
