@@ -109,9 +109,14 @@ TEMPLATES = [
 DATABASE_URL = env("DATABASE_URL")
 SQLITE_BUSY_TIMEOUT_S = 30
 if DATABASE_URL:
-    # No persistent connections: under ASGI every request runs in its own thread, and connections kept
-    # per thread pile up until PostgreSQL refuses clients. A pooler (pgbouncer) belongs in front at scale.
+    # No persistent per-thread connections: under ASGI every request runs in its own thread, and
+    # connections kept per thread pile up until PostgreSQL refuses clients.
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
+    if DATABASES["default"]["ENGINE"].endswith("postgresql") and env_bool("STUDIO_DB_POOL", True):
+        # A per-process psycopg pool: connections are reused across requests without leaking per thread.
+        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+            "min_size": 1, "max_size": env_int("STUDIO_DB_POOL_SIZE", 20), "timeout": 10,
+        }
 else:
     DATA_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {
