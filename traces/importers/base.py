@@ -117,3 +117,17 @@ def safe_child(root: Path, relative: str, where: str) -> Path:
     if not candidate.is_file():
         raise TraceReadError(where, f"file '{relative}' does not exist")
     return candidate
+
+
+def find_folders(root: Path, pattern: str, *, max_depth: int, accept: Callable[[Path], bool] = lambda folder: True,
+                 first_only: bool = False) -> list[Path]:
+    """Folders at most ``max_depth`` levels below ``root`` that hold a file matching ``pattern``,
+    shallowest first and sorted within a level: how every source layout is found in an upload."""
+    found: list[Path] = []
+    for depth in range(max_depth + 1):
+        for folder in sorted({path.parent for path in root.glob("/".join(["*"] * depth + [pattern]))}):
+            if folder not in found and accept(folder):
+                found.append(folder)
+                if first_only:
+                    return found
+    return found

@@ -19,7 +19,7 @@ from typing import Iterator
 
 from traces import actions as grammar
 
-from .base import ImageRef, ImportedStep, ImportedTrace, TraceOrError, TraceReadError, read_json
+from .base import ImageRef, find_folders, ImportedStep, ImportedTrace, TraceOrError, TraceReadError, read_json
 
 CALL = re.compile(r"^(?P<verb>[a-zA-Z ]+?)\s*(?:\((?P<arg>.*)\))?\s*$", re.S)
 CENTRE = (500, 500)  # relative-1000: the screen's centre, for scrolls that name no position
@@ -68,14 +68,7 @@ def _looks_like_run(folder: Path) -> bool:
 
 
 def _run_folders(root: Path, *, first_only: bool = False) -> list[Path]:
-    found = []
-    for pattern in ("", "*/", "*/*/", "*/*/*/"):
-        for candidate in sorted(root.glob(pattern + "data.json")):
-            if _looks_like_run(candidate.parent):
-                found.append(candidate.parent)
-                if first_only:
-                    return found
-    return found
+    return find_folders(root, "data.json", max_depth=3, accept=_looks_like_run, first_only=first_only)
 
 
 def trace_from_run(folder: Path, *, root: Path) -> ImportedTrace:

@@ -15,7 +15,7 @@ from typing import Iterator
 
 from django.conf import settings
 
-from .base import ImageRef, ImportedStep, ImportedTrace, TraceOrError, TraceReadError, parse_json_bytes, read_json, safe_child
+from .base import ImageRef, find_folders, ImportedStep, ImportedTrace, TraceOrError, TraceReadError, parse_json_bytes, read_json, safe_child
 
 TRAJECTORY_FILE = "traj.jsonl"
 INITIAL_SCREENSHOTS = ("step_0.png", "initial_state.png", "step_0.jpg", "initial_state.jpg")
@@ -40,14 +40,9 @@ class OSWorldImporter:
 
 
 def _trajectory_files(root: Path, *, first_only: bool = False) -> list[Path]:
-    found = []
-    for depth in range(MAX_DEPTH + 1):
-        for path in sorted(root.glob("/".join(["*"] * depth + [TRAJECTORY_FILE]))):
-            if path.is_file():
-                found.append(path)
-                if first_only:
-                    return found
-    return found
+    folders = find_folders(root, TRAJECTORY_FILE, max_depth=MAX_DEPTH, first_only=first_only,
+                           accept=lambda folder: (folder / TRAJECTORY_FILE).is_file())
+    return [folder / TRAJECTORY_FILE for folder in folders]
 
 
 def _instruction(folder: Path, where: str) -> tuple[str, str]:

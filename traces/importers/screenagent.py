@@ -22,7 +22,7 @@ from typing import Iterator
 
 from traces import actions as grammar
 
-from .base import ImageRef, ImportedStep, ImportedTrace, TraceOrError, TraceReadError, read_json, safe_child
+from .base import ImageRef, find_folders, ImportedStep, ImportedTrace, TraceOrError, TraceReadError, read_json, safe_child
 
 STEP_SUFFIX = "_translate.json"
 NEGATIVE_SUFFIXES = ("_translate_neg_plan.json", "_translate_neg_eval.json")
@@ -56,13 +56,7 @@ class ScreenAgentImporter:
 
 
 def _session_folders(root: Path, *, first_only: bool = False) -> list[Path]:
-    found = []
-    for pattern in ("", "*/", "*/*/", "*/*/*/", "*/*/*/*/"):
-        for folder in sorted({p.parent for p in root.glob(f"{pattern}*{STEP_SUFFIX}")}):
-            found.append(folder)
-            if first_only:
-                return found
-    return found
+    return find_folders(root, f"*{STEP_SUFFIX}", max_depth=4, first_only=first_only)
 
 
 # --- reading the JSON inside replies ---------------------------------------------------------
