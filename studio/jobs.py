@@ -1,7 +1,8 @@
 """The background-job state machine, shared by imports, exports and pre-scoring.
 
-queued → running → succeeded | failed | cancelled; running → queued when a worker died and the
-task is redelivered (late acks); queued → cancelled. Tasks call these functions only.
+queued → running → succeeded | failed | cancelled; queued → cancelled; running → running when a
+worker died and its task came back (late acks, or jobs_recover on the embedded broker). Tasks call
+these functions only.
 """
 
 from __future__ import annotations
@@ -49,11 +50,6 @@ def job_start(job) -> bool:
     now = timezone.now()
     _transition(job, JobStatus.RUNNING, started_at=job.started_at or now, attempts=job.attempts + 1, heartbeat_at=now)
     return True
-
-
-def job_heartbeat(job) -> None:
-    """A sign of life for long steps between progress updates (see jobs_recover)."""
-    type(job).objects.filter(pk=job.pk).update(heartbeat_at=timezone.now())
 
 
 def job_progress(job, *, done: int, total: int | None = None) -> None:
@@ -129,7 +125,6 @@ __all__ = [
     "job_enqueue",
     "job_fail",
     "job_finish",
-    "job_heartbeat",
     "job_mark_cancelled",
     "job_progress",
     "job_request_cancel",
