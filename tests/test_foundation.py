@@ -215,6 +215,9 @@ def test_seed_demo_builds_a_world_an_engineer_can_export_at_once():
     accepted = Annotation.objects.filter(status=AnnotationStatus.ACCEPTED, verdict="error")
     assert accepted.count() >= 4
     assert all(a.corrected_action and a.reflection_thought for a in accepted if a.tau < a.trace.step_count)
+    annotated = set(Annotation.objects.values_list("trace_id", flat=True))
+    open_traces = Trace.objects.exclude(pk__in=annotated)
+    assert {t.project.platform for t in open_traces} == {"desktop", "mobile"}, "annotators find work in both projects"
     again = demo_seed(password="demo-pass-for-tests-1", seed=7)
     assert Trace.objects.count() == summary["traces"] and again["traces"] == summary["traces"]
 
