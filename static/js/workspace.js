@@ -280,7 +280,7 @@
     } else if (["hotkey", "press", "keydown", "keyup", "release"].includes(type)) {
       badge(shot.width * 0.02, shot.height * 0.06, "⌘ " + String(args.key || "").split(" ").join(" + "));
     } else {
-      const label = { finished: "✓ finished", wait: "⏳ wait", call_user: "☎ call user", press_home: "⌂ home", press_back: "← back",
+      const label = { finished: "✓ finished", wait: "… wait", call_user: "☎ call user", press_home: "⌂ home", press_back: "← back",
         open_app: "open " + (args.app_name || "") }[type] || type;
       badge(shot.width * 0.02, shot.height * 0.06, label + (type === "finished" && args.content ? ": " + args.content : ""));
     }
