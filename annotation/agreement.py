@@ -1,6 +1,6 @@
 """Agreement between annotators who read the same trace independently (the project's double-annotation share).
 
-For each trace with two or more finished (submitted or accepted) annotations, the first two by id form a pair:
+For each trace with two or more standing (submitted or accepted) annotations, the first two by id form a pair:
 
 - first-error step: each annotation's answer is "no error", "unusable" or "error at τ". Exact agreement means the
   same answer; within ±1 also counts two error answers whose τ differ by one.
@@ -17,26 +17,27 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections import Counter
 from dataclasses import dataclass, field
 
 import krippendorff
 import numpy as np
-from django.db.models import Count, Q
+from django.db.models import Q
 
-from annotation.models import Annotation, AnnotationStatus, Verdict
+from annotation.models import Annotation, Verdict
+from annotation.workflow import STANDING
 from traces import actions as grammar
 from traces.models import Project, Step
 
-FINISHED = (AnnotationStatus.SUBMITTED, AnnotationStatus.ACCEPTED)
 PAIR_FIELDS = ("id", "trace_id", "annotator__username", "status", "verdict", "tau", "error_category",
-               "corrected_action", "is_adjudicated", "submitted_at")
+               "corrected_action", "is_adjudicated")  # read as named rows: row.verdict, row.tau, ...
 
 
 @dataclass
 class Pair:
     trace_id: int
-    a: dict
-    b: dict
+    a: tuple  # named rows of PAIR_FIELDS
+    b: tuple
     answers_exact: bool
     answers_within_one: bool
     category_differs: bool
@@ -100,16 +101,16 @@ def _round(value: float | None, digits: int = 4) -> float | None:
     return None if value is None else round(value, digits)
 
 
-def _public(row: dict) -> dict:
-    return {"id": row["id"], "annotator": row["annotator__username"], "status": row["status"], "verdict": row["verdict"],
-            "tau": row["tau"], "error_category": row["error_category"], "corrected_action": row["corrected_action"],
-            "is_adjudicated": row["is_adjudicated"]}
+def _public(row) -> dict:
+    return {"id": row.id, "annotator": row.annotator__username, "status": row.status, "verdict": row.verdict,
+            "tau": row.tau, "error_category": row.error_category, "corrected_action": row.corrected_action,
+            "is_adjudicated": row.is_adjudicated}
 
 
-def _answer(row: dict) -> tuple:
-    if row["verdict"] == Verdict.ERROR:
-        return ("error", row["tau"])
-    return (row["verdict"] or "undecided",)
+def _answer(row) -> tuple:
+    if row.verdict == Verdict.ERROR:
+        return ("error", row.tau)
+    return (row.verdict or "undecided",)
 
 
 def _action(text: str) -> grammar.Action | None:
@@ -134,29 +135,26 @@ def _click_distance(a: grammar.Action, b: grammar.Action, *, project: Project, s
     return math.hypot((xa - xb) / width, (ya - yb) / height)
 
 
-def double_annotated_rows(project: Project, *, since=None, until=None) -> list[dict]:
-    """Finished annotations of traces that two or more annotators finished, ordered by trace then id.
+def double_annotated_rows(project: Project, *, since=None, until=None) -> list:
+    """Standing annotations of traces that two or more annotators answered, ordered by trace then id.
 
-    ``since``/``until`` bound the submission time of the annotations that count."""
-    finished = Q(status__in=FINISHED)
+    ``since``/``until`` bound the submission time of the annotations that count. Only traces whose
+    ``standing_annotations`` counter says two or more are read (a small, indexed share of the project)."""
+    standing = Q(project=project, status__in=STANDING, trace__standing_annotations__gte=2)
     if since is not None:
-        finished &= Q(submitted_at__gte=since)
+        standing &= Q(submitted_at__gte=since)
     if until is not None:
-        finished &= Q(submitted_at__lt=until)
-    traces = (
-        Annotation.objects.filter(finished, trace__project=project).values("trace_id")
-        .annotate(n=Count("id")).filter(n__gte=2).values("trace_id")
-    )
-    return list(
-        Annotation.objects.filter(finished, trace_id__in=traces).order_by("trace_id", "id").values(*PAIR_FIELDS)
-    )
+        standing &= Q(submitted_at__lt=until)
+    rows = list(Annotation.objects.filter(standing).order_by("trace_id", "id").values_list(*PAIR_FIELDS, named=True))
+    per_trace = Counter(row.trace_id for row in rows)  # within the range a trace may keep only one
+    return [row for row in rows if per_trace[row.trace_id] >= 2]
 
 
 def agreement_report(project: Project, *, since=None, until=None) -> AgreementReport:
     rows = double_annotated_rows(project, since=since, until=until)
-    by_trace: dict[int, list[dict]] = {}
+    by_trace: dict[int, list] = {}
     for row in rows:
-        by_trace.setdefault(row["trace_id"], []).append(row)
+        by_trace.setdefault(row.trace_id, []).append(row)
     report = AgreementReport()
     same_tau: list[tuple[int, int]] = []
     for trace_id, group in by_trace.items():
@@ -168,11 +166,11 @@ def agreement_report(project: Project, *, since=None, until=None) -> AgreementRe
         both_error = ans_a[0] == ans_b[0] == "error"
         pair = Pair(
             trace_id=trace_id, a=a, b=b, answers_exact=ans_a == ans_b, answers_within_one=within,
-            category_differs=both_error and a["error_category"] != b["error_category"],
-            adjudicated=any(r["is_adjudicated"] for r in group),
+            category_differs=both_error and a.error_category != b.error_category,
+            adjudicated=any(r.is_adjudicated for r in group),
         )
-        if both_error and a["tau"] == b["tau"]:
-            same_tau.append((trace_id, a["tau"]))
+        if both_error and a.tau == b.tau:
+            same_tau.append((trace_id, a.tau))
         report.pairs.append(pair)
     if not report.pairs:
         return report
@@ -185,14 +183,14 @@ def agreement_report(project: Project, *, since=None, until=None) -> AgreementRe
 
 
 def _category_alpha(pairs: list[Pair]) -> float | None:
-    categories = sorted({r["error_category"] for p in pairs for r in (p.a, p.b) if r["verdict"] == Verdict.ERROR and r["error_category"]})
+    categories = sorted({r.error_category for p in pairs for r in (p.a, p.b) if r.verdict == Verdict.ERROR and r.error_category})
     if not categories:
         return None
     code = {c: i for i, c in enumerate(categories)}
 
     def value(row):
-        if row["verdict"] == Verdict.ERROR and row["error_category"]:
-            return code[row["error_category"]]
+        if row.verdict == Verdict.ERROR and row.error_category:
+            return code[row.error_category]
         return np.nan
 
     data = np.array([[value(p.a) for p in pairs], [value(p.b) for p in pairs]], dtype=float)
@@ -206,18 +204,20 @@ def _category_alpha(pairs: list[Pair]) -> float | None:
 def _compare_corrections(report: AgreementReport, project: Project, tau_by_trace: dict[int, int]) -> None:
     if not tau_by_trace:
         return
-    sizes = {
-        (t, i): (w, h) for t, i, w, h in Step.objects.filter(
-            trace_id__in=list(tau_by_trace), screenshot__isnull=False,
-        ).values_list("trace_id", "index", "screenshot__width", "screenshot__height")
-        if tau_by_trace.get(t) == i
-    }
+    sizes = {}
+    if project.coordinate_convention != grammar.RELATIVE_1000:  # relative points are screen fractions already
+        sizes = {
+            (t, i): (w, h) for t, i, w, h in Step.objects.filter(
+                trace_id__in=list(tau_by_trace), screenshot__isnull=False,
+            ).values_list("trace_id", "index", "screenshot__width", "screenshot__height")
+            if tau_by_trace.get(t) == i
+        }
     matches, distances = [], []
     for pair in report.pairs:
         tau = tau_by_trace.get(pair.trace_id)
         if tau is None:
             continue
-        act_a, act_b = _action(pair.a["corrected_action"]), _action(pair.b["corrected_action"])
+        act_a, act_b = _action(pair.a.corrected_action), _action(pair.b.corrected_action)
         if act_a is None or act_b is None:
             continue
         pair.action_types = (act_a.type, act_b.type)

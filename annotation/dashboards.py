@@ -1,5 +1,11 @@
-"""Quality dashboard reads for one project and date range. Every figure is aggregated by the database
-(GROUP BY, PERCENTILE_CONT on PostgreSQL, a window function on SQLite); Python only shapes the few result rows.
+"""Quality dashboard reads for one project and date range.
+
+The database does the counting (GROUP BY); Python only folds the few grouped rows into figures. The figures
+share their scans: one over the range's finished work (throughput and verdicts), one histogram of seconds
+spent (exact medians on both databases), one over the standing error answers (categories, τ position and the
+model-suggestion match), one over review decisions, plus agreement's pairs. Annotators are grouped by id and
+named by one small lookup at the end, so no scan joins the user table. The sections are independent reads, so
+they run at once, each on its own connection (see ``_read_at_once``).
 
 The range is half-open [since, until) on the time the figure is about: submission for work done, the review
 decision for acceptance rates.
@@ -10,30 +16,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 
-from django.apps import apps
-from django.db import connection
-from django.db.models import Aggregate, Count, F, FloatField, Q, Value, Window
-from django.db.models.functions import RowNumber, TruncDate
+from collections import Counter, defaultdict
+from concurrent.futures import ThreadPoolExecutor
+
+from django.contrib.auth import get_user_model
+from django.db import connection, connections, transaction
+from django.db.models import Case, Count, Exists, F, IntegerField, OuterRef, Q, When
+from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from annotation.agreement import agreement_report
 from annotation.models import Annotation, AnnotationStatus, AuditEvent, Verdict
-from traces.models import Project
+from annotation.workflow import STANDING
+from traces.models import Project, TraceSuggestion
 
-# Work handed in (throughput, time): a rejected annotation was still done. Answers that stand (categories,
-# positions): submitted or accepted only.
+# Work handed in (throughput, time): a rejected annotation was still done. Categories and positions count only
+# the answers that stand (workflow.STANDING).
 DONE = (AnnotationStatus.SUBMITTED, AnnotationStatus.ACCEPTED, AnnotationStatus.REJECTED)
-STANDING = (AnnotationStatus.SUBMITTED, AnnotationStatus.ACCEPTED)
 POSITION_BUCKETS = 10
 DEFAULT_RANGE_DAYS = 30
-
-
-class Median(Aggregate):
-    """PostgreSQL's ordered-set median (continuous percentile 0.5)."""
-
-    function = "PERCENTILE_CONT"
-    template = "%(function)s(0.5) WITHIN GROUP (ORDER BY %(expressions)s)"
-    output_field = FloatField()
 
 
 @dataclass(frozen=True)
@@ -58,69 +59,70 @@ class DateRange:
 
 def _done(project: Project, period: DateRange, statuses=DONE):
     return Annotation.objects.filter(
-        trace__project=project, status__in=statuses, submitted_at__gte=period.since, submitted_at__lt=period.until
+        project=project, status__in=statuses, submitted_at__gte=period.since, submitted_at__lt=period.until
     )
 
 
-def traces_done_per_annotator_per_day(project: Project, period: DateRange) -> list[dict]:
+def work_done(project: Project, period: DateRange) -> tuple[list[dict], dict]:
+    """Traces done per annotator per day, and the range's verdict counts, from one grouped scan."""
     rows = (
-        _done(project, period).annotate(day=TruncDate("submitted_at")).values("day", "annotator__username")
-        .annotate(done=Count("id")).order_by("day", "annotator__username")
+        _done(project, period).annotate(day=TruncDate("submitted_at"))
+        .values_list("day", "annotator_id", "verdict").annotate(n=Count("id")).order_by()
     )
-    return [{"day": r["day"].isoformat(), "annotator": r["annotator__username"], "done": r["done"]} for r in rows]
+    per_day: Counter = Counter()
+    verdicts: Counter = Counter()
+    for day, annotator_id, verdict, n in rows:
+        per_day[(day, annotator_id)] += n
+        verdicts[verdict] += n
+    done = [{"day": day.isoformat(), "annotator_id": annotator_id, "done": n} for (day, annotator_id), n in per_day.items()]
+    counts = {"done": sum(verdicts.values()), **{v: verdicts.get(v, 0) for v in (Verdict.ERROR, Verdict.NO_ERROR, Verdict.UNUSABLE)}}
+    return done, counts
 
 
 def median_time_per_trace(project: Project, period: DateRange) -> dict:
-    """Median seconds spent per finished annotation, overall and per annotator."""
-    done = _done(project, period)
-    if connection.vendor == "postgresql":
-        overall = done.aggregate(m=Median("time_spent_s"))["m"]
-        per = {r["annotator__username"]: r["m"] for r in
-               done.values("annotator__username").annotate(m=Median("time_spent_s")).order_by()}
-    else:
-        per = _window_medians(done)
-        overall = _window_medians(done, by_annotator=False).get(None)
-    return {"overall_s": overall, "per_annotator_s": {k: per[k] for k in sorted(per)}}
+    """Median seconds spent per finished annotation, overall and per annotator id: exact, from a histogram of
+    whole seconds (the middle value, or the mean of the middle two, as PERCENTILE_CONT(0.5) gives)."""
+    rows = _done(project, period).values_list("annotator_id", "time_spent_s").annotate(n=Count("id")).order_by()
+    overall: Counter = Counter()
+    per: dict[int, Counter] = defaultdict(Counter)
+    for annotator_id, seconds, n in rows:
+        overall[seconds] += n
+        per[annotator_id][seconds] += n
+    return {"overall_s": _median_of_counts(overall), "per_annotator_s": {k: _median_of_counts(v) for k, v in per.items()}}
 
 
-def _window_medians(queryset, *, by_annotator: bool = True) -> dict:
-    """Median without PERCENTILE_CONT: number the rows in each group by time, keep the middle one or two.
-    Keys are usernames (or None for the whole range)."""
-    partition = [F("annotator_id")] if by_annotator else None
-    ranked = queryset.annotate(
-        rank=Window(RowNumber(), partition_by=partition, order_by=[F("time_spent_s").asc(), F("id").asc()]),
-        size=Window(Count("id"), partition_by=partition),
-        group=F("annotator__username") if by_annotator else Value(""),
-    ).annotate(twice_rank=F("rank") * 2)
-    # 2·rank in [size, size+2] keeps the middle row of an odd group (and its neighbour) or the two of an even one
-    middle = ranked.filter(twice_rank__gte=F("size"), twice_rank__lte=F("size") + 2)
-    middles: dict = {}
-    for group, seconds, rank, size in middle.values_list("group", "time_spent_s", "rank", "size"):
-        if size % 2 == 1 and 2 * rank != size + 1:
-            continue  # odd group: only the exact middle row
-        middles.setdefault(group if by_annotator else None, []).append(seconds)
-    return {k: sum(v) / len(v) for k, v in middles.items()}
+def _median_of_counts(histogram: Counter) -> float | None:
+    total = sum(histogram.values())
+    if not total:
+        return None
+    wanted = {(total - 1) // 2, total // 2}  # 0-based positions of the middle one or two
+    picked, seen = [], 0
+    for value in sorted(histogram):
+        count = histogram[value]
+        picked.extend(value for position in wanted if seen <= position < seen + count)
+        seen += count
+        if seen > max(wanted):
+            break
+    return sum(picked) / len(picked)
 
 
 def review_rates(project: Project, period: DateRange) -> dict:
     """Decisions taken in the range, from the audit trail (a rejected-then-accepted annotation counts both)."""
-    decisions = AuditEvent.objects.filter(
-        annotation__trace__project=project, kind="transition", from_status=AnnotationStatus.SUBMITTED,
-        to_status__in=(AnnotationStatus.ACCEPTED, AnnotationStatus.REJECTED), at__gte=period.since, at__lt=period.until,
+    rows = (
+        AuditEvent.objects.filter(
+            project=project, kind="transition", from_status=AnnotationStatus.SUBMITTED,
+            to_status__in=(AnnotationStatus.ACCEPTED, AnnotationStatus.REJECTED), at__gte=period.since, at__lt=period.until,
+        ).values_list("annotator_id", "to_status").annotate(n=Count("id")).order_by()
     )
-    counts = decisions.aggregate(
-        accepted=Count("id", filter=Q(to_status=AnnotationStatus.ACCEPTED)),
-        rejected=Count("id", filter=Q(to_status=AnnotationStatus.REJECTED)),
-    )
-    per = (
-        decisions.values("annotation__annotator__username")
-        .annotate(accepted=Count("id", filter=Q(to_status=AnnotationStatus.ACCEPTED)),
-                  rejected=Count("id", filter=Q(to_status=AnnotationStatus.REJECTED)))
-        .order_by("annotation__annotator__username")
-    )
+    per: dict[int, Counter] = defaultdict(Counter)
+    for annotator_id, to_status, n in rows:
+        per[annotator_id][to_status] += n
+    accepted = sum(c[AnnotationStatus.ACCEPTED] for c in per.values())
+    rejected = sum(c[AnnotationStatus.REJECTED] for c in per.values())
     return {
-        **_rates(counts["accepted"], counts["rejected"]),
-        "per_annotator": [{"annotator": r["annotation__annotator__username"], **_rates(r["accepted"], r["rejected"])} for r in per],
+        **_rates(accepted, rejected),
+        "per_annotator": [{"annotator_id": k, **_rates(c[AnnotationStatus.ACCEPTED], c[AnnotationStatus.REJECTED])}
+                          for k, c in per.items()],
     }
 
 
@@ -130,80 +132,102 @@ def _rates(accepted: int, rejected: int) -> dict:
             "rejection_rate": rejected / total if total else None}
 
 
-def error_category_distribution(project: Project, period: DateRange) -> list[dict]:
-    rows = (
-        _done(project, period, STANDING).filter(verdict=Verdict.ERROR).values("error_category")
-        .annotate(n=Count("id")).order_by("-n", "error_category")
-    )
-    return [{"category": r["error_category"] or "(none)", "count": r["n"]} for r in rows]
-
-
-def first_error_position(project: Project, period: DateRange) -> list[dict]:
-    """Where τ falls within its trace, as τ/n in tenths: bucket b holds b/10 < τ/n ≤ (b+1)/10."""
-    bucket = (F("tau") * POSITION_BUCKETS - 1) / F("trace__step_count")  # integer division on both databases
-    rows = dict(
-        _done(project, period, STANDING).filter(verdict=Verdict.ERROR, tau__isnull=False, tau__gte=1, trace__step_count__gte=F("tau"))
-        .annotate(bucket=bucket).values("bucket").annotate(n=Count("id")).values_list("bucket", "n")
-    )
+def standing_errors(project: Project, period: DateRange) -> dict:
+    """Over the standing error answers (submitted or accepted) of the range, from one grouped scan: the error
+    categories; where τ falls within its trace, as τ/n in tenths (bucket b holds b/10 < τ/n ≤ (b+1)/10); and how
+    often the model's suggested first error step equals the human τ (None when no trace of the project has a
+    pre-scoring suggestion)."""
+    errors = _done(project, period, STANDING).filter(verdict=Verdict.ERROR)
+    scored = TraceSuggestion.objects.filter(trace__project=project).exists()
+    in_trace = Q(tau__isnull=False, tau__gte=1, trace__step_count__gte=F("tau"))
+    # integer division on both databases
+    errors = errors.annotate(bucket=Case(When(in_trace, then=(F("tau") * POSITION_BUCKETS - 1) / F("trace__step_count")),
+                                         default=None, output_field=IntegerField()))
+    fields = ["error_category", "bucket"]
+    if scored:
+        suggestions = TraceSuggestion.objects.filter(trace_id=OuterRef("trace_id"))
+        errors = errors.annotate(has_suggestion=Exists(suggestions),
+                                 suggestion_hit=Exists(suggestions.filter(suggested_tau=OuterRef("tau"))))
+        fields += ["has_suggestion", "suggestion_hit"]
+    categories: Counter = Counter()
+    buckets: Counter = Counter()
+    compared = matched = 0
+    for row in errors.values_list(*fields).annotate(n=Count("id")).order_by():
+        category, bucket, n = row[0], row[1], row[-1]
+        categories[category or "(none)"] += n
+        if bucket is not None:
+            buckets[bucket] += n
+        if scored and row[2]:
+            compared += n
+            matched += n if row[3] else 0
     step = 100 // POSITION_BUCKETS
-    return [{"bucket": f"{b * step}–{(b + 1) * step}%", "count": rows.get(b, 0)} for b in range(POSITION_BUCKETS)]
-
-
-def verdict_counts(project: Project, period: DateRange) -> dict:
-    counts = _done(project, period).aggregate(
-        done=Count("id"),
-        error=Count("id", filter=Q(verdict=Verdict.ERROR)),
-        no_error=Count("id", filter=Q(verdict=Verdict.NO_ERROR)),
-        unusable=Count("id", filter=Q(verdict=Verdict.UNUSABLE)),
-    )
-    return counts
+    return {
+        "error_categories": [{"category": c, "count": n} for c, n in sorted(categories.items(), key=lambda kv: (-kv[1], kv[0]))],
+        "first_error_position": [{"bucket": f"{b * step}–{(b + 1) * step}%", "count": buckets.get(b, 0)} for b in range(POSITION_BUCKETS)],
+        "suggestion_match": {"compared": compared, "matched": matched, "rate": matched / compared if compared else None} if scored else None,
+    }
 
 
 def live_counters(project: Project) -> dict:
     """Counts of annotations by status right now (what the live counters show)."""
-    rows = dict(Annotation.objects.filter(trace__project=project).values("status").annotate(n=Count("id")).values_list("status", "n"))
+    rows = dict(Annotation.objects.filter(project=project).values_list("status").annotate(n=Count("id")).order_by())
     return {status: rows.get(status, 0) for status in AnnotationStatus.values}
 
 
-def _suggestion_model():
-    """Pre-scoring's per-trace suggestion, when that part of the studio is installed."""
-    try:
-        model = apps.get_model("traces", "TraceSuggestion")
-    except LookupError:
-        return None, None
-    names = {f.name for f in model._meta.get_fields()}
-    tau_field = next((n for n in ("suggested_tau", "tau", "first_error_step", "predicted_tau") if n in names), None)
-    return (model, tau_field) if tau_field and "trace" in names else (None, None)
+def _name_annotators(ids) -> dict[int, str]:
+    return dict(get_user_model().objects.filter(pk__in=set(ids)).values_list("pk", "username"))
 
 
-def suggestion_match(project: Project, period: DateRange) -> dict | None:
-    """How often the model's suggested first error step equals the human τ (None until pre-scoring exists)."""
-    model, tau_field = _suggestion_model()
-    if model is None:
-        return None
-    from django.db.models import Exists, OuterRef
+def _read_at_once(reads: dict) -> dict:
+    """Run independent reads concurrently, each on its own database connection, so the database's cores
+    share the work. Inside a transaction the reads run in turn on the caller's connection instead: another
+    connection would not see what that transaction has written."""
+    if connection.in_atomic_block or len(reads) < 2:
+        return {name: read() for name, read in reads.items()}
 
-    suggestions = model.objects.filter(trace_id=OuterRef("trace_id"))
-    matched = suggestions.filter(**{tau_field: OuterRef("tau")})
-    counts = (
-        _done(project, period, STANDING).filter(verdict=Verdict.ERROR).annotate(has=Exists(suggestions), hit=Exists(matched))
-        .aggregate(compared=Count("id", filter=Q(has=True)), matched=Count("id", filter=Q(has=True, hit=True)))
-    )
-    compared = counts["compared"]
-    return {"compared": compared, "matched": counts["matched"], "rate": counts["matched"] / compared if compared else None}
+    def run(read):
+        try:
+            with transaction.atomic():
+                if connection.vendor == "postgresql":
+                    with connection.cursor() as cursor:
+                        # The reads already share the cores between them; PostgreSQL's parallel workers on top
+                        # of that would oversubscribe them (measured: a slower dashboard, not a faster one).
+                        cursor.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+                return read()
+        finally:
+            connections.close_all()  # this thread's connections (back to the pool where there is one)
+
+    with ThreadPoolExecutor(max_workers=3, thread_name_prefix="dashboard-read") as pool:
+        futures = {name: pool.submit(run, read) for name, read in reads.items()}
+        return {name: future.result() for name, future in futures.items()}
 
 
 def project_dashboard(project: Project, period: DateRange) -> dict:
+    figures = _read_at_once({
+        "counters": lambda: live_counters(project),
+        "work": lambda: work_done(project, period),
+        "median_time": lambda: median_time_per_trace(project, period),
+        "review": lambda: review_rates(project, period),
+        "agreement": lambda: agreement_report(project, since=period.since, until=period.until).as_dict(),
+        "standing": lambda: standing_errors(project, period),
+    })
+    done_per_day, verdicts = figures["work"]
+    median_time, review = figures["median_time"], figures["review"]
+    names = _name_annotators([*(r["annotator_id"] for r in done_per_day), *median_time["per_annotator_s"],
+                              *(r["annotator_id"] for r in review["per_annotator"])])
+    for row in (*done_per_day, *review["per_annotator"]):
+        row["annotator"] = names[row.pop("annotator_id")]
+    done_per_day.sort(key=lambda r: (r["day"], r["annotator"]))
+    review["per_annotator"].sort(key=lambda r: r["annotator"])
+    median_time["per_annotator_s"] = dict(sorted((names[k], v) for k, v in median_time["per_annotator_s"].items()))
     return {
         "project": {"id": project.pk, "name": project.name},
         "range": {"from": period.first_day.isoformat(), "to": period.last_day.isoformat()},
-        "counters": live_counters(project),
-        "verdicts": verdict_counts(project, period),
-        "done_per_day": traces_done_per_annotator_per_day(project, period),
-        "median_time": median_time_per_trace(project, period),
-        "review": review_rates(project, period),
-        "agreement": agreement_report(project, since=period.since, until=period.until).as_dict(),
-        "error_categories": error_category_distribution(project, period),
-        "first_error_position": first_error_position(project, period),
-        "suggestion_match": suggestion_match(project, period),
+        "counters": figures["counters"],
+        "verdicts": verdicts,
+        "done_per_day": done_per_day,
+        "median_time": median_time,
+        "review": review,
+        "agreement": figures["agreement"],
+        **figures["standing"],
     }

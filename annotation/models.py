@@ -24,6 +24,9 @@ class Annotation(models.Model):
     """One annotator's reading of one trace (method.md: verdict, τ, correction, post-reflection, labels)."""
 
     trace = models.ForeignKey("traces.Trace", on_delete=models.CASCADE, related_name="annotations")
+    # The trace's project, copied when the annotation is made (a trace never changes project): the dashboards
+    # and agreement scan a project's annotations, and a join through traces would cost every one of those scans.
+    project = models.ForeignKey("traces.Project", on_delete=models.CASCADE, related_name="annotations", editable=False)
     annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="annotations")
     status = models.CharField(max_length=16, choices=AnnotationStatus.choices, default=AnnotationStatus.DRAFT, db_index=True)
     version = models.PositiveIntegerField(default=1, help_text="Bumped by every save; a save based on an older one is refused.")
@@ -60,6 +63,8 @@ class Annotation(models.Model):
         indexes = [
             models.Index(fields=["status", "submitted_at"]),
             models.Index(fields=["annotator", "status"]),
+            models.Index(fields=["project", "submitted_at"]),
+            models.Index(fields=["project", "status"]),
         ]
 
     def __str__(self):
@@ -95,6 +100,10 @@ class AuditEvent(models.Model):
     """Append-only: every annotation transition and edit, written in the same transaction as the change."""
 
     annotation = models.ForeignKey(Annotation, on_delete=models.CASCADE, related_name="audit_events")
+    # The annotation's project and annotator, copied: review figures read a project's decisions on each
+    # annotator's work from this table alone, which autosave edits make by far the largest.
+    project = models.ForeignKey("traces.Project", on_delete=models.CASCADE, related_name="+", editable=False)
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+", editable=False)
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     at = models.DateTimeField(auto_now_add=True, db_index=True)
     kind = models.CharField(max_length=24)  # transition | edit
@@ -105,3 +114,6 @@ class AuditEvent(models.Model):
 
     class Meta:
         ordering = ["at", "id"]
+        indexes = [
+            models.Index(fields=["project", "at"], condition=models.Q(kind="transition"), name="audit_project_transition_idx"),
+        ]

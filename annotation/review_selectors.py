@@ -22,7 +22,7 @@ def reviewable_projects(user) -> list[Project]:
 
 
 def annotations_for_reviewer(user) -> QuerySet[Annotation]:
-    return Annotation.objects.filter(trace__project__in=reviewable_projects(user)).select_related(
+    return Annotation.objects.filter(project__in=reviewable_projects(user)).select_related(
         "trace__project", "annotator", "reviewed_by"
     )
 
@@ -31,7 +31,7 @@ def review_queue(user, *, project: Project | None = None, status: str = Annotati
     """Annotations waiting for (or past) a decision, oldest submission first."""
     queue = annotations_for_reviewer(user).filter(status=status)
     if project is not None:
-        queue = queue.filter(trace__project=project)
+        queue = queue.filter(project=project)
     return queue.order_by("submitted_at", "id")
 
 

@@ -13,7 +13,7 @@ from traces.selectors import projects_for_user, trace_steps
 
 def own_annotations(user) -> QuerySet[Annotation]:
     """Annotators reach only their own annotations, in projects they still belong to."""
-    return Annotation.objects.filter(annotator=user, trace__project__in=projects_for_user(user)).select_related(
+    return Annotation.objects.filter(annotator=user, project__in=projects_for_user(user)).select_related(
         "trace__project"
     )
 
@@ -36,7 +36,7 @@ def queue_for_user(user) -> list[dict]:
     for project in projects_for_user(user).order_by("name"):
         if not has_permission(user, "annotation.work", project):
             continue
-        mine = own_annotations(user).filter(trace__project=project)
+        mine = own_annotations(user).filter(project=project)
         held = Lease.objects.filter(trace=OuterRef("pk"), released_at__isnull=True, expires_at__gt=now).exclude(user=user)
         finished = Annotation.objects.filter(trace=OuterRef("pk")).exclude(status=AnnotationStatus.DRAFT)
         open_count = (

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from annotation import events
 from annotation.models import Annotation, AnnotationStatus, AuditEvent, Lease, Verdict
-from annotation.workflow import EDITABLE_BY_ANNOTATOR, check_transition
+from annotation.workflow import EDITABLE_BY_ANNOTATOR, STANDING, check_transition
 from studio.db import atomic_with_retry
 from traces import actions as grammar
 from traces.models import Trace
@@ -34,19 +34,33 @@ def annotation_transition(*, annotation: Annotation, to: str, actor, comment: st
         annotation.reviewed_by = actor
         annotation.review_comment = comment
     annotation.save()
+    standing_change = (to in STANDING) - (from_status in STANDING)
+    if standing_change:
+        Trace.objects.filter(pk=annotation.trace_id).update(
+            standing_annotations=F("standing_annotations") + standing_change)
     AuditEvent.objects.create(
-        annotation=annotation, actor=actor, kind="transition", from_status=from_status, to_status=to,
+        annotation=annotation, project_id=annotation.project_id, annotator_id=annotation.annotator_id, actor=actor, kind="transition", from_status=from_status, to_status=to,
         changes=changes or {}, comment=comment,
     )
     events.annotation_changed(annotation=annotation, verb=check_transition(from_status, to))  # sent after commit
     return annotation
 
 
+def trace_recount_standing_annotations(*, traces) -> int:
+    """Set ``Trace.standing_annotations`` of ``traces`` (a queryset) from their annotations: for rows written
+    around the state machine (bulk loads, repairs). Returns how many traces were updated."""
+    standing = (
+        Annotation.objects.filter(trace=OuterRef("pk"), status__in=STANDING).order_by()
+        .values("trace").annotate(n=Count("id")).values("n")
+    )
+    return traces.update(standing_annotations=Coalesce(Subquery(standing), 0))
+
+
 def annotation_record_edit(*, annotation: Annotation, actor, changes: dict) -> None:
     """Audit an edit: ``changes`` maps field -> [before, after]. Empty changes write nothing."""
     if changes:
         AuditEvent.objects.create(
-            annotation=annotation, actor=actor, kind="edit", from_status=annotation.status,
+            annotation=annotation, project_id=annotation.project_id, annotator_id=annotation.annotator_id, actor=actor, kind="edit", from_status=annotation.status,
             to_status=annotation.status, changes=changes,
         )
 
@@ -125,7 +139,7 @@ def _lease_take(*, trace, user, now) -> Lease:
 
 
 def _annotation_for_claim(*, trace, user) -> Annotation:
-    annotation, _ = Annotation.objects.get_or_create(trace=trace, annotator=user)
+    annotation, _ = Annotation.objects.get_or_create(trace=trace, annotator=user, defaults={"project_id": trace.project_id})
     return annotation
 
 
@@ -480,7 +494,7 @@ def annotation_seed_demo(*, project, external_id: str, annotation: dict) -> int:
         raise AnnotationProblem("the demo needs an annotator and a lead user")
     if Annotation.objects.filter(trace=trace, annotator=annotator).exists():
         return 0
-    record = Annotation.objects.create(trace=trace, annotator=annotator)
+    record = Annotation.objects.create(trace=trace, project_id=trace.project_id, annotator=annotator)
     verdict = annotation.get("verdict") or Verdict.NO_ERROR
     fields = {
         "verdict": verdict, "tau": annotation.get("tau"), "error_category": annotation.get("error_category") or "",

@@ -16,6 +16,9 @@ ANNOTATION_TRANSITIONS: dict[tuple[str, str], str] = {
 # Where the annotator may still edit their own work.
 EDITABLE_BY_ANNOTATOR = frozenset({S.DRAFT, S.REJECTED})
 
+# Answers that stand: handed in and not sent back. Agreement compares them; Trace.standing_annotations counts them.
+STANDING = frozenset({S.SUBMITTED, S.ACCEPTED})
+
 
 class TransitionError(Exception):
     pass

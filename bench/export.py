@@ -78,7 +78,7 @@ def generate(pairs: int, n_images: int, n_steps: int) -> None:
                 for trace in traces for k, r in enumerate(replies)
             ])
             Annotation.objects.bulk_create([
-                Annotation(trace=trace, annotator=annotator, status=AnnotationStatus.ACCEPTED, version=3,
+                Annotation(trace=trace, project_id=trace.project_id, annotator=annotator, status=AnnotationStatus.ACCEPTED, version=3,
                            verdict=Verdict.ERROR, tau=n_steps, corrected_thought="Open the Reports menu first.",
                            corrected_action=f"click(start_box='({trace.pk % 1000},321)')")
                 for trace in traces

@@ -111,7 +111,7 @@ def accepted_annotations(project: Project):
 
     Ordered by trace so the caller keeps the first per trace while streaming."""
     return (
-        Annotation.objects.filter(trace__project=project, status=AnnotationStatus.ACCEPTED)
+        Annotation.objects.filter(project=project, status=AnnotationStatus.ACCEPTED)
         .exclude(verdict=Verdict.UNUSABLE)
         .select_related("trace")
         .only(*(f"trace__{name}" for name in ("id", "instruction", "final_screenshot_id", "project_id")),

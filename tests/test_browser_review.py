@@ -84,7 +84,7 @@ def draft(project, annotator):
     corrected = grammar.parse_action("click(start_box='<|box_start|>(700,120)<|box_end|>')")
     reflection = grammar.parse_action("hotkey(key='ctrl shift t')")
     return Annotation.objects.create(
-        trace=trace, annotator=annotator, verdict="error", tau=2, error_category="wrong element / grounding",
+        trace=trace, project=trace.project, annotator=annotator, verdict="error", tau=2, error_category="wrong element / grounding",
         corrected_thought="I will click the bookmark star in the blue toolbar.",
         reflection_thought="I closed the tab by mistake; reopen it.",
         editor_state={"corrected": corrected.to_json(), "reflection": reflection.to_json()},

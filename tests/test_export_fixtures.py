@@ -34,7 +34,7 @@ def make_trace(project, *, replies: list[str], external_id: str, instruction: st
 
 def accepted_annotation(trace, *, annotator, reviewer, **fields) -> Annotation:
     with transaction.atomic():
-        annotation = Annotation.objects.create(trace=trace, annotator=annotator, **fields)
+        annotation = Annotation.objects.create(trace=trace, project=trace.project, annotator=annotator, **fields)
         annotation_transition(annotation=annotation, to=AnnotationStatus.SUBMITTED, actor=annotator)
         annotation_transition(annotation=annotation, to=AnnotationStatus.ACCEPTED, actor=reviewer)
     return annotation

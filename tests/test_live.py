@@ -61,8 +61,9 @@ async def receive_type(comm, kind: str, timeout: float = 5) -> dict:
 
 @pytest.fixture
 def live_setup(project, annotator, lead, make_user):
-    trace = Trace.objects.create(project=project, external_id="live-1", instruction="x", source="test", step_count=3)
-    annotation = Annotation.objects.create(trace=trace, annotator=annotator, status="submitted", verdict="no_error",
+    trace = Trace.objects.create(project=project, external_id="live-1", instruction="x", source="test", step_count=3,
+                                 standing_annotations=1)
+    annotation = Annotation.objects.create(trace=trace, project=trace.project, annotator=annotator, status="submitted", verdict="no_error",
                                            submitted_at=timezone.now())
     now = timezone.now()
     lease = Lease.objects.create(trace=trace, user=annotator, heartbeat_at=now, expires_at=now + timedelta(minutes=10))

@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import pytest
 from django.core.exceptions import PermissionDenied
+from django.db import connection, transaction
 from django.utils import timezone
 
 from annotation import review
@@ -13,7 +14,7 @@ from annotation.agreement import agreement_report
 from annotation.dashboards import DateRange, project_dashboard
 from annotation.models import Annotation, AnnotationStatus, AuditEvent
 from annotation.review_selectors import word_diff
-from annotation.services import annotation_transition
+from annotation.services import annotation_transition, trace_recount_standing_annotations
 from studio.permissions import Role
 from traces.models import Step, Trace
 
@@ -32,8 +33,12 @@ def make_trace(project, external_id: str, steps: int = 5) -> Trace:
 
 
 def make_annotation(trace, user, *, status=AnnotationStatus.SUBMITTED, submitted_at=None, **fields) -> Annotation:
-    return Annotation.objects.create(trace=trace, annotator=user, status=status,
-                                     submitted_at=submitted_at or (timezone.now() if status != "draft" else None), **fields)
+    """An annotation written as it would stand after its transitions (without their audit records)."""
+    annotation = Annotation.objects.create(
+        trace=trace, project=trace.project, annotator=user, status=status,
+        submitted_at=submitted_at or (timezone.now() if status != "draft" else None), **fields)
+    trace_recount_standing_annotations(traces=Trace.objects.filter(pk=trace.pk))
+    return annotation
 
 
 # --- review services --------------------------------------------------------------------------
@@ -171,6 +176,16 @@ def test_click_distance_uses_screen_size_for_pixel_conventions(project, annotato
 # --- dashboards -------------------------------------------------------------------------------
 
 def test_dashboard_figures_match_hand_computation(project, annotator, second_annotator, lead):
+    assert connection.in_atomic_block  # the figures are read in turn, on this test's connection
+    check_dashboard_against_hand_computation(project, annotator, second_annotator, lead)
+
+
+def test_dashboard_figures_read_at_once_match_hand_computation(transactional_db, project, annotator, second_annotator, lead):
+    assert not connection.in_atomic_block  # committed data: the figures are read concurrently on their own connections
+    check_dashboard_against_hand_computation(project, annotator, second_annotator, lead)
+
+
+def check_dashboard_against_hand_computation(project, annotator, second_annotator, lead):
     today = timezone.now().replace(hour=12, minute=0, second=0, microsecond=0)
     day0, day1 = today - timedelta(days=2), today - timedelta(days=1)
     A, B = annotator, second_annotator
@@ -209,6 +224,28 @@ def test_dashboard_figures_match_hand_computation(project, annotator, second_ann
     assert data["verdicts"] == {"done": 5, "error": 3, "no_error": 1, "unusable": 1}
     assert data["agreement"]["pairs"] == 0 and data["agreement"]["first_error_exact"] is None
     assert data["suggestion_match"] is None or data["suggestion_match"]["compared"] == 0
+
+
+def test_transitions_keep_the_count_of_standing_annotations(project, annotator, second_annotator, lead):
+    trace = make_trace(project, "count")
+    first = make_annotation(trace, annotator, status="draft")
+    second = make_annotation(trace, second_annotator, status="draft")
+
+    def move(annotation, to):
+        with transaction.atomic():
+            annotation_transition(annotation=annotation, to=to, actor=lead)
+        trace.refresh_from_db()
+        return trace.standing_annotations
+
+    assert move(first, "submitted") == 1
+    assert move(second, "submitted") == 2
+    assert move(first, "rejected") == 1
+    assert move(first, "submitted") == 2
+    assert move(first, "accepted") == 2
+    assert move(first, "rejected") == 1  # reopened
+    trace_recount_standing_annotations(traces=Trace.objects.filter(pk=trace.pk))
+    trace.refresh_from_db()
+    assert trace.standing_annotations == 1
 
 
 def test_median_of_even_and_odd_groups_single_annotator(project, annotator):

@@ -127,13 +127,19 @@ class Trace(models.Model):
         help_text="The screen after the last action, where the runner kept it.",
     )
     step_count = models.PositiveIntegerField(default=0)
+    # How many annotations of this trace stand (submitted or accepted), kept by the annotation state machine:
+    # agreement reads only traces with two or more instead of counting a whole project's annotations per read.
+    standing_annotations = models.PositiveIntegerField(default=0, editable=False)
     import_job = models.ForeignKey("ImportJob", null=True, blank=True, on_delete=models.SET_NULL, related_name="traces")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["id"]
         constraints = [models.UniqueConstraint(fields=["project", "external_id"], name="unique_trace_per_project")]
-        indexes = [models.Index(fields=["project", "created_at"])]
+        indexes = [
+            models.Index(fields=["project", "created_at"]),
+            models.Index(fields=["project"], condition=models.Q(standing_annotations__gte=2), name="trace_multi_annotated_idx"),
+        ]
 
     def __str__(self):
         return f"{self.project_id}/{self.external_id}"
