@@ -34,6 +34,14 @@ class WorkView(APIView):
     def own_annotation(self, pk: int):
         return get_object_or_404(selectors.own_annotations(self.request.user), pk=pk)
 
+    def valid_form(self, form: serializers.Serializer, pk: int) -> dict:
+        """The form's data; when it is invalid, a 404 first if the annotation is not the user's (writes
+        read the annotation once, in the service, so only a refused body pays for this check)."""
+        if not form.is_valid():
+            self.own_annotation(pk)
+            raise serializers.ValidationError(form.errors)
+        return dict(form.validated_data)
+
 
 class NextTrace(WorkView):
     """Take the next open trace of a project with a lease (or resume the one already held)."""
@@ -81,10 +89,7 @@ class AnnotationDraft(WorkView):
 
     @extend_schema(request=DraftSerializer, responses={200: dict, 409: dict})
     def put(self, request, pk: int):
-        self.own_annotation(pk)
-        form = DraftSerializer(data=request.data)
-        form.is_valid(raise_exception=True)
-        fields = dict(form.validated_data)
+        fields = self.valid_form(DraftSerializer(data=request.data), pk)
         version = fields.pop("version")
         annotation = services.annotation_save_draft(annotation_id=pk, user=request.user, base_version=version, fields=fields)
         return Response(selectors.annotation_json(annotation))
@@ -116,17 +121,14 @@ class VersionSerializer(serializers.Serializer):
 class AnnotationSubmit(WorkView):
     @extend_schema(request=VersionSerializer, responses={200: dict, 400: dict, 409: dict})
     def post(self, request, pk: int):
-        self.own_annotation(pk)
-        form = VersionSerializer(data=request.data)
-        form.is_valid(raise_exception=True)
-        annotation = services.annotation_submit(annotation_id=pk, user=request.user, base_version=form.validated_data["version"])
+        version = self.valid_form(VersionSerializer(data=request.data), pk)["version"]
+        annotation = services.annotation_submit(annotation_id=pk, user=request.user, base_version=version)
         return Response(selectors.annotation_json(annotation))
 
 
 class AnnotationSkip(WorkView):
     @extend_schema(request=None, responses={200: dict})
     def post(self, request, pk: int):
-        self.own_annotation(pk)
         annotation = services.annotation_skip(annotation_id=pk, user=request.user)
         return Response(selectors.annotation_json(annotation))
 

@@ -17,6 +17,7 @@ from annotation.workflow import EDITABLE_BY_ANNOTATOR, STANDING, check_transitio
 from studio.db import atomic_with_retry
 from traces import actions as grammar
 from traces.models import Trace
+from traces.selectors import projects_for_user
 
 
 def annotation_transition(*, annotation: Annotation, to: str, actor, comment: str = "", changes: dict | None = None) -> Annotation:
@@ -371,9 +372,10 @@ def _changes(annotation: Annotation, clean: dict) -> dict:
 
 
 def _lock_own_annotation(*, annotation_id: int, user) -> Annotation:
+    """The user's own annotation in a project they still belong to, locked: the one read of a write."""
     annotation = (
         Annotation.objects.select_for_update(of=("self",)).select_related("trace__project")
-        .filter(pk=annotation_id, annotator=user).first()
+        .filter(pk=annotation_id, annotator=user, project__in=projects_for_user(user)).first()
     )
     if annotation is None:
         raise NotFound("No such annotation of yours.")

@@ -149,6 +149,12 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}}
     }
+    # Every request reads its session: from the cache all web processes share, written through to the
+    # database. Without a shared cache (embedded mode) sessions stay database-only, so a logout in one
+    # process is a logout in all.
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+                          "KEY_PREFIX": "studio"}}
+    SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 else:
     # Embedded mode: kombu's filesystem transport, a real broker in files that a separate
     # worker process consumes, so nothing runs inline in the web process.
