@@ -1,8 +1,13 @@
 """ASGI entry point: HTTP through Django, WebSockets through Channels."""
 
 import os
+import sys
 
 from django.core.asgi import get_asgi_application
+
+# Each request hands the interpreter lock between the event loop and its worker thread several times; under
+# load the default 5 ms switch interval makes every hand-over wait for a busy thread's turn to end.
+sys.setswitchinterval(0.001)
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studio.settings")
 django_asgi_app = get_asgi_application()
