@@ -14,12 +14,14 @@ It migrates the database named by DATABASE_URL (its own bench database, not your
 Annotators work independently: each starts at a random moment within the first ``--think`` seconds and
 waits a random 0.5–1.5 × ``--think`` between its saves (mean ``--think``, ~1 save/s each by default).
 ``--lockstep`` starts them all at once and waits exactly ``--think``, which keeps every save of a round
-arriving together: a burst test, reported separately.
+arriving together: a burst test, reported separately. Besides the round trip it reports the server's own
+share (the Server-Timing header) and the uvicorn processes' CPU time per save.
 """
 
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import random
@@ -104,9 +106,25 @@ def annotator_claim(base, username, project_id):
     return session, headers, claim.json()["annotation"]
 
 
-def server_ms(response) -> float | None:
+def cpu_seconds(root_pid: int) -> float:
+    """User + system CPU seconds of a process and its children (Linux /proc), e.g. uvicorn and its workers."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(entry.name) == root_pid or int(fields[1]) == root_pid:  # fields[1]: the parent's pid
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+def server_ms(header: str | None) -> float | None:
     """The server's own time for a response, from its Server-Timing header (app;dur=<ms>)."""
-    for part in response.headers.get("Server-Timing", "").split(","):
+    for part in (header or "").split(","):
         name, _, duration = part.strip().partition(";dur=")
         if name == "app" and duration:
             return float(duration)
@@ -117,6 +135,14 @@ def annotator_run(base, username, claimed, saves, latencies, server_times, error
     session, headers, annotation = claimed
     version = annotation["version"]
     rng = random.Random(username)
+    # The saves go over one kept-alive http.client connection: a client far lighter than requests, so the
+    # load generator takes less of the CPU it shares with the server it measures. Login, CSRF and the
+    # claim came through requests (annotator_claim); their cookies ride along.
+    host, port = base.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=30)
+    save_headers = {**headers, "Content-Type": "application/json",
+                    "Cookie": "; ".join(f"{c.name}={c.value}" for c in session.cookies)}
+    path = f"/api/annotations/{annotation['id']}/draft/"
     start.wait()
     if not lockstep:
         time.sleep(rng.uniform(0, think))
@@ -124,18 +150,22 @@ def annotator_run(base, username, claimed, saves, latencies, server_times, error
         body = {"version": version, "note": f"{username} save {k}", "corrected_thought": f"thought {k} " * 20,
                 "verdict": "error", "tau": 1 + k % STEPS,
                 "editor_state": {"corrected": {"type": "click", "args": {"start_box": [10 + k, 20 + k]}}}}
+        payload = json.dumps(body)
         t0 = time.perf_counter()
         try:
-            response = session.put(f"{base}/api/annotations/{annotation['id']}/draft/", json=body, headers=headers, timeout=30)
+            connection.request("PUT", path, body=payload, headers=save_headers)
+            response = connection.getresponse()
+            content = response.read()
         except Exception as exc:  # counted as an error
             errors.append(f"{username}: {exc!r}")
+            connection.close()
             continue
         latencies.append((time.perf_counter() - t0) * 1000)
-        server_times.append(server_ms(response))
-        if response.status_code != 200:
-            errors.append(f"{username}: {response.status_code} {response.text[:200]}")
+        server_times.append(server_ms(response.getheader("Server-Timing")))
+        if response.status != 200:
+            errors.append(f"{username}: {response.status} {content[:200]!r}")
             continue
-        version = response.json()["version"]
+        version = json.loads(content)["version"]
         accepted[annotation["id"]] = (version, body["note"], body["tau"])
         # a person works between autosaves (the page debounces edits by 0.7 s)
         time.sleep(think if lockstep else rng.uniform(0.5 * think, 1.5 * think))
@@ -217,10 +247,12 @@ def main():
             t.start()
         time.sleep(0.5)
         t0 = time.perf_counter()
+        cpu_before = cpu_seconds(server.pid)
         gate.set()
         for t in threads:
             t.join(300)
         wall = time.perf_counter() - t0
+        server_cpu_ms = (cpu_seconds(server.pid) - cpu_before) * 1000
         missing = []
         for annotation_id, (version, note, tau) in accepted.items():
             row = Annotation.objects.get(pk=annotation_id)
@@ -243,6 +275,8 @@ def main():
     if timed:
         print(f"  of which at the server (Server-Timing, request in to response out): median={statistics.median(timed):.1f} ms "
               f"p95={p95(timed):.1f} ms; the rest is the network stack and the load generator sharing the same cores")
+    print(f"  server CPU (uvicorn processes) per save: {server_cpu_ms / max(1, len(latencies)):.1f} ms "
+          f"({server_cpu_ms / 1000 / wall:.2f} cores busy on average over {os.cpu_count()} cores)")
     print(f"accepted writes present afterwards: {len(accepted) - len(missing)}/{len(accepted)} annotations hold their last accepted save")
     print(f"workspace page JS+CSS: {js_css / 1024:.1f} KB (limit 150 KB), no CDN")
     for line in errors[:10]:
