@@ -13,11 +13,10 @@ decision for acceptance rates.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta
-
 from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
 
 from django.contrib.auth import get_user_model
 from django.db import connection, connections, transaction
@@ -185,7 +184,7 @@ def _read_at_once(reads: dict) -> dict:
     """Run independent reads concurrently, each on its own database connection, so the database's cores
     share the work. Inside a transaction the reads run in turn on the caller's connection instead: another
     connection would not see what that transaction has written."""
-    if connection.in_atomic_block or len(reads) < 2:
+    if connection.in_atomic_block:
         return {name: read() for name, read in reads.items()}
 
     def run(read):

@@ -12,12 +12,12 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotation import events
+from annotation.selectors import own_annotations
 from annotation.models import Annotation, AnnotationStatus, AuditEvent, Lease, Verdict
 from annotation.workflow import EDITABLE_BY_ANNOTATOR, STANDING, check_transition
 from studio.db import atomic_with_retry
 from traces import actions as grammar
 from traces.models import Trace
-from traces.selectors import projects_for_user
 
 
 def annotation_transition(*, annotation: Annotation, to: str, actor, comment: str = "", changes: dict | None = None) -> Annotation:
@@ -39,10 +39,8 @@ def annotation_transition(*, annotation: Annotation, to: str, actor, comment: st
     if standing_change:
         Trace.objects.filter(pk=annotation.trace_id).update(
             standing_annotations=F("standing_annotations") + standing_change)
-    AuditEvent.objects.create(
-        annotation=annotation, project_id=annotation.project_id, annotator_id=annotation.annotator_id, actor=actor, kind="transition", from_status=from_status, to_status=to,
-        changes=changes or {}, comment=comment,
-    )
+    _audit_event_create(annotation=annotation, actor=actor, kind="transition", from_status=from_status, to_status=to,
+                        changes=changes or {}, comment=comment)
     events.annotation_changed(annotation=annotation, verb=check_transition(from_status, to))  # sent after commit
     return annotation
 
@@ -60,10 +58,14 @@ def trace_recount_standing_annotations(*, traces) -> int:
 def annotation_record_edit(*, annotation: Annotation, actor, changes: dict) -> None:
     """Audit an edit: ``changes`` maps field -> [before, after]. Empty changes write nothing."""
     if changes:
-        AuditEvent.objects.create(
-            annotation=annotation, project_id=annotation.project_id, annotator_id=annotation.annotator_id, actor=actor, kind="edit", from_status=annotation.status,
-            to_status=annotation.status, changes=changes,
-        )
+        _audit_event_create(annotation=annotation, actor=actor, kind="edit", from_status=annotation.status,
+                            to_status=annotation.status, changes=changes)
+
+
+def _audit_event_create(*, annotation: Annotation, **fields) -> AuditEvent:
+    """The one place audit rows are made, with the annotation's project and annotator copied onto them."""
+    return AuditEvent.objects.create(annotation=annotation, project_id=annotation.project_id,
+                                     annotator_id=annotation.annotator_id, **fields)
 
 
 # --- Errors the API turns into 4xx answers ----------------------------------------------------
@@ -373,10 +375,7 @@ def _changes(annotation: Annotation, clean: dict) -> dict:
 
 def _lock_own_annotation(*, annotation_id: int, user) -> Annotation:
     """The user's own annotation in a project they still belong to, locked: the one read of a write."""
-    annotation = (
-        Annotation.objects.select_for_update(of=("self",)).select_related("trace__project")
-        .filter(pk=annotation_id, annotator=user, project__in=projects_for_user(user)).first()
-    )
+    annotation = own_annotations(user).select_for_update(of=("self",)).filter(pk=annotation_id).first()
     if annotation is None:
         raise NotFound("No such annotation of yours.")
     return annotation

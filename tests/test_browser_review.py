@@ -164,7 +164,7 @@ def test_reject_fix_resubmit_accept_live(browser, asgi_server, project, annotato
     ann_ctx.close()
 
 
-def test_dashboard_draws_charts_and_updates_live(browser, asgi_server, project, annotator, lead, draft):
+def test_dashboard_draws_charts_and_updates_live(browser, asgi_server, project, annotator, lead, draft, artifacts_dir):
     base = asgi_server
     page = browser.new_context(viewport={"width": 1600, "height": 1000}).new_page()
     errors = []
@@ -181,6 +181,9 @@ def test_dashboard_draws_charts_and_updates_live(browser, asgi_server, project, 
     ann_page.goto(f"{base}/projects/")
     api(ann_page, f"/api/annotations/{draft.pk}/submit/", "POST", {"version": draft.version})
     page.wait_for_selector("[data-counter='submitted']:text-is('1')", timeout=15000)  # no reload
+    page.reload()
+    page.wait_for_selector("#dashboard[data-loaded]")
+    page.screenshot(path=str(artifacts_dir / "dashboard.png"), full_page=True)
 
     with page.expect_download() as download:
         page.click("[data-csv='median_time']")
