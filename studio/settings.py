@@ -87,6 +87,8 @@ MIDDLEWARE = [
 
 ROOT_URLCONF = "studio.urls"
 ASGI_APPLICATION = "studio.asgi.application"
+# Threads per web process that run HTTP requests (studio/asgi.py); each holds at most one database connection.
+WEB_THREADS = env_int("STUDIO_WEB_THREADS", 8)
 WSGI_APPLICATION = None
 
 TEMPLATES = [
@@ -109,8 +111,8 @@ TEMPLATES = [
 DATABASE_URL = env("DATABASE_URL")
 SQLITE_BUSY_TIMEOUT_S = 30
 if DATABASE_URL:
-    # No persistent per-thread connections: under ASGI every request runs in its own thread, and
-    # connections kept per thread pile up until PostgreSQL refuses clients.
+    # No persistent per-thread connections: every request returns its connection to the process's pool,
+    # which the web threads, Celery's threads and Channels' consumers share.
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
     if DATABASES["default"]["ENGINE"].endswith("postgresql") and env_bool("STUDIO_DB_POOL", True):
         # A per-process psycopg pool: connections are reused across requests without leaking per thread.
@@ -152,7 +154,7 @@ if REDIS_URL:
     # Every request reads its session: from the cache all web processes share, written through to the
     # database. Without a shared cache (embedded mode) sessions stay database-only, so a logout in one
     # process is a logout in all.
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+    CACHES = {"default": {"BACKEND": "studio.cache.SharedPoolRedisCache", "LOCATION": REDIS_URL,
                           "KEY_PREFIX": "studio"}}
     SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 else:

@@ -1,0 +1,27 @@
+"""The Redis cache with one connection pool per process.
+
+Django makes a cache object per async context, and under ASGI every request is a new context: the stock
+backend then opens a new Redis connection (and pool) for every request. Here the client, which holds the
+pool, is shared by every cache object of the process with the same servers and options.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from django.core.cache.backends.redis import RedisCache
+from django.utils.functional import cached_property
+
+_clients: dict[tuple, object] = {}
+_clients_lock = threading.Lock()
+
+
+class SharedPoolRedisCache(RedisCache):
+    @cached_property
+    def _cache(self):
+        key = (tuple(self._servers), repr(sorted(self._options.items())))
+        with _clients_lock:
+            client = _clients.get(key)
+            if client is None:
+                client = _clients[key] = self._class(self._servers, **self._options)
+        return client
