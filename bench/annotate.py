@@ -1,7 +1,7 @@
 """Workspace benchmark: step-switch time in a real browser and autosave latency under 50 concurrent annotators.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/ws_bench REDIS_URL=redis://127.0.0.1:6379/4 \
-        .venv/bin/python bench/annotate.py [--annotators 50] [--saves 20] [--workers 4] [--no-browser] [--lockstep]
+        .venv/bin/python bench/annotate.py [--annotators 50] [--saves 20] [--workers 4] [--threads 8] [--no-browser] [--lockstep]
 
 It migrates the database named by DATABASE_URL (its own bench database, not yours), imports 15-step
 1920×1080 traces through the real importer, starts uvicorn on 127.0.0.1, then
@@ -202,6 +202,7 @@ def main():
     parser.add_argument("--annotators", type=int, default=50)
     parser.add_argument("--saves", type=int, default=20)
     parser.add_argument("--workers", type=int, default=4, help="uvicorn processes (docker-compose's web default)")
+    parser.add_argument("--threads", type=int, default=8, help="request threads per uvicorn process (STUDIO_WEB_THREADS)")
     parser.add_argument("--think", type=float, default=1.0, help="mean seconds between one annotator's autosaves")
     parser.add_argument("--no-browser", action="store_true", help="skip the step-switch measurement")
     parser.add_argument("--lockstep", action="store_true", help="all annotators save at the same moments (burst test)")
@@ -223,7 +224,8 @@ def main():
     tag = f"b{int(time.time())}"
     project, users = seed(args.annotators, tag, tmp)
     connection.close()
-    server_env = dict(env, PYTHONPATH=os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]))  # the studio's own settings
+    # The studio's own settings, with DEBUG off as in the full stack (DEBUG keeps every query's SQL per request).
+    server_env = dict(env, STUDIO_DEBUG="false", STUDIO_WEB_THREADS=str(args.threads), PYTHONPATH=os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]))
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     server = subprocess.Popen([sys.executable, "-m", "uvicorn", "studio.asgi:application", "--host", "127.0.0.1",
@@ -268,7 +270,7 @@ def main():
         print(f"step switch (browser, Performance API, prefetch on): n={len(durations)} "
               f"median={statistics.median(durations):.2f} ms p95={p95(durations):.2f} ms (target ≤ 50 ms)")
     print(f"autosave: {args.annotators} annotators × {args.saves} saves{' in lockstep' if args.lockstep else ''} "
-          f"over HTTP to uvicorn ({args.workers} workers), "
+          f"over HTTP to uvicorn ({args.workers} workers × {args.threads} threads), "
           f"{connection.vendor}: n={len(latencies)} median={statistics.median(latencies):.1f} ms p95={p95(latencies):.1f} ms "
           f"(target ≤ 50 ms), errors={len(errors)}, wall={wall:.1f}s")
     timed = [t for t in server_times if t is not None]

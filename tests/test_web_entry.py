@@ -7,6 +7,7 @@ import asyncio
 import hashlib
 import os
 import tracemalloc
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from django.core.files.base import ContentFile
@@ -27,8 +28,14 @@ def http_scope(path: str, headers: list[tuple[bytes, bytes]]) -> dict:
     }
 
 
-async def call(application, scope: dict, on_body) -> dict:
-    """Run one request through the ASGI application; ``on_body`` sees each body message as it is sent."""
+def call(application, scope: dict, on_body) -> dict:
+    """Run one request through the ASGI application; ``on_body`` sees each body message as it is sent. Its own
+    thread and event loop: the browser tests' Playwright keeps a loop running in the main thread."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, _call(application, scope, on_body)).result()
+
+
+async def _call(application, scope: dict, on_body) -> dict:
     start = {}
     requested = False
 
@@ -70,8 +77,8 @@ def test_a_bundle_download_streams_through_the_web_entry_point(project, engineer
 
     tracemalloc.start()
     try:
-        start = asyncio.run(call(application, http_scope(f"/api/exports/{job.pk}/bundle",
-                                                         [(b"authorization", f"Token {token}".encode())]), on_body))
+        start = call(application, http_scope(f"/api/exports/{job.pk}/bundle",
+                                                   [(b"authorization", f"Token {token}".encode())]), on_body)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -90,7 +97,7 @@ def test_pages_answer_through_the_web_entry_point(annotator):
     from studio.asgi import application
 
     body = bytearray()
-    start = asyncio.run(call(application, http_scope("/login/", []), lambda m: body.extend(m.get("body", b""))))
+    start = call(application, http_scope("/login/", []), lambda m: body.extend(m.get("body", b"")))
     assert start["status"] == 200 and b"csrfmiddlewaretoken" in bytes(body)
     assert dict(start["headers"])[b"server-timing"].startswith(b"app;dur=")
 
