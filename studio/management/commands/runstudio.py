@@ -9,6 +9,10 @@ import time
 from django.core.management.base import BaseCommand
 
 
+def _stop_on_terminate(signum, frame):
+    raise KeyboardInterrupt
+
+
 class Command(BaseCommand):
     help = "Run uvicorn (ASGI: HTTP and WebSockets) and a Celery worker together until interrupted."
 
@@ -18,6 +22,8 @@ class Command(BaseCommand):
         parser.add_argument("--queues", default="default,gpu", help="queues the embedded worker consumes")
 
     def handle(self, host, port, queues, **options):
+        # A TERM (a process manager, `timeout`) stops both children as Ctrl-C does, instead of orphaning them.
+        signal.signal(signal.SIGTERM, _stop_on_terminate)
         python = sys.executable
         processes = [
             subprocess.Popen(
