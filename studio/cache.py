@@ -1,8 +1,9 @@
 """The Redis cache with one connection pool per process.
 
-Django makes a cache object per async context, and under ASGI every request is a new context: the stock
-backend then opens a new Redis connection (and pool) for every request. Here the client, which holds the
-pool, is shared by every cache object of the process with the same servers and options.
+Django keeps a cache object per context, and the web entry point (studio/asgi.py) runs every request in a
+fresh copy of the context: the stock backend then opens a new Redis connection (and pool) for every request.
+Here the client, which holds the pool, is shared by every cache object of the process with the same servers
+and options.
 """
 
 from __future__ import annotations
