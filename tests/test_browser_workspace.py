@@ -45,6 +45,8 @@ def test_annotate_real_trace_end_to_end(browser, live_server, project, dart_trac
     page = context.new_page()
     page_errors = []
     page.on("pageerror", lambda exc: page_errors.append(str(exc)))
+    failed_requests = []  # e.g. a missing icon or prefetched screenshot: the page asked for it, the server had none
+    page.on("response", lambda response: response.status >= 400 and failed_requests.append(f"{response.status} {response.url}"))
     login(page, live_server.url, "ann")
     open_next_trace(page, live_server.url)
     assert page.inner_text("#ws-instruction") == dart_trace.instruction.strip()
@@ -104,6 +106,7 @@ def test_annotate_real_trace_end_to_end(browser, live_server, project, dart_trac
     assert annotation.reflection_action == reflection
     assert Lease.objects.get(trace=dart_trace, user=annotator).release_reason == "submitted"
     assert not page_errors, page_errors
+    assert not failed_requests, failed_requests
     context.close()
 
 

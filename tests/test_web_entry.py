@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import re
 import tracemalloc
 from concurrent.futures import ThreadPoolExecutor
 
@@ -100,6 +101,12 @@ def test_pages_answer_through_the_web_entry_point(annotator):
     start = call(application, http_scope("/login/", []), lambda m: body.extend(m.get("body", b"")))
     assert start["status"] == 200 and b"csrfmiddlewaretoken" in bytes(body)
     assert dict(start["headers"])[b"server-timing"].startswith(b"app;dur=")
+    # Browsers ask every page's icon of the server: the pages name one the server has.
+    icon = re.search(rb'<link rel="icon" href="([^"]+)"', bytes(body)).group(1).decode()
+    icon_body = bytearray()
+    icon_start = call(application, http_scope(icon, []), lambda m: icon_body.extend(m.get("body", b"")))
+    assert icon_start["status"] == 200 and dict(icon_start["headers"])[b"content-type"].startswith(b"image/svg+xml")
+    assert icon_body.startswith(b"<svg")
 
 
 def test_cache_objects_of_a_process_share_one_redis_pool():
