@@ -29,8 +29,17 @@ from annotation.workflow import STANDING
 from traces import actions as grammar
 from traces.models import Project, Step
 
-PAIR_FIELDS = ("id", "trace_id", "annotator__username", "status", "verdict", "tau", "error_category",
-               "corrected_action", "is_adjudicated")  # read as named rows: row.verdict, row.tau, ...
+PAIR_FIELDS = (
+    "id",
+    "trace_id",
+    "annotator__username",
+    "status",
+    "verdict",
+    "tau",
+    "error_category",
+    "corrected_action",
+    "is_adjudicated",
+)  # read as named rows: row.verdict, row.tau, ...
 
 
 @dataclass
@@ -102,9 +111,16 @@ def _round(value: float | None, digits: int = 4) -> float | None:
 
 
 def _public(row) -> dict:
-    return {"id": row.id, "annotator": row.annotator__username, "status": row.status, "verdict": row.verdict,
-            "tau": row.tau, "error_category": row.error_category, "corrected_action": row.corrected_action,
-            "is_adjudicated": row.is_adjudicated}
+    return {
+        "id": row.id,
+        "annotator": row.annotator__username,
+        "status": row.status,
+        "verdict": row.verdict,
+        "tau": row.tau,
+        "error_category": row.error_category,
+        "corrected_action": row.corrected_action,
+        "is_adjudicated": row.is_adjudicated,
+    }
 
 
 def _answer(row) -> tuple:
@@ -120,7 +136,9 @@ def _action(text: str) -> grammar.Action | None:
         return None
 
 
-def _click_distance(a: grammar.Action, b: grammar.Action, *, project: Project, size: tuple[int, int] | None) -> float | None:
+def _click_distance(
+    a: grammar.Action, b: grammar.Action, *, project: Project, size: tuple[int, int] | None
+) -> float | None:
     pa, pb = a.point(), b.point()
     if pa is None or pb is None:
         return None
@@ -165,7 +183,11 @@ def agreement_report(project: Project, *, since=None, until=None) -> AgreementRe
         )
         both_error = ans_a[0] == ans_b[0] == "error"
         pair = Pair(
-            trace_id=trace_id, a=a, b=b, answers_exact=ans_a == ans_b, answers_within_one=within,
+            trace_id=trace_id,
+            a=a,
+            b=b,
+            answers_exact=ans_a == ans_b,
+            answers_within_one=within,
             category_differs=both_error and a.error_category != b.error_category,
             adjudicated=any(r.is_adjudicated for r in group),
         )
@@ -183,7 +205,9 @@ def agreement_report(project: Project, *, since=None, until=None) -> AgreementRe
 
 
 def _category_alpha(pairs: list[Pair]) -> float | None:
-    categories = sorted({r.error_category for p in pairs for r in (p.a, p.b) if r.verdict == Verdict.ERROR and r.error_category})
+    categories = sorted(
+        {r.error_category for p in pairs for r in (p.a, p.b) if r.verdict == Verdict.ERROR and r.error_category}
+    )
     if not categories:
         return None
     code = {c: i for i, c in enumerate(categories)}
@@ -207,8 +231,10 @@ def _compare_corrections(report: AgreementReport, project: Project, tau_by_trace
     sizes = {}
     if project.coordinate_convention != grammar.RELATIVE_1000:  # relative points are screen fractions already
         sizes = {
-            (t, i): (w, h) for t, i, w, h in Step.objects.filter(
-                trace_id__in=list(tau_by_trace), screenshot__isnull=False,
+            (t, i): (w, h)
+            for t, i, w, h in Step.objects.filter(
+                trace_id__in=list(tau_by_trace),
+                screenshot__isnull=False,
             ).values_list("trace_id", "index", "screenshot__width", "screenshot__height")
             if tau_by_trace.get(t) == i
         }

@@ -58,17 +58,20 @@ class NextTrace(WorkView):
         if claim is None:
             return Response({"detail": f"No trace of {project.name} is open to you right now."}, status=404)
         annotation, lease = claim
-        return Response({
-            "annotation": selectors.annotation_json(annotation), "lease": {"id": lease.pk, "expires_at": lease.expires_at},
-            "trace_id": annotation.trace_id, "workspace_url": f"/annotations/{annotation.pk}/",
-        })
+        return Response(
+            {
+                "annotation": selectors.annotation_json(annotation),
+                "lease": {"id": lease.pk, "expires_at": lease.expires_at},
+                "trace_id": annotation.trace_id,
+                "workspace_url": f"/annotations/{annotation.pk}/",
+            }
+        )
 
 
 class AnnotationDetail(WorkView):
     @extend_schema(responses={200: dict})
     def get(self, request, pk: int):
         return Response(selectors.annotation_json(self.own_annotation(pk)))
-
 
 
 class DraftSerializer(serializers.Serializer):
@@ -79,8 +82,12 @@ class DraftSerializer(serializers.Serializer):
     note = serializers.CharField(max_length=20000, required=False, allow_blank=True, trim_whitespace=False)
     unusable_reason = serializers.CharField(max_length=20000, required=False, allow_blank=True, trim_whitespace=False)
     corrected_thought = serializers.CharField(max_length=20000, required=False, allow_blank=True, trim_whitespace=False)
-    reflection_thought = serializers.CharField(max_length=20000, required=False, allow_blank=True, trim_whitespace=False)
-    no_reflection_reason = serializers.CharField(max_length=20000, required=False, allow_blank=True, trim_whitespace=False)
+    reflection_thought = serializers.CharField(
+        max_length=20000, required=False, allow_blank=True, trim_whitespace=False
+    )
+    no_reflection_reason = serializers.CharField(
+        max_length=20000, required=False, allow_blank=True, trim_whitespace=False
+    )
     editor_state = serializers.JSONField(required=False)
 
 
@@ -91,7 +98,9 @@ class AnnotationDraft(WorkView):
     def put(self, request, pk: int):
         fields = self.valid_form(DraftSerializer(data=request.data), pk)
         version = fields.pop("version")
-        annotation = services.annotation_save_draft(annotation_id=pk, user=request.user, base_version=version, fields=fields)
+        annotation = services.annotation_save_draft(
+            annotation_id=pk, user=request.user, base_version=version, fields=fields
+        )
         return Response(selectors.annotation_json(annotation))
 
 
@@ -110,8 +119,9 @@ class ActionCheck(WorkView):
         form = ActionCheckSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         data = form.validated_data
-        return Response(services.action_check(annotation=annotation, slot=data["slot"], action_json=data["action"],
-                                              tau=data["tau"]))
+        return Response(
+            services.action_check(annotation=annotation, slot=data["slot"], action_json=data["action"], tau=data["tau"])
+        )
 
 
 class VersionSerializer(serializers.Serializer):
@@ -142,8 +152,13 @@ class LeaseHeartbeat(WorkView):
 
 def lease_json(lease: Lease) -> dict:
     return {
-        "id": lease.pk, "trace_id": lease.trace_id, "external_id": lease.trace.external_id, "user": lease.user.username,
-        "created_at": lease.created_at, "heartbeat_at": lease.heartbeat_at, "expires_at": lease.expires_at,
+        "id": lease.pk,
+        "trace_id": lease.trace_id,
+        "external_id": lease.trace.external_id,
+        "user": lease.user.username,
+        "created_at": lease.created_at,
+        "heartbeat_at": lease.heartbeat_at,
+        "expires_at": lease.expires_at,
     }
 
 
@@ -159,13 +174,19 @@ class ProjectLeases(WorkView):
 
 
 class LeaseRelease(WorkView):
-    permission_action = "lease.manage"
+    """Close a lease: its holder when the page goes away (``navigator.sendBeacon``), or a lead freeing a trace.
+    Closing an already closed lease answers the same and changes nothing."""
+
+    permission_action = "lease.release"
 
     @extend_schema(request=None, responses={200: dict})
     def post(self, request, pk: int):
-        lease = get_object_or_404(Lease.objects.select_related("trace__project", "user"), pk=pk,
-                                  trace__project__in=projects_for_user(request.user))
-        if not has_permission(request.user, "lease.manage", lease.trace.project):
-            raise PermissionDenied("Only leads of this project release leases.")
-        lease = services.lease_release(lease_id=lease.pk, actor=request.user, reason="released-by-lead")
+        lease = get_object_or_404(selectors.leases_releasable_by(request.user), pk=pk)
+        holder = lease.user_id == request.user.pk
+        lease = services.lease_release(
+            lease_id=lease.pk,
+            actor=request.user,
+            reason="closed" if holder else "released-by-lead",
+            page=str(request.data.get("page", "")) if holder else "",
+        )
         return Response({"id": lease.pk, "released_at": lease.released_at, "release_reason": lease.release_reason})

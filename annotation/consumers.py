@@ -33,19 +33,33 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
             return
         wanted = parse_qs(self.scope.get("query_string", b"").decode()).get("project", [None])[0]
         self.project_ids = await self._allowed_projects(wanted)
-        if wanted is not None and not self.project_ids:
+        if not self.project_ids:
+            # No project whose presence this user may watch (an engineer, or an outsider naming a project):
+            # refused, with or without ?project=, rather than an open socket that hears nothing.
             await self.close(code=CLOSE_FORBIDDEN)
             return
         for project_id in self.project_ids:
             await self.channel_layer.group_add(events.project_group(project_id), self.channel_name)
         await self.accept()
-        await self.send_json({"type": "hello", "projects": self.project_ids,
-                              "presence": await self._presence()})
+        await self.send_json({"type": "hello", "projects": self.project_ids, "presence": await self._presence()})
 
     async def disconnect(self, code):
         await self._announce_closed()
         for project_id in getattr(self, "project_ids", []):
             await self.channel_layer.group_discard(events.project_group(project_id), self.channel_name)
+
+    async def receive(self, text_data=None, bytes_data=None, **kwargs):
+        """A frame that is not JSON text is answered with an error frame; the socket stays open (the stock
+        consumer raised, which dropped the connection)."""
+        if text_data is None:
+            await self.send_json({"type": "error", "detail": "messages are JSON text frames, not binary"})
+            return
+        try:
+            content = await self.decode_json(text_data)
+        except ValueError as exc:  # json.JSONDecodeError, or text the decoder cannot take
+            await self.send_json({"type": "error", "detail": f"messages are JSON objects; this one is not ({exc})"})
+            return
+        await self.receive_json(content, **kwargs)
 
     async def receive_json(self, content, **kwargs):
         kind = content.get("type") if isinstance(content, dict) else None
@@ -80,7 +94,11 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
     def _trace_project(self, trace_id) -> int | None:
         if not isinstance(trace_id, int):
             return None
-        return Trace.objects.filter(pk=trace_id, project_id__in=self.project_ids).values_list("project_id", flat=True).first()
+        return (
+            Trace.objects.filter(pk=trace_id, project_id__in=self.project_ids)
+            .values_list("project_id", flat=True)
+            .first()
+        )
 
     async def _announce_open(self, trace_id) -> None:
         project_id = await self._trace_project(trace_id)
@@ -89,18 +107,26 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
             return
         await self._announce_closed()
         self.open_trace = (project_id, trace_id)
-        await self.channel_layer.group_send(events.project_group(project_id), {
-            "type": events.RELAY_TYPE, "event": events.presence_event(trace_id=trace_id, user=self.user.username, state="open"),
-        })
+        await self.channel_layer.group_send(
+            events.project_group(project_id),
+            {
+                "type": events.RELAY_TYPE,
+                "event": events.presence_event(trace_id=trace_id, user=self.user.username, state="open"),
+            },
+        )
 
     async def _announce_closed(self) -> None:
         if not getattr(self, "open_trace", None):
             return
         project_id, trace_id = self.open_trace
         self.open_trace = None
-        await self.channel_layer.group_send(events.project_group(project_id), {
-            "type": events.RELAY_TYPE, "event": events.presence_event(trace_id=trace_id, user=self.user.username, state="closed"),
-        })
+        await self.channel_layer.group_send(
+            events.project_group(project_id),
+            {
+                "type": events.RELAY_TYPE,
+                "event": events.presence_event(trace_id=trace_id, user=self.user.username, state="closed"),
+            },
+        )
 
     @database_sync_to_async
     def _release_lease(self, lease_id) -> str:

@@ -37,6 +37,8 @@ POSITION_BUCKETS = 10
 # queue for the same cores (bench/dashboard.py).
 READS_AT_ONCE = 3
 DEFAULT_RANGE_DAYS = 30
+EARLIEST_DAY = date.min + timedelta(days=DEFAULT_RANGE_DAYS)
+LATEST_DAY = date.max - timedelta(days=1)
 
 
 @dataclass(frozen=True)
@@ -47,8 +49,12 @@ class DateRange:
     last_day: date
 
     @classmethod
-    def from_days(cls, first_day: date | None, last_day: date | None) -> "DateRange":
+    def from_days(cls, first_day: date | None, last_day: date | None) -> DateRange:
         """Whole days in UTC, both ends included; defaults to the last 30 days up to today."""
+        for day in (first_day, last_day):
+            # The half-open range needs the day after the last one, and the default range the 30 days before it.
+            if day is not None and not EARLIEST_DAY <= day <= LATEST_DAY:
+                raise ValueError(f"{day} is outside the days a dashboard covers ({EARLIEST_DAY} to {LATEST_DAY})")
         last_day = last_day or timezone.now().date()
         first_day = first_day or last_day - timedelta(days=DEFAULT_RANGE_DAYS - 1)
         if first_day > last_day:
@@ -57,6 +63,21 @@ class DateRange:
         since = datetime.combine(first_day, time.min, tzinfo=tz)
         until = datetime.combine(last_day + timedelta(days=1), time.min, tzinfo=tz)
         return cls(since=since, until=until, first_day=first_day, last_day=last_day)
+
+    @classmethod
+    def from_query(cls, first: str | None, last: str | None) -> DateRange:
+        """The range a page or API query asks for (``from`` / ``to`` as 2025-01-31, either may be left out);
+        ValueError names the bad value. The dashboard page and its API read dates only through here."""
+        return cls.from_days(_query_day(first, "from"), _query_day(last, "to"))
+
+
+def _query_day(value: str | None, name: str) -> date | None:
+    if not value:
+        return None
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"{name} must be a date like 2025-01-31, not {value!r}") from None
 
 
 def _done(project: Project, period: DateRange, statuses=DONE):
@@ -68,16 +89,24 @@ def _done(project: Project, period: DateRange, statuses=DONE):
 def work_done(project: Project, period: DateRange) -> tuple[list[dict], dict]:
     """Traces done per annotator per day, and the range's verdict counts, from one grouped scan."""
     rows = (
-        _done(project, period).annotate(day=TruncDate("submitted_at"))
-        .values_list("day", "annotator_id", "verdict").annotate(n=Count("id")).order_by()
+        _done(project, period)
+        .annotate(day=TruncDate("submitted_at"))
+        .values_list("day", "annotator_id", "verdict")
+        .annotate(n=Count("id"))
+        .order_by()
     )
     per_day: Counter = Counter()
     verdicts: Counter = Counter()
     for day, annotator_id, verdict, n in rows:
         per_day[(day, annotator_id)] += n
         verdicts[verdict] += n
-    done = [{"day": day.isoformat(), "annotator_id": annotator_id, "done": n} for (day, annotator_id), n in per_day.items()]
-    counts = {"done": sum(verdicts.values()), **{v: verdicts.get(v, 0) for v in (Verdict.ERROR, Verdict.NO_ERROR, Verdict.UNUSABLE)}}
+    done = [
+        {"day": day.isoformat(), "annotator_id": annotator_id, "done": n} for (day, annotator_id), n in per_day.items()
+    ]
+    counts = {
+        "done": sum(verdicts.values()),
+        **{v: verdicts.get(v, 0) for v in (Verdict.ERROR, Verdict.NO_ERROR, Verdict.UNUSABLE)},
+    }
     return done, counts
 
 
@@ -90,7 +119,10 @@ def median_time_per_trace(project: Project, period: DateRange) -> dict:
     for annotator_id, seconds, n in rows:
         overall[seconds] += n
         per[annotator_id][seconds] += n
-    return {"overall_s": _median_of_counts(overall), "per_annotator_s": {k: _median_of_counts(v) for k, v in per.items()}}
+    return {
+        "overall_s": _median_of_counts(overall),
+        "per_annotator_s": {k: _median_of_counts(v) for k, v in per.items()},
+    }
 
 
 def _median_of_counts(histogram: Counter) -> float | None:
@@ -112,9 +144,16 @@ def review_rates(project: Project, period: DateRange) -> dict:
     """Decisions taken in the range, from the audit trail (a rejected-then-accepted annotation counts both)."""
     rows = (
         AuditEvent.objects.filter(
-            project=project, kind="transition", from_status=AnnotationStatus.SUBMITTED,
-            to_status__in=(AnnotationStatus.ACCEPTED, AnnotationStatus.REJECTED), at__gte=period.since, at__lt=period.until,
-        ).values_list("annotator_id", "to_status").annotate(n=Count("id")).order_by()
+            project=project,
+            kind="transition",
+            from_status=AnnotationStatus.SUBMITTED,
+            to_status__in=(AnnotationStatus.ACCEPTED, AnnotationStatus.REJECTED),
+            at__gte=period.since,
+            at__lt=period.until,
+        )
+        .values_list("annotator_id", "to_status")
+        .annotate(n=Count("id"))
+        .order_by()
     )
     per: dict[int, Counter] = defaultdict(Counter)
     for annotator_id, to_status, n in rows:
@@ -123,15 +162,21 @@ def review_rates(project: Project, period: DateRange) -> dict:
     rejected = sum(c[AnnotationStatus.REJECTED] for c in per.values())
     return {
         **_rates(accepted, rejected),
-        "per_annotator": [{"annotator_id": k, **_rates(c[AnnotationStatus.ACCEPTED], c[AnnotationStatus.REJECTED])}
-                          for k, c in per.items()],
+        "per_annotator": [
+            {"annotator_id": k, **_rates(c[AnnotationStatus.ACCEPTED], c[AnnotationStatus.REJECTED])}
+            for k, c in per.items()
+        ],
     }
 
 
 def _rates(accepted: int, rejected: int) -> dict:
     total = accepted + rejected
-    return {"accepted": accepted, "rejected": rejected, "acceptance_rate": accepted / total if total else None,
-            "rejection_rate": rejected / total if total else None}
+    return {
+        "accepted": accepted,
+        "rejected": rejected,
+        "acceptance_rate": accepted / total if total else None,
+        "rejection_rate": rejected / total if total else None,
+    }
 
 
 def standing_errors(project: Project, period: DateRange) -> dict:
@@ -143,13 +188,19 @@ def standing_errors(project: Project, period: DateRange) -> dict:
     scored = TraceSuggestion.objects.filter(trace__project=project).exists()
     in_trace = Q(tau__isnull=False, tau__gte=1, trace__step_count__gte=F("tau"))
     # integer division on both databases
-    errors = errors.annotate(bucket=Case(When(in_trace, then=(F("tau") * POSITION_BUCKETS - 1) / F("trace__step_count")),
-                                         default=None, output_field=IntegerField()))
+    errors = errors.annotate(
+        bucket=Case(
+            When(in_trace, then=(F("tau") * POSITION_BUCKETS - 1) / F("trace__step_count")),
+            default=None,
+            output_field=IntegerField(),
+        )
+    )
     fields = ["error_category", "bucket"]
     if scored:
         suggestions = TraceSuggestion.objects.filter(trace_id=OuterRef("trace_id"))
-        errors = errors.annotate(has_suggestion=Exists(suggestions),
-                                 suggestion_hit=Exists(suggestions.filter(suggested_tau=OuterRef("tau"))))
+        errors = errors.annotate(
+            has_suggestion=Exists(suggestions), suggestion_hit=Exists(suggestions.filter(suggested_tau=OuterRef("tau")))
+        )
         fields += ["has_suggestion", "suggestion_hit"]
     categories: Counter = Counter()
     buckets: Counter = Counter()
@@ -164,9 +215,15 @@ def standing_errors(project: Project, period: DateRange) -> dict:
             matched += n if row[3] else 0
     step = 100 // POSITION_BUCKETS
     return {
-        "error_categories": [{"category": c, "count": n} for c, n in sorted(categories.items(), key=lambda kv: (-kv[1], kv[0]))],
-        "first_error_position": [{"bucket": f"{b * step}–{(b + 1) * step}%", "count": buckets.get(b, 0)} for b in range(POSITION_BUCKETS)],
-        "suggestion_match": {"compared": compared, "matched": matched, "rate": matched / compared if compared else None} if scored else None,
+        "error_categories": [
+            {"category": c, "count": n} for c, n in sorted(categories.items(), key=lambda kv: (-kv[1], kv[0]))
+        ],
+        "first_error_position": [
+            {"bucket": f"{b * step}–{(b + 1) * step}%", "count": buckets.get(b, 0)} for b in range(POSITION_BUCKETS)
+        ],
+        "suggestion_match": {"compared": compared, "matched": matched, "rate": matched / compared if compared else None}
+        if scored
+        else None,
     }
 
 
@@ -205,18 +262,25 @@ def _read_at_once(reads: dict) -> dict:
 
 
 def project_dashboard(project: Project, period: DateRange) -> dict:
-    figures = _read_at_once({
-        "counters": lambda: live_counters(project),
-        "work": lambda: work_done(project, period),
-        "median_time": lambda: median_time_per_trace(project, period),
-        "review": lambda: review_rates(project, period),
-        "agreement": lambda: agreement_report(project, since=period.since, until=period.until).as_dict(),
-        "standing": lambda: standing_errors(project, period),
-    })
+    figures = _read_at_once(
+        {
+            "counters": lambda: live_counters(project),
+            "work": lambda: work_done(project, period),
+            "median_time": lambda: median_time_per_trace(project, period),
+            "review": lambda: review_rates(project, period),
+            "agreement": lambda: agreement_report(project, since=period.since, until=period.until).as_dict(),
+            "standing": lambda: standing_errors(project, period),
+        }
+    )
     done_per_day, verdicts = figures["work"]
     median_time, review = figures["median_time"], figures["review"]
-    names = _name_annotators([*(r["annotator_id"] for r in done_per_day), *median_time["per_annotator_s"],
-                              *(r["annotator_id"] for r in review["per_annotator"])])
+    names = _name_annotators(
+        [
+            *(r["annotator_id"] for r in done_per_day),
+            *median_time["per_annotator_s"],
+            *(r["annotator_id"] for r in review["per_annotator"]),
+        ]
+    )
     for row in (*done_per_day, *review["per_annotator"]):
         row["annotator"] = names[row.pop("annotator_id")]
     done_per_day.sort(key=lambda r: (r["day"], r["annotator"]))

@@ -39,28 +39,34 @@ def broadcast(*, project_id: int, event: dict) -> None:
 
 def annotation_changed(*, annotation, verb: str) -> None:
     """An annotation was submitted, reviewed or adjudicated (``verb`` names which)."""
-    broadcast(project_id=annotation.trace.project_id, event={
-        "type": "annotation",
-        "verb": verb,
-        "annotation_id": annotation.pk,
-        "project_id": annotation.trace.project_id,
-        "trace_id": annotation.trace_id,
-        "status": annotation.status,
-        "annotator": annotation.annotator.username,
-        "is_adjudicated": annotation.is_adjudicated,
-    })
+    broadcast(
+        project_id=annotation.trace.project_id,
+        event={
+            "type": "annotation",
+            "verb": verb,
+            "annotation_id": annotation.pk,
+            "project_id": annotation.trace.project_id,
+            "trace_id": annotation.trace_id,
+            "status": annotation.status,
+            "annotator": annotation.annotator.username,
+            "is_adjudicated": annotation.is_adjudicated,
+        },
+    )
 
 
 def lease_changed(*, lease, state: str) -> None:
     """A lease was taken (``state`` "open") or released ("released"): the presence lists follow it."""
-    broadcast(project_id=lease.trace.project_id, event={
-        "type": "lease",
-        "state": state,
-        "lease_id": lease.pk,
-        "trace_id": lease.trace_id,
-        "user": lease.user.username,
-        "reason": lease.release_reason,
-    })
+    broadcast(
+        project_id=lease.trace.project_id,
+        event={
+            "type": "lease",
+            "state": state,
+            "lease_id": lease.pk,
+            "trace_id": lease.trace_id,
+            "user": lease.user.username,
+            "reason": lease.release_reason,
+        },
+    )
 
 
 def presence_event(*, trace_id: int, user: str, state: str) -> dict:

@@ -28,8 +28,12 @@ class Annotation(models.Model):
     # and agreement scan a project's annotations, and a join through traces would cost every one of those scans.
     project = models.ForeignKey("traces.Project", on_delete=models.CASCADE, related_name="annotations", editable=False)
     annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="annotations")
-    status = models.CharField(max_length=16, choices=AnnotationStatus.choices, default=AnnotationStatus.DRAFT, db_index=True)
-    version = models.PositiveIntegerField(default=1, help_text="Bumped by every save; a save based on an older one is refused.")
+    status = models.CharField(
+        max_length=16, choices=AnnotationStatus.choices, default=AnnotationStatus.DRAFT, db_index=True
+    )
+    version = models.PositiveIntegerField(
+        default=1, help_text="Bumped by every save; a save based on an older one is refused."
+    )
 
     verdict = models.CharField(max_length=16, choices=Verdict.choices, default=Verdict.UNSET, blank=True)
     tau = models.PositiveIntegerField(null=True, blank=True, help_text="1-based index of the first erroneous step.")
@@ -83,14 +87,21 @@ class Lease(models.Model):
     released_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    release_reason = models.CharField(max_length=32, blank=True)  # submitted, skipped, released-by-lead, expired
+    release_reason = models.CharField(
+        max_length=32, blank=True
+    )  # submitted, skipped, closed, released-by-lead, expired
+    # The workspace page that holds the lease (a random id per page load): the farewell beacon of a page that was
+    # reloaded or replaced must not close the lease its successor holds now.
+    page = models.CharField(max_length=32, blank=True, default="")
 
     class Meta:
         ordering = ["-created_at"]
         constraints = [
             # One open lease per annotator and trace; the hand-out query keeps traces to their quota.
             models.UniqueConstraint(
-                fields=["trace", "user"], condition=models.Q(released_at__isnull=True), name="one_open_lease_per_user_trace"
+                fields=["trace", "user"],
+                condition=models.Q(released_at__isnull=True),
+                name="one_open_lease_per_user_trace",
             )
         ]
         indexes = [models.Index(fields=["trace", "released_at", "expires_at"])]
@@ -115,5 +126,7 @@ class AuditEvent(models.Model):
     class Meta:
         ordering = ["at", "id"]
         indexes = [
-            models.Index(fields=["project", "at"], condition=models.Q(kind="transition"), name="audit_project_transition_idx"),
+            models.Index(
+                fields=["project", "at"], condition=models.Q(kind="transition"), name="audit_project_transition_idx"
+            ),
         ]

@@ -12,15 +12,23 @@ from django.core.exceptions import PermissionDenied
 
 from annotation import events
 from annotation.models import Annotation, AnnotationStatus, Lease, Verdict
-from annotation.services import annotation_record_edit, annotation_transition, lease_release
+from annotation.services import annotation_record_edit, annotation_transition, answer_for_verdict, lease_release
 from studio.db import atomic_with_retry
-from studio.permissions import has_permission
+from studio.permissions import has_permission, is_member
 from traces import actions as grammar
 
 # What a lead may change when editing before accepting: the annotator's answer, never bookkeeping.
 REVIEW_EDITABLE_FIELDS = (
-    "verdict", "tau", "error_category", "note", "unusable_reason", "corrected_thought", "corrected_action",
-    "reflection_thought", "reflection_action", "no_reflection_reason",
+    "verdict",
+    "tau",
+    "error_category",
+    "note",
+    "unusable_reason",
+    "corrected_thought",
+    "corrected_action",
+    "reflection_thought",
+    "reflection_action",
+    "no_reflection_reason",
 )
 # States from which an annotation can be the adjudicated answer of its trace.
 ADJUDICABLE = frozenset({AnnotationStatus.SUBMITTED, AnnotationStatus.ACCEPTED})
@@ -33,7 +41,8 @@ class ReviewError(ValueError):
 def _locked_annotation(annotation_id: int, actor) -> Annotation:
     try:
         annotation = (
-            Annotation.objects.select_for_update(of=("self",)).select_related("trace__project", "annotator")
+            Annotation.objects.select_for_update(of=("self",))
+            .select_related("trace__project", "annotator")
             .get(pk=annotation_id)
         )
     except Annotation.DoesNotExist:
@@ -53,7 +62,9 @@ def _check_version(annotation: Annotation, expected_version: int | None) -> None
 
 def _require_submitted(annotation: Annotation, verb: str) -> None:
     if annotation.status != AnnotationStatus.SUBMITTED:
-        raise ReviewError(f"only a submitted annotation can be {verb}; annotation {annotation.pk} is {annotation.status}")
+        raise ReviewError(
+            f"only a submitted annotation can be {verb}; annotation {annotation.pk} is {annotation.status}"
+        )
 
 
 def _clean_edits(annotation: Annotation, edits: dict) -> dict:
@@ -70,7 +81,9 @@ def _clean_edits(annotation: Annotation, edits: dict) -> dict:
         except (TypeError, ValueError):
             raise ReviewError(f"tau must be a step number, not {cleaned['tau']!r}") from None
         if not 1 <= tau <= annotation.trace.step_count:
-            raise ReviewError(f"tau must lie between 1 and {annotation.trace.step_count} (the trace's steps), not {tau}")
+            raise ReviewError(
+                f"tau must lie between 1 and {annotation.trace.step_count} (the trace's steps), not {tau}"
+            )
         cleaned["tau"] = tau
     elif "tau" in cleaned:
         cleaned["tau"] = None
@@ -78,7 +91,9 @@ def _clean_edits(annotation: Annotation, edits: dict) -> dict:
         text = (cleaned.get(field) or "").strip()
         if field in cleaned and text:
             try:
-                cleaned[field] = grammar.render_action(grammar.parse_action(text), box_tokens=annotation.trace.project.box_tokens)
+                cleaned[field] = grammar.render_action(
+                    grammar.parse_action(text), box_tokens=annotation.trace.project.box_tokens
+                )
             except grammar.ActionSyntaxError as exc:
                 raise ReviewError(f"{field.replace('_', ' ')}: {exc}") from None
     for field, value in cleaned.items():
@@ -96,7 +111,10 @@ def _clean_edits(annotation: Annotation, edits: dict) -> dict:
 
 def _apply_edits(annotation: Annotation, actor, edits: dict) -> dict:
     changes = {}
-    for field, value in _clean_edits(annotation, edits).items():
+    cleaned = _clean_edits(annotation, edits)
+    # The lead's answer obeys the verdict rule like the annotator's (no τ or correction on "no error").
+    cleaned.update(answer_for_verdict(cleaned.get("verdict", annotation.verdict)))
+    for field, value in cleaned.items():
         before = getattr(annotation, field)
         if before != value:
             changes[field] = [before, value]
@@ -113,6 +131,9 @@ def review_accept(*, annotation_id: int, actor, comment: str = "", expected_vers
     annotation = _locked_annotation(annotation_id, actor)
     _check_version(annotation, expected_version)
     _require_submitted(annotation, "accepted")
+    # What is accepted is what the review page showed: the answer as its verdict allows (an answer stored
+    # before the rule, with a τ on "no error", loses that τ here, audited).
+    _apply_edits(annotation, actor, {})
     annotation_transition(annotation=annotation, to=AnnotationStatus.ACCEPTED, actor=actor, comment=comment.strip())
     return annotation
 
@@ -131,8 +152,9 @@ def review_reject(*, annotation_id: int, actor, comment: str, expected_version: 
 
 
 @atomic_with_retry
-def review_edit_and_accept(*, annotation_id: int, actor, edits: dict, comment: str = "",
-                           expected_version: int | None = None) -> Annotation:
+def review_edit_and_accept(
+    *, annotation_id: int, actor, edits: dict, comment: str = "", expected_version: int | None = None
+) -> Annotation:
     """The lead fixes the answer and accepts it: one edit record (field -> [before, after]), then the transition."""
     annotation = _locked_annotation(annotation_id, actor)
     _check_version(annotation, expected_version)
@@ -148,9 +170,13 @@ def review_adjudicate(*, annotation_id: int, actor, edits: dict | None = None, c
     optionally edited, and accepted if still submitted; the trace's other annotations lose the mark."""
     annotation = _locked_annotation(annotation_id, actor)
     if annotation.status not in ADJUDICABLE:
-        raise ReviewError(f"annotation {annotation.pk} is {annotation.status}; only a submitted or accepted one can be adjudicated")
+        raise ReviewError(
+            f"annotation {annotation.pk} is {annotation.status}; only a submitted or accepted one can be adjudicated"
+        )
     siblings = list(
-        Annotation.objects.select_for_update().filter(trace_id=annotation.trace_id, is_adjudicated=True).exclude(pk=annotation.pk)
+        Annotation.objects.select_for_update()
+        .filter(trace_id=annotation.trace_id, is_adjudicated=True)
+        .exclude(pk=annotation.pk)
     )
     for other in siblings:
         other.is_adjudicated = False
@@ -164,8 +190,9 @@ def review_adjudicate(*, annotation_id: int, actor, edits: dict | None = None, c
         annotation.save()
         annotation_record_edit(annotation=annotation, actor=actor, changes={"is_adjudicated": [False, True]})
     if annotation.status == AnnotationStatus.SUBMITTED:
-        annotation_transition(annotation=annotation, to=AnnotationStatus.ACCEPTED, actor=actor,
-                              comment=comment.strip() or "adjudicated")
+        annotation_transition(
+            annotation=annotation, to=AnnotationStatus.ACCEPTED, actor=actor, comment=comment.strip() or "adjudicated"
+        )
     events.annotation_changed(annotation=annotation, verb="adjudicated")
     return annotation
 
@@ -174,8 +201,9 @@ def review_adjudicate(*, annotation_id: int, actor, edits: dict | None = None, c
 def review_lease_release(*, lease_id: int, actor) -> Lease:
     """A lead frees a trace an annotator holds (left open, gone home) from a live list; the draft is kept."""
     lease = Lease.objects.select_related("trace__project", "user").filter(pk=lease_id).first()
-    if lease is None:
-        raise ReviewError(f"lease {lease_id} does not exist")
+    if lease is None or not is_member(actor, lease.trace.project):
+        # One answer for both, so an outsider cannot tell another project's lease ids from unused ones.
+        raise ReviewError(f"lease {lease_id} does not exist in your projects")
     if not has_permission(actor, "lease.manage", lease.trace.project):
         raise PermissionDenied("Only leads of this project release leases.")
     if lease.released_at is not None:

@@ -3,12 +3,10 @@ Thin: review_selectors / agreement / dashboards read, review writes."""
 
 from __future__ import annotations
 
-from datetime import date
-
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import ParseError, PermissionDenied, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -21,26 +19,45 @@ from traces.selectors import projects_for_user, traces_for_user
 
 def annotation_summary(annotation) -> dict:
     return {
-        "id": annotation.pk, "trace_id": annotation.trace_id, "external_id": annotation.trace.external_id,
-        "project_id": annotation.trace.project_id, "project": annotation.trace.project.name,
-        "annotator": annotation.annotator.username, "status": annotation.status, "version": annotation.version,
-        "verdict": annotation.verdict, "tau": annotation.tau, "error_category": annotation.error_category,
-        "corrected_thought": annotation.corrected_thought, "corrected_action": annotation.corrected_action,
-        "reflection_thought": annotation.reflection_thought, "reflection_action": annotation.reflection_action,
-        "no_reflection_reason": annotation.no_reflection_reason, "note": annotation.note,
-        "time_spent_s": annotation.time_spent_s, "is_adjudicated": annotation.is_adjudicated,
+        "id": annotation.pk,
+        "trace_id": annotation.trace_id,
+        "external_id": annotation.trace.external_id,
+        "project_id": annotation.trace.project_id,
+        "project": annotation.trace.project.name,
+        "annotator": annotation.annotator.username,
+        "status": annotation.status,
+        "version": annotation.version,
+        "verdict": annotation.verdict,
+        "tau": annotation.tau,
+        "error_category": annotation.error_category,
+        "corrected_thought": annotation.corrected_thought,
+        "corrected_action": annotation.corrected_action,
+        "reflection_thought": annotation.reflection_thought,
+        "reflection_action": annotation.reflection_action,
+        "no_reflection_reason": annotation.no_reflection_reason,
+        "note": annotation.note,
+        "time_spent_s": annotation.time_spent_s,
+        "is_adjudicated": annotation.is_adjudicated,
         "review_comment": annotation.review_comment,
         "reviewed_by": annotation.reviewed_by.username if annotation.reviewed_by_id else None,
-        "submitted_at": annotation.submitted_at, "reviewed_at": annotation.reviewed_at,
+        "submitted_at": annotation.submitted_at,
+        "reviewed_at": annotation.reviewed_at,
         "review_url": f"/reviews/{annotation.pk}/",
     }
 
 
 def audit_json(event) -> dict:
     return {
-        "id": event.id, "annotation_id": event.annotation_id, "annotator": event.annotation.annotator.username,
-        "actor": event.actor.username if event.actor_id else None, "at": event.at, "kind": event.kind,
-        "from_status": event.from_status, "to_status": event.to_status, "changes": event.changes, "comment": event.comment,
+        "id": event.id,
+        "annotation_id": event.annotation_id,
+        "annotator": event.annotation.annotator.username,
+        "actor": event.actor.username if event.actor_id else None,
+        "at": event.at,
+        "kind": event.kind,
+        "from_status": event.from_status,
+        "to_status": event.to_status,
+        "changes": event.changes,
+        "comment": event.comment,
     }
 
 
@@ -85,21 +102,29 @@ class ReviewDetail(LeadView):
     @extend_schema(responses={200: dict})
     def get(self, request, pk: int):
         context = review_selectors.review_context(self.annotation(pk))
-        return Response({
-            "annotation": annotation_summary(context["annotation"]),
-            "thought_diff": context["thought_diff"],
-            "error_markers": context["error_markers"],
-            "reflection_markers": context["reflection_markers"],
-            "history": [audit_json(e) for e in context["history"]],
-            "siblings": [annotation_summary(a) for a in context["siblings"]],
-        })
+        return Response(
+            {
+                "annotation": annotation_summary(context["annotation"]),
+                "thought_diff": context["thought_diff"],
+                "error_markers": context["error_markers"],
+                "reflection_markers": context["reflection_markers"],
+                "history": [audit_json(e) for e in context["history"]],
+                "siblings": [annotation_summary(a) for a in context["siblings"]],
+            }
+        )
 
 
 class DecisionSerializer(serializers.Serializer):
     comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=5000)
-    version = serializers.IntegerField(required=False, allow_null=True, default=None,
-                                       help_text="The version you reviewed; a newer one is refused (409-like 400).")
-    edits = serializers.DictField(required=False, default=dict, help_text="field -> new value (edit-and-accept, adjudicate)")
+    version = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="The version you reviewed; a newer one is refused (409-like 400).",
+    )
+    edits = serializers.DictField(
+        required=False, default=dict, help_text="field -> new value (edit-and-accept, adjudicate)"
+    )
 
 
 class _Decision(LeadView):
@@ -117,26 +142,40 @@ class _Decision(LeadView):
 
 class ReviewAccept(_Decision):
     def decide(self, annotation, data):
-        return review.review_accept(annotation_id=annotation.pk, actor=self.request.user, comment=data["comment"],
-                                    expected_version=data["version"])
+        return review.review_accept(
+            annotation_id=annotation.pk,
+            actor=self.request.user,
+            comment=data["comment"],
+            expected_version=data["version"],
+        )
 
 
 class ReviewReject(_Decision):
     def decide(self, annotation, data):
-        return review.review_reject(annotation_id=annotation.pk, actor=self.request.user, comment=data["comment"],
-                                    expected_version=data["version"])
+        return review.review_reject(
+            annotation_id=annotation.pk,
+            actor=self.request.user,
+            comment=data["comment"],
+            expected_version=data["version"],
+        )
 
 
 class ReviewEditAccept(_Decision):
     def decide(self, annotation, data):
-        return review.review_edit_and_accept(annotation_id=annotation.pk, actor=self.request.user, edits=data["edits"],
-                                             comment=data["comment"], expected_version=data["version"])
+        return review.review_edit_and_accept(
+            annotation_id=annotation.pk,
+            actor=self.request.user,
+            edits=data["edits"],
+            comment=data["comment"],
+            expected_version=data["version"],
+        )
 
 
 class ReviewAdjudicate(_Decision):
     def decide(self, annotation, data):
-        return review.review_adjudicate(annotation_id=annotation.pk, actor=self.request.user, edits=data["edits"],
-                                        comment=data["comment"])
+        return review.review_adjudicate(
+            annotation_id=annotation.pk, actor=self.request.user, edits=data["edits"], comment=data["comment"]
+        )
 
 
 class ProjectAgreement(LeadView):
@@ -148,15 +187,6 @@ class ProjectAgreement(LeadView):
         return Response(agreement_report(project).as_dict(with_pairs=True))
 
 
-def parse_day(value: str | None, name: str) -> date | None:
-    if not value:
-        return None
-    try:
-        return date.fromisoformat(value)
-    except ValueError:
-        raise ValidationError({name: f"{name} must be a date like 2025-01-31, not {value!r}"}) from None
-
-
 class ProjectDashboard(LeadView):
     permission_action = "dashboard.view"
 
@@ -164,10 +194,9 @@ class ProjectDashboard(LeadView):
     def get(self, request, project_id: int):
         project = self.project(project_id)
         try:
-            period = dashboards.DateRange.from_days(parse_day(request.query_params.get("from"), "from"),
-                                                    parse_day(request.query_params.get("to"), "to"))
+            period = dashboards.DateRange.from_query(request.query_params.get("from"), request.query_params.get("to"))
         except ValueError as exc:
-            raise ValidationError({"from": str(exc)}) from None
+            raise ParseError(f"Bad date range: {exc}.") from None
         return Response(dashboards.project_dashboard(project, period))
 
 
@@ -186,8 +215,5 @@ class TraceHistory(LeadView):
     @extend_schema(responses={200: dict})
     def get(self, request, trace_id: int):
         trace = get_object_or_404(traces_for_user(request.user), pk=trace_id)
-        events = review_selectors.trace_history(trace)
-        if not has_permission(request.user, "annotation.review", trace.project):
-            # annotators see the history of their own annotation only
-            events = [e for e in events if e.annotation.annotator_id == request.user.pk]
+        events = review_selectors.trace_history_visible(request.user, trace)
         return Response({"results": [audit_json(e) for e in events]})

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import copy
 import difflib
 import re
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
 from django.db.models import QuerySet
 
 from annotation.models import Annotation, AnnotationStatus, AuditEvent
 from annotation.selectors import open_leases
+from annotation.services import answer_for_verdict
 from studio.permissions import has_permission
 from traces import actions as grammar
 from traces.models import Project
@@ -27,7 +31,9 @@ def annotations_for_reviewer(user) -> QuerySet[Annotation]:
     )
 
 
-def review_queue(user, *, project: Project | None = None, status: str = AnnotationStatus.SUBMITTED) -> QuerySet[Annotation]:
+def review_queue(
+    user, *, project: Project | None = None, status: str = AnnotationStatus.SUBMITTED
+) -> QuerySet[Annotation]:
     """Annotations waiting for (or past) a decision, oldest submission first."""
     queue = annotations_for_reviewer(user).filter(status=status)
     if project is not None:
@@ -35,16 +41,119 @@ def review_queue(user, *, project: Project | None = None, status: str = Annotati
     return queue.order_by("submitted_at", "id")
 
 
+def review_next(user, *, after: Annotation) -> Annotation | None:
+    """The next annotation waiting for this lead's decision after ``after``: same project first, oldest first."""
+    waiting = review_queue(user).exclude(pk=after.pk)
+    return waiting.filter(project_id=after.project_id).first() or waiting.first()
+
+
 def annotation_history(annotations) -> list[AuditEvent]:
     """Audit records of the given annotations, oldest first (the trace page's history)."""
     return list(
-        AuditEvent.objects.filter(annotation__in=annotations).select_related("actor", "annotation__annotator")
+        AuditEvent.objects.filter(annotation__in=annotations)
+        .select_related("actor", "annotation__annotator")
         .order_by("at", "id")
     )
 
 
 def trace_history(trace) -> list[AuditEvent]:
     return annotation_history(Annotation.objects.filter(trace=trace))
+
+
+def trace_history_visible(user, trace) -> list[AuditEvent]:
+    """The trace's history as ``user`` may see it: leads all of it; others only their own annotations' events
+    (agreement needs independent readings)."""
+    events = trace_history(trace)
+    if has_permission(user, "annotation.review", trace.project):
+        return events
+    return [event for event in events if event.annotation.annotator_id == user.pk]
+
+
+# What people call the fields an edit changed (the history shows these, not column names).
+FIELD_LABELS = {
+    "verdict": "verdict",
+    "tau": "first error (τ)",
+    "error_category": "category",
+    "note": "note",
+    "unusable_reason": "unusable reason",
+    "corrected_thought": "corrected thought",
+    "corrected_action": "corrected action",
+    "reflection_thought": "post-reflection thought",
+    "reflection_action": "post-reflection action",
+    "no_reflection_reason": "no post-reflection reason",
+    "editor_state": "action editor",
+    "time_spent_s": "time spent",
+}
+# Autosaves closer together than this are one sitting.
+SITTING_GAP = timedelta(minutes=20)
+
+
+@dataclass
+class HistoryRow:
+    """One line of the history: a transition, or one sitting of edits by one person on one annotation."""
+
+    kind: str  # "transition" | "edits"
+    at: datetime
+    until: datetime
+    actor: object
+    annotation: Annotation
+    from_status: str = ""
+    to_status: str = ""
+    comment: str = ""
+    fields: list[str] = field(default_factory=list)
+    saves: int = 0
+
+
+def history_rows(events: list[AuditEvent]) -> list[HistoryRow]:
+    """Transitions one per row; consecutive edits by the same person on the same annotation, with no gap longer
+    than ``SITTING_GAP``, folded into one row naming the fields they touched."""
+    rows: list[HistoryRow] = []
+    for event in events:
+        if event.kind == "transition":
+            rows.append(
+                HistoryRow(
+                    "transition",
+                    event.at,
+                    event.at,
+                    event.actor,
+                    event.annotation,
+                    from_status=event.from_status,
+                    to_status=event.to_status,
+                    comment=event.comment,
+                )
+            )
+            continue
+        # In the order of the form (a JSON object's keys come back in another order from PostgreSQL's jsonb).
+        order = list(FIELD_LABELS)
+        names = sorted(event.changes, key=lambda name: (order.index(name) if name in order else len(order), name))
+        labels = [FIELD_LABELS.get(name, name.replace("_", " ")) for name in names]
+        last = rows[-1] if rows else None
+        if (
+            last is not None
+            and last.kind == "edits"
+            and last.actor == event.actor
+            and last.annotation.pk == event.annotation_id
+            and event.at - last.until <= SITTING_GAP
+        ):
+            last.until = event.at
+            last.saves += 1
+            last.fields += [label for label in labels if label not in last.fields]
+            if event.comment:
+                last.comment = event.comment
+            continue
+        rows.append(
+            HistoryRow(
+                "edits",
+                event.at,
+                event.at,
+                event.actor,
+                event.annotation,
+                comment=event.comment,
+                fields=labels,
+                saves=1,
+            )
+        )
+    return rows
 
 
 def word_diff(before: str, after: str) -> list[dict]:
@@ -62,7 +171,15 @@ def word_diff(before: str, after: str) -> list[dict]:
     return segments
 
 
-def _marker(action_text: str, *, label: str, kind: str, project: Project, shot) -> dict | None:
+def _marker(
+    action_text: str,
+    *,
+    label: str,
+    kind: str,
+    project: Project,
+    shot,
+    convention: str | None = None,
+) -> dict | None:
     """Where an action points on its screenshot, as fractions of the image (what the page draws)."""
     if not action_text or shot is None:
         return None
@@ -70,13 +187,23 @@ def _marker(action_text: str, *, label: str, kind: str, project: Project, shot) 
         action = grammar.parse_actions(action_text)[0]
     except (grammar.ActionSyntaxError, IndexError):
         return None
-    marker = {"label": label, "kind": kind, "type": action.type, "text": grammar.render_action(action, box_tokens=False)}
+    marker = {
+        "label": label,
+        "kind": kind,
+        "type": action.type,
+        "text": grammar.render_action(action, box_tokens=False),
+    }
     for arg, prefix in (("start_box", ""), ("end_box", "end_")):
         point = action.point(arg)
         if point is None:
             continue
-        x, y = grammar.to_screen_pixels(point, convention=project.coordinate_convention, width=shot.width,
-                                         height=shot.height, max_pixels=project.max_pixels)
+        x, y = grammar.to_screen_pixels(
+            point,
+            convention=convention or project.coordinate_convention,
+            width=shot.width,
+            height=shot.height,
+            max_pixels=project.max_pixels,
+        )
         marker[prefix + "x"] = round(x / shot.width, 5)
         marker[prefix + "y"] = round(y / shot.height, 5)
     return marker
@@ -89,17 +216,41 @@ def review_context(annotation: Annotation) -> dict:
     project = trace.project
     steps = list(trace.steps.select_related("screenshot").order_by("index"))
     by_index = {s.index: s for s in steps}
+    # The page shows the answer as its verdict allows it (no τ, category or correction on "no error" or
+    # "unusable", whatever an old row holds): exactly what review_accept stores.
+    annotation = copy.copy(annotation)
+    for name, value in answer_for_verdict(annotation.verdict).items():
+        setattr(annotation, name, value)
     tau = annotation.tau
-    context = {"annotation": annotation, "trace": trace, "project": project, "steps": steps, "tau": tau,
-               "error_step": None, "reflection_shot": None, "error_markers": [], "reflection_markers": [],
-               "thought_diff": [], "siblings": [], "history": trace_history(trace)}
+    context = {
+        "annotation": annotation,
+        "trace": trace,
+        "project": project,
+        "steps": steps,
+        "tau": tau,
+        "error_step": None,
+        "reflection_shot": None,
+        "error_markers": [],
+        "reflection_markers": [],
+        "thought_diff": [],
+        "siblings": [],
+        "history": history_rows(trace_history(trace)),
+    }
     if tau and tau in by_index:
         step = by_index[tau]
         shot = step.screenshot
         context["error_step"] = step
         context["error_shot"] = shot
         markers = [
-            _marker(step.action_text, label="original", kind="original", project=project, shot=shot),
+            # The recorded action is in the trace's convention; corrections are in the project's.
+            _marker(
+                step.action_text,
+                label="original",
+                kind="original",
+                project=project,
+                shot=shot,
+                convention=trace.coordinate_convention,
+            ),
             _marker(annotation.corrected_action, label="corrected", kind="corrected", project=project, shot=shot),
         ]
         context["error_markers"] = [m for m in markers if m]
@@ -107,8 +258,13 @@ def review_context(annotation: Annotation) -> dict:
         after = by_index.get(tau + 1)
         reflection_shot = after.screenshot if after else (trace.final_screenshot if tau == trace.step_count else None)
         context["reflection_shot"] = reflection_shot
-        marker = _marker(annotation.reflection_action, label="post-reflection", kind="reflection", project=project,
-                         shot=reflection_shot)
+        marker = _marker(
+            annotation.reflection_action,
+            label="post-reflection",
+            kind="reflection",
+            project=project,
+            shot=reflection_shot,
+        )
         context["reflection_markers"] = [marker] if marker else []
     context["siblings"] = list(
         Annotation.objects.filter(trace=trace).exclude(pk=annotation.pk).select_related("annotator").order_by("id")
@@ -119,8 +275,14 @@ def review_context(annotation: Annotation) -> dict:
 def presence_snapshot(projects) -> list[dict]:
     """Who holds which trace open right now (open leases), for the live lists."""
     return [
-        {"lease_id": lease.pk, "trace_id": lease.trace_id, "project_id": lease.trace.project_id,
-         "external_id": lease.trace.external_id, "user": lease.user.username,
-         "expires_at": lease.expires_at.isoformat()}
+        {
+            "lease_id": lease.pk,
+            "trace_id": lease.trace_id,
+            "project_id": lease.trace.project_id,
+            "external_id": lease.trace.external_id,
+            "user": lease.user.username,
+            "expires_at": lease.expires_at.isoformat(),
+            "heartbeat_at": lease.heartbeat_at.isoformat(),
+        }
         for lease in open_leases().filter(trace__project__in=projects)
     ]

@@ -8,7 +8,7 @@ from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from annotation import review, review_selectors
+from annotation import dashboards, review, review_selectors
 from annotation.agreement import agreement_report
 from annotation.models import AnnotationStatus, Verdict
 from studio.permissions import has_permission
@@ -27,11 +27,13 @@ def review_queue(request):
     sections = []
     for project in projects:
         report = agreement_report(project)
-        sections.append({
-            "project": project,
-            "submitted": list(review_selectors.review_queue(request.user, project=project)[:200]),
-            "disagreements": report.disagreements[:50],
-        })
+        sections.append(
+            {
+                "project": project,
+                "submitted": list(review_selectors.review_queue(request.user, project=project)[:200]),
+                "disagreements": report.disagreements[:50],
+            }
+        )
     return render(request, "review/queue.html", {"sections": sections})
 
 
@@ -39,10 +41,15 @@ def review_queue(request):
 def review_detail(request, annotation_id: int):
     annotation = get_object_or_404(review_selectors.annotations_for_reviewer(request.user), pk=annotation_id)
     context = review_selectors.review_context(annotation)
-    context.update({
-        "verdicts": [v for v in Verdict if v.value], "can_decide": annotation.status == AnnotationStatus.SUBMITTED,
-        "can_adjudicate": annotation.status in review.ADJUDICABLE and bool(context["siblings"]),
-    })
+    following = review_selectors.review_next(request.user, after=annotation)
+    context.update(
+        {
+            "next_review": following,
+            "verdicts": [v for v in Verdict if v.value],
+            "can_decide": annotation.status == AnnotationStatus.SUBMITTED,
+            "can_adjudicate": annotation.status in review.ADJUDICABLE and bool(context["siblings"]),
+        }
+    )
     return render(request, "review/detail.html", context)
 
 
@@ -73,13 +80,22 @@ def review_decide(request, annotation_id: int):
     except review.ReviewError as exc:
         messages.error(request, str(exc))
         return redirect("review-detail", annotation_id=annotation.pk)
-    messages.success(request, f"Annotation {annotation.pk} of trace {annotation.trace.external_id}: {decision.replace('_', ' and ')} done.")
+    messages.success(
+        request,
+        f"Annotation {annotation.pk} of trace {annotation.trace.external_id}: {decision.replace('_', ' and ')} done.",
+    )
+    # Decide and go on: the next undecided annotation, or the queue when there is none.
+    following = review_selectors.review_next(request.user, after=annotation)
+    if following is not None:
+        return redirect("review-detail", annotation_id=following.pk)
     return redirect("review-queue")
 
 
 @login_required
 def dashboard_index(request):
-    projects = [p for p in projects_for_user(request.user).order_by("name") if has_permission(request.user, "dashboard.view", p)]
+    projects = [
+        p for p in projects_for_user(request.user).order_by("name") if has_permission(request.user, "dashboard.view", p)
+    ]
     if not projects:
         raise PermissionDenied("Only leads see dashboards.")
     if len(projects) == 1:
@@ -92,5 +108,20 @@ def project_dashboard(request, project_id: int):
     project = get_object_or_404(projects_for_user(request.user), pk=project_id)
     if not has_permission(request.user, "dashboard.view", project):
         raise PermissionDenied("Only leads of this project see its dashboard.")
-    return render(request, "dashboard/project.html", {"project": project,
-                                                      "date_from": request.GET.get("from", ""), "date_to": request.GET.get("to", "")})
+    date_from, date_to, range_error = request.GET.get("from", ""), request.GET.get("to", ""), ""
+    try:
+        dashboards.DateRange.from_query(date_from, date_to)
+    except ValueError as exc:  # said on the page, beside the dates; the figures show the default range
+        range_error = f"Bad date range: {exc}. Showing the last {dashboards.DEFAULT_RANGE_DAYS} days instead."
+        date_from = date_to = ""
+    return render(
+        request,
+        "dashboard/project.html",
+        {
+            "project": project,
+            "date_from": date_from,
+            "date_to": date_to,
+            "range_error": range_error,
+        },
+        status=400 if range_error else 200,
+    )

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import Count, Exists, OuterRef, QuerySet
 from django.utils import timezone
 
 from annotation.models import Annotation, AnnotationStatus, Lease
 from studio.permissions import has_permission
 from traces import actions as grammar
-from traces.selectors import projects_for_user, trace_steps
+from traces import prompting
+from traces.selectors import (
+    projects_for_user,
+    trace_steps,
+    traces_awaiting_instruction,
+    traces_ready_to_annotate,
+)
 
 
 def own_annotations(user) -> QuerySet[Annotation]:
@@ -29,6 +35,26 @@ def open_leases(*, project=None, user=None) -> QuerySet[Lease]:
     return leases.order_by("expires_at")
 
 
+def leases_releasable_by(user) -> QuerySet[Lease]:
+    """Leases ``user`` may close: their own, and for leads (``lease.manage``) every lease of their projects."""
+    leases = Lease.objects.select_related("trace__project", "user").filter(trace__project__in=projects_for_user(user))
+    return leases if has_permission(user, "lease.manage") else leases.filter(user=user)
+
+
+def annotation_status_counts(trace_ids) -> dict[int, list[tuple[str, str, int]]]:
+    """Per trace: (status, label, how many annotations are in it), in the workflow's order; one grouped read."""
+    counts: dict[int, dict[str, int]] = {}
+    rows = Annotation.objects.filter(trace_id__in=list(trace_ids)).values("trace_id", "status").annotate(n=Count("id"))
+    for row in rows:
+        counts.setdefault(row["trace_id"], {})[row["status"]] = row["n"]
+    return {
+        trace_id: [
+            (status, label, by_status[status]) for status, label in AnnotationStatus.choices if status in by_status
+        ]
+        for trace_id, by_status in counts.items()
+    }
+
+
 def queue_for_user(user) -> list[dict]:
     """Per project the user annotates in: their work in progress, work sent back, and how much is open."""
     rows = []
@@ -37,21 +63,35 @@ def queue_for_user(user) -> list[dict]:
         if not has_permission(user, "annotation.work", project):
             continue
         mine = own_annotations(user).filter(project=project)
-        held = Lease.objects.filter(trace=OuterRef("pk"), released_at__isnull=True, expires_at__gt=now).exclude(user=user)
+        held = Lease.objects.filter(trace=OuterRef("pk"), released_at__isnull=True, expires_at__gt=now).exclude(
+            user=user
+        )
         finished = Annotation.objects.filter(trace=OuterRef("pk")).exclude(status=AnnotationStatus.DRAFT)
         open_count = (
-            project.traces.exclude(annotations__annotator=user)
-            .annotate(held=Exists(held), finished=Exists(finished)).filter(held=False, finished=False).count()
+            traces_ready_to_annotate(project.traces.all())
+            .exclude(annotations__annotator=user)
+            .annotate(held=Exists(held), finished=Exists(finished))
+            .filter(held=False, finished=False)
+            .count()
         )
-        rows.append({
-            "project": project,
-            "drafts": list(mine.filter(status=AnnotationStatus.DRAFT).order_by("-updated_at")[:50]),
-            "returned": list(mine.filter(status=AnnotationStatus.REJECTED).order_by("-updated_at")[:50]),
-            "submitted_count": mine.filter(status__in=[AnnotationStatus.SUBMITTED, AnnotationStatus.ACCEPTED]).count(),
-            "open_count": open_count,
-            "can_manage_leases": has_permission(user, "lease.manage", project),
-            "leases": list(open_leases(project=project)) if has_permission(user, "lease.manage", project) else [],
-        })
+        rows.append(
+            {
+                "project": project,
+                "drafts": list(mine.filter(status=AnnotationStatus.DRAFT).order_by("-updated_at")[:50]),
+                "returned": list(mine.filter(status=AnnotationStatus.REJECTED).order_by("-updated_at")[:50]),
+                "submitted_count": mine.filter(
+                    status__in=[AnnotationStatus.SUBMITTED, AnnotationStatus.ACCEPTED]
+                ).count(),
+                "open_count": open_count,
+                "awaiting_instruction": (
+                    traces_awaiting_instruction(project.traces.all()).count()
+                    if has_permission(user, "trace.edit", project)
+                    else 0
+                ),
+                "can_manage_leases": has_permission(user, "lease.manage", project),
+                "leases": list(open_leases(project=project)) if has_permission(user, "lease.manage", project) else [],
+            }
+        )
     return rows
 
 
@@ -65,12 +105,26 @@ def model_extent(project, width: int, height: int) -> list[int]:
     return [width, height]
 
 
+def _display_actions(step, trace) -> list[dict]:
+    """The recorded actions in the project's convention, the one the page draws and edits in (converted from the
+    trace's, server-side: the page never converts)."""
+    try:
+        return [
+            a.to_json()
+            for a in prompting.step_actions(step, project=trace.project, convention=trace.coordinate_convention)
+        ]
+    except (prompting.PromptError, ValueError, TypeError):
+        return []
+
+
 def _shot(project, screenshot) -> dict | None:
     if screenshot is None:
         return None
     return {
-        "url": f"/screenshots/{screenshot.sha256}/image", "thumb": f"/screenshots/{screenshot.sha256}/thumbnail",
-        "width": screenshot.width, "height": screenshot.height,
+        "url": screenshot.image_url,
+        "thumb": screenshot.thumbnail_url,
+        "width": screenshot.width,
+        "height": screenshot.height,
         "extent": model_extent(project, screenshot.width, screenshot.height),
     }
 
@@ -82,8 +136,12 @@ def _human_edit(step) -> dict | None:
         parsed = grammar.parse_response(step.human_edited_response)
     except grammar.ActionSyntaxError as exc:
         return {"raw": step.human_edited_response, "thought": "", "action": None, "error": str(exc)}
-    return {"raw": step.human_edited_response, "thought": parsed.thought or "",
-            "action": parsed.actions[0].to_json() if parsed.actions else None, "error": ""}
+    return {
+        "raw": step.human_edited_response,
+        "thought": parsed.thought or "",
+        "action": parsed.actions[0].to_json() if parsed.actions else None,
+        "error": "",
+    }
 
 
 def workspace_payload(*, annotation: Annotation, lease: Lease | None) -> dict:
@@ -92,22 +150,35 @@ def workspace_payload(*, annotation: Annotation, lease: Lease | None) -> dict:
     project = trace.project
     steps = [
         {
-            "index": step.index, "thought": step.thought, "reflection": step.reflection,
-            "action_text": step.action_text, "actions": step.parsed_actions, "parse_error": step.parse_error,
-            "shot": _shot(project, step.screenshot), "human_edit": _human_edit(step),
+            "index": step.index,
+            "thought": step.thought,
+            "reflection": step.reflection,
+            "action_text": step.action_text,
+            "actions": _display_actions(step, trace),
+            "parse_error": step.parse_error,
+            "shot": _shot(project, step.screenshot),
+            "human_edit": _human_edit(step),
+            "missing_before": int((step.context or {}).get("missing_before") or 0),
         }
         for step in trace_steps(trace)
     ]
     return {
         "annotation": annotation_json(annotation),
-        "lease": {"id": lease.pk, "expires_at": lease.expires_at.isoformat()} if lease else None,
+        "lease": {"id": lease.pk, "expires_at": lease.expires_at.isoformat(), "page": lease.page} if lease else None,
         "trace": {
-            "id": trace.pk, "external_id": trace.external_id, "instruction": trace.instruction, "outcome": trace.outcome,
-            "step_count": trace.step_count, "final_shot": _shot(project, trace.final_screenshot),
+            "id": trace.pk,
+            "external_id": trace.external_id,
+            "instruction": trace.instruction,
+            "outcome": trace.outcome,
+            "step_count": trace.step_count,
+            "final_shot": _shot(project, trace.final_screenshot),
         },
         "project": {
-            "id": project.pk, "name": project.name, "platform": project.platform,
-            "convention": project.coordinate_convention, "error_categories": project.error_categories,
+            "id": project.pk,
+            "name": project.name,
+            "platform": project.platform,
+            "convention": project.coordinate_convention,
+            "error_categories": project.error_categories,
             "lease_idle_minutes": project.lease_idle_minutes,
         },
         "steps": steps,
@@ -115,9 +186,23 @@ def workspace_payload(*, annotation: Annotation, lease: Lease | None) -> dict:
 
 
 ANNOTATION_FIELDS = (
-    "id", "trace_id", "status", "version", "verdict", "tau", "error_category", "note", "unusable_reason",
-    "corrected_thought", "corrected_action", "reflection_thought", "reflection_action", "no_reflection_reason",
-    "editor_state", "time_spent_s", "review_comment",
+    "id",
+    "trace_id",
+    "status",
+    "version",
+    "verdict",
+    "tau",
+    "error_category",
+    "note",
+    "unusable_reason",
+    "corrected_thought",
+    "corrected_action",
+    "reflection_thought",
+    "reflection_action",
+    "no_reflection_reason",
+    "editor_state",
+    "time_spent_s",
+    "review_comment",
 )
 
 

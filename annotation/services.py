@@ -3,24 +3,29 @@ through ``annotation_record_edit``, so the audit trail is written in the same tr
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from datetime import timedelta
+from typing import Any
 
 from django.db import transaction
-from django.db.models import Count, Exists, F, OuterRef, Subquery
+from django.db.models import Count, Exists, F, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotation import events
-from annotation.selectors import own_annotations
 from annotation.models import Annotation, AnnotationStatus, AuditEvent, Lease, Verdict
+from annotation.selectors import own_annotations
 from annotation.workflow import EDITABLE_BY_ANNOTATOR, STANDING, check_transition
 from studio.db import atomic_with_retry
 from traces import actions as grammar
 from traces.models import Trace
+from traces.selectors import awaits_instruction, traces_ready_to_annotate
 
 
-def annotation_transition(*, annotation: Annotation, to: str, actor, comment: str = "", changes: dict | None = None) -> Annotation:
+def annotation_transition(
+    *, annotation: Annotation, to: str, actor, comment: str = "", changes: dict | None = None
+) -> Annotation:
     """Move an annotation along the state machine and audit it; the caller holds the row lock."""
     assert transaction.get_connection().in_atomic_block, "annotation_transition runs inside the caller's transaction"
     from_status = annotation.status
@@ -38,9 +43,17 @@ def annotation_transition(*, annotation: Annotation, to: str, actor, comment: st
     standing_change = (to in STANDING) - (from_status in STANDING)
     if standing_change:
         Trace.objects.filter(pk=annotation.trace_id).update(
-            standing_annotations=F("standing_annotations") + standing_change)
-    _audit_event_create(annotation=annotation, actor=actor, kind="transition", from_status=from_status, to_status=to,
-                        changes=changes or {}, comment=comment)
+            standing_annotations=F("standing_annotations") + standing_change
+        )
+    _audit_event_create(
+        annotation=annotation,
+        actor=actor,
+        kind="transition",
+        from_status=from_status,
+        to_status=to,
+        changes=changes or {},
+        comment=comment,
+    )
     events.annotation_changed(annotation=annotation, verb=check_transition(from_status, to))  # sent after commit
     return annotation
 
@@ -49,8 +62,11 @@ def trace_recount_standing_annotations(*, traces) -> int:
     """Set ``Trace.standing_annotations`` of ``traces`` (a queryset) from their annotations: for rows written
     around the state machine (bulk loads, repairs). Returns how many traces were updated."""
     standing = (
-        Annotation.objects.filter(trace=OuterRef("pk"), status__in=STANDING).order_by()
-        .values("trace").annotate(n=Count("id")).values("n")
+        Annotation.objects.filter(trace=OuterRef("pk"), status__in=STANDING)
+        .order_by()
+        .values("trace")
+        .annotate(n=Count("id"))
+        .values("n")
     )
     return traces.update(standing_annotations=Coalesce(Subquery(standing), 0))
 
@@ -58,17 +74,25 @@ def trace_recount_standing_annotations(*, traces) -> int:
 def annotation_record_edit(*, annotation: Annotation, actor, changes: dict) -> None:
     """Audit an edit: ``changes`` maps field -> [before, after]. Empty changes write nothing."""
     if changes:
-        _audit_event_create(annotation=annotation, actor=actor, kind="edit", from_status=annotation.status,
-                            to_status=annotation.status, changes=changes)
+        _audit_event_create(
+            annotation=annotation,
+            actor=actor,
+            kind="edit",
+            from_status=annotation.status,
+            to_status=annotation.status,
+            changes=changes,
+        )
 
 
 def _audit_event_create(*, annotation: Annotation, **fields) -> AuditEvent:
     """The one place audit rows are made, with the annotation's project and annotator copied onto them."""
-    return AuditEvent.objects.create(annotation=annotation, project_id=annotation.project_id,
-                                     annotator_id=annotation.annotator_id, **fields)
+    return AuditEvent.objects.create(
+        annotation=annotation, project_id=annotation.project_id, annotator_id=annotation.annotator_id, **fields
+    )
 
 
 # --- Errors the API turns into 4xx answers ----------------------------------------------------
+
 
 class AnnotationProblem(Exception):
     """A refused write; ``status`` is the HTTP status the API answers with."""
@@ -118,31 +142,39 @@ def trace_annotation_quota(*, trace_id: int, double_share: float) -> int:
 def _trace_occupancy(*, trace_id: int, user, now) -> int:
     """Annotators other than ``user`` who hold the trace: finished work plus live leases."""
     finished = (
-        Annotation.objects.filter(trace_id=trace_id).exclude(annotator=user).exclude(status=AnnotationStatus.DRAFT)
+        Annotation.objects.filter(trace_id=trace_id)
+        .exclude(annotator=user)
+        .exclude(status=AnnotationStatus.DRAFT)
         .values("annotator_id")
     )
     leased = (
-        Lease.objects.filter(trace_id=trace_id, released_at__isnull=True, expires_at__gt=now).exclude(user=user)
-        .exclude(user_id__in=finished).values("user_id")
+        Lease.objects.filter(trace_id=trace_id, released_at__isnull=True, expires_at__gt=now)
+        .exclude(user=user)
+        .exclude(user_id__in=finished)
+        .values("user_id")
     )
     return finished.count() + leased.distinct().count()
 
 
-def _lease_take(*, trace, user, now) -> Lease:
-    """Open (or renew this user's unreleased) lease on ``trace``; the caller holds the trace lock."""
+def _lease_take(*, trace, user, now, page: str = "") -> Lease:
+    """Open (or renew this user's unreleased) lease on ``trace``, held by workspace ``page`` when one is given;
+    the caller holds the trace lock."""
     expires = now + timedelta(minutes=trace.project.lease_idle_minutes)
     lease = Lease.objects.filter(trace=trace, user=user, released_at__isnull=True).first()
     if lease is None:
-        lease = Lease.objects.create(trace=trace, user=user, heartbeat_at=now, expires_at=expires)
+        lease = Lease.objects.create(trace=trace, user=user, heartbeat_at=now, expires_at=expires, page=page)
         events.lease_changed(lease=lease, state="open")
         return lease
     lease.heartbeat_at, lease.expires_at = now, expires
-    lease.save(update_fields=["heartbeat_at", "expires_at"])
+    lease.page = page or lease.page
+    lease.save(update_fields=["heartbeat_at", "expires_at", "page"])
     return lease
 
 
 def _annotation_for_claim(*, trace, user) -> Annotation:
-    annotation, _ = Annotation.objects.get_or_create(trace=trace, annotator=user, defaults={"project_id": trace.project_id})
+    annotation, _ = Annotation.objects.get_or_create(
+        trace=trace, annotator=user, defaults={"project_id": trace.project_id}
+    )
     return annotation
 
 
@@ -150,8 +182,10 @@ def _lock_trace(trace_id: int):
     """Lock one trace row; None when another transaction holds it (PostgreSQL skips it, SQLite
     needs no row lock: its IMMEDIATE transactions already let one writer in at a time)."""
     return (
-        Trace.objects.select_for_update(skip_locked=True, of=("self",)).select_related("project")
-        .filter(pk=trace_id).first()
+        Trace.objects.select_for_update(skip_locked=True, of=("self",))
+        .select_related("project")
+        .filter(pk=trace_id)
+        .first()
     )
 
 
@@ -167,7 +201,8 @@ def lease_next_trace(*, user, project, most_doubtful_first: bool = False) -> tup
     now = timezone.now()
     held = (
         Lease.objects.filter(user=user, trace__project=project, released_at__isnull=True, expires_at__gt=now)
-        .order_by("created_at").first()
+        .order_by("created_at")
+        .first()
     )
     if held is not None:
         trace = Trace.objects.select_related("project").get(pk=held.trace_id)
@@ -177,18 +212,30 @@ def lease_next_trace(*, user, project, most_doubtful_first: bool = False) -> tup
     skipped_by_me = Lease.objects.filter(user=user, release_reason="skipped").values("trace_id")
     my_draft = Exists(Annotation.objects.filter(trace=OuterRef("pk"), annotator=user, status=AnnotationStatus.DRAFT))
     busy = Subquery(
-        Lease.objects.filter(trace=OuterRef("pk"), released_at__isnull=True, expires_at__gt=now).exclude(user=user)
-        .values("trace").annotate(n=Count("user", distinct=True)).values("n")[:1]
+        Lease.objects.filter(trace=OuterRef("pk"), released_at__isnull=True, expires_at__gt=now)
+        .exclude(user=user)
+        .values("trace")
+        .annotate(n=Count("user", distinct=True))
+        .values("n")[:1]
     )
     done = Subquery(
-        Annotation.objects.filter(trace=OuterRef("pk")).exclude(annotator=user).exclude(status=AnnotationStatus.DRAFT)
-        .values("trace").annotate(n=Count("annotator", distinct=True)).values("n")[:1]
+        Annotation.objects.filter(trace=OuterRef("pk"))
+        .exclude(annotator=user)
+        .exclude(status=AnnotationStatus.DRAFT)
+        .values("trace")
+        .annotate(n=Count("annotator", distinct=True))
+        .values("n")[:1]
     )
     max_quota = 2 if project.double_annotation_share > 0 else 1
-    open_traces = (
-        Trace.objects.filter(project=project).exclude(pk__in=finished_by_me).exclude(pk__in=skipped_by_me)
-        .annotate(held_by=Coalesce(busy, 0) + Coalesce(done, 0), mine=my_draft).filter(held_by__lt=max_quota)
+    open_traces: QuerySet[Any] = (
+        # Traces awaiting their instruction stay out until a lead writes it (traces.selectors).
+        traces_ready_to_annotate(Trace.objects.filter(project=project))
+        .exclude(pk__in=finished_by_me)
+        .exclude(pk__in=skipped_by_me)
+        .annotate(held_by=Coalesce(busy, 0) + Coalesce(done, 0), mine=my_draft)
+        .filter(held_by__lt=max_quota)
     )
+    ordering: tuple[Any, ...]
     if most_doubtful_first and not project.blind_prescoring:
         from traces.prescoring.selectors import traces_by_suspicion
 
@@ -199,7 +246,7 @@ def lease_next_trace(*, user, project, most_doubtful_first: bool = False) -> tup
     candidates = open_traces.order_by(*ordering).values_list("pk", flat=True)
     offset, chunk = 0, 100
     while True:
-        batch = list(candidates[offset:offset + chunk])
+        batch = list(candidates[offset : offset + chunk])
         for trace_id in batch:
             quota = trace_annotation_quota(trace_id=trace_id, double_share=project.double_annotation_share)
             trace = _lock_trace(trace_id)
@@ -214,17 +261,20 @@ def lease_next_trace(*, user, project, most_doubtful_first: bool = False) -> tup
 
 
 @atomic_with_retry
-def lease_take_for_annotation(*, annotation: Annotation, user) -> Lease | None:
-    """Opening one's own annotation (e.g. work sent back by review) takes the lease if the trace is free."""
+def lease_take_for_annotation(*, annotation: Annotation, user, page: str = "") -> Lease | None:
+    """Opening one's own annotation (e.g. work sent back by review) takes the lease if the trace is free; ``page``
+    names the workspace page that holds it from now on."""
     now = timezone.now()
     trace = Trace.objects.select_for_update(of=("self",)).select_related("project").get(pk=annotation.trace_id)
     quota = trace_annotation_quota(trace_id=trace.pk, double_share=trace.project.double_annotation_share)
     mine = Lease.objects.filter(trace=trace, user=user, released_at__isnull=True, expires_at__gt=now).exists()
-    if not mine and annotation.status == AnnotationStatus.DRAFT and _trace_occupancy(
-        trace_id=trace.pk, user=user, now=now
-    ) >= quota:
+    if (
+        not mine
+        and annotation.status == AnnotationStatus.DRAFT
+        and _trace_occupancy(trace_id=trace.pk, user=user, now=now) >= quota
+    ):
         return None
-    return _lease_take(trace=trace, user=user, now=now)
+    return _lease_take(trace=trace, user=user, now=now, page=page)
 
 
 def _lease_close(lease: Lease, *, by, reason: str, now) -> None:
@@ -250,15 +300,22 @@ def lease_heartbeat(*, lease_id: int, user) -> Lease:
     if lease is None:
         raise NotFound("No such lease of yours.")
     if lease.released_at is not None:
-        who = f" by {lease.released_by.username}" if lease.released_by_id and lease.released_by_id != user.pk else ""
-        raise LeaseLost(f"Your lease on this trace was released{who} ({lease.release_reason or 'released'}). "
-                        "Your draft is kept; open the trace again from the queue.", reason=lease.release_reason)
+        by = lease.released_by
+        who = f" by {by.username}" if by is not None and by.pk != user.pk else ""
+        raise LeaseLost(
+            f"Your lease on this trace was released{who} ({lease.release_reason or 'released'}). "
+            "Your draft is kept; open the trace again from the queue.",
+            reason=lease.release_reason,
+        )
     if lease.expires_at <= now:
-        quota = trace_annotation_quota(trace_id=lease.trace_id, double_share=lease.trace.project.double_annotation_share)
+        quota = trace_annotation_quota(
+            trace_id=lease.trace_id, double_share=lease.trace.project.double_annotation_share
+        )
         if _trace_occupancy(trace_id=lease.trace_id, user=user, now=now) >= quota:
             _lease_close(lease, by=None, reason="expired", now=now)
-            raise LeaseLost("Your lease expired and another annotator took the trace. Your draft is kept.",
-                            reason="expired")
+            raise LeaseLost(
+                "Your lease expired and another annotator took the trace. Your draft is kept.", reason="expired"
+            )
     else:
         _credit_time(lease=lease, now=now)
     lease.heartbeat_at = now
@@ -268,10 +325,15 @@ def lease_heartbeat(*, lease_id: int, user) -> Lease:
 
 
 @atomic_with_retry
-def lease_release(*, lease_id: int, actor, reason: str) -> Lease:
-    """Close an open lease (a lead freeing a trace, or the holder skipping/submitting)."""
+def lease_release(*, lease_id: int, actor, reason: str, page: str = "") -> Lease:
+    """Close an open lease (a lead freeing a trace, or the holder skipping, submitting or leaving the page).
+
+    A holder's page that names itself (``page``) closes the lease only if that page still holds it: after a
+    reload the old page's farewell arrives when the new page has taken the lease over."""
     now = timezone.now()
     lease = Lease.objects.select_for_update().get(pk=lease_id)
+    if page and lease.page and page != lease.page:
+        return lease
     if lease.released_at is None:
         if lease.user_id == getattr(actor, "pk", None) and lease.expires_at > now:
             _credit_time(lease=lease, now=now)
@@ -289,7 +351,12 @@ def _release_user_leases(*, trace_id: int, user, reason: str, now) -> None:
 # --- Drafts, checks and submit ---------------------------------------------------------------
 
 DRAFT_TEXT_FIELDS = (
-    "error_category", "note", "unusable_reason", "corrected_thought", "reflection_thought", "no_reflection_reason",
+    "error_category",
+    "note",
+    "unusable_reason",
+    "corrected_thought",
+    "reflection_thought",
+    "no_reflection_reason",
 )
 DRAFT_FIELDS = ("verdict", "tau", *DRAFT_TEXT_FIELDS, "editor_state")
 EDITOR_SLOTS = ("corrected", "reflection")
@@ -338,9 +405,14 @@ def action_check(*, annotation: Annotation, slot: str, action_json: dict | None,
         shot = observation_for(annotation.trace, tau if slot == "corrected" else tau + 1)
     width, height = (shot.width, shot.height) if shot else (1000, 1000)
     errors += grammar.validate_action(
-        action, convention=project.coordinate_convention, width=width, height=height, platform=project.platform,
+        action,
+        convention=project.coordinate_convention,
+        width=width,
+        height=height,
+        platform=project.platform,
         max_pixels=project.max_pixels,
     )
+    errors += [e for e in grammar.target_problems(action, platform=project.platform) if e not in errors]
     canonical = _render(action, project)
     return {"canonical": canonical, "errors": errors, "valid": not errors}
 
@@ -363,14 +435,86 @@ def _clean_draft_fields(annotation: Annotation, fields: dict) -> dict:
             for slot in EDITOR_SLOTS:
                 action = _editor_action(value, slot)
                 clean[f"{slot}_action" if slot == "reflection" else "corrected_action"] = _render(action, project)
-            value = {slot: (grammar.Action.from_json(value[slot]).to_json() if value.get(slot) else None)
-                     for slot in EDITOR_SLOTS}
+            value = {
+                slot: (grammar.Action.from_json(value[slot]).to_json() if value.get(slot) else None)
+                for slot in EDITOR_SLOTS
+            }
         clean[name] = value
     return clean
 
 
+# --- An answer consistent with its verdict -------------------------------------------------------
+
+EMPTY_EDITOR = {slot: None for slot in EDITOR_SLOTS}
+# The fields only a first error at τ may hold, with their empty values; and the reason only "unusable" keeps.
+ERROR_ANSWER = {
+    "tau": None,
+    "error_category": "",
+    "corrected_thought": "",
+    "corrected_action": "",
+    "reflection_thought": "",
+    "reflection_action": "",
+    "no_reflection_reason": "",
+    "editor_state": EMPTY_EDITOR,
+}
+UNUSABLE_ANSWER = {"unusable_reason": ""}
+
+
+def answer_for_verdict(verdict: str) -> dict:
+    """The fields ``verdict`` does not allow, with the empty values they must hold.
+
+    No error and unusable keep no τ, category, correction or post-reflection; only unusable keeps its reason.
+    An undecided verdict keeps everything (nothing to contradict yet). Every write of an answer goes through
+    ``_consistent_answer`` (drafts, submit, the demo) or ``review._apply_edits`` (a lead's edits, accept,
+    adjudication); migration 0005 repaired the answers stored before the rule, with a frozen copy of it."""
+    if verdict == Verdict.UNSET:
+        return {}
+    cleared: dict = {}
+    if verdict != Verdict.ERROR:
+        cleared.update(ERROR_ANSWER)
+    if verdict != Verdict.UNUSABLE:
+        cleared.update(UNUSABLE_ANSWER)
+    return copy.deepcopy(cleared)  # callers store these values on a model: never hand out the shared constants
+
+
+def _points(action_json: dict | None) -> dict:
+    if not action_json:
+        return {}
+    return {
+        name: value
+        for name, value in (action_json.get("args") or {}).items()
+        if name in (grammar.START_BOX, grammar.END_BOX)
+    }
+
+
+def _consistent_answer(annotation: Annotation, clean: dict) -> dict:
+    """``clean`` plus what makes the resulting answer consistent: fields its verdict does not allow are emptied,
+    and when τ moves, points placed on the old step's screenshot (unchanged in this write) are taken off."""
+    values = {name: clean.get(name, getattr(annotation, name)) for name in (*DRAFT_FIELDS, *ERROR_ANSWER)}
+    out = dict(clean)
+    for name, empty in answer_for_verdict(values["verdict"]).items():
+        if values[name] != empty:
+            out[name] = empty
+    old_tau, new_tau = annotation.tau, out.get("tau", annotation.tau)
+    if values["verdict"] == Verdict.ERROR and old_tau is not None and new_tau is not None and new_tau != old_tau:
+        state = dict(out.get("editor_state", annotation.editor_state) or EMPTY_EDITOR)
+        stored = annotation.editor_state or {}
+        moved = False
+        for slot in EDITOR_SLOTS:
+            action = state.get(slot)
+            points = _points(action)
+            if action and points and points == _points(stored.get(slot)):
+                state[slot] = {**action, "args": {k: v for k, v in action["args"].items() if k not in points}}
+                moved = True
+        if moved:
+            out.update(_clean_draft_fields(annotation, {"editor_state": state}))
+    return out
+
+
 def _changes(annotation: Annotation, clean: dict) -> dict:
-    return {name: [getattr(annotation, name), value] for name, value in clean.items() if getattr(annotation, name) != value}
+    return {
+        name: [getattr(annotation, name), value] for name, value in clean.items() if getattr(annotation, name) != value
+    }
 
 
 def _lock_own_annotation(*, annotation_id: int, user) -> Annotation:
@@ -388,7 +532,7 @@ def annotation_save_draft(*, annotation_id: int, user, base_version: int, fields
     annotation = _lock_own_annotation(annotation_id=annotation_id, user=user)
     if annotation.status not in EDITABLE_BY_ANNOTATOR:
         raise NotEditable(f"This annotation is {annotation.status}; it can no longer be edited.", current=annotation)
-    clean = _clean_draft_fields(annotation, fields)
+    clean = _consistent_answer(annotation, _clean_draft_fields(annotation, fields))
     changes = _changes(annotation, clean)
     if not changes:
         return annotation
@@ -410,6 +554,10 @@ def submit_problems(annotation: Annotation) -> dict[str, str]:
     """What stops ``annotation`` from going to review, field -> sentence ({} = ready)."""
     trace = annotation.trace
     problems: dict[str, str] = {}
+    if awaits_instruction(trace):
+        return {
+            "instruction": "This trace has no instruction yet: a lead writes it on the trace page before it is annotated."
+        }
     if annotation.verdict == Verdict.UNSET:
         return {"verdict": "Choose a verdict: the first error τ, no error, or unusable."}
     if annotation.verdict == Verdict.UNUSABLE:
@@ -424,8 +572,12 @@ def submit_problems(annotation: Annotation) -> dict[str, str]:
         problems["error_category"] = "Choose an error category."
     if not annotation.corrected_thought.strip():
         problems["corrected_thought"] = "Write the corrected thought t*_τ."
-    corrected = action_check(annotation=annotation, slot="corrected",
-                             action_json=annotation.editor_state.get("corrected"), tau=annotation.tau)
+    corrected = action_check(
+        annotation=annotation,
+        slot="corrected",
+        action_json=annotation.editor_state.get("corrected"),
+        tau=annotation.tau,
+    )
     if not corrected["valid"]:
         problems["corrected_action"] = "Corrected action: " + "; ".join(corrected["errors"])
     if observation_for(trace, annotation.tau + 1) is None:
@@ -433,9 +585,15 @@ def submit_problems(annotation: Annotation) -> dict[str, str]:
     if annotation.no_reflection_reason.strip():
         return problems
     if not annotation.reflection_thought.strip():
-        problems["reflection_thought"] = "Write the post-reflection thought that acknowledges the mistake (or explain why there is none)."
-    reflection = action_check(annotation=annotation, slot="reflection",
-                              action_json=annotation.editor_state.get("reflection"), tau=annotation.tau)
+        problems["reflection_thought"] = (
+            "Write the post-reflection thought that acknowledges the mistake (or explain why there is none)."
+        )
+    reflection = action_check(
+        annotation=annotation,
+        slot="reflection",
+        action_json=annotation.editor_state.get("reflection"),
+        tau=annotation.tau,
+    )
     if not reflection["valid"]:
         problems["reflection_action"] = "Post-reflection action: " + "; ".join(reflection["errors"])
     return problems
@@ -450,16 +608,26 @@ def annotation_submit(*, annotation_id: int, user, base_version: int) -> Annotat
     if base_version != annotation.version:
         raise StaleVersion(
             f"This annotation was changed elsewhere (version {annotation.version}; you submitted version "
-            f"{base_version}). Reload to see the newer version before submitting.", current=annotation,
+            f"{base_version}). Reload to see the newer version before submitting.",
+            current=annotation,
         )
+    changes = _changes(annotation, _consistent_answer(annotation, {}))
+    for name, (_, value) in changes.items():
+        setattr(annotation, name, value)
     problems = submit_problems(annotation)
     if problems:
         raise SubmitRejected("The annotation is not complete: " + " ".join(problems.values()), errors=problems)
-    changes = {}
-    if (annotation.verdict == Verdict.ERROR and observation_for(annotation.trace, annotation.tau + 1) is None
-            and not annotation.no_reflection_reason.strip()):
-        reason = (f"The trace has no screenshot after step {annotation.tau} (o_{annotation.tau + 1} was not kept), "
-                  "so no post-reflection step can be given.")
+    tau = annotation.tau
+    if (
+        annotation.verdict == Verdict.ERROR
+        and tau is not None
+        and observation_for(annotation.trace, tau + 1) is None
+        and not annotation.no_reflection_reason.strip()
+    ):
+        reason = (
+            f"The trace has no screenshot after step {tau} (o_{tau + 1} was not kept), "
+            "so no post-reflection step can be given."
+        )
         changes["no_reflection_reason"] = [annotation.no_reflection_reason, reason]
         annotation.no_reflection_reason = reason
     now = timezone.now()
@@ -477,6 +645,7 @@ def annotation_skip(*, annotation_id: int, user) -> Annotation:
 
 
 # --- Demo data -------------------------------------------------------------------------------
+
 
 def _demo_user(role: str):
     """The demo world's user of ``role`` (studio.demo names them after their role)."""
@@ -498,8 +667,11 @@ def annotation_seed_demo(*, project, external_id: str, annotation: dict) -> int:
     record = Annotation.objects.create(trace=trace, project_id=trace.project_id, annotator=annotator)
     verdict = annotation.get("verdict") or Verdict.NO_ERROR
     fields = {
-        "verdict": verdict, "tau": annotation.get("tau"), "error_category": annotation.get("error_category") or "",
-        "note": annotation.get("note") or "", "corrected_thought": annotation.get("corrected_thought") or "",
+        "verdict": verdict,
+        "tau": annotation.get("tau"),
+        "error_category": annotation.get("error_category") or "",
+        "note": annotation.get("note") or "",
+        "corrected_thought": annotation.get("corrected_thought") or "",
         "reflection_thought": annotation.get("reflection_thought") or "",
         "unusable_reason": annotation.get("unusable_reason") or "",
         "no_reflection_reason": annotation.get("no_reflection_reason") or "",
@@ -509,7 +681,7 @@ def annotation_seed_demo(*, project, external_id: str, annotation: dict) -> int:
         text = annotation.get(key) or ""
         state[slot] = grammar.parse_action(text).to_json() if text else None
     fields["editor_state"] = state
-    clean = _clean_draft_fields(record, fields)
+    clean = _consistent_answer(record, _clean_draft_fields(record, fields))
     for name, value in clean.items():
         setattr(record, name, value)
     record.save()

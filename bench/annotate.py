@@ -57,15 +57,32 @@ def write_traces(folder: Path, count: int, tag: str) -> Path:
         image = Image.new("RGB", (1920, 1080), (240, 242, 246))
         draw = ImageDraw.Draw(image)
         for row in range(30):
-            draw.rectangle((40, 60 + row * 32, 40 + (row * 53 + i * 97) % 1500 + 200, 80 + row * 32), fill=(60 + i * 10, 90, 140))
+            draw.rectangle(
+                (40, 60 + row * 32, 40 + (row * 53 + i * 97) % 1500 + 200, 80 + row * 32), fill=(60 + i * 10, 90, 140)
+            )
         draw.text((1700, 20), tag, fill=(0, 0, 0))  # new bytes per run: screenshots are stored by content hash
         image.save(folder / f"s{i}.png")
     with (folder / "traces.jsonl").open("w") as out:
         for n in range(count):
-            steps = [{"screenshot": f"s{i}.png", "thought": f"Step {i}: open the menu.",
-                      "action": f"click(start_box='<|box_start|>({100 + 40 * i},{200 + 30 * i})<|box_end|>')"} for i in range(1, STEPS + 1)]
-            out.write(json.dumps({"format": "trace-studio/v1", "external_id": f"{tag}-{n}", "instruction": f"Bench task {n}",
-                                  "steps": steps}) + "\n")
+            steps = [
+                {
+                    "screenshot": f"s{i}.png",
+                    "thought": f"Step {i}: open the menu.",
+                    "action": f"click(start_box='<|box_start|>({100 + 40 * i},{200 + 30 * i})<|box_end|>')",
+                }
+                for i in range(1, STEPS + 1)
+            ]
+            out.write(
+                json.dumps(
+                    {
+                        "format": "trace-studio/v1",
+                        "external_id": f"{tag}-{n}",
+                        "instruction": f"Bench task {n}",
+                        "steps": steps,
+                    }
+                )
+                + "\n"
+            )
     return folder
 
 
@@ -74,11 +91,20 @@ def seed(count: int, tag: str, tmp: Path):
     from studio.permissions import Role
     from traces import services
 
-    users = [user_create_with_role(username=f"{tag}-a{n}", password=PASSWORD, role=Role.ANNOTATOR) for n in range(count)]
+    users = [
+        user_create_with_role(username=f"{tag}-a{n}", password=PASSWORD, role=Role.ANNOTATOR) for n in range(count)
+    ]
     project = services.project_create(name=f"Bench {tag}", members=users)
     folder = write_traces(tmp, count, tag)
-    job = services.import_job_create(project=project, user=None, upload_name=str(folder), original_name="bench",
-                                     fmt="native", server_path=True, enqueue=False)
+    job = services.import_job_create(
+        project=project,
+        user=None,
+        upload_name=str(folder),
+        original_name="bench",
+        fmt="native",
+        server_path=True,
+        enqueue=False,
+    )
     job = services.import_job_run(job_id=job.pk)
     assert job.status == "succeeded", job.errors
     return project, users
@@ -90,9 +116,12 @@ def login(base: str, username: str):
     session = requests.Session()
     session.trust_env = False  # loopback: no proxy lookup through the environment on every request
     session.get(f"{base}/login/", timeout=30)
-    response = session.post(f"{base}/login/", data={"username": username, "password": PASSWORD,
-                                                    "csrfmiddlewaretoken": session.cookies["csrftoken"]},
-                            headers={"Referer": f"{base}/login/"}, timeout=30)
+    response = session.post(
+        f"{base}/login/",
+        data={"username": username, "password": PASSWORD, "csrfmiddlewaretoken": session.cookies["csrftoken"]},
+        headers={"Referer": f"{base}/login/"},
+        timeout=30,
+    )
     response.raise_for_status()
     return session
 
@@ -140,16 +169,24 @@ def annotator_run(base, username, claimed, saves, latencies, server_times, error
     # claim came through requests (annotator_claim); their cookies ride along.
     host, port = base.removeprefix("http://").split(":")
     connection = http.client.HTTPConnection(host, int(port), timeout=30)
-    save_headers = {**headers, "Content-Type": "application/json",
-                    "Cookie": "; ".join(f"{c.name}={c.value}" for c in session.cookies)}
+    save_headers = {
+        **headers,
+        "Content-Type": "application/json",
+        "Cookie": "; ".join(f"{c.name}={c.value}" for c in session.cookies),
+    }
     path = f"/api/annotations/{annotation['id']}/draft/"
     start.wait()
     if not lockstep:
         time.sleep(rng.uniform(0, think))
     for k in range(saves):
-        body = {"version": version, "note": f"{username} save {k}", "corrected_thought": f"thought {k} " * 20,
-                "verdict": "error", "tau": 1 + k % STEPS,
-                "editor_state": {"corrected": {"type": "click", "args": {"start_box": [10 + k, 20 + k]}}}}
+        body = {
+            "version": version,
+            "note": f"{username} save {k}",
+            "corrected_thought": f"thought {k} " * 20,
+            "verdict": "error",
+            "tau": 1 + k % STEPS,
+            "editor_state": {"corrected": {"type": "click", "args": {"start_box": [10 + k, 20 + k]}}},
+        }
         payload = json.dumps(body)
         t0 = time.perf_counter()
         try:
@@ -175,8 +212,9 @@ def step_switch(base: str, username: str, annotation_url: str):
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
-                                     args=["--no-sandbox", "--disable-gpu"])
+        browser = pw.chromium.launch(
+            executable_path="/usr/bin/chromium", headless=True, args=["--no-sandbox", "--disable-gpu"]
+        )
         page = browser.new_page(viewport={"width": 1920, "height": 1080})
         page.goto(f"{base}/login/")
         page.fill("input[name=username]", username)
@@ -202,7 +240,9 @@ def main():
     parser.add_argument("--annotators", type=int, default=50)
     parser.add_argument("--saves", type=int, default=20)
     parser.add_argument("--workers", type=int, default=4, help="uvicorn processes (docker-compose's web default)")
-    parser.add_argument("--threads", type=int, default=8, help="request threads per uvicorn process (STUDIO_WEB_THREADS)")
+    parser.add_argument(
+        "--threads", type=int, default=8, help="request threads per uvicorn process (STUDIO_WEB_THREADS)"
+    )
     parser.add_argument("--think", type=float, default=1.0, help="mean seconds between one annotator's autosaves")
     parser.add_argument("--no-browser", action="store_true", help="skip the step-switch measurement")
     parser.add_argument("--lockstep", action="store_true", help="all annotators save at the same moments (burst test)")
@@ -210,7 +250,12 @@ def main():
     if not os.environ.get("DATABASE_URL"):
         print("note: DATABASE_URL is not set; measuring on SQLite (the target is stated for PostgreSQL)")
     tmp = Path(tempfile.mkdtemp(prefix="bench-annotate-"))
-    env = dict(os.environ, STUDIO_DATA_DIR=str(tmp / "data"), STUDIO_LOG_LEVEL="WARNING", DJANGO_SETTINGS_MODULE="studio.settings")
+    env = dict(
+        os.environ,
+        STUDIO_DATA_DIR=str(tmp / "data"),
+        STUDIO_LOG_LEVEL="WARNING",
+        DJANGO_SETTINGS_MODULE="studio.settings",
+    )
     os.environ.update(env)
     subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=REPO, env=env, check=True)
     sys.path.insert(0, str(REPO))
@@ -225,11 +270,32 @@ def main():
     project, users = seed(args.annotators, tag, tmp)
     connection.close()
     # The studio's own settings, with DEBUG off as in the full stack (DEBUG keeps every query's SQL per request).
-    server_env = dict(env, STUDIO_DEBUG="false", STUDIO_WEB_THREADS=str(args.threads), PYTHONPATH=os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]))
+    server_env = dict(
+        env,
+        STUDIO_DEBUG="false",
+        STUDIO_WEB_THREADS=str(args.threads),
+        PYTHONPATH=os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]),
+    )
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen([sys.executable, "-m", "uvicorn", "studio.asgi:application", "--host", "127.0.0.1",
-                               "--port", str(port), "--workers", str(args.workers), "--log-level", "warning"], cwd=REPO, env=server_env)
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "studio.asgi:application",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            str(args.workers),
+            "--log-level",
+            "warning",
+        ],
+        cwd=REPO,
+        env=server_env,
+    )
     try:
         import requests
 
@@ -243,8 +309,25 @@ def main():
         latencies, server_times, errors, accepted = [], [], [], {}
         gate = threading.Event()
         claims = [annotator_claim(base, u.username, project.pk) for u in users]
-        threads = [threading.Thread(target=annotator_run, args=(base, u.username, c, args.saves, latencies, server_times, errors, accepted, gate, args.think, args.lockstep))
-                   for u, c in zip(users, claims)]
+        threads = [
+            threading.Thread(
+                target=annotator_run,
+                args=(
+                    base,
+                    u.username,
+                    c,
+                    args.saves,
+                    latencies,
+                    server_times,
+                    errors,
+                    accepted,
+                    gate,
+                    args.think,
+                    args.lockstep,
+                ),
+            )
+            for u, c in zip(users, claims)
+        ]
         for t in threads:
             t.start()
         time.sleep(0.5)
@@ -265,21 +348,34 @@ def main():
     finally:
         server.terminate()
         server.wait(20)
-    js_css = sum((REPO / p).stat().st_size for p in ("static/js/workspace.js", "static/css/workspace.css", "static/css/studio.css"))
+    js_css = sum(
+        (REPO / p).stat().st_size
+        for p in ("static/js/workspace.js", "static/css/workspace.css", "static/css/studio.css")
+    )
     if durations:
-        print(f"step switch (browser, Performance API, prefetch on): n={len(durations)} "
-              f"median={statistics.median(durations):.2f} ms p95={p95(durations):.2f} ms (target ≤ 50 ms)")
-    print(f"autosave: {args.annotators} annotators × {args.saves} saves{' in lockstep' if args.lockstep else ''} "
-          f"over HTTP to uvicorn ({args.workers} workers × {args.threads} threads), "
-          f"{connection.vendor}: n={len(latencies)} median={statistics.median(latencies):.1f} ms p95={p95(latencies):.1f} ms "
-          f"(target ≤ 50 ms), errors={len(errors)}, wall={wall:.1f}s")
+        print(
+            f"step switch (browser, Performance API, prefetch on): n={len(durations)} "
+            f"median={statistics.median(durations):.2f} ms p95={p95(durations):.2f} ms (target ≤ 50 ms)"
+        )
+    print(
+        f"autosave: {args.annotators} annotators × {args.saves} saves{' in lockstep' if args.lockstep else ''} "
+        f"over HTTP to uvicorn ({args.workers} workers × {args.threads} threads), "
+        f"{connection.vendor}: n={len(latencies)} median={statistics.median(latencies):.1f} ms p95={p95(latencies):.1f} ms "
+        f"(target ≤ 50 ms), errors={len(errors)}, wall={wall:.1f}s"
+    )
     timed = [t for t in server_times if t is not None]
     if timed:
-        print(f"  of which at the server (Server-Timing, request in to response out): median={statistics.median(timed):.1f} ms "
-              f"p95={p95(timed):.1f} ms; the rest is the network stack and the load generator sharing the same cores")
-    print(f"  server CPU (uvicorn processes) per save: {server_cpu_ms / max(1, len(latencies)):.1f} ms "
-          f"({server_cpu_ms / 1000 / wall:.2f} cores busy on average over {os.cpu_count()} cores)")
-    print(f"accepted writes present afterwards: {len(accepted) - len(missing)}/{len(accepted)} annotations hold their last accepted save")
+        print(
+            f"  of which at the server (Server-Timing, request in to response out): median={statistics.median(timed):.1f} ms "
+            f"p95={p95(timed):.1f} ms; the rest is the network stack and the load generator sharing the same cores"
+        )
+    print(
+        f"  server CPU (uvicorn processes) per save: {server_cpu_ms / max(1, len(latencies)):.1f} ms "
+        f"({server_cpu_ms / 1000 / wall:.2f} cores busy on average over {os.cpu_count()} cores)"
+    )
+    print(
+        f"accepted writes present afterwards: {len(accepted) - len(missing)}/{len(accepted)} annotations hold their last accepted save"
+    )
     print(f"workspace page JS+CSS: {js_css / 1024:.1f} KB (limit 150 KB), no CDN")
     for line in errors[:10]:
         print("  error:", line)

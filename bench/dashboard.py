@@ -25,8 +25,9 @@ PROJECT_NAME = "bench-dashboard"
 
 
 def ensure_database(url: str) -> None:
-    import psycopg
     from urllib.parse import urlparse
+
+    import psycopg
 
     parsed = urlparse(url)
     name = parsed.path.lstrip("/")
@@ -37,7 +38,6 @@ def ensure_database(url: str) -> None:
 
 
 def generate(n_annotations: int) -> None:
-    from django.contrib.auth import get_user_model
     from django.db import transaction
     from django.utils import timezone
 
@@ -55,40 +55,78 @@ def generate(n_annotations: int) -> None:
         project.delete()
     rng = random.Random(11)
     now = timezone.now()
-    annotators = [user_create_with_role(username=f"bench-ann-{i}", password="bench-pass-1234", role=Role.ANNOTATOR) for i in range(12)]
+    annotators = [
+        user_create_with_role(username=f"bench-ann-{i}", password="bench-pass-1234", role=Role.ANNOTATOR)
+        for i in range(12)
+    ]
     lead = user_create_with_role(username="bench-lead", password="bench-pass-1234", role=Role.LEAD)
     project = Project.objects.create(name=PROJECT_NAME, double_annotation_share=0.1)
     Membership.objects.bulk_create([Membership(project=project, user=u) for u in [*annotators, lead]])
     n_traces = int(n_annotations / 1.1) + 1
     with transaction.atomic():
         Trace.objects.bulk_create(
-            [Trace(project=project, external_id=f"t{i}", instruction="bench", source="bench", step_count=rng.randint(3, 30))
-             for i in range(n_traces)], batch_size=5000)
+            [
+                Trace(
+                    project=project,
+                    coordinate_convention=project.coordinate_convention,
+                    external_id=f"t{i}",
+                    instruction="bench",
+                    source="bench",
+                    step_count=rng.randint(3, 30),
+                )
+                for i in range(n_traces)
+            ],
+            batch_size=5000,
+        )
     traces = list(Trace.objects.filter(project=project).values_list("id", "step_count"))
     rows = []
     for i in range(n_annotations):
         trace_id, steps = traces[i % len(traces)]
-        annotator = annotators[(i // len(traces) + trace_id) % len(annotators)] if i >= len(traces) else annotators[trace_id % len(annotators)]
+        annotator = (
+            annotators[(i // len(traces) + trace_id) % len(annotators)]
+            if i >= len(traces)
+            else annotators[trace_id % len(annotators)]
+        )
         roll = rng.random()
         verdict = "error" if roll < 0.6 else ("no_error" if roll < 0.9 else "unusable")
         tau = rng.randint(1, steps) if verdict == "error" else None
         status = rng.choices(["submitted", "accepted", "rejected", "draft"], [25, 55, 12, 8])[0]
         submitted = None if status == "draft" else now - timedelta(days=rng.uniform(0, 90))
-        rows.append(Annotation(
-            trace_id=trace_id, project=project, annotator=annotator, status=status, verdict=verdict, tau=tau,
-            error_category=rng.choice(ERROR_CATEGORIES) if verdict == "error" else "",
-            corrected_action=f"click(start_box='<|box_start|>({rng.randint(0, 1000)},{rng.randint(0, 1000)})<|box_end|>')" if verdict == "error" else "",
-            time_spent_s=int(rng.lognormvariate(5, 0.6)), submitted_at=submitted,
-            reviewed_at=submitted + timedelta(hours=2) if status in ("accepted", "rejected") else None,
-        ))
+        rows.append(
+            Annotation(
+                trace_id=trace_id,
+                project=project,
+                annotator=annotator,
+                status=status,
+                verdict=verdict,
+                tau=tau,
+                error_category=rng.choice(ERROR_CATEGORIES) if verdict == "error" else "",
+                corrected_action=f"click(start_box='<|box_start|>({rng.randint(0, 1000)},{rng.randint(0, 1000)})<|box_end|>')"
+                if verdict == "error"
+                else "",
+                time_spent_s=int(rng.lognormvariate(5, 0.6)),
+                submitted_at=submitted,
+                reviewed_at=submitted + timedelta(hours=2) if status in ("accepted", "rejected") else None,
+            )
+        )
     with transaction.atomic():
         Annotation.objects.bulk_create(rows, batch_size=5000)
-        trace_recount_standing_annotations(traces=Trace.objects.filter(project=project))  # bulk rows skip the state machine
+        trace_recount_standing_annotations(
+            traces=Trace.objects.filter(project=project)
+        )  # bulk rows skip the state machine
     audit = [
-        AuditEvent(annotation_id=a_id, project=project, annotator_id=annotator_id, actor=lead, kind="transition",
-                   from_status="submitted", to_status=status)
-        for a_id, annotator_id, status in Annotation.objects.filter(project=project, status__in=["accepted", "rejected"])
-        .values_list("id", "annotator_id", "status")
+        AuditEvent(
+            annotation_id=a_id,
+            project=project,
+            annotator_id=annotator_id,
+            actor=lead,
+            kind="transition",
+            from_status="submitted",
+            to_status=status,
+        )
+        for a_id, annotator_id, status in Annotation.objects.filter(
+            project=project, status__in=["accepted", "rejected"]
+        ).values_list("id", "annotator_id", "status")
     ]
     with transaction.atomic():
         AuditEvent.objects.bulk_create(audit, batch_size=5000)
@@ -104,12 +142,12 @@ def generate(n_annotations: int) -> None:
 
 
 def measure() -> dict:
+    from django.contrib.auth import get_user_model
     from django.test import Client
     from django.utils import timezone
 
     from annotation.models import Annotation
     from traces.models import Project
-    from django.contrib.auth import get_user_model
 
     project = Project.objects.get(name=PROJECT_NAME)
     client = Client()
@@ -127,16 +165,20 @@ def measure() -> dict:
     body = response.json()
     return {
         "annotations": Annotation.objects.filter(project=project).count(),
-        "median_ms": statistics.median(timings), "max_ms": max(timings),
-        "done_in_range": body["verdicts"]["done"], "pairs": body["agreement"]["pairs"],
+        "median_ms": statistics.median(timings),
+        "max_ms": max(timings),
+        "done_in_range": body["verdicts"]["done"],
+        "pairs": body["agreement"]["pairs"],
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--annotations", type=int, default=100_000)
-    parser.add_argument("--database-url", default=os.environ.get("BENCH_DATABASE_URL",
-                                                                 "postgres://postgres@127.0.0.1:5432/trace_bench_dashboard"))
+    parser.add_argument(
+        "--database-url",
+        default=os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/trace_bench_dashboard"),
+    )
     args = parser.parse_args()
     ensure_database(args.database_url)
     os.environ["DATABASE_URL"] = args.database_url
@@ -154,9 +196,11 @@ def main() -> None:
     print(f"data ready in {time.perf_counter() - started:.1f} s")
     result = measure()
     verdict = "OK" if result["median_ms"] <= TARGET_MS else "OVER TARGET"
-    print(f"dashboard: {result['annotations']} annotations, {result['done_in_range']} done in range, "
-          f"{result['pairs']} agreement pairs; server time median {result['median_ms']:.0f} ms, "
-          f"max {result['max_ms']:.0f} ms (target ≤{TARGET_MS} ms: {verdict})")
+    print(
+        f"dashboard: {result['annotations']} annotations, {result['done_in_range']} done in range, "
+        f"{result['pairs']} agreement pairs; server time median {result['median_ms']:.0f} ms, "
+        f"max {result['max_ms']:.0f} ms (target ≤{TARGET_MS} ms: {verdict})"
+    )
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ def generate(pairs: int, n_images: int, n_steps: int) -> None:
     call_command("migrate", verbosity=0)
     rng = random.Random(5)
     shots = []
-    for i in range(n_images):
+    for _ in range(n_images):
         image = Image.new("RGB", (640, 400), (rng.randrange(256), rng.randrange(256), rng.randrange(256)))
         for _ in range(20):  # some UI-like boxes so PNGs are not trivially small
             x, y = rng.randrange(600), rng.randrange(380)
@@ -55,34 +55,69 @@ def generate(pairs: int, n_images: int, n_steps: int) -> None:
         data = buf.getvalue()
         import hashlib
 
-        shot = Screenshot(sha256=hashlib.sha256(data).hexdigest(), format="PNG", width=640, height=400, byte_size=len(data))
+        shot = Screenshot(
+            sha256=hashlib.sha256(data).hexdigest(), format="PNG", width=640, height=400, byte_size=len(data)
+        )
         shot.image.name = default_storage.save(screenshot_path(shot, "x.png"), ContentFile(data))
         shots.append(shot)
     Screenshot.objects.bulk_create(shots, batch_size=1000)
     shots = list(Screenshot.objects.order_by("id"))
     annotator = user_create_with_role(username="bench-ann", password="bench-pass-1234", role=Role.ANNOTATOR)
     project = Project.objects.create(name="bench")
-    replies = [reply_parse(f"Thought: Step {k} of the plan.\nAction: click(start_box='<|box_start|>({100 + k},{200 + k})<|box_end|>')")
-               for k in range(n_steps)]
+    replies = [
+        reply_parse(
+            f"Thought: Step {k} of the plan.\nAction: click(start_box='<|box_start|>({100 + k},{200 + k})<|box_end|>')"
+        )
+        for k in range(n_steps)
+    ]
     chunk = 5000
     for start in range(0, pairs, chunk):
         with transaction.atomic():
-            traces = Trace.objects.bulk_create([
-                Trace(project=project, external_id=f"bench-{n}", instruction=f"Open the report number {n} and export it",
-                      source="native", step_count=n_steps, final_screenshot=shots[(n * 7) % len(shots)])
-                for n in range(start, min(pairs, start + chunk))
-            ])
-            Step.objects.bulk_create([
-                Step(trace=trace, index=k + 1, screenshot=shots[(trace.pk * 3 + k) % len(shots)], thought=r.thought,
-                     action_text=r.action_text, raw_response="", parsed_actions=r.actions)
-                for trace in traces for k, r in enumerate(replies)
-            ])
-            Annotation.objects.bulk_create([
-                Annotation(trace=trace, project_id=trace.project_id, annotator=annotator, status=AnnotationStatus.ACCEPTED, version=3,
-                           verdict=Verdict.ERROR, tau=n_steps, corrected_thought="Open the Reports menu first.",
-                           corrected_action=f"click(start_box='({trace.pk % 1000},321)')")
-                for trace in traces
-            ])
+            traces = Trace.objects.bulk_create(
+                [
+                    Trace(
+                        project=project,
+                        coordinate_convention=project.coordinate_convention,
+                        external_id=f"bench-{n}",
+                        instruction=f"Open the report number {n} and export it",
+                        source="native",
+                        step_count=n_steps,
+                        final_screenshot=shots[(n * 7) % len(shots)],
+                    )
+                    for n in range(start, min(pairs, start + chunk))
+                ]
+            )
+            Step.objects.bulk_create(
+                [
+                    Step(
+                        trace=trace,
+                        index=k + 1,
+                        screenshot=shots[(trace.pk * 3 + k) % len(shots)],
+                        thought=r.thought,
+                        action_text=r.action_text,
+                        raw_response="",
+                        parsed_actions=r.actions,
+                    )
+                    for trace in traces
+                    for k, r in enumerate(replies)
+                ]
+            )
+            Annotation.objects.bulk_create(
+                [
+                    Annotation(
+                        trace=trace,
+                        project_id=trace.project_id,
+                        annotator=annotator,
+                        status=AnnotationStatus.ACCEPTED,
+                        version=3,
+                        verdict=Verdict.ERROR,
+                        tau=n_steps,
+                        corrected_thought="Open the Reports menu first.",
+                        corrected_action=f"click(start_box='({trace.pk % 1000},321)')",
+                    )
+                    for trace in traces
+                ]
+            )
 
 
 def main() -> None:
@@ -95,19 +130,46 @@ def main() -> None:
     args = parser.parse_args()
 
     data_dir = Path(tempfile.mkdtemp(prefix="export-bench-"))
-    env = {**os.environ, "STUDIO_DATA_DIR": str(data_dir), "DJANGO_SETTINGS_MODULE": "studio.settings",
-           "STUDIO_SQLITE_PATH": str(data_dir / "bench.sqlite3")}
+    env = {
+        **os.environ,
+        "STUDIO_DATA_DIR": str(data_dir),
+        "DJANGO_SETTINGS_MODULE": "studio.settings",
+        "STUDIO_SQLITE_PATH": str(data_dir / "bench.sqlite3"),
+    }
     env.pop("DATABASE_URL", None)
     started = time.monotonic()
-    subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(REPO)!r}); "
-                    f"from bench.export import generate; generate({args.pairs}, {args.images}, {args.steps})"],
-                   cwd=REPO, env=env, check=True)
-    print(f"generated {args.pairs} annotated traces ({args.steps} steps, {args.images} images) in {time.monotonic() - started:.1f} s")
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"import sys; sys.path.insert(0, {str(REPO)!r}); "
+            f"from bench.export import generate; generate({args.pairs}, {args.images}, {args.steps})",
+        ],
+        cwd=REPO,
+        env=env,
+        check=True,
+    )
+    print(
+        f"generated {args.pairs} annotated traces ({args.steps} steps, {args.images} images) in {time.monotonic() - started:.1f} s"
+    )
 
     out = data_dir / "bundle.zip"
     started = time.monotonic()
-    child = subprocess.Popen([sys.executable, "manage.py", "export_bundle", "--project", "bench", "--format", args.format,
-                              "--out", str(out)], cwd=REPO, env=env)
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "manage.py",
+            "export_bundle",
+            "--project",
+            "bench",
+            "--format",
+            args.format,
+            "--out",
+            str(out),
+        ],
+        cwd=REPO,
+        env=env,
+    )
     _, status, usage = os.wait4(child.pid, 0)
     elapsed = time.monotonic() - started
     if status != 0:
@@ -120,8 +182,10 @@ def main() -> None:
     bundle_bytes = out.stat().st_size
     budget = TARGET_RATIO * image_bytes + text_bytes
     print(f"export: {elapsed:.1f} s (target ≤{TARGET_S}), peak RSS {rss_mb:.0f} MB (target ≤{TARGET_RSS_MB})")
-    print(f"bundle {bundle_bytes / 1e6:.1f} MB; unique images {image_bytes / 1e6:.1f} MB; text {text_bytes / 1e6:.1f} MB "
-          f"uncompressed; bundle/(1.05×images+text) = {bundle_bytes / budget:.3f} (target ≤1)")
+    print(
+        f"bundle {bundle_bytes / 1e6:.1f} MB; unique images {image_bytes / 1e6:.1f} MB; text {text_bytes / 1e6:.1f} MB "
+        f"uncompressed; bundle/(1.05×images+text) = {bundle_bytes / budget:.3f} (target ≤1)"
+    )
     print(f"cpu: {os.cpu_count()} cores")
     if not args.keep:
         import shutil

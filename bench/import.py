@@ -58,7 +58,9 @@ def _render_base(variant: int):
     for i in range(30):
         draw.text((16, 100 + i * 30), f"Folder {rng.randint(100, 999)} item", fill=(60, 60, 70))
     for i in range(55):
-        draw.text((300, 110 + i * 17), " ".join(rng.choice(words) for _ in range(rng.randint(4, 16))), fill=(20, 20, 20))
+        draw.text(
+            (300, 110 + i * 17), " ".join(rng.choice(words) for _ in range(rng.randint(4, 16))), fill=(20, 20, 20)
+        )
     for _ in range(8):
         x, y = rng.randint(300, 1700), rng.randint(120, 1000)
         draw.rounded_rectangle((x, y, x + 120, y + 34), radius=4, fill=(52, 120, 246))
@@ -73,7 +75,7 @@ def _band_bytes(image, top: int) -> bytes:
     """PNG scanlines (filter byte 0 + RGB) of rows top..top+BAND."""
     raw = image.crop((0, top, WIDTH, min(top + BAND, HEIGHT))).tobytes()
     stride = WIDTH * 3
-    return b"".join(b"\0" + raw[i:i + stride] for i in range(0, len(raw), stride))
+    return b"".join(b"\0" + raw[i : i + stride] for i in range(0, len(raw), stride))
 
 
 def _deflate(raw: bytes) -> bytes:
@@ -105,7 +107,9 @@ def screen(trace: int, step: int) -> bytes:
     rng = random.Random(trace * 1000 + step)
     bands = _bands()
     title = Image.new("RGB", (WIDTH, BAND), (40, 44, 52))
-    ImageDraw.Draw(title).text((12, 12), f"Trace {trace} - step {step} - Document{rng.randint(1, 99)}.odt", fill=(230, 230, 230))
+    ImageDraw.Draw(title).text(
+        (12, 12), f"Trace {trace} - step {step} - Document{rng.randint(1, 99)}.odt", fill=(230, 230, 230)
+    )
     title_raw = _band_bytes(title, 0)
     pieces, adler = [_deflate(title_raw)], zlib.adler32(title_raw)
     for index in range(1, len(bands[0])):
@@ -131,8 +135,13 @@ def write_trace(args: tuple[Path, int, int]) -> int:
         (folder / name).write_bytes(screen(trace, step))
         action = rng.choice(ACTIONS).format(x=rng.randint(0, 1919), y=rng.randint(0, 1079), n=step)
         doc_steps.append({"screenshot": name, "thought": f"Step {step}: I will act on the window.", "action": action})
-    document = {"format": "trace-studio/v1", "external_id": f"bench-{trace:04d}", "instruction": f"Benchmark task {trace}",
-                "outcome": "failure", "steps": doc_steps}
+    document = {
+        "format": "trace-studio/v1",
+        "external_id": f"bench-{trace:04d}",
+        "instruction": f"Benchmark task {trace}",
+        "outcome": "failure",
+        "steps": doc_steps,
+    }
     (folder / "trace.json").write_text(json.dumps(document), encoding="utf-8")
     return steps
 
@@ -149,8 +158,10 @@ def ensure_dataset(cache: Path, traces: int, steps: int) -> Path:
             print(f"\rgenerating screenshots: {done}/{traces} traces", end="", flush=True)
     marker.write_text("ok")
     size = sum(p.stat().st_size for p in root.rglob("*.png"))
-    print(f"\ngenerated {traces * steps} PNGs ({size / 1e6:.0f} MB, {size / traces / steps / 1e3:.0f} KB each) "
-          f"in {time.monotonic() - started:.0f}s into {root}")
+    print(
+        f"\ngenerated {traces * steps} PNGs ({size / 1e6:.0f} MB, {size / traces / steps / 1e3:.0f} KB each) "
+        f"in {time.monotonic() - started:.0f}s into {root}"
+    )
     return root
 
 
@@ -172,8 +183,14 @@ def measure(dataset: Path, profile: bool) -> dict:
     from traces.services import import_job_create, import_job_run, project_create
 
     project = project_create(name="bench")
-    job = import_job_create(project=project, user=None, upload_name=str(dataset), original_name=dataset.name,
-                            server_path=True, enqueue=False)
+    job = import_job_create(
+        project=project,
+        user=None,
+        upload_name=str(dataset),
+        original_name=dataset.name,
+        server_path=True,
+        enqueue=False,
+    )
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     usage_before = resource.getrusage(resource.RUSAGE_SELF)
     started = time.perf_counter()
@@ -213,7 +230,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--traces", type=int, default=100)
     parser.add_argument("--steps", type=int, default=50)
-    parser.add_argument("--cache", default=os.environ.get("STUDIO_BENCH_CACHE", str(Path.home() / ".cache" / "trace-studio-bench")))
+    parser.add_argument(
+        "--cache", default=os.environ.get("STUDIO_BENCH_CACHE", str(Path.home() / ".cache" / "trace-studio-bench"))
+    )
     parser.add_argument("--profile", action="store_true", help="cProfile the import (slower; numbers not comparable)")
     parser.add_argument("--keep", action="store_true", help="keep the benchmark's data dir")
     parser.add_argument("--measure", help=argparse.SUPPRESS)
@@ -227,7 +246,9 @@ def main() -> int:
     dataset = ensure_dataset(cache, args.traces, args.steps)
     child = subprocess.run(
         [sys.executable, __file__, "--measure", str(dataset), *(["--profile"] if args.profile else [])],
-        cwd=REPO, capture_output=True, text=True,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
     )
     sys.stderr.write(child.stderr)
     if child.returncode:
@@ -237,11 +258,15 @@ def main() -> int:
         import shutil
 
         shutil.rmtree(result["work_dir"], ignore_errors=True)
-    print(f"machine: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, 1-min load average {result['load_average']:.1f}")
-    print(f"import: {result['status']}, {result['traces']} traces, {result['steps']} steps in {result['seconds']}s "
-          f"= {result['steps_per_s']} steps/s (target ≥{TARGET_STEPS_PER_S}); "
-          f"{result['cpu_seconds']} CPU-s = {result['steps_per_cpu_s']} steps per CPU-second; "
-          f"peak RSS {result['peak_rss_mb']} MB (target ≤{TARGET_RSS_MB}; {result['rss_before_import_mb']} MB before import)")
+    print(
+        f"machine: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, 1-min load average {result['load_average']:.1f}"
+    )
+    print(
+        f"import: {result['status']}, {result['traces']} traces, {result['steps']} steps in {result['seconds']}s "
+        f"= {result['steps_per_s']} steps/s (target ≥{TARGET_STEPS_PER_S}); "
+        f"{result['cpu_seconds']} CPU-s = {result['steps_per_cpu_s']} steps per CPU-second; "
+        f"peak RSS {result['peak_rss_mb']} MB (target ≤{TARGET_RSS_MB}; {result['rss_before_import_mb']} MB before import)"
+    )
     ok = result["steps_per_s"] >= TARGET_STEPS_PER_S and result["peak_rss_mb"] <= TARGET_RSS_MB
     print("targets met" if ok else "targets MISSED")
     return 0 if ok else 1

@@ -44,8 +44,11 @@ def screen_png(seed: int, size=(1920, 1080)) -> bytes:
     draw.rectangle([0, 0, size[0], 48], fill=(40, 44, 60))
     for _ in range(25):  # windows, buttons, text lines
         x, y = rng.randrange(0, size[0] - 300), rng.randrange(60, size[1] - 100)
-        draw.rectangle([x, y, x + rng.randrange(80, 600), y + rng.randrange(20, 300)],
-                       fill=tuple(rng.randrange(60, 250) for _ in range(3)), outline=(30, 30, 30))
+        draw.rectangle(
+            [x, y, x + rng.randrange(80, 600), y + rng.randrange(20, 300)],
+            fill=tuple(rng.randrange(60, 250) for _ in range(3)),
+            outline=(30, 30, 30),
+        )
         draw.text((x + 8, y + 4), f"Button {rng.randrange(1000)}", fill=(0, 0, 0))
     out = io.BytesIO()
     image.save(out, format="PNG")
@@ -76,8 +79,9 @@ def build_requests(n_steps: int, steps_per_trace: int, history: int):
         ]
         for i, key in enumerate(keys):
             history_steps = [prompting.HistoryStep(keys[j], replies[j]) for j in range(i)]
-            prompt = prompting.build_prompt(project=project, instruction=f"Benchmark task {t}", history=history_steps,
-                                            current_image=key)
+            prompt = prompting.build_prompt(
+                project=project, instruction=f"Benchmark task {t}", history=history_steps, current_image=key
+            )
             images = [ImageInput(k, (lambda k=k: Image.open(io.BytesIO(pngs[k])))) for k in prompt.images]
             requests.append(ScoreRequest(f"{t}/{i}", prompting.to_chat_messages(prompt), images, replies[i]))
     return requests
@@ -163,41 +167,65 @@ def main() -> None:
     device = args.device or default_device()
     dtype = "bfloat16" if args.size == "2b" or device.startswith("cuda") else "float32"
     t0 = time.perf_counter()
-    model_dir = Path(args.model_dir) if args.model_dir else build_tiny_qwen2vl(
-        Path(tempfile.mkdtemp(prefix="bench-prescore-model-")) / args.size, size=args.size, dtype=dtype)
+    model_dir = (
+        Path(args.model_dir)
+        if args.model_dir
+        else build_tiny_qwen2vl(
+            Path(tempfile.mkdtemp(prefix="bench-prescore-model-")) / args.size, size=args.size, dtype=dtype
+        )
+    )
     scorer = Qwen2VLScorer(model_dir, device=device, dtype=dtype)
-    print(f"model {args.size} ({sum(scorer.parameter_counts().values()) / 1e6:.2f} M params without embeddings, "
-          f"{dtype}) on {device}, ready in {time.perf_counter() - t0:.1f}s", flush=True)
+    print(
+        f"model {args.size} ({sum(scorer.parameter_counts().values()) / 1e6:.2f} M params without embeddings, "
+        f"{dtype}) on {device}, ready in {time.perf_counter() - t0:.1f}s",
+        flush=True,
+    )
 
     t0 = time.perf_counter()
     requests = build_requests(args.steps, args.steps_per_trace, args.history)
-    print(f"{len(requests)} steps of 1920x1080 screenshots, history window {args.history}, "
-          f"built in {time.perf_counter() - t0:.1f}s", flush=True)
+    print(
+        f"{len(requests)} steps of 1920x1080 screenshots, history window {args.history}, "
+        f"built in {time.perf_counter() - t0:.1f}s",
+        flush=True,
+    )
     generate = not args.no_generate
 
     batched_counter = FlopCounter(scorer)
-    batched_s, batched = run(scorer, requests, naive=False, generate=generate, max_new_tokens=args.max_new_tokens,
-                             counter=batched_counter)
+    batched_s, batched = run(
+        scorer, requests, naive=False, generate=generate, max_new_tokens=args.max_new_tokens, counter=batched_counter
+    )
     naive_requests = requests[: args.naive_steps]
     naive_counter = FlopCounter(scorer)
-    naive_s, naive = run(scorer, naive_requests, naive=True, generate=generate, max_new_tokens=args.max_new_tokens,
-                         counter=naive_counter)
+    naive_s, naive = run(
+        scorer, naive_requests, naive=True, generate=generate, max_new_tokens=args.max_new_tokens, counter=naive_counter
+    )
 
     errors = [r for r in batched + naive if r.error]
     by_key = {r.key: r for r in batched}
     worst = max((abs(by_key[r.key].loglik_sum - r.loglik_sum) for r in naive if not r.error), default=0.0)
     batched_rate, naive_rate = len(requests) / batched_s, len(naive_requests) / naive_s
-    machine = (torch.cuda.get_device_name(0) if device.startswith("cuda")
-               else f"{platform.processor() or platform.machine()} CPU, {torch.get_num_threads()} threads")
+    machine = (
+        torch.cuda.get_device_name(0)
+        if device.startswith("cuda")
+        else f"{platform.processor() or platform.machine()} CPU, {torch.get_num_threads()} threads"
+    )
     print(f"machine: {machine}")
-    print(f"batched: {len(requests)} steps in {batched_s:.1f}s = {batched_rate:.2f} steps/s "
-          f"({batched_counter.flops / batched_s / 1e12:.3f} TFLOP/s)")
-    print(f"naive:   {len(naive_requests)} steps in {naive_s:.1f}s = {naive_rate:.2f} steps/s "
-          f"({naive_counter.flops / naive_s / 1e12:.3f} TFLOP/s)")
-    print(f"speed-up: {batched_rate / naive_rate:.2f}x; max |loglik batched - naive| = {worst:.2e}; errors: {len(errors)}")
+    print(
+        f"batched: {len(requests)} steps in {batched_s:.1f}s = {batched_rate:.2f} steps/s "
+        f"({batched_counter.flops / batched_s / 1e12:.3f} TFLOP/s)"
+    )
+    print(
+        f"naive:   {len(naive_requests)} steps in {naive_s:.1f}s = {naive_rate:.2f} steps/s "
+        f"({naive_counter.flops / naive_s / 1e12:.3f} TFLOP/s)"
+    )
+    print(
+        f"speed-up: {batched_rate / naive_rate:.2f}x; max |loglik batched - naive| = {worst:.2e}; errors: {len(errors)}"
+    )
     if device.startswith("cuda"):
-        print(f"batched achieves {100 * batched_counter.flops / batched_s / 1e12 / H200_BF16_PEAK_TFLOPS:.1f} % "
-              f"of the H200 bf16 peak ({H200_BF16_PEAK_TFLOPS:.0f} TFLOP/s)")
+        print(
+            f"batched achieves {100 * batched_counter.flops / batched_s / 1e12 / H200_BF16_PEAK_TFLOPS:.1f} % "
+            f"of the H200 bf16 peak ({H200_BF16_PEAK_TFLOPS:.0f} TFLOP/s)"
+        )
     for r in errors[:3]:
         print("error:", r.key, r.error)
 

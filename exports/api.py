@@ -25,8 +25,23 @@ class ExportJobSerializer(serializers.ModelSerializer):
     class Meta:
         model = ExportJob
         fields = [
-            "id", "project", "format", "options", "split_seed", "status", "progress_done", "progress_total", "message",
-            "errors", "counts", "bundle_sha256", "bundle_size", "download_url", "created_at", "started_at", "finished_at",
+            "id",
+            "project",
+            "format",
+            "options",
+            "split_seed",
+            "status",
+            "progress_done",
+            "progress_total",
+            "message",
+            "errors",
+            "counts",
+            "bundle_sha256",
+            "bundle_size",
+            "download_url",
+            "created_at",
+            "started_at",
+            "finished_at",
             "attempts",
         ]
 
@@ -36,8 +51,14 @@ class ExportJobSerializer(serializers.ModelSerializer):
 
 class ExportCreateSerializer(serializers.Serializer):
     format = serializers.ChoiceField(choices=ExportFormat.values)
-    options = serializers.DictField(required=False, default=dict, help_text=(
-        "include_valid_prefix (bool), include_error_free (bool), validation_fraction (0..1), split_seed (int)"))
+    options = serializers.DictField(
+        required=False,
+        default=dict,
+        help_text=(
+            "include_valid_prefix (bool), include_error_free (bool), validation_fraction (0..1), split_seed (int), "
+            "unparsed_history (skip | verbatim: samples whose history holds a step that did not parse)"
+        ),
+    )
 
 
 def _project(request, project_id):
@@ -64,8 +85,12 @@ class ProjectExports(APIView):
         form = ExportCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         try:
-            job = services.export_job_create(project=project, user=request.user, fmt=form.validated_data["format"],
-                                             options=form.validated_data["options"])
+            job = services.export_job_create(
+                project=project,
+                user=request.user,
+                fmt=form.validated_data["format"],
+                options=form.validated_data["options"],
+            )
         except (OptionsError, services.ExportError) as exc:
             raise ValidationError({"options": [str(exc)]}) from None
         return Response(ExportJobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
@@ -88,10 +113,13 @@ class ExportJobCancel(APIView):
     def post(self, request, pk: int):
         job = get_object_or_404(selectors.export_jobs_for_user(request.user), pk=pk)
         self.check_object_permissions(request, job)
-        if job.is_finished:
-            return Response({"detail": f"export {job.pk} already {job.status}; nothing to cancel."}, status=status.HTTP_409_CONFLICT)
-        job = services.export_job_cancel(job=job)
-        return Response(ExportJobSerializer(job).data)
+        if not has_permission(request.user, "export.create", job.project):
+            raise PermissionDenied("Only engineers, leads and admins of this project cancel its exports.")
+        job, changed, said = services.export_job_cancel(job=job)
+        return Response(
+            {**ExportJobSerializer(job).data, "detail": said},
+            status=status.HTTP_200_OK if changed else status.HTTP_409_CONFLICT,
+        )
 
 
 class _AnyAccept(DefaultContentNegotiation):
@@ -111,14 +139,20 @@ class ExportBundle(APIView):
     permission_action = "export.view"
     content_negotiation_class = _AnyAccept
 
-    @extend_schema(responses={(200, "application/zip"): OpenApiResponse(description="the bundle"),
-                              206: OpenApiResponse(description="a byte range"),
-                              302: OpenApiResponse(description="presigned S3 URL"),
-                              409: OpenApiResponse(description="not finished")})
+    @extend_schema(
+        responses={
+            (200, "application/zip"): OpenApiResponse(description="the bundle"),
+            206: OpenApiResponse(description="a byte range"),
+            302: OpenApiResponse(description="presigned S3 URL"),
+            409: OpenApiResponse(description="not finished"),
+        }
+    )
     def get(self, request, pk: int):
         job = get_object_or_404(selectors.export_jobs_for_user(request.user), pk=pk)
         self.check_object_permissions(request, job)
         if job.status != JobStatus.SUCCEEDED or not job.bundle_name:
-            return Response({"detail": f"export {job.pk} is {job.status}; its bundle exists only once it succeeded."},
-                            status=status.HTTP_409_CONFLICT)
+            return Response(
+                {"detail": f"export {job.pk} is {job.status}; its bundle exists only once it succeeded."},
+                status=status.HTTP_409_CONFLICT,
+            )
         return bundle_response(request, job)

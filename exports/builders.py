@@ -14,8 +14,9 @@ judged ``no_error``) as plain SFT samples. Every prompt comes from :mod:`traces.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 from annotation.models import Annotation, AnnotationStatus, Verdict
 from traces import prompting
@@ -32,15 +33,29 @@ class OptionsError(ValueError):
     pass
 
 
+# What to do with a sample whose history holds a recorded step that did not parse (e.g. a web agent's
+# "Click [16]"): "skip" the sample (the default: nothing unreadable reaches training), or render the step
+# "verbatim" as it was recorded (the bundle's README and manifest say so).
+UNPARSED_HISTORY = ("skip", "verbatim")
+
+# Why an annotation (or part of one) gave no sample, by code; the manifest counts skips by these.
+SKIP_UNPARSED_TARGET = "unparsed_target"  # the recorded step would be the SFT target
+SKIP_UNPARSED_REJECTED = "unparsed_rejected"  # the recorded wrong step would be the DPO rejected side
+SKIP_UNPARSED_HISTORY = "unparsed_history"  # the prompt's history holds an unparsed step (option "skip")
+SKIP_GAP = "gap_after_tau"  # o_(τ+1) is not the screen right after step τ (the source dropped steps)
+SKIP_OTHER = "other"
+
+
 @dataclass(frozen=True)
 class ExportOptions:
     include_valid_prefix: bool = False
     include_error_free: bool = False
     validation_fraction: float = 0.1
     split_seed: int = 0
+    unparsed_history: str = "skip"
 
     @classmethod
-    def parse(cls, raw: dict | None) -> "ExportOptions":
+    def parse(cls, raw: dict | None) -> ExportOptions:
         """Validate user-given options; raises OptionsError naming the bad field."""
         raw = dict(raw or {})
         unknown = sorted(set(raw) - set(cls.__dataclass_fields__))
@@ -57,6 +72,10 @@ class ExportOptions:
             if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 <= fraction < 1:
                 raise OptionsError("validation_fraction must be a number in [0, 1)")
             values["validation_fraction"] = float(fraction)
+        if "unparsed_history" in raw:
+            if raw["unparsed_history"] not in UNPARSED_HISTORY:
+                raise OptionsError(f"unparsed_history must be one of {', '.join(UNPARSED_HISTORY)}")
+            values["unparsed_history"] = raw["unparsed_history"]
         if "split_seed" in raw:
             seed = raw["split_seed"]
             if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**31:
@@ -92,6 +111,7 @@ class Skip:
     trace_id: int
     kind: str
     reason: str
+    code: str = SKIP_OTHER
 
 
 @dataclass
@@ -114,9 +134,24 @@ def accepted_annotations(project: Project):
         Annotation.objects.filter(project=project, status=AnnotationStatus.ACCEPTED)
         .exclude(verdict=Verdict.UNUSABLE)
         .select_related("trace")
-        .only(*(f"trace__{name}" for name in ("id", "instruction", "final_screenshot_id", "project_id")),
-              "id", "trace_id", "version", "verdict", "tau", "corrected_thought", "corrected_action",
-              "reflection_thought", "reflection_action", "is_adjudicated", "reviewed_at", "status")
+        .only(
+            *(
+                f"trace__{name}"
+                for name in ("id", "instruction", "final_screenshot_id", "project_id", "coordinate_convention")
+            ),
+            "id",
+            "trace_id",
+            "version",
+            "verdict",
+            "tau",
+            "corrected_thought",
+            "corrected_action",
+            "reflection_thought",
+            "reflection_action",
+            "is_adjudicated",
+            "reviewed_at",
+            "status",
+        )
         .order_by("trace_id", "-is_adjudicated", "-reviewed_at", "-id")
     )
 
@@ -151,12 +186,23 @@ class StepRow:
     raw_response: str
     parsed_actions: list
     parse_error: str
+    context: dict
     screenshot: Any
     rendered: str | None = None
 
 
-_STEP_FIELDS = ("trace_id", "index", "thought", "reflection", "action_text", "raw_response", "parsed_actions",
-                "parse_error", "screenshot_id")
+_STEP_FIELDS = (
+    "trace_id",
+    "index",
+    "thought",
+    "reflection",
+    "action_text",
+    "raw_response",
+    "parsed_actions",
+    "parse_error",
+    "context",
+    "screenshot_id",
+)
 
 
 class ScreenshotCache:
@@ -184,15 +230,21 @@ def _steps_by_trace(trace_ids: list[int], shots: ScreenshotCache) -> dict[int, l
     return steps
 
 
-def _render_once(step, *, project) -> str:
+def missing_before(step) -> int:
+    """How many recorded steps the source dropped right before ``step`` (native format ``missing_before``)."""
+    return int((step.context or {}).get("missing_before") or 0)
+
+
+def _render_once(step, *, project, convention: str | None = None) -> str:
     # A step is rendered for several samples (history of s_τ, rejected, history of s_τ+1): once is enough.
     if step.rendered is None:
-        step.rendered = prompting.render_step(step, project=project)
+        step.rendered = prompting.render_step(step, project=project, convention=convention)
     return step.rendered
 
 
-def annotation_samples(annotation: Annotation, steps: list[Step], *, project: Project,
-                       options: ExportOptions) -> Iterator[Sample | Skip]:
+def annotation_samples(
+    annotation: Annotation, steps: list[Step], *, project: Project, options: ExportOptions
+) -> Iterator[Sample | Skip]:
     """Every sample one annotation gives, in a fixed order; problems are yielded as Skip."""
     trace = annotation.trace
     split = split_of(trace.pk, options)
@@ -200,57 +252,134 @@ def annotation_samples(annotation: Annotation, steps: list[Step], *, project: Pr
     def sample(kind: str, prompt, **targets) -> Sample:
         return Sample(kind, split, trace.pk, annotation.pk, prompt, **targets)
 
-    def skip(kind: str, reason: str) -> Skip:
-        return Skip(annotation.pk, trace.pk, kind, reason)
+    def skip(kind: str, reason: str, code: str = SKIP_OTHER) -> Skip:
+        return Skip(annotation.pk, trace.pk, kind, reason, code)
+
+    def unparsed_before(i: int) -> StepRow | None:
+        """The first recorded step in s_i's history that did not parse, when such histories are skipped."""
+        if options.unparsed_history == "verbatim":
+            return None
+        return next((step for step in steps[: i - 1] if step.parse_error), None)
 
     def state(i: int):
         return prompting.build_state_messages(trace, i, project=project, steps=steps, render=_render_once)
 
+    def history_skip(kind: str, i: int) -> Skip | None:
+        bad = unparsed_before(i)
+        if bad is None:
+            return None
+        return skip(
+            kind,
+            f"the history holds step {bad.index}, which did not parse ({bad.parse_error}); "
+            "export with unparsed_history=verbatim to keep it as recorded",
+            SKIP_UNPARSED_HISTORY,
+        )
+
+    def target_skip(kind: str, step: StepRow) -> Skip | None:
+        if not step.parse_error:
+            return None
+        return skip(
+            kind,
+            f"step {step.index}'s recorded action did not parse ({step.parse_error}): it is not trained on",
+            SKIP_UNPARSED_TARGET,
+        )
+
     if annotation.verdict == Verdict.NO_ERROR:
         if options.include_error_free:
             for i, step in enumerate(steps, start=1):
+                problem = target_skip("error_free", step) or history_skip("error_free", i)
+                if problem:
+                    yield problem
+                    continue
                 try:
-                    yield sample("error_free", state(i), completion=_render_once(step, project=project))
+                    yield sample(
+                        "error_free",
+                        state(i),
+                        completion=_render_once(step, project=project, convention=trace.coordinate_convention),
+                    )
                 except prompting.PromptError as exc:
                     yield skip("error_free", str(exc))
         return
     tau = annotation.tau
     if annotation.verdict != Verdict.ERROR or not tau or not 1 <= tau <= len(steps):
-        yield skip("error_correction", f"verdict {annotation.verdict!r} with τ={tau} does not fit a trace of {len(steps)} steps")
+        yield skip(
+            "error_correction",
+            f"verdict {annotation.verdict!r} with τ={tau} does not fit a trace of {len(steps)} steps",
+        )
         return
 
     if options.include_valid_prefix:
         for i in range(1, tau):
+            problem = target_skip("valid_prefix", steps[i - 1]) or history_skip("valid_prefix", i)
+            if problem:
+                yield problem
+                continue
             try:
-                yield sample("valid_prefix", state(i), completion=_render_once(steps[i - 1], project=project))
+                yield sample(
+                    "valid_prefix",
+                    state(i),
+                    completion=_render_once(steps[i - 1], project=project, convention=trace.coordinate_convention),
+                )
             except prompting.PromptError as exc:
                 yield skip("valid_prefix", str(exc))
 
-    try:
-        s_tau = state(tau)
-        corrected = prompting.render_target(annotation.corrected_thought, annotation.corrected_action, project=project)
-    except prompting.PromptError as exc:
-        yield skip("error_correction", str(exc))
+    problem = history_skip("error_correction", tau)
+    if problem:
+        yield problem
+        yield history_skip("dpo", tau)
     else:
-        yield sample("error_correction", s_tau, completion=corrected)
-        rejected = _render_once(steps[tau - 1], project=project)
-        if rejected == corrected:
-            yield skip("dpo", "the correction equals the recorded step")
+        try:
+            s_tau = state(tau)
+            corrected = prompting.render_target(
+                annotation.corrected_thought, annotation.corrected_action, project=project
+            )
+        except prompting.PromptError as exc:
+            yield skip("error_correction", str(exc))
         else:
-            yield sample("dpo", s_tau, chosen=corrected, rejected=rejected)
+            yield sample("error_correction", s_tau, completion=corrected)
+            wrong = steps[tau - 1]
+            rejected = _render_once(wrong, project=project, convention=trace.coordinate_convention)
+            if wrong.parse_error:
+                yield skip(
+                    "dpo",
+                    f"the recorded step {tau} did not parse ({wrong.parse_error}): it is never the rejected side",
+                    SKIP_UNPARSED_REJECTED,
+                )
+            elif rejected == corrected:
+                yield skip("dpo", "the correction equals the recorded step")
+            else:
+                yield sample("dpo", s_tau, chosen=corrected, rejected=rejected)
 
     if annotation.reflection_action.strip():
+        problem = history_skip("post_reflection", tau + 1)
+        if problem:
+            yield problem
+            return
+        missing = missing_before(steps[tau]) if tau < len(steps) else 0
+        if missing:
+            yield skip(
+                "post_reflection",
+                f"{missing} recorded step(s) are missing between step {tau} and the next "
+                "screen, so it is not o_(τ+1): the post-reflection would train on the "
+                "wrong screen",
+                SKIP_GAP,
+            )
+            return
         try:
             yield sample(
-                "post_reflection", state(tau + 1),
-                completion=prompting.render_target(annotation.reflection_thought, annotation.reflection_action, project=project),
+                "post_reflection",
+                state(tau + 1),
+                completion=prompting.render_target(
+                    annotation.reflection_thought, annotation.reflection_action, project=project
+                ),
             )
         except prompting.PromptError as exc:
             yield skip("post_reflection", str(exc))
 
 
-def iter_samples(project: Project, options: ExportOptions, stats: BuildStats, *,
-                 on_annotation=None) -> Iterator[Sample | Skip]:
+def iter_samples(
+    project: Project, options: ExportOptions, stats: BuildStats, *, on_annotation=None
+) -> Iterator[Sample | Skip]:
     """Stream samples of the project's accepted annotations; memory is bounded by one batch.
 
     ``on_annotation(done)`` is called after each batch (progress, cancel checks)."""

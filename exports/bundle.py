@@ -11,9 +11,9 @@ import hashlib
 import json
 import shutil
 import zipfile
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
 
 FIXED_DATE = (1980, 1, 1, 0, 0, 0)
 CHUNK = 1024 * 1024
@@ -64,50 +64,106 @@ def manifest_json(manifest: dict) -> bytes:
     return (json.dumps(manifest, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode()
 
 
-def readme_text(*, project_name: str, fmt: str, data_files: list[str], counts: dict, options: dict) -> str:
+def _splits(data_files: list[str], stem: str, suffix: str) -> dict[str, str]:
+    """The splits of one dataset that the bundle really holds (a small export may have no validation file)."""
+    return {
+        split: f"{stem}_{split}.{suffix}"
+        for split in ("train", "validation")
+        if f"{stem}_{split}.{suffix}" in data_files
+    }
+
+
+def _load_lines(data_files: list[str], suffix: str) -> str:
+    loader = "json" if suffix == "jsonl" else suffix
+    lines = []
+    for stem in ("sft", "dpo"):
+        splits = _splits(data_files, stem, suffix)
+        if splits:
+            lines.append(f'{stem} = load_dataset("{loader}", data_files={splits!r})')
+    return "\n".join(lines) or "# (this bundle holds no samples)"
+
+
+def _trl_section(data_files: list[str]) -> str:
+    """The TRL example, written for the files this bundle holds: every line runs as it is (a test executes it)."""
+    trainers = []
+    if _splits(data_files, "sft", "jsonl"):
+        trainers.append(
+            'sft_trainer = SFTTrainer(model=model, args=SFTConfig(output_dir="out-sft", max_length=None, bf16=bf16),\n'
+            '                         train_dataset=sft["train"], processing_class=processor)'
+        )
+    if _splits(data_files, "dpo", "jsonl"):
+        trainers.append(
+            "dpo_trainer = DPOTrainer(model=model, ref_model=sft_model,\n"
+            '                         args=DPOConfig(output_dir="out-dpo", max_length=None, bf16=bf16),\n'
+            '                         train_dataset=dpo["train"], processing_class=processor)'
+        )
+    trainer_block = "\n".join(trainers) or "# (this bundle holds no samples)"
+    return f"""## Load in TRL
+Unzip the bundle, then run from its folder (image paths are relative to it):
+```python
+from datasets import load_dataset
+{_load_lines(data_files, "jsonl")}
+```
+Then, with `model` and `processor` your Qwen2-VL checkpoint (`Qwen2VLForConditionalGeneration` /
+`AutoProcessor.from_pretrained`) and `sft_model` the reference model for DPO (usually the SFT result):
+```python
+import torch
+from trl import DPOConfig, DPOTrainer, SFTConfig, SFTTrainer
+bf16 = torch.cuda.is_available()  # bf16 on a GPU, as UI-TARS trains; float32 on a CPU
+{trainer_block}
+```
+SFT records are prompt/completion, so the loss falls on the target step only (completion-only loss). Each record's
+`images` are paths relative to the bundle root; their number equals the `{{"type": "image"}}` placeholders. Extra
+columns `kind`, `trace_id`, `annotation_id` say where a sample comes from.
+"""
+
+
+def _pixels_section(pixels: dict | None) -> str:
+    if not pixels:
+        return ""
+    return f"""## Pixels: what the trainer must match
+Points are in `{pixels["coordinate_convention"]}` ({pixels["model_family"]}). Screenshots must reach the model resized by
+`smart_resize` (factor {pixels["resize"]["factor"]}, {pixels["resize"]["rounding"]}) within
+`min_pixels={pixels["min_pixels"]}` and `max_pixels={pixels["max_pixels"]}`: pass the same bounds to the Qwen2-VL
+processor (`AutoProcessor.from_pretrained(path, min_pixels=…, max_pixels=…)`) or LLaMA-Factory (`image_min_pixels`,
+`image_max_pixels`, already in the configs). A smaller resize (LLaMA-Factory's default is 768×768) trains on blurred
+screens, and in `smart-resize-pixels` puts every point in the wrong place. Prompt: template `{pixels["template"]}`,
+history window {pixels["history_window"]}. `manifest.json` → `pixels` holds the same.
+"""
+
+
+def readme_text(
+    *, project_name: str, fmt: str, data_files: list[str], counts: dict, options: dict, pixels: dict | None = None
+) -> str:
     """The dataset card: what is inside and how to load it in TRL and LLaMA-Factory."""
     kinds = "\n".join(f"| {kind} | {n} |" for kind, n in sorted(counts.get("by_kind", {}).items())) or "| (none) | 0 |"
     files = "\n".join(f"- `{name}`" for name in data_files) or "- (no samples)"
     sections = {
-        "trl": """## Load in TRL
+        "trl": _trl_section(data_files),
+        "llamafactory": """## Train with LLaMA-Factory
+Unzip the bundle; `dataset_info.json` names each file (`uitars_sft_train`, `uitars_dpo_train`, …) and the bundle
+carries ready configs: set `model_name_or_path`, then run `llamafactory-cli train sft.yaml` (and `dpo.yaml`) from the
+bundle's folder. They set `template: qwen2_vl`, the image bounds below (`image_max_pixels` / `image_min_pixels`,
+so LLaMA-Factory's own resize keeps the screenshots as large as the labels assume) and, for SFT, `mask_history: true`:
+history replies are assistant turns in the conversation, and without it LLaMA-Factory trains on every one of them,
+including the original wrong step of post-reflection samples.
+Records are sharegpt with strictly alternating turns (consecutive history replies merged), `<image>` tokens equal to
+`len(images)`; DPO records are `ranking` (the conversation ends with the user turn, then `chosen`/`rejected`).
+""",
+        "parquet": f"""## Load with datasets (and TRL)
 ```python
 from datasets import load_dataset
-from trl import DPOConfig, DPOTrainer, SFTConfig, SFTTrainer
-# Unzip the bundle, then run from its folder (image paths are relative to it).
-sft = load_dataset("json", data_files={"train": "sft_train.jsonl", "validation": "sft_validation.jsonl"})
-dpo = load_dataset("json", data_files={"train": "dpo_train.jsonl", "validation": "dpo_validation.jsonl"})
-# SFT records are prompt/completion, so the loss falls on the target step only (completion_only_loss).
-SFTTrainer(model=model, args=SFTConfig(max_length=None), train_dataset=sft["train"], processing_class=processor)
-DPOTrainer(model=model, ref_model=sft_model, args=DPOConfig(max_length=None), train_dataset=dpo["train"],
-           processing_class=processor)
-```
-Each record's `images` are paths relative to the bundle root; their number equals the `{"type": "image"}`
-placeholders. Extra columns `kind`, `trace_id`, `annotation_id` say where a sample comes from.
-""",
-        "llamafactory": """## Load in LLaMA-Factory
-Unzip the bundle and point `dataset_dir` at it; `dataset_info.json` names each file
-(`uitars_sft_train`, `uitars_dpo_train`, ...). Example:
-```yaml
-stage: dpo            # or sft with dataset: uitars_sft_train
-dataset_dir: /path/to/bundle
-dataset: uitars_dpo_train
-template: qwen2_vl
-pref_beta: 0.1
-pref_loss: sigmoid
-```
-Records are sharegpt with strictly alternating turns (consecutive history replies merged), `<image>` tokens
-equal to `len(images)`; DPO records are `ranking` (conversation ends with the user turn, `chosen`/`rejected`).
-History replies are in the conversation: use `mask_history: true` for SFT so only the target step is trained.
-""",
-        "parquet": """## Load with datasets (and TRL)
-```python
-from datasets import load_dataset
-sft = load_dataset("parquet", data_files={"train": "sft_train.parquet"})
-dpo = load_dataset("parquet", data_files={"train": "dpo_train.parquet"})
+{_load_lines(data_files, "parquet")}
 ```
 Images are embedded (`images` is a list of `Image`); columns as in the TRL format.
 """,
     }
+    unparsed_note = (
+        "Samples whose history holds such a step are kept with that step **as it was recorded** (export option "
+        "`unparsed_history=verbatim`)."
+        if options.get("unparsed_history") == "verbatim"
+        else "Samples whose history holds such a step are left out (export option `unparsed_history=skip`, the default)."
+    )
     return f"""# Reflection-tuning dataset: {project_name}
 
 SFT and DPO samples built from accepted annotations of UI-TARS GUI-agent traces (UI-TARS "reflection
@@ -120,6 +176,11 @@ Format: `{fmt}`. Split by trace (seed {options.get("split_seed")}, validation fr
 {options.get("validation_fraction")}). `manifest.json` lists the options, counts, source annotations
 (id, version) and the sha256 of every file.
 
+Recorded steps whose action did not parse (e.g. a web agent's `Click [16]`) are never a target and never the
+rejected side of a pair. {unparsed_note} Skips are counted by reason in `manifest.json`
+(`counts.skipped_by_reason`: `unparsed_target`, `unparsed_rejected`, `unparsed_history`, `gap_after_tau` (the
+source dropped steps right after τ, so no true o_(τ+1) exists), `other`) and listed one by one under `skipped`.
+
 | kind | samples |
 |---|---|
 {kinds}
@@ -127,4 +188,5 @@ Format: `{fmt}`. Split by trace (seed {options.get("split_seed")}, validation fr
 Data files:
 {files}
 
-{sections[fmt]}"""
+{sections[fmt]}
+{_pixels_section(pixels)}"""

@@ -16,10 +16,16 @@ class ExportFormat(models.TextChoices):
 class ExportJob(JobBase):
     project = models.ForeignKey("traces.Project", on_delete=models.CASCADE, related_name="export_jobs")
     format = models.CharField(max_length=16, choices=ExportFormat.choices)
-    options = models.JSONField(default=dict, blank=True, help_text="Normalised export options (exports.builders.ExportOptions).")
+    options = models.JSONField(
+        default=dict, blank=True, help_text="Normalised export options (exports.builders.ExportOptions)."
+    )
     split_seed = models.PositiveIntegerField(default=0)
-    counts = models.JSONField(default=dict, blank=True, help_text="Samples per kind and split, skipped items per reason.")
-    bundle_name = models.CharField(max_length=300, blank=True, help_text="Storage name; set only once the archive is complete.")
+    counts = models.JSONField(
+        default=dict, blank=True, help_text="Samples per kind and split, skipped items per reason."
+    )
+    bundle_name = models.CharField(
+        max_length=300, blank=True, help_text="Storage name; set only once the archive is complete."
+    )
     bundle_sha256 = models.CharField(max_length=64, blank=True)
     bundle_size = models.PositiveBigIntegerField(default=0)
 

@@ -6,9 +6,10 @@ import json
 import logging
 import shutil
 import time
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from django.conf import settings
 from django.core.files.storage import default_storage
@@ -19,8 +20,9 @@ from exports.models import ExportFormat, ExportJob
 from exports.storage import bundle_delete, bundle_save
 from exports.writers import WRITERS, image_path
 from studio.db import atomic_with_retry
-from studio.jobs import JobCancelled, job_add_error, job_enqueue, job_fail, job_finish, job_mark_cancelled, job_progress, job_request_cancel, job_start
+from studio.jobs import JobFailed, job_add_error, job_cancel, job_enqueue, job_progress, job_run
 from studio.models import JobStatus
+from traces import actions as grammar
 from traces.models import Project
 
 log = logging.getLogger(__name__)
@@ -40,6 +42,24 @@ class BuildResult:
     skipped: list[Skip]
 
 
+def pixel_contract(project: Project) -> dict:
+    """What a trainer must match so trained points land on the pixels the labels assume (manifest, README, configs):
+    the images' resize rule and bounds, the coordinate space of the points, the prompt's template and window."""
+    return {
+        "model_family": "qwen2_5_vl" if project.coordinate_convention == grammar.SMART_RESIZE_PIXELS else "qwen2_vl",
+        "coordinate_convention": project.coordinate_convention,
+        "min_pixels": grammar.MIN_PIXELS,
+        "max_pixels": project.max_pixels,
+        "resize": {
+            "rule": "smart_resize",
+            "factor": grammar.IMAGE_FACTOR,
+            "rounding": "round half to even (Python's round), as Qwen2-VL and UI-TARS do",
+        },
+        "template": "qwen2_vl",
+        "history_window": project.history_window,
+    }
+
+
 def _prompt_settings(project: Project) -> dict:
     # What a model trained on this bundle must be scored with (pre-scoring uses the same builder).
     return {
@@ -54,8 +74,19 @@ def _prompt_settings(project: Project) -> dict:
     }
 
 
-def export_build(*, project: Project, fmt: str, options: ExportOptions, workdir: Path,
-                 progress: Callable[[int, int | None], None] | None = None) -> BuildResult:
+def _stored_file(name: str):
+    """An opener of one stored file, for the archive writer to call when it packs it."""
+    return lambda: default_storage.open(name, "rb")
+
+
+def export_build(
+    *,
+    project: Project,
+    fmt: str,
+    options: ExportOptions,
+    workdir: Path,
+    progress: Callable[[int, int | None], None] | None = None,
+) -> BuildResult:
     """Build the bundle of ``project`` in ``workdir`` (emptied first); returns the finished archive.
 
     Streaming: samples go straight to data files; images are copied from storage into the
@@ -74,7 +105,7 @@ def export_build(*, project: Project, fmt: str, options: ExportOptions, workdir:
         with default_storage.open(shot.image.name, "rb") as handle:
             return handle.read()
 
-    writer = WRITERS[fmt](data_dir, image_bytes=image_bytes)
+    writer = WRITERS[fmt](data_dir, image_bytes=image_bytes, pixels=pixel_contract(project))
     sources = count_sources(project)
     progress(0, sources)
     stats = BuildStats()
@@ -106,29 +137,51 @@ def export_build(*, project: Project, fmt: str, options: ExportOptions, workdir:
         "annotations": len(stats.annotations),
         "images": len(images) if writer.uses_image_folder else 0,
         "skipped": len(skipped),
+        "skipped_by_reason": dict(sorted(Counter(s.code for s in skipped).items())),
     }
-    readme = archive.readme_text(project_name=project.name, fmt=fmt, data_files=data_files, counts=counts,
-                                 options=options.to_json())
+    readme = archive.readme_text(
+        project_name=project.name,
+        fmt=fmt,
+        data_files=data_files,
+        counts=counts,
+        options=options.to_json(),
+        pixels=pixel_contract(project),
+    )
     (data_dir / "README.md").write_text(readme, encoding="utf-8")
-    files = {name: {"sha256": archive.file_sha256(data_dir / name), "size": (data_dir / name).stat().st_size}
-             for name in [*data_files, "README.md"]}
+    files = {
+        name: {"sha256": archive.file_sha256(data_dir / name), "size": (data_dir / name).stat().st_size}
+        for name in [*data_files, "README.md"]
+    }
     entries = [archive.local_entry(data_dir / name, name) for name in files]
     if writer.uses_image_folder:
         for sha, (storage_name, size, path) in images.items():
             files[path] = {"sha256": sha, "size": size}
-            entries.append(archive.Entry(path, size, lambda n=storage_name: default_storage.open(n, "rb"), compress=False))
+            entries.append(archive.Entry(path, size, _stored_file(storage_name), compress=False))
     manifest = {
         "schema_version": SCHEMA_VERSION,
         "app_version": settings.APP_VERSION,
         "format": fmt,
         "project": {"id": project.pk, "name": project.name},
         "prompt": _prompt_settings(project),
-        "filters": {"status": "accepted", "one_per_trace": "adjudicated first, else latest reviewed",
-                    "exclude_verdicts": ["unusable"], **options.to_json()},
+        "pixels": pixel_contract(project),
+        "filters": {
+            "status": "accepted",
+            "one_per_trace": "adjudicated first, else latest reviewed",
+            "exclude_verdicts": ["unusable"],
+            **options.to_json(),
+        },
         "counts": counts,
         "sources": [{"annotation_id": pk, "version": version} for pk, version in stats.annotations],
-        "skipped": [{"annotation_id": s.annotation_id, "trace_id": s.trace_id, "kind": s.kind, "reason": s.reason}
-                    for s in skipped],
+        "skipped": [
+            {
+                "annotation_id": s.annotation_id,
+                "trace_id": s.trace_id,
+                "kind": s.kind,
+                "code": s.code,
+                "reason": s.reason,
+            }
+            for s in skipped
+        ],
         "files": files,
     }
     (data_dir / "manifest.json").write_bytes(archive.manifest_json(manifest))
@@ -137,21 +190,26 @@ def export_build(*, project: Project, fmt: str, options: ExportOptions, workdir:
     total = sources + len(entries)
     progress(sources, total)
     target = workdir / "bundle.zip.part"
-    archive.write_archive(target, entries,
-                          on_entry=lambda n: progress(sources + n, None) if n % 200 == 0 or n == len(entries) else None)
+    archive.write_archive(
+        target, entries, on_entry=lambda n: progress(sources + n, None) if n % 200 == 0 or n == len(entries) else None
+    )
     return BuildResult(target, archive.file_sha256(target), target.stat().st_size, counts, skipped)
 
 
 # --- jobs ------------------------------------------------------------------------------------------
 
+
 @atomic_with_retry
-def export_job_create(*, project: Project, user, fmt: str, options: dict | None = None, enqueue: bool = True) -> ExportJob:
+def export_job_create(
+    *, project: Project, user, fmt: str, options: dict | None = None, enqueue: bool = True
+) -> ExportJob:
     """Validate and queue an export; raises ExportError / OptionsError naming a bad field."""
     if fmt not in ExportFormat.values:
         raise ExportError(f"unknown format {fmt!r}; use one of {', '.join(ExportFormat.values)}")
     parsed = ExportOptions.parse(options)
-    job = ExportJob.objects.create(project=project, created_by=user, format=fmt, options=parsed.to_json(),
-                                   split_seed=parsed.split_seed)
+    job = ExportJob.objects.create(
+        project=project, created_by=user, format=fmt, options=parsed.to_json(), split_seed=parsed.split_seed
+    )
     if enqueue:
         from exports.tasks import run_export
 
@@ -163,46 +221,62 @@ def _workdir(job: ExportJob) -> Path:
     return Path(settings.EXPORT_WORK_DIR) / f"export-{job.pk}"
 
 
-def export_job_run(*, job_id: int) -> ExportJob:
-    """Run an export job (again from the start when a killed worker's task comes back: the build is deterministic)."""
+def export_job_run(*, job_id: int, attempt: int | None = None) -> ExportJob:
+    """Run an export job (again from the start when a run is taken over: the build is deterministic)."""
     job = ExportJob.objects.select_related("project").get(pk=job_id)
-    if not job_start(job):
-        return job
+    return job_run(job, _export_work, attempt=attempt)
+
+
+def _export_work(job: ExportJob) -> str:
     workdir = _workdir(job)
+    job.errors = []
+    ExportJob.objects.filter(pk=job.pk).update(errors=[])
 
     def progress(done: int, total: int | None) -> None:
         job_progress(job, done=done, total=total)
 
     try:
-        result = export_build(project=job.project, fmt=job.format, options=ExportOptions.parse(job.options),
-                              workdir=workdir, progress=progress)
+        result = export_build(
+            project=job.project,
+            fmt=job.format,
+            options=ExportOptions.parse(job.options),
+            workdir=workdir,
+            progress=progress,
+        )
         for skip in result.skipped[:MAX_JOB_ERRORS]:
-            job_add_error(job, {"error": f"annotation {skip.annotation_id} (trace {skip.trace_id}), {skip.kind}: {skip.reason}"})
+            job_add_error(
+                job, {"error": f"annotation {skip.annotation_id} (trace {skip.trace_id}), {skip.kind}: {skip.reason}"}
+            )
         name = bundle_save(job, result.archive)
         ExportJob.objects.filter(pk=job.pk).update(
             bundle_name=name, bundle_sha256=result.sha256, bundle_size=result.size, counts=result.counts
         )
-        job.bundle_name, job.bundle_sha256, job.bundle_size, job.counts = name, result.sha256, result.size, result.counts
-        job_finish(job, message=export_summary(result.counts))
-    except JobCancelled:
-        job_mark_cancelled(job)
-    except Exception as exc:  # reported on the job page; the worker log keeps the traceback
-        log.exception("export job %s failed", job.pk)
-        job_fail(job, message=f"Export failed: {exc.__class__.__name__}: {exc}" if not isinstance(exc, ExportError) else str(exc))
+        job.bundle_name, job.bundle_sha256, job.bundle_size, job.counts = (
+            name,
+            result.sha256,
+            result.size,
+            result.counts,
+        )
+        return export_summary(result.counts)
+    except ExportError as exc:
+        raise JobFailed(str(exc)) from exc
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    return job
 
 
 def export_summary(counts: dict) -> str:
     kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.get("by_kind", {}).items())) or "no samples"
-    return f"{kinds} from {counts.get('annotations', 0)} accepted annotations; {counts.get('skipped', 0)} skipped"
+    reasons = ", ".join(f"{n} {code}" for code, n in (counts.get("skipped_by_reason") or {}).items())
+    return f"{kinds} from {counts.get('annotations', 0)} accepted annotations; {counts.get('skipped', 0)} skipped" + (
+        f" ({reasons})" if reasons else ""
+    )
 
 
-def export_job_cancel(*, job: ExportJob) -> ExportJob:
-    job_request_cancel(job)
+def export_job_cancel(*, job: ExportJob) -> tuple[ExportJob, bool, str]:
+    """Cancel an export in any state; returns the job, whether anything changed, and what happened."""
+    changed, said = job_cancel(job)
     job.refresh_from_db()
-    return job
+    return job, changed, said
 
 
 def export_job_delete_bundle(*, job: ExportJob) -> None:

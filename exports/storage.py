@@ -13,6 +13,8 @@ from django.core.files import File
 from django.core.files.storage import default_storage
 from django.http import HttpResponse, HttpResponseRedirect, StreamingHttpResponse
 
+from studio.storage import storage_is_remote
+
 CHUNK = 1024 * 1024
 _RANGE_RE = re.compile(r"^bytes=(\d*)-(\d*)$")
 
@@ -37,7 +39,7 @@ def bundle_delete(name: str) -> None:
 
 
 def is_remote() -> bool:
-    return settings.STUDIO_STORAGE == "s3"
+    return storage_is_remote()
 
 
 def presigned_url(name: str, *, filename: str) -> str:
@@ -48,18 +50,27 @@ def presigned_url(name: str, *, filename: str) -> str:
     )
 
 
-def _stream(handle, start: int, length: int):
-    try:
+class ByteRange:
+    """``length`` bytes of ``handle`` from ``start``: iterable for any server, and a file (``read``) that the
+    web entry (studio.web_entry, via ``file_to_stream``) sends from its event loop, so a client that stops
+    reading holds no request thread."""
+
+    def __init__(self, handle, start: int, length: int):
+        self.handle, self.left = handle, length
         handle.seek(start)
-        left = length
-        while left > 0:
-            chunk = handle.read(min(CHUNK, left))
-            if not chunk:
-                break
-            left -= len(chunk)
+
+    def read(self, size: int = -1) -> bytes:
+        size = self.left if size is None or size < 0 else min(size, self.left)
+        chunk = self.handle.read(size) if size > 0 else b""
+        self.left -= len(chunk)
+        return chunk
+
+    def __iter__(self):
+        while chunk := self.read(CHUNK):
             yield chunk
-    finally:
-        handle.close()
+
+    def close(self) -> None:
+        self.handle.close()
 
 
 def parse_range(header: str, size: int) -> tuple[int, int] | None | str:
@@ -98,8 +109,9 @@ def bundle_response(request, job) -> HttpResponse:
     start, end = wanted if wanted else (0, size - 1)
     length = max(0, end - start + 1)
     handle = default_storage.open(job.bundle_name, "rb")
-    response = StreamingHttpResponse(_stream(handle, start, length), status=206 if wanted else 200,
-                                     content_type="application/zip")
+    piece = ByteRange(handle, start, length)
+    response = StreamingHttpResponse(piece, status=206 if wanted else 200, content_type="application/zip")
+    response.file_to_stream, response.block_size = piece, CHUNK  # Django's WSGI handler: wsgi.file_wrapper
     response["Content-Length"] = str(length)
     response["Accept-Ranges"] = "bytes"
     response["ETag"] = f'"{job.bundle_sha256}"'

@@ -10,5 +10,5 @@ log = logging.getLogger(__name__)
 
 
 @shared_task(name="exports.tasks.run_export", acks_late=True)
-def run_export(job_id: int) -> None:
-    services.export_job_run(job_id=job_id)
+def run_export(job_id: int, attempt: int | None = None) -> None:
+    services.export_job_run(job_id=job_id, attempt=attempt)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, redirect, render
@@ -31,21 +32,29 @@ def export_home(request):
         options = {
             "include_valid_prefix": request.POST.get("include_valid_prefix") == "on",
             "include_error_free": request.POST.get("include_error_free") == "on",
+            "unparsed_history": request.POST.get("unparsed_history") or "skip",
         }
         try:
             options["validation_fraction"] = float(request.POST.get("validation_fraction") or 0.1)
             options["split_seed"] = int(request.POST.get("split_seed") or 0)
-            job = services.export_job_create(project=project, user=request.user,
-                                             fmt=request.POST.get("format", ""), options=options)
+            job = services.export_job_create(
+                project=project, user=request.user, fmt=request.POST.get("format", ""), options=options
+            )
         except (ValueError, OptionsError, services.ExportError) as exc:
             error = str(exc)
         else:
             return redirect("export-job", job_id=job.pk)
-    return render(request, "exports/export_home.html", {
-        "projects": projects, "formats": ExportFormat.choices, "error": error,
-        "jobs": selectors.export_jobs_for_user(request.user)[:50],
-        "can_create": has_permission(request.user, "export.create"),
-    })
+    return render(
+        request,
+        "exports/export_home.html",
+        {
+            "projects": projects,
+            "formats": ExportFormat.choices,
+            "error": error,
+            "jobs": selectors.export_jobs_for_user(request.user)[:50],
+            "can_create": has_permission(request.user, "export.create"),
+        },
+    )
 
 
 @login_required
@@ -60,8 +69,6 @@ def export_job(request, job_id: int):
 def export_job_cancel(request, job_id: int):
     job = get_object_or_404(selectors.export_jobs_for_user(request.user), pk=job_id)
     _require(request.user, "export.create", job.project)
-    if not job.is_finished:
-        services.export_job_cancel(job=job)
+    _, changed, said = services.export_job_cancel(job=job)
+    (messages.success if changed else messages.info)(request, said)
     return redirect("export-job", job_id=job.pk)
-
-

@@ -13,11 +13,11 @@ File names: ``{sft|dpo}_{train|validation}.{jsonl|json|parquet}``; only non-empt
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
-from traces import prompting
 from exports.builders import Sample
+from traces import prompting
 
 ImagePath = Callable[[object], str]  # screenshot -> bundle-relative path
 ImageBytes = Callable[[object], bytes]
@@ -93,9 +93,10 @@ class Writer:
     suffix = ""
     uses_image_folder = True
 
-    def __init__(self, workdir: Path, *, image_bytes: ImageBytes | None = None):
+    def __init__(self, workdir: Path, *, image_bytes: ImageBytes | None = None, pixels: dict | None = None):
         self.workdir = workdir
         self.image_bytes = image_bytes
+        self.pixels = pixels or {}  # the bundle's pixel contract (exports.services.pixel_contract)
         self._files: dict[str, object] = {}
         self.counts: dict[str, int] = {}
 
@@ -136,6 +137,8 @@ class TrlWriter(Writer):
 
 
 class LlamaFactoryWriter(Writer):
+    """sharegpt records plus ``dataset_info.json`` and ready training configs (``sft.yaml``, ``dpo.yaml``)."""
+
     suffix = ".json"
 
     def write(self, handle, sample, *, first):
@@ -156,7 +159,48 @@ class LlamaFactoryWriter(Writer):
             entry["columns"] = columns
             info[f"uitars_{stem}"] = entry
         (self.workdir / "dataset_info.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
-        return ["dataset_info.json"]
+        return ["dataset_info.json", *self._training_configs(info)]
+
+    def _training_configs(self, info: dict) -> list[str]:
+        """sft.yaml / dpo.yaml for the datasets this bundle holds. History replies are assistant turns in the
+        conversation: only ``mask_history`` keeps the loss on the target step (LLaMA-Factory accepts it for SFT
+        only). Image bounds equal the project's, so LLaMA-Factory's own resize does not shrink the screenshots."""
+        pixels = self.pixels
+        written = []
+        for stage in ("sft", "dpo"):
+            datasets = [name for name in info if name.startswith(f"uitars_{stage}_")]
+            train = [name for name in datasets if name.endswith("_train")]
+            if not train:
+                continue
+            config = {
+                "stage": stage,
+                "do_train": True,
+                "finetuning_type": "full",
+                "model_name_or_path": "path/to/your/qwen2-vl-checkpoint",
+                "template": pixels.get("template", "qwen2_vl"),
+                "dataset_dir": ".",
+                "dataset": ",".join(train),
+                "cutoff_len": 8192,
+                "image_max_pixels": pixels.get("max_pixels"),
+                "image_min_pixels": pixels.get("min_pixels"),
+                "output_dir": f"out-{stage}",
+                "per_device_train_batch_size": 1,
+                "gradient_accumulation_steps": 8,
+                "learning_rate": 1.0e-5 if stage == "sft" else 5.0e-7,
+                "num_train_epochs": 1.0,
+                "bf16": True,
+            }
+            if stage == "sft":
+                config["mask_history"] = True
+            else:
+                config.update(pref_beta=0.1, pref_loss="sigmoid")
+            evaluation = [name for name in datasets if name.endswith("_validation")]
+            if evaluation:
+                config["eval_dataset"] = ",".join(evaluation)
+            lines = [f"{key}: {json.dumps(value)}" for key, value in config.items() if value is not None]
+            (self.workdir / f"{stage}.yaml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+            written.append(f"{stage}.yaml")
+        return written
 
 
 class ParquetWriter(Writer):
@@ -166,8 +210,8 @@ class ParquetWriter(Writer):
     uses_image_folder = False
     ROWS = 64
 
-    def __init__(self, workdir, *, image_bytes):
-        super().__init__(workdir, image_bytes=image_bytes)
+    def __init__(self, workdir, *, image_bytes, pixels=None):
+        super().__init__(workdir, image_bytes=image_bytes, pixels=pixels)
         self._rows: dict[str, list[dict]] = {}
 
     @staticmethod
@@ -180,17 +224,26 @@ class ParquetWriter(Writer):
         fields += [("chosen", turns), ("rejected", turns)] if preference else [("completion", turns)]
         fields += [
             ("images", pa.list_(pa.struct([("bytes", pa.binary()), ("path", pa.string())]))),
-            ("kind", pa.string()), ("trace_id", pa.int64()), ("annotation_id", pa.int64()),
+            ("kind", pa.string()),
+            ("trace_id", pa.int64()),
+            ("annotation_id", pa.int64()),
         ]
         turn_feature = {
             "feature": {
                 "role": {"dtype": "string", "_type": "Value"},
-                "content": {"feature": {"type": {"dtype": "string", "_type": "Value"},
-                                        "text": {"dtype": "string", "_type": "Value"}}, "_type": "List"},
+                "content": {
+                    "feature": {
+                        "type": {"dtype": "string", "_type": "Value"},
+                        "text": {"dtype": "string", "_type": "Value"},
+                    },
+                    "_type": "List",
+                },
             },
             "_type": "List",
         }
-        features = {name: turn_feature for name, _ in fields if name not in ("images", "kind", "trace_id", "annotation_id")}
+        features = {
+            name: turn_feature for name, _ in fields if name not in ("images", "kind", "trace_id", "annotation_id")
+        }
         features["images"] = {"feature": {"_type": "Image"}, "_type": "List"}
         features["kind"] = {"dtype": "string", "_type": "Value"}
         features["trace_id"] = {"dtype": "int64", "_type": "Value"}

@@ -9,6 +9,20 @@ from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from studio.inputs import input_problem
+from studio.jobs import JobQueueUnavailable, job_cancel
+
+
+def job_cancel_response(job) -> Response:
+    """Cancel ``job`` and say truthfully what happened: 200 when it was cancelled or will stop, 409 when it had
+    already ended (nothing changed)."""
+    changed, said = job_cancel(job)
+    job.refresh_from_db()
+    return Response(
+        {"id": job.pk, "status": job.status, "cancel_requested": job.cancel_requested, "detail": said},
+        status=status.HTTP_200_OK if changed else status.HTTP_409_CONFLICT,
+    )
+
 
 def exception_handler(exc, context):
     response = drf_exception_handler(exc, context)
@@ -18,6 +32,13 @@ def exception_handler(exc, context):
         return Response(
             {"detail": f"The request body is too large (the limit is {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes)."},
             status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+        )
+    if isinstance(exc, JobQueueUnavailable):
+        # The job row says "failed: could not be queued"; the client may simply try again.
+        return Response(
+            {"detail": f"{exc}. Try again in a moment.", "retryable": True},
+            status=status.HTTP_503_SERVICE_UNAVAILABLE,
+            headers={"Retry-After": "5"},
         )
     if isinstance(exc, OperationalError):
         # The database went away or stayed locked: the client keeps its draft and retries.
@@ -30,13 +51,18 @@ def exception_handler(exc, context):
 
 
 class SafeJSONParser(JSONParser):
-    """DRF's JSON parser, but JSON nested past Python's recursion limit is a 400, not a server error."""
+    """DRF's JSON parser (strict: NaN and Infinity refused), with JSON nested past Python's recursion limit a 400
+    rather than a server error, and every string checked against the input rules (studio.inputs)."""
 
     def parse(self, stream, media_type=None, parser_context=None):
         try:
-            return super().parse(stream, media_type, parser_context)
+            data = super().parse(stream, media_type, parser_context)
         except RecursionError:
             raise ParseError("JSON parse error - the document is nested too deeply.") from None
+        problem = input_problem(data, name="")
+        if problem:
+            raise ParseError(f"Refused: {problem}.")
+        return data
 
 
 # Answers any endpoint can give (see docs/reliability.md); documented once here instead of on every view.
@@ -47,18 +73,21 @@ COMMON_ERRORS = {
     "404": "No such object among the ones you may see.",
     "409": "The object changed meanwhile (stale version) or is not in a state that allows this.",
     "413": "The request body or upload is larger than the limit.",
-    "503": "The database is busy or unreachable; nothing was saved. Retry (see Retry-After).",
+    "503": "The database, Redis or the file storage (S3) is busy or unreachable. Retry (see Retry-After).",
 }
 
 
 def add_common_error_responses(result, generator, request, public):
     """drf-spectacular postprocessing hook: every operation documents the error answers it can really give."""
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
-    schemas.setdefault("Error", {
-        "type": "object",
-        "properties": {"detail": {"type": "string"}, "retryable": {"type": "boolean"}},
-        "additionalProperties": True,
-    })
+    schemas.setdefault(
+        "Error",
+        {
+            "type": "object",
+            "properties": {"detail": {"type": "string"}, "retryable": {"type": "boolean"}},
+            "additionalProperties": True,
+        },
+    )
     error = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
     for path_item in result.get("paths", {}).values():
         for method, operation in path_item.items():

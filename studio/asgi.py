@@ -5,7 +5,8 @@ middleware, back to the event loop, into the view), starts a thread per request,
 streaming response with a synchronous iterator (our bundle downloads) by reading all of it into
 memory first. Every view here is synchronous, so HTTP goes to the WSGI handler instead: one
 hand-over to a pooled thread, and responses stream in chunks. The event loop is left to the
-WebSocket consumers and to moving bytes.
+WebSocket consumers and to moving bytes: studio.web_entry reads request bodies (with size caps, the
+upload role check and a deadline) and writes responses there, so a slow client holds no thread.
 """
 
 import gc
@@ -21,26 +22,33 @@ sys.setswitchinterval(0.001)
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studio.settings")
 django_wsgi_app = get_wsgi_application()
 
-from a2wsgi import WSGIMiddleware  # noqa: E402
+from studio.checks import static_manifest_problem  # noqa: E402
+
+if problem := static_manifest_problem():  # refuse to start rather than answer 500 on every page
+    raise RuntimeError(problem)
+
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.urls import get_resolver  # noqa: E402
 
-from studio.middleware import ServerTimingMiddleware  # noqa: E402
+from studio.middleware import ClientAddressMiddleware, ServerTimingMiddleware  # noqa: E402
 from studio.routing import websocket_urlpatterns  # noqa: E402
+from studio.web_entry import HttpEntry  # noqa: E402
 
-application = ProtocolTypeRouter(
-    {
-        "http": ServerTimingMiddleware(WSGIMiddleware(django_wsgi_app, workers=settings.WEB_THREADS)),
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
-    }
+application = ClientAddressMiddleware(
+    ProtocolTypeRouter(
+        {
+            "http": ServerTimingMiddleware(HttpEntry(django_wsgi_app, threads=settings.WEB_THREADS)),
+            "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        }
+    )
 )
 
 # Import every view now rather than on the first request, then move these long-lived objects out of the
 # collector's sight: a full collection walks every object the process holds, and on a 2-core box one took
 # 70–124 ms, pausing every request of the process meanwhile.
-get_resolver().url_patterns
+get_resolver().url_patterns  # noqa: B018 - reading it imports every view module now
 gc.collect()
 gc.freeze()

@@ -24,17 +24,18 @@ def _make_broker_folders(sender, **kwargs):
 
 
 @worker_ready.connect
-def _recover_interrupted_jobs(sender=None, **kwargs):
-    from django.conf import settings
+def _start_job_watchdog(sender=None, **kwargs):
+    """Every worker watches for jobs whose worker died (stale heartbeat) and sends them again: with any broker,
+    a killed worker's job is taken over within a minute or two, not when a message times out an hour later."""
+    from studio.jobs import watchdog_start
 
-    if not settings.CELERY_BROKER_URL.startswith("filesystem://"):
-        return  # Redis redelivers a killed worker's unacknowledged task by itself
-    from studio.jobs import jobs_recover
+    watchdog_start()
+    logging.getLogger(__name__).info("job watchdog started")
 
-    try:
-        sent = jobs_recover(stale_after_s=settings.JOB_STALE_AFTER_S)
-    except Exception:  # a worker must start even when the database is not reachable yet
-        logging.getLogger(__name__).exception("could not look for interrupted jobs")
-    else:
-        if sent:
-            logging.getLogger(__name__).warning("sent again interrupted jobs %s", sent)
+
+@worker_ready.connect
+def _start_shard_watchdog(sender=None, **kwargs):
+    """Every worker takes back the shards whose worker died and sends them again (studio.shards)."""
+    from studio.shards import shards_watch_start
+
+    shards_watch_start()

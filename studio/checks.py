@@ -1,7 +1,29 @@
-"""System checks: production must not run with demo accounts."""
+"""System checks: production must serve its static files from a manifest, and not run with demo accounts."""
+
+from pathlib import Path
 
 from django.conf import settings
 from django.core.checks import Error, Tags, register
+
+
+def static_manifest_problem() -> str | None:
+    """Why production cannot serve its pages' static files, or None. Without the manifest that `collectstatic`
+    writes in production mode, every page that names a static file answers 500."""
+    if not settings.PRODUCTION:
+        return None
+    manifest = Path(settings.STATIC_ROOT) / "staticfiles.json"
+    if manifest.is_file():
+        return None
+    return (
+        f"no static files manifest at {manifest}: run `STUDIO_MODE=production python manage.py collectstatic "
+        "--noinput` (the Dockerfile does; docs/deploy.md) with the same STUDIO_STATIC_ROOT"
+    )
+
+
+@register()
+def static_manifest_present(app_configs, **kwargs):
+    problem = static_manifest_problem()
+    return [Error(problem, id="studio.E002")] if problem else []
 
 
 @register(Tags.security, deploy=True)

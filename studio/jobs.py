@@ -1,19 +1,38 @@
-"""The background-job state machine, shared by imports, exports and pre-scoring.
+"""The background-job state machine, shared by imports, exports and pre-scoring, and how a job runs.
 
-queued → running → succeeded | failed | cancelled; queued → cancelled; running → running when a
-worker died and its task came back (late acks, or jobs_recover on the embedded broker). Tasks call
-these functions only.
+queued → running → succeeded | failed | cancelled; queued → cancelled (before it started); queued → failed (it
+could not be queued: the broker was down); running → running when a run is taken over (its worker died).
+
+Every job task calls ``job_run(job, work)``: it claims the run (an attempt number, compare-and-swap, so two
+deliveries of one job never run together), beats from a thread while ``work`` runs, retries ``work`` when the
+database connection dropped (the work is idempotent), and records the end on a fresh connection, retried until
+the database answers: no database or broker blip leaves a job "running". If the worker dies anyway, the
+watchdog (``jobs_watch_once``, a timer in every worker) finds the job's heartbeat stale and sends it again, or
+fails it after ``JOB_MAX_ATTEMPTS``. The end is announced (``studio.signals.job_ended``) once committed.
 """
 
 from __future__ import annotations
 
-from django.db import transaction
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from typing import TypeVar
+
+from django.conf import settings
+from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 
-from studio.models import JobStatus
+from studio.errors import describe_error
+from studio.models import JobBase, JobStatus
+from studio.signals import job_ended
+
+log = logging.getLogger(__name__)
+J = TypeVar("J", bound=JobBase)
 
 JOB_TRANSITIONS: dict[str, frozenset[str]] = {
-    JobStatus.QUEUED: frozenset({JobStatus.RUNNING, JobStatus.CANCELLED}),
+    JobStatus.QUEUED: frozenset({JobStatus.RUNNING, JobStatus.CANCELLED, JobStatus.FAILED}),
     JobStatus.RUNNING: frozenset({JobStatus.RUNNING, JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED}),
     JobStatus.SUCCEEDED: frozenset(),
     JobStatus.FAILED: frozenset(),
@@ -26,7 +45,28 @@ class JobTransitionError(Exception):
 
 
 class JobCancelled(Exception):
-    """Raised inside a job's loop when someone asked to cancel it."""
+    """Raised inside a job's work when someone asked to cancel it."""
+
+
+class JobSuperseded(Exception):
+    """Raised inside a job's work when a newer attempt took the job over: this run stops writing."""
+
+
+class JobFailed(Exception):
+    """A job's work ends in failure for a reason people can act on; the message is shown as it is."""
+
+
+class JobQueueUnavailable(Exception):
+    """The job could not be queued (the broker is unreachable); the job is marked failed, the request gets 503."""
+
+
+def _stale_after() -> timedelta:
+    return timedelta(seconds=settings.JOB_STALE_AFTER_S)
+
+
+def _heartbeat_interval_s() -> float:
+    # Several beats fit in the stale window, so a live run is never taken for a dead one.
+    return max(0.2, min(10.0, settings.JOB_STALE_AFTER_S / 4))
 
 
 def _transition(job, to: str, **fields) -> None:
@@ -36,32 +76,64 @@ def _transition(job, to: str, **fields) -> None:
     type(job).objects.filter(pk=job.pk).update(**fields)
     for name, value in fields.items():
         setattr(job, name, value)
+    if job.is_finished:  # listeners (webhooks) hear of the end only once it is committed
+        transaction.on_commit(lambda: job_ended.send(sender=type(job), job=job))
 
 
-def job_start(job) -> bool:
-    """Move a job to running; False when it already finished (a redelivered task then does nothing)."""
+# --- claiming a run ----------------------------------------------------------------------------------------
+
+
+def job_start(job, *, attempt: int | None = None) -> bool:
+    """Claim the job for this run; False when this run must not go on.
+
+    ``attempt`` is the attempt number the watchdog sent; a delivery without one (the first, or a broker's
+    redelivery) may take over a running job only when its heartbeat is stale (its worker is gone)."""
     job.refresh_from_db()
     if job.is_finished:
         return False
     if job.cancel_requested:
         _transition(job, JobStatus.CANCELLED, finished_at=timezone.now(), message="Cancelled before it started.")
         return False
-    # running → running happens when a worker was killed and the task came back.
     now = timezone.now()
-    _transition(job, JobStatus.RUNNING, started_at=job.started_at or now, attempts=job.attempts + 1, heartbeat_at=now)
+    if job.status == JobStatus.RUNNING:
+        if attempt is not None and attempt != job.attempts + 1:
+            return False  # an older message of the watchdog's: a newer attempt already runs
+        if attempt is None and job.heartbeat_at and now - job.heartbeat_at < _stale_after():
+            return False  # alive elsewhere
+    claimed = (
+        type(job)
+        .objects.filter(pk=job.pk, attempts=job.attempts, status__in=[JobStatus.QUEUED, JobStatus.RUNNING])
+        .update(
+            status=JobStatus.RUNNING,
+            attempts=job.attempts + 1,
+            started_at=job.started_at or now,
+            heartbeat_at=now,
+        )
+    )
+    if not claimed:
+        return False
+    job.refresh_from_db()
     return True
 
 
+def _still_mine(job) -> None:
+    """Raise when this run was cancelled or taken over meanwhile (one query, at each progress report)."""
+    row = type(job).objects.filter(pk=job.pk).values("cancel_requested", "attempts", "status").first()
+    if row is None or row["attempts"] != job.attempts or row["status"] != JobStatus.RUNNING:
+        raise JobSuperseded()
+    if row["cancel_requested"]:
+        raise JobCancelled()
+
+
 def job_progress(job, *, done: int, total: int | None = None) -> None:
-    """Record progress; raises JobCancelled when a cancel was requested meanwhile."""
+    """Record progress; raises JobCancelled when a cancel was requested, JobSuperseded when a newer run took over."""
     fields = {"progress_done": done, "heartbeat_at": timezone.now()}
     if total is not None:
         fields["progress_total"] = total
-    type(job).objects.filter(pk=job.pk).update(**fields)
+    type(job).objects.filter(pk=job.pk, attempts=job.attempts).update(**fields)
     for name, value in fields.items():
         setattr(job, name, value)
-    if type(job).objects.filter(pk=job.pk, cancel_requested=True).exists():
-        raise JobCancelled()
+    _still_mine(job)
 
 
 def job_add_error(job, error: dict) -> None:
@@ -69,65 +141,237 @@ def job_add_error(job, error: dict) -> None:
     type(job).objects.filter(pk=job.pk).update(errors=job.errors)
 
 
-def job_finish(job, *, message: str = "") -> None:
-    _transition(job, JobStatus.SUCCEEDED, finished_at=timezone.now(), message=message)
+class _Heartbeat(threading.Thread):
+    """Beats for a running job from its own thread (and its own database connection) while the work runs, so a
+    long step (one large screenshot, one model batch) is never mistaken for a dead worker."""
+
+    def __init__(self, job):
+        super().__init__(name=f"heartbeat-{type(job).__name__}-{job.pk}", daemon=True)
+        self.job = job
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        try:
+            while not self.stopped.wait(_heartbeat_interval_s()):
+                try:
+                    type(self.job).objects.filter(
+                        pk=self.job.pk, attempts=self.job.attempts, status=JobStatus.RUNNING
+                    ).update(heartbeat_at=timezone.now())
+                except DatabaseError:
+                    connection.close()  # a dropped connection: the next beat opens a new one
+        finally:
+            connection.close()
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.join(timeout=5)
 
 
-def job_fail(job, *, message: str) -> None:
-    _transition(job, JobStatus.FAILED, finished_at=timezone.now(), message=message)
+# --- running ---------------------------------------------------------------------------------------------
 
 
-def job_mark_cancelled(job, *, message: str = "Cancelled on request.") -> None:
-    _transition(job, JobStatus.CANCELLED, finished_at=timezone.now(), message=message)
+def _connection_lost(exc: Exception) -> bool:
+    return isinstance(exc, (OperationalError, InterfaceError))
 
 
-def job_request_cancel(job) -> None:
+def _fresh_connection() -> None:
+    """Drop this thread's database connection so the next query opens a new one; not inside a transaction
+    (the caller's, e.g. a test's), which a closed connection would break."""
+    if not connection.in_atomic_block:
+        connection.close()
+
+
+def _end(job, status: str, message: str) -> None:
+    """Record the run's end, on a fresh connection after any database error, retried until the database
+    answers (bounded)."""
+    delays = (0, 1, 2, 4, 8, 15, 30)
+    for number, delay in enumerate(delays):
+        time.sleep(delay)
+        try:
+            current = type(job).objects.filter(pk=job.pk).values("attempts", "status").first()
+            if current is None or current["attempts"] != job.attempts or current["status"] != JobStatus.RUNNING:
+                log.warning(
+                    "%s %s: attempt %s ended after it was superseded; its end is not recorded",
+                    type(job).__name__,
+                    job.pk,
+                    job.attempts,
+                )
+                return
+            job.status = current["status"]
+            with transaction.atomic():
+                _transition(job, status, finished_at=timezone.now(), message=message)
+            return
+        except DatabaseError:
+            if number == len(delays) - 1:
+                raise  # the watchdog will find the job stale and finish it
+            log.warning("%s %s: could not record its end yet; retrying", type(job).__name__, job.pk)
+            _fresh_connection()
+
+
+def job_run(job: J, work: Callable[[J], str], *, attempt: int | None = None) -> J:
+    """Run ``work(job)`` (it returns the summary shown on success) as one attempt of ``job``; returns the job."""
+    if not job_start(job, attempt=attempt):
+        return job
+    beat = _Heartbeat(job)
+    beat.start()
+    tries = 0
+    try:
+        while True:
+            try:
+                outcome = (JobStatus.SUCCEEDED, work(job))
+            except JobCancelled:
+                outcome = (JobStatus.CANCELLED, "Cancelled on request.")
+            except JobSuperseded:
+                log.warning("%s %s: attempt %s superseded, stopping", type(job).__name__, job.pk, job.attempts)
+                return job
+            except JobFailed as exc:
+                outcome = (JobStatus.FAILED, str(exc))
+            except Exception as exc:  # noqa: BLE001 - every failure ends the job; the worker log keeps the traceback
+                if _connection_lost(exc) and tries < settings.JOB_DB_RETRIES:
+                    tries += 1
+                    log.warning(
+                        "%s %s: database connection lost (%s); retrying the work (%s/%s)",
+                        type(job).__name__,
+                        job.pk,
+                        exc.__class__.__name__,
+                        tries,
+                        settings.JOB_DB_RETRIES,
+                    )
+                    _fresh_connection()
+                    time.sleep(min(2**tries, 30))
+                    continue
+                log.exception("%s %s failed", type(job).__name__, job.pk)
+                outcome = (JobStatus.FAILED, describe_error(exc))
+            break
+    finally:
+        beat.stop()
+    _end(job, *outcome)
+    return job
+
+
+# --- cancel ----------------------------------------------------------------------------------------------
+
+
+def job_cancel(job) -> tuple[bool, str]:
+    """Cancel ``job`` in whatever state it is; returns (changed, what happened, in words)."""
     with transaction.atomic():
+        job = type(job).objects.select_for_update().get(pk=job.pk)
+        if job.is_finished:
+            return False, f"Nothing to cancel: the job already {job.status}."
         type(job).objects.filter(pk=job.pk).update(cancel_requested=True)
-        job.refresh_from_db()
+        job.cancel_requested = True
+        now = timezone.now()
         if job.status == JobStatus.QUEUED:
-            job_mark_cancelled(job, message="Cancelled before it started.")
+            _transition(job, JobStatus.CANCELLED, finished_at=now, message="Cancelled before it started.")
+            return True, "Cancelled before it started."
+        if job.heartbeat_at is None or now - job.heartbeat_at >= _stale_after():
+            _transition(job, JobStatus.CANCELLED, finished_at=now, message="Cancelled; its worker had stopped.")
+            return True, "Cancelled: its worker had stopped, so it ended at once."
+    return True, "Cancel requested: the worker stops at its next checkpoint (within seconds)."
 
 
-def jobs_recover(*, stale_after_s: float) -> list[tuple[str, int]]:
-    """Send again the running jobs whose worker stopped beating: it was killed.
-
-    Only the embedded filesystem broker needs this: it deletes a message as soon as a worker takes it,
-    so a killed worker's task is gone. Redis redelivers unacknowledged tasks itself (late acks).
-    A recovered task resumes idempotently (job_start lets a running job run again).
-    """
-    from django.apps import apps
-
-    from studio.celery import app as celery_app
-    from studio.models import JobBase
-
-    cutoff = timezone.now() - timezone.timedelta(seconds=stale_after_s)
-    sent = []
-    for model in apps.get_models():
-        if not issubclass(model, JobBase):
-            continue
-        for job in model.objects.filter(status=JobStatus.RUNNING, heartbeat_at__lt=cutoff):
-            celery_app.send_task(job.task_name(), args=[job.pk])
-            sent.append((model._meta.label, job.pk))
-    return sent
+# --- queueing --------------------------------------------------------------------------------------------
 
 
 def job_enqueue(task, job) -> None:
-    """Send the job's task once the row that names it is committed."""
-    transaction.on_commit(lambda: task.delay(job.pk))
+    """Send the job's task once the row that names it is committed; a broker that cannot be reached marks the
+    job failed and raises JobQueueUnavailable (the request answers 503), instead of a job "queued" for ever."""
+
+    def send() -> None:
+        try:
+            task.apply_async(args=[job.pk], retry=True, retry_policy=settings.JOB_PUBLISH_RETRY_POLICY)
+        except Exception as exc:  # noqa: BLE001 - kombu raises several types for an unreachable broker
+            log.warning("could not queue %s %s: %s", type(job).__name__, job.pk, exc)
+            job.refresh_from_db()
+            if not job.is_finished:
+                _transition(
+                    job,
+                    JobStatus.FAILED,
+                    finished_at=timezone.now(),
+                    message="Could not be queued: the task broker is unreachable. Try again shortly.",
+                )
+            raise JobQueueUnavailable("the task queue is unreachable; the job was not started") from exc
+
+    transaction.on_commit(send)
+
+
+# --- the watchdog ----------------------------------------------------------------------------------------
+
+
+def _job_models():
+    from django.apps import apps
+
+    from studio.models import JobBase
+
+    return [model for model in apps.get_models() if issubclass(model, JobBase)]
+
+
+def jobs_watch_once() -> list[tuple[str, int, str]]:
+    """Find running jobs whose heartbeat is stale (their worker died) and send them again, or fail them after
+    ``JOB_MAX_ATTEMPTS``. Several workers may watch at once: a compare-and-swap on the heartbeat lets one act."""
+    from studio.celery import app as celery_app
+
+    now = timezone.now()
+    acted = []
+    for model in _job_models():
+        for job in model.objects.filter(status=JobStatus.RUNNING, heartbeat_at__lt=now - _stale_after()):
+            if not model.objects.filter(pk=job.pk, heartbeat_at=job.heartbeat_at, status=JobStatus.RUNNING).update(
+                heartbeat_at=now
+            ):
+                continue  # another watcher took it
+            if job.cancel_requested:
+                job.status = JobStatus.RUNNING
+                _transition(job, JobStatus.CANCELLED, finished_at=now, message="Cancelled; its worker had stopped.")
+                acted.append((model._meta.label, job.pk, "cancelled"))
+            elif job.attempts >= settings.JOB_MAX_ATTEMPTS:
+                job.status = JobStatus.RUNNING
+                _transition(
+                    job,
+                    JobStatus.FAILED,
+                    finished_at=now,
+                    message=f"Its worker stopped {job.attempts} times; not tried again. Check the worker logs.",
+                )
+                acted.append((model._meta.label, job.pk, "failed"))
+            else:
+                celery_app.send_task(
+                    job.task_name(), args=[job.pk], kwargs={"attempt": job.attempts + 1}, queue=job.queue_name()
+                )
+                acted.append((model._meta.label, job.pk, "resent"))
+    return acted
+
+
+def watchdog_start() -> threading.Thread:
+    """A daemon timer in a worker process: ``jobs_watch_once`` every ``JOB_WATCH_INTERVAL_S``."""
+
+    def loop() -> None:
+        while True:
+            time.sleep(settings.JOB_WATCH_INTERVAL_S)
+            try:
+                acted = jobs_watch_once()
+                if acted:
+                    log.warning("job watchdog: %s", acted)
+            except Exception:  # noqa: BLE001 - the watchdog must outlive a database or broker blip
+                log.exception("job watchdog could not look at the jobs")
+                connection.close()
+
+    thread = threading.Thread(target=loop, name="job-watchdog", daemon=True)
+    thread.start()
+    return thread
 
 
 __all__ = [
     "JOB_TRANSITIONS",
     "JobCancelled",
+    "JobFailed",
+    "JobQueueUnavailable",
+    "JobSuperseded",
     "JobTransitionError",
     "job_add_error",
+    "job_cancel",
     "job_enqueue",
-    "job_fail",
-    "job_finish",
-    "job_mark_cancelled",
     "job_progress",
-    "job_request_cancel",
+    "job_run",
     "job_start",
-    "jobs_recover",
+    "jobs_watch_once",
+    "watchdog_start",
 ]

@@ -1,6 +1,12 @@
+import ipaddress
+import logging
 import time
 
 from django.conf import settings
+from django.http import HttpResponseBadRequest, JsonResponse
+from django.shortcuts import render
+
+log = logging.getLogger(__name__)
 
 
 class ContentSecurityPolicyMiddleware:
@@ -13,8 +19,13 @@ class ContentSecurityPolicyMiddleware:
 
     def __init__(self, get_response):
         self.get_response = get_response
-        extra = getattr(settings, "STUDIO_CSP_IMG_SOURCES", "")
-        self.header = self.policy.replace("img-src 'self'", f"img-src 'self' {extra}".rstrip()) if extra else self.policy
+        from studio.storage import browser_storage_origin
+
+        # Screenshots on S3 are a presigned redirect: the browser loads them from the storage's origin.
+        extra = " ".join(filter(None, [getattr(settings, "STUDIO_CSP_IMG_SOURCES", ""), browser_storage_origin()]))
+        self.header = (
+            self.policy.replace("img-src 'self'", f"img-src 'self' {extra}".rstrip()) if extra else self.policy
+        )
 
     def __call__(self, request):
         response = self.get_response(request)
@@ -45,3 +56,133 @@ class ServerTimingMiddleware:
             await send(message)
 
         return await self.app(scope, receive, send_with_timing)
+
+
+def unreachable_dependency(exc: BaseException) -> str | None:
+    """The name of the service ``exc`` says is down or hung (Redis, S3), or None for any other error.
+
+    The database has its own answer (``studio.api.exception_handler``: 503 + ``retryable``); these are the
+    other services a request may touch."""
+    from botocore.exceptions import ClientError, HTTPClientError
+    from botocore.exceptions import ConnectionError as BotoConnectionError
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.exceptions import TimeoutError as RedisTimeoutError
+
+    if isinstance(exc, (RedisConnectionError, RedisTimeoutError)):
+        return "Redis"
+    if isinstance(exc, (BotoConnectionError, HTTPClientError)):
+        return "The file storage (S3)"
+    if isinstance(exc, ClientError) and exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) >= 500:
+        return "The file storage (S3)"
+    return None
+
+
+class DependencyOutageMiddleware:
+    """A request that meets a Redis or S3 outage answers 503 with ``Retry-After``: JSON with ``retryable`` for
+    the API (as a database outage does), a short page for pages. Before, each was an HTML 500 (issue 20,
+    items 5 and 7) that clients could not tell from a bug, and that told them not to retry."""
+
+    RETRY_AFTER_S = 5
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        service = unreachable_dependency(exception)
+        if service is None:
+            return None
+        log.warning("%s unreachable during %s %s: %r", service, request.method, request.path, exception)
+        detail = f"{service} is not answering; try again in a moment."
+        if request.path.startswith("/api/") or "application/json" in request.headers.get("Accept", ""):
+            response = JsonResponse({"detail": detail, "retryable": True}, status=503)
+        else:
+            response = render(request, "503.html", {"detail": detail}, status=503)
+        response["Retry-After"] = str(self.RETRY_AFTER_S)
+        return response
+
+
+FORWARDED_HEADERS = (b"x-forwarded-for", b"x-forwarded-proto", b"x-forwarded-host", b"forwarded")
+
+
+class ClientAddressMiddleware:
+    """ASGI: the client's address is the connection's peer, unless that peer is a trusted reverse proxy
+    (``settings.TRUSTED_PROXIES``): then it is the right-most X-Forwarded-For entry that is not itself a trusted
+    proxy (entries further left are whatever the client wrote). From any other peer the forwarded headers are
+    removed, so neither the login throttle's address nor Django's ``SECURE_PROXY_SSL_HEADER`` can be set by a
+    client. uvicorn must run with ``--no-proxy-headers`` so that this is the only place deciding it."""
+
+    def __init__(self, app, trusted: list[str] | None = None):
+        self.app = app
+        self.trusted = [
+            ipaddress.ip_network(p, strict=False) for p in (settings.TRUSTED_PROXIES if trusted is None else trusted)
+        ]
+
+    def is_trusted(self, address: str | None) -> bool:
+        try:
+            ip = ipaddress.ip_address((address or "").strip())
+        except ValueError:
+            return False
+        return any(ip in network for network in self.trusted)
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] not in ("http", "websocket"):
+            return await self.app(scope, receive, send)
+        peer = (scope.get("client") or (None, 0))[0]
+        headers = scope.get("headers", [])
+        if self.is_trusted(peer):
+            forwarded = [
+                part.strip()
+                for name, value in headers
+                if name == b"x-forwarded-for"
+                for part in value.decode("latin-1").split(",")
+                if part.strip()
+            ]
+            client = next(
+                (a for a in reversed(forwarded) if not self.is_trusted(a)), forwarded[0] if forwarded else peer
+            )
+            try:
+                client = str(ipaddress.ip_address(client))
+            except ValueError:  # a proxy that forwards garbage: keep the proxy's own address
+                client = peer
+            scope = {**scope, "client": (client, 0)}
+        elif any(name in FORWARDED_HEADERS for name, _ in headers):
+            scope = {**scope, "headers": [(n, v) for n, v in headers if n not in FORWARDED_HEADERS]}
+        return await self.app(scope, receive, send)
+
+
+class InputRulesMiddleware:
+    """Form and query fields obey the input rules (studio.inputs) before any view sees them: a NUL or a lone
+    surrogate in a login name, a search or a lead's note is a 400 naming the field on every database, never a 500
+    from PostgreSQL. JSON bodies are checked by the API's parser; imported traces by the import service."""
+
+    FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        problem = self._problem(request)
+        if problem is None:
+            return self.get_response(request)
+        message = f"Refused: {problem}."
+        if request.path.startswith("/api/"):
+            return JsonResponse({"detail": message}, status=400)
+        return HttpResponseBadRequest(message, content_type="text/plain; charset=utf-8")
+
+    def _problem(self, request) -> str | None:
+        from studio.inputs import input_problem
+
+        fields = [request.GET]
+        if request.method == "POST" and request.content_type in self.FORM_TYPES:
+            fields.append(request.POST)
+        for data in fields:
+            for name, values in data.lists():
+                for value in (name, *values):
+                    problem = input_problem(value, name="a field name" if value is name else name)
+                    if problem:
+                        return problem
+        problem = input_problem(request.path, name="path")
+        return problem

@@ -14,7 +14,9 @@ class JobStatus(models.TextChoices):
 
 class JobBase(models.Model):
     status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.QUEUED, db_index=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -31,12 +33,50 @@ class JobBase(models.Model):
         ordering = ["-created_at"]
 
     def task_name(self) -> str:
-        """The Celery task that runs this job; recovery sends it again (studio.jobs.jobs_recover)."""
+        """The Celery task that runs this job; the watchdog sends it again (studio.jobs.jobs_watch_once)."""
         raise NotImplementedError
+
+    def queue_name(self) -> str:
+        """The queue its task goes to: the task's route in settings, else the default queue."""
+        from django.conf import settings as django_settings
+
+        route = django_settings.CELERY_TASK_ROUTES.get(self.task_name())
+        return route["queue"] if route else django_settings.CELERY_TASK_DEFAULT_QUEUE
 
     @property
     def is_finished(self) -> bool:
         return self.status in (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
+
+
+class ShardStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+class JobShard(models.Model):
+    """One piece of a sharded job (studio.shards): any worker takes it; the job row is what people see.
+
+    ``items`` names the shard's work (pre-scoring: trace ids). ``attempts`` is the claim counter every write of a
+    run is checked against, so a run that was taken over writes nothing more."""
+
+    job_model = models.CharField(max_length=100, help_text="The job's model label, e.g. traces.PrescoreJob.")
+    job_id = models.PositiveIntegerField()
+    index = models.PositiveIntegerField()
+    items = models.JSONField(default=list)
+    size = models.PositiveIntegerField(default=0, help_text="Units of work (steps) in the shard.")
+    status = models.CharField(max_length=16, choices=ShardStatus.choices, default=ShardStatus.QUEUED)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="Last run's beat, or when it was last sent.")
+    done = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    message = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["job_model", "job_id", "index"], name="unique_shard_per_job")]
+        indexes = [models.Index(fields=["job_model", "job_id", "status"])]
 
 
 class LoginFailure(models.Model):

@@ -28,13 +28,20 @@ EXPORTING = frozenset({Role.ENGINEER, Role.LEAD, Role.ADMIN})
 # action -> roles allowed. Every view, page and consumer names one of these.
 PERMISSIONS: dict[str, frozenset[Role]] = {
     "project.view": ALL,
-    "project.manage": frozenset({Role.ADMIN}),
+    # Creating a project and changing its settings and members (leads: in their projects).
+    "project.manage": LEADS,
     "trace.view": ALL,
     "trace.import": LEADS,
+    # Mending what an import could not find (a trace's blank instruction).
+    "trace.edit": LEADS,
     "job.view": ALL,
     "annotation.work": ANNOTATING,
     "annotation.review": LEADS,
     "lease.manage": LEADS,
+    "webhook.manage": LEADS,
+    "trace.delete": LEADS,
+    # the holder closes their own lease (page closed); leads any lease of their projects (annotation.selectors)
+    "lease.release": ANNOTATING,
     "dashboard.view": LEADS,
     "presence.view": ANNOTATING,
     "export.view": EXPORTING,
@@ -68,10 +75,15 @@ PAGE_PERMISSIONS: dict[str, str] = {
     "api-token": "token.manage",
     # traces
     "project-list": "project.view",
+    "project-create": "project.manage",
+    "project-settings": "project.manage",
     "trace-list": "trace.view",
     "import-upload": "trace.import",
     "import-job": "job.view",
+    "import-job-cancel": "trace.import",
     "trace-detail": "trace.view",
+    "trace-delete": "trace.delete",
+    "trace-instruction": "trace.edit",
     "screenshot-file": "trace.view",
     # annotation
     "annotation-queue": "project.view",  # annotators see their queue, leads the open leases
@@ -87,6 +99,9 @@ PAGE_PERMISSIONS: dict[str, str] = {
     "export-home": "export.view",
     "export-job": "export.view",
     "export-job-cancel": "export.create",
+    "project-webhooks": "webhook.manage",
+    "webhook-delete": "webhook.manage",
+    "webhook-delivery-resend": "webhook.manage",
 }
 
 # WebSocket routes -> action (the consumer also checks membership per project).
@@ -129,7 +144,7 @@ class ActionPermission(BasePermission):
     message = "Your role does not allow this."
 
     def _action(self, request, view) -> str:
-        action = getattr(view, "permission_action")
+        action = view.permission_action
         if isinstance(action, dict):
             return action.get(request.method, action.get("*"))
         return action

@@ -13,26 +13,47 @@ from studio.db import atomic_with_retry
 from studio.models import LoginFailure
 from studio.permissions import PAGE_PERMISSIONS, PUBLIC, has_permission
 
+# Failures allowed in LOGIN_WINDOW for one login name from one address, and for one address whatever the names
+# (one client spraying many names, or variants the form would fold into one).
 LOGIN_MAX_FAILURES = 5
+LOGIN_MAX_FAILURES_PER_ADDRESS = 30
 LOGIN_WINDOW = timedelta(minutes=15)
 
 
 # --- login throttling ---------------------------------------------------------------------------
 
+
 def client_ip(request) -> str | None:
-    # REMOTE_ADDR only: X-Forwarded-For is whatever the client wants it to be unless a proxy we trust sets it.
+    """The client's address. The ASGI entry (studio.middleware.ClientAddressMiddleware) has already taken it
+    from X-Forwarded-For when, and only when, the connection came from a proxy in STUDIO_TRUSTED_PROXIES."""
     return request.META.get("REMOTE_ADDR") or None
 
 
-def login_throttle_wait(*, username: str, ip: str | None) -> int:
-    """Seconds until ``username`` may try again from ``ip`` (0: now)."""
-    since = timezone.now() - LOGIN_WINDOW
-    recent = LoginFailure.objects.filter(username=username, ip=ip, at__gte=since).order_by("-at")
-    times = list(recent.values_list("at", flat=True)[:LOGIN_MAX_FAILURES])
-    if len(times) < LOGIN_MAX_FAILURES:
+def login_name(raw: str) -> str:
+    """The name the login form authenticates: Django's own UsernameField cleaning (strip, then NFKC), so
+    " victim " and the full-width "ｖｉｃｔｉｍ" count against the same account as "victim"."""
+    from django.contrib.auth.forms import AuthenticationForm
+
+    name = AuthenticationForm().fields["username"].to_python(raw)
+    # The counter is a database row: a NUL (which PostgreSQL refuses) cannot name an account anyway.
+    return name.replace("\x00", "\N{REPLACEMENT CHARACTER}")[:150]
+
+
+def _wait_after(times: list, limit: int) -> int:
+    if len(times) < limit:
         return 0
     # The oldest of the last N failures leaves the window first.
     return max(1, int((times[-1] + LOGIN_WINDOW - timezone.now()).total_seconds()) + 1)
+
+
+def login_throttle_wait(*, username: str, ip: str | None) -> int:
+    """Seconds until ``username`` (already ``login_name``-cleaned) may try again from ``ip`` (0: now)."""
+    since = timezone.now() - LOGIN_WINDOW
+    recent = LoginFailure.objects.filter(at__gte=since).order_by("-at")
+    per_name = list(recent.filter(username=username, ip=ip).values_list("at", flat=True)[:LOGIN_MAX_FAILURES])
+    # No index on ip alone: the table holds only the last window's failures (pruned on every insert).
+    per_address = list(recent.filter(ip=ip).values_list("at", flat=True)[:LOGIN_MAX_FAILURES_PER_ADDRESS])
+    return max(_wait_after(per_name, LOGIN_MAX_FAILURES), _wait_after(per_address, LOGIN_MAX_FAILURES_PER_ADDRESS))
 
 
 @atomic_with_retry
@@ -47,6 +68,7 @@ def login_failures_clear(*, username: str, ip: str | None) -> None:
 
 
 # --- API tokens ---------------------------------------------------------------------------------
+
 
 @atomic_with_retry
 def api_token_issue(*, user) -> str:
@@ -74,6 +96,7 @@ def api_token_exists(*, user) -> bool:
 
 # --- pages: login and role from the table -------------------------------------------------------
 
+
 def _wants_json(request) -> bool:
     return request.path.startswith("/api/") or "application/json" in request.headers.get("Accept", "")
 
@@ -82,7 +105,7 @@ class PageActionMiddleware:
     """Every page (function view) named in PAGE_PERMISSIONS needs a login and a role allowed its action.
 
     DRF views are left to ActionPermission (they may authenticate by token, which this layer cannot
-    see); Django's admin guards itself. A page missing from the table fails the access-matrix test.
+    see); Django's admin guards itself, except that a signed-in non-admin gets a 403 rather than its login page. A page missing from the table fails the access-matrix test.
     """
 
     def __init__(self, get_response):
@@ -93,15 +116,28 @@ class PageActionMiddleware:
 
     def process_view(self, request, view_func, view_args, view_kwargs):
         match = request.resolver_match
-        if match is None or hasattr(view_func, "cls") or "admin" in match.namespaces:
+        if match is not None and "admin" in match.namespaces:
+            # The admin sends a logged-in user it refuses to its login page, which we send back to where they
+            # came from: a redirect loop. A signed-in non-admin gets the 403 page instead (the table's admin.site);
+            # the admin's own checks still apply to those let through, and its logout ends anyone's session.
+            if (
+                request.user.is_authenticated
+                and match.url_name != "logout"
+                and not has_permission(request.user, "admin.site")
+            ):
+                raise PermissionDenied("The admin site is for administrators; your role does not open it.")
+            return None
+        if match is None or hasattr(view_func, "cls"):
             return None
         action = PAGE_PERMISSIONS.get(match.url_name)
         if action is None or action == PUBLIC:
             return None
         if not request.user.is_authenticated:
             if _wants_json(request):
-                return JsonResponse({"detail": "Not logged in (or the session expired): log in again. "
-                                               "Drafts are kept on the server."}, status=401)
+                return JsonResponse(
+                    {"detail": "Not logged in (or the session expired): log in again. Drafts are kept on the server."},
+                    status=401,
+                )
             return redirect_to_login(request.get_full_path())
         if not has_permission(request.user, action):
             raise PermissionDenied(f"Your role does not allow this page ({action}).")

@@ -70,6 +70,7 @@ INSTALLED_APPS = [
     "traces",
     "annotation",
     "exports",
+    "webhooks",
 ]
 
 MIDDLEWARE = [
@@ -78,11 +79,13 @@ MIDDLEWARE = [
     "studio.middleware.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "studio.middleware.InputRulesMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "studio.security.PageActionMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "studio.middleware.DependencyOutageMiddleware",
 ]
 
 ROOT_URLCONF = "studio.urls"
@@ -90,6 +93,11 @@ ASGI_APPLICATION = "studio.asgi.application"
 # Threads per web process that run HTTP requests (studio/asgi.py); each holds at most one database connection.
 WEB_THREADS = env_int("STUDIO_WEB_THREADS", 8)
 WSGI_APPLICATION = None
+# Addresses (or networks, CIDR) of the reverse proxies whose X-Forwarded-For / -Proto / -Host headers count
+# (studio.middleware.ClientAddressMiddleware); from any other peer those headers are dropped. Empty: none.
+# Seconds an idle kept-alive HTTP connection stays open (uvicorn --timeout-keep-alive, studio.webserver).
+WEB_KEEP_ALIVE_S = env_int("STUDIO_WEB_KEEP_ALIVE_S", 5)
+TRUSTED_PROXIES = [p.strip() for p in env("STUDIO_TRUSTED_PROXIES", "").split(",") if p.strip()]
 
 TEMPLATES = [
     {
@@ -108,6 +116,10 @@ TEMPLATES = [
 ]
 
 # --- Database -------------------------------------------------------------------------------
+# Sessions live in the database in every mode: a Redis outage must not log everyone out or answer 500, and a
+# logout made while Redis was down must not come back to life from a cached copy when it returns. The read is a
+# primary-key lookup per request.
+SESSION_ENGINE = "django.contrib.sessions.backends.db"
 DATABASE_URL = env("DATABASE_URL")
 SQLITE_BUSY_TIMEOUT_S = 30
 if DATABASE_URL:
@@ -117,8 +129,13 @@ if DATABASE_URL:
     if DATABASES["default"]["ENGINE"].endswith("postgresql") and env_bool("STUDIO_DB_POOL", True):
         # A per-process psycopg pool: connections are reused across requests without leaking per thread.
         DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
-            "min_size": 1, "max_size": env_int("STUDIO_DB_POOL_SIZE", 20), "timeout": 10,
+            "min_size": 1,
+            "max_size": env_int("STUDIO_DB_POOL_SIZE", 20),
+            "timeout": 10,
         }
+    # A connection PostgreSQL dropped (restart, pg_terminate_backend) is found out before it is handed to a
+    # request, not by the request failing: with the pool, Django passes psycopg's check_connection to it.
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 else:
     DATA_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {
@@ -145,18 +162,27 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 REDIS_URL = env("REDIS_URL")
 BROKER_DIR = DATA_DIR / "broker"
 if REDIS_URL:
+    from studio.channel_layer import redis_layer_host
+
     CELERY_BROKER_URL = REDIS_URL
     # Unacked (late-ack) tasks of a killed worker come back after this many seconds.
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("STUDIO_REDIS_VISIBILITY_TIMEOUT_S", 3600)}
     CHANNEL_LAYERS = {
-        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}}
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [redis_layer_host(REDIS_URL)]},
+        }
     }
-    # Every request reads its session: from the cache all web processes share, written through to the
-    # database. Without a shared cache (embedded mode) sessions stay database-only, so a logout in one
-    # process is a logout in all.
-    CACHES = {"default": {"BACKEND": "studio.cache.SharedPoolRedisCache", "LOCATION": REDIS_URL,
-                          "KEY_PREFIX": "studio"}}
-    SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+    # The shared cache is only a cache: short timeouts, so a Redis that hangs costs a request a second, not a
+    # thread for ever. Sessions do not live in it (below).
+    CACHES = {
+        "default": {
+            "BACKEND": "studio.cache.SharedPoolRedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "studio",
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
+        }
+    }
 else:
     # Embedded mode: kombu's filesystem transport, a real broker in files that a separate
     # worker process consumes, so nothing runs inline in the web process.
@@ -184,11 +210,18 @@ STUDIO_STORAGE = env("STUDIO_STORAGE", "local")
 MEDIA_ROOT = DATA_DIR / "media"
 MEDIA_URL = "/media/"
 STATIC_URL = "/static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+# Where `collectstatic` writes (with its manifest, in production); the Dockerfile and docs/deploy.md use the default.
+STATIC_ROOT = Path(env("STUDIO_STATIC_ROOT", str(BASE_DIR / "staticfiles")))
 STATICFILES_DIRS = [BASE_DIR / "static"]
 WHITENOISE_USE_FINDERS = True
 if not PRODUCTION:
     STATIC_ROOT.mkdir(exist_ok=True)  # WhiteNoise serves from the finders in dev; it only wants the folder
+# S3 calls are bounded (studio/s3.py): a hung or refusing S3 costs a request seconds, then a 503.
+S3_CONNECT_TIMEOUT_S = float(env("STUDIO_S3_CONNECT_TIMEOUT_S", "2"))
+S3_READ_TIMEOUT_S = float(env("STUDIO_S3_READ_TIMEOUT_S", "10"))
+S3_MAX_ATTEMPTS = env_int("STUDIO_S3_MAX_ATTEMPTS", 3)
+# Where browsers reach S3 (presigned downloads and screenshots); defaults to the endpoint the servers use.
+S3_PUBLIC_ENDPOINT_URL = env("STUDIO_S3_PUBLIC_ENDPOINT_URL")
 if STUDIO_STORAGE == "s3":
     AWS_STORAGE_BUCKET_NAME = env("STUDIO_S3_BUCKET", "trace-studio")
     AWS_S3_ENDPOINT_URL = env("STUDIO_S3_ENDPOINT_URL")
@@ -200,7 +233,7 @@ if STUDIO_STORAGE == "s3":
     AWS_S3_FILE_OVERWRITE = False
     AWS_S3_ADDRESSING_STYLE = "path"
     AWS_S3_SIGNATURE_VERSION = "s3v4"  # presigned download URLs that MinIO and AWS both accept
-    DEFAULT_STORAGE_BACKEND = {"BACKEND": "storages.backends.s3.S3Storage"}
+    DEFAULT_STORAGE_BACKEND = {"BACKEND": "studio.s3.StudioS3Storage"}
 elif STUDIO_STORAGE == "local":
     DEFAULT_STORAGE_BACKEND = {
         "BACKEND": "django.core.files.storage.FileSystemStorage",
@@ -226,17 +259,38 @@ IMPORT_MAX_IMAGE_PIXELS = env_int("STUDIO_IMPORT_MAX_IMAGE_PIXELS", 40_000_000)
 IMPORT_MAX_JSON_BYTES = env_int("STUDIO_IMPORT_MAX_JSON_BYTES", 256 * 1024**2)
 IMPORT_WRITE_THREADS = env_int("STUDIO_IMPORT_WRITE_THREADS", 4)  # parallel screenshot writes per import
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024**2
+# studio.web_entry: a request body must arrive within REQUEST_BODY_DEADLINE_S plus a second per
+# REQUEST_BODY_MIN_RATE bytes (else 408); a client that takes none of a response for RESPONSE_SEND_TIMEOUT_S
+# is disconnected.
+REQUEST_BODY_DEADLINE_S = env_int("STUDIO_REQUEST_BODY_DEADLINE_S", 20)
+REQUEST_BODY_MIN_RATE = env_int("STUDIO_REQUEST_BODY_MIN_BYTES_PER_S", 32 * 1024)
+RESPONSE_SEND_TIMEOUT_S = env_int("STUDIO_RESPONSE_SEND_TIMEOUT_S", 60)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024**2
 
 # --- Exports ------------------------------------------------------------------------------------
 EXPORT_WORK_DIR = Path(env("STUDIO_EXPORT_WORK_DIR", str(DATA_DIR / "export-work")))
-# A running job silent this long lost its worker; a starting embedded worker sends it again.
-JOB_STALE_AFTER_S = env_int("STUDIO_JOB_STALE_AFTER_S", 300)
+# --- Jobs (studio/jobs.py) -------------------------------------------------------------------------------
+# A running job whose heartbeat is older than this lost its worker: every worker's watchdog looks each
+# JOB_WATCH_INTERVAL_S and sends it again, up to JOB_MAX_ATTEMPTS runs, then fails it. A job's own run beats
+# several times within the window, so a dead worker's job is taken over within STALE + INTERVAL (80 s by default).
+JOB_STALE_AFTER_S = env_int("STUDIO_JOB_STALE_AFTER_S", 60)
+JOB_WATCH_INTERVAL_S = float(env("STUDIO_JOB_WATCH_INTERVAL_S", "20"))
+JOB_MAX_ATTEMPTS = env_int("STUDIO_JOB_MAX_ATTEMPTS", 3)
+# A job whose database connection drops retries its (idempotent) work this many times before failing.
+JOB_DB_RETRIES = env_int("STUDIO_JOB_DB_RETRIES", 3)
+# Queueing a job tries the broker briefly, then the request answers 503 (the job is marked failed).
+JOB_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0.2, "interval_step": 0.5, "interval_max": 1}
+# Sharded jobs (studio/shards.py): a shard that raises is sent again until it was tried this many times.
+JOB_SHARD_MAX_ATTEMPTS = env_int("STUDIO_JOB_SHARD_MAX_ATTEMPTS", 3)
 # Tests only: a pause per batch of annotations, so a worker can be killed mid-export.
 EXPORT_THROTTLE_S = float(env("STUDIO_EXPORT_THROTTLE_S", "0"))
 
 # --- Models for pre-scoring ------------------------------------------------------------------
 PRESCORE_MODEL_DIR = env("STUDIO_PRESCORE_MODEL_DIR")
+# Pre-scoring shards: whole traces packed up to this many steps; every worker on the queue takes shards at once.
+PRESCORE_SHARD_STEPS = env_int("STUDIO_PRESCORE_SHARD_STEPS", 2000)
+# Tests only: a pause per scored trace, so a worker can be killed or a job cancelled mid-shard.
+PRESCORE_THROTTLE_S = float(env("STUDIO_PRESCORE_THROTTLE_S", "0"))
 
 # --- Auth, API ------------------------------------------------------------------------------
 LOGIN_URL = "login"
@@ -316,3 +370,11 @@ if PRODUCTION:
     CSRF_COOKIE_SECURE = True
 elif DEMO_PASSWORD and STUDIO_MODE != "demo":
     raise ImproperlyConfigured("STUDIO_DEMO_PASSWORD is only accepted with STUDIO_MODE=demo")
+
+# --- Webhooks (webhooks/): signed deliveries to leads' endpoints, retried with backoff ---------------------
+# Plain http:// only to these hosts (tests, a receiver on the same machine); everything else must be https://.
+WEBHOOKS_ALLOW_HTTP_HOSTS = [h for h in (env("STUDIO_WEBHOOKS_ALLOW_HTTP_HOSTS", "") or "").split(",") if h]
+WEBHOOKS_CONNECT_TIMEOUT_S = float(env("STUDIO_WEBHOOKS_CONNECT_TIMEOUT_S", "3"))
+WEBHOOKS_READ_TIMEOUT_S = float(env("STUDIO_WEBHOOKS_READ_TIMEOUT_S", "10"))
+WEBHOOKS_MAX_ATTEMPTS = env_int("STUDIO_WEBHOOKS_MAX_ATTEMPTS", 6)
+WEBHOOKS_RETRY_BASE_S = float(env("STUDIO_WEBHOOKS_RETRY_BASE_S", "10"))  # waits 10, 30, 90, 270, 810 s

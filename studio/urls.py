@@ -23,4 +23,8 @@ urlpatterns = [
     path("", include("traces.urls")),
     path("", include("annotation.urls")),
     path("", include("exports.urls")),
+    path("", include("webhooks.urls")),
 ]
+
+handler404 = "studio.views.not_found"
+handler500 = "studio.views.server_error"

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from django.contrib.auth import views as auth_views
+from django.http import JsonResponse
 from django.shortcuts import render
+from django.views import defaults
 from django.views.decorators.http import require_http_methods
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
@@ -21,7 +23,10 @@ class ThrottledLoginView(auth_views.LoginView):
     redirect_authenticated_user = True
 
     def _who(self):
-        return {"username": self.request.POST.get("username", "")[:150], "ip": security.client_ip(self.request)}
+        return {
+            "username": security.login_name(self.request.POST.get("username", "")),
+            "ip": security.client_ip(self.request),
+        }
 
     def post(self, request, *args, **kwargs):
         wait = security.login_throttle_wait(**self._who())
@@ -29,7 +34,7 @@ class ThrottledLoginView(auth_views.LoginView):
             minutes = max(1, round(wait / 60))
             context = self.get_context_data(form=self.get_form())
             context["throttle_message"] = (
-                f"Too many failed logins for this user from your address. Try again in about {minutes} minute(s)."
+                f"Too many failed logins from your address. Try again in about {minutes} minute(s)."
             )
             response = render(request, self.template_name, context, status=429)
             response["Retry-After"] = str(wait)
@@ -54,9 +59,15 @@ def account_token(request):
             revoked = security.api_token_revoke(user=request.user)
         else:
             token = security.api_token_issue(user=request.user)
-    return render(request, "account/token.html", {
-        "token": token, "revoked": revoked, "has_token": security.api_token_exists(user=request.user),
-    })
+    return render(
+        request,
+        "account/token.html",
+        {
+            "token": token,
+            "revoked": revoked,
+            "has_token": security.api_token_exists(user=request.user),
+        },
+    )
 
 
 TokenStatus = inline_serializer("TokenStatus", {"has_token": serializers.BooleanField()})
@@ -81,3 +92,21 @@ class ApiToken(APIView):
     def delete(self, request):
         security.api_token_revoke(user=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+def is_api_path(path: str) -> bool:
+    return path.startswith("/api/") and not path.startswith("/api/docs/")
+
+
+def not_found(request, exception):
+    """A 404 under /api/ is JSON like every other API answer; pages keep Django's page."""
+    if is_api_path(request.path):
+        return JsonResponse({"detail": f"No API endpoint or object at {request.path}."}, status=404)
+    return defaults.page_not_found(request, exception)
+
+
+def server_error(request):
+    """An unexpected failure under /api/ is JSON (the traceback is logged, never shown); pages keep Django's."""
+    if is_api_path(request.path):
+        return JsonResponse({"detail": "The server failed on this request; the error was logged."}, status=500)
+    return defaults.server_error(request)

@@ -21,12 +21,17 @@ REPO = Path(__file__).resolve().parent.parent
 TEST_PASSWORD = "correct-horse-battery-7"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-    "--disable-sync", "--no-first-run",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
 ]
 
 
 # --- people and projects --------------------------------------------------------------------
+
 
 @pytest.fixture
 def make_user(db):
@@ -61,6 +66,17 @@ def admin_user(make_user):
 
 
 @pytest.fixture
+def role_groups(transactional_db):
+    """A transactional test's flush also removes the role groups the data migration made; bring them back."""
+    from django.contrib.auth.models import Group
+
+    from studio.permissions import GROUP_ROLES
+
+    for role in GROUP_ROLES:
+        Group.objects.get_or_create(name=role.value)
+
+
+@pytest.fixture
 def project(db, annotator, lead, engineer):
     from traces.services import project_create
 
@@ -82,6 +98,7 @@ def api_client():
 
 # --- real data ------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="session")
 def realtraces() -> Path:
     path = Path(settings.REALTRACES_DIR)
@@ -91,6 +108,7 @@ def realtraces() -> Path:
 
 
 # --- a real Celery worker -------------------------------------------------------------------
+
 
 def _worker_env() -> dict:
     env = os.environ.copy()
@@ -112,13 +130,33 @@ class WorkerProcess:
         self.proc: subprocess.Popen | None = None
         self.log: list[str] = []
 
-    def start(self, timeout: float = 60) -> "WorkerProcess":
+    def start(self, timeout: float = 60) -> WorkerProcess:
         ready = threading.Event()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "studio", "worker", "-Q", self.queues, "--pool", "solo",
-             "--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"test-{uuid.uuid4().hex[:8]}@%h",
-             "--loglevel", "INFO"],
-            cwd=REPO, env=_worker_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "studio",
+                "worker",
+                "-Q",
+                self.queues,
+                "--pool",
+                "solo",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+                "-n",
+                f"test-{uuid.uuid4().hex[:8]}@%h",
+                "--loglevel",
+                "INFO",
+            ],
+            cwd=REPO,
+            env=_worker_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
 
         def pump():
@@ -178,6 +216,7 @@ def wait_for(predicate, timeout: float = 60, interval: float = 0.2, message: str
 
 # --- a real browser -------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="session")
 def browser():
     if not Path(CHROMIUM).exists():
@@ -189,6 +228,68 @@ def browser():
         chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         yield chromium
         chromium.close()
+
+
+class _RequestCounter:
+    """Requests the live server is handling now, and when the last one ended."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.in_flight = 0
+        self.last_end = time.monotonic()
+
+    def quiet_for(self, seconds: float) -> bool:
+        with self.lock:
+            return self.in_flight == 0 and time.monotonic() - self.last_end >= seconds
+
+
+def _counting_server_class(counter: _RequestCounter):
+    from django.core.servers.basehttp import ThreadedWSGIServer
+
+    class CountingWSGIServer(ThreadedWSGIServer):
+        def process_request_thread(self, request, client_address):
+            with counter.lock:
+                counter.in_flight += 1
+            try:
+                super().process_request_thread(request, client_address)
+            finally:
+                with counter.lock:
+                    counter.in_flight -= 1
+                    counter.last_end = time.monotonic()
+
+    return CountingWSGIServer
+
+
+@pytest.fixture(scope="session")
+def live_server(request):
+    """pytest-django's live server, counting the requests it is handling (see ``_live_server_drained``)."""
+    from pytest_django.live_server_helper import LiveServer
+
+    addr = request.config.getvalue("liveserver") or os.getenv("DJANGO_LIVE_TEST_SERVER_ADDRESS") or "localhost"
+    server = LiveServer(addr, start=False)
+    server.request_counter = _RequestCounter()
+    server.thread.server_class = _counting_server_class(server.request_counter)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(autouse=True)
+def _live_server_drained(request):
+    """A browser test ends with requests still arriving (a closing page's lease-release beacon, a last draft save);
+    the live server outlives the test, so one of them could meet the next flush of the test database half-way
+    (PostgreSQL answers with a deadlock). Wait until the server has been idle a moment before the flush.
+
+    ``transactional_db`` is requested first so that this teardown runs before the flush."""
+    if "live_server" not in request.fixturenames:
+        yield
+        return
+    request.getfixturevalue("transactional_db")
+    server = request.getfixturevalue("live_server")
+    yield
+    deadline = time.monotonic() + 15
+    while not server.request_counter.quiet_for(0.3) and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 @pytest.fixture
@@ -204,3 +305,86 @@ def login(page, base_url: str, username: str, password: str = TEST_PASSWORD) -> 
     page.fill("input[name=password]", password)
     page.click("button[type=submit]")
     page.wait_for_url(lambda url: "/login/" not in url)
+
+
+# --- production static files ------------------------------------------------------------------
+
+
+def dockerfile_collectstatic_env() -> dict:
+    """The environment the Dockerfile's collectstatic step runs with (read from the Dockerfile itself)."""
+    import re
+    import shlex
+
+    line = next(line for line in (REPO / "Dockerfile").read_text().splitlines() if "collectstatic" in line)
+    words = shlex.split(line.removeprefix("RUN "))
+    return dict(re.match(r"(\w+)=(.*)", word).groups() for word in words if re.match(r"\w+=", word))
+
+
+@pytest.fixture(scope="session")
+def collected_static(tmp_path_factory) -> Path:
+    """Static files collected exactly as the Dockerfile collects them (production mode, with the manifest)."""
+    root = tmp_path_factory.mktemp("staticfiles")
+    env = {"PATH": "/usr/bin:/bin", **dockerfile_collectstatic_env(), "STUDIO_STATIC_ROOT": str(root)}
+    result = subprocess.run(
+        [sys.executable, "manage.py", "collectstatic", "--noinput"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return root
+
+
+# --- the web server as every launcher starts it ----------------------------------------------------
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def web_server(transactional_db):
+    """``start(**env)`` → the port of uvicorn started by ``studio.webserver.uvicorn_command`` (the flags every
+    launcher uses) on the test database, with extra environment variables; stopped after the test."""
+    import socket
+
+    from django.db import connections
+
+    from studio.webserver import uvicorn_command
+
+    started = []
+
+    def start(**extra_env) -> int:
+        port = free_port()
+        proc = subprocess.Popen(
+            uvicorn_command("127.0.0.1", port),
+            cwd=REPO,
+            env={**_worker_env(), **extra_env},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
+        )
+        started.append(proc)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                return port
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("the web server did not start") from None
+                time.sleep(0.2)
+
+    yield start
+    for proc in started:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    connections.close_all()

@@ -20,21 +20,39 @@ def screen_png(path: Path, *, size=(1920, 1080), label: str = "", seed: int = 0)
     return path
 
 
-def native_trace_folder(folder: Path, *, external_id: str, instruction: str = "Open the settings", steps: int = 3,
-                        thought: str = "I will click the button.", size=(1920, 1080), final: bool = True,
-                        actions: list[str] | None = None) -> Path:
+def native_trace_folder(
+    folder: Path,
+    *,
+    external_id: str,
+    instruction: str = "Open the settings",
+    steps: int = 3,
+    thought: str = "I will click the button.",
+    size=(1920, 1080),
+    final: bool = True,
+    actions: list[str] | None = None,
+) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     records = []
     for i in range(1, steps + 1):
         name = f"step_{i:03d}.png"
         screen_png(folder / name, size=size, label=f"{external_id} step {i}", seed=hash((external_id, i)) % 10_000)
-        action = actions[i - 1] if actions else f"click(start_box='<|box_start|>({100 + i * 10},{200 + i * 5})<|box_end|>')"
+        action = (
+            actions[i - 1] if actions else f"click(start_box='<|box_start|>({100 + i * 10},{200 + i * 5})<|box_end|>')"
+        )
         records.append({"screenshot": name, "thought": thought, "action": action})
     if final:
-        screen_png(folder / "final.png", size=size, label=f"{external_id} final", seed=hash((external_id, "final")) % 10_000)
+        screen_png(
+            folder / "final.png", size=size, label=f"{external_id} final", seed=hash((external_id, "final")) % 10_000
+        )
     document = {
-        "format": "trace-studio/v1", "external_id": external_id, "instruction": instruction, "source": "test",
-        "outcome": "unknown", "metadata": {}, "final_screenshot": "final.png" if final else None, "steps": records,
+        "format": "trace-studio/v1",
+        "external_id": external_id,
+        "instruction": instruction,
+        "source": "test",
+        "outcome": "unknown",
+        "metadata": {},
+        "final_screenshot": "final.png" if final else None,
+        "steps": records,
     }
     (folder / "trace.json").write_text(json.dumps(document, indent=2))
     return folder

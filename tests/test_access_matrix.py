@@ -9,6 +9,7 @@ on every page.
 
 from __future__ import annotations
 
+import concurrent.futures
 import re
 import secrets
 import subprocess
@@ -75,6 +76,8 @@ def walk(resolver: URLResolver | None = None, prefix: str = "", namespaces: tupl
 
 
 ROUTES = [r for r in walk() if not r.is_admin]
+
+
 def _shadowed(route: Route) -> bool:
     from django.urls import resolve
 
@@ -87,7 +90,9 @@ ADMIN_ROUTES = [r for r in walk() if r.is_admin and not r.kwarg_names and not _s
 
 def test_every_url_and_socket_declares_a_known_action():
     missing = [f"/{r.route} ({r.name}, {m.upper()})" for r in ROUTES for m in r.methods() if r.action(m) is None]
-    assert not missing, "URLs without a permission action (add permission_action or a PAGE_PERMISSIONS entry):\n" + "\n".join(missing)
+    assert not missing, (
+        "URLs without a permission action (add permission_action or a PAGE_PERMISSIONS entry):\n" + "\n".join(missing)
+    )
     unknown = {a for r in ROUTES for m in r.methods() if (a := r.action(m)) not in PERMISSIONS and a != PUBLIC}
     unknown |= {a for a in SOCKET_PERMISSIONS.values() if a not in PERMISSIONS}
     assert not unknown, f"actions missing from PERMISSIONS: {sorted(unknown)}"
@@ -97,7 +102,16 @@ def test_every_url_and_socket_declares_a_known_action():
     assert not stale, f"PAGE_PERMISSIONS names no URL: {sorted(stale)}"
 
 
+def test_set_up_pages_are_walked_under_their_actions():
+    """Issue 13: project creation and settings (leads and admins) and a trace's instruction form."""
+    actions = {r.name: r.action("post") for r in ROUTES}
+    assert actions["project-create"] == actions["project-settings"] == "project.manage"
+    assert actions["trace-instruction"] == "trace.edit"
+    assert PERMISSIONS["project.manage"] == PERMISSIONS["trace.edit"] == frozenset({Role.LEAD, Role.ADMIN})
+
+
 # --- the world: one object of each kind ---------------------------------------------------------
+
 
 @pytest.fixture
 def world(db, project, annotator, lead, engineer, admin_user, make_user, tmp_path):
@@ -114,14 +128,32 @@ def world(db, project, annotator, lead, engineer, admin_user, make_user, tmp_pat
     annotation, lease = lease_next_trace(user=annotator, project=project)
     step = traces[0].steps.order_by("index").first()
     objects = {
-        "projects": project.pk, "queue": project.pk, "traces": traces[0].pk, "annotations": annotation.pk,
-        "reviews": annotation.pk, "leases": lease.pk, "screenshots": step.screenshot.sha256,
+        "projects": project.pk,
+        "queue": project.pk,
+        "traces": traces[0].pk,
+        "annotations": annotation.pk,
+        "reviews": annotation.pk,
+        "leases": lease.pk,
+        "screenshots": step.screenshot.sha256,
         "imports": import_job_create(project=project, user=lead, upload_name="none.zip", original_name="none.zip").pk,
         "jobs": prescore_job_create(project=project, user=lead, scorer="rules", enqueue=False).pk,
         "exports": export_job_create(project=project, user=engineer, fmt=ExportFormat.values[0], enqueue=False).pk,
     }
-    users = {"anonymous": None, "outsider": outsider, "annotator": annotator, "lead": lead, "engineer": engineer,
-             "admin": admin_user}
+    from webhooks.models import Delivery, Webhook
+
+    hook = Webhook.objects.create(
+        project=project, url="https://ci.example.org/hook", events=["bundle.ready"], secret="s"
+    )
+    objects["webhooks"] = hook.pk
+    objects["deliveries"] = Delivery.objects.create(webhook=hook, event="bundle.ready", payload={}).pk
+    users = {
+        "anonymous": None,
+        "outsider": outsider,
+        "annotator": annotator,
+        "lead": lead,
+        "engineer": engineer,
+        "admin": admin_user,
+    }
     return {"objects": objects, "users": users, "project": project}
 
 
@@ -185,7 +217,12 @@ def test_every_url_answers_each_role_as_the_table_says(world):
                     problems.append(f"{where}: refused with {status} though the table allows it")
                 elif not expect_ok and not (status in DENIED or _is_login_redirect(response)):
                     problems.append(f"{where}: answered {status} though the table refuses it")
-                elif not expect_ok and url.startswith("/api/") and not url.startswith(("/api/docs", "/api/schema")) and status in (401, 403):
+                elif (
+                    not expect_ok
+                    and url.startswith("/api/")
+                    and not url.startswith(("/api/docs", "/api/schema"))
+                    and status in (401, 403)
+                ):
                     if "json" not in response.get("Content-Type", "") or "detail" not in response.json():
                         problems.append(f"{where}: refusal is not JSON with a detail")
                 if method == "get" and status == 200 and "text/html" in response.get("Content-Type", ""):
@@ -242,6 +279,7 @@ def test_every_write_needs_a_csrf_token(world):
 
 # --- WebSocket consumers -------------------------------------------------------------------------
 
+
 def _socket(user, query: str):
     from channels.routing import URLRouter
     from channels.testing import WebsocketCommunicator
@@ -256,7 +294,9 @@ def _socket(user, query: str):
             await communicator.disconnect()
         return connected, code, hello
 
-    return async_to_sync(attempt)()
+    # On a thread of its own: a browser test earlier in the same process may leave an event loop on this one.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(async_to_sync(attempt)).result()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -266,8 +306,14 @@ def test_live_socket_follows_the_table(project, annotator, lead, engineer, admin
     outsider = make_user("outsider", Role.ANNOTATOR)
     project_create(name="Other", members=[outsider])
     action = SOCKET_PERMISSIONS["ws/live/"]
-    for role, user in {"anonymous": None, "outsider": outsider, "annotator": annotator, "lead": lead,
-                       "engineer": engineer, "admin": admin_user}.items():
+    for role, user in {
+        "anonymous": None,
+        "outsider": outsider,
+        "annotator": annotator,
+        "lead": lead,
+        "engineer": engineer,
+        "admin": admin_user,
+    }.items():
         connected, code, hello = _socket(user, f"?project={project.pk}")
         if user is not None and has_permission(user, action, project):
             assert connected and hello["projects"] == [project.pk], role
@@ -281,6 +327,7 @@ def test_live_socket_follows_the_table(project, annotator, lead, engineer, admin
 
 # --- session expiry, login throttling, tokens, deploy check -------------------------------------
 
+
 @pytest.mark.django_db
 def test_expired_session_gets_json_401_or_403_and_the_draft_survives(world):
     from annotation.models import Annotation
@@ -290,13 +337,19 @@ def test_expired_session_gets_json_401_or_403_and_the_draft_survives(world):
     client = Client()
     client.force_login(annotator)
     version = annotation.version
-    saved = client.put(f"/api/annotations/{annotation.pk}/draft/",
-                       data={"version": version, "note": "kept through expiry"}, content_type="application/json")
+    saved = client.put(
+        f"/api/annotations/{annotation.pk}/draft/",
+        data={"version": version, "note": "kept through expiry"},
+        content_type="application/json",
+    )
     assert saved.status_code == 200, saved.content
     client.session.flush()  # what expiry does: the session row is gone
     client.cookies.pop("sessionid", None)
-    refused = client.put(f"/api/annotations/{annotation.pk}/draft/",
-                         data={"version": version + 1, "note": "after expiry"}, content_type="application/json")
+    refused = client.put(
+        f"/api/annotations/{annotation.pk}/draft/",
+        data={"version": version + 1, "note": "after expiry"},
+        content_type="application/json",
+    )
     assert refused.status_code in (401, 403) and "detail" in refused.json()
     page = client.get(f"/annotations/{annotation.pk}/")
     assert _is_login_redirect(page)
@@ -342,11 +395,21 @@ def test_engineer_issues_and_revokes_an_api_token(engineer, annotator, project):
     assert ann.post("/api/token/").status_code == 403
 
 
-def test_check_deploy_is_clean_in_production_mode(tmp_path):
+def test_check_deploy_is_clean_in_production_mode(tmp_path, collected_static):
     env = {
-        "PATH": "/usr/bin:/bin", "STUDIO_MODE": "production", "STUDIO_SECRET_KEY": secrets.token_urlsafe(64),
-        "STUDIO_ALLOWED_HOSTS": "studio.example.org", "STUDIO_DATA_DIR": str(tmp_path),
+        "PATH": "/usr/bin:/bin",
+        "STUDIO_MODE": "production",
+        "STUDIO_SECRET_KEY": secrets.token_urlsafe(64),
+        "STUDIO_ALLOWED_HOSTS": "studio.example.org",
+        "STUDIO_DATA_DIR": str(tmp_path),
+        "STUDIO_STATIC_ROOT": str(collected_static),
     }
-    result = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
-                            cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stdout + result.stderr

@@ -46,8 +46,10 @@ SETTINGS = settings(max_examples=MAX_EXAMPLES, deadline=None, suppress_health_ch
 
 
 def realtraces_dir() -> Path:
-    default = Path(__file__).resolve().parents[1].parent / "shared" / "realtraces"
-    return Path(os.environ.get("REALTRACES_DIR", default))
+    # The one setting every test reads (STUDIO_REALTRACES_DIR); no second environment variable.
+    from django.conf import settings as django_settings
+
+    return Path(django_settings.REALTRACES_DIR)
 
 
 def dart_gui_responses() -> list[str]:
@@ -89,7 +91,8 @@ def test_dart_gui_real_responses_parse():
 
 def test_dart_gui_matches_ui_tars():
     responses = dart_gui_responses()
-    ui = pytest.importorskip("ui_tars.action_parser")
+    import ui_tars.action_parser as ui  # a test dependency: missing means broken, not skipped
+
     for text in responses:
         # ui-tars cannot read box tokens (float('<|box_start|>177') fails): strip them for it.
         plain = text.replace(BOX_START, "").replace(BOX_END, "")
@@ -175,7 +178,11 @@ def alternative_spelling(draw, a: Action) -> str:
             name = k
             if kind == "keys" and draw(st.booleans()):
                 name = ACTION_SPECS[a.type].arg(k).aliases[0]
-            val = draw(st.sampled_from([_dq(v), render_action(Action("finished", {"content": v}))[len("finished(content=") : -1]]))
+            val = draw(
+                st.sampled_from(
+                    [_dq(v), render_action(Action("finished", {"content": v}))[len("finished(content=") : -1]]
+                )
+            )
         sp = draw(st.sampled_from(["", " ", "  "]))
         parts.append(f"{name}{sp}={sp}{val}")
     draw(st.randoms()).shuffle(parts)
@@ -238,7 +245,10 @@ def test_response_roundtrip(acts, thought):
 
 
 def test_render_examples():
-    assert render_action(Action("click", {"start_box": (34, 546)})) == "click(start_box='<|box_start|>(34,546)<|box_end|>')"
+    assert (
+        render_action(Action("click", {"start_box": (34, 546)}))
+        == "click(start_box='<|box_start|>(34,546)<|box_end|>')"
+    )
     assert render_action(Action("click", {"start_box": (34, 546)}), box_tokens=False) == "click(start_box='(34,546)')"
     assert (
         render_action(Action("drag", {"start_box": (1, 2), "end_box": (3, 4)}))
@@ -259,10 +269,15 @@ def test_render_examples():
         == "drag(start_point='<point>1 2</point>', end_point='<point>3 4</point>')"
     )
     # Floats: up to 3 decimals, trailing zeros stripped; integral floats print like ints.
-    assert render_action(Action("click", {"start_box": (175.90062, 12.5)}), box_tokens=False) == "click(start_box='(175.901,12.5)')"
+    assert (
+        render_action(Action("click", {"start_box": (175.90062, 12.5)}), box_tokens=False)
+        == "click(start_box='(175.901,12.5)')"
+    )
     assert render_action(Action("click", {"start_box": (3.0, -0.0)}), box_tokens=False) == "click(start_box='(3,0)')"
     assert (
-        render_response("Look.", [Action("click", {"start_box": (1, 2)}), Action("hotkey", {"key": "ctrl v"})], box_tokens=False)
+        render_response(
+            "Look.", [Action("click", {"start_box": (1, 2)}), Action("hotkey", {"key": "ctrl v"})], box_tokens=False
+        )
         == "Thought: Look.\nAction: click(start_box='(1,2)')\n\nhotkey(key='ctrl v')"
     )
     assert render_response("", Action("wait")) == "Action: wait()"
@@ -303,10 +318,10 @@ def test_point_style_remembered():
 
 def test_type_content_tokenizer():
     a = parse_action(r"""type(content='it\'s (a), b=\"c\"\nnext')""")
-    assert a.get("content") == "it's (a), b=\"c\"\nnext"
+    assert a.get("content") == 'it\'s (a), b="c"\nnext'
     # An unescaped quote that cannot end the string is literal (ui-tars accepts this too).
     assert parse_action("type(content='it's')").get("content") == "it's"
-    assert parse_action('type(content="say \'hi\'")').get("content") == "say 'hi'"
+    assert parse_action("type(content=\"say 'hi'\")").get("content") == "say 'hi'"
     assert parse_action("type(content='')").get("content") == ""
     assert parse_action("type(content=hello)").get("content") == "hello"
     # Unknown escapes keep their backslash, as in Python.
@@ -333,7 +348,9 @@ def test_other_actions_and_aliases():
 
 
 def test_parse_response_variants():
-    r = parse_response("<think>\nsecret reasoning\n</think>\nThought: Open it.\nAction: click(point='<point>1 2</point>')")
+    r = parse_response(
+        "<think>\nsecret reasoning\n</think>\nThought: Open it.\nAction: click(point='<point>1 2</point>')"
+    )
     assert (r.think, r.thought) == ("secret reasoning", "Open it.")
     assert r.actions[0].style == "point"
     r = parse_response("<think>draft:\nAction: wait()</think>Thought: t\nAction: finished()")
@@ -352,7 +369,9 @@ def test_parse_response_variants():
     r = parse_response("Action: click(start_box='(1,2)')")
     assert r.thought == "" and r.actions == [Action("click", {"start_box": (1, 2)})]
 
-    r = parse_response("Thought: The Action: menu is open.\nAction: click(start_box='(1,2)')\n\n\nhotkey(key='ctrl v')\n")
+    r = parse_response(
+        "Thought: The Action: menu is open.\nAction: click(start_box='(1,2)')\n\n\nhotkey(key='ctrl v')\n"
+    )
     assert r.thought == "The Action: menu is open."
     assert [a.type for a in r.actions] == ["click", "hotkey"]
     assert r.action_text == "click(start_box='(1,2)')\n\n\nhotkey(key='ctrl v')"
@@ -387,17 +406,29 @@ def test_parse_response_variants():
         ("click(start_box=(1,2)", "unbalanced parentheses: missing ')' for click", 5),
         ("click(start_box=(1,2])", "unbalanced brackets in value of 'start_box'", 20),
         ("click(start_box=((1,2)", "unbalanced brackets in value of 'start_box'", 16),
-        ("scroll(start_box='(1,2)', direction='sideways')", "bad direction 'sideways' for scroll (expected one of up, down, left, right)", 36),
+        (
+            "scroll(start_box='(1,2)', direction='sideways')",
+            "bad direction 'sideways' for scroll (expected one of up, down, left, right)",
+            36,
+        ),
         ("scroll(start_box='(1,2)')", "missing argument 'direction' for scroll", 0),
         ("click(start_box='(1,2)', start_box='(3,4)')", "duplicate argument 'start_box' for click", 25),
-        ("drag(start_box='(1,2)', end_point='<point>3 4</point>')", "mixed coordinate styles ('start_box' and 'end_point') for drag", 24),
+        (
+            "drag(start_box='(1,2)', end_point='<point>3 4</point>')",
+            "mixed coordinate styles ('start_box' and 'end_point') for drag",
+            24,
+        ),
         ("click('(1,2)')", "expected an argument name (name='value'), found ''(1,2)')'", 6),
         ("click(start_box)", "expected '=' after argument 'start_box'", 15),
         ("click", "expected '(' after 'click'", 5),
         ("click(start_box='(1,2)') junk", "unknown action 'junk'", 25),
         ("long_press(start_box='(1,2)', time='soon')", "malformed duration 'soon'", 35),
         ("hotkey(key='a' key='b')", "expected ',' or ')' after argument 'key', found 'key='b')'", 15),
-        ("click(start_box='(1,2)' end_box='(3,4)')", "expected ',' or ')' after argument 'start_box', found 'end_box='(3,4)')'", 24),
+        (
+            "click(start_box='(1,2)' end_box='(3,4)')",
+            "expected ',' or ')' after argument 'start_box', found 'end_box='(3,4)')'",
+            24,
+        ),
     ],
 )
 def test_syntax_errors(text, message, position):
@@ -450,9 +481,7 @@ def _assert_agrees_with_ui_tars(ui, text: str, ours, width: int = 1920, height: 
 _ui_text = st.text(alphabet="abcdefXYZ 0123456789.,!?'\"(\n", min_size=1, max_size=20).filter(
     lambda s: not s[0].isspace()
 )
-_ui_keys = st.text(alphabet="abcdefghijklmnopqrstuvwxyz ", min_size=1, max_size=12).filter(
-    lambda s: not s[0].isspace()
-)
+_ui_keys = st.text(alphabet="abcdefghijklmnopqrstuvwxyz ", min_size=1, max_size=12).filter(lambda s: not s[0].isspace())
 
 
 def _ui_value(kind):
@@ -466,8 +495,22 @@ def _ui_value(kind):
 
 
 _UI_NAMES = [
-    "click", "left_double", "right_single", "drag", "hotkey", "scroll", "wait", "finished",
-    "call_user", "long_press", "open_app", "press_home", "press_back", "hover", "left_single", "swipe",
+    "click",
+    "left_double",
+    "right_single",
+    "drag",
+    "hotkey",
+    "scroll",
+    "wait",
+    "finished",
+    "call_user",
+    "long_press",
+    "open_app",
+    "press_home",
+    "press_back",
+    "hover",
+    "left_single",
+    "swipe",
 ]
 
 
@@ -484,7 +527,8 @@ def _ui_action(draw, style):
 @settings(max_examples=max(MAX_EXAMPLES * 3 // 4, 1), deadline=None)
 @given(st.data(), st.sampled_from(STYLES), st.text(alphabet="abc XYZ.,", min_size=1, max_size=30))
 def test_generated_strings_match_ui_tars(data, style, thought):
-    ui = pytest.importorskip("ui_tars.action_parser")
+    import ui_tars.action_parser as ui  # a test dependency: missing means broken, not skipped
+
     acts = data.draw(st.lists(_ui_action(style), min_size=1, max_size=3))
     thought = thought.strip() or "x"
     text = render_response(thought, acts, box_tokens=False)
@@ -494,7 +538,8 @@ def test_generated_strings_match_ui_tars(data, style, thought):
 
 
 def test_reflection_layout_matches_ui_tars():
-    ui = pytest.importorskip("ui_tars.action_parser")
+    import ui_tars.action_parser as ui  # a test dependency: missing means broken, not skipped
+
     text = "Reflection: wrong tab\nAction_Summary: go back\nAction: click(start_box='(10,20)')"
     theirs = ui.parse_action_to_structure_output(text, 1000, 1080, 1920, model_type="qwen2vl")[0]
     ours = parse_response(text)
@@ -502,10 +547,16 @@ def test_reflection_layout_matches_ui_tars():
 
 
 def test_smart_resize_matches_ui_tars():
-    ui = pytest.importorskip("ui_tars.action_parser")
+    import ui_tars.action_parser as ui  # a test dependency: missing means broken, not skipped
+
     sizes = [(h, w) for h in range(1, 4200, 61) for w in range(1, 4200, 67)]
     sizes += [(1080, 1920), (768, 1024), (1170, 540), (2160, 3840), (4320, 7680), (28, 28), (1, 1), (10, 2000)]
-    budgets = [{}, {"max_pixels": 2700 * 28 * 28}, {"max_pixels": 5120 * 28 * 28}, {"min_pixels": 3136, "max_pixels": 1003520}]
+    budgets = [
+        {},
+        {"max_pixels": 2700 * 28 * 28},
+        {"max_pixels": 5120 * 28 * 28},
+        {"min_pixels": 3136, "max_pixels": 1003520},
+    ]
     for kw in budgets:
         for h, w in sizes:
             try:
@@ -657,10 +708,21 @@ def test_action_object():
 
 
 FORMATS_ACTIONS = {
-    "click": ["start_box"], "left_double": ["start_box"], "right_single": ["start_box"],
-    "drag": ["start_box", "end_box"], "hotkey": ["key"], "type": ["content"], "scroll": ["start_box", "direction"],
-    "wait": [], "finished": ["content"], "call_user": [], "long_press": ["start_box", "time"],
-    "open_app": ["app_name"], "press_home": [], "press_back": [], "select": ["start_box"],
+    "click": ["start_box"],
+    "left_double": ["start_box"],
+    "right_single": ["start_box"],
+    "drag": ["start_box", "end_box"],
+    "hotkey": ["key"],
+    "type": ["content"],
+    "scroll": ["start_box", "direction"],
+    "wait": [],
+    "finished": ["content"],
+    "call_user": [],
+    "long_press": ["start_box", "time"],
+    "open_app": ["app_name"],
+    "press_home": [],
+    "press_back": [],
+    "select": ["start_box"],
     "swipe": ["start_box", "end_box"],
 }
 EXTRAS = {"left_single", "hover", "press", "keydown", "release", "keyup"}
@@ -684,7 +746,14 @@ def test_action_table_json():
     click = next(a for a in t["actions"] if a["name"] == "click")
     assert click["label"] == "Click" and click["platforms"] == ["desktop", "mobile", "web"]
     assert click["args"] == [
-        {"name": "start_box", "kind": "point", "required": True, "aliases": [], "description": "target point",
-         "point_style_names": ["point", "start_point"]}
+        {
+            "name": "start_box",
+            "kind": "point",
+            "required": True,
+            "aliases": [],
+            "description": "target point",
+            "required_in_target": True,
+            "point_style_names": ["point", "start_point"],
+        }
     ]
     assert next(a for a in t["actions"] if a["name"] == "hover")["extra"] is True

@@ -6,13 +6,21 @@ import json
 import uuid
 from pathlib import Path
 
-import pytest
 from PIL import Image, ImageDraw
 
 
-def write_native_trace(folder: Path, *, steps: int = 4, size=(1920, 1080), instruction: str = "Open the settings",
-                       external_id: str | None = None, final: bool = True, thoughts=None, human_edited: dict | None = None,
-                       platform: str | None = None) -> Path:
+def write_native_trace(
+    folder: Path,
+    *,
+    steps: int = 4,
+    size=(1920, 1080),
+    instruction: str = "Open the settings",
+    external_id: str | None = None,
+    final: bool = True,
+    thoughts=None,
+    human_edited: dict | None = None,
+    platform: str | None = None,
+) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     width, height = size
     doc_steps = []
@@ -23,15 +31,23 @@ def write_native_trace(folder: Path, *, steps: int = 4, size=(1920, 1080), instr
         draw.text((width // 10 + 10, height // 10 + 10), f"step {i}", fill=(10, 10, 10))
         image.save(folder / f"step_{i}.png")
         x, y = 100 + 50 * i, 200 + 30 * i
-        step = {"screenshot": f"step_{i}.png", "thought": (thoughts or {}).get(i, f"I will click item {i}."),
-                "action": f"click(start_box='<|box_start|>({x},{y})<|box_end|>')"}
+        step = {
+            "screenshot": f"step_{i}.png",
+            "thought": (thoughts or {}).get(i, f"I will click item {i}."),
+            "action": f"click(start_box='<|box_start|>({x},{y})<|box_end|>')",
+        }
         if human_edited and i in human_edited:
             step["human_edited_response"] = human_edited[i]
         doc_steps.append(step)
     if final:
         Image.new("RGB", size, (20, 120, 60)).save(folder / "final.png")
-    document = {"format": "trace-studio/v1", "external_id": external_id or f"t-{uuid.uuid4().hex[:10]}",
-                "instruction": instruction, "outcome": "failure", "steps": doc_steps}
+    document = {
+        "format": "trace-studio/v1",
+        "external_id": external_id or f"t-{uuid.uuid4().hex[:10]}",
+        "instruction": instruction,
+        "outcome": "failure",
+        "steps": doc_steps,
+    }
     if final:
         document["final_screenshot"] = "final.png"
     if platform:
@@ -43,8 +59,15 @@ def write_native_trace(folder: Path, *, steps: int = 4, size=(1920, 1080), instr
 def import_folder(project, folder: Path, fmt: str = "native"):
     from traces import services
 
-    job = services.import_job_create(project=project, user=None, upload_name=str(folder), original_name=folder.name,
-                                      fmt=fmt, server_path=True, enqueue=False)
+    job = services.import_job_create(
+        project=project,
+        user=None,
+        upload_name=str(folder),
+        original_name=folder.name,
+        fmt=fmt,
+        server_path=True,
+        enqueue=False,
+    )
     job = services.import_job_run(job_id=job.pk)
     assert job.status == "succeeded", (job.message, job.errors)
     return job
@@ -57,14 +80,9 @@ def make_traces(project, tmp_path: Path, count: int = 3, **kwargs):
     for n in range(count):
         folder = write_native_trace(tmp_path / f"trace{n}", external_id=f"ext-{n}-{uuid.uuid4().hex[:6]}", **kwargs)
         import_folder(project, folder)
-        ids.append(Trace.objects.get(project=project, external_id=json.loads((folder / "trace.json").read_text())["external_id"]).pk)
+        ids.append(
+            Trace.objects.get(
+                project=project, external_id=json.loads((folder / "trace.json").read_text())["external_id"]
+            ).pk
+        )
     return list(Trace.objects.filter(pk__in=ids).order_by("id"))
-
-
-@pytest.fixture
-def role_groups(transactional_db):
-    """Transactional tests flush the tables between tests; the role groups the data migration made come back here."""
-    from django.contrib.auth.models import Group
-
-    for name in ("annotator", "lead", "engineer"):
-        Group.objects.get_or_create(name=name)

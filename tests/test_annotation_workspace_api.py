@@ -14,7 +14,7 @@ from annotation import services
 from annotation.models import Annotation, AnnotationStatus, AuditEvent, Lease
 from studio.permissions import Role
 from tests.conftest import TEST_PASSWORD
-from tests.test_annotation_fixtures import make_traces, role_groups  # noqa: F401
+from tests.test_annotation_fixtures import make_traces
 from traces.services import membership_add, project_create
 
 CLICK = {"type": "click", "args": {"start_box": [500, 500]}, "style": "box"}
@@ -74,7 +74,6 @@ def test_lead_lists_and_releases_leases_annotator_cannot(project, traces, annota
     assert api_client(annotator).get(f"/api/projects/{project.pk}/leases/").status_code == 403
     listed = api_client(lead).get(f"/api/projects/{project.pk}/leases/").json()["results"]
     assert [row["user"] for row in listed] == ["ann"]
-    assert api_client(annotator).post(f"/api/leases/{claim['lease']['id']}/release/").status_code == 403
     released = api_client(lead).post(f"/api/leases/{claim['lease']['id']}/release/")
     assert released.status_code == 200 and released.json()["release_reason"] == "released-by-lead"
     beat = api_client(annotator).post(f"/api/leases/{claim['lease']['id']}/heartbeat/")
@@ -85,9 +84,13 @@ def test_draft_versions_and_stale_save_conflict(project, traces, annotator, api_
     claim = take(api_client, annotator, project).json()
     url = f"/api/annotations/{claim['annotation']['id']}/draft/"
     client = api_client(annotator)
-    saved = client.put(url, {"version": 1, "verdict": "error", "tau": 2, "corrected_thought": "Click OK."}, format="json")
+    saved = client.put(
+        url, {"version": 1, "verdict": "error", "tau": 2, "corrected_thought": "Click OK."}, format="json"
+    )
     assert saved.status_code == 200 and saved.json()["version"] == 2
-    retried = client.put(url, {"version": 1, "verdict": "error", "tau": 2, "corrected_thought": "Click OK."}, format="json")
+    retried = client.put(
+        url, {"version": 1, "verdict": "error", "tau": 2, "corrected_thought": "Click OK."}, format="json"
+    )
     assert retried.status_code == 200 and retried.json()["version"] == 2  # a retry of a landed save is harmless
     stale = client.put(url, {"version": 1, "corrected_thought": "Something else"}, format="json")
     assert stale.status_code == 409
@@ -104,16 +107,29 @@ def test_editor_state_renders_canonical_and_check_validates(project, traces, ann
     claim = take(api_client, annotator, project).json()
     pk = claim["annotation"]["id"]
     client = api_client(annotator)
-    saved = client.put(f"/api/annotations/{pk}/draft/", {"version": 1, "verdict": "error", "tau": 1,
-                                                         "editor_state": {"corrected": CLICK, "reflection": {"type": "click", "args": {}}}},
-                       format="json").json()
+    saved = client.put(
+        f"/api/annotations/{pk}/draft/",
+        {
+            "version": 1,
+            "verdict": "error",
+            "tau": 1,
+            "editor_state": {"corrected": CLICK, "reflection": {"type": "click", "args": {}}},
+        },
+        format="json",
+    ).json()
     assert saved["corrected_action"] == "click(start_box='<|box_start|>(500,500)<|box_end|>')"
     assert saved["reflection_action"] == "click()"  # incomplete, kept as the editor had it
-    check = client.post(f"/api/annotations/{pk}/check-action/",
-                        {"slot": "corrected", "tau": 1, "action": {"type": "click", "args": {"start_box": [1200, 5]}}}, format="json").json()
+    check = client.post(
+        f"/api/annotations/{pk}/check-action/",
+        {"slot": "corrected", "tau": 1, "action": {"type": "click", "args": {"start_box": [1200, 5]}}},
+        format="json",
+    ).json()
     assert not check["valid"] and "outside the screen" in check["errors"][0]
-    check = client.post(f"/api/annotations/{pk}/check-action/", {"slot": "reflection", "tau": 1,
-                                                                 "action": {"type": "drag", "args": {"start_box": [1, 2]}}}, format="json").json()
+    check = client.post(
+        f"/api/annotations/{pk}/check-action/",
+        {"slot": "reflection", "tau": 1, "action": {"type": "drag", "args": {"start_box": [1, 2]}}},
+        format="json",
+    ).json()
     assert check["errors"] == ["missing argument 'end_box' for drag"]
 
 
@@ -126,12 +142,27 @@ def test_submit_validation_messages_then_submit(project, traces, annotator, api_
     assert response.status_code == 400 and "verdict" in response.json()["errors"]
     client.put(f"/api/annotations/{pk}/draft/", {"version": 1, "verdict": "error", "tau": 2}, format="json")
     errors = submit(2).json()["errors"]
-    assert set(errors) == {"error_category", "corrected_thought", "corrected_action", "reflection_thought", "reflection_action"}
-    client.put(f"/api/annotations/{pk}/draft/", {
-        "version": 2, "error_category": "wrong element / grounding", "corrected_thought": "Click Settings.",
-        "reflection_thought": "I clicked the wrong item; go back.",
-        "editor_state": {"corrected": CLICK, "reflection": {"type": "hotkey", "args": {"key": "alt left"}, "style": "box"}},
-    }, format="json")
+    assert set(errors) == {
+        "error_category",
+        "corrected_thought",
+        "corrected_action",
+        "reflection_thought",
+        "reflection_action",
+    }
+    client.put(
+        f"/api/annotations/{pk}/draft/",
+        {
+            "version": 2,
+            "error_category": "wrong element / grounding",
+            "corrected_thought": "Click Settings.",
+            "reflection_thought": "I clicked the wrong item; go back.",
+            "editor_state": {
+                "corrected": CLICK,
+                "reflection": {"type": "hotkey", "args": {"key": "alt left"}, "style": "box"},
+            },
+        },
+        format="json",
+    )
     Lease.objects.filter(pk=claim["lease"]["id"]).update(heartbeat_at=timezone.now() - timedelta(seconds=20))
     done = submit(3)
     assert done.status_code == 200, done.json()
@@ -151,10 +182,18 @@ def test_no_post_reflection_without_next_screen_is_recorded(project, tmp_path, a
     claim = take(api_client, annotator, project).json()
     pk = claim["annotation"]["id"]
     client = api_client(annotator)
-    client.put(f"/api/annotations/{pk}/draft/", {
-        "version": 1, "verdict": "error", "tau": 2, "error_category": "premature finish", "corrected_thought": "Wait.",
-        "editor_state": {"corrected": {"type": "wait", "args": {}}},
-    }, format="json")
+    client.put(
+        f"/api/annotations/{pk}/draft/",
+        {
+            "version": 1,
+            "verdict": "error",
+            "tau": 2,
+            "error_category": "premature finish",
+            "corrected_thought": "Wait.",
+            "editor_state": {"corrected": {"type": "wait", "args": {}}},
+        },
+        format="json",
+    )
     done = client.post(f"/api/annotations/{pk}/submit/", {"version": 2}, format="json")
     assert done.status_code == 200, done.json()
     assert "no screenshot after step 2" in Annotation.objects.get(pk=pk).no_reflection_reason
@@ -166,7 +205,8 @@ def test_unusable_needs_reason_and_skip_releases(project, traces, annotator, api
     client = api_client(annotator)
     client.put(f"/api/annotations/{pk}/draft/", {"version": 1, "verdict": "unusable"}, format="json")
     assert client.post(f"/api/annotations/{pk}/submit/", {"version": 2}, format="json").json()["errors"] == {
-        "unusable_reason": "Say why the trace is unusable."}
+        "unusable_reason": "Say why the trace is unusable."
+    }
     assert client.post(f"/api/annotations/{pk}/skip/").status_code == 200
     assert Lease.objects.get(pk=claim["lease"]["id"]).release_reason == "skipped"
     assert take(api_client, annotator, project).json()["trace_id"] == traces[1].pk
@@ -187,7 +227,9 @@ def test_other_project_annotator_reaches_nothing(project, traces, annotator, mak
     browser.login(username="outsider", password=TEST_PASSWORD)
     assert browser.get(f"/annotations/{pk}/").status_code == 404
     # an engineer of the same project does not annotate
-    assert api_client(make_user("eng2", Role.ENGINEER)).post(f"/api/projects/{project.pk}/next-trace/").status_code == 403
+    assert (
+        api_client(make_user("eng2", Role.ENGINEER)).post(f"/api/projects/{project.pk}/next-trace/").status_code == 403
+    )
 
 
 def test_csrf_is_enforced_on_writes(project, traces, annotator):
@@ -261,16 +303,31 @@ def test_concurrent_claimers_never_share_a_trace(tmp_path):
 def test_seed_demo_creates_accepted_annotations_idempotently(project, traces, make_user):
     make_user("annotator", Role.ANNOTATOR)
     make_user("lead", Role.LEAD)
-    data = {"verdict": "error", "tau": 1, "error_category": "wrong element / grounding", "note": "demo",
-            "corrected_thought": "Click the right one.", "corrected_action": "click(start_box='<|box_start|>(10,20)<|box_end|>')",
-            "reflection_thought": "I clicked the wrong one; going back.", "reflection_action": "hotkey(key='alt left')"}
+    data = {
+        "verdict": "error",
+        "tau": 1,
+        "error_category": "wrong element / grounding",
+        "note": "demo",
+        "corrected_thought": "Click the right one.",
+        "corrected_action": "click(start_box='<|box_start|>(10,20)<|box_end|>')",
+        "reflection_thought": "I clicked the wrong one; going back.",
+        "reflection_action": "hotkey(key='alt left')",
+    }
     assert services.annotation_seed_demo(project=project, external_id=traces[0].external_id, annotation=data) == 1
     assert services.annotation_seed_demo(project=project, external_id=traces[0].external_id, annotation=data) == 0
     annotation = Annotation.objects.get(trace=traces[0])
     assert annotation.status == AnnotationStatus.ACCEPTED and annotation.reviewed_by.username == "lead"
     assert annotation.corrected_action == data["corrected_action"]
-    assert list(annotation.audit_events.values_list("to_status", flat=True).filter(kind="transition")) == ["submitted", "accepted"]
-    assert services.annotation_seed_demo(project=project, external_id=traces[1].external_id, annotation={"verdict": "no_error"}) == 1
+    assert list(annotation.audit_events.values_list("to_status", flat=True).filter(kind="transition")) == [
+        "submitted",
+        "accepted",
+    ]
+    assert (
+        services.annotation_seed_demo(
+            project=project, external_id=traces[1].external_id, annotation={"verdict": "no_error"}
+        )
+        == 1
+    )
 
 
 def test_most_doubtful_first_hands_out_the_most_suspicious_trace(project, annotator, tmp_path, api_client):
@@ -283,9 +340,17 @@ def test_most_doubtful_first_hands_out_the_most_suspicious_trace(project, annota
     looping = ["wait()", "wait()", "wait()", "wait()"]
     native_trace_folder(tmp_path / "a", external_id="calm", steps=2, actions=calm)
     native_trace_folder(tmp_path / "b", external_id="looping", steps=4, actions=looping)
-    import_job_run(job_id=import_job_create(project=project, user=None, upload_name=str(tmp_path), server_path=True,
-                                            enqueue=False).pk)
-    assert prescore_job_run(job_id=prescore_job_create(project=project, user=None, scorer="rules", enqueue=False).pk).status == "succeeded"
+    import_job_run(
+        job_id=import_job_create(
+            project=project, user=None, upload_name=str(tmp_path), server_path=True, enqueue=False
+        ).pk
+    )
+    assert (
+        prescore_job_run(
+            job_id=prescore_job_create(project=project, user=None, scorer="rules", enqueue=False).pk
+        ).status
+        == "succeeded"
+    )
     client = api_client(annotator)
     client.enforce_csrf_checks = False
     assert client.post(f"/api/projects/{project.pk}/next-trace/", {"order": "bogus"}, format="json").status_code == 400
@@ -294,3 +359,31 @@ def test_most_doubtful_first_hands_out_the_most_suspicious_trace(project, annota
     from traces.models import Trace
 
     assert Trace.objects.get(pk=taken.json()["trace_id"]).external_id == "looping"
+
+
+def test_holder_closes_own_lease_others_cannot(project, traces, annotator, make_user, lead, api_client):
+    """The workspace's beacon on page hide: the holder frees the trace; another annotator cannot touch the lease;
+    closing a closed lease changes nothing."""
+    other = make_user("other")
+    membership_add(project=project, user=other)
+    claim = take(api_client, annotator, project).json()
+    lease_id = claim["lease"]["id"]
+    assert api_client(other).post(f"/api/leases/{lease_id}/release/").status_code == 404
+    closed = api_client(annotator).post(f"/api/leases/{lease_id}/release/")
+    assert closed.status_code == 200 and closed.json()["release_reason"] == "closed"
+    again = api_client(lead).post(f"/api/leases/{lease_id}/release/")
+    assert again.status_code == 200 and again.json()["release_reason"] == "closed"
+    assert Lease.objects.get(pk=lease_id).released_by_id == annotator.pk
+
+
+def test_a_reloaded_pages_farewell_does_not_close_its_successors_lease(project, traces, annotator, api_client):
+    """Reload = the old page's pagehide beacon + the new page's load, in either order at the server."""
+    claim = take(api_client, annotator, project).json()
+    annotation = Annotation.objects.get(pk=claim["annotation"]["id"])
+    first = services.lease_take_for_annotation(annotation=annotation, user=annotator, page="old-page")
+    second = services.lease_take_for_annotation(annotation=annotation, user=annotator, page="new-page")
+    assert first.pk == second.pk
+    farewell = api_client(annotator).post(f"/api/leases/{first.pk}/release/", {"page": "old-page"})
+    assert farewell.status_code == 200 and farewell.json()["released_at"] is None
+    closed = api_client(annotator).post(f"/api/leases/{first.pk}/release/", {"page": "new-page"})
+    assert closed.json()["release_reason"] == "closed"

@@ -13,8 +13,9 @@ from tests.factories import native_trace_folder
 pytestmark = [pytest.mark.browser, pytest.mark.worker]
 
 
-def test_lead_uploads_a_zip_and_watches_the_import_finish(browser, live_server, celery_worker, project, lead,
-                                                          tmp_path, artifacts_dir):
+def test_lead_uploads_a_zip_and_watches_the_import_finish(
+    browser, live_server, celery_worker, project, lead, tmp_path, artifacts_dir
+):
     for n in range(3):
         native_trace_folder(tmp_path / "src" / f"t{n}", external_id=f"upload-{n}", steps=2, size=(1280, 800))
     archive = tmp_path / "traces.zip"

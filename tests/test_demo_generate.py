@@ -1,4 +1,4 @@
-"""The studio's own demo data: Pillow-rendered screens and scripted UI-TARS traces (traces.demo).
+"""The studio's own demo data: Pillow-rendered screens and scripted UI-TARS traces (demo/).
 
 Pure Python + Pillow; runs without Django:
     .venv/bin/python -m pytest -q tests/test_demo_generate.py -p no:django
@@ -15,15 +15,15 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from traces.demo.generate import DemoTrace, preview_screens, write_demo_traces
-from traces.vocabulary import ERROR_CATEGORIES
-from traces.demo.scripts import (
+from demo.generate import DemoTrace, preview_screens, write_demo_traces
+from demo.scripts import (
     Act,
     action_points,
     build_scripts,
     format_action,
     from_rel,
 )
+from traces.vocabulary import ERROR_CATEGORIES
 
 SEED = 7
 SIZES = {"desktop": {(1920, 1080)}, "web": {(1280, 800), (1920, 1080)}, "mobile": {(1080, 2400)}}
@@ -157,8 +157,16 @@ def test_annotations(generated):
     for t in errors:
         a, data = t.annotation, _load(t)
         n = len(data["steps"])
-        assert set(a) == {"verdict", "tau", "error_category", "note", "corrected_thought", "corrected_action",
-                          "reflection_thought", "reflection_action"}
+        assert set(a) == {
+            "verdict",
+            "tau",
+            "error_category",
+            "note",
+            "corrected_thought",
+            "corrected_action",
+            "reflection_thought",
+            "reflection_action",
+        }
         assert 1 <= a["tau"] <= n
         assert a["error_category"] in ERROR_CATEGORIES
         for key in ("note", "corrected_thought", "reflection_thought"):
@@ -185,7 +193,9 @@ def test_every_screen_kind_renders_with_sane_widgets():
 
 
 def test_demo_package_does_not_import_django():
-    code = ("import sys, traces.demo.generate, traces.demo.scripts, traces.demo.screens; "
-            "bad = [m for m in sys.modules if m == 'django' or m.startswith('django.')]; "
-            "assert not bad, bad")
+    code = (
+        "import sys, demo.generate, demo.scripts, demo.screens; "
+        "bad = [m for m in sys.modules if m == 'django' or m.startswith('django.')]; "
+        "assert not bad, bad"
+    )
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)

@@ -5,13 +5,12 @@ import json
 import zipfile
 
 import pytest
-
-from studio.security import api_token_issue
 from rest_framework.test import APIClient
 
 from annotation.models import Verdict
 from exports import services
 from exports.models import ExportJob
+from studio.security import api_token_issue
 from tests.test_export_fixtures import REPLIES, accepted_annotation, make_trace
 
 
@@ -20,9 +19,15 @@ def annotated(project, annotator, lead):
     for n in range(6):
         trace = make_trace(project, replies=REPLIES, external_id=f"t{n}", image_seed=n % 3 + 1)
         accepted_annotation(
-            trace, annotator=annotator, reviewer=lead, verdict=Verdict.ERROR, tau=2 + n % 2,
-            corrected_thought=f"Fix {n}.", corrected_action=f"click(start_box='({100 + n},200)')",
-            reflection_thought="Recover.", reflection_action="hotkey(key='alt left')",
+            trace,
+            annotator=annotator,
+            reviewer=lead,
+            verdict=Verdict.ERROR,
+            tau=2 + n % 2,
+            corrected_thought=f"Fix {n}.",
+            corrected_action=f"click(start_box='({100 + n},200)')",
+            reflection_thought="Recover.",
+            reflection_action="hotkey(key='alt left')",
         )
     return project
 
@@ -46,13 +51,18 @@ def test_trl_bundle_is_complete_and_byte_identical(annotated, tmp_path):
         assert len(manifest["sources"]) == 6 and all(s["version"] == 3 for s in manifest["sources"])
         assert set(manifest["files"]) == set(names) - {"manifest.json"}
         import hashlib
+
         for name, meta in manifest["files"].items():
             assert hashlib.sha256(bundle.read(name)).hexdigest() == meta["sha256"], name
         images = [n for n in names if n.startswith("images/")]
-        assert len(images) == len(set(images)) == 3 * 4  # three image seeds × o_1..o_4 (the final screen is never needed here)
+        assert (
+            len(images) == len(set(images)) == 3 * 4
+        )  # three image seeds × o_1..o_4 (the final screen is never needed here)
         for info in bundle.infolist():
             assert info.date_time == (1980, 1, 1, 0, 0, 0)
-            assert info.compress_type == (zipfile.ZIP_STORED if info.filename.startswith("images/") else zipfile.ZIP_DEFLATED)
+            assert info.compress_type == (
+                zipfile.ZIP_STORED if info.filename.startswith("images/") else zipfile.ZIP_DEFLATED
+            )
         assert "TRL" in bundle.read("README.md").decode()
         splits = {}
         for name in names:
@@ -99,8 +109,12 @@ def test_parquet_loads_with_datasets(annotated, tmp_path):
     with zipfile.ZipFile(tmp_path / "pq.zip") as bundle:
         bundle.extractall(tmp_path / "pq")
         assert not [n for n in bundle.namelist() if n.startswith("images/")]
-    dpo = datasets.load_dataset("parquet", data_files=str(tmp_path / "pq" / "dpo_train.parquet"), split="train",
-                                cache_dir=str(tmp_path / "cache"))
+    dpo = datasets.load_dataset(
+        "parquet",
+        data_files=str(tmp_path / "pq" / "dpo_train.parquet"),
+        split="train",
+        cache_dir=str(tmp_path / "cache"),
+    )
     assert len(dpo) == 6
     row = dpo[0]
     assert row["images"][0].size == (56, 42)
@@ -112,7 +126,9 @@ def test_parquet_loads_with_datasets(annotated, tmp_path):
 def test_api_roles_token_range_and_bad_input(annotated, annotator, engineer, api_client, tmp_path):
     assert api_client(annotator).get(f"/api/projects/{annotated.pk}/exports/").status_code == 403
     client = api_client(engineer)
-    bad = client.post(f"/api/projects/{annotated.pk}/exports/", {"format": "trl", "options": {"nope": 1}}, format="json")
+    bad = client.post(
+        f"/api/projects/{annotated.pk}/exports/", {"format": "trl", "options": {"nope": 1}}, format="json"
+    )
     assert bad.status_code == 400 and "nope" in json.dumps(bad.json())
     bad = client.post(f"/api/projects/{annotated.pk}/exports/", {"format": "csv"}, format="json")
     assert bad.status_code == 400 and "format" in bad.json()
@@ -133,6 +149,7 @@ def test_api_roles_token_range_and_bad_input(annotated, annotator, engineer, api
     assert whole.status_code == 200 and whole["Accept-Ranges"] == "bytes"
     body = b"".join(whole.streaming_content)
     import hashlib
+
     assert hashlib.sha256(body).hexdigest() == job.bundle_sha256 and len(body) == job.bundle_size
     part = curl.get(f"/api/exports/{job_id}/bundle", HTTP_RANGE="bytes=10-109")
     assert part.status_code == 206 and part["Content-Range"] == f"bytes 10-109/{len(body)}"
@@ -160,7 +177,9 @@ def test_cancel_before_start_and_pages(annotated, engineer, annotator, client):
     client.force_login(engineer)
     page = client.get("/exports/")
     assert page.status_code == 200 and b"Start export" in page.content
-    response = client.post("/exports/", {"project": annotated.pk, "format": "llamafactory", "validation_fraction": "0.2"})
+    response = client.post(
+        "/exports/", {"project": annotated.pk, "format": "llamafactory", "validation_fraction": "0.2"}
+    )
     assert response.status_code == 302
     new = ExportJob.objects.latest("id")
     assert new.format == "llamafactory" and new.options["validation_fraction"] == 0.2

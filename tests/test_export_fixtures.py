@@ -20,15 +20,27 @@ def png(seed: int, size=(56, 42)) -> bytes:
     return out.getvalue()
 
 
-def make_trace(project, *, replies: list[str], external_id: str, instruction: str = "Open the display settings",
-               final: bool = True, image_seed: int = 1):
+def _constant(data: bytes):
+    return lambda: data
+
+
+def make_trace(
+    project,
+    *,
+    replies: list[str],
+    external_id: str,
+    instruction: str = "Open the display settings",
+    final: bool = True,
+    image_seed: int = 1,
+):
     steps = [
-        ImportedStep(screenshot=ImageRef(f"s{i}.png", (lambda b=png(image_seed * 100 + i): b)), raw_response=reply)
+        ImportedStep(screenshot=ImageRef(f"s{i}.png", _constant(png(image_seed * 100 + i))), raw_response=reply)
         for i, reply in enumerate(replies, start=1)
     ]
-    final_ref = ImageRef("final.png", lambda: png(image_seed * 100 + 99)) if final else None
-    imported = ImportedTrace(external_id=external_id, instruction=instruction, source="native", steps=steps,
-                             final_screenshot=final_ref)
+    final_ref = ImageRef("final.png", _constant(png(image_seed * 100 + 99))) if final else None
+    imported = ImportedTrace(
+        external_id=external_id, instruction=instruction, source="native", steps=steps, final_screenshot=final_ref
+    )
     return trace_import_one(project=project, imported=imported).trace
 
 

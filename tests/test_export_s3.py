@@ -34,11 +34,24 @@ def s3(settings):
     client.create_bucket(Bucket=BUCKET)
     settings.STUDIO_STORAGE = "s3"
     settings.AWS_QUERYSTRING_EXPIRE = 600
-    settings.STORAGES = {**settings.STORAGES, "default": {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": {
-        "bucket_name": BUCKET, "endpoint_url": endpoint, "access_key": "test", "secret_key": "test",
-        "region_name": "us-east-1", "addressing_style": "path", "file_overwrite": False, "default_acl": None,
-        "querystring_expire": 600, "signature_version": "s3v4",
-    }}}
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {
+            "BACKEND": "storages.backends.s3.S3Storage",
+            "OPTIONS": {
+                "bucket_name": BUCKET,
+                "endpoint_url": endpoint,
+                "access_key": "test",
+                "secret_key": "test",
+                "region_name": "us-east-1",
+                "addressing_style": "path",
+                "file_overwrite": False,
+                "default_acl": None,
+                "querystring_expire": 600,
+                "signature_version": "s3v4",
+            },
+        },
+    }
     yield client
     server.stop()
 
@@ -46,8 +59,15 @@ def s3(settings):
 @pytest.mark.django_db
 def test_bundle_stored_on_s3_and_downloaded_by_presigned_url(s3, project, annotator, lead, engineer, api_client):
     trace = make_trace(project, replies=REPLIES, external_id="s3")
-    accepted_annotation(trace, annotator=annotator, reviewer=lead, verdict=Verdict.ERROR, tau=2,
-                        corrected_thought="Fix.", corrected_action="click(start_box='(1,2)')")
+    accepted_annotation(
+        trace,
+        annotator=annotator,
+        reviewer=lead,
+        verdict=Verdict.ERROR,
+        tau=2,
+        corrected_thought="Fix.",
+        corrected_action="click(start_box='(1,2)')",
+    )
     keys = {o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET).get("Contents", [])}
     assert any(k.startswith("screenshots/") for k in keys)  # the trace's images live on S3 too
 

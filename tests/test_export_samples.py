@@ -23,9 +23,15 @@ def test_error_at_tau_gives_correction_post_reflection_and_dpo(project, annotato
     steps = list(trace_steps(trace))
     o = [s.screenshot.sha256 for s in steps]
     accepted_annotation(
-        trace, annotator=annotator, reviewer=lead, verdict=Verdict.ERROR, tau=3,
-        corrected_thought="Open Display, not Sound.", corrected_action="click(start_box='(420,260)')",
-        reflection_thought="I opened the wrong panel; go back.", reflection_action="hotkey(key='alt left')",
+        trace,
+        annotator=annotator,
+        reviewer=lead,
+        verdict=Verdict.ERROR,
+        tau=3,
+        corrected_thought="Open Display, not Sound.",
+        corrected_action="click(start_box='(420,260)')",
+        reflection_thought="I opened the wrong panel; go back.",
+        reflection_action="hotkey(key='alt left')",
     )
     samples = list(iter_samples(project, ExportOptions(include_valid_prefix=True, validation_fraction=0), BuildStats()))
     assert not [s for s in samples if isinstance(s, Skip)]
@@ -61,7 +67,11 @@ def test_error_at_tau_gives_correction_post_reflection_and_dpo(project, annotato
     # post-reflection: history through the wrong step τ (untrained), then o_{τ+1}
     pr = by_kind["post_reflection"][0]
     assert [(m.role, m.text, m.image_count) for m in pr.prompt.messages][2:] == [
-        ("assistant", h1, 0), ("assistant", h2, 0), ("user", "", 1), ("assistant", h3, 0), ("user", "", 1),
+        ("assistant", h1, 0),
+        ("assistant", h2, 0),
+        ("user", "", 1),
+        ("assistant", h3, 0),
+        ("user", "", 1),
     ]
     assert shas(pr.prompt) == [o[2], o[3]]
     assert pr.completion == "Thought: I opened the wrong panel; go back.\nAction: hotkey(key='alt left')"
@@ -76,11 +86,27 @@ def test_error_at_tau_gives_correction_post_reflection_and_dpo(project, annotato
 def test_post_reflection_on_last_step_uses_final_screenshot_and_adjudicated_wins(project, annotator, lead, make_user):
     trace = make_trace(project, replies=REPLIES[:2], external_id="last")
     other = make_user("ann2")
-    accepted_annotation(trace, annotator=annotator, reviewer=lead, verdict=Verdict.ERROR, tau=1,
-                        corrected_thought="a", corrected_action="wait()")
-    accepted_annotation(trace, annotator=other, reviewer=lead, verdict=Verdict.ERROR, tau=2, is_adjudicated=True,
-                        corrected_thought="Type the right thing.", corrected_action="type(content='display settings\\n')",
-                        reflection_thought="Undo.", reflection_action="hotkey(key='ctrl z')")
+    accepted_annotation(
+        trace,
+        annotator=annotator,
+        reviewer=lead,
+        verdict=Verdict.ERROR,
+        tau=1,
+        corrected_thought="a",
+        corrected_action="wait()",
+    )
+    accepted_annotation(
+        trace,
+        annotator=other,
+        reviewer=lead,
+        verdict=Verdict.ERROR,
+        tau=2,
+        is_adjudicated=True,
+        corrected_thought="Type the right thing.",
+        corrected_action="type(content='display settings\\n')",
+        reflection_thought="Undo.",
+        reflection_action="hotkey(key='ctrl z')",
+    )
     samples = [s for s in iter_samples(project, ExportOptions(), BuildStats()) if not isinstance(s, Skip)]
     assert [s.kind for s in samples] == ["error_correction", "dpo", "post_reflection"]
     assert samples[2].prompt.images[-1].sha256 == trace.final_screenshot.sha256
@@ -95,9 +121,17 @@ def test_error_free_option_and_missing_final_is_skipped_with_reason(project, ann
     assert [s.kind for s in free] == ["error_free", "error_free"]
 
     nofinal = make_trace(project, replies=REPLIES[:1], external_id="nofinal", final=False, image_seed=2)
-    accepted_annotation(nofinal, annotator=annotator, reviewer=lead, verdict=Verdict.ERROR, tau=1,
-                        corrected_thought="x", corrected_action="wait()", reflection_thought="y",
-                        reflection_action="wait()")
+    accepted_annotation(
+        nofinal,
+        annotator=annotator,
+        reviewer=lead,
+        verdict=Verdict.ERROR,
+        tau=1,
+        corrected_thought="x",
+        corrected_action="wait()",
+        reflection_thought="y",
+        reflection_action="wait()",
+    )
     items = list(iter_samples(project, ExportOptions(), BuildStats()))
     skips = [s for s in items if isinstance(s, Skip)]
     assert [s.kind for s in skips] == ["post_reflection"] and "no observation o_2" in skips[0].reason

@@ -8,6 +8,7 @@ from exports.builders import BuildStats, ExportOptions, Skip, iter_samples
 from exports.writers import llamafactory_record, trl_record
 from tests.test_export_fixtures import accepted_annotation
 from traces import prompting
+from traces.importers import screenagent
 from traces.models import CoordinateConvention
 from traces.selectors import trace_steps
 from traces.services import trace_import_one
@@ -15,7 +16,6 @@ from traces.services import trace_import_one
 
 @pytest.mark.django_db
 def test_screenagent_session_to_dpo_pair(realtraces, project, annotator, lead):
-    screenagent = pytest.importorskip("traces.importers.screenagent")
     project.coordinate_convention = CoordinateConvention.SCREEN_PIXELS
     project.box_tokens = False
     project.save()
@@ -25,8 +25,11 @@ def test_screenagent_session_to_dpo_pair(realtraces, project, annotator, lead):
             continue
         trace = trace_import_one(project=project, imported=item).trace
         steps = list(trace_steps(trace))
-        edited = [s for s in steps if s.human_edited_response and s.context.get("human_action_text")
-                  and not s.parse_error and s.screenshot_id]
+        edited = [
+            s
+            for s in steps
+            if s.human_edited_response and s.context.get("human_action_text") and not s.parse_error and s.screenshot_id
+        ]
         if edited:
             break
     else:
@@ -34,10 +37,19 @@ def test_screenagent_session_to_dpo_pair(realtraces, project, annotator, lead):
     step = edited[0]
     human_action = step.context["human_action_text"]
     human_thought = screenagent.prose_of(step.human_edited_response)
-    accepted_annotation(trace, annotator=annotator, reviewer=lead, verdict=Verdict.ERROR, tau=step.index,
-                        corrected_thought=human_thought, corrected_action=human_action)
+    accepted_annotation(
+        trace,
+        annotator=annotator,
+        reviewer=lead,
+        verdict=Verdict.ERROR,
+        tau=step.index,
+        corrected_thought=human_thought,
+        corrected_action=human_action,
+    )
 
-    samples = [s for s in iter_samples(project, ExportOptions(validation_fraction=0), BuildStats()) if not isinstance(s, Skip)]
+    samples = [
+        s for s in iter_samples(project, ExportOptions(validation_fraction=0), BuildStats()) if not isinstance(s, Skip)
+    ]
     dpo = next(s for s in samples if s.kind == "dpo")
     expected_chosen = prompting.render_target(human_thought, human_action, project=project)
     assert dpo.chosen == expected_chosen

@@ -1,7 +1,6 @@
 """A real worker runs an export; a worker killed with SIGKILL mid-export: the job finishes on retry and
 the bundle equals an undisturbed run's, byte for byte."""
 
-
 import pytest
 
 from annotation.models import Verdict
@@ -15,22 +14,31 @@ pytestmark = pytest.mark.worker
 
 @pytest.fixture
 def slow_export_env(monkeypatch):
-    # The worker pauses per batch of annotations (so it can be killed mid-export) and, on the filesystem
-    # broker, queues a stale running export again when it starts; Redis redelivers the unacked task itself.
+    # The worker pauses per batch of annotations (so it can be killed mid-export); the replacement worker's
+    # watchdog sends the stale running export again (Redis may also redeliver it: the later run does nothing).
     monkeypatch.setenv("STUDIO_EXPORT_THROTTLE_S", "3")
     monkeypatch.setenv("STUDIO_JOB_STALE_AFTER_S", "1")
+    monkeypatch.setenv("STUDIO_JOB_WATCH_INTERVAL_S", "1")
     monkeypatch.setenv("STUDIO_REDIS_VISIBILITY_TIMEOUT_S", "3")
 
 
 def annotate(project, annotator, lead, n):
     for i in range(n):
         trace = make_trace(project, replies=REPLIES, external_id=f"w{i}", image_seed=i % 4 + 1)
-        accepted_annotation(trace, annotator=annotator, reviewer=lead, verdict=Verdict.ERROR, tau=2,
-                            corrected_thought=f"Fix {i}.", corrected_action=f"click(start_box='({i},5)')")
+        accepted_annotation(
+            trace,
+            annotator=annotator,
+            reviewer=lead,
+            verdict=Verdict.ERROR,
+            tau=2,
+            corrected_thought=f"Fix {i}.",
+            corrected_action=f"click(start_box='({i},5)')",
+        )
 
 
-def test_killed_worker_export_finishes_on_retry_with_same_checksum(transactional_db, project, annotator, lead,
-                                                                     engineer, slow_export_env, monkeypatch):
+def test_killed_worker_export_finishes_on_retry_with_same_checksum(
+    transactional_db, project, annotator, lead, engineer, slow_export_env, monkeypatch
+):
     annotate(project, annotator, lead, 12)
     purge_broker()
     worker = WorkerProcess().start()

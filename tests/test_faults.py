@@ -20,18 +20,6 @@ from tests.conftest import WorkerProcess, purge_broker, wait_for
 from tests.factories import native_trace_folder
 
 
-
-@pytest.fixture
-def role_groups(transactional_db):
-    # A transactional test flushes the tables afterwards, the role groups of the data migration included.
-    from django.contrib.auth.models import Group
-
-    from studio.permissions import GROUP_ROLES
-
-    for role in GROUP_ROLES:
-        Group.objects.get_or_create(name=role.value)
-
-
 def claim(client: Client, project) -> dict:
     response = client.post(f"/api/projects/{project.pk}/next-trace/")
     assert response.status_code == 200, response.content
@@ -39,13 +27,19 @@ def claim(client: Client, project) -> dict:
 
 
 def save(client: Client, annotation_id: int, version: int, note: str):
-    return client.put(f"/api/annotations/{annotation_id}/draft/", data={"version": version, "note": note},
-                      content_type="application/json")
+    return client.put(
+        f"/api/annotations/{annotation_id}/draft/",
+        data={"version": version, "note": note},
+        content_type="application/json",
+    )
 
 
 # --- the database connection dropped mid-request -------------------------------------------------
 
-def test_dropped_database_connection_is_a_retryable_503_and_the_draft_is_kept(role_groups, project, annotator, tmp_path):
+
+def test_dropped_database_connection_is_a_retryable_503_and_the_draft_is_kept(
+    role_groups, project, annotator, tmp_path
+):
     from annotation.models import Annotation
     from tests.test_annotation_fixtures import make_traces
 
@@ -89,8 +83,13 @@ def test_terminated_postgres_backend_is_a_retryable_503(role_groups, project, an
     version = save(client, annotation_id, 1, "before").json()["version"]
     db = connection.settings_dict
     pid = connection.cursor().connection.info.backend_pid
-    with psycopg.connect(host=db.get("HOST") or "127.0.0.1", port=db.get("PORT") or 5432, user=db.get("USER") or "postgres",
-                         dbname="postgres", autocommit=True) as admin:
+    with psycopg.connect(
+        host=db.get("HOST") or "127.0.0.1",
+        port=db.get("PORT") or 5432,
+        user=db.get("USER") or "postgres",
+        dbname="postgres",
+        autocommit=True,
+    ) as admin:
         admin.execute("SELECT pg_terminate_backend(%s)", [pid])
     time.sleep(0.2)
     try:
@@ -106,6 +105,7 @@ def test_terminated_postgres_backend_is_a_retryable_503(role_groups, project, an
 
 # --- Redis restarted while annotators save --------------------------------------------------------
 
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -120,12 +120,33 @@ class PrivateRedis:
         self.workdir = workdir
         self.proc: subprocess.Popen | None = None
 
-    def start(self) -> "PrivateRedis":
+    def start(self) -> PrivateRedis:
         self.proc = subprocess.Popen(
-            ["redis-server", "--bind", "127.0.0.1", "--port", str(self.port), "--save", "", "--appendonly", "no",
-             "--dir", str(self.workdir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_for(lambda: subprocess.run(["redis-cli", "-p", str(self.port), "ping"], capture_output=True).stdout.strip() == b"PONG",
-                 10, 0.1, "private redis")
+            [
+                "redis-server",
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.workdir),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_for(
+            lambda: (
+                subprocess.run(["redis-cli", "-p", str(self.port), "ping"], capture_output=True).stdout.strip()
+                == b"PONG"
+            ),
+            10,
+            0.1,
+            "private redis",
+        )
         return self
 
     def kill(self) -> None:
@@ -145,8 +166,12 @@ def test_saves_succeed_while_redis_restarts(role_groups, project, annotator, mak
     from traces.services import membership_add
 
     redis = PrivateRedis(tmp_path).start()
-    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
-                                           "CONFIG": {"hosts": [f"redis://127.0.0.1:{redis.port}/0"]}}}
+    settings.CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [f"redis://127.0.0.1:{redis.port}/0"]},
+        }
+    }
     channel_layers.backends.clear()
     try:
         make_traces(project, tmp_path / "t", count=3, steps=2)
@@ -188,6 +213,7 @@ def test_saves_succeed_while_redis_restarts(role_groups, project, annotator, mak
 
 # --- a worker SIGKILLed mid-import and mid-pre-scoring --------------------------------------------
 
+
 def _archive(tmp_path: Path, count: int, steps: int) -> io.BytesIO:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as zf:
@@ -202,15 +228,17 @@ def _archive(tmp_path: Path, count: int, steps: int) -> io.BytesIO:
 
 @pytest.fixture
 def redelivery_env(monkeypatch):
-    # Redis redelivers the unacked task after its visibility timeout; the embedded filesystem broker
-    # cannot, so a starting worker sends again the running jobs that stopped beating (jobs_recover).
+    # The replacement worker's watchdog finds the job's heartbeat stale and sends it again (any broker); Redis
+    # may also redeliver the unacked message, which then finds the job taken over and does nothing.
     monkeypatch.setenv("STUDIO_REDIS_VISIBILITY_TIMEOUT_S", "3")
     monkeypatch.setenv("STUDIO_JOB_STALE_AFTER_S", "1")
+    monkeypatch.setenv("STUDIO_JOB_WATCH_INTERVAL_S", "1")
 
 
 @pytest.mark.worker
 def test_worker_killed_mid_import_finishes_after_restart_without_duplicates(
-        role_groups, project, lead, tmp_path, redelivery_env):
+    role_groups, project, lead, tmp_path, redelivery_env
+):
     from traces.models import ImportJob, Step, Trace
 
     count, steps = 40, 4
@@ -245,7 +273,8 @@ def test_worker_killed_mid_import_finishes_after_restart_without_duplicates(
 
 @pytest.mark.worker
 def test_worker_killed_mid_prescoring_finishes_after_restart_without_duplicates(
-        role_groups, project, lead, tmp_path, redelivery_env):
+    role_groups, project, lead, tmp_path, redelivery_env
+):
     from tests.test_annotation_fixtures import make_traces
     from traces.models import PrescoreJob, StepSuggestion, TraceSuggestion
     from traces.prescoring.services import prescore_job_create
@@ -262,7 +291,9 @@ def test_worker_killed_mid_prescoring_finishes_after_restart_without_duplicates(
         worker.kill()
     replacement = WorkerProcess().start()
     try:
-        job = wait_for(lambda: (j := PrescoreJob.objects.get(pk=job.pk)).is_finished and j, 180, message="scoring retried")
+        job = wait_for(
+            lambda: (j := PrescoreJob.objects.get(pk=job.pk)).is_finished and j, 180, message="scoring retried"
+        )
     finally:
         replacement.stop()
     assert job.status == "succeeded", job.message

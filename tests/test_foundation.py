@@ -23,7 +23,9 @@ def run_manage(*args, env_extra=None, check=False):
     dropped = ("DATABASE_URL", "REDIS_URL", "DJANGO_ALLOW_ASYNC_UNSAFE")
     env = {k: v for k, v in os.environ.items() if not k.startswith("STUDIO_") and k not in dropped}
     env.update(env_extra or {})
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=REPO, env=env, capture_output=True, text=True, check=check)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=REPO, env=env, capture_output=True, text=True, check=check
+    )
 
 
 PRODUCTION_ENV = {
@@ -34,14 +36,21 @@ PRODUCTION_ENV = {
 
 
 class TestSettings:
-    def test_production_check_deploy_is_clean(self, tmp_path):
-        result = run_manage("check", "--deploy", "--fail-level", "WARNING",
-                            env_extra={**PRODUCTION_ENV, "STUDIO_DATA_DIR": str(tmp_path)})
+    def test_production_check_deploy_is_clean(self, tmp_path, collected_static):
+        result = run_manage(
+            "check",
+            "--deploy",
+            "--fail-level",
+            "WARNING",
+            env_extra={**PRODUCTION_ENV, "STUDIO_DATA_DIR": str(tmp_path), "STUDIO_STATIC_ROOT": str(collected_static)},
+        )
         assert result.returncode == 0, result.stdout + result.stderr
 
     def test_production_refuses_demo_password(self, tmp_path):
-        result = run_manage("check", env_extra={**PRODUCTION_ENV, "STUDIO_DATA_DIR": str(tmp_path),
-                                                "STUDIO_DEMO_PASSWORD": "demo-pass-1234"})
+        result = run_manage(
+            "check",
+            env_extra={**PRODUCTION_ENV, "STUDIO_DATA_DIR": str(tmp_path), "STUDIO_DEMO_PASSWORD": "demo-pass-1234"},
+        )
         assert result.returncode != 0
         assert "demo passwords exist only in demo mode" in result.stderr
 
@@ -67,11 +76,21 @@ def test_docker_compose_file_is_valid():
     if not shutil.which("docker-compose"):
         pytest.skip("docker-compose (Debian package) is not installed; .ci/run installs it")
     env = {**os.environ, "STUDIO_SECRET_KEY": "x" * 60}
-    result = subprocess.run(["docker-compose", "-f", str(REPO / "docker-compose.yml"), "config", "-q"],
-                            cwd=REPO, env=env, capture_output=True, text=True)
+    result = subprocess.run(
+        ["docker-compose", "-f", str(REPO / "docker-compose.yml"), "config", "-q"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr
-    config = subprocess.run(["docker-compose", "-f", str(REPO / "docker-compose.yml"), "config"],
-                            cwd=REPO, env=env, capture_output=True, text=True).stdout
+    config = subprocess.run(
+        ["docker-compose", "-f", str(REPO / "docker-compose.yml"), "config"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+    ).stdout
     for service in ("web:", "worker:", "gpu-worker:", "postgres:", "redis:", "minio:"):
         assert service in config
     assert "-Q\n      - gpu" in config or "- gpu" in config
@@ -121,7 +140,9 @@ class TestPagesAndApi:
         from traces.services import import_job_create, import_job_run
 
         for n in range(30):
-            native_trace_folder(tmp_path / f"t{n}", external_id=f"trace-{n}", instruction=f"Open settings number {n}", steps=2)
+            native_trace_folder(
+                tmp_path / f"t{n}", external_id=f"trace-{n}", instruction=f"Open settings number {n}", steps=2
+            )
         job = import_job_create(project=project, user=None, upload_name=str(tmp_path), server_path=True, enqueue=False)
         job = import_job_run(job_id=job.pk)
         assert job.status == "succeeded", job.message
@@ -155,10 +176,18 @@ class TestPagesAndApi:
         from tests.factories import native_trace_folder
         from traces.services import import_job_create, import_job_run
 
-        native_trace_folder(tmp_path / "x", external_id="xss", instruction="<script>alert('i')</script>", steps=1,
-                            thought="<img src=x onerror=alert(1)>")
-        import_job_run(job_id=import_job_create(project=project, user=None, upload_name=str(tmp_path), server_path=True,
-                                                enqueue=False).pk)
+        native_trace_folder(
+            tmp_path / "x",
+            external_id="xss",
+            instruction="<script>alert('i')</script>",
+            steps=1,
+            thought="<img src=x onerror=alert(1)>",
+        )
+        import_job_run(
+            job_id=import_job_create(
+                project=project, user=None, upload_name=str(tmp_path), server_path=True, enqueue=False
+            ).pk
+        )
         client.force_login(annotator)
         trace = project.traces.get(external_id="xss")
         html = client.get(reverse("trace-detail", args=[trace.pk])).content.decode()
@@ -198,15 +227,18 @@ class TestPagesAndApi:
 
 @pytest.mark.django_db(transaction=True)
 def test_seed_demo_builds_a_world_an_engineer_can_export_at_once():
-    from annotation.models import Annotation, AnnotationStatus
     from django.contrib.auth import get_user_model
-    from studio.demo import demo_seed
+
+    from annotation.models import Annotation, AnnotationStatus
+    from demo.seed import demo_seed
     from traces.models import Step, Trace
 
     summary = demo_seed(password="demo-pass-for-tests-1", seed=7)
     users = get_user_model().objects.filter(username__in=["annotator", "lead", "engineer"])
     assert {u.username: sorted(u.groups.values_list("name", flat=True)) for u in users} == {
-        "annotator": ["annotator", "demo"], "lead": ["demo", "lead"], "engineer": ["demo", "engineer"],
+        "annotator": ["annotator", "demo"],
+        "lead": ["demo", "lead"],
+        "engineer": ["demo", "engineer"],
     }
     assert summary["traces"] == Trace.objects.count() >= 6
     sizes = set(Step.objects.values_list("screenshot__width", "screenshot__height"))
@@ -224,9 +256,18 @@ def test_seed_demo_builds_a_world_an_engineer_can_export_at_once():
 
 def test_admin_lists_every_model_for_operators(client, admin_user, project):
     client.force_login(admin_user)
-    for path in ("traces/project", "traces/trace", "traces/step", "traces/screenshot", "traces/importjob",
-                 "traces/prescorejob", "annotation/annotation", "annotation/lease", "annotation/auditevent",
-                 "exports/exportjob"):
+    for path in (
+        "traces/project",
+        "traces/trace",
+        "traces/step",
+        "traces/screenshot",
+        "traces/importjob",
+        "traces/prescorejob",
+        "annotation/annotation",
+        "annotation/lease",
+        "annotation/auditevent",
+        "exports/exportjob",
+    ):
         response = client.get(f"/admin/{path}/")
         assert response.status_code == 200, path
     assert project.name in client.get("/admin/traces/project/").content.decode()

@@ -54,54 +54,359 @@ CLICK = {"type": "click", "args": {"start_box": [500, 500]}, "style": "box"}
 
 CASES = [
     # --- JSON bodies ------------------------------------------------------------------------------
-    Case("malformed JSON", "annotator", "put", "/api/annotations/{annotation}/draft/", b'{"version": 1, "note": ', (400,), ("json",)),
-    Case("invalid UTF-8 in JSON", "annotator", "put", "/api/annotations/{annotation}/draft/", b'{"version": 1, "note": "\xff\xfe"}', (400,), ("utf-8",)),
-    Case("deeply nested JSON body", "annotator", "put", "/api/annotations/{annotation}/draft/", DEEP.encode(), (400,), ("json",)),
-    Case("JSON body is a list", "annotator", "put", "/api/annotations/{annotation}/draft/", b"[1, 2, 3]", (400,), ("invalid data",)),
-    Case("oversized request body", "annotator", "put", "/api/annotations/{annotation}/draft/",
-         json.dumps({"version": 1, "note": "x" * (6 * 1024**2)}).encode(), (400, 413), ("too large", "big")),
+    Case(
+        "malformed JSON",
+        "annotator",
+        "put",
+        "/api/annotations/{annotation}/draft/",
+        b'{"version": 1, "note": ',
+        (400,),
+        ("json",),
+    ),
+    Case(
+        "invalid UTF-8 in JSON",
+        "annotator",
+        "put",
+        "/api/annotations/{annotation}/draft/",
+        b'{"version": 1, "note": "\xff\xfe"}',
+        (400,),
+        ("utf-8",),
+    ),
+    Case(
+        "deeply nested JSON body",
+        "annotator",
+        "put",
+        "/api/annotations/{annotation}/draft/",
+        DEEP.encode(),
+        (400,),
+        ("json",),
+    ),
+    Case(
+        "JSON body is a list",
+        "annotator",
+        "put",
+        "/api/annotations/{annotation}/draft/",
+        b"[1, 2, 3]",
+        (400,),
+        ("invalid data",),
+    ),
+    Case(
+        "oversized request body",
+        "annotator",
+        "put",
+        "/api/annotations/{annotation}/draft/",
+        json.dumps({"version": 1, "note": "x" * (6 * 1024**2)}).encode(),
+        (400, 413),
+        ("too large", "big"),
+    ),
     # --- annotation fields ------------------------------------------------------------------------
-    Case("huge note", "annotator", "put", "/api/annotations/{annotation}/draft/", {"version": "{version}", "note": "x" * 20001}, (400,), ("note", "20000")),
-    Case("NUL byte in a thought", "annotator", "put", "/api/annotations/{annotation}/draft/", {"version": "{version}", "corrected_thought": "a\x00b"}, (400,), ("corrected_thought", "null")),
-    Case("non-numeric version", "annotator", "put", "/api/annotations/{annotation}/draft/", {"version": "latest", "note": "x"}, (400,), ("version",)),
-    Case("stale version", "annotator", "put", "/api/annotations/{annotation}/draft/", {"version": 1, "note": "old base"}, (409,), ("version",)),
-    Case("tau zero", "annotator", "put", "/api/annotations/{annotation}/draft/", {"version": "{version}", "tau": 0}, (400,), ("tau",)),
-    Case("tau past the last step", "annotator", "put", "/api/annotations/{annotation}/draft/", {"version": "{version}", "tau": 999}, (400, 409, 422), ("tau",)),
-    Case("tau not a number", "annotator", "put", "/api/annotations/{annotation}/draft/", {"version": "{version}", "tau": "3; DROP TABLE"}, (400,), ("tau",)),
-    Case("unknown verdict", "annotator", "put", "/api/annotations/{annotation}/draft/", {"version": "{version}", "verdict": "definitely"}, (400,), ("verdict",)),
-    Case("unknown error category", "annotator", "put", "/api/annotations/{annotation}/draft/", {"version": "{version}", "error_category": SCRIPT[:80]}, (400, 422), ("category",)),
-    Case("editor_state not an object", "annotator", "put", "/api/annotations/{annotation}/draft/", {"version": "{version}", "editor_state": "click"}, (400, 422), ("editor_state",)),
-    Case("unknown action type in editor", "annotator", "post", "/api/annotations/{annotation}/check-action/", {"slot": "corrected", "action": {"type": "frobnicate", "args": {}}, "tau": 1}, (200, 400), ("frobnicate",)),
-    Case("non-numeric coordinates in editor", "annotator", "put", "/api/annotations/{annotation}/draft/", {"version": "{version}", "editor_state": {"corrected": {"type": "click", "args": {"start_box": ["a", "b"]}}}}, (400, 422), ("coordinate",)),
-    Case("deep JSON in editor_state", "annotator", "put", "/api/annotations/{annotation}/draft/", {"version": "{version}", "editor_state": {"corrected": {"a": {"b": {"c": {"d": {}}}}}}}, (400, 422), ("action",)),
-    Case("check-action with unknown slot", "annotator", "post", "/api/annotations/{annotation}/check-action/", {"slot": "../../etc", "action": CLICK, "tau": 1}, (400,), ("slot",)),
-    Case("check-action with a string action", "annotator", "post", "/api/annotations/{annotation}/check-action/", {"slot": "corrected", "action": "click(start_box='(1,1)')", "tau": 1}, (400, 422), ("action",)),
+    Case(
+        "huge note",
+        "annotator",
+        "put",
+        "/api/annotations/{annotation}/draft/",
+        {"version": "{version}", "note": "x" * 20001},
+        (400,),
+        ("note", "20000"),
+    ),
+    Case(
+        "NUL byte in a thought",
+        "annotator",
+        "put",
+        "/api/annotations/{annotation}/draft/",
+        {"version": "{version}", "corrected_thought": "a\x00b"},
+        (400,),
+        ("corrected_thought", "null"),
+    ),
+    Case(
+        "non-numeric version",
+        "annotator",
+        "put",
+        "/api/annotations/{annotation}/draft/",
+        {"version": "latest", "note": "x"},
+        (400,),
+        ("version",),
+    ),
+    Case(
+        "stale version",
+        "annotator",
+        "put",
+        "/api/annotations/{annotation}/draft/",
+        {"version": 1, "note": "old base"},
+        (409,),
+        ("version",),
+    ),
+    Case(
+        "tau zero",
+        "annotator",
+        "put",
+        "/api/annotations/{annotation}/draft/",
+        {"version": "{version}", "tau": 0},
+        (400,),
+        ("tau",),
+    ),
+    Case(
+        "tau past the last step",
+        "annotator",
+        "put",
+        "/api/annotations/{annotation}/draft/",
+        {"version": "{version}", "tau": 999},
+        (400, 409, 422),
+        ("tau",),
+    ),
+    Case(
+        "tau not a number",
+        "annotator",
+        "put",
+        "/api/annotations/{annotation}/draft/",
+        {"version": "{version}", "tau": "3; DROP TABLE"},
+        (400,),
+        ("tau",),
+    ),
+    Case(
+        "unknown verdict",
+        "annotator",
+        "put",
+        "/api/annotations/{annotation}/draft/",
+        {"version": "{version}", "verdict": "definitely"},
+        (400,),
+        ("verdict",),
+    ),
+    Case(
+        "unknown error category",
+        "annotator",
+        "put",
+        "/api/annotations/{annotation}/draft/",
+        {"version": "{version}", "error_category": SCRIPT[:80]},
+        (400, 422),
+        ("category",),
+    ),
+    Case(
+        "editor_state not an object",
+        "annotator",
+        "put",
+        "/api/annotations/{annotation}/draft/",
+        {"version": "{version}", "editor_state": "click"},
+        (400, 422),
+        ("editor_state",),
+    ),
+    Case(
+        "unknown action type in editor",
+        "annotator",
+        "post",
+        "/api/annotations/{annotation}/check-action/",
+        {"slot": "corrected", "action": {"type": "frobnicate", "args": {}}, "tau": 1},
+        (200, 400),
+        ("frobnicate",),
+    ),
+    Case(
+        "non-numeric coordinates in editor",
+        "annotator",
+        "put",
+        "/api/annotations/{annotation}/draft/",
+        {"version": "{version}", "editor_state": {"corrected": {"type": "click", "args": {"start_box": ["a", "b"]}}}},
+        (400, 422),
+        ("coordinate",),
+    ),
+    Case(
+        "deep JSON in editor_state",
+        "annotator",
+        "put",
+        "/api/annotations/{annotation}/draft/",
+        {"version": "{version}", "editor_state": {"corrected": {"a": {"b": {"c": {"d": {}}}}}}},
+        (400, 422),
+        ("action",),
+    ),
+    Case(
+        "check-action with unknown slot",
+        "annotator",
+        "post",
+        "/api/annotations/{annotation}/check-action/",
+        {"slot": "../../etc", "action": CLICK, "tau": 1},
+        (400,),
+        ("slot",),
+    ),
+    Case(
+        "check-action with a string action",
+        "annotator",
+        "post",
+        "/api/annotations/{annotation}/check-action/",
+        {"slot": "corrected", "action": "click(start_box='(1,1)')", "tau": 1},
+        (400, 422),
+        ("action",),
+    ),
     # --- action strings (the validator answers valid: false with the reason) ----------------------
-    Case("unknown action", "annotator", "post", "/api/actions/validate/", {"action": "frobnicate(x='1')", "width": 1920, "height": 1080, "project": "{project}"}, (200,), ("frobnicate",)),
-    Case("malformed action", "annotator", "post", "/api/actions/validate/", {"action": "click(start_box='(1,", "width": 1920, "height": 1080, "project": "{project}"}, (200,), ("unbalanced", "malformed")),
-    Case("out-of-bounds click", "annotator", "post", "/api/actions/validate/", {"action": "click(start_box='(5000,5000)')", "width": 1920, "height": 1080, "project": "{project}"}, (200,), ("outside",)),
-    Case("non-numeric coordinates", "annotator", "post", "/api/actions/validate/", {"action": "click(start_box='(left,top)')", "width": 1920, "height": 1080, "project": "{project}"}, (200,), ("malformed coordinates",)),
-    Case("huge action string", "annotator", "post", "/api/actions/validate/", {"action": "type(content='" + "a" * 5000 + "')", "width": 1920, "height": 1080, "project": "{project}"}, (400,), ("action", "4000")),
-    Case("zero screen width", "annotator", "post", "/api/actions/validate/", {"action": "wait()", "width": 0, "height": 1080, "project": "{project}"}, (400,), ("width",)),
-    Case("non-numeric project id", "annotator", "post", "/api/actions/validate/", {"action": "wait()", "width": 10, "height": 10, "project": "1 OR 1=1"}, (400,), ("project",)),
+    Case(
+        "unknown action",
+        "annotator",
+        "post",
+        "/api/actions/validate/",
+        {"action": "frobnicate(x='1')", "width": 1920, "height": 1080, "project": "{project}"},
+        (200,),
+        ("frobnicate",),
+    ),
+    Case(
+        "malformed action",
+        "annotator",
+        "post",
+        "/api/actions/validate/",
+        {"action": "click(start_box='(1,", "width": 1920, "height": 1080, "project": "{project}"},
+        (200,),
+        ("unbalanced", "malformed"),
+    ),
+    Case(
+        "out-of-bounds click",
+        "annotator",
+        "post",
+        "/api/actions/validate/",
+        {"action": "click(start_box='(5000,5000)')", "width": 1920, "height": 1080, "project": "{project}"},
+        (200,),
+        ("outside",),
+    ),
+    Case(
+        "non-numeric coordinates",
+        "annotator",
+        "post",
+        "/api/actions/validate/",
+        {"action": "click(start_box='(left,top)')", "width": 1920, "height": 1080, "project": "{project}"},
+        (200,),
+        ("malformed coordinates",),
+    ),
+    Case(
+        "huge action string",
+        "annotator",
+        "post",
+        "/api/actions/validate/",
+        {"action": "type(content='" + "a" * 5000 + "')", "width": 1920, "height": 1080, "project": "{project}"},
+        (400,),
+        ("action", "4000"),
+    ),
+    Case(
+        "zero screen width",
+        "annotator",
+        "post",
+        "/api/actions/validate/",
+        {"action": "wait()", "width": 0, "height": 1080, "project": "{project}"},
+        (400,),
+        ("width",),
+    ),
+    Case(
+        "non-numeric project id",
+        "annotator",
+        "post",
+        "/api/actions/validate/",
+        {"action": "wait()", "width": 10, "height": 10, "project": "1 OR 1=1"},
+        (400,),
+        ("project",),
+    ),
     # --- uploads --------------------------------------------------------------------------------
-    Case("upload that is not an archive", "lead", "post", "/api/projects/{project}/imports/", upload("evil.exe", b"MZ\x90\x00"), (400,), ("zip",)),
-    Case("upload without a file", "lead", "post", "/api/projects/{project}/imports/", ("multipart", {"format": "native"}), (400,), ("file",)),
-    Case("upload with an unknown format", "lead", "post", "/api/projects/{project}/imports/", upload("t.zip", zip_bytes({"a.json": b"{}"}), format="../../etc"), (400,), ("format",)),
-    Case("upload over the size limit", "lead", "post", "/api/projects/{project}/imports/", upload("big.zip", b"PK" + b"\x00" * 4096), (413,), ("limit", "large", "bytes"),
-         settings={"IMPORT_MAX_UPLOAD_BYTES": 1024}),
+    Case(
+        "upload that is not an archive",
+        "lead",
+        "post",
+        "/api/projects/{project}/imports/",
+        upload("evil.exe", b"MZ\x90\x00"),
+        (400,),
+        ("zip",),
+    ),
+    Case(
+        "upload without a file",
+        "lead",
+        "post",
+        "/api/projects/{project}/imports/",
+        ("multipart", {"format": "native"}),
+        (400,),
+        ("file",),
+    ),
+    Case(
+        "upload with an unknown format",
+        "lead",
+        "post",
+        "/api/projects/{project}/imports/",
+        upload("t.zip", zip_bytes({"a.json": b"{}"}), format="../../etc"),
+        (400,),
+        ("format",),
+    ),
+    Case(
+        "upload over the size limit",
+        "lead",
+        "post",
+        "/api/projects/{project}/imports/",
+        upload("big.zip", b"PK" + b"\x00" * 4096),
+        (413,),
+        ("limit", "large", "bytes"),
+        settings={"IMPORT_MAX_UPLOAD_BYTES": 1024},
+    ),
     # --- other API fields -----------------------------------------------------------------------
-    Case("export with unknown format", "engineer", "post", "/api/projects/{project}/exports/", {"format": "../../etc/passwd"}, (400,), ("format",)),
-    Case("export with a bad fraction", "engineer", "post", "/api/projects/{project}/exports/", {"format": "{export_format}", "options": {"validation_fraction": "lots"}}, (400,), ("validation_fraction",)),
-    Case("prescore with unknown scorer", "lead", "post", "/api/projects/{project}/prescore/", {"scorer": SCRIPT}, (400,), ("scorer",)),
-    Case("prescore with foreign trace ids", "lead", "post", "/api/projects/{project}/prescore/", {"scorer": "rules", "trace_ids": [987654321]}, (400,), ("987654321",)),
+    Case(
+        "export with unknown format",
+        "engineer",
+        "post",
+        "/api/projects/{project}/exports/",
+        {"format": "../../etc/passwd"},
+        (400,),
+        ("format",),
+    ),
+    Case(
+        "export with a bad fraction",
+        "engineer",
+        "post",
+        "/api/projects/{project}/exports/",
+        {"format": "{export_format}", "options": {"validation_fraction": "lots"}},
+        (400,),
+        ("validation_fraction",),
+    ),
+    Case(
+        "prescore with unknown scorer",
+        "lead",
+        "post",
+        "/api/projects/{project}/prescore/",
+        {"scorer": SCRIPT},
+        (400,),
+        ("scorer",),
+    ),
+    Case(
+        "prescore with foreign trace ids",
+        "lead",
+        "post",
+        "/api/projects/{project}/prescore/",
+        {"scorer": "rules", "trace_ids": [987654321]},
+        (400,),
+        ("987654321",),
+    ),
     # --- query parameters and paths -------------------------------------------------------------
     Case("non-numeric page", "annotator", "get", "/api/projects/{project}/traces/?page=abc", None, (404,), ("page",)),
-    Case("review queue with a bogus status", "lead", "get", "/api/reviews/?status=" + "x" * 300, None, (400,), ("status",)),
-    Case("review queue with a non-numeric project", "lead", "get", "/api/reviews/?project=1%27%20OR%201=1", None, (400, 404), ("project",)),
-    Case("screenshot path traversal", "annotator", "get", "/screenshots/..%2F..%2Fetc%2Fpasswd/image", None, (404,), ()),
+    Case(
+        "review queue with a bogus status",
+        "lead",
+        "get",
+        "/api/reviews/?status=" + "x" * 300,
+        None,
+        (400,),
+        ("status",),
+    ),
+    Case(
+        "review queue with a non-numeric project",
+        "lead",
+        "get",
+        "/api/reviews/?project=1%27%20OR%201=1",
+        None,
+        (400, 404),
+        ("project",),
+    ),
+    Case(
+        "screenshot path traversal", "annotator", "get", "/screenshots/..%2F..%2Fetc%2Fpasswd/image", None, (404,), ()
+    ),
     Case("screenshot of an unknown kind", "annotator", "get", "/screenshots/{sha}/..%2Fsettings.py", None, (404,), ()),
-    Case("huge login username", "anonymous", "post", "/login/", ("form", {"username": "u" * 100_000, "password": "p"}), (200,), ("didn",)),
+    Case(
+        "huge login username",
+        "anonymous",
+        "post",
+        "/login/",
+        ("form", {"username": "u" * 100_000, "password": "p"}),
+        (200,),
+        ("didn",),
+    ),
 ]
 
 
@@ -114,8 +419,16 @@ def world(db, project, annotator, lead, engineer, tmp_path):
     annotation, _ = lease_next_trace(user=annotator, project=project)
     users = {"annotator": annotator, "lead": lead, "engineer": engineer, "anonymous": None}
     step = traces[0].steps.order_by("index").first()
-    return {"users": users, "ids": {"annotation": annotation.pk, "project": project.pk, "sha": step.screenshot.sha256,
-                                    "export_format": ExportFormat.values[0]}, "annotation": annotation}
+    return {
+        "users": users,
+        "ids": {
+            "annotation": annotation.pk,
+            "project": project.pk,
+            "sha": step.screenshot.sha256,
+            "export_format": ExportFormat.values[0],
+        },
+        "annotation": annotation,
+    }
 
 
 def _fill(value, ids: dict):
@@ -157,8 +470,11 @@ def test_hostile_input_gets_a_clear_refusal(case, world, settings):
     # A good draft first: whatever the hostile request does, it must still be there afterwards.
     client = Client()
     client.force_login(world["users"]["annotator"])
-    good = client.put(f"/api/annotations/{annotation.pk}/draft/", data={"version": annotation.version, "note": "good draft"},
-                      content_type="application/json")
+    good = client.put(
+        f"/api/annotations/{annotation.pk}/draft/",
+        data={"version": annotation.version, "note": "good draft"},
+        content_type="application/json",
+    )
     assert good.status_code == 200, good.content
     ids = dict(world["ids"], version=good.json()["version"])
 
@@ -170,7 +486,9 @@ def test_hostile_input_gets_a_clear_refusal(case, world, settings):
     assert response.status_code in case.status, f"{case.name}: {response.status_code} {body[:400]}"
     lowered = body.lower()
     if case.names:
-        assert any(word.lower() in lowered for word in case.names), f"{case.name}: answer does not name the problem: {body[:400]}"
+        assert any(word.lower() in lowered for word in case.names), (
+            f"{case.name}: answer does not name the problem: {body[:400]}"
+        )
     if response.status_code >= 400 and case.url.startswith("/api/"):
         assert "json" in response.get("Content-Type", ""), f"{case.name}: error is not JSON"
     if "html" in response.get("Content-Type", ""):
@@ -185,10 +503,15 @@ def test_script_payloads_in_every_text_field_render_as_text(world):
     annotation = world["annotation"]
     client = Client()
     client.force_login(world["users"]["annotator"])
-    fields = {name: SCRIPT for name in ("note", "corrected_thought", "reflection_thought", "unusable_reason",
-                                        "no_reflection_reason")}
-    saved = client.put(f"/api/annotations/{annotation.pk}/draft/", data={"version": annotation.version, **fields},
-                       content_type="application/json")
+    fields = {
+        name: SCRIPT
+        for name in ("note", "corrected_thought", "reflection_thought", "unusable_reason", "no_reflection_reason")
+    }
+    saved = client.put(
+        f"/api/annotations/{annotation.pk}/draft/",
+        data={"version": annotation.version, **fields},
+        content_type="application/json",
+    )
     assert saved.status_code == 200, saved.content
     page = client.get(f"/annotations/{annotation.pk}/").content.decode()
     assert "<script>alert(1)" not in page and "onerror=alert(2)>" not in page

@@ -14,8 +14,8 @@ from PIL import Image, ImageDraw
 from traces.models import ImportJob, Step, Trace
 from traces.services import import_job_create, import_job_run
 
-
 # --- building native traces ------------------------------------------------------------------
+
 
 def image_bytes(label: str, fmt: str = "PNG") -> bytes:
     image = Image.new("RGB", (200, 120), (250, 250, 250))
@@ -57,8 +57,9 @@ def write_zip(path: Path, files: dict[str, bytes], *, extra=None) -> Path:
 
 
 def run(project, path: Path) -> ImportJob:
-    job = import_job_create(project=project, user=None, upload_name=str(path), original_name=path.name,
-                            server_path=True, enqueue=False)
+    job = import_job_create(
+        project=project, user=None, upload_name=str(path), original_name=path.name, server_path=True, enqueue=False
+    )
     return import_job_run(job_id=job.pk)
 
 
@@ -76,6 +77,7 @@ def assert_only_imported(project, *external_ids: str) -> None:
 
 
 # --- archives --------------------------------------------------------------------------------
+
 
 def test_path_escapes_absolute_paths_and_symlinks_are_refused(project, tmp_path):
     def hostile(zf: zipfile.ZipFile):
@@ -115,13 +117,18 @@ def test_archive_unpacking_past_the_limit_is_stopped(project, tmp_path, settings
     settings.IMPORT_MAX_UNPACKED_BYTES = sum(len(d) for d in files.values()) // 2
     job = run(project, archive)
     assert job.status == "failed"
-    assert job.message.startswith(f"big.zip: unpacks to more than {settings.IMPORT_MAX_UNPACKED_BYTES} bytes (decompression bomb); stopped at batch/")
+    assert job.message.startswith(
+        f"big.zip: unpacks to more than {settings.IMPORT_MAX_UNPACKED_BYTES} bytes (decompression bomb); stopped at batch/"
+    )
     assert not Trace.objects.filter(project=project).exists()
 
 
 def test_a_header_that_lies_about_its_size_does_not_smuggle_a_bomb(project, tmp_path):
-    archive = write_zip(tmp_path / "liar.zip", trace_files("good"),
-                        extra=lambda zf: zf.writestr("batch/payload.bin", b"A" * (4 * 1024 * 1024)))
+    archive = write_zip(
+        tmp_path / "liar.zip",
+        trace_files("good"),
+        extra=lambda zf: zf.writestr("batch/payload.bin", b"A" * (4 * 1024 * 1024)),
+    )
     # Rewrite payload.bin's declared size (local header and central directory) to a harmless 100 bytes.
     data = bytearray(archive.read_bytes())
     with zipfile.ZipFile(archive) as zf:
@@ -129,9 +136,9 @@ def test_a_header_that_lies_about_its_size_does_not_smuggle_a_bomb(project, tmp_
     real = (4 * 1024 * 1024).to_bytes(4, "little")
     for signature, size_offset in ((b"PK\x03\x04", 22), (b"PK\x01\x02", 24)):
         start = data.index(signature, info.header_offset if signature == b"PK\x03\x04" else data.index(b"PK\x01\x02"))
-        while data[start + size_offset:start + size_offset + 4] != real:
+        while data[start + size_offset : start + size_offset + 4] != real:
             start = data.index(signature, start + 4)
-        data[start + size_offset:start + size_offset + 4] = (100).to_bytes(4, "little")
+        data[start + size_offset : start + size_offset + 4] = (100).to_bytes(4, "little")
     archive.write_bytes(bytes(data))
     job = run(project, archive)
     assert job.status == "succeeded", job.message
@@ -140,6 +147,7 @@ def test_a_header_that_lies_about_its_size_does_not_smuggle_a_bomb(project, tmp_
 
 
 # --- images ----------------------------------------------------------------------------------
+
 
 def test_truncated_and_fake_images_fail_only_their_trace(project, tmp_path):
     files = {**trace_files("good"), **trace_files("bad-png"), **trace_files("bad-jpeg"), **trace_files("fake-png")}
@@ -153,7 +161,9 @@ def test_truncated_and_fake_images_fail_only_their_trace(project, tmp_path):
     assert job.traces_failed == 3
     assert error_for(job, "bad-png").startswith("bad-png step 2: bad-png/s2.png: not a readable image")
     assert error_for(job, "bad-jpeg") == "bad-jpeg step 1: bad-jpeg/s1.png: truncated JPEG (no end-of-image marker)"
-    assert error_for(job, "fake-png").startswith("fake-png step 1: fake-png/s1.png: not a readable image (UnidentifiedImageError")
+    assert error_for(job, "fake-png").startswith(
+        "fake-png step 1: fake-png/s1.png: not a readable image (UnidentifiedImageError"
+    )
     assert_only_imported(project, "good")
 
 
@@ -167,6 +177,7 @@ def test_missing_screenshot_file_fails_only_its_trace(project, tmp_path):
 
 # --- JSON ------------------------------------------------------------------------------------
 
+
 def test_invalid_json_names_file_line_and_column(project, tmp_path):
     files = {**trace_files("good"), **trace_files("broken")}
     files["broken/trace.json"] = b'{\n  "external_id": "broken",\n  "instruction": oops\n}'
@@ -177,7 +188,11 @@ def test_invalid_json_names_file_line_and_column(project, tmp_path):
 
 def test_invalid_json_line_in_jsonl_names_the_line(project, tmp_path):
     root = write_tree(tmp_path / "batch", trace_files("shots"))
-    good = {"external_id": "jsonl-good", "instruction": "x", "steps": [{"screenshot": "shots/s1.png", "action": "wait()"}]}
+    good = {
+        "external_id": "jsonl-good",
+        "instruction": "x",
+        "steps": [{"screenshot": "shots/s1.png", "action": "wait()"}],
+    }
     (root / "traces.jsonl").write_text(json.dumps(good) + "\n" + '{"external_id": "x",}\n', encoding="utf-8")
     job = run(project, root / "traces.jsonl")
     assert job.status == "succeeded", job.message
@@ -216,6 +231,7 @@ def test_wrong_field_types_name_the_step(project, tmp_path):
 
 # --- actions ---------------------------------------------------------------------------------
 
+
 def test_unparseable_action_is_kept_raw_and_flagged(project, tmp_path):
     files = {**trace_files("good"), **trace_files("typo", action="clik(start_box='(1,2)'")}
     job = run(project, write_tree(tmp_path / "batch", files))
@@ -228,6 +244,7 @@ def test_unparseable_action_is_kept_raw_and_flagged(project, tmp_path):
 
 
 # --- upload size -----------------------------------------------------------------------------
+
 
 def test_upload_over_the_size_limit_is_refused(project, lead, api_client, settings, tmp_path):
     settings.IMPORT_MAX_UPLOAD_BYTES = 1000

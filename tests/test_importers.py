@@ -18,8 +18,15 @@ SCREENAGENT = Path("screenagent/data/ScreenAgent/train")
 
 
 def run_import(project, path: Path, fmt: str = "") -> ImportJob:
-    job = import_job_create(project=project, user=None, upload_name=str(path), original_name=path.name, fmt=fmt,
-                            server_path=True, enqueue=False)
+    job = import_job_create(
+        project=project,
+        user=None,
+        upload_name=str(path),
+        original_name=path.name,
+        fmt=fmt,
+        server_path=True,
+        enqueue=False,
+    )
     return import_job_run(job_id=job.pk)
 
 
@@ -32,11 +39,15 @@ def png(path: Path, label: str, size=(320, 200)) -> Path:
 
 # --- UI-TARS chat messages (dart-gui) --------------------------------------------------------
 
+
 def test_dart_gui_command_imports_15_parsed_steps(project, realtraces):
     out, err = io.StringIO(), io.StringIO()
     call_command("import_traces", str(realtraces / DART), "--project", project.name, stdout=out, stderr=err)
     # 16 files, 12 distinct images (the screen did not change during some waits): stored once each.
-    assert "succeeded: 1 traces, 15 steps, 12 screenshots stored, 0 skipped, 0 failed, 0 unparsed actions, 0 errors" in out.getvalue()
+    assert (
+        "succeeded: 1 traces, 15 steps, 12 screenshots stored, 0 skipped, 0 failed, 0 unparsed actions, 0 errors"
+        in out.getvalue()
+    )
     trace = Trace.objects.get(project=project)
     assert trace.source == "uitars-messages"
     assert trace.instruction == "Please rotate my figure to mirror it horizontally."
@@ -65,6 +76,7 @@ def test_dart_gui_is_detected(realtraces):
 
 
 # --- ScreenAgent -----------------------------------------------------------------------------
+
 
 def test_screenagent_sessions_import_with_47_action_steps(project, realtraces):
     job = run_import(project, realtraces / SCREENAGENT)
@@ -103,13 +115,21 @@ def test_screenagent_sessions_import_with_47_action_steps(project, realtraces):
 def test_screenagent_keys_and_text_map_to_our_grammar():
     from traces.importers.screenagent import convert_actions, render
 
-    actions, cursor = convert_actions([
-        {"action_type": "MouseAction", "mouse_action_type": "click", "mouse_button": "right", "mouse_position": {"width": 5, "height": 6}},
-        {"action_type": "KeyboardAction", "keyboard_action_type": "press", "keyboard_key": "Control_L+Return"},
-        {"action_type": "KeyboardAction", "keyboard_action_type": "text", "keyboard_text": "it's"},
-        {"action_type": "MouseAction", "mouse_action_type": "scroll_up", "scroll_repeat": 3},
-        {"action_type": "WaitAction", "wait_time": 1},
-    ], None)
+    actions, cursor = convert_actions(
+        [
+            {
+                "action_type": "MouseAction",
+                "mouse_action_type": "click",
+                "mouse_button": "right",
+                "mouse_position": {"width": 5, "height": 6},
+            },
+            {"action_type": "KeyboardAction", "keyboard_action_type": "press", "keyboard_key": "Control_L+Return"},
+            {"action_type": "KeyboardAction", "keyboard_action_type": "text", "keyboard_text": "it's"},
+            {"action_type": "MouseAction", "mouse_action_type": "scroll_up", "scroll_repeat": 3},
+            {"action_type": "WaitAction", "wait_time": 1},
+        ],
+        None,
+    )
     assert render(actions) == (
         "right_single(start_box='(5,6)')\n\nhotkey(key='ctrl enter')\n\ntype(content='it\\'s')\n\n"
         "scroll(start_box='(5,6)', direction='up')\n\nwait()"
@@ -119,27 +139,58 @@ def test_screenagent_keys_and_text_map_to_our_grammar():
 
 # --- OSWorld result folder -------------------------------------------------------------------
 
+
 def uitars_reply(thought: str, action: str) -> str:
     return f"Thought: {thought}\nAction: {action}"
 
 
-def osworld_folder(base: Path, example_id: str, *, initial: bool, score: str = "1.0\n", instruction: str | None = None) -> Path:
+def osworld_folder(
+    base: Path, example_id: str, *, initial: bool, score: str = "1.0\n", instruction: str | None = None
+) -> Path:
     folder = base / "chrome" / example_id
     folder.mkdir(parents=True)
     lines = [
-        {"step_num": 1, "action_timestamp": "20250101@100000", "action": "pyautogui.click(100, 200)",
-         "response": uitars_reply("Open the menu.", "click(start_box='(100,200)')"), "reward": 0, "done": False,
-         "info": {}, "screenshot_file": "step_1_20250101@100000.png"},
+        {
+            "step_num": 1,
+            "action_timestamp": "20250101@100000",
+            "action": "pyautogui.click(100, 200)",
+            "response": uitars_reply("Open the menu.", "click(start_box='(100,200)')"),
+            "reward": 0,
+            "done": False,
+            "info": {},
+            "screenshot_file": "step_1_20250101@100000.png",
+        },
         # Two actions from one prediction: two lines with the same step_num, one step.
-        {"step_num": 2, "action_timestamp": "20250101@100005", "action": "pyautogui.typewrite('abc')",
-         "response": uitars_reply("Type and submit.", "type(content='abc')\n\nhotkey(key='enter')"), "reward": 0,
-         "done": False, "info": {}, "screenshot_file": "step_2_20250101@100005.png"},
-        {"step_num": 2, "action_timestamp": "20250101@100006", "action": "pyautogui.press('enter')",
-         "response": uitars_reply("Type and submit.", "type(content='abc')\n\nhotkey(key='enter')"), "reward": 0,
-         "done": False, "info": {}, "screenshot_file": "step_2_20250101@100006.png"},
-        {"step_num": 3, "action_timestamp": "20250101@100010", "action": "DONE",
-         "response": uitars_reply("Done.", "finished(content='ok')"), "reward": 1, "done": True,
-         "info": {"done": True}, "screenshot_file": "step_3_20250101@100010.png"},
+        {
+            "step_num": 2,
+            "action_timestamp": "20250101@100005",
+            "action": "pyautogui.typewrite('abc')",
+            "response": uitars_reply("Type and submit.", "type(content='abc')\n\nhotkey(key='enter')"),
+            "reward": 0,
+            "done": False,
+            "info": {},
+            "screenshot_file": "step_2_20250101@100005.png",
+        },
+        {
+            "step_num": 2,
+            "action_timestamp": "20250101@100006",
+            "action": "pyautogui.press('enter')",
+            "response": uitars_reply("Type and submit.", "type(content='abc')\n\nhotkey(key='enter')"),
+            "reward": 0,
+            "done": False,
+            "info": {},
+            "screenshot_file": "step_2_20250101@100006.png",
+        },
+        {
+            "step_num": 3,
+            "action_timestamp": "20250101@100010",
+            "action": "DONE",
+            "response": uitars_reply("Done.", "finished(content='ok')"),
+            "reward": 1,
+            "done": True,
+            "info": {"done": True},
+            "screenshot_file": "step_3_20250101@100010.png",
+        },
     ]
     (folder / "traj.jsonl").write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
     for line in lines:
@@ -171,8 +222,10 @@ def test_osworld_folder_maps_after_action_screens_to_observations(project, tmp_p
     assert any("no initial screenshot" in w and "task-a" in w for w in a.metadata["import_warnings"])
     # o_2 = the screen after action 1; o_3 = the screen after the last line of step 2.
     shots = {Path(s.screenshot.image.name).stem: s for s in steps[1:]}
-    after = {name: _sha(tmp_path / "results/chrome/task-a" / name) for name in
-             ("step_1_20250101@100000.png", "step_2_20250101@100006.png", "step_3_20250101@100010.png")}
+    after = {
+        name: _sha(tmp_path / "results/chrome/task-a" / name)
+        for name in ("step_1_20250101@100000.png", "step_2_20250101@100006.png", "step_3_20250101@100010.png")
+    }
     assert steps[1].screenshot.sha256 == after["step_1_20250101@100000.png"]
     assert steps[2].screenshot.sha256 == after["step_2_20250101@100006.png"]
     assert a.final_screenshot.sha256 == after["step_3_20250101@100010.png"]
@@ -227,8 +280,11 @@ class TestMobileAgent:
         from traces.services import import_job_create, import_job_run
 
         root = realtraces / "mobile-agent-v1" / "results"
-        job = import_job_run(job_id=import_job_create(project=project, user=None, upload_name=str(root),
-                                                      server_path=True, enqueue=False, fmt="mobile-agent").pk)
+        job = import_job_run(
+            job_id=import_job_create(
+                project=project, user=None, upload_name=str(root), server_path=True, enqueue=False, fmt="mobile-agent"
+            ).pk
+        )
         assert job.status == "succeeded", job.message
         assert job.traces_imported == 33 and job.steps_imported == 254
         steps = Step.objects.filter(trace__project=project)

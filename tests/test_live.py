@@ -18,18 +18,8 @@ from studio.permissions import Role
 from traces.models import Trace
 from traces.services import project_create
 
-pytestmark = pytest.mark.django_db(transaction=True)  # events go out on commit: the commit must be real
-
-
-@pytest.fixture(autouse=True)
-def role_groups(transactional_db):
-    """A transactional test's flush also removes the groups the data migration made; bring them back."""
-    from django.contrib.auth.models import Group
-
-    from studio.permissions import GROUP_ROLES
-
-    for role in GROUP_ROLES:
-        Group.objects.get_or_create(name=role.value)
+# Events go out on commit: the commit must be real.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("role_groups")]
 
 
 def run(scenario) -> None:
@@ -61,10 +51,17 @@ async def receive_type(comm, kind: str, timeout: float = 5) -> dict:
 
 @pytest.fixture
 def live_setup(project, annotator, lead, make_user):
-    trace = Trace.objects.create(project=project, external_id="live-1", instruction="x", source="test", step_count=3,
-                                 standing_annotations=1)
-    annotation = Annotation.objects.create(trace=trace, project=trace.project, annotator=annotator, status="submitted", verdict="no_error",
-                                           submitted_at=timezone.now())
+    trace = Trace.objects.create(
+        project=project, external_id="live-1", instruction="x", source="test", step_count=3, standing_annotations=1
+    )
+    annotation = Annotation.objects.create(
+        trace=trace,
+        project=trace.project,
+        annotator=annotator,
+        status="submitted",
+        verdict="no_error",
+        submitted_at=timezone.now(),
+    )
     now = timezone.now()
     lease = Lease.objects.create(trace=trace, user=annotator, heartbeat_at=now, expires_at=now + timedelta(minutes=10))
     outsider = make_user("outsider_lead", Role.LEAD)
@@ -101,7 +98,8 @@ def test_review_event_reaches_members_after_commit_only(live_setup, lead, projec
         assert (await receive_type(outsider, "hello"))["presence"] == []
 
         await database_sync_to_async(review.review_reject)(
-            annotation_id=live_setup["annotation"].pk, actor=lead, comment="τ is one step early")
+            annotation_id=live_setup["annotation"].pk, actor=lead, comment="τ is one step early"
+        )
         event = await receive_type(member, "annotation")
         assert (event["status"], event["verb"], event["annotator"]) == ("rejected", "reject", "ann")
         assert await outsider.receive_nothing(timeout=0.5)
@@ -132,7 +130,11 @@ def test_presence_and_lead_lease_release(live_setup, lead, annotator):
         assert "Only leads" in (await receive_type(ann_socket, "error"))["detail"]
         await lead_socket.send_json_to({"type": "lease.release", "lease_id": live_setup["lease"].pk})
         released = await receive_type(ann_socket, "lease")
-        assert (released["state"], released["user"], released["lease_id"]) == ("released", "ann", live_setup["lease"].pk)
+        assert (released["state"], released["user"], released["lease_id"]) == (
+            "released",
+            "ann",
+            live_setup["lease"].pk,
+        )
         lease = await database_sync_to_async(Lease.objects.get)(pk=live_setup["lease"].pk)
         assert lease.release_reason == "released-by-lead" and lease.released_by_id == lead.pk
 
@@ -140,5 +142,50 @@ def test_presence_and_lead_lease_release(live_setup, lead, annotator):
         closed = await receive_type(lead_socket, "presence")
         assert (closed["user"], closed["state"]) == ("ann", "closed")
         await lead_socket.disconnect()
+
+    run(scenario)
+
+
+def test_engineer_socket_is_refused_without_a_project_filter(live_setup, engineer, project):
+    async def scenario():
+        for query in ("", f"?project={project.pk}"):
+            comm = communicator(engineer, query)
+            connected, code = await comm.connect()
+            assert not connected and code == CLOSE_FORBIDDEN, query
+
+    run(scenario)
+
+
+def test_a_frame_that_is_not_json_gets_an_error_and_the_socket_stays(live_setup, lead):
+    async def scenario():
+        comm = communicator(lead)
+        assert (await comm.connect())[0]
+        await receive_type(comm, "hello")
+        await comm.send_to(text_data="this is not json{")
+        assert "JSON" in (await receive_type(comm, "error"))["detail"]
+        await comm.send_to(bytes_data=b"\x00\x01")
+        assert "binary" in (await receive_type(comm, "error"))["detail"]
+        await comm.send_json_to({"type": "presence.snapshot"})  # still served
+        assert (await receive_type(comm, "presence.snapshot"))["presence"]
+        await comm.disconnect()
+
+    run(scenario)
+
+
+def test_an_outsider_cannot_tell_another_projects_lease_from_no_lease(live_setup):
+    async def scenario():
+        comm = communicator(live_setup["outsider"])
+        assert (await comm.connect())[0]
+        await receive_type(comm, "hello")
+        existing = live_setup["lease"].pk
+        missing = existing + 10_000
+        answers = []
+        for lease_id in (existing, missing):
+            await comm.send_json_to({"type": "lease.release", "lease_id": lease_id})
+            answers.append((await receive_type(comm, "error"))["detail"].replace(str(lease_id), "<id>"))
+        assert answers[0] == answers[1] == "lease <id> does not exist in your projects"
+        lease = await database_sync_to_async(Lease.objects.get)(pk=existing)
+        assert lease.released_at is None
+        await comm.disconnect()
 
     run(scenario)

@@ -28,8 +28,9 @@ def tiny_model(tmp_path_factory):
 def import_native(project, folder):
     from traces import services as trace_services
 
-    job = trace_services.import_job_create(project=project, user=None, upload_name=str(folder), server_path=True,
-                                           fmt="native", enqueue=False)
+    job = trace_services.import_job_create(
+        project=project, user=None, upload_name=str(folder), server_path=True, fmt="native", enqueue=False
+    )
     job = trace_services.import_job_run(job_id=job.pk)
     assert job.status == "succeeded", job.errors
 
@@ -39,8 +40,9 @@ def scored_project(project, tmp_path):
     project.history_window = 3
     project.save()
     for n, steps in ((1, 4), (2, 2)):
-        native_trace_folder(tmp_path / "src" / f"t{n}", external_id=f"t{n}", steps=steps, size=(448, 252),
-                            thought=f"Step thought {n}.")
+        native_trace_folder(
+            tmp_path / "src" / f"t{n}", external_id=f"t{n}", steps=steps, size=(448, 252), thought=f"Step thought {n}."
+        )
     import_native(project, tmp_path / "src")
     return project
 
@@ -52,8 +54,11 @@ def requests_for(project):
         for step in steps:
             prompt = prompting.build_state_messages(trace, step.index, project=project, steps=steps)
             images = [qwen2vl.ImageInput(s.sha256, services._image_loader(s)) for s in prompt.images]
-            requests.append(qwen2vl.ScoreRequest(step.pk, prompting.to_chat_messages(prompt), images,
-                                                 prompting.render_step(step, project=project)))
+            requests.append(
+                qwen2vl.ScoreRequest(
+                    step.pk, prompting.to_chat_messages(prompt), images, prompting.render_step(step, project=project)
+                )
+            )
     return requests
 
 
@@ -72,12 +77,12 @@ def test_loglik_equals_a_direct_computation_from_the_logits(scored_project, tiny
         logits = scorer.model(**tensors).logits
     ids = tensors["input_ids"][0]
     logprobs = torch.log_softmax(logits[0, :-1].float(), -1).gather(-1, ids[1:, None])[:, 0]
-    reply = logprobs[encoded.n_prompt - 1:]
+    reply = logprobs[encoded.n_prompt - 1 :]
     assert result.n_tokens == reply.numel()
     assert result.loglik_sum == pytest.approx(float(reply.sum()), abs=1e-4)
     assert result.loglik_mean == pytest.approx(float(reply.mean()), abs=1e-6)
     # The reply scored is exactly the recorded step, as the export renders it, closed by <|im_end|>.
-    tail = scorer.tokenizer.decode(ids[encoded.n_prompt:])
+    tail = scorer.tokenizer.decode(ids[encoded.n_prompt :])
     assert tail == request.target + "<|im_end|>"
 
 
@@ -105,8 +110,14 @@ def test_model_job_stores_tagged_suggestions_and_reports_a_failed_step(scored_pr
     broken = trace.steps.get(index=2)
     broken.screenshot = None  # no observation: this step cannot be scored, the others can
     broken.save()
-    job = services.prescore_job_create(project=scored_project, user=lead, scorer="qwen2vl",
-                                       model_path=str(tiny_model), settings={"max_new_tokens": 8}, enqueue=False)
+    job = services.prescore_job_create(
+        project=scored_project,
+        user=lead,
+        scorer="qwen2vl",
+        model_path=str(tiny_model),
+        settings={"max_new_tokens": 8},
+        enqueue=False,
+    )
     job = services.prescore_job_run(job_id=job.pk)
     assert job.status == "succeeded", job.message
     assert (job.steps_scored, job.steps_failed) == (5, 1)
@@ -121,8 +132,9 @@ def test_model_job_stores_tagged_suggestions_and_reports_a_failed_step(scored_pr
 
 
 def test_queue_order_by_suspicion(scored_project, lead):
-    job = services.prescore_job_run(job_id=services.prescore_job_create(
-        project=scored_project, user=lead, scorer="rules", enqueue=False).pk)
+    job = services.prescore_job_run(
+        job_id=services.prescore_job_create(project=scored_project, user=lead, scorer="rules", enqueue=False).pk
+    )
     t1, t2 = Trace.objects.filter(project=scored_project).order_by("id")
     TraceSuggestion.objects.filter(job=job, trace=t2).update(max_suspicion=0.9)
     TraceSuggestion.objects.filter(job=job, trace=t1).update(max_suspicion=0.2)
@@ -158,7 +170,39 @@ def test_api_start_status_suggestions_and_blind(scored_project, lead, annotator,
 
 
 def test_web_process_does_not_import_torch():
-    code = ("import django, os, sys; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'studio.settings'); django.setup(); "
-            "import studio.urls, traces.prescoring.api, traces.prescoring.services, traces.tasks; "
-            "assert 'torch' not in sys.modules and 'transformers' not in sys.modules, 'torch imported'")
+    code = (
+        "import django, os, sys; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'studio.settings'); django.setup(); "
+        "import studio.urls, traces.prescoring.api, traces.prescoring.services, traces.tasks; "
+        "assert 'torch' not in sys.modules and 'transformers' not in sys.modules, 'torch imported'"
+    )
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)
+
+
+def test_out_of_memory_halves_the_batch_and_the_scorer_keeps_the_smaller_size(scored_project, tiny_model, monkeypatch):
+    """A GPU's out-of-memory error, injected (no GPU here): batches of more than 3 raise torch's OutOfMemoryError
+    as CUDA would. The batch is halved and scored, nothing fails, and later batches start at the size that fit."""
+    scorer = qwen2vl.load_scorer(tiny_model)
+    requests = requests_for(scored_project)
+    assert len(requests) == 6
+    expected = {r.key: r.loglik_sum for r in scorer.score(requests, generate=False, max_batch=1)}
+    real = scorer.loglik_batch
+    sizes = []
+
+    def fits_three(batch):
+        sizes.append(len(batch))
+        if len(batch) > 3:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return real(batch)
+
+    monkeypatch.setattr(scorer, "loglik_batch", fits_three)
+    try:
+        first = scorer.score(requests, generate=False, max_batch=16, batch_tokens=10**6)
+        assert sizes == [6, 3, 3] and scorer.batch_limit == 3
+        assert all(r.error is None for r in first)
+        assert all(abs(r.loglik_sum - expected[r.key]) < 1e-4 for r in first)
+        sizes.clear()
+        again = scorer.score(requests, generate=False, max_batch=16, batch_tokens=10**6)
+        assert sizes == [3, 3]  # no second out-of-memory: the worker remembers what fits
+        assert all(r.error is None for r in again)
+    finally:
+        scorer.batch_limit = None

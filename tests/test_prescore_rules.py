@@ -8,7 +8,7 @@ import pytest
 from PIL import Image
 
 from traces import actions as grammar
-from traces.models import CoordinateConvention, PrescoreJob, StepSuggestion, TraceSuggestion
+from traces.models import CoordinateConvention, PrescoreJob, StepSuggestion, Trace, TraceSuggestion
 from traces.prescoring import rules, services
 
 DART = "dart-gui/examples/osworld_trajectory"
@@ -39,7 +39,12 @@ def test_flags_on_a_synthetic_trace():
     ]
     flags = rules.step_flags(steps, final_image=_screen("red"), convention="relative-1000")
     assert codes(flags) == [
-        ["no_change"], ["no_change", "repeated_no_change"], ["wait_run"], ["wait_run"], ["off_screen"], ["unparseable"],
+        ["no_change"],
+        ["no_change", "repeated_no_change"],
+        ["wait_run"],
+        ["wait_run"],
+        ["off_screen"],
+        ["unparseable"],
     ]
     assert "outside the screen" in flags[4][0]["message"]
     assert rules.flags_suspicion([]) == 0
@@ -77,8 +82,14 @@ def dart_trace(realtraces, project):
 
     project.coordinate_convention = CoordinateConvention.SMART_RESIZE_PIXELS
     project.save()
-    job = trace_services.import_job_create(project=project, user=None, upload_name=str(realtraces / DART),
-                                           server_path=True, fmt="uitars-messages", enqueue=False)
+    job = trace_services.import_job_create(
+        project=project,
+        user=None,
+        upload_name=str(realtraces / DART),
+        server_path=True,
+        fmt="uitars-messages",
+        enqueue=False,
+    )
     job = trace_services.import_job_run(job_id=job.pk)
     assert job.status == "succeeded", job.errors
     trace = project.traces.get()
@@ -101,21 +112,33 @@ def test_dart_gui_wait_loop_through_a_rules_job(dart_trace, project, lead):
     assert summary.scorer == "rules" and summary.max_suspicion >= 0.5
 
 
-def test_off_screen_under_the_wrong_convention(dart_trace, project, lead):
-    """dart-gui's close-button click (1916,44) is pixels: read as relative-1000 it lies off the screen."""
+def test_off_screen_follows_the_traces_own_convention(dart_trace, project, lead):
+    """dart-gui's close-button click (1916,44) is in screen pixels, and the trace says so: in a relative-1000 project
+    it is on the screen. Read in the wrong convention (a trace imported with the wrong --coordinates) it is not."""
     project.coordinate_convention = CoordinateConvention.RELATIVE_1000
     project.save()
-    job = services.prescore_job_run(job_id=services.prescore_job_create(
-        project=project, user=lead, scorer="rules", enqueue=False).pk)
-    flags = {s.step.index: {f["code"] for f in s.flags} for s in StepSuggestion.objects.filter(job=job)}
-    assert "off_screen" in flags[15]
+
+    def flags_of_last_step():
+        job = services.prescore_job_run(
+            job_id=services.prescore_job_create(project=project, user=lead, scorer="rules", enqueue=False).pk
+        )
+        return {f["code"] for f in StepSuggestion.objects.get(job=job, step__index=15).flags}
+
+    assert dart_trace.coordinate_convention == CoordinateConvention.SCREEN_PIXELS
+    assert "off_screen" not in flags_of_last_step()
+    Trace.objects.filter(pk=dart_trace.pk).update(coordinate_convention=CoordinateConvention.RELATIVE_1000)
+    assert "off_screen" in flags_of_last_step()
 
 
 def test_rescoring_keeps_the_old_run(dart_trace, project, lead):
-    first = services.prescore_job_run(job_id=services.prescore_job_create(
-        project=project, user=lead, scorer="rules", enqueue=False).pk)
-    second = services.prescore_job_run(job_id=services.prescore_job_create(
-        project=project, user=lead, scorer="rules", settings={"change_threshold": 0.0001}, enqueue=False).pk)
+    first = services.prescore_job_run(
+        job_id=services.prescore_job_create(project=project, user=lead, scorer="rules", enqueue=False).pk
+    )
+    second = services.prescore_job_run(
+        job_id=services.prescore_job_create(
+            project=project, user=lead, scorer="rules", settings={"change_threshold": 0.0001}, enqueue=False
+        ).pk
+    )
     assert StepSuggestion.objects.filter(job=first).count() == 15
     assert StepSuggestion.objects.filter(job=second).count() == 15
     assert PrescoreJob.objects.get(pk=second.pk).settings["change_threshold"] == 0.0001
@@ -150,7 +173,7 @@ def test_prescore_command_reports_progress(dart_trace, project):
     out = StringIO()
     call_command("prescore", "--project", project.name, "--scorer", "rules", stdout=out)
     text = out.getvalue()
-    assert "15/15 steps" in text and "succeeded: 15 steps scored, 0 failed" in text
+    assert "15/15 steps (15 scored, 0 failed)" in text and "succeeded: 15 steps scored, 0 failed" in text
     with pytest.raises(CommandError, match="no project named"):
         call_command("prescore", "--project", "nope", "--scorer", "rules")
 

@@ -33,13 +33,15 @@ def test_worker_runs_rule_and_model_jobs(celery_worker, project, lead, tmp_path,
     from traces import services as trace_services
 
     native_trace_folder(tmp_path / "src" / "w1", external_id="w1", steps=3, size=(448, 252))
-    job = trace_services.import_job_create(project=project, user=None, upload_name=str(tmp_path / "src"),
-                                           server_path=True, fmt="native", enqueue=False)
+    job = trace_services.import_job_create(
+        project=project, user=None, upload_name=str(tmp_path / "src"), server_path=True, fmt="native", enqueue=False
+    )
     assert trace_services.import_job_run(job_id=job.pk).status == "succeeded"
 
     rules_job = services.prescore_job_create(project=project, user=lead, scorer="rules")
-    model_job = services.prescore_job_create(project=project, user=lead, scorer="qwen2vl",
-                                             model_path=str(worker_tiny_model), settings={"max_new_tokens": 8})
+    model_job = services.prescore_job_create(
+        project=project, user=lead, scorer="qwen2vl", model_path=str(worker_tiny_model), settings={"max_new_tokens": 8}
+    )
     rules_done = wait_for(lambda: finished(rules_job.pk), timeout=120, message="rules job")
     model_done = wait_for(lambda: finished(model_job.pk), timeout=300, message="model job")
     log = "".join(celery_worker.log[-60:])

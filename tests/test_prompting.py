@@ -59,8 +59,14 @@ def test_missing_observation_and_targets(project):
     trace = make_trace(project, replies=REPLIES[:1], external_id="t3", final=False)
     with pytest.raises(prompting.PromptError, match="no observation o_2"):
         prompting.build_state_messages(trace, 2, project=project)
-    assert prompting.render_target("Go back.", "press_back()", project=project) == "Thought: Go back.\nAction: press_back()"
-    assert prompting.render_target("", "click(start_box='(1,2)')", project=project) == f"Action: click(start_box='{BT[0]}(1,2){BT[1]}')"
+    assert (
+        prompting.render_target("Go back.", "press_back()", project=project)
+        == "Thought: Go back.\nAction: press_back()"
+    )
+    assert (
+        prompting.render_target("", "click(start_box='(1,2)')", project=project)
+        == f"Action: click(start_box='{BT[0]}(1,2){BT[1]}')"
+    )
     with pytest.raises(prompting.PromptError, match="does not parse"):
         prompting.render_target("x", "click(start_box=", project=project)
 

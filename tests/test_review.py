@@ -22,26 +22,39 @@ pytestmark = pytest.mark.django_db
 
 
 def make_trace(project, external_id: str, steps: int = 5) -> Trace:
-    trace = Trace.objects.create(project=project, external_id=external_id, instruction="Open settings", source="test",
-                                 step_count=steps)
-    Step.objects.bulk_create([
-        Step(trace=trace, index=i, thought=f"I will click item {i}.",
-             action_text=f"click(start_box='<|box_start|>({100 * i},{100 * i})<|box_end|>')")
-        for i in range(1, steps + 1)
-    ])
+    trace = Trace.objects.create(
+        project=project, external_id=external_id, instruction="Open settings", source="test", step_count=steps
+    )
+    Step.objects.bulk_create(
+        [
+            Step(
+                trace=trace,
+                index=i,
+                thought=f"I will click item {i}.",
+                action_text=f"click(start_box='<|box_start|>({100 * i},{100 * i})<|box_end|>')",
+            )
+            for i in range(1, steps + 1)
+        ]
+    )
     return trace
 
 
 def make_annotation(trace, user, *, status=AnnotationStatus.SUBMITTED, submitted_at=None, **fields) -> Annotation:
     """An annotation written as it would stand after its transitions (without their audit records)."""
     annotation = Annotation.objects.create(
-        trace=trace, project=trace.project, annotator=user, status=status,
-        submitted_at=submitted_at or (timezone.now() if status != "draft" else None), **fields)
+        trace=trace,
+        project=trace.project,
+        annotator=user,
+        status=status,
+        submitted_at=submitted_at or (timezone.now() if status != "draft" else None),
+        **fields,
+    )
     trace_recount_standing_annotations(traces=Trace.objects.filter(pk=trace.pk))
     return annotation
 
 
 # --- review services --------------------------------------------------------------------------
+
 
 def test_reject_resubmit_accept_audits_every_transition(project, annotator, lead):
     trace = make_trace(project, "t1")
@@ -61,8 +74,16 @@ def test_reject_resubmit_accept_audits_every_transition(project, annotator, lead
     with pytest.raises(review.ReviewError, match="changed since you opened it"):
         review.review_accept(annotation_id=ann.pk, actor=lead, expected_version=ann.version - 1)
     review.review_accept(annotation_id=ann.pk, actor=lead, expected_version=ann.version)
-    moves = list(AuditEvent.objects.filter(annotation=ann, kind="transition").values_list("from_status", "to_status", "actor__username"))
-    assert moves == [("submitted", "rejected", "leader"), ("rejected", "submitted", "ann"), ("submitted", "accepted", "leader")]
+    moves = list(
+        AuditEvent.objects.filter(annotation=ann, kind="transition").values_list(
+            "from_status", "to_status", "actor__username"
+        )
+    )
+    assert moves == [
+        ("submitted", "rejected", "leader"),
+        ("rejected", "submitted", "ann"),
+        ("submitted", "accepted", "leader"),
+    ]
 
 
 def test_annotator_cannot_review(project, annotator):
@@ -74,15 +95,23 @@ def test_annotator_cannot_review(project, annotator):
 
 def test_edit_and_accept_records_before_and_after(project, annotator, lead):
     trace = make_trace(project, "t1")
-    ann = make_annotation(trace, annotator, verdict="error", tau=2, error_category="wrong text",
-                          corrected_action="click(start_box='(1,2)')")
+    ann = make_annotation(
+        trace,
+        annotator,
+        verdict="error",
+        tau=2,
+        error_category="wrong text",
+        corrected_action="click(start_box='(1,2)')",
+    )
     with pytest.raises(review.ReviewError, match="tau must lie between 1 and 5"):
         review.review_edit_and_accept(annotation_id=ann.pk, actor=lead, edits={"tau": 9})
     with pytest.raises(review.ReviewError, match="corrected action"):
         review.review_edit_and_accept(annotation_id=ann.pk, actor=lead, edits={"corrected_action": "click(start_box="})
     with pytest.raises(review.ReviewError, match="cannot be edited"):
         review.review_edit_and_accept(annotation_id=ann.pk, actor=lead, edits={"status": "accepted"})
-    review.review_edit_and_accept(annotation_id=ann.pk, actor=lead, edits={"tau": "3", "corrected_action": "click(start_box='(5,6)')"})
+    review.review_edit_and_accept(
+        annotation_id=ann.pk, actor=lead, edits={"tau": "3", "corrected_action": "click(start_box='(5,6)')"}
+    )
     ann.refresh_from_db()
     assert ann.status == "accepted" and ann.tau == 3
     assert ann.corrected_action == "click(start_box='<|box_start|>(5,6)<|box_end|>')"
@@ -92,12 +121,15 @@ def test_edit_and_accept_records_before_and_after(project, annotator, lead):
 
 def test_word_diff_marks_changed_words():
     assert word_diff("click the red button", "click the blue button") == [
-        {"op": "equal", "text": "click the "}, {"op": "delete", "text": "red"}, {"op": "insert", "text": "blue"},
+        {"op": "equal", "text": "click the "},
+        {"op": "delete", "text": "red"},
+        {"op": "insert", "text": "blue"},
         {"op": "equal", "text": " button"},
     ]
 
 
 # --- agreement --------------------------------------------------------------------------------
+
 
 def click(x, y):
     return f"click(start_box='<|box_start|>({x},{y})<|box_end|>')"
@@ -118,13 +150,24 @@ def agreement_fixture(project, annotator, second_annotator):
     A, B = annotator, second_annotator
     t = {n: make_trace(project, n) for n in ("T1", "T2", "T3", "T4", "T5")}
     pairs = {
-        "T1": (dict(verdict="error", tau=2, error_category="wrong text", corrected_action=click(500, 500)),
-               dict(verdict="error", tau=2, error_category="wrong text", corrected_action=click(530, 540))),
-        "T2": (dict(verdict="error", tau=3, error_category="misread screen", corrected_action=click(1, 1)),
-               dict(verdict="error", tau=4, error_category="wrong text", corrected_action=click(1, 1))),
+        "T1": (
+            dict(verdict="error", tau=2, error_category="wrong text", corrected_action=click(500, 500)),
+            dict(verdict="error", tau=2, error_category="wrong text", corrected_action=click(530, 540)),
+        ),
+        "T2": (
+            dict(verdict="error", tau=3, error_category="misread screen", corrected_action=click(1, 1)),
+            dict(verdict="error", tau=4, error_category="wrong text", corrected_action=click(1, 1)),
+        ),
         "T3": (dict(verdict="no_error"), dict(verdict="no_error")),
-        "T4": (dict(verdict="error", tau=1, error_category="wrong text", corrected_action=click(100, 100)),
-               dict(verdict="error", tau=1, error_category="wrong element / grounding", corrected_action="hotkey(key='ctrl c')")),
+        "T4": (
+            dict(verdict="error", tau=1, error_category="wrong text", corrected_action=click(100, 100)),
+            dict(
+                verdict="error",
+                tau=1,
+                error_category="wrong element / grounding",
+                corrected_action="hotkey(key='ctrl c')",
+            ),
+        ),
     }
     made = {}
     for name, (a, b) in pairs.items():
@@ -143,10 +186,13 @@ def test_agreement_figures_match_hand_computation(project, lead, agreement_fixtu
     # n_wt=4, n_ms=1, n_weg=1, n=6; disagreeing pairable values Σo_ck = 4; Σn_c·n_k = 36-18 = 18.
     # α = 1 - (n-1)·4/18 = 1 - 20/18 = -1/9
     assert report.category_alpha == pytest.approx(-1 / 9)
-    assert report.action_type_pairs == 2 and report.action_type_agreement == pytest.approx(0.5)  # T1 same, T4 click≠hotkey
+    assert report.action_type_pairs == 2 and report.action_type_agreement == pytest.approx(
+        0.5
+    )  # T1 same, T4 click≠hotkey
     assert report.click_pairs == 1 and report.click_distance_median == pytest.approx(0.05)  # (30, 40)/1000
-    assert sorted(p.trace_id for p in report.disagreements) == sorted([agreement_fixture["T2"][0].trace_id,
-                                                                       agreement_fixture["T4"][0].trace_id])
+    assert sorted(p.trace_id for p in report.disagreements) == sorted(
+        [agreement_fixture["T2"][0].trace_id, agreement_fixture["T4"][0].trace_id]
+    )
 
     chosen = agreement_fixture["T4"][0]
     review.review_adjudicate(annotation_id=chosen.pk, actor=lead)
@@ -156,7 +202,9 @@ def test_agreement_figures_match_hand_computation(project, lead, agreement_fixtu
     # choosing the other one moves the mark: one adjudicated answer per trace
     other = agreement_fixture["T4"][1]
     review.review_adjudicate(annotation_id=other.pk, actor=lead)
-    assert list(Annotation.objects.filter(trace_id=chosen.trace_id, is_adjudicated=True).values_list("pk", flat=True)) == [other.pk]
+    assert list(
+        Annotation.objects.filter(trace_id=chosen.trace_id, is_adjudicated=True).values_list("pk", flat=True)
+    ) == [other.pk]
 
 
 def test_click_distance_uses_screen_size_for_pixel_conventions(project, annotator, second_annotator):
@@ -168,19 +216,24 @@ def test_click_distance_uses_screen_size_for_pixel_conventions(project, annotato
     shot = Screenshot.objects.create(sha256="a" * 64, image="x.png", format="PNG", width=2000, height=1000, byte_size=1)
     Step.objects.filter(trace=trace, index=1).update(screenshot=shot)
     make_annotation(trace, annotator, verdict="error", tau=1, error_category="wrong text", corrected_action=click(0, 0))
-    make_annotation(trace, second_annotator, verdict="error", tau=1, error_category="wrong text", corrected_action=click(600, 800))
+    make_annotation(
+        trace, second_annotator, verdict="error", tau=1, error_category="wrong text", corrected_action=click(600, 800)
+    )
     report = agreement_report(project)
     assert report.click_distance_mean == pytest.approx(((600 / 2000) ** 2 + (800 / 1000) ** 2) ** 0.5)
 
 
 # --- dashboards -------------------------------------------------------------------------------
 
+
 def test_dashboard_figures_match_hand_computation(project, annotator, second_annotator, lead):
     assert connection.in_atomic_block  # the figures are read in turn, on this test's connection
     check_dashboard_against_hand_computation(project, annotator, second_annotator, lead)
 
 
-def test_dashboard_figures_read_at_once_match_hand_computation(transactional_db, project, annotator, second_annotator, lead):
+def test_dashboard_figures_read_at_once_match_hand_computation(
+    transactional_db, project, annotator, second_annotator, lead
+):
     assert not connection.in_atomic_block  # committed data: the figures are read concurrently on their own connections
     check_dashboard_against_hand_computation(project, annotator, second_annotator, lead)
 
@@ -190,12 +243,20 @@ def check_dashboard_against_hand_computation(project, annotator, second_annotato
     day0, day1 = today - timedelta(days=2), today - timedelta(days=1)
     A, B = annotator, second_annotator
     tr = [make_trace(project, f"d{i}", steps=10) for i in range(8)]
-    a1 = make_annotation(tr[0], A, submitted_at=day0, time_spent_s=30, verdict="error", tau=1, error_category="wrong text")
-    a2 = make_annotation(tr[1], A, submitted_at=day0, time_spent_s=50, verdict="error", tau=5, error_category="wrong text")
+    a1 = make_annotation(
+        tr[0], A, submitted_at=day0, time_spent_s=30, verdict="error", tau=1, error_category="wrong text"
+    )
+    a2 = make_annotation(
+        tr[1], A, submitted_at=day0, time_spent_s=50, verdict="error", tau=5, error_category="wrong text"
+    )
     a3 = make_annotation(tr[2], A, submitted_at=day1, time_spent_s=100, verdict="no_error")
-    b1 = make_annotation(tr[3], B, submitted_at=day1, time_spent_s=20, verdict="error", tau=10, error_category="misread screen")
+    b1 = make_annotation(
+        tr[3], B, submitted_at=day1, time_spent_s=20, verdict="error", tau=10, error_category="misread screen"
+    )
     b2 = make_annotation(tr[4], B, submitted_at=day1, time_spent_s=40, verdict="unusable", unusable_reason="blank")
-    make_annotation(tr[5], B, submitted_at=today - timedelta(days=20), time_spent_s=1000, verdict="no_error")  # before the range
+    make_annotation(
+        tr[5], B, submitted_at=today - timedelta(days=20), time_spent_s=1000, verdict="no_error"
+    )  # before the range
     make_annotation(tr[6], A, status="draft", time_spent_s=7)  # not done
     for ann in (a1, a2, b2):
         review.review_accept(annotation_id=ann.pk, actor=lead)
@@ -211,9 +272,17 @@ def check_dashboard_against_hand_computation(project, annotator, second_annotato
     # times 20, 30, 40, 50, 100 -> 40; ann 30, 50, 100 -> 50; bob 20, 40 -> 30
     assert data["median_time"] == {"overall_s": 40, "per_annotator_s": {"ann": 50, "bob": 30}}
     assert data["review"]["accepted"] == 3 and data["review"]["rejected"] == 2
-    assert data["review"]["acceptance_rate"] == pytest.approx(0.6) and data["review"]["rejection_rate"] == pytest.approx(0.4)
+    assert data["review"]["acceptance_rate"] == pytest.approx(0.6) and data["review"][
+        "rejection_rate"
+    ] == pytest.approx(0.4)
     assert data["review"]["per_annotator"] == [
-        {"annotator": "ann", "accepted": 2, "rejected": 1, "acceptance_rate": pytest.approx(2 / 3), "rejection_rate": pytest.approx(1 / 3)},
+        {
+            "annotator": "ann",
+            "accepted": 2,
+            "rejected": 1,
+            "acceptance_rate": pytest.approx(2 / 3),
+            "rejection_rate": pytest.approx(1 / 3),
+        },
         {"annotator": "bob", "accepted": 1, "rejected": 1, "acceptance_rate": 0.5, "rejection_rate": 0.5},
     ]
     # standing answers only (b1 was rejected): two "wrong text" errors at τ/n = 1/10 and 5/10
@@ -257,6 +326,7 @@ def test_median_of_even_and_odd_groups_single_annotator(project, annotator):
 
 # --- API ----------------------------------------------------------------------------------------
 
+
 def test_review_api_rejects_bad_input_and_roles(project, annotator, lead, api_client):
     ann = make_annotation(make_trace(project, "t1"), annotator, verdict="no_error")
     assert api_client(annotator).post(f"/api/reviews/{ann.pk}/accept/", {}, format="json").status_code in (403, 404)
@@ -265,8 +335,36 @@ def test_review_api_rejects_bad_input_and_roles(project, annotator, lead, api_cl
     response = api_client(lead).post(f"/api/reviews/{ann.pk}/reject/", {"comment": "fix τ"}, format="json")
     assert response.status_code == 200 and response.json()["status"] == "rejected"
     bad = api_client(lead).get(f"/api/projects/{project.pk}/dashboard/?from=yesterday")
-    assert bad.status_code == 400 and "from" in bad.json()
+    assert bad.status_code == 400 and "from must be a date" in bad.json()["detail"]
     assert api_client(lead).get(f"/api/projects/{project.pk}/dashboard/").status_code == 200
     assert api_client(annotator).get(f"/api/projects/{project.pk}/dashboard/").status_code == 403
     history = api_client(lead).get(f"/api/traces/{ann.trace_id}/history/").json()["results"]
     assert [(h["from_status"], h["to_status"]) for h in history] == [("submitted", "rejected")]
+
+
+@pytest.mark.parametrize(
+    "query", ["to=9999-12-31", "from=0001-01-01", "from=9999-12-31&to=9999-12-31", "to=0001-01-02"]
+)
+def test_dashboard_days_past_the_calendar_are_a_clear_400(project, lead, api_client, query):
+    response = api_client(lead).get(f"/api/projects/{project.pk}/dashboard/?{query}")
+    assert response.status_code == 400, response.content
+    assert "outside the days a dashboard covers" in response.json()["detail"]
+
+
+def test_every_api_failure_is_json(project, lead, monkeypatch):
+    from django.test import Client
+
+    from annotation import dashboards
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("an unforeseen bug")
+
+    monkeypatch.setattr(dashboards, "project_dashboard", broken)
+    client = Client(raise_request_exception=False)
+    client.force_login(lead)
+    response = client.get(f"/api/projects/{project.pk}/dashboard/")
+    assert response.status_code == 500 and response["Content-Type"] == "application/json"
+    assert "an unforeseen bug" not in response.json()["detail"]
+    missing = client.get("/api/no-such-endpoint/")
+    assert missing.status_code == 404 and "/api/no-such-endpoint/" in missing.json()["detail"]
+    assert client.get("/no-such-page/")["Content-Type"].startswith("text/html")

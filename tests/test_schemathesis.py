@@ -8,30 +8,17 @@ Writes run against a small real world (one project, traces, an open annotation).
 from __future__ import annotations
 
 import pytest
+import schemathesis  # a test dependency: missing means a broken install, not a skip
+from django.core.wsgi import get_wsgi_application
+from django.test import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-schemathesis = pytest.importorskip("schemathesis")
-
-from django.core.wsgi import get_wsgi_application  # noqa: E402
-from django.test import Client  # noqa: E402
-
-from studio.permissions import Role  # noqa: E402
-from tests.test_annotation_fixtures import make_traces  # noqa: E402
+from studio.permissions import Role
+from tests.test_annotation_fixtures import make_traces
 
 EXAMPLES_PER_OPERATION = 4
 CHECKS = ("not_a_server_error", "status_code_conformance", "content_type_conformance")
-
-
-@pytest.fixture
-def role_groups(transactional_db):
-    # The WSGI app closes connections between requests, so this test commits for real (and restores the groups).
-    from django.contrib.auth.models import Group
-
-    from studio.permissions import GROUP_ROLES
-
-    for role in GROUP_ROLES:
-        Group.objects.get_or_create(name=role.value)
 
 
 @pytest.fixture
@@ -69,11 +56,18 @@ def test_api_schema_holds_for_every_role(api_world):
                 try:
                     case.validate_response(response, checks=_checks(), headers=headers)
                 except Exception as exc:  # collected so one run reports every broken operation
-                    failures.append(f"{role} {operation.method.upper()} {operation.path} -> {response.status_code}: "
-                                    f"{str(exc).splitlines()[0][:200]}")
+                    failures.append(
+                        f"{role} {operation.method.upper()} {operation.path} -> {response.status_code}: "
+                        f"{str(exc).splitlines()[0][:200]}"
+                    )
 
-            settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, database=None, derandomize=True,
-                     suppress_health_check=list(HealthCheck))(given(data=st.data())(lambda data: probe(data)))()
+            settings(
+                max_examples=EXAMPLES_PER_OPERATION,
+                deadline=None,
+                database=None,
+                derandomize=True,
+                suppress_health_check=list(HealthCheck),
+            )(given(data=st.data())(lambda data: probe(data)))()
     unique = sorted(set(failures))
     assert not unique, f"{len(unique)} schema violations in {calls} calls:\n" + "\n".join(unique[:60])
     assert calls > 100

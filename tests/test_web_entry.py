@@ -23,9 +23,18 @@ BUNDLE_BYTES = 32 * 1024 * 1024
 
 def http_scope(path: str, headers: list[tuple[bytes, bytes]]) -> dict:
     return {
-        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
-        "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
-        "headers": [(b"host", b"127.0.0.1"), *headers], "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 80),
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"host", b"127.0.0.1"), *headers],
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 80),
     }
 
 
@@ -65,8 +74,14 @@ def test_a_bundle_download_streams_through_the_web_entry_point(project, engineer
 
     content = os.urandom(BUNDLE_BYTES)
     name = default_storage.save("exports/big-test-bundle.zip", ContentFile(content))
-    job = ExportJob.objects.create(project=project, format="trl", status=JobStatus.SUCCEEDED, bundle_name=name,
-                                   bundle_sha256=hashlib.sha256(content).hexdigest(), bundle_size=len(content))
+    job = ExportJob.objects.create(
+        project=project,
+        format="trl",
+        status=JobStatus.SUCCEEDED,
+        bundle_name=name,
+        bundle_sha256=hashlib.sha256(content).hexdigest(),
+        bundle_size=len(content),
+    )
     token = api_token_issue(user=engineer)
     del content
     digest, messages, received = hashlib.sha256(), [], [0]
@@ -78,8 +93,11 @@ def test_a_bundle_download_streams_through_the_web_entry_point(project, engineer
 
     tracemalloc.start()
     try:
-        start = call(application, http_scope(f"/api/exports/{job.pk}/bundle",
-                                                   [(b"authorization", f"Token {token}".encode())]), on_body)
+        start = call(
+            application,
+            http_scope(f"/api/exports/{job.pk}/bundle", [(b"authorization", f"Token {token}".encode())]),
+            on_body,
+        )
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -90,7 +108,9 @@ def test_a_bundle_download_streams_through_the_web_entry_point(project, engineer
     assert headers[b"server-timing"].startswith(b"app;dur=")
     assert received[0] == BUNDLE_BYTES and digest.hexdigest() == job.bundle_sha256
     assert len(messages) > 8, "the bundle should go out in many chunks"
-    assert peak < BUNDLE_BYTES / 2, f"the download held {peak / 2**20:.1f} MiB at once (bundle: {BUNDLE_BYTES / 2**20:.0f} MiB)"
+    assert peak < BUNDLE_BYTES / 2, (
+        f"the download held {peak / 2**20:.1f} MiB at once (bundle: {BUNDLE_BYTES / 2**20:.0f} MiB)"
+    )
 
 
 @pytest.mark.django_db(transaction=True)

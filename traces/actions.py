@@ -39,8 +39,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, NoReturn
 
 __all__ = [
     "ACTION_SPECS",
@@ -141,6 +142,8 @@ class ActionSpec:
     # At least one of these must be present (scroll: a direction, or an end point as in
     # the README_v1 mobile variant ``scroll(start_box, end_box)``).
     require_any: tuple[str, ...] = ()
+    # Optional in a recorded step, required in a correction (the prompt's form of the action).
+    target_required: tuple[str, ...] = ()
 
     def arg(self, name: str) -> ArgSpec | None:
         for a in self.args:
@@ -170,10 +173,15 @@ _SPECS: tuple[ActionSpec, ...] = (
     ActionSpec("left_double", (_start(),), _DESKTOP_WEB, "Double click", "Double-click at a point."),
     ActionSpec("right_single", (_start(),), _DESKTOP_WEB, "Right click", "Right-click at a point."),
     ActionSpec("drag", (_start(), _end()), _ALL, "Drag", "Press at the start point, move to the end point, release."),
-    ActionSpec("hotkey", (_key(("hotkey",)),), _ALL, "Hotkey", "Press a key combination (at most 3 keys per the 1.5 prompt)."),
+    ActionSpec(
+        "hotkey", (_key(("hotkey",)),), _ALL, "Hotkey", "Press a key combination (at most 3 keys per the 1.5 prompt)."
+    ),
     ActionSpec(
         "type",
-        (ArgSpec("content", "text", True, description="text to type; a trailing newline submits (Enter)"), _start(False)),
+        (
+            ArgSpec("content", "text", True, description="text to type; a trailing newline submits (Enter)"),
+            _start(False),
+        ),
         _ALL,
         "Type",
         "Type text, optionally into the field at a point (web).",
@@ -185,6 +193,7 @@ _SPECS: tuple[ActionSpec, ...] = (
         "Scroll",
         "Scroll in a direction, at a point if given.",
         require_any=("direction", END_BOX),
+        target_required=("direction",),
     ),
     ActionSpec("wait", (), _ALL, "Wait", "Sleep (about 5 s) and take a new screenshot."),
     ActionSpec(
@@ -211,7 +220,9 @@ _SPECS: tuple[ActionSpec, ...] = (
     ),
     ActionSpec("press_home", (), _MOBILE, "Press home", "Press the Home button."),
     ActionSpec("press_back", (), _MOBILE, "Press back", "Press the Back button."),
-    ActionSpec("select", (_start(), _end(False)), frozenset({WEB}), "Select", "Select the element (or the range) at a point."),
+    ActionSpec(
+        "select", (_start(), _end(False)), frozenset({WEB}), "Select", "Select the element (or the range) at a point."
+    ),
     ActionSpec("swipe", (_start(), _end()), _MOBILE, "Swipe", "Swipe from the start point to the end point."),
     # Parser-level extras (ui-tars / OSWorld pyautogui converter).
     ActionSpec("left_single", (_start(),), _DESKTOP_WEB, "Left click", "Left-click once (same as click).", extra=True),
@@ -223,6 +234,165 @@ _SPECS: tuple[ActionSpec, ...] = (
 )
 
 ACTION_SPECS: dict[str, ActionSpec] = {s.name: s for s in _SPECS}
+
+# --------------------------------------------------------------------------------------
+# The action space a model is told about, and what a correction may therefore use
+
+# The action lines of the UI-TARS COMPUTER_USE / MOBILE_USE prompts, verbatim ({p1}/{p3}: the point spelling of the
+# project, filled by traces.prompting). A correction is a training target: it may use only what the prompt offers on
+# its platform, so the editor, the validator and the exported prompt read this one list.
+_DESKTOP_ACTIONS = (
+    "click(start_box={p1})",
+    "left_double(start_box={p1})",
+    "right_single(start_box={p1})",
+    "drag(start_box={p1}, end_box={p3})",
+    "hotkey(key='ctrl c') # Split keys with a space and use lowercase. Also, do not use more than 3 keys in one hotkey action.",
+    "type(content='xxx') # Use escape characters \\', \\\", and \\n in content part to ensure we can parse the content in normal python string format. If you want to submit your input, use \\n at the end of content. ",
+    "scroll(start_box={p1}, direction='down or up or right or left') # Show more information on the `direction` side.",
+    "wait() #Sleep for 5s and take a screenshot to check for any changes.",
+    "finished(content='xxx') # Use escape characters \\', \\\", and \\n in content part to ensure we can parse the content in normal python string format.",
+)
+_MOBILE_ACTIONS = (
+    "click(start_box={p1})",
+    "long_press(start_box={p1})",
+    "type(content='') #If you want to submit your input, use \"\\n\" at the end of `content`.",
+    "scroll(start_box={p1}, direction='down or up or right or left')",
+    "open_app(app_name='')",
+    "drag(start_box={p1}, end_box={p3})",
+    "press_home()",
+    "press_back()",
+    "finished(content='xxx') # Use escape characters \\', \\\", and \\n in content part to ensure we can parse the content in normal python string format.",
+)
+
+
+PROMPT_ACTION_LINES: dict[str, tuple[str, ...]] = {
+    DESKTOP: _DESKTOP_ACTIONS,
+    WEB: _DESKTOP_ACTIONS,
+    MOBILE: _MOBILE_ACTIONS,
+}
+
+# The prompt's hotkey rule ("Split keys with a space and use lowercase. Also, do not use more than 3 keys").
+MAX_HOTKEY_KEYS = 3
+# Key names the UI-TARS executors (pyautogui, adb key events) understand.
+KEY_NAMES = frozenset(
+    [chr(c) for c in range(ord("a"), ord("z") + 1)]
+    + [str(d) for d in range(10)]
+    + [f"f{n}" for n in range(1, 25)]
+    + list("`-=[]\\;',./")
+    + [
+        "enter",
+        "return",
+        "tab",
+        "space",
+        "backspace",
+        "delete",
+        "del",
+        "esc",
+        "escape",
+        "insert",
+        "home",
+        "end",
+        "pageup",
+        "pagedown",
+        "pgup",
+        "pgdn",
+        "up",
+        "down",
+        "left",
+        "right",
+        "ctrl",
+        "control",
+        "ctrlleft",
+        "ctrlright",
+        "alt",
+        "altleft",
+        "altright",
+        "option",
+        "shift",
+        "shiftleft",
+        "shiftright",
+        "win",
+        "winleft",
+        "winright",
+        "cmd",
+        "command",
+        "super",
+        "meta",
+        "fn",
+        "capslock",
+        "numlock",
+        "scrolllock",
+        "printscreen",
+        "prtsc",
+        "prtscr",
+        "pause",
+        "apps",
+        "menu",
+        "volumemute",
+        "volumeup",
+        "volumedown",
+        "playpause",
+        "nexttrack",
+        "prevtrack",
+        "home_key",
+        "back",
+        "num0",
+        "num1",
+        "num2",
+        "num3",
+        "num4",
+        "num5",
+        "num6",
+        "num7",
+        "num8",
+        "num9",
+        "add",
+        "subtract",
+        "multiply",
+        "divide",
+        "decimal",
+        "separator",
+        "clear",
+    ]
+)
+
+
+def target_actions(platform: str) -> tuple[str, ...]:
+    """The action types a correction may use on ``platform``: those its prompt lists, in the prompt's order."""
+    names = []
+    for line in PROMPT_ACTION_LINES[platform]:
+        match = re.match(r"(\w+)\(", line)
+        if match and match.group(1) not in names:
+            names.append(match.group(1))
+    return tuple(names)
+
+
+def target_problems(action: Action, *, platform: str) -> list[str]:
+    """What a correction may not contain beyond ``validate_action``'s checks (recorded steps are kept as the model
+    wrote them; a training target follows the prompt): an action the platform's prompt does not offer, a hotkey
+    with more than 3 keys, keys not in lowercase or not known, a scroll without a direction."""
+    problems = []
+    if action.type not in target_actions(platform):
+        problems.append(
+            f"{action.type} is not in the {platform} prompt's action space ({', '.join(target_actions(platform))})"
+        )
+    spec = ACTION_SPECS.get(action.type)
+    for name in spec.target_required if spec else ():
+        if action.get(name) is None:
+            problems.append(f"missing argument '{name}' for {action.type}")
+    for name, value in action.args:
+        arg = spec.arg(name) if spec else None
+        if arg is None or arg.kind != "keys" or not isinstance(value, str):
+            continue
+        keys = value.split()
+        if len(keys) > MAX_HOTKEY_KEYS:
+            problems.append(f"{len(keys)} keys in '{value}': the prompt allows at most {MAX_HOTKEY_KEYS}")
+        if value != value.lower():
+            problems.append(f"keys must be lowercase: '{value.lower()}', not '{value}'")
+        unknown = [k for k in keys if k.lower() not in KEY_NAMES]
+        if unknown:
+            problems.append(f"unknown key{'s' if len(unknown) > 1 else ''} {', '.join(repr(k) for k in unknown)}")
+    return problems
 
 
 # --------------------------------------------------------------------------------------
@@ -339,7 +509,7 @@ class Action:
         }
 
     @classmethod
-    def from_json(cls, d: Mapping) -> "Action":
+    def from_json(cls, d: Mapping) -> Action:
         if not isinstance(d, Mapping) or not isinstance(d.get("type"), str):
             raise ValueError(f"not an action object: {d!r}")
         args = d.get("args") or {}
@@ -404,8 +574,8 @@ def _parse_point_value(raw: str) -> tuple[int | float, int | float] | None:
         parts = s[1:-1].split(",")
     else:
         return None
-    nums = [_number(p) for p in parts]
-    if any(n is None for n in nums):
+    nums = [n for n in (_number(p) for p in parts) if n is not None]
+    if len(nums) != len(parts):
         return None
     if len(nums) == 2:
         return (nums[0], nums[1])
@@ -422,7 +592,7 @@ class _Parser:
         self.i = start
         self.end = len(text) if end is None else end
 
-    def fail(self, message: str, pos: int):
+    def fail(self, message: str, pos: int) -> NoReturn:
         raise ActionSyntaxError(message, pos)
 
     def skip_ws(self) -> None:
@@ -592,18 +762,16 @@ def _build_action(spec: ActionSpec, raw: list[tuple[str, int, str, int]], start:
             for a in spec.args:
                 if key in a.aliases:
                     canon = a.name
-        a = spec.arg(canon)
-        if a is None:
+        arg = spec.arg(canon)
+        if arg is None:
             raise ActionSyntaxError(f"unexpected argument '{key}' for {spec.name}", key_pos)
         if canon in values:
             raise ActionSyntaxError(f"duplicate argument '{canon}' for {spec.name}", key_pos)
         if key_style is not None:
             if style is not None and style != key_style:
-                raise ActionSyntaxError(
-                    f"mixed coordinate styles ('{style_key}' and '{key}') for {spec.name}", key_pos
-                )
+                raise ActionSyntaxError(f"mixed coordinate styles ('{style_key}' and '{key}') for {spec.name}", key_pos)
             style, style_key = key_style, key
-        values[canon] = _convert_value(spec, a, val, val_pos)
+        values[canon] = _convert_value(spec, arg, val, val_pos)
     for a in spec.args:
         if a.required and values.get(a.name, _ABSENT) is _ABSENT:
             raise ActionSyntaxError(f"missing argument '{a.name}' for {spec.name}", start)
@@ -957,25 +1125,25 @@ def validate_action(
     if spec.require_any and not any(n in present for n in spec.require_any):
         problems.append(f"missing argument '{spec.require_any[0]}' for {spec.name}")
     for k, v in action.args:
-        a = spec.arg(k)
-        if a is None:
+        arg = spec.arg(k)
+        if arg is None:
             problems.append(f"unexpected argument '{k}' for {spec.name}")
             continue
-        if a.kind == "point":
+        if arg.kind == "point":
             if not isinstance(v, tuple):
                 problems.append(f"argument '{k}' of {spec.name} must be a point")
                 continue
             msg = _bounds_problem(action, k, v, convention, width, height, max_pixels)
             if msg:
                 problems.append(msg)
-        elif a.kind == "duration":
+        elif arg.kind == "duration":
             if isinstance(v, (int, float)) and v < 0:
                 problems.append(f"negative duration {_fmt_num(v)} for {spec.name}")
         elif not isinstance(v, str):
             problems.append(f"argument '{k}' of {spec.name} must be text")
-        elif a.kind == "direction" and v not in DIRECTIONS:
+        elif arg.kind == "direction" and v not in DIRECTIONS:
             problems.append(f"bad direction '{v}' for {spec.name} (expected one of {', '.join(DIRECTIONS)})")
-        elif a.kind == "keys" and not v.strip():
+        elif arg.kind == "keys" and not v.strip():
             problems.append(f"empty key for {spec.name}")
     return problems
 
@@ -1011,6 +1179,7 @@ def action_table_json() -> dict:
                 "aliases": list(a.aliases),
                 "description": a.description,
             }
+            d["required_in_target"] = a.required or a.name in s.target_required
             if a.kind == "point":
                 d["point_style_names"] = [k for k, v in POINT_STYLE_ALIASES.items() if v == a.name]
             args.append(d)
@@ -1030,6 +1199,9 @@ def action_table_json() -> dict:
         "actions": actions,
         "arg_kinds": list(ARG_KINDS),
         "directions": list(DIRECTIONS),
+        # The action types a correction may use, per platform (the prompt's action space): what the editor offers.
+        "targets": {p: list(target_actions(p)) for p in PLATFORMS},
+        "max_hotkey_keys": MAX_HOTKEY_KEYS,
         "platforms": list(PLATFORMS),
         "styles": list(STYLES),
         "box_tokens": {"start": BOX_START, "end": BOX_END},

@@ -10,19 +10,30 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from studio.api import job_cancel_response
 from studio.permissions import ActionPermission, has_permission
 from traces import actions as grammar
 from traces import selectors, services
 from traces.importers import IMPORTERS
-from traces.models import ImportJob, Project, Step, Trace
+from traces.models import CoordinateConvention, ImportJob, Project, Step, Trace
 
 
 class ProjectSerializer(serializers.ModelSerializer):
     class Meta:
         model = Project
         fields = [
-            "id", "name", "description", "platform", "coordinate_convention", "max_pixels", "history_window",
-            "box_tokens", "error_categories", "lease_idle_minutes", "double_annotation_share", "blind_prescoring",
+            "id",
+            "name",
+            "description",
+            "platform",
+            "coordinate_convention",
+            "max_pixels",
+            "history_window",
+            "box_tokens",
+            "error_categories",
+            "lease_idle_minutes",
+            "double_annotation_share",
+            "blind_prescoring",
         ]
 
 
@@ -35,21 +46,43 @@ class StepSerializer(serializers.ModelSerializer):
     class Meta:
         model = Step
         fields = [
-            "index", "thought", "reflection", "action_summary", "action_text", "raw_response", "parsed_actions",
-            "parse_error", "human_edited_response", "context", "screenshot_url", "thumbnail_url", "width", "height",
+            "index",
+            "thought",
+            "reflection",
+            "action_summary",
+            "action_text",
+            "raw_response",
+            "parsed_actions",
+            "parse_error",
+            "human_edited_response",
+            "context",
+            "screenshot_url",
+            "thumbnail_url",
+            "width",
+            "height",
         ]
 
     def get_screenshot_url(self, step) -> str | None:
-        return f"/screenshots/{step.screenshot.sha256}/image" if step.screenshot_id else None
+        return step.screenshot.image_url if step.screenshot_id else None
 
     def get_thumbnail_url(self, step) -> str | None:
-        return f"/screenshots/{step.screenshot.sha256}/thumbnail" if step.screenshot_id else None
+        return step.screenshot.thumbnail_url if step.screenshot_id else None
 
 
 class TraceSerializer(serializers.ModelSerializer):
     class Meta:
         model = Trace
-        fields = ["id", "project", "external_id", "instruction", "source", "outcome", "metadata", "step_count", "created_at"]
+        fields = [
+            "id",
+            "project",
+            "external_id",
+            "instruction",
+            "source",
+            "outcome",
+            "metadata",
+            "step_count",
+            "created_at",
+        ]
 
 
 class TraceDetailSerializer(TraceSerializer):
@@ -63,16 +96,31 @@ class TraceDetailSerializer(TraceSerializer):
         return StepSerializer(selectors.trace_steps(trace), many=True).data
 
     def get_final_screenshot_url(self, trace) -> str | None:
-        return f"/screenshots/{trace.final_screenshot.sha256}/image" if trace.final_screenshot_id else None
+        return trace.final_screenshot.image_url if trace.final_screenshot_id else None
 
 
 class ImportJobSerializer(serializers.ModelSerializer):
     class Meta:
         model = ImportJob
         fields = [
-            "id", "project", "status", "format", "original_name", "progress_done", "progress_total", "message", "errors",
-            "traces_imported", "traces_skipped", "traces_failed", "steps_imported", "screenshots_stored",
-            "unparsed_actions", "created_at", "started_at", "finished_at",
+            "id",
+            "project",
+            "status",
+            "format",
+            "original_name",
+            "progress_done",
+            "progress_total",
+            "message",
+            "errors",
+            "traces_imported",
+            "traces_skipped",
+            "traces_failed",
+            "steps_imported",
+            "screenshots_stored",
+            "unparsed_actions",
+            "created_at",
+            "started_at",
+            "finished_at",
         ]
 
 
@@ -101,21 +149,49 @@ class TraceList(generics.ListAPIView):
 
     def get_queryset(self):
         project = get_object_or_404(selectors.projects_for_user(self.request.user), pk=self.kwargs["project_id"])
-        return selectors.traces_for_user(self.request.user, project=project, search=self.request.query_params.get("q", "")[:200])
+        return selectors.traces_for_user(
+            self.request.user, project=project, search=self.request.query_params.get("q", "")[:200]
+        )
+
+
+class TraceDeleteSerializer(serializers.Serializer):
+    reason = serializers.CharField(help_text="Why the trace is deleted; kept in the audit record (TraceDeletion).")
 
 
 class TraceDetail(generics.RetrieveAPIView):
+    """GET: the trace with its steps. DELETE (leads, admins): remove it with its steps and annotations, audited."""
+
     serializer_class = TraceDetailSerializer
     permission_classes = [ActionPermission]
-    permission_action = "trace.view"
+    permission_action = {"GET": "trace.view", "DELETE": "trace.delete"}
 
     def get_queryset(self):
         return selectors.traces_for_user(self.request.user)
+
+    @extend_schema(request=TraceDeleteSerializer, responses={204: None, 400: dict})
+    def delete(self, request, pk: int):
+        trace = self.get_object()
+        if not has_permission(request.user, "trace.delete", trace.project):
+            raise PermissionDenied("Only leads and admins of this project delete its traces.")
+        form = TraceDeleteSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        try:
+            services.trace_delete(trace=trace, user=request.user, reason=form.validated_data["reason"])
+        except services.TraceDeleteRefused as exc:
+            raise ValidationError({"reason": [str(exc)]}) from None
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class ImportUploadSerializer(serializers.Serializer):
     file = serializers.FileField(help_text="A .zip of traces (any supported layout) or a .jsonl of native traces.")
     format = serializers.ChoiceField(choices=["", *sorted(IMPORTERS)], required=False, default="")
+    coordinates = serializers.ChoiceField(
+        choices=["", *CoordinateConvention.values],
+        required=False,
+        default="",
+        help_text="The convention of the traces' points when the source does not say it (default: the source's, "
+        "else the project's).",
+    )
 
 
 class ImportCreate(APIView):
@@ -141,7 +217,12 @@ class ImportCreate(APIView):
         except ValueError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
         job = services.import_job_create(
-            project=project, user=request.user, upload_name=stored, original_name=name, fmt=form.validated_data["format"]
+            project=project,
+            user=request.user,
+            upload_name=stored,
+            original_name=name,
+            fmt=form.validated_data["format"],
+            coordinates=form.validated_data["coordinates"],
         )
         return Response(ImportJobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
 
@@ -153,6 +234,18 @@ class ImportJobDetail(generics.RetrieveAPIView):
 
     def get_queryset(self):
         return selectors.import_jobs_for_user(self.request.user)
+
+
+class ImportJobCancel(APIView):
+    permission_classes = [ActionPermission]
+    permission_action = "trace.import"
+
+    @extend_schema(request=None, responses={200: dict, 409: dict})
+    def post(self, request, pk: int):
+        job = get_object_or_404(selectors.import_jobs_for_user(request.user), pk=pk)
+        if not has_permission(request.user, "trace.import", job.project):
+            raise PermissionDenied("Only leads and admins of this project cancel its imports.")
+        return job_cancel_response(job)
 
 
 class ActionTable(APIView):
@@ -190,10 +283,18 @@ class ActionValidate(APIView):
         except grammar.ActionSyntaxError as exc:
             return Response({"valid": False, "errors": [str(exc)]})
         problems = grammar.validate_action(
-            action, convention=project.coordinate_convention, width=data["width"], height=data["height"],
-            platform=project.platform, max_pixels=project.max_pixels,
+            action,
+            convention=project.coordinate_convention,
+            width=data["width"],
+            height=data["height"],
+            platform=project.platform,
+            max_pixels=project.max_pixels,
         )
-        return Response({
-            "valid": not problems, "errors": problems, "canonical": grammar.render_action(action, box_tokens=project.box_tokens),
-            "action": action.to_json(),
-        })
+        return Response(
+            {
+                "valid": not problems,
+                "errors": problems,
+                "canonical": grammar.render_action(action, box_tokens=project.box_tokens),
+                "action": action.to_json(),
+            }
+        )

@@ -21,13 +21,16 @@ class ImageInfo:
     format: str
     width: int
     height: int
+    # The page's thumbnail (WEBP), made from the decode that checked the image: no second decode, and none in a
+    # web request (issue 18, item 8).
+    thumbnail: bytes = b""
 
 
 def inspect_image(data: bytes, name: str) -> ImageInfo:
-    """Identify and sanity-check an image from its header and structure, without decoding every pixel.
-
-    PNG chunks are CRC-checked through IEND (``verify``); JPEGs must end with their EOI marker, which
-    catches the truncated files that runners leave behind when they are killed mid-write.
+    """Identify and check an image: its format and size, PNG chunk checksums through IEND (``verify``), its pixel data
+    decoded once (a file with good checksums and undecodable data is refused here, not on every later view), and a
+    JPEG's end-of-image marker (runners killed mid-write leave truncated files). The thumbnail is made from that
+    decode.
     """
     if not data:
         raise ImageProblem(f"{name}: empty file")
@@ -37,24 +40,50 @@ def inspect_image(data: bytes, name: str) -> ImageInfo:
             if fmt not in ACCEPTED_FORMATS:
                 raise ImageProblem(f"{name}: {fmt} images are not accepted (PNG, JPEG or WEBP)")
             if width * height > settings.IMPORT_MAX_IMAGE_PIXELS:
-                raise ImageProblem(f"{name}: {width}×{height} is over the {settings.IMPORT_MAX_IMAGE_PIXELS}-pixel limit")
+                raise ImageProblem(
+                    f"{name}: {width}×{height} is over the {settings.IMPORT_MAX_IMAGE_PIXELS}-pixel limit"
+                )
             if fmt == "PNG":
                 image.verify()
+        if fmt == "JPEG" and not data.rstrip(b"\x00").endswith(b"\xff\xd9"):
+            raise ImageProblem(f"{name}: truncated JPEG (no end-of-image marker)")
+        # verify() reads chunk checksums only: a PNG (or JPEG) whose pixel data cannot be decoded passes it and then
+        # fails every page that shows it. Decode it once here, inside the pixel limit checked above, and make the
+        # thumbnail from that decode.
+        with Image.open(io.BytesIO(data)) as image:
+            thumbnail = _decoded_thumbnail(image)
     except ImageProblem:
         raise
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
         raise ImageProblem(f"{name}: not a readable image ({exc.__class__.__name__}: {exc})") from None
-    if fmt == "JPEG" and not data.rstrip(b"\x00").endswith(b"\xff\xd9"):
-        raise ImageProblem(f"{name}: truncated JPEG (no end-of-image marker)")
-    return ImageInfo(format=fmt, width=width, height=height)
+    return ImageInfo(format=fmt, width=width, height=height, thumbnail=thumbnail)
 
 
-def make_thumbnail(data: bytes, width: int = THUMBNAIL_WIDTH) -> bytes:
-    with Image.open(io.BytesIO(data)) as image:
-        image.draft("RGB", (width, width * 4))  # JPEG decodes at reduced scale: much faster
-        image = image.convert("RGB")
-        height = max(1, round(image.height * width / image.width))
-        thumb = image.resize((width, height), Image.Resampling.BILINEAR, reducing_gap=2.0)
+def thumbnail_size(width: int, height: int) -> tuple[int, int]:
+    """The thumbnail pages show: THUMBNAIL_WIDTH wide (never scaled up), the image's aspect kept."""
+    thumb_width = max(1, min(THUMBNAIL_WIDTH, width))
+    return thumb_width, max(1, round(height * thumb_width / width))
+
+
+def _decoded_thumbnail(image: Image.Image) -> bytes:
+    """Decode an opened image whole and return its thumbnail (WEBP). A JPEG decodes at the smallest of 1/2, 1/4,
+    1/8 scale that still covers the thumbnail (``draft``): the whole entropy-coded stream is read, so it is
+    checked as fully, at a fraction of the memory and time."""
+    size = thumbnail_size(*image.size)
+    if image.format == "JPEG":
+        image.draft("RGB", size)
+    image.load()
+    thumb = image.convert("RGB").resize(size, Image.Resampling.BILINEAR, reducing_gap=2.0)
     out = io.BytesIO()
     thumb.save(out, format="WEBP", quality=70, method=4)
     return out.getvalue()
+
+
+def make_thumbnail(data: bytes, name: str) -> bytes:
+    """The thumbnail of stored image bytes (a screenshot imported before the import made them); on a worker.
+    Raises ImageProblem."""
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            return _decoded_thumbnail(image)
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
+        raise ImageProblem(f"{name}: not a readable image ({exc.__class__.__name__}: {exc})") from None

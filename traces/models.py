@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.urls import reverse
 
 from studio.models import JobBase
 from traces.vocabulary import ERROR_CATEGORIES
-
 
 # The UI-TARS computer-use prompt (box-token action space); {instruction} and {language} are filled in.
 DEFAULT_PROMPT_TEMPLATE = """You are a GUI agent. You are given a task and your action history, with screenshots. You need to perform the next action to complete the task.
@@ -84,11 +84,11 @@ class Membership(models.Model):
         constraints = [models.UniqueConstraint(fields=["project", "user"], name="unique_membership")]
 
 
-def screenshot_path(instance: "Screenshot", filename: str) -> str:
+def screenshot_path(instance: Screenshot, filename: str) -> str:
     return f"screenshots/{instance.sha256[:2]}/{instance.sha256}.{instance.format.lower()}"
 
 
-def thumbnail_path(instance: "Screenshot", filename: str) -> str:
+def thumbnail_path(instance: Screenshot, filename: str) -> str:
     return f"thumbnails/{instance.sha256[:2]}/{instance.sha256}.webp"
 
 
@@ -107,6 +107,14 @@ class Screenshot(models.Model):
     def __str__(self):
         return f"{self.sha256[:12]} {self.width}×{self.height} {self.format}"
 
+    @property
+    def image_url(self) -> str:
+        return reverse("screenshot-file", args=[self.sha256, "image"])
+
+    @property
+    def thumbnail_url(self) -> str:
+        return reverse("screenshot-file", args=[self.sha256, "thumbnail"])
+
 
 class Outcome(models.TextChoices):
     SUCCESS = "success", "Success"
@@ -123,10 +131,18 @@ class Trace(models.Model):
     outcome = models.CharField(max_length=16, choices=Outcome.choices, default=Outcome.UNKNOWN)
     metadata = models.JSONField(default=dict, blank=True)
     final_screenshot = models.ForeignKey(
-        Screenshot, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        Screenshot,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
         help_text="The screen after the last action, where the runner kept it.",
     )
     step_count = models.PositiveIntegerField(default=0)
+    # The convention the recorded points are in (from the importer where the source says, an explicit choice at
+    # import, else the project's). Pages, pre-scoring and exports convert from it; corrections and exports are in the
+    # project's convention. Empty only before save(): a trace made without one takes its project's.
+    coordinate_convention = models.CharField(max_length=24, choices=CoordinateConvention.choices)
     # How many annotations of this trace stand (submitted or accepted), kept by the annotation state machine:
     # agreement reads only traces with two or more instead of counting a whole project's annotations per read.
     standing_annotations = models.PositiveIntegerField(default=0, editable=False)
@@ -138,8 +154,15 @@ class Trace(models.Model):
         constraints = [models.UniqueConstraint(fields=["project", "external_id"], name="unique_trace_per_project")]
         indexes = [
             models.Index(fields=["project", "created_at"]),
-            models.Index(fields=["project"], condition=models.Q(standing_annotations__gte=2), name="trace_multi_annotated_idx"),
+            models.Index(
+                fields=["project"], condition=models.Q(standing_annotations__gte=2), name="trace_multi_annotated_idx"
+            ),
         ]
+
+    def save(self, *args, **kwargs):
+        if not self.coordinate_convention:
+            self.coordinate_convention = self.project.coordinate_convention
+        super().save(*args, **kwargs)
 
     def __str__(self):
         return f"{self.project_id}/{self.external_id}"
@@ -181,12 +204,18 @@ class ImportJob(JobBase):
     steps_imported = models.PositiveIntegerField(default=0)
     screenshots_stored = models.PositiveIntegerField(default=0)
     unparsed_actions = models.PositiveIntegerField(default=0)
+    # The convention of the uploaded traces' points when the uploader says so; empty: the source's own, else the
+    # project's.
+    coordinate_convention = models.CharField(
+        max_length=24, choices=CoordinateConvention.choices, blank=True, default=""
+    )
 
     def task_name(self) -> str:
         return "traces.tasks.run_import"
 
 
 # --- Pre-scoring (suggestions for annotators, never answers) -----------------------------------
+
 
 class Scorer(models.TextChoices):
     RULES = "rules", "Rule checks"
@@ -209,6 +238,13 @@ class PrescoreJob(JobBase):
 
     def task_name(self) -> str:
         return "traces.tasks.prescore_with_model" if self.scorer == Scorer.QWEN2VL else "traces.tasks.prescore_rules"
+
+    def shard_task_name(self) -> str:
+        """The task that runs one shard (studio.shards); it goes to the queue of the job's own task."""
+        return "traces.tasks.prescore_shard"
+
+    def shard_queue(self) -> str:
+        return "gpu" if self.scorer == Scorer.QWEN2VL else "default"
 
 
 class StepSuggestion(models.Model):
@@ -250,3 +286,21 @@ class TraceSuggestion(models.Model):
         ordering = ["trace_id", "-created_at"]
         constraints = [models.UniqueConstraint(fields=["job", "trace"], name="unique_trace_suggestion_per_job")]
         indexes = [models.Index(fields=["trace", "scorer", "created_at"])]
+
+
+class TraceDeletion(models.Model):
+    """The record a deleted trace leaves behind: who deleted what, when and why (the trace, its steps, its
+    annotations and their audit are gone with it; shared screenshots stay)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="trace_deletions")
+    trace_id = models.PositiveIntegerField()
+    external_id = models.CharField(max_length=500)
+    instruction = models.TextField(blank=True)
+    step_count = models.PositiveIntegerField(default=0)
+    annotation_count = models.PositiveIntegerField(default=0)
+    deleted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    reason = models.TextField()
+    deleted_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-deleted_at", "-id"]

@@ -33,8 +33,9 @@ Public API::
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 from traces import actions as grammar
 
@@ -77,7 +78,7 @@ class StatePrompt:
     messages: tuple[Message, ...]
     images: tuple[Any, ...] = field(default=())
 
-    def with_turns(self, *extra: Message) -> "StatePrompt":
+    def with_turns(self, *extra: Message) -> StatePrompt:
         return StatePrompt(self.messages + extra, self.images)
 
 
@@ -95,38 +96,15 @@ def text_message(role: str, text: str) -> Message:
 
 # --- the action space in the template ----------------------------------------------------------
 
-# The action lines of the UI-TARS COMPUTER_USE / MOBILE_USE prompts (formats.md §1.2), keyed by platform.
-_DESKTOP_ACTIONS = (
-    "click(start_box={p1})",
-    "left_double(start_box={p1})",
-    "right_single(start_box={p1})",
-    "drag(start_box={p1}, end_box={p3})",
-    "hotkey(key='ctrl c') # Split keys with a space and use lowercase. Also, do not use more than 3 keys in one hotkey action.",
-    "type(content='xxx') # Use escape characters \\', \\\", and \\n in content part to ensure we can parse the content in normal python string format. If you want to submit your input, use \\n at the end of content. ",
-    "scroll(start_box={p1}, direction='down or up or right or left') # Show more information on the `direction` side.",
-    "wait() #Sleep for 5s and take a screenshot to check for any changes.",
-    "finished(content='xxx') # Use escape characters \\', \\\", and \\n in content part to ensure we can parse the content in normal python string format.",
-)
-_MOBILE_ACTIONS = (
-    "click(start_box={p1})",
-    "long_press(start_box={p1})",
-    "type(content='') #If you want to submit your input, use \"\\n\" at the end of `content`.",
-    "scroll(start_box={p1}, direction='down or up or right or left')",
-    "open_app(app_name='')",
-    "drag(start_box={p1}, end_box={p3})",
-    "press_home()",
-    "press_back()",
-    "finished(content='xxx') # Use escape characters \\', \\\", and \\n in content part to ensure we can parse the content in normal python string format.",
-)
-
 
 def action_space_text(project) -> str:
     """The ``{action_space}`` of the template for the project's platform, box tokens on or off."""
+
     def point(name: str) -> str:
         inner = f"({name})"
         return "'" + (grammar.BOX_START + inner + grammar.BOX_END if project.box_tokens else inner) + "'"
 
-    lines = _MOBILE_ACTIONS if project.platform == grammar.MOBILE else _DESKTOP_ACTIONS
+    lines = grammar.PROMPT_ACTION_LINES[project.platform]
     return "\n".join(line.format(p1=point("x1,y1"), p3=point("x3,y3")) for line in lines)
 
 
@@ -140,6 +118,7 @@ def instruction_text(project, instruction: str) -> str:
 
 
 # --- replies ---------------------------------------------------------------------------------------
+
 
 def render_actions(action_text: str, *, project) -> str:
     """Parse one or more UI-TARS calls and render them canonically with the project's box-token setting.
@@ -161,20 +140,42 @@ def render_target(thought: str, action_text: str, *, project) -> str:
     return f"Thought: {thought}\nAction: {body}" if thought else f"Action: {body}"
 
 
-def render_step(step, *, project) -> str:
-    """A recorded step as the assistant turn the model produced: canonical when it parsed, else as recorded."""
+def step_actions(step, *, project, convention: str | None = None) -> list:
+    """A recorded step's actions in the project's convention (the trace recorded them in ``convention``): what
+    prompts, exports and the pages use. Raises PromptError when they cannot be converted (no screenshot size)."""
+    actions = [grammar.Action.from_json(a) for a in step.parsed_actions]
+    source = convention or project.coordinate_convention
+    if source == project.coordinate_convention or not any(a.point() or a.point(grammar.END_BOX) for a in actions):
+        return actions
+    if step.screenshot is None:
+        raise PromptError(f"step {step.index}'s points are in {source} and it has no screenshot to convert them by")
+    width, height = step.screenshot.width, step.screenshot.height
+    return [
+        grammar.convert_action(
+            a, src=source, dst=project.coordinate_convention, width=width, height=height, max_pixels=project.max_pixels
+        )
+        for a in actions
+    ]
+
+
+def render_step(step, *, project, convention: str | None = None) -> str:
+    """A recorded step as the assistant turn the model produced: canonical when it parsed (its points in the project's
+    convention), else as recorded."""
     if step.parsed_actions and not step.parse_error:
-        actions = [grammar.Action.from_json(a) for a in step.parsed_actions]
+        actions = step_actions(step, project=project, convention=convention)
         return grammar.render_response(
             step.thought, actions, box_tokens=project.box_tokens, reflection=step.reflection or None
         )
     if step.raw_response.strip():
         return step.raw_response.strip()
     thought = step.thought.strip()
-    return f"Thought: {thought}\nAction: {step.action_text.strip()}" if thought else f"Action: {step.action_text.strip()}"
+    return (
+        f"Thought: {thought}\nAction: {step.action_text.strip()}" if thought else f"Action: {step.action_text.strip()}"
+    )
 
 
 # --- states ----------------------------------------------------------------------------------------
+
 
 def build_prompt(*, project, instruction: str, history: Sequence[HistoryStep], current_image) -> StatePrompt:
     """The UI-TARS message layout for one state (see the module docstring)."""
@@ -209,8 +210,9 @@ def observation(trace, steps: Sequence, i: int):
     raise PromptError(f"state {i} is outside trace {trace.pk} with {len(steps)} steps")
 
 
-def build_state_messages(trace, i: int, *, project=None, steps: Sequence | None = None,
-                       render: Callable[..., str] = render_step) -> StatePrompt:
+def build_state_messages(
+    trace, i: int, *, project=None, steps: Sequence | None = None, render: Callable[..., str] = render_step
+) -> StatePrompt:
     """s_i of ``trace``: history of steps 1..i-1 (as recorded) and the observation o_i.
 
     ``steps`` (ordered by index, screenshots loaded) saves a query when the caller has them;
@@ -225,13 +227,19 @@ def build_state_messages(trace, i: int, *, project=None, steps: Sequence | None 
     if current is None:
         where = "the final screenshot" if i == len(steps) + 1 else f"step {i}'s screenshot"
         raise PromptError(f"trace {trace.pk} has no observation o_{i} ({where} is missing)")
-    history = [HistoryStep(step.screenshot, render(step, project=project)) for step in steps[: i - 1]]
+    history = [
+        HistoryStep(step.screenshot, render(step, project=project, convention=trace.coordinate_convention))
+        for step in steps[: i - 1]
+    ]
     return build_prompt(project=project, instruction=trace.instruction, history=history, current_image=current)
 
 
 # --- renderings ------------------------------------------------------------------------------------
 
-def to_chat_messages(prompt: StatePrompt | Iterable[Message], *, image: Callable[[Any], dict] | None = None) -> list[dict]:
+
+def to_chat_messages(
+    prompt: StatePrompt | Iterable[Message], *, image: Callable[[Any], dict] | None = None
+) -> list[dict]:
     """Chat-template / TRL messages: content lists of ``{"type": "text", "text"}`` and ``{"type": "image"}``.
 
     ``image(obj)`` may add keys to an image part (e.g. ``{"image": pil_image}`` for a processor);

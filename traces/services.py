@@ -7,6 +7,7 @@ import hashlib
 import logging
 import shutil
 import tempfile
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,20 +15,43 @@ from pathlib import Path
 from django.conf import settings
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
-from django.db import IntegrityError, transaction
+from django.db import DataError, IntegrityError, transaction
 from django.db.models import Count, Sum
+from django.utils import timezone
 
 from studio.db import atomic_with_retry
-from studio.jobs import JobCancelled, job_add_error, job_enqueue, job_fail, job_finish, job_mark_cancelled, job_progress, job_start
+from studio.inputs import input_problem
+from studio.jobs import JobFailed, job_add_error, job_enqueue, job_progress, job_run
 from traces import actions as grammar
-from traces.images import ImageProblem, inspect_image, make_thumbnail
-from traces.importers import ArchiveError, ImportedTrace, TraceReadError, UnknownFormat, iter_traces, opened_source
-from traces.models import ImportJob, Membership, Project, Screenshot, Step, Trace, screenshot_path
+from traces.images import ImageInfo, ImageProblem, inspect_image, make_thumbnail
+from traces.importers import (
+    ArchiveError,
+    ImportedTrace,
+    TraceReadError,
+    UnknownFormat,
+    iter_traces,
+    matching_formats,
+    opened_source,
+)
+from traces.models import (
+    CoordinateConvention,
+    ImportJob,
+    Membership,
+    Project,
+    Screenshot,
+    Step,
+    Trace,
+    TraceDeletion,
+    screenshot_path,
+    thumbnail_path,
+)
+from traces.selectors import awaits_instruction, traces_awaiting_instruction
 
 log = logging.getLogger(__name__)
 
 
 # --- Projects -------------------------------------------------------------------------------
+
 
 def project_create(*, name: str, members=(), **fields) -> Project:
     project = Project.objects.create(name=name, **fields)
@@ -41,7 +65,73 @@ def membership_add(*, project: Project, user) -> Membership:
     return membership
 
 
+class ProjectRefused(ValueError):
+    """A project set-up that cannot be saved as asked: ``field`` is the form field it concerns, the message says why."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
+# Settings a lead may choose; the rest (prompt template, pixel budget, leases) stay with their defaults or the admin.
+PROJECT_SETTINGS = ("name", "description", "platform", "coordinate_convention", "history_window", "error_categories")
+
+
+@atomic_with_retry
+def project_save(*, actor, fields: dict, members=None, project: Project | None = None) -> Project:
+    """Create a project (``project`` None) or change its settings, and set its members when ``members`` is given.
+
+    Refused: changing the coordinate convention once traces are stored (their points were read in the old one;
+    a new project takes the new convention), and dropping an error category that annotations use. A lead who
+    creates or manages a project stays one of its members (else the page would lock them out of it)."""
+    unknown = set(fields) - set(PROJECT_SETTINGS)
+    if unknown:
+        raise ProjectRefused(sorted(unknown)[0], f"not a project setting: {', '.join(sorted(unknown))}")
+    if project is not None:
+        project = Project.objects.select_for_update().get(pk=project.pk)
+        convention = fields.get("coordinate_convention", project.coordinate_convention)
+        stored = project.traces.count() if convention != project.coordinate_convention else 0
+        if stored:
+            raise ProjectRefused(
+                "coordinate_convention",
+                f"This project already holds {stored} traces whose points are read in {project.coordinate_convention}; "
+                f"changing the convention would move every point. Create a new project with {convention} instead.",
+            )
+        dropped = [
+            c for c in project.error_categories if c not in fields.get("error_categories", project.error_categories)
+        ]
+        if dropped:
+            from annotation.models import Annotation
+
+            in_use = (
+                Annotation.objects.filter(project=project, error_category__in=dropped)
+                .values_list("error_category", flat=True)
+                .distinct()
+            )
+            if in_use:
+                raise ProjectRefused(
+                    "error_categories",
+                    "Annotations use these categories; keep them: " + ", ".join(sorted(in_use)) + ".",
+                )
+    else:
+        project = Project()
+    for name, value in fields.items():
+        setattr(project, name, value)
+    project.save()
+    if members is not None:
+        wanted = {user.pk for user in members}
+        if not getattr(actor, "is_superuser", False) and actor is not None:
+            wanted.add(actor.pk)
+        project.memberships.exclude(user_id__in=wanted).delete()
+        for user_id in wanted - set(project.memberships.values_list("user_id", flat=True)):
+            Membership.objects.create(project=project, user_id=user_id)
+    elif actor is not None and not getattr(actor, "is_superuser", False):
+        membership_add(project=project, user=actor)
+    return project
+
+
 # --- Screenshots ----------------------------------------------------------------------------
+
 
 def screenshot_store(*, data: bytes, name: str) -> tuple[Screenshot, bool]:
     """Keep an image once by content hash; returns (screenshot, created). Raises ImageProblem."""
@@ -71,22 +161,39 @@ def screenshots_store(*, images: list[tuple[bytes, str]]) -> tuple[list[Screensh
     digests = [hashlib.sha256(data).hexdigest() for data, _ in images]
     known = {shot.sha256: shot for shot in Screenshot.objects.filter(sha256__in=set(digests))}
     new: dict[str, Screenshot] = {}
-    for position, ((data, name), digest) in enumerate(zip(images, digests)):
-        if digest in known or digest in new:
-            continue
+    unseen: dict[str, int] = {}
+    for position, digest in enumerate(digests):
+        if digest not in known and digest not in unseen:
+            unseen[digest] = position
+
+    def inspected(position: int) -> ImageInfo | ImageProblem:
+        data, name = images[position]
         try:
-            info = inspect_image(data, name)
+            return inspect_image(data, name)
         except ImageProblem as exc:
-            raise ScreenshotProblem(position, str(exc)) from None
+            return exc
+
+    # Every new image is decoded once to be checked; Pillow decodes without the interpreter lock, so the checks run
+    # side by side on the writer threads.
+    infos = dict(zip(unseen.values(), _storage_writer().map(inspected, unseen.values())))
+    files: dict[str, tuple[str, bytes, str, bytes]] = {}  # sha256 -> (image name, bytes, thumbnail name, bytes)
+    for digest, position in unseen.items():
+        info = infos[position]
+        if isinstance(info, ImageProblem):
+            raise ScreenshotProblem(position, str(info))
+        data, name = images[position]
         shot = Screenshot(sha256=digest, format=info.format, width=info.width, height=info.height, byte_size=len(data))
-        shot.image.name = screenshot_path(shot, name)
+        files[digest] = (screenshot_path(shot, name), data, thumbnail_path(shot, name), info.thumbnail)
         new[digest] = shot
-    # Creating files is slow on a busy disk (and S3 is a round trip each): the writes run side by side.
-    blobs = {digest: data for (data, _), digest in zip(images, digests) if digest in new}
-    for shot, stored_name in zip(new.values(), _storage_writer().map(
-        lambda shot: _screenshot_file_write(shot.image.name, blobs[shot.sha256]), new.values()
-    )):
-        shot.image.name = stored_name
+
+    # Creating files is slow on a busy disk (and S3 is a round trip each): the writes run side by side. The
+    # thumbnail goes beside its screenshot, so pages never make one in a web request (issue 18, item 8).
+    def write(shot: Screenshot) -> tuple[str, str]:
+        image_name, data, thumb_name, thumb = files[shot.sha256]
+        return _screenshot_file_write(image_name, data), _screenshot_file_write(thumb_name, thumb)
+
+    for shot, (image_name, thumb_name) in zip(new.values(), _storage_writer().map(write, new.values())):
+        shot.image.name, shot.thumbnail.name = image_name, thumb_name
     if new:
         _screenshots_insert(list(new.values()))
         known.update((shot.sha256, shot) for shot in Screenshot.objects.filter(sha256__in=list(new)))
@@ -116,18 +223,78 @@ def _screenshots_insert(shots: list[Screenshot]) -> None:
     Screenshot.objects.bulk_create(shots, ignore_conflicts=True)
 
 
-def screenshot_ensure_thumbnail(*, screenshot: Screenshot) -> Screenshot:
-    """Thumbnails are made on first use and cached in storage, keeping imports fast."""
-    if screenshot.thumbnail:
-        return screenshot
+def _screenshot_thumbnail_write(screenshot: Screenshot) -> str:
+    # Files only (no database), so it runs on the writer threads.
     with screenshot.image.open("rb") as handle:
         data = handle.read()
-    screenshot.thumbnail.save(f"{screenshot.sha256}.webp", ContentFile(make_thumbnail(data)), save=False)
-    Screenshot.objects.filter(pk=screenshot.pk).update(thumbnail=screenshot.thumbnail.name)
-    return screenshot
+    return _screenshot_file_write(thumbnail_path(screenshot, ""), make_thumbnail(data, str(screenshot.image.name)))
+
+
+def screenshot_thumbnail_make(*, screenshot: Screenshot) -> bool:
+    """Make the thumbnail of a screenshot stored before imports made them (a worker task or
+    ``manage.py make_thumbnails``, never a web request); False when it already had one. Raises ImageProblem."""
+    if Screenshot.objects.filter(pk=screenshot.pk).exclude(thumbnail="").exists():
+        return False
+    screenshot.thumbnail.name = _screenshot_thumbnail_write(screenshot)
+    Screenshot.objects.filter(pk=screenshot.pk, thumbnail="").update(thumbnail=screenshot.thumbnail.name)
+    return True
+
+
+def screenshots_thumbnails_make(*, batch: int = SCREENSHOT_BATCH) -> Iterator[tuple[Screenshot, str | None]]:
+    """Make every missing thumbnail; yields each screenshot with None, or what went wrong with it. Decoding runs on
+    the writer threads (IMPORT_WRITE_THREADS at once, which bounds the memory), the database in this thread."""
+
+    def attempt(shot: Screenshot) -> str | Exception:
+        try:
+            return _screenshot_thumbnail_write(shot)
+        except (ImageProblem, OSError) as exc:
+            return exc
+
+    after = 0
+    while True:
+        shots = list(Screenshot.objects.filter(thumbnail="", pk__gt=after).order_by("pk")[:batch])
+        if not shots:
+            return
+        after = shots[-1].pk
+        for shot, outcome in zip(shots, _storage_writer().map(attempt, shots)):
+            if isinstance(outcome, Exception):
+                yield shot, str(outcome)
+                continue
+            Screenshot.objects.filter(pk=shot.pk, thumbnail="").update(thumbnail=outcome)
+            shot.thumbnail.name = outcome
+            yield shot, None
+
+
+def screenshot_thumbnail_make_by_hash(*, sha256: str) -> None:
+    """The worker task's side: a screenshot gone meanwhile (swept) or unreadable is logged, never retried."""
+    shot = Screenshot.objects.filter(sha256=sha256).first()
+    if shot is None:
+        return
+    try:
+        screenshot_thumbnail_make(screenshot=shot)
+    except (ImageProblem, FileNotFoundError) as exc:
+        log.warning("no thumbnail for screenshot %s: %s", sha256[:12], exc)
+
+
+def screenshot_thumbnail_request(*, screenshot: Screenshot) -> None:
+    """Ask a worker for a missing thumbnail, once per screenshot in a while: a page shows a few dozen at once and
+    reloads. Best effort: the page has the image itself meanwhile, and ``make_thumbnails`` makes any that remain."""
+    from django.core.cache import cache
+
+    from traces.tasks import make_thumbnail as task
+
+    try:
+        if cache.add(f"thumbnail-asked:{screenshot.sha256}", 1, timeout=THUMBNAIL_ASK_AGAIN_S):
+            task.apply_async(args=[screenshot.sha256], retry=False)
+    except Exception as exc:  # noqa: BLE001 - a broker or cache outage must not cost the page its image
+        log.warning("could not ask for the thumbnail of %s: %s", screenshot.sha256[:12], exc)
+
+
+THUMBNAIL_ASK_AGAIN_S = 600
 
 
 # --- Steps ----------------------------------------------------------------------------------
+
 
 @dataclass
 class ParsedReply:
@@ -173,17 +340,80 @@ def reply_from_parts(*, thought: str, action_text: str) -> ParsedReply:
 
 # --- Import ---------------------------------------------------------------------------------
 
+
 @dataclass
 class TraceImportResult:
-    trace: Trace | None
+    trace: Trace
     created: bool
     steps: int = 0
     screenshots_stored: int = 0
     unparsed_actions: int = 0
 
 
+class TraceDeleteRefused(ValueError):
+    """A deletion asked without what it needs (a reason); the message says what."""
+
+
+@atomic_with_retry
+def trace_delete(*, trace: Trace, user, reason: str) -> TraceDeletion:
+    """Delete a trace with its steps and annotations, leaving an audit record (who, when, why, what it held)."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise TraceDeleteRefused("reason: say why the trace is deleted (kept in the audit record)")
+    problem = input_problem(reason, name="reason")
+    if problem:
+        raise TraceDeleteRefused(problem)
+    record = TraceDeletion.objects.create(
+        project=trace.project,
+        trace_id=trace.pk,
+        external_id=trace.external_id[:500],
+        instruction=trace.instruction[:2000],
+        step_count=trace.step_count,
+        annotation_count=trace.annotations.count(),
+        deleted_by=user,
+        reason=reason,
+    )
+    trace.delete()
+    return record
+
+
+def trace_convention_for(*, project: Project, imported: ImportedTrace, job: ImportJob | None) -> str:
+    """The convention of a trace's recorded points: what the uploader said, else what the source says (its
+    importer's hint, when it names one convention), else the project's."""
+    if job is not None and job.coordinate_convention:
+        return job.coordinate_convention
+    hint = imported.metadata.get("coordinate_convention_hint")
+    return hint if hint in CoordinateConvention.values else project.coordinate_convention
+
+
+def imported_trace_problem(imported: ImportedTrace) -> str | None:
+    """What in a trace cannot be stored (studio.inputs: NUL, lone surrogates, NaN), named by field; None if all is
+    well. Checked before anything is written, so such a trace is reported and the batch goes on."""
+    fields = {
+        "external_id": imported.external_id,
+        "instruction": imported.instruction,
+        "source": imported.source,
+        "outcome": imported.outcome,
+        "metadata": imported.metadata,
+    }
+    for number, step in enumerate(imported.steps, start=1):
+        fields[f"step {number}"] = {
+            "raw_response": step.raw_response,
+            "thought": step.thought,
+            "action_text": step.action_text,
+            "human_edited_response": step.human_edited_response,
+            "context": step.context,
+            "parse_error": step.parse_error,
+        }
+    return input_problem(fields)
+
+
 def trace_import_one(*, project: Project, imported: ImportedTrace, job: ImportJob | None = None) -> TraceImportResult:
     """Store one trace whole or not at all. Idempotent: a trace already in the project is skipped."""
+    problem = imported_trace_problem(imported)
+    if problem:
+        # The name itself may hold the refused character: say it escaped.
+        raise TraceReadError(imported.source_path or ascii(imported.external_id)[:200], problem)
     existing = Trace.objects.filter(project=project, external_id=imported.external_id).first()
     if existing:
         return TraceImportResult(existing, created=False)
@@ -197,7 +427,7 @@ def trace_import_one(*, project: Project, imported: ImportedTrace, job: ImportJo
     stored = 0
     shots: list[Screenshot | None] = []
     for start in range(0, len(refs), SCREENSHOT_BATCH):
-        batch = refs[start:start + SCREENSHOT_BATCH]
+        batch = refs[start : start + SCREENSHOT_BATCH]
         present = [(label, ref) for label, ref in batch if ref is not None]
         blobs = []
         for label, ref in present:
@@ -244,10 +474,13 @@ def trace_import_one(*, project: Project, imported: ImportedTrace, job: ImportJo
     if imported.warnings:
         metadata["import_warnings"] = imported.warnings
 
+    convention = trace_convention_for(project=project, imported=imported, job=job)
+
     @atomic_with_retry
     def save() -> Trace | None:
         trace = Trace(
             project=project,
+            coordinate_convention=convention,
             external_id=imported.external_id,
             instruction=imported.instruction,
             source=imported.source,
@@ -276,11 +509,27 @@ def trace_import_one(*, project: Project, imported: ImportedTrace, job: ImportJo
     return TraceImportResult(trace, True, len(steps), stored, unparsed)
 
 
-def import_job_create(*, project: Project, user, upload_name: str, original_name: str = "", fmt: str = "",
-                      server_path: bool = False, enqueue: bool = True) -> ImportJob:
+def import_job_create(
+    *,
+    project: Project,
+    user,
+    upload_name: str,
+    original_name: str = "",
+    fmt: str = "",
+    server_path: bool = False,
+    enqueue: bool = True,
+    coordinates: str = "",
+) -> ImportJob:
+    if coordinates and coordinates not in CoordinateConvention.values:
+        raise ValueError(f"coordinates must be one of {', '.join(CoordinateConvention.values)}, not {coordinates!r}")
     job = ImportJob.objects.create(
-        project=project, created_by=user, upload=upload_name, upload_is_server_path=server_path,
-        original_name=original_name, format=fmt,
+        project=project,
+        created_by=user,
+        upload=upload_name,
+        upload_is_server_path=server_path,
+        original_name=original_name,
+        format=fmt,
+        coordinate_convention=coordinates,
     )
     if enqueue:
         from traces.tasks import run_import
@@ -292,7 +541,9 @@ def import_job_create(*, project: Project, user, upload_name: str, original_name
 def import_upload_store(*, uploaded_file) -> str:
     """Put an uploaded archive in storage so any worker (another machine, in the full stack) can read it."""
     if uploaded_file.size > settings.IMPORT_MAX_UPLOAD_BYTES:
-        raise ValueError(f"upload of {uploaded_file.size} bytes is over the {settings.IMPORT_MAX_UPLOAD_BYTES}-byte limit")
+        raise ValueError(
+            f"upload of {uploaded_file.size} bytes is over the {settings.IMPORT_MAX_UPLOAD_BYTES}-byte limit"
+        )
     return default_storage.save("imports/upload.zip", uploaded_file)
 
 
@@ -302,75 +553,144 @@ def _job_source(job: ImportJob):
         yield Path(job.upload)
         return
     with tempfile.TemporaryDirectory(prefix="trace-upload-") as tmp:
-        local = Path(tmp) / (Path(job.original_name or job.upload).name or "upload.zip")
+        # Never named after the user's file name (a long non-ASCII name is longer than a file system allows):
+        # only its kind is kept, for the format detection.
+        suffix = ".jsonl" if (job.original_name or job.upload).lower().endswith(".jsonl") else ".zip"
+        local = Path(tmp) / f"upload{suffix}"
         with default_storage.open(job.upload, "rb") as src, local.open("wb") as out:
             shutil.copyfileobj(src, out, 1024 * 1024)
         yield local
 
 
-def import_job_run(*, job_id: int) -> ImportJob:
-    """Run (or resume after a worker died) an import; each trace is stored whole or reported."""
+def import_job_run(*, job_id: int, attempt: int | None = None) -> ImportJob:
+    """Run (or take over, after a worker died) an import; each trace is stored whole or reported."""
     job = ImportJob.objects.select_related("project").get(pk=job_id)
-    if not job_start(job):
-        return job
+    return job_run(job, _import_work, attempt=attempt)
+
+
+def _import_work(job: ImportJob) -> str:
+    # Each attempt reads the whole source again: its tallies start over. Traces an earlier attempt stored are
+    # this job's imports (not "already present"), and the problems it met are met and reported again.
+    job.traces_failed = job.traces_skipped = 0
+    job.errors = []
+    ImportJob.objects.filter(pk=job.pk).update(traces_failed=0, traces_skipped=0, errors=[])
     done = 0
+    upload = job.original_name or Path(job.upload).name
+    local: Path | None = None
     try:
-        with _job_source(job) as path, opened_source(path) as (root, extract_report):
+        with _job_source(job) as local, opened_source(local) as (root, extract_report):
             if extract_report:
                 for refused in extract_report.refused:
                     job_add_error(job, refused)
+            read = 0
             for item in iter_traces(root, job.format or None):
+                read += 1
                 if isinstance(item, TraceReadError):
                     job_add_error(job, {"file": item.where, "error": str(item)})
-                    ImportJob.objects.filter(pk=job.pk).update(traces_failed=job.traces_failed + 1)
                     job.traces_failed += 1
+                    ImportJob.objects.filter(pk=job.pk).update(traces_failed=job.traces_failed)
                 else:
-                    try:
-                        result = trace_import_one(project=job.project, imported=item, job=job)
-                    except TraceReadError as exc:
-                        job_add_error(job, {"file": exc.where, "error": str(exc)})
-                        job.traces_failed += 1
-                        ImportJob.objects.filter(pk=job.pk).update(traces_failed=job.traces_failed)
-                    else:
-                        if not result.created:
-                            job.traces_skipped += 1
-                            ImportJob.objects.filter(pk=job.pk).update(traces_skipped=job.traces_skipped)
-                        job.screenshots_stored += result.screenshots_stored
-                        job.unparsed_actions += result.unparsed_actions
-                        ImportJob.objects.filter(pk=job.pk).update(
-                            screenshots_stored=job.screenshots_stored, unparsed_actions=job.unparsed_actions
-                        )
+                    _import_one_into_job(job, item)
                 done += 1
                 job_progress(job, done=done, total=max(done, job.progress_total))
-    except JobCancelled:
-        _import_job_count(job)
-        job_mark_cancelled(job)
-        return job
+            if job.format and not read:
+                others = [name for name in matching_formats(root) if name != job.format]
+                raise JobFailed(
+                    f"the {job.format} format found no traces in {upload}; "
+                    + (f"it looks like: {', '.join(others)}" if others else "no known format matches it")
+                )
     except (ArchiveError, UnknownFormat, TraceReadError) as exc:
+        # Messages name the upload, never the server's temporary folders.
+        raise JobFailed(str(exc).replace(str(local), upload) if local else str(exc)) from exc
+    finally:
         _import_job_count(job)
-        job_fail(job, message=str(exc))
-        return job
-    except Exception as exc:  # reported on the job page; the worker log keeps the traceback
-        log.exception("import job %s failed", job.pk)
-        _import_job_count(job)
-        job_fail(job, message=f"unexpected error: {exc.__class__.__name__}: {exc}")
-        raise
-    _import_job_count(job)
-    job_finish(job, message=import_job_summary(job))
-    return job
+    return import_job_summary(job)
+
+
+def _import_one_into_job(job: ImportJob, item) -> None:
+    try:
+        result = trace_import_one(project=job.project, imported=item, job=job)
+    except (TraceReadError, DataError, IntegrityError) as exc:
+        # One trace the database refuses (a value it cannot store) costs that trace only; the message names the
+        # trace, never the SQL. A lost connection is not caught here: the job retries its work (studio.jobs).
+        where = exc.where if isinstance(exc, TraceReadError) else (item.source_path or item.external_id)
+        error = (
+            str(exc)
+            if isinstance(exc, TraceReadError)
+            else (f"{where}: the database refused a value of this trace ({exc.__class__.__name__})")
+        )
+        job_add_error(job, {"file": where, "error": error})
+        job.traces_failed += 1
+        ImportJob.objects.filter(pk=job.pk).update(traces_failed=job.traces_failed)
+        return
+    if result.created and awaits_instruction(result.trace):
+        job_add_error(job, instruction_missing_report(item, result.trace))
+    if not result.created and result.trace.import_job_id != job.pk:
+        job.traces_skipped += 1
+        ImportJob.objects.filter(pk=job.pk).update(traces_skipped=job.traces_skipped)
+    job.screenshots_stored += result.screenshots_stored
+    ImportJob.objects.filter(pk=job.pk).update(screenshots_stored=job.screenshots_stored)
 
 
 def _import_job_count(job: ImportJob) -> None:
-    # Counted from the database, so a job resumed after a crash reports every trace it stored once.
+    # Counted from the database, so a job taken over after a crash reports every trace it stored once.
     totals = job.traces.aggregate(traces=Count("id"), steps=Sum("step_count"))
     job.traces_imported = totals["traces"]
     job.steps_imported = totals["steps"] or 0
-    ImportJob.objects.filter(pk=job.pk).update(traces_imported=job.traces_imported, steps_imported=job.steps_imported)
+    job.unparsed_actions = Step.objects.filter(trace__import_job=job).exclude(parse_error="").count()
+    ImportJob.objects.filter(pk=job.pk).update(
+        traces_imported=job.traces_imported, steps_imported=job.steps_imported, unparsed_actions=job.unparsed_actions
+    )
 
 
 def import_job_summary(job: ImportJob) -> str:
+    awaiting = traces_awaiting_instruction(job.traces.all()).count()
     return (
         f"{job.traces_imported} traces, {job.steps_imported} steps, {job.screenshots_stored} screenshots stored, "
         f"{job.traces_skipped} already present, {job.traces_failed} failed, {job.unparsed_actions} unparsed actions"
+        + (f", {awaiting} awaiting an instruction" if awaiting else "")
         + (f", {len(job.errors)} errors" if job.errors else "")
     )
+
+
+INSTRUCTION_MISSING = "awaiting-instruction"
+
+
+def instruction_missing_report(imported: ImportedTrace, trace: Trace) -> dict:
+    """The job's entry for a trace stored without its instruction: what is missing, what the importer said about
+    where it looked, and what happens now (kept out of the queue until a lead writes it on the trace page)."""
+    where = imported.source_path or imported.external_id
+    said = [w for w in imported.warnings if "instruction" in w.lower()]
+    return {
+        "file": where,
+        "kind": INSTRUCTION_MISSING,
+        "trace": trace.pk,
+        "error": (
+            f"{where}: no instruction found in the source"
+            + (f" ({'; '.join(said)})" if said else "")
+            + "; the trace is kept out of the annotation queue until a lead writes its instruction on the "
+            "trace page"
+        ),
+    }
+
+
+class TraceEditRefused(ValueError):
+    """An edit of a trace that cannot be made as asked; the message names the problem."""
+
+
+@atomic_with_retry
+def trace_instruction_set(*, trace_id: int, actor, instruction: str) -> Trace:
+    """A lead writes (or mends) a trace's instruction. The one before is kept in ``metadata["instruction_edits"]``
+    with who changed it and when; a blank instruction is refused (it would send the trace back out of the queue)."""
+    text = (instruction or "").strip()
+    if not text:
+        raise TraceEditRefused("The instruction cannot be blank: write the task the agent was given.")
+    trace = Trace.objects.select_for_update().get(pk=trace_id)
+    if text == trace.instruction:
+        return trace
+    edits = list(trace.metadata.get("instruction_edits") or [])
+    edits.append({"before": trace.instruction, "by": getattr(actor, "username", ""), "at": timezone.now().isoformat()})
+    trace.metadata = {**trace.metadata, "instruction_edits": edits}
+    trace.instruction = text
+    trace.save(update_fields=["instruction", "metadata"])
+    return trace

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Q
-from django.http import FileResponse, Http404
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_POST
 
+from studio.jobs import job_cancel
 from studio.permissions import has_permission
+from studio.storage import SHORT_LIVED, stored_file_response
 from traces import selectors, services
+from traces.forms import ProjectForm, TraceInstructionForm
 from traces.importers import IMPORTERS
-from traces.models import Screenshot, Step, Trace
+from traces.models import Project, Screenshot, Step, Trace
+from traces.prescoring.services import configured_model_dir
 
 
 def _project_or_404(user, project_id):
@@ -26,31 +31,153 @@ def project_list(request):
     return render(request, "traces/project_list.html", {"projects": projects})
 
 
+def _project_form_saved(request, form: ProjectForm, project: Project | None):
+    """Save a valid form through the service; its refusals land on the form's fields. The project, or None."""
+    if not form.is_valid():
+        return None
+    try:
+        return services.project_save(
+            actor=request.user, project=project, fields=form.settings(), members=form.cleaned_data["members"]
+        )
+    except services.ProjectRefused as exc:
+        form.add_error(exc.field if exc.field in form.fields else None, str(exc))
+        return None
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def project_create(request):
+    """A lead or admin sets up a new project (the permission table's project.manage, checked by the middleware)."""
+    form = ProjectForm(request.POST or None, initial={"members": [request.user.pk]})
+    if request.method == "POST":
+        project = _project_form_saved(request, form, None)
+        if project is not None:
+            messages.success(request, f"Project {project.name} created. Import its traces next.")
+            return redirect("trace-list", project_id=project.pk)
+    return render(
+        request, "traces/project_form.html", {"form": form, "project": None}, status=400 if form.errors else 200
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def project_settings(request, project_id: int):
+    project = _project_or_404(request.user, project_id)
+    if not has_permission(request.user, "project.manage", project):
+        raise PermissionDenied("Only leads and admins of this project change its settings.")
+    form = ProjectForm(request.POST or None, instance=project)
+    trace_count = project.traces.count()
+    if trace_count:  # project_save refuses the change; the page does not offer it
+        form.fields["coordinate_convention"].disabled = True
+    if request.method == "POST":
+        saved = _project_form_saved(request, form, project)
+        if saved is not None:
+            messages.success(request, f"Settings of {saved.name} saved.")
+            return redirect("project-settings", project_id=saved.pk)
+        project.refresh_from_db()  # the form wrote its values onto the instance; the page names the stored project
+    return render(
+        request,
+        "traces/project_form.html",
+        {
+            "form": form,
+            "project": project,
+            "trace_count": trace_count,
+        },
+        status=400 if form.errors else 200,
+    )
+
+
 @login_required
 def trace_list(request, project_id: int):
     project = _project_or_404(request.user, project_id)
     query = request.GET.get("q", "")[:200]
-    page = Paginator(selectors.traces_for_user(request.user, project=project, search=query), 25).get_page(request.GET.get("page"))
-    return render(request, "traces/trace_list.html", {
-        "project": project, "page": page, "query": query,
-        "can_import": has_permission(request.user, "trace.import", project),
-        "can_prescore": has_permission(request.user, "prescore.run", project),
-    })
+    state = request.GET.get("state", "")
+    state = state if state in selectors.TRACE_STATES else ""
+    traces = selectors.traces_for_user(request.user, project=project, search=query, state=state)
+    page = Paginator(traces, 25).get_page(request.GET.get("page"))
+    from annotation.selectors import annotation_status_counts
+
+    counts = annotation_status_counts(trace.pk for trace in page)
+    for trace in page:
+        trace.annotation_counts = counts.get(trace.pk, [])
+    return render(
+        request,
+        "traces/trace_list.html",
+        {
+            "project": project,
+            "page": page,
+            "query": query,
+            "state": state,
+            "can_import": has_permission(request.user, "trace.import", project),
+            "can_prescore": has_permission(request.user, "prescore.run", project),
+            "prescore_model_dir": configured_model_dir(),
+        },
+    )
 
 
 @login_required
 def trace_detail(request, trace_id: int):
     trace = get_object_or_404(selectors.traces_for_user(request.user), pk=trace_id)
-    steps = list(selectors.trace_steps(trace))
-    from annotation.review_selectors import trace_history
+    return render(request, "traces/trace_detail.html", _trace_page(request.user, trace))
 
-    history = trace_history(trace)
-    if not has_permission(request.user, "annotation.review", trace.project):
-        # Annotators see only their own work: agreement needs independent readings.
-        history = [event for event in history if event.annotation.annotator_id == request.user.pk]
-    return render(request, "traces/trace_detail.html", {
-        "trace": trace, "project": trace.project, "steps": steps, "history": history,
-    })
+
+def _trace_page(user, trace: Trace, *, instruction_form: TraceInstructionForm | None = None) -> dict:
+    from annotation.review_selectors import history_rows, trace_history_visible
+
+    can_edit = has_permission(user, "trace.edit", trace.project)
+    if can_edit and instruction_form is None:
+        instruction_form = TraceInstructionForm(initial={"instruction": trace.instruction})
+    return {
+        "trace": trace,
+        "project": trace.project,
+        "steps": list(selectors.trace_steps(trace)),
+        "history": history_rows(trace_history_visible(user, trace)),
+        "awaits_instruction": selectors.awaits_instruction(trace),
+        "instruction_form": instruction_form if can_edit else None,
+        "can_delete": has_permission(user, "trace.delete", trace.project),
+    }
+
+
+@require_POST
+def trace_delete(request, trace_id: int):
+    trace = get_object_or_404(selectors.traces_for_user(request.user).select_related("project"), pk=trace_id)
+    if not has_permission(request.user, "trace.delete", trace.project):
+        raise PermissionDenied("Only leads and admins of this project delete its traces.")
+    try:
+        services.trace_delete(trace=trace, user=request.user, reason=request.POST.get("reason", ""))
+    except services.TraceDeleteRefused as exc:
+        messages.error(request, str(exc))
+        return redirect("trace-detail", trace_id=trace.pk)
+    messages.success(request, f"Trace {trace.external_id} deleted (recorded with your reason).")
+    return redirect("trace-list", project_id=trace.project_id)
+
+
+@login_required
+@require_POST
+def trace_instruction(request, trace_id: int):
+    """A lead writes the instruction an import could not find (or mends it); the trace then enters the queue."""
+    trace = get_object_or_404(selectors.traces_for_user(request.user), pk=trace_id)
+    if not has_permission(request.user, "trace.edit", trace.project):
+        raise PermissionDenied("Only leads and admins of this project edit its traces.")
+    form = TraceInstructionForm(request.POST)
+    if form.is_valid():
+        try:
+            services.trace_instruction_set(
+                trace_id=trace.pk, actor=request.user, instruction=form.cleaned_data["instruction"]
+            )
+        except services.TraceEditRefused as exc:
+            form.add_error("instruction", str(exc))
+        else:
+            messages.success(
+                request,
+                "Instruction saved: the trace is open to annotators."
+                if selectors.awaits_instruction(trace)
+                else "Instruction saved.",
+            )
+            return redirect("trace-detail", trace_id=trace.pk)
+    return render(
+        request, "traces/trace_detail.html", _trace_page(request.user, trace, instruction_form=form), status=400
+    )
 
 
 @login_required
@@ -75,18 +202,44 @@ def import_upload(request, project_id: int):
             except ValueError as exc:
                 error = str(exc)
             else:
-                job = services.import_job_create(project=project, user=request.user, upload_name=stored,
-                                                 original_name=upload.name, fmt=fmt)
+                job = services.import_job_create(
+                    project=project, user=request.user, upload_name=stored, original_name=upload.name, fmt=fmt
+                )
                 return redirect("import-job", job_id=job.pk)
-    return render(request, "traces/import_upload.html", {
-        "project": project, "formats": sorted(IMPORTERS), "error": error,
-    }, status=400 if error else 200)
+    return render(
+        request,
+        "traces/import_upload.html",
+        {
+            "project": project,
+            "formats": sorted(IMPORTERS),
+            "error": error,
+        },
+        status=400 if error else 200,
+    )
 
 
 @login_required
 def import_job(request, job_id: int):
     job = get_object_or_404(selectors.import_jobs_for_user(request.user), pk=job_id)
-    return render(request, "traces/import_job.html", {"job": job, "project": job.project})
+    return render(
+        request,
+        "traces/import_job.html",
+        {
+            "job": job,
+            "project": job.project,
+            "can_cancel": has_permission(request.user, "trace.import", job.project),
+        },
+    )
+
+
+@require_POST
+def import_job_cancel(request, job_id: int):
+    job = get_object_or_404(selectors.import_jobs_for_user(request.user), pk=job_id)
+    if not has_permission(request.user, "trace.import", job.project):
+        raise PermissionDenied("Only leads and admins of this project cancel its imports.")
+    changed, said = job_cancel(job)
+    (messages.success if changed else messages.info)(request, said)
+    return redirect("import-job", job_id=job.pk)
 
 
 @login_required
@@ -96,18 +249,19 @@ def screenshot_file(request, sha256: str, kind: str):
         raise Http404("unknown screenshot kind")
     shot = get_object_or_404(Screenshot, sha256=sha256)
     projects = selectors.projects_for_user(request.user)
-    used = Step.objects.filter(screenshot=shot, trace__project__in=projects).exists() or Trace.objects.filter(
-        Q(final_screenshot=shot), project__in=projects
-    ).exists()
+    used = (
+        Step.objects.filter(screenshot=shot, trace__project__in=projects).exists()
+        or Trace.objects.filter(Q(final_screenshot=shot), project__in=projects).exists()
+    )
     if not used:
         raise Http404("no such screenshot in your projects")
     if kind == "thumbnail":
-        shot = services.screenshot_ensure_thumbnail(screenshot=shot)
-        handle, content_type = shot.thumbnail.open("rb"), "image/webp"
-    else:
-        handle, content_type = shot.image.open("rb"), f"image/{shot.format.lower()}"
-    response = FileResponse(handle, content_type=content_type)
-    # Content-addressed: the bytes behind this URL never change.
-    response["Cache-Control"] = "private, max-age=31536000, immutable"
-    response["ETag"] = f'"{shot.sha256}"'
-    return response
+        if shot.thumbnail:
+            return stored_file_response(shot.thumbnail.name, content_type="image/webp", etag=f"{shot.sha256}-thumb")
+        # Stored before imports made thumbnails: a worker makes it; meanwhile the page gets the image itself, sent
+        # as stored (decoding it here is what took the web process to 1.6 GB, issue 18 item 8).
+        services.screenshot_thumbnail_request(screenshot=shot)
+        return stored_file_response(
+            shot.image.name, content_type=f"image/{shot.format.lower()}", etag=None, cache_control=SHORT_LIVED
+        )
+    return stored_file_response(shot.image.name, content_type=f"image/{shot.format.lower()}", etag=shot.sha256)

@@ -85,9 +85,14 @@
     root.dataset.loaded = String(Date.now());
   }
 
+  // The one CSV writer. Quoting alone does not stop a spreadsheet from evaluating a text cell that starts
+  // with = + - @ (or a tab / carriage return before one), so such cells get OWASP's leading apostrophe.
+  // Numbers are ours, not typed by anyone, and a negative α stays a number.
   function csvCell(v) {
-    const s = v === null || v === undefined ? "" : String(v);
-    return /[",\n\r]/.test(s) || /^[=+\-@]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s;
+    if (typeof v === "number") return String(v);
+    let s = v === null || v === undefined ? "" : String(v);
+    if (/^[=+\-@\t\r]/.test(s)) s = "'" + s;
+    return /[",\n\r']/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s;
   }
 
   root.querySelectorAll("[data-csv]").forEach((button) => button.addEventListener("click", () => {
@@ -111,7 +116,7 @@
       const response = await fetch(root.dataset.url + "?" + params, { credentials: "same-origin" });
       const body = await response.json();
       if (!response.ok) {
-        error.textContent = body.detail || JSON.stringify(body);
+        error.textContent = body.detail || `The dashboard could not be loaded (the server answered ${response.status}).`;
         error.hidden = false;
         return;
       }

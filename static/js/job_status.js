@@ -1,6 +1,6 @@
 // Follows a background job (import, export, pre-scoring) until it finishes. The page marks the job's
 // box with data-url/data-status and its parts with data-job="status|progress|message|errors|when-succeeded|
-// when-running|sha"; text is set with textContent, never as HTML.
+// when-running|sha|percent" (a <progress> element); text is set with textContent, never as HTML.
 (function () {
   const box = document.querySelector("[data-job-box]");
   if (!box) return;
@@ -10,6 +10,9 @@
     parts("status").forEach((el) => { el.textContent = job.status; el.className = "pill " + job.status; });
     parts("progress").forEach((el) => {
       el.textContent = job.progress_total ? `${job.progress_done} / ${job.progress_total}` : `${job.progress_done} done`;
+    });
+    parts("percent").forEach((el) => {
+      el.value = job.progress_total ? Math.round(100 * job.progress_done / job.progress_total) : 0;
     });
     parts("message").forEach((el) => { el.textContent = job.message; });
     parts("errors").forEach((el) => el.replaceChildren(

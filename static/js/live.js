@@ -21,18 +21,35 @@
 
   function holdersOf(traceId) {
     const out = [];
-    for (const [id, l] of leases) if (l.trace_id === traceId) out.push({ user: l.user, lease_id: id });
+    for (const [id, l] of leases) if (l.trace_id === traceId) out.push({ user: l.user, lease_id: id, heartbeat_at: l.heartbeat_at });
     for (const v of viewers.values()) {
       if (v.trace_id === traceId && !out.some((o) => o.user === v.user)) out.push({ user: v.user, lease_id: null });
     }
     return out;
   }
 
+  function ageText(iso) {
+    const seconds = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
+    if (seconds < 60) return "active " + seconds + " s ago";
+    return "active " + Math.round(seconds / 60) + " min ago";
+  }
+  setInterval(() => document.querySelectorAll(".heartbeat-age").forEach((el) => {
+    el.textContent = " · " + ageText(el.dataset.heartbeatAt);
+  }), 10000);
+
   function holderNode(h, traceLabel) {
     const span = document.createElement("span");
     span.className = "holder";
     span.dataset.user = h.user;
     span.textContent = traceLabel ? h.user + " · trace " + traceLabel : h.user;
+    if (h.heartbeat_at) {
+      // How fresh the holder's last sign of life is: a tab closed without a beacon shows its age growing.
+      const age = document.createElement("span");
+      age.className = "muted small heartbeat-age";
+      age.dataset.heartbeatAt = h.heartbeat_at;
+      age.textContent = " · " + ageText(h.heartbeat_at);
+      span.append(age);
+    }
     if (canRelease && h.lease_id) {
       const button = document.createElement("button");
       button.type = "button";
@@ -55,7 +72,7 @@
       for (const [id, l] of leases) {
         if (l.project_id !== projectId) continue;
         const li = document.createElement("li");
-        li.append(holderNode({ user: l.user, lease_id: id }, l.external_id || String(l.trace_id)));
+        li.append(holderNode({ user: l.user, lease_id: id, heartbeat_at: l.heartbeat_at }, l.external_id || String(l.trace_id)));
         items.push(li);
       }
       if (!items.length) {

@@ -31,7 +31,7 @@
       });
       const body = await response.json().catch(() => ({}));
       if (!response.ok) {
-        status.textContent = body.detail || JSON.stringify(body);
+        status.textContent = body.detail || `Not started: the server answered ${response.status}.`;
         return;
       }
       show(body);

@@ -42,6 +42,27 @@
     }
   });
 
+  // --- keys on one review: a accept, r reject (focus the comment; Ctrl+Enter sends), → next undecided ---
+  const acceptButton = document.getElementById("accept-button");
+  const rejectButton = document.getElementById("reject-button");
+  const comment = document.getElementById("review-comment");
+  const nextLink = document.getElementById("next-review");
+  document.addEventListener("keydown", (event) => {
+    if (event.defaultPrevented || event.altKey || event.metaKey) return;
+    const typing = event.target.closest && event.target.closest("input, textarea, select, [contenteditable]");
+    if (typing) {
+      if (event.target === comment && event.key === "Enter" && event.ctrlKey && rejectButton) {
+        event.preventDefault();
+        rejectButton.click();
+      }
+      return;
+    }
+    if (event.ctrlKey) return;
+    if (event.key === "a" && acceptButton) { event.preventDefault(); acceptButton.click(); }
+    else if (event.key === "r" && comment && rejectButton) { event.preventDefault(); comment.focus(); }
+    else if (event.key === "ArrowRight" && nextLink) { event.preventDefault(); nextLink.click(); }
+  });
+
   // --- the queue: rebuild a project's rows when an annotation of it changes ---
   function cell(text) {
     const td = document.createElement("td");

@@ -35,7 +35,7 @@
   // --- state -----------------------------------------------------------------------------------
   const ann = DATA.annotation;
   const state = {
-    current: 1, overlay: true, compare: false, table: null,
+    current: 1, overlay: true, compare: false, table: null, cursor: null,
     version: ann.version, form: pickFields(ann), serverForm: pickFields(ann),
     saving: false, pendingAgain: false, retryDelay: 1000, retryUntil: 0, retryTimer: null, blocked: null,
     lastInput: Date.now(), placeIndex: { corrected: 0, reflection: 0 },
@@ -145,10 +145,18 @@
       state.version = res.data.version;
       state.serverForm = pickFields(res.data);
       state.serverForm.editor_state = normaliseEditor(state.serverForm.editor_state);
-      // The server renders the canonical action strings; keep the editor state as sent.
+      // The server owns the answer's rules (a verdict without τ keeps no correction; a moved τ drops the points
+      // placed on the old step): what it took away, the page takes away too. Otherwise the editor state stays as
+      // sent (the server only renders the canonical action strings from it).
+      const unchanged = same(sent, state.form);
+      const adopted = adoptCleared(sent, state.serverForm);
       state.retryDelay = 1000;
       keepLocalCopy();
-      if (same(sent, state.form)) state.serverForm = JSON.parse(JSON.stringify(sent));
+      if (unchanged) state.serverForm = JSON.parse(JSON.stringify(state.form));
+      if (adopted) {
+        renderAll();
+        if (state.form.verdict === "error" && state.form.tau) { checkAction("corrected"); checkAction("reflection"); }
+      }
       if (dirty() || state.pendingAgain) { state.pendingAgain = false; return save(); }
       setSaveState("saved", "Saved");
       if (!$("ws-banner").classList.contains("conflict")) banner("", "");
@@ -160,6 +168,27 @@
     state.blocked = null;
     setSaveState("error", "Not saved");
     banner("error", "Not saved: " + (res.data.detail || describeErrors(res.data)));
+  }
+  // Fields (and editor points) the server emptied that the user has not touched since sending: take them over.
+  function adoptCleared(sent, server) {
+    let adopted = false;
+    for (const name of FIELDS) {
+      if (name === "editor_state" || same(server[name], sent[name]) || !same(state.form[name], sent[name])) continue;
+      if (server[name] === null || server[name] === "") { state.form[name] = server[name]; adopted = true; }
+    }
+    const editor = state.form.editor_state;
+    if (same(editor, sent.editor_state)) {
+      for (const slot of Object.keys(sent.editor_state || {})) {
+        const before = sent.editor_state[slot];
+        const after = server.editor_state[slot];
+        if (!before) continue;
+        if (!after) { editor[slot] = null; adopted = true; continue; }
+        for (const arg of Object.keys(before.args || {})) {
+          if (!(arg in (after.args || {}))) { delete editor[slot].args[arg]; adopted = true; }
+        }
+      }
+    }
+    return adopted;
   }
   function describeErrors(data) {
     return Object.entries(data || {}).map(([k, v]) => `${k}: ${Array.isArray(v) ? v.join(" ") : v}`).join("; ");
@@ -210,17 +239,33 @@
   setInterval(() => { if (EDITABLE && dirty() && !state.saving && !state.blocked && Date.now() >= state.retryUntil) save(); }, 4000);
 
   // --- lease heartbeat (the active time is credited by the server) -----------------------------
+  // Submit, skip and a lost lease end the lease: from then on nothing beats or sends a farewell for it.
+  let heartbeatTimer = null;
+  function leaseEnded() {
+    clearInterval(heartbeatTimer);
+    heartbeatTimer = null;
+    state.leaseEnded = true;
+  }
   if (DATA.lease && EDITABLE) {
     const beat = async () => {
-      if (document.hidden || Date.now() - state.lastInput > 5 * 60 * 1000) return;
+      if (state.leaseEnded || document.hidden || Date.now() - state.lastInput > 5 * 60 * 1000) return;
       try {
         const res = await api("POST", `/api/leases/${DATA.lease.id}/heartbeat/`);
-        if (res.status === 409) banner("error", res.data.detail);
+        if (res.status === 409) { leaseEnded(); banner("error", res.data.detail); }
         else if (isAuthProblem(res)) sessionExpired();
       } catch (e) { /* offline: the save status already tells */ }
     };
-    setInterval(beat, 30000);
+    heartbeatTimer = setInterval(beat, 30000);
     ["keydown", "mousedown", "input"].forEach((t) => document.addEventListener(t, () => { state.lastInput = Date.now(); }, true));
+    // Closing the tab frees the trace at once (leads stop seeing "open now"); the draft is kept and opening the
+    // annotation again takes a new lease. A beacon survives the page going away; a fetch would not.
+    window.addEventListener("pagehide", () => {
+      if (state.leaseEnded) return;
+      const form = new FormData();
+      form.append("csrfmiddlewaretoken", csrfToken());
+      form.append("page", DATA.lease.page);
+      navigator.sendBeacon(`/api/leases/${DATA.lease.id}/release/`, form);
+    });
   }
 
   // --- geometry: model coordinates <-> screenshot pixels (extent served by the server) ---------
@@ -255,6 +300,11 @@
       g.appendChild(svg("line", { x1: a[0], y1: a[1], x2: b[0], y2: b[1], "stroke-width": sw, class: "arrow", "marker-end": `url(#head-${tone})` }));
     };
     const type = action.type;
+    // Actions without a point get a badge in the corner: the recorded one on the first row, the correction on
+    // the row below, so neither hides the other.
+    const corner = [shot.width * 0.02, shot.height * (tone === "fix" ? 0.12 : 0.06)];
+    const keyAction = ["hotkey", "press", "keydown", "keyup", "release"].includes(type);
+    if (keyAction && !String(args.key || "").trim()) return;  // no key chosen yet: nothing to show
     if (["click", "left_single", "hover", "long_press"].includes(type) && start) {
       ring(start, r); dot(start);
       if (type !== "click" && type !== "left_single") badge(start[0], start[1], type.replace("_", " "));
@@ -274,15 +324,16 @@
       arrow(p, end || [p[0] + d[0] * len, p[1] + d[1] * len]);
       badge(p[0], p[1], "scroll " + (args.direction || ""));
     } else if (type === "type") {
-      const p = start || [shot.width * 0.02, shot.height * 0.06];
+      if (!start && !args.content) return;  // nothing typed and nowhere to type it yet
+      const p = start || corner;
       if (start) { ring(p, r * 0.8); dot(p); }
       badge(p[0], p[1], "⌨ " + JSON.stringify(String(args.content || "")).slice(1, -1));
-    } else if (["hotkey", "press", "keydown", "keyup", "release"].includes(type)) {
-      badge(shot.width * 0.02, shot.height * 0.06, "⌘ " + String(args.key || "").split(" ").join(" + "));
+    } else if (keyAction) {
+      badge(corner[0], corner[1], "⌘ " + String(args.key).trim().split(/\s+/).join(" + "));
     } else {
       const label = { finished: "✓ finished", wait: "… wait", call_user: "☎ call user", press_home: "⌂ home", press_back: "← back",
         open_app: "open " + (args.app_name || "") }[type] || type;
-      badge(shot.width * 0.02, shot.height * 0.06, label + (type === "finished" && args.content ? ": " + args.content : ""));
+      badge(corner[0], corner[1], label + (type === "finished" && args.content ? ": " + args.content : ""));
     }
     layer.appendChild(g);
   }
@@ -312,6 +363,14 @@
     if (state.overlay && options.drawRecorded && index <= N) for (const a of STEPS[index - 1].actions || []) drawAction(layer, shot, a, "recorded");
     const slot = options.slot;
     if (state.overlay && slot && state.form.editor_state[slot]) drawAction(layer, shot, state.form.editor_state[slot], "fix");
+    if (state.cursor && slot && state.cursor.slot === slot) {
+      const [cx, cy] = state.cursor.px, arm = Math.max(shot.width, shot.height) / 40;
+      const g = svg("g", { class: "ws-cursor" });
+      g.appendChild(svg("line", { x1: cx - arm, y1: cy, x2: cx + arm, y2: cy }));
+      g.appendChild(svg("line", { x1: cx, y1: cy - arm, x2: cx, y2: cy + arm }));
+      g.appendChild(svg("circle", { cx, cy, r: arm / 3 }));
+      layer.appendChild(g);
+    }
     frame.appendChild(layer);
     if (slot && EDITABLE) {
       frame.classList.add("placing");
@@ -347,6 +406,7 @@
   }
 
   function goTo(index) {
+    state.cursor = null;
     index = Math.max(1, Math.min(LAST_VIEW, index));
     performance.mark("ws-step-start");
     if (index !== state.current && dirty()) save();
@@ -363,7 +423,8 @@
     if (!strip.childElementCount) {
       for (let i = 1; i <= LAST_VIEW; i++) {
         const shot = shotOf(i);
-        const b = el("button", { type: "button", class: "ws-thumb", "data-step": i, title: i > N ? "final screen" : `step ${i}` });
+        // Out of the Tab order (j/k and the digits reach every step): Tab walks the form, not 30 thumbnails.
+        const b = el("button", { type: "button", class: "ws-thumb", "data-step": i, title: i > N ? "final screen" : `step ${i}`, tabIndex: -1 });
         if (shot) {
           const im = el("img", { src: shot.thumb, alt: "", loading: "lazy", decoding: "async" });
           // Sized before it loads, so the strip keeps its layout while thumbnails stream in.
@@ -372,11 +433,16 @@
         } else b.appendChild(el("span", { class: "ws-thumb-missing" }, "—"));
         b.appendChild(el("span", { class: "ws-thumb-num" }, i > N ? "end" : i));
         b.addEventListener("click", () => goTo(i));
+        const dropped = i <= N ? STEPS[i - 1].missing_before : 0;
+        if (dropped) {
+          // A gap in the recording: a visible break in the strip before this step.
+          strip.appendChild(el("span", { class: "ws-gap-mark", title: `${dropped} step(s) missing here` }, `⋯ ${dropped}`));
+        }
         strip.appendChild(b);
       }
     }
     const tau = state.form.verdict === "error" ? state.form.tau : null;
-    for (const b of strip.children) {
+    for (const b of strip.querySelectorAll(".ws-thumb")) {
       const i = +b.dataset.step;
       b.classList.toggle("current", i === state.current);
       b.classList.toggle("tau", i === tau);
@@ -421,6 +487,10 @@
     if (tau && i > tau + 1) tags.appendChild(el("span", { class: "ws-tag after" }, "after τ"));
     $("ws-thought").textContent = step ? (step.thought || "(no thought recorded)") : "—";
     $("ws-action").textContent = step ? (step.action_text || "(no action)") : "—";
+    const gap = step ? step.missing_before : 0;
+    $("ws-gap").hidden = !gap;
+    $("ws-gap").textContent = gap ? `The source dropped ${gap} step${gap > 1 ? "s" : ""} right before this one: ` +
+      "the screen before it is not the previous step's result." : "";
     $("ws-parse-error").hidden = !(step && step.parse_error);
     $("ws-parse-error").textContent = step && step.parse_error ? "Does not parse: " + step.parse_error : "";
     const human = step && step.human_edit;
@@ -501,17 +571,18 @@
     const platform = DATA.project.platform;
     const typeSel = el("select", { class: "ws-type", "data-slot-type": slot, disabled: !EDITABLE });
     typeSel.appendChild(el("option", { value: "" }, "— action type —"));
+    // Only what the platform's prompt offers (the served table says which); a stored type stays visible.
+    const offered = state.table.targets[platform] || [];
     for (const a of state.table.actions) {
-      if ((a.extra || !a.platforms.includes(platform)) && !(action && action.type === a.name)) continue;
+      if (!offered.includes(a.name) && !(action && action.type === a.name)) continue;
       const o = el("option", { value: a.name }, `${a.label} · ${a.name}`);
       if (action && action.type === a.name) o.selected = true;
       typeSel.appendChild(o);
     }
     typeSel.addEventListener("change", () => {
+      // A new type starts empty: a point placed for the old action means nothing for the new one.
       const old = state.form.editor_state[slot];
-      const keep = {};
-      if (old && typeSel.value) for (const arg of spec(typeSel.value).args) if (old.args && old.args[arg.name] !== undefined) keep[arg.name] = old.args[arg.name];
-      state.form.editor_state[slot] = typeSel.value ? { type: typeSel.value, args: keep, style: (old && old.style) || "box" } : null;
+      state.form.editor_state[slot] = typeSel.value ? { type: typeSel.value, args: {}, style: (old && old.style) || "box" } : null;
       state.placeIndex[slot] = 0;
       renderAll(); edited(); checkAction(slot);
     });
@@ -521,7 +592,7 @@
       if (sp.description) host.appendChild(el("p", { class: "muted small" }, sp.description));
       for (const arg of sp.args) {
         const value = action.args[arg.name];
-        const label = el("label", {}, `${arg.name}${arg.required ? "" : " (optional)"}`);
+        const label = el("label", {}, `${arg.name}${arg.required_in_target ? "" : " (optional)"}`);
         if (arg.kind === "point") {
           const row = el("div", { class: "ws-point" });
           row.appendChild(el("code", { "data-point": `${slot}-${arg.name}` }, Array.isArray(value) ? `(${value[0]}, ${value[1]})` : "click the screenshot"));
@@ -545,7 +616,7 @@
           input.value = value === undefined ? "" : value;
           input.addEventListener("input", () => {
             const v = arg.kind === "duration" ? (input.value === "" ? undefined : Number(input.value)) : input.value;
-            setArg(slot, arg.name, v === "" && !arg.required ? undefined : v, true);
+            setArg(slot, arg.name, v === "" && !arg.required_in_target ? undefined : v, true);
           });
           label.appendChild(input);
         }
@@ -619,37 +690,83 @@
   }
 
   // --- submit / skip ---------------------------------------------------------------------------
+  // Where each submit problem is typed or chosen: highlighted until it is edited.
+  const PROBLEM_TARGETS = {
+    verdict: "#ws-verdict-panel .ws-verdict", tau: "#ws-verdict-panel .ws-verdict",
+    corrected_action: ".ws-action-editor[data-slot='corrected']", reflection_action: ".ws-action-editor[data-slot='reflection']",
+  };
+  function clearProblems() {
+    for (const node of document.querySelectorAll(".ws-invalid")) { node.classList.remove("ws-invalid"); node.removeAttribute("aria-invalid"); }
+    $("ws-submit-errors").hidden = true;
+  }
+  function showProblems(errors) {
+    clearProblems();
+    const box = $("ws-submit-errors");
+    box.replaceChildren(el("strong", {}, "Cannot submit yet:"));
+    const list = el("ul");
+    let first = null;
+    for (const [field, message] of Object.entries(errors)) {
+      list.appendChild(el("li", {}, message));
+      const node = document.querySelector(PROBLEM_TARGETS[field] || `[data-field='${field}']`);
+      if (!node || node.closest("[hidden]")) continue;
+      node.classList.add("ws-invalid");
+      node.setAttribute("aria-invalid", "true");
+      first = first || node;
+    }
+    box.appendChild(list);
+    box.hidden = false;
+    if (first) {
+      first.scrollIntoView({ block: "center" });
+      const control = first.matches("input, select, textarea") ? first : first.querySelector("input, select, textarea, button");
+      if (control) control.focus({ preventScroll: true });
+    }
+  }
+  document.addEventListener("input", (event) => { const bad = event.target.closest(".ws-invalid"); if (bad) { bad.classList.remove("ws-invalid"); bad.removeAttribute("aria-invalid"); } }, true);
+  document.addEventListener("change", (event) => { const bad = event.target.closest(".ws-invalid"); if (bad) { bad.classList.remove("ws-invalid"); bad.removeAttribute("aria-invalid"); } }, true);
+
   async function submit() {
-    if (!EDITABLE) return;
+    if (!EDITABLE || root.dataset.editable === "0") return;  // read only, or already submitted
     for (let attempt = 0; attempt < 3 && (dirty() || state.saving) && !state.blocked; attempt++) await save();
     if (dirty() || state.blocked) { banner("error", "Save the draft first (see the status above), then submit."); return; }
     const res = await api("POST", `/api/annotations/${ANN_ID}/submit/`, { version: state.version }).catch(() => ({ status: 0, data: {} }));
-    const box = $("ws-submit-errors");
     if (res.status === 200) {
+      leaseEnded();
+      clearProblems();
       localStorage.removeItem(LOCAL_KEY);
       $("ws-status-pill").textContent = "Submitted";
       $("ws-status-pill").className = "pill submitted";
       banner("ok", "Submitted for review. ", [["Next trace →", () => { window.location.href = root.dataset.queueUrl; }]]);
       setSaveState("saved", "Submitted");
       root.dataset.editable = "0";
-      box.hidden = true;
+      const returned = $("ws-returned");
+      if (returned) returned.hidden = true;
       return;
     }
     if (res.status === 409 && res.data.current) return conflict(res.data);
     if (isAuthProblem(res)) return sessionExpired();
-    box.replaceChildren(el("strong", {}, "Cannot submit yet:"));
-    const list = el("ul");
-    for (const msg of Object.values(res.data.errors || { detail: res.data.detail || "the server could not be reached" })) list.appendChild(el("li", {}, msg));
-    box.appendChild(list);
-    box.hidden = false;
+    showProblems(res.data.errors || { detail: res.data.detail || "the server could not be reached" });
   }
   const submitBtn = $("ws-submit");
   if (submitBtn) submitBtn.addEventListener("click", submit);
-  const skipBtn = $("ws-skip");
-  if (skipBtn) skipBtn.addEventListener("click", async () => {
+  // Skipping gives the trace back for good (it is not offered to this annotator again): asked first, in the page.
+  async function skip() {
     await save();
-    const res = await api("POST", `/api/annotations/${ANN_ID}/skip/`).catch(() => ({ status: 0 }));
-    if (res.status === 200) window.location.href = root.dataset.queueUrl;
+    const res = await api("POST", `/api/annotations/${ANN_ID}/skip/`).catch(() => ({ status: 0, data: {} }));
+    if (res.status === 200) {
+      leaseEnded();
+      window.location.href = `${root.dataset.queueUrl}?skipped=${encodeURIComponent(ANN_ID)}`;
+      return;
+    }
+    if (isAuthProblem(res)) return sessionExpired();
+    banner("error", "Not skipped: " + (res.data.detail || "the server could not be reached; try again."));
+  }
+  const skipBtn = $("ws-skip");
+  if (skipBtn) skipBtn.addEventListener("click", () => {
+    banner("conflict", "Skip this trace? It goes back to the pool and is not offered to you again; your draft is kept.", [
+      ["Skip it", skip], ["Keep working", () => banner("", "")],
+    ]);
+    const confirmBtn = $("ws-banner").querySelector("button");
+    if (confirmBtn) confirmBtn.focus();
   });
 
   // --- keyboard --------------------------------------------------------------------------------
@@ -658,6 +775,64 @@
   for (const b of document.querySelectorAll("[data-close]")) b.addEventListener("click", () => toggleHelp(false));
   $("ws-overlay-btn").addEventListener("click", () => { state.overlay = !state.overlay; renderStage(); });
   $("ws-compare-btn").addEventListener("click", () => { state.compare = !state.compare; renderStage(); });
+
+  // --- the keyboard path through a correction ---------------------------------------------------
+  // e focuses the form; digits pick an option in a focused select; an action type that needs a point starts the
+  // keyboard cursor (arrows nudge it, Shift for bigger steps, Enter places, Esc leaves); f focuses the thought of the
+  // screen's slot; p starts the cursor again to move a point.
+  function focusField(node) {
+    if (!node) return;
+    node.scrollIntoView({ block: "center" });
+    node.focus({ preventScroll: true });
+  }
+  function startCursor(slot) {
+    const action = state.form.editor_state[slot];
+    const shot = shotOf(state.current);
+    if (!action || !shot || !pointArgsOf(action.type).length || slotAt(state.current) !== slot) return false;
+    const placed = pointArgsOf(action.type).map((a) => action.args[a.name]).find((v) => Array.isArray(v));
+    state.cursor = { slot, px: placed ? toPx(shot, placed) : [shot.width / 2, shot.height / 2] };
+    if (document.activeElement && document.activeElement !== document.body) document.activeElement.blur();
+    renderStage();
+    return true;
+  }
+  function moveCursor(dx, dy, big) {
+    const shot = shotOf(state.current);
+    const step = big ? 0.05 : 0.01;
+    const [x, y] = state.cursor.px;
+    state.cursor.px = [Math.min(shot.width - 1, Math.max(0, x + dx * step * shot.width)),
+      Math.min(shot.height - 1, Math.max(0, y + dy * step * shot.height))];
+    renderStage();
+  }
+  function placeCursor() {
+    const { slot, px } = state.cursor;
+    placePoint(slot, toModel(shotOf(state.current), px));
+    const action = state.form.editor_state[slot];
+    const required = pointArgsOf(action.type).filter((a) => a.required);
+    const done = required.every((a) => Array.isArray(action.args[a.name]));
+    if (done) { state.cursor = null; renderStage(); }  // a drag wants its end point next: the cursor stays
+  }
+  document.addEventListener("keydown", (event) => {
+    const target = event.target;
+    if (target.tagName !== "SELECT" || !/^[1-9]$/.test(event.key) || !target.closest(".ws-side")) return;
+    const option = [...target.options].filter((o) => o.value)[Number(event.key) - 1];
+    if (!option) return;
+    event.preventDefault();
+    target.value = option.value;
+    target.dispatchEvent(new Event("change", { bubbles: true }));
+    const slot = target.dataset.slotType;
+    if (slot && startCursor(slot)) return;
+    if (slot) focusField(document.querySelector(`.ws-action-editor[data-slot="${slot}"] [data-arg]`));
+    if (target.id === "f-error_category") focusField($("f-corrected_thought"));
+  }, true);
+
+  document.addEventListener("keydown", (event) => {
+    if (!state.cursor) return;
+    const moves = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, -1], ArrowDown: [0, 1] };
+    const act = moves[event.key] ? () => moveCursor(...moves[event.key], event.shiftKey)
+      : event.key === "Enter" ? placeCursor
+        : event.key === "Escape" ? () => { state.cursor = null; renderStage(); } : null;
+    if (act) { event.preventDefault(); event.stopPropagation(); act(); }  // arrows move the cursor, not the step
+  }, true);
 
   document.addEventListener("keydown", (event) => {
     const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(event.target.tagName);
@@ -671,7 +846,13 @@
       ArrowRight: () => goTo(state.current + 1), j: () => goTo(state.current + 1),
       Home: () => goTo(1), End: () => goTo(LAST_VIEW),
       t: () => { if (state.form.tau) goTo(state.form.tau); },
-      e: () => setVerdict("error"), n: () => setVerdict("no_error"), u: () => setVerdict("unusable"),
+      e: () => { setVerdict("error"); if (state.form.verdict === "error") focusField($("f-error_category")); },
+      n: () => setVerdict("no_error"), u: () => setVerdict("unusable"),
+      f: () => {
+        const slot = slotAt(state.current);
+        focusField(slot === "reflection" ? $("f-reflection_thought") : slot === "corrected" ? $("f-corrected_thought") : null);
+      },
+      p: () => { const slot = slotAt(state.current); if (slot) startCursor(slot); },
       o: () => { state.overlay = !state.overlay; renderStage(); },
       c: () => { state.compare = !state.compare; renderStage(); },
       "?": () => toggleHelp(),

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from .archive import ArchiveError, ExtractReport, safe_extract
 from .base import ImageRef, ImportedStep, ImportedTrace, TraceOrError, TraceReadError
@@ -74,6 +74,11 @@ def _looks_like_zip(path: Path) -> bool:
         return handle.read(4) == b"PK\x03\x04"
 
 
+def matching_formats(root: Path) -> list[str]:
+    """Every importer that recognises ``root`` (what a wrong explicit format's error suggests)."""
+    return [name for name, importer in IMPORTERS.items() if importer.detect(root)]
+
+
 def iter_traces(root: Path, fmt: str | None = None) -> Iterator[TraceOrError]:
     name = fmt or detect_format(root)
     if name not in IMPORTERS:
@@ -91,5 +96,6 @@ __all__ = [
     "UnknownFormat",
     "detect_format",
     "iter_traces",
+    "matching_formats",
     "opened_source",
 ]

@@ -1,17 +1,23 @@
-"""What every importer yields: source-neutral traces that services.trace_import_batch stores.
+"""What every importer yields: source-neutral traces that ``services.trace_import_one`` stores.
 
 An importer reads one source layout and yields ``ImportedTrace`` objects, or ``TraceReadError`` for
-a trace it cannot read; it never stops a batch because one trace is broken.
+a trace it cannot read; it never stops a batch because one trace is broken (``read_each``).
 """
 
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Protocol
+from typing import Protocol
 
 from django.conf import settings
+
+from studio.errors import describe_error
+
+log = logging.getLogger(__name__)
 
 
 class TraceReadError(Exception):
@@ -31,9 +37,19 @@ class ImageRef:
     read: Callable[[], bytes]
 
     @classmethod
-    def from_path(cls, path: Path, *, root: Path | None = None) -> "ImageRef":
-        name = str(path.relative_to(root)) if root else path.name
-        return cls(name=name, read=path.read_bytes)
+    def from_path(cls, path: Path, *, root: Path | None = None) -> ImageRef:
+        return cls(name=name_within(path, root), read=path.read_bytes)
+
+
+def name_within(path: Path, root: Path | None) -> str:
+    """``path`` as messages name it: relative to ``root`` when it lies inside it, whichever of the two is given
+    resolved (import roots and trace folders are often reached through symbolic links)."""
+    if root is None:
+        return path.name
+    for inside, base in ((path, root), (path.resolve(), root.resolve())):
+        if inside.is_relative_to(base):
+            return str(inside.relative_to(base))
+    return path.name
 
 
 @dataclass
@@ -75,10 +91,12 @@ class Importer(Protocol):
 
 def read_json(path: Path, *, root: Path | None = None):
     """Load a JSON file with errors that name the file, the line and the problem."""
-    where = str(path.relative_to(root)) if root else path.name
+    where = name_within(path, root)
     size = path.stat().st_size
     if size > settings.IMPORT_MAX_JSON_BYTES:
-        raise TraceReadError(where, f"JSON file of {size} bytes is over the {settings.IMPORT_MAX_JSON_BYTES}-byte limit")
+        raise TraceReadError(
+            where, f"JSON file of {size} bytes is over the {settings.IMPORT_MAX_JSON_BYTES}-byte limit"
+        )
     data = path.read_bytes()
     return parse_json_bytes(data, where)
 
@@ -119,8 +137,30 @@ def safe_child(root: Path, relative: str, where: str) -> Path:
     return candidate
 
 
-def find_folders(root: Path, pattern: str, *, max_depth: int, accept: Callable[[Path], bool] = lambda folder: True,
-                 first_only: bool = False) -> list[Path]:
+def read_each(units, read_one: Callable[..., ImportedTrace], *, where: Callable[..., str]) -> Iterator[TraceOrError]:
+    """``read_one(unit)`` for every unit (a trace folder, a file), yielding each trace or its error.
+
+    Any exception while reading one unit is reported on that unit, naming its file, and the batch goes on: a
+    source layout the importer did not foresee must cost one trace, never the whole import."""
+    for unit in units:
+        try:
+            item: TraceOrError = read_one(unit)
+        except TraceReadError as exc:
+            item = exc
+        except Exception as exc:  # noqa: BLE001 - reported per trace; the traceback goes to the worker log
+            log.exception("unexpected error reading %s", where(unit))
+            item = TraceReadError(where(unit), f"could not be read: {describe_error(exc)}")
+        yield item
+
+
+def find_folders(
+    root: Path,
+    pattern: str,
+    *,
+    max_depth: int,
+    accept: Callable[[Path], bool] = lambda folder: True,
+    first_only: bool = False,
+) -> list[Path]:
     """Folders at most ``max_depth`` levels below ``root`` that hold a file matching ``pattern``,
     shallowest first and sorted within a level: how every source layout is found in an upload."""
     found: list[Path] = []

@@ -14,12 +14,22 @@ unless an ``instruction.txt`` lies beside data.json.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from traces import actions as grammar
 
-from .base import ImageRef, find_folders, ImportedStep, ImportedTrace, TraceOrError, TraceReadError, read_json
+from .base import (
+    ImageRef,
+    ImportedStep,
+    ImportedTrace,
+    TraceOrError,
+    TraceReadError,
+    find_folders,
+    name_within,
+    read_each,
+    read_json,
+)
 
 CALL = re.compile(r"^(?P<verb>[a-zA-Z ]+?)\s*(?:\((?P<arg>.*)\))?\s*$", re.S)
 CENTRE = (500, 500)  # relative-1000: the screen's centre, for scrolls that name no position
@@ -45,7 +55,11 @@ def _convert(action: str) -> tuple[str, str, dict]:
         return rendered, "", {"position_assumed": "screen centre (Mobile-Agent records no position for page up/down)"}
     if verb in ("click text", "click icon"):
         what = "text" if verb == "click text" else "icon description"
-        return action, f"Mobile-Agent locates '{arg}' by its {what}, not by coordinates; place the point when annotating", {}
+        return (
+            action,
+            f"Mobile-Agent locates '{arg}' by its {what}, not by coordinates; place the point when annotating",
+            {},
+        )
     return action, f"unknown Mobile-Agent action '{action}'", {}
 
 
@@ -56,11 +70,11 @@ class MobileAgentImporter:
         return root.is_dir() and bool(_run_folders(root, first_only=True))
 
     def read(self, root: Path) -> Iterator[TraceOrError]:
-        for folder in _run_folders(root):
-            try:
-                yield trace_from_run(folder, root=root)
-            except TraceReadError as exc:
-                yield exc
+        yield from read_each(
+            _run_folders(root),
+            lambda folder: trace_from_run(folder, root=root),
+            where=lambda folder: name_within(folder, root),
+        )
 
 
 def _looks_like_run(folder: Path) -> bool:
@@ -88,14 +102,20 @@ def trace_from_run(folder: Path, *, root: Path) -> ImportedTrace:
         image = folder / f"{number}.jpg"
         if not image.is_file():
             warnings.append(f"step {number}: no screenshot {number}.jpg")
-        steps.append(ImportedStep(
-            screenshot=ImageRef.from_path(image, root=root) if image.is_file() else None,
-            raw_response=f"Thought: {thought}\nAction: {record['Action']}",
-            thought=thought,
-            action_text=action_text,
-            parse_error=why,
-            context={"observation": str(record.get("Observation") or ""), "original_action": record["Action"], **extra},
-        ))
+        steps.append(
+            ImportedStep(
+                screenshot=ImageRef.from_path(image, root=root) if image.is_file() else None,
+                raw_response=f"Thought: {thought}\nAction: {record['Action']}",
+                thought=thought,
+                action_text=action_text,
+                parse_error=why,
+                context={
+                    "observation": str(record.get("Observation") or ""),
+                    "original_action": record["Action"],
+                    **extra,
+                },
+            )
+        )
     images = sorted(int(p.stem) for p in folder.glob("*.jpg") if p.stem.isdigit())
     final = None
     if images and images[-1] == numbers[-1] + 1:
@@ -116,8 +136,11 @@ def trace_from_run(folder: Path, *, root: Path) -> ImportedTrace:
         source_path=relative.as_posix(),
         # A run that does not end with "stop" was stopped by hand (Mobile-Agent's README): it failed.
         outcome="unknown" if last_action == "stop" else "failure",
-        metadata={"app": relative.parts[0] if len(relative.parts) > 1 else "", "platform": "mobile",
-                  "coordinate_convention_hint": "relative-1000"},
+        metadata={
+            "app": relative.parts[0] if len(relative.parts) > 1 else "",
+            "platform": "mobile",
+            "coordinate_convention_hint": "relative-1000",
+        },
         final_screenshot=final,
         warnings=warnings,
     )

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from django.conf import settings
 
-from .base import ImageRef, ImportedStep, ImportedTrace, TraceOrError, TraceReadError, parse_json_bytes, read_json, require, safe_child
+from .base import (
+    ImageRef,
+    ImportedStep,
+    ImportedTrace,
+    TraceOrError,
+    TraceReadError,
+    parse_json_bytes,
+    read_each,
+    read_json,
+    require,
+    safe_child,
+)
 
 FORMAT_TAG = "trace-studio/v1"
 OUTCOMES = {"success", "failure", "unknown"}
@@ -26,12 +37,12 @@ class NativeImporter:
             yield from self._read_jsonl(root, root.parent)
             return
         folders = [root] if (root / "trace.json").is_file() else sorted(p.parent for p in root.glob("*/trace.json"))
-        for folder in folders:
-            try:
-                document = read_json(folder / "trace.json", root=root.parent if folder == root else root)
-                yield trace_from_document(document, folder, where=f"{folder.name}/trace.json")
-            except TraceReadError as exc:
-                yield exc
+
+        def read_folder(folder: Path) -> ImportedTrace:
+            document = read_json(folder / "trace.json", root=root.parent if folder == root else root)
+            return trace_from_document(document, folder, where=f"{folder.name}/trace.json")
+
+        yield from read_each(folders, read_folder, where=lambda folder: f"{folder.name}/trace.json")
         for jsonl in sorted(root.glob("*.jsonl")):
             yield from self._read_jsonl(jsonl, root)
 
@@ -77,6 +88,15 @@ def trace_from_document(document, folder: Path, *, where: str) -> ImportedTrace:
         thought = step.get("thought", "")
         if not isinstance(thought, str):
             raise TraceReadError(step_where, "thought must be a string")
+        context = step.get("context") if isinstance(step.get("context"), dict) else {}
+        missing = step.get("missing_before")
+        if missing is not None:
+            # The source dropped steps before this one: a count, or true when it does not say how many.
+            if missing is True:
+                missing = 1
+            if isinstance(missing, bool) or not isinstance(missing, int) or missing < 1:
+                raise TraceReadError(step_where, "missing_before must be a positive number of steps (or true)")
+            context = {**context, "missing_before": missing}
         raw = "\n".join(
             part
             for part in (
@@ -89,10 +109,12 @@ def trace_from_document(document, folder: Path, *, where: str) -> ImportedTrace:
         )
         steps.append(
             ImportedStep(
-                screenshot=ImageRef.from_path(safe_child(folder, shot, step_where), root=folder.parent) if shot else None,
+                screenshot=ImageRef.from_path(safe_child(folder, shot, step_where), root=folder.parent)
+                if shot
+                else None,
                 raw_response=raw,
                 human_edited_response=str(step.get("human_edited_response") or ""),
-                context=step.get("context") if isinstance(step.get("context"), dict) else {},
+                context=context,
             )
         )
     final = document.get("final_screenshot")

@@ -10,12 +10,24 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from django.conf import settings
 
-from .base import ImageRef, find_folders, ImportedStep, ImportedTrace, TraceOrError, TraceReadError, parse_json_bytes, read_json, safe_child
+from .base import (
+    ImageRef,
+    ImportedStep,
+    ImportedTrace,
+    TraceOrError,
+    TraceReadError,
+    find_folders,
+    name_within,
+    parse_json_bytes,
+    read_each,
+    read_json,
+    safe_child,
+)
 
 TRAJECTORY_FILE = "traj.jsonl"
 INITIAL_SCREENSHOTS = ("step_0.png", "initial_state.png", "step_0.jpg", "initial_state.jpg")
@@ -30,18 +42,24 @@ class OSWorldImporter:
         return root.is_dir() and bool(_trajectory_files(root, first_only=True))
 
     def read(self, root: Path) -> Iterator[TraceOrError]:
-        for path in _trajectory_files(root):
-            folder = path.parent
-            where = str(path.relative_to(root.parent))
-            try:
-                yield trace_from_folder(folder, root=root, where=where)
-            except TraceReadError as exc:
-                yield exc
+        def where(path: Path) -> str:
+            return name_within(path, root.parent)
+
+        yield from read_each(
+            _trajectory_files(root),
+            lambda path: trace_from_folder(path.parent, root=root, where=where(path)),
+            where=where,
+        )
 
 
 def _trajectory_files(root: Path, *, first_only: bool = False) -> list[Path]:
-    folders = find_folders(root, TRAJECTORY_FILE, max_depth=MAX_DEPTH, first_only=first_only,
-                           accept=lambda folder: (folder / TRAJECTORY_FILE).is_file())
+    folders = find_folders(
+        root,
+        TRAJECTORY_FILE,
+        max_depth=MAX_DEPTH,
+        first_only=first_only,
+        accept=lambda folder: (folder / TRAJECTORY_FILE).is_file(),
+    )
     return [folder / TRAJECTORY_FILE for folder in folders]
 
 

@@ -17,22 +17,50 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from traces import actions as grammar
 
-from .base import ImageRef, find_folders, ImportedStep, ImportedTrace, TraceOrError, TraceReadError, read_json, safe_child
+from .base import (
+    ImageRef,
+    ImportedStep,
+    ImportedTrace,
+    TraceOrError,
+    TraceReadError,
+    find_folders,
+    name_within,
+    read_each,
+    read_json,
+    safe_child,
+)
 
 STEP_SUFFIX = "_translate.json"
 NEGATIVE_SUFFIXES = ("_translate_neg_plan.json", "_translate_neg_eval.json")
 EXECUTION_TYPES = {"MouseAction", "KeyboardAction", "WaitAction"}
 JSON_BLOCK = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
 X_KEYSYMS = {
-    "return": "enter", "kp_enter": "enter", "escape": "esc", "backspace": "backspace", "delete": "delete",
-    "tab": "tab", "space": "space", "control_l": "ctrl", "control_r": "ctrl", "control": "ctrl", "ctrl": "ctrl",
-    "shift_l": "shift", "shift_r": "shift", "alt_l": "alt", "alt_r": "alt", "super_l": "win", "super_r": "win",
-    "page_up": "pageup", "prior": "pageup", "page_down": "pagedown", "next": "pagedown",
+    "return": "enter",
+    "kp_enter": "enter",
+    "escape": "esc",
+    "backspace": "backspace",
+    "delete": "delete",
+    "tab": "tab",
+    "space": "space",
+    "control_l": "ctrl",
+    "control_r": "ctrl",
+    "control": "ctrl",
+    "ctrl": "ctrl",
+    "shift_l": "shift",
+    "shift_r": "shift",
+    "alt_l": "alt",
+    "alt_r": "alt",
+    "super_l": "win",
+    "super_r": "win",
+    "page_up": "pageup",
+    "prior": "pageup",
+    "page_down": "pagedown",
+    "next": "pagedown",
 }
 MOUSE_BUTTON_CLICKS = {"left": "click", "right": "right_single"}
 
@@ -48,11 +76,11 @@ class ScreenAgentImporter:
         return root.is_dir() and bool(_session_folders(root, first_only=True))
 
     def read(self, root: Path) -> Iterator[TraceOrError]:
-        for folder in _session_folders(root):
-            try:
-                yield trace_from_session(folder, root=root)
-            except TraceReadError as exc:
-                yield exc
+        yield from read_each(
+            _session_folders(root),
+            lambda folder: trace_from_session(folder, root=root),
+            where=lambda folder: name_within(folder, root),
+        )
 
 
 def _session_folders(root: Path, *, first_only: bool = False) -> list[Path]:
@@ -60,6 +88,7 @@ def _session_folders(root: Path, *, first_only: bool = False) -> list[Path]:
 
 
 # --- reading the JSON inside replies ---------------------------------------------------------
+
 
 def _literal_actions(value, where: str) -> list[dict]:
     """``actions`` is a list, or (in older files) the Python repr of one."""
@@ -77,7 +106,9 @@ def _literal_actions(value, where: str) -> list[dict]:
 
 def actions_in_reply(reply: str) -> list[dict] | None:
     """The first JSON action list in a model reply (fenced or bare); None when there is none."""
-    candidates = JSON_BLOCK.findall(reply) or [reply[min((i for i in (reply.find("["), reply.find("{")) if i >= 0), default=0):]]
+    candidates = JSON_BLOCK.findall(reply) or [
+        reply[min((i for i in (reply.find("["), reply.find("{")) if i >= 0), default=0) :]
+    ]
     for candidate in candidates:
         # The model writes Markdown-escaped keys ("action\\_type"), which is not valid JSON.
         text = candidate.replace("\\_", "_").strip()
@@ -97,6 +128,7 @@ def prose_of(reply: str) -> str:
 
 
 # --- converting to our grammar ---------------------------------------------------------------
+
 
 def _position(action: dict) -> tuple[int | float, int | float]:
     position = action.get("mouse_position")
@@ -176,6 +208,7 @@ def render(actions: list[grammar.Action]) -> str:
 
 
 # --- one session -----------------------------------------------------------------------------
+
 
 def _kind(items: list[dict]) -> str:
     types = {item.get("action_type") for item in items}
@@ -281,8 +314,9 @@ def trace_from_session(folder: Path, *, root: Path) -> ImportedTrace:
     )
 
 
-def _execution_step(document: dict, executed: list[dict], image: ImageRef, cursor, where: str,
-                    pending: dict, alternatives: list[dict]) -> ImportedStep:
+def _execution_step(
+    document: dict, executed: list[dict], image: ImageRef, cursor, where: str, pending: dict, alternatives: list[dict]
+) -> ImportedStep:
     original = document.get("LLM_response")
     edited = document.get("LLM_response_editer")
     edited_en = document.get("LLM_response_editer_en") or edited or ""

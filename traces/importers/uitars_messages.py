@@ -10,10 +10,19 @@ Images after the last reply show the screen after the last action (the trace's f
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
-from .base import ImageRef, ImportedStep, ImportedTrace, TraceOrError, TraceReadError, read_json, safe_child
+from .base import (
+    ImageRef,
+    ImportedStep,
+    ImportedTrace,
+    TraceOrError,
+    TraceReadError,
+    read_each,
+    read_json,
+    safe_child,
+)
 
 MESSAGES_FILE = "final_messages.json"
 IMAGE_SUFFIXES = ("", ".png", ".jpg", ".jpeg", ".webp")
@@ -28,13 +37,19 @@ class UITarsMessagesImporter:
 
     def read(self, root: Path) -> Iterator[TraceOrError]:
         files = [root / MESSAGES_FILE] if (root / MESSAGES_FILE).is_file() else sorted(root.glob(f"*/{MESSAGES_FILE}"))
-        for path in files:
-            where = f"{path.parent.name}/{MESSAGES_FILE}"
-            try:
-                yield trace_from_messages(read_json(path, root=path.parent.parent), path.parent, where=where,
-                                          digest=hashlib.sha256(path.read_bytes()).hexdigest())
-            except TraceReadError as exc:
-                yield exc
+
+        def where(path: Path) -> str:
+            return f"{path.parent.name}/{MESSAGES_FILE}"
+
+        def read_file(path: Path) -> ImportedTrace:
+            return trace_from_messages(
+                read_json(path, root=path.parent.parent),
+                path.parent,
+                where=where(path),
+                digest=hashlib.sha256(path.read_bytes()).hexdigest(),
+            )
+
+        yield from read_each(files, read_file, where=where)
 
 
 def _parts(content, where: str) -> list[dict]:
@@ -66,7 +81,9 @@ def _image_name(part: dict) -> str | None:
 
 def _resolve_image(folder: Path, name: str, where: str) -> Path:
     if name.startswith(("data:", "http://", "https://")):
-        raise TraceReadError(where, f"image '{name[:40]}' is inline or remote; only image files next to the JSON are read")
+        raise TraceReadError(
+            where, f"image '{name[:40]}' is inline or remote; only image files next to the JSON are read"
+        )
     for suffix in IMAGE_SUFFIXES:
         candidate = folder / f"{name}{suffix}"
         if candidate.is_file():
@@ -102,7 +119,9 @@ def trace_from_messages(messages, folder: Path, *, where: str, digest: str) -> I
                 name = _image_name(part)
                 if name is not None:
                     if current is not None:
-                        warnings.append(f"{here}: screenshot '{current.name}' was never answered; the later one is used")
+                        warnings.append(
+                            f"{here}: screenshot '{current.name}' was never answered; the later one is used"
+                        )
                     current = ImageRef.from_path(_resolve_image(folder, name, here), root=folder.parent)
         else:
             reply = "\n".join(texts).strip()
@@ -117,7 +136,9 @@ def trace_from_messages(messages, folder: Path, *, where: str, digest: str) -> I
     prompt = "\n".join(prompt_texts)
     instruction = instruction_from_prompt(prompt)
     if not instruction:
-        warnings.append(f"{where}: no '{INSTRUCTION_HEADING}' section in the first user message; instruction left empty")
+        warnings.append(
+            f"{where}: no '{INSTRUCTION_HEADING}' section in the first user message; instruction left empty"
+        )
     return ImportedTrace(
         external_id=f"{folder.name}-{digest[:12]}",
         instruction=instruction,

@@ -9,6 +9,7 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from studio.api import job_cancel_response
 from studio.permissions import ActionPermission, has_permission
 from traces.models import PrescoreJob, Scorer
 from traces.prescoring import selectors, services
@@ -19,16 +20,36 @@ class PrescoreJobSerializer(serializers.ModelSerializer):
     class Meta:
         model = PrescoreJob
         fields = [
-            "id", "project", "scorer", "status", "model_path", "model_name", "weights_hash", "settings", "trace_ids",
-            "progress_done", "progress_total", "steps_scored", "steps_failed", "message", "errors", "created_at",
-            "started_at", "finished_at",
+            "id",
+            "project",
+            "scorer",
+            "status",
+            "model_path",
+            "model_name",
+            "weights_hash",
+            "settings",
+            "trace_ids",
+            "progress_done",
+            "progress_total",
+            "steps_scored",
+            "steps_failed",
+            "message",
+            "errors",
+            "created_at",
+            "started_at",
+            "finished_at",
         ]
 
 
 class PrescoreStartSerializer(serializers.Serializer):
     scorer = serializers.ChoiceField(choices=Scorer.values)
-    model_path = serializers.CharField(required=False, allow_blank=True, default="", max_length=500,
-                                       help_text="Local checkpoint directory on the workers; blank: the configured one.")
+    model_path = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=500,
+        help_text="Local checkpoint directory on the workers; blank: the configured one.",
+    )
     settings = serializers.DictField(required=False, default=dict)
     trace_ids = serializers.ListField(child=serializers.IntegerField(), required=False, default=list, max_length=10000)
 
@@ -70,6 +91,18 @@ class PrescoreJobDetail(generics.RetrieveAPIView):
 
     def get_queryset(self):
         return selectors.prescore_jobs_for_user(self.request.user)
+
+
+class PrescoreJobCancel(APIView):
+    permission_classes = [ActionPermission]
+    permission_action = "prescore.run"
+
+    @extend_schema(request=None, responses={200: dict, 409: dict})
+    def post(self, request, pk: int):
+        job = get_object_or_404(selectors.prescore_jobs_for_user(request.user), pk=pk)
+        if not has_permission(request.user, "prescore.run", job.project):
+            raise PermissionDenied("Only leads and admins of this project cancel its pre-scoring.")
+        return job_cancel_response(job)
 
 
 class TraceSuggestions(APIView):

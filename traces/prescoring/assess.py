@@ -37,8 +37,15 @@ def parse_model_reply(text: str) -> list[grammar.Action]:
         return []
 
 
-def compare_actions(recorded: list[grammar.Action], model: list[grammar.Action], *, convention: str,
-                    width: int | None, height: int | None, max_pixels: int | None = None) -> Comparison:
+def compare_actions(
+    recorded: list[grammar.Action],
+    model: list[grammar.Action],
+    *,
+    convention: str,
+    width: int | None,
+    height: int | None,
+    max_pixels: int | None = None,
+) -> Comparison:
     """Compare the first recorded action with the first action of the model's own reply."""
     if not recorded or not model:
         return Comparison(model, None, None, None)
@@ -51,8 +58,9 @@ def compare_actions(recorded: list[grammar.Action], model: list[grammar.Action],
     xa, ya = grammar.to_screen_pixels(pa, convention=convention, width=width, height=height, max_pixels=max_pixels)
     xb, yb = grammar.to_screen_pixels(pb, convention=convention, width=width, height=height, max_pixels=max_pixels)
     distance = math.hypot(xa - xb, ya - yb) / math.hypot(width, height)
-    return Comparison(model, distance <= AGREE_DISTANCE, round(distance, 6),
-                      min(1.0, distance / FULL_DISAGREEMENT_DISTANCE))
+    return Comparison(
+        model, distance <= AGREE_DISTANCE, round(distance, 6), min(1.0, distance / FULL_DISAGREEMENT_DISTANCE)
+    )
 
 
 def model_suspicion(loglik_mean: float, disagreement: float | None) -> float:

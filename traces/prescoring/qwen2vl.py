@@ -21,9 +21,10 @@ import json
 import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -135,8 +136,12 @@ class Qwen2VLScorer:
         self.model_type = config["model_type"]
         self.device = device or default_device()
         # bf16 on GPU (the models' training dtype); float32 on CPU, where bf16 matmuls are slow and inexact.
-        self.dtype = getattr(torch, dtype) if dtype else (torch.bfloat16 if self.device.startswith("cuda") else torch.float32)
-        model_class = Qwen2_5_VLForConditionalGeneration if self.model_type == "qwen2_5_vl" else Qwen2VLForConditionalGeneration
+        self.dtype = (
+            getattr(torch, dtype) if dtype else (torch.bfloat16 if self.device.startswith("cuda") else torch.float32)
+        )
+        model_class = (
+            Qwen2_5_VLForConditionalGeneration if self.model_type == "qwen2_5_vl" else Qwen2VLForConditionalGeneration
+        )
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(self.model_dir, local_files_only=True)
             processor_cls = image_processor_class()
@@ -154,12 +159,16 @@ class Qwen2VLScorer:
         self.chat_template = self.tokenizer.chat_template or self._template_file()
         self.image_token_id = self.model.config.image_token_id
         self.eos_token_id = self.tokenizer.convert_tokens_to_ids("<|im_end|>")
-        self.pad_token_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.eos_token_id
+        self.pad_token_id = (
+            self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.eos_token_id
+        )
         self.merge = self.model.config.vision_config.spatial_merge_size
         self.model_name = config.get("_name_or_path") or self.model_dir.name
         self._image_cache: OrderedDict = OrderedDict()
         self._feature_cache: OrderedDict = OrderedDict()
         self._weights_hash: str | None = None
+        # The largest batch that fit after the device ran out of memory: the worker keeps the model, and keeps this.
+        self.batch_limit: int | None = None
         self.lock = threading.Lock()
 
     def _template_file(self) -> str:
@@ -216,7 +225,12 @@ class Qwen2VLScorer:
     def encode(self, request: ScoreRequest, *, min_pixels: int | None = None, max_pixels: int | None = None) -> Encoded:
         default_min, default_max = self.default_pixels
         min_pixels, max_pixels = min_pixels or default_min, max_pixels or default_max
-        n_slots = sum(1 for m in request.messages for part in m["content"] if isinstance(part, dict) and part.get("type") == "image")
+        n_slots = sum(
+            1
+            for m in request.messages
+            for part in m["content"]
+            if isinstance(part, dict) and part.get("type") == "image"
+        )
         if n_slots != len(request.images):
             raise ValueError(f"{n_slots} image slots in the messages but {len(request.images)} images")
         prompt = self.tokenizer.apply_chat_template(
@@ -225,7 +239,9 @@ class Qwen2VLScorer:
         prompt_ids = self._ids(prompt)
         full_ids = self._ids(prompt + request.target + "<|im_end|>")
         if full_ids[: len(prompt_ids)] != prompt_ids:
-            raise ValueError("the prompt's tokens are not a prefix of prompt+reply (tokenizer merges across the boundary)")
+            raise ValueError(
+                "the prompt's tokens are not a prefix of prompt+reply (tokenizer merges across the boundary)"
+            )
         patches = [self._image_patches(image, min_pixels, max_pixels) for image in request.images]
         counts = [int(grid.prod()) // self.merge**2 for _, grid in patches]
         ids: list[int] = []
@@ -289,7 +305,10 @@ class Qwen2VLScorer:
         tensors = {
             "input_ids": input_ids.to(self.device),
             "attention_mask": attention.to(self.device),
-            "mm_token_type_ids": (input_ids == self.image_token_id).to(torch.int32).mul(attention.to(torch.int32)).to(self.device),
+            "mm_token_type_ids": (input_ids == self.image_token_id)
+            .to(torch.int32)
+            .mul(attention.to(torch.int32))
+            .to(self.device),
         }
         pixel_values = [p for e in batch for p in e.pixel_values]
         if pixel_values:
@@ -307,7 +326,9 @@ class Qwen2VLScorer:
             from transformers.modeling_outputs import BaseModelOutputWithPooling
 
             del model_inputs["pixel_values"]
-            model_inputs["mm_encoder_outputs"] = {"image": BaseModelOutputWithPooling(pooler_output=self._vision_features(batch))}
+            model_inputs["mm_encoder_outputs"] = {
+                "image": BaseModelOutputWithPooling(pooler_output=self._vision_features(batch))
+            }
         with torch.inference_mode():
             hidden = self.model.model(**model_inputs, use_cache=False).last_hidden_state
             results = []
@@ -317,39 +338,59 @@ class Qwen2VLScorer:
                 logits = self.model.lm_head(states).float()
                 targets = tensors["input_ids"][row, e.n_prompt : e.length]
                 logprobs = torch.log_softmax(logits, -1).gather(-1, targets[:, None])[:, 0]
-                results.append(ScoreResult(
-                    e.key, float(logprobs.sum()), float(logprobs.mean()), int(logprobs.numel()),
-                    token_logprobs=logprobs.tolist(),
-                ))
+                results.append(
+                    ScoreResult(
+                        e.key,
+                        float(logprobs.sum()),
+                        float(logprobs.mean()),
+                        int(logprobs.numel()),
+                        token_logprobs=logprobs.tolist(),
+                    )
+                )
         return results
 
     def generate_batch(self, batch: Sequence[Encoded], *, max_new_tokens: int) -> list[tuple[str, int]]:
         """The model's own greedy reply at each prompt (the recorded reply is cut off first)."""
         import torch
 
-        prompts = [Encoded(e.key, e.input_ids[: e.n_prompt], e.n_prompt, e.pixel_values, e.image_grid_thw, e.image_keys)
-                   for e in batch]
+        prompts = [
+            Encoded(e.key, e.input_ids[: e.n_prompt], e.n_prompt, e.pixel_values, e.image_grid_thw, e.image_keys)
+            for e in batch
+        ]
         tensors = self._batch_tensors(prompts, left=True)
         if "pixel_values" in tensors:
             from transformers.modeling_outputs import BaseModelOutputWithPooling
 
             del tensors["pixel_values"]  # the vision features computed for the log-likelihood are reused
-            tensors["mm_encoder_outputs"] = {"image": BaseModelOutputWithPooling(pooler_output=self._vision_features(prompts))}
+            tensors["mm_encoder_outputs"] = {
+                "image": BaseModelOutputWithPooling(pooler_output=self._vision_features(prompts))
+            }
         with torch.inference_mode():
             out = self.model.generate(
-                **tensors, max_new_tokens=max_new_tokens, do_sample=False, eos_token_id=self.eos_token_id,
+                **tensors,
+                max_new_tokens=max_new_tokens,
+                do_sample=False,
+                eos_token_id=self.eos_token_id,
                 pad_token_id=self.pad_token_id,
             )
-        new = out[:, tensors["input_ids"].shape[1]:]
+        new = out[:, tensors["input_ids"].shape[1] :]
         replies = []
         for row in new.tolist():
             end = row.index(self.eos_token_id) + 1 if self.eos_token_id in row else len(row)
             replies.append((self.tokenizer.decode(row[:end], skip_special_tokens=True).strip(), end))
         return replies
 
-    def score(self, requests: Sequence[ScoreRequest], *, batch_tokens: int = 16384, max_batch: int | None = None,
-              generate: bool = True, max_new_tokens: int = 128, min_pixels: int | None = None,
-              max_pixels: int | None = None) -> list[ScoreResult]:
+    def score(
+        self,
+        requests: Sequence[ScoreRequest],
+        *,
+        batch_tokens: int = 16384,
+        max_batch: int | None = None,
+        generate: bool = True,
+        max_new_tokens: int = 128,
+        min_pixels: int | None = None,
+        max_pixels: int | None = None,
+    ) -> list[ScoreResult]:
         """Score requests in length-sorted batches; a request that fails is returned with ``error`` set.
 
         ``max_batch`` None: 16 on GPU; 1 on CPU, where attention with a padding mask falls back to a
@@ -364,7 +405,12 @@ class Qwen2VLScorer:
                 encoded.append(self.encode(request, min_pixels=min_pixels, max_pixels=max_pixels))
             except Exception as exc:  # one bad step (image, template) must not stop the others
                 results[request.key] = ScoreResult(request.key, error=f"{type(exc).__name__}: {exc}")
-        for batch in length_batches(encoded, batch_tokens=batch_tokens, max_batch=max_batch):
+        remaining = sorted(encoded, key=lambda e: e.length)
+        while remaining:
+            # Batches are cut one at a time, so a limit learned from an out-of-memory error applies to the next one.
+            limit = min(max_batch, self.batch_limit or max_batch)
+            batch = length_batches(remaining, batch_tokens=batch_tokens, max_batch=limit)[0]
+            remaining = remaining[len(batch) :]
             for result in self._score_batch(batch, generate=generate, max_new_tokens=max_new_tokens):
                 results[result.key] = result
         return [results[request.key] for request in requests]
@@ -380,17 +426,31 @@ class Qwen2VLScorer:
             if len(batch) == 1:
                 log.warning("scoring %s failed", batch[0].key, exc_info=True)
                 return [ScoreResult(batch[0].key, error=f"{type(exc).__name__}: {exc}")]
-            # Find the request that fails (out of memory included) by scoring the halves.
+            # Out of memory: halve the batch, for this batch and every later one (the scorer keeps the limit).
+            # Any other error: find the request that fails by scoring the halves.
             self._free_memory()
             middle = len(batch) // 2
-            return (self._score_batch(batch[:middle], generate=generate, max_new_tokens=max_new_tokens)
-                    + self._score_batch(batch[middle:], generate=generate, max_new_tokens=max_new_tokens))
+            if _out_of_memory(exc):
+                self.batch_limit = min(self.batch_limit or len(batch), max(1, middle))
+                log.warning(
+                    "out of memory with %s sequences; batches of at most %s from now on", len(batch), self.batch_limit
+                )
+            return self._score_batch(
+                batch[:middle], generate=generate, max_new_tokens=max_new_tokens
+            ) + self._score_batch(batch[middle:], generate=generate, max_new_tokens=max_new_tokens)
 
     def _free_memory(self) -> None:
         import torch
 
         if self.device.startswith("cuda"):
             torch.cuda.empty_cache()
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    import torch
+
+    oom = getattr(torch, "OutOfMemoryError", None) or torch.cuda.OutOfMemoryError
+    return isinstance(exc, oom) or "out of memory" in str(exc).lower()
 
 
 def length_batches(encoded: Sequence[Encoded], *, batch_tokens: int, max_batch: int) -> list[list[Encoded]]:

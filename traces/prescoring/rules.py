@@ -20,8 +20,9 @@ suspicion is their noisy-OR, 1 − Π(1 − w). See :func:`first_error` for the 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from traces import actions as grammar
 
@@ -93,9 +94,15 @@ def flag(code: str, message: str, **extra) -> dict:
     return {"code": code, "message": message, **extra}
 
 
-def step_flags(steps: Sequence[RuleStep], *, final_image: Callable[[], Any] | None = None, convention: str,
-               platform: str | None = None, max_pixels: int | None = None,
-               change_threshold: float = DEFAULT_CHANGE_THRESHOLD) -> list[list[dict]]:
+def step_flags(
+    steps: Sequence[RuleStep],
+    *,
+    final_image: Callable[[], Any] | None = None,
+    convention: str,
+    platform: str | None = None,
+    max_pixels: int | None = None,
+    change_threshold: float = DEFAULT_CHANGE_THRESHOLD,
+) -> list[list[dict]]:
     """Flags for each step of one trace, in order."""
     images: list[Any] = []
     for step in steps:
@@ -115,18 +122,31 @@ def step_flags(steps: Sequence[RuleStep], *, final_image: Callable[[], Any] | No
         height = step.height or (images[i].height if images[i] is not None else None)
         if step.actions and width and height:
             for action in step.actions:
-                for problem in grammar.validate_action(action, convention=convention, width=width, height=height,
-                                                       platform=platform, max_pixels=max_pixels):
+                for problem in grammar.validate_action(
+                    action, convention=convention, width=width, height=height, platform=platform, max_pixels=max_pixels
+                ):
                     code = "off_screen" if "outside the screen" in problem else "invalid_action"
                     out.append(flag(code, problem))
         if change[i] is not None and change[i] < change_threshold and not step.is_passive:
-            out.append(flag("no_change", f"the screen did not visibly change after this action "
-                                         f"(difference {change[i]:.4f} < {change_threshold})", change=round(change[i], 6)))
+            out.append(
+                flag(
+                    "no_change",
+                    f"the screen did not visibly change after this action "
+                    f"(difference {change[i]:.4f} < {change_threshold})",
+                    change=round(change[i], 6),
+                )
+            )
         if i > 0 and step.action_key and step.action_key == steps[i - 1].action_key and not step.is_passive:
             before = change[i - 1]
             if before is not None and before < change_threshold:
-                out.append(flag("repeated_no_change", f"repeats step {steps[i - 1].index}'s action, which changed "
-                                                      f"nothing visible (difference {before:.4f})", change=round(before, 6)))
+                out.append(
+                    flag(
+                        "repeated_no_change",
+                        f"repeats step {steps[i - 1].index}'s action, which changed "
+                        f"nothing visible (difference {before:.4f})",
+                        change=round(before, 6),
+                    )
+                )
     _flag_wait_runs(steps, flags)
     return flags
 
@@ -143,8 +163,13 @@ def _flag_wait_runs(steps: Sequence[RuleStep], flags: list[list[dict]]) -> None:
         length = end - i + 1
         if length >= MIN_WAIT_RUN:
             for k in range(i, end + 1):
-                flags[k].append(flag("wait_run", f"wait {k - i + 1} of {length} in a row "
-                                                 f"(steps {steps[i].index}–{steps[end].index})", run_length=length))
+                flags[k].append(
+                    flag(
+                        "wait_run",
+                        f"wait {k - i + 1} of {length} in a row (steps {steps[i].index}–{steps[end].index})",
+                        run_length=length,
+                    )
+                )
         i = end + 1
 
 

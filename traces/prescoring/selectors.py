@@ -34,9 +34,18 @@ def _model_points(row: StepSuggestion, project) -> list[list[float]]:
         action = grammar.Action.from_json(row.model_action_parsed[0])
         points = [action.point(name) for name in (grammar.START_BOX, grammar.END_BOX)]
         return [
-            [round(v, 1) for v in grammar.to_screen_pixels(p, convention=project.coordinate_convention, width=shot.width,
-                                                           height=shot.height, max_pixels=project.max_pixels)]
-            for p in points if p is not None
+            [
+                round(v, 1)
+                for v in grammar.to_screen_pixels(
+                    p,
+                    convention=project.coordinate_convention,
+                    width=shot.width,
+                    height=shot.height,
+                    max_pixels=project.max_pixels,
+                )
+            ]
+            for p in points
+            if p is not None
         ]
     except (ValueError, TypeError):
         return []
@@ -44,10 +53,17 @@ def _model_points(row: StepSuggestion, project) -> list[list[float]]:
 
 def _step_row(row: StepSuggestion, project) -> dict:
     return {
-        "index": row.step.index, "suspicion": row.suspicion, "flags": row.flags,
-        "loglik_sum": row.loglik_sum, "loglik_mean": row.loglik_mean, "n_tokens": row.n_tokens,
-        "model_action": row.model_action, "model_action_parsed": row.model_action_parsed,
-        "model_points_px": _model_points(row, project), "agrees": row.agrees, "click_distance": row.click_distance,
+        "index": row.step.index,
+        "suspicion": row.suspicion,
+        "flags": row.flags,
+        "loglik_sum": row.loglik_sum,
+        "loglik_mean": row.loglik_mean,
+        "n_tokens": row.n_tokens,
+        "model_action": row.model_action,
+        "model_action_parsed": row.model_action_parsed,
+        "model_points_px": _model_points(row, project),
+        "agrees": row.agrees,
+        "click_distance": row.click_distance,
     }
 
 
@@ -56,17 +72,31 @@ def trace_suggestions(trace: Trace, *, job_ids: dict[str, int] | None = None) ->
     runs = {}
     history = []
     for summary in TraceSuggestion.objects.filter(trace=trace).select_related("job").order_by("-created_at", "-id"):
-        history.append({"job": summary.job_id, "scorer": summary.scorer, "model_name": summary.model_name,
-                        "weights_hash": summary.weights_hash, "created_at": summary.created_at.isoformat()})
+        history.append(
+            {
+                "job": summary.job_id,
+                "scorer": summary.scorer,
+                "model_name": summary.model_name,
+                "weights_hash": summary.weights_hash,
+                "created_at": summary.created_at.isoformat(),
+            }
+        )
         wanted = (job_ids or {}).get(summary.scorer)
         if summary.scorer in runs or (wanted is not None and wanted != summary.job_id):
             continue
-        rows = StepSuggestion.objects.filter(job_id=summary.job_id, step__trace=trace).select_related("step__screenshot")
+        rows = StepSuggestion.objects.filter(job_id=summary.job_id, step__trace=trace).select_related(
+            "step__screenshot"
+        )
         runs[summary.scorer] = {
-            "job": summary.job_id, "model_name": summary.model_name, "weights_hash": summary.weights_hash,
-            "settings": summary.job.settings, "created_at": summary.created_at.isoformat(),
-            "suggested_tau": summary.suggested_tau, "tau_probability": summary.tau_probability,
-            "no_error_probability": summary.no_error_probability, "max_suspicion": summary.max_suspicion,
+            "job": summary.job_id,
+            "model_name": summary.model_name,
+            "weights_hash": summary.weights_hash,
+            "settings": summary.job.settings,
+            "created_at": summary.created_at.isoformat(),
+            "suggested_tau": summary.suggested_tau,
+            "tau_probability": summary.tau_probability,
+            "no_error_probability": summary.no_error_probability,
+            "max_suspicion": summary.max_suspicion,
             "steps": [_step_row(r, trace.project) for r in sorted(rows, key=lambda r: r.step.index)],
         }
     return {"trace": trace.pk, "hidden": False, "scorers": runs, "history": history}
@@ -80,13 +110,16 @@ def _latest_max_suspicion(scorer: str):
 def traces_by_suspicion(queryset: QuerySet[Trace]) -> QuerySet[Trace]:
     """Annotate ``suspicion`` (the highest step suspicion of the latest rules and model runs; None when
     unscored or in a blind project) and order the most doubtful traces first, unscored last."""
-    both = Greatest(Coalesce(_latest_max_suspicion(Scorer.RULES), Value(-1.0)),
-                    Coalesce(_latest_max_suspicion(Scorer.QWEN2VL), Value(-1.0)))
+    both = Greatest(
+        Coalesce(_latest_max_suspicion(Scorer.RULES), Value(-1.0)),
+        Coalesce(_latest_max_suspicion(Scorer.QWEN2VL), Value(-1.0)),
+    )
     annotated = queryset.annotate(
         suspicion=Case(
             When(project__blind_prescoring=True, then=Value(None, output_field=FloatField())),
             When(**{"pk__in": TraceSuggestion.objects.values("trace_id")}, then=both),
-            default=Value(None, output_field=FloatField()), output_field=FloatField(),
+            default=Value(None, output_field=FloatField()),
+            output_field=FloatField(),
         )
     )
     return annotated.order_by(F("suspicion").desc(nulls_last=True), "id")

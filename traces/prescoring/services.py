@@ -11,18 +11,36 @@ from __future__ import annotations
 
 import io
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from django.conf import settings as django_settings
 
 from studio.db import atomic_with_retry
-from studio.jobs import (
-    JobCancelled, job_add_error, job_enqueue, job_fail, job_finish, job_mark_cancelled, job_progress, job_start,
+from studio.errors import describe_error
+from studio.jobs import job_add_error, job_enqueue, job_start
+from studio.models import JobStatus
+from studio.shards import (
+    ShardFatal,
+    ShardProgress,
+    shard_run,
+    shards_dispatch,
+    shards_job_end,
+    shards_plan,
+    shards_run_here,
 )
 from traces import actions as grammar
 from traces import prompting
-from traces.models import PrescoreJob, Project, Scorer, Step, StepSuggestion, Trace, TraceSuggestion
+from traces.models import (
+    PrescoreJob,
+    Project,
+    Scorer,
+    Step,
+    StepSuggestion,
+    Trace,
+    TraceSuggestion,
+)
 from traces.prescoring import assess, rules
 from traces.prescoring.qwen2vl import ModelLoadError, read_model_config
 
@@ -39,9 +57,16 @@ MODEL_SETTINGS = {
     "dtype": None,  # None: bfloat16 on cuda, float32 on cpu
 }
 SETTING_TYPES = {
-    "change_threshold": (int, float), "batch_tokens": int, "max_batch": (int, type(None)), "chunk_steps": int, "generate": bool,
-    "max_new_tokens": int, "device": (str, type(None)), "dtype": (str, type(None)),
-    "min_pixels": (int, type(None)), "max_pixels": (int, type(None)),
+    "change_threshold": (int, float),
+    "batch_tokens": int,
+    "max_batch": (int, type(None)),
+    "chunk_steps": int,
+    "generate": bool,
+    "max_new_tokens": int,
+    "device": (str, type(None)),
+    "dtype": (str, type(None)),
+    "min_pixels": (int, type(None)),
+    "max_pixels": (int, type(None)),
 }
 
 
@@ -50,6 +75,7 @@ class PrescoreError(ValueError):
 
 
 # --- jobs ------------------------------------------------------------------------------------
+
 
 def _resolve_settings(*, scorer: str, project: Project, overrides: dict | None) -> dict:
     base = dict(RULE_SETTINGS if scorer == Scorer.RULES else MODEL_SETTINGS)
@@ -69,15 +95,29 @@ def _resolve_settings(*, scorer: str, project: Project, overrides: dict | None) 
     return base
 
 
-def prescore_job_create(*, project: Project, user, scorer: str, model_path: str = "", settings: dict | None = None,
-                        trace_ids: list[int] | None = None, enqueue: bool = True) -> PrescoreJob:
+def configured_model_dir() -> str:
+    """The model the "model" scorer uses when none is named (STUDIO_PRESCORE_MODEL_DIR); "" when none is set, and
+    then the pages offer no model run but say what to set."""
+    return django_settings.PRESCORE_MODEL_DIR or ""
+
+
+def prescore_job_create(
+    *,
+    project: Project,
+    user,
+    scorer: str,
+    model_path: str = "",
+    settings: dict | None = None,
+    trace_ids: list[int] | None = None,
+    enqueue: bool = True,
+) -> PrescoreJob:
     """Validate and queue a scoring run. Raises PrescoreError naming the problem."""
     if scorer not in Scorer.values:
         raise PrescoreError(f"unknown scorer '{scorer}' (use {' or '.join(Scorer.values)})")
     resolved = _resolve_settings(scorer=scorer, project=project, overrides=settings)
     warnings = []
     if scorer == Scorer.QWEN2VL:
-        model_path = model_path or (django_settings.PRESCORE_MODEL_DIR or "")
+        model_path = model_path or configured_model_dir()
         if not model_path:
             raise PrescoreError("no model: give a model path or set STUDIO_PRESCORE_MODEL_DIR")
         try:
@@ -86,8 +126,12 @@ def prescore_job_create(*, project: Project, user, scorer: str, model_path: str 
             raise PrescoreError(str(exc)) from None
         expected = "qwen2_5_vl" if project.coordinate_convention == grammar.SMART_RESIZE_PIXELS else "qwen2_vl"
         if config["model_type"] != expected:
-            warnings.append({"error": f"the project's {project.coordinate_convention} coordinates are usually scored "
-                                      f"with a {expected} model; this checkpoint is {config['model_type']}"})
+            warnings.append(
+                {
+                    "error": f"the project's {project.coordinate_convention} coordinates are usually scored "
+                    f"with a {expected} model; this checkpoint is {config['model_type']}"
+                }
+            )
     elif model_path:
         raise PrescoreError("the rules scorer takes no model")
     trace_ids = sorted(set(trace_ids or []))
@@ -97,8 +141,13 @@ def prescore_job_create(*, project: Project, user, scorer: str, model_path: str 
         if missing:
             raise PrescoreError(f"traces not in project {project.name}: {', '.join(map(str, missing))}")
     job = PrescoreJob.objects.create(
-        project=project, created_by=user, scorer=scorer, model_path=str(model_path), settings=resolved,
-        trace_ids=trace_ids, errors=warnings,
+        project=project,
+        created_by=user,
+        scorer=scorer,
+        model_path=str(model_path),
+        settings=resolved,
+        trace_ids=trace_ids,
+        errors=warnings,
     )
     if enqueue:
         from traces.tasks import prescore_rules, prescore_with_model
@@ -112,51 +161,117 @@ def _job_traces(job: PrescoreJob):
     return traces.filter(pk__in=job.trace_ids) if job.trace_ids else traces
 
 
-def prescore_job_run(*, job_id: int, on_progress: Callable[[PrescoreJob], None] | None = None) -> PrescoreJob:
-    """Run (or resume, after a worker died) a scoring job; steps already scored by it are kept."""
+def _plan(job: PrescoreJob) -> list[tuple[list[int], int]]:
+    """Whole traces in id order, packed up to PRESCORE_SHARD_STEPS steps a shard: a trace never splits, because
+    its steps' history windows and its summary need all of it."""
+    pieces: list[tuple[list[int], int]] = []
+    current: list[int] = []
+    size = 0
+    limit = max(1, django_settings.PRESCORE_SHARD_STEPS)
+    for trace_id, steps in _job_traces(job).values_list("id", "step_count"):
+        if current and size + steps > limit:
+            pieces.append((current, size))
+            current, size = [], 0
+        current.append(trace_id)
+        size += steps
+    if current:
+        pieces.append((current, size))
+    return pieces
+
+
+def _start(job: PrescoreJob, *, attempt: int | None = None) -> bool:
+    """Claim the job and record its shards (once; a resumed job keeps its plan); False when nothing is left to run.
+    ``attempt``: the run the job watchdog sent (studio.jobs), when the job's own task died before its shards ran."""
+    if not job_start(job, attempt=attempt):
+        return False
+    shards = shards_plan(job, _plan(job))
+    job.progress_total = sum(s.size for s in shards)
+    PrescoreJob.objects.filter(pk=job.pk).update(progress_total=job.progress_total)
+    if not shards:
+        shards_job_end(job, JobStatus.SUCCEEDED, "0 steps scored, 0 failed")
+        return False
+    return True
+
+
+def prescore_job_dispatch(*, job_id: int, attempt: int | None = None) -> PrescoreJob:
+    """What a worker does with a scoring job: claim it, plan its shards and send them to every worker on the job's
+    queue (studio.shards); the run that completes the last shard ends the job."""
     job = PrescoreJob.objects.select_related("project").get(pk=job_id)
-    if not job_start(job):
-        return job
-    run = _run_rules if job.scorer == Scorer.RULES else _run_model
     try:
-        run(job, on_progress or (lambda job: None))
-    except JobCancelled:
-        job_mark_cancelled(job)
-    except ModelLoadError as exc:
-        job_fail(job, message=f"model not loaded: {exc}")
+        if _start(job, attempt=attempt):
+            shards_dispatch(job)
     except Exception as exc:  # the worker log keeps the traceback; the job page says what happened
-        log.exception("prescore job %s failed", job.pk)
-        job_fail(job, message=f"{type(exc).__name__}: {exc}")
-    else:
-        job.refresh_from_db()
-        job_finish(job, message=f"{job.steps_scored} steps scored, {job.steps_failed} failed")
+        log.exception("prescore job %s could not be planned", job.pk)
+        shards_job_end(job, JobStatus.FAILED, describe_error(exc))
     return job
+
+
+def prescore_job_run(*, job_id: int, on_progress: Callable[[PrescoreJob], None] | None = None) -> PrescoreJob:
+    """Run a scoring job in this process, shard by shard, with the shard runs a worker makes (the ``prescore``
+    command, tests). Steps already scored by the job are kept."""
+    job = PrescoreJob.objects.select_related("project").get(pk=job_id)
+    if _start(job):
+        shards_run_here(job, _shard_work, summarize=_summary, on_progress=on_progress)
+    job.refresh_from_db()
+    return job
+
+
+def prescore_shard_run(*, job_id: int, index: int) -> str:
+    """One shard of a scoring job, in whichever worker took it."""
+    job = PrescoreJob.objects.select_related("project").get(pk=job_id)
+    return shard_run(job, index, _shard_work, summarize=_summary)
+
+
+def _summary(job: PrescoreJob, shards) -> str:
+    """The final state's counts (rows stored once, whatever the runs and retries), not a sum over attempts."""
+    scored = StepSuggestion.objects.filter(job=job).count()
+    failed = sum(shard.failed for shard in shards)
+    PrescoreJob.objects.filter(pk=job.pk).update(steps_scored=scored, steps_failed=failed)
+    return f"{scored} steps scored, {failed} failed"
+
+
+def _shard_work(job: PrescoreJob, shard, progress: ShardProgress) -> None:
+    traces = list(
+        Trace.objects.filter(project=job.project, pk__in=shard.items).select_related("final_screenshot").order_by("id")
+    )
+    counts = _Progress(job, progress)
+    counts.start(already=StepSuggestion.objects.filter(job=job, step__trace_id__in=shard.items).count())
+    if job.scorer == Scorer.RULES:
+        _run_rules(job, traces, counts)
+        return
+    try:
+        _run_model(job, traces, counts)
+    except ModelLoadError as exc:  # no retry loads a model that is not there
+        raise ShardFatal(f"model not loaded: {exc}") from exc
 
 
 @dataclass
 class _Progress:
+    """A shard's counts; the job shows the sums over its shards (steps scored, failed, done)."""
+
     job: PrescoreJob
-    on_progress: Callable
-    done: int = 0
+    shard: ShardProgress
+
+    def start(self, *, already: int) -> None:
+        self.shard.start(done=already)
+        self._totals()
 
     def add(self, *, scored: int = 0, failed: int = 0) -> None:
-        job = self.job
-        job.steps_scored += scored
-        job.steps_failed += failed
-        PrescoreJob.objects.filter(pk=job.pk).update(steps_scored=job.steps_scored, steps_failed=job.steps_failed)
-        self.done += scored + failed
-        job_progress(job, done=self.done)
-        self.on_progress(job)
+        self.shard.add(done=scored, failed=failed)
+        self._totals()
+        self.shard.report()
+        if django_settings.PRESCORE_THROTTLE_S:
+            time.sleep(django_settings.PRESCORE_THROTTLE_S)
 
+    def _totals(self) -> None:
+        done, failed = self.shard.totals
+        self.job.steps_scored, self.job.steps_failed = done, failed
+        PrescoreJob.objects.filter(pk=self.job.pk, status=JobStatus.RUNNING).update(
+            steps_scored=done, steps_failed=failed
+        )
 
-def _start_progress(job: PrescoreJob, traces, on_progress) -> _Progress:
-    total = sum(t.step_count for t in traces)
-    already = StepSuggestion.objects.filter(job=job).count()
-    job.steps_scored = already
-    job.steps_failed = 0
-    PrescoreJob.objects.filter(pk=job.pk).update(steps_scored=already, steps_failed=0)
-    job_progress(job, done=already, total=total)
-    return _Progress(job, on_progress, already)
+    def guard(self) -> None:
+        self.shard.guard()
 
 
 def _image_loader(screenshot) -> Callable:
@@ -171,26 +286,39 @@ def _image_loader(screenshot) -> Callable:
     return load
 
 
-def _recorded_actions(step: Step) -> list[grammar.Action]:
+def _recorded_actions(step: Step, project: Project | None = None) -> list[grammar.Action]:
+    """The step's recorded actions; with ``project``, in its convention (the model's replies are in it)."""
     if step.parse_error:
         return []
     try:
-        return [grammar.Action.from_json(a) for a in step.parsed_actions]
-    except (ValueError, TypeError):
+        if project is None:
+            return [grammar.Action.from_json(a) for a in step.parsed_actions]
+        return prompting.step_actions(step, project=project, convention=step.trace.coordinate_convention)
+    except (ValueError, TypeError, prompting.PromptError):
         return []
 
 
 @atomic_with_retry
-def _store_trace(*, job: PrescoreJob, trace: Trace, suggestions: list[StepSuggestion]) -> TraceSuggestion:
-    """Step rows (new ones) and the trace's summary over all of this job's rows for the trace."""
+def _store_trace(
+    *, job: PrescoreJob, trace: Trace, suggestions: list[StepSuggestion], guard: Callable[[], None]
+) -> TraceSuggestion:
+    """Step rows (new ones) and the trace's summary over all of this job's rows for the trace; ``guard`` refuses
+    the write once the job is cancelled or the shard taken over (it locks the job row first)."""
+    guard()
     StepSuggestion.objects.bulk_create(suggestions, ignore_conflicts=True)
-    rows = list(StepSuggestion.objects.filter(job=job, step__trace=trace).select_related("step").order_by("step__index"))
+    rows = list(
+        StepSuggestion.objects.filter(job=job, step__trace=trace).select_related("step").order_by("step__index")
+    )
     first = rules.first_error([r.step.index for r in rows], [r.suspicion for r in rows])
     summary, _ = TraceSuggestion.objects.update_or_create(
-        job=job, trace=trace,
+        job=job,
+        trace=trace,
         defaults=dict(
-            scorer=job.scorer, model_name=job.model_name, weights_hash=job.weights_hash,
-            suggested_tau=first.index, tau_probability=first.probability,
+            scorer=job.scorer,
+            model_name=job.model_name,
+            weights_hash=job.weights_hash,
+            suggested_tau=first.index,
+            tau_probability=first.probability,
             no_error_probability=first.no_error_probability,
             max_suspicion=max((r.suspicion for r in rows), default=0.0),
         ),
@@ -200,10 +328,9 @@ def _store_trace(*, job: PrescoreJob, trace: Trace, suggestions: list[StepSugges
 
 # --- rules -----------------------------------------------------------------------------------
 
-def _run_rules(job: PrescoreJob, on_progress) -> None:
+
+def _run_rules(job: PrescoreJob, traces: list[Trace], progress: _Progress) -> None:
     project = job.project
-    traces = list(_job_traces(job))
-    progress = _start_progress(job, traces, on_progress)
     threshold = float(job.settings.get("change_threshold", rules.DEFAULT_CHANGE_THRESHOLD))
     for trace in traces:
         steps = list(trace.steps.select_related("screenshot").order_by("index"))
@@ -212,18 +339,22 @@ def _run_rules(job: PrescoreJob, on_progress) -> None:
             continue
         problems: list[dict] = []
 
-        def guarded(load, where):
+        def guarded(load, where, problems=problems, trace=trace):
             def inner():
                 try:
                     return load()
                 except Exception as exc:  # an unreadable screenshot only loses the image checks
                     problems.append({"trace": trace.pk, "step": where, "error": f"screenshot unreadable: {exc}"})
                     return None
+
             return inner
 
         rule_steps = [
             rules.RuleStep(
-                index=s.index, action_text=s.action_text, actions=_recorded_actions(s), parse_error=s.parse_error,
+                index=s.index,
+                action_text=s.action_text,
+                actions=_recorded_actions(s),
+                parse_error=s.parse_error,
                 image=guarded(_image_loader(s.screenshot), s.index) if s.screenshot_id else None,
                 width=s.screenshot.width if s.screenshot_id else None,
                 height=s.screenshot.height if s.screenshot_id else None,
@@ -233,26 +364,33 @@ def _run_rules(job: PrescoreJob, on_progress) -> None:
         final = guarded(_image_loader(trace.final_screenshot), "final") if trace.final_screenshot_id else None
         try:
             flags = rules.step_flags(
-                rule_steps, final_image=final, convention=project.coordinate_convention,
-                platform=project.platform, max_pixels=project.max_pixels, change_threshold=threshold,
+                rule_steps,
+                final_image=final,
+                convention=trace.coordinate_convention,
+                platform=project.platform,
+                max_pixels=project.max_pixels,
+                change_threshold=threshold,
             )
         except Exception as exc:
             log.exception("rules failed on trace %s", trace.pk)
-            job_add_error(job, {"trace": trace.pk, "error": f"{type(exc).__name__}: {exc}"})
+            job_add_error(job, {"trace": trace.pk, "error": describe_error(exc)})
             progress.add(failed=len(steps) - len(done))
             continue
         for problem in problems:
             job_add_error(job, problem)
         suggestions = [
-            StepSuggestion(step=s, job=job, scorer=job.scorer, settings=job.settings, flags=f,
-                           suspicion=rules.flags_suspicion(f))
-            for s, f in zip(steps, flags) if s.pk not in done
+            StepSuggestion(
+                step=s, job=job, scorer=job.scorer, settings=job.settings, flags=f, suspicion=rules.flags_suspicion(f)
+            )
+            for s, f in zip(steps, flags)
+            if s.pk not in done
         ]
-        _store_trace(job=job, trace=trace, suggestions=suggestions)
+        _store_trace(job=job, trace=trace, suggestions=suggestions, guard=progress.guard)
         progress.add(scored=len(suggestions))
 
 
 # --- model -----------------------------------------------------------------------------------
+
 
 @dataclass
 class _Pending:
@@ -261,7 +399,7 @@ class _Pending:
     steps: list[Step]
 
 
-def _run_model(job: PrescoreJob, on_progress) -> None:
+def _run_model(job: PrescoreJob, traces: list[Trace], progress: _Progress) -> None:
     from traces.prescoring.qwen2vl import ImageInput, ScoreRequest, load_scorer
 
     project = job.project
@@ -269,8 +407,6 @@ def _run_model(job: PrescoreJob, on_progress) -> None:
     scorer = load_scorer(job.model_path, device=opts.get("device"), dtype=opts.get("dtype"))
     job.model_name, job.weights_hash = scorer.model_name[:200], scorer.weights_hash
     PrescoreJob.objects.filter(pk=job.pk).update(model_name=job.model_name, weights_hash=job.weights_hash)
-    traces = list(_job_traces(job))
-    progress = _start_progress(job, traces, on_progress)
     remaining: dict[int, int] = {}
     finished_rows: dict[int, list[StepSuggestion]] = {}
     failed: dict[int, int] = {}
@@ -292,8 +428,13 @@ def _run_model(job: PrescoreJob, on_progress) -> None:
             requests.append(ScoreRequest(item.step.pk, prompting.to_chat_messages(prompt), images, target))
             order.append(item)
         results = scorer.score(
-            requests, batch_tokens=opts["batch_tokens"], max_batch=opts["max_batch"], generate=opts["generate"],
-            max_new_tokens=opts["max_new_tokens"], min_pixels=opts.get("min_pixels"), max_pixels=opts.get("max_pixels"),
+            requests,
+            batch_tokens=opts["batch_tokens"],
+            max_batch=opts["max_batch"],
+            generate=opts["generate"],
+            max_new_tokens=opts["max_new_tokens"],
+            min_pixels=opts.get("min_pixels"),
+            max_pixels=opts.get("max_pixels"),
         )
         for item, result in zip(order, results):
             if result.error:
@@ -313,7 +454,7 @@ def _run_model(job: PrescoreJob, on_progress) -> None:
         remaining[trace_id] -= 1
         if remaining[trace_id] == 0:
             rows = finished_rows.pop(trace_id, [])
-            _store_trace(job=job, trace=item.trace, suggestions=rows)
+            _store_trace(job=job, trace=item.trace, suggestions=rows, guard=progress.guard)
             progress.add(scored=len(rows), failed=failed.pop(trace_id, 0))
 
     for trace in traces:
@@ -335,13 +476,26 @@ def _model_suggestion(job: PrescoreJob, project: Project, step: Step, result) ->
     height = step.screenshot.height if step.screenshot_id else None
     model_actions = assess.parse_model_reply(result.generated) if result.generated else []
     comparison = assess.compare_actions(
-        _recorded_actions(step), model_actions, convention=project.coordinate_convention, width=width, height=height,
+        _recorded_actions(step, project),
+        model_actions,
+        convention=project.coordinate_convention,
+        width=width,
+        height=height,
         max_pixels=project.max_pixels,
     )
     return StepSuggestion(
-        step=step, job=job, scorer=job.scorer, model_name=job.model_name, weights_hash=job.weights_hash,
-        settings=job.settings, loglik_sum=result.loglik_sum, loglik_mean=result.loglik_mean, n_tokens=result.n_tokens,
-        model_action=result.generated or "", model_action_parsed=[a.to_json() for a in model_actions],
-        agrees=comparison.agrees, click_distance=comparison.click_distance,
+        step=step,
+        job=job,
+        scorer=job.scorer,
+        model_name=job.model_name,
+        weights_hash=job.weights_hash,
+        settings=job.settings,
+        loglik_sum=result.loglik_sum,
+        loglik_mean=result.loglik_mean,
+        n_tokens=result.n_tokens,
+        model_action=result.generated or "",
+        model_action_parsed=[a.to_json() for a in model_actions],
+        agrees=comparison.agrees,
+        click_distance=comparison.click_distance,
         suspicion=assess.model_suspicion(result.loglik_mean, comparison.disagreement),
     )

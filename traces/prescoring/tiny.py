@@ -15,8 +15,15 @@ import json
 from pathlib import Path
 
 SPECIAL_TOKENS = [
-    "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
-    "<|image_pad|>", "<|video_pad|>", "<|box_start|>", "<|box_end|>",
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+    "<|box_start|>",
+    "<|box_end|>",
 ]
 
 # The Qwen2-VL chat template (byte-identical to Qwen2-VL's and TRL's qwen2_5_vl.jinja).
@@ -47,15 +54,28 @@ _CORPUS = [
 SIZES = {
     # formats.md §5: runs with transformers 4.57 and 5.23.
     "tiny": {
-        "text": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=1, num_attention_heads=4,
-                     num_key_value_heads=2, mrope_section=[2, 3, 3]),
+        "text": dict(
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=1,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            mrope_section=[2, 3, 3],
+        ),
         "vision": dict(depth=1, embed_dim=32, num_heads=2, mlp_ratio=2, hidden_size=64),
         "vocab_size": None,  # the tokenizer's size
     },
     # Qwen2-VL-2B-Instruct's dimensions (config.json of the released checkpoint).
     "2b": {
-        "text": dict(hidden_size=1536, intermediate_size=8960, num_hidden_layers=28, num_attention_heads=12,
-                     num_key_value_heads=2, mrope_section=[16, 24, 24], tie_word_embeddings=True),
+        "text": dict(
+            hidden_size=1536,
+            intermediate_size=8960,
+            num_hidden_layers=28,
+            num_attention_heads=12,
+            num_key_value_heads=2,
+            mrope_section=[16, 24, 24],
+            tie_word_embeddings=True,
+        ),
         "vision": dict(depth=32, embed_dim=1280, num_heads=16, mlp_ratio=4, hidden_size=1536),
         "vocab_size": 151936,
     },
@@ -70,12 +90,17 @@ def build_tokenizer():
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     bpe.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=600, special_tokens=SPECIAL_TOKENS, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        vocab_size=600,
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
     bpe.train_from_iterator(_CORPUS * 4, trainer)
     tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=bpe, eos_token="<|im_end|>", pad_token="<|endoftext|>", unk_token=None,
+        tokenizer_object=bpe,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        unk_token=None,
         additional_special_tokens=SPECIAL_TOKENS[1:],
     )
     tokenizer.chat_template = QWEN2VL_CHAT_TEMPLATE
@@ -93,19 +118,33 @@ def build_config(tokenizer, size: str = "tiny"):
     vocab = spec["vocab_size"] or len(tokenizer)
     return Qwen2VLConfig(
         text_config=dict(
-            vocab_size=vocab, rope_parameters={"rope_type": "default", "mrope_section": mrope, "rope_theta": 1000000.0},
-            bos_token_id=ids["<|endoftext|>"], eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"],
-            tie_word_embeddings=tie, max_position_embeddings=32768, **text,
+            vocab_size=vocab,
+            rope_parameters={"rope_type": "default", "mrope_section": mrope, "rope_theta": 1000000.0},
+            bos_token_id=ids["<|endoftext|>"],
+            eos_token_id=ids["<|im_end|>"],
+            pad_token_id=ids["<|endoftext|>"],
+            tie_word_embeddings=tie,
+            max_position_embeddings=32768,
+            **text,
         ),
         vision_config=dict(patch_size=14, spatial_merge_size=2, temporal_patch_size=2, in_channels=3, **spec["vision"]),
-        image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
-        vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"],
+        image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"],
         tie_word_embeddings=tie,
     )
 
 
-def build_tiny_qwen2vl(path: str | Path, *, size: str = "tiny", seed: int = 0, dtype: str = "float32",
-                       min_pixels: int = 3136, max_pixels: int = 1003520) -> Path:
+def build_tiny_qwen2vl(
+    path: str | Path,
+    *,
+    size: str = "tiny",
+    seed: int = 0,
+    dtype: str = "float32",
+    min_pixels: int = 3136,
+    max_pixels: int = 1003520,
+) -> Path:
     """Write a random-weight Qwen2-VL checkpoint to ``path`` and return it. Needs torch + transformers."""
     import torch
     from transformers import Qwen2VLForConditionalGeneration

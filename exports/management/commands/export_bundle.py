@@ -27,12 +27,19 @@ class Command(BaseCommand):
         project = Project.objects.filter(name=opts["project"]).first()
         if project is None:
             raise CommandError(f"no project named {opts['project']!r}")
-        options = {"include_valid_prefix": opts["valid_prefix"], "include_error_free": opts["error_free"],
-                   "validation_fraction": opts["validation_fraction"], "split_seed": opts["seed"]}
+        options = {
+            "include_valid_prefix": opts["valid_prefix"],
+            "include_error_free": opts["error_free"],
+            "validation_fraction": opts["validation_fraction"],
+            "split_seed": opts["seed"],
+        }
         try:
-            job = services.export_to_path(project=project, user=None, fmt=opts["format"], options=options,
-                                          out=Path(opts["out"]))
+            job = services.export_to_path(
+                project=project, user=None, fmt=opts["format"], options=options, out=Path(opts["out"])
+            )
         except (OptionsError, services.ExportError) as exc:
             raise CommandError(str(exc)) from None
-        self.stdout.write(f"{opts['out']}: {job.bundle_size} bytes, sha256 {job.bundle_sha256}\n"
-                          f"{services.export_summary(job.counts)}\n{json.dumps(job.counts['by_file'])}")
+        self.stdout.write(
+            f"{opts['out']}: {job.bundle_size} bytes, sha256 {job.bundle_sha256}\n"
+            f"{services.export_summary(job.counts)}\n{json.dumps(job.counts['by_file'])}"
+        )

@@ -1,8 +1,6 @@
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from studio.demo import demo_seed
-
 
 class Command(BaseCommand):
     help = "Create the demo users (annotator, lead, engineer), projects and generated traces. Demo mode only."
@@ -12,5 +10,11 @@ class Command(BaseCommand):
 
     def handle(self, seed, **options):
         if settings.STUDIO_MODE != "demo" or not settings.DEMO_PASSWORD:
-            raise CommandError("seed_demo runs only with STUDIO_MODE=demo and STUDIO_DEMO_PASSWORD set (make demo does both)")
+            raise CommandError(
+                "seed_demo runs only with STUDIO_MODE=demo and STUDIO_DEMO_PASSWORD set (make demo does both)"
+            )
+        try:
+            from demo.seed import demo_seed
+        except ImportError as exc:  # the demo generator is not part of the installed package
+            raise CommandError(f"the demo package is not available here ({exc}); run from a source checkout") from None
         demo_seed(password=settings.DEMO_PASSWORD, seed=seed, stdout=self.stdout)

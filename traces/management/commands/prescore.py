@@ -8,17 +8,22 @@ from traces.prescoring import services
 
 
 class Command(BaseCommand):
-    help = ("Pre-score a project's traces: rule flags (rules) or a local Qwen2-VL checkpoint (qwen2vl). Runs here "
-            "with progress, or with --async on the workers (rules: default queue, qwen2vl: gpu queue).")
+    help = (
+        "Pre-score a project's traces: rule flags (rules) or a local Qwen2-VL checkpoint (qwen2vl). Runs here "
+        "with progress, or with --async on the workers (rules: default queue, qwen2vl: gpu queue)."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--project", required=True, help="project name")
         parser.add_argument("--scorer", required=True, choices=Scorer.values)
         parser.add_argument("--model", default="", help="checkpoint directory (default: STUDIO_PRESCORE_MODEL_DIR)")
         parser.add_argument("--trace", type=int, action="append", default=[], help="only this trace id (repeatable)")
-        parser.add_argument("--scoring-settings", dest="scoring_settings", default="{}", help='JSON overrides, e.g. {"generate": false}')
-        parser.add_argument("--async", dest="run_async", action="store_true",
-                            help="queue it for a worker and follow its progress")
+        parser.add_argument(
+            "--scoring-settings", dest="scoring_settings", default="{}", help='JSON overrides, e.g. {"generate": false}'
+        )
+        parser.add_argument(
+            "--async", dest="run_async", action="store_true", help="queue it for a worker and follow its progress"
+        )
 
     def handle(self, project, scorer, model, trace, scoring_settings, run_async, **options):
         try:
@@ -30,8 +35,15 @@ class Command(BaseCommand):
         except ValueError as exc:
             raise CommandError(f"--scoring-settings is not JSON: {exc}") from None
         try:
-            job = services.prescore_job_create(project=project_obj, user=None, scorer=scorer, model_path=model,
-                                               settings=overrides, trace_ids=trace, enqueue=run_async)
+            job = services.prescore_job_create(
+                project=project_obj,
+                user=None,
+                scorer=scorer,
+                model_path=model,
+                settings=overrides,
+                trace_ids=trace,
+                enqueue=run_async,
+            )
         except services.PrescoreError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"prescore job {job.pk} ({scorer}) on {project_obj.name}")
@@ -48,8 +60,9 @@ class Command(BaseCommand):
             raise CommandError(job.message)
 
     def _report(self, job: PrescoreJob) -> None:
-        self.stdout.write(f"  {job.progress_done}/{job.progress_total} steps "
-                          f"({job.steps_scored} scored, {job.steps_failed} failed)")
+        self.stdout.write(
+            f"  {job.progress_done}/{job.progress_total} steps ({job.steps_scored} scored, {job.steps_failed} failed)"
+        )
 
     def _follow(self, job: PrescoreJob) -> PrescoreJob:
         last = None

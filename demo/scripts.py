@@ -3,7 +3,7 @@
 A :class:`TraceScript` is a list of :class:`StepScript` s: the screen the agent saw before acting (a
 :class:`ScreenSpec`, rendered on demand), its thought, and its action as an :class:`Act` naming the widget it
 targets. :func:`format_action` turns an ``Act`` into a UI-TARS action string with box tokens, in the
-relative-1000 convention (``x_rel = round(x_px / W * 1000)``) at the target widget's centre, or at a fraction
+relative-1000 convention (the grammar's ``from_screen_pixels``, half up) at the target widget's centre, or at a fraction
 of its box (``at``). Wrong steps name the widget they really hit (e.g. ``sidebar.bluetooth`` when the thought
 says Display), so every coordinate in a demo trace can be checked against a real box.
 
@@ -16,11 +16,13 @@ from __future__ import annotations
 import copy
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+
+from traces import actions as grammar
 
 from .screens import PHONE_DEFAULTS, Screen, make_file_system, render_files, render_phone, render_settings, render_web
-
 
 RENDERERS: dict[str, Callable[[dict[str, Any]], Screen]] = {
     "settings": render_settings,
@@ -70,7 +72,7 @@ class ScreenSpec:
     def render(self) -> Screen:
         return RENDERERS[self.kind](self.state)
 
-    def but(self, **changes: Any) -> "ScreenSpec":
+    def but(self, **changes: Any) -> ScreenSpec:
         """A copy with some state keys changed."""
         st = copy.deepcopy(self.state)
         st.update(changes)
@@ -137,49 +139,40 @@ class TraceScript:
 # Action strings
 
 
-def to_rel(x: float, y: float, size: tuple[int, int]) -> tuple[int, int]:
-    """Pixel -> relative-1000 coordinates (UI-TARS v1 convention)."""
-    w, h = size
-    return (min(1000, max(0, round(x / w * 1000))), min(1000, max(0, round(y / h * 1000))))
-
-
 def from_rel(xr: float, yr: float, size: tuple[int, int]) -> tuple[float, float]:
+    """relative-1000 -> pixel coordinates, through the one grammar."""
     w, h = size
-    return (xr / 1000 * w, yr / 1000 * h)
-
-
-def box_token(x: int, y: int) -> str:
-    return f"<|box_start|>({x},{y})<|box_end|>"
-
-
-def quote(s: str) -> str:
-    """A Python-style single-quoted argument body: escape backslashes, quotes and newlines."""
-    return s.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n")
+    return grammar.to_screen_pixels((xr, yr), convention=grammar.RELATIVE_1000, width=w, height=h)
 
 
 def format_action(act: Act, screen: Screen) -> str:
-    def pt(name: str, at: tuple[float, float]) -> str:
-        x, y = screen.box(name).point(*at)
-        return box_token(*to_rel(x, y, screen.size))
+    """``act`` as UI-TARS text with box tokens, built and rendered by the one grammar (its rounding, its escaping)."""
+    w, h = screen.size
+
+    def point(name: str, at: tuple[float, float]) -> tuple[int | float, int | float]:
+        return grammar.from_screen_pixels(
+            screen.box(name).point(*at), convention=grammar.RELATIVE_1000, width=w, height=h
+        )
 
     n = act.name
-    if n in POINT_ACTIONS:
-        return f"{n}(start_box='{pt(act.target, act.at)}')"
+    args: dict[str, Any] = {}
+    if n in POINT_ACTIONS or n in ("drag", "scroll"):
+        args[grammar.START_BOX] = point(act.target, act.at)
     if n == "drag":
-        return f"drag(start_box='{pt(act.target, act.at)}', end_box='{pt(act.end, act.end_at)}')"
+        args[grammar.END_BOX] = point(act.end, act.end_at)
     if n == "scroll":
-        return f"scroll(start_box='{pt(act.target, act.at)}', direction='{act.direction}')"
+        args["direction"] = act.direction
     if n == "hotkey":
-        return f"hotkey(key='{act.key}')"
+        args["key"] = act.key
     if n == "type":
-        return f"type(content='{quote(act.content or '')}')"
-    if n == "finished":
-        return f"finished(content='{quote(act.content)}')" if act.content else "finished()"
+        args["content"] = act.content or ""
+    if n == "finished" and act.content:
+        args["content"] = act.content
     if n == "open_app":
-        return f"open_app(app_name='{quote(act.app_name or '')}')"
-    if n in ("wait", "press_home", "press_back"):
-        return f"{n}()"
-    raise ValueError(f"unknown action {n!r}")
+        args["app_name"] = act.app_name or ""
+    if n not in grammar.ACTION_SPECS:
+        raise ValueError(f"unknown action {n!r}")
+    return grammar.render_action(grammar.Action(n, tuple(args.items())))
 
 
 _POINT_RE = re.compile(r"<\|box_start\|>\((\d+),(\d+)\)<\|box_end\|>")
@@ -222,33 +215,62 @@ def _sorted_entries(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _settings_display(rng: random.Random) -> TraceScript:
     b0 = rng.choice((30, 35, 40, 45, 50, 55))
     base = ScreenSpec("settings", {"page": "wifi", "brightness": b0, "night_light": False})
-    specs = [base, base.but(page="bluetooth"), base.but(page="display"), base.but(page="display", brightness=80),
-             base.but(page="display", brightness=80, night_light=True)]
+    specs = [
+        base,
+        base.but(page="bluetooth"),
+        base.but(page="display"),
+        base.but(page="display", brightness=80),
+        base.but(page="display", brightness=80, night_light=True),
+    ]
     specs = _with_clock(specs + [specs[-1]], _clock_seq(rng, 6, (9, 16)))
     steps = [
-        StepScript(specs[0], "The Settings app is open on the Wi-Fi page. Brightness and Night Light are display "
-                   "settings, so I need the Display page first. I'll click \"Display\" in the left sidebar.",
-                   Act("click", "sidebar.bluetooth"), wrong=True),
-        StepScript(specs[1], "The Bluetooth page opened instead of Display. Display is the item right below "
-                   "Bluetooth in the sidebar, so I'll click \"Display\".", Act("click", "sidebar.display")),
-        StepScript(specs[2], f"The Display page is open and the Brightness slider is at {b0}%. To set it to 80% "
-                   "I'll drag the slider handle to the 80% position on the track.",
-                   Act("drag", "slider.brightness.knob", end="slider.brightness", end_at=(0.8, 0.5))),
-        StepScript(specs[3], "Brightness now reads 80%. Next I need to turn on Night Light, whose switch is off. "
-                   "I'll click the Night Light switch.", Act("click", "toggle.night_light")),
-        StepScript(specs[4], "Brightness is at 80% and the Night Light switch is on, with its schedule shown below. "
-                   "Both parts of the task are done.",
-                   Act("finished", content="Brightness is set to 80% and Night Light is on.")),
+        StepScript(
+            specs[0],
+            "The Settings app is open on the Wi-Fi page. Brightness and Night Light are display "
+            'settings, so I need the Display page first. I\'ll click "Display" in the left sidebar.',
+            Act("click", "sidebar.bluetooth"),
+            wrong=True,
+        ),
+        StepScript(
+            specs[1],
+            "The Bluetooth page opened instead of Display. Display is the item right below "
+            'Bluetooth in the sidebar, so I\'ll click "Display".',
+            Act("click", "sidebar.display"),
+        ),
+        StepScript(
+            specs[2],
+            f"The Display page is open and the Brightness slider is at {b0}%. To set it to 80% "
+            "I'll drag the slider handle to the 80% position on the track.",
+            Act("drag", "slider.brightness.knob", end="slider.brightness", end_at=(0.8, 0.5)),
+        ),
+        StepScript(
+            specs[3],
+            "Brightness now reads 80%. Next I need to turn on Night Light, whose switch is off. "
+            "I'll click the Night Light switch.",
+            Act("click", "toggle.night_light"),
+        ),
+        StepScript(
+            specs[4],
+            "Brightness is at 80% and the Night Light switch is on, with its schedule shown below. "
+            "Both parts of the task are done.",
+            Act("finished", content="Brightness is set to 80% and Night Light is on."),
+        ),
     ]
     return TraceScript(
-        "demo-settings-display-brightness", "Set the screen brightness to 80% and turn on Night Light.",
-        "desktop", "Settings", "success", steps, specs[5],
+        "demo-settings-display-brightness",
+        "Set the screen brightness to 80% and turn on Night Light.",
+        "desktop",
+        "Settings",
+        "success",
+        steps,
+        specs[5],
         AnnotationScript(
-            1, "wrong element / grounding",
+            1,
+            "wrong element / grounding",
             "The thought names Display but the click landed on Bluetooth, the sidebar item just above it. "
             "The agent noticed and recovered at step 2, one step late.",
             "The Settings app is open on the Wi-Fi page. Brightness and Night Light are on the Display page, so "
-            "I'll click \"Display\" in the left sidebar, the item below Bluetooth.",
+            'I\'ll click "Display" in the left sidebar, the item below Bluetooth.',
             Act("click", "sidebar.display"),
             "I clicked Bluetooth by mistake: the Bluetooth page is showing, not Display. Display is directly below "
             "Bluetooth in the sidebar, so I'll click it to get back on track.",
@@ -259,22 +281,49 @@ def _settings_display(rng: random.Random) -> TraceScript:
 
 def _settings_dark_mode(rng: random.Random) -> TraceScript:
     base = ScreenSpec("settings", {"page": "sound", "volume": rng.choice((40, 55, 65, 70))})
-    specs = [base, base.but(page="appearance"), base.but(page="appearance", dark_mode=True),
-             base.but(page="appearance", dark_mode=True, accent="green")]
+    specs = [
+        base,
+        base.but(page="appearance"),
+        base.but(page="appearance", dark_mode=True),
+        base.but(page="appearance", dark_mode=True, accent="green"),
+    ]
     specs = _with_clock(specs + [specs[-1]], _clock_seq(rng, 5, (9, 16)))
     steps = [
-        StepScript(specs[0], "The Settings app is showing the Sound page. Dark mode and the accent colour are "
-                   "under Appearance, so I'll click \"Appearance\" in the sidebar.", Act("click", "sidebar.appearance")),
-        StepScript(specs[1], "The Appearance page is open and the Dark mode switch is off. I'll click the Dark mode "
-                   "switch to turn it on.", Act("click", "toggle.dark_mode")),
-        StepScript(specs[2], "The window turned dark, so dark mode is on. Now the accent colour: blue is selected "
-                   "in the Accent colour row. I'll click the green swatch, the third one.", Act("click", "swatch.green")),
-        StepScript(specs[3], "Dark mode is on and the green swatch has the check mark, so the accent colour is "
-                   "green. The task is complete.",
-                   Act("finished", content="Dark mode is on and the accent colour is green.")),
+        StepScript(
+            specs[0],
+            "The Settings app is showing the Sound page. Dark mode and the accent colour are "
+            'under Appearance, so I\'ll click "Appearance" in the sidebar.',
+            Act("click", "sidebar.appearance"),
+        ),
+        StepScript(
+            specs[1],
+            "The Appearance page is open and the Dark mode switch is off. I'll click the Dark mode "
+            "switch to turn it on.",
+            Act("click", "toggle.dark_mode"),
+        ),
+        StepScript(
+            specs[2],
+            "The window turned dark, so dark mode is on. Now the accent colour: blue is selected "
+            "in the Accent colour row. I'll click the green swatch, the third one.",
+            Act("click", "swatch.green"),
+        ),
+        StepScript(
+            specs[3],
+            "Dark mode is on and the green swatch has the check mark, so the accent colour is "
+            "green. The task is complete.",
+            Act("finished", content="Dark mode is on and the accent colour is green."),
+        ),
     ]
-    return TraceScript("demo-settings-dark-mode", "Switch the system to dark mode and change the accent colour to green.",
-                       "desktop", "Settings", "success", steps, specs[4], None)
+    return TraceScript(
+        "demo-settings-dark-mode",
+        "Switch the system to dark mode and change the accent colour to green.",
+        "desktop",
+        "Settings",
+        "success",
+        steps,
+        specs[4],
+        None,
+    )
 
 
 def _files_rename(rng: random.Random) -> TraceScript:
@@ -294,26 +343,50 @@ def _files_rename(rng: random.Random) -> TraceScript:
     ]
     specs = _with_clock(specs + [specs[-1]], _clock_seq(rng, 6, (9, 16)))
     steps = [
-        StepScript(specs[0], "The file manager is showing my Home folder. The file is in Documents, so I'll click "
-                   "\"Documents\" in the sidebar.", Act("click", "sidebar.documents")),
-        StepScript(specs[1], f"Documents is open and {target} is in the list. I'll right-click it to open its "
-                   "context menu, which has a Rename option.", Act("right_single", f"file.{target}")),
-        StepScript(specs[2], f"The context menu for {target} is open. I'll click \"Rename…\" to edit the file name.",
-                   Act("click", "menu.trash"), wrong=True),
-        StepScript(specs[3], "The rename field should be active now. I'll type the new name and press Enter to "
-                   "confirm it.", Act("type", content="report_final.docx\n")),
-        StepScript(specs[4], f"I typed the new name and pressed Enter, so {target} should now be called "
-                   "report_final.docx. The task is done.",
-                   Act("finished", content=f"Renamed {target} to report_final.docx.")),
+        StepScript(
+            specs[0],
+            "The file manager is showing my Home folder. The file is in Documents, so I'll click "
+            '"Documents" in the sidebar.',
+            Act("click", "sidebar.documents"),
+        ),
+        StepScript(
+            specs[1],
+            f"Documents is open and {target} is in the list. I'll right-click it to open its "
+            "context menu, which has a Rename option.",
+            Act("right_single", f"file.{target}"),
+        ),
+        StepScript(
+            specs[2],
+            f'The context menu for {target} is open. I\'ll click "Rename…" to edit the file name.',
+            Act("click", "menu.trash"),
+            wrong=True,
+        ),
+        StepScript(
+            specs[3],
+            "The rename field should be active now. I'll type the new name and press Enter to confirm it.",
+            Act("type", content="report_final.docx\n"),
+        ),
+        StepScript(
+            specs[4],
+            f"I typed the new name and pressed Enter, so {target} should now be called "
+            "report_final.docx. The task is done.",
+            Act("finished", content=f"Renamed {target} to report_final.docx."),
+        ),
     ]
     return TraceScript(
-        "demo-files-rename-draft", f"In Documents, rename {target} to report_final.docx.",
-        "desktop", "Files", "failure", steps, specs[5],
+        "demo-files-rename-draft",
+        f"In Documents, rename {target} to report_final.docx.",
+        "desktop",
+        "Files",
+        "failure",
+        steps,
+        specs[5],
         AnnotationScript(
-            3, "wrong element / grounding",
+            3,
+            "wrong element / grounding",
             "The thought says Rename… but the click hit Move to Trash, the next menu item down, so the file was "
             "deleted. The typed name then went into the type-ahead search, and the agent claimed success.",
-            f"The context menu for {target} is open. I'll click \"Rename…\" (F2), the item just above Move to "
+            f'The context menu for {target} is open. I\'ll click "Rename…" (F2), the item just above Move to '
             "Trash, to edit the file name.",
             Act("click", "menu.rename"),
             f"The notification says \u201c{target}\u201d was moved to Trash: I clicked Move to Trash instead of "
@@ -341,32 +414,59 @@ def _files_move(rng: random.Random) -> TraceScript:
     ]
     specs = _with_clock(specs + [specs[-1]], _clock_seq(rng, 7, (9, 16)))
     steps = [
-        StepScript(specs[0], "The file manager shows my Home folder. The invoice is in Downloads, so first I'll "
-                   "open the Downloads folder by double-clicking it.", Act("right_single", "file.Downloads"),
-                   wrong=True),
-        StepScript(specs[1], "A context menu opened for Downloads instead of the folder itself. I'll press Escape "
-                   "to close the menu.", Act("hotkey", key="esc")),
-        StepScript(specs[2], "The menu is closed and Downloads is selected. I'll double-click the Downloads folder "
-                   "to open it.", Act("left_double", "file.Downloads")),
-        StepScript(specs[3], f"Downloads is open and {name} is in the list. I'll drag it onto \"Documents\" in the "
-                   "sidebar to move it there.", Act("drag", f"file.{name}", end="sidebar.documents")),
-        StepScript(specs[4], f"The notification confirms {name} was moved to Documents, and it is gone from "
-                   "Downloads. I'll open Documents to check that it arrived.", Act("click", "sidebar.documents")),
-        StepScript(specs[5], f"{name} is listed in Documents, so the file has been moved. The task is complete.",
-                   Act("finished", content=f"{name} is now in Documents.")),
+        StepScript(
+            specs[0],
+            "The file manager shows my Home folder. The invoice is in Downloads, so first I'll "
+            "open the Downloads folder by double-clicking it.",
+            Act("right_single", "file.Downloads"),
+            wrong=True,
+        ),
+        StepScript(
+            specs[1],
+            "A context menu opened for Downloads instead of the folder itself. I'll press Escape to close the menu.",
+            Act("hotkey", key="esc"),
+        ),
+        StepScript(
+            specs[2],
+            "The menu is closed and Downloads is selected. I'll double-click the Downloads folder to open it.",
+            Act("left_double", "file.Downloads"),
+        ),
+        StepScript(
+            specs[3],
+            f'Downloads is open and {name} is in the list. I\'ll drag it onto "Documents" in the '
+            "sidebar to move it there.",
+            Act("drag", f"file.{name}", end="sidebar.documents"),
+        ),
+        StepScript(
+            specs[4],
+            f"The notification confirms {name} was moved to Documents, and it is gone from "
+            "Downloads. I'll open Documents to check that it arrived.",
+            Act("click", "sidebar.documents"),
+        ),
+        StepScript(
+            specs[5],
+            f"{name} is listed in Documents, so the file has been moved. The task is complete.",
+            Act("finished", content=f"{name} is now in Documents."),
+        ),
     ]
     return TraceScript(
-        "demo-files-move-invoice", f"Move {name} from Downloads into the Documents folder.",
-        "desktop", "Files", "success", steps, specs[6],
+        "demo-files-move-invoice",
+        f"Move {name} from Downloads into the Documents folder.",
+        "desktop",
+        "Files",
+        "success",
+        steps,
+        specs[6],
         AnnotationScript(
-            1, "wrong action type",
+            1,
+            "wrong action type",
             "Opening a folder needs a double-click (left_double); the agent right-clicked (right_single) and got a "
             "context menu. It recovered with Escape and a double-click, two steps later.",
             "The file manager shows my Home folder. The invoice is in Downloads, so I'll open that folder by "
             "double-clicking the Downloads icon.",
             Act("left_double", "file.Downloads"),
             "I right-clicked Downloads instead of double-clicking it, so a context menu opened rather than the "
-            "folder. Its first item is Open, so I'll click \"Open\" to go into Downloads.",
+            'folder. Its first item is Open, so I\'ll click "Open" to go into Downloads.',
             Act("click", "menu.open"),
         ),
     )
@@ -385,40 +485,67 @@ def _web_registration(rng: random.Random) -> TraceScript:
         s0.but(dropdown_open=True, values={**filled, "organization": email}),
         s0.but(values={**filled, "organization": email, "track": track}),
         s0.but(values={**filled, "organization": email, "track": track}, terms=True),
-        s0.but(values={**filled, "organization": email, "track": track}, terms=True,
-               errors={"email": "Please enter your email address."},
-               banner="Please fix the highlighted field before registering."),
+        s0.but(
+            values={**filled, "organization": email, "track": track},
+            terms=True,
+            errors={"email": "Please enter your email address."},
+            banner="Please fix the highlighted field before registering.",
+        ),
     ]
     specs = _with_clock(specs + [specs[-1]], _clock_seq(rng, 10, (9, 16)))
     steps = [
-        StepScript(specs[0], "The workshop registration form is open and empty. I'll start with the name, so I'll "
-                   "click the Full name field.", Act("click", "field.name")),
+        StepScript(
+            specs[0],
+            "The workshop registration form is open and empty. I'll start with the name, so I'll "
+            "click the Full name field.",
+            Act("click", "field.name"),
+        ),
         StepScript(specs[1], f"The Full name field is focused. I'll type {name}.", Act("type", content=name)),
-        StepScript(specs[2], "The name is filled in. The field below Full name should be the email address, so "
-                   "I'll click it.", Act("click", "field.organization"), wrong=True),
+        StepScript(
+            specs[2],
+            "The name is filled in. The field below Full name should be the email address, so I'll click it.",
+            Act("click", "field.organization"),
+            wrong=True,
+        ),
         StepScript(specs[3], "The field is active. I'll type the email address.", Act("type", content=email)),
-        StepScript(specs[4], "Now the workshop track. I'll open the Workshop track dropdown.",
-                   Act("click", "dropdown.track")),
-        StepScript(specs[5], f"The list of tracks is open. I'll choose \"{track}\".",
-                   Act("click", "option.data_science")),
-        StepScript(specs[6], f"{track} is selected. Next I have to accept the code of conduct, so I'll tick the "
-                   "checkbox.", Act("click", "checkbox.terms")),
-        StepScript(specs[7], "Everything looks filled in and the checkbox is ticked. I'll click Register to submit "
-                   "the form.", Act("click", "button.register")),
-        StepScript(specs[8], f"I've submitted the form, so {name} should now be registered for {track}.",
-                   Act("finished", content=f"Registered {name} for the {track} workshop.")),
+        StepScript(
+            specs[4], "Now the workshop track. I'll open the Workshop track dropdown.", Act("click", "dropdown.track")
+        ),
+        StepScript(
+            specs[5], f'The list of tracks is open. I\'ll choose "{track}".', Act("click", "option.data_science")
+        ),
+        StepScript(
+            specs[6],
+            f"{track} is selected. Next I have to accept the code of conduct, so I'll tick the checkbox.",
+            Act("click", "checkbox.terms"),
+        ),
+        StepScript(
+            specs[7],
+            "Everything looks filled in and the checkbox is ticked. I'll click Register to submit the form.",
+            Act("click", "button.register"),
+        ),
+        StepScript(
+            specs[8],
+            f"I've submitted the form, so {name} should now be registered for {track}.",
+            Act("finished", content=f"Registered {name} for the {track} workshop."),
+        ),
     ]
     return TraceScript(
         "demo-web-workshop-registration",
         f"Register {name} ({email}) for the {track} workshop and accept the code of conduct.",
-        "web", "Browser", "failure", steps, specs[9],
+        "web",
+        "Browser",
+        "failure",
+        steps,
+        specs[9],
         AnnotationScript(
-            3, "misread screen",
+            3,
+            "misread screen",
             "The second field is Organization (optional), not Email: the agent assumed the field order without "
             "reading the label, so the email went into Organization and Email stayed empty. Register then failed "
             "validation and the agent still reported success.",
             "The name is filled in. The next field is Organization (optional), which the task doesn't mention; "
-            "the email belongs in the third field, \"Email address\". I'll click the Email address field.",
+            'the email belongs in the third field, "Email address". I\'ll click the Email address field.',
             Act("click", "field.email"),
             "The field I clicked is Organization (optional), not the email field: its label says so and Email "
             "address is still empty below it. I'll leave Organization blank and click the Email address field.",
@@ -430,27 +557,58 @@ def _web_registration(rng: random.Random) -> TraceScript:
 def _phone_bluetooth(rng: random.Random) -> TraceScript:
     base = ScreenSpec("phone", {"screen": "home", "battery": rng.randint(48, 96)})
     dev = base.but(screen="connected_devices")
-    specs = [base, base.but(screen="settings"), dev, dev.but(bt_on=True, scanning=True, found=0),
-             dev.but(bt_on=True, scanning=True, found=1), dev.but(bt_on=True, scanning=False, found=2)]
+    specs = [
+        base,
+        base.but(screen="settings"),
+        dev,
+        dev.but(bt_on=True, scanning=True, found=0),
+        dev.but(bt_on=True, scanning=True, found=1),
+        dev.but(bt_on=True, scanning=False, found=2),
+    ]
     specs = _with_clock(specs + [specs[-1]], _clock_seq(rng, 7, (7, 11), twelve=True))
     steps = [
-        StepScript(specs[0], "I'm on the home screen. Bluetooth is switched on from Settings, so I'll tap the "
-                   "Settings app.", Act("click", "app.settings")),
-        StepScript(specs[1], "Settings is open. Bluetooth is under \"Connected devices\", so I'll tap that entry.",
-                   Act("click", "row.connected_devices")),
-        StepScript(specs[2], "The Connected devices page shows Bluetooth is Off. I'll tap the Bluetooth switch to "
-                   "turn it on.", Act("click", "toggle.bluetooth")),
-        StepScript(specs[3], "Bluetooth is turning on and the phone is searching for nearby devices. I'll wait for "
-                   "the search to finish.", Act("wait"), wrong=True),
-        StepScript(specs[4], "One device has appeared but the search is still running. I'll wait a little longer.",
-                   Act("wait")),
-        StepScript(specs[5], "The search has finished and Bluetooth shows On. The task is complete.",
-                   Act("finished", content="Bluetooth is on.")),
+        StepScript(
+            specs[0],
+            "I'm on the home screen. Bluetooth is switched on from Settings, so I'll tap the Settings app.",
+            Act("click", "app.settings"),
+        ),
+        StepScript(
+            specs[1],
+            'Settings is open. Bluetooth is under "Connected devices", so I\'ll tap that entry.',
+            Act("click", "row.connected_devices"),
+        ),
+        StepScript(
+            specs[2],
+            "The Connected devices page shows Bluetooth is Off. I'll tap the Bluetooth switch to turn it on.",
+            Act("click", "toggle.bluetooth"),
+        ),
+        StepScript(
+            specs[3],
+            "Bluetooth is turning on and the phone is searching for nearby devices. I'll wait for "
+            "the search to finish.",
+            Act("wait"),
+            wrong=True,
+        ),
+        StepScript(
+            specs[4], "One device has appeared but the search is still running. I'll wait a little longer.", Act("wait")
+        ),
+        StepScript(
+            specs[5],
+            "The search has finished and Bluetooth shows On. The task is complete.",
+            Act("finished", content="Bluetooth is on."),
+        ),
     ]
     return TraceScript(
-        "demo-phone-bluetooth", "Turn on Bluetooth.", "mobile", "Settings", "success", steps, specs[6],
+        "demo-phone-bluetooth",
+        "Turn on Bluetooth.",
+        "mobile",
+        "Settings",
+        "success",
+        steps,
+        specs[6],
         AnnotationScript(
-            4, "needless wait or loop",
+            4,
+            "needless wait or loop",
             "Bluetooth already read On at step 4. The task never asked to find devices, so both waits were "
             "wasted steps; the agent should have finished right away.",
             "The Bluetooth switch is on and the row says On, so Bluetooth is enabled. The task only asks to turn "
@@ -472,28 +630,52 @@ def _phone_message(rng: random.Random) -> TraceScript:
     convs = [list(c) for c in PHONE_DEFAULTS["conversations"]]
     convs[0][2] = recv
     convs = [tuple(c) for c in convs]
-    base = ScreenSpec("phone", {"screen": "home", "battery": rng.randint(35, 90), "conversations": convs,
-                                "times": {1: sent_a, 3: recv}})
+    base = ScreenSpec(
+        "phone",
+        {"screen": "home", "battery": rng.randint(35, 90), "conversations": convs, "times": {1: sent_a, 3: recv}},
+    )
     conv = base.but(screen="conversation")
     specs = [base, base.but(screen="messages"), conv, conv.but(keyboard=True), conv.but(keyboard=True, draft=text)]
     specs = _with_clock(specs + [specs[-1]], clocks)
     steps = [
-        StepScript(specs[0], "I'm on the home screen and need to send a text, so I'll open the Messages app.",
-                   Act("open_app", app_name="Messages")),
-        StepScript(specs[1], "Messages is open and the conversation with Alex Chen is at the top. I'll tap it.",
-                   Act("click", "conversation.alex_chen")),
-        StepScript(specs[2], "The conversation with Alex Chen is open. I'll tap the message box at the bottom to "
-                   "start typing.", Act("click", "input.message")),
-        StepScript(specs[3], "The keyboard is up and the message box is focused. I'll type the message.",
-                   Act("type", content=text)),
-        StepScript(specs[4], "The message is written in the box, so Alex will get it. The task is done.",
-                   Act("finished", content="Sent the message to Alex Chen."), wrong=True),
+        StepScript(
+            specs[0],
+            "I'm on the home screen and need to send a text, so I'll open the Messages app.",
+            Act("open_app", app_name="Messages"),
+        ),
+        StepScript(
+            specs[1],
+            "Messages is open and the conversation with Alex Chen is at the top. I'll tap it.",
+            Act("click", "conversation.alex_chen"),
+        ),
+        StepScript(
+            specs[2],
+            "The conversation with Alex Chen is open. I'll tap the message box at the bottom to start typing.",
+            Act("click", "input.message"),
+        ),
+        StepScript(
+            specs[3],
+            "The keyboard is up and the message box is focused. I'll type the message.",
+            Act("type", content=text),
+        ),
+        StepScript(
+            specs[4],
+            "The message is written in the box, so Alex will get it. The task is done.",
+            Act("finished", content="Sent the message to Alex Chen."),
+            wrong=True,
+        ),
     ]
     return TraceScript(
-        "demo-phone-message-alex", f"Text Alex Chen: \"{text}\".", "mobile", "Messages", "failure", steps,
+        "demo-phone-message-alex",
+        f'Text Alex Chen: "{text}".',
+        "mobile",
+        "Messages",
+        "failure",
+        steps,
         specs[5],
         AnnotationScript(
-            5, "premature finish",
+            5,
+            "premature finish",
             "The text was typed but never sent: the send button was not tapped, and the final screenshot still "
             "shows the draft in the message box.",
             "The message is typed in the box but it hasn't been sent yet. I'll tap the blue send button to the "

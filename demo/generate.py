@@ -7,7 +7,7 @@ One folder per trace::
     <out_dir>/<external_id>/final.png          (the screen after the last action)
 
 Deterministic: the same seed gives byte-identical PNG and JSON files (PNG written without metadata, JSON with
-sorted keys). Run ``python -m traces.demo.generate OUT_DIR [--seed N] [--previews DIR]``.
+sorted keys). Run ``python -m demo.generate OUT_DIR [--seed N] [--previews DIR]``.
 """
 
 from __future__ import annotations
@@ -81,8 +81,13 @@ def write_trace(script: TraceScript, folder: Path, seed: int) -> DemoTrace:
         "steps": steps,
     }
     _dump_json(trace, folder / "trace.json")
-    return DemoTrace(folder=folder, platform=script.platform, annotation=script.annotation_dict(screens),
-                     external_id=script.external_id, instruction=script.instruction)
+    return DemoTrace(
+        folder=folder,
+        platform=script.platform,
+        annotation=script.annotation_dict(screens),
+        external_id=script.external_id,
+        instruction=script.instruction,
+    )
 
 
 def write_demo_traces(out_dir: Path, seed: int = 7) -> list[DemoTrace]:
@@ -106,27 +111,38 @@ def preview_screens(seed: int = 7) -> dict[str, Screen]:
         "settings_power": render_settings({"page": "power"}),
         "files_home_grid": render_files({"fs": fs}),
         "files_folder_menu": render_files({"fs": fs, "selected": "Downloads", "context_menu": {"target": "Downloads"}}),
-        "files_documents_menu": render_files({"fs": fs, "folder": "Documents", "selected": "draft_v2.docx",
-                                              "context_menu": {"target": "draft_v2.docx"}}),
-        "files_rename": render_files({"fs": fs, "folder": "Documents", "selected": "draft_v2.docx",
-                                      "renaming": "draft_v2.docx"}),
-        "files_deleted_toast": render_files({"fs": docs_fs, "folder": "Documents",
-                                             "toast": "\u201cdraft_v2.docx\u201d moved to Trash"}),
+        "files_documents_menu": render_files(
+            {"fs": fs, "folder": "Documents", "selected": "draft_v2.docx", "context_menu": {"target": "draft_v2.docx"}}
+        ),
+        "files_rename": render_files(
+            {"fs": fs, "folder": "Documents", "selected": "draft_v2.docx", "renaming": "draft_v2.docx"}
+        ),
+        "files_deleted_toast": render_files(
+            {"fs": docs_fs, "folder": "Documents", "toast": "\u201cdraft_v2.docx\u201d moved to Trash"}
+        ),
         "files_search_empty": render_files({"fs": docs_fs, "folder": "Documents", "search": "report_final.docx"}),
         "web_form_empty": render_web({}),
         "web_form_dropdown": render_web({"values": {"name": "Maria Lopez"}, "dropdown_open": True}),
         "web_form_filled": render_web({"values": form, "terms": True, "focus": "email"}),
-        "web_form_error": render_web({"values": {**form, "email": ""}, "terms": True,
-                                      "errors": {"email": "Please enter your email address."},
-                                      "banner": "Please fix the highlighted field before registering."}),
+        "web_form_error": render_web(
+            {
+                "values": {**form, "email": ""},
+                "terms": True,
+                "errors": {"email": "Please enter your email address."},
+                "banner": "Please fix the highlighted field before registering.",
+            }
+        ),
         "web_success": render_web({"page": "success", "values": form}),
         "phone_home": render_phone({"screen": "home"}),
         "phone_drawer": render_phone({"screen": "drawer"}),
         "phone_settings": render_phone({"screen": "settings"}),
-        "phone_bluetooth_on": render_phone({"screen": "connected_devices", "bt_on": True, "scanning": True, "found": 1}),
+        "phone_bluetooth_on": render_phone(
+            {"screen": "connected_devices", "bt_on": True, "scanning": True, "found": 1}
+        ),
         "phone_messages": render_phone({"screen": "messages"}),
-        "phone_conversation_keyboard": render_phone({"screen": "conversation", "keyboard": True,
-                                                     "draft": "Running 10 minutes late, start without me"}),
+        "phone_conversation_keyboard": render_phone(
+            {"screen": "conversation", "keyboard": True, "draft": "Running 10 minutes late, start without me"}
+        ),
     }
 
 

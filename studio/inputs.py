@@ -1,0 +1,56 @@
+"""The input rules, once: what text and numbers the studio stores. PostgreSQL's rules, applied on every database.
+
+PostgreSQL refuses a NUL character in text (SQLite keeps it), a string with a lone surrogate cannot be encoded as
+UTF-8 at all (it breaks every later JSON answer that contains it), and ``NaN`` / ``Infinity`` are not JSON. Every
+entry (form and query fields, JSON bodies, imported traces) asks ``input_problem`` and refuses with a message that
+names the field, so the same request gets the same 400 on SQLite and on PostgreSQL, and nothing that would break a
+page later is ever stored.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import Any
+
+MAX_DEPTH = 64
+
+
+def text_problem(text: str) -> str | None:
+    """Why ``text`` cannot be stored, or None."""
+    if "\x00" in text:
+        return "contains a NUL character (\\u0000)"
+    for char in text:
+        if "\ud800" <= char <= "\udfff":
+            return f"contains a lone surrogate (\\u{ord(char):04x}), which is not valid Unicode"
+    return None
+
+
+def _walk(value: Any, path: str, depth: int) -> Iterator[tuple[str, str]]:
+    if depth > MAX_DEPTH:
+        yield path, "is nested too deeply"
+        return
+    if isinstance(value, str):
+        problem = text_problem(value)
+        if problem:
+            yield path, problem
+    elif isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            yield path, f"is {value}, which JSON cannot hold"
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            key_text = str(key)
+            problem = text_problem(key_text) if isinstance(key, str) else None
+            if problem:
+                yield f"{path}.<key>" if path else "<key>", problem
+            yield from _walk(item, f"{path}.{key_text}" if path else key_text, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            yield from _walk(item, f"{path}[{index}]", depth + 1)
+
+
+def input_problem(value: Any, *, name: str = "") -> str | None:
+    """The first thing in ``value`` (text, number, or nested JSON) that cannot be stored, as "field: why"."""
+    for path, problem in _walk(value, name, 0):
+        return f"{path or 'value'}: {problem}"
+    return None

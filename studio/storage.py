@@ -1,0 +1,65 @@
+"""Stored files that pages show (screenshots), served without a web thread holding a remote read.
+
+On S3 the answer is a redirect to a presigned URL: the browser fetches the bytes from S3 itself, so a slow or
+hung S3 costs the image that waits for it, never a web thread that login pages and autosaves need (issue 20,
+item 7). Signing needs no S3 round trip. Local files are streamed by the web process, with no network between.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.core.files.storage import default_storage
+from django.http import FileResponse, HttpResponse, HttpResponseRedirect
+
+# Content-addressed files: the bytes behind a name never change.
+IMMUTABLE = "private, max-age=31536000, immutable"
+
+
+def storage_is_remote() -> bool:
+    return settings.STUDIO_STORAGE == "s3"
+
+
+def browser_storage_origin() -> str:
+    """The origin pages load stored files from besides their own (for the Content-Security-Policy), or ""."""
+    if not storage_is_remote():
+        return ""
+    endpoint = getattr(default_storage, "public_endpoint_url", None) or getattr(default_storage, "endpoint_url", None)
+    if not endpoint:
+        return "https://*.amazonaws.com"
+    parts = urlsplit(endpoint)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+# A stand-in (a screenshot answered for its missing thumbnail): the browser asks again soon.
+SHORT_LIVED = "private, max-age=60"
+
+
+def stored_file_response(
+    name: str, *, content_type: str, etag: str | None, cache_control: str = IMMUTABLE
+) -> HttpResponse:
+    """The answer to a page asking for the stored file ``name`` (already permission-checked by the caller), sent as
+    stored: never decoded or read whole in the web process. ``cache_control`` says how long the browser may keep
+    it under the URL it asked for."""
+    if storage_is_remote():
+        expire = settings.AWS_QUERYSTRING_EXPIRE
+        url = default_storage.url(
+            name,
+            expire=expire,
+            parameters={
+                "ResponseContentType": content_type,
+                "ResponseCacheControl": IMMUTABLE,
+            },
+        )
+        response = HttpResponseRedirect(url)
+        # The browser may reuse the redirect while the signature is valid, with a margin for the clock.
+        response["Cache-Control"] = (
+            f"private, max-age={max(0, expire // 2)}" if cache_control == IMMUTABLE else cache_control
+        )
+        return response
+    response = FileResponse(default_storage.open(name, "rb"), content_type=content_type)
+    response["Cache-Control"] = cache_control
+    if etag:
+        response["ETag"] = f'"{etag}"'
+    return response

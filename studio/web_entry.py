@@ -1,0 +1,316 @@
+"""HTTP between uvicorn and Django's WSGI handler: a request thread is taken only for the view itself.
+
+The event loop reads the whole request body before a thread is taken, and it writes the response: a client
+that trickles its body, or stops reading its download, holds a connection and a little memory, never one of the
+``STUDIO_WEB_THREADS`` request threads (issue 18.2 / 20.11: eight such clients used to hang every request).
+Before a byte of the body is read, the request is refused when its Content-Length passes its route's cap, and a
+POST to an upload route is refused unless the sender may import (issue 18.4: 3 GB were written to disk for an
+anonymous POST /login/). A chunked body is cut off as soon as it passes the cap.
+
+- Body caps: the upload routes (``UPLOAD_ROUTES``) take ``IMPORT_MAX_UPLOAD_BYTES`` plus the multipart framing;
+  every other route ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (Django refuses more than that in a form or JSON body anyway).
+- Body deadline: ``REQUEST_BODY_DEADLINE_S`` plus one second per ``REQUEST_BODY_MIN_RATE`` bytes of the body, so
+  an honest slow upload gets time in proportion to its size and a trickle gets 408. Bodies over
+  ``BODY_IN_MEMORY_BYTES`` wait in a temporary file, handed to Django as ``wsgi.input``.
+- Responses: the view's thread queues the answer (up to ``RESPONSE_BUFFER_BYTES`` not yet taken by the
+  client) and goes back to the pool; a file response (Django's ``FileResponse``, a bundle download) is read in
+  ``block_size`` pieces on a reader thread and sent from the loop, so a stalled reader holds no thread at all.
+  A client that takes nothing for ``RESPONSE_SEND_TIMEOUT_S`` is disconnected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import io
+import json
+import logging
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+
+from a2wsgi.wsgi import build_environ
+from django.conf import settings
+from django.urls import Resolver404, resolve
+
+log = logging.getLogger(__name__)
+
+# URL names whose POST carries an upload (a trace archive), with the permission action it needs.
+UPLOAD_ROUTES = {"api-import-create": "trace.import", "import-upload": "trace.import"}
+MULTIPART_FRAMING_BYTES = 64 * 1024
+BODY_IN_MEMORY_BYTES = 1024 * 1024
+RESPONSE_BUFFER_BYTES = 4 * 1024 * 1024
+
+
+class ClientTooSlow(Exception):
+    """The client took none of the response for RESPONSE_SEND_TIMEOUT_S."""
+
+
+def _declared_length(scope) -> int | None:
+    for name, value in scope.get("headers", []):
+        if name == b"content-length":
+            return int(value)  # ValueError for garbage: the caller answers 400
+    return None
+
+
+def _route(scope):
+    try:
+        return resolve(scope["path"])
+    except Resolver404:
+        return None
+
+
+def body_cap(route_name: str | None, method: str) -> int:
+    if route_name in UPLOAD_ROUTES and method == "POST":
+        return settings.IMPORT_MAX_UPLOAD_BYTES + MULTIPART_FRAMING_BYTES
+    return settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+
+
+def upload_refusal(environ: dict, action: str, project_id) -> tuple[int, str] | None:
+    """Why this sender may not upload here (status, message), from its session cookie or API token alone; None
+    when it may. Runs before the body is read, so the view's own checks still run afterwards."""
+    from django.contrib.auth import get_user
+    from django.contrib.auth.models import AnonymousUser
+    from django.core.handlers.wsgi import WSGIRequest
+    from django.db import close_old_connections
+    from rest_framework.authentication import TokenAuthentication
+    from rest_framework.exceptions import AuthenticationFailed
+
+    from studio.permissions import has_permission
+    from traces.selectors import projects_for_user
+
+    request = WSGIRequest({**environ, "wsgi.input": io.BytesIO(), "CONTENT_LENGTH": "0"})
+    try:
+        try:
+            found = TokenAuthentication().authenticate(request)
+        except AuthenticationFailed as exc:
+            return 401, str(exc.detail)
+        if found:
+            user = found[0]
+        else:
+            from importlib import import_module
+
+            engine = import_module(settings.SESSION_ENGINE)
+            request.session = engine.SessionStore(request.COOKIES.get(settings.SESSION_COOKIE_NAME))
+            user = get_user(request)
+        if isinstance(user, AnonymousUser) or not user.is_authenticated:
+            return 401, "Not logged in (or the session expired): log in again before uploading."
+        if not has_permission(user, action):
+            return 403, "Your role does not allow uploads here: only leads and admins import traces."
+        if project_id is not None and not projects_for_user(user).filter(pk=project_id).exists():
+            return 404, "No such project among yours."
+        return None
+    finally:
+        close_old_connections()
+
+
+async def _answer(send, status: int, detail: str, *, close: bool = True) -> None:
+    body = json.dumps({"detail": detail}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if close:  # the body was not read: this connection cannot carry another request
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+class FileToStream:
+    """``wsgi.file_wrapper``: Django hands a FileResponse's file here instead of iterating it in the thread."""
+
+    def __init__(self, filelike, block_size: int = 64 * 1024):
+        self.filelike = filelike
+        self.block_size = max(64 * 1024, block_size or 0)
+
+    def __iter__(self):  # only for a WSGI server that ignores file wrappers; ours streams it from the loop
+        while chunk := self.filelike.read(self.block_size):
+            yield chunk
+
+    def close(self):
+        getattr(self.filelike, "close", lambda: None)()
+
+
+class HttpEntry:
+    """The ASGI ``http`` application: limits and body reading here, the view on a pooled thread (Django WSGI)."""
+
+    def __init__(self, wsgi_app, *, threads: int):
+        self.wsgi_app = wsgi_app
+        self.executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="web")
+        # File reads of downloads: short and never waiting on a client, apart from the request threads.
+        self.readers = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="web-file")
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            raise ValueError(f"HttpEntry serves http only, not {scope['type']}")
+        loop = asyncio.get_running_loop()
+        try:
+            declared = _declared_length(scope)
+        except ValueError:
+            return await _answer(send, 400, "The Content-Length header is not a number.")
+        match = _route(scope)
+        route_name = match.url_name if match else None
+        cap = body_cap(route_name, scope["method"])
+        if declared is not None and declared > cap:
+            return await _answer(
+                send, 413, f"The request body is too large ({declared} bytes; the limit here is {cap} bytes)."
+            )
+        environ = build_environ(scope, io.BytesIO())
+        if route_name in UPLOAD_ROUTES and scope["method"] == "POST":
+            refusal = await loop.run_in_executor(
+                self.executor,
+                contextvars.copy_context().run,
+                upload_refusal,
+                environ,
+                UPLOAD_ROUTES[route_name],
+                match.kwargs.get("project_id"),
+            )
+            if refusal:
+                return await _answer(send, *refusal)
+        body = await self._read_body(receive, send, declared, cap)
+        if body is None:
+            return  # answered (408/413) or the client left
+        size = body.seek(0, io.SEEK_END)
+        body.seek(0)
+        environ["wsgi.input"] = body
+        environ["CONTENT_LENGTH"] = str(size)  # also for a chunked body, which Django would otherwise read as empty
+        environ["wsgi.file_wrapper"] = FileToStream
+        try:
+            await _Response(loop, send, self.executor, self.readers).run(self.wsgi_app, environ)
+        finally:
+            body.close()
+
+    async def _read_body(self, receive, send, declared: int | None, cap: int):
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        rate = settings.REQUEST_BODY_MIN_RATE
+        body = tempfile.SpooledTemporaryFile(max_size=BODY_IN_MEMORY_BYTES, dir=settings.FILE_UPLOAD_TEMP_DIR)  # noqa: SIM115 (handed to Django, closed by the caller)
+        received = 0
+        try:
+            while True:
+                expected = declared if declared is not None else received
+                deadline = started + settings.REQUEST_BODY_DEADLINE_S + expected / rate
+                try:
+                    message = await asyncio.wait_for(receive(), max(0.0, deadline - loop.time()))
+                except TimeoutError:
+                    await _answer(
+                        send,
+                        408,
+                        f"The request body came too slowly: {received} bytes in "
+                        f"{loop.time() - started:.0f} s. Send it again.",
+                    )
+                    return body.close()
+                if message["type"] == "http.disconnect":
+                    return body.close()
+                chunk = message.get("body", b"")
+                received += len(chunk)
+                if received > cap:
+                    await _answer(
+                        send, 413, f"The request body is too large (more than {cap} bytes here); reading stopped."
+                    )
+                    return body.close()
+                if chunk:
+                    body.write(chunk)
+                if not message.get("more_body", False):
+                    return body
+        except BaseException:
+            body.close()
+            raise
+
+
+class _Response:
+    """One response: the view's thread queues messages; the loop sends them, and streams a file response."""
+
+    def __init__(self, loop, send, executor, readers):
+        self.loop, self.send, self.executor, self.readers = loop, send, executor, readers
+        self.queue: asyncio.Queue = asyncio.Queue()
+        self.unsent = 0
+        self.room = asyncio.Condition()
+        self.file: FileToStream | None = None
+        self.started = False
+        self.failed: BaseException | None = None
+
+    async def run(self, wsgi_app, environ) -> None:
+        sender = asyncio.ensure_future(self._sender())
+        try:
+            await self.loop.run_in_executor(
+                self.executor, contextvars.copy_context().run, self._wsgi, wsgi_app, environ
+            )
+            if self.file is not None:
+                await self._stream_file()
+            self.queue.put_nowait(None)
+            await sender
+        finally:
+            if not sender.done():
+                sender.cancel()
+            if self.file is not None:
+                await self.loop.run_in_executor(self.readers, self.file.close)
+
+    # --- the view's thread -------------------------------------------------------------------------
+
+    def _push(self, message) -> None:
+        """Queue a message; wait (at most RESPONSE_SEND_TIMEOUT_S) only while the client is behind by more
+        than RESPONSE_BUFFER_BYTES."""
+        future = asyncio.run_coroutine_threadsafe(self._queue(message), self.loop)
+        try:
+            future.result(timeout=settings.RESPONSE_SEND_TIMEOUT_S)
+        except TimeoutError:
+            future.cancel()
+            raise ClientTooSlow("the client took none of the response in time") from None
+
+    def _start_response(self, status: str, headers, exc_info=None):
+        if exc_info and self.started:
+            raise exc_info[1].with_traceback(exc_info[2])
+        self.started = True
+        self._push(
+            {
+                "type": "http.response.start",
+                "status": int(status.split(" ", 1)[0]),
+                "headers": [(k.strip().lower().encode("latin1"), v.strip().encode("latin1")) for k, v in headers],
+            }
+        )
+        return lambda chunk: self._push({"type": "http.response.body", "body": chunk, "more_body": True})
+
+    def _wsgi(self, wsgi_app, environ) -> None:
+        iterable = wsgi_app(environ, self._start_response)
+        if isinstance(iterable, FileToStream):
+            self.file = iterable  # sent from the loop; closed there too
+            return
+        try:
+            for chunk in iterable:
+                if chunk:
+                    self._push({"type": "http.response.body", "body": chunk, "more_body": True})
+        except ClientTooSlow:
+            log.info("response dropped: %s %s", environ.get("REQUEST_METHOD"), environ.get("PATH_INFO"))
+        finally:
+            getattr(iterable, "close", lambda: None)()
+
+    # --- the loop ----------------------------------------------------------------------------------
+
+    async def _queue(self, message) -> None:
+        size = len(message.get("body", b""))
+        async with self.room:
+            await self.room.wait_for(lambda: self.unsent < RESPONSE_BUFFER_BYTES or self.failed is not None)
+            if self.failed is not None:
+                raise ClientTooSlow(str(self.failed))
+            self.unsent += size
+        self.queue.put_nowait(message)
+
+    async def _sender(self) -> None:
+        while (message := await self.queue.get()) is not None:
+            try:
+                await asyncio.wait_for(self.send(message), settings.RESPONSE_SEND_TIMEOUT_S)
+            except BaseException as exc:  # a timeout, or the client went away: stop sending, tell the thread
+                self.failed = exc
+                async with self.room:
+                    self.room.notify_all()
+                if isinstance(exc, asyncio.TimeoutError):
+                    raise ClientTooSlow(f"no byte taken for {settings.RESPONSE_SEND_TIMEOUT_S} s") from None
+                raise
+            async with self.room:
+                self.unsent -= len(message.get("body", b""))
+                self.room.notify_all()
+        await self.send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _stream_file(self) -> None:
+        while self.failed is None:
+            chunk = await self.loop.run_in_executor(self.readers, self.file.filelike.read, self.file.block_size)
+            if not chunk:
+                return
+            await self._queue({"type": "http.response.body", "body": chunk, "more_body": True})

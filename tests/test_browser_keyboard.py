@@ -1,0 +1,69 @@
+"""One full correction with the keyboard only (issue 14, annotators items 2-4): τ, category, corrected thought, a
+click placed from the keyboard, post-reflection, submit. Counts the keys (reported in the issue note), at 1366×768
+with a long real thought shown whole."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from annotation.models import Annotation, AnnotationStatus
+from tests.conftest import login
+from tests.test_annotation_fixtures import import_folder, write_native_trace
+from tests.test_browser_workspace import open_next_trace
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("role_groups")]
+
+LONG = "I see the Settings window with the sidebar on the left and the Display page open. " * 12
+
+
+def test_a_full_correction_with_the_keyboard_only(browser, live_server, project, annotator, tmp_path, artifacts_dir):
+    import_folder(project, write_native_trace(tmp_path / "t", steps=4, thoughts={2: LONG}, external_id="kbd"))
+    page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
+    login(page, live_server.url, annotator.username)
+    open_next_trace(page, live_server.url)
+    keys = []
+
+    def press(key, times=1):
+        for _ in range(times):
+            page.keyboard.press(key)
+            keys.append(key)
+
+    press("j")  # to step 2
+    thought = page.locator("#ws-thought")
+    assert thought.evaluate("el => el.scrollHeight <= el.clientHeight + 1")  # the long thought is shown whole
+    press("e")
+    assert page.evaluate("document.activeElement.id") == "f-error_category"
+    press("1")  # the first category
+    assert page.evaluate("document.activeElement.id") == "f-corrected_thought"
+    page.keyboard.type("I should open the Display page first.")
+    press("Tab")
+    assert page.evaluate("document.activeElement.dataset.slotType") == "corrected"
+    press("1")  # click: the keyboard cursor starts at the centre
+    press("ArrowLeft", 2)
+    press("ArrowUp", 1)
+    press("Enter")
+    page.wait_for_selector("[data-errors='corrected'] li.ok")
+    canonical = page.inner_text("[data-canonical='corrected']")
+    x, y = map(int, re.search(r"\((\d+),(\d+)\)", canonical).groups())
+    assert (x, y) == (480, 490)  # centre, two 1 % steps left, one up (relative-1000)
+    page.screenshot(path=str(artifacts_dir / "keyboard-correction-1366.png"))
+
+    press("j")  # o_{τ+1}
+    press("f")
+    assert page.evaluate("document.activeElement.id") == "f-reflection_thought"
+    page.keyboard.type("That click went nowhere; I will go back.")
+    press("Tab")
+    press("5")  # hotkey: no point, the key field takes the focus
+    assert page.evaluate("document.activeElement.dataset.arg") == "key"
+    page.keyboard.type("alt left")
+    page.wait_for_selector("[data-errors='reflection'] li.ok")
+    press("Control+Enter")
+    page.wait_for_selector("#ws-banner.ok")
+    stored = Annotation.objects.get(annotator=annotator)
+    assert stored.status == AnnotationStatus.SUBMITTED and stored.tau == 2
+    assert stored.corrected_action == "click(start_box='<|box_start|>(480,490)<|box_end|>')"
+    assert stored.reflection_action == "hotkey(key='alt left')"
+    print(f"\nkeyboard-only correction: {len(keys)} keys besides the typed text: {' '.join(keys)}")
+    assert len(keys) == 14

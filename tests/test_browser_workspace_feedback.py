@@ -1,0 +1,121 @@
+"""Issue 14, annotators item 5 in Chromium: feedback where the eye is. Submit problems appear at the top and the
+fields concerned are highlighted; a returned annotation shows the lead's comment; Skip asks first and the queue
+confirms it; after Submit the lease heartbeat stops (no 409s)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from annotation import review
+from annotation.models import Annotation, Lease
+from annotation.services import annotation_save_draft, annotation_submit, lease_next_trace
+from tests.conftest import login
+from tests.test_annotation_fixtures import import_folder, write_native_trace
+from tests.test_browser_workspace import open_next_trace, wait_saved
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def two_traces(project, tmp_path, role_groups):
+    for n in range(2):
+        import_folder(project, write_native_trace(tmp_path / f"t{n}", steps=3, external_id=f"feedback-{n}"))
+
+
+def wait_until(page, predicate, what: str, tries: int = 50):
+    for _ in range(tries):  # (wait_for_function needs eval, which the page's CSP forbids)
+        if predicate():
+            return
+        page.wait_for_timeout(100)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_submit_problems_show_at_the_top_with_the_fields_highlighted_and_the_heartbeat_stops_after_submit(
+    browser, live_server, project, two_traces, annotator, artifacts_dir
+):
+    context = browser.new_context(viewport={"width": 1920, "height": 1080})
+    page = context.new_page()
+    page.clock.install()
+    beats, refused = [], []
+    page.on("request", lambda r: beats.append(r.url) if "/heartbeat/" in r.url else None)
+    page.on("response", lambda r: refused.append(f"{r.status} {r.url}") if r.status == 409 else None)
+    login(page, live_server.url, annotator.username)
+    open_next_trace(page, live_server.url)
+
+    page.clock.fast_forward(31_000)
+    wait_until(page, lambda: beats, "a heartbeat while the trace is open")
+
+    page.keyboard.press("e")  # first error at step 1, nothing else filled in
+    wait_saved(page)
+    page.keyboard.press("Control+Enter")
+    page.wait_for_selector("#ws-submit-errors:not([hidden])")
+    box = page.locator("#ws-submit-errors").bounding_box()
+    assert box["y"] >= 0 and box["y"] + box["height"] <= 1080, box  # on screen, above the fold
+    problems = page.inner_text("#ws-submit-errors")
+    assert "Choose an error category" in problems and "corrected thought" in problems
+    assert page.locator("#f-error_category.ws-invalid").count() == 1
+    assert page.locator("#f-corrected_thought.ws-invalid").count() == 1
+    assert page.locator(".ws-action-editor[data-slot='corrected'].ws-invalid").count() == 1
+    page.screenshot(path=str(artifacts_dir / "workspace-submit-problems.png"))
+    page.fill("#f-corrected_thought", "Open the settings first.")
+    assert page.locator("#f-corrected_thought.ws-invalid").count() == 0  # typing clears its mark
+    assert page.locator("#f-error_category.ws-invalid").count() == 1
+
+    page.keyboard.press("Escape")
+    page.keyboard.press("n")
+    wait_saved(page)
+    page.keyboard.press("Control+Enter")
+    page.wait_for_selector("#ws-banner.ok")
+    assert page.locator("#ws-submit-errors").is_hidden() and page.locator(".ws-invalid").count() == 0
+    beats.clear()
+    page.clock.fast_forward(120_000)
+    page.wait_for_timeout(300)
+    assert beats == [] and refused == [], (beats, refused)
+    context.close()
+
+
+def test_a_returned_annotation_shows_the_leads_comment_at_the_top(
+    browser, live_server, project, two_traces, annotator, lead, artifacts_dir
+):
+    annotation, _ = lease_next_trace(user=annotator, project=project)
+    saved = annotation_save_draft(
+        annotation_id=annotation.pk, user=annotator, base_version=annotation.version, fields={"verdict": "no_error"}
+    )
+    annotation_submit(annotation_id=annotation.pk, user=annotator, base_version=saved.version)
+    review.review_reject(
+        annotation_id=annotation.pk, actor=lead, comment="Step 2 clicks the wrong menu: mark it as the first error."
+    )
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    page = context.new_page()
+    login(page, live_server.url, annotator.username)
+    page.goto(f"{live_server.url}/annotations/{annotation.pk}/")
+    page.wait_for_selector("#ws[data-ready='1']")
+    returned = page.locator("#ws-returned")
+    assert "Step 2 clicks the wrong menu" in returned.inner_text() and lead.username in returned.inner_text()
+    box = returned.bounding_box()
+    assert box["y"] + box["height"] <= 768, box
+    page.screenshot(path=str(artifacts_dir / "workspace-returned-comment.png"))
+    context.close()
+
+
+def test_skip_asks_first_and_the_queue_confirms_it(browser, live_server, project, two_traces, annotator, artifacts_dir):
+    context = browser.new_context(viewport={"width": 1920, "height": 1080})
+    page = context.new_page()
+    login(page, live_server.url, annotator.username)
+    open_next_trace(page, live_server.url)
+    page.click("#ws-skip")
+    question = page.locator("#ws-banner")
+    assert "Skip this trace?" in question.inner_text()
+    page.click("#ws-banner >> text=Keep working")
+    assert page.locator("#ws-banner").is_hidden()
+    assert not Lease.objects.filter(user=annotator, release_reason="skipped").exists()
+    page.click("#ws-skip")
+    page.click("#ws-banner >> text=Skip it")
+    page.wait_for_url(re.compile(r"/queue/\?skipped=\d+$"))
+    skipped = Annotation.objects.get(annotator=annotator)
+    assert skipped.trace.external_id in page.inner_text("#skipped-notice")
+    assert Lease.objects.filter(user=annotator, trace=skipped.trace, release_reason="skipped").exists()
+    page.screenshot(path=str(artifacts_dir / "queue-skipped.png"))
+    context.close()

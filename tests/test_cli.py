@@ -1,0 +1,126 @@
+"""`trace-studio` against a live server and a real worker: import with --wait, export with a progress bar and a
+download that is interrupted and resumed, and a corrupted download that is caught by its checksum."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from annotation.models import Verdict
+from studio.security import api_token_issue
+from tests.conftest import REPO
+from tests.factories import native_trace_folder
+from tests.test_export_fixtures import accepted_annotation
+from trace_studio_cli.client import ApiError, StudioClient
+from traces.models import Trace
+
+pytestmark = pytest.mark.worker
+
+
+def run_cli(live_server, token: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    env = {"PATH": "/usr/bin:/bin", "TRACE_STUDIO_URL": live_server.url, "TRACE_STUDIO_TOKEN": token}
+    result = subprocess.run(
+        [sys.executable, "-m", "trace_studio_cli.main", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    if check:
+        assert result.returncode == 0, (result.stdout, result.stderr)
+    return result
+
+
+def test_import_export_download_resume_and_checksum(
+    live_server, celery_worker, project, annotator, lead, engineer, tmp_path
+):
+    lead_token, engineer_token = api_token_issue(user=lead), api_token_issue(user=engineer)
+
+    listed = run_cli(live_server, engineer_token, "projects")
+    assert f"{project.pk}  {project.name}" in listed.stdout
+
+    folder = native_trace_folder(tmp_path / "traces" / "cli-1", external_id="cli-1", steps=4)
+    imported = run_cli(live_server, lead_token, "import", str(folder.parent), "--project", project.name, "--wait")
+    assert "1 traces imported" in imported.stdout, imported.stdout
+    assert "import" in imported.stderr  # the progress bar's label
+    trace = Trace.objects.get(project=project, external_id="cli-1")
+
+    refused = run_cli(
+        live_server, engineer_token, "import", str(folder.parent), "--project", str(project.pk), check=False
+    )
+    assert refused.returncode == 1 and "HTTP 403" in refused.stderr
+
+    accepted_annotation(
+        trace,
+        annotator=annotator,
+        reviewer=lead,
+        verdict=Verdict.ERROR,
+        tau=2,
+        error_category=project.error_categories[0],
+        corrected_thought="Open the menu instead.",
+        corrected_action="click(start_box='<|box_start|>(120,210)<|box_end|>')",
+        reflection_thought="That was the wrong item; go back.",
+        reflection_action="hotkey(key='esc')",
+    )
+    out = tmp_path / "bundles"
+    exported = run_cli(
+        live_server,
+        engineer_token,
+        "export",
+        "--project",
+        str(project.pk),
+        "--format",
+        "trl",
+        "--option",
+        "validation_fraction=0",
+        "--out",
+        str(out),
+    )
+    assert "succeeded" in exported.stdout and "files match manifest.json" in exported.stdout, exported.stdout
+    bundle = next(out.glob("export-*.zip"))
+    job_id = int(bundle.stem.split("-")[1])
+    whole = bundle.read_bytes()
+    assert zipfile.ZipFile(bundle).testzip() is None
+
+    # Interrupted after the first 4 KiB: the partial file stays, and `download` resumes from it with a Range request.
+    bundle.unlink()
+    client = StudioClient(live_server.url, engineer_token)
+    job = client.export_job(job_id)
+
+    def stop_after_first_chunk(have: int, total: int) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        client.download(job, out, on_bytes=stop_after_first_chunk, chunk_size=4096)
+    part = out / f"export-{job_id}.zip.part"
+    assert part.stat().st_size == 4096
+    resumed = run_cli(live_server, engineer_token, "download", str(job_id), "--out", str(out))
+    assert "resumed at byte 4096" in resumed.stdout, resumed.stdout
+    assert bundle.read_bytes() == whole and not part.exists()
+
+    # A corrupted partial file: the finished bytes do not match the studio's sha256, and nothing is kept.
+    part.write_bytes(b"\0" * 4096)
+    bundle.unlink()
+    corrupt = run_cli(live_server, engineer_token, "download", str(job_id), "--out", str(out), check=False)
+    assert corrupt.returncode == 1 and "checksum mismatch" in corrupt.stderr, corrupt.stderr
+    assert not part.exists() and not bundle.exists()
+
+
+def test_missing_configuration_is_named(tmp_path):
+    with pytest.raises(ApiError, match="TRACE_STUDIO_URL"):
+        StudioClient("", "t")
+    with pytest.raises(ApiError, match="TRACE_STUDIO_TOKEN"):
+        StudioClient("http://127.0.0.1:9", "")
+    result = subprocess.run(
+        [sys.executable, "-m", "trace_studio_cli.main", "projects"],
+        cwd=REPO,
+        env={"PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1 and "TRACE_STUDIO_URL" in result.stderr

@@ -1,0 +1,143 @@
+"""The full stack, for real (issue 20, "Done when"): production settings, static files collected as the Dockerfile
+collects them, Caddy in front, uvicorn with 2 processes, a Celery worker over Redis, S3 on a loopback moto server,
+PostgreSQL (tests/stack.py). Through HTTP: an import, an annotation a lead accepts, an export downloaded through
+its presigned URL; Chromium loads the main pages with no failed request."""
+
+from __future__ import annotations
+
+import pytest
+import requests
+
+from tests.conftest import TEST_PASSWORD
+from tests.stack import Stack, running_stack, sha256_of
+
+pytestmark = [
+    pytest.mark.fullstack,  # Caddy's local CA signs the proxy's certificate: the test trusts it
+    pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning"),
+]
+
+CLICK = {"type": "click", "args": {"start_box": [500, 500]}, "style": "box"}
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory, collected_static):
+    yield from running_stack(tmp_path_factory, collected_static)
+
+
+def annotate_and_submit(stack: Stack, annotator) -> int:
+    claim = annotator.post(f"/api/projects/{stack.project_id}/next-trace/")
+    assert claim.status_code == 200, claim.text[:300]
+    pk = claim.json()["annotation"]["id"]
+    for version, fields in enumerate(
+        [
+            {"verdict": "error", "tau": 2},
+            {
+                "error_category": "wrong element / grounding",
+                "corrected_thought": "Click Settings instead.",
+                "reflection_thought": "I clicked the wrong item; go back.",
+                "editor_state": {
+                    "corrected": CLICK,
+                    "reflection": {"type": "hotkey", "args": {"key": "alt left"}, "style": "box"},
+                },
+            },
+        ],
+        start=1,
+    ):
+        saved = annotator.put(f"/api/annotations/{pk}/draft/", json={"version": version, **fields})
+        assert saved.status_code == 200, saved.text[:300]
+    submitted = annotator.post(f"/api/annotations/{pk}/submit/", json={"version": 3})
+    assert submitted.status_code == 200, submitted.text[:300]
+    return pk
+
+
+def test_import_annotate_accept_export_and_download_through_the_proxy(stack):
+    lead, annotator, engineer = (stack.login(name) for name in ("lead", "annotator", "engineer"))
+    job = stack.import_traces(lead, 3, "fs-")
+    job = stack.wait_job(lead, f"/api/imports/{job['id']}/")
+    assert job["status"] == "succeeded", job
+
+    pk = annotate_and_submit(stack, annotator)
+    accepted = lead.post(f"/api/reviews/{pk}/accept/", json={})
+    assert accepted.status_code == 200 and accepted.json()["status"] == "accepted", accepted.text[:300]
+
+    started = engineer.post(f"/api/projects/{stack.project_id}/exports/", json={"format": "trl"})
+    assert started.status_code in (200, 201, 202), started.text[:300]
+    export = stack.wait_job(engineer, f"/api/exports/{started.json()['id']}/")
+    assert export["status"] == "succeeded", export
+    link = engineer.get(f"/api/exports/{export['id']}/bundle", allow_redirects=False)
+    assert link.status_code == 302
+    url = link.headers["Location"]
+    assert url.startswith(f"{stack.s3_public}/") and "X-Amz-Signature=" in url  # the address browsers reach
+    bundle = requests.get(url, verify=False, timeout=30)  # no session: the signature is the permission
+    assert bundle.status_code == 200 and sha256_of(bundle.content) == export["bundle_sha256"]
+
+
+def test_chromium_loads_the_main_pages_with_no_failed_request(stack, browser, artifacts_dir):
+    lead = stack.login("lead")
+    if not lead.get(f"/api/projects/{stack.project_id}/traces/").json()["results"]:
+        stack.wait_job(lead, f"/api/imports/{stack.import_traces(lead, 1, 'pages-')['id']}/")
+    trace_id = lead.get(f"/api/projects/{stack.project_id}/traces/").json()["results"][0]["id"]
+    failures: list[str] = []
+    context = browser.new_context(ignore_https_errors=True, viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    page.on("requestfailed", lambda request: failures.append(f"{request.url}: {request.failure}"))
+    from_s3: list[str] = []
+    page.on(
+        "response", lambda response: response.status >= 400 and failures.append(f"{response.url}: {response.status}")
+    )
+    page.on(
+        "response",
+        lambda response: response.url.startswith(stack.s3_public) and response.ok and from_s3.append(response.url),
+    )
+    page.on("console", lambda message: message.type == "error" and failures.append(f"console: {message.text}"))
+
+    def log_in(username: str) -> None:
+        page.goto(f"{stack.base}/login/")
+        page.fill("input[name=username]", username)
+        page.fill("input[name=password]", TEST_PASSWORD)
+        page.click("button[type=submit]")
+        page.wait_for_url(lambda url: "/login/" not in url)
+
+    log_in("lead")
+    for name, path in [
+        ("projects", "/projects/"),
+        ("traces", f"/projects/{stack.project_id}/traces/"),
+        ("trace", f"/traces/{trace_id}/"),
+        ("reviews", "/reviews/"),
+        ("dashboard", f"/projects/{stack.project_id}/dashboard/"),
+        ("exports", "/exports/"),
+    ]:
+        response = page.goto(stack.base + path)
+        assert response.status == 200, (path, response.status)
+        page.wait_for_load_state("networkidle")
+        page.screenshot(path=str(artifacts_dir / f"fullstack-{name}.png"), full_page=True)
+    images = page.goto(f"{stack.base}/traces/{trace_id}/") and page.eval_on_selector_all(
+        "img", "imgs => imgs.map(i => [i.currentSrc, i.complete && i.naturalWidth > 0])"
+    )
+    # The page shows thumbnails; each links to the full screenshot, which must come from S3 the same way.
+    full_size = page.get_attribute("a:has(img.shot)", "href")
+    assert full_size, "the trace page links no thumbnail to its screenshot"
+    # Loaded as an image, as the workspace loads it (opened as a document, Chromium also asks S3 for a favicon).
+    full_size_loaded = page.evaluate(
+        """src => new Promise(done => {
+            const image = new Image();
+            image.onload = () => done(image.naturalWidth > 0);
+            image.onerror = () => done(false);
+            image.src = src;
+        })""",
+        full_size,
+    )
+    assert full_size_loaded, full_size
+    page.context.clear_cookies()
+
+    log_in("annotator")
+    page.goto(f"{stack.base}/queue/")
+    page.wait_for_load_state("networkidle")
+    page.screenshot(path=str(artifacts_dir / "fullstack-queue.png"), full_page=True)
+    context.close()
+    assert failures == []
+    # The trace page's thumbnails loaded, and their bytes (and the full screenshot's) came from S3 through the
+    # presigned redirect.
+    assert images and all(loaded for _, loaded in images), images
+    assert any("/thumbnails/" in url for url in from_s3), from_s3
+    assert any("/screenshots/" in url for url in from_s3), from_s3

@@ -1,0 +1,250 @@
+"""Jobs tell the truth (issue 20 items 3 and 4, issue 18 item 5): Cancel in every state of every kind, a
+taken-over run reports the final counts (not a sum), a dropped database connection is retried and the end is
+recorded, a job that cannot be queued fails with 503, runstudio brings a dead worker back."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from datetime import timedelta
+
+import pytest
+from django.db import OperationalError, connection
+from django.utils import timezone
+
+from exports import services as export_services
+from studio.jobs import job_cancel
+from tests.conftest import REPO, wait_for
+from tests.factories import native_trace_folder
+from traces import services as trace_services
+from traces.models import ImportJob, PrescoreJob
+from traces.prescoring.services import prescore_job_create
+
+pytestmark = pytest.mark.django_db
+
+
+def import_job(project, folder, user=None):
+    return trace_services.import_job_create(
+        project=project, user=user, upload_name=str(folder), original_name=folder.name, server_path=True, enqueue=False
+    )
+
+
+def jobs_of_every_kind(project, lead, engineer, tmp_path):
+    return [
+        import_job(project, tmp_path, lead),
+        export_services.export_job_create(project=project, user=engineer, fmt="trl", enqueue=False),
+        prescore_job_create(project=project, user=lead, scorer="rules", enqueue=False),
+    ]
+
+
+def test_cancel_says_what_happened_in_every_state(project, lead, engineer, tmp_path):
+    for job in jobs_of_every_kind(project, lead, engineer, tmp_path):
+        kind = type(job).__name__
+        assert job_cancel(job) == (True, "Cancelled before it started."), kind
+        job.refresh_from_db()
+        assert job.status == "cancelled"
+        changed, said = job_cancel(job)
+        assert not changed and "already cancelled" in said, kind
+
+    for job in jobs_of_every_kind(project, lead, engineer, tmp_path):  # running, its worker alive
+        type(job).objects.filter(pk=job.pk).update(status="running", attempts=1, heartbeat_at=timezone.now())
+        changed, said = job_cancel(job)
+        job.refresh_from_db()
+        assert changed and "stops at its next checkpoint" in said and job.status == "running" and job.cancel_requested
+
+    for job in jobs_of_every_kind(project, lead, engineer, tmp_path):  # running, its worker gone (orphan)
+        type(job).objects.filter(pk=job.pk).update(
+            status="running", attempts=1, heartbeat_at=timezone.now() - timedelta(hours=1)
+        )
+        changed, said = job_cancel(job)
+        job.refresh_from_db()
+        assert changed and "worker had stopped" in said and job.status == "cancelled"
+
+
+def test_cancel_api_for_every_kind(project, lead, engineer, tmp_path, api_client):
+    imp, exp, pre = jobs_of_every_kind(project, lead, engineer, tmp_path)
+    for url, user in (
+        (f"/api/imports/{imp.pk}/cancel/", lead),
+        (f"/api/exports/{exp.pk}/cancel/", engineer),
+        (f"/api/prescore/jobs/{pre.pk}/cancel/", lead),
+    ):
+        first = api_client(user).post(url)
+        assert first.status_code == 200 and first.json()["status"] == "cancelled", (url, first.json())
+        again = api_client(user).post(url)
+        assert again.status_code == 409 and "already cancelled" in again.json()["detail"], url
+    assert api_client(engineer).post(f"/api/imports/{imp.pk}/cancel/").status_code == 403
+
+
+def test_a_running_job_stops_at_its_next_checkpoint(project, lead, tmp_path, monkeypatch):
+    for n in range(4):
+        native_trace_folder(tmp_path / "batch" / f"t{n}", external_id=f"c-{n}", steps=2)
+    job = import_job(project, tmp_path / "batch", lead)
+    real = trace_services.trace_import_one
+
+    def cancel_after_first(*, project, imported, job):
+        result = real(project=project, imported=imported, job=job)
+        ImportJob.objects.filter(pk=job.pk).update(cancel_requested=True)
+        return result
+
+    monkeypatch.setattr(trace_services, "trace_import_one", cancel_after_first)
+    job = trace_services.import_job_run(job_id=job.pk)
+    assert job.status == "cancelled" and job.traces_imported == 1 and job.message == "Cancelled on request."
+
+
+def test_a_taken_over_import_reports_the_final_counts_not_a_sum(project, lead, tmp_path, monkeypatch):
+    for n in range(5):
+        native_trace_folder(tmp_path / "batch" / f"t{n}", external_id=f"r-{n}", steps=2)
+    job = import_job(project, tmp_path / "batch", lead)
+    real = trace_services.trace_import_one
+    calls = []
+
+    def dies_after_three(**kwargs):
+        if len(calls) == 3:
+            raise KeyboardInterrupt  # the worker process dies: nothing in the job's code runs any more
+        calls.append(1)
+        return real(**kwargs)
+
+    monkeypatch.setattr(trace_services, "trace_import_one", dies_after_three)
+    with pytest.raises(KeyboardInterrupt):
+        trace_services.import_job_run(job_id=job.pk)
+    monkeypatch.setattr(trace_services, "trace_import_one", real)
+    ImportJob.objects.filter(pk=job.pk).update(heartbeat_at=timezone.now() - timedelta(hours=1))
+    job = trace_services.import_job_run(job_id=job.pk, attempt=2)  # as the watchdog sends it
+    assert job.status == "succeeded" and job.attempts == 2
+    assert (job.traces_imported, job.traces_skipped, job.traces_failed) == (5, 0, 0)
+    assert "5 traces" in job.message and "0 already present" in job.message
+    assert trace_services.import_job_run(job_id=job.pk, attempt=2).attempts == 2  # a late duplicate does nothing
+
+
+def test_a_redelivered_message_does_not_run_a_job_whose_worker_is_alive(project, lead, tmp_path):
+    job = import_job(project, tmp_path, lead)
+    ImportJob.objects.filter(pk=job.pk).update(status="running", attempts=1, heartbeat_at=timezone.now())
+    job = trace_services.import_job_run(job_id=job.pk)
+    assert job.status == "running" and job.attempts == 1
+
+
+def test_a_dropped_connection_is_retried_and_the_end_recorded(project, lead, tmp_path, settings, transactional_db):
+    settings.JOB_DB_RETRIES = 2
+    for n in range(3):
+        native_trace_folder(tmp_path / "batch" / f"t{n}", external_id=f"d-{n}", steps=2)
+    job = import_job(project, tmp_path / "batch", lead)
+    dropped = {"work": 0, "end": 0}
+
+    def drop_once(execute, sql, params, many, context):
+        if sql.lstrip().upper().startswith("INSERT") and "traces_trace" in sql and not dropped["work"]:
+            dropped["work"] += 1
+            raise OperationalError("server closed the connection unexpectedly")
+        if "traces_importjob" in sql and "succeeded" in list(params or ()) and not dropped["end"]:
+            dropped["end"] += 1
+            raise OperationalError("server closed the connection unexpectedly")
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(drop_once):
+        job = trace_services.import_job_run(job_id=job.pk)
+    assert dropped == {"work": 1, "end": 1}
+    job.refresh_from_db()
+    assert job.status == "succeeded" and job.traces_imported == 3, job.message
+
+
+def test_a_job_that_cannot_be_queued_fails_and_the_api_says_503(project, engineer, api_client, transactional_db):
+    from studio.celery import app
+
+    original = app.conf.broker_url
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]
+    app.conf.broker_url = f"redis://127.0.0.1:{dead}/0"
+    app._pool = None
+    app.amqp._producer_pool = None
+    try:
+        started = time.monotonic()
+        response = api_client(engineer).post(f"/api/projects/{project.pk}/exports/", {"format": "trl"}, format="json")
+        elapsed = time.monotonic() - started
+    finally:
+        app.conf.broker_url = original
+        app._pool = None
+        app.amqp._producer_pool = None
+    assert response.status_code == 503 and response["Retry-After"], response.content
+    assert "queue is unreachable" in response.json()["detail"] and elapsed < 15
+    from exports.models import ExportJob
+
+    job = ExportJob.objects.get()
+    assert job.status == "failed" and "Could not be queued" in job.message
+
+
+def test_prescore_job_that_fails_says_why_without_sql(project, lead, monkeypatch, tmp_path):
+    from django.db import DataError
+
+    from tests.test_annotation_fixtures import make_traces
+    from traces.prescoring import services as prescoring
+
+    make_traces(project, tmp_path, count=1, steps=2)
+    job = prescore_job_create(project=project, user=lead, scorer="rules", enqueue=False)
+
+    def refuses(*args, **kwargs):
+        raise DataError('invalid input syntax for type integer: "x"\nLINE 1: SELECT "traces_step"."id" FROM ...')
+
+    monkeypatch.setattr(prescoring, "_run_rules", refuses)
+    job = prescoring.prescore_job_run(job_id=job.pk)
+    job = PrescoreJob.objects.get(pk=job.pk)
+    assert job.status == "failed" and "DataError" in job.message and "SELECT" not in job.message
+
+
+@pytest.mark.worker
+def test_runstudio_brings_a_dead_worker_back_and_keeps_serving(tmp_path):
+    import psutil
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")},
+        "STUDIO_DATA_DIR": str(tmp_path),
+        "STUDIO_MODE": "dev",
+    }
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput"],
+        cwd=REPO,
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    studio = subprocess.Popen(
+        [sys.executable, "manage.py", "runstudio", "--port", str(port)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+
+        def workers():
+            found = []
+            for child in psutil.Process(studio.pid).children():
+                try:
+                    if child.status() != psutil.STATUS_ZOMBIE and "celery" in " ".join(child.cmdline()):
+                        found.append(child)
+                except psutil.Error:  # gone between the listing and the look
+                    pass
+            return found
+
+        def answers():
+            try:
+                return urllib.request.urlopen(f"http://127.0.0.1:{port}/login/", timeout=2).status == 200
+            except OSError:
+                return False
+
+        first = wait_for(lambda: workers(), 60, message="worker started")[0]
+        wait_for(answers, 60, message="web server up")
+        os.kill(first.pid, signal.SIGKILL)
+        replacement = wait_for(lambda: [p for p in workers() if p.pid != first.pid], 30, message="worker restarted")
+        assert replacement and answers()
+    finally:
+        studio.send_signal(signal.SIGTERM)
+        studio.wait(30)

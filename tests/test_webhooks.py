@@ -1,0 +1,175 @@
+"""Webhooks: a lead registers an endpoint, a real worker delivers signed events to a receiver on loopback, retries
+after a 500, a slow receiver never holds up the request that caused the event, deliveries can be re-sent."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from django.test import Client
+
+from annotation.models import Verdict
+from exports import services as export_services
+from tests.conftest import TEST_PASSWORD, WorkerProcess, purge_broker, wait_for
+from tests.test_export_fixtures import REPLIES, accepted_annotation, make_trace
+from traces import services as trace_services
+from webhooks import signing
+from webhooks.models import Delivery, DeliveryStatus, Webhook
+from webhooks.services import WebhookRefused, webhook_create
+
+
+class Receiver:
+    """An HTTP endpoint on 127.0.0.1 that records every request; ``answers`` are the statuses it gives in turn."""
+
+    def __init__(self, answers=(200,), delay_s: float = 0.0):
+        self.requests: list[dict] = []
+        self.answers = list(answers)
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                owner.requests.append({"headers": dict(self.headers), "body": body, "at": time.monotonic()})
+                time.sleep(delay_s)
+                status = owner.answers.pop(0) if len(owner.answers) > 1 else owner.answers[0]
+                self.send_response(status)
+                self.end_headers()
+                self.wfile.write(b"ok" if status < 300 else b"receiver broke")
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+
+
+@pytest.fixture
+def loopback_hooks(settings, monkeypatch):
+    settings.WEBHOOKS_ALLOW_HTTP_HOSTS = ["127.0.0.1"]
+    monkeypatch.setenv("STUDIO_WEBHOOKS_ALLOW_HTTP_HOSTS", "127.0.0.1")
+    monkeypatch.setenv("STUDIO_WEBHOOKS_RETRY_BASE_S", "0.5")
+
+
+def register(client: Client, project, url: str) -> str:
+    page = client.post(f"/projects/{project.pk}/webhooks/", {"url": url, "events": ["bundle.ready", "import.failed"]})
+    assert page.status_code == 200
+    html = page.content.decode()
+    start = html.index('id="webhook-secret-value">') + len('id="webhook-secret-value">')
+    return html[start : html.index("<", start)]
+
+
+@pytest.mark.worker
+def test_signed_delivery_retried_after_a_500_and_resent(
+    transactional_db, project, annotator, lead, engineer, loopback_hooks
+):
+    receiver = Receiver(answers=(500, 200))
+    client = Client()
+    client.login(username=lead.username, password=TEST_PASSWORD)
+    secret = register(client, project, receiver.url)
+    assert len(secret) == 64
+    assert secret not in client.get(f"/projects/{project.pk}/webhooks/").content.decode()  # shown once
+
+    trace = make_trace(project, replies=REPLIES, external_id="hook-1")
+    accepted_annotation(
+        trace,
+        annotator=annotator,
+        reviewer=lead,
+        verdict=Verdict.ERROR,
+        tau=3,
+        corrected_thought="Fix.",
+        corrected_action="click(start_box='(400,300)')",
+    )
+    purge_broker()
+    worker = WorkerProcess().start()
+    try:
+        job = export_services.export_job_create(project=project, user=engineer, fmt="trl")
+        wait_for(lambda: len(receiver.requests) >= 2, 60, message="a failed then a retried delivery")
+        delivery = wait_for(
+            lambda: Delivery.objects.filter(status=DeliveryStatus.DELIVERED).first(), 30, message="delivery recorded"
+        )
+        first, second = receiver.requests[:2]
+        assert second["at"] - first["at"] >= 0.4  # backoff, not a tight loop
+        for request in (first, second):
+            assert request["headers"][signing.EVENT_HEADER] == "bundle.ready"
+            assert request["headers"][signing.DELIVERY_HEADER] == str(delivery.pk)
+            assert signing.verify(
+                secret, request["headers"][signing.SIGNATURE_HEADER], request["body"], now=int(time.time())
+            )
+            assert not signing.verify(
+                "not-the-secret", request["headers"][signing.SIGNATURE_HEADER], request["body"], now=int(time.time())
+            )
+        payload = json.loads(second["body"])
+        assert payload["export"]["id"] == job.pk and payload["project"]["id"] == project.pk
+        assert delivery.attempts == 2 and delivery.response_status == 200
+
+        log = client.get(f"/projects/{project.pk}/webhooks/").content.decode()
+        assert "bundle.ready" in log and "Delivered" in log
+        client.post(f"/webhooks/deliveries/{delivery.pk}/resend/")
+        wait_for(lambda: len(receiver.requests) >= 3, 30, message="re-sent delivery")
+        again = Delivery.objects.get(resent_from=delivery)
+        assert json.loads(receiver.requests[2]["body"]) == payload
+        wait_for(lambda: Delivery.objects.get(pk=again.pk).status == DeliveryStatus.DELIVERED, 30, message="re-send")
+    finally:
+        worker.stop()
+        receiver.close()
+
+
+@pytest.mark.worker
+def test_slow_receiver_never_holds_up_the_request(transactional_db, project, lead, loopback_hooks, tmp_path):
+    receiver = Receiver(delay_s=5)
+    client = Client()
+    client.login(username=lead.username, password=TEST_PASSWORD)
+    register(client, project, receiver.url)
+    purge_broker()
+    worker = WorkerProcess().start()
+    try:
+        # An import that fails (its upload is not there) is an import.failed event.
+        started = time.monotonic()
+        job = trace_services.import_job_create(
+            project=project,
+            user=lead,
+            upload_name=str(tmp_path / "missing.zip"),
+            original_name="missing.zip",
+            server_path=True,
+        )
+        assert time.monotonic() - started < 1
+        wait_for(lambda: receiver.requests, 60, message="import.failed delivered")
+        assert json.loads(receiver.requests[0]["body"])["import"]["id"] == job.pk
+        delivery = Delivery.objects.get()
+        started = time.monotonic()
+        response = client.post(f"/webhooks/deliveries/{delivery.pk}/resend/")
+        assert response.status_code == 302 and time.monotonic() - started < 1  # the 5 s receiver is the worker's wait
+    finally:
+        worker.stop()
+        receiver.close()
+
+
+def test_registration_rules(db, project, lead, settings):
+    settings.WEBHOOKS_ALLOW_HTTP_HOSTS = []
+    with pytest.raises(WebhookRefused, match="use https://"):
+        webhook_create(project=project, url="http://10.0.0.5/hook", events=["bundle.ready"], user=lead)
+    with pytest.raises(WebhookRefused, match="credentials"):
+        webhook_create(project=project, url="https://u:p@ci.example.org/h", events=["bundle.ready"], user=lead)
+    with pytest.raises(WebhookRefused, match="events"):
+        webhook_create(project=project, url="https://ci.example.org/h", events=["nope"], user=lead)
+    hook, secret = webhook_create(project=project, url="https://ci.example.org/h", events=["bundle.ready"], user=lead)
+    assert Webhook.objects.get().secret == secret and hook.events == ["bundle.ready"]
+    client = Client()
+    client.login(username=lead.username, password=TEST_PASSWORD)
+    refused = client.post(f"/projects/{project.pk}/webhooks/", {"url": "ftp://x", "events": ["bundle.ready"]})
+    assert refused.status_code == 400 and "is not an http(s) address" in refused.content.decode()
+
+
+def test_signature_rejects_old_timestamps():
+    header = signing.signature("s3cret", 1_000, b"{}")
+    assert signing.verify("s3cret", header, b"{}", now=1_100)
+    assert not signing.verify("s3cret", header, b"{}", now=2_000)
+    assert not signing.verify("s3cret", header, b'{"a":1}', now=1_100)
+    assert not signing.verify("s3cret", "garbage", b"{}", now=1_100)

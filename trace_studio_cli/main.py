@@ -1,0 +1,179 @@
+"""`trace-studio` commands (click). Configuration: TRACE_STUDIO_URL and TRACE_STUDIO_TOKEN, or --url/--token."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+
+from trace_studio_cli.client import FINISHED, ApiError, StudioClient, bundle_verify
+
+EXPORT_FORMATS = ("trl", "llamafactory", "parquet")
+
+
+def _client(ctx: click.Context) -> StudioClient:
+    return ctx.obj["client_factory"]()
+
+
+@click.group()
+@click.option("--url", envvar="TRACE_STUDIO_URL", default="", help="The studio's address (TRACE_STUDIO_URL).")
+@click.option("--token", envvar="TRACE_STUDIO_TOKEN", default="", help="Your API token (TRACE_STUDIO_TOKEN).")
+@click.pass_context
+def cli(ctx: click.Context, url: str, token: str) -> None:
+    """Trace Studio from the command line: projects, imports, exports and their bundles."""
+    ctx.obj = {"client_factory": lambda: StudioClient(url, token)}
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the API's JSON.")
+@click.pass_context
+def projects(ctx: click.Context, as_json: bool) -> None:
+    """The projects this token can see."""
+    rows = _client(ctx).projects()
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for p in rows:
+        click.echo(f"{p['id']:>5}  {p['name']}  ({p.get('platform', '?')}, {p.get('coordinate_convention', '?')})")
+
+
+def _follow(client: StudioClient, kind: str, job: dict, read) -> dict:
+    """A progress bar until the job ends; the bar's length follows the job's own total as it becomes known."""
+    with click.progressbar(
+        length=max(job.get("progress_total") or 0, 1), label=f"{kind} {job['id']}", show_pos=True, file=sys.stderr
+    ) as bar:
+
+        def show(current: dict) -> None:
+            total = current.get("progress_total") or 0
+            if total and total != bar.length:
+                bar.length = total
+            bar.update(max(0, (current.get("progress_done") or 0) - bar.pos))
+
+        return client.wait(read, on_progress=show)
+
+
+def _finished_or_exit(kind: str, job: dict) -> None:
+    if job["status"] != "succeeded":
+        raise click.ClickException(f"{kind} {job['id']} {job['status']}: {job.get('message') or 'no message'}")
+
+
+@cli.command("import")
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@click.option("--project", "project_ref", required=True, help="Project id or name.")
+@click.option("--format", "fmt", default="", help="Importer to use (default: detected).")
+@click.option("--wait/--no-wait", default=False, help="Follow the job until it ends.")
+@click.pass_context
+def import_(ctx: click.Context, path: Path, project_ref: str, fmt: str, wait: bool) -> None:
+    """Upload PATH (a .zip, a .jsonl, or a folder, which is zipped first) into a project."""
+    client = _client(ctx)
+    project = client.project(project_ref)
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = path
+        if path.is_dir():
+            archive = Path(shutil.make_archive(str(Path(tmp) / path.name), "zip", root_dir=path))
+        job = client.import_start(project["id"], archive, fmt=fmt)
+    click.echo(f"import {job['id']} {job['status']} into project {project['id']} ({project['name']})")
+    if wait:
+        job = _follow(client, "import", job, lambda: client.import_job(job["id"]))
+        click.echo(
+            f"import {job['id']} {job['status']}: {job.get('traces_imported', 0)} traces imported, "
+            f"{job.get('traces_skipped', 0)} already present, {job.get('traces_failed', 0)} failed"
+        )
+        for error in job.get("errors") or []:
+            click.echo(f"  {error}", err=True)
+        _finished_or_exit("import", job)
+
+
+def _option_pairs(pairs: tuple[str, ...]) -> dict:
+    options = {}
+    for pair in pairs:
+        name, sep, raw = pair.partition("=")
+        if not sep:
+            raise click.BadParameter(f"{pair!r}: write NAME=VALUE", param_hint="--option")
+        try:
+            options[name] = json.loads(raw)
+        except ValueError:
+            options[name] = raw
+    return options
+
+
+@cli.command()
+@click.option("--project", "project_ref", required=True, help="Project id or name.")
+@click.option("--format", "fmt", type=click.Choice(EXPORT_FORMATS), required=True)
+@click.option(
+    "--option",
+    "option_pairs",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="An export option, e.g. include_error_free=true or validation_fraction=0.2 (repeatable).",
+)
+@click.option("--wait/--no-wait", default=False, help="Follow the job until it ends (implied by --out).")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Download the finished bundle into this folder (resumable; sha256 checked).",
+)
+@click.pass_context
+def export(
+    ctx: click.Context, project_ref: str, fmt: str, option_pairs: tuple[str, ...], wait: bool, out_dir: Path | None
+) -> None:
+    """Build a training bundle from the project's accepted annotations."""
+    client = _client(ctx)
+    project = client.project(project_ref)
+    job = client.export_start(project["id"], fmt, _option_pairs(option_pairs))
+    click.echo(f"export {job['id']} {job['status']} ({fmt}) for project {project['id']} ({project['name']})")
+    if not (wait or out_dir):
+        return
+    job = _follow(client, "export", job, lambda: client.export_job(job["id"]))
+    _finished_or_exit("export", job)
+    click.echo(f"export {job['id']} succeeded: {json.dumps(job.get('counts') or {})}")
+    if out_dir:
+        _download(client, job, out_dir)
+
+
+@cli.command()
+@click.argument("job_id", type=int)
+@click.option(
+    "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("."), show_default=True
+)
+@click.pass_context
+def download(ctx: click.Context, job_id: int, out_dir: Path) -> None:
+    """Download (or resume downloading) a finished export's bundle and check it."""
+    client = _client(ctx)
+    job = client.export_job(job_id)
+    if job["status"] not in FINISHED:
+        raise click.ClickException(f"export {job_id} is {job['status']}; wait for it (trace-studio export ... --wait)")
+    _download(client, job, out_dir)
+
+
+def _download(client: StudioClient, job: dict, out_dir: Path) -> None:
+    with click.progressbar(length=int(job.get("bundle_size") or 0) or 1, label="bundle", file=sys.stderr) as bar:
+
+        def show(have: int, total: int) -> None:
+            bar.update(max(0, have - bar.pos))
+
+        result = client.download(job, out_dir, on_bytes=show)
+    checked = bundle_verify(result.path)
+    resumed = f", resumed at byte {result.resumed_from}" if result.resumed_from else ""
+    click.echo(
+        f"{result.path} ({result.size} bytes{resumed}); sha256 {result.sha256} matches the studio's; "
+        f"{checked} files match manifest.json"
+    )
+
+
+def main() -> None:
+    try:
+        cli(standalone_mode=True)
+    except ApiError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,51 @@
+"""Endpoints a project's leads registered, and every delivery made to them (the log the page shows)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class WebhookEvent(models.TextChoices):
+    BUNDLE_READY = "bundle.ready", "Bundle ready (an export succeeded)"
+    IMPORT_FAILED = "import.failed", "Import failed"
+    PRESCORING_DONE = "prescoring.done", "Pre-scoring done"
+
+
+class Webhook(models.Model):
+    project = models.ForeignKey("traces.Project", on_delete=models.CASCADE, related_name="webhooks")
+    url = models.URLField(max_length=500)
+    events = models.JSONField(default=list, help_text="WebhookEvent values this endpoint receives.")
+    # Kept to sign each delivery (HMAC-SHA256); shown to the lead once, when the endpoint is registered.
+    secret = models.CharField(max_length=64, editable=False)
+    active = models.BooleanField(default=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"{self.project} → {self.url}"
+
+
+class DeliveryStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    DELIVERED = "delivered", "Delivered"
+    FAILED = "failed", "Failed"
+
+
+class Delivery(models.Model):
+    webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
+    event = models.CharField(max_length=32)
+    payload = models.JSONField()
+    status = models.CharField(max_length=16, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    response_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    last_error = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    resent_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]

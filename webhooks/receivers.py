@@ -1,0 +1,51 @@
+"""Job ends become webhook events (studio.signals.job_ended): the jobs know nothing of webhooks."""
+
+from __future__ import annotations
+
+from django.dispatch import receiver
+from django.urls import reverse
+
+from studio.models import JobStatus
+from studio.signals import job_ended
+from webhooks.models import WebhookEvent
+from webhooks.services import event_emit
+
+
+def _event_for(job) -> tuple[str, dict] | None:
+    from exports.models import ExportJob
+    from traces.models import ImportJob, PrescoreJob
+
+    if isinstance(job, ExportJob) and job.status == JobStatus.SUCCEEDED:
+        return WebhookEvent.BUNDLE_READY, {
+            "export": {
+                "id": job.pk,
+                "format": job.format,
+                "options": job.options,
+                "counts": job.counts,
+                "bundle_sha256": job.bundle_sha256,
+                "bundle_size": job.bundle_size,
+                "download_path": reverse("api-export-bundle", args=[job.pk]),
+            }
+        }
+    if isinstance(job, ImportJob) and job.status == JobStatus.FAILED:
+        return WebhookEvent.IMPORT_FAILED, {
+            "import": {
+                "id": job.pk,
+                "upload": job.original_name,
+                "message": job.message,
+                "errors": job.errors[:20],
+            }
+        }
+    if isinstance(job, PrescoreJob) and job.status == JobStatus.SUCCEEDED:
+        return WebhookEvent.PRESCORING_DONE, {
+            "prescoring": {"id": job.pk, "scorer": job.scorer, "message": job.message}
+        }
+    return None
+
+
+@receiver(job_ended)
+def job_ended_to_webhooks(sender, job, **kwargs) -> None:
+    found = _event_for(job)
+    if found is not None:
+        event, payload = found
+        event_emit(project=job.project, event=event, payload=payload)
