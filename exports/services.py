@@ -20,7 +20,7 @@ from exports.models import ExportFormat, ExportJob
 from exports.storage import bundle_delete, bundle_save
 from exports.writers import WRITERS, image_path
 from studio.db import atomic_with_retry
-from studio.jobs import JobFailed, job_add_error, job_cancel, job_enqueue, job_progress, job_run
+from studio.jobs import JobFailed, job_add_error, job_cancel, job_enqueue, job_progress, job_run, job_workdir
 from studio.models import JobStatus
 from traces import actions as grammar
 from traces.models import Project
@@ -217,10 +217,6 @@ def export_job_create(
     return job
 
 
-def _workdir(job: ExportJob) -> Path:
-    return Path(settings.EXPORT_WORK_DIR) / f"export-{job.pk}"
-
-
 def export_job_run(*, job_id: int, attempt: int | None = None) -> ExportJob:
     """Run an export job (again from the start when a run is taken over: the build is deterministic)."""
     job = ExportJob.objects.select_related("project").get(pk=job_id)
@@ -228,7 +224,7 @@ def export_job_run(*, job_id: int, attempt: int | None = None) -> ExportJob:
 
 
 def _export_work(job: ExportJob) -> str:
-    workdir = _workdir(job)
+    workdir = job_workdir(job) / "bundle"  # job_run removes the attempt's folder when it ends
     job.errors = []
     ExportJob.objects.filter(pk=job.pk).update(errors=[])
 
@@ -260,8 +256,6 @@ def _export_work(job: ExportJob) -> str:
         return export_summary(result.counts)
     except ExportError as exc:
         raise JobFailed(str(exc)) from exc
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def export_summary(counts: dict) -> str:

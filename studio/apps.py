@@ -1,4 +1,10 @@
+import logging
+from pathlib import Path
+
 from django.apps import AppConfig
+from django.conf import settings
+
+log = logging.getLogger(__name__)
 
 
 class StudioConfig(AppConfig):
@@ -7,3 +13,10 @@ class StudioConfig(AppConfig):
 
     def ready(self):
         from . import checks  # noqa: F401  (registers system checks)
+
+        # Large request bodies spool here (under the data dir, where the sweep looks), so the folder must exist;
+        # a process with no writable data dir (collectstatic at image build) needs none.
+        try:
+            Path(settings.FILE_UPLOAD_TEMP_DIR).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            log.warning("cannot make the upload spool folder %s: %s", settings.FILE_UPLOAD_TEMP_DIR, exc)

@@ -9,15 +9,23 @@ database connection dropped (the work is idempotent), and records the end on a f
 the database answers: no database or broker blip leaves a job "running". If the worker dies anyway, the
 watchdog (``jobs_watch_once``, a timer in every worker) finds the job's heartbeat stale and sends it again, or
 fails it after ``JOB_MAX_ATTEMPTS``. The end is announced (``studio.signals.job_ended``) once committed.
+
+Disk: each attempt works in its own folder (``job_workdir``) under ``JOB_WORK_DIR``, removed when the attempt
+ends; when a job ends (however: its run, a cancel, the watchdog) its folders go and the job gives back the files it
+no longer needs (``JobBase.release_files``, e.g. an import's upload); ``jobs_sweep_files`` (the watchdog's timer)
+removes what a killed process left and the files whose keeping time has passed.
 """
 
 from __future__ import annotations
 
 import logging
+import re
+import shutil
 import threading
 import time
 from collections.abc import Callable
 from datetime import timedelta
+from pathlib import Path
 from typing import TypeVar
 
 from django.conf import settings
@@ -78,6 +86,7 @@ def _transition(job, to: str, **fields) -> None:
         setattr(job, name, value)
     if job.is_finished:  # listeners (webhooks) hear of the end only once it is committed
         transaction.on_commit(lambda: job_ended.send(sender=type(job), job=job))
+        transaction.on_commit(lambda: job_release(job))
 
 
 # --- claiming a run ----------------------------------------------------------------------------------------
@@ -209,9 +218,12 @@ def _end(job, status: str, message: str) -> None:
 
 
 def job_run(job: J, work: Callable[[J], str], *, attempt: int | None = None) -> J:
-    """Run ``work(job)`` (it returns the summary shown on success) as one attempt of ``job``; returns the job."""
+    """Run ``work(job)`` (it returns the summary shown on success) as one attempt of ``job``; returns the job.
+
+    ``work`` keeps its scratch files in ``job_workdir(job)``, made empty for it and removed afterwards."""
     if not job_start(job, attempt=attempt):
         return job
+    workdir = _workdir_fresh(job)
     beat = _Heartbeat(job)
     beat.start()
     tries = 0
@@ -245,8 +257,80 @@ def job_run(job: J, work: Callable[[J], str], *, attempt: int | None = None) -> 
             break
     finally:
         beat.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
     _end(job, *outcome)
     return job
+
+
+# --- disk: scratch folders and files a job gives back ------------------------------------------------------
+
+_WORKDIR_NAME = re.compile(r"^(?P<label>[a-z0-9_]+-[a-z0-9_]+)-(?P<pk>\d+)-(?P<attempt>\d+)$")
+
+
+def _workdir_prefix(job) -> str:
+    return f"{job._meta.label_lower.replace('.', '-')}-{job.pk}-"
+
+
+def job_workdir(job) -> Path:
+    """The running attempt's scratch folder. Under the data dir, not /tmp, and named by job and attempt: what a
+    killed worker leaves is found and removed, and a superseded attempt never shares a folder with its successor."""
+    return Path(settings.JOB_WORK_DIR) / f"{_workdir_prefix(job)}{job.attempts}"
+
+
+def _workdir_fresh(job) -> Path:
+    for old in _job_workdirs(job):  # what earlier attempts (killed workers) left
+        shutil.rmtree(old, ignore_errors=True)
+    workdir = job_workdir(job)
+    workdir.mkdir(parents=True)
+    return workdir
+
+
+def _job_workdirs(job) -> list[Path]:
+    root = Path(settings.JOB_WORK_DIR)
+    return sorted(root.glob(f"{_workdir_prefix(job)}*")) if root.is_dir() else []
+
+
+def job_release(job) -> None:
+    """Give back what an ended job holds on disk: its scratch folders, and the files it no longer needs."""
+    for folder in _job_workdirs(job):
+        shutil.rmtree(folder, ignore_errors=True)
+    try:
+        job.release_files()
+    except Exception:  # noqa: BLE001 - storage may be down; the sweep tries again later
+        log.exception("%s %s: could not give back its files; the sweep will try again", type(job).__name__, job.pk)
+
+
+def jobs_sweep_files(*, now=None) -> dict[str, int]:
+    """Remove scratch folders whose job has ended, is gone or has moved to a newer attempt (a killed worker's
+    leftovers), spooled request bodies older than a day (a killed web process's), and the files each job kind
+    keeps only for a while. Returns how many of each were removed."""
+    now = now or timezone.now()
+    models = {model._meta.label_lower.replace(".", "-"): model for model in _job_models()}
+    removed = {"workdirs": 0, "spooled_bodies": 0, "job_files": 0}
+    root = Path(settings.JOB_WORK_DIR)
+    for folder in sorted(root.iterdir()) if root.is_dir() else []:
+        match = _WORKDIR_NAME.match(folder.name)
+        model = models.get(match["label"]) if match else None
+        if match is None or model is None:
+            continue  # not a job's folder: not ours to remove
+        row = model.objects.filter(pk=int(match["pk"])).values("status", "attempts").first()
+        running = row is not None and row["status"] in (JobStatus.QUEUED, JobStatus.RUNNING)
+        if running and int(match["attempt"]) >= row["attempts"]:
+            continue  # the live attempt's
+        shutil.rmtree(folder, ignore_errors=True)
+        removed["workdirs"] += 1
+    spool = Path(settings.FILE_UPLOAD_TEMP_DIR)
+    cutoff = (now - timedelta(days=1)).timestamp()
+    for file in spool.iterdir() if spool.is_dir() else []:
+        try:
+            if file.is_file() and file.stat().st_mtime < cutoff:
+                file.unlink()
+                removed["spooled_bodies"] += 1
+        except OSError:
+            continue  # gone meanwhile, or not ours
+    for model in models.values():
+        removed["job_files"] += model.sweep_expired_files(now=now)
+    return removed
 
 
 # --- cancel ----------------------------------------------------------------------------------------------
@@ -350,6 +434,9 @@ def watchdog_start() -> threading.Thread:
                 acted = jobs_watch_once()
                 if acted:
                     log.warning("job watchdog: %s", acted)
+                swept = jobs_sweep_files()
+                if any(swept.values()):
+                    log.info("disk sweep: %s", swept)
             except Exception:  # noqa: BLE001 - the watchdog must outlive a database or broker blip
                 log.exception("job watchdog could not look at the jobs")
                 connection.close()

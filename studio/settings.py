@@ -267,8 +267,16 @@ REQUEST_BODY_MIN_RATE = env_int("STUDIO_REQUEST_BODY_MIN_BYTES_PER_S", 32 * 1024
 RESPONSE_SEND_TIMEOUT_S = env_int("STUDIO_RESPONSE_SEND_TIMEOUT_S", 60)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024**2
 
-# --- Exports ------------------------------------------------------------------------------------
-EXPORT_WORK_DIR = Path(env("STUDIO_EXPORT_WORK_DIR", str(DATA_DIR / "export-work")))
+# --- Disk: scratch space and what is kept (docs/deploy.md, "Disk") --------------------------------
+# Each job attempt works in its own folder under JOB_WORK_DIR (unpacked archives, export builds), removed when the
+# attempt ends; a folder a killed worker left is swept when its job ends or is taken over, and by the watchdog.
+JOB_WORK_DIR = Path(env("STUDIO_JOB_WORK_DIR", str(DATA_DIR / "work")))
+# Request bodies too large to keep in memory are spooled here, not in the system's /tmp.
+FILE_UPLOAD_TEMP_DIR = str(Path(env("STUDIO_UPLOAD_TEMP_DIR", str(DATA_DIR / "tmp"))))
+# An uploaded archive is deleted once its import succeeded (true keeps it); one whose import failed or was
+# cancelled is kept IMPORT_FAILED_UPLOAD_DAYS days, for a look at what went wrong, then swept.
+IMPORT_KEEP_UPLOADS = env_bool("STUDIO_IMPORT_KEEP_UPLOADS", False)
+IMPORT_FAILED_UPLOAD_DAYS = env_int("STUDIO_IMPORT_FAILED_UPLOAD_DAYS", 7)
 # --- Jobs (studio/jobs.py) -------------------------------------------------------------------------------
 # A running job whose heartbeat is older than this lost its worker: every worker's watchdog looks each
 # JOB_WATCH_INTERVAL_S and sends it again, up to JOB_MAX_ATTEMPTS runs, then fails it. A job's own run beats

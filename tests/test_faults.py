@@ -235,14 +235,26 @@ def redelivery_env(monkeypatch):
     monkeypatch.setenv("STUDIO_JOB_WATCH_INTERVAL_S", "1")
 
 
+def _data_dir_files() -> dict[Path, int]:
+    """Every file under the parts of the data dir that jobs and requests write (stored files, scratch, spool)."""
+    from django.conf import settings
+
+    roots = [Path(settings.MEDIA_ROOT), Path(settings.JOB_WORK_DIR), Path(settings.FILE_UPLOAD_TEMP_DIR)]
+    return {file: file.stat().st_size for root in roots if root.is_dir() for file in root.rglob("*") if file.is_file()}
+
+
 @pytest.mark.worker
 def test_worker_killed_mid_import_finishes_after_restart_without_duplicates(
     role_groups, project, lead, tmp_path, redelivery_env
 ):
-    from traces.models import ImportJob, Step, Trace
+    from django.conf import settings
+    from django.db.models import Q
+
+    from traces.models import ImportJob, Screenshot, Step, Trace
 
     count, steps = 40, 4
     data = _archive(tmp_path, count, steps)
+    before = _data_dir_files()
     purge_broker()
     worker = WorkerProcess().start()
     client = Client()
@@ -269,6 +281,19 @@ def test_worker_killed_mid_import_finishes_after_restart_without_duplicates(
     assert sorted(traces.values_list("external_id", flat=True)) == sorted(f"kill-{n}" for n in range(count))
     assert Step.objects.filter(trace__project=project).count() == count * steps
     assert all(t.steps.count() == steps for t in traces)
+    # Disk: after the kill and the recovery, the data dir holds what it held before plus the stored screenshots and
+    # thumbnails: the killed attempt's unpacked archive is swept and the upload deleted once the import succeeded.
+    media = Path(settings.MEDIA_ROOT)
+    stored = {
+        media / name
+        for shot in Screenshot.objects.filter(
+            Q(steps__trace__project=project) | Q(pk__in=traces.values("final_screenshot"))
+        ).distinct()
+        for name in (shot.image.name, shot.thumbnail.name if shot.thumbnail else "")
+        if name
+    }
+    grown = {file: size for file, size in _data_dir_files().items() if before.get(file) != size and file not in stored}
+    assert grown == {}, grown
 
 
 @pytest.mark.worker

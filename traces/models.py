@@ -210,8 +210,22 @@ class ImportJob(JobBase):
         max_length=24, choices=CoordinateConvention.choices, blank=True, default=""
     )
 
+    # When the uploaded archive was deleted from storage (docs/deploy.md, "Disk"); empty while it is kept.
+    upload_removed_at = models.DateTimeField(null=True, blank=True)
+
     def task_name(self) -> str:
         return "traces.tasks.run_import"
+
+    def release_files(self) -> None:
+        from traces.services import import_upload_release
+
+        import_upload_release(job=self)
+
+    @classmethod
+    def sweep_expired_files(cls, *, now) -> int:
+        from traces.services import import_uploads_sweep
+
+        return import_uploads_sweep(now=now)
 
 
 # --- Pre-scoring (suggestions for annotators, never answers) -----------------------------------

@@ -10,6 +10,7 @@ import tempfile
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
@@ -21,7 +22,8 @@ from django.utils import timezone
 
 from studio.db import atomic_with_retry
 from studio.inputs import input_problem
-from studio.jobs import JobFailed, job_add_error, job_enqueue, job_progress, job_run
+from studio.jobs import JobFailed, job_add_error, job_enqueue, job_progress, job_run, job_workdir
+from studio.models import JobStatus
 from traces import actions as grammar
 from traces.images import ImageInfo, ImageProblem, inspect_image, make_thumbnail
 from traces.importers import (
@@ -547,12 +549,44 @@ def import_upload_store(*, uploaded_file) -> str:
     return default_storage.save("imports/upload.zip", uploaded_file)
 
 
+def import_upload_release(*, job: ImportJob) -> None:
+    """An ended import's upload: deleted once it succeeded (unless IMPORT_KEEP_UPLOADS); a failed or cancelled
+    one's stays for IMPORT_FAILED_UPLOAD_DAYS (``import_uploads_sweep``). A server path is never ours to delete."""
+    if job.status == JobStatus.SUCCEEDED and not settings.IMPORT_KEEP_UPLOADS:
+        _upload_remove(job)
+
+
+def import_uploads_sweep(*, now) -> int:
+    """Delete the uploads of failed or cancelled imports that ended more than IMPORT_FAILED_UPLOAD_DAYS ago (and of
+    succeeded ones whose deletion at their end did not happen, e.g. storage was down); returns how many."""
+    if settings.IMPORT_KEEP_UPLOADS:
+        return 0
+    ended = ImportJob.objects.filter(upload_is_server_path=False, upload_removed_at__isnull=True)
+    due = ended.filter(status=JobStatus.SUCCEEDED) | ended.filter(
+        status__in=[JobStatus.FAILED, JobStatus.CANCELLED],
+        finished_at__lt=now - timedelta(days=settings.IMPORT_FAILED_UPLOAD_DAYS),
+    )
+    removed = 0
+    for job in due.order_by("pk")[:500]:
+        _upload_remove(job)
+        removed += 1
+    return removed
+
+
+def _upload_remove(job: ImportJob) -> None:
+    if job.upload_is_server_path or job.upload_removed_at is not None:
+        return
+    default_storage.delete(job.upload)  # no error when it is already gone
+    job.upload_removed_at = timezone.now()
+    ImportJob.objects.filter(pk=job.pk).update(upload_removed_at=job.upload_removed_at)
+
+
 @contextlib.contextmanager
 def _job_source(job: ImportJob):
     if job.upload_is_server_path:
         yield Path(job.upload)
         return
-    with tempfile.TemporaryDirectory(prefix="trace-upload-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="upload-", dir=job_workdir(job)) as tmp:
         # Never named after the user's file name (a long non-ASCII name is longer than a file system allows):
         # only its kind is kept, for the format detection.
         suffix = ".jsonl" if (job.original_name or job.upload).lower().endswith(".jsonl") else ".zip"
@@ -578,7 +612,7 @@ def _import_work(job: ImportJob) -> str:
     upload = job.original_name or Path(job.upload).name
     local: Path | None = None
     try:
-        with _job_source(job) as local, opened_source(local) as (root, extract_report):
+        with _job_source(job) as local, opened_source(local, scratch=job_workdir(job)) as (root, extract_report):
             if extract_report:
                 for refused in extract_report.refused:
                     job_add_error(job, refused)

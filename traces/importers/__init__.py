@@ -54,10 +54,11 @@ def detect_format(root: Path) -> str:
 
 
 @contextlib.contextmanager
-def opened_source(path: Path) -> Iterator[tuple[Path, ExtractReport | None]]:
-    """Yield a folder (or JSONL file) to read; a .zip is unpacked safely into a temporary folder."""
+def opened_source(path: Path, *, scratch: Path | None = None) -> Iterator[tuple[Path, ExtractReport | None]]:
+    """Yield a folder (or JSONL file) to read; a .zip is unpacked safely into a temporary folder, inside
+    ``scratch`` when given (a job's folder, which is swept if the process is killed), else the system's."""
     if path.suffix.lower() == ".zip" or (path.is_file() and _looks_like_zip(path)):
-        with tempfile.TemporaryDirectory(prefix="trace-import-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="trace-import-", dir=scratch) as tmp:
             report = safe_extract(path, Path(tmp))
             root = Path(tmp)
             children = [p for p in root.iterdir()]
