@@ -25,7 +25,7 @@ test: install
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 test-fast: install
-	$(PY) -m pytest -q -m "not browser and not worker and not fullstack" $(PYTEST_ARGS)
+	$(PY) -m pytest -q -m "not browser and not worker and not fullstack and not llamafactory" $(PYTEST_ARGS)
 
 # ruff (lint and format; the rules and line length are in pyproject.toml) and mypy with django-stubs on the services,
 # selectors and grammar (the file list is in pyproject.toml).

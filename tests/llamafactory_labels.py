@@ -1,0 +1,156 @@
+"""Run LLaMA-Factory's own data preprocessing on an unzipped bundle and report where its labels fall.
+
+Runs inside the separate LLaMA-Factory virtualenv (``tests/llamafactory_env.py``), never in the project's: it
+imports ``llamafactory`` and nothing of the studio. Run it from the bundle's folder, as the bundle's README says
+to run ``llamafactory-cli train sft.yaml``::
+
+    cd bundle && VENV/bin/python tests/llamafactory_labels.py sft.yaml out.json [--set mask_history=false]
+
+The config is the bundle's own YAML, parsed by LLaMA-Factory's argument parser (``get_train_args``), with only
+what a real checkpoint would provide replaced: ``model_name_or_path`` points at a small tokenizer written here
+(the Qwen special tokens, :func:`traces.prescoring.tiny.build_tokenizer`; no weights are needed to preprocess),
+``output_dir`` at a temporary folder, and ``bf16`` off (no GPU). Then, as ``llamafactory-cli train`` does before
+it builds the model: ``load_tokenizer``, ``get_template_and_fix_tokenizer``, ``get_dataset`` with the stage's
+dataset processor (``sft`` → supervised, ``dpo`` → pairwise). The output lists, per preprocessed example and per
+label column, the runs of consecutive labelled tokens (``labels != IGNORE_INDEX``) decoded to text, so the test
+can say which turns carry loss.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))  # for traces.prescoring.tiny (plain tokenizers/transformers code, no Django)
+
+# llamafactory's workflows call get_dataset with stage "rm" for pairwise data (DPO, reward modelling).
+DATASET_STAGE = {"sft": "sft", "dpo": "rm"}
+LABEL_COLUMNS = {"sft": ["labels"], "dpo": ["chosen_labels", "rejected_labels"]}
+
+
+def tiny_checkpoint(folder: Path, *, min_pixels: int, max_pixels: int) -> Path:
+    """A tokenizer folder that ``load_tokenizer`` reads as it reads a real checkpoint's."""
+    from transformers import Qwen2VLImageProcessor
+
+    from traces.prescoring.tiny import build_tokenizer
+
+    build_tokenizer().save_pretrained(folder)
+    Qwen2VLImageProcessor(min_pixels=min_pixels, max_pixels=max_pixels).save_pretrained(folder)
+    return folder
+
+
+def qwen2vl_processor(tokenizer, model_args):
+    """Qwen2-VL's processor without its video processor, patched by LLaMA-Factory's own ``patch_processor``.
+
+    ``load_tokenizer`` cannot build it here: Qwen2-VL's video processor needs torchvision, which has no wheel for
+    the pinned CPU torch (formats.md §5), so ``AutoProcessor`` fails and LLaMA-Factory carries on without one.
+    Images go through the same image processor and the same ``<|image_pad|>`` expansion as with the full one.
+    """
+    from llamafactory.model.patcher import patch_processor
+    from transformers import Qwen2VLImageProcessor, Qwen2VLProcessor
+
+    class ProcessorWithoutVideo(Qwen2VLProcessor):
+        attributes = ["image_processor", "tokenizer"]
+        tokenizer_class = "PreTrainedTokenizerFast"  # the small tokenizer above, not Qwen2's own class
+
+        def __init__(self, image_processor=None, tokenizer=None, **kwargs):
+            super().__init__(image_processor, tokenizer, None, **kwargs)
+
+        @classmethod
+        def get_attributes(cls):
+            return ["image_processor", "tokenizer"]
+
+    image_processor = Qwen2VLImageProcessor(
+        min_pixels=model_args.image_min_pixels, max_pixels=model_args.image_max_pixels
+    )
+    processor = ProcessorWithoutVideo(image_processor=image_processor, tokenizer=tokenizer)
+    patch_processor(processor, tokenizer, model_args)
+    return processor
+
+
+def label_runs(labels: list[int], tokenizer, ignore_index: int) -> list[dict]:
+    """Runs of consecutive labelled positions: where each starts and ends, and its text."""
+    runs: list[dict] = []
+    start = None
+    for position, label in enumerate([*labels, ignore_index]):
+        if label != ignore_index and start is None:
+            start = position
+        elif label == ignore_index and start is not None:
+            ids = labels[start:position]
+            runs.append({"start": start, "end": position, "text": tokenizer.decode(ids, skip_special_tokens=False)})
+            start = None
+    return runs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("config", help="the bundle's sft.yaml or dpo.yaml")
+    parser.add_argument("out", help="where to write the JSON report")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=YAML", help="override one config key")
+    args = parser.parse_args()
+
+    from llamafactory.data import get_dataset, get_template_and_fix_tokenizer
+    from llamafactory.extras.constants import IGNORE_INDEX
+    from llamafactory.hparams import get_train_args
+    from llamafactory.model import load_tokenizer
+
+    config = yaml.safe_load(Path(args.config).read_text())
+    for item in args.set:
+        key, _, value = item.partition("=")
+        config[key] = yaml.safe_load(value)
+    stage = config["stage"]
+    with tempfile.TemporaryDirectory(prefix="llamafactory-labels-") as scratch_name:
+        scratch = Path(scratch_name)
+        config.update(
+            model_name_or_path=str(
+                tiny_checkpoint(
+                    scratch / "checkpoint",
+                    min_pixels=config.get("image_min_pixels", 32 * 32),
+                    max_pixels=config.get("image_max_pixels", 768 * 768),
+                )
+            ),
+            output_dir=str(scratch / "out"),
+            bf16=False,
+            report_to="none",
+            overwrite_cache=True,
+        )
+        model_args, data_args, training_args, _finetuning_args, _generating_args = get_train_args(config)
+        tokenizer = load_tokenizer(model_args)["tokenizer"]
+        processor = qwen2vl_processor(tokenizer, model_args)
+        template = get_template_and_fix_tokenizer(tokenizer, data_args)
+        module = get_dataset(
+            template,
+            model_args,
+            data_args,
+            training_args,
+            stage=DATASET_STAGE[stage],
+            tokenizer=tokenizer,
+            processor=processor,
+        )
+        image_pad = tokenizer.convert_tokens_to_ids("<|image_pad|>")
+        examples = []
+        for example in module["train_dataset"]:
+            inputs = example["input_ids" if stage == "sft" else "chosen_input_ids"]
+            summary = {"length": len(inputs), "image_pad_tokens": inputs.count(image_pad)}
+            if stage == "dpo":
+                summary["rejected_length"] = len(example["rejected_input_ids"])
+            for column in LABEL_COLUMNS[stage]:
+                summary[column] = label_runs(example[column], tokenizer, IGNORE_INDEX)
+            examples.append(summary)
+        report = {
+            "stage": stage,
+            "mask_history": data_args.mask_history,
+            "template": data_args.template,
+            "examples": examples,
+        }
+    Path(args.out).write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
+
+
+if __name__ == "__main__":
+    main()

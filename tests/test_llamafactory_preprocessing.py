@@ -1,0 +1,129 @@
+"""LLaMA-Factory's own data preprocessing, run on a real LLaMA-Factory bundle, puts loss on the target step only
+(issue 13, item 4).
+
+The bundle's sharegpt conversations hold the history replies as assistant turns (in post-reflection samples that
+includes the original wrong step τ). LLaMA-Factory labels every assistant turn unless ``mask_history: true``, which
+the bundle's ``sft.yaml`` sets. Here the bundle's own configs go through llamafactory's argument parser, template
+(``qwen2_vl``), multimodal plugin and dataset processors, in a virtualenv of their own (``tests/llamafactory_env.py``
+says why it cannot be the project's), via ``tests/llamafactory_labels.py``; the labels that come out must cover the
+last assistant turn and nothing else. The control, the same config with ``mask_history: false``, labels every
+history reply, so the check can fail.
+
+A machine without a package index cannot build the virtualenv: the test then fails, unless
+``STUDIO_SKIP_LLAMAFACTORY=1`` says to skip it. Select it alone with ``-m llamafactory``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import zipfile
+
+import pytest
+
+from annotation.models import Verdict
+from exports import services
+from tests.conftest import REPO
+from tests.llamafactory_env import VenvBuildError, ensure_venv
+from tests.test_export_fixtures import REPLIES, accepted_annotation, make_trace
+
+pytestmark = [pytest.mark.django_db, pytest.mark.llamafactory]
+
+END_OF_TURN = "<|im_end|>\n"  # what LLaMA-Factory's qwen2_vl template appends to every assistant turn
+WRONG_STEP = "Thought: Open the wrong item."  # REPLIES[2], the recorded step τ=3 of every trace below
+
+
+@pytest.fixture(scope="session")
+def llamafactory_python():
+    if os.environ.get("STUDIO_SKIP_LLAMAFACTORY") == "1":
+        pytest.skip("STUDIO_SKIP_LLAMAFACTORY=1: LLaMA-Factory's preprocessing of the bundle is not checked")
+    try:
+        return ensure_venv()
+    except VenvBuildError as error:
+        problem = str(error)
+    pytest.fail(
+        f"cannot build LLaMA-Factory's virtualenv (it needs a package index; set STUDIO_SKIP_LLAMAFACTORY=1 to "
+        f"skip this check on purpose):\n{problem}",
+        pytrace=False,
+    )
+
+
+@pytest.fixture
+def bundle(project, annotator, lead, tmp_path):
+    """Three annotated traces, error at τ=3: error-correction and post-reflection samples with two and three
+    history replies, and DPO pairs."""
+    for n in range(3):
+        trace = make_trace(project, replies=REPLIES, external_id=f"t{n}", image_seed=n + 1)
+        accepted_annotation(
+            trace,
+            annotator=annotator,
+            reviewer=lead,
+            verdict=Verdict.ERROR,
+            tau=3,
+            corrected_thought="Click Display.",
+            corrected_action=f"click(start_box='({300 + n},260)')",
+            reflection_thought="Wrong panel; go back.",
+            reflection_action="hotkey(key='alt left')",
+        )
+    out = tmp_path / "bundle.zip"
+    services.export_to_path(project=project, user=None, fmt="llamafactory", options={"validation_fraction": 0}, out=out)
+    folder = tmp_path / "bundle"
+    with zipfile.ZipFile(out) as archive:
+        archive.extractall(folder)
+    return folder
+
+
+def preprocess(python, bundle, config: str, *overrides: str) -> dict:
+    """LLaMA-Factory's preprocessing of the bundle with one of its configs, run from the bundle's folder."""
+    report = bundle.parent / f"labels-{config}-{len(overrides)}.json"
+    command = [str(python), str(REPO / "tests" / "llamafactory_labels.py"), config, str(report)]
+    command += [arg for override in overrides for arg in ("--set", override)]
+    environment = {**os.environ, "HF_DATASETS_CACHE": str(bundle.parent / "hf-cache"), "HF_HUB_OFFLINE": "1"}
+    result = subprocess.run(command, cwd=bundle, capture_output=True, text=True, timeout=600, env=environment)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-6000:]
+    return json.loads(report.read_text())
+
+
+def assistant_turns(record: dict) -> list[str]:
+    return [turn["value"] for turn in record["conversations"] if turn["from"] == "gpt"]
+
+
+def test_sft_labels_cover_only_the_final_assistant_turn(llamafactory_python, bundle):
+    records = json.loads((bundle / "sft_train.json").read_text())
+    assert {record["kind"] for record in records} == {"error_correction", "post_reflection"}
+    assert all(len(assistant_turns(record)) >= 3 for record in records), "samples with history replies"
+
+    masked = preprocess(llamafactory_python, bundle, "sft.yaml")
+    assert len(masked["examples"]) == len(records), "LLaMA-Factory dropped none of the samples"
+    for record, example in zip(records, masked["examples"]):
+        assert example["image_pad_tokens"] > 0, "the screenshots reached Qwen2-VL's processor"
+        assert [run["text"] for run in example["labels"]] == [assistant_turns(record)[-1] + END_OF_TURN]
+        assert example["labels"][0]["end"] == example["length"]
+    assert masked["mask_history"] is True and masked["template"] == "qwen2_vl"
+
+    # The control: the same bundle without mask_history trains on every history reply, the wrong step τ included.
+    unmasked = preprocess(llamafactory_python, bundle, "sft.yaml", "mask_history=false")
+    assert unmasked["mask_history"] is False
+    for record, example in zip(records, unmasked["examples"]):
+        labelled = [run["text"] for run in example["labels"]]
+        assert labelled == [turn + END_OF_TURN for turn in assistant_turns(record)]
+        if record["kind"] == "post_reflection":
+            assert labelled[-2].startswith(WRONG_STEP)
+
+
+def test_dpo_labels_cover_only_the_chosen_and_rejected_step(llamafactory_python, bundle):
+    records = json.loads((bundle / "dpo_train.json").read_text())
+    assert records and all(len(assistant_turns(record)) >= 2 for record in records), "pairs with history replies"
+
+    pairs = preprocess(llamafactory_python, bundle, "dpo.yaml")
+    assert pairs["stage"] == "dpo" and pairs["template"] == "qwen2_vl"
+    assert len(pairs["examples"]) == len(records)
+    for record, example in zip(records, pairs["examples"]):
+        assert example["image_pad_tokens"] > 0
+        [chosen] = example["chosen_labels"]
+        [rejected] = example["rejected_labels"]
+        assert chosen["text"] == record["chosen"]["value"] + END_OF_TURN and chosen["end"] == example["length"]
+        assert rejected["text"] == record["rejected"]["value"] + END_OF_TURN
+        assert rejected["end"] == example["rejected_length"]
+        assert rejected["text"].startswith(WRONG_STEP) and chosen["start"] == rejected["start"]
