@@ -13,7 +13,7 @@ what a real checkpoint would provide replaced: ``model_name_or_path`` points at 
 it builds the model: ``load_tokenizer``, ``get_template_and_fix_tokenizer``, ``get_dataset`` with the stage's
 dataset processor (``sft`` → supervised, ``dpo`` → pairwise). The output lists, per preprocessed example and per
 label column, the runs of consecutive labelled tokens (``labels != IGNORE_INDEX``) decoded to text, so the test
-can say which turns carry loss.
+can say which turns carry loss: under ``train`` (the config's ``dataset``) and ``eval`` (its ``eval_dataset``).
 """
 
 from __future__ import annotations
@@ -88,6 +88,17 @@ def label_runs(labels: list[int], tokenizer, ignore_index: int) -> list[dict]:
     return runs
 
 
+def summary(example: dict, stage: str, tokenizer, image_pad: int, ignore_index: int) -> dict:
+    """One preprocessed example: its length, its image tokens, and the labelled runs of each label column."""
+    inputs = example["input_ids" if stage == "sft" else "chosen_input_ids"]
+    result = {"length": len(inputs), "image_pad_tokens": inputs.count(image_pad)}
+    if stage == "dpo":
+        result["rejected_length"] = len(example["rejected_input_ids"])
+    for column in LABEL_COLUMNS[stage]:
+        result[column] = label_runs(example[column], tokenizer, ignore_index)
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("config", help="the bundle's sft.yaml or dpo.yaml")
@@ -134,20 +145,16 @@ def main() -> None:
             processor=processor,
         )
         image_pad = tokenizer.convert_tokens_to_ids("<|image_pad|>")
-        examples = []
-        for example in module["train_dataset"]:
-            inputs = example["input_ids" if stage == "sft" else "chosen_input_ids"]
-            summary = {"length": len(inputs), "image_pad_tokens": inputs.count(image_pad)}
-            if stage == "dpo":
-                summary["rejected_length"] = len(example["rejected_input_ids"])
-            for column in LABEL_COLUMNS[stage]:
-                summary[column] = label_runs(example[column], tokenizer, IGNORE_INDEX)
-            examples.append(summary)
+        splits = {"train": module.get("train_dataset"), "eval": module.get("eval_dataset")}
         report = {
             "stage": stage,
             "mask_history": data_args.mask_history,
             "template": data_args.template,
-            "examples": examples,
+            **{
+                split: [summary(example, stage, tokenizer, image_pad, IGNORE_INDEX) for example in dataset]
+                for split, dataset in splits.items()
+                if dataset is not None
+            },
         }
     Path(args.out).write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
 

@@ -51,9 +51,9 @@ def llamafactory_python():
 
 @pytest.fixture
 def bundle(project, annotator, lead, tmp_path):
-    """Three annotated traces, error at τ=3: error-correction and post-reflection samples with two and three
-    history replies, and DPO pairs."""
-    for n in range(3):
+    """Four annotated traces, error at τ=3: error-correction and post-reflection samples with two and three
+    history replies, and DPO pairs; split into train and validation, so the configs name an ``eval_dataset``."""
+    for n in range(4):
         trace = make_trace(project, replies=REPLIES, external_id=f"t{n}", image_seed=n + 1)
         accepted_annotation(
             trace,
@@ -67,7 +67,9 @@ def bundle(project, annotator, lead, tmp_path):
             reflection_action="hotkey(key='alt left')",
         )
     out = tmp_path / "bundle.zip"
-    services.export_to_path(project=project, user=None, fmt="llamafactory", options={"validation_fraction": 0}, out=out)
+    services.export_to_path(
+        project=project, user=None, fmt="llamafactory", options={"validation_fraction": 0.5, "split_seed": 3}, out=out
+    )
     folder = tmp_path / "bundle"
     with zipfile.ZipFile(out) as archive:
         archive.extractall(folder)
@@ -89,14 +91,22 @@ def assistant_turns(record: dict) -> list[str]:
     return [turn["value"] for turn in record["conversations"] if turn["from"] == "gpt"]
 
 
-def test_sft_labels_cover_only_the_final_assistant_turn(llamafactory_python, bundle):
-    records = json.loads((bundle / "sft_train.json").read_text())
-    assert {record["kind"] for record in records} == {"error_correction", "post_reflection"}
-    assert all(len(assistant_turns(record)) >= 3 for record in records), "samples with history replies"
+def records_and_examples(bundle, stage: str, report: dict) -> list[tuple[dict, dict]]:
+    """Each bundle record with what LLaMA-Factory made of it, train and validation; it must have dropped none."""
+    pairs = []
+    for split, preprocessed in (("train", "train"), ("validation", "eval")):
+        records = json.loads((bundle / f"{stage}_{split}.json").read_text())
+        assert len(report[preprocessed]) == len(records), f"LLaMA-Factory kept every {stage} {split} sample"
+        pairs += zip(records, report[preprocessed])
+    return pairs
 
+
+def test_sft_labels_cover_only_the_final_assistant_turn(llamafactory_python, bundle):
     masked = preprocess(llamafactory_python, bundle, "sft.yaml")
-    assert len(masked["examples"]) == len(records), "LLaMA-Factory dropped none of the samples"
-    for record, example in zip(records, masked["examples"]):
+    pairs = records_and_examples(bundle, "sft", masked)
+    assert {record["kind"] for record, _ in pairs} == {"error_correction", "post_reflection"}
+    assert all(len(assistant_turns(record)) >= 3 for record, _ in pairs), "samples with history replies"
+    for record, example in pairs:
         assert example["image_pad_tokens"] > 0, "the screenshots reached Qwen2-VL's processor"
         assert [run["text"] for run in example["labels"]] == [assistant_turns(record)[-1] + END_OF_TURN]
         assert example["labels"][0]["end"] == example["length"]
@@ -105,7 +115,7 @@ def test_sft_labels_cover_only_the_final_assistant_turn(llamafactory_python, bun
     # The control: the same bundle without mask_history trains on every history reply, the wrong step τ included.
     unmasked = preprocess(llamafactory_python, bundle, "sft.yaml", "mask_history=false")
     assert unmasked["mask_history"] is False
-    for record, example in zip(records, unmasked["examples"]):
+    for record, example in records_and_examples(bundle, "sft", unmasked):
         labelled = [run["text"] for run in example["labels"]]
         assert labelled == [turn + END_OF_TURN for turn in assistant_turns(record)]
         if record["kind"] == "post_reflection":
@@ -113,13 +123,11 @@ def test_sft_labels_cover_only_the_final_assistant_turn(llamafactory_python, bun
 
 
 def test_dpo_labels_cover_only_the_chosen_and_rejected_step(llamafactory_python, bundle):
-    records = json.loads((bundle / "dpo_train.json").read_text())
-    assert records and all(len(assistant_turns(record)) >= 2 for record in records), "pairs with history replies"
-
-    pairs = preprocess(llamafactory_python, bundle, "dpo.yaml")
-    assert pairs["stage"] == "dpo" and pairs["template"] == "qwen2_vl"
-    assert len(pairs["examples"]) == len(records)
-    for record, example in zip(records, pairs["examples"]):
+    report = preprocess(llamafactory_python, bundle, "dpo.yaml")
+    assert report["stage"] == "dpo" and report["template"] == "qwen2_vl"
+    pairs = records_and_examples(bundle, "dpo", report)
+    assert all(len(assistant_turns(record)) >= 2 for record, _ in pairs), "pairs with history replies"
+    for record, example in pairs:
         assert example["image_pad_tokens"] > 0
         [chosen] = example["chosen_labels"]
         [rejected] = example["rejected_labels"]
