@@ -36,6 +36,9 @@
   const ann = DATA.annotation;
   const state = {
     current: 1, overlay: true, compare: false, table: null, cursor: null,
+    // One view for every pane: scale (1 = the screenshot fitted) and where the image's top-left corner sits, in
+    // fractions of the frame; kept while stepping, so the same region stays in view from screen to screen.
+    zoom: { scale: 1, ox: 0, oy: 0 },
     version: ann.version, form: pickFields(ann), serverForm: pickFields(ann),
     saving: false, pendingAgain: false, retryDelay: 1000, retryUntil: 0, retryTimer: null, blocked: null,
     lastInput: Date.now(), placeIndex: { corrected: 0, reflection: 0 },
@@ -282,7 +285,9 @@
   function drawAction(layer, shot, action, tone) {
     if (!action || !action.type) return;
     const args = action.args || {};
-    const scale = Math.max(shot.width, shot.height) / 1000;
+    // Marker sizes are in screenshot pixels: divided by the zoom, they keep their size on screen and never cover
+    // more of the element being judged as the annotator zooms in.
+    const scale = Math.max(shot.width, shot.height) / 1000 / state.zoom.scale;
     const r = 14 * scale, sw = 3 * scale, font = 15 * scale;
     const start = Array.isArray(args.start_box) ? toPx(shot, args.start_box) : null;
     const end = Array.isArray(args.end_box) ? toPx(shot, args.end_box) : null;
@@ -338,20 +343,7 @@
     layer.appendChild(g);
   }
 
-  function shotPane(index, options) {
-    const shot = shotOf(index);
-    const pane = el("figure", { class: "ws-pane" });
-    const caption = el("figcaption", {}, index === N + 1 ? `o${sub(N + 1)} · final screen` : `o${sub(index)} · step ${index}`);
-    if (!shot) {
-      pane.appendChild(el("div", { class: "ws-missing" }, index > N ? "No screen after the last step was kept." : "No screenshot was recorded for this step."));
-      pane.appendChild(caption);
-      return pane;
-    }
-    const frame = el("div", { class: "ws-frame" });
-    frame.style.aspectRatio = `${shot.width} / ${shot.height}`;
-    const img = el("img", { src: shot.url, alt: `screenshot of step ${index}`, draggable: false, decoding: "async" });
-    img.width = shot.width; img.height = shot.height;
-    frame.appendChild(img);
+  function overlayLayer(index, options, shot) {
     const layer = svg("svg", { viewBox: `0 0 ${shot.width} ${shot.height}`, class: "ws-overlay", preserveAspectRatio: "none" });
     const defs = svg("defs");
     for (const tone of ["recorded", "fix"]) {
@@ -364,28 +356,188 @@
     const slot = options.slot;
     if (state.overlay && slot && state.form.editor_state[slot]) drawAction(layer, shot, state.form.editor_state[slot], "fix");
     if (state.cursor && slot && state.cursor.slot === slot) {
-      const [cx, cy] = state.cursor.px, arm = Math.max(shot.width, shot.height) / 40;
-      const g = svg("g", { class: "ws-cursor" });
+      const [cx, cy] = state.cursor.px, arm = Math.max(shot.width, shot.height) / 40 / state.zoom.scale;
+      const g = svg("g", { class: "ws-cursor", "stroke-width": Math.max(shot.width, shot.height) / 1000 * 3 / state.zoom.scale });
       g.appendChild(svg("line", { x1: cx - arm, y1: cy, x2: cx + arm, y2: cy }));
       g.appendChild(svg("line", { x1: cx, y1: cy - arm, x2: cx, y2: cy + arm }));
       g.appendChild(svg("circle", { cx, cy, r: arm / 3 }));
       layer.appendChild(g);
     }
-    frame.appendChild(layer);
+    return layer;
+  }
+
+  function shotPane(index, options) {
+    const shot = shotOf(index);
+    const pane = el("figure", { class: "ws-pane" });
+    const caption = el("figcaption", {}, index === N + 1 ? `o${sub(N + 1)} · final screen` : `o${sub(index)} · step ${index}`);
+    if (!shot) {
+      pane.appendChild(el("div", { class: "ws-missing" }, index > N ? "No screen after the last step was kept." : "No screenshot was recorded for this step."));
+      pane.appendChild(caption);
+      return pane;
+    }
+    const frame = el("div", { class: "ws-frame" });
+    frame.style.aspectRatio = `${shot.width} / ${shot.height}`;
+    // The image and its overlay move together inside the frame: zoom and pan transform this layer only.
+    const view = el("div", { class: "ws-zoom" });
+    view.style.transform = zoomTransform();
+    const img = el("img", { src: shot.url, alt: `screenshot of step ${index}`, draggable: false, decoding: "async" });
+    img.width = shot.width; img.height = shot.height;
+    view.appendChild(img);
+    view.appendChild(overlayLayer(index, options, shot));
+    frame.appendChild(view);
+    frame.redrawOverlay = () => view.replaceChild(overlayLayer(index, options, shot), view.querySelector(".ws-overlay"));
+    const loupe = el("div", { class: "ws-loupe" });
+    loupe.setAttribute("aria-hidden", "true");
+    loupe.hidden = true;
+    loupe.style.backgroundImage = `url("${shot.url}")`;
+    frame.appendChild(loupe);
+    const slot = options.slot;
     if (slot && EDITABLE) {
       frame.classList.add("placing");
       frame.dataset.slot = slot;
       frame.addEventListener("click", (event) => {
-        const box = frame.getBoundingClientRect();
+        if (frame.dataset.panned) { delete frame.dataset.panned; return; }  // the end of a drag, not a click
+        // Measured on the transformed layer: exact at every zoom and pan.
+        const box = view.getBoundingClientRect();
         const px = [(event.clientX - box.left) / box.width * shot.width, (event.clientY - box.top) / box.height * shot.height];
         placePoint(slot, toModel(shot, px));
       });
     }
+    attachZoomGestures(frame, view, loupe, !!(slot && EDITABLE));
     pane.appendChild(frame);
     pane.appendChild(caption);
     return pane;
   }
   const sub = (n) => String(n).split("").map((d) => "₀₁₂₃₄₅₆₇₈₉"[+d]).join("");
+
+  // --- zoom, pan and the loupe ------------------------------------------------------------------
+  // Wheel (or a trackpad pinch) zooms around the pointer, a drag pans, two fingers pinch; + - 0 from the keyboard.
+  // Every pane shares state.zoom, so o_i | o_i+1 stay aligned. While the view moves only a CSS transform changes
+  // (cheap, every frame); the markers are redrawn at their on-screen size once it settles.
+  const ZOOM_MAX = 8, LOUPE_RADIUS = 75, LOUPE_POWER = 3;
+  let settleTimer = null;
+  function zoomTransform() {
+    const z = state.zoom;
+    return `translate(${z.ox * 100}%, ${z.oy * 100}%) scale(${z.scale})`;
+  }
+  function clampedZoom(scale, ox, oy) {
+    scale = Math.min(ZOOM_MAX, Math.max(1, scale));
+    // The image always covers the frame: no panning past its edges.
+    return { scale, ox: Math.min(0, Math.max(1 - scale, ox)), oy: Math.min(0, Math.max(1 - scale, oy)) };
+  }
+  function applyZoom() {
+    const stage = $("ws-stage");
+    for (const view of stage.querySelectorAll(".ws-zoom")) view.style.transform = zoomTransform();
+    stage.classList.toggle("zoomed", state.zoom.scale > 1);
+    $("ws-zoom-level").textContent = `${Math.round(state.zoom.scale * 100)} %`;
+    clearTimeout(settleTimer);
+    settleTimer = setTimeout(() => {
+      for (const frame of stage.querySelectorAll(".ws-frame")) if (frame.redrawOverlay) frame.redrawOverlay();
+      announceStep();  // pre-scoring draws its ghost action into the new overlay
+      if (state.cursor) showCursorLoupe();
+    }, 120);
+  }
+  // (u, v): the point of the frame, in fractions, that stays where it is.
+  function zoomAt(u, v, factor) {
+    const z = state.zoom;
+    const scale = Math.min(ZOOM_MAX, Math.max(1, z.scale * factor));
+    const ix = (u - z.ox) / z.scale, iy = (v - z.oy) / z.scale;  // that point, in fractions of the image
+    state.zoom = clampedZoom(scale, u - ix * scale, v - iy * scale);
+    applyZoom();
+  }
+  function zoomReset() { state.zoom = { scale: 1, ox: 0, oy: 0 }; applyZoom(); }
+  window.wsZoom = () => ({ ...state.zoom });  // for tests
+
+  function attachZoomGestures(frame, view, loupe, placing) {
+    const fraction = (event) => {
+      const box = frame.getBoundingClientRect();
+      return [(event.clientX - box.left) / box.width, (event.clientY - box.top) / box.height];
+    };
+    frame.addEventListener("wheel", (event) => {
+      event.preventDefault();
+      const perLine = event.deltaMode === 1 ? 40 : 1;
+      zoomAt(...fraction(event), Math.exp(-event.deltaY * perLine * 0.0015));
+    }, { passive: false });
+    const pointers = new Map();
+    let drag = null, pinch = null;
+    frame.addEventListener("pointerdown", (event) => {
+      if (event.button !== 0) return;
+      pointers.set(event.pointerId, [event.clientX, event.clientY]);
+      if (pointers.size === 2) {
+        const [a, b] = [...pointers.values()];
+        pinch = { distance: Math.hypot(a[0] - b[0], a[1] - b[1]) };
+        drag = null;
+      } else drag = { x: event.clientX, y: event.clientY, zoom: { ...state.zoom }, moved: false, id: event.pointerId };
+    });
+    frame.addEventListener("pointermove", (event) => {
+      if (pointers.has(event.pointerId)) pointers.set(event.pointerId, [event.clientX, event.clientY]);
+      if (pinch && pointers.size === 2) {
+        const [a, b] = [...pointers.values()];
+        const distance = Math.hypot(a[0] - b[0], a[1] - b[1]);
+        const box = frame.getBoundingClientRect();
+        zoomAt(((a[0] + b[0]) / 2 - box.left) / box.width, ((a[1] + b[1]) / 2 - box.top) / box.height, distance / pinch.distance);
+        pinch.distance = distance;
+        frame.dataset.panned = "1";
+        return;
+      }
+      if (drag && drag.id === event.pointerId) {
+        const dx = event.clientX - drag.x, dy = event.clientY - drag.y;
+        if (!drag.moved && Math.hypot(dx, dy) < 4) return;  // a click that wobbled is still a click
+        if (!drag.moved) { drag.moved = true; frame.setPointerCapture(event.pointerId); frame.classList.add("panning"); loupe.hidden = true; }
+        const box = frame.getBoundingClientRect();
+        state.zoom = clampedZoom(drag.zoom.scale, drag.zoom.ox + dx / box.width, drag.zoom.oy + dy / box.height);
+        applyZoom();
+        return;
+      }
+      if (placing && !state.cursor) showLoupe(frame, view, loupe, event.clientX, event.clientY);
+    });
+    const release = (event) => {
+      pointers.delete(event.pointerId);
+      if (pointers.size < 2) pinch = null;
+      if (drag && drag.id === event.pointerId) {
+        if (drag.moved) frame.dataset.panned = "1";  // the click that ends a drag places nothing
+        drag = null;
+        frame.classList.remove("panning");
+      }
+    };
+    frame.addEventListener("pointerup", release);
+    frame.addEventListener("pointercancel", release);
+    frame.addEventListener("pointerleave", () => { if (!state.cursor) loupe.hidden = true; });
+  }
+
+  // The loupe: LOUPE_POWER times what the frame shows, centred on the point that a click (or Enter) would place.
+  function showLoupe(frame, view, loupe, clientX, clientY) {
+    const image = view.getBoundingClientRect(), box = frame.getBoundingClientRect();
+    const fx = (clientX - image.left) / image.width, fy = (clientY - image.top) / image.height;
+    if (fx < 0 || fx > 1 || fy < 0 || fy > 1) { loupe.hidden = true; return; }
+    const width = image.width * LOUPE_POWER, height = image.height * LOUPE_POWER;
+    loupe.style.backgroundSize = `${width}px ${height}px`;
+    loupe.style.backgroundPosition = `${LOUPE_RADIUS - fx * width}px ${LOUPE_RADIUS - fy * height}px`;
+    // Up and to the right of the point, so it never hides the point itself; flipped near the frame's edges.
+    let left = clientX - box.left + 24, top = clientY - box.top - 2 * LOUPE_RADIUS - 24;
+    if (left + 2 * LOUPE_RADIUS > box.width) left = clientX - box.left - 2 * LOUPE_RADIUS - 24;
+    if (top < 0) top = clientY - box.top + 24;
+    loupe.style.left = `${left}px`;
+    loupe.style.top = `${top}px`;
+    loupe.hidden = false;
+  }
+  function showCursorLoupe() {
+    const frame = document.querySelector("#ws-stage .ws-frame.placing");
+    const shot = shotOf(state.current);
+    if (!frame || !state.cursor || !shot) return;
+    const view = frame.querySelector(".ws-zoom"), image = view.getBoundingClientRect();
+    const [x, y] = state.cursor.px;
+    showLoupe(frame, view, frame.querySelector(".ws-loupe"), image.left + x / shot.width * image.width, image.top + y / shot.height * image.height);
+  }
+  // The keyboard cursor stays in view: when it leaves the zoomed region, the view centres on it.
+  function keepCursorInView() {
+    const shot = shotOf(state.current), z = state.zoom;
+    if (!state.cursor || !shot || z.scale === 1) return;
+    const fx = state.cursor.px[0] / shot.width, fy = state.cursor.px[1] / shot.height;
+    const u = fx * z.scale + z.ox, v = fy * z.scale + z.oy;
+    if (u > 0.05 && u < 0.95 && v > 0.05 && v < 0.95) return;
+    state.zoom = clampedZoom(z.scale, 0.5 - fx * z.scale, 0.5 - fy * z.scale);
+  }
 
   // --- which slot edits on which screen --------------------------------------------------------
   function slotAt(index) {
@@ -461,6 +613,8 @@
     if (state.compare && i < LAST_VIEW) panes.push(shotPane(i + 1, { drawRecorded: false, slot: null }));
     stage.replaceChildren(...panes);
     stage.classList.toggle("compare", state.compare);
+    stage.classList.toggle("zoomed", state.zoom.scale > 1);
+    $("ws-zoom-level").textContent = `${Math.round(state.zoom.scale * 100)} %`;
     const tau = state.form.verdict === "error" ? state.form.tau : null;
     stage.classList.toggle("dimmed", !!tau && i > tau + 1);
     const hint = $("ws-place-hint");
@@ -775,6 +929,9 @@
   for (const b of document.querySelectorAll("[data-close]")) b.addEventListener("click", () => toggleHelp(false));
   $("ws-overlay-btn").addEventListener("click", () => { state.overlay = !state.overlay; renderStage(); });
   $("ws-compare-btn").addEventListener("click", () => { state.compare = !state.compare; renderStage(); });
+  $("ws-zoom-in").addEventListener("click", () => zoomAt(0.5, 0.5, 1.5));
+  $("ws-zoom-out").addEventListener("click", () => zoomAt(0.5, 0.5, 1 / 1.5));
+  $("ws-zoom-level").addEventListener("click", zoomReset);
 
   // --- the keyboard path through a correction ---------------------------------------------------
   // e focuses the form; digits pick an option in a focused select; an action type that needs a point starts the
@@ -792,16 +949,22 @@
     const placed = pointArgsOf(action.type).map((a) => action.args[a.name]).find((v) => Array.isArray(v));
     state.cursor = { slot, px: placed ? toPx(shot, placed) : [shot.width / 2, shot.height / 2] };
     if (document.activeElement && document.activeElement !== document.body) document.activeElement.blur();
+    keepCursorInView();
     renderStage();
+    showCursorLoupe();
     return true;
   }
   function moveCursor(dx, dy, big) {
     const shot = shotOf(state.current);
     const step = big ? 0.05 : 0.01;
     const [x, y] = state.cursor.px;
-    state.cursor.px = [Math.min(shot.width - 1, Math.max(0, x + dx * step * shot.width)),
-      Math.min(shot.height - 1, Math.max(0, y + dy * step * shot.height))];
+    // Steps are fractions of what is in view, so a zoomed-in annotator nudges finely.
+    const visible = 1 / state.zoom.scale;
+    state.cursor.px = [Math.min(shot.width - 1, Math.max(0, x + dx * step * visible * shot.width)),
+      Math.min(shot.height - 1, Math.max(0, y + dy * step * visible * shot.height))];
+    keepCursorInView();
     renderStage();
+    showCursorLoupe();
   }
   function placeCursor() {
     const { slot, px } = state.cursor;
@@ -855,6 +1018,8 @@
       p: () => { const slot = slotAt(state.current); if (slot) startCursor(slot); },
       o: () => { state.overlay = !state.overlay; renderStage(); },
       c: () => { state.compare = !state.compare; renderStage(); },
+      "+": () => zoomAt(0.5, 0.5, 1.5), "=": () => zoomAt(0.5, 0.5, 1.5), "-": () => zoomAt(0.5, 0.5, 1 / 1.5),
+      "0": zoomReset,
       "?": () => toggleHelp(),
     };
     if (keys[event.key]) { event.preventDefault(); keys[event.key](); }
