@@ -112,6 +112,16 @@
     svg.appendChild(g);
   }
 
+  // The model's own reply per step, offered by the workspace as a starting point for a correction (once per trace).
+  let announced = null;
+  function announceStarts(traceId, steps) {
+    if (announced === traceId) return;
+    announced = traceId;
+    const starts = {};
+    for (const [index, entry] of steps) if (entry.model && entry.model.model_start) starts[index] = entry.model.model_start;
+    document.dispatchEvent(new CustomEvent("prescore:starts", { detail: { traceId, starts } }));
+  }
+
   document.addEventListener("workspace:step", async (event) => {
     const detail = event.detail || {};
     if (detail.traceId == null) return;
@@ -122,6 +132,7 @@
     }
     box.hidden = false;
     const steps = byStep(data);
+    announceStarts(String(detail.traceId), steps);
     const runs = Object.entries(data.scorers).map(([scorer, run]) => (run.model_name ? `${scorer}: ${run.model_name}` : scorer));
     source.textContent = runs.join(" · ");
     drawStrip(data, steps, detail.index, detail.stepCount);

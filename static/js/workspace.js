@@ -42,6 +42,7 @@
     version: ann.version, form: pickFields(ann), serverForm: pickFields(ann),
     saving: false, pendingAgain: false, retryDelay: 1000, retryUntil: 0, retryTimer: null, blocked: null,
     lastInput: Date.now(), placeIndex: { corrected: 0, reflection: 0 },
+    modelStarts: {},  // step index → the pre-scoring model's reply {thought, action}, from static/js/prescore.js
   };
   state.form.editor_state = normaliseEditor(state.form.editor_state);
   state.serverForm.editor_state = normaliseEditor(state.serverForm.editor_state);
@@ -704,6 +705,17 @@
       });
       box.appendChild(b);
     }
+    const suggestion = state.modelStarts[tau];
+    if (suggestion) {
+      const b = el("button", { type: "button", class: "ws-start model" }, "Start from the model's reply");
+      b.title = "The pre-scoring model's own thought and action at this step";
+      b.addEventListener("click", () => {
+        state.form.corrected_thought = suggestion.thought || state.form.corrected_thought;
+        state.form.editor_state.corrected = JSON.parse(JSON.stringify(suggestion.action));
+        renderAll(); edited(); checkAction("corrected");
+      });
+      box.appendChild(b);
+    }
     if ((step.actions || []).length) {
       const b = el("button", { type: "button", class: "ws-start" }, "Start from the recorded action");
       b.addEventListener("click", () => {
@@ -713,6 +725,8 @@
       });
       box.appendChild(b);
     }
+    const first = box.querySelector(".ws-start");
+    if (first) { first.append(" "); first.appendChild(el("kbd", {}, "s")); }
   }
 
   // --- structured action editor ----------------------------------------------------------------
@@ -1016,6 +1030,9 @@
         focusField(slot === "reflection" ? $("f-reflection_thought") : slot === "corrected" ? $("f-corrected_thought") : null);
       },
       p: () => { const slot = slotAt(state.current); if (slot) startCursor(slot); },
+      // The first starting point offered (the source's human-edited reply, else the model's reply, else the
+      // recorded action) is copied into the correction.
+      s: () => { const first = document.querySelector('[data-starts="corrected"] .ws-start'); if (first) first.click(); },
       o: () => { state.overlay = !state.overlay; renderStage(); },
       c: () => { state.compare = !state.compare; renderStage(); },
       "+": () => zoomAt(0.5, 0.5, 1.5), "=": () => zoomAt(0.5, 0.5, 1.5), "-": () => zoomAt(0.5, 0.5, 1 / 1.5),
@@ -1038,6 +1055,11 @@
     } }));
   }
   document.addEventListener("workspace:goto", (event) => goTo(event.detail.index));
+  document.addEventListener("prescore:starts", (event) => {
+    if (String(event.detail.traceId) !== String(DATA.trace.id)) return;
+    state.modelStarts = event.detail.starts || {};
+    renderStarts();
+  });
   function renderAll() { renderStep(); }
 
   const categories = $("f-error_category");

@@ -51,6 +51,20 @@ def _model_points(row: StepSuggestion, project) -> list[list[float]]:
         return []
 
 
+def _model_start(row: StepSuggestion) -> dict | None:
+    """The model's own reply as a starting point for a correction (thought and first action, read by the one
+    grammar, in the project's convention as the model wrote it); None when it has no action to start from."""
+    if not row.model_action:
+        return None
+    try:
+        parsed = grammar.parse_response(row.model_action)
+    except grammar.ActionSyntaxError:
+        return None
+    if not parsed.actions:
+        return None
+    return {"thought": parsed.thought or "", "action": parsed.actions[0].to_json()}
+
+
 def _step_row(row: StepSuggestion, project) -> dict:
     return {
         "index": row.step.index,
@@ -62,6 +76,7 @@ def _step_row(row: StepSuggestion, project) -> dict:
         "model_action": row.model_action,
         "model_action_parsed": row.model_action_parsed,
         "model_points_px": _model_points(row, project),
+        "model_start": _model_start(row),
         "agrees": row.agrees,
         "click_distance": row.click_distance,
     }

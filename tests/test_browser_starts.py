@@ -1,0 +1,75 @@
+"""Start from what exists (issue 14, annotators item 7): one key (s) copies the first starting point into the
+correction: the source's human-edited reply, else the pre-scoring model's own reply, else the recorded action. The
+model's reply is read by the server's grammar (``model_start`` in the suggestions API); a blind project offers none."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import login
+from tests.test_annotation_fixtures import import_folder, write_native_trace
+from tests.test_browser_workspace import open_next_trace
+from traces.models import PrescoreJob, Scorer, Step, StepSuggestion, Trace, TraceSuggestion
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("role_groups")]
+
+MODEL_REPLY = "Thought: The Display entry is on the left; I open it.\nAction: click(start_box='<|box_start|>(123,456)<|box_end|>')"
+
+
+def score_step_two(project, reply: str = MODEL_REPLY) -> None:
+    trace = Trace.objects.get(project=project)
+    job = PrescoreJob.objects.create(project=project, scorer=Scorer.QWEN2VL, status="succeeded", model_name="tiny")
+    StepSuggestion.objects.create(
+        step=Step.objects.get(trace=trace, index=2), job=job, scorer=Scorer.QWEN2VL, model_action=reply, suspicion=0.9
+    )
+    TraceSuggestion.objects.create(trace=trace, job=job, scorer=Scorer.QWEN2VL, suggested_tau=2, max_suspicion=0.9)
+
+
+def mark_error_at_step_two(page) -> None:
+    page.keyboard.press("j")
+    page.keyboard.press("e")
+    page.keyboard.press("1")
+    page.keyboard.press("Escape")  # out of the thought field: the page's keys are live
+
+
+def test_s_copies_the_models_reply_into_the_correction(
+    browser, live_server, project, annotator, tmp_path, artifacts_dir
+):
+    import_folder(project, write_native_trace(tmp_path / "t", steps=3, external_id="starts"))
+    score_step_two(project)
+    page = browser.new_context(viewport={"width": 1920, "height": 1080}).new_page()
+    login(page, live_server.url, annotator.username)
+    open_next_trace(page, live_server.url)
+    mark_error_at_step_two(page)
+    first = page.locator('[data-starts="corrected"] .ws-start').first
+    first.wait_for()
+    assert first.inner_text().startswith("Start from the model's reply")
+    page.keyboard.press("s")
+    page.wait_for_selector("[data-errors='corrected'] li.ok")
+    assert page.input_value("#f-corrected_thought") == "The Display entry is on the left; I open it."
+    assert "(123,456)" in page.inner_text("[data-canonical='corrected']")
+    page.screenshot(path=str(artifacts_dir / "starts-model-reply.png"))
+
+
+def test_the_human_edited_reply_comes_first_and_a_blind_project_offers_no_model_reply(
+    browser, live_server, project, annotator, tmp_path
+):
+    human = {2: "Thought: Open Display first.\nAction: click(start_box='<|box_start|>(321,654)<|box_end|>')"}
+    import_folder(project, write_native_trace(tmp_path / "t", steps=3, external_id="starts", human_edited=human))
+    score_step_two(project)
+    project.blind_prescoring = True
+    project.save(update_fields=["blind_prescoring"])
+    page = browser.new_context(viewport={"width": 1920, "height": 1080}).new_page()
+    login(page, live_server.url, annotator.username)
+    open_next_trace(page, live_server.url)
+    mark_error_at_step_two(page)
+    page.wait_for_selector('[data-starts="corrected"] .ws-start')
+    page.wait_for_timeout(500)  # time for the suggestions request, which a blind project answers {hidden: true}
+    labels = page.locator('[data-starts="corrected"] .ws-start').all_inner_texts()
+    assert [label.split(" s")[0] for label in labels] == [
+        "Start from the human-edited reply",
+        "Start from the recorded action",
+    ]
+    page.keyboard.press("s")
+    page.wait_for_selector("[data-errors='corrected'] li.ok")
+    assert "(321,654)" in page.inner_text("[data-canonical='corrected']")
