@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
-from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation import selectors, services
+from annotation.access import access_annotation
 from annotation.models import Lease, Verdict
-from studio.permissions import ActionPermission, has_permission
-from traces.selectors import projects_for_user
+from studio.access import ActionPermission
+from traces.access import access_project
 
 
 def problem_response(exc: services.AnnotationProblem) -> Response:
@@ -32,7 +31,7 @@ class WorkView(APIView):
         return super().handle_exception(exc)
 
     def own_annotation(self, pk: int):
-        return get_object_or_404(selectors.own_annotations(self.request.user), pk=pk)
+        return access_annotation(self.request.user, pk, "annotation.work")
 
     def valid_form(self, form: serializers.Serializer, pk: int) -> dict:
         """The form's data; when it is invalid, a 404 first if the annotation is not the user's (writes
@@ -48,9 +47,7 @@ class NextTrace(WorkView):
 
     @extend_schema(request=None, responses={200: dict, 404: dict})
     def post(self, request, project_id: int):
-        project = get_object_or_404(projects_for_user(request.user), pk=project_id)
-        if not has_permission(request.user, "annotation.work", project):
-            raise PermissionDenied("Your role does not annotate in this project.")
+        project = access_project(request.user, project_id, "annotation.work")
         order = request.data.get("order", "") if isinstance(request.data, dict) else ""
         if order not in ("", "id", "suspicion"):
             return Response({"detail": f"order must be 'id' or 'suspicion', not {str(order)[:40]!r}"}, status=400)
@@ -167,9 +164,7 @@ class ProjectLeases(WorkView):
 
     @extend_schema(responses={200: dict})
     def get(self, request, project_id: int):
-        project = get_object_or_404(projects_for_user(request.user), pk=project_id)
-        if not has_permission(request.user, "lease.manage", project):
-            raise PermissionDenied("Only leads of this project see its leases.")
+        project = access_project(request.user, project_id, "lease.manage")
         return Response({"results": [lease_json(lease) for lease in selectors.open_leases(project=project)]})
 
 
@@ -181,12 +176,6 @@ class LeaseRelease(WorkView):
 
     @extend_schema(request=None, responses={200: dict})
     def post(self, request, pk: int):
-        lease = get_object_or_404(selectors.leases_releasable_by(request.user), pk=pk)
-        holder = lease.user_id == request.user.pk
-        lease = services.lease_release(
-            lease_id=lease.pk,
-            actor=request.user,
-            reason="closed" if holder else "released-by-lead",
-            page=str(request.data.get("page", "")) if holder else "",
-        )
+        page = str(request.data.get("page", "")) if isinstance(request.data, dict) else ""
+        lease = services.lease_release_by(actor=request.user, lease_id=pk, action="lease.release", page=page)
         return Response({"id": lease.pk, "released_at": lease.released_at, "release_reason": lease.release_reason})

@@ -10,14 +10,13 @@ from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
-from django.core.exceptions import PermissionDenied
 
 from annotation import events
-from annotation.review import ReviewError, review_lease_release
 from annotation.review_selectors import presence_snapshot
-from studio.permissions import has_permission
+from annotation.services import lease_release_by
+from studio.access import AccessRefused, NotInScope
+from traces.access import projects_for
 from traces.models import Trace
-from traces.selectors import projects_for_user
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
@@ -81,10 +80,10 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
 
     @database_sync_to_async
     def _allowed_projects(self, wanted: str | None) -> list[int]:
-        projects = [p for p in projects_for_user(self.user) if has_permission(self.user, "presence.view", p)]
+        projects = projects_for(self.user, "presence.view")
         if wanted is not None:
-            projects = [p for p in projects if str(p.pk) == wanted]
-        return [p.pk for p in projects]
+            projects = projects.filter(pk=int(wanted)) if wanted.isdigit() else projects.none()
+        return list(projects.order_by("pk").values_list("pk", flat=True))
 
     @database_sync_to_async
     def _presence(self) -> list[dict]:
@@ -133,8 +132,9 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
         if not isinstance(lease_id, int):
             return "lease_id must be a number"
         try:
-            review_lease_release(lease_id=lease_id, actor=self.user)
-        except (ReviewError, PermissionDenied) as exc:
+            # The one release path (a lead's live list: lease.manage); a released lease is answered unchanged.
+            lease_release_by(actor=self.user, lease_id=lease_id, action="lease.manage")
+        except (AccessRefused, NotInScope) as exc:
             return str(exc)
         return ""
 

@@ -1,5 +1,5 @@
-"""A lead's decisions on submitted annotations: accept, reject with a comment, edit and accept, adjudicate,
-and releasing an annotator's lease.
+"""A lead's decisions on submitted annotations: accept, reject with a comment, edit and accept, adjudicate.
+(Releasing an annotator's lease is annotation.services.lease_release_by, the one release path.)
 
 Each decision is one transaction: the annotation row is locked (select_for_update) so two leads cannot decide
 the same version twice, the change and its audit record are written together (annotation_transition /
@@ -8,13 +8,11 @@ annotation_record_edit), and the live event goes out after commit (annotation.ev
 
 from __future__ import annotations
 
-from django.core.exceptions import PermissionDenied
-
 from annotation import events
-from annotation.models import Annotation, AnnotationStatus, Lease, Verdict
-from annotation.services import annotation_record_edit, annotation_transition, answer_for_verdict, lease_release
+from annotation.models import Annotation, AnnotationStatus, Verdict
+from annotation.services import annotation_record_edit, annotation_transition, answer_for_verdict
+from studio.access import access
 from studio.db import atomic_with_retry
-from studio.permissions import has_permission, is_member
 from traces import actions as grammar
 
 # What a lead may change when editing before accepting: the annotator's answer, never bookkeeping.
@@ -39,17 +37,14 @@ class ReviewError(ValueError):
 
 
 def _locked_annotation(annotation_id: int, actor) -> Annotation:
-    try:
-        annotation = (
-            Annotation.objects.select_for_update(of=("self",))
-            .select_related("trace__project", "annotator")
-            .get(pk=annotation_id)
-        )
-    except Annotation.DoesNotExist:
-        raise ReviewError(f"annotation {annotation_id} does not exist") from None
-    if not has_permission(actor, "annotation.review", annotation.trace.project):
-        raise PermissionDenied("Only leads of this project review its annotations.")
-    return annotation
+    """The annotation, locked, if ``actor`` reviews in its project (studio.access: 404 outside, 403 for a role)."""
+    return access(
+        actor,
+        Annotation.objects.select_related("trace__project", "annotator"),
+        annotation_id,
+        "annotation.review",
+        lock=True,
+    )
 
 
 def _check_version(annotation: Annotation, expected_version: int | None) -> None:
@@ -195,19 +190,3 @@ def review_adjudicate(*, annotation_id: int, actor, edits: dict | None = None, c
         )
     events.annotation_changed(annotation=annotation, verb="adjudicated")
     return annotation
-
-
-@atomic_with_retry
-def review_lease_release(*, lease_id: int, actor) -> Lease:
-    """A lead frees a trace an annotator holds (left open, gone home) from a live list; the draft is kept."""
-    lease = Lease.objects.select_related("trace__project", "user").filter(pk=lease_id).first()
-    if lease is None or not is_member(actor, lease.trace.project):
-        # One answer for both, so an outsider cannot tell another project's lease ids from unused ones.
-        raise ReviewError(f"lease {lease_id} does not exist in your projects")
-    if not has_permission(actor, "lease.manage", lease.trace.project):
-        raise PermissionDenied("Only leads of this project release leases.")
-    if lease.released_at is not None:
-        raise ReviewError(f"lease {lease_id} was already released ({lease.release_reason or 'no reason'})")
-    lease = lease_release(lease_id=lease_id, actor=actor, reason="released-by-lead")
-    events.lease_changed(lease=lease, state="released")
-    return lease

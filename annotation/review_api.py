@@ -3,18 +3,18 @@ Thin: review_selectors / agreement / dashboards read, review writes."""
 
 from __future__ import annotations
 
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
-from rest_framework.exceptions import ParseError, PermissionDenied, ValidationError
+from rest_framework.exceptions import ParseError, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation import dashboards, review, review_selectors
+from annotation.access import access_annotation
 from annotation.agreement import agreement_report
 from annotation.models import AnnotationStatus
-from studio.permissions import ActionPermission, has_permission
-from traces.selectors import projects_for_user, traces_for_user
+from studio.access import ActionPermission
+from traces.access import access_project, access_trace
 
 
 def annotation_summary(annotation) -> dict:
@@ -72,14 +72,11 @@ class LeadView(APIView):
             return Response({"detail": str(exc)}, status=400)
         return super().handle_exception(exc)
 
-    def project(self, project_id: int, action: str | None = None):
-        project = get_object_or_404(projects_for_user(self.request.user), pk=project_id)
-        if not has_permission(self.request.user, action or self.permission_action, project):
-            raise PermissionDenied("Your role does not allow this in this project.")
-        return project
+    def project(self, project_id: int):
+        return access_project(self.request.user, project_id, self.permission_action)
 
     def annotation(self, pk: int):
-        return get_object_or_404(review_selectors.annotations_for_reviewer(self.request.user), pk=pk)
+        return access_annotation(self.request.user, pk, "annotation.review")
 
 
 class ReviewQueue(LeadView):
@@ -214,6 +211,6 @@ class TraceHistory(LeadView):
 
     @extend_schema(responses={200: dict})
     def get(self, request, trace_id: int):
-        trace = get_object_or_404(traces_for_user(request.user), pk=trace_id)
+        trace = access_trace(request.user, trace_id, "trace.view")
         events = review_selectors.trace_history_visible(request.user, trace)
         return Response({"results": [audit_json(e) for e in events]})

@@ -10,25 +10,23 @@ from datetime import datetime, timedelta
 
 from django.db.models import QuerySet
 
+from annotation.access import annotations_for, history_for
 from annotation.models import Annotation, AnnotationStatus, AuditEvent
 from annotation.selectors import open_leases
 from annotation.services import answer_for_verdict
-from studio.permissions import has_permission
 from traces import actions as grammar
+from traces.access import projects_for
 from traces.models import Project
-from traces.selectors import projects_for_user
 
 _WORDS = re.compile(r"\s+|[^\s]+")
 
 
 def reviewable_projects(user) -> list[Project]:
-    return [p for p in projects_for_user(user).order_by("name") if has_permission(user, "annotation.review", p)]
+    return list(projects_for(user, "annotation.review").order_by("name"))
 
 
 def annotations_for_reviewer(user) -> QuerySet[Annotation]:
-    return Annotation.objects.filter(project__in=reviewable_projects(user)).select_related(
-        "trace__project", "annotator", "reviewed_by"
-    )
+    return annotations_for(user, "annotation.review").select_related("trace__project", "annotator", "reviewed_by")
 
 
 def review_queue(
@@ -61,12 +59,10 @@ def trace_history(trace) -> list[AuditEvent]:
 
 
 def trace_history_visible(user, trace) -> list[AuditEvent]:
-    """The trace's history as ``user`` may see it: leads all of it; others only their own annotations' events
-    (agreement needs independent readings)."""
-    events = trace_history(trace)
-    if has_permission(user, "annotation.review", trace.project):
-        return events
-    return [event for event in events if event.annotation.annotator_id == user.pk]
+    """The trace's history as ``user`` may see it (annotation.history: leads all of it; others only their own
+    annotations' events, as agreement needs independent readings)."""
+    events = history_for(user, AuditEvent.objects.filter(annotation__trace=trace))
+    return list(events.select_related("actor", "annotation__annotator").order_by("at", "id"))
 
 
 # What people call the fields an edit changed (the history shows these, not column names).

@@ -3,26 +3,18 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from annotation import dashboards, review, review_selectors
+from annotation.access import access_annotation
 from annotation.agreement import agreement_report
 from annotation.models import AnnotationStatus, Verdict
-from studio.permissions import has_permission
-from traces.selectors import projects_for_user
+from studio.access import AccessRefused
+from traces.access import access_project, projects_for
 
 
-def _require_lead(user, project=None):
-    if not has_permission(user, "annotation.review", project):
-        raise PermissionDenied("Only leads review annotations.")
-
-
-@login_required
 def review_queue(request):
-    _require_lead(request.user)
     projects = review_selectors.reviewable_projects(request.user)
     sections = []
     for project in projects:
@@ -37,9 +29,8 @@ def review_queue(request):
     return render(request, "review/queue.html", {"sections": sections})
 
 
-@login_required
 def review_detail(request, annotation_id: int):
-    annotation = get_object_or_404(review_selectors.annotations_for_reviewer(request.user), pk=annotation_id)
+    annotation = access_annotation(request.user, annotation_id, "annotation.review")
     context = review_selectors.review_context(annotation)
     following = review_selectors.review_next(request.user, after=annotation)
     context.update(
@@ -56,10 +47,9 @@ def review_detail(request, annotation_id: int):
 EDIT_FORM_FIELDS = review.REVIEW_EDITABLE_FIELDS
 
 
-@login_required
 @require_POST
 def review_decide(request, annotation_id: int):
-    annotation = get_object_or_404(review_selectors.annotations_for_reviewer(request.user), pk=annotation_id)
+    annotation = access_annotation(request.user, annotation_id, "annotation.review")
     decision = request.POST.get("decision", "")
     comment = request.POST.get("comment", "")
     version = request.POST.get("version")
@@ -91,23 +81,17 @@ def review_decide(request, annotation_id: int):
     return redirect("review-queue")
 
 
-@login_required
 def dashboard_index(request):
-    projects = [
-        p for p in projects_for_user(request.user).order_by("name") if has_permission(request.user, "dashboard.view", p)
-    ]
+    projects = list(projects_for(request.user, "dashboard.view").order_by("name"))
     if not projects:
-        raise PermissionDenied("Only leads see dashboards.")
+        raise AccessRefused("dashboard.view")
     if len(projects) == 1:
         return redirect("project-dashboard", project_id=projects[0].pk)
     return render(request, "dashboard/index.html", {"projects": projects})
 
 
-@login_required
 def project_dashboard(request, project_id: int):
-    project = get_object_or_404(projects_for_user(request.user), pk=project_id)
-    if not has_permission(request.user, "dashboard.view", project):
-        raise PermissionDenied("Only leads of this project see its dashboard.")
+    project = access_project(request.user, project_id, "dashboard.view")
     date_from, date_to, range_error = request.GET.get("from", ""), request.GET.get("to", ""), ""
     try:
         dashboards.DateRange.from_query(date_from, date_to)

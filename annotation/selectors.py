@@ -5,8 +5,9 @@ from __future__ import annotations
 from django.db.models import Count, Exists, OuterRef, QuerySet
 from django.utils import timezone
 
+from annotation.access import annotations_for
 from annotation.models import Annotation, AnnotationStatus, Lease
-from studio.permissions import has_permission
+from studio.access import can
 from traces import actions as grammar
 from traces import prompting
 from traces.selectors import (
@@ -18,10 +19,8 @@ from traces.selectors import (
 
 
 def own_annotations(user) -> QuerySet[Annotation]:
-    """Annotators reach only their own annotations, in projects they still belong to."""
-    return Annotation.objects.filter(annotator=user, project__in=projects_for_user(user)).select_related(
-        "trace__project"
-    )
+    """The annotations ``user`` works on: their own, in projects they still belong to (annotation.work)."""
+    return annotations_for(user, "annotation.work")
 
 
 def open_leases(*, project=None, user=None) -> QuerySet[Lease]:
@@ -33,12 +32,6 @@ def open_leases(*, project=None, user=None) -> QuerySet[Lease]:
     if user is not None:
         leases = leases.filter(user=user)
     return leases.order_by("expires_at")
-
-
-def leases_releasable_by(user) -> QuerySet[Lease]:
-    """Leases ``user`` may close: their own, and for leads (``lease.manage``) every lease of their projects."""
-    leases = Lease.objects.select_related("trace__project", "user").filter(trace__project__in=projects_for_user(user))
-    return leases if has_permission(user, "lease.manage") else leases.filter(user=user)
 
 
 def annotation_status_counts(trace_ids) -> dict[int, list[tuple[str, str, int]]]:
@@ -60,8 +53,9 @@ def queue_for_user(user) -> list[dict]:
     rows = []
     now = timezone.now()
     for project in projects_for_user(user).order_by("name"):
-        if not has_permission(user, "annotation.work", project):
+        if not can(user, "annotation.work", project):
             continue
+        may_manage_leases = can(user, "lease.manage", project)
         mine = own_annotations(user).filter(project=project)
         held = Lease.objects.filter(trace=OuterRef("pk"), released_at__isnull=True, expires_at__gt=now).exclude(
             user=user
@@ -84,12 +78,13 @@ def queue_for_user(user) -> list[dict]:
                 ).count(),
                 "open_count": open_count,
                 "awaiting_instruction": (
-                    traces_awaiting_instruction(project.traces.all()).count()
-                    if has_permission(user, "trace.edit", project)
-                    else 0
+                    traces_awaiting_instruction(project.traces.all()).count() if can(user, "trace.edit", project) else 0
                 ),
-                "can_manage_leases": has_permission(user, "lease.manage", project),
-                "leases": list(open_leases(project=project)) if has_permission(user, "lease.manage", project) else [],
+                "can_manage_leases": may_manage_leases,
+                "leases": list(open_leases(project=project)) if may_manage_leases else [],
+                # The hand-out may order by pre-scoring suspicion only where the user sees pre-scoring (the one
+                # rule, prescore.view: not for annotators of a blind project); the page offers it from this flag.
+                "suspicion_order": can(user, "prescore.view", project),
             }
         )
     return rows

@@ -14,9 +14,10 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotation import events
+from annotation.access import access_annotation, access_lease
 from annotation.models import Annotation, AnnotationStatus, AuditEvent, Lease, Verdict
-from annotation.selectors import own_annotations
 from annotation.workflow import EDITABLE_BY_ANNOTATOR, STANDING, check_transition
+from studio.access import can
 from studio.db import atomic_with_retry
 from traces import actions as grammar
 from traces.models import Trace
@@ -105,10 +106,6 @@ class AnnotationProblem(Exception):
         self.extra = extra
 
 
-class NotFound(AnnotationProblem):
-    status = 404
-
-
 class StaleVersion(AnnotationProblem):
     status = 409
 
@@ -194,7 +191,7 @@ def lease_next_trace(*, user, project, most_doubtful_first: bool = False) -> tup
     """Hand ``user`` their next trace of ``project`` with a lease, or None when nothing is open to them.
 
     Order: a trace they already hold, then their unfinished drafts, then fresh traces by id (or, with
-    ``most_doubtful_first`` in a project that is not blind, by pre-scoring suspicion). A trace
+    ``most_doubtful_first``, where the user sees pre-scoring — ``prescore.view`` —, by suspicion). A trace
     is open while fewer distinct annotators hold it than its quota; the quota is re-checked after
     the row lock, with a fresh statement, so two concurrent claimers never share a trace by accident.
     """
@@ -236,11 +233,11 @@ def lease_next_trace(*, user, project, most_doubtful_first: bool = False) -> tup
         .filter(held_by__lt=max_quota)
     )
     ordering: tuple[Any, ...]
-    if most_doubtful_first and not project.blind_prescoring:
+    if most_doubtful_first and can(user, "prescore.view", project):
         from traces.prescoring.selectors import traces_by_suspicion
 
         ordering = ("-mine", F("suspicion").desc(nulls_last=True), "id")
-        open_traces = traces_by_suspicion(open_traces)
+        open_traces = traces_by_suspicion(open_traces, user=user)
     else:
         ordering = ("-mine", "id")
     candidates = open_traces.order_by(*ordering).values_list("pk", flat=True)
@@ -296,9 +293,7 @@ def _credit_time(*, lease: Lease, now) -> None:
 def lease_heartbeat(*, lease_id: int, user) -> Lease:
     """Renew the user's lease and credit the active time; a lease released by a lead or taken over is lost."""
     now = timezone.now()
-    lease = Lease.objects.select_for_update().select_related("trace__project").filter(pk=lease_id, user=user).first()
-    if lease is None:
-        raise NotFound("No such lease of yours.")
+    lease = access_lease(user, lease_id, "annotation.work", lock=True)  # one's own lease: 404 for anyone else's
     if lease.released_at is not None:
         by = lease.released_by
         who = f" by {by.username}" if by is not None and by.pk != user.pk else ""
@@ -325,19 +320,24 @@ def lease_heartbeat(*, lease_id: int, user) -> Lease:
 
 
 @atomic_with_retry
-def lease_release(*, lease_id: int, actor, reason: str, page: str = "") -> Lease:
-    """Close an open lease (a lead freeing a trace, or the holder skipping, submitting or leaving the page).
+def lease_release_by(*, actor, lease_id: int, action: str, page: str = "") -> Lease:
+    """The one way a person closes a lease: the holder's page going away (the API, its pagehide beacon), a lead
+    from the queue page or from the live list (the socket). ``action`` is the entry point's rule (``lease.release``:
+    one's own, leads any of their projects'; ``lease.manage``: leads only), applied by the access layer on the
+    locked row: 404 outside the actor's reach, 403 for a role that may not.
 
-    A holder's page that names itself (``page``) closes the lease only if that page still holds it: after a
-    reload the old page's farewell arrives when the new page has taken the lease over."""
-    now = timezone.now()
-    lease = Lease.objects.select_for_update().get(pk=lease_id)
-    if page and lease.page and page != lease.page:
+    An already released lease is answered as it stands, unchanged, whichever entry point asks. A holder's page
+    that names itself (``page``) closes the lease only if that page still holds it: after a reload the old page's
+    farewell arrives when the new page has taken the lease over."""
+    lease = access_lease(actor, lease_id, action, lock=True)
+    holder = lease.user_id == actor.pk
+    if holder and page and lease.page and page != lease.page:
         return lease
     if lease.released_at is None:
-        if lease.user_id == getattr(actor, "pk", None) and lease.expires_at > now:
+        now = timezone.now()
+        if holder and lease.expires_at > now:
             _credit_time(lease=lease, now=now)
-        _lease_close(lease, by=actor, reason=reason, now=now)
+        _lease_close(lease, by=actor, reason="closed" if holder else "released-by-lead", now=now)
     return lease
 
 
@@ -519,10 +519,7 @@ def _changes(annotation: Annotation, clean: dict) -> dict:
 
 def _lock_own_annotation(*, annotation_id: int, user) -> Annotation:
     """The user's own annotation in a project they still belong to, locked: the one read of a write."""
-    annotation = own_annotations(user).select_for_update(of=("self",)).filter(pk=annotation_id).first()
-    if annotation is None:
-        raise NotFound("No such annotation of yours.")
-    return annotation
+    return access_annotation(user, annotation_id, "annotation.work", lock=True)
 
 
 @atomic_with_retry

@@ -5,40 +5,30 @@ from __future__ import annotations
 import secrets
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from annotation import selectors, services
-from annotation.models import AnnotationStatus, Lease
+from annotation.access import access_annotation, annotations_for
+from annotation.models import AnnotationStatus
 from annotation.workflow import EDITABLE_BY_ANNOTATOR
-from studio.permissions import has_permission
-from traces.selectors import awaits_instruction, projects_for_user
+from traces.access import access_project
+from traces.selectors import awaits_instruction
 
 
-@login_required
 def queue(request):
     # After a skip the workspace comes here naming the annotation, so the page can confirm what happened.
     skipped = None
     if request.GET.get("skipped", "").isdigit():
-        skipped = (
-            selectors.own_annotations(request.user)
-            .select_related("trace")
-            .filter(pk=int(request.GET["skipped"]))
-            .first()
-        )
+        skipped = annotations_for(request.user, "annotation.work").filter(pk=int(request.GET["skipped"])).first()
     return render(
         request, "annotation/queue.html", {"rows": selectors.queue_for_user(request.user), "skipped": skipped}
     )
 
 
-@login_required
 @require_POST
 def next_trace(request, project_id: int):
-    project = get_object_or_404(projects_for_user(request.user), pk=project_id)
-    if not has_permission(request.user, "annotation.work", project):
-        raise PermissionDenied("Your role does not annotate in this project.")
+    project = access_project(request.user, project_id, "annotation.work")
     claim = services.lease_next_trace(
         user=request.user, project=project, most_doubtful_first=request.POST.get("order") == "suspicion"
     )
@@ -48,24 +38,16 @@ def next_trace(request, project_id: int):
     return redirect("annotation-workspace", annotation_id=claim[0].pk)
 
 
-@login_required
 @require_POST
 def lease_release(request, lease_id: int):
-    lease = get_object_or_404(
-        Lease.objects.select_related("trace__project"), pk=lease_id, trace__project__in=projects_for_user(request.user)
-    )
-    if not has_permission(request.user, "lease.manage", lease.trace.project):
-        raise PermissionDenied("Only leads of this project release leases.")
-    services.lease_release(lease_id=lease.pk, actor=request.user, reason="released-by-lead")
+    """A lead frees a trace from the queue page's lease list (an already released lease: the same answer)."""
+    lease = services.lease_release_by(actor=request.user, lease_id=lease_id, action="lease.manage")
     messages.success(request, f"Released {lease.user.username}'s lease on {lease.trace.external_id}.")
     return redirect("annotation-queue")
 
 
-@login_required
 def workspace(request, annotation_id: int):
-    annotation = get_object_or_404(selectors.own_annotations(request.user), pk=annotation_id)
-    if not has_permission(request.user, "annotation.work", annotation.trace.project):
-        raise PermissionDenied("Your role does not annotate in this project.")
+    annotation = access_annotation(request.user, annotation_id, "annotation.work")
     lease = None
     if annotation.status in EDITABLE_BY_ANNOTATOR:
         lease = services.lease_take_for_annotation(annotation=annotation, user=request.user, page=secrets.token_hex(8))

@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics, serializers, status
-from rest_framework.exceptions import NotAcceptable, PermissionDenied, ValidationError
+from rest_framework.exceptions import NotAcceptable, ValidationError
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from exports import selectors, services
+from exports.access import access_export_job
 from exports.builders import OptionsError
 from exports.models import ExportFormat, ExportJob
 from exports.storage import bundle_response
+from studio.access import ActionPermission
 from studio.models import JobStatus
-from studio.permissions import ActionPermission, has_permission
-from traces.selectors import projects_for_user
+from traces.access import access_project
 
 
 class ExportJobSerializer(serializers.ModelSerializer):
@@ -61,10 +61,6 @@ class ExportCreateSerializer(serializers.Serializer):
     )
 
 
-def _project(request, project_id):
-    return get_object_or_404(projects_for_user(request.user), pk=project_id)
-
-
 class ProjectExports(APIView):
     """GET: the project's export jobs. POST: queue a new export (engineers, leads, admins)."""
 
@@ -73,15 +69,13 @@ class ProjectExports(APIView):
 
     @extend_schema(responses={200: ExportJobSerializer(many=True)})
     def get(self, request, project_id: int):
-        project = _project(request, project_id)
+        project = access_project(request.user, project_id, "export.view")
         jobs = selectors.export_jobs_for_user(request.user, project=project)[:100]
         return Response(ExportJobSerializer(jobs, many=True).data)
 
     @extend_schema(request=ExportCreateSerializer, responses={202: ExportJobSerializer})
     def post(self, request, project_id: int):
-        project = _project(request, project_id)
-        if not has_permission(request.user, "export.create", project):
-            raise PermissionDenied("Only engineers, leads and admins of this project export.")
+        project = access_project(request.user, project_id, "export.create")
         form = ExportCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         try:
@@ -111,10 +105,7 @@ class ExportJobCancel(APIView):
 
     @extend_schema(request=None, responses={200: ExportJobSerializer})
     def post(self, request, pk: int):
-        job = get_object_or_404(selectors.export_jobs_for_user(request.user), pk=pk)
-        self.check_object_permissions(request, job)
-        if not has_permission(request.user, "export.create", job.project):
-            raise PermissionDenied("Only engineers, leads and admins of this project cancel its exports.")
+        job = access_export_job(request.user, pk, "export.create")
         job, changed, said = services.export_job_cancel(job=job)
         return Response(
             {**ExportJobSerializer(job).data, "detail": said},
@@ -148,8 +139,7 @@ class ExportBundle(APIView):
         }
     )
     def get(self, request, pk: int):
-        job = get_object_or_404(selectors.export_jobs_for_user(request.user), pk=pk)
-        self.check_object_permissions(request, job)
+        job = access_export_job(request.user, pk, "export.view")
         if job.status != JobStatus.SUCCEEDED or not job.bundle_name:
             return Response(
                 {"detail": f"export {job.pk} is {job.status}; its bundle exists only once it succeeded."},

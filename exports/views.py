@@ -3,32 +3,23 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from exports import selectors, services
+from exports.access import access_export_job
 from exports.builders import OptionsError
 from exports.models import ExportFormat
-from studio.permissions import has_permission
-from traces.selectors import projects_for_user
+from studio.access import can
+from traces.access import access_project, projects_for
 
 
-def _require(user, action: str, project=None) -> None:
-    if not has_permission(user, action, project):
-        raise PermissionDenied("Only engineers, leads and admins see exports.")
-
-
-@login_required
 @require_http_methods(["GET", "POST"])
 def export_home(request):
-    _require(request.user, "export.view")
-    projects = projects_for_user(request.user).order_by("name")
+    projects = projects_for(request.user, "export.view").order_by("name")
     error = ""
     if request.method == "POST":
-        project = get_object_or_404(projects, pk=request.POST.get("project"))
-        _require(request.user, "export.create", project)
+        project = access_project(request.user, request.POST.get("project"), "export.create")
         options = {
             "include_valid_prefix": request.POST.get("include_valid_prefix") == "on",
             "include_error_free": request.POST.get("include_error_free") == "on",
@@ -52,23 +43,19 @@ def export_home(request):
             "formats": ExportFormat.choices,
             "error": error,
             "jobs": selectors.export_jobs_for_user(request.user)[:50],
-            "can_create": has_permission(request.user, "export.create"),
+            "can_create": can(request.user, "export.create"),
         },
     )
 
 
-@login_required
 def export_job(request, job_id: int):
-    _require(request.user, "export.view")
-    job = get_object_or_404(selectors.export_jobs_for_user(request.user), pk=job_id)
+    job = access_export_job(request.user, job_id, "export.view")
     return render(request, "exports/export_job.html", {"job": job, "project": job.project})
 
 
-@login_required
 @require_POST
 def export_job_cancel(request, job_id: int):
-    job = get_object_or_404(selectors.export_jobs_for_user(request.user), pk=job_id)
-    _require(request.user, "export.create", job.project)
+    job = access_export_job(request.user, job_id, "export.create")
     _, changed, said = services.export_job_cancel(job=job)
     (messages.success if changed else messages.info)(request, said)
     return redirect("export-job", job_id=job.pk)

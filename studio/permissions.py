@@ -1,4 +1,5 @@
-"""Who may do what: one table of actions × roles used by the API, the pages and the WebSocket consumers.
+"""Who may do what: one table of actions (roles, scope, what a refusal says), enforced by studio.access for the
+API, the pages and the WebSocket consumers.
 
 Roles are Django groups (annotator, lead, engineer) plus superusers as admin. Project-scoped actions
 also need a membership in the project: a user sees only the projects they belong to (admins see all).
@@ -6,9 +7,8 @@ also need a membership in the project: a user sees only the projects they belong
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from enum import StrEnum
-
-from rest_framework.permissions import BasePermission
 
 
 class Role(StrEnum):
@@ -24,39 +24,67 @@ ALL = frozenset(Role)
 LEADS = frozenset({Role.LEAD, Role.ADMIN})
 ANNOTATING = frozenset({Role.ANNOTATOR, Role.LEAD, Role.ADMIN})
 EXPORTING = frozenset({Role.ENGINEER, Role.LEAD, Role.ADMIN})
+SEES_BLIND = frozenset({Role.LEAD, Role.ENGINEER, Role.ADMIN})
 
-# action -> roles allowed. Every view, page and consumer names one of these.
-PERMISSIONS: dict[str, frozenset[Role]] = {
-    "project.view": ALL,
+
+class Scope(StrEnum):
+    """Which objects of an action a role reaches (studio.access applies it; its ENTITIES say where each model's
+    project and owner are)."""
+
+    ANY = "any"  # no object, or every object: the role alone decides (the admin site, one's API token)
+    MEMBER = "member"  # objects of projects the user belongs to (admins belong to all)
+    OWN = "own"  # a member's own annotation / lease; objects without an owner (a project) fall back to MEMBER
+    NOT_BLIND = "not-blind"  # MEMBER, and the project does not hide model pre-scoring from annotators
+
+
+@dataclass(frozen=True)
+class Rule:
+    roles: frozenset[Role]
+    scope: Scope
+    # What the refusal says the user cannot do: "You cannot <doing>." (studio.access.AccessRefused).
+    doing: str
+    # Roles for which OWN / NOT_BLIND narrow nothing: they reach every object of their projects (leads release
+    # anyone's lease, see everyone's history and see pre-scoring in a blind project).
+    unless: frozenset[Role] = field(default_factory=frozenset)
+
+
+# action -> rule. Every view, page, API view and consumer names one of these; studio.access enforces them.
+RULES: dict[str, Rule] = {
+    "project.view": Rule(ALL, Scope.MEMBER, "see this project"),
     # Creating a project and changing its settings and members (leads: in their projects).
-    "project.manage": LEADS,
-    "trace.view": ALL,
-    "trace.import": LEADS,
+    "project.manage": Rule(LEADS, Scope.MEMBER, "change projects' settings"),
+    "trace.view": Rule(ALL, Scope.MEMBER, "see this trace"),
+    "trace.import": Rule(LEADS, Scope.MEMBER, "import traces"),
     # Mending what an import could not find (a trace's blank instruction).
-    "trace.edit": LEADS,
-    "job.view": ALL,
-    "annotation.work": ANNOTATING,
-    "annotation.review": LEADS,
-    "lease.manage": LEADS,
-    "webhook.manage": LEADS,
-    "trace.delete": LEADS,
-    # the holder closes their own lease (page closed); leads any lease of their projects (annotation.selectors)
-    "lease.release": ANNOTATING,
-    "dashboard.view": LEADS,
-    "presence.view": ANNOTATING,
-    "export.view": EXPORTING,
-    "export.create": EXPORTING,
-    "prescore.run": LEADS,
-    "prescore.view": ALL,
-    # In a blind project annotators see no model suggestions; these roles still do.
-    "prescore.view_blind": frozenset({Role.LEAD, Role.ENGINEER, Role.ADMIN}),
+    "trace.edit": Rule(LEADS, Scope.MEMBER, "edit traces"),
+    "trace.delete": Rule(LEADS, Scope.MEMBER, "delete traces"),
+    "job.view": Rule(ALL, Scope.MEMBER, "see this job"),
+    # Annotating: a project's next trace, and one's own annotations only (a lead's too: review is elsewhere).
+    "annotation.work": Rule(ANNOTATING, Scope.OWN, "annotate"),
+    # The audit history of a trace's annotations: one's own; leads everyone's (agreement needs independent readings).
+    "annotation.history": Rule(ALL, Scope.OWN, "see other annotators' history", unless=LEADS),
+    "annotation.review": Rule(LEADS, Scope.MEMBER, "review annotations"),
+    "lease.manage": Rule(LEADS, Scope.MEMBER, "manage other annotators' leases"),
+    # The holder closes their own lease (page closed); leads any lease of their projects.
+    "lease.release": Rule(ANNOTATING, Scope.OWN, "release this lease", unless=LEADS),
+    "webhook.manage": Rule(LEADS, Scope.MEMBER, "manage webhooks"),
+    "dashboard.view": Rule(LEADS, Scope.MEMBER, "see dashboards"),
+    "presence.view": Rule(ANNOTATING, Scope.MEMBER, "see who works on what"),
+    "export.view": Rule(EXPORTING, Scope.MEMBER, "see exports"),
+    "export.create": Rule(EXPORTING, Scope.MEMBER, "export"),
+    "prescore.run": Rule(LEADS, Scope.MEMBER, "run pre-scoring"),
+    # In a blind project annotators see no model suggestions (nor a suspicion order); leads and engineers do.
+    "prescore.view": Rule(ALL, Scope.NOT_BLIND, "see model pre-scoring in this project", unless=SEES_BLIND),
     # Reading the API's own description and the account pages.
-    "api.docs": ALL,
+    "api.docs": Rule(ALL, Scope.ANY, "read the API documentation"),
     # Engineers fetch bundles with a token; it is theirs to create and revoke.
-    "token.manage": EXPORTING,
+    "token.manage": Rule(EXPORTING, Scope.ANY, "manage API tokens"),
     # Django's admin (it checks is_staff itself; the table says who it is for).
-    "admin.site": frozenset({Role.ADMIN}),
+    "admin.site": Rule(frozenset({Role.ADMIN}), Scope.ANY, "open the admin site"),
 }
+
+# action -> roles allowed, derived from RULES (what the role alone decides).
+PERMISSIONS: dict[str, frozenset[Role]] = {action: rule.roles for action, rule in RULES.items()}
 
 # Reachable without logging in (the login page itself, the redirect home, logout).
 PUBLIC = "public"
@@ -122,36 +150,3 @@ def user_roles(user) -> frozenset[Role]:
         roles.add(Role.ADMIN)
     user._studio_roles = frozenset(roles)
     return user._studio_roles
-
-
-def is_member(user, project) -> bool:
-    if Role.ADMIN in user_roles(user):
-        return True
-    return project.memberships.filter(user_id=user.pk).exists()
-
-
-def has_permission(user, action: str, project=None) -> bool:
-    """True when one of the user's roles allows ``action`` (and, for a project, they belong to it)."""
-    allowed = PERMISSIONS[action]  # KeyError on purpose: an unknown action is a programming error
-    if not (user_roles(user) & allowed):
-        return False
-    return project is None or is_member(user, project)
-
-
-class ActionPermission(BasePermission):
-    """DRF permission: the view names ``permission_action`` (or a dict per HTTP method)."""
-
-    message = "Your role does not allow this."
-
-    def _action(self, request, view) -> str:
-        action = view.permission_action
-        if isinstance(action, dict):
-            return action.get(request.method, action.get("*"))
-        return action
-
-    def has_permission(self, request, view) -> bool:
-        return has_permission(request.user, self._action(request, view))
-
-    def has_object_permission(self, request, view, obj) -> bool:
-        project = getattr(view, "get_permission_project", lambda o: getattr(o, "project", None))(obj)
-        return has_permission(request.user, self._action(request, view), project)

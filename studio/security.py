@@ -5,13 +5,13 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.contrib.auth.views import redirect_to_login
-from django.core.exceptions import PermissionDenied
 from django.http import JsonResponse
 from django.utils import timezone
 
+from studio.access import AccessRefused, can
 from studio.db import atomic_with_retry
 from studio.models import LoginFailure
-from studio.permissions import PAGE_PERMISSIONS, PUBLIC, has_permission
+from studio.permissions import PAGE_PERMISSIONS, PUBLIC
 
 # Failures allowed in LOGIN_WINDOW for one login name from one address, and for one address whatever the names
 # (one client spraying many names, or variants the form would fold into one).
@@ -120,12 +120,8 @@ class PageActionMiddleware:
             # The admin sends a logged-in user it refuses to its login page, which we send back to where they
             # came from: a redirect loop. A signed-in non-admin gets the 403 page instead (the table's admin.site);
             # the admin's own checks still apply to those let through, and its logout ends anyone's session.
-            if (
-                request.user.is_authenticated
-                and match.url_name != "logout"
-                and not has_permission(request.user, "admin.site")
-            ):
-                raise PermissionDenied("The admin site is for administrators; your role does not open it.")
+            if request.user.is_authenticated and match.url_name != "logout" and not can(request.user, "admin.site"):
+                raise AccessRefused("admin.site")
             return None
         if match is None or hasattr(view_func, "cls"):
             return None
@@ -139,6 +135,6 @@ class PageActionMiddleware:
                     status=401,
                 )
             return redirect_to_login(request.get_full_path())
-        if not has_permission(request.user, action):
-            raise PermissionDenied(f"Your role does not allow this page ({action}).")
+        if not can(request.user, action):
+            raise AccessRefused(action)
         return None

@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from studio import security
-from studio.permissions import ActionPermission
+from studio.access import ActionPermission
 
 
 class ThrottledLoginView(auth_views.LoginView):

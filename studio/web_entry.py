@@ -75,8 +75,8 @@ def upload_refusal(environ: dict, action: str, project_id) -> tuple[int, str] | 
     from rest_framework.authentication import TokenAuthentication
     from rest_framework.exceptions import AuthenticationFailed
 
-    from studio.permissions import has_permission
-    from traces.selectors import projects_for_user
+    from studio.access import can, refusal
+    from traces.access import projects_for
 
     request = WSGIRequest({**environ, "wsgi.input": io.BytesIO(), "CONTENT_LENGTH": "0"})
     try:
@@ -94,9 +94,9 @@ def upload_refusal(environ: dict, action: str, project_id) -> tuple[int, str] | 
             user = get_user(request)
         if isinstance(user, AnonymousUser) or not user.is_authenticated:
             return 401, "Not logged in (or the session expired): log in again before uploading."
-        if not has_permission(user, action):
-            return 403, "Your role does not allow uploads here: only leads and admins import traces."
-        if project_id is not None and not projects_for_user(user).filter(pk=project_id).exists():
+        if not can(user, action):
+            return 403, refusal(action)
+        if project_id is not None and not projects_for(user, action).filter(pk=project_id).exists():
             return 404, "No such project among yours."
         return None
     finally:

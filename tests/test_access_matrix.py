@@ -2,8 +2,10 @@
 
 The walker reads the URL conf itself, so a new URL is covered the day it lands; one that declares no
 action (DRF ``permission_action`` or studio.permissions.PAGE_PERMISSIONS) fails here. For each URL and
-method: a role the table refuses gets 302-to-login / 401 / 403 / 404; a role it allows never gets
-401 / 403; nobody ever gets a 5xx. The same walk checks CSRF on every write and the security headers
+method the expectation is object-aware (studio.access.can on the object the URL names: its project, its owner):
+a user the rules refuse gets 302-to-login / 401 / 403 / 404; a user they allow never gets 401 / 403, nor a 404
+on an object they reach (an annotator of another project gets 404 on this project's trace, the annotation's
+owner 200, another annotator 404); nobody ever gets a 5xx. The same walk checks CSRF on every write and the security headers
 on every page.
 """
 
@@ -21,7 +23,8 @@ from asgiref.sync import async_to_sync
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from studio.permissions import PAGE_PERMISSIONS, PERMISSIONS, PUBLIC, SOCKET_PERMISSIONS, Role, has_permission
+from studio.access import can
+from studio.permissions import PAGE_PERMISSIONS, PERMISSIONS, PUBLIC, SOCKET_PERMISSIONS, Role
 from studio.routing import websocket_urlpatterns
 from tests.conftest import REPO
 from tests.test_annotation_fixtures import make_traces
@@ -126,7 +129,11 @@ def world(db, project, annotator, lead, engineer, admin_user, make_user, tmp_pat
     make_traces(other, tmp_path / "other", count=1, steps=1)
     traces = make_traces(project, tmp_path / "main", count=2, steps=2)
     annotation, lease = lease_next_trace(user=annotator, project=project)
-    step = traces[0].steps.order_by("index").first()
+    # A screenshot only this project uses (screenshots are shared by content; the other project's may match ours).
+    from traces.models import Step
+
+    others = Step.objects.filter(trace__project=other).values("screenshot_id")
+    step = Step.objects.filter(trace__project=project).exclude(screenshot_id__in=others).order_by("id").first()
     objects = {
         "projects": project.pk,
         "queue": project.pk,
@@ -145,7 +152,27 @@ def world(db, project, annotator, lead, engineer, admin_user, make_user, tmp_pat
         project=project, url="https://ci.example.org/hook", events=["bundle.ready"], secret="s"
     )
     objects["webhooks"] = hook.pk
-    objects["deliveries"] = Delivery.objects.create(webhook=hook, event="bundle.ready", payload={}).pk
+    delivery = Delivery.objects.create(webhook=hook, event="bundle.ready", payload={})
+    objects["deliveries"] = delivery.pk
+    from annotation.models import Lease
+    from exports.models import ExportJob
+    from traces.models import ImportJob, PrescoreJob
+
+    # The object each URL segment names, for the object-aware expectation (a screenshot: its project's).
+    instances = {
+        "projects": project,
+        "queue": project,
+        "traces": traces[0],
+        "annotations": annotation,
+        "reviews": annotation,
+        "leases": Lease.objects.get(pk=lease.pk),
+        "screenshots": project,
+        "imports": ImportJob.objects.get(pk=objects["imports"]),
+        "jobs": PrescoreJob.objects.get(pk=objects["jobs"]),
+        "exports": ExportJob.objects.get(pk=objects["exports"]),
+        "webhooks": hook,
+        "deliveries": delivery,
+    }
     users = {
         "anonymous": None,
         "outsider": outsider,
@@ -154,7 +181,7 @@ def world(db, project, annotator, lead, engineer, admin_user, make_user, tmp_pat
         "engineer": engineer,
         "admin": admin_user,
     }
-    return {"objects": objects, "users": users, "project": project}
+    return {"objects": objects, "instances": instances, "users": users, "project": project}
 
 
 FIXED_KWARGS = {"kind": "image"}
@@ -168,15 +195,32 @@ def url_for(route: Route, objects: dict) -> str:
         if value is None:
             pytest.fail(f"/{route.route}: no object for <{name}> after '{segment}/'; add one to the world fixture")
         path = path.replace(match.group(0), f"{segment}/{value}", 1)
+    for match in re.finditer(r"<(?:\w+:)?(\w+)>", path):  # one not after a segment name: /screenshots/<sha>/<kind>
+        if match.group(1) not in FIXED_KWARGS:
+            pytest.fail(f"/{route.route}: no value for <{match.group(1)}>; add one to FIXED_KWARGS")
+        path = path.replace(match.group(0), FIXED_KWARGS[match.group(1)], 1)
     return "/" + path
 
 
-def allowed(role: str, user, action: str, project_scoped: bool, project) -> bool:
+def object_of(route: Route, instances: dict):
+    """The object the URL names (its last ``segment/<id>``), or None for a URL without one."""
+    segments = re.findall(r"([\w-]+)/<(?:\w+:)?\w+>", route.route)
+    segments = [s for s in segments if s in instances]
+    return instances[segments[-1]] if segments else None
+
+
+def allowed(user, action: str, obj) -> bool:
+    """What the rules say for this user, action and object: role, membership of its project, ownership."""
     if action == PUBLIC:
         return True
     if user is None:
         return False
-    return has_permission(user, action, project if project_scoped else None)
+    return can(user, action, obj)
+
+
+# Where an allowed user may still get a 404 that is no refusal: asking for the next trace when none is left open
+# to them (the walk's earlier users took the world's two traces).
+NOTHING_LEFT_404 = {"annotation-next-trace", "api-next-trace"}
 
 
 def _request(client: Client, method: str, url: str):
@@ -191,11 +235,11 @@ def _is_login_redirect(response) -> bool:
 
 @pytest.mark.django_db
 def test_every_url_answers_each_role_as_the_table_says(world):
-    objects, project = world["objects"], world["project"]
-    problems, checked, pages = [], 0, []
+    objects, instances = world["objects"], world["instances"]
+    problems, checked, pages, reached = [], 0, [], 0
     for route in ROUTES:
         url = url_for(route, objects)
-        scoped = bool(route.kwarg_names)
+        obj = object_of(route, instances)
         for method in route.methods():
             action = route.action(method)
             probe = Client()
@@ -209,12 +253,21 @@ def test_every_url_answers_each_role_as_the_table_says(world):
                 response = _request(client, method, url)
                 checked += 1
                 status = response.status_code
-                expect_ok = allowed(role, user, action, scoped, project)
+                reached += obj is not None and allowed(user, action, obj)
+                expect_ok = allowed(user, action, obj)
                 where = f"{method.upper()} {url} as {role} ({action})"
                 if status >= 500:
                     problems.append(f"{where}: {status}")
                 elif expect_ok and (status in (401, 403) or (action != PUBLIC and _is_login_redirect(response))):
                     problems.append(f"{where}: refused with {status} though the table allows it")
+                elif (
+                    expect_ok
+                    and status == 404
+                    and obj is not None
+                    and route.name not in NOTHING_LEFT_404
+                    and type(obj).objects.filter(pk=obj.pk).exists()  # an earlier user's DELETE may have removed it
+                ):
+                    problems.append(f"{where}: 404 though the rules let this user reach {obj!r}")
                 elif not expect_ok and not (status in DENIED or _is_login_redirect(response)):
                     problems.append(f"{where}: answered {status} though the table refuses it")
                 elif (
@@ -229,6 +282,7 @@ def test_every_url_answers_each_role_as_the_table_says(world):
                     pages.append((url, response))
     assert not problems, f"{len(problems)} of {checked} answers disagree with the table:\n" + "\n".join(problems)
     assert checked > 200
+    assert reached > 50, "the walk hardly checked allowed users on objects"
     # Security headers on every page an allowed user saw (the admin and Swagger UI bring their own inline JS).
     bad = []
     for url, response in pages:
@@ -315,7 +369,7 @@ def test_live_socket_follows_the_table(project, annotator, lead, engineer, admin
         "admin": admin_user,
     }.items():
         connected, code, hello = _socket(user, f"?project={project.pk}")
-        if user is not None and has_permission(user, action, project):
+        if user is not None and can(user, action, project):
             assert connected and hello["projects"] == [project.pk], role
         else:
             assert not connected, (role, code)

@@ -14,6 +14,7 @@ from django.utils import timezone
 from annotation import review
 from annotation.consumers import CLOSE_FORBIDDEN, CLOSE_UNAUTHENTICATED, LiveConsumer
 from annotation.models import Annotation, Lease
+from studio.access import refusal
 from studio.permissions import Role
 from traces.models import Trace
 from traces.services import project_create
@@ -127,7 +128,7 @@ def test_presence_and_lead_lease_release(live_setup, lead, annotator):
 
         # an annotator cannot release someone's lease; the lead can
         await ann_socket.send_json_to({"type": "lease.release", "lease_id": live_setup["lease"].pk})
-        assert "Only leads" in (await receive_type(ann_socket, "error"))["detail"]
+        assert (await receive_type(ann_socket, "error"))["detail"] == refusal("lease.manage")
         await lead_socket.send_json_to({"type": "lease.release", "lease_id": live_setup["lease"].pk})
         released = await receive_type(ann_socket, "lease")
         assert (released["state"], released["user"], released["lease_id"]) == (
@@ -183,7 +184,7 @@ def test_an_outsider_cannot_tell_another_projects_lease_from_no_lease(live_setup
         for lease_id in (existing, missing):
             await comm.send_json_to({"type": "lease.release", "lease_id": lease_id})
             answers.append((await receive_type(comm, "error"))["detail"].replace(str(lease_id), "<id>"))
-        assert answers[0] == answers[1] == "lease <id> does not exist in your projects"
+        assert answers[0] == answers[1] == "No such lease among yours."
         lease = await database_sync_to_async(Lease.objects.get)(pk=existing)
         assert lease.released_at is None
         await comm.disconnect()

@@ -131,18 +131,21 @@ def test_model_job_stores_tagged_suggestions_and_reports_a_failed_step(scored_pr
     assert TraceSuggestion.objects.filter(job=job).count() == 2
 
 
-def test_queue_order_by_suspicion(scored_project, lead):
+def test_queue_order_by_suspicion(scored_project, lead, annotator):
     job = services.prescore_job_run(
         job_id=services.prescore_job_create(project=scored_project, user=lead, scorer="rules", enqueue=False).pk
     )
     t1, t2 = Trace.objects.filter(project=scored_project).order_by("id")
     TraceSuggestion.objects.filter(job=job, trace=t2).update(max_suspicion=0.9)
     TraceSuggestion.objects.filter(job=job, trace=t1).update(max_suspicion=0.2)
-    ordered = list(traces_by_suspicion(Trace.objects.filter(project=scored_project)))
+    ordered = list(traces_by_suspicion(Trace.objects.filter(project=scored_project), user=annotator))
     assert [t.pk for t in ordered] == [t2.pk, t1.pk] and ordered[0].suspicion == pytest.approx(0.9)
     scored_project.blind_prescoring = True
     scored_project.save()
-    assert [t.suspicion for t in traces_by_suspicion(Trace.objects.filter(project=scored_project))] == [None, None]
+    # Blind: hidden from annotators (prescore.view), still there for the lead.
+    blind = Trace.objects.filter(project=scored_project)
+    assert [t.suspicion for t in traces_by_suspicion(blind, user=annotator)] == [None, None]
+    assert [t.pk for t in traces_by_suspicion(blind, user=lead)] == [t2.pk, t1.pk]
 
 
 def test_api_start_status_suggestions_and_blind(scored_project, lead, annotator, api_client):

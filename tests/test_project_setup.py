@@ -177,7 +177,7 @@ def test_admin_site_gives_a_signed_in_non_admin_a_403_page_not_a_loop(client, le
         client.force_login(user)
         response = client.get("/admin/", follow=True)
         assert response.status_code == 403 and len(response.redirect_chain) <= 1
-        assert "The admin site is for administrators" in response.content.decode()
+        assert "You cannot open the admin site." in response.content.decode()
         assert "<nav" in response.content.decode() or "topbar" in response.content.decode()  # the studio's own page
         assert client.get("/admin/traces/project/").status_code == 403
     client.force_login(admin_user)
@@ -246,7 +246,7 @@ def test_a_lead_sets_up_a_project_in_the_browser(browser, live_server, lead, ann
     assert page.is_checked(f"input[name=members][value='{annotator.pk}']")
     page.screenshot(path=str(artifacts_dir / "project-settings.png"), full_page=True)
     page.goto(f"{live_server.url}/admin/")
-    assert "The admin site is for administrators" in page.inner_text("#forbidden")
+    assert "You cannot open the admin site." in page.inner_text("#forbidden")
     page.screenshot(path=str(artifacts_dir / "admin-forbidden.png"))
     assert not failed, failed
     context.close()

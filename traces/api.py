@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers, status
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from studio.access import ActionPermission
 from studio.api import job_cancel_response
-from studio.permissions import ActionPermission, has_permission
 from traces import actions as grammar
 from traces import selectors, services
+from traces.access import access_import_job, access_project, access_trace, import_jobs_for, projects_for, traces_for
 from traces.importers import IMPORTERS
 from traces.models import CoordinateConvention, ImportJob, Project, Step, Trace
 
@@ -130,7 +130,7 @@ class ProjectList(generics.ListAPIView):
     permission_action = "project.view"
 
     def get_queryset(self):
-        return selectors.projects_for_user(self.request.user)
+        return projects_for(self.request.user)
 
 
 class ProjectDetail(generics.RetrieveAPIView):
@@ -139,7 +139,7 @@ class ProjectDetail(generics.RetrieveAPIView):
     permission_action = "project.view"
 
     def get_queryset(self):
-        return selectors.projects_for_user(self.request.user)
+        return projects_for(self.request.user)
 
 
 class TraceList(generics.ListAPIView):
@@ -148,7 +148,7 @@ class TraceList(generics.ListAPIView):
     permission_action = "trace.view"
 
     def get_queryset(self):
-        project = get_object_or_404(selectors.projects_for_user(self.request.user), pk=self.kwargs["project_id"])
+        project = access_project(self.request.user, self.kwargs["project_id"], "trace.view")
         return selectors.traces_for_user(
             self.request.user, project=project, search=self.request.query_params.get("q", "")[:200]
         )
@@ -166,13 +166,11 @@ class TraceDetail(generics.RetrieveAPIView):
     permission_action = {"GET": "trace.view", "DELETE": "trace.delete"}
 
     def get_queryset(self):
-        return selectors.traces_for_user(self.request.user)
+        return traces_for(self.request.user)
 
     @extend_schema(request=TraceDeleteSerializer, responses={204: None, 400: dict})
     def delete(self, request, pk: int):
-        trace = self.get_object()
-        if not has_permission(request.user, "trace.delete", trace.project):
-            raise PermissionDenied("Only leads and admins of this project delete its traces.")
+        trace = access_trace(request.user, pk, "trace.delete")
         form = TraceDeleteSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         try:
@@ -203,9 +201,7 @@ class ImportCreate(APIView):
 
     @extend_schema(request=ImportUploadSerializer, responses={202: ImportJobSerializer})
     def post(self, request, project_id: int):
-        project = get_object_or_404(selectors.projects_for_user(request.user), pk=project_id)
-        if not has_permission(request.user, "trace.import", project):
-            raise PermissionDenied("Only leads and admins of this project import traces.")
+        project = access_project(request.user, project_id, "trace.import")
         form = ImportUploadSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         upload = form.validated_data["file"]
@@ -233,7 +229,7 @@ class ImportJobDetail(generics.RetrieveAPIView):
     permission_action = "job.view"
 
     def get_queryset(self):
-        return selectors.import_jobs_for_user(self.request.user)
+        return import_jobs_for(self.request.user)
 
 
 class ImportJobCancel(APIView):
@@ -242,9 +238,7 @@ class ImportJobCancel(APIView):
 
     @extend_schema(request=None, responses={200: dict, 409: dict})
     def post(self, request, pk: int):
-        job = get_object_or_404(selectors.import_jobs_for_user(request.user), pk=pk)
-        if not has_permission(request.user, "trace.import", job.project):
-            raise PermissionDenied("Only leads and admins of this project cancel its imports.")
+        job = access_import_job(request.user, pk, "trace.import")
         return job_cancel_response(job)
 
 
@@ -277,7 +271,7 @@ class ActionValidate(APIView):
         form = ActionValidateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         data = form.validated_data
-        project = get_object_or_404(selectors.projects_for_user(request.user), pk=data["project"])
+        project = access_project(request.user, data["project"], "trace.view")
         try:
             action = grammar.parse_action(data["action"])
         except grammar.ActionSyntaxError as exc:

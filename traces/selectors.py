@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db.models import BooleanField, ExpressionWrapper, Q, QuerySet
 
-from studio.permissions import Role, user_roles
+from studio.access import member_projects
 from traces.models import ImportJob, Project, Step, Trace
 
 # A trace whose instruction is blank waits for a lead to write it (the trace page's instruction form) before anyone
@@ -26,9 +26,8 @@ def traces_ready_to_annotate(traces: QuerySet[Trace]) -> QuerySet[Trace]:
 
 
 def projects_for_user(user) -> QuerySet[Project]:
-    if Role.ADMIN in user_roles(user):
-        return Project.objects.all()
-    return Project.objects.filter(memberships__user=user)
+    """The projects ``user`` belongs to (admins: all): studio.access's membership, for reads that list them."""
+    return member_projects(user)
 
 
 TRACE_STATES = ("awaiting-instruction",)

@@ -3,31 +3,25 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Q
 from django.http import Http404
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
+from studio.access import NotInScope, can
 from studio.jobs import job_cancel
-from studio.permissions import has_permission
 from studio.storage import SHORT_LIVED, stored_file_response
 from traces import selectors, services
+from traces.access import access_import_job, access_project, access_trace, projects_for
 from traces.forms import ProjectForm, TraceInstructionForm
 from traces.importers import IMPORTERS
 from traces.models import Project, Screenshot, Step, Trace
 from traces.prescoring.services import configured_model_dir
 
 
-def _project_or_404(user, project_id):
-    return get_object_or_404(selectors.projects_for_user(user), pk=project_id)
-
-
-@login_required
 def project_list(request):
-    projects = selectors.projects_for_user(request.user).order_by("name")
+    projects = projects_for(request.user).order_by("name")
     return render(request, "traces/project_list.html", {"projects": projects})
 
 
@@ -44,7 +38,6 @@ def _project_form_saved(request, form: ProjectForm, project: Project | None):
         return None
 
 
-@login_required
 @require_http_methods(["GET", "POST"])
 def project_create(request):
     """A lead or admin sets up a new project (the permission table's project.manage, checked by the middleware)."""
@@ -59,12 +52,9 @@ def project_create(request):
     )
 
 
-@login_required
 @require_http_methods(["GET", "POST"])
 def project_settings(request, project_id: int):
-    project = _project_or_404(request.user, project_id)
-    if not has_permission(request.user, "project.manage", project):
-        raise PermissionDenied("Only leads and admins of this project change its settings.")
+    project = access_project(request.user, project_id, "project.manage")
     form = ProjectForm(request.POST or None, instance=project)
     trace_count = project.traces.count()
     if trace_count:  # project_save refuses the change; the page does not offer it
@@ -87,9 +77,8 @@ def project_settings(request, project_id: int):
     )
 
 
-@login_required
 def trace_list(request, project_id: int):
-    project = _project_or_404(request.user, project_id)
+    project = access_project(request.user, project_id, "trace.view")
     query = request.GET.get("q", "")[:200]
     state = request.GET.get("state", "")
     state = state if state in selectors.TRACE_STATES else ""
@@ -108,23 +97,22 @@ def trace_list(request, project_id: int):
             "page": page,
             "query": query,
             "state": state,
-            "can_import": has_permission(request.user, "trace.import", project),
-            "can_prescore": has_permission(request.user, "prescore.run", project),
+            "can_import": can(request.user, "trace.import", project),
+            "can_prescore": can(request.user, "prescore.run", project),
             "prescore_model_dir": configured_model_dir(),
         },
     )
 
 
-@login_required
 def trace_detail(request, trace_id: int):
-    trace = get_object_or_404(selectors.traces_for_user(request.user), pk=trace_id)
+    trace = access_trace(request.user, trace_id, "trace.view")
     return render(request, "traces/trace_detail.html", _trace_page(request.user, trace))
 
 
 def _trace_page(user, trace: Trace, *, instruction_form: TraceInstructionForm | None = None) -> dict:
     from annotation.review_selectors import history_rows, trace_history_visible
 
-    can_edit = has_permission(user, "trace.edit", trace.project)
+    can_edit = can(user, "trace.edit", trace)
     if can_edit and instruction_form is None:
         instruction_form = TraceInstructionForm(initial={"instruction": trace.instruction})
     return {
@@ -134,15 +122,13 @@ def _trace_page(user, trace: Trace, *, instruction_form: TraceInstructionForm | 
         "history": history_rows(trace_history_visible(user, trace)),
         "awaits_instruction": selectors.awaits_instruction(trace),
         "instruction_form": instruction_form if can_edit else None,
-        "can_delete": has_permission(user, "trace.delete", trace.project),
+        "can_delete": can(user, "trace.delete", trace),
     }
 
 
 @require_POST
 def trace_delete(request, trace_id: int):
-    trace = get_object_or_404(selectors.traces_for_user(request.user).select_related("project"), pk=trace_id)
-    if not has_permission(request.user, "trace.delete", trace.project):
-        raise PermissionDenied("Only leads and admins of this project delete its traces.")
+    trace = access_trace(request.user, trace_id, "trace.delete")
     try:
         services.trace_delete(trace=trace, user=request.user, reason=request.POST.get("reason", ""))
     except services.TraceDeleteRefused as exc:
@@ -152,13 +138,10 @@ def trace_delete(request, trace_id: int):
     return redirect("trace-list", project_id=trace.project_id)
 
 
-@login_required
 @require_POST
 def trace_instruction(request, trace_id: int):
     """A lead writes the instruction an import could not find (or mends it); the trace then enters the queue."""
-    trace = get_object_or_404(selectors.traces_for_user(request.user), pk=trace_id)
-    if not has_permission(request.user, "trace.edit", trace.project):
-        raise PermissionDenied("Only leads and admins of this project edit its traces.")
+    trace = access_trace(request.user, trace_id, "trace.edit")
     form = TraceInstructionForm(request.POST)
     if form.is_valid():
         try:
@@ -180,12 +163,9 @@ def trace_instruction(request, trace_id: int):
     )
 
 
-@login_required
 @require_http_methods(["GET", "POST"])
 def import_upload(request, project_id: int):
-    project = _project_or_404(request.user, project_id)
-    if not has_permission(request.user, "trace.import", project):
-        raise PermissionDenied("Only leads and admins of this project import traces.")
+    project = access_project(request.user, project_id, "trace.import")
     error = ""
     if request.method == "POST":
         upload = request.FILES.get("file")
@@ -218,43 +198,39 @@ def import_upload(request, project_id: int):
     )
 
 
-@login_required
 def import_job(request, job_id: int):
-    job = get_object_or_404(selectors.import_jobs_for_user(request.user), pk=job_id)
+    job = access_import_job(request.user, job_id, "job.view")
     return render(
         request,
         "traces/import_job.html",
         {
             "job": job,
             "project": job.project,
-            "can_cancel": has_permission(request.user, "trace.import", job.project),
+            "can_cancel": can(request.user, "trace.import", job),
         },
     )
 
 
 @require_POST
 def import_job_cancel(request, job_id: int):
-    job = get_object_or_404(selectors.import_jobs_for_user(request.user), pk=job_id)
-    if not has_permission(request.user, "trace.import", job.project):
-        raise PermissionDenied("Only leads and admins of this project cancel its imports.")
+    job = access_import_job(request.user, job_id, "trace.import")
     changed, said = job_cancel(job)
     (messages.success if changed else messages.info)(request, said)
     return redirect("import-job", job_id=job.pk)
 
 
-@login_required
 def screenshot_file(request, sha256: str, kind: str):
     """Serve a screenshot or its thumbnail to members of a project that uses it."""
     if kind not in ("image", "thumbnail"):
         raise Http404("unknown screenshot kind")
-    shot = get_object_or_404(Screenshot, sha256=sha256)
-    projects = selectors.projects_for_user(request.user)
-    used = (
+    shot = Screenshot.objects.filter(sha256=sha256).first()
+    projects = projects_for(request.user, "trace.view")
+    used = shot is not None and (
         Step.objects.filter(screenshot=shot, trace__project__in=projects).exists()
         or Trace.objects.filter(Q(final_screenshot=shot), project__in=projects).exists()
     )
     if not used:
-        raise Http404("no such screenshot in your projects")
+        raise NotInScope("screenshot")  # none, or none in the user's projects: one answer
     if kind == "thumbnail":
         if shot.thumbnail:
             return stored_file_response(shot.thumbnail.name, content_type="image/webp", etag=f"{shot.sha256}-thumb")

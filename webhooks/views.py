@@ -3,26 +3,18 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from studio.permissions import has_permission
-from traces.selectors import projects_for_user
+from traces.access import access_project
 from webhooks import selectors, services
-from webhooks.models import Delivery, Webhook, WebhookEvent
-
-
-def _project_for(user, project_id: int):
-    project = get_object_or_404(projects_for_user(user), pk=project_id)
-    if not has_permission(user, "webhook.manage", project):
-        raise PermissionDenied("Only leads and admins of this project manage its webhooks.")
-    return project
+from webhooks.access import access_delivery, access_webhook
+from webhooks.models import WebhookEvent
 
 
 @require_http_methods(["GET", "POST"])
 def project_webhooks(request, project_id: int):
-    project = _project_for(request.user, project_id)
+    project = access_project(request.user, project_id, "webhook.manage")
     created, secret, error = None, "", ""
     if request.method == "POST":
         try:
@@ -52,10 +44,7 @@ def project_webhooks(request, project_id: int):
 
 @require_POST
 def webhook_delete(request, webhook_id: int):
-    webhook = get_object_or_404(
-        Webhook.objects.select_related("project"), pk=webhook_id, project__in=projects_for_user(request.user)
-    )
-    _project_for(request.user, webhook.project_id)
+    webhook = access_webhook(request.user, webhook_id, "webhook.manage")
     services.webhook_delete(webhook=webhook)
     messages.success(request, f"Removed the endpoint {webhook.url}.")
     return redirect("project-webhooks", project_id=webhook.project_id)
@@ -63,12 +52,7 @@ def webhook_delete(request, webhook_id: int):
 
 @require_POST
 def delivery_resend(request, delivery_id: int):
-    delivery = get_object_or_404(
-        Delivery.objects.select_related("webhook__project"),
-        pk=delivery_id,
-        webhook__project__in=projects_for_user(request.user),
-    )
-    _project_for(request.user, delivery.webhook.project_id)
+    delivery = access_delivery(request.user, delivery_id, "webhook.manage")
     again = services.delivery_resend(delivery=delivery)
     messages.success(request, f"Delivery {delivery.pk} queued again as {again.pk}.")
     return redirect("project-webhooks", project_id=delivery.webhook.project_id)

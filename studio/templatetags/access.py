@@ -1,12 +1,12 @@
-"""`{% may user "action" [project] as name %}`: the permission table, asked from a template (no second copy of a rule)."""
+"""`{% may user "action" [object] as name %}`: studio.access.can asked from a template (no second copy of a rule)."""
 
 from django import template
 
-from studio.permissions import has_permission
+from studio.access import can
 
 register = template.Library()
 
 
 @register.simple_tag
-def may(user, action: str, project=None) -> bool:
-    return has_permission(user, action, project)
+def may(user, action: str, obj=None) -> bool:
+    return can(user, action, obj)

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers, status
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from studio.access import ActionPermission, can
 from studio.api import job_cancel_response
-from studio.permissions import ActionPermission, has_permission
+from traces.access import access_prescore_job, access_project, access_trace, prescore_jobs_for
 from traces.models import PrescoreJob, Scorer
 from traces.prescoring import selectors, services
-from traces.selectors import projects_for_user, traces_for_user
 
 
 class PrescoreJobSerializer(serializers.ModelSerializer):
@@ -62,9 +61,7 @@ class PrescoreStart(APIView):
 
     @extend_schema(request=PrescoreStartSerializer, responses={202: PrescoreJobSerializer})
     def post(self, request, project_id: int):
-        project = get_object_or_404(projects_for_user(request.user), pk=project_id)
-        if not has_permission(request.user, "prescore.run", project):
-            raise PermissionDenied("Only leads and admins of this project start pre-scoring.")
+        project = access_project(request.user, project_id, "prescore.run")
         form = PrescoreStartSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         try:
@@ -80,8 +77,8 @@ class PrescoreJobList(generics.ListAPIView):
     permission_action = "job.view"
 
     def get_queryset(self):
-        project = get_object_or_404(projects_for_user(self.request.user), pk=self.kwargs["project_id"])
-        return selectors.prescore_jobs_for_user(self.request.user).filter(project=project).order_by("-created_at")
+        project = access_project(self.request.user, self.kwargs["project_id"], "job.view")
+        return prescore_jobs_for(self.request.user).filter(project=project).order_by("-created_at")
 
 
 class PrescoreJobDetail(generics.RetrieveAPIView):
@@ -90,7 +87,7 @@ class PrescoreJobDetail(generics.RetrieveAPIView):
     permission_action = "job.view"
 
     def get_queryset(self):
-        return selectors.prescore_jobs_for_user(self.request.user)
+        return prescore_jobs_for(self.request.user)
 
 
 class PrescoreJobCancel(APIView):
@@ -99,9 +96,7 @@ class PrescoreJobCancel(APIView):
 
     @extend_schema(request=None, responses={200: dict, 409: dict})
     def post(self, request, pk: int):
-        job = get_object_or_404(selectors.prescore_jobs_for_user(request.user), pk=pk)
-        if not has_permission(request.user, "prescore.run", job.project):
-            raise PermissionDenied("Only leads and admins of this project cancel its pre-scoring.")
+        job = access_prescore_job(request.user, pk, "prescore.run")
         return job_cancel_response(job)
 
 
@@ -114,8 +109,8 @@ class TraceSuggestions(APIView):
 
     @extend_schema(responses={200: dict})
     def get(self, request, pk: int):
-        trace = get_object_or_404(traces_for_user(request.user), pk=pk)
-        if not selectors.prescoring_visible(request.user, trace.project):
+        trace = access_trace(request.user, pk, "trace.view")
+        if not can(request.user, "prescore.view", trace):
             return Response({"trace": trace.pk, "hidden": True, "scorers": {}, "history": []})
         job_ids = {}
         for scorer in Scorer.values:

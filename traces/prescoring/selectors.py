@@ -1,28 +1,18 @@
 """Pre-scoring reads: a trace's suggestions for the workspace, jobs, and the queue's suspicion order.
 
-Blind projects (project.blind_prescoring): people without ``prescore.view_blind`` (annotators) get
-nothing — the API answers ``{"hidden": true}`` and the queue order ignores suspicion.
+Blind projects (project.blind_prescoring): who sees pre-scoring is the one rule ``prescore.view`` (scope not-blind,
+studio.permissions): annotators of a blind project get nothing — the API answers ``{"hidden": true}``, the queue
+offers no suspicion order and the hand-out ignores suspicion.
 """
 
 from __future__ import annotations
 
-from django.db.models import Case, F, FloatField, OuterRef, QuerySet, Subquery, Value, When
+from django.db.models import Case, F, FloatField, OuterRef, Q, QuerySet, Subquery, Value, When
 from django.db.models.functions import Coalesce, Greatest
 
-from studio.permissions import has_permission
+from studio.access import scoped
 from traces import actions as grammar
-from traces.models import PrescoreJob, Scorer, StepSuggestion, Trace, TraceSuggestion
-from traces.selectors import projects_for_user
-
-
-def prescore_jobs_for_user(user) -> QuerySet[PrescoreJob]:
-    return PrescoreJob.objects.filter(project__in=projects_for_user(user)).select_related("project")
-
-
-def prescoring_visible(user, project) -> bool:
-    if not has_permission(user, "prescore.view", project):
-        return False
-    return not project.blind_prescoring or has_permission(user, "prescore.view_blind", project)
+from traces.models import Scorer, StepSuggestion, Trace, TraceSuggestion
 
 
 def _model_points(row: StepSuggestion, project) -> list[list[float]]:
@@ -122,16 +112,17 @@ def _latest_max_suspicion(scorer: str):
     return Subquery(latest.values("max_suspicion")[:1], output_field=FloatField())
 
 
-def traces_by_suspicion(queryset: QuerySet[Trace]) -> QuerySet[Trace]:
+def traces_by_suspicion(queryset: QuerySet[Trace], *, user) -> QuerySet[Trace]:
     """Annotate ``suspicion`` (the highest step suspicion of the latest rules and model runs; None when
-    unscored or in a blind project) and order the most doubtful traces first, unscored last."""
+    unscored or hidden from ``user``: ``prescore.view``) and order the most doubtful traces first, unscored last."""
+    visible = scoped(user, Trace.objects.all(), "prescore.view").values("pk")
     both = Greatest(
         Coalesce(_latest_max_suspicion(Scorer.RULES), Value(-1.0)),
         Coalesce(_latest_max_suspicion(Scorer.QWEN2VL), Value(-1.0)),
     )
     annotated = queryset.annotate(
         suspicion=Case(
-            When(project__blind_prescoring=True, then=Value(None, output_field=FloatField())),
+            When(~Q(pk__in=visible), then=Value(None, output_field=FloatField())),
             When(**{"pk__in": TraceSuggestion.objects.values("trace_id")}, then=both),
             default=Value(None, output_field=FloatField()),
             output_field=FloatField(),

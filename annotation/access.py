@@ -1,0 +1,34 @@
+"""Who reaches which annotation, lease and history entry: named entry points to studio.access (the one engine).
+
+Annotating (``annotation.work``) reaches one's own annotations only, a lead's too (reviewing is
+``annotation.review``); releasing a lease (``lease.release``) one's own, leads any of their projects'; the history
+(``annotation.history``) one's own entries, leads everyone's. studio.permissions.RULES says so once.
+"""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+
+from annotation.models import Annotation, AuditEvent, Lease
+from studio.access import access, scoped
+
+
+def access_annotation(user, pk, action: str, *, lock: bool = False) -> Annotation:
+    return access(user, Annotation.objects.select_related("trace__project"), pk, action, lock=lock)
+
+
+def access_lease(user, pk, action: str, *, lock: bool = False) -> Lease:
+    return access(user, Lease.objects.select_related("trace__project", "user"), pk, action, lock=lock)
+
+
+def annotations_for(user, action: str) -> QuerySet[Annotation]:
+    return scoped(user, Annotation.objects.select_related("trace__project"), action)
+
+
+def leases_for(user, action: str) -> QuerySet[Lease]:
+    return scoped(user, Lease.objects.select_related("trace__project", "user"), action)
+
+
+def history_for(user, events: QuerySet[AuditEvent]) -> QuerySet[AuditEvent]:
+    """The audit entries of ``events`` that ``user`` may read (annotation.history)."""
+    return scoped(user, events, "annotation.history")

@@ -1,0 +1,237 @@
+"""The one place that decides who reaches which object: studio.permissions.RULES applied to rows.
+
+Every view, API view, consumer, selector and service that needs "may this user do this to that" asks here:
+
+- ``access(user, model_or_queryset, pk, action, *, lock=False)`` fetches one object, keeps it only if it lies in
+  the action's scope for the user, checks the user's role, and (``lock``) takes its row lock, in one call;
+- ``scoped(user, queryset, action)`` narrows a list to what the user reaches for the action;
+- ``can(user, action, obj=None)`` answers yes/no for templates, serializers and pages that offer a button.
+
+Two refusals: ``NotInScope`` (404) when the object does not exist *or* lies outside the user's reach (another
+project, someone else's annotation): the same answer for both, so ids of other projects cannot be enumerated;
+``AccessRefused`` (403, "You cannot <doing>.") when the object is within reach but the role may not do the action.
+Both are Django's own exceptions, so a page answers with the 403/404 page and DRF with JSON, unchanged.
+
+The app modules (traces/access.py, annotation/access.py, exports/access.py, webhooks/access.py) name the
+entities: ``access_<entity>(user, pk, action, *, lock=False)`` and ``<entity>s_for(user, action)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.db.models import Model, QuerySet
+from django.http import Http404
+from rest_framework.permissions import BasePermission
+
+from studio.permissions import RULES, Role, Rule, Scope, user_roles
+
+
+@dataclass(frozen=True)
+class Entity:
+    """How the access layer reaches a model's project and owner (Django lookup paths, ``__``-separated)."""
+
+    name: str  # said in a 404: "No such <name> among yours."
+    project: str | None  # the path to its project; None: the model is the project
+    owner: str | None = None  # the path to the user it belongs to (OWN scope); None: nobody's own
+
+
+# model label -> entity. A model the layer is asked about and that is missing here is a programming error.
+ENTITIES: dict[str, Entity] = {
+    "traces.Project": Entity("project", None),
+    "traces.Trace": Entity("trace", "project"),
+    "traces.Step": Entity("step", "trace__project"),
+    "traces.ImportJob": Entity("import job", "project"),
+    "traces.PrescoreJob": Entity("pre-scoring job", "project"),
+    "annotation.Annotation": Entity("annotation", "project", owner="annotator"),
+    "annotation.Lease": Entity("lease", "trace__project", owner="user"),
+    "annotation.AuditEvent": Entity("history entry", "project", owner="annotator"),
+    "exports.ExportJob": Entity("export", "project"),
+    "webhooks.Webhook": Entity("webhook", "project"),
+    "webhooks.Delivery": Entity("delivery", "webhook__project"),
+}
+
+
+class AccessRefused(PermissionDenied):
+    """The object is within reach but the user's role may not do the action (HTTP 403)."""
+
+    def __init__(self, action: str):
+        self.action = action
+        super().__init__(refusal(action))
+
+
+class NotInScope(Http404):
+    """No such object, or not one the user reaches: one answer for both (HTTP 404)."""
+
+    def __init__(self, entity: Entity | str):
+        self.entity = entity.name if isinstance(entity, Entity) else entity
+        super().__init__(f"No such {self.entity} among yours.")
+
+
+def refusal(action: str) -> str:
+    """The one wording of a refusal: every 403 the studio gives comes from here."""
+    return f"You cannot {RULES[action].doing}."
+
+
+def entity_of(model: type[Model]) -> Entity:
+    return ENTITIES[model._meta.label]
+
+
+def member_projects(user) -> QuerySet[Any]:
+    """The projects ``user`` belongs to (admins: all of them)."""
+    from traces.models import Project
+
+    if Role.ADMIN in user_roles(user):
+        return Project.objects.all()
+    if not getattr(user, "is_authenticated", False):
+        return Project.objects.none()
+    return Project.objects.filter(memberships__user=user)
+
+
+def is_member(user, project) -> bool:
+    if Role.ADMIN in user_roles(user):
+        return True
+    if not getattr(user, "is_authenticated", False):
+        return False
+    return project.memberships.filter(user_id=user.pk).exists()
+
+
+def _role_allows(user, rule: Rule) -> bool:
+    return bool(user_roles(user) & rule.roles)
+
+
+def _narrowed(user, rule: Rule) -> bool:
+    """Whether OWN / NOT_BLIND narrow the member scope for this user (not for the rule's ``unless`` roles)."""
+    return rule.scope in (Scope.OWN, Scope.NOT_BLIND) and not (user_roles(user) & rule.unless)
+
+
+def _path(entity: Entity, field: str) -> str:
+    return field if entity.project is None else f"{entity.project}__{field}"
+
+
+def _in_scope(user, queryset: QuerySet, rule: Rule) -> QuerySet:
+    """``queryset`` narrowed to the rule's scope for ``user`` (the role is checked by the callers)."""
+    if rule.scope == Scope.ANY:
+        return queryset
+    entity = entity_of(queryset.model)
+    if Role.ADMIN not in user_roles(user):
+        queryset = queryset.filter(**{_path(entity, "pk__in"): member_projects(user).values("pk")})
+    if _narrowed(user, rule):
+        if rule.scope == Scope.OWN and entity.owner is not None:
+            queryset = queryset.filter(**{entity.owner: user})
+        elif rule.scope == Scope.NOT_BLIND:
+            queryset = queryset.filter(**{_path(entity, "blind_prescoring"): False})
+    return queryset
+
+
+def scoped(user, queryset: QuerySet, action: str) -> QuerySet:
+    """The rows of ``queryset`` that ``user`` reaches for ``action``; none when the role may not do it at all."""
+    rule = RULES[action]  # KeyError on purpose: an unknown action is a programming error
+    if not _role_allows(user, rule):
+        return queryset.none()
+    return _in_scope(user, queryset, rule)
+
+
+def _walk(obj: Any, path: str) -> Any:
+    for name in path.split("__"):
+        obj = getattr(obj, name)
+    return obj
+
+
+def project_of(obj: Model) -> Any:
+    entity = entity_of(type(obj))
+    return obj if entity.project is None else _walk(obj, entity.project)
+
+
+def _owner_id(obj: Model, entity: Entity) -> int | None:
+    assert entity.owner is not None
+    *parents, last = entity.owner.split("__")
+    holder = _walk(obj, "__".join(parents)) if parents else obj
+    return getattr(holder, f"{last}_id")
+
+
+def _refuse_in_scope(user, obj: Model, action: str) -> None:
+    """Raise when ``obj``, already known to lie in one of the user's projects, is not theirs to act on."""
+    rule = RULES[action]
+    entity = entity_of(type(obj))
+    if not _role_allows(user, rule):
+        raise AccessRefused(action)
+    if not _narrowed(user, rule):
+        return
+    if rule.scope == Scope.OWN and entity.owner is not None and _owner_id(obj, entity) != user.pk:
+        raise NotInScope(entity)  # someone else's: answered as if it did not exist
+    if rule.scope == Scope.NOT_BLIND and project_of(obj).blind_prescoring:
+        raise AccessRefused(action)
+
+
+def access(user, model_or_queryset: type[Model] | QuerySet, pk: Any, action: str, *, lock: bool = False) -> Any:
+    """Fetch the object ``pk`` for ``action``: 404 (NotInScope) outside the user's projects or for someone else's
+    own object, 403 (AccessRefused) when the role may not; ``lock`` reads it ``select_for_update`` (inside the
+    caller's transaction), so the check and the write see the same row."""
+    rule = RULES[action]
+    queryset = (
+        model_or_queryset if isinstance(model_or_queryset, QuerySet) else model_or_queryset._default_manager.all()
+    )
+    entity = entity_of(queryset.model)
+    if rule.scope != Scope.ANY:
+        queryset = _in_scope(user, queryset, Rule(rule.roles, Scope.MEMBER, rule.doing))
+    if lock:
+        queryset = queryset.select_for_update(of=("self",))
+    try:
+        obj = queryset.filter(pk=pk).first()
+    except (TypeError, ValueError):  # a pk that is no id at all is no object either
+        obj = None
+    if obj is None:
+        raise NotInScope(entity)
+    _refuse_in_scope(user, obj, action)
+    return obj
+
+
+def can(user, action: str, obj: Model | None = None) -> bool:
+    """Whether ``user`` may do ``action`` (to ``obj``, when given: in its project, and theirs where the scope says
+    so). Templates, serializers and pages use it to offer or hide what the access layer would refuse."""
+    rule = RULES[action]
+    if not _role_allows(user, rule):
+        return False
+    if obj is None or rule.scope == Scope.ANY:
+        return True
+    if not is_member(user, project_of(obj)):
+        return False
+    try:
+        _refuse_in_scope(user, obj, action)
+    except (AccessRefused, NotInScope):
+        return False
+    return True
+
+
+class ActionPermission(BasePermission):
+    """DRF permission: the view names ``permission_action`` (or a dict per HTTP method); the role is checked here,
+    the object by the view's ``access_*`` / ``*_for`` call (which answers 404 outside the user's reach)."""
+
+    message = "Your role does not allow this."
+
+    @staticmethod
+    def action(request, view) -> str:
+        declared = view.permission_action
+        if isinstance(declared, dict):
+            method = "GET" if request.method in ("HEAD", "OPTIONS") else request.method  # reads, as GET is
+            declared = declared.get(method, declared.get("*"))
+        if not isinstance(declared, str):  # a method the dict leaves out: a programming error, refused loudly
+            raise KeyError(f"{type(view).__name__} declares no permission action for {request.method}")
+        return declared
+
+    def has_permission(self, request, view) -> bool:
+        action = self.action(request, view)
+        if can(request.user, action):
+            return True
+        self.message = refusal(action)
+        return False
+
+    def has_object_permission(self, request, view, obj) -> bool:
+        action = self.action(request, view)
+        if can(request.user, action, obj):
+            return True
+        self.message = refusal(action)
+        return False

@@ -1,0 +1,40 @@
+"""Who reaches which project, trace and job: named entry points to studio.access (the one engine)."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+
+from studio.access import access, scoped
+from traces.models import ImportJob, PrescoreJob, Project, Trace
+
+
+def access_project(user, pk, action: str, *, lock: bool = False) -> Project:
+    return access(user, Project, pk, action, lock=lock)
+
+
+def access_trace(user, pk, action: str, *, lock: bool = False) -> Trace:
+    return access(user, Trace.objects.select_related("project"), pk, action, lock=lock)
+
+
+def access_import_job(user, pk, action: str, *, lock: bool = False) -> ImportJob:
+    return access(user, ImportJob.objects.select_related("project"), pk, action, lock=lock)
+
+
+def access_prescore_job(user, pk, action: str, *, lock: bool = False) -> PrescoreJob:
+    return access(user, PrescoreJob.objects.select_related("project"), pk, action, lock=lock)
+
+
+def projects_for(user, action: str = "project.view") -> QuerySet[Project]:
+    return scoped(user, Project.objects.all(), action)
+
+
+def traces_for(user, action: str = "trace.view") -> QuerySet[Trace]:
+    return scoped(user, Trace.objects.select_related("project"), action)
+
+
+def import_jobs_for(user, action: str = "job.view") -> QuerySet[ImportJob]:
+    return scoped(user, ImportJob.objects.select_related("project"), action)
+
+
+def prescore_jobs_for(user, action: str = "job.view") -> QuerySet[PrescoreJob]:
+    return scoped(user, PrescoreJob.objects.select_related("project"), action)
