@@ -10,8 +10,8 @@ from annotation.models import Annotation, AnnotationStatus, Lease
 from studio.access import can
 from traces import actions as grammar
 from traces import prompting
+from traces.access import projects_for
 from traces.selectors import (
-    projects_for_user,
     trace_steps,
     traces_awaiting_instruction,
     traces_ready_to_annotate,
@@ -52,9 +52,7 @@ def queue_for_user(user) -> list[dict]:
     """Per project the user annotates in: their work in progress, work sent back, and how much is open."""
     rows = []
     now = timezone.now()
-    for project in projects_for_user(user).order_by("name"):
-        if not can(user, "annotation.work", project):
-            continue
+    for project in projects_for(user, "annotation.work").order_by("name"):
         may_manage_leases = can(user, "lease.manage", project)
         mine = own_annotations(user).filter(project=project)
         held = Lease.objects.filter(trace=OuterRef("pk"), released_at__isnull=True, expires_at__gt=now).exclude(
