@@ -18,11 +18,6 @@ from traces.selectors import (
 )
 
 
-def own_annotations(user) -> QuerySet[Annotation]:
-    """The annotations ``user`` works on: their own, in projects they still belong to (annotation.work)."""
-    return annotations_for(user, "annotation.work")
-
-
 def open_leases(*, project=None, user=None) -> QuerySet[Lease]:
     leases = Lease.objects.filter(released_at__isnull=True, expires_at__gt=timezone.now()).select_related(
         "trace__project", "user"
@@ -54,7 +49,7 @@ def queue_for_user(user) -> list[dict]:
     now = timezone.now()
     for project in projects_for(user, "annotation.work").order_by("name"):
         may_manage_leases = can(user, "lease.manage", project)
-        mine = own_annotations(user).filter(project=project)
+        mine = annotations_for(user, "annotation.work").filter(project=project)
         held = Lease.objects.filter(trace=OuterRef("pk"), released_at__isnull=True, expires_at__gt=now).exclude(
             user=user
         )

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.db.models import BooleanField, ExpressionWrapper, Q, QuerySet
 
-from studio.access import member_projects
-from traces.models import ImportJob, Project, Step, Trace
+from traces.access import traces_for
+from traces.models import Project, Step, Trace
 
 # A trace whose instruction is blank waits for a lead to write it (the trace page's instruction form) before anyone
 # annotates it: without the task, neither the annotator's judgement nor a training prompt means anything. The same
@@ -25,18 +25,13 @@ def traces_ready_to_annotate(traces: QuerySet[Trace]) -> QuerySet[Trace]:
     return traces.exclude(AWAITING_INSTRUCTION)
 
 
-def projects_for_user(user) -> QuerySet[Project]:
-    """The projects ``user`` belongs to (admins: all): studio.access's membership, for reads that list them."""
-    return member_projects(user)
-
-
 TRACE_STATES = ("awaiting-instruction",)
 
 
 def traces_for_user(user, *, project: Project | None = None, search: str = "", state: str = "") -> QuerySet[Trace]:
     """The traces ``user`` may see, each marked ``awaiting_instruction``; ``state`` keeps one of TRACE_STATES."""
     traces = (
-        Trace.objects.filter(project__in=projects_for_user(user))
+        traces_for(user, "trace.view")
         .select_related("project")
         .annotate(awaiting_instruction=ExpressionWrapper(AWAITING_INSTRUCTION, output_field=BooleanField()))
     )
@@ -51,7 +46,3 @@ def traces_for_user(user, *, project: Project | None = None, search: str = "", s
 
 def trace_steps(trace: Trace) -> QuerySet[Step]:
     return trace.steps.select_related("screenshot").order_by("index")
-
-
-def import_jobs_for_user(user) -> QuerySet[ImportJob]:
-    return ImportJob.objects.filter(project__in=projects_for_user(user)).select_related("project")
