@@ -144,6 +144,7 @@ def workspace_payload(*, annotation: Annotation, lease: Lease | None) -> dict:
             "action_text": step.action_text,
             "actions": _display_actions(step, trace),
             "parse_error": step.parse_error,
+            "off_screen": step.off_screen_point,
             "shot": _shot(project, step.screenshot),
             "human_edit": _human_edit(step),
             "missing_before": int((step.context or {}).get("missing_before") or 0),

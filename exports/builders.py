@@ -42,6 +42,10 @@ UNPARSED_HISTORY = ("skip", "verbatim")
 SKIP_UNPARSED_TARGET = "unparsed_target"  # the recorded step would be the SFT target
 SKIP_UNPARSED_REJECTED = "unparsed_rejected"  # the recorded wrong step would be the DPO rejected side
 SKIP_UNPARSED_HISTORY = "unparsed_history"  # the prompt's history holds an unparsed step (option "skip")
+# A recorded point outside the screen in its trace's convention (flagged at import) is never trained on: neither as
+# a target nor in a history, unless the annotator's correction replaced that step (step τ of an "error" verdict).
+SKIP_OFF_SCREEN_TARGET = "off_screen_target"  # the recorded step would be the SFT target
+SKIP_OFF_SCREEN_HISTORY = "off_screen_history"  # the prompt's history holds it
 SKIP_GAP = "gap_after_tau"  # o_(τ+1) is not the screen right after step τ (the source dropped steps)
 SKIP_OTHER = "other"
 
@@ -186,6 +190,7 @@ class StepRow:
     raw_response: str
     parsed_actions: list
     parse_error: str
+    off_screen_point: str
     context: dict
     screenshot: Any
     rendered: str | None = None
@@ -200,6 +205,7 @@ _STEP_FIELDS = (
     "raw_response",
     "parsed_actions",
     "parse_error",
+    "off_screen_point",
     "context",
     "screenshot_id",
 )
@@ -261,10 +267,26 @@ def annotation_samples(
             return None
         return next((step for step in steps[: i - 1] if step.parse_error), None)
 
+    # The step the annotator's correction replaced: its recorded point may lie off the screen, since what is trained
+    # on is the correction (and the recorded step stays only as what happened, in s_(τ+1)'s history and as the
+    # DPO rejected side).
+    corrected_index = annotation.tau if annotation.verdict == Verdict.ERROR else None
+
+    def off_screen_before(i: int) -> StepRow | None:
+        return next((step for step in steps[: i - 1] if step.off_screen_point and step.index != corrected_index), None)
+
     def state(i: int):
         return prompting.build_state_messages(trace, i, project=project, steps=steps, render=_render_once)
 
     def history_skip(kind: str, i: int) -> Skip | None:
+        outside = off_screen_before(i)
+        if outside is not None:
+            return skip(
+                kind,
+                f"the history holds step {outside.index}, whose recorded action has a point outside the screen "
+                f"({outside.off_screen_point}) and was not corrected",
+                SKIP_OFF_SCREEN_HISTORY,
+            )
         bad = unparsed_before(i)
         if bad is None:
             return None
@@ -276,6 +298,13 @@ def annotation_samples(
         )
 
     def target_skip(kind: str, step: StepRow) -> Skip | None:
+        if step.off_screen_point:
+            return skip(
+                kind,
+                f"step {step.index}'s recorded action has a point outside the screen ({step.off_screen_point}): "
+                "it is not trained on",
+                SKIP_OFF_SCREEN_TARGET,
+            )
         if not step.parse_error:
             return None
         return skip(

@@ -177,9 +177,13 @@ Format: `{fmt}`. Split by trace (seed {options.get("split_seed")}, validation fr
 (id, version) and the sha256 of every file.
 
 Recorded steps whose action did not parse (e.g. a web agent's `Click [16]`) are never a target and never the
-rejected side of a pair. {unparsed_note} Skips are counted by reason in `manifest.json`
-(`counts.skipped_by_reason`: `unparsed_target`, `unparsed_rejected`, `unparsed_history`, `gap_after_tau` (the
-source dropped steps right after τ, so no true o_(τ+1) exists), `other`) and listed one by one under `skipped`.
+rejected side of a pair. {unparsed_note} A recorded step with a point outside the screen in its trace's own
+coordinates (flagged at import) is never a target, and a sample whose history holds one is left out, unless the
+annotator's correction replaced that very step (it is τ: the correction is the target, and the recorded step stays
+only as the rejected side and in the history of the post-reflection sample, as what happened). Skips are counted by
+reason in `manifest.json` (`counts.skipped_by_reason`: `unparsed_target`, `unparsed_rejected`, `unparsed_history`,
+`off_screen_target`, `off_screen_history`, `gap_after_tau` (the source dropped steps right after τ, so no true
+o_(τ+1) exists), `other`) and listed one by one under `skipped`.
 
 | kind | samples |
 |---|---|

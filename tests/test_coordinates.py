@@ -48,6 +48,8 @@ def test_dart_gui_points_land_on_the_recorded_pixel_in_every_convention(
     trace = import_dart(project, realtraces)
     assert trace.coordinate_convention == grammar.SCREEN_PIXELS  # the source says so (UI-TARS on a 1920x1080 screen)
     steps = list(Step.objects.filter(trace=trace).select_related("screenshot").order_by("index"))
+    # click(1916,44) on the 1920-wide screen is inside: no step is flagged off the screen.
+    assert [s.off_screen_point for s in steps] == [""] * 15 and trace.import_job.off_screen_steps == 0
     recorded_px = {}
     for step in steps:
         action = grammar.Action.from_json(step.parsed_actions[0]) if step.parsed_actions else None

@@ -81,7 +81,8 @@ def import_(ctx: click.Context, path: Path, project_ref: str, fmt: str, wait: bo
         job = _follow(client, "import", job, lambda: client.import_job(job["id"]))
         click.echo(
             f"import {job['id']} {job['status']}: {job.get('traces_imported', 0)} traces imported, "
-            f"{job.get('traces_skipped', 0)} already present, {job.get('traces_failed', 0)} failed"
+            f"{job.get('traces_skipped', 0)} already present, {job.get('traces_failed', 0)} failed, "
+            f"{job.get('unparsed_actions', 0)} unparsed actions, {job.get('off_screen_steps', 0)} off-screen steps"
         )
         for error in job.get("errors") or []:
             click.echo(f"  {error}", err=True)

@@ -63,6 +63,7 @@ __all__ = [
     "action_table_json",
     "convert_action",
     "from_screen_pixels",
+    "off_screen_points",
     "parse_action",
     "parse_actions",
     "parse_response",
@@ -1087,6 +1088,24 @@ def _bounds_problem(
         f"{action.type} {name} ({_fmt_num(x)}, {_fmt_num(y)}) is outside the screen: {convention} "
         f"coordinates must lie in {rng} (it maps to ({px[0]:.1f}, {px[1]:.1f}) px on {width}x{height})"
     )
+
+
+def off_screen_points(
+    actions: Iterable[Action], *, convention: str, width: int, height: int, max_pixels: int | None = None
+) -> list[str]:
+    """Every point of ``actions`` outside a ``width`` x ``height`` screen in ``convention``, one sentence each
+    ([] = all inside). The bounds are ``validate_action``'s (the one rule): relative-1000 and smart-resize include
+    their far edge (1000; w_resized), screen pixels end at the last pixel (0..W-1). The import flags a recorded step
+    by it, in the trace's own convention."""
+    _check(convention, width, height)
+    problems = []
+    for action in actions:
+        for name, value in action.args:
+            if isinstance(value, tuple):
+                problem = _bounds_problem(action, name, value, convention, width, height, max_pixels)
+                if problem:
+                    problems.append(problem)
+    return problems
 
 
 def validate_action(

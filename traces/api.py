@@ -118,6 +118,7 @@ class ImportJobSerializer(serializers.ModelSerializer):
             "steps_imported",
             "screenshots_stored",
             "unparsed_actions",
+            "off_screen_steps",
             "created_at",
             "started_at",
             "finished_at",

@@ -181,6 +181,11 @@ class Step(models.Model):
     raw_response = models.TextField(blank=True, help_text="The whole model reply, as recorded.")
     parsed_actions = models.JSONField(default=list, blank=True)
     parse_error = models.TextField(blank=True, help_text="Why the recorded action does not parse; kept, never dropped.")
+    off_screen_point = models.TextField(
+        blank=True,
+        help_text="Which recorded point lies outside the screenshot in the trace's convention (empty: none, or no "
+        "screenshot to measure); set at import, never trained on unless an annotator corrected the step.",
+    )
     human_edited_response = models.TextField(blank=True, help_text="A human-corrected reply kept by the source.")
     context = models.JSONField(default=dict, blank=True, help_text="Plans, evaluations and other source context.")
 
@@ -204,6 +209,7 @@ class ImportJob(JobBase):
     steps_imported = models.PositiveIntegerField(default=0)
     screenshots_stored = models.PositiveIntegerField(default=0)
     unparsed_actions = models.PositiveIntegerField(default=0)
+    off_screen_steps = models.PositiveIntegerField(default=0, help_text="Imported steps with a point off the screen.")
     # The convention of the uploaded traces' points when the uploader says so; empty: the source's own, else the
     # project's.
     coordinate_convention = models.CharField(

@@ -9,7 +9,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
@@ -350,6 +350,7 @@ class TraceImportResult:
     steps: int = 0
     screenshots_stored: int = 0
     unparsed_actions: int = 0
+    off_screen: list[tuple[int, str]] = field(default_factory=list)  # (step index, why) of flagged steps
 
 
 class TraceDeleteRefused(ValueError):
@@ -447,8 +448,10 @@ def trace_import_one(*, project: Project, imported: ImportedTrace, job: ImportJo
         shots.extend(next(found_iter) if ref is not None else None for _, ref in batch)
     final = shots.pop() if imported.final_screenshot else None
 
+    convention = trace_convention_for(project=project, imported=imported, job=job)
     steps = []
     unparsed = 0
+    off_screen = []
     for number, (step, shot) in enumerate(zip(imported.steps, shots), start=1):
         if step.parse_error:
             reply = ParsedReply(step.thought or "", "", "", step.action_text or step.raw_response, [], step.parse_error)
@@ -457,6 +460,11 @@ def trace_import_one(*, project: Project, imported: ImportedTrace, job: ImportJo
         else:
             reply = reply_parse(step.raw_response)
         unparsed += bool(reply.error)
+        outside = step_off_screen_point(
+            parsed_actions=reply.actions, screenshot=shot, convention=convention, project=project
+        )
+        if outside:
+            off_screen.append((number, outside))
         steps.append(
             Step(
                 index=number,
@@ -468,6 +476,7 @@ def trace_import_one(*, project: Project, imported: ImportedTrace, job: ImportJo
                 raw_response=step.raw_response,
                 parsed_actions=reply.actions,
                 parse_error=reply.error,
+                off_screen_point=outside,
                 human_edited_response=step.human_edited_response,
                 context=step.context,
             )
@@ -475,8 +484,6 @@ def trace_import_one(*, project: Project, imported: ImportedTrace, job: ImportJo
     metadata = dict(imported.metadata)
     if imported.warnings:
         metadata["import_warnings"] = imported.warnings
-
-    convention = trace_convention_for(project=project, imported=imported, job=job)
 
     @atomic_with_retry
     def save() -> Trace | None:
@@ -508,7 +515,26 @@ def trace_import_one(*, project: Project, imported: ImportedTrace, job: ImportJo
     trace = save()
     if trace is None:
         return TraceImportResult(Trace.objects.get(project=project, external_id=imported.external_id), created=False)
-    return TraceImportResult(trace, True, len(steps), stored, unparsed)
+    return TraceImportResult(trace, True, len(steps), stored, unparsed, off_screen)
+
+
+def step_off_screen_point(
+    *, parsed_actions: list[dict], screenshot: Screenshot | None, convention: str, project
+) -> str:
+    """Why a recorded step's points fall outside its screenshot in the trace's convention ("" when they are all
+    inside, or when there is no screenshot to measure them against)."""
+    if not parsed_actions or screenshot is None:
+        return ""
+    actions = [grammar.Action.from_json(item) for item in parsed_actions]
+    return "; ".join(
+        grammar.off_screen_points(
+            actions,
+            convention=convention,
+            width=screenshot.width,
+            height=screenshot.height,
+            max_pixels=project.max_pixels,
+        )
+    )
 
 
 def import_job_create(
@@ -657,8 +683,17 @@ def _import_one_into_job(job: ImportJob, item) -> None:
         job.traces_failed += 1
         ImportJob.objects.filter(pk=job.pk).update(traces_failed=job.traces_failed)
         return
-    if result.created and awaits_instruction(result.trace):
+    # This job's own traces are reported, also when an earlier attempt of the job stored them (its report was
+    # cleared with the other tallies when this attempt started).
+    own = result.created or result.trace.import_job_id == job.pk
+    if own and awaits_instruction(result.trace):
         job_add_error(job, instruction_missing_report(item, result.trace))
+    if result.created:
+        off_screen = result.off_screen
+    else:
+        off_screen = trace_off_screen_steps(result.trace) if own else []
+    if off_screen:
+        job_add_error(job, off_screen_report(item, result.trace, off_screen))
     if not result.created and result.trace.import_job_id != job.pk:
         job.traces_skipped += 1
         ImportJob.objects.filter(pk=job.pk).update(traces_skipped=job.traces_skipped)
@@ -672,8 +707,12 @@ def _import_job_count(job: ImportJob) -> None:
     job.traces_imported = totals["traces"]
     job.steps_imported = totals["steps"] or 0
     job.unparsed_actions = Step.objects.filter(trace__import_job=job).exclude(parse_error="").count()
+    job.off_screen_steps = Step.objects.filter(trace__import_job=job).exclude(off_screen_point="").count()
     ImportJob.objects.filter(pk=job.pk).update(
-        traces_imported=job.traces_imported, steps_imported=job.steps_imported, unparsed_actions=job.unparsed_actions
+        traces_imported=job.traces_imported,
+        steps_imported=job.steps_imported,
+        unparsed_actions=job.unparsed_actions,
+        off_screen_steps=job.off_screen_steps,
     )
 
 
@@ -681,10 +720,42 @@ def import_job_summary(job: ImportJob) -> str:
     awaiting = traces_awaiting_instruction(job.traces.all()).count()
     return (
         f"{job.traces_imported} traces, {job.steps_imported} steps, {job.screenshots_stored} screenshots stored, "
-        f"{job.traces_skipped} already present, {job.traces_failed} failed, {job.unparsed_actions} unparsed actions"
+        f"{job.traces_skipped} already present, {job.traces_failed} failed, {job.unparsed_actions} unparsed actions, "
+        f"{off_screen_phrase(job.off_screen_steps)}"
         + (f", {awaiting} awaiting an instruction" if awaiting else "")
         + (f", {len(job.errors)} errors" if job.errors else "")
     )
+
+
+def off_screen_phrase(count: int) -> str:
+    return f"{count} off-screen step{'' if count == 1 else 's'}"
+
+
+OFF_SCREEN_POINT = "off-screen-point"
+OFF_SCREEN_LISTED = 5  # steps named in one trace's entry; the trace page lists them all
+
+
+def trace_off_screen_steps(trace: Trace) -> list[tuple[int, str]]:
+    return list(trace.steps.exclude(off_screen_point="").order_by("index").values_list("index", "off_screen_point"))
+
+
+def off_screen_report(imported: ImportedTrace, trace: Trace, off_screen: list[tuple[int, str]]) -> dict:
+    """The job's entry for a trace with recorded points off the screen: which steps, why, and what follows (shown
+    to annotators, never trained on unless corrected)."""
+    where = imported.source_path or imported.external_id
+    named = "; ".join(f"step {index}: {why}" for index, why in off_screen[:OFF_SCREEN_LISTED])
+    more = len(off_screen) - OFF_SCREEN_LISTED
+    return {
+        "file": where,
+        "kind": OFF_SCREEN_POINT,
+        "trace": trace.pk,
+        "steps": [index for index, _ in off_screen],
+        "error": (
+            f"{where}: {off_screen_phrase(len(off_screen))} ({named}"
+            + (f"; and {more} more steps, listed on the trace page" if more > 0 else "")
+            + "); annotators see the step flagged, and exports never train on it unless the annotator corrects it"
+        ),
+    }
 
 
 INSTRUCTION_MISSING = "awaiting-instruction"

@@ -585,6 +585,8 @@
           b.appendChild(im);
         } else b.appendChild(el("span", { class: "ws-thumb-missing" }, "—"));
         b.appendChild(el("span", { class: "ws-thumb-num" }, i > N ? "end" : i));
+        // A recorded point off the screen (the server measured it at import): marked on its thumbnail.
+        if (i <= N && STEPS[i - 1].off_screen) b.appendChild(el("span", { class: "ws-off-screen-mark", title: "a point outside the screen" }, "⌖"));
         b.addEventListener("click", () => goTo(i));
         const dropped = i <= N ? STEPS[i - 1].missing_before : 0;
         if (dropped) {
@@ -648,6 +650,8 @@
       "the screen before it is not the previous step's result." : "";
     $("ws-parse-error").hidden = !(step && step.parse_error);
     $("ws-parse-error").textContent = step && step.parse_error ? "Does not parse: " + step.parse_error : "";
+    $("ws-off-screen").hidden = !(step && step.off_screen);
+    $("ws-off-screen").textContent = step && step.off_screen ? "Off the screen: " + step.off_screen : "";
     const human = step && step.human_edit;
     $("ws-human").hidden = !human;
     $("ws-human-text").textContent = human ? human.raw : "";
