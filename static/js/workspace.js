@@ -586,7 +586,7 @@
         } else b.appendChild(el("span", { class: "ws-thumb-missing" }, "—"));
         b.appendChild(el("span", { class: "ws-thumb-num" }, i > N ? "end" : i));
         // A recorded point off the screen (the server measured it at import): marked on its thumbnail.
-        if (i <= N && STEPS[i - 1].off_screen) b.appendChild(el("span", { class: "ws-off-screen-mark", title: "a point outside the screen" }, "⌖"));
+        if (i <= N && STEPS[i - 1].off_screen) b.appendChild(el("span", { class: "ws-off-screen-mark", title: "a recorded point outside the screen" }, "off"));
         b.addEventListener("click", () => goTo(i));
         const dropped = i <= N ? STEPS[i - 1].missing_before : 0;
         if (dropped) {
