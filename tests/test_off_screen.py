@@ -167,7 +167,7 @@ def test_the_migration_flags_steps_stored_before_the_rule(project, tmp_path):
     job = import_off_screen(project, tmp_path)
     Step.objects.update(off_screen_point="")  # as the code before the rule stored them
     ImportJob.objects.update(off_screen_steps=0)
-    migration = importlib.import_module("traces.migrations.0007_step_off_screen_point")
+    migration = importlib.import_module("traces.migrations.0008_step_off_screen_point")
     from django.apps import apps
 
     migration.backfill(apps, None)

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-    dependencies = [("traces", "0007_step_off_screen_point")]
+    dependencies = [("traces", "0008_step_off_screen_point")]
     operations = [
         migrations.AlterField(
             "step",

@@ -1,4 +1,4 @@
-"""A recorded point outside the screen is flagged on its step (issue 13): nullable, backfilled here, required in 0008.
+"""A recorded point outside the screen is flagged on its step (issue 13): nullable, backfilled here, required in 0009.
 
 Backfill: each stored step with a screenshot and parsed actions is measured against its screenshot in its trace's
 convention by the grammar's own bounds (`traces.actions.off_screen_points`; the grammar is plain Python without
@@ -55,7 +55,7 @@ def backfill(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("traces", "0006_trace_coordinate_convention")]
+    dependencies = [("traces", "0007_import_upload_removed_at")]
     operations = [
         migrations.AddField("step", "off_screen_point", models.TextField(blank=True, null=True)),
         migrations.AddField(
