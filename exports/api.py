@@ -14,7 +14,7 @@ from exports.access import access_export_job
 from exports.builders import OptionsError
 from exports.models import ExportFormat, ExportJob
 from exports.storage import bundle_response
-from studio.access import ActionPermission
+from studio.access import AccessedObjectMixin, ActionPermission
 from studio.models import JobStatus
 from traces.access import access_project
 
@@ -90,7 +90,7 @@ class ProjectExports(APIView):
         return Response(ExportJobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
 
 
-class ExportJobDetail(generics.RetrieveAPIView):
+class ExportJobDetail(AccessedObjectMixin, generics.RetrieveAPIView):
     serializer_class = ExportJobSerializer
     permission_classes = [ActionPermission]
     permission_action = "export.view"

@@ -111,14 +111,21 @@ def _path(entity: Entity, field: str) -> str:
     return field if entity.project is None else f"{entity.project}__{field}"
 
 
+def _in_projects(user, queryset: QuerySet) -> QuerySet:
+    """``queryset`` narrowed to the user's projects (admins: no narrowing)."""
+    if Role.ADMIN in user_roles(user):
+        return queryset
+    entity = entity_of(queryset.model)
+    return queryset.filter(**{_path(entity, "pk__in"): member_projects(user).values("pk")})
+
+
 def _in_scope(user, queryset: QuerySet, rule: Rule) -> QuerySet:
     """``queryset`` narrowed to the rule's scope for ``user`` (the role is checked by the callers)."""
     if rule.scope == Scope.ANY:
         return queryset
-    entity = entity_of(queryset.model)
-    if Role.ADMIN not in user_roles(user):
-        queryset = queryset.filter(**{_path(entity, "pk__in"): member_projects(user).values("pk")})
+    queryset = _in_projects(user, queryset)
     if _narrowed(user, rule):
+        entity = entity_of(queryset.model)
         if rule.scope == Scope.OWN and entity.owner is not None:
             queryset = queryset.filter(**{entity.owner: user})
         elif rule.scope == Scope.NOT_BLIND:
@@ -176,7 +183,10 @@ def access(user, model_or_queryset: type[Model] | QuerySet, pk: Any, action: str
     )
     entity = entity_of(queryset.model)
     if rule.scope != Scope.ANY:
-        queryset = _in_scope(user, queryset, Rule(rule.roles, Scope.MEMBER, rule.doing))
+        queryset = _in_projects(user, queryset)
+        if _role_allows(user, rule) and _narrowed(user, rule) and rule.scope == Scope.OWN and entity.owner:
+            # Someone else's is a 404 either way; filtering here also keeps ``lock`` off rows that are not theirs.
+            queryset = queryset.filter(**{entity.owner: user})
     if lock:
         queryset = queryset.select_for_update(of=("self",))
     try:
@@ -235,3 +245,15 @@ class ActionPermission(BasePermission):
             return True
         self.message = refusal(action)
         return False
+
+
+class AccessedObjectMixin:
+    """For DRF generic detail views: ``get_object`` goes through ``access`` with the view's action, so a detail
+    answers 404 "No such <entity> among yours." / 403 "You cannot <doing>." as every other view does."""
+
+    def get_object(self):
+        view: Any = self
+        lookup = view.lookup_url_kwarg or view.lookup_field
+        return access(
+            view.request.user, view.get_queryset(), view.kwargs[lookup], ActionPermission.action(view.request, view)
+        )

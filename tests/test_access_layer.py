@@ -279,6 +279,14 @@ def test_http_404_is_the_same_for_someone_elses_and_for_no_such_annotation(world
     owner.force_login(world["annotator"])
     assert owner.get(f"/api/annotations/{annotation.pk}/").status_code == 200
     assert owner.get(f"/annotations/{annotation.pk}/").status_code == 200
+    # The generic detail views answer the same way (AccessedObjectMixin).
+    outsider = Client()
+    outsider.force_login(world["outsider"])
+    elsewhere = outsider.get(f"/api/traces/{world['traces'][0].pk}/")
+    nowhere = outsider.get("/api/traces/999999/")
+    assert elsewhere.status_code == nowhere.status_code == 404
+    assert elsewhere.json() == nowhere.json() == {"detail": "No such trace among yours."}
+    assert outsider.get(f"/api/traces/{world['other_trace'].pk}/").status_code == 200
 
 
 def test_http_403_says_what_the_user_cannot_do_as_json_or_as_a_page(world):

@@ -9,7 +9,7 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from studio.access import ActionPermission
+from studio.access import AccessedObjectMixin, ActionPermission
 from studio.api import job_cancel_response
 from traces import actions as grammar
 from traces import selectors, services
@@ -134,7 +134,7 @@ class ProjectList(generics.ListAPIView):
         return projects_for(self.request.user)
 
 
-class ProjectDetail(generics.RetrieveAPIView):
+class ProjectDetail(AccessedObjectMixin, generics.RetrieveAPIView):
     serializer_class = ProjectSerializer
     permission_classes = [ActionPermission]
     permission_action = "project.view"
@@ -159,7 +159,7 @@ class TraceDeleteSerializer(serializers.Serializer):
     reason = serializers.CharField(help_text="Why the trace is deleted; kept in the audit record (TraceDeletion).")
 
 
-class TraceDetail(generics.RetrieveAPIView):
+class TraceDetail(AccessedObjectMixin, generics.RetrieveAPIView):
     """GET: the trace with its steps. DELETE (leads, admins): remove it with its steps and annotations, audited."""
 
     serializer_class = TraceDetailSerializer
@@ -224,7 +224,7 @@ class ImportCreate(APIView):
         return Response(ImportJobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
 
 
-class ImportJobDetail(generics.RetrieveAPIView):
+class ImportJobDetail(AccessedObjectMixin, generics.RetrieveAPIView):
     serializer_class = ImportJobSerializer
     permission_classes = [ActionPermission]
     permission_action = "job.view"

@@ -8,7 +8,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from studio.access import ActionPermission, can
+from studio.access import AccessedObjectMixin, ActionPermission, can
 from studio.api import job_cancel_response
 from traces.access import access_prescore_job, access_project, access_trace, prescore_jobs_for
 from traces.models import PrescoreJob, Scorer
@@ -81,7 +81,7 @@ class PrescoreJobList(generics.ListAPIView):
         return prescore_jobs_for(self.request.user).filter(project=project).order_by("-created_at")
 
 
-class PrescoreJobDetail(generics.RetrieveAPIView):
+class PrescoreJobDetail(AccessedObjectMixin, generics.RetrieveAPIView):
     serializer_class = PrescoreJobSerializer
     permission_classes = [ActionPermission]
     permission_action = "job.view"
