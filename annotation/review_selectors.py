@@ -205,12 +205,58 @@ def _marker(
     return marker
 
 
+def trace_viewer_steps(trace, steps, *, tau: int | None) -> list[dict]:
+    """Every screen of the trace for the review page's filmstrip and viewer: each step's screenshot with its
+    recorded action marked (in the trace's convention, placed by the one grammar), then the final screen if kept."""
+    project = trace.project
+    screens = []
+    for step in steps:
+        shot = step.screenshot
+        marker = _marker(
+            step.action_text,
+            label="recorded",
+            kind="original",
+            project=project,
+            shot=shot,
+            convention=trace.coordinate_convention,
+        )
+        screens.append(
+            {
+                "index": step.index,
+                "title": f"step {step.index}",
+                "image": shot.image_url if shot else None,
+                "thumb": shot.thumbnail_url if shot else None,
+                "thought": step.thought,
+                "action": step.action_text,
+                "markers": [marker] if marker else [],
+                "is_tau": step.index == tau,
+            }
+        )
+    final = trace.final_screenshot
+    if final is not None:
+        screens.append(
+            {
+                "index": len(steps) + 1,
+                "title": "final screen",
+                "image": final.image_url,
+                "thumb": final.thumbnail_url,
+                "thought": "",
+                "action": "",
+                "markers": [],
+                "is_tau": False,
+            }
+        )
+    return screens
+
+
 def review_context(annotation: Annotation) -> dict:
     """The annotation over its trace: o_τ with the original and corrected actions, o_{τ+1} with the
     post-reflection, thoughts word-diffed, every step for context, and the trace's history."""
     trace = annotation.trace
     project = trace.project
     steps = list(trace.steps.select_related("screenshot").order_by("index"))
+    if trace.final_screenshot_id:
+        trace = type(trace).objects.select_related("final_screenshot", "project").get(pk=trace.pk)
     by_index = {s.index: s for s in steps}
     # The page shows the answer as its verdict allows it (no τ, category or correction on "no error" or
     # "unusable", whatever an old row holds): exactly what review_accept stores.
@@ -231,6 +277,7 @@ def review_context(annotation: Annotation) -> dict:
         "thought_diff": [],
         "siblings": [],
         "history": history_rows(trace_history(trace)),
+        "trace_screens": trace_viewer_steps(trace, steps, tau=tau),
     }
     if tau and tau in by_index:
         step = by_index[tau]

@@ -150,8 +150,8 @@ def test_reject_fix_resubmit_accept_live(browser, asgi_server, project, annotato
 
     # 2. the lead opens it: both actions drawn on o_τ, the post-reflection on o_{τ+1}, the thoughts diffed
     lead_page.click(f"{row} a")
-    lead_page.wait_for_selector(".shot-frame .marker.corrected")
-    assert lead_page.locator(".shot-frame .marker.original").count() == 1
+    lead_page.wait_for_selector(".shot-frame[data-markers] .marker.corrected")
+    assert lead_page.locator(".shot-frame[data-markers] .marker.original").count() == 1
     assert lead_page.locator(".diff-delete").count() >= 1 and lead_page.locator(".diff-insert").count() >= 1
     assert "ctrl shift t" in lead_page.inner_text(".review-grid")
     lead_page.screenshot(path=str(artifacts_dir / "review-detail.png"), full_page=True)

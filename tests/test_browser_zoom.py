@@ -63,7 +63,7 @@ def test_wheel_zooms_around_the_pointer_and_clicks_stay_exact(correcting, artifa
     page.mouse.move(px, py)
     for _ in range(4):
         page.mouse.wheel(0, -240)
-    page.wait_for_function("window.wsZoom().scale > 2")
+    page.wait_for_function("() => window.wsZoom().scale > 2")
     after = image_box(page)
     assert after["width"] > before["width"] * 2
     still_under = ((px - after["x"]) / after["width"], (py - after["y"]) / after["height"])
@@ -90,7 +90,7 @@ def test_wheel_zooms_around_the_pointer_and_clicks_stay_exact(correcting, artifa
     # The marker keeps its size on screen: the ring is as large at this zoom as at 100 %.
     zoomed_ring = page.locator(".ws-overlay .fix .ring").first.bounding_box()["width"]
     page.keyboard.press("0")
-    page.wait_for_function("window.wsZoom().scale === 1")
+    page.wait_for_function("() => window.wsZoom().scale === 1")
     page.wait_for_timeout(300)
     fitted_ring = page.locator(".ws-overlay .fix .ring").first.bounding_box()["width"]
     assert zoomed_ring == pytest.approx(fitted_ring, rel=0.15)

@@ -13,8 +13,13 @@
     el.style.top = (y * 100).toFixed(3) + "%";
   }
 
-  document.querySelectorAll(".shot-frame[data-markers]").forEach((frame) => {
-    for (const m of readJSON(frame.dataset.markers)) {
+  // Marks go into the frame's zoom layer (they move with the image); an action without a point gets a note beside
+  // the image instead.
+  function drawMarkers(frame, markers) {
+    const layer = frame.querySelector(".zoom-layer");
+    layer.querySelectorAll(".marker").forEach((m) => m.remove());
+    frame.querySelectorAll(".marker-note").forEach((m) => m.remove());
+    for (const m of markers) {
       if (m.x === undefined) {
         const tag = document.createElement("div");
         tag.className = "marker-note " + m.kind;
@@ -31,16 +36,109 @@
       label.className = "marker-label";
       label.textContent = m.label + " · " + m.type;
       dot.append(label);
-      frame.append(dot);
+      layer.append(dot);
       if (m.end_x !== undefined) {
         const end = document.createElement("div");
         end.className = "marker end " + m.kind;
         end.title = m.label + " (end)";
         place(end, m.end_x, m.end_y);
-        frame.append(end);
+        layer.append(end);
       }
     }
-  });
+    separateLabels(frame);
+  }
+
+  // Labels never overlap: a label that meets one above it moves down, below the other (close original and
+  // corrected points get stacked labels). Measured on screen, so it is redone when the zoom settles.
+  function separateLabels(frame) {
+    const labels = [...frame.querySelectorAll(".marker-label")];
+    labels.forEach((l) => { l.style.marginTop = "0px"; });
+    const placed = [];
+    for (const label of labels.sort((a, b) => a.getBoundingClientRect().top - b.getBoundingClientRect().top)) {
+      for (let tries = 0; tries < labels.length; tries++) {
+        const box = label.getBoundingClientRect();
+        const hit = placed.find((p) => box.left < p.right && p.left < box.right && box.top < p.bottom && p.top < box.bottom);
+        if (!hit) break;
+        label.style.marginTop = (parseFloat(label.style.marginTop) + hit.bottom - box.top + 2) + "px";
+      }
+      placed.push(label.getBoundingClientRect());
+    }
+  }
+
+  // --- zoom: one view for every screenshot on the page (o_τ and o_τ+1 stay aligned) ---
+  const Zoom = window.StudioZoom;  // static/js/zoom.js, loaded by the pages that show screenshots
+  const frames = Zoom ? [...document.querySelectorAll(".shot-frame")] : [];
+  let view = Zoom ? { ...Zoom.FIT } : null;
+  let settle = null;
+  function setView(next) {
+    view = next;
+    for (const frame of frames) {
+      const layer = frame.querySelector(".zoom-layer");
+      layer.style.transform = Zoom.transform(view);
+      layer.style.setProperty("--zoom", String(view.scale));  // marks keep their size on screen
+      frame.classList.toggle("zoomed", view.scale > 1);
+    }
+    clearTimeout(settle);
+    settle = setTimeout(() => frames.forEach(separateLabels), 120);
+  }
+  for (const frame of frames) Zoom.attach(frame, { get: () => view, set: setView });
+  window.reviewZoom = () => ({ ...view });  // for tests
+
+  document.querySelectorAll(".shot-frame[data-markers]").forEach((frame) => drawMarkers(frame, readJSON(frame.dataset.markers)));
+
+  // --- the whole trace: filmstrip and viewer (every verdict; the only screens of a "no error" answer) ---
+  const screens = readJSON("trace-screens");
+  const strip = document.getElementById("viewer-strip");
+  const viewerFrame = document.getElementById("viewer-frame");
+  let shown = 0;
+  function showScreen(position) {
+    if (!screens.length) return;
+    shown = Math.max(0, Math.min(screens.length - 1, position));
+    const screen = screens[shown];
+    const image = document.getElementById("viewer-image");
+    if (screen.image) {
+      image.src = screen.image;
+      image.alt = "Screenshot of " + screen.title;
+      viewerFrame.hidden = false;
+    } else viewerFrame.hidden = true;
+    document.getElementById("viewer-title").textContent = screen.title + (screen.is_tau ? " (τ)" : "") + (screen.image ? "" : " — no screenshot");
+    document.getElementById("viewer-thought").textContent = screen.thought;
+    document.getElementById("viewer-action").textContent = screen.action;
+    drawMarkers(viewerFrame, screen.markers);
+    strip.querySelectorAll("button").forEach((b, i) => {
+      b.classList.toggle("current", i === shown);
+      if (i === shown) {
+        b.setAttribute("aria-current", "step");
+        // The strip scrolls to the current screen; the page itself never jumps.
+        if (b.offsetLeft < strip.scrollLeft || b.offsetLeft + b.offsetWidth > strip.scrollLeft + strip.clientWidth) {
+          strip.scrollLeft = b.offsetLeft - strip.clientWidth / 2;
+        }
+      }
+      else b.removeAttribute("aria-current");
+    });
+  }
+  if (strip && screens.length) {
+    screens.forEach((screen, i) => {
+      const b = document.createElement("button");
+      b.type = "button";
+      b.className = "viewer-thumb" + (screen.is_tau ? " tau" : "");
+      b.title = screen.title;
+      if (screen.thumb) {
+        const im = document.createElement("img");
+        im.src = screen.thumb; im.alt = ""; im.loading = "lazy"; im.height = 54;
+        b.append(im);
+      }
+      const n = document.createElement("span");
+      n.className = "viewer-num";
+      n.textContent = screen.title === "final screen" ? "end" : String(screen.index);
+      b.append(n);
+      b.addEventListener("click", () => showScreen(i));
+      strip.append(b);
+    });
+    const tauAt = screens.findIndex((screen) => screen.is_tau);
+    showScreen(tauAt >= 0 ? tauAt : 0);
+  }
+  window.reviewShowScreen = (position) => showScreen(position);  // for tests
 
   // --- keys on one review: a accept, r reject (focus the comment; Ctrl+Enter sends), → next undecided ---
   const acceptButton = document.getElementById("accept-button");
@@ -58,6 +156,10 @@
       return;
     }
     if (event.ctrlKey) return;
+    const zoomKeys = { "+": 1.5, "=": 1.5, "-": 1 / 1.5 };
+    if (zoomKeys[event.key] && frames.length) { event.preventDefault(); setView(Zoom.zoomAt(view, 0.5, 0.5, zoomKeys[event.key])); return; }
+    if (event.key === "0" && frames.length) { event.preventDefault(); setView({ ...Zoom.FIT }); return; }
+    if ((event.key === "j" || event.key === "k") && screens.length) { event.preventDefault(); showScreen(shown + (event.key === "j" ? 1 : -1)); return; }
     if (event.key === "a" && acceptButton) { event.preventDefault(); acceptButton.click(); }
     else if (event.key === "r" && comment && rejectButton) { event.preventDefault(); comment.focus(); }
     else if (event.key === "ArrowRight" && nextLink) { event.preventDefault(); nextLink.click(); }

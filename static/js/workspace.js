@@ -397,8 +397,7 @@
       frame.classList.add("placing");
       frame.dataset.slot = slot;
       frame.addEventListener("click", (event) => {
-        if (frame.dataset.panned) { delete frame.dataset.panned; return; }  // the end of a drag, not a click
-        // Measured on the transformed layer: exact at every zoom and pan.
+        // (The click that ends a drag never reaches here: static/js/zoom.js swallows it.) Measured on the transformed layer: exact at every zoom and pan.
         const box = view.getBoundingClientRect();
         const px = [(event.clientX - box.left) / box.width * shot.width, (event.clientY - box.top) / box.height * shot.height];
         placePoint(slot, toModel(shot, px));
@@ -412,23 +411,17 @@
   const sub = (n) => String(n).split("").map((d) => "₀₁₂₃₄₅₆₇₈₉"[+d]).join("");
 
   // --- zoom, pan and the loupe ------------------------------------------------------------------
-  // Wheel (or a trackpad pinch) zooms around the pointer, a drag pans, two fingers pinch; + - 0 from the keyboard.
+  // Gestures and the zoom arithmetic are static/js/zoom.js's (shared with the review page); + - 0 from the keyboard.
   // Every pane shares state.zoom, so o_i | o_i+1 stay aligned. While the view moves only a CSS transform changes
   // (cheap, every frame); the markers are redrawn at their on-screen size once it settles.
-  const ZOOM_MAX = 8, LOUPE_RADIUS = 75, LOUPE_POWER = 3;
+  const Zoom = window.StudioZoom;
+  const LOUPE_RADIUS = 75, LOUPE_POWER = 3;
   let settleTimer = null;
-  function zoomTransform() {
-    const z = state.zoom;
-    return `translate(${z.ox * 100}%, ${z.oy * 100}%) scale(${z.scale})`;
-  }
-  function clampedZoom(scale, ox, oy) {
-    scale = Math.min(ZOOM_MAX, Math.max(1, scale));
-    // The image always covers the frame: no panning past its edges.
-    return { scale, ox: Math.min(0, Math.max(1 - scale, ox)), oy: Math.min(0, Math.max(1 - scale, oy)) };
-  }
-  function applyZoom() {
+  function zoomTransform() { return Zoom.transform(state.zoom); }
+  function setZoom(view) {
+    state.zoom = view;
     const stage = $("ws-stage");
-    for (const view of stage.querySelectorAll(".ws-zoom")) view.style.transform = zoomTransform();
+    for (const layer of stage.querySelectorAll(".ws-zoom")) layer.style.transform = zoomTransform();
     stage.classList.toggle("zoomed", state.zoom.scale > 1);
     $("ws-zoom-level").textContent = `${Math.round(state.zoom.scale * 100)} %`;
     clearTimeout(settleTimer);
@@ -438,72 +431,17 @@
       if (state.cursor) showCursorLoupe();
     }, 120);
   }
-  // (u, v): the point of the frame, in fractions, that stays where it is.
-  function zoomAt(u, v, factor) {
-    const z = state.zoom;
-    const scale = Math.min(ZOOM_MAX, Math.max(1, z.scale * factor));
-    const ix = (u - z.ox) / z.scale, iy = (v - z.oy) / z.scale;  // that point, in fractions of the image
-    state.zoom = clampedZoom(scale, u - ix * scale, v - iy * scale);
-    applyZoom();
-  }
-  function zoomReset() { state.zoom = { scale: 1, ox: 0, oy: 0 }; applyZoom(); }
+  function zoomAt(u, v, factor) { setZoom(Zoom.zoomAt(state.zoom, u, v, factor)); }
+  function zoomReset() { setZoom({ ...Zoom.FIT }); }
   window.wsZoom = () => ({ ...state.zoom });  // for tests
 
   function attachZoomGestures(frame, view, loupe, placing) {
-    const fraction = (event) => {
-      const box = frame.getBoundingClientRect();
-      return [(event.clientX - box.left) / box.width, (event.clientY - box.top) / box.height];
-    };
-    frame.addEventListener("wheel", (event) => {
-      event.preventDefault();
-      const perLine = event.deltaMode === 1 ? 40 : 1;
-      zoomAt(...fraction(event), Math.exp(-event.deltaY * perLine * 0.0015));
-    }, { passive: false });
-    const pointers = new Map();
-    let drag = null, pinch = null;
-    frame.addEventListener("pointerdown", (event) => {
-      if (event.button !== 0) return;
-      pointers.set(event.pointerId, [event.clientX, event.clientY]);
-      if (pointers.size === 2) {
-        const [a, b] = [...pointers.values()];
-        pinch = { distance: Math.hypot(a[0] - b[0], a[1] - b[1]) };
-        drag = null;
-      } else drag = { x: event.clientX, y: event.clientY, zoom: { ...state.zoom }, moved: false, id: event.pointerId };
+    Zoom.attach(frame, {
+      get: () => state.zoom,
+      set: setZoom,
+      hover: (event) => { if (placing && !state.cursor) showLoupe(frame, view, loupe, event.clientX, event.clientY); },
+      leave: () => { if (!state.cursor) loupe.hidden = true; },
     });
-    frame.addEventListener("pointermove", (event) => {
-      if (pointers.has(event.pointerId)) pointers.set(event.pointerId, [event.clientX, event.clientY]);
-      if (pinch && pointers.size === 2) {
-        const [a, b] = [...pointers.values()];
-        const distance = Math.hypot(a[0] - b[0], a[1] - b[1]);
-        const box = frame.getBoundingClientRect();
-        zoomAt(((a[0] + b[0]) / 2 - box.left) / box.width, ((a[1] + b[1]) / 2 - box.top) / box.height, distance / pinch.distance);
-        pinch.distance = distance;
-        frame.dataset.panned = "1";
-        return;
-      }
-      if (drag && drag.id === event.pointerId) {
-        const dx = event.clientX - drag.x, dy = event.clientY - drag.y;
-        if (!drag.moved && Math.hypot(dx, dy) < 4) return;  // a click that wobbled is still a click
-        if (!drag.moved) { drag.moved = true; frame.setPointerCapture(event.pointerId); frame.classList.add("panning"); loupe.hidden = true; }
-        const box = frame.getBoundingClientRect();
-        state.zoom = clampedZoom(drag.zoom.scale, drag.zoom.ox + dx / box.width, drag.zoom.oy + dy / box.height);
-        applyZoom();
-        return;
-      }
-      if (placing && !state.cursor) showLoupe(frame, view, loupe, event.clientX, event.clientY);
-    });
-    const release = (event) => {
-      pointers.delete(event.pointerId);
-      if (pointers.size < 2) pinch = null;
-      if (drag && drag.id === event.pointerId) {
-        if (drag.moved) frame.dataset.panned = "1";  // the click that ends a drag places nothing
-        drag = null;
-        frame.classList.remove("panning");
-      }
-    };
-    frame.addEventListener("pointerup", release);
-    frame.addEventListener("pointercancel", release);
-    frame.addEventListener("pointerleave", () => { if (!state.cursor) loupe.hidden = true; });
   }
 
   // The loupe: LOUPE_POWER times what the frame shows, centred on the point that a click (or Enter) would place.
@@ -537,7 +475,7 @@
     const fx = state.cursor.px[0] / shot.width, fy = state.cursor.px[1] / shot.height;
     const u = fx * z.scale + z.ox, v = fy * z.scale + z.oy;
     if (u > 0.05 && u < 0.95 && v > 0.05 && v < 0.95) return;
-    state.zoom = clampedZoom(z.scale, 0.5 - fx * z.scale, 0.5 - fy * z.scale);
+    state.zoom = Zoom.clamp(z.scale, 0.5 - fx * z.scale, 0.5 - fy * z.scale);
   }
 
   // --- which slot edits on which screen --------------------------------------------------------
