@@ -130,7 +130,7 @@ class Service:
 
 
 class Stack:
-    def __init__(self, workdir: Path, static_root: Path, postgres_url: str):
+    def __init__(self, workdir: Path, static_root: Path, postgres_url: str, *, web_workers: int = 2):
         self.workdir = workdir
         server = dj_database_url.parse(postgres_url)
         self.db_name = f"{server['NAME'] if server['NAME'] != 'postgres' else 'studio'}_fullstack_{os.getpid()}"
@@ -206,7 +206,9 @@ class Stack:
         )
         # The one uvicorn command line (studio/webserver.py); the proxy on loopback is the one trusted address.
         self.env["STUDIO_TRUSTED_PROXIES"] = "127.0.0.1"
-        self.web = Service("web", uvicorn_command("127.0.0.1", self.ports["web"], workers=2), self.env, workdir)
+        self.web = Service(
+            "web", uvicorn_command("127.0.0.1", self.ports["web"], workers=web_workers), self.env, workdir
+        )
         self.worker = Service(
             "worker",
             [
