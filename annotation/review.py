@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from annotation import events
 from annotation.models import Annotation, AnnotationStatus, Verdict
-from annotation.services import annotation_record_edit, annotation_transition, answer_for_verdict
+from annotation.services import action_check, annotation_record_edit, annotation_transition, answer_for_verdict
 from studio.access import access
 from studio.db import atomic_with_retry
 from traces import actions as grammar
@@ -101,6 +101,19 @@ def _clean_edits(annotation: Annotation, edits: dict) -> dict:
     tau = cleaned.get("tau", annotation.tau)
     if verdict == Verdict.ERROR and tau is None:
         raise ReviewError("a verdict of error needs the first erroneous step tau")
+    if verdict == Verdict.ERROR:
+        # The lead's actions pass the check the annotator's editor and submit use (the platform's action space,
+        # the prompt's rules, the screen's bounds on o_τ / o_τ+1): a rule that exists once.
+        for slot, field, label in (
+            ("corrected", "corrected_action", "corrected action"),
+            ("reflection", "reflection_action", "post-reflection action"),
+        ):
+            text = cleaned.get(field, getattr(annotation, field))
+            if field in cleaned and text:
+                action = grammar.parse_action(text)
+                check = action_check(annotation=annotation, slot=slot, action_json=action.to_json(), tau=tau)
+                if not check["valid"]:
+                    raise ReviewError(f"{label}: {'; '.join(check['errors'])}")
     return cleaned
 
 

@@ -9,9 +9,10 @@ from rest_framework.exceptions import ParseError, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation import dashboards, review, review_selectors
+from annotation import dashboards, review, review_selectors, services
 from annotation.access import access_annotation
 from annotation.agreement import agreement_report
+from annotation.api import ActionCheckSerializer
 from annotation.models import AnnotationStatus
 from studio.access import ActionPermission
 from traces.access import access_project, access_trace
@@ -172,6 +173,21 @@ class ReviewAdjudicate(_Decision):
     def decide(self, annotation, data):
         return review.review_adjudicate(
             annotation_id=annotation.pk, actor=self.request.user, edits=data["edits"], comment=data["comment"]
+        )
+
+
+class ReviewActionCheck(LeadView):
+    """The lead's editor asks what the annotator's does: the canonical UI-TARS string and the grammar's problems for
+    an action on o_τ or o_τ+1 (writes nothing)."""
+
+    @extend_schema(request=ActionCheckSerializer, responses={200: dict})
+    def post(self, request, pk: int):
+        annotation = self.annotation(pk)
+        form = ActionCheckSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        return Response(
+            services.action_check(annotation=annotation, slot=data["slot"], action_json=data["action"], tau=data["tau"])
         )
 
 

@@ -11,6 +11,7 @@ urlpatterns = [
     path("reviews/<int:pk>/reject/", review_api.ReviewReject.as_view(), name="api-review-reject"),
     path("reviews/<int:pk>/edit-accept/", review_api.ReviewEditAccept.as_view(), name="api-review-edit-accept"),
     path("reviews/<int:pk>/adjudicate/", review_api.ReviewAdjudicate.as_view(), name="api-review-adjudicate"),
+    path("reviews/<int:pk>/check-action/", review_api.ReviewActionCheck.as_view(), name="api-review-check-action"),
     path("projects/<int:project_id>/agreement/", review_api.ProjectAgreement.as_view(), name="api-project-agreement"),
     path("projects/<int:project_id>/dashboard/", review_api.ProjectDashboard.as_view(), name="api-project-dashboard"),
     path("projects/<int:project_id>/presence/", review_api.ProjectPresence.as_view(), name="api-project-presence"),

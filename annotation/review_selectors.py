@@ -9,10 +9,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.db.models import QuerySet
+from django.urls import reverse
 
 from annotation.access import annotations_for, history_for
 from annotation.models import Annotation, AnnotationStatus, AuditEvent
-from annotation.selectors import open_leases
+from annotation.review import REVIEW_EDITABLE_FIELDS
+from annotation.selectors import model_extent, open_leases
 from annotation.services import answer_for_verdict
 from traces import actions as grammar
 from traces.access import projects_for
@@ -249,6 +251,39 @@ def trace_viewer_steps(trace, steps, *, tau: int | None) -> list[dict]:
     return screens
 
 
+def _editor_action(action_text: str, project) -> dict | None:
+    """A stored action as the structured editor holds it (the project's convention, as stored)."""
+    if not action_text:
+        return None
+    try:
+        return grammar.parse_actions(action_text)[0].to_json()
+    except (grammar.ActionSyntaxError, IndexError):
+        return None
+
+
+def review_edit_data(annotation: Annotation, *, error_shot, reflection_shot, values: dict) -> dict:
+    """What the lead's edit-then-accept editor starts from: the answer's actions (or what the lead typed, kept after
+    a refused edit), the screens their points are placed on, and where the server checks an action."""
+    project = annotation.trace.project
+
+    def screen(shot):
+        if shot is None:
+            return None
+        return {"width": shot.width, "height": shot.height, "extent": model_extent(project, shot.width, shot.height)}
+
+    return {
+        "check_url": reverse("api-review-check-action", args=[annotation.pk]),
+        "table_url": reverse("api-action-table"),
+        "platform": project.platform,
+        "tau": annotation.tau,
+        "slots": {
+            slot: {"action": _editor_action(values.get(field, ""), project), "canonical": values.get(field, "")}
+            for slot, field in (("corrected", "corrected_action"), ("reflection", "reflection_action"))
+        },
+        "screens": {"corrected": screen(error_shot), "reflection": screen(reflection_shot)},
+    }
+
+
 def review_context(annotation: Annotation) -> dict:
     """The annotation over its trace: o_τ with the original and corrected actions, o_{τ+1} with the
     post-reflection, thoughts word-diffed, every step for context, and the trace's history."""
@@ -309,6 +344,13 @@ def review_context(annotation: Annotation) -> dict:
             shot=reflection_shot,
         )
         context["reflection_markers"] = [marker] if marker else []
+    context["form_values"] = {field: getattr(annotation, field) for field in REVIEW_EDITABLE_FIELDS}
+    context["edit_data"] = review_edit_data(
+        annotation,
+        error_shot=context.get("error_shot"),
+        reflection_shot=context["reflection_shot"],
+        values=context["form_values"],
+    )
     context["siblings"] = list(
         Annotation.objects.filter(trace=trace).exclude(pk=annotation.pk).select_related("annotator").order_by("id")
     )

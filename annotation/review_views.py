@@ -31,17 +31,20 @@ def review_queue(request):
 
 def review_detail(request, annotation_id: int):
     annotation = access_annotation(request.user, annotation_id, "annotation.review")
+    return render(request, "review/detail.html", _detail_context(request.user, annotation))
+
+
+def _detail_context(user, annotation) -> dict:
     context = review_selectors.review_context(annotation)
-    following = review_selectors.review_next(request.user, after=annotation)
     context.update(
         {
-            "next_review": following,
+            "next_review": review_selectors.review_next(user, after=annotation),
             "verdicts": [v for v in Verdict if v.value],
             "can_decide": annotation.status == AnnotationStatus.SUBMITTED,
             "can_adjudicate": annotation.status in review.ADJUDICABLE and bool(context["siblings"]),
         }
     )
-    return render(request, "review/detail.html", context)
+    return context
 
 
 EDIT_FORM_FIELDS = review.REVIEW_EDITABLE_FIELDS
@@ -68,6 +71,9 @@ def review_decide(request, annotation_id: int):
         else:
             raise review.ReviewError(f"unknown decision {decision!r}")
     except review.ReviewError as exc:
+        if decision in ("edit_accept", "adjudicate"):
+            # The lead's typed answer is kept, with the problem beside it (a redirect would throw it away).
+            return _detail_with_refused_edit(request, annotation, edits, comment, str(exc))
         messages.error(request, str(exc))
         return redirect("review-detail", annotation_id=annotation.pk)
     messages.success(
@@ -79,6 +85,22 @@ def review_decide(request, annotation_id: int):
     if following is not None:
         return redirect("review-detail", annotation_id=following.pk)
     return redirect("review-queue")
+
+
+def _detail_with_refused_edit(request, annotation, edits: dict, comment: str, problem: str):
+    annotation.refresh_from_db()
+    context = _detail_context(request.user, annotation)
+    values = {**context["form_values"], **edits}
+    context["form_values"] = values
+    context["edit_data"] = review_selectors.review_edit_data(
+        context["annotation"],
+        error_shot=context.get("error_shot"),
+        reflection_shot=context["reflection_shot"],
+        values=values,
+    )
+    context["edit_error"] = problem
+    context["comment"] = comment
+    return render(request, "review/detail.html", context, status=400)
 
 
 def dashboard_index(request):

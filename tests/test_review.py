@@ -368,3 +368,25 @@ def test_every_api_failure_is_json(project, lead, monkeypatch):
     missing = client.get("/api/no-such-endpoint/")
     assert missing.status_code == 404 and "/api/no-such-endpoint/" in missing.json()["detail"]
     assert client.get("/no-such-page/")["Content-Type"].startswith("text/html")
+
+
+def test_a_leads_edit_passes_the_annotators_action_check(project, annotator, lead, api_client):
+    """The lead's actions are held to the rules the annotator's editor and submit use (one check): a four-key hotkey
+    the prompt forbids, or an action the platform's action space lacks, is refused with the reason."""
+    trace = make_trace(project, "t1")
+    ann = make_annotation(trace, annotator, verdict="error", tau=2, error_category="wrong text")
+    with pytest.raises(review.ReviewError, match="at most 3"):
+        review.review_edit_and_accept(
+            annotation_id=ann.pk, actor=lead, edits={"reflection_action": "hotkey(key='ctrl alt shift t')"}
+        )
+    with pytest.raises(review.ReviewError, match="corrected action"):
+        review.review_edit_and_accept(annotation_id=ann.pk, actor=lead, edits={"corrected_action": "press_home()"})
+    ann.refresh_from_db()
+    assert ann.status == "submitted"
+    # The review page's editor asks the same check through the review API; an annotator may not.
+    url = f"/api/reviews/{ann.pk}/check-action/"
+    body = {"slot": "reflection", "action": {"type": "hotkey", "args": {"key": "ctrl alt shift t"}}, "tau": 2}
+    answer = api_client(lead).post(url, body, format="json")
+    assert answer.status_code == 200 and not answer.json()["valid"]
+    assert any("at most 3" in e for e in answer.json()["errors"])
+    assert api_client(annotator).post(url, body, format="json").status_code in (403, 404)

@@ -140,6 +140,83 @@
   }
   window.reviewShowScreen = (position) => showScreen(position);  // for tests
 
+  // --- edit, then accept: the workspace's structured editor (static/js/action_editor.js), checked by the server ---
+  const editData = readJSON("review-edit-data");
+  const Editor = window.StudioActionEditor;
+  if (Editor && editData && editData.check_url) {
+    const tauInput = document.getElementById("edit-tau");
+    const formTau = () => (tauInput && tauInput.value ? Number(tauInput.value) : null);
+    const slots = {};
+    for (const slot of ["corrected", "reflection"]) {
+      slots[slot] = {
+        host: document.querySelector(`[data-review-slot="${slot}"]`),
+        field: document.getElementById(`edit-${slot}_action`),
+        action: editData.slots[slot].action ? JSON.parse(JSON.stringify(editData.slots[slot].action)) : null,
+        canonical: editData.slots[slot].canonical,
+        check: null, placed: 0, seq: 0, timer: null,
+      };
+    }
+    let table = null;
+    const drawEditor = (slot) => {
+      const s = slots[slot];
+      if (!s.host) return;
+      Editor.render(s.host, {
+        table, platform: editData.platform, slot, action: s.action, editable: true, check: s.check,
+        fallbackCanonical: s.canonical,
+        pointHint: slot === "corrected" ? "click o_τ above" : "click o_τ+1 above",
+        onType: (type) => { s.action = type ? { type, args: {}, style: (s.action && s.action.style) || "box" } : null; s.placed = 0; changed(slot); },
+        onArg: (name, value, quiet) => {
+          if (!s.action) return;
+          if (value === undefined) delete s.action.args[name]; else s.action.args[name] = value;
+          changed(slot, quiet);
+        },
+        onClearPoint: (name) => { delete s.action.args[name]; changed(slot); },
+      });
+    };
+    // Every edit is checked by the server's grammar; the form sends the canonical text it returns, valid or not
+    // (a refused answer comes back with the problem beside what was typed).
+    const changed = (slot, quiet) => {
+      const s = slots[slot];
+      if (!quiet) drawEditor(slot);
+      clearTimeout(s.timer);
+      s.timer = setTimeout(async () => {
+        const seq = ++s.seq;
+        const token = (document.cookie.match(/csrftoken=([^;]+)/) || [])[1] || "";
+        const response = await fetch(editData.check_url, {
+          method: "POST", credentials: "same-origin",
+          headers: { "Content-Type": "application/json", "X-CSRFToken": token },
+          body: JSON.stringify({ slot, action: s.action, tau: formTau() }),
+        }).catch(() => null);
+        if (!response || !response.ok || seq !== s.seq) return;
+        s.check = await response.json();
+        s.field.value = s.check.canonical || "";
+        drawEditor(slot);
+      }, 120);
+    };
+    // Points are placed on the screens shown above: o_τ for the correction, o_τ+1 for the post-reflection.
+    const placeOn = (frame, slot) => {
+      if (!frame) return;
+      frame.addEventListener("click", (event) => {
+        const s = slots[slot], screen = editData.screens[slot];
+        const details = document.getElementById("edit-accept");
+        if (!details || !details.open || !s.action || !screen || formTau() !== editData.tau) return;
+        const box = frame.querySelector(".zoom-layer").getBoundingClientRect();
+        const fx = (event.clientX - box.left) / box.width, fy = (event.clientY - box.top) / box.height;
+        const point = [Math.round(fx * screen.extent[0]), Math.round(fy * screen.extent[1])];
+        s.placed = Editor.place(table, s.action, s.placed, point);
+        changed(slot);
+      });
+    };
+    placeOn(document.querySelector(".shot-frame[data-markers='error-markers']"), "corrected");
+    placeOn(document.querySelector(".shot-frame[data-markers='reflection-markers']"), "reflection");
+    fetch(editData.table_url, { credentials: "same-origin" }).then((r) => r.json()).then((served) => {
+      table = served;
+      for (const slot of Object.keys(slots)) { drawEditor(slot); if (slots[slot].action) changed(slot, true); }
+      document.getElementById("edit-accept").dataset.ready = "1";
+    });
+    if (tauInput) tauInput.addEventListener("change", () => { for (const slot of Object.keys(slots)) changed(slot, true); });
+  }
+
   // --- keys on one review: a accept, r reject (focus the comment; Ctrl+Enter sends), → next undecided ---
   const acceptButton = document.getElementById("accept-button");
   const rejectButton = document.getElementById("reject-button");

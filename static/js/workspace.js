@@ -279,8 +279,8 @@
     return [Math.floor(px[0] / shot.width * shot.extent[0] + 0.5), Math.floor(px[1] / shot.height * shot.extent[1] + 0.5)];
   };
   const shotOf = (index) => (index === N + 1 ? FINAL : (STEPS[index - 1] || {}).shot || null);
-  const spec = (type) => (state.table ? state.table.actions.find((a) => a.name === type) : null);
-  const pointArgsOf = (type) => (spec(type) ? spec(type).args.filter((a) => a.kind === "point") : []);
+  const Editor = window.StudioActionEditor;  // static/js/action_editor.js, shared with the review page
+  const pointArgsOf = (type) => Editor.pointArgs(state.table, type);
 
   // --- overlay drawing -------------------------------------------------------------------------
   function drawAction(layer, shot, action, tone) {
@@ -674,73 +674,24 @@
   // --- structured action editor ----------------------------------------------------------------
   const checks = { corrected: null, reflection: null };
   function renderEditor(slot) {
-    const host = document.querySelector(`.ws-action-editor[data-slot="${slot}"]`);
-    if (!state.table) { host.textContent = "Loading the action table…"; return; }
-    const action = state.form.editor_state[slot];
-    host.replaceChildren();
-    const platform = DATA.project.platform;
-    const typeSel = el("select", { class: "ws-type", "data-slot-type": slot, disabled: !EDITABLE });
-    typeSel.appendChild(el("option", { value: "" }, "— action type —"));
-    // Only what the platform's prompt offers (the served table says which); a stored type stays visible.
-    const offered = state.table.targets[platform] || [];
-    for (const a of state.table.actions) {
-      if (!offered.includes(a.name) && !(action && action.type === a.name)) continue;
-      const o = el("option", { value: a.name }, `${a.label} · ${a.name}`);
-      if (action && action.type === a.name) o.selected = true;
-      typeSel.appendChild(o);
-    }
-    typeSel.addEventListener("change", () => {
-      // A new type starts empty: a point placed for the old action means nothing for the new one.
-      const old = state.form.editor_state[slot];
-      state.form.editor_state[slot] = typeSel.value ? { type: typeSel.value, args: {}, style: (old && old.style) || "box" } : null;
-      state.placeIndex[slot] = 0;
-      renderAll(); edited(); checkAction(slot);
+    Editor.render(document.querySelector(`.ws-action-editor[data-slot="${slot}"]`), {
+      table: state.table,
+      platform: DATA.project.platform,
+      slot,
+      action: state.form.editor_state[slot],
+      editable: EDITABLE,
+      check: checks[slot],
+      fallbackCanonical: slot === "corrected" ? ann.corrected_action : ann.reflection_action,
+      onType: (type) => {
+        // A new type starts empty: a point placed for the old action means nothing for the new one.
+        const old = state.form.editor_state[slot];
+        state.form.editor_state[slot] = type ? { type, args: {}, style: (old && old.style) || "box" } : null;
+        state.placeIndex[slot] = 0;
+        renderAll(); edited(); checkAction(slot);
+      },
+      onArg: (name, value, quiet) => setArg(slot, name, value, quiet),
+      onClearPoint: (name) => { delete state.form.editor_state[slot].args[name]; renderAll(); edited(); checkAction(slot); },
     });
-    host.appendChild(el("label", {}, "Action")).appendChild(typeSel);
-    const sp = action && spec(action.type);
-    if (sp) {
-      if (sp.description) host.appendChild(el("p", { class: "muted small" }, sp.description));
-      for (const arg of sp.args) {
-        const value = action.args[arg.name];
-        const label = el("label", {}, `${arg.name}${arg.required_in_target ? "" : " (optional)"}`);
-        if (arg.kind === "point") {
-          const row = el("div", { class: "ws-point" });
-          row.appendChild(el("code", { "data-point": `${slot}-${arg.name}` }, Array.isArray(value) ? `(${value[0]}, ${value[1]})` : "click the screenshot"));
-          if (value !== undefined && !arg.required) {
-            const clear = el("button", { type: "button", class: "ws-ghost small" }, "clear");
-            clear.addEventListener("click", () => { delete action.args[arg.name]; renderAll(); edited(); checkAction(slot); });
-            row.appendChild(clear);
-          }
-          label.appendChild(row);
-        } else if (arg.kind === "direction") {
-          const sel = el("select", { disabled: !EDITABLE, "data-arg": arg.name });
-          sel.appendChild(el("option", { value: "" }, "—"));
-          for (const d of state.table.directions) { const o = el("option", { value: d }, d); o.selected = value === d; sel.appendChild(o); }
-          sel.addEventListener("change", () => { setArg(slot, arg.name, sel.value || undefined); });
-          label.appendChild(sel);
-        } else {
-          const input = el(arg.kind === "text" ? "textarea" : "input", { disabled: !EDITABLE, "data-arg": arg.name });
-          if (arg.kind !== "text") input.type = arg.kind === "duration" ? "number" : "text";
-          if (arg.kind === "text") input.rows = 2;
-          input.placeholder = arg.description || "";
-          input.value = value === undefined ? "" : value;
-          input.addEventListener("input", () => {
-            const v = arg.kind === "duration" ? (input.value === "" ? undefined : Number(input.value)) : input.value;
-            setArg(slot, arg.name, v === "" && !arg.required_in_target ? undefined : v, true);
-          });
-          label.appendChild(input);
-        }
-        host.appendChild(label);
-      }
-    }
-    const canonical = el("div", { class: "ws-canonical" });
-    canonical.appendChild(el("div", { class: "ws-field-label" }, "UI-TARS action (checked by the server)"));
-    canonical.appendChild(el("code", { class: "ws-code", "data-canonical": slot }, checks[slot] ? checks[slot].canonical || "—" : (slot === "corrected" ? ann.corrected_action : ann.reflection_action) || "—"));
-    const errs = el("ul", { class: "ws-errors", "data-errors": slot });
-    if (checks[slot]) for (const e of checks[slot].errors) errs.appendChild(el("li", {}, e));
-    if (checks[slot] && checks[slot].valid) errs.appendChild(el("li", { class: "ok" }, "✓ valid"));
-    canonical.appendChild(errs);
-    host.appendChild(canonical);
   }
 
   function setArg(slot, name, value, quiet) {
@@ -754,13 +705,8 @@
   function placePoint(slot, point) {
     const action = state.form.editor_state[slot];
     if (!action) { banner("error", "Choose the action type first, then click to place it."); return; }
-    const all = pointArgsOf(action.type);
-    const placeable = all.some((a) => a.required) ? all.filter((a) => a.required) : all.slice(0, 1);
-    if (!placeable.length) return;
-    let k = state.placeIndex[slot] % placeable.length;
-    if (k === 0) for (const a of placeable.slice(1)) delete action.args[a.name];
-    action.args[placeable[k].name] = point;
-    state.placeIndex[slot] = k + 1;
+    if (!Editor.placeablePoints(state.table, action.type).length) return;
+    state.placeIndex[slot] = Editor.place(state.table, action, state.placeIndex[slot], point);
     renderAll(); edited(); checkAction(slot);
   }
 

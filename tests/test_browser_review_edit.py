@@ -1,0 +1,104 @@
+"""Edit, then accept (issue 14, leads item 4): the lead edits actions with the workspace's structured editor (shared
+static/js/action_editor.js, checked by the server's grammar through the review check endpoint), places points on
+o_τ by clicking, keeps the focus while typing, and a refused edit comes back with what was typed and the problem."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import transaction
+
+from annotation.models import Annotation, AnnotationStatus, Verdict
+from annotation.services import annotation_transition
+from tests.conftest import login
+from tests.test_annotation_fixtures import import_folder, write_native_trace
+from traces.models import Trace
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("role_groups")]
+
+
+@pytest.fixture
+def submitted(project, annotator, tmp_path) -> Annotation:
+    import_folder(project, write_native_trace(tmp_path / "t", steps=3, external_id="edit"))
+    trace = Trace.objects.get(project=project)
+    with transaction.atomic():
+        annotation = Annotation.objects.create(
+            trace=trace,
+            project=project,
+            annotator=annotator,
+            verdict=Verdict.ERROR,
+            tau=2,
+            error_category=project.error_categories[0],
+            corrected_thought="Open the display page.",
+            corrected_action="click(start_box='<|box_start|>(500,300)<|box_end|>')",
+            reflection_thought="Wrong page; back.",
+            reflection_action="hotkey(key='alt left')",
+        )
+        annotation_transition(annotation=annotation, to=AnnotationStatus.SUBMITTED, actor=annotator)
+    return annotation
+
+
+def open_editor(page, base, annotation):
+    page.goto(f"{base}/reviews/{annotation.pk}/")
+    page.click("#edit-accept summary")
+    page.wait_for_selector("#edit-accept[data-ready='1']")
+    page.wait_for_selector("[data-review-slot='corrected'] [data-errors='corrected'] li.ok")
+
+
+def test_the_lead_edits_with_the_structured_editor_and_places_the_point_on_o_tau(
+    browser, live_server, lead, submitted, artifacts_dir
+):
+    page = browser.new_context(viewport={"width": 1600, "height": 1000}).new_page()
+    login(page, live_server.url, lead.username)
+    open_editor(page, live_server.url, submitted)
+    corrected = page.locator("[data-review-slot='corrected']")
+    assert corrected.locator("[data-canonical='corrected']").inner_text() == (
+        "click(start_box='<|box_start|>(500,300)<|box_end|>')"
+    )
+    # A click on o_τ moves the corrected point to that pixel (relative-1000 of the image under the pointer).
+    frame = page.locator(".shot-frame[data-markers='error-markers'] .zoom-layer")
+    frame.scroll_into_view_if_needed()
+    box = frame.bounding_box()
+    page.mouse.click(box["x"] + box["width"] * 0.25, box["y"] + box["height"] * 0.75)
+    page.wait_for_function("() => document.getElementById('edit-corrected_action').value.includes('(250,750)')")
+    # The post-reflection: another type from the platform's list, its key typed slowly (each keystroke checked by the
+    # server, the editor redrawn) without losing the focus.
+    page.select_option("[data-review-slot='reflection'] [data-slot-type='reflection']", "hotkey")
+    key = page.locator("[data-review-slot='reflection'] [data-arg='key']")
+    key.click()
+    key.press_sequentially("ctrl shift t", delay=180)
+    page.wait_for_function(
+        "(want) => document.getElementById('edit-reflection_action').value === want", arg="hotkey(key='ctrl shift t')"
+    )
+    assert page.evaluate("document.activeElement.dataset.arg") == "key"
+    page.screenshot(path=str(artifacts_dir / "review-edit-structured.png"), full_page=True)
+    page.click("#edit-accept-button")
+    page.wait_for_load_state()
+    submitted.refresh_from_db()
+    assert submitted.status == AnnotationStatus.ACCEPTED
+    assert submitted.corrected_action == "click(start_box='<|box_start|>(250,750)<|box_end|>')"
+    assert submitted.reflection_action == "hotkey(key='ctrl shift t')"
+
+
+def test_a_refused_edit_keeps_what_was_typed_and_says_why_beside_it(
+    browser, live_server, lead, submitted, artifacts_dir
+):
+    page = browser.new_context(viewport={"width": 1600, "height": 1000}).new_page()
+    login(page, live_server.url, lead.username)
+    open_editor(page, live_server.url, submitted)
+    key = page.locator("[data-review-slot='reflection'] [data-arg='key']")
+    key.fill("ctrl alt shift t")  # four keys: the prompt allows at most three
+    page.wait_for_selector("[data-review-slot='reflection'] [data-errors='reflection'] li:not(.ok)")
+    beside = page.inner_text("[data-review-slot='reflection'] [data-errors='reflection']")
+    assert "at most 3" in beside, beside
+    page.fill("textarea[name=corrected_thought]", "Open the Display page, then Night Light.")
+    page.click("#edit-accept-button")
+    page.wait_for_selector("#edit-error")
+    assert "Not saved" in page.inner_text("#edit-error")
+    # What the lead typed is still there: the thought, and the refused action in the editor.
+    assert page.input_value("textarea[name=corrected_thought]") == "Open the Display page, then Night Light."
+    page.wait_for_selector("#edit-accept[data-ready='1']")
+    assert page.input_value("[data-review-slot='reflection'] [data-arg='key']") == "ctrl alt shift t"
+    page.screenshot(path=str(artifacts_dir / "review-edit-refused.png"), full_page=True)
+    submitted.refresh_from_db()
+    assert submitted.status == AnnotationStatus.SUBMITTED
+    assert submitted.reflection_action == "hotkey(key='alt left')"
