@@ -56,3 +56,17 @@ def native_trace_folder(
     }
     (folder / "trace.json").write_text(json.dumps(document, indent=2))
     return folder
+
+
+def split_seed_with_both_splits(project, validation: float) -> int:
+    """The split is by trace id, which depends on the database's sequences: pick a seed that puts at least one of
+    the four traces in each split, so the test never depends on the ids this run happened to get."""
+    from exports.builders import ExportOptions, split_of
+    from traces.models import Trace
+
+    ids = list(Trace.objects.filter(project=project).values_list("pk", flat=True))
+    for seed in range(1000):
+        options = ExportOptions.parse({"validation_fraction": validation, "split_seed": seed})
+        if len({split_of(pk, options) for pk in ids}) == 2:
+            return seed
+    raise AssertionError("no seed splits these traces both ways")

@@ -15,6 +15,7 @@ import yaml
 
 from annotation.models import Verdict
 from exports import services
+from tests.factories import split_seed_with_both_splits
 from tests.test_export_fixtures import REPLIES, accepted_annotation, make_trace
 from tests.test_export_trl import tiny_qwen2vl
 
@@ -43,8 +44,9 @@ def annotated(project, annotator, lead):
 
 def bundle(project, tmp_path, fmt: str, validation: float):
     out = tmp_path / f"{fmt}-{validation}.zip"
+    seed = split_seed_with_both_splits(project, validation) if validation else 3
     services.export_to_path(
-        project=project, user=None, fmt=fmt, options={"validation_fraction": validation, "split_seed": 3}, out=out
+        project=project, user=None, fmt=fmt, options={"validation_fraction": validation, "split_seed": seed}, out=out
     )
     folder = tmp_path / f"{fmt}-{validation}"
     with zipfile.ZipFile(out) as archive:

@@ -25,6 +25,7 @@ import pytest
 from annotation.models import Verdict
 from exports import services
 from tests.conftest import REPO
+from tests.factories import split_seed_with_both_splits
 from tests.llamafactory_env import VenvBuildError, ensure_venv
 from tests.test_export_fixtures import REPLIES, accepted_annotation, make_trace
 
@@ -68,7 +69,11 @@ def bundle(project, annotator, lead, tmp_path):
         )
     out = tmp_path / "bundle.zip"
     services.export_to_path(
-        project=project, user=None, fmt="llamafactory", options={"validation_fraction": 0.5, "split_seed": 3}, out=out
+        project=project,
+        user=None,
+        fmt="llamafactory",
+        options={"validation_fraction": 0.5, "split_seed": split_seed_with_both_splits(project, 0.5)},
+        out=out,
     )
     folder = tmp_path / "bundle"
     with zipfile.ZipFile(out) as archive:
