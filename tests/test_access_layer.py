@@ -22,7 +22,7 @@ from studio.access import (
 )
 from studio.permissions import PAGE_PERMISSIONS, PERMISSIONS, RULES, SOCKET_PERMISSIONS, Role, Scope
 from tests.conftest import REPO
-from tests.test_annotation_fixtures import make_traces
+from tests.fixtures_annotation import make_traces
 
 
 @pytest.fixture

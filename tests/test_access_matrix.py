@@ -27,7 +27,7 @@ from studio.access import can
 from studio.permissions import PAGE_PERMISSIONS, PERMISSIONS, PUBLIC, SOCKET_PERMISSIONS, Role
 from studio.routing import websocket_urlpatterns
 from tests.conftest import REPO
-from tests.test_annotation_fixtures import make_traces
+from tests.fixtures_annotation import make_traces
 
 WRITE_METHODS = ("post", "put", "patch", "delete")
 DENIED = {401, 403, 404}

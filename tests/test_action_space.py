@@ -64,7 +64,7 @@ def test_correction_rules_from_the_prompt():
 
 
 def test_check_action_refuses_what_the_prompt_forbids(project, annotator, api_client, tmp_path):
-    from tests.test_annotation_fixtures import make_traces
+    from tests.fixtures_annotation import make_traces
 
     make_traces(project, tmp_path, count=1, steps=3)
     pk = api_client(annotator).post(f"/api/projects/{project.pk}/next-trace/").json()["annotation"]["id"]

@@ -14,7 +14,7 @@ from annotation import services
 from annotation.models import Annotation, AnnotationStatus, AuditEvent, Lease
 from studio.permissions import Role
 from tests.conftest import TEST_PASSWORD
-from tests.test_annotation_fixtures import make_traces
+from tests.fixtures_annotation import make_traces
 from traces.services import membership_add, project_create
 
 CLICK = {"type": "click", "args": {"start_box": [500, 500]}, "style": "box"}

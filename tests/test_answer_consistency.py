@@ -10,7 +10,7 @@ import pytest
 
 from annotation import review
 from annotation.models import Annotation, AnnotationStatus, AuditEvent, Verdict
-from tests.test_annotation_fixtures import make_traces
+from tests.fixtures_annotation import make_traces
 
 pytestmark = pytest.mark.django_db
 

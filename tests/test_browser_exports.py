@@ -10,7 +10,7 @@ import pytest
 from annotation.models import Verdict
 from exports import services
 from tests.conftest import login
-from tests.test_export_fixtures import REPLIES, accepted_annotation, make_trace
+from tests.fixtures_export import REPLIES, accepted_annotation, make_trace
 
 pytestmark = pytest.mark.browser
 

@@ -10,7 +10,7 @@ import pytest
 
 from annotation.models import Annotation, AnnotationStatus
 from tests.conftest import login
-from tests.test_annotation_fixtures import import_folder, write_native_trace
+from tests.fixtures_annotation import import_folder, write_native_trace
 from tests.test_browser_workspace import open_next_trace
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("role_groups")]

@@ -10,7 +10,7 @@ from django.db import transaction
 from annotation.models import Annotation, AnnotationStatus, Verdict
 from annotation.services import annotation_transition
 from tests.conftest import login
-from tests.test_annotation_fixtures import import_folder, write_native_trace
+from tests.fixtures_annotation import import_folder, write_native_trace
 from traces.models import Trace
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("role_groups")]

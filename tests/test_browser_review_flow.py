@@ -12,7 +12,7 @@ from annotation.models import Annotation, AnnotationStatus, Verdict
 from annotation.review_selectors import history_rows, trace_history
 from annotation.services import annotation_record_edit, annotation_transition
 from tests.conftest import login
-from tests.test_export_fixtures import REPLIES, make_trace
+from tests.fixtures_export import REPLIES, make_trace
 
 pytestmark = pytest.mark.browser
 
@@ -90,7 +90,7 @@ def test_arrow_right_opens_the_next_undecided(browser, live_server, project, ann
 def test_closing_the_workspace_frees_the_trace(browser, live_server, project, annotator, tmp_path):
     """The lead's "open now" must not outlive the tab: closing it sends a beacon that closes the holder's lease."""
     from annotation.models import Lease
-    from tests.test_annotation_fixtures import import_folder, write_native_trace
+    from tests.fixtures_annotation import import_folder, write_native_trace
     from tests.test_browser_workspace import open_next_trace
 
     import_folder(project, write_native_trace(tmp_path / "t", steps=3, external_id="close-me"))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import login
-from tests.test_annotation_fixtures import import_folder, write_native_trace
+from tests.fixtures_annotation import import_folder, write_native_trace
 from tests.test_browser_workspace import open_next_trace
 from traces.models import PrescoreJob, Scorer, Step, StepSuggestion, Trace, TraceSuggestion
 

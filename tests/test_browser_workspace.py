@@ -9,7 +9,7 @@ import pytest
 from annotation.models import Annotation, AnnotationStatus, Lease
 from studio.permissions import Role
 from tests.conftest import login
-from tests.test_annotation_fixtures import import_folder, write_native_trace
+from tests.fixtures_annotation import import_folder, write_native_trace
 from traces.models import Trace
 from traces.services import membership_add
 

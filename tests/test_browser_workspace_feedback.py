@@ -12,7 +12,7 @@ from annotation import review
 from annotation.models import Annotation, Lease
 from annotation.services import annotation_save_draft, annotation_submit, lease_next_trace
 from tests.conftest import login
-from tests.test_annotation_fixtures import import_folder, write_native_trace
+from tests.fixtures_annotation import import_folder, write_native_trace
 from tests.test_browser_workspace import open_next_trace, wait_saved
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -16,7 +16,7 @@ import yaml
 from annotation.models import Verdict
 from exports import services
 from tests.factories import split_seed_with_both_splits
-from tests.test_export_fixtures import REPLIES, accepted_annotation, make_trace
+from tests.fixtures_export import REPLIES, accepted_annotation, make_trace
 from tests.test_export_trl import tiny_qwen2vl
 
 pytestmark = pytest.mark.django_db

@@ -13,7 +13,7 @@ from annotation.models import Verdict
 from studio.security import api_token_issue
 from tests.conftest import REPO
 from tests.factories import native_trace_folder
-from tests.test_export_fixtures import accepted_annotation
+from tests.fixtures_export import accepted_annotation
 from trace_studio_cli.client import ApiError, StudioClient
 from traces.models import Trace
 

@@ -14,7 +14,7 @@ from django.core.files.storage import default_storage
 from annotation.models import Verdict
 from annotation.selectors import workspace_payload
 from exports import services as export_services
-from tests.test_export_fixtures import accepted_annotation
+from tests.fixtures_export import accepted_annotation
 from traces import actions as grammar
 from traces import services
 from traces.models import Step, Trace

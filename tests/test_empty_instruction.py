@@ -9,7 +9,7 @@ from annotation.models import Annotation
 from annotation.selectors import queue_for_user
 from annotation.services import lease_next_trace
 from tests.conftest import login
-from tests.test_annotation_fixtures import import_folder, write_native_trace
+from tests.fixtures_annotation import import_folder, write_native_trace
 from traces.models import Trace
 from traces.selectors import traces_awaiting_instruction
 from traces.services import INSTRUCTION_MISSING, import_job_create, import_job_run

@@ -11,7 +11,7 @@ from annotation.models import Verdict
 from exports import services
 from exports.models import ExportJob
 from studio.security import api_token_issue
-from tests.test_export_fixtures import REPLIES, accepted_annotation, make_trace
+from tests.fixtures_export import REPLIES, accepted_annotation, make_trace
 
 
 @pytest.fixture

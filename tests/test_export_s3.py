@@ -9,7 +9,7 @@ import pytest
 
 from annotation.models import Verdict
 from exports import services
-from tests.test_export_fixtures import REPLIES, accepted_annotation, make_trace
+from tests.fixtures_export import REPLIES, accepted_annotation, make_trace
 
 BUCKET = "export-tests"
 

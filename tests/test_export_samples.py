@@ -4,7 +4,7 @@ import pytest
 
 from annotation.models import Verdict
 from exports.builders import BuildStats, ExportOptions, Skip, iter_samples
-from tests.test_export_fixtures import REPLIES, accepted_annotation, make_trace
+from tests.fixtures_export import REPLIES, accepted_annotation, make_trace
 from traces import prompting
 from traces.selectors import trace_steps
 

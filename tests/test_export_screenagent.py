@@ -6,7 +6,7 @@ import pytest
 from annotation.models import Verdict
 from exports.builders import BuildStats, ExportOptions, Skip, iter_samples
 from exports.writers import llamafactory_record, trl_record
-from tests.test_export_fixtures import accepted_annotation
+from tests.fixtures_export import accepted_annotation
 from traces import prompting
 from traces.importers import screenagent
 from traces.models import CoordinateConvention

@@ -12,7 +12,7 @@ from django.core.files.storage import default_storage
 
 from annotation.models import Verdict
 from exports import services
-from tests.test_export_fixtures import accepted_annotation, make_trace
+from tests.fixtures_export import accepted_annotation, make_trace
 
 pytestmark = pytest.mark.django_db
 

@@ -7,7 +7,7 @@ from annotation.models import Verdict
 from exports import services
 from exports.models import ExportJob
 from tests.conftest import WorkerProcess, purge_broker, wait_for
-from tests.test_export_fixtures import REPLIES, accepted_annotation, make_trace
+from tests.fixtures_export import REPLIES, accepted_annotation, make_trace
 
 pytestmark = pytest.mark.worker
 

@@ -41,7 +41,7 @@ def test_dropped_database_connection_is_a_retryable_503_and_the_draft_is_kept(
     role_groups, project, annotator, tmp_path
 ):
     from annotation.models import Annotation
-    from tests.test_annotation_fixtures import make_traces
+    from tests.fixtures_annotation import make_traces
 
     make_traces(project, tmp_path, count=1, steps=2)
     client = Client()
@@ -74,7 +74,7 @@ def test_terminated_postgres_backend_is_a_retryable_503(role_groups, project, an
     import psycopg
 
     from annotation.models import Annotation
-    from tests.test_annotation_fixtures import make_traces
+    from tests.fixtures_annotation import make_traces
 
     make_traces(project, tmp_path, count=1, steps=2)
     client = Client()
@@ -162,7 +162,7 @@ def test_saves_succeed_while_redis_restarts(role_groups, project, annotator, mak
 
     from annotation.models import Annotation
     from studio.permissions import Role
-    from tests.test_annotation_fixtures import make_traces
+    from tests.fixtures_annotation import make_traces
     from traces.services import membership_add
 
     redis = PrivateRedis(tmp_path).start()
@@ -300,7 +300,7 @@ def test_worker_killed_mid_import_finishes_after_restart_without_duplicates(
 def test_worker_killed_mid_prescoring_finishes_after_restart_without_duplicates(
     role_groups, project, lead, tmp_path, redelivery_env
 ):
-    from tests.test_annotation_fixtures import make_traces
+    from tests.fixtures_annotation import make_traces
     from traces.models import PrescoreJob, StepSuggestion, TraceSuggestion
     from traces.prescoring.services import prescore_job_create
 

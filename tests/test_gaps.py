@@ -14,8 +14,8 @@ from annotation.models import Verdict
 from exports import services as export_services
 from tests.conftest import login
 from tests.factories import native_trace_folder
+from tests.fixtures_export import accepted_annotation
 from tests.test_browser_workspace import open_next_trace
-from tests.test_export_fixtures import accepted_annotation
 from traces import services
 from traces.models import Step, Trace
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import pytest
 from django.test import Client
 
-from tests.test_annotation_fixtures import make_traces
+from tests.fixtures_annotation import make_traces
 
 SCRIPT = "<script>alert(1)</script><img src=x onerror=alert(2)>"
 DEEP = "[" * 100_000 + "]" * 100_000

@@ -13,7 +13,7 @@ from annotation.models import Annotation
 from studio.inputs import input_problem
 from tests.conftest import TEST_PASSWORD
 from tests.factories import native_trace_folder
-from tests.test_annotation_fixtures import make_traces
+from tests.fixtures_annotation import make_traces
 from traces import services as trace_services
 from traces.models import Trace
 

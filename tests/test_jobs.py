@@ -180,7 +180,7 @@ def test_a_job_that_cannot_be_queued_fails_and_the_api_says_503(project, enginee
 def test_prescore_job_that_fails_says_why_without_sql(project, lead, monkeypatch, tmp_path):
     from django.db import DataError
 
-    from tests.test_annotation_fixtures import make_traces
+    from tests.fixtures_annotation import make_traces
     from traces.prescoring import services as prescoring
 
     make_traces(project, tmp_path, count=1, steps=2)

@@ -26,8 +26,8 @@ from annotation.models import Verdict
 from exports import services
 from tests.conftest import REPO
 from tests.factories import split_seed_with_both_splits
+from tests.fixtures_export import REPLIES, accepted_annotation, make_trace
 from tests.llamafactory_env import VenvBuildError, ensure_venv
-from tests.test_export_fixtures import REPLIES, accepted_annotation, make_trace
 
 pytestmark = [pytest.mark.django_db, pytest.mark.llamafactory]
 

@@ -17,8 +17,8 @@ from annotation.selectors import workspace_payload
 from exports import services as export_services
 from tests.conftest import login
 from tests.factories import native_trace_folder
+from tests.fixtures_export import accepted_annotation
 from tests.test_browser_workspace import open_next_trace
-from tests.test_export_fixtures import accepted_annotation
 from traces import actions as grammar
 from traces import services
 from traces.models import ImportJob, Step, Trace

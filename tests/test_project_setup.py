@@ -14,7 +14,7 @@ from django.core.management import CommandError, call_command
 from annotation.models import Annotation
 from studio.permissions import Role
 from tests.conftest import REPO, login
-from tests.test_annotation_fixtures import import_folder, write_native_trace
+from tests.fixtures_annotation import import_folder, write_native_trace
 from traces.models import Membership, Project
 from traces.services import ProjectRefused, project_save
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.test_export_fixtures import REPLIES, make_trace
+from tests.fixtures_export import REPLIES, make_trace
 from traces import prompting
 from traces.selectors import trace_steps
 

@@ -15,7 +15,7 @@ from django.core.files.storage import default_storage
 from django.test import Client
 
 from tests.conftest import TEST_PASSWORD
-from tests.test_export_fixtures import REPLIES, make_trace
+from tests.fixtures_export import REPLIES, make_trace
 from traces.models import Screenshot
 
 BUCKET = "studio-s3-tests"

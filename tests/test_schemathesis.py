@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from studio.permissions import Role
-from tests.test_annotation_fixtures import make_traces
+from tests.fixtures_annotation import make_traces
 
 EXAMPLES_PER_OPERATION = 4
 CHECKS = ("not_a_server_error", "status_code_conformance", "content_type_conformance")

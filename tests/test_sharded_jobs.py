@@ -43,7 +43,7 @@ def _both_busy(job):
 def test_sharded_job_survives_a_killed_worker_and_ends_once_with_the_undisturbed_rows(
     role_groups, project, lead, tmp_path, sharded_env, settings
 ):
-    from tests.test_annotation_fixtures import make_traces
+    from tests.fixtures_annotation import make_traces
     from traces.models import PrescoreJob, TraceSuggestion
     from traces.prescoring.services import prescore_job_create, prescore_job_run
 
@@ -88,7 +88,7 @@ def test_sharded_job_survives_a_killed_worker_and_ends_once_with_the_undisturbed
 
 def test_cancel_while_shards_run_on_two_workers_stops_every_write(role_groups, project, lead, tmp_path, sharded_env):
     from studio.jobs import job_cancel
-    from tests.test_annotation_fixtures import make_traces
+    from tests.fixtures_annotation import make_traces
     from traces.models import PrescoreJob, StepSuggestion
     from traces.prescoring.services import prescore_job_create
 

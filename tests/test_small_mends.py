@@ -9,7 +9,7 @@ import pytest
 
 from annotation.services import annotation_save_draft, annotation_submit, lease_next_trace
 from tests.conftest import login
-from tests.test_annotation_fixtures import import_folder, make_traces, write_native_trace
+from tests.fixtures_annotation import import_folder, make_traces, write_native_trace
 from tests.test_browser_workspace import open_next_trace, wait_saved
 
 

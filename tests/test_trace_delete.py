@@ -7,7 +7,7 @@ import pytest
 from django.test import Client
 
 from annotation.models import Annotation
-from tests.test_annotation_fixtures import make_traces
+from tests.fixtures_annotation import make_traces
 from traces.models import Step, Trace, TraceDeletion
 
 pytestmark = pytest.mark.django_db

@@ -14,7 +14,7 @@ from django.test import Client
 from annotation.models import Verdict
 from exports import services as export_services
 from tests.conftest import TEST_PASSWORD, WorkerProcess, purge_broker, wait_for
-from tests.test_export_fixtures import REPLIES, accepted_annotation, make_trace
+from tests.fixtures_export import REPLIES, accepted_annotation, make_trace
 from traces import services as trace_services
 from webhooks import signing
 from webhooks.models import Delivery, DeliveryStatus, Webhook
