@@ -199,3 +199,33 @@ def test_demo_package_does_not_import_django():
         "assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)
+
+
+class _OneBoxScreen:
+    """A 1000×1000 screen whose every widget is hit at a fixed pixel, so the test picks the half-way point."""
+
+    size = (1000, 1000)
+
+    def __init__(self, pixel: tuple[float, float]) -> None:
+        self._pixel = pixel
+
+    def box(self, name: str) -> _OneBoxScreen:
+        return self
+
+    def point(self, *at: float) -> tuple[float, float]:
+        return self._pixel
+
+
+def test_demo_actions_are_rendered_by_the_grammar_half_up_and_escaped() -> None:
+    # A second renderer came back before: Python's round() (12.5 -> 12, 13.5 -> 14) and a \r written raw.
+    from traces import actions as grammar
+
+    click = format_action(Act("click", target="any"), _OneBoxScreen((12.5, 13.5)))  # type: ignore[arg-type]
+    assert click == grammar.render_action(grammar.Action("click", ((grammar.START_BOX, (13, 14)),)))
+    assert "(13,14)" in click
+
+    text = "line one\r\nline 'two'"
+    typed = format_action(Act("type", content=text), _OneBoxScreen((0, 0)))  # type: ignore[arg-type]
+    assert typed == grammar.render_action(grammar.Action("type", (("content", text),)))
+    assert "\\r\\n" in typed and "\r" not in typed
+    assert grammar.parse_action(typed).args == (("content", text),)
