@@ -1,0 +1,46 @@
+"""Rules that exist once: greps that fail when a second, hand-made copy comes back (issue 16 item 5)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+from tests.conftest import REPO
+
+# The screenshot URL has one owner, the URL conf (name "screenshot-file"); everyone else asks reverse() or
+# Screenshot.image_url / thumbnail_url. The storage key "screenshots/<xx>/<sha>.<ext>" (traces/models.py)
+# is a file name inside the bucket, not a URL, and has no leading slash.
+_URL_OWNER = "traces/urls.py"
+_HAND_BUILT_URL = re.compile(r"/screenshots/|`screenshots/\$\{|[\"'`]screenshots/[\"'`]\s*\+")
+
+
+def _tracked(*patterns: str) -> list[str]:
+    out = subprocess.run(["git", "ls-files", "--", *patterns], cwd=REPO, capture_output=True, text=True, check=True)
+    return [p for p in out.stdout.splitlines() if p and not p.startswith(("tests/", "docs/"))]
+
+
+def test_no_screenshot_url_is_built_by_hand_outside_the_url_conf() -> None:
+    files = _tracked("*.py", "*.html", "*.js")
+    assert files, "git ls-files found nothing: the test would pass vacuously"
+    offenders = []
+    for path in files:
+        if path == _URL_OWNER:
+            continue
+        text = (REPO / path).read_text(encoding="utf-8", errors="replace")
+        for n, line in enumerate(text.splitlines(), 1):
+            if _HAND_BUILT_URL.search(line):
+                offenders.append(f"{path}:{n}: {line.strip()}")
+    assert offenders == [], "screenshot URLs built by hand (use reverse('screenshot-file') / image_url):\n" + "\n".join(
+        offenders
+    )
+
+
+def test_the_pattern_catches_the_hand_built_forms() -> None:
+    for line in (
+        'url = f"/screenshots/{sha}/full"',
+        "src = '/screenshots/' + sha + '/thumb'",
+        "const u = `screenshots/${sha}/full`",
+        '"screenshots/" + sha',
+    ):
+        assert _HAND_BUILT_URL.search(line), line
+    assert not _HAND_BUILT_URL.search('return f"screenshots/{instance.sha256[:2]}/{instance.sha256}.png"')
