@@ -21,7 +21,7 @@ class Verdict(models.TextChoices):
 
 
 class Annotation(models.Model):
-    """One annotator's reading of one trace (method.md: verdict, τ, correction, post-reflection, labels)."""
+    """One annotator's reading of one trace (verdict, τ, correction, post-reflection, labels)."""
 
     trace = models.ForeignKey("traces.Trace", on_delete=models.CASCADE, related_name="annotations")
     # The trace's project, copied when the annotation is made (a trace never changes project): the dashboards

@@ -1,4 +1,4 @@
-"""Training samples from accepted annotations (method.md "What the training engineer gets").
+"""Training samples from accepted annotations (what each sample kind holds: docs/architecture.md, exports/).
 
 For an accepted annotation with its first error at τ:
 

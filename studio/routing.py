@@ -1,10 +1,5 @@
 """WebSocket routes of every app, gathered in one list."""
 
-websocket_urlpatterns: list = []
+from annotation.routing import websocket_urlpatterns as annotation_ws
 
-try:
-    from annotation.routing import websocket_urlpatterns as annotation_ws
-except ImportError:  # the live-presence app part is optional until it lands
-    annotation_ws = []
-
-websocket_urlpatterns += annotation_ws
+websocket_urlpatterns: list = [*annotation_ws]

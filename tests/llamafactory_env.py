@@ -5,7 +5,7 @@
 Why a virtualenv of its own: llamafactory (0.9.5, the newest release) cannot sit next to the project's pins. It
 requires transformers<=5.6, datasets<=4.0, trl<=0.24 and peft<=0.18.1 (the project has newer ones, for TRL's
 trainers), and torchvision and torchaudio, neither of which works with the pinned CPU torch 2.13.0 (torchvision's
-compiled operators fail to register, formats.md §5; torchaudio's newest wheel, 2.11, is built for torch 2.11). So
+compiled operators fail to register; torchaudio's newest wheel, 2.11, is built for torch 2.11). So
 this virtualenv gets:
 
 - ``torch==2.13.0``, the project's pin: pip resolves it exactly as ``make install`` does and never picks another

@@ -49,7 +49,7 @@ def qwen2vl_processor(tokenizer, model_args):
     """Qwen2-VL's processor without its video processor, patched by LLaMA-Factory's own ``patch_processor``.
 
     ``load_tokenizer`` cannot build it here: Qwen2-VL's video processor needs torchvision, which has no wheel for
-    the pinned CPU torch (formats.md §5), so ``AutoProcessor`` fails and LLaMA-Factory carries on without one.
+    the pinned CPU torch, so ``AutoProcessor`` fails and LLaMA-Factory carries on without one.
     Images go through the same image processor and the same ``<|image_pad|>`` expansion as with the full one.
     """
     from llamafactory.model.patcher import patch_processor

@@ -1,4 +1,4 @@
-"""Samples from a hand-made trace, checked against the definitions in method.md."""
+"""Samples from a hand-made trace, checked against what each sample kind holds (docs/architecture.md, exports/)."""
 
 import pytest
 

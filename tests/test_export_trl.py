@@ -1,5 +1,5 @@
 """The TRL bundle trains, unchanged, with the real `trl`: one SFT step and one DPO step on a tiny random
-Qwen2-VL built offline (formats.md §5: tokenizer from `tokenizers`, processor without torchvision)."""
+Qwen2-VL built offline (traces/prescoring/tiny.py: tokenizer from `tokenizers`, processor without torchvision)."""
 
 import copy
 import json
@@ -62,7 +62,7 @@ def tiny_qwen2vl(corpus: list[str]):
     tokenizer.chat_template = CHAT_TEMPLATE
 
     class ProcessorWithoutVideo(Qwen2VLProcessor):
-        # torchvision is not installable next to the CPU torch: no video processor (formats.md §5).
+        # torchvision is not installable next to the CPU torch: no video processor.
         def __init__(self, image_processor=None, tokenizer=None, chat_template=None, **kwargs):
             super().__init__(image_processor, tokenizer, None, chat_template=chat_template)
 

@@ -70,7 +70,7 @@ def test_loglik_equals_a_direct_computation_from_the_logits(scored_project, tiny
     result = scorer.score([request], generate=False)[0]
     assert result.error is None
 
-    # formats.md §5 recipe: full forward pass, log-softmax over all positions, the reply's slice.
+    # The scorer's recipe (traces/prescoring/qwen2vl.py): full forward pass, log-softmax over all positions, the reply's slice.
     encoded = scorer.encode(request)
     tensors = scorer._batch_tensors([encoded], left=False)
     with torch.no_grad():

@@ -1,4 +1,4 @@
-"""THE prompt builder, checked message by message against the UI-TARS layout (method.md, formats.md §3.1)."""
+"""THE prompt builder, checked message by message against the UI-TARS layout (traces/prompting.py)."""
 
 import pytest
 

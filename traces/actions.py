@@ -3,7 +3,7 @@
 Pure Python on purpose (no Django): importers, exporters, the scoring worker and the
 browser editor (through :func:`action_table_json`) all share this single definition.
 
-Response grammar (docs/formats.md §1.1)::
+Response grammar (UI-TARS replies; the native format stores them as they are, docs/formats.md §1)::
 
     response  := [ "<think>" TEXT "</think>" ]
                  [ "Reflection:" TEXT ] [ "Action_Summary:" TEXT ] [ "Thought:" TEXT ]
@@ -102,7 +102,7 @@ SCREEN_PIXELS = "screen-pixels"
 """Plain screenshot pixels."""
 CONVENTIONS: tuple[str, ...] = (RELATIVE_1000, SMART_RESIZE_PIXELS, SCREEN_PIXELS)
 
-# Qwen2.5-VL / ui-tars defaults (formats.md §1.4).
+# Qwen2.5-VL / ui-tars defaults (docs/formats.md, "Coordinates: a property of the trace").
 IMAGE_FACTOR = 28
 MIN_PIXELS = 100 * 28 * 28
 MAX_PIXELS = 16384 * 28 * 28

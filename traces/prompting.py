@@ -2,9 +2,9 @@
 
 Exports (SFT/DPO bundles) and pre-scoring both call it, so the template, the history window, the
 image budget and the coordinate convention a model is trained with are the ones it is scored with
-(method.md, "one prompt builder serves export and pre-scoring alike").
+(docs/architecture.md, traces/: one prompt builder serves export and pre-scoring alike).
 
-Layout (UI-TARS agents, formats.md §3.1 "Prompt layout")::
+Layout (UI-TARS agents' own prompt)::
 
     system    project.system_prompt                       ("You are a helpful assistant.")
     user      project.prompt_template filled in            (instruction, action space, language)

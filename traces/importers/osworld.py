@@ -181,7 +181,7 @@ def trace_from_folder(folder: Path, *, root: Path, where: str) -> ImportedTrace:
         "osworld_domain": folder.parent.name if folder != root else "",
         "score": score,
         "instruction_source": instruction_source,
-        # OSWorld's UI-TARS-1.5 agents use smart-resized pixels; v1 agents use 0-1000 (formats.md §1.4).
+        # OSWorld's UI-TARS-1.5 agents use smart-resized pixels; v1 agents use 0-1000; the importer only hints (docs/formats.md, "Coordinates").
         "coordinate_convention_hint": "smart-resize-pixels or relative-1000, depending on the agent version",
     }
     if errors_logged:

@@ -4,7 +4,7 @@ torch and transformers are imported inside functions only: the web process impor
 names (for settings and types) without loading torch.
 
 Inputs are built without ``Qwen2VLProcessor`` (it needs torchvision, which the CPU torch build here
-lacks; formats.md §5): the tokenizer's chat template renders the messages, the image processor
+lacks): the tokenizer's chat template renders the messages, the image processor
 turns each screenshot into patches, and each ``<|image_pad|>`` is expanded to its grid's token
 count, as the processor would. ``mm_token_type_ids`` (1 on image tokens) is passed, as 5.x needs.
 
@@ -80,7 +80,7 @@ class Encoded:
 
 
 def image_processor_class():
-    """The Pillow image processor: the default one needs torchvision (formats.md §5)."""
+    """The Pillow image processor: the default one needs torchvision."""
     from transformers.models.qwen2_vl import Qwen2VLImageProcessorPil
 
     return Qwen2VLImageProcessorPil

@@ -80,7 +80,7 @@ class PrescoreError(ValueError):
 def _resolve_settings(*, scorer: str, project: Project, overrides: dict | None) -> dict:
     base = dict(RULE_SETTINGS if scorer == Scorer.RULES else MODEL_SETTINGS)
     if scorer == Scorer.QWEN2VL:
-        # The image budget the coordinates were produced under (formats.md §1.4); None = the checkpoint's own.
+        # The image budget the coordinates were produced under (docs/formats.md, "Coordinates"); None = the checkpoint's own.
         smart = project.coordinate_convention == grammar.SMART_RESIZE_PIXELS
         base["min_pixels"] = grammar.MIN_PIXELS if smart else None
         base["max_pixels"] = project.max_pixels if smart else None

@@ -4,7 +4,7 @@ The directory it writes has the same files a real checkpoint has (config.json, s
 tokenizer files with the Qwen2-VL chat template, preprocessor_config.json), so scoring goes through
 exactly the loading path real weights take (:func:`traces.prescoring.qwen2vl.load_scorer`).
 
-``size="tiny"`` is the ~160k-parameter model of formats.md §5; ``size="2b"`` has Qwen2-VL-2B's
+``size="tiny"`` is the ~160k-parameter model the tests and the CPU bench score with; ``size="2b"`` has Qwen2-VL-2B's
 real dimensions (random weights) for the GPU bench. Both use a small byte-level BPE tokenizer
 trained on the spot, with the Qwen special tokens; the config's token ids point at its ids.
 """
@@ -52,7 +52,7 @@ _CORPUS = [
 ]
 
 SIZES = {
-    # formats.md §5: runs with transformers 4.57 and 5.23.
+    # Runs with transformers 4.57 and 5.23.
     "tiny": {
         "text": dict(
             hidden_size=64,
