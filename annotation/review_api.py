@@ -3,6 +3,7 @@ Thin: review_selectors / agreement / dashboards read, review writes."""
 
 from __future__ import annotations
 
+from django.urls import reverse
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import ParseError, ValidationError
@@ -14,36 +15,23 @@ from annotation.access import access_annotation
 from annotation.agreement import agreement_report
 from annotation.api import ActionCheckSerializer
 from annotation.models import AnnotationStatus
+from annotation.selectors import annotation_fields_json
 from studio.access import ActionPermission
 from traces.access import access_project, access_trace
 
 
 def annotation_summary(annotation) -> dict:
+    """The review view of an annotation: the shared fields (annotation_fields_json) and who, where, and the decision."""
     return {
-        "id": annotation.pk,
-        "trace_id": annotation.trace_id,
+        **annotation_fields_json(annotation),
         "external_id": annotation.trace.external_id,
         "project_id": annotation.trace.project_id,
         "project": annotation.trace.project.name,
         "annotator": annotation.annotator.username,
-        "status": annotation.status,
-        "version": annotation.version,
-        "verdict": annotation.verdict,
-        "tau": annotation.tau,
-        "error_category": annotation.error_category,
-        "corrected_thought": annotation.corrected_thought,
-        "corrected_action": annotation.corrected_action,
-        "reflection_thought": annotation.reflection_thought,
-        "reflection_action": annotation.reflection_action,
-        "no_reflection_reason": annotation.no_reflection_reason,
-        "note": annotation.note,
-        "time_spent_s": annotation.time_spent_s,
         "is_adjudicated": annotation.is_adjudicated,
-        "review_comment": annotation.review_comment,
         "reviewed_by": annotation.reviewed_by.username if annotation.reviewed_by_id else None,
-        "submitted_at": annotation.submitted_at,
         "reviewed_at": annotation.reviewed_at,
-        "review_url": f"/reviews/{annotation.pk}/",
+        "review_url": reverse("review-detail", args=[annotation.pk]),
     }
 
 

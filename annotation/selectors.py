@@ -174,6 +174,9 @@ def workspace_payload(*, annotation: Annotation, lease: Lease | None) -> dict:
     }
 
 
+# What every view of an annotation shows: the workspace API (annotation_json) and the review API
+# (annotation.review_api.annotation_summary) both start from annotation_fields_json and only add their own keys,
+# so a field renamed or added here reaches both.
 ANNOTATION_FIELDS = (
     "id",
     "trace_id",
@@ -183,20 +186,32 @@ ANNOTATION_FIELDS = (
     "tau",
     "error_category",
     "note",
-    "unusable_reason",
     "corrected_thought",
     "corrected_action",
     "reflection_thought",
     "reflection_action",
     "no_reflection_reason",
-    "editor_state",
     "time_spent_s",
     "review_comment",
 )
 
 
-def annotation_json(annotation: Annotation) -> dict:
+def _iso(moment) -> str | None:
+    return moment.isoformat() if moment else None
+
+
+def annotation_fields_json(annotation: Annotation) -> dict:
+    """The shared fields of an annotation, in the one JSON shape every API answers with."""
     data = {name: getattr(annotation, name) for name in ANNOTATION_FIELDS}
-    data["updated_at"] = annotation.updated_at.isoformat() if annotation.updated_at else None
-    data["submitted_at"] = annotation.submitted_at.isoformat() if annotation.submitted_at else None
+    data["submitted_at"] = _iso(annotation.submitted_at)
     return data
+
+
+def annotation_json(annotation: Annotation) -> dict:
+    """The annotator's own view: the shared fields, the unusable reason, the editor state and the save time."""
+    return {
+        **annotation_fields_json(annotation),
+        "unusable_reason": annotation.unusable_reason,
+        "editor_state": annotation.editor_state,
+        "updated_at": _iso(annotation.updated_at),
+    }

@@ -390,3 +390,32 @@ def test_a_leads_edit_passes_the_annotators_action_check(project, annotator, lea
     assert answer.status_code == 200 and not answer.json()["valid"]
     assert any("at most 3" in e for e in answer.json()["errors"])
     assert api_client(annotator).post(url, body, format="json").status_code in (403, 404)
+
+
+def test_the_workspace_and_review_apis_answer_with_one_shape_of_an_annotation(project, annotator, lead, api_client):
+    # Both start from selectors.annotation_fields_json; a hand-written second dict would drift from it.
+    from annotation.selectors import ANNOTATION_FIELDS, annotation_fields_json
+
+    ann = make_annotation(
+        make_trace(project, "shape"),
+        annotator,
+        verdict="error",
+        tau=2,
+        error_category="wrong element / grounding",
+        corrected_thought="Click the other item.",
+        corrected_action="click(start_box='<|box_start|>(300,300)<|box_end|>')",
+        note="a note",
+        time_spent_s=42,
+    )
+    shared = annotation_fields_json(ann)
+    assert set(shared) == {*ANNOTATION_FIELDS, "submitted_at"} and shared["submitted_at"]
+    review_view = api_client(lead).get(f"/api/reviews/{ann.pk}/").json()["annotation"]
+    own_view = api_client(annotator).get(f"/api/annotations/{ann.pk}/").json()
+    for view in (review_view, own_view):
+        assert {key: view[key] for key in shared} == shared
+    # The keys each API's clients read beyond the shared ones.
+    assert {"external_id", "project_id", "project", "annotator", "is_adjudicated", "reviewed_by", "reviewed_at"} <= set(
+        review_view
+    )
+    assert review_view["review_url"] == f"/reviews/{ann.pk}/"
+    assert {"unusable_reason", "editor_state", "updated_at"} <= set(own_view)
