@@ -9,6 +9,7 @@ annotation_record_edit), and the live event goes out after commit (annotation.ev
 from __future__ import annotations
 
 from annotation import events
+from annotation.answer_fields import FieldProblem, clean_answer_field
 from annotation.models import Annotation, AnnotationStatus, Verdict
 from annotation.services import action_check, annotation_record_edit, annotation_transition, answer_for_verdict
 from studio.access import access
@@ -67,36 +68,10 @@ def _clean_edits(annotation: Annotation, edits: dict) -> dict:
     unknown = sorted(set(edits) - set(REVIEW_EDITABLE_FIELDS))
     if unknown:
         raise ReviewError(f"these fields cannot be edited in review: {', '.join(unknown)}")
-    cleaned = dict(edits)
-    if "verdict" in cleaned and cleaned["verdict"] not in Verdict.values:
-        raise ReviewError(f"verdict must be one of {', '.join(v for v in Verdict.values if v)}")
-    if "tau" in cleaned and cleaned["tau"] not in (None, ""):
-        try:
-            tau = int(cleaned["tau"])
-        except (TypeError, ValueError):
-            raise ReviewError(f"tau must be a step number, not {cleaned['tau']!r}") from None
-        if not 1 <= tau <= annotation.trace.step_count:
-            raise ReviewError(
-                f"tau must lie between 1 and {annotation.trace.step_count} (the trace's steps), not {tau}"
-            )
-        cleaned["tau"] = tau
-    elif "tau" in cleaned:
-        cleaned["tau"] = None
-    for field in ("corrected_action", "reflection_action"):
-        text = (cleaned.get(field) or "").strip()
-        if field in cleaned and text:
-            try:
-                cleaned[field] = grammar.render_action(
-                    grammar.parse_action(text), box_tokens=annotation.trace.project.box_tokens
-                )
-            except grammar.ActionSyntaxError as exc:
-                raise ReviewError(f"{field.replace('_', ' ')}: {exc}") from None
-    for field, value in cleaned.items():
-        if field != "tau" and not isinstance(value, str):
-            raise ReviewError(f"{field} must be text")
-    categories = annotation.trace.project.error_categories or []
-    if cleaned.get("error_category") and categories and cleaned["error_category"] not in categories:
-        raise ReviewError(f"error category {cleaned['error_category']!r} is not one of this project's categories")
+    try:
+        cleaned = {name: clean_answer_field(annotation, name, value) for name, value in edits.items()}
+    except FieldProblem as problem:
+        raise ReviewError(str(problem)) from None
     verdict = cleaned.get("verdict", annotation.verdict)
     tau = cleaned.get("tau", annotation.tau)
     if verdict == Verdict.ERROR and tau is None:

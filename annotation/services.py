@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from annotation import events
 from annotation.access import access_annotation, access_lease
+from annotation.answer_fields import FieldProblem, clean_answer_field
 from annotation.models import Annotation, AnnotationStatus, AuditEvent, Lease, Verdict
 from annotation.workflow import EDITABLE_BY_ANNOTATOR, STANDING, check_transition
 from studio.access import can
@@ -423,12 +424,6 @@ def _clean_draft_fields(annotation: Annotation, fields: dict) -> dict:
     for name, value in fields.items():
         if name not in DRAFT_FIELDS:
             raise AnnotationProblem(f"'{name}' is not an annotation field you can edit")
-        if name == "verdict" and value not in Verdict.values:
-            raise AnnotationProblem(f"verdict must be one of {', '.join(v or '(blank)' for v in Verdict.values)}")
-        if name == "tau" and value is not None and not (1 <= int(value) <= annotation.trace.step_count):
-            raise AnnotationProblem(f"tau {value} is outside the trace's steps 1..{annotation.trace.step_count}")
-        if name == "error_category" and value and value not in project.error_categories:
-            raise AnnotationProblem(f"error category '{value}' is not one of this project's categories")
         if name == "editor_state":
             if not isinstance(value, dict) or set(value) - set(EDITOR_SLOTS):
                 raise AnnotationProblem("editor_state must be an object with 'corrected' and/or 'reflection'")
@@ -439,6 +434,11 @@ def _clean_draft_fields(annotation: Annotation, fields: dict) -> dict:
                 slot: (grammar.Action.from_json(value[slot]).to_json() if value.get(slot) else None)
                 for slot in EDITOR_SLOTS
             }
+        else:
+            try:
+                value = clean_answer_field(annotation, name, value)
+            except FieldProblem as problem:
+                raise AnnotationProblem(str(problem)) from None
         clean[name] = value
     return clean
 

@@ -419,3 +419,30 @@ def test_the_workspace_and_review_apis_answer_with_one_shape_of_an_annotation(pr
     )
     assert review_view["review_url"] == f"/reviews/{ann.pk}/"
     assert {"unusable_reason", "editor_state", "updated_at"} <= set(own_view)
+
+
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("tau", 9, "tau must lie between 1 and 5: 9 is outside the trace's steps 1..5"),
+        ("tau", 0, "tau must lie between 1 and 5: 0 is outside the trace's steps 1..5"),
+        ("error_category", "not a category", "error category 'not a category' is not one of this project's categories"),
+        ("verdict", "maybe", "verdict must be one of"),
+        ("note", 5, "note must be text"),
+    ],
+)
+def test_the_draft_and_the_review_edit_refuse_a_field_with_one_rule(project, annotator, field, value, message):
+    # One rule (annotation.answer_fields.clean_answer_field), each path its own error type: a second copy of a
+    # field's rule would refuse with another message, or not at all.
+    from annotation import services
+
+    ann = make_annotation(make_trace(project, "rules"), annotator, verdict="error", tau=1)
+    with pytest.raises(services.AnnotationProblem) as draft:
+        services._clean_draft_fields(ann, {field: value})
+    with pytest.raises(review.ReviewError) as edit:
+        review._clean_edits(ann, {field: value})
+    assert str(draft.value) == str(edit.value)
+    assert str(draft.value).startswith(message)
+    assert services._clean_draft_fields(ann, {"tau": 5, "error_category": project.error_categories[0]}) == (
+        review._clean_edits(ann, {"tau": "5", "error_category": project.error_categories[0]})
+    )
