@@ -14,6 +14,7 @@ from annotation.models import Annotation, AnnotationStatus, Verdict
 from annotation.services import action_check, annotation_record_edit, annotation_transition, answer_for_verdict
 from studio.access import access
 from studio.db import atomic_with_retry
+from studio.errors import Invalid
 from traces import actions as grammar
 
 # What a lead may change when editing before accepting: the annotator's answer, never bookkeeping.
@@ -33,8 +34,8 @@ REVIEW_EDITABLE_FIELDS = (
 ADJUDICABLE = frozenset({AnnotationStatus.SUBMITTED, AnnotationStatus.ACCEPTED})
 
 
-class ReviewError(ValueError):
-    """A decision that cannot be taken as asked; the message names the problem (shown as a 400)."""
+class ReviewError(Invalid):
+    """A decision that cannot be taken as asked; the message names the problem (an Invalid kind: a 400)."""
 
 
 def _locked_annotation(annotation_id: int, actor) -> Annotation:

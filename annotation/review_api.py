@@ -17,6 +17,7 @@ from annotation.api import ActionCheckSerializer
 from annotation.models import AnnotationStatus
 from annotation.selectors import annotation_fields_json
 from studio.access import ActionPermission
+from studio.errors import StudioError
 from traces.access import access_project, access_trace
 
 
@@ -55,9 +56,8 @@ class LeadView(APIView):
     permission_action = "annotation.review"
 
     def handle_exception(self, exc):
-        if isinstance(exc, review.ReviewError):
-            return Response({"detail": str(exc)}, status=400)
-        if isinstance(exc, ValueError) and not isinstance(exc, ValidationError):
+        # ReviewError is a StudioError: the project exception handler answers it by its kind.
+        if isinstance(exc, ValueError) and not isinstance(exc, (ValidationError, StudioError)):
             return Response({"detail": str(exc)}, status=400)
         return super().handle_exception(exc)
 

@@ -9,6 +9,7 @@ from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from studio.errors import StudioError, error_body
 from studio.inputs import input_problem
 from studio.jobs import JobQueueUnavailable, job_cancel
 
@@ -25,6 +26,9 @@ def job_cancel_response(job) -> Response:
 
 
 def exception_handler(exc, context):
+    # Application errors first: their kind names the status (studio.errors.STATUS_BY_KIND), in one place.
+    if isinstance(exc, StudioError):
+        return Response(error_body(exc), status=exc.status)
     response = drf_exception_handler(exc, context)
     if response is not None:
         return response

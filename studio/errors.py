@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import enum
+from typing import Any
+
 from django.db import DatabaseError
 
 
@@ -12,3 +15,62 @@ def describe_error(exc: BaseException, *, limit: int = 500) -> str:
         return f"{exc.__class__.__name__}: the database refused or lost the operation (details in the worker log)"
     text = f"{exc.__class__.__name__}: {exc}"
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class ErrorKind(enum.Enum):
+    """What went wrong, in the terms every surface (API, page, socket) answers in."""
+
+    INVALID = "invalid"
+    CONFLICT = "conflict"
+    NOT_FOUND = "not_found"
+    FORBIDDEN = "forbidden"
+
+
+# The one place a kind becomes an HTTP status; services raise kinds and never name a status.
+STATUS_BY_KIND: dict[ErrorKind, int] = {
+    ErrorKind.INVALID: 400,
+    ErrorKind.FORBIDDEN: 403,
+    ErrorKind.NOT_FOUND: 404,
+    ErrorKind.CONFLICT: 409,
+}
+
+
+class StudioError(Exception):
+    """An application error: ``detail`` is the message shown to people; ``extra`` are further body fields
+    (e.g. ``current`` on a conflict) that clients read."""
+
+    kind: ErrorKind = ErrorKind.INVALID
+
+    def __init__(self, detail: str, **extra: Any) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.extra = extra
+
+    @property
+    def status(self) -> int:
+        return STATUS_BY_KIND[self.kind]
+
+
+class Invalid(StudioError, ValueError):
+    """The request asks for something the rules refuse (still a ValueError for callers that catch those)."""
+
+    kind = ErrorKind.INVALID
+
+
+class Conflict(StudioError):
+    """The request was made against a state that has since changed (a stale version)."""
+
+    kind = ErrorKind.CONFLICT
+
+
+class NotFound(StudioError):
+    kind = ErrorKind.NOT_FOUND
+
+
+class Forbidden(StudioError):
+    kind = ErrorKind.FORBIDDEN
+
+
+def error_body(exc: StudioError) -> dict[str, Any]:
+    """The JSON body every surface sends for ``exc``: the extra fields, then ``detail`` and ``kind``."""
+    return {**exc.extra, "detail": exc.detail, "kind": exc.kind.value}
