@@ -14,7 +14,7 @@ from annotation.models import Annotation, AnnotationStatus, Verdict
 from annotation.services import action_check, annotation_record_edit, annotation_transition, answer_for_verdict
 from studio.access import access
 from studio.db import atomic_with_retry
-from studio.errors import Invalid
+from studio.errors import Conflict, Invalid
 from traces import actions as grammar
 
 # What a lead may change when editing before accepting: the annotator's answer, never bookkeeping.
@@ -49,11 +49,17 @@ def _locked_annotation(annotation_id: int, actor) -> Annotation:
     )
 
 
+class ReviewConflict(Conflict):
+    """The annotation changed since the lead opened it: a 409 with ``current`` (the version now), as the workspace
+    answers a stale draft."""
+
+
 def _check_version(annotation: Annotation, expected_version: int | None) -> None:
     if expected_version is not None and expected_version != annotation.version:
-        raise ReviewError(
+        raise ReviewConflict(
             f"annotation {annotation.pk} changed since you opened it (version {annotation.version}, you saw "
-            f"{expected_version}); reload and review again"
+            f"{expected_version}); reload and review again",
+            current_version=annotation.version,
         )
 
 

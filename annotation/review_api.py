@@ -117,7 +117,7 @@ class _Decision(LeadView):
     def decide(self, annotation, data):
         raise NotImplementedError
 
-    @extend_schema(request=DecisionSerializer, responses={200: dict, 400: dict})
+    @extend_schema(request=DecisionSerializer, responses={200: dict, 400: dict, 409: dict})
     def post(self, request, pk: int):
         annotation = self.annotation(pk)
         body = DecisionSerializer(data=request.data)

@@ -70,7 +70,7 @@ def review_decide(request, annotation_id: int):
             review.review_adjudicate(**kwargs, edits=edits)
         else:
             raise review.ReviewError(f"unknown decision {decision!r}")
-    except review.ReviewError as exc:
+    except (review.ReviewError, review.ReviewConflict) as exc:
         if decision in ("edit_accept", "adjudicate"):
             # The lead's typed answer is kept, with the problem beside it (a redirect would throw it away).
             return _detail_with_refused_edit(request, annotation, edits, comment, str(exc))

@@ -9,7 +9,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.test import APIRequestFactory
 from rest_framework.views import APIView
 
-from annotation.review import ReviewError
+from annotation.review import ReviewConflict, ReviewError
 from studio.errors import STATUS_BY_KIND, Conflict, ErrorKind, Forbidden, Invalid, NotFound, StudioError, error_body
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
@@ -66,3 +66,8 @@ def test_no_service_or_selector_module_speaks_http():
         if "rest_framework" in text or "HttpResponse" in text or "status=4" in text:
             offenders.append(str(path.relative_to(REPO)))
     assert scanned >= 4 and offenders == []
+
+
+def test_a_stale_review_version_is_a_conflict_like_the_workspace():
+    exc = ReviewConflict("annotation 1 changed since you opened it", current_version=4)
+    assert exc.status == 409 and error_body(exc)["current_version"] == 4

@@ -71,7 +71,7 @@ def test_reject_resubmit_accept_audits_every_transition(project, annotator, lead
     with transaction.atomic():
         annotation_transition(annotation=Annotation.objects.get(pk=ann.pk), to="submitted", actor=annotator)
     ann.refresh_from_db()
-    with pytest.raises(review.ReviewError, match="changed since you opened it"):
+    with pytest.raises(review.ReviewConflict, match="changed since you opened it"):
         review.review_accept(annotation_id=ann.pk, actor=lead, expected_version=ann.version - 1)
     review.review_accept(annotation_id=ann.pk, actor=lead, expected_version=ann.version)
     moves = list(
