@@ -24,6 +24,10 @@ def submitted(project, annotator, **answer) -> Annotation:
     return annotation
 
 
+FOLLOWS = """([first, second]) => !!(document.querySelector(first).compareDocumentPosition(
+    document.querySelector(second)) & Node.DOCUMENT_POSITION_FOLLOWING)"""
+
+
 def boxes_overlap(a: dict, b: dict) -> bool:
     return (
         a["x"] < b["x"] + b["width"]
@@ -45,6 +49,8 @@ def test_a_no_error_answer_is_reviewed_over_the_whole_trace(
     page.goto(f"{live_server.url}/reviews/{annotation.pk}/")
     thumbs = page.locator("#viewer-strip .viewer-thumb")
     assert thumbs.count() == 5  # four steps and the final screen
+    # With no τ the trace is all there is to judge: it comes before the decision.
+    assert page.evaluate(FOLLOWS, ["#trace-viewer", ".decide"])
     page.wait_for_function("() => document.getElementById('viewer-image').naturalWidth > 0")
     assert page.inner_text("#viewer-title") == "step 1"
     assert page.locator("#viewer-frame .marker.original").count() == 1  # the recorded click, placed by the server
@@ -79,6 +85,8 @@ def test_phone_screens_fit_the_window_zoom_keeps_marks_and_labels_never_overlap(
     page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
     login(page, live_server.url, lead.username)
     page.goto(f"{live_server.url}/reviews/{annotation.pk}/")
+    # With a τ, o_τ and o_τ+1 stay next to the decision; the whole trace comes after it.
+    assert page.evaluate(FOLLOWS, [".decide", "#trace-viewer"])
     frame = page.locator(".shot-frame[data-markers='error-markers']")
     page.wait_for_function("() => [...document.querySelectorAll('.review-shot')].every(i => i.complete)")
     assert frame.bounding_box()["height"] <= 768  # fitted: a 2340-px-tall screen fits the window
