@@ -43,6 +43,7 @@ ENTITIES: dict[str, Entity] = {
     "traces.Project": Entity("project", None),
     "traces.Trace": Entity("trace", "project"),
     "traces.Step": Entity("step", "trace__project"),
+    "traces.Round": Entity("round", "project"),
     "traces.ImportJob": Entity("import job", "project"),
     "traces.PrescoreJob": Entity("pre-scoring job", "project"),
     "annotation.Annotation": Entity("annotation", "project", owner="annotator"),

@@ -59,6 +59,9 @@ RULES: dict[str, Rule] = {
     "trace.edit": Rule(LEADS, Scope.MEMBER, "edit traces"),
     "trace.delete": Rule(LEADS, Scope.MEMBER, "delete traces"),
     "job.view": Rule(ALL, Scope.MEMBER, "see this job"),
+    # Rounds: every member sees a project's rounds (and which one a trace is in); leads start new ones.
+    "round.view": Rule(ALL, Scope.MEMBER, "see this round"),
+    "round.create": Rule(LEADS, Scope.MEMBER, "create rounds"),
     # Annotating: a project's next trace, and one's own annotations only (a lead's too: review is elsewhere).
     "annotation.work": Rule(ANNOTATING, Scope.OWN, "annotate"),
     # The audit history of a trace's annotations: one's own; leads everyone's (agreement needs independent readings).

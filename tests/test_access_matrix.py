@@ -122,12 +122,15 @@ def world(db, project, annotator, lead, engineer, admin_user, make_user, tmp_pat
     from exports.models import ExportFormat
     from exports.services import export_job_create
     from traces.prescoring.services import prescore_job_create
-    from traces.services import import_job_create, project_create
+    from traces.services import import_job_create, project_create, round_create
 
     outsider = make_user("outsider", Role.ANNOTATOR)
     other = project_create(name="Other project", members=[outsider])
     make_traces(other, tmp_path / "other", count=1, steps=1)
     traces = make_traces(project, tmp_path / "main", count=2, steps=2)
+    first_round = round_create(project=project, name="round 1", checkpoint="agent-v1", actor=lead)
+    traces[0].round = first_round
+    traces[0].save(update_fields=["round"])
     annotation, lease = lease_next_trace(user=annotator, project=project)
     # A screenshot only this project uses (screenshots are shared by content; the other project's may match ours).
     from traces.models import Step
@@ -142,6 +145,7 @@ def world(db, project, annotator, lead, engineer, admin_user, make_user, tmp_pat
         "reviews": annotation.pk,
         "leases": lease.pk,
         "screenshots": step.screenshot.sha256,
+        "rounds": first_round.pk,
         "imports": import_job_create(project=project, user=lead, upload_name="none.zip", original_name="none.zip").pk,
         "jobs": prescore_job_create(project=project, user=lead, scorer="rules", enqueue=False).pk,
         "exports": export_job_create(project=project, user=engineer, fmt=ExportFormat.values[0], enqueue=False).pk,
@@ -167,6 +171,7 @@ def world(db, project, annotator, lead, engineer, admin_user, make_user, tmp_pat
         "reviews": annotation,
         "leases": Lease.objects.get(pk=lease.pk),
         "screenshots": project,
+        "rounds": first_round,
         "imports": ImportJob.objects.get(pk=objects["imports"]),
         "jobs": PrescoreJob.objects.get(pk=objects["jobs"]),
         "exports": ExportJob.objects.get(pk=objects["exports"]),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import QuerySet
 
 from studio.access import access, scoped
-from traces.models import ImportJob, PrescoreJob, Project, Trace
+from traces.models import ImportJob, PrescoreJob, Project, Round, Trace
 
 
 def access_project(user, pk, action: str, *, lock: bool = False) -> Project:
@@ -14,6 +14,10 @@ def access_project(user, pk, action: str, *, lock: bool = False) -> Project:
 
 def access_trace(user, pk, action: str, *, lock: bool = False) -> Trace:
     return access(user, Trace.objects.select_related("project"), pk, action, lock=lock)
+
+
+def access_round(user, pk, action: str, *, lock: bool = False) -> Round:
+    return access(user, Round.objects.select_related("project"), pk, action, lock=lock)
 
 
 def access_import_job(user, pk, action: str, *, lock: bool = False) -> ImportJob:
@@ -38,3 +42,7 @@ def import_jobs_for(user, action: str = "job.view") -> QuerySet[ImportJob]:
 
 def prescore_jobs_for(user, action: str = "job.view") -> QuerySet[PrescoreJob]:
     return scoped(user, PrescoreJob.objects.select_related("project"), action)
+
+
+def rounds_for(user, action: str = "round.view") -> QuerySet[Round]:
+    return scoped(user, Round.objects.select_related("project"), action)

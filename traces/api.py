@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.db.models import Count
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import ValidationError
@@ -13,9 +14,17 @@ from studio.access import AccessedObjectMixin, ActionPermission
 from studio.api import job_cancel_response
 from traces import actions as grammar
 from traces import selectors, services
-from traces.access import access_import_job, access_project, access_trace, import_jobs_for, projects_for, traces_for
+from traces.access import (
+    access_import_job,
+    access_project,
+    access_trace,
+    import_jobs_for,
+    projects_for,
+    rounds_for,
+    traces_for,
+)
 from traces.importers import IMPORTERS
-from traces.models import CoordinateConvention, ImportJob, Project, Step, Trace
+from traces.models import CoordinateConvention, ImportJob, Project, Round, Step, Trace
 
 
 class ProjectSerializer(serializers.ModelSerializer):
@@ -81,6 +90,7 @@ class TraceSerializer(serializers.ModelSerializer):
             "outcome",
             "metadata",
             "step_count",
+            "round",
             "created_at",
         ]
 
@@ -119,10 +129,61 @@ class ImportJobSerializer(serializers.ModelSerializer):
             "screenshots_stored",
             "unparsed_actions",
             "off_screen_steps",
+            "round",
             "created_at",
             "started_at",
             "finished_at",
         ]
+
+
+class RoundSerializer(serializers.ModelSerializer):
+    trace_count = serializers.IntegerField(read_only=True, default=0, help_text="Traces in the round.")
+
+    class Meta:
+        model = Round
+        fields = ["id", "project", "name", "checkpoint", "weights_hash", "ran_at", "created_at", "trace_count"]
+        read_only_fields = ["id", "project", "created_at", "trace_count"]
+        # round_create judges the values (and answers a taken name with 409); the serializer only reads them.
+        extra_kwargs = {"ran_at": {"required": False}, "name": {"validators": []}}
+        validators: list = []
+
+
+class RoundList(APIView):
+    """GET: a project's rounds, oldest run first. POST (leads, admins): a new round; a taken name is a 409 whose
+    ``round`` is the existing one's id."""
+
+    permission_classes = [ActionPermission]
+    permission_action = {"GET": "round.view", "POST": "round.create"}
+
+    @extend_schema(responses={200: RoundSerializer(many=True)})
+    def get(self, request, project_id: int):
+        project = access_project(request.user, project_id, "round.view")
+        return Response(RoundSerializer(selectors.rounds_of(project), many=True).data)
+
+    @extend_schema(request=RoundSerializer, responses={201: RoundSerializer, 400: dict, 409: dict})
+    def post(self, request, project_id: int):
+        project = access_project(request.user, project_id, "round.create")
+        form = RoundSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        made = services.round_create(
+            project=project,
+            name=data["name"],
+            checkpoint=data["checkpoint"],
+            weights_hash=data.get("weights_hash", ""),
+            ran_at=data.get("ran_at"),
+            actor=request.user,
+        )
+        return Response(RoundSerializer(selectors.rounds_of(project).get(pk=made.pk)).data, status=201)
+
+
+class RoundDetail(AccessedObjectMixin, generics.RetrieveAPIView):
+    serializer_class = RoundSerializer
+    permission_classes = [ActionPermission]
+    permission_action = "round.view"
+
+    def get_queryset(self):
+        return rounds_for(self.request.user).annotate(trace_count=Count("traces"))
 
 
 class ProjectList(generics.ListAPIView):

@@ -116,6 +116,28 @@ class Screenshot(models.Model):
         return reverse("screenshot-file", args=[self.sha256, "thumbnail"])
 
 
+class Round(models.Model):
+    """One run of a checkpoint over a project's tasks: the traces it produced are annotated together, and the round
+    dashboard sets its figures beside the previous rounds' (did checkpoint n+1 make fewer or other mistakes?)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="rounds")
+    name = models.CharField(max_length=120, help_text="How people and runners name the round, unique in its project.")
+    checkpoint = models.CharField(max_length=200, help_text="The checkpoint whose runs produced the round's traces.")
+    weights_hash = models.CharField(max_length=64, blank=True, help_text="sha256 of the checkpoint's weight files.")
+    ran_at = models.DateTimeField(help_text="When the checkpoint ran the round's tasks.")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project_id", "ran_at", "id"]
+        constraints = [models.UniqueConstraint(fields=["project", "name"], name="unique_round_name_per_project")]
+
+    def __str__(self):
+        return f"{self.project_id}/{self.name}"
+
+
 class Outcome(models.TextChoices):
     SUCCESS = "success", "Success"
     FAILURE = "failure", "Failure"
@@ -147,6 +169,10 @@ class Trace(models.Model):
     # agreement reads only traces with two or more instead of counting a whole project's annotations per read.
     standing_annotations = models.PositiveIntegerField(default=0, editable=False)
     import_job = models.ForeignKey("ImportJob", null=True, blank=True, on_delete=models.SET_NULL, related_name="traces")
+    # The round whose checkpoint produced the trace. Empty for traces that came before rounds existed, or from a
+    # source that belongs to none: there is no round to give them afterwards, so the column stays nullable.
+    # RESTRICT: a round cannot go while traces name it, but a project's deletion takes both.
+    round = models.ForeignKey(Round, null=True, blank=True, on_delete=models.RESTRICT, related_name="traces")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -215,6 +241,9 @@ class ImportJob(JobBase):
     coordinate_convention = models.CharField(
         max_length=24, choices=CoordinateConvention.choices, blank=True, default=""
     )
+
+    # The round every trace this import creates is put in (empty: none).
+    round = models.ForeignKey(Round, null=True, blank=True, on_delete=models.RESTRICT, related_name="import_jobs")
 
     # When the uploaded archive was deleted from storage (docs/deploy.md, "Disk"); empty while it is kept.
     upload_removed_at = models.DateTimeField(null=True, blank=True)
