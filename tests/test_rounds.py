@@ -83,3 +83,96 @@ def test_rounds_api_lists_for_members_and_creates_for_leads(project, annotator, 
     blank = api_client(lead).post(url, {"name": "week 4", "checkpoint": ""}, format="json")
     assert blank.status_code == 400
     assert Round.objects.get(pk=earlier.json()["id"]).ran_at == datetime(2026, 11, 13, 10, tzinfo=UTC)
+
+
+# --- imports put traces in a round -----------------------------------------------------------------------------
+
+
+def _zip_of(folder_parent, name="upload.zip"):
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zf:
+        for file in sorted(folder_parent.rglob("*")):
+            if file.is_file():
+                zf.write(file, file.relative_to(folder_parent))
+    buffer.seek(0)
+    buffer.name = name
+    return buffer
+
+
+@pytest.mark.django_db
+def test_import_api_names_an_unknown_round_and_puts_the_traces_of_a_known_one_in_it(
+    project, lead, api_client, tmp_path
+):
+    from tests.factories import native_trace_folder
+    from traces.models import ImportJob
+
+    native_trace_folder(tmp_path / "src" / "a", external_id="api-a", steps=2, size=(320, 200))
+    native_trace_folder(tmp_path / "src" / "b", external_id="api-b", steps=1, size=(320, 200))
+    url = f"/api/projects/{project.pk}/imports/"
+    unknown = api_client(lead).post(url, {"file": _zip_of(tmp_path / "src"), "round": "week 9"}, format="multipart")
+    assert unknown.status_code == 400, unknown.content
+    assert (
+        unknown.json()["detail"] == "round: Test project has no round 'week 9' (it has no rounds yet; create one first)"
+    )
+    assert not ImportJob.objects.exists()
+
+    week = services.round_create(project=project, name="week 1", checkpoint="m1")
+    made = api_client(lead).post(url, {"file": _zip_of(tmp_path / "src"), "round": "week 1"}, format="multipart")
+    assert made.status_code == 202, made.content
+    assert (made.json()["round"], made.json()["round_name"]) == (week.pk, "week 1")
+    job = services.import_job_run(job_id=made.json()["id"])  # what the worker runs (the worker path: test_cli_round)
+    assert job.status == "succeeded" and job.traces_imported == 2
+    assert sorted(Trace.objects.filter(round=week).values_list("external_id", flat=True)) == ["api-a", "api-b"]
+
+    # A trace already stored stays in its round: a re-import into another round skips it.
+    other = services.round_create(project=project, name="week 2", checkpoint="m2")
+    again = api_client(lead).post(url, {"file": _zip_of(tmp_path / "src"), "round": str(other.pk)}, format="multipart")
+    job = services.import_job_run(job_id=again.json()["id"])
+    assert job.traces_skipped == 2 and not Trace.objects.filter(round=other).exists()
+
+
+@pytest.mark.django_db
+def test_upload_page_offers_the_rounds_and_refuses_an_unknown_one(project, lead, tmp_path):
+    from django.test import Client
+
+    from tests.factories import native_trace_folder
+    from traces.models import ImportJob
+
+    week = services.round_create(project=project, name="week 1", checkpoint="ui-tars-r1")
+    native_trace_folder(tmp_path / "src" / "a", external_id="page-a", steps=1, size=(320, 200))
+    client = Client()
+    client.force_login(lead)
+    page = client.get(f"/projects/{project.pk}/import/")
+    assert f'<option value="{week.pk}">week 1 (ui-tars-r1)</option>' in page.content.decode()
+    refused = client.post(f"/projects/{project.pk}/import/", {"file": _zip_of(tmp_path / "src"), "round": "nope"})
+    assert refused.status_code == 400 and "has no round &#x27;nope&#x27;" in refused.content.decode()
+    assert not ImportJob.objects.exists()
+    sent = client.post(f"/projects/{project.pk}/import/", {"file": _zip_of(tmp_path / "src"), "round": str(week.pk)})
+    assert sent.status_code == 302
+    job = ImportJob.objects.get()
+    assert job.round == week
+    services.import_job_run(job_id=job.pk)
+    assert Trace.objects.get(external_id="page-a").round == week
+    assert 'into round <strong id="job-round">week 1</strong>' in client.get(f"/imports/{job.pk}/").content.decode()
+
+
+@pytest.mark.django_db
+def test_import_traces_command_takes_a_round(project, tmp_path):
+    from django.core.management import CommandError, call_command
+
+    from tests.factories import native_trace_folder
+
+    week = services.round_create(project=project, name="week 1", checkpoint="m1")
+    folder = native_trace_folder(tmp_path / "src" / "a", external_id="cmd-a", steps=1, size=(320, 200))
+    with pytest.raises(CommandError, match="has no round 'week 7'"):
+        call_command("import_traces", str(folder.parent), "--project", project.name, "--round", "week 7")
+    assert not Trace.objects.exists()
+    import io
+
+    out = io.StringIO()
+    call_command("import_traces", str(folder.parent), "--project", project.name, "--round", "week 1", stdout=out)
+    assert "into round week 1: 1 traces" in out.getvalue()
+    assert Trace.objects.get(external_id="cmd-a").round == week

@@ -97,6 +97,17 @@ class StudioClient:
         names = ", ".join(f"{p['id']}: {p['name']}" for p in projects) or "none"
         raise ApiError(f"no project {ref!r} visible to this token (projects: {names})")
 
+    def rounds(self, project_id: int) -> list[dict]:
+        return list(self._pages(f"/api/projects/{project_id}/rounds/"))
+
+    def round_create(
+        self, project_id: int, name: str, checkpoint: str, *, weights_hash: str = "", ran_at: str = ""
+    ) -> dict:
+        body = {"name": name, "checkpoint": checkpoint, "weights_hash": weights_hash}
+        if ran_at:
+            body["ran_at"] = ran_at
+        return self._json("POST", f"/api/projects/{project_id}/rounds/", json=body)
+
     def import_job(self, job_id: int) -> dict:
         return self._json("GET", f"/api/imports/{job_id}/")
 
@@ -104,14 +115,14 @@ class StudioClient:
         return self._json("GET", f"/api/exports/{job_id}/")
 
     # --- writes --------------------------------------------------------------------------------
-    def import_start(self, project_id: int, archive: Path, *, fmt: str = "") -> dict:
+    def import_start(self, project_id: int, archive: Path, *, fmt: str = "", round_ref: str = "") -> dict:
         with archive.open("rb") as handle:
             files = {"file": (archive.name, handle, "application/octet-stream")}
             return self._json(
                 "POST",
                 f"/api/projects/{project_id}/imports/",
                 files=files,
-                data={"format": fmt},
+                data={"format": fmt, "round": round_ref},
                 timeout=max(self.timeout, 600),
             )
 

@@ -65,18 +65,20 @@ def _finished_or_exit(kind: str, job: dict) -> None:
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
 @click.option("--project", "project_ref", required=True, help="Project id or name.")
 @click.option("--format", "fmt", default="", help="Importer to use (default: detected).")
+@click.option("--round", "round_ref", default="", help="The round (name or id) the new traces go in.")
 @click.option("--wait/--no-wait", default=False, help="Follow the job until it ends.")
 @click.pass_context
-def import_(ctx: click.Context, path: Path, project_ref: str, fmt: str, wait: bool) -> None:
-    """Upload PATH (a .zip, a .jsonl, or a folder, which is zipped first) into a project."""
+def import_(ctx: click.Context, path: Path, project_ref: str, fmt: str, round_ref: str, wait: bool) -> None:
+    """Upload PATH (a .zip, a .jsonl, or a folder, which is zipped first) into a project (and a round)."""
     client = _client(ctx)
     project = client.project(project_ref)
     with tempfile.TemporaryDirectory() as tmp:
         archive = path
         if path.is_dir():
             archive = Path(shutil.make_archive(str(Path(tmp) / path.name), "zip", root_dir=path))
-        job = client.import_start(project["id"], archive, fmt=fmt)
-    click.echo(f"import {job['id']} {job['status']} into project {project['id']} ({project['name']})")
+        job = client.import_start(project["id"], archive, fmt=fmt, round_ref=round_ref)
+    into = f", round {job['round_name']}" if job.get("round_name") else ""
+    click.echo(f"import {job['id']} {job['status']} into project {project['id']} ({project['name']}{into})")
     if wait:
         job = _follow(client, "import", job, lambda: client.import_job(job["id"]))
         click.echo(
@@ -87,6 +89,45 @@ def import_(ctx: click.Context, path: Path, project_ref: str, fmt: str, wait: bo
         for error in job.get("errors") or []:
             click.echo(f"  {error}", err=True)
         _finished_or_exit("import", job)
+
+
+@cli.group()
+def rounds() -> None:
+    """A project's rounds: each names the checkpoint whose runs produced its traces."""
+
+
+@rounds.command("list")
+@click.option("--project", "project_ref", required=True, help="Project id or name.")
+@click.option("--json", "as_json", is_flag=True, help="Print the API's JSON.")
+@click.pass_context
+def rounds_list(ctx: click.Context, project_ref: str, as_json: bool) -> None:
+    """The project's rounds, oldest run first."""
+    client = _client(ctx)
+    rows = client.rounds(client.project(project_ref)["id"])
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for r in rows:
+        weights = f"  weights {r['weights_hash'][:12]}" if r.get("weights_hash") else ""
+        click.echo(
+            f"{r['id']:>5}  {r['name']}  {r['checkpoint']}  ran {r['ran_at']}  {r['trace_count']} traces{weights}"
+        )
+
+
+@rounds.command("create")
+@click.argument("name")
+@click.option("--project", "project_ref", required=True, help="Project id or name.")
+@click.option("--checkpoint", required=True, help="The checkpoint whose runs produce the round's traces.")
+@click.option("--weights-hash", default="", help="sha256 of the checkpoint's weight files.")
+@click.option("--ran-at", default="", help="When it ran (ISO 8601, e.g. 2026-11-24T09:00:00Z; default: now).")
+@click.pass_context
+def rounds_create(ctx: click.Context, name: str, project_ref: str, checkpoint: str, weights_hash: str, ran_at: str):
+    """Start round NAME in a project (leads and admins)."""
+    client = _client(ctx)
+    made = client.round_create(
+        client.project(project_ref)["id"], name, checkpoint, weights_hash=weights_hash, ran_at=ran_at
+    )
+    click.echo(f"round {made['id']} {made['name']} ({made['checkpoint']}) created")
 
 
 def _option_pairs(pairs: tuple[str, ...]) -> dict:

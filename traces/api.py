@@ -110,6 +110,8 @@ class TraceDetailSerializer(TraceSerializer):
 
 
 class ImportJobSerializer(serializers.ModelSerializer):
+    round_name = serializers.CharField(source="round.name", default=None, read_only=True)
+
     class Meta:
         model = ImportJob
         fields = [
@@ -130,6 +132,7 @@ class ImportJobSerializer(serializers.ModelSerializer):
             "unparsed_actions",
             "off_screen_steps",
             "round",
+            "round_name",
             "created_at",
             "started_at",
             "finished_at",
@@ -252,6 +255,13 @@ class ImportUploadSerializer(serializers.Serializer):
         help_text="The convention of the traces' points when the source does not say it (default: the source's, "
         "else the project's).",
     )
+    round = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=200,
+        help_text="The round (name, or id) every new trace goes into; an unknown round is a 400 naming it.",
+    )
 
 
 class ImportCreate(APIView):
@@ -270,6 +280,7 @@ class ImportCreate(APIView):
         name = upload.name or "upload"
         if not name.lower().endswith((".zip", ".jsonl")):
             raise ValidationError({"file": f"{name}: upload a .zip archive or a .jsonl file"})
+        into = selectors.round_resolve(project, form.validated_data["round"])
         try:
             stored = services.import_upload_store(uploaded_file=upload)
         except ValueError as exc:
@@ -281,6 +292,7 @@ class ImportCreate(APIView):
             original_name=name,
             fmt=form.validated_data["format"],
             coordinates=form.validated_data["coordinates"],
+            round=into,
         )
         return Response(ImportJobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
 

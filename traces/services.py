@@ -461,8 +461,13 @@ def imported_trace_problem(imported: ImportedTrace) -> str | None:
     return input_problem(fields)
 
 
-def trace_import_one(*, project: Project, imported: ImportedTrace, job: ImportJob | None = None) -> TraceImportResult:
-    """Store one trace whole or not at all. Idempotent: a trace already in the project is skipped."""
+def trace_import_one(
+    *, project: Project, imported: ImportedTrace, job: ImportJob | None = None, round: Round | None = None
+) -> TraceImportResult:
+    """Store one trace whole or not at all, in ``round`` (default: the job's round, if any). Idempotent: a trace
+    already in the project is skipped, and stays in the round it is in."""
+    if round is None and job is not None:
+        round = job.round
     problem = imported_trace_problem(imported)
     if problem:
         # The name itself may hold the refused character: say it escaped.
@@ -549,6 +554,7 @@ def trace_import_one(*, project: Project, imported: ImportedTrace, job: ImportJo
             final_screenshot=final,
             step_count=len(steps),
             import_job=job,
+            round=round,
         )
         try:
             # Trace and steps in one transaction: a worker killed in between must not leave a trace
@@ -597,7 +603,10 @@ def import_job_create(
     server_path: bool = False,
     enqueue: bool = True,
     coordinates: str = "",
+    round: Round | None = None,
 ) -> ImportJob:
+    if round is not None and round.project_id != project.pk:
+        raise Invalid(f"round: {round.name!r} is a round of another project", field="round")
     if coordinates and coordinates not in CoordinateConvention.values:
         raise ValueError(f"coordinates must be one of {', '.join(CoordinateConvention.values)}, not {coordinates!r}")
     job = ImportJob.objects.create(
@@ -608,6 +617,7 @@ def import_job_create(
         original_name=original_name,
         format=fmt,
         coordinate_convention=coordinates,
+        round=round,
     )
     if enqueue:
         from traces.tasks import run_import
@@ -674,7 +684,7 @@ def _job_source(job: ImportJob):
 
 def import_job_run(*, job_id: int, attempt: int | None = None) -> ImportJob:
     """Run (or take over, after a worker died) an import; each trace is stored whole or reported."""
-    job = ImportJob.objects.select_related("project").get(pk=job_id)
+    job = ImportJob.objects.select_related("project", "round").get(pk=job_id)
     return job_run(job, _import_work, attempt=attempt)
 
 

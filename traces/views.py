@@ -178,12 +178,18 @@ def import_upload(request, project_id: int):
             error = f"Unknown format {fmt!r}."
         else:
             try:
+                into = selectors.round_resolve(project, request.POST.get("round", ""))
                 stored = services.import_upload_store(uploaded_file=upload)
-            except ValueError as exc:
-                error = str(exc)
+            except ValueError as exc:  # an unknown round (studio.errors.Invalid) or an upload over the limit
+                error = getattr(exc, "detail", str(exc))
             else:
                 job = services.import_job_create(
-                    project=project, user=request.user, upload_name=stored, original_name=upload.name, fmt=fmt
+                    project=project,
+                    user=request.user,
+                    upload_name=stored,
+                    original_name=upload.name,
+                    fmt=fmt,
+                    round=into,
                 )
                 return redirect("import-job", job_id=job.pk)
     return render(
@@ -192,6 +198,8 @@ def import_upload(request, project_id: int):
         {
             "project": project,
             "formats": sorted(IMPORTERS),
+            "rounds": list(selectors.rounds_of(project).order_by("-ran_at", "-id")),
+            "chosen_round": request.POST.get("round", ""),
             "error": error,
         },
         status=400 if error else 200,

@@ -3,10 +3,12 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from studio.errors import Invalid
 from traces import services
 from traces.forms import form_errors_text, project_form_for_new
 from traces.importers import IMPORTERS
 from traces.models import CoordinateConvention, Project
+from traces.selectors import round_resolve
 
 
 class Command(BaseCommand):
@@ -23,6 +25,7 @@ class Command(BaseCommand):
             help="the convention of the traces' points, when the source does not say it "
             "(default: the source's, else the project's)",
         )
+        parser.add_argument("--round", dest="round_ref", default="", help="the round (name or id) the new traces go in")
         parser.add_argument("--async", dest="run_async", action="store_true", help="queue it for a worker instead")
         parser.add_argument(
             "--create",
@@ -30,7 +33,7 @@ class Command(BaseCommand):
             help="create the project (with the default settings) when there is none of that name",
         )
 
-    def handle(self, path, project, format, run_async, create=False, coordinates="", **options):
+    def handle(self, path, project, format, run_async, create=False, coordinates="", round_ref="", **options):
         source = Path(path).resolve()
         if not source.exists():
             raise CommandError(f"{path}: no such file or folder")
@@ -55,8 +58,13 @@ class Command(BaseCommand):
                 "[--coordinates relative-1000|smart-resize-pixels|screen-pixels]`, or add --create to make it with "
                 "the default settings."
             )
+        try:
+            into = round_resolve(project_obj, round_ref)
+        except Invalid as exc:
+            raise CommandError(exc.detail) from None
         job = services.import_job_create(
             project=project_obj,
+            round=into,
             user=None,
             upload_name=str(source),
             original_name=source.name,
@@ -72,7 +80,9 @@ class Command(BaseCommand):
         for error in job.errors:
             self.stderr.write(f"{error.get('kind', 'error')}: {error['error']}")
         self.stdout.write(
-            f"import job {job.pk} {job.status}: {job.traces_imported} traces, {job.steps_imported} steps, "
+            f"import job {job.pk} {job.status}"
+            + (f" into round {into.name}" if into else "")
+            + f": {job.traces_imported} traces, {job.steps_imported} steps, "
             f"{job.screenshots_stored} screenshots stored, {job.traces_skipped} skipped, "
             f"{job.traces_failed} failed, {job.unparsed_actions} unparsed actions, "
             f"{services.off_screen_phrase(job.off_screen_steps)}, {len(job.errors)} errors"
