@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import NotAcceptable, ValidationError
 from rest_framework.negotiation import DefaultContentNegotiation
@@ -15,6 +15,7 @@ from exports.builders import OptionsError
 from exports.models import ExportFormat, ExportJob
 from exports.storage import bundle_response
 from studio.access import AccessedObjectMixin, ActionPermission
+from studio.errors import Invalid
 from studio.models import JobStatus
 from traces.access import access_project
 
@@ -56,7 +57,8 @@ class ExportCreateSerializer(serializers.Serializer):
         default=dict,
         help_text=(
             "include_valid_prefix (bool), include_error_free (bool), validation_fraction (0..1), split_seed (int), "
-            "unparsed_history (skip | verbatim: samples whose history holds a step that did not parse)"
+            "unparsed_history (skip | verbatim: samples whose history holds a step that did not parse), "
+            "since_export (id of an earlier export: only annotations new or changed since it)"
         ),
     )
 
@@ -146,3 +148,25 @@ class ExportBundle(APIView):
                 status=status.HTTP_409_CONFLICT,
             )
         return bundle_response(request, job)
+
+
+class ExportDiff(APIView):
+    """GET ``?against=<id>``: annotations added, removed and changed (version) from that export's bundle to this
+    one's; without ``against``, from the project's previous finished export."""
+
+    permission_classes = [ActionPermission]
+    permission_action = "export.view"
+
+    @extend_schema(
+        parameters=[OpenApiParameter("against", int, description="the older export (default: the previous one)")],
+        responses={200: OpenApiResponse(description="added / removed / changed / unchanged"), 400: None},
+    )
+    def get(self, request, pk: int):
+        job = access_export_job(request.user, pk, "export.view")
+        against_id = request.query_params.get("against")
+        against = (
+            access_export_job(request.user, against_id, "export.view") if against_id else selectors.export_previous(job)
+        )
+        if against is None:
+            raise Invalid(f"export {job.pk} has no earlier finished export in its project to compare with")
+        return Response({"older": against.pk, "newer": job.pk, **selectors.export_diff(against, job).to_json()})

@@ -9,4 +9,5 @@ urlpatterns = [
     path("exports/<int:pk>/", api.ExportJobDetail.as_view(), name="api-export-detail"),
     path("exports/<int:pk>/cancel/", api.ExportJobCancel.as_view(), name="api-export-cancel"),
     path("exports/<int:pk>/bundle", api.ExportBundle.as_view(), name="api-export-bundle"),
+    path("exports/<int:pk>/diff/", api.ExportDiff.as_view(), name="api-export-diff"),
 ]

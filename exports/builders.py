@@ -57,6 +57,9 @@ class ExportOptions:
     validation_fraction: float = 0.1
     split_seed: int = 0
     unparsed_history: str = "skip"
+    # An incremental export: leave out every annotation that export already held at the same version (new and
+    # changed answers only). The export must be of the same project, finished, and have its lineage.
+    since_export: int | None = None
 
     @classmethod
     def parse(cls, raw: dict | None) -> ExportOptions:
@@ -85,6 +88,11 @@ class ExportOptions:
             if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**31:
                 raise OptionsError("split_seed must be an integer in [0, 2^31)")
             values["split_seed"] = seed
+        if raw.get("since_export") is not None:
+            since = raw["since_export"]
+            if isinstance(since, bool) or not isinstance(since, int) or not 0 < since < 2**63:
+                raise OptionsError("since_export must be the id of an earlier export (a positive integer)")
+            values["since_export"] = since
         return cls(**values)
 
     def to_json(self) -> dict:
@@ -122,6 +130,7 @@ class Skip:
 class BuildStats:
     annotations: list[tuple[int, int]] = field(default_factory=list)  # (id, version) of every source
     skipped: int = 0
+    already_exported: int = 0  # left out by an incremental export: the base export held the same version
 
 
 def split_of(trace_id: int, options: ExportOptions) -> str:
@@ -406,15 +415,32 @@ def annotation_samples(
             yield skip("post_reflection", str(exc))
 
 
+def _not_in(annotations: Iterator[Annotation], held: dict[int, int], stats: BuildStats) -> Iterator[Annotation]:
+    for annotation in annotations:
+        if held.get(annotation.pk) == annotation.version:
+            stats.already_exported += 1
+        else:
+            yield annotation
+
+
 def iter_samples(
-    project: Project, options: ExportOptions, stats: BuildStats, *, on_annotation=None
+    project: Project,
+    options: ExportOptions,
+    stats: BuildStats,
+    *,
+    on_annotation=None,
+    already_held: dict[int, int] | None = None,
 ) -> Iterator[Sample | Skip]:
     """Stream samples of the project's accepted annotations; memory is bounded by one batch.
 
-    ``on_annotation(done)`` is called after each batch (progress, cancel checks)."""
+    ``already_held`` ({annotation id: version}, an incremental export's base) leaves out the annotations held there
+    at the same version. ``on_annotation(done)`` is called after each batch (progress, cancel checks)."""
     done = 0
     shots = ScreenshotCache()
-    for batch in _batches(_first_per_trace(accepted_annotations(project)), BATCH):
+    annotations = _first_per_trace(accepted_annotations(project))
+    if already_held:
+        annotations = _not_in(annotations, already_held, stats)
+    for batch in _batches(annotations, BATCH):
         steps = _steps_by_trace([a.trace_id for a in batch], shots)
         shots.load(a.trace.final_screenshot_id for a in batch)
         for annotation in batch:

@@ -28,6 +28,12 @@ class ExportJob(JobBase):
     )
     bundle_sha256 = models.CharField(max_length=64, blank=True)
     bundle_size = models.PositiveBigIntegerField(default=0)
+    sources = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="[annotation id, version] of every annotation the bundle was built from (its lineage); "
+        "null for a bundle made before lineage was kept whose manifest could not be read.",
+    )
 
     class Meta(JobBase.Meta):
         indexes = [models.Index(fields=["project", "created_at"])]

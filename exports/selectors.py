@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
+from annotation.models import Annotation
+from exports import lineage
 from exports.access import export_jobs_for
 from exports.models import ExportJob
+from studio.errors import Invalid
+from studio.models import JobStatus
 
 
 def export_jobs_for_user(user, *, project=None) -> QuerySet[ExportJob]:
@@ -14,3 +18,51 @@ def export_jobs_for_user(user, *, project=None) -> QuerySet[ExportJob]:
     if project is not None:
         jobs = jobs.filter(project=project)
     return jobs.order_by("-created_at", "-id")
+
+
+def export_previous(job: ExportJob) -> ExportJob | None:
+    """The finished export of the same project made just before ``job`` (the default to compare it with)."""
+    return (
+        ExportJob.objects.filter(project_id=job.project_id, status=JobStatus.SUCCEEDED, pk__lt=job.pk)
+        .order_by("-pk")
+        .first()
+    )
+
+
+def export_diff(older: ExportJob, newer: ExportJob) -> lineage.BundleDiff:
+    """Annotations added, removed and changed from ``older``'s bundle to ``newer``'s; raises Invalid naming why two
+    exports cannot be compared."""
+    if older.project_id != newer.project_id:
+        raise Invalid(f"exports {older.pk} and {newer.pk} are of different projects; lineage compares one project")
+    for job in (older, newer):
+        if job.sources is None:
+            raise Invalid(
+                f"export {job.pk} has no lineage: it is {job.status}"
+                if job.status != JobStatus.SUCCEEDED
+                else f"export {job.pk} was made before bundle lineage was kept"
+            )
+    return lineage.bundle_diff(older.sources or [], newer.sources or [])
+
+
+def export_diff_rows(diff: lineage.BundleDiff) -> dict[str, list[dict]]:
+    """The diff's annotations with their trace, for the page (one query)."""
+    ids = [pk for pk, _ in diff.added] + [pk for pk, _ in diff.removed] + [pk for pk, _, _ in diff.changed]
+    found = {a.pk: a for a in Annotation.objects.filter(pk__in=ids).select_related("trace", "annotator")}
+
+    def row(pk: int, **versions) -> dict:
+        annotation = found.get(pk)
+        return {
+            "annotation_id": pk,
+            "exists": annotation is not None,
+            "trace_id": annotation.trace_id if annotation else None,
+            "trace_name": (annotation.trace.external_id or f"trace {annotation.trace_id}") if annotation else "",
+            "status": annotation.status if annotation else "deleted",
+            "annotator": annotation.annotator.username if annotation and annotation.annotator else "",
+            **versions,
+        }
+
+    return {
+        "added": [row(pk, version=version) for pk, version in diff.added],
+        "removed": [row(pk, version=version) for pk, version in diff.removed],
+        "changed": [row(pk, from_version=old, to_version=new) for pk, old, new in diff.changed],
+    }

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import shutil
 import time
@@ -15,7 +14,16 @@ from django.conf import settings
 from django.core.files.storage import default_storage
 
 from exports import bundle as archive
-from exports.builders import SCHEMA_VERSION, BuildStats, ExportOptions, Skip, count_sources, iter_samples
+from exports import lineage
+from exports.builders import (
+    SCHEMA_VERSION,
+    BuildStats,
+    ExportOptions,
+    OptionsError,
+    Skip,
+    count_sources,
+    iter_samples,
+)
 from exports.models import ExportFormat, ExportJob
 from exports.storage import bundle_delete, bundle_save
 from exports.writers import WRITERS, image_path
@@ -40,6 +48,7 @@ class BuildResult:
     size: int
     counts: dict
     skipped: list[Skip]
+    sources: list[list[int]]  # [annotation id, version], sorted: the bundle's lineage
 
 
 def pixel_contract(project: Project) -> dict:
@@ -86,9 +95,11 @@ def export_build(
     options: ExportOptions,
     workdir: Path,
     progress: Callable[[int, int | None], None] | None = None,
+    base: ExportJob | None = None,
 ) -> BuildResult:
     """Build the bundle of ``project`` in ``workdir`` (emptied first); returns the finished archive.
 
+    ``base`` makes it incremental: annotations ``base`` held at the same version are left out.
     Streaming: samples go straight to data files; images are copied from storage into the
     archive in chunks. ``progress(done, total)`` may raise JobCancelled."""
     if fmt not in WRITERS:
@@ -118,7 +129,8 @@ def export_build(
             time.sleep(throttle)
         progress(done, None)
 
-    for item in iter_samples(project, options, stats, on_annotation=on_batch):
+    already_held = lineage.sources_pairs(base.sources or []) if base is not None else None
+    for item in iter_samples(project, options, stats, on_annotation=on_batch, already_held=already_held):
         if isinstance(item, Skip):
             skipped.append(item)
             continue
@@ -135,6 +147,7 @@ def export_build(
         "by_split": by_split,
         "by_file": {f"{stem}{writer.suffix}": n for stem, n in writer.counts.items()},
         "annotations": len(stats.annotations),
+        "already_exported": stats.already_exported,
         "images": len(images) if writer.uses_image_folder else 0,
         "skipped": len(skipped),
         "skipped_by_reason": dict(sorted(Counter(s.code for s in skipped).items())),
@@ -172,6 +185,13 @@ def export_build(
         },
         "counts": counts,
         "sources": [{"annotation_id": pk, "version": version} for pk, version in stats.annotations],
+        "lineage": {
+            # What this bundle was built after: an incremental bundle holds only what changed since its base.
+            "since_export": None
+            if base is None
+            else {"id": base.pk, "bundle_sha256": base.bundle_sha256, "annotations": len(base.sources or [])},
+            "already_exported": stats.already_exported,
+        },
         "skipped": [
             {
                 "annotation_id": s.annotation_id,
@@ -193,7 +213,8 @@ def export_build(
     archive.write_archive(
         target, entries, on_entry=lambda n: progress(sources + n, None) if n % 200 == 0 or n == len(entries) else None
     )
-    return BuildResult(target, archive.file_sha256(target), target.stat().st_size, counts, skipped)
+    held = sorted([pk, version] for pk, version in stats.annotations)
+    return BuildResult(target, archive.file_sha256(target), target.stat().st_size, counts, skipped, held)
 
 
 # --- jobs ------------------------------------------------------------------------------------------
@@ -207,6 +228,8 @@ def export_job_create(
     if fmt not in ExportFormat.values:
         raise ExportError(f"unknown format {fmt!r}; use one of {', '.join(ExportFormat.values)}")
     parsed = ExportOptions.parse(options)
+    if parsed.since_export is not None:
+        export_base(project=project, export_id=parsed.since_export)
     job = ExportJob.objects.create(
         project=project, created_by=user, format=fmt, options=parsed.to_json(), split_seed=parsed.split_seed
     )
@@ -215,6 +238,21 @@ def export_job_create(
 
         job_enqueue(run_export, job)
     return job
+
+
+def export_base(*, project: Project, export_id: int) -> ExportJob:
+    """The export an incremental export builds on; raises OptionsError naming why it cannot be one."""
+    base = ExportJob.objects.filter(pk=export_id, project=project).first()
+    if base is None:
+        raise OptionsError(f"since_export: project {project.name!r} has no export {export_id}")
+    if base.status != JobStatus.SUCCEEDED:
+        raise OptionsError(f"since_export: export {export_id} is {base.status}; only a finished export can be a base")
+    if base.sources is None:
+        raise OptionsError(
+            f"since_export: export {export_id} was made before bundle lineage was kept, so which annotations it "
+            "holds is unknown; export the whole project once and build on that"
+        )
+    return base
 
 
 def export_job_run(*, job_id: int, attempt: int | None = None) -> ExportJob:
@@ -232,12 +270,12 @@ def _export_work(job: ExportJob) -> str:
         job_progress(job, done=done, total=total)
 
     try:
+        options = ExportOptions.parse(job.options)
+        base = (
+            None if options.since_export is None else export_base(project=job.project, export_id=options.since_export)
+        )
         result = export_build(
-            project=job.project,
-            fmt=job.format,
-            options=ExportOptions.parse(job.options),
-            workdir=workdir,
-            progress=progress,
+            project=job.project, fmt=job.format, options=options, workdir=workdir, progress=progress, base=base
         )
         for skip in result.skipped[:MAX_JOB_ERRORS]:
             job_add_error(
@@ -245,24 +283,32 @@ def _export_work(job: ExportJob) -> str:
             )
         name = bundle_save(job, result.archive)
         ExportJob.objects.filter(pk=job.pk).update(
-            bundle_name=name, bundle_sha256=result.sha256, bundle_size=result.size, counts=result.counts
+            bundle_name=name,
+            bundle_sha256=result.sha256,
+            bundle_size=result.size,
+            counts=result.counts,
+            sources=result.sources,
         )
-        job.bundle_name, job.bundle_sha256, job.bundle_size, job.counts = (
+        job.bundle_name, job.bundle_sha256, job.bundle_size, job.counts, job.sources = (
             name,
             result.sha256,
             result.size,
             result.counts,
+            result.sources,
         )
         return export_summary(result.counts)
-    except ExportError as exc:
+    except (ExportError, OptionsError) as exc:
         raise JobFailed(str(exc)) from exc
 
 
 def export_summary(counts: dict) -> str:
     kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.get("by_kind", {}).items())) or "no samples"
     reasons = ", ".join(f"{n} {code}" for code, n in (counts.get("skipped_by_reason") or {}).items())
-    return f"{kinds} from {counts.get('annotations', 0)} accepted annotations; {counts.get('skipped', 0)} skipped" + (
-        f" ({reasons})" if reasons else ""
+    held = counts.get("already_exported") or 0
+    return (
+        f"{kinds} from {counts.get('annotations', 0)} accepted annotations; {counts.get('skipped', 0)} skipped"
+        + (f" ({reasons})" if reasons else "")
+        + (f"; {held} left out, already in the base export" if held else "")
     )
 
 
@@ -287,10 +333,3 @@ def export_to_path(*, project: Project, user, fmt: str, options: dict | None, ou
     with default_storage.open(job.bundle_name, "rb") as src, open(out, "wb") as dst:
         shutil.copyfileobj(src, dst, 1024 * 1024)
     return job
-
-
-def bundle_manifest(path: Path) -> dict:
-    import zipfile
-
-    with zipfile.ZipFile(path) as bundle:
-        return json.loads(bundle.read("manifest.json"))

@@ -11,6 +11,7 @@ from exports.access import access_export_job
 from exports.builders import OptionsError
 from exports.models import ExportFormat
 from studio.access import can
+from studio.errors import Invalid
 from traces.access import access_project, projects_for
 
 
@@ -28,6 +29,8 @@ def export_home(request):
         try:
             options["validation_fraction"] = float(request.POST.get("validation_fraction") or 0.1)
             options["split_seed"] = int(request.POST.get("split_seed") or 0)
+            if request.POST.get("since_export"):
+                options["since_export"] = int(request.POST["since_export"])
             job = services.export_job_create(
                 project=project, user=request.user, fmt=request.POST.get("format", ""), options=options
             )
@@ -59,3 +62,23 @@ def export_job_cancel(request, job_id: int):
     _, changed, said = services.export_job_cancel(job=job)
     (messages.success if changed else messages.info)(request, said)
     return redirect("export-job", job_id=job.pk)
+
+
+def export_diff(request, job_id: int):
+    """What changed between an export's bundle and an earlier one (``?against=<id>``, by default the project's
+    previous finished export): annotations added, removed and moved to another version."""
+    job = access_export_job(request.user, job_id, "export.view")
+    against_id = request.GET.get("against")
+    if against_id:
+        against = access_export_job(request.user, against_id, "export.view")
+    else:
+        against = selectors.export_previous(job)
+    context = {"job": job, "against": against, "project": job.project, "error": "", "rows": None, "diff": None}
+    if against is not None:
+        try:
+            diff = selectors.export_diff(against, job)
+        except Invalid as exc:
+            context["error"] = exc.detail
+        else:
+            context["diff"], context["rows"] = diff, selectors.export_diff_rows(diff)
+    return render(request, "exports/export_diff.html", context, status=400 if context["error"] else 200)

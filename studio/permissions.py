@@ -130,6 +130,7 @@ PAGE_PERMISSIONS: dict[str, str] = {
     "export-home": "export.view",
     "export-job": "export.view",
     "export-job-cancel": "export.create",
+    "export-diff": "export.view",
     "project-webhooks": "webhook.manage",
     "webhook-delete": "webhook.manage",
     "webhook-delivery-resend": "webhook.manage",

@@ -16,7 +16,16 @@ def export_options_summary(options: dict) -> str:
     parts.append(f"seed {options.get('split_seed', 0)}")
     if options.get("unparsed_history", "skip") != "skip":
         parts.append(f"unparsed history {options['unparsed_history']}")
-    known = {"include_valid_prefix", "include_error_free", "validation_fraction", "split_seed", "unparsed_history"}
+    if options.get("since_export") is not None:
+        parts.append(f"only new or changed since export {options['since_export']}")
+    known = {
+        "include_valid_prefix",
+        "include_error_free",
+        "validation_fraction",
+        "split_seed",
+        "unparsed_history",
+        "since_export",
+    }
     extra = sorted(set(options) - known)
     parts += [f"{name} {options[name]}" for name in extra]
     return " · ".join(parts)

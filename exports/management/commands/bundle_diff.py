@@ -1,0 +1,56 @@
+"""What changed between two bundles: python manage.py bundle_diff OLDER NEWER
+
+Each of OLDER and NEWER is an export id or the path of a downloaded bundle (.zip); their lineage (the
+(annotation id, version) pairs they were built from) is compared. ``--json`` prints the diff as JSON."""
+
+import json
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from exports import lineage
+from exports.models import ExportJob
+
+
+def _sources(ref: str) -> tuple[str, list]:
+    path = Path(ref)
+    if path.is_file():
+        try:
+            return str(path), lineage.manifest_of_bundle(path).get("sources", [])
+        except (OSError, KeyError, ValueError) as exc:
+            raise CommandError(f"{ref}: not a readable bundle ({exc})") from None
+    if not ref.isdigit():
+        raise CommandError(f"{ref!r} is neither an export id nor a bundle file")
+    job = ExportJob.objects.filter(pk=int(ref)).first()
+    if job is None:
+        raise CommandError(f"no export {ref}")
+    if job.sources is None:
+        raise CommandError(f"export {ref} has no lineage ({job.status}; or made before lineage was kept)")
+    return f"export {ref}", job.sources
+
+
+class Command(BaseCommand):
+    help = "List the annotations added, removed and changed (version) between two bundles."
+
+    def add_arguments(self, parser):
+        parser.add_argument("older", help="export id or bundle .zip")
+        parser.add_argument("newer", help="export id or bundle .zip")
+        parser.add_argument("--json", action="store_true", help="print the diff as JSON")
+
+    def handle(self, *args, **opts):
+        older_name, older = _sources(opts["older"])
+        newer_name, newer = _sources(opts["newer"])
+        diff = lineage.bundle_diff(older, newer)
+        if opts["json"]:
+            self.stdout.write(json.dumps({"older": older_name, "newer": newer_name, **diff.to_json()}, indent=2))
+            return
+        self.stdout.write(
+            f"{older_name} -> {newer_name}: {len(diff.added)} added, {len(diff.changed)} changed, "
+            f"{len(diff.removed)} removed, {diff.unchanged} unchanged"
+        )
+        for pk, version in diff.added:
+            self.stdout.write(f"+ annotation {pk} v{version}")
+        for pk, old, new in diff.changed:
+            self.stdout.write(f"~ annotation {pk} v{old} -> v{new}")
+        for pk, version in diff.removed:
+            self.stdout.write(f"- annotation {pk} v{version}")
