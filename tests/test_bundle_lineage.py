@@ -147,10 +147,30 @@ def test_the_api_refuses_a_bad_base_with_a_message(two_rounds, engineer, api_cli
     old = two_rounds["old"]
     api = api_client(engineer)
     answer = api.post(
-        f"/api/projects/{old.project_id}/exports/", {"format": "trl", "options": {"since_export": 424242}}, format="json"
+        f"/api/projects/{old.project_id}/exports/",
+        {"format": "trl", "options": {"since_export": 424242}},
+        format="json",
     )
     assert answer.status_code == 400 and "has no export 424242" in json.dumps(answer.json())
     answer = api.post(
-        f"/api/projects/{old.project_id}/exports/", {"format": "trl", "options": {"since_export": old.pk}}, format="json"
+        f"/api/projects/{old.project_id}/exports/",
+        {"format": "trl", "options": {"since_export": old.pk}},
+        format="json",
     )
     assert answer.status_code == 202 and answer.json()["options"]["since_export"] == old.pk
+
+
+@pytest.mark.django_db
+def test_the_migration_fills_older_exports_lineage_from_their_stored_manifest(two_rounds):
+    from importlib import import_module
+
+    from django.apps import apps
+
+    backfill = import_module("exports.migrations.0002_lineage").sources_from_manifests
+    old, new = two_rounds["old"], two_rounds["new"]
+    kept = list(old.sources)
+    ExportJob.objects.filter(pk__in=[old.pk, new.pk]).update(sources=None)
+    ExportJob.objects.filter(pk=new.pk).update(bundle_name="exports/gone.zip")  # deleted: its lineage stays unknown
+    backfill(apps, None)
+    assert ExportJob.objects.get(pk=old.pk).sources == kept
+    assert ExportJob.objects.get(pk=new.pk).sources is None
