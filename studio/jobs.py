@@ -326,6 +326,9 @@ def jobs_sweep_files(*, now=None) -> dict[str, int]:
             if file.is_file() and file.stat().st_mtime < cutoff:
                 file.unlink()
                 removed["spooled_bodies"] += 1
+            elif file.is_dir() and file.name.startswith("push-") and file.stat().st_mtime < cutoff:
+                shutil.rmtree(file, ignore_errors=True)  # a pushed trace's folder (traces.services.trace_push)
+                removed["spooled_bodies"] += 1
         except OSError:
             continue  # gone meanwhile, or not ours
     for model in models.values():

@@ -26,6 +26,10 @@ from traces.access import (
 from traces.importers import IMPORTERS
 from traces.models import CoordinateConvention, ImportJob, Project, Round, Step, Trace
 
+# The importers a request may name ("": detect); one choice set, named once in the schema (settings
+# SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"]) though two requests carry it.
+IMPORT_FORMATS = ["", *sorted(IMPORTERS)]
+
 
 class ProjectSerializer(serializers.ModelSerializer):
     class Meta:
@@ -207,10 +211,49 @@ class ProjectDetail(AccessedObjectMixin, generics.RetrieveAPIView):
         return projects_for(self.request.user)
 
 
+class TracePushSerializer(serializers.Serializer):
+    """What a runner sends (multipart): the trace as ``file`` (a .zip in any import layout, one trace) or as
+    ``trace`` (a native trace object, a file part or a text field) with its ``screenshots`` (one part each, named
+    as the object names them)."""
+
+    file = serializers.FileField(required=False)
+    trace = serializers.CharField(required=False, help_text="A native trace object (docs/formats.md §1), as JSON.")
+    screenshots = serializers.ListField(child=serializers.FileField(), required=False)
+    round = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
+    format = serializers.ChoiceField(choices=IMPORT_FORMATS, required=False, default="")
+
+
 class TraceList(generics.ListAPIView):
+    """GET: the project's traces. POST (leads, admins; a runner's token): push one trace, idempotent by
+    ``external_id``: 201 with the stored trace, 200 with the trace the project already had, 409 when that one lies
+    in another round, 400 naming what cannot be read (docs/rounds.md)."""
+
     serializer_class = TraceSerializer
     permission_classes = [ActionPermission]
-    permission_action = "trace.view"
+    permission_action = {"GET": "trace.view", "POST": "trace.import"}
+    parser_classes = [MultiPartParser]
+
+    @extend_schema(
+        request={"multipart/form-data": TracePushSerializer},
+        responses={200: TraceSerializer, 201: TraceSerializer, 400: dict, 409: dict},
+    )
+    def post(self, request, project_id: int):
+        project = access_project(request.user, project_id, "trace.import")
+        into = selectors.round_resolve(project, request.data.get("round", ""))
+        document = request.FILES.get("trace") or request.data.get("trace")
+        if isinstance(document, str):
+            document = document.encode("utf-8")
+        result = services.trace_push(
+            project=project,
+            round=into,
+            archive=request.FILES.get("file"),
+            document=document,
+            screenshots=request.FILES.getlist("screenshots"),
+            fmt=request.data.get("format", ""),
+        )
+        return Response(
+            TraceSerializer(result.trace).data, status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK
+        )
 
     def get_queryset(self):
         project = access_project(self.request.user, self.kwargs["project_id"], "trace.view")
@@ -247,7 +290,7 @@ class TraceDetail(AccessedObjectMixin, generics.RetrieveAPIView):
 
 class ImportUploadSerializer(serializers.Serializer):
     file = serializers.FileField(help_text="A .zip of traces (any supported layout) or a .jsonl of native traces.")
-    format = serializers.ChoiceField(choices=["", *sorted(IMPORTERS)], required=False, default="")
+    format = serializers.ChoiceField(choices=IMPORT_FORMATS, required=False, default="")
     coordinates = serializers.ChoiceField(
         choices=["", *CoordinateConvention.values],
         required=False,
