@@ -1,8 +1,10 @@
 """`trace-studio` against a live server and a real worker: import with --wait, export with a progress bar and a
-download that is interrupted and resumed, and a corrupted download that is caught by its checksum."""
+download that is interrupted and resumed, a corrupted download that is caught by its checksum, and an incremental
+export (--since) with the diff of two bundles."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import zipfile
@@ -10,6 +12,7 @@ import zipfile
 import pytest
 
 from annotation.models import Verdict
+from exports.models import ExportJob
 from studio.security import api_token_issue
 from tests.conftest import REPO
 from tests.factories import native_trace_folder
@@ -108,6 +111,37 @@ def test_import_export_download_resume_and_checksum(
     corrupt = run_cli(live_server, engineer_token, "download", str(job_id), "--out", str(out), check=False)
     assert corrupt.returncode == 1 and "checksum mismatch" in corrupt.stderr, corrupt.stderr
     assert not part.exists() and not bundle.exists()
+
+    # One more accepted annotation; an incremental export (--since) holds only it, and `diff` says so.
+    folder = native_trace_folder(tmp_path / "more" / "cli-2", external_id="cli-2", steps=4)
+    run_cli(live_server, lead_token, "import", str(folder.parent), "--project", project.name, "--wait")
+    second = accepted_annotation(
+        Trace.objects.get(project=project, external_id="cli-2"),
+        annotator=annotator,
+        reviewer=lead,
+        verdict=Verdict.ERROR,
+        tau=1,
+        error_category=project.error_categories[0],
+        corrected_thought="Type into the search box.",
+        corrected_action="click(start_box='<|box_start|>(300,40)<|box_end|>')",
+    )
+    incremental = run_cli(
+        live_server,
+        engineer_token,
+        "export",
+        "--project",
+        project.name,
+        "--format",
+        "trl",
+        "--since",
+        str(job_id),
+        "--wait",
+    )
+    new_id = int(re.search(r"export (\d+) succeeded", incremental.stdout).group(1))
+    assert ExportJob.objects.get(pk=new_id).sources == [[second.pk, second.version]]
+    diffed = run_cli(live_server, engineer_token, "diff", str(new_id), "--against", str(job_id))
+    assert f"export {job_id} -> export {new_id}: 1 added, 0 changed, 1 removed" in diffed.stdout, diffed.stdout
+    assert f"+ annotation {second.pk} v{second.version}" in diffed.stdout
 
 
 def test_missing_configuration_is_named(tmp_path):

@@ -129,6 +129,10 @@ class StudioClient:
     def export_start(self, project_id: int, fmt: str, options: dict) -> dict:
         return self._json("POST", f"/api/projects/{project_id}/exports/", json={"format": fmt, "options": options})
 
+    def export_diff(self, export_id: int, against: int | None = None) -> dict:
+        params = {"against": against} if against is not None else None
+        return self._json("GET", f"/api/exports/{export_id}/diff/", params=params)
+
     # --- following a job -----------------------------------------------------------------------
     def wait(
         self,

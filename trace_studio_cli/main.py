@@ -153,6 +153,14 @@ def _option_pairs(pairs: tuple[str, ...]) -> dict:
     metavar="NAME=VALUE",
     help="An export option, e.g. include_error_free=true or validation_fraction=0.2 (repeatable).",
 )
+@click.option(
+    "--since",
+    "since_export",
+    type=int,
+    default=None,
+    metavar="EXPORT_ID",
+    help="Only annotations new or changed since that export (an incremental bundle).",
+)
 @click.option("--wait/--no-wait", default=False, help="Follow the job until it ends (implied by --out).")
 @click.option(
     "--out",
@@ -163,12 +171,21 @@ def _option_pairs(pairs: tuple[str, ...]) -> dict:
 )
 @click.pass_context
 def export(
-    ctx: click.Context, project_ref: str, fmt: str, option_pairs: tuple[str, ...], wait: bool, out_dir: Path | None
+    ctx: click.Context,
+    project_ref: str,
+    fmt: str,
+    option_pairs: tuple[str, ...],
+    since_export: int | None,
+    wait: bool,
+    out_dir: Path | None,
 ) -> None:
     """Build a training bundle from the project's accepted annotations."""
     client = _client(ctx)
     project = client.project(project_ref)
-    job = client.export_start(project["id"], fmt, _option_pairs(option_pairs))
+    options = _option_pairs(option_pairs)
+    if since_export is not None:
+        options["since_export"] = since_export
+    job = client.export_start(project["id"], fmt, options)
     click.echo(f"export {job['id']} {job['status']} ({fmt}) for project {project['id']} ({project['name']})")
     if not (wait or out_dir):
         return
@@ -192,6 +209,29 @@ def download(ctx: click.Context, job_id: int, out_dir: Path) -> None:
     if job["status"] not in FINISHED:
         raise click.ClickException(f"export {job_id} is {job['status']}; wait for it (trace-studio export ... --wait)")
     _download(client, job, out_dir)
+
+
+@cli.command()
+@click.argument("export_id", type=int)
+@click.option("--against", type=int, default=None, help="The older export (default: the project's previous one).")
+@click.option("--json", "as_json", is_flag=True, help="Print the API's JSON.")
+@click.pass_context
+def diff(ctx: click.Context, export_id: int, against: int | None, as_json: bool) -> None:
+    """What changed between two bundles: annotations added, changed (version) and removed."""
+    answer = _client(ctx).export_diff(export_id, against)
+    if as_json:
+        click.echo(json.dumps(answer, indent=2))
+        return
+    click.echo(
+        f"export {answer['older']} -> export {answer['newer']}: {len(answer['added'])} added, "
+        f"{len(answer['changed'])} changed, {len(answer['removed'])} removed, {answer['unchanged']} unchanged"
+    )
+    for row in answer["added"]:
+        click.echo(f"+ annotation {row['annotation_id']} v{row['version']}")
+    for row in answer["changed"]:
+        click.echo(f"~ annotation {row['annotation_id']} v{row['from_version']} -> v{row['to_version']}")
+    for row in answer["removed"]:
+        click.echo(f"- annotation {row['annotation_id']} v{row['version']}")
 
 
 def _download(client: StudioClient, job: dict, out_dir: Path) -> None:
