@@ -14,6 +14,7 @@ judged ``no_error``) as plain SFT samples. Every prompt comes from :mod:`traces.
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -131,6 +132,7 @@ class BuildStats:
     annotations: list[tuple[int, int]] = field(default_factory=list)  # (id, version) of every source
     skipped: int = 0
     already_exported: int = 0  # left out by an incremental export: the base export held the same version
+    by_round: Counter = field(default_factory=Counter)  # round id (None: no round) -> annotations used
 
 
 def split_of(trace_id: int, options: ExportOptions) -> str:
@@ -150,7 +152,14 @@ def accepted_annotations(project: Project):
         .only(
             *(
                 f"trace__{name}"
-                for name in ("id", "instruction", "final_screenshot_id", "project_id", "coordinate_convention")
+                for name in (
+                    "id",
+                    "instruction",
+                    "final_screenshot_id",
+                    "project_id",
+                    "coordinate_convention",
+                    "round_id",
+                )
             ),
             "id",
             "trace_id",
@@ -447,6 +456,7 @@ def iter_samples(
             annotation.trace.final_screenshot = shots.get(annotation.trace.final_screenshot_id)
         for annotation in batch:
             stats.annotations.append((annotation.pk, annotation.version))
+            stats.by_round[annotation.trace.round_id] += 1
             for item in annotation_samples(annotation, steps[annotation.trace_id], project=project, options=options):
                 if isinstance(item, Skip):
                     stats.skipped += 1

@@ -132,8 +132,43 @@ history window {pixels["history_window"]}. `manifest.json` → `pixels` holds th
 """
 
 
+def _lineage_section(lineage: dict | None) -> str:
+    if not lineage:
+        return ""
+    base = lineage.get("since_export")
+    lines = ["## Lineage: rounds and checkpoints"]
+    if base:
+        lines.append(
+            f"An **incremental** bundle: only annotations new or changed since export {base['id']} (sha256 "
+            f"`{base['bundle_sha256']}`); {lineage.get('already_exported', 0)} annotations it already held at the same "
+            "version are left out."
+        )
+    rounds = lineage.get("rounds") or []
+    if rounds:
+        lines.append("The annotated traces come from these rounds (the checkpoint that ran each):\n")
+        lines.append("| round | checkpoint | weights sha256 | ran at | annotations |\n|---|---|---|---|---|")
+        for r in rounds:
+            if r["name"] is None:
+                lines.append(f"| (no round) | – | – | – | {r['annotations']} |")
+            else:
+                digest = f"`{r['weights_hash'][:12]}…`" if r["weights_hash"] else "–"
+                name, checkpoint = (str(r[key]).replace("|", "\\|") for key in ("name", "checkpoint"))
+                lines.append(f"| {name} | {checkpoint} | {digest} | {r['ran_at']} | {r['annotations']} |")
+    lines.append(
+        "\n`manifest.json` → `lineage` holds the same; `sources` the (annotation id, version) of every sample."
+    )
+    return "\n".join(lines) + "\n"
+
+
 def readme_text(
-    *, project_name: str, fmt: str, data_files: list[str], counts: dict, options: dict, pixels: dict | None = None
+    *,
+    project_name: str,
+    fmt: str,
+    data_files: list[str],
+    counts: dict,
+    options: dict,
+    pixels: dict | None = None,
+    lineage: dict | None = None,
 ) -> str:
     """The dataset card: what is inside and how to load it in TRL and LLaMA-Factory."""
     kinds = "\n".join(f"| {kind} | {n} |" for kind, n in sorted(counts.get("by_kind", {}).items())) or "| (none) | 0 |"
@@ -193,4 +228,5 @@ Data files:
 {files}
 
 {sections[fmt]}
-{_pixels_section(pixels)}"""
+{_pixels_section(pixels)}
+{_lineage_section(lineage)}"""

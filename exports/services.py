@@ -31,7 +31,7 @@ from studio.db import atomic_with_retry
 from studio.jobs import JobFailed, job_add_error, job_cancel, job_enqueue, job_progress, job_run, job_workdir
 from studio.models import JobStatus
 from traces import actions as grammar
-from traces.models import Project
+from traces.models import Project, Round
 
 log = logging.getLogger(__name__)
 MAX_JOB_ERRORS = 200
@@ -81,6 +81,26 @@ def _prompt_settings(project: Project) -> dict:
         "max_pixels": project.max_pixels,
         "platform": project.platform,
     }
+
+
+def rounds_of_sources(by_round: Counter) -> list[dict]:
+    """The rounds (and so the checkpoints) whose traces the bundle's annotations come from, oldest first; traces in
+    no round are counted under a round named null."""
+    rounds = Round.objects.filter(pk__in=[pk for pk in by_round if pk is not None]).order_by("ran_at", "id")
+    listed = [
+        {
+            "id": r.pk,
+            "name": r.name,
+            "checkpoint": r.checkpoint,
+            "weights_hash": r.weights_hash,
+            "ran_at": r.ran_at.isoformat(),
+            "annotations": by_round[r.pk],
+        }
+        for r in rounds
+    ]
+    if by_round.get(None):
+        listed.append({"id": None, "name": None, "annotations": by_round[None]})
+    return listed
 
 
 def _stored_file(name: str):
@@ -152,6 +172,14 @@ def export_build(
         "skipped": len(skipped),
         "skipped_by_reason": dict(sorted(Counter(s.code for s in skipped).items())),
     }
+    lineage_block = {
+        # What this bundle was built after: an incremental bundle holds only what changed since its base.
+        "since_export": None
+        if base is None
+        else {"id": base.pk, "bundle_sha256": base.bundle_sha256, "annotations": len(base.sources or [])},
+        "already_exported": stats.already_exported,
+        "rounds": rounds_of_sources(stats.by_round),
+    }
     readme = archive.readme_text(
         project_name=project.name,
         fmt=fmt,
@@ -159,6 +187,7 @@ def export_build(
         counts=counts,
         options=options.to_json(),
         pixels=pixel_contract(project),
+        lineage=lineage_block,
     )
     (data_dir / "README.md").write_text(readme, encoding="utf-8")
     files = {
@@ -185,13 +214,7 @@ def export_build(
         },
         "counts": counts,
         "sources": [{"annotation_id": pk, "version": version} for pk, version in stats.annotations],
-        "lineage": {
-            # What this bundle was built after: an incremental bundle holds only what changed since its base.
-            "since_export": None
-            if base is None
-            else {"id": base.pk, "bundle_sha256": base.bundle_sha256, "annotations": len(base.sources or [])},
-            "already_exported": stats.already_exported,
-        },
+        "lineage": lineage_block,
         "skipped": [
             {
                 "annotation_id": s.annotation_id,

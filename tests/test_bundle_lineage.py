@@ -62,7 +62,12 @@ def test_each_bundle_keeps_its_lineage_on_the_job_and_in_its_manifest(two_rounds
     with zipfile.ZipFile(two_rounds["paths"][1]) as bundle:
         manifest = json.loads(bundle.read("manifest.json"))
     assert new.sources == sorted([s["annotation_id"], s["version"]] for s in manifest["sources"])
-    assert len(new.sources) == 5 and manifest["lineage"] == {"since_export": None, "already_exported": 0}
+    assert len(new.sources) == 5
+    assert manifest["lineage"] == {
+        "since_export": None,
+        "already_exported": 0,
+        "rounds": [{"id": None, "name": None, "annotations": 5}],
+    }
 
 
 @pytest.mark.django_db
@@ -174,3 +179,36 @@ def test_the_migration_fills_older_exports_lineage_from_their_stored_manifest(tw
     backfill(apps, None)
     assert ExportJob.objects.get(pk=old.pk).sources == kept
     assert ExportJob.objects.get(pk=new.pk).sources is None
+
+
+@pytest.mark.django_db
+def test_the_dataset_card_lists_the_rounds_and_checkpoints_of_its_annotations(project, annotator, lead, tmp_path):
+    from datetime import UTC, datetime
+
+    from traces.services import round_create
+
+    week47 = round_create(
+        project=project,
+        name="week 47",
+        checkpoint="ui-tars|r1",
+        weights_hash="ab" * 32,
+        ran_at=datetime(2026, 11, 17, tzinfo=UTC),
+    )
+    week48 = round_create(
+        project=project, name="week 48", checkpoint="ui-tars-r2", ran_at=datetime(2026, 11, 24, tzinfo=UTC)
+    )
+    annotations = [_annotate(project, n, annotator=annotator, lead=lead) for n in range(4)]
+    for annotation, round_ in zip(annotations, (week48, week47, week48, None)):
+        Trace.objects.filter(pk=annotation.trace_id).update(round=round_)
+    services.export_to_path(project=project, user=None, fmt="llamafactory", options=None, out=tmp_path / "r.zip")
+    with zipfile.ZipFile(tmp_path / "r.zip") as bundle:
+        manifest = json.loads(bundle.read("manifest.json"))
+        readme = bundle.read("README.md").decode()
+    assert [(r["name"], r.get("checkpoint"), r["annotations"]) for r in manifest["lineage"]["rounds"]] == [
+        ("week 47", "ui-tars|r1", 1),
+        ("week 48", "ui-tars-r2", 2),
+        (None, None, 1),
+    ]
+    assert "| week 47 | ui-tars\\|r1 | `abababababab…` | 2026-11-17T00:00:00+00:00 | 1 |" in readme
+    assert "| week 48 | ui-tars-r2 | – | 2026-11-24T00:00:00+00:00 | 2 |" in readme
+    assert "| (no round) | – | – | – | 1 |" in readme
