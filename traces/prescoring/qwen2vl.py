@@ -177,7 +177,7 @@ class Qwen2VLScorer:
             if path.is_file():
                 text = path.read_text()
                 return json.loads(text)["chat_template"] if name.endswith(".json") else text
-        from traces.prescoring.tiny import QWEN2VL_CHAT_TEMPLATE
+        from traces.prescoring.chat_template import QWEN2VL_CHAT_TEMPLATE
 
         return QWEN2VL_CHAT_TEMPLATE
 

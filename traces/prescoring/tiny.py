@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from traces.prescoring.chat_template import QWEN2VL_CHAT_TEMPLATE
+
 SPECIAL_TOKENS = [
     "<|endoftext|>",
     "<|im_start|>",
@@ -26,19 +28,6 @@ SPECIAL_TOKENS = [
     "<|box_end|>",
 ]
 
-# The Qwen2-VL chat template (byte-identical to Qwen2-VL's and TRL's qwen2_5_vl.jinja).
-QWEN2VL_CHAT_TEMPLATE = (
-    "{% set image_count = namespace(value=0) %}{% set video_count = namespace(value=0) %}{% for message in messages %}"
-    "{% if loop.first and message['role'] != 'system' %}<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
-    "{% endif %}<|im_start|>{{ message['role'] }}\n{% if message['content'] is string %}{{ message['content'] }}<|im_end|>\n"
-    "{% else %}{% for content in message['content'] %}{% if content['type'] == 'image' or 'image' in content or "
-    "'image_url' in content %}{% set image_count.value = image_count.value + 1 %}{% if add_vision_id %}Picture "
-    "{{ image_count.value }}: {% endif %}<|vision_start|><|image_pad|><|vision_end|>{% elif content['type'] == 'video' "
-    "or 'video' in content %}{% set video_count.value = video_count.value + 1 %}{% if add_vision_id %}Video "
-    "{{ video_count.value }}: {% endif %}<|vision_start|><|video_pad|><|vision_end|>{% elif 'text' in content %}"
-    "{{ content['text'] }}{% endif %}{% endfor %}<|im_end|>\n{% endif %}{% endfor %}{% if add_generation_prompt %}"
-    "<|im_start|>assistant\n{% endif %}"
-)
 
 # Text the BPE learns merges from: the UI-TARS reply and prompt vocabulary.
 _CORPUS = [
