@@ -83,7 +83,31 @@ def _load_lines(data_files: list[str], suffix: str) -> str:
     return "\n".join(lines) or "# (this bundle holds no samples)"
 
 
-def _trl_section(data_files: list[str]) -> str:
+# The name and transformers class of each model family a bundle names (manifest.json → pixels → model_family).
+MODEL_FAMILIES = {
+    "qwen2_vl": ("Qwen2-VL", "Qwen2VLForConditionalGeneration"),
+    "qwen2_5_vl": ("Qwen2.5-VL", "Qwen2_5_VLForConditionalGeneration"),
+}
+
+
+def _processor_block(pixels: dict | None) -> str:
+    """The code that gives the reader's processor the bundle's image bounds (tests/test_pixel_fidelity.py runs it and
+    checks where the trained points land)."""
+    if not pixels:
+        return ""
+    return f""", first give the processor the image bounds the labels assume (`manifest.json` → `pixels`), so every
+screenshot is trained at the size of `smart_resize` (factor {pixels["resize"]["factor"]}) within them:
+```python
+from transformers import AutoImageProcessor
+processor.image_processor = AutoImageProcessor.from_pretrained(
+    checkpoint, min_pixels={pixels["min_pixels"]}, max_pixels={pixels["max_pixels"]}
+)
+```
+(Qwen's model cards pass the same bounds when they load the processor:
+`AutoProcessor.from_pretrained(checkpoint, min_pixels=…, max_pixels=…)`.) Then build the trainers:"""
+
+
+def _trl_section(data_files: list[str], pixels: dict | None = None) -> str:
     """The TRL example, written for the files this bundle holds: every line runs as it is (a test executes it)."""
     trainers = []
     if _splits(data_files, "sft", "jsonl"):
@@ -98,14 +122,16 @@ def _trl_section(data_files: list[str]) -> str:
             '                         train_dataset=dpo["train"], processing_class=processor)'
         )
     trainer_block = "\n".join(trainers) or "# (this bundle holds no samples)"
+    family, model_class = MODEL_FAMILIES[(pixels or {}).get("model_family", "qwen2_vl")]
     return f"""## Load in TRL
 Unzip the bundle, then run from its folder (image paths are relative to it):
 ```python
 from datasets import load_dataset
 {_load_lines(data_files, "jsonl")}
 ```
-Then, with `model` and `processor` your Qwen2-VL checkpoint (`Qwen2VLForConditionalGeneration` /
-`AutoProcessor.from_pretrained`) and `sft_model` the reference model for DPO (usually the SFT result):
+Then, with `checkpoint` your {family} checkpoint (a folder or a hub name), `model` loaded from it
+(`{model_class}.from_pretrained(checkpoint)`), `processor` = `AutoProcessor.from_pretrained(checkpoint)` and
+`sft_model` the reference model for DPO (usually the SFT result){_processor_block(pixels) or ":"}
 ```python
 import torch
 from trl import DPOConfig, DPOTrainer, SFTConfig, SFTTrainer
@@ -118,17 +144,31 @@ columns `kind`, `trace_id`, `annotation_id` say where a sample comes from.
 """
 
 
+# What a point means in each coordinate convention, for the README (traces/actions.py converts).
+POINT_MEANING = {
+    "relative-1000": "0–1000 on each axis of the screenshot: `x_screen = x / 1000 × width`",
+    "smart-resize-pixels": "pixels of the screenshot after `smart_resize`: `x_screen = x / w_resized × width`",
+    "screen-pixels": "pixels of the screenshot as stored",
+}
+
+
 def _pixels_section(pixels: dict | None) -> str:
     if not pixels:
         return ""
+    resize = pixels["resize"]
+    factor = resize["factor"]
+    family = MODEL_FAMILIES.get(pixels["model_family"], (pixels["model_family"], ""))[0]
     return f"""## Pixels: what the trainer must match
-Points are in `{pixels["coordinate_convention"]}` ({pixels["model_family"]}). Screenshots must reach the model resized by
-`smart_resize` (factor {pixels["resize"]["factor"]}, {pixels["resize"]["rounding"]}) within
-`min_pixels={pixels["min_pixels"]}` and `max_pixels={pixels["max_pixels"]}`: pass the same bounds to the Qwen2-VL
-processor (`AutoProcessor.from_pretrained(path, min_pixels=…, max_pixels=…)`) or LLaMA-Factory (`image_min_pixels`,
+Model family {family} (`{pixels["model_family"]}`). Points are in `{pixels["coordinate_convention"]}`:
+{POINT_MEANING.get(pixels["coordinate_convention"], pixels["coordinate_convention"])}.
+Screenshots must reach the model resized by `{resize["rule"]}` within `min_pixels={pixels["min_pixels"]}` and
+`max_pixels={pixels["max_pixels"]}`: each side rounded to a multiple of {factor} with {resize["rounding"]} (a 1022 px
+side is 36.5 × {factor}: 1008 px, not 1036), then scaled down into `max_pixels` or up into `min_pixels` keeping the
+aspect. Pass the same bounds to the Qwen2-VL processor (TRL) or LLaMA-Factory (`image_min_pixels`,
 `image_max_pixels`, already in the configs). A smaller resize (LLaMA-Factory's default is 768×768) trains on blurred
-screens, and in `smart-resize-pixels` puts every point in the wrong place. Prompt: template `{pixels["template"]}`,
-history window {pixels["history_window"]}. `manifest.json` → `pixels` holds the same.
+screens, and in `smart-resize-pixels` puts every point in the wrong place. Prompt: chat template
+`{pixels["template"]}`, history window {pixels["history_window"]} (screenshots sent as images); the system prompt
+and prompt template are in `manifest.json` → `prompt`. `manifest.json` → `pixels` holds all of the above.
 """
 
 
@@ -174,7 +214,7 @@ def readme_text(
     kinds = "\n".join(f"| {kind} | {n} |" for kind, n in sorted(counts.get("by_kind", {}).items())) or "| (none) | 0 |"
     files = "\n".join(f"- `{name}`" for name in data_files) or "- (no samples)"
     sections = {
-        "trl": _trl_section(data_files),
+        "trl": _trl_section(data_files, pixels),
         "llamafactory": """## Train with LLaMA-Factory
 Unzip the bundle; `dataset_info.json` names each file (`uitars_sft_train`, `uitars_dpo_train`, …) and the bundle
 carries ready configs: set `model_name_or_path`, then run `llamafactory-cli train sft.yaml` (and `dpo.yaml`) from the

@@ -67,7 +67,8 @@ def test_every_readme_block_runs(annotated, tmp_path, monkeypatch, fmt, validati
     namespace: dict = {}
     for language, code in blocks:
         if language == "python":
-            if "SFTTrainer" in code or "DPOTrainer" in code:
+            if "processor" in code and "processor" not in namespace:
+                # The reader's checkpoint: a tiny random Qwen2-VL, its image processor saved where `checkpoint` says.
                 corpus = [
                     json.dumps(json.loads(line))
                     for name in files
@@ -75,7 +76,13 @@ def test_every_readme_block_runs(annotated, tmp_path, monkeypatch, fmt, validati
                     for line in (folder / name).read_text().splitlines()
                 ]
                 model, processor = tiny_qwen2vl(corpus)
-                namespace.update(model=model, processor=processor, sft_model=copy.deepcopy(model))
+                processor.image_processor.save_pretrained(tmp_path / "checkpoint")
+                namespace.update(
+                    model=model,
+                    processor=processor,
+                    sft_model=copy.deepcopy(model),
+                    checkpoint=str(tmp_path / "checkpoint"),
+                )
             exec(compile(code, f"README.md ({fmt})", "exec"), namespace)  # noqa: S102 - the README's own code
         elif language == "yaml":
             config = yaml.safe_load(code)
@@ -87,6 +94,10 @@ def test_every_readme_block_runs(annotated, tmp_path, monkeypatch, fmt, validati
         assert len(namespace["sft"]["train"]) > 0 and ("validation" in namespace["sft"]) == (validation > 0)
     if fmt == "trl":
         assert namespace["sft_trainer"].train_dataset is not None and namespace["dpo_trainer"].ref_model is not None
+        # The README gave the processor the bundle's image bounds, and the trainers use that processor.
+        pixels = json.loads((folder / "manifest.json").read_text())["pixels"]
+        size = namespace["sft_trainer"].processing_class.image_processor.size
+        assert (size["shortest_edge"], size["longest_edge"]) == (pixels["min_pixels"], pixels["max_pixels"])
 
 
 def test_llamafactory_configs_train_only_the_target_with_the_projects_pixels(annotated, tmp_path):
