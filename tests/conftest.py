@@ -30,6 +30,27 @@ CHROMIUM_ARGS = [
 ]
 
 
+# --- LLaMA-Factory's own preprocessing -------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def llamafactory_python():
+    """The python of the LLaMA-Factory virtualenv (tests/llamafactory_env.py), built on first use."""
+    from tests.llamafactory_env import VenvBuildError, ensure_venv
+
+    if os.environ.get("STUDIO_SKIP_LLAMAFACTORY") == "1":
+        pytest.skip("STUDIO_SKIP_LLAMAFACTORY=1: LLaMA-Factory's preprocessing of the bundle is not checked")
+    try:
+        return ensure_venv()
+    except VenvBuildError as error:
+        problem = str(error)
+    pytest.fail(
+        f"cannot build LLaMA-Factory's virtualenv (it needs a package index; set STUDIO_SKIP_LLAMAFACTORY=1 to "
+        f"skip this check on purpose):\n{problem}",
+        pytrace=False,
+    )
+
+
 # --- people and projects --------------------------------------------------------------------
 
 

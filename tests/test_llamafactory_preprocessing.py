@@ -27,27 +27,11 @@ from exports import services
 from tests.conftest import REPO
 from tests.factories import split_seed_with_both_splits
 from tests.fixtures_export import REPLIES, accepted_annotation, make_trace
-from tests.llamafactory_env import VenvBuildError, ensure_venv
 
 pytestmark = [pytest.mark.django_db, pytest.mark.llamafactory]
 
 END_OF_TURN = "<|im_end|>\n"  # what LLaMA-Factory's qwen2_vl template appends to every assistant turn
 WRONG_STEP = "Thought: Open the wrong item."  # REPLIES[2], the recorded step τ=3 of every trace below
-
-
-@pytest.fixture(scope="session")
-def llamafactory_python():
-    if os.environ.get("STUDIO_SKIP_LLAMAFACTORY") == "1":
-        pytest.skip("STUDIO_SKIP_LLAMAFACTORY=1: LLaMA-Factory's preprocessing of the bundle is not checked")
-    try:
-        return ensure_venv()
-    except VenvBuildError as error:
-        problem = str(error)
-    pytest.fail(
-        f"cannot build LLaMA-Factory's virtualenv (it needs a package index; set STUDIO_SKIP_LLAMAFACTORY=1 to "
-        f"skip this check on purpose):\n{problem}",
-        pytrace=False,
-    )
 
 
 @pytest.fixture
@@ -81,15 +65,28 @@ def bundle(project, annotator, lead, tmp_path):
     return folder
 
 
-def preprocess(python, bundle, config: str, *overrides: str) -> dict:
-    """LLaMA-Factory's preprocessing of the bundle with one of its configs, run from the bundle's folder."""
-    report = bundle.parent / f"labels-{config}-{len(overrides)}.json"
-    command = [str(python), str(REPO / "tests" / "llamafactory_labels.py"), config, str(report)]
-    command += [arg for override in overrides for arg in ("--set", override)]
+def preprocess_runs(python, bundle, *runs: tuple[str, ...]) -> list[dict]:
+    """LLaMA-Factory's preprocessing of the bundle, run from the bundle's folder, once per run: a config of the
+    bundle and ``KEY=YAML`` overrides (``KEY=`` drops the key). One process for all (LLaMA-Factory imports slowly)."""
+    command = [str(python), str(REPO / "tests" / "llamafactory_labels.py")]
+    reports = []
+    for number, (config, *overrides) in enumerate(runs):
+        report = bundle.parent / f"labels-{bundle.name}-{number}.json"
+        reports.append(report)
+        if number == 0:
+            command += [config, str(report), *(arg for override in overrides for arg in ("--set", override))]
+        else:
+            command += ["--and", config, str(report), *overrides]
     environment = {**os.environ, "HF_DATASETS_CACHE": str(bundle.parent / "hf-cache"), "HF_HUB_OFFLINE": "1"}
     result = subprocess.run(command, cwd=bundle, capture_output=True, text=True, timeout=600, env=environment)
     assert result.returncode == 0, (result.stdout + result.stderr)[-6000:]
-    return json.loads(report.read_text())
+    return [json.loads(report.read_text()) for report in reports]
+
+
+def preprocess(python, bundle, config: str, *overrides: str) -> dict:
+    """LLaMA-Factory's preprocessing of the bundle with one of its configs, run from the bundle's folder."""
+    [report] = preprocess_runs(python, bundle, (config, *overrides))
+    return report
 
 
 def assistant_turns(record: dict) -> list[str]:
@@ -107,7 +104,7 @@ def records_and_examples(bundle, stage: str, report: dict) -> list[tuple[dict, d
 
 
 def test_sft_labels_cover_only_the_final_assistant_turn(llamafactory_python, bundle):
-    masked = preprocess(llamafactory_python, bundle, "sft.yaml")
+    masked, unmasked = preprocess_runs(llamafactory_python, bundle, ("sft.yaml",), ("sft.yaml", "mask_history=false"))
     pairs = records_and_examples(bundle, "sft", masked)
     assert {record["kind"] for record, _ in pairs} == {"error_correction", "post_reflection"}
     assert all(len(assistant_turns(record)) >= 3 for record, _ in pairs), "samples with history replies"
@@ -118,7 +115,6 @@ def test_sft_labels_cover_only_the_final_assistant_turn(llamafactory_python, bun
     assert masked["mask_history"] is True and masked["template"] == "qwen2_vl"
 
     # The control: the same bundle without mask_history trains on every history reply, the wrong step τ included.
-    unmasked = preprocess(llamafactory_python, bundle, "sft.yaml", "mask_history=false")
     assert unmasked["mask_history"] is False
     for record, example in records_and_examples(bundle, "sft", unmasked):
         labelled = [run["text"] for run in example["labels"]]
