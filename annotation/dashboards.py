@@ -17,10 +17,11 @@ from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import connection, connections, transaction
-from django.db.models import Case, Count, Exists, F, IntegerField, OuterRef, Q, When
+from django.db.models import Count, Exists, OuterRef
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
@@ -33,6 +34,10 @@ from traces.models import Project, TraceSuggestion
 # the answers that stand (workflow.STANDING).
 DONE = (AnnotationStatus.SUBMITTED, AnnotationStatus.ACCEPTED, AnnotationStatus.REJECTED)
 POSITION_BUCKETS = 10
+# The first error's step number is charted for steps 1 .. 9 one by one and 10 or later together.
+FIRST_ERROR_STEPS_SHOWN = 10
+# The round dashboard's group: an annotation's round is its trace's (None: a trace in no round).
+ROUND = "trace__round_id"
 # Reads in flight at once: enough to keep the database busy while Python folds results; more only made them
 # queue for the same cores (bench/dashboard.py).
 READS_AT_ONCE = 3
@@ -80,26 +85,49 @@ def _query_day(value: str | None, name: str) -> date | None:
         raise ValueError(f"{name} must be a date like 2025-01-31, not {value!r}") from None
 
 
-def _done(project: Project, period: DateRange, statuses=DONE):
-    return Annotation.objects.filter(
-        project=project, status__in=statuses, submitted_at__gte=period.since, submitted_at__lt=period.until
-    )
+def _done(project: Project, period: DateRange | None, statuses=DONE):
+    done = Annotation.objects.filter(project=project, status__in=statuses)
+    if period is None:  # all time (the round dashboard: rounds, not dates, divide the work)
+        return done
+    return done.filter(submitted_at__gte=period.since, submitted_at__lt=period.until)
+
+
+def _group_fields(by: str | None) -> list[str]:
+    """The scans' leading GROUP BY column: ``by`` (e.g. ROUND) splits one scan's figures per group; None keeps one
+    group, keyed None."""
+    return [by] if by else []
+
+
+def _group_of(row: tuple, by: str | None) -> tuple[Any, tuple]:
+    return (row[0], row[1:]) if by else (None, row)
 
 
 def work_done(project: Project, period: DateRange) -> tuple[list[dict], dict]:
     """Traces done per annotator per day, and the range's verdict counts, from one grouped scan."""
+    return work_done_by(project, period).get(None) or _work_fold(Counter(), Counter())
+
+
+def work_done_by(
+    project: Project, period: DateRange | None, by: str | None = None, statuses=DONE
+) -> dict[Any, tuple[list[dict], dict]]:
+    """``work_done`` per value of ``by`` (one scan for every group), over the answers in ``statuses``."""
     rows = (
-        _done(project, period)
+        _done(project, period, statuses)
         .annotate(day=TruncDate("submitted_at"))
-        .values_list("day", "annotator_id", "verdict")
+        .values_list(*_group_fields(by), "day", "annotator_id", "verdict")
         .annotate(n=Count("id"))
         .order_by()
     )
-    per_day: Counter = Counter()
-    verdicts: Counter = Counter()
-    for day, annotator_id, verdict, n in rows:
-        per_day[(day, annotator_id)] += n
-        verdicts[verdict] += n
+    per_day: dict[Any, Counter] = defaultdict(Counter)
+    verdicts: dict[Any, Counter] = defaultdict(Counter)
+    for row in rows:
+        group, (day, annotator_id, verdict, n) = _group_of(row, by)
+        per_day[group][(day, annotator_id)] += n
+        verdicts[group][verdict] += n
+    return {group: _work_fold(per_day[group], verdicts[group]) for group in verdicts}
+
+
+def _work_fold(per_day: Counter, verdicts: Counter) -> tuple[list[dict], dict]:
     done = [
         {"day": day.isoformat(), "annotator_id": annotator_id, "done": n} for (day, annotator_id), n in per_day.items()
     ]
@@ -113,15 +141,29 @@ def work_done(project: Project, period: DateRange) -> tuple[list[dict], dict]:
 def median_time_per_trace(project: Project, period: DateRange) -> dict:
     """Median seconds spent per finished annotation, overall and per annotator id: exact, from a histogram of
     whole seconds (the middle value, or the mean of the middle two, as PERCENTILE_CONT(0.5) gives)."""
-    rows = _done(project, period).values_list("annotator_id", "time_spent_s").annotate(n=Count("id")).order_by()
-    overall: Counter = Counter()
-    per: dict[int, Counter] = defaultdict(Counter)
-    for annotator_id, seconds, n in rows:
-        overall[seconds] += n
-        per[annotator_id][seconds] += n
+    return median_time_by(project, period).get(None) or {"overall_s": None, "per_annotator_s": {}}
+
+
+def median_time_by(project: Project, period: DateRange | None, by: str | None = None) -> dict[Any, dict]:
+    """``median_time_per_trace`` per value of ``by``, from one histogram scan."""
+    rows = (
+        _done(project, period)
+        .values_list(*_group_fields(by), "annotator_id", "time_spent_s")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    overall: dict[Any, Counter] = defaultdict(Counter)
+    per: dict[Any, dict[int, Counter]] = defaultdict(lambda: defaultdict(Counter))
+    for row in rows:
+        group, (annotator_id, seconds, n) = _group_of(row, by)
+        overall[group][seconds] += n
+        per[group][annotator_id][seconds] += n
     return {
-        "overall_s": _median_of_counts(overall),
-        "per_annotator_s": {k: _median_of_counts(v) for k, v in per.items()},
+        group: {
+            "overall_s": _median_of_counts(overall[group]),
+            "per_annotator_s": {k: _median_of_counts(v) for k, v in per[group].items()},
+        }
+        for group in overall
     }
 
 
@@ -181,46 +223,70 @@ def _rates(accepted: int, rejected: int) -> dict:
 
 def standing_errors(project: Project, period: DateRange) -> dict:
     """Over the standing error answers (submitted or accepted) of the range, from one grouped scan: the error
-    categories; where τ falls within its trace, as τ/n in tenths (bucket b holds b/10 < τ/n ≤ (b+1)/10); and how
-    often the model's suggested first error step equals the human τ (None when no trace of the project has a
-    pre-scoring suggestion)."""
+    categories; where τ falls within its trace, as τ/n in tenths (bucket b holds b/10 < τ/n ≤ (b+1)/10) and as the
+    step number itself; and how often the model's suggested first error step equals the human τ (None when no trace
+    of the project has a pre-scoring suggestion)."""
+    scored = TraceSuggestion.objects.filter(trace__project=project).exists()
+    return standing_errors_by(project, period).get(None) or _standing_fold([], scored)
+
+
+def standing_errors_by(project: Project, period: DateRange | None, by: str | None = None) -> dict[Any, dict]:
+    """``standing_errors`` per value of ``by``, from one grouped scan (groups with no standing error answer are
+    left out)."""
     errors = _done(project, period, STANDING).filter(verdict=Verdict.ERROR)
     scored = TraceSuggestion.objects.filter(trace__project=project).exists()
-    in_trace = Q(tau__isnull=False, tau__gte=1, trace__step_count__gte=F("tau"))
-    # integer division on both databases
-    errors = errors.annotate(
-        bucket=Case(
-            When(in_trace, then=(F("tau") * POSITION_BUCKETS - 1) / F("trace__step_count")),
-            default=None,
-            output_field=IntegerField(),
-        )
-    )
-    fields = ["error_category", "bucket"]
+    fields = [*_group_fields(by), "error_category", "tau", "trace__step_count"]
     if scored:
         suggestions = TraceSuggestion.objects.filter(trace_id=OuterRef("trace_id"))
         errors = errors.annotate(
             has_suggestion=Exists(suggestions), suggestion_hit=Exists(suggestions.filter(suggested_tau=OuterRef("tau")))
         )
         fields += ["has_suggestion", "suggestion_hit"]
+    grouped: dict[Any, list[tuple]] = defaultdict(list)
+    for row in errors.values_list(*fields).annotate(n=Count("id")).order_by():
+        group, rest = _group_of(row, by)
+        grouped[group].append(rest)
+    return {group: _standing_fold(rows, scored) for group, rows in grouped.items()}
+
+
+def _standing_fold(rows: list[tuple], scored: bool) -> dict:
     categories: Counter = Counter()
     buckets: Counter = Counter()
+    steps: Counter = Counter()  # τ -> answers, for τ within its trace
+    relative: list[tuple[float, int]] = []  # (τ/n, answers)
     compared = matched = 0
-    for row in errors.values_list(*fields).annotate(n=Count("id")).order_by():
-        category, bucket, n = row[0], row[1], row[-1]
+    for row in rows:
+        category, tau, step_count, n = row[0], row[1], row[2], row[-1]
         categories[category or "(none)"] += n
-        if bucket is not None:
-            buckets[bucket] += n
-        if scored and row[2]:
+        if tau is not None and 1 <= tau <= (step_count or 0):
+            buckets[(tau * POSITION_BUCKETS - 1) // step_count] += n
+            steps[tau] += n
+            relative.append((tau / step_count, n))
+        if scored and row[3]:
             compared += n
-            matched += n if row[3] else 0
-    step = 100 // POSITION_BUCKETS
+            matched += n if row[4] else 0
+    share = 100 // POSITION_BUCKETS
+    placed = sum(steps.values())
     return {
         "error_categories": [
             {"category": c, "count": n} for c, n in sorted(categories.items(), key=lambda kv: (-kv[1], kv[0]))
         ],
         "first_error_position": [
-            {"bucket": f"{b * step}–{(b + 1) * step}%", "count": buckets.get(b, 0)} for b in range(POSITION_BUCKETS)
+            {"bucket": f"{b * share}–{(b + 1) * share}%", "count": buckets.get(b, 0)} for b in range(POSITION_BUCKETS)
         ],
+        "first_error_step": {
+            "answers": placed,
+            "median": _median_of_counts(steps),
+            "mean": sum(tau * n for tau, n in steps.items()) / placed if placed else None,
+            "mean_relative": sum(r * n for r, n in relative) / placed if placed else None,
+            "histogram": [{"step": str(tau), "count": steps.get(tau, 0)} for tau in range(1, FIRST_ERROR_STEPS_SHOWN)]
+            + [
+                {
+                    "step": f"{FIRST_ERROR_STEPS_SHOWN}+",
+                    "count": sum(n for tau, n in steps.items() if tau >= FIRST_ERROR_STEPS_SHOWN),
+                }
+            ],
+        },
         "suggestion_match": {"compared": compared, "matched": matched, "rate": matched / compared if compared else None}
         if scored
         else None,
@@ -297,3 +363,85 @@ def project_dashboard(project: Project, period: DateRange) -> dict:
         "agreement": figures["agreement"],
         **figures["standing"],
     }
+
+
+# --- rounds, side by side ---------------------------------------------------------------------------------------
+
+NO_ROUND = {"id": None, "name": "(no round)", "checkpoint": "", "weights_hash": "", "ran_at": None}
+
+
+def round_dashboard(project: Project) -> dict:
+    """Every round of ``project`` side by side, oldest run first, over all time: the same grouped scans as the
+    project dashboard, grouped by the traces' round (one scan each for all rounds), so a lead sees whether
+    checkpoint n+1 makes fewer or other mistakes than checkpoint n.
+
+    Per round: its traces; the standing answers (submitted or accepted) by verdict, and the shares of them that
+    found an error and that judged the trace unusable; where the first error is (step τ, and τ/n); the error
+    categories; the median seconds per finished annotation (rejected ones too: the work was done); and how often
+    the model's suggested first error matched the human τ. ``change`` is each headline figure's difference from
+    the round before (all None for the first round and for "(no round)"). Traces in no round (from before rounds, or imported without one) come first as
+    "(no round)" when there are any."""
+    from traces.models import Round, Trace
+
+    figures = _read_at_once(
+        {
+            "traces": lambda: dict(
+                Trace.objects.filter(project=project).values_list("round_id").annotate(n=Count("id")).order_by()
+            ),
+            "verdicts": lambda: work_done_by(project, None, ROUND, STANDING),
+            "time": lambda: median_time_by(project, None, ROUND),
+            "standing": lambda: standing_errors_by(project, None, ROUND),
+        }
+    )
+    scored = TraceSuggestion.objects.filter(trace__project=project).exists()
+    rounds = list(
+        Round.objects.filter(project=project)
+        .order_by("ran_at", "id")
+        .values("id", "name", "checkpoint", "weights_hash", "ran_at")
+    )
+    if figures["traces"].get(None):
+        rounds.insert(0, dict(NO_ROUND))
+    rows, before = [], None
+    for meta in rounds:
+        key = meta["id"]
+        verdicts = (figures["verdicts"].get(key) or _work_fold(Counter(), Counter()))[1]
+        answers = verdicts["done"]
+        standing = figures["standing"].get(key) or _standing_fold([], scored)
+        row = {
+            **meta,
+            "ran_at": meta["ran_at"].isoformat() if meta["ran_at"] else None,
+            "traces": figures["traces"].get(key, 0),
+            "answers": answers,
+            "verdicts": {v: verdicts[v] for v in (Verdict.ERROR, Verdict.NO_ERROR, Verdict.UNUSABLE)},
+            "error_share": verdicts[Verdict.ERROR] / answers if answers else None,
+            "unusable_share": verdicts[Verdict.UNUSABLE] / answers if answers else None,
+            "median_time_s": (figures["time"].get(key) or {}).get("overall_s"),
+            **standing,
+        }
+        row["change"] = _round_change(row, before)
+        rows.append(row)
+        if key is not None:  # "(no round)" is no checkpoint: the first round is compared with nothing
+            before = row
+    return {"project": {"id": project.pk, "name": project.name}, "scored": scored, "rounds": rows}
+
+
+def _round_change(row: dict, before: dict | None) -> dict:
+    """Each headline figure's difference from the round before (None where either side has no value)."""
+
+    def headline(r: dict) -> dict:
+        step = r["first_error_step"]
+        match = r["suggestion_match"] or {}
+        return {
+            "error_share": r["error_share"],
+            "unusable_share": r["unusable_share"],
+            "first_error_step_median": step["median"],
+            "first_error_relative_mean": step["mean_relative"],
+            "median_time_s": r["median_time_s"],
+            "suggestion_match_rate": match.get("rate"),
+        }
+
+    now = headline(row)
+    if before is None:
+        return {name: None for name in now}
+    then = headline(before)
+    return {name: (now[name] - then[name] if None not in (now[name], then[name]) else None) for name in now}

@@ -201,6 +201,16 @@ class ProjectDashboard(LeadView):
         return Response(dashboards.project_dashboard(project, period))
 
 
+class RoundDashboard(LeadView):
+    """Every round of the project side by side (annotation.dashboards.round_dashboard; docs/rounds.md)."""
+
+    permission_action = "dashboard.view"
+
+    @extend_schema(responses={200: dict})
+    def get(self, request, project_id: int):
+        return Response(dashboards.round_dashboard(self.project(project_id)))
+
+
 class ProjectPresence(LeadView):
     permission_action = "presence.view"
 

@@ -14,6 +14,9 @@ urlpatterns = [
     path("reviews/<int:pk>/check-action/", review_api.ReviewActionCheck.as_view(), name="api-review-check-action"),
     path("projects/<int:project_id>/agreement/", review_api.ProjectAgreement.as_view(), name="api-project-agreement"),
     path("projects/<int:project_id>/dashboard/", review_api.ProjectDashboard.as_view(), name="api-project-dashboard"),
+    path(
+        "projects/<int:project_id>/rounds/dashboard/", review_api.RoundDashboard.as_view(), name="api-round-dashboard"
+    ),
     path("projects/<int:project_id>/presence/", review_api.ProjectPresence.as_view(), name="api-project-presence"),
     path("traces/<int:trace_id>/history/", review_api.TraceHistory.as_view(), name="api-trace-history"),
 ]

@@ -10,4 +10,5 @@ urlpatterns = [
     path("reviews/<int:annotation_id>/decide/", review_views.review_decide, name="review-decide"),
     path("dashboard/", review_views.dashboard_index, name="dashboard"),
     path("projects/<int:project_id>/dashboard/", review_views.project_dashboard, name="project-dashboard"),
+    path("projects/<int:project_id>/dashboard/rounds/", review_views.round_dashboard, name="round-dashboard"),
 ]

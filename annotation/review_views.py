@@ -131,3 +131,9 @@ def project_dashboard(request, project_id: int):
         },
         status=400 if range_error else 200,
     )
+
+
+def round_dashboard(request, project_id: int):
+    """The project's rounds side by side; the figures come from the API (annotation.dashboards.round_dashboard)."""
+    project = access_project(request.user, project_id, "dashboard.view")
+    return render(request, "dashboard/rounds.html", {"project": project})

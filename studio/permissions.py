@@ -126,6 +126,7 @@ PAGE_PERMISSIONS: dict[str, str] = {
     "review-decide": "annotation.review",
     "dashboard": "dashboard.view",
     "project-dashboard": "dashboard.view",
+    "round-dashboard": "dashboard.view",
     # exports
     "export-home": "export.view",
     "export-job": "export.view",

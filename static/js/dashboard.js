@@ -2,7 +2,7 @@
 // static/vendor), offers each chart's numbers as CSV, and refetches when a live event says work moved.
 (function () {
   const root = document.getElementById("dashboard");
-  if (!root || !window.Chart) return;
+  if (!root || !window.Chart || !window.studioCsv) return;
   const charts = {};
   const tables = {};  // chart name -> {header: [...], rows: [[...]]} for the CSV download
   const palette = ["#3b5bdb", "#2b8a3e", "#e67700", "#c92a2a", "#7048e8", "#0b7285", "#5c940d", "#a61e4d"];
@@ -85,27 +85,7 @@
     root.dataset.loaded = String(Date.now());
   }
 
-  // The one CSV writer. Quoting alone does not stop a spreadsheet from evaluating a text cell that starts
-  // with = + - @ (or a tab / carriage return before one), so such cells get OWASP's leading apostrophe.
-  // Numbers are ours, not typed by anyone, and a negative α stays a number.
-  function csvCell(v) {
-    if (typeof v === "number") return String(v);
-    let s = v === null || v === undefined ? "" : String(v);
-    if (/^[=+\-@\t\r]/.test(s)) s = "'" + s;
-    return /[",\n\r']/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s;
-  }
-
-  root.querySelectorAll("[data-csv]").forEach((button) => button.addEventListener("click", () => {
-    const table = tables[button.dataset.csv];
-    if (!table) return;
-    const text = [table.header, ...table.rows].map((r) => r.map(csvCell).join(",")).join("\r\n") + "\r\n";
-    const link = document.createElement("a");
-    link.href = URL.createObjectURL(new Blob([text], { type: "text/csv" }));
-    link.download = button.dataset.csv + ".csv";
-    document.body.append(link);
-    link.click();
-    link.remove();
-  }));
+  window.studioCsv.wire(root, tables);  // static/js/csv.js
 
   async function load() {
     const params = new URLSearchParams();
