@@ -1,16 +1,18 @@
 """The rules of an annotation's answer fields, once: the draft save (services._clean_draft_fields) and a lead's
-review edits (review._clean_edits) both pass each field through :func:`clean_answer_field`, and each turns a
-:class:`FieldProblem` into its own error type with the same message."""
+review edits (review._clean_edits) both pass each field through :func:`clean_answer_field`; a
+:class:`FieldProblem` is an Invalid (a 400 on every surface), which review re-raises as its ReviewError with the same
+message."""
 
 from __future__ import annotations
 
 from annotation.models import Annotation, Verdict
+from studio.errors import Invalid
 from traces import actions as grammar
 
 ACTION_TEXT_FIELDS = ("corrected_action", "reflection_action")
 
 
-class FieldProblem(ValueError):
+class FieldProblem(Invalid):
     """One answer field's value breaks its rule; the message names the field and the rule."""
 
 

@@ -11,24 +11,13 @@ from annotation import selectors, services
 from annotation.access import access_annotation
 from annotation.models import Lease, Verdict
 from studio.access import ActionPermission
+from studio.errors import Invalid, NotFound
 from traces.access import access_project
-
-
-def problem_response(exc: services.AnnotationProblem) -> Response:
-    body = {"detail": exc.detail}
-    for key, value in exc.extra.items():
-        body[key] = selectors.annotation_json(value) if key == "current" else value
-    return Response(body, status=exc.status)
 
 
 class WorkView(APIView):
     permission_classes = [ActionPermission]
     permission_action = "annotation.work"
-
-    def handle_exception(self, exc):
-        if isinstance(exc, services.AnnotationProblem):
-            return problem_response(exc)
-        return super().handle_exception(exc)
 
     def own_annotation(self, pk: int):
         return access_annotation(self.request.user, pk, "annotation.work")
@@ -50,10 +39,10 @@ class NextTrace(WorkView):
         project = access_project(request.user, project_id, "annotation.work")
         order = request.data.get("order", "") if isinstance(request.data, dict) else ""
         if order not in ("", "id", "suspicion"):
-            return Response({"detail": f"order must be 'id' or 'suspicion', not {str(order)[:40]!r}"}, status=400)
+            raise Invalid(f"order must be 'id' or 'suspicion', not {str(order)[:40]!r}")
         claim = services.lease_next_trace(user=request.user, project=project, most_doubtful_first=order == "suspicion")
         if claim is None:
-            return Response({"detail": f"No trace of {project.name} is open to you right now."}, status=404)
+            raise NotFound(f"No trace of {project.name} is open to you right now.")
         annotation, lease = claim
         return Response(
             {

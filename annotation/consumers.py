@@ -2,6 +2,9 @@
 
 A socket needs a logged-in user and joins one group per project the user belongs to (or the one project it
 asks for, if a member); events reach it only through those groups (annotation.events sends them).
+
+A refused message is answered with one frame shape, studio.errors.error_frame: ``{"type": "error", "detail": ...,
+"kind": ...}`` (the API's error body with a type), and the socket stays open.
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from annotation import events
 from annotation.review_selectors import presence_snapshot
 from annotation.services import lease_release_by
-from studio.access import AccessRefused, NotInScope
+from studio.access import NotInScope
+from studio.errors import Invalid, StudioError, error_frame
 from traces.access import projects_for
 from traces.models import Trace
 
@@ -51,12 +55,12 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
         """A frame that is not JSON text is answered with an error frame; the socket stays open (the stock
         consumer raised, which dropped the connection)."""
         if text_data is None:
-            await self.send_json({"type": "error", "detail": "messages are JSON text frames, not binary"})
+            await self._refuse(Invalid("messages are JSON text frames, not binary"))
             return
         try:
             content = await self.decode_json(text_data)
         except ValueError as exc:  # json.JSONDecodeError, or text the decoder cannot take
-            await self.send_json({"type": "error", "detail": f"messages are JSON objects; this one is not ({exc})"})
+            await self._refuse(Invalid(f"messages are JSON objects; this one is not ({exc})"))
             return
         await self.receive_json(content, **kwargs)
 
@@ -71,12 +75,15 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
         elif kind == "lease.release":
             await self._release(content.get("lease_id"))
         else:
-            await self.send_json({"type": "error", "detail": f"unknown message type {kind!r}"})
+            await self._refuse(Invalid(f"unknown message type {kind!r}"))
 
     async def studio_event(self, message):
         await self.send_json(message["event"])
 
     # --- helpers -------------------------------------------------------------------------------
+
+    async def _refuse(self, exc: StudioError) -> None:
+        await self.send_json(error_frame(exc))
 
     @database_sync_to_async
     def _allowed_projects(self, wanted: str | None) -> list[int]:
@@ -102,7 +109,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
     async def _announce_open(self, trace_id) -> None:
         project_id = await self._trace_project(trace_id)
         if project_id is None:
-            await self.send_json({"type": "error", "detail": f"trace {trace_id!r} is not in your projects"})
+            await self._refuse(NotInScope("trace"))
             return
         await self._announce_closed()
         self.open_trace = (project_id, trace_id)
@@ -128,17 +135,17 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
         )
 
     @database_sync_to_async
-    def _release_lease(self, lease_id) -> str:
+    def _release_lease(self, lease_id) -> StudioError | None:
         if not isinstance(lease_id, int):
-            return "lease_id must be a number"
+            return Invalid("lease_id must be a number")
         try:
             # The one release path (a lead's live list: lease.manage); a released lease is answered unchanged.
             lease_release_by(actor=self.user, lease_id=lease_id, action="lease.manage")
-        except (AccessRefused, NotInScope) as exc:
-            return str(exc)
-        return ""
+        except StudioError as exc:  # AccessRefused, NotInScope, or any refusal of the service
+            return exc
+        return None
 
     async def _release(self, lease_id) -> None:
         problem = await self._release_lease(lease_id)
-        if problem:
-            await self.send_json({"type": "error", "detail": problem})
+        if problem is not None:
+            await self._refuse(problem)

@@ -28,6 +28,7 @@ from django.utils import timezone
 from annotation.agreement import agreement_report
 from annotation.models import Annotation, AnnotationStatus, AuditEvent, Verdict
 from annotation.workflow import STANDING
+from studio.errors import Invalid
 from traces.models import Project, TraceSuggestion
 
 # Work handed in (throughput, time): a rejected annotation was still done. Categories and positions count only
@@ -59,11 +60,13 @@ class DateRange:
         for day in (first_day, last_day):
             # The half-open range needs the day after the last one, and the default range the 30 days before it.
             if day is not None and not EARLIEST_DAY <= day <= LATEST_DAY:
-                raise ValueError(f"{day} is outside the days a dashboard covers ({EARLIEST_DAY} to {LATEST_DAY})")
+                raise Invalid(
+                    f"Bad date range: {day} is outside the days a dashboard covers ({EARLIEST_DAY} to {LATEST_DAY})"
+                )
         last_day = last_day or timezone.now().date()
         first_day = first_day or last_day - timedelta(days=DEFAULT_RANGE_DAYS - 1)
         if first_day > last_day:
-            raise ValueError(f"the range starts ({first_day}) after it ends ({last_day})")
+            raise Invalid(f"Bad date range: the range starts ({first_day}) after it ends ({last_day})")
         tz = timezone.get_current_timezone()
         since = datetime.combine(first_day, time.min, tzinfo=tz)
         until = datetime.combine(last_day + timedelta(days=1), time.min, tzinfo=tz)
@@ -72,7 +75,7 @@ class DateRange:
     @classmethod
     def from_query(cls, first: str | None, last: str | None) -> DateRange:
         """The range a page or API query asks for (``from`` / ``to`` as 2025-01-31, either may be left out);
-        ValueError names the bad value. The dashboard page and its API read dates only through here."""
+        an Invalid names the bad value. The dashboard page and its API read dates only through here."""
         return cls.from_days(_query_day(first, "from"), _query_day(last, "to"))
 
 
@@ -82,7 +85,7 @@ def _query_day(value: str | None, name: str) -> date | None:
     try:
         return date.fromisoformat(value)
     except ValueError:
-        raise ValueError(f"{name} must be a date like 2025-01-31, not {value!r}") from None
+        raise Invalid(f"Bad date range: {name} must be a date like 2025-01-31, not {value!r}") from None
 
 
 def _done(project: Project, period: DateRange | None, statuses=DONE):

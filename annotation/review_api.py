@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
-from rest_framework.exceptions import ParseError, ValidationError
+from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -17,7 +17,6 @@ from annotation.api import ActionCheckSerializer
 from annotation.models import AnnotationStatus
 from annotation.selectors import annotation_fields_json
 from studio.access import ActionPermission
-from studio.errors import StudioError
 from traces.access import access_project, access_trace
 
 
@@ -54,12 +53,6 @@ def audit_json(event) -> dict:
 class LeadView(APIView):
     permission_classes = [ActionPermission]
     permission_action = "annotation.review"
-
-    def handle_exception(self, exc):
-        # ReviewError is a StudioError: the project exception handler answers it by its kind.
-        if isinstance(exc, ValueError) and not isinstance(exc, (ValidationError, StudioError)):
-            return Response({"detail": str(exc)}, status=400)
-        return super().handle_exception(exc)
 
     def project(self, project_id: int):
         return access_project(self.request.user, project_id, self.permission_action)
@@ -106,7 +99,7 @@ class DecisionSerializer(serializers.Serializer):
         required=False,
         allow_null=True,
         default=None,
-        help_text="The version you reviewed; a newer one is refused (409-like 400).",
+        help_text="The version you reviewed; a newer one is refused with 409 and current_version.",
     )
     edits = serializers.DictField(
         required=False, default=dict, help_text="field -> new value (edit-and-accept, adjudicate)"
@@ -194,10 +187,7 @@ class ProjectDashboard(LeadView):
     @extend_schema(responses={200: dict})
     def get(self, request, project_id: int):
         project = self.project(project_id)
-        try:
-            period = dashboards.DateRange.from_query(request.query_params.get("from"), request.query_params.get("to"))
-        except ValueError as exc:
-            raise ParseError(f"Bad date range: {exc}.") from None
+        period = dashboards.DateRange.from_query(request.query_params.get("from"), request.query_params.get("to"))
         return Response(dashboards.project_dashboard(project, period))
 
 

@@ -11,6 +11,8 @@ from annotation.access import access_annotation
 from annotation.agreement import agreement_report
 from annotation.models import AnnotationStatus, Verdict
 from studio.access import AccessRefused
+from studio.errors import Conflict, Invalid, StudioError
+from studio.middleware import refused_page
 from traces.access import access_project, projects_for
 
 
@@ -70,12 +72,13 @@ def review_decide(request, annotation_id: int):
             review.review_adjudicate(**kwargs, edits=edits)
         else:
             raise review.ReviewError(f"unknown decision {decision!r}")
-    except (review.ReviewError, review.ReviewConflict) as exc:
+    except (Invalid, Conflict) as exc:
+        # A refused decision stays on the annotation with the reason, answered with its kind's status (a stale
+        # version: 409, as the review API and the workspace answer it); the lead's typed answer is kept.
+        annotation.refresh_from_db()
         if decision in ("edit_accept", "adjudicate"):
-            # The lead's typed answer is kept, with the problem beside it (a redirect would throw it away).
-            return _detail_with_refused_edit(request, annotation, edits, comment, str(exc))
-        messages.error(request, str(exc))
-        return redirect("review-detail", annotation_id=annotation.pk)
+            return _detail_with_refused_edit(request, annotation, edits, comment, exc)
+        return refused_page(request, exc, "review/detail.html", _detail_context(request.user, annotation))
     messages.success(
         request,
         f"Annotation {annotation.pk} of trace {annotation.trace.external_id}: {decision.replace('_', ' and ')} done.",
@@ -87,8 +90,7 @@ def review_decide(request, annotation_id: int):
     return redirect("review-queue")
 
 
-def _detail_with_refused_edit(request, annotation, edits: dict, comment: str, problem: str):
-    annotation.refresh_from_db()
+def _detail_with_refused_edit(request, annotation, edits: dict, comment: str, problem: StudioError):
     context = _detail_context(request.user, annotation)
     values = {**context["form_values"], **edits}
     context["form_values"] = values
@@ -98,9 +100,9 @@ def _detail_with_refused_edit(request, annotation, edits: dict, comment: str, pr
         reflection_shot=context["reflection_shot"],
         values=values,
     )
-    context["edit_error"] = problem
+    context["edit_error"] = problem.detail
     context["comment"] = comment
-    return render(request, "review/detail.html", context, status=400)
+    return render(request, "review/detail.html", context, status=problem.status)
 
 
 def dashboard_index(request):
@@ -117,8 +119,8 @@ def project_dashboard(request, project_id: int):
     date_from, date_to, range_error = request.GET.get("from", ""), request.GET.get("to", ""), ""
     try:
         dashboards.DateRange.from_query(date_from, date_to)
-    except ValueError as exc:  # said on the page, beside the dates; the figures show the default range
-        range_error = f"Bad date range: {exc}. Showing the last {dashboards.DEFAULT_RANGE_DAYS} days instead."
+    except Invalid as exc:  # said on the page, beside the dates; the figures show the default range
+        range_error = f"{exc}. Showing the last {dashboards.DEFAULT_RANGE_DAYS} days instead."
         date_from = date_to = ""
     return render(
         request,

@@ -15,11 +15,13 @@ from django.utils import timezone
 
 from annotation import events
 from annotation.access import access_annotation, access_lease
-from annotation.answer_fields import FieldProblem, clean_answer_field
+from annotation.answer_fields import clean_answer_field
 from annotation.models import Annotation, AnnotationStatus, AuditEvent, Lease, Verdict
+from annotation.selectors import annotation_json
 from annotation.workflow import EDITABLE_BY_ANNOTATOR, STANDING, check_transition
 from studio.access import can
 from studio.db import atomic_with_retry
+from studio.errors import Conflict, Invalid
 from traces import actions as grammar
 from traces.models import Trace
 from traces.selectors import awaits_instruction, traces_ready_to_annotate
@@ -93,34 +95,28 @@ def _audit_event_create(*, annotation: Annotation, **fields) -> AuditEvent:
     )
 
 
-# --- Errors the API turns into 4xx answers ----------------------------------------------------
+# --- Refusals (studio.errors kinds; the API, pages and sockets give each kind its one answer) ---------------
 
 
-class AnnotationProblem(Exception):
-    """A refused write; ``status`` is the HTTP status the API answers with."""
-
-    status = 400
-
-    def __init__(self, detail: str, **extra):
-        super().__init__(detail)
-        self.detail = detail
-        self.extra = extra
+class StaleVersion(Conflict):
+    """The edit was based on an older version: ``current`` (the annotation as it is now, the workspace's JSON)
+    and ``current_version`` travel in the body, as review's ReviewConflict carries ``current_version``."""
 
 
-class StaleVersion(AnnotationProblem):
-    status = 409
+class NotEditable(Conflict):
+    """The annotation is no longer the annotator's to change (submitted, accepted)."""
 
 
-class NotEditable(AnnotationProblem):
-    status = 409
+class LeaseLost(Conflict):
+    """The lease was released by a lead, or expired and another annotator took the trace."""
 
 
-class LeaseLost(AnnotationProblem):
-    status = 409
+class SubmitRejected(Invalid):
+    """The annotation is not complete; ``errors`` maps each field to what it still needs."""
 
 
-class SubmitRejected(AnnotationProblem):
-    status = 400
+def _conflict_fields(annotation: Annotation) -> dict:
+    return {"current": annotation_json(annotation), "current_version": annotation.version}
 
 
 # --- Leases: handing out traces --------------------------------------------------------------
@@ -370,7 +366,7 @@ def _editor_action(state: dict, slot: str) -> grammar.Action | None:
     try:
         return grammar.Action.from_json(data)
     except (TypeError, ValueError) as exc:
-        raise AnnotationProblem(f"The {slot} action is malformed: {exc}") from None
+        raise Invalid(f"The {slot} action is malformed: {exc}") from None
 
 
 def _render(action: grammar.Action | None, project) -> str:
@@ -379,7 +375,7 @@ def _render(action: grammar.Action | None, project) -> str:
     try:
         return grammar.render_action(action, box_tokens=project.box_tokens)
     except TypeError as exc:
-        raise AnnotationProblem(f"The {action.type} action is malformed: {exc}") from None
+        raise Invalid(f"The {action.type} action is malformed: {exc}") from None
 
 
 def observation_for(trace, index: int):
@@ -393,7 +389,7 @@ def observation_for(trace, index: int):
 def action_check(*, annotation: Annotation, slot: str, action_json: dict | None, tau: int | None) -> dict:
     """Canonical string and problems of an editor action on the screen it belongs to (o_τ or o_{τ+1})."""
     if slot not in EDITOR_SLOTS:
-        raise AnnotationProblem(f"unknown action slot '{slot}' (expected one of {', '.join(EDITOR_SLOTS)})")
+        raise Invalid(f"unknown action slot '{slot}' (expected one of {', '.join(EDITOR_SLOTS)})")
     project = annotation.trace.project
     action = _editor_action({slot: action_json}, slot)
     if action is None:
@@ -423,10 +419,10 @@ def _clean_draft_fields(annotation: Annotation, fields: dict) -> dict:
     clean = {}
     for name, value in fields.items():
         if name not in DRAFT_FIELDS:
-            raise AnnotationProblem(f"'{name}' is not an annotation field you can edit")
+            raise Invalid(f"'{name}' is not an annotation field you can edit")
         if name == "editor_state":
             if not isinstance(value, dict) or set(value) - set(EDITOR_SLOTS):
-                raise AnnotationProblem("editor_state must be an object with 'corrected' and/or 'reflection'")
+                raise Invalid("editor_state must be an object with 'corrected' and/or 'reflection'")
             for slot in EDITOR_SLOTS:
                 action = _editor_action(value, slot)
                 clean[f"{slot}_action" if slot == "reflection" else "corrected_action"] = _render(action, project)
@@ -435,10 +431,7 @@ def _clean_draft_fields(annotation: Annotation, fields: dict) -> dict:
                 for slot in EDITOR_SLOTS
             }
         else:
-            try:
-                value = clean_answer_field(annotation, name, value)
-            except FieldProblem as problem:
-                raise AnnotationProblem(str(problem)) from None
+            value = clean_answer_field(annotation, name, value)  # a FieldProblem is an Invalid
         clean[name] = value
     return clean
 
@@ -528,7 +521,9 @@ def annotation_save_draft(*, annotation_id: int, user, base_version: int, fields
     unless it changes nothing (a retried save that already landed)."""
     annotation = _lock_own_annotation(annotation_id=annotation_id, user=user)
     if annotation.status not in EDITABLE_BY_ANNOTATOR:
-        raise NotEditable(f"This annotation is {annotation.status}; it can no longer be edited.", current=annotation)
+        raise NotEditable(
+            f"This annotation is {annotation.status}; it can no longer be edited.", **_conflict_fields(annotation)
+        )
     clean = _consistent_answer(annotation, _clean_draft_fields(annotation, fields))
     changes = _changes(annotation, clean)
     if not changes:
@@ -537,7 +532,7 @@ def annotation_save_draft(*, annotation_id: int, user, base_version: int, fields
         raise StaleVersion(
             f"This annotation was changed elsewhere (version {annotation.version}; your edit was based on "
             f"version {base_version}). Nothing was overwritten: reload to see the newer version.",
-            current=annotation,
+            **_conflict_fields(annotation),
         )
     for name, value in clean.items():
         setattr(annotation, name, value)
@@ -601,12 +596,12 @@ def annotation_submit(*, annotation_id: int, user, base_version: int) -> Annotat
     """Validate and send the annotation to review; the lease is released and its time credited."""
     annotation = _lock_own_annotation(annotation_id=annotation_id, user=user)
     if annotation.status not in EDITABLE_BY_ANNOTATOR:
-        raise NotEditable(f"This annotation is already {annotation.status}.", current=annotation)
+        raise NotEditable(f"This annotation is already {annotation.status}.", **_conflict_fields(annotation))
     if base_version != annotation.version:
         raise StaleVersion(
             f"This annotation was changed elsewhere (version {annotation.version}; you submitted version "
             f"{base_version}). Reload to see the newer version before submitting.",
-            current=annotation,
+            **_conflict_fields(annotation),
         )
     changes = _changes(annotation, _consistent_answer(annotation, {}))
     for name, (_, value) in changes.items():
@@ -658,7 +653,7 @@ def annotation_seed_demo(*, project, external_id: str, annotation: dict) -> int:
     trace = Trace.objects.select_related("project").get(project=project, external_id=external_id)
     annotator, lead = _demo_user("annotator"), _demo_user("lead")
     if annotator is None or lead is None:
-        raise AnnotationProblem("the demo needs an annotator and a lead user")
+        raise Invalid("the demo needs an annotator and a lead user")
     if Annotation.objects.filter(trace=trace, annotator=annotator).exists():
         return 0
     record = Annotation.objects.create(trace=trace, project_id=trace.project_id, annotator=annotator)
@@ -685,7 +680,7 @@ def annotation_seed_demo(*, project, external_id: str, annotation: dict) -> int:
     annotation_record_edit(annotation=record, actor=annotator, changes={k: [None, v] for k, v in clean.items() if v})
     problems = submit_problems(record)
     if problems:
-        raise AnnotationProblem(f"demo annotation of {external_id} is incomplete: {problems}")
+        raise Invalid(f"demo annotation of {external_id} is incomplete: {problems}")
     annotation_transition(annotation=record, to=AnnotationStatus.SUBMITTED, actor=annotator)
     annotation_transition(annotation=record, to=AnnotationStatus.ACCEPTED, actor=lead, comment="Demo: accepted.")
     return 1

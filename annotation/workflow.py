@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from annotation.models import AnnotationStatus as S
+from studio.errors import Conflict
 
 # (from, to) -> roles' verb that performs it
 ANNOTATION_TRANSITIONS: dict[tuple[str, str], str] = {
@@ -20,8 +21,8 @@ EDITABLE_BY_ANNOTATOR = frozenset({S.DRAFT, S.REJECTED})
 STANDING = frozenset({S.SUBMITTED, S.ACCEPTED})
 
 
-class TransitionError(Exception):
-    pass
+class TransitionError(Conflict):
+    """A move the state machine does not have: the annotation is no longer in a state that allows it."""
 
 
 def check_transition(current: str, target: str) -> str:

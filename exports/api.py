@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, serializers, status
-from rest_framework.exceptions import NotAcceptable, ValidationError
+from rest_framework.exceptions import NotAcceptable
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from exports import selectors, services
 from exports.access import access_export_job
-from exports.builders import OptionsError
 from exports.models import ExportFormat, ExportJob
 from exports.storage import bundle_response
 from studio.access import AccessedObjectMixin, ActionPermission
@@ -80,15 +79,12 @@ class ProjectExports(APIView):
         project = access_project(request.user, project_id, "export.create")
         form = ExportCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        try:
-            job = services.export_job_create(
-                project=project,
-                user=request.user,
-                fmt=form.validated_data["format"],
-                options=form.validated_data["options"],
-            )
-        except (OptionsError, services.ExportError) as exc:
-            raise ValidationError({"options": [str(exc)]}) from None
+        job = services.export_job_create(
+            project=project,
+            user=request.user,
+            fmt=form.validated_data["format"],
+            options=form.validated_data["options"],
+        )
         return Response(ExportJobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
 
 

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from annotation.models import Annotation, AnnotationStatus, Verdict
+from studio.errors import Invalid
 from traces import prompting
 from traces.models import Project, Screenshot, Step
 
@@ -30,8 +31,8 @@ SPLITS = ("train", "validation")
 BATCH = 500
 
 
-class OptionsError(ValueError):
-    pass
+class OptionsError(Invalid):
+    """An export option that is unknown or out of its range; the message names it."""
 
 
 # What to do with a sample whose history holds a recorded step that did not parse (e.g. a web agent's

@@ -28,6 +28,7 @@ from exports.models import ExportFormat, ExportJob
 from exports.storage import bundle_delete, bundle_save
 from exports.writers import WRITERS, image_path
 from studio.db import atomic_with_retry
+from studio.errors import Invalid
 from studio.jobs import JobFailed, job_add_error, job_cancel, job_enqueue, job_progress, job_run, job_workdir
 from studio.models import JobStatus
 from traces import actions as grammar
@@ -37,8 +38,8 @@ log = logging.getLogger(__name__)
 MAX_JOB_ERRORS = 200
 
 
-class ExportError(Exception):
-    """A problem that stops an export, said for people."""
+class ExportError(Invalid):
+    """A problem that stops an export, said for people (an Invalid kind when a request asked for it)."""
 
 
 @dataclass

@@ -8,7 +8,6 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from exports import selectors, services
 from exports.access import access_export_job
-from exports.builders import OptionsError
 from exports.models import ExportFormat
 from studio.access import can
 from studio.errors import Invalid
@@ -18,7 +17,7 @@ from traces.access import access_project, projects_for
 @require_http_methods(["GET", "POST"])
 def export_home(request):
     projects = projects_for(request.user, "export.view").order_by("name")
-    error = ""
+    error, status = "", 200
     if request.method == "POST":
         project = access_project(request.user, request.POST.get("project"), "export.create")
         options = {
@@ -27,15 +26,16 @@ def export_home(request):
             "unparsed_history": request.POST.get("unparsed_history") or "skip",
         }
         try:
-            options["validation_fraction"] = float(request.POST.get("validation_fraction") or 0.1)
-            options["split_seed"] = int(request.POST.get("split_seed") or 0)
-            if request.POST.get("since_export"):
-                options["since_export"] = int(request.POST["since_export"])
+            options["validation_fraction"] = _form_number(request.POST, "validation_fraction", float, 0.1)
+            options["split_seed"] = _form_number(request.POST, "split_seed", int, 0)
+            since_export = _form_number(request.POST, "since_export", int, None)
+            if since_export is not None:
+                options["since_export"] = since_export
             job = services.export_job_create(
                 project=project, user=request.user, fmt=request.POST.get("format", ""), options=options
             )
-        except (ValueError, OptionsError, services.ExportError) as exc:
-            error = str(exc)
+        except Invalid as exc:  # OptionsError, ExportError and the numbers above
+            error, status = exc.detail, exc.status
         else:
             return redirect("export-job", job_id=job.pk)
     return render(
@@ -48,7 +48,19 @@ def export_home(request):
             "jobs": selectors.export_jobs_for_user(request.user)[:50],
             "can_create": can(request.user, "export.create"),
         },
+        status=status,
     )
+
+
+def _form_number(form, name: str, kind: type, default):
+    """A number field of the export form (blank: ``default``); text that is no number is refused by name."""
+    raw = form.get(name) or ""
+    if not raw:
+        return default
+    try:
+        return kind(raw)
+    except ValueError:
+        raise Invalid(f"{name} must be a number, not {raw[:40]!r}") from None
 
 
 def export_job(request, job_id: int):

@@ -7,10 +7,12 @@ Every view, API view, consumer, selector and service that needs "may this user d
 - ``scoped(user, queryset, action)`` narrows a list to what the user reaches for the action;
 - ``can(user, action, obj=None)`` answers yes/no for templates, serializers and pages that offer a button.
 
-Two refusals: ``NotInScope`` (404) when the object does not exist *or* lies outside the user's reach (another
-project, someone else's annotation): the same answer for both, so ids of other projects cannot be enumerated;
-``AccessRefused`` (403, "You cannot <doing>.") when the object is within reach but the role may not do the action.
-Both are Django's own exceptions, so a page answers with the 403/404 page and DRF with JSON, unchanged.
+Two refusals, both studio.errors kinds (so the API, the pages and the sockets answer them as every other error,
+from the one kind→status table): ``NotInScope`` (NotFound, 404, "No such <entity> among yours.") when the object
+does not exist *or* lies outside the user's reach (another project, someone else's annotation): the same answer for
+both, so ids of other projects cannot be enumerated; ``AccessRefused`` (Forbidden, 403, "You cannot <doing>.") when
+the object is within reach but the role may not do the action. Their texts are made here and nowhere else. They are
+also Django's PermissionDenied / Http404, so one raised outside a view (a middleware) still gets Django's answer.
 
 The app modules (traces/access.py, annotation/access.py, exports/access.py, webhooks/access.py) name the
 entities: ``access_<entity>(user, pk, action, *, lock=False)`` and ``<entity>s_for(user, action)``.
@@ -26,6 +28,7 @@ from django.db.models import Model, QuerySet
 from django.http import Http404
 from rest_framework.permissions import BasePermission
 
+from studio.errors import Forbidden, NotFound
 from studio.permissions import RULES, Role, Rule, Scope, user_roles
 
 
@@ -55,16 +58,16 @@ ENTITIES: dict[str, Entity] = {
 }
 
 
-class AccessRefused(PermissionDenied):
-    """The object is within reach but the user's role may not do the action (HTTP 403)."""
+class AccessRefused(Forbidden, PermissionDenied):
+    """The object is within reach but the user's role may not do the action (the Forbidden kind)."""
 
     def __init__(self, action: str):
         self.action = action
         super().__init__(refusal(action))
 
 
-class NotInScope(Http404):
-    """No such object, or not one the user reaches: one answer for both (HTTP 404)."""
+class NotInScope(NotFound, Http404):
+    """No such object, or not one the user reaches: one answer for both (the NotFound kind)."""
 
     def __init__(self, entity: Entity | str):
         self.entity = entity.name if isinstance(entity, Entity) else entity
@@ -219,7 +222,9 @@ def can(user, action: str, obj: Model | None = None) -> bool:
 
 class ActionPermission(BasePermission):
     """DRF permission: the view names ``permission_action`` (or a dict per HTTP method); the role is checked here,
-    the object by the view's ``access_*`` / ``*_for`` call (which answers 404 outside the user's reach)."""
+    the object by the view's ``access_*`` / ``*_for`` call (which answers 404 outside the user's reach). A signed-in
+    user the role refuses gets AccessRefused (answered by its kind like every other error); a visitor without a
+    session or token is left to DRF, which answers 401."""
 
     message = "Your role does not allow this."
 
@@ -237,6 +242,8 @@ class ActionPermission(BasePermission):
         action = self.action(request, view)
         if can(request.user, action):
             return True
+        if getattr(request.user, "is_authenticated", False):
+            raise AccessRefused(action)
         self.message = refusal(action)
         return False
 
@@ -244,6 +251,8 @@ class ActionPermission(BasePermission):
         action = self.action(request, view)
         if can(request.user, action, obj):
             return True
+        if getattr(request.user, "is_authenticated", False):
+            raise AccessRefused(action)
         self.message = refusal(action)
         return False
 

@@ -24,6 +24,7 @@ class ErrorKind(enum.Enum):
     CONFLICT = "conflict"
     NOT_FOUND = "not_found"
     FORBIDDEN = "forbidden"
+    TOO_LARGE = "too_large"
 
 
 # The one place a kind becomes an HTTP status; services raise kinds and never name a status.
@@ -32,12 +33,15 @@ STATUS_BY_KIND: dict[ErrorKind, int] = {
     ErrorKind.FORBIDDEN: 403,
     ErrorKind.NOT_FOUND: 404,
     ErrorKind.CONFLICT: 409,
+    ErrorKind.TOO_LARGE: 413,
 }
 
 
 class StudioError(Exception):
     """An application error: ``detail`` is the message shown to people; ``extra`` are further body fields
-    (e.g. ``current`` on a conflict) that clients read."""
+    (e.g. ``current_version`` on a conflict) that clients read. Services and selectors raise these and never an
+    HTTP status: the API (studio.api.exception_handler), the pages (studio.middleware.StudioErrorMiddleware) and
+    the sockets (``error_frame``) turn the kind into their answer."""
 
     kind: ErrorKind = ErrorKind.INVALID
 
@@ -64,13 +68,28 @@ class Conflict(StudioError):
 
 
 class NotFound(StudioError):
+    """No such object, or none the user may reach (one answer for both)."""
+
     kind = ErrorKind.NOT_FOUND
 
 
 class Forbidden(StudioError):
+    """The object is within reach but the user may not do this to it."""
+
     kind = ErrorKind.FORBIDDEN
+
+
+class TooLarge(StudioError):
+    """An upload over the configured size limit."""
+
+    kind = ErrorKind.TOO_LARGE
 
 
 def error_body(exc: StudioError) -> dict[str, Any]:
     """The JSON body every surface sends for ``exc``: the extra fields, then ``detail`` and ``kind``."""
     return {**exc.extra, "detail": exc.detail, "kind": exc.kind.value}
+
+
+def error_frame(exc: StudioError) -> dict[str, Any]:
+    """The WebSocket frame for ``exc``: the API's body with ``type: "error"``."""
+    return {"type": "error", **error_body(exc)}

@@ -3,10 +3,60 @@ import logging
 import time
 
 from django.conf import settings
-from django.http import HttpResponseBadRequest, JsonResponse
+from django.contrib import messages
+from django.http import HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import render
 
+from studio.errors import ErrorKind, StudioError, error_body
+
 log = logging.getLogger(__name__)
+
+
+def wants_json(request) -> bool:
+    """Whether ``request`` is answered in JSON (the API, or a page's script asking for JSON) rather than a page."""
+    return request.path.startswith("/api/") or "application/json" in request.headers.get("Accept", "")
+
+
+# The heading of the refusal page, per kind (the text under it is the error's own message).
+PAGE_TITLE_BY_KIND = {
+    ErrorKind.INVALID: "Not done",
+    ErrorKind.FORBIDDEN: "Not allowed",
+    ErrorKind.NOT_FOUND: "Not found",
+    ErrorKind.CONFLICT: "Changed meanwhile",
+    ErrorKind.TOO_LARGE: "Too large",
+}
+
+
+def error_response(request, exc: StudioError) -> HttpResponse:
+    """The answer of a page (or a plain JSON view) to an application error: the kind's status with its message,
+    as JSON (studio.errors.error_body, as the API answers) for JSON clients, else the refusal page."""
+    if wants_json(request):
+        return JsonResponse(error_body(exc), status=exc.status)
+    context = {"detail": exc.detail, "kind": exc.kind.value, "title": PAGE_TITLE_BY_KIND[exc.kind]}
+    return render(request, "error.html", context, status=exc.status)
+
+
+def refused_page(request, exc: StudioError, template: str, context: dict) -> HttpResponse:
+    """A page that stays where the person was (their form, the object they looked at) and says why it was refused:
+    ``template`` with the error's message as a notice, answered with the kind's status."""
+    messages.error(request, exc.detail)
+    return render(request, template, context, status=exc.status)
+
+
+class StudioErrorMiddleware:
+    """Every page view that lets a studio.errors kind escape answers with the kind's status and its message (the
+    API's views are answered by studio.api.exception_handler, with the same table and body)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        if isinstance(exception, StudioError):
+            return error_response(request, exception)
+        return None
 
 
 class ContentSecurityPolicyMiddleware:

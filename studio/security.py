@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from studio.access import AccessRefused, can
 from studio.db import atomic_with_retry
+from studio.middleware import error_response, wants_json
 from studio.models import LoginFailure
 from studio.permissions import PAGE_PERMISSIONS, PUBLIC
 
@@ -97,10 +98,6 @@ def api_token_exists(*, user) -> bool:
 # --- pages: login and role from the table -------------------------------------------------------
 
 
-def _wants_json(request) -> bool:
-    return request.path.startswith("/api/") or "application/json" in request.headers.get("Accept", "")
-
-
 class PageActionMiddleware:
     """Every page (function view) named in PAGE_PERMISSIONS needs a login and a role allowed its action.
 
@@ -121,7 +118,7 @@ class PageActionMiddleware:
             # came from: a redirect loop. A signed-in non-admin gets the 403 page instead (the table's admin.site);
             # the admin's own checks still apply to those let through, and its logout ends anyone's session.
             if request.user.is_authenticated and match.url_name != "logout" and not can(request.user, "admin.site"):
-                raise AccessRefused("admin.site")
+                return error_response(request, AccessRefused("admin.site"))
             return None
         if match is None or hasattr(view_func, "cls"):
             return None
@@ -129,12 +126,12 @@ class PageActionMiddleware:
         if action is None or action == PUBLIC:
             return None
         if not request.user.is_authenticated:
-            if _wants_json(request):
+            if wants_json(request):
                 return JsonResponse(
                     {"detail": "Not logged in (or the session expired): log in again. Drafts are kept on the server."},
                     status=401,
                 )
             return redirect_to_login(request.get_full_path())
         if not can(request.user, action):
-            raise AccessRefused(action)
+            return error_response(request, AccessRefused(action))
         return None

@@ -8,10 +8,11 @@ from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from studio.errors import Invalid
 from studio.permissions import Role
 
 
-class UserProblem(ValueError):
+class UserProblem(Invalid):
     """A user that cannot be created as asked; the message says why."""
 
 

@@ -86,6 +86,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "studio.middleware.DependencyOutageMiddleware",
+    "studio.middleware.StudioErrorMiddleware",
 ]
 
 ROOT_URLCONF = "studio.urls"

@@ -183,8 +183,9 @@ def test_an_outsider_cannot_tell_another_projects_lease_from_no_lease(live_setup
         answers = []
         for lease_id in (existing, missing):
             await comm.send_json_to({"type": "lease.release", "lease_id": lease_id})
-            answers.append((await receive_type(comm, "error"))["detail"].replace(str(lease_id), "<id>"))
-        assert answers[0] == answers[1] == "No such lease among yours."
+            frame = await receive_type(comm, "error")
+            answers.append((frame["kind"], frame["detail"].replace(str(lease_id), "<id>")))
+        assert answers[0] == answers[1] == ("not_found", "No such lease among yours.")  # studio.errors.error_frame
         lease = await database_sync_to_async(Lease.objects.get)(pk=existing)
         assert lease.released_at is None
         await comm.disconnect()

@@ -15,6 +15,7 @@ from annotation.dashboards import DateRange, project_dashboard
 from annotation.models import Annotation, AnnotationStatus, AuditEvent
 from annotation.review_selectors import word_diff
 from annotation.services import annotation_transition, trace_recount_standing_annotations
+from studio.errors import Invalid
 from studio.permissions import Role
 from traces.models import Step, Trace
 
@@ -437,7 +438,7 @@ def test_the_draft_and_the_review_edit_refuse_a_field_with_one_rule(project, ann
     from annotation import services
 
     ann = make_annotation(make_trace(project, "rules"), annotator, verdict="error", tau=1)
-    with pytest.raises(services.AnnotationProblem) as draft:
+    with pytest.raises(Invalid) as draft:
         services._clean_draft_fields(ann, {field: value})
     with pytest.raises(review.ReviewError) as edit:
         review._clean_edits(ann, {field: value})

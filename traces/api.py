@@ -281,10 +281,7 @@ class TraceDetail(AccessedObjectMixin, generics.RetrieveAPIView):
         trace = access_trace(request.user, pk, "trace.delete")
         form = TraceDeleteSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        try:
-            services.trace_delete(trace=trace, user=request.user, reason=form.validated_data["reason"])
-        except services.TraceDeleteRefused as exc:
-            raise ValidationError({"reason": [str(exc)]}) from None
+        services.trace_delete(trace=trace, user=request.user, reason=form.validated_data["reason"])
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -324,10 +321,7 @@ class ImportCreate(APIView):
         if not name.lower().endswith((".zip", ".jsonl")):
             raise ValidationError({"file": f"{name}: upload a .zip archive or a .jsonl file"})
         into = selectors.round_resolve(project, form.validated_data["round"])
-        try:
-            stored = services.import_upload_store(uploaded_file=upload)
-        except ValueError as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+        stored = services.import_upload_store(uploaded_file=upload)  # UploadTooLarge: the TooLarge kind, 413
         job = services.import_job_create(
             project=project,
             user=request.user,

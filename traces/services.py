@@ -21,7 +21,7 @@ from django.db.models import Count, Sum
 from django.utils import timezone
 
 from studio.db import atomic_with_retry
-from studio.errors import Conflict, Invalid
+from studio.errors import Conflict, Invalid, TooLarge
 from studio.inputs import input_problem
 from studio.jobs import JobFailed, job_add_error, job_enqueue, job_progress, job_run, job_workdir
 from studio.models import JobStatus
@@ -70,11 +70,12 @@ def membership_add(*, project: Project, user) -> Membership:
     return membership
 
 
-class ProjectRefused(ValueError):
-    """A project set-up that cannot be saved as asked: ``field`` is the form field it concerns, the message says why."""
+class ProjectRefused(Invalid):
+    """A project set-up that cannot be saved as asked: ``field`` is the form field it concerns (also in the
+    answer's body), the message says why."""
 
     def __init__(self, field: str, message: str):
-        super().__init__(message)
+        super().__init__(message, field=field)
         self.field = field
 
 
@@ -404,7 +405,7 @@ class TraceImportResult:
     off_screen: list[tuple[int, str]] = field(default_factory=list)  # (step index, why) of flagged steps
 
 
-class TraceDeleteRefused(ValueError):
+class TraceDeleteRefused(Invalid):
     """A deletion asked without what it needs (a reason); the message says what."""
 
 
@@ -413,10 +414,10 @@ def trace_delete(*, trace: Trace, user, reason: str) -> TraceDeletion:
     """Delete a trace with its steps and annotations, leaving an audit record (who, when, why, what it held)."""
     reason = (reason or "").strip()
     if not reason:
-        raise TraceDeleteRefused("reason: say why the trace is deleted (kept in the audit record)")
+        raise TraceDeleteRefused("reason: say why the trace is deleted (kept in the audit record)", field="reason")
     problem = input_problem(reason, name="reason")
     if problem:
-        raise TraceDeleteRefused(problem)
+        raise TraceDeleteRefused(problem, field="reason")
     record = TraceDeletion.objects.create(
         project=trace.project,
         trace_id=trace.pk,
@@ -710,10 +711,14 @@ def import_job_create(
     return job
 
 
+class UploadTooLarge(TooLarge):
+    """An upload over STUDIO_IMPORT_MAX_UPLOAD_BYTES."""
+
+
 def import_upload_store(*, uploaded_file) -> str:
     """Put an uploaded archive in storage so any worker (another machine, in the full stack) can read it."""
     if uploaded_file.size > settings.IMPORT_MAX_UPLOAD_BYTES:
-        raise ValueError(
+        raise UploadTooLarge(
             f"upload of {uploaded_file.size} bytes is over the {settings.IMPORT_MAX_UPLOAD_BYTES}-byte limit"
         )
     return default_storage.save("imports/upload.zip", uploaded_file)
@@ -923,7 +928,7 @@ def instruction_missing_report(imported: ImportedTrace, trace: Trace) -> dict:
     }
 
 
-class TraceEditRefused(ValueError):
+class TraceEditRefused(Invalid):
     """An edit of a trace that cannot be made as asked; the message names the problem."""
 
 

@@ -10,7 +10,9 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from studio.access import NotInScope, can
+from studio.errors import Invalid, StudioError
 from studio.jobs import job_cancel
+from studio.middleware import refused_page
 from studio.storage import SHORT_LIVED, stored_file_response
 from traces import selectors, services
 from traces.access import access_import_job, access_project, access_trace, projects_for
@@ -132,8 +134,7 @@ def trace_delete(request, trace_id: int):
     try:
         services.trace_delete(trace=trace, user=request.user, reason=request.POST.get("reason", ""))
     except services.TraceDeleteRefused as exc:
-        messages.error(request, str(exc))
-        return redirect("trace-detail", trace_id=trace.pk)
+        return refused_page(request, exc, "traces/trace_detail.html", _trace_page(request.user, trace))
     messages.success(request, f"Trace {trace.external_id} deleted (recorded with your reason).")
     return redirect("trace-list", project_id=trace.project_id)
 
@@ -143,13 +144,15 @@ def trace_instruction(request, trace_id: int):
     """A lead writes the instruction an import could not find (or mends it); the trace then enters the queue."""
     trace = access_trace(request.user, trace_id, "trace.edit")
     form = TraceInstructionForm(request.POST)
+    status = 400  # an invalid form; a refusal by the service answers with its kind's status
     if form.is_valid():
         try:
             services.trace_instruction_set(
                 trace_id=trace.pk, actor=request.user, instruction=form.cleaned_data["instruction"]
             )
         except services.TraceEditRefused as exc:
-            form.add_error("instruction", str(exc))
+            form.add_error("instruction", exc.detail)
+            status = exc.status
         else:
             messages.success(
                 request,
@@ -159,39 +162,38 @@ def trace_instruction(request, trace_id: int):
             )
             return redirect("trace-detail", trace_id=trace.pk)
     return render(
-        request, "traces/trace_detail.html", _trace_page(request.user, trace, instruction_form=form), status=400
+        request, "traces/trace_detail.html", _trace_page(request.user, trace, instruction_form=form), status=status
     )
 
 
 @require_http_methods(["GET", "POST"])
 def import_upload(request, project_id: int):
     project = access_project(request.user, project_id, "trace.import")
-    error = ""
+    error, status = "", 200
     if request.method == "POST":
         upload = request.FILES.get("file")
         fmt = request.POST.get("format", "")
-        if upload is None:
-            error = "Choose a .zip or .jsonl file to upload."
-        elif not upload.name.lower().endswith((".zip", ".jsonl")):
-            error = f"{upload.name}: upload a .zip archive or a .jsonl file."
-        elif fmt and fmt not in IMPORTERS:
-            error = f"Unknown format {fmt!r}."
+        try:
+            if upload is None:
+                raise Invalid("Choose a .zip or .jsonl file to upload.")
+            if not upload.name.lower().endswith((".zip", ".jsonl")):
+                raise Invalid(f"{upload.name}: upload a .zip archive or a .jsonl file.")
+            if fmt and fmt not in IMPORTERS:
+                raise Invalid(f"Unknown format {fmt!r}.")
+            into = selectors.round_resolve(project, request.POST.get("round", ""))  # an unknown round: Invalid
+            stored = services.import_upload_store(uploaded_file=upload)  # over the limit: TooLarge, 413
+        except StudioError as exc:
+            error, status = exc.detail, exc.status
         else:
-            try:
-                into = selectors.round_resolve(project, request.POST.get("round", ""))
-                stored = services.import_upload_store(uploaded_file=upload)
-            except ValueError as exc:  # an unknown round (studio.errors.Invalid) or an upload over the limit
-                error = getattr(exc, "detail", str(exc))
-            else:
-                job = services.import_job_create(
-                    project=project,
-                    user=request.user,
-                    upload_name=stored,
-                    original_name=upload.name,
-                    fmt=fmt,
-                    round=into,
-                )
-                return redirect("import-job", job_id=job.pk)
+            job = services.import_job_create(
+                project=project,
+                user=request.user,
+                upload_name=stored,
+                original_name=upload.name,
+                fmt=fmt,
+                round=into,
+            )
+            return redirect("import-job", job_id=job.pk)
     return render(
         request,
         "traces/import_upload.html",
@@ -202,7 +204,7 @@ def import_upload(request, project_id: int):
             "chosen_round": request.POST.get("round", ""),
             "error": error,
         },
-        status=400 if error else 200,
+        status=status,
     )
 
 

@@ -13,11 +13,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from studio.db import atomic_with_retry
+from studio.errors import Invalid
 from webhooks import signing
 from webhooks.models import Delivery, DeliveryStatus, Webhook, WebhookEvent
 
 
-class WebhookRefused(ValueError):
+class WebhookRefused(Invalid):
     """A registration the studio will not accept; the message names the field and the rule."""
 
 

@@ -15,7 +15,7 @@ from webhooks.models import WebhookEvent
 @require_http_methods(["GET", "POST"])
 def project_webhooks(request, project_id: int):
     project = access_project(request.user, project_id, "webhook.manage")
-    created, secret, error = None, "", ""
+    created, secret, error, status = None, "", "", 200
     if request.method == "POST":
         try:
             created, secret = services.webhook_create(
@@ -25,7 +25,7 @@ def project_webhooks(request, project_id: int):
                 user=request.user,
             )
         except services.WebhookRefused as exc:
-            error = str(exc)
+            error, status = exc.detail, exc.status
     return render(
         request,
         "webhooks/project_webhooks.html",
@@ -38,7 +38,7 @@ def project_webhooks(request, project_id: int):
             "secret": secret,
             "error": error,
         },
-        status=400 if error else 200,
+        status=status,
     )
 
 

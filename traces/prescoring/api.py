@@ -64,10 +64,7 @@ class PrescoreStart(APIView):
         project = access_project(request.user, project_id, "prescore.run")
         form = PrescoreStartSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        try:
-            job = services.prescore_job_create(project=project, user=request.user, **form.validated_data)
-        except services.PrescoreError as exc:
-            raise ValidationError({"detail": str(exc)}) from None
+        job = services.prescore_job_create(project=project, user=request.user, **form.validated_data)
         return Response(PrescoreJobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
 
 

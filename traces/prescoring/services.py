@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from django.conf import settings as django_settings
 
 from studio.db import atomic_with_retry
-from studio.errors import describe_error
+from studio.errors import Invalid, describe_error
 from studio.jobs import job_add_error, job_enqueue, job_start
 from studio.models import JobStatus
 from studio.shards import (
@@ -70,7 +70,7 @@ SETTING_TYPES = {
 }
 
 
-class PrescoreError(ValueError):
+class PrescoreError(Invalid):
     """Bad input for a scoring job, worded for the person who asked."""
 
 
