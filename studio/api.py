@@ -9,7 +9,7 @@ from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from studio.errors import StudioError, error_body
+from studio.errors import ErrorKind, StudioError, error_body
 from studio.inputs import input_problem
 from studio.jobs import JobQueueUnavailable, job_cancel
 
@@ -88,7 +88,12 @@ def add_common_error_responses(result, generator, request, public):
         "Error",
         {
             "type": "object",
-            "properties": {"detail": {"type": "string"}, "retryable": {"type": "boolean"}},
+            "properties": {
+                "detail": {"type": "string"},
+                # studio.errors.ErrorKind of an application error (absent on framework answers such as 401, 503)
+                "kind": {"type": "string", "enum": [kind.value for kind in ErrorKind]},
+                "retryable": {"type": "boolean"},
+            },
             "additionalProperties": True,
         },
     )
