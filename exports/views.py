@@ -86,11 +86,12 @@ def export_diff(request, job_id: int):
     else:
         against = selectors.export_previous(job)
     context = {"job": job, "against": against, "project": job.project, "error": "", "rows": None, "diff": None}
+    status = 200
     if against is not None:
         try:
             diff = selectors.export_diff(against, job)
-        except Invalid as exc:
-            context["error"] = exc.detail
+        except Invalid as exc:  # said on the page, which still names both exports
+            context["error"], status = exc.detail, exc.status
         else:
             context["diff"], context["rows"] = diff, selectors.export_diff_rows(diff)
-    return render(request, "exports/export_diff.html", context, status=400 if context["error"] else 200)
+    return render(request, "exports/export_diff.html", context, status=status)
