@@ -9,6 +9,13 @@ For an accepted annotation with its first error at τ:
 
 Options add ``valid_prefix`` (steps 1..τ-1 as recorded) and ``error_free`` (every step of a trace
 judged ``no_error``) as plain SFT samples. Every prompt comes from :mod:`traces.prompting`.
+
+Two more sample sets read the same annotations (a format picks its set, ``SAMPLE_SETS``):
+
+* ``process`` (the ``prm`` format): one ``prm`` sample per trace, steps 1..τ as recorded with a label each
+  (correct before τ, wrong at τ; every step of a ``no_error`` trace correct);
+* ``rl`` (the ``verl`` format): the ``error_correction`` and ``post_reflection`` samples above, whose target
+  (the annotated action, ``Sample.target``) is a reward's ground truth.
 """
 
 from __future__ import annotations
@@ -27,6 +34,8 @@ from traces.models import Project, Screenshot, Step
 SCHEMA_VERSION = 1
 SFT_KINDS = ("error_correction", "post_reflection", "valid_prefix", "error_free")
 DPO_KINDS = ("dpo",)
+PRM_KINDS = ("prm",)
+RL_KINDS = ("error_correction", "post_reflection")
 SPLITS = ("train", "validation")
 BATCH = 500
 
@@ -101,16 +110,34 @@ class ExportOptions:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class Target:
+    """What the annotator said the agent should do at a step: the corrected (or post-reflection) thought and action,
+    the action canonical in the project's convention and box-token setting."""
+
+    thought: str
+    action: str
+
+
 @dataclass
 class Sample:
     kind: str
     split: str
     trace_id: int
     annotation_id: int
-    prompt: prompting.StatePrompt
+    prompt: prompting.StatePrompt | prompting.Trajectory
     completion: str | None = None
     chosen: str | None = None
     rejected: str | None = None
+    # ``prm``: one label per step of the trajectory (True: correct).
+    labels: tuple[bool, ...] | None = None
+    # The step the sample is about (τ, τ+1, or for ``prm`` the last step it holds) and the annotation's version.
+    step: int | None = None
+    annotation_version: int | None = None
+    # ``error_correction`` / ``post_reflection``: the annotated action (the RL ground truth) and, for the first, the
+    # recorded wrong step as the prompt builder renders it.
+    target: Target | None = None
+    recorded: str | None = None
 
     @property
     def is_preference(self) -> bool:
@@ -275,7 +302,7 @@ def annotation_samples(
     split = split_of(trace.pk, options)
 
     def sample(kind: str, prompt, **targets) -> Sample:
-        return Sample(kind, split, trace.pk, annotation.pk, prompt, **targets)
+        return Sample(kind, split, trace.pk, annotation.pk, prompt, annotation_version=annotation.version, **targets)
 
     def skip(kind: str, reason: str, code: str = SKIP_OTHER) -> Skip:
         return Skip(annotation.pk, trace.pk, kind, reason, code)
@@ -381,12 +408,20 @@ def annotation_samples(
             corrected = prompting.render_target(
                 annotation.corrected_thought, annotation.corrected_action, project=project
             )
+            corrected_action = prompting.render_actions(annotation.corrected_action, project=project)
         except prompting.PromptError as exc:
             yield skip("error_correction", str(exc))
         else:
-            yield sample("error_correction", s_tau, completion=corrected)
             wrong = steps[tau - 1]
             rejected = _render_once(wrong, project=project, convention=trace.coordinate_convention)
+            yield sample(
+                "error_correction",
+                s_tau,
+                completion=corrected,
+                step=tau,
+                target=Target(annotation.corrected_thought.strip(), corrected_action),
+                recorded=rejected,
+            )
             if wrong.parse_error:
                 yield skip(
                     "dpo",
@@ -420,9 +455,92 @@ def annotation_samples(
                 completion=prompting.render_target(
                     annotation.reflection_thought, annotation.reflection_action, project=project
                 ),
+                step=tau + 1,
+                target=Target(
+                    annotation.reflection_thought.strip(),
+                    prompting.render_actions(annotation.reflection_action, project=project),
+                ),
             )
         except prompting.PromptError as exc:
             yield skip("post_reflection", str(exc))
+
+
+def annotation_rl_samples(
+    annotation: Annotation, steps: list[StepRow], *, project: Project, options: ExportOptions
+) -> Iterator[Sample | Skip]:
+    """The ``rl`` set: the corrected step τ and the post-reflection step τ+1 of ``annotation_samples`` (with the
+    same skips), each with its annotated action as the ground truth."""
+    for item in annotation_samples(annotation, steps, project=project, options=options):
+        if item.kind in RL_KINDS:
+            yield item
+
+
+def annotation_process_samples(
+    annotation: Annotation, steps: list[StepRow], *, project: Project, options: ExportOptions
+) -> Iterator[Sample | Skip]:
+    """The ``process`` set: one ``prm`` sample per trace, steps 1..τ as recorded, each labelled (True: correct)."""
+    trace = annotation.trace
+    kind = PRM_KINDS[0]
+
+    def skip(reason: str, code: str = SKIP_OTHER) -> Skip:
+        return Skip(annotation.pk, trace.pk, kind, reason, code)
+
+    if annotation.verdict == Verdict.NO_ERROR:
+        upto, wrong = len(steps), None
+    elif annotation.verdict == Verdict.ERROR and annotation.tau and 1 <= annotation.tau <= len(steps):
+        upto, wrong = annotation.tau, annotation.tau
+    else:
+        yield skip(f"verdict {annotation.verdict!r} with τ={annotation.tau} does not fit a trace of {len(steps)} steps")
+        return
+    if not steps:
+        yield skip("the trace has no steps")
+        return
+    # A step judged correct is a positive label, so it must be readable and on the screen, as an SFT target must.
+    # The wrong step τ is kept as recorded when it lies off the screen (what happened); when it did not parse, a label
+    # on text the grammar cannot read would teach nothing about actions, so the trace is left out, as DPO does.
+    for step in steps[:upto]:
+        if step.index == wrong:
+            if step.parse_error:
+                yield skip(
+                    f"the recorded step {step.index} did not parse ({step.parse_error}): it is never a labelled step",
+                    SKIP_UNPARSED_REJECTED,
+                )
+                return
+            continue
+        if step.off_screen_point:
+            yield skip(
+                f"step {step.index}'s recorded action has a point outside the screen ({step.off_screen_point}): "
+                "it is never labelled correct",
+                SKIP_OFF_SCREEN_TARGET,
+            )
+            return
+        if step.parse_error and options.unparsed_history == "skip":
+            yield skip(
+                f"step {step.index} did not parse ({step.parse_error}); "
+                "export with unparsed_history=verbatim to keep it as recorded",
+                SKIP_UNPARSED_TARGET,
+            )
+            return
+    try:
+        trajectory = prompting.build_trajectory(trace, upto, project=project, steps=steps, render=_render_once)
+    except prompting.PromptError as exc:
+        yield skip(str(exc))
+        return
+    yield Sample(
+        kind,
+        split_of(trace.pk, options),
+        trace.pk,
+        annotation.pk,
+        trajectory,
+        completion=None,
+        labels=tuple(step.index != wrong for step in steps[:upto]),
+        step=upto,
+        annotation_version=annotation.version,
+    )
+
+
+# The samples each format's writer takes, by the name a Writer declares (``Writer.sample_set``).
+SAMPLE_SETS = {"sft_dpo": annotation_samples, "rl": annotation_rl_samples, "process": annotation_process_samples}
 
 
 def _not_in(annotations: Iterator[Annotation], held: dict[int, int], stats: BuildStats) -> Iterator[Annotation]:
@@ -440,11 +558,14 @@ def iter_samples(
     *,
     on_annotation=None,
     already_held: dict[int, int] | None = None,
+    sample_set: str = "sft_dpo",
 ) -> Iterator[Sample | Skip]:
     """Stream samples of the project's accepted annotations; memory is bounded by one batch.
 
-    ``already_held`` ({annotation id: version}, an incremental export's base) leaves out the annotations held there
-    at the same version. ``on_annotation(done)`` is called after each batch (progress, cancel checks)."""
+    ``sample_set`` names the samples (``SAMPLE_SETS``). ``already_held`` ({annotation id: version}, an incremental
+    export's base) leaves out the annotations held there at the same version. ``on_annotation(done)`` is called after
+    each batch (progress, cancel checks)."""
+    samples_of = SAMPLE_SETS[sample_set]
     done = 0
     shots = ScreenshotCache()
     annotations = _first_per_trace(accepted_annotations(project))
@@ -458,7 +579,7 @@ def iter_samples(
         for annotation in batch:
             stats.annotations.append((annotation.pk, annotation.version))
             stats.by_round[annotation.trace.round_id] += 1
-            for item in annotation_samples(annotation, steps[annotation.trace_id], project=project, options=options):
+            for item in samples_of(annotation, steps[annotation.trace_id], project=project, options=options):
                 if isinstance(item, Skip):
                     stats.skipped += 1
                 yield item

@@ -73,10 +73,10 @@ def _splits(data_files: list[str], stem: str, suffix: str) -> dict[str, str]:
     }
 
 
-def _load_lines(data_files: list[str], suffix: str) -> str:
+def _load_lines(data_files: list[str], suffix: str, stems: tuple[str, ...] = ("sft", "dpo")) -> str:
     loader = "json" if suffix == "jsonl" else suffix
     lines = []
-    for stem in ("sft", "dpo"):
+    for stem in stems:
         splits = _splits(data_files, stem, suffix)
         if splits:
             lines.append(f'{stem} = load_dataset("{loader}", data_files={splits!r})')
@@ -144,6 +144,136 @@ columns `kind`, `trace_id`, `annotation_id` say where a sample comes from.
 """
 
 
+# What TRL does with a stepwise-supervision dataset, as far as this bundle is concerned (README and docs/formats.md).
+TRL_PRM_NOTE = """TRL's stepwise-supervision dataset type is **text only**. Its one consumer, `PRMTrainer`
+(`trl.experimental.prm`), tokenizes `prompt` and each entry of `completions` as plain strings with a tokenizer,
+appends `step_separator` (default `"\\n"`) to every step, puts `labels[k]` on the last token of step k (every other
+token -100) for an `AutoModelForTokenClassification`, and removes every other column, `images` included: this bundle
+loads there as it is, and the model then judges each step without seeing its screen. TRL removed `PRMTrainer`
+in September 2026 (pull request #7133, with the stepwise type's documentation); axolotl pins TRL 1.13.0 for it, and
+TRL 1.16.0 has no `trl.experimental.prm`. A **vision** PRM needs what TRL never had: each step's screenshot placed
+before its reply in one multimodal sequence (the interleaved messages below, through your model's chat template and
+processor with the pixel bounds below), and a head that reads a score at the last token of each assistant turn
+(labels there, -100 elsewhere)."""
+
+
+def _prm_section(data_files: list[str]) -> str:
+    return f"""## Load the process labels
+Unzip the bundle, then run from its folder (image paths are relative to it):
+```python
+from datasets import load_dataset
+{_load_lines(data_files, "jsonl", ("prm",))}
+```
+One record per accepted trace, TRL's stepwise-supervision layout: `prompt` (the user turn of the UI-TARS prompt, the
+project's template filled with the instruction), `completions` (step k's reply as recorded, canonical, in the
+project's convention: the same text the history turns of every prompt carry), `labels` (`true`: correct, `false`: the
+first error τ). A trace answered "error at τ" gives steps 1..τ, the last one `false`; a trace answered "no error" gives
+every step, all `true`. `images[k]` is o_k, the screenshot step k acted on (every step's, whatever the history window);
+`system` is the system prompt; `kind`, `trace_id`, `annotation_id`, `annotation_version` say where a record comes
+from.
+
+{TRL_PRM_NOTE}
+
+{_prm_example(data_files)}
+"""
+
+
+def _prm_example(data_files: list[str]) -> str:
+    if not _splits(data_files, "prm", "jsonl"):
+        return ""
+    return """The interleaved messages of one record, for a vision PRM (any Qwen2-VL chat template takes them):
+```python
+from PIL import Image
+
+record = next(iter(prm.values()))[0]
+messages = [
+    {"role": "system", "content": [{"type": "text", "text": record["system"]}]},
+    {"role": "user", "content": [{"type": "text", "text": record["prompt"]}]},
+]
+for path, reply in zip(record["images"], record["completions"]):
+    messages.append({"role": "user", "content": [{"type": "image", "image": Image.open(path)}]})
+    messages.append({"role": "assistant", "content": [{"type": "text", "text": reply}]})
+# a vision PRM scores the last token of assistant turn k against record["labels"][k]
+```
+"""
+
+
+def _verl_section(data_files: list[str], reward: dict | None) -> str:
+    reward = reward or {}
+    splits = _splits(data_files, "rl", "parquet")
+    files = "\n".join(f"  {'train' if split == 'train' else 'val'}_files: {name}" for split, name in splits.items())
+    return f"""## Train with verl
+One row per corrected step τ and per post-reflection step τ+1 (`data_source` `trace_studio/error_correction` or
+`trace_studio/post_reflection`, so verl reports each apart), verl's RL dataset layout: `prompt` is the chat of the
+one prompt builder (the same messages the SFT bundles train on) with each image written `<image>` in place, in the
+order of `images`; `images` are embedded structs (`bytes`, `path`, `min_pixels`, `max_pixels`: verl hands an image
+dict's keys to qwen_vl_utils' `fetch_image`, so screenshots are resized within the project's bounds); `ability` is
+`gui_agent`; `reward_model` is `{{"style": "rule", "ground_truth": …}}` with the annotated action (`action`, canonical,
+in the project's convention; `thought`), the screen it acts on (`width`, `height`, `max_pixels`,
+`coordinate_convention`) and `radius_px`; `extra_info` holds `split`, `index`, `kind`, `trace_id`, `step` (τ or τ+1),
+`annotation_id`, `annotation_version`, `answer` (the annotated reply, `Thought: … Action: …`) and `recorded_reply` (the
+recorded wrong step, for τ rows).
+```python
+from datasets import load_dataset
+{_load_lines(data_files, "parquet", ("rl",))}
+```
+The reward is `{reward.get("module", "uitars_reward.py")}` (`compute_score`, verl's custom reward signature), plain
+Python that reads replies with `{reward.get("grammar", "uitars_actions.py")}`, a byte-for-byte copy of the project's
+one action grammar, loaded from beside it. A reply scores 0 when it does not parse; otherwise each annotated action
+is paired with the reply's action in order: another action type scores 0, the same type
+`(1 + matched arguments) / (1 + arguments)`, where a point matches within `radius_px` =
+{reward.get("radius_px")} screenshot pixels of the annotated one (both mapped onto the screenshot by the grammar from
+the project's convention; the projects have no element boxes yet, so a radius stands in for the target's box), a
+text (`content`) matches character for character (a trailing `\\n` submits), keys match in order (case aside) and a
+direction exactly; the sum is divided by the larger action count. The annotated reply scores 1. Rows whose recorded
+wrong step scores 1 too (the reward cannot tell it from the correction, e.g. a corrected point within the radius of
+the recorded one) are listed in `manifest.json` → `reward.recorded_step_scores_1`: {len(reward.get("recorded_step_scores_1", []))} in this bundle.
+{_reward_example(splits)}verl overrides (`python -m verl.trainer.main_ppo` with `key=value` for each leaf, run from the bundle's folder). The
+longest prompt holds {reward.get("max_image_tokens", 0)} image tokens at these pixel bounds, plus its text: set
+`max_prompt_length` above both, or verl filters the rows out.
+```yaml
+data:
+{files or "  # (this bundle holds no rows)"}
+  prompt_key: prompt
+  image_key: images
+  max_prompt_length: {_prompt_budget(reward.get("max_image_tokens", 0))}
+  filter_overlong_prompts: true
+custom_reward_function:
+  path: {reward.get("module", "uitars_reward.py")}
+  name: compute_score
+```
+`reward_kwargs` may pass `radius_px` to score with another radius.
+"""
+
+
+def _reward_example(splits: dict[str, str]) -> str:
+    if not splits:
+        return ""
+    return """```python
+import importlib.util
+
+spec = importlib.util.spec_from_file_location("uitars_reward", "uitars_reward.py")
+reward = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(reward)
+for rows in rl.values():
+    for row in rows:
+        truth = row["reward_model"]["ground_truth"]
+        assert reward.compute_score(row["data_source"], row["extra_info"]["answer"], truth) == 1.0
+```
+"""
+
+
+def _prompt_budget(image_tokens: int) -> int:
+    # Image tokens plus room for the system prompt, the action space, the instruction and the history replies.
+    return max(4096, (image_tokens + 4096 + 1023) // 1024 * 1024)
+
+
+_WHERE_BOUNDS_GO = {
+    "llamafactory": "LLaMA-Factory (`image_min_pixels`, `image_max_pixels`, already in the configs)",
+    "verl": "verl (every image of `images` carries them, and verl's image loader applies them)",
+}
+
+
 # What a point means in each coordinate convention, for the README (traces/actions.py converts).
 POINT_MEANING = {
     "relative-1000": "0–1000 on each axis of the screenshot: `x_screen = x / 1000 × width`",
@@ -152,9 +282,10 @@ POINT_MEANING = {
 }
 
 
-def _pixels_section(pixels: dict | None) -> str:
+def _pixels_section(pixels: dict | None, fmt: str = "trl") -> str:
     if not pixels:
         return ""
+    where = _WHERE_BOUNDS_GO.get(fmt, "LLaMA-Factory (`image_min_pixels`, `image_max_pixels`)")
     resize = pixels["resize"]
     factor = resize["factor"]
     family = MODEL_FAMILIES.get(pixels["model_family"], (pixels["model_family"], ""))[0]
@@ -164,8 +295,7 @@ Model family {family} (`{pixels["model_family"]}`). Points are in `{pixels["coor
 Screenshots must reach the model resized by `{resize["rule"]}` within `min_pixels={pixels["min_pixels"]}` and
 `max_pixels={pixels["max_pixels"]}`: each side rounded to a multiple of {factor} with {resize["rounding"]} (a 1022 px
 side is 36.5 × {factor}: 1008 px, not 1036), then scaled down into `max_pixels` or up into `min_pixels` keeping the
-aspect. Pass the same bounds to the Qwen2-VL processor (TRL) or LLaMA-Factory (`image_min_pixels`,
-`image_max_pixels`, already in the configs). A smaller resize (LLaMA-Factory's default is 768×768) trains on blurred
+aspect. Pass the same bounds to the Qwen2-VL processor (TRL) or {where}. A smaller resize (LLaMA-Factory's default is 768×768) trains on blurred
 screens, and in `smart-resize-pixels` puts every point in the wrong place. Prompt: chat template
 `{pixels["template"]}`, history window {pixels["history_window"]} (screenshots sent as images); the system prompt
 and prompt template are in `manifest.json` → `prompt`. `manifest.json` → `pixels` holds all of the above.
@@ -200,6 +330,41 @@ def _lineage_section(lineage: dict | None) -> str:
     return "\n".join(lines) + "\n"
 
 
+_INTRO_SFT = """SFT and DPO samples built from accepted annotations of UI-TARS GUI-agent traces (UI-TARS "reflection
+tuning"): for a first error at step τ, **error_correction** (input s_τ, target the corrected thought and
+action), **post_reflection** (input: history through the original wrong step and o_(τ+1); target the recovery
+step) and **dpo** pairs (chosen = correction, rejected = the recorded step). Optional: **valid_prefix** and
+**error_free** plain SFT samples."""
+
+_INTRO = {
+    "prm": """Process supervision built from accepted annotations of UI-TARS GUI-agent traces: per trace, the recorded
+steps up to and including the first error τ with a label each (correct before τ, wrong at τ), or every step of a
+trace answered "no error", all correct (**prm** records).""",
+    "verl": """RL prompts built from accepted annotations of UI-TARS GUI-agent traces, with a rule reward: for a first
+error at step τ, the state s_τ (**error_correction**) and, where the annotator gave one, s_(τ+1) after the original
+wrong step (**post_reflection**), each with the annotated action as the reward's ground truth.""",
+}
+
+
+_TITLE = {"prm": "Process-supervision dataset", "verl": "RL dataset"}
+
+_SFT_RULES = """Recorded steps whose action did not parse (e.g. a web agent's `Click [16]`) are never a target and never the
+rejected side of a pair. {unparsed_note} A recorded step with a point outside the screen in its trace's own
+coordinates (flagged at import) is never a target, and a sample whose history holds one is left out, unless the
+annotator's correction replaced that very step (it is τ: the correction is the target, and the recorded step stays
+only as the rejected side and in the history of the post-reflection sample, as what happened)."""
+
+_PRM_RULES = """A step labelled correct follows the rules of an SFT target: when one did not parse (e.g. a web agent's
+`Click [16]`) or has a point outside the screen in its trace's own coordinates (flagged at import), the trace is left
+out (`unparsed_target`, unless exported with `unparsed_history=verbatim`, which keeps the step as recorded;
+`off_screen_target`). The wrong step τ is kept when its point lies outside the screen (it is what happened), and the
+trace is left out when τ did not parse (`unparsed_rejected`)."""
+
+_SKIP_COUNTS = """ Skips are counted by reason in `manifest.json` (`counts.skipped_by_reason`: `unparsed_target`,
+`unparsed_rejected`, `unparsed_history`, `off_screen_target`, `off_screen_history`, `gap_after_tau` (the source dropped
+steps right after τ, so no true o_(τ+1) exists), `other`) and listed one by one under `skipped`."""
+
+
 def readme_text(
     *,
     project_name: str,
@@ -209,6 +374,7 @@ def readme_text(
     options: dict,
     pixels: dict | None = None,
     lineage: dict | None = None,
+    reward: dict | None = None,
 ) -> str:
     """The dataset card: what is inside and how to load it in TRL and LLaMA-Factory."""
     kinds = "\n".join(f"| {kind} | {n} |" for kind, n in sorted(counts.get("by_kind", {}).items())) or "| (none) | 0 |"
@@ -232,6 +398,8 @@ from datasets import load_dataset
 ```
 Images are embedded (`images` is a list of `Image`); columns as in the TRL format.
 """,
+        "prm": _prm_section(data_files),
+        "verl": _verl_section(data_files, reward),
     }
     unparsed_note = (
         "Samples whose history holds such a step are kept with that step **as it was recorded** (export option "
@@ -239,26 +407,17 @@ Images are embedded (`images` is a list of `Image`); columns as in the TRL forma
         if options.get("unparsed_history") == "verbatim"
         else "Samples whose history holds such a step are left out (export option `unparsed_history=skip`, the default)."
     )
-    return f"""# Reflection-tuning dataset: {project_name}
+    rules = _PRM_RULES if fmt == "prm" else _SFT_RULES.format(unparsed_note=unparsed_note)
+    rules += _SKIP_COUNTS
+    return f"""# {_TITLE.get(fmt, "Reflection-tuning dataset")}: {project_name}
 
-SFT and DPO samples built from accepted annotations of UI-TARS GUI-agent traces (UI-TARS "reflection
-tuning"): for a first error at step τ, **error_correction** (input s_τ, target the corrected thought and
-action), **post_reflection** (input: history through the original wrong step and o_(τ+1); target the recovery
-step) and **dpo** pairs (chosen = correction, rejected = the recorded step). Optional: **valid_prefix** and
-**error_free** plain SFT samples.
+{_INTRO.get(fmt, _INTRO_SFT)}
 
 Format: `{fmt}`. Split by trace (seed {options.get("split_seed")}, validation fraction
 {options.get("validation_fraction")}). `manifest.json` lists the options, counts, source annotations
 (id, version) and the sha256 of every file.
 
-Recorded steps whose action did not parse (e.g. a web agent's `Click [16]`) are never a target and never the
-rejected side of a pair. {unparsed_note} A recorded step with a point outside the screen in its trace's own
-coordinates (flagged at import) is never a target, and a sample whose history holds one is left out, unless the
-annotator's correction replaced that very step (it is τ: the correction is the target, and the recorded step stays
-only as the rejected side and in the history of the post-reflection sample, as what happened). Skips are counted by
-reason in `manifest.json` (`counts.skipped_by_reason`: `unparsed_target`, `unparsed_rejected`, `unparsed_history`,
-`off_screen_target`, `off_screen_history`, `gap_after_tau` (the source dropped steps right after τ, so no true
-o_(τ+1) exists), `other`) and listed one by one under `skipped`.
+{rules}
 
 | kind | samples |
 |---|---|
@@ -268,5 +427,5 @@ Data files:
 {files}
 
 {sections[fmt]}
-{_pixels_section(pixels)}
+{_pixels_section(pixels, fmt)}
 {_lineage_section(lineage)}"""

@@ -1,4 +1,5 @@
-"""Export jobs: one bundle (one archive) of SFT/DPO samples built from accepted annotations."""
+"""Export jobs: one bundle (one archive) of training samples (SFT/DPO, process labels, RL prompts) built from accepted
+annotations."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ class ExportFormat(models.TextChoices):
     TRL = "trl", "TRL (JSONL, conversational)"
     LLAMAFACTORY = "llamafactory", "LLaMA-Factory (sharegpt JSON)"
     PARQUET = "parquet", "Parquet (images embedded)"
+    PRM = "prm", "Process supervision (TRL stepwise layout, JSONL)"
+    VERL = "verl", "RL prompts with a reward (verl Parquet)"
 
 
 class ExportJob(JobBase):

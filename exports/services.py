@@ -14,7 +14,7 @@ from django.conf import settings
 from django.core.files.storage import default_storage
 
 from exports import bundle as archive
-from exports import lineage
+from exports import lineage, uitars_reward
 from exports.builders import (
     SCHEMA_VERSION,
     BuildStats,
@@ -26,7 +26,7 @@ from exports.builders import (
 )
 from exports.models import ExportFormat, ExportJob
 from exports.storage import bundle_delete, bundle_save
-from exports.writers import WRITERS, image_path
+from exports.writers import GRAMMAR_MODULE, REWARD_MODULE, WRITERS, VerlWriter, image_path
 from studio.db import atomic_with_retry
 from studio.errors import Invalid
 from studio.jobs import JobFailed, job_add_error, job_cancel, job_enqueue, job_progress, job_run, job_workdir
@@ -67,6 +67,32 @@ def pixel_contract(project: Project) -> dict:
         },
         "template": "qwen2_vl",
         "history_window": project.history_window,
+    }
+
+
+# What a `prm` record's labels mean (manifest and README).
+PRM_LABELS = {
+    "per": "trace: steps 1..τ of an accepted `error` answer, every step of an accepted `no_error` answer",
+    "true": "the step is correct (before τ, or any step of a `no_error` trace)",
+    "false": "the step is the first error τ (its recorded action)",
+    "images": "images[k] is o_k, the screenshot completions[k] acted on",
+}
+
+
+def reward_contract(writer) -> dict | None:
+    """The reward a `verl` bundle ships (manifest and README): its files, entry point, scoring and point radius."""
+    if not isinstance(writer, VerlWriter):
+        return None
+    return {
+        "module": REWARD_MODULE,
+        "function": "compute_score",
+        "grammar": GRAMMAR_MODULE,
+        "grammar_source": "traces/actions.py, copied byte for byte",
+        "radius_px": uitars_reward.DEFAULT_RADIUS_PX,
+        "scoring": "0 if the reply does not parse; per action in order: 0 for another type, else "
+        "(1 + matched arguments) / (1 + scored arguments); summed and divided by the larger action count",
+        "max_image_tokens": writer.max_image_tokens,
+        "recorded_step_scores_1": writer.indistinct,
     }
 
 
@@ -151,7 +177,9 @@ def export_build(
         progress(done, None)
 
     already_held = lineage.sources_pairs(base.sources or []) if base is not None else None
-    for item in iter_samples(project, options, stats, on_annotation=on_batch, already_held=already_held):
+    for item in iter_samples(
+        project, options, stats, on_annotation=on_batch, already_held=already_held, sample_set=writer.sample_set
+    ):
         if isinstance(item, Skip):
             skipped.append(item)
             continue
@@ -181,6 +209,7 @@ def export_build(
         "already_exported": stats.already_exported,
         "rounds": rounds_of_sources(stats.by_round),
     }
+    reward = reward_contract(writer)
     readme = archive.readme_text(
         project_name=project.name,
         fmt=fmt,
@@ -189,6 +218,7 @@ def export_build(
         options=options.to_json(),
         pixels=pixel_contract(project),
         lineage=lineage_block,
+        reward=reward,
     )
     (data_dir / "README.md").write_text(readme, encoding="utf-8")
     files = {
@@ -214,6 +244,8 @@ def export_build(
             **options.to_json(),
         },
         "counts": counts,
+        **({"reward": reward} if reward else {}),
+        **({"labels": PRM_LABELS} if fmt == ExportFormat.PRM else {}),
         "sources": [{"annotation_id": pk, "version": version} for pk, version in stats.annotations],
         "lineage": lineage_block,
         "skipped": [

@@ -6,6 +6,11 @@
 * ``llamafactory``: sharegpt JSON arrays; consecutive same-role turns merged so roles strictly
   alternate; ``<image>`` tokens = ``len(images)``; DPO as ``ranking`` records; ``dataset_info.json``.
 * ``parquet``: the TRL columns with the images embedded (``datasets`` Image feature).
+* ``prm``: JSONL in TRL's stepwise-supervision layout (``prompt``, ``completions``, ``labels``) plus the screenshot
+  of each step (``images``, bundle-relative paths), one record per trace (``prm_{split}.jsonl``).
+* ``verl``: Parquet in verl's RL dataset layout (``data_source``, ``prompt`` messages with ``<image>`` in place,
+  ``images`` embedded, ``ability``, ``reward_model``, ``extra_info``), one row per corrected and per
+  post-reflection step (``rl_{split}.parquet``), plus the reward function and the grammar it reads replies with.
 
 File names: ``{sft|dpo}_{train|validation}.{jsonl|json|parquet}``; only non-empty files are written.
 """
@@ -16,7 +21,9 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from exports import uitars_reward
 from exports.builders import Sample
+from traces import actions as grammar
 from traces import prompting
 
 ImagePath = Callable[[object], str]  # screenshot -> bundle-relative path
@@ -92,6 +99,7 @@ class Writer:
 
     suffix = ""
     uses_image_folder = True
+    sample_set = "sft_dpo"  # which samples the format takes (exports.builders.SAMPLE_SETS)
 
     def __init__(self, workdir: Path, *, image_bytes: ImageBytes | None = None, pixels: dict | None = None):
         self.workdir = workdir
@@ -103,8 +111,11 @@ class Writer:
     def path(self, stem: str) -> Path:
         return self.workdir / f"{stem}{self.suffix}"
 
+    def stem(self, sample: Sample) -> str:
+        return data_file_stem(sample)
+
     def add(self, sample: Sample) -> None:
-        stem = data_file_stem(sample)
+        stem = self.stem(sample)
         if stem not in self._files:
             self._files[stem] = self.open(stem)
         self.counts[stem] = self.counts.get(stem, 0) + 1
@@ -251,17 +262,23 @@ class ParquetWriter(Writer):
         metadata = {"huggingface": json.dumps({"info": {"features": features}})}
         return pa.schema(fields, metadata=metadata)
 
+    def file_schema(self, stem: str):
+        return self.schema(stem.startswith("dpo"))
+
     def open(self, stem):
         import pyarrow.parquet as pq
 
         self._rows[stem] = []
-        return pq.ParquetWriter(self.path(stem), self.schema(stem.startswith("dpo")), compression="zstd")
+        return pq.ParquetWriter(self.path(stem), self.file_schema(stem), compression="zstd")
 
-    def write(self, handle, sample, *, first):
+    def row(self, sample: Sample) -> dict:
         row = trl_record(sample)
         row["images"] = [{"bytes": self.image_bytes(img), "path": image_path(img)} for img in sample.prompt.images]
-        stem = data_file_stem(sample)
-        self._rows[stem].append(row)
+        return row
+
+    def write(self, handle, sample, *, first):
+        stem = self.stem(sample)
+        self._rows[stem].append(self.row(sample))
         if len(self._rows[stem]) >= self.ROWS:
             self._flush(stem, handle)
 
@@ -278,4 +295,172 @@ class ParquetWriter(Writer):
         handle.close()
 
 
-WRITERS: dict[str, type[Writer]] = {"trl": TrlWriter, "llamafactory": LlamaFactoryWriter, "parquet": ParquetWriter}
+def prm_record(sample: Sample) -> dict:
+    """TRL's stepwise-supervision record (standard, text format: ``prompt`` a string, one completion per step) with
+    the screen of each step: ``images[k]`` is o_k, the screenshot ``completions[k]`` acted on."""
+    trajectory = sample.prompt
+    assert isinstance(trajectory, prompting.Trajectory) and sample.labels is not None
+    return {
+        "prompt": trajectory.instruction,
+        "completions": list(trajectory.replies),
+        "labels": list(sample.labels),
+        "images": [image_path(img) for img in trajectory.images],
+        "system": trajectory.system,
+        "kind": sample.kind,
+        "trace_id": sample.trace_id,
+        "annotation_id": sample.annotation_id,
+        "annotation_version": sample.annotation_version,
+    }
+
+
+class PrmWriter(Writer):
+    """``prm_{split}.jsonl``: one stepwise-supervision record per trace, screenshots in ``images/``."""
+
+    suffix = ".jsonl"
+    sample_set = "process"
+
+    def stem(self, sample):
+        return f"prm_{sample.split}"
+
+    def write(self, handle, sample, *, first):
+        handle.write(_dumps(prm_record(sample)) + "\n")
+
+
+# verl's loader splits a message's content at this token and takes the row's images in order.
+VERL_IMAGE_TOKEN = "<image>"
+VERL_ABILITY = "gui_agent"
+REWARD_MODULE = "uitars_reward.py"
+GRAMMAR_MODULE = "uitars_actions.py"  # what uitars_reward.py loads from beside itself
+
+
+def verl_ground_truth(sample: Sample, pixels: dict) -> dict:
+    """What the reward needs to score a reply for this step: the annotated action (project convention, canonical),
+    the screen it acts on (its size and the project's max_pixels, to map points onto it) and the point radius."""
+    assert sample.target is not None
+    screen = sample.prompt.images[-1]  # o_i, the current observation
+    return {
+        "action": sample.target.action,
+        "thought": sample.target.thought,
+        "coordinate_convention": pixels["coordinate_convention"],
+        "width": screen.width,
+        "height": screen.height,
+        "max_pixels": pixels["max_pixels"],
+        "radius_px": uitars_reward.DEFAULT_RADIUS_PX,
+    }
+
+
+class VerlWriter(ParquetWriter):
+    """``rl_{split}.parquet`` in verl's RL dataset layout; the reward module and the grammar beside the data.
+
+    Images are plain structs, not the ``datasets`` Image feature, so each can carry the project's pixel bounds:
+    verl passes an image dict's keys on to qwen_vl_utils' ``fetch_image``, which resizes by ``min_pixels`` /
+    ``max_pixels`` when the image names them (a decoded PIL image would get that library's defaults)."""
+
+    sample_set = "rl"
+
+    def __init__(self, workdir, *, image_bytes, pixels=None):
+        super().__init__(workdir, image_bytes=image_bytes, pixels=pixels)
+        self._index: dict[str, int] = {}
+        self.max_image_tokens = 0  # the largest sum of image tokens in one prompt (README: max_prompt_length)
+        # τ rows whose recorded wrong step the reward scores 1 (e.g. a correction within the radius of the recorded
+        # point): the reward cannot tell them from the correction, and the manifest lists them.
+        self.indistinct: list[dict] = []
+
+    def stem(self, sample):
+        return f"rl_{sample.split}"
+
+    def file_schema(self, stem):
+        import pyarrow as pa
+
+        truth = pa.struct(
+            [
+                ("action", pa.string()),
+                ("thought", pa.string()),
+                ("coordinate_convention", pa.string()),
+                ("width", pa.int64()),
+                ("height", pa.int64()),
+                ("max_pixels", pa.int64()),
+                ("radius_px", pa.int64()),
+            ]
+        )
+        image = pa.struct(
+            [("bytes", pa.binary()), ("path", pa.string()), ("min_pixels", pa.int64()), ("max_pixels", pa.int64())]
+        )
+        extra = pa.struct(
+            [
+                ("split", pa.string()),
+                ("index", pa.int64()),
+                ("kind", pa.string()),
+                ("trace_id", pa.int64()),
+                ("step", pa.int64()),
+                ("annotation_id", pa.int64()),
+                ("annotation_version", pa.int64()),
+                ("answer", pa.string()),
+                ("recorded_reply", pa.string()),
+            ]
+        )
+        return pa.schema(
+            [
+                ("data_source", pa.string()),
+                ("prompt", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),
+                ("images", pa.list_(image)),
+                ("ability", pa.string()),
+                ("reward_model", pa.struct([("style", pa.string()), ("ground_truth", truth)])),
+                ("extra_info", extra),
+            ]
+        )
+
+    def image_tokens(self, screenshot) -> int:
+        height, width = grammar.smart_resize(
+            screenshot.height,
+            screenshot.width,
+            min_pixels=self.pixels["min_pixels"],
+            max_pixels=self.pixels["max_pixels"],
+        )
+        return height * width // (grammar.IMAGE_FACTOR * grammar.IMAGE_FACTOR)
+
+    def row(self, sample):
+        prompt = sample.prompt
+        assert isinstance(prompt, prompting.StatePrompt)
+        stem = self.stem(sample)
+        index = self._index[stem] = self._index.get(stem, -1) + 1
+        self.max_image_tokens = max(self.max_image_tokens, sum(self.image_tokens(img) for img in prompt.images))
+        bounds = {"min_pixels": self.pixels["min_pixels"], "max_pixels": self.pixels["max_pixels"]}
+        truth = verl_ground_truth(sample, self.pixels)
+        if sample.recorded is not None and uitars_reward.score_reply(sample.recorded, truth) >= 1.0:
+            self.indistinct.append({"trace_id": sample.trace_id, "step": sample.step})
+        return {
+            "data_source": f"trace_studio/{sample.kind}",
+            "prompt": prompting.to_placeholder_messages(prompt, image_token=VERL_IMAGE_TOKEN),
+            "images": [{"bytes": self.image_bytes(img), "path": image_path(img), **bounds} for img in prompt.images],
+            "ability": VERL_ABILITY,
+            "reward_model": {"style": "rule", "ground_truth": truth},
+            "extra_info": {
+                "split": sample.split,
+                "index": index,
+                "kind": sample.kind,
+                "trace_id": sample.trace_id,
+                "step": sample.step,
+                "annotation_id": sample.annotation_id,
+                "annotation_version": sample.annotation_version,
+                "answer": sample.completion,
+                "recorded_reply": sample.recorded,
+            },
+        }
+
+    def extra_files(self) -> list[str]:
+        # The reward and the one grammar travel as files: the copy of traces/actions.py is byte-identical (a test
+        # compares them), so the bundle's reward reads replies exactly as the project does.
+        for name, module in ((REWARD_MODULE, uitars_reward), (GRAMMAR_MODULE, grammar)):
+            assert module.__file__ is not None
+            (self.workdir / name).write_bytes(Path(module.__file__).read_bytes())
+        return [REWARD_MODULE, GRAMMAR_MODULE]
+
+
+WRITERS: dict[str, type[Writer]] = {
+    "trl": TrlWriter,
+    "llamafactory": LlamaFactoryWriter,
+    "parquet": ParquetWriter,
+    "prm": PrmWriter,
+    "verl": VerlWriter,
+}

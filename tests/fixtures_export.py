@@ -32,12 +32,13 @@ def make_trace(
     instruction: str = "Open the display settings",
     final: bool = True,
     image_seed: int = 1,
+    size: tuple[int, int] = (56, 42),
 ):
     steps = [
-        ImportedStep(screenshot=ImageRef(f"s{i}.png", _constant(png(image_seed * 100 + i))), raw_response=reply)
+        ImportedStep(screenshot=ImageRef(f"s{i}.png", _constant(png(image_seed * 100 + i, size))), raw_response=reply)
         for i, reply in enumerate(replies, start=1)
     ]
-    final_ref = ImageRef("final.png", _constant(png(image_seed * 100 + 99))) if final else None
+    final_ref = ImageRef("final.png", _constant(png(image_seed * 100 + 99, size))) if final else None
     imported = ImportedTrace(
         external_id=external_id, instruction=instruction, source="native", steps=steps, final_screenshot=final_ref
     )

@@ -54,7 +54,7 @@ def bundle(project, tmp_path, fmt: str, validation: float):
     return folder
 
 
-@pytest.mark.parametrize("fmt", ["trl", "parquet", "llamafactory"])
+@pytest.mark.parametrize("fmt", ["trl", "parquet", "llamafactory", "prm", "verl"])
 @pytest.mark.parametrize("validation", [0.0, 0.5])
 def test_every_readme_block_runs(annotated, tmp_path, monkeypatch, fmt, validation):
     folder = bundle(annotated, tmp_path, fmt, validation)
@@ -84,6 +84,17 @@ def test_every_readme_block_runs(annotated, tmp_path, monkeypatch, fmt, validati
                     checkpoint=str(tmp_path / "checkpoint"),
                 )
             exec(compile(code, f"README.md ({fmt})", "exec"), namespace)  # noqa: S102 - the README's own code
+        elif language == "yaml" and fmt == "verl":
+            # verl's overrides: every file they name is in the bundle, and the reward is the shipped one
+            config = yaml.safe_load(code)
+            named = [
+                config["data"]["train_files"],
+                config["data"].get("val_files"),
+                config["custom_reward_function"]["path"],
+            ]
+            assert all(name in files for name in named if name is not None)
+            assert ("val_files" in config["data"]) == (validation > 0) and config["data"]["image_key"] == "images"
+            assert config["custom_reward_function"]["name"] == "compute_score"
         elif language == "yaml":
             config = yaml.safe_load(code)
             info = json.loads((folder / "dataset_info.json").read_text())
@@ -92,6 +103,12 @@ def test_every_readme_block_runs(annotated, tmp_path, monkeypatch, fmt, validati
             pytest.fail(f"a {language} block nobody checks")
     if fmt in ("trl", "parquet"):
         assert len(namespace["sft"]["train"]) > 0 and ("validation" in namespace["sft"]) == (validation > 0)
+    if fmt == "prm":
+        assert ("validation" in namespace["prm"]) == (validation > 0)
+        images = sum(1 for m in namespace["messages"] for c in m["content"] if c["type"] == "image")
+        assert images == len(namespace["record"]["labels"]) > 0
+    if fmt == "verl":
+        assert ("validation" in namespace["rl"]) == (validation > 0) and namespace["truth"]["action"]
     if fmt == "trl":
         assert namespace["sft_trainer"].train_dataset is not None and namespace["dpo_trainer"].ref_model is not None
         # The README gave the processor the bundle's image bounds, and the trainers use that processor.

@@ -12,7 +12,7 @@ import click
 
 from trace_studio_cli.client import FINISHED, ApiError, StudioClient, bundle_verify
 
-EXPORT_FORMATS = ("trl", "llamafactory", "parquet")
+EXPORT_FORMATS = ("trl", "llamafactory", "parquet", "prm", "verl")
 
 
 def _client(ctx: click.Context) -> StudioClient:

@@ -29,6 +29,8 @@ Public API::
     render_step(step, *, project) -> str                        # a recorded step as a history turn
     action_space_text(project) -> str
     to_chat_messages(prompt, *, image=None) -> list[dict]       # [{"role", "content": [{"type": ...}]}]
+    to_placeholder_messages(prompt, *, image_token) -> list[dict]  # [{"role", "content": "text<image>..."}]
+    build_trajectory(trace, upto, *, project, steps) -> Trajectory  # steps 1..upto, each with its o_k (PRM)
 """
 
 from __future__ import annotations
@@ -234,6 +236,41 @@ def build_state_messages(
     return build_prompt(project=project, instruction=trace.instruction, history=history, current_image=current)
 
 
+@dataclass(frozen=True)
+class Trajectory:
+    """A trace's first ``upto`` steps as a process reward model reads them: the system prompt, the user turn (the
+    template filled with the instruction, as in every state prompt), and per step k its observation ``images[k]``
+    (o_k, the screen step k acted on) and its reply ``replies[k]`` as the history turn renders it."""
+
+    system: str
+    instruction: str
+    images: tuple[Any, ...]
+    replies: tuple[str, ...]
+
+
+def build_trajectory(
+    trace, upto: int, *, project=None, steps: Sequence | None = None, render: Callable[..., str] = render_step
+) -> Trajectory:
+    """Steps 1..``upto`` of ``trace`` with their observations (every one: a PRM scores each step on its own screen,
+    so the history window does not apply). Raises PromptError when a step has no screenshot."""
+    project = project or trace.project
+    if steps is None:
+        from traces.selectors import trace_steps
+
+        steps = list(trace_steps(trace))
+    if not 1 <= upto <= len(steps):
+        raise PromptError(f"trace {trace.pk} has {len(steps)} steps, not {upto}")
+    missing = next((step.index for step in steps[:upto] if step.screenshot is None), None)
+    if missing is not None:
+        raise PromptError(f"trace {trace.pk} has no observation o_{missing} (step {missing}'s screenshot is missing)")
+    return Trajectory(
+        system=project.system_prompt,
+        instruction=instruction_text(project, trace.instruction),
+        images=tuple(step.screenshot for step in steps[:upto]),
+        replies=tuple(render(step, project=project, convention=trace.coordinate_convention) for step in steps[:upto]),
+    )
+
+
 # --- renderings ------------------------------------------------------------------------------------
 
 
@@ -259,15 +296,30 @@ def to_chat_messages(
     return out
 
 
+def to_placeholder_messages(prompt: StatePrompt, *, image_token: str) -> list[dict]:
+    """Messages whose content is one string, each image slot written as ``image_token`` in place (verl's RL dataset
+    layout: its loader splits the content at ``<image>`` and takes the row's images in order). Roles and turns are
+    kept as they are: no merging, unlike the sharegpt rendering."""
+    return [
+        {
+            "role": message.role,
+            "content": "".join(part.text if part.kind == TEXT else image_token for part in message.parts),
+        }
+        for message in prompt.messages
+    ]
+
+
 __all__ = [
     "HistoryStep",
     "Message",
     "Part",
     "PromptError",
     "StatePrompt",
+    "Trajectory",
     "action_space_text",
     "build_prompt",
     "build_state_messages",
+    "build_trajectory",
     "instruction_text",
     "observation",
     "render_actions",
@@ -275,4 +327,5 @@ __all__ = [
     "render_target",
     "text_message",
     "to_chat_messages",
+    "to_placeholder_messages",
 ]
