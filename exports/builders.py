@@ -169,13 +169,16 @@ def split_of(trace_id: int, options: ExportOptions) -> str:
     return "validation" if int.from_bytes(digest[:8], "big") / 2**64 < options.validation_fraction else "train"
 
 
-def accepted_annotations(project: Project):
+def accepted_annotations(project: Project, *, round_id: int | None = None):
     """One accepted annotation per trace: the adjudicated one when there is one, else the latest reviewed.
+    ``round_id``: only traces of that round (checkpoint evaluation on one round's corrections).
 
     Ordered by trace so the caller keeps the first per trace while streaming."""
+    annotations = Annotation.objects.filter(project=project, status=AnnotationStatus.ACCEPTED)
+    if round_id is not None:
+        annotations = annotations.filter(trace__round_id=round_id)
     return (
-        Annotation.objects.filter(project=project, status=AnnotationStatus.ACCEPTED)
-        .exclude(verdict=Verdict.UNUSABLE)
+        annotations.exclude(verdict=Verdict.UNUSABLE)
         .select_related("trace")
         .only(
             *(
@@ -559,8 +562,10 @@ def iter_samples(
     on_annotation=None,
     already_held: dict[int, int] | None = None,
     sample_set: str = "sft_dpo",
+    round_id: int | None = None,
 ) -> Iterator[Sample | Skip]:
-    """Stream samples of the project's accepted annotations; memory is bounded by one batch.
+    """Stream samples of the project's accepted annotations (of one round's traces with ``round_id``); memory is
+    bounded by one batch.
 
     ``sample_set`` names the samples (``SAMPLE_SETS``). ``already_held`` ({annotation id: version}, an incremental
     export's base) leaves out the annotations held there at the same version. ``on_annotation(done)`` is called after
@@ -568,7 +573,7 @@ def iter_samples(
     samples_of = SAMPLE_SETS[sample_set]
     done = 0
     shots = ScreenshotCache()
-    annotations = _first_per_trace(accepted_annotations(project))
+    annotations = _first_per_trace(accepted_annotations(project, round_id=round_id))
     if already_held:
         annotations = _not_in(annotations, already_held, stats)
     for batch in _batches(annotations, BATCH):

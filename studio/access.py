@@ -53,6 +53,7 @@ ENTITIES: dict[str, Entity] = {
     "annotation.Lease": Entity("lease", "trace__project", owner="user"),
     "annotation.AuditEvent": Entity("history entry", "project", owner="annotator"),
     "exports.ExportJob": Entity("export", "project"),
+    "evaluation.EvaluationJob": Entity("evaluation", "project"),
     "webhooks.Webhook": Entity("webhook", "project"),
     "webhooks.Delivery": Entity("delivery", "webhook__project"),
 }

@@ -76,6 +76,9 @@ RULES: dict[str, Rule] = {
     "export.view": Rule(EXPORTING, Scope.MEMBER, "see exports"),
     "export.create": Rule(EXPORTING, Scope.MEMBER, "export"),
     "prescore.run": Rule(LEADS, Scope.MEMBER, "run pre-scoring"),
+    # Checkpoint evaluation on the accepted corrections (the gpu queue): the people who train and judge checkpoints.
+    "evaluation.view": Rule(EXPORTING, Scope.MEMBER, "see checkpoint evaluations"),
+    "evaluation.run": Rule(EXPORTING, Scope.MEMBER, "evaluate checkpoints"),
     # In a blind project annotators see no model suggestions (nor a suspicion order); leads and engineers do.
     "prescore.view": Rule(ALL, Scope.NOT_BLIND, "see model pre-scoring in this project", unless=SEES_BLIND),
     # Reading the API's own description and the account pages.
@@ -132,6 +135,9 @@ PAGE_PERMISSIONS: dict[str, str] = {
     "export-job": "export.view",
     "export-job-cancel": "export.create",
     "export-diff": "export.view",
+    # evaluation
+    "project-evaluations": "evaluation.view",
+    "project-evaluations-csv": "evaluation.view",
     "project-webhooks": "webhook.manage",
     "webhook-delete": "webhook.manage",
     "webhook-delivery-resend": "webhook.manage",

@@ -70,6 +70,7 @@ INSTALLED_APPS = [
     "traces",
     "annotation",
     "exports",
+    "evaluation",
     "webhooks",
 ]
 
@@ -197,7 +198,10 @@ else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
 CELERY_TASK_DEFAULT_QUEUE = "default"
-CELERY_TASK_ROUTES = {"traces.tasks.prescore_with_model": {"queue": "gpu"}}
+CELERY_TASK_ROUTES = {
+    "traces.tasks.prescore_with_model": {"queue": "gpu"},
+    "evaluation.tasks.run_evaluation": {"queue": "gpu"},
+}
 # A task whose worker dies mid-run is redelivered, so every task is written to be idempotent.
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
@@ -296,6 +300,9 @@ EXPORT_THROTTLE_S = float(env("STUDIO_EXPORT_THROTTLE_S", "0"))
 
 # --- Models for pre-scoring ------------------------------------------------------------------
 PRESCORE_MODEL_DIR = env("STUDIO_PRESCORE_MODEL_DIR")
+# Checkpoint evaluation: a folder on the gpu workers whose sub-folders are checkpoints (the page offers them; a
+# model_dir that is a bare name is looked up there). Unset: the page says to set it; paths still work.
+EVALUATION_CHECKPOINTS_DIR = env("STUDIO_EVALUATION_CHECKPOINTS_DIR")
 # Pre-scoring shards: whole traces packed up to this many steps; every worker on the queue takes shards at once.
 PRESCORE_SHARD_STEPS = env_int("STUDIO_PRESCORE_SHARD_STEPS", 2000)
 # Tests only: a pause per scored trace, so a worker can be killed or a job cancelled mid-shard.

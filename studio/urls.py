@@ -20,9 +20,11 @@ urlpatterns = [
     path("api/", include("traces.api_urls")),
     path("api/", include("annotation.api_urls")),
     path("api/", include("exports.api_urls")),
+    path("api/", include("evaluation.api_urls")),
     path("", include("traces.urls")),
     path("", include("annotation.urls")),
     path("", include("exports.urls")),
+    path("", include("evaluation.urls")),
     path("", include("webhooks.urls")),
 ]
 

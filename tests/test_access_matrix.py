@@ -119,6 +119,7 @@ def test_set_up_pages_are_walked_under_their_actions():
 @pytest.fixture
 def world(db, project, annotator, lead, engineer, admin_user, make_user, tmp_path):
     from annotation.services import lease_next_trace
+    from evaluation.models import EvaluationJob
     from exports.models import ExportFormat
     from exports.services import export_job_create
     from traces.prescoring.services import prescore_job_create
@@ -158,6 +159,9 @@ def world(db, project, annotator, lead, engineer, admin_user, make_user, tmp_pat
     objects["webhooks"] = hook.pk
     delivery = Delivery.objects.create(webhook=hook, event="bundle.ready", payload={})
     objects["deliveries"] = delivery.pk
+    # A queued evaluation (no checkpoint directory is read: the row is made as the service would leave it).
+    evaluation = EvaluationJob.objects.create(project=project, created_by=engineer, checkpoint="c", model_dir="/m")
+    objects["evaluations"] = evaluation.pk
     from annotation.models import Lease
     from exports.models import ExportJob
     from traces.models import ImportJob, PrescoreJob
@@ -177,6 +181,7 @@ def world(db, project, annotator, lead, engineer, admin_user, make_user, tmp_pat
         "exports": ExportJob.objects.get(pk=objects["exports"]),
         "webhooks": hook,
         "deliveries": delivery,
+        "evaluations": evaluation,
     }
     users = {
         "anonymous": None,

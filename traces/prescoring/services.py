@@ -80,10 +80,7 @@ class PrescoreError(Invalid):
 def _resolve_settings(*, scorer: str, project: Project, overrides: dict | None) -> dict:
     base = dict(RULE_SETTINGS if scorer == Scorer.RULES else MODEL_SETTINGS)
     if scorer == Scorer.QWEN2VL:
-        # The image budget the coordinates were produced under (docs/formats.md, "Coordinates"); None = the checkpoint's own.
-        smart = project.coordinate_convention == grammar.SMART_RESIZE_PIXELS
-        base["min_pixels"] = grammar.MIN_PIXELS if smart else None
-        base["max_pixels"] = project.max_pixels if smart else None
+        base.update(model_image_budget(project))
     for key, value in (overrides or {}).items():
         if key not in base:
             raise PrescoreError(f"unknown setting '{key}' for the {scorer} scorer (known: {', '.join(sorted(base))})")
@@ -93,6 +90,14 @@ def _resolve_settings(*, scorer: str, project: Project, overrides: dict | None) 
             raise PrescoreError(f"setting '{key}' must be positive, got {value!r}")
         base[key] = value
     return base
+
+
+def model_image_budget(project: Project) -> dict:
+    """min_pixels / max_pixels a model scores the project's screenshots with: the image budget the coordinates were
+    produced under (docs/formats.md, "Coordinates"); None = the checkpoint's own. Pre-scoring and checkpoint
+    evaluation both use it."""
+    smart = project.coordinate_convention == grammar.SMART_RESIZE_PIXELS
+    return {"min_pixels": grammar.MIN_PIXELS if smart else None, "max_pixels": project.max_pixels if smart else None}
 
 
 def configured_model_dir() -> str:
@@ -286,6 +291,13 @@ def _image_loader(screenshot) -> Callable:
     return load
 
 
+def image_inputs(prompt: prompting.StatePrompt) -> list:
+    """A prompt's screenshots as the scorer takes them (keyed by sha256, read from storage when first needed)."""
+    from traces.prescoring.qwen2vl import ImageInput
+
+    return [ImageInput(shot.sha256, _image_loader(shot)) for shot in prompt.images]
+
+
 def _recorded_actions(step: Step, project: Project | None = None) -> list[grammar.Action]:
     """The step's recorded actions; with ``project``, in its convention (the model's replies are in it)."""
     if step.parse_error:
@@ -400,7 +412,7 @@ class _Pending:
 
 
 def _run_model(job: PrescoreJob, traces: list[Trace], progress: _Progress) -> None:
-    from traces.prescoring.qwen2vl import ImageInput, ScoreRequest, load_scorer
+    from traces.prescoring.qwen2vl import ScoreRequest, load_scorer
 
     project = job.project
     opts = job.settings
@@ -424,8 +436,9 @@ def _run_model(job: PrescoreJob, traces: list[Trace], progress: _Progress) -> No
                 job_add_error(job, {"trace": item.trace.pk, "step": item.step.index, "error": str(exc)})
                 _step_done(item, None)
                 continue
-            images = [ImageInput(shot.sha256, _image_loader(shot)) for shot in prompt.images]
-            requests.append(ScoreRequest(item.step.pk, prompting.to_chat_messages(prompt), images, target))
+            requests.append(
+                ScoreRequest(item.step.pk, prompting.to_chat_messages(prompt), image_inputs(prompt), target)
+            )
             order.append(item)
         results = scorer.score(
             requests,
