@@ -190,3 +190,46 @@ def test_the_docs_examples_push_into_a_round_on_a_live_server(live_server, proje
         assert result.returncode == 0 and result.stdout == expected, (result.stdout, result.stderr)
     trace = Trace.objects.get(project=project, external_id="episode-0042")
     assert trace.round.name == "week 48" and trace.step_count == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_push_through_the_web_entry_takes_an_upload_sized_body_and_refuses_annotators_first(
+    web_server, project, lead, annotator, tmp_path
+):
+    """Through real uvicorn: a push is an upload route (studio.web_entry.UPLOAD_ROUTES), so a trace whose screenshots
+    pass the 5 MB form cap is taken, and a sender who may not import is refused before a byte of the body is read."""
+    import requests
+    from PIL import Image
+
+    from tests.test_web_entry_limits import connect, read_answer, send_head
+
+    port = web_server()
+    sock = connect(port)
+    send_head(
+        sock,
+        "POST",
+        f"/api/projects/{project.pk}/traces/",
+        {
+            "Content-Length": str(100 * 1024**2),
+            "Content-Type": "multipart/form-data; boundary=x",
+            "Authorization": f"Token {api_token_issue(user=annotator)}",
+        },
+    )
+    status, body = read_answer(sock)
+    sock.close()
+    assert status == 403 and body["detail"] == "You cannot import traces."
+
+    noise = Image.frombytes("RGB", (1600, 1200), os.urandom(1600 * 1200 * 3))  # does not compress: ~5.8 MB
+    noise.save(tmp_path / "big.png")
+    assert (tmp_path / "big.png").stat().st_size > 5 * 1024**2
+    document = {"external_id": "big-1", "instruction": "Look", "steps": [{"screenshot": "big.png", "action": "wait()"}]}
+    services.round_create(project=project, name="week 1", checkpoint="m1")
+    answer = requests.post(
+        f"http://127.0.0.1:{port}/api/projects/{project.pk}/traces/",
+        headers={"Authorization": f"Token {api_token_issue(user=lead)}"},
+        data={"round": "week 1", "trace": json.dumps(document)},
+        files=[("screenshots", ("big.png", (tmp_path / "big.png").read_bytes()))],
+        timeout=60,
+    )
+    assert answer.status_code == 201, answer.text
+    assert Trace.objects.get(external_id="big-1").round.name == "week 1"
