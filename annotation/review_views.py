@@ -10,7 +10,7 @@ from annotation import dashboards, review, review_selectors
 from annotation.access import access_annotation
 from annotation.agreement import agreement_report
 from annotation.models import AnnotationStatus, Verdict
-from studio.access import AccessRefused
+from studio.access import AccessRefused, can
 from studio.errors import Conflict, Invalid, StudioError
 from studio.middleware import refused_page
 from traces.access import access_project, projects_for
@@ -138,4 +138,6 @@ def project_dashboard(request, project_id: int):
 def round_dashboard(request, project_id: int):
     """The project's rounds side by side; the figures come from the API (annotation.dashboards.round_dashboard)."""
     project = access_project(request.user, project_id, "dashboard.view")
-    return render(request, "dashboard/rounds.html", {"project": project})
+    return render(
+        request, "dashboard/rounds.html", {"project": project, "can_create": can(request.user, "round.create", project)}
+    )

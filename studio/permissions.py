@@ -113,6 +113,7 @@ PAGE_PERMISSIONS: dict[str, str] = {
     "project-settings": "project.manage",
     "trace-list": "trace.view",
     "import-upload": "trace.import",
+    "round-create": "round.create",
     "import-job": "job.view",
     "import-job-cancel": "trace.import",
     "trace-detail": "trace.view",

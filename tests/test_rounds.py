@@ -176,3 +176,47 @@ def test_import_traces_command_takes_a_round(project, tmp_path):
     call_command("import_traces", str(folder.parent), "--project", project.name, "--round", "week 1", stdout=out)
     assert "into round week 1: 1 traces" in out.getvalue()
     assert Trace.objects.get(external_id="cmd-a").round == week
+
+
+@pytest.mark.django_db
+def test_leads_start_a_round_on_the_round_dashboard_and_a_refusal_keeps_what_was_typed(project, lead, annotator):
+    from django.test import Client
+
+    client = Client()
+    client.force_login(lead)
+    page = client.get(f"/projects/{project.pk}/dashboard/rounds/")
+    assert 'id="round-new"' in page.content.decode()
+    url = f"/projects/{project.pk}/rounds/new/"
+    made = client.post(url, {"name": "week 1", "checkpoint": "m1", "weights_hash": ""})
+    assert made.status_code == 302 and made["Location"] == f"/projects/{project.pk}/dashboard/rounds/"
+    assert Round.objects.get(project=project, name="week 1").created_by == lead
+    taken = client.post(url, {"name": "week 1", "checkpoint": "m-typed", "weights_hash": "abc"})
+    text = taken.content.decode()
+    assert taken.status_code == 409 and "already has a round named &#x27;week 1&#x27;" in text
+    assert 'value="m-typed"' in text and 'value="abc"' in text
+    bad = client.post(url, {"name": "week 2", "checkpoint": "m2", "weights_hash": "xyz"})
+    assert bad.status_code == 400 and "weights_hash: a hex digest" in bad.content.decode()
+
+    other = Client()
+    other.force_login(annotator)
+    assert other.post(url, {"name": "week 3", "checkpoint": "m3"}).status_code == 403
+    assert Round.objects.filter(project=project).count() == 1
+
+
+@pytest.mark.django_db
+def test_trace_list_page_and_api_filter_by_round(project, lead, api_client, tmp_path):
+    from django.test import Client
+
+    traces = make_traces(project, tmp_path, count=3, steps=1)
+    week = services.round_create(project=project, name="week 1", checkpoint="m1")
+    Trace.objects.filter(pk__in=[traces[0].pk, traces[2].pk]).update(round=week)
+    listed = api_client(lead).get(f"/api/projects/{project.pk}/traces/?round=week 1").json()
+    assert [t["id"] for t in listed["results"]] == [traces[0].pk, traces[2].pk]
+    assert api_client(lead).get(f"/api/projects/{project.pk}/traces/?round=week 9").status_code == 400
+    assert api_client(lead).get(f"/api/projects/{project.pk}/traces/").json()["count"] == 3
+
+    client = Client()
+    client.force_login(lead)
+    page = client.get(f"/projects/{project.pk}/traces/?round={week.pk}").content.decode()
+    assert f'data-trace-round="{traces[0].pk}">week 1<' in page and f'data-trace-round="{traces[1].pk}"' not in page
+    assert f'<option value="{week.pk}" selected>week 1 (2)</option>' in page

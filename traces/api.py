@@ -258,7 +258,10 @@ class TraceList(generics.ListAPIView):
     def get_queryset(self):
         project = access_project(self.request.user, self.kwargs["project_id"], "trace.view")
         return selectors.traces_for_user(
-            self.request.user, project=project, search=self.request.query_params.get("q", "")[:200]
+            self.request.user,
+            project=project,
+            search=self.request.query_params.get("q", "")[:200],
+            round=selectors.round_resolve(project, self.request.query_params.get("round", "")[:200]),
         )
 
 

@@ -29,15 +29,20 @@ def traces_ready_to_annotate(traces: QuerySet[Trace]) -> QuerySet[Trace]:
 TRACE_STATES = ("awaiting-instruction",)
 
 
-def traces_for_user(user, *, project: Project | None = None, search: str = "", state: str = "") -> QuerySet[Trace]:
-    """The traces ``user`` may see, each marked ``awaiting_instruction``; ``state`` keeps one of TRACE_STATES."""
+def traces_for_user(
+    user, *, project: Project | None = None, search: str = "", state: str = "", round: Round | None = None
+) -> QuerySet[Trace]:
+    """The traces ``user`` may see, each marked ``awaiting_instruction``; ``state`` keeps one of TRACE_STATES,
+    ``round`` the traces of one round."""
     traces = (
         traces_for(user, "trace.view")
-        .select_related("project")
+        .select_related("project", "round")
         .annotate(awaiting_instruction=ExpressionWrapper(AWAITING_INSTRUCTION, output_field=BooleanField()))
     )
     if project is not None:
         traces = traces.filter(project=project)
+    if round is not None:
+        traces = traces.filter(round=round)
     if state == "awaiting-instruction":
         traces = traces.filter(AWAITING_INSTRUCTION)
     if search:

@@ -84,7 +84,9 @@ def trace_list(request, project_id: int):
     query = request.GET.get("q", "")[:200]
     state = request.GET.get("state", "")
     state = state if state in selectors.TRACE_STATES else ""
-    traces = selectors.traces_for_user(request.user, project=project, search=query, state=state)
+    rounds = list(selectors.rounds_of(project).order_by("-ran_at", "-id"))
+    chosen = next((r for r in rounds if str(r.pk) == request.GET.get("round", "")), None)
+    traces = selectors.traces_for_user(request.user, project=project, search=query, state=state, round=chosen)
     page = Paginator(traces, 25).get_page(request.GET.get("page"))
     from annotation.selectors import annotation_status_counts
 
@@ -99,6 +101,8 @@ def trace_list(request, project_id: int):
             "page": page,
             "query": query,
             "state": state,
+            "rounds": rounds,
+            "chosen_round": chosen,
             "can_import": can(request.user, "trace.import", project),
             "can_prescore": can(request.user, "prescore.run", project),
             "prescore_model_dir": configured_model_dir(),
@@ -251,3 +255,23 @@ def screenshot_file(request, sha256: str, kind: str):
             shot.image.name, content_type=f"image/{shot.format.lower()}", etag=None, cache_control=SHORT_LIVED
         )
     return stored_file_response(shot.image.name, content_type=f"image/{shot.format.lower()}", etag=shot.sha256)
+
+
+@require_POST
+def round_create(request, project_id: int):
+    """A lead starts a round from the round dashboard's form; a refusal re-shows the page with what was typed."""
+    from studio.errors import StudioError
+
+    project = access_project(request.user, project_id, "round.create")
+    typed = {name: request.POST.get(name, "") for name in ("name", "checkpoint", "weights_hash")}
+    try:
+        made = services.round_create(project=project, actor=request.user, **typed)
+    except StudioError as exc:
+        return render(
+            request,
+            "dashboard/rounds.html",
+            {"project": project, "can_create": True, "typed": typed, "round_error": exc.detail},
+            status=exc.status,
+        )
+    messages.success(request, f"Round {made.name} ({made.checkpoint}) created: import its traces into it.")
+    return redirect("round-dashboard", project_id=project.pk)
