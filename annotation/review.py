@@ -11,7 +11,13 @@ from __future__ import annotations
 from annotation import events
 from annotation.answer_fields import FieldProblem, clean_answer_field
 from annotation.models import Annotation, AnnotationStatus, Verdict
-from annotation.services import action_check, annotation_record_edit, annotation_transition, answer_for_verdict
+from annotation.services import (
+    action_check,
+    annotation_record_edit,
+    annotation_transition,
+    answer_for_verdict,
+    editor_box,
+)
 from studio.access import access
 from studio.db import atomic_with_retry
 from studio.errors import Conflict, Invalid
@@ -92,10 +98,18 @@ def _clean_edits(annotation: Annotation, edits: dict) -> dict:
         ):
             text = cleaned.get(field, getattr(annotation, field))
             if field in cleaned and text:
-                action = grammar.parse_action(text)
-                check = action_check(annotation=annotation, slot=slot, action_json=action.to_json(), tau=tau)
+                # The element box drawn for this slot stays with the lead's action: its point must lie inside it.
+                action_json = grammar.parse_action(text).to_json()
+                box = editor_box(annotation.editor_state, slot)
+                if box is not None:
+                    action_json[grammar.TARGET_BOX] = list(box)
+                check = action_check(annotation=annotation, slot=slot, action_json=action_json, tau=tau)
                 if not check["valid"]:
                     raise ReviewError(f"{label}: {'; '.join(check['errors'])}")
+                if text != getattr(annotation, field):
+                    state = dict(cleaned.get("editor_state", annotation.editor_state) or {})
+                    state[slot] = check["action"]
+                    cleaned["editor_state"] = state
     return cleaned
 
 

@@ -207,6 +207,26 @@ def annotation_fields_json(annotation: Annotation) -> dict:
     return data
 
 
+ACTION_FIELD_OF_SLOT = {"corrected": "corrected_action", "reflection": "reflection_action"}
+
+
+def action_target_box(annotation: Annotation, slot: str, *, box_tokens: bool) -> list | None:
+    """The element box of the stored ``slot`` action's target ([x1, y1, x2, y2] in the project's convention), or
+    None. A box belongs to the action it was drawn for: it counts only while the editor's action (box centre
+    filled in) renders to the stored action text."""
+    data = (annotation.editor_state or {}).get(slot) or {}
+    box = data.get(grammar.TARGET_BOX)
+    text = getattr(annotation, ACTION_FIELD_OF_SLOT[slot])
+    if box is None or not text.strip():
+        return None
+    try:
+        action = grammar.Action.from_json(data)
+        rendered = grammar.render_action(action, box_tokens=box_tokens)
+        return list(grammar.box_of(box)) if rendered == text.strip() else None
+    except (TypeError, ValueError):
+        return None
+
+
 def annotation_json(annotation: Annotation) -> dict:
     """The annotator's own view: the shared fields, the unusable reason, the editor state and the save time."""
     return {

@@ -359,14 +359,37 @@ DRAFT_FIELDS = ("verdict", "tau", *DRAFT_TEXT_FIELDS, "editor_state")
 EDITOR_SLOTS = ("corrected", "reflection")
 
 
-def _editor_action(state: dict, slot: str) -> grammar.Action | None:
-    data = (state or {}).get(slot)
+def _editor_json(data, slot: str) -> dict | None:
+    """An editor action object as stored: the grammar's JSON of the action plus, when drawn, the element box of its
+    target (``grammar.TARGET_BOX``, normalised, in the project's convention). A box without a point gives the point
+    the box's centre."""
     if not data:
         return None
     try:
-        return grammar.Action.from_json(data)
+        action = grammar.Action.from_json(data)
+        raw_box = data.get(grammar.TARGET_BOX)
+        if raw_box is None:
+            return action.to_json()
+        box = grammar.box_of(raw_box)
     except (TypeError, ValueError) as exc:
         raise Invalid(f"The {slot} action is malformed: {exc}") from None
+    spec = action.spec
+    if action.point() is None and spec is not None and spec.arg(grammar.START_BOX) is not None:
+        action = grammar.Action(
+            action.type, (*action.args, (grammar.START_BOX, grammar.box_centre(box))), data.get("style", "box")
+        )
+    return {**action.to_json(), grammar.TARGET_BOX: list(box)}
+
+
+def _editor_action(state: dict, slot: str) -> grammar.Action | None:
+    data = _editor_json((state or {}).get(slot), slot)
+    return grammar.Action.from_json(data) if data else None
+
+
+def editor_box(state: dict | None, slot: str) -> tuple | None:
+    """The element box stored with ``slot``'s editor action (None: none drawn)."""
+    box = ((state or {}).get(slot) or {}).get(grammar.TARGET_BOX)
+    return grammar.box_of(box) if box is not None else None
 
 
 def _render(action: grammar.Action | None, project) -> str:
@@ -391,9 +414,10 @@ def action_check(*, annotation: Annotation, slot: str, action_json: dict | None,
     if slot not in EDITOR_SLOTS:
         raise Invalid(f"unknown action slot '{slot}' (expected one of {', '.join(EDITOR_SLOTS)})")
     project = annotation.trace.project
-    action = _editor_action({slot: action_json}, slot)
-    if action is None:
+    data = _editor_json(action_json, slot)
+    if data is None:
         return {"canonical": "", "errors": ["choose an action type"], "valid": False}
+    action = grammar.Action.from_json(data)
     errors = []
     if tau is None:
         errors.append("mark the first erroneous step τ first")
@@ -410,8 +434,18 @@ def action_check(*, annotation: Annotation, slot: str, action_json: dict | None,
         max_pixels=project.max_pixels,
     )
     errors += [e for e in grammar.target_problems(action, platform=project.platform) if e not in errors]
+    if grammar.TARGET_BOX in data:
+        errors += grammar.box_problems(
+            action,
+            data[grammar.TARGET_BOX],
+            convention=project.coordinate_convention,
+            width=width,
+            height=height,
+            max_pixels=project.max_pixels,
+        )
     canonical = _render(action, project)
-    return {"canonical": canonical, "errors": errors, "valid": not errors}
+    # ``action``: the action as it would be stored (a box's centre filled in as the point), for the editor to show.
+    return {"canonical": canonical, "errors": errors, "valid": not errors, "action": data}
 
 
 def _clean_draft_fields(annotation: Annotation, fields: dict) -> dict:
@@ -423,13 +457,15 @@ def _clean_draft_fields(annotation: Annotation, fields: dict) -> dict:
         if name == "editor_state":
             if not isinstance(value, dict) or set(value) - set(EDITOR_SLOTS):
                 raise Invalid("editor_state must be an object with 'corrected' and/or 'reflection'")
+            value = {slot: _editor_json(value.get(slot), slot) for slot in EDITOR_SLOTS}
             for slot in EDITOR_SLOTS:
-                action = _editor_action(value, slot)
+                action = grammar.Action.from_json(value[slot]) if value[slot] else None
+                box = editor_box(value, slot)
+                # The one rule of action_check, refused already here: a point outside its own box is never stored.
+                outside = grammar.box_point_problem(action, box) if action and box else None
+                if outside:
+                    raise Invalid(f"The {slot} action: {outside}", field=f"{slot}_action")
                 clean[f"{slot}_action" if slot == "reflection" else "corrected_action"] = _render(action, project)
-            value = {
-                slot: (grammar.Action.from_json(value[slot]).to_json() if value.get(slot) else None)
-                for slot in EDITOR_SLOTS
-            }
         else:
             value = clean_answer_field(annotation, name, value)  # a FieldProblem is an Invalid
         clean[name] = value
@@ -473,11 +509,14 @@ def answer_for_verdict(verdict: str) -> dict:
 def _points(action_json: dict | None) -> dict:
     if not action_json:
         return {}
-    return {
+    points = {
         name: value
         for name, value in (action_json.get("args") or {}).items()
         if name in (grammar.START_BOX, grammar.END_BOX)
     }
+    if action_json.get(grammar.TARGET_BOX) is not None:
+        points[grammar.TARGET_BOX] = action_json[grammar.TARGET_BOX]
+    return points
 
 
 def _consistent_answer(annotation: Annotation, clean: dict) -> dict:
@@ -497,7 +536,10 @@ def _consistent_answer(annotation: Annotation, clean: dict) -> dict:
             action = state.get(slot)
             points = _points(action)
             if action and points and points == _points(stored.get(slot)):
-                state[slot] = {**action, "args": {k: v for k, v in action["args"].items() if k not in points}}
+                state[slot] = {
+                    **{k: v for k, v in action.items() if k not in points},
+                    "args": {k: v for k, v in action["args"].items() if k not in points},
+                }
                 moved = True
         if moved:
             out.update(_clean_draft_fields(annotation, {"editor_state": state}))

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from annotation.models import Annotation, AnnotationStatus, Verdict
+from annotation.selectors import action_target_box
 from studio.errors import Invalid
 from traces import prompting
 from traces.models import Project, Screenshot, Step
@@ -138,6 +139,9 @@ class Sample:
     # recorded wrong step as the prompt builder renders it.
     target: Target | None = None
     recorded: str | None = None
+    # The element box of the trained target's point ([x1, y1, x2, y2] in the project's convention), when the
+    # annotator drew one: sample metadata beside the action text, which stays the UI-TARS action.
+    target_box: list | None = None
 
     @property
     def is_preference(self) -> bool:
@@ -201,6 +205,7 @@ def accepted_annotations(project: Project, *, round_id: int | None = None):
             "corrected_action",
             "reflection_thought",
             "reflection_action",
+            "editor_state",
             "is_adjudicated",
             "reviewed_at",
             "status",
@@ -415,6 +420,7 @@ def annotation_samples(
         except prompting.PromptError as exc:
             yield skip("error_correction", str(exc))
         else:
+            corrected_box = action_target_box(annotation, "corrected", box_tokens=project.box_tokens)
             wrong = steps[tau - 1]
             rejected = _render_once(wrong, project=project, convention=trace.coordinate_convention)
             yield sample(
@@ -424,6 +430,7 @@ def annotation_samples(
                 step=tau,
                 target=Target(annotation.corrected_thought.strip(), corrected_action),
                 recorded=rejected,
+                target_box=corrected_box,
             )
             if wrong.parse_error:
                 yield skip(
@@ -434,7 +441,7 @@ def annotation_samples(
             elif rejected == corrected:
                 yield skip("dpo", "the correction equals the recorded step")
             else:
-                yield sample("dpo", s_tau, chosen=corrected, rejected=rejected)
+                yield sample("dpo", s_tau, chosen=corrected, rejected=rejected, target_box=corrected_box)
 
     if annotation.reflection_action.strip():
         problem = history_skip("post_reflection", tau + 1)
@@ -463,6 +470,7 @@ def annotation_samples(
                     annotation.reflection_thought.strip(),
                     prompting.render_actions(annotation.reflection_action, project=project),
                 ),
+                target_box=action_target_box(annotation, "reflection", box_tokens=project.box_tokens),
             )
         except prompting.PromptError as exc:
             yield skip("post_reflection", str(exc))

@@ -299,6 +299,8 @@ aspect. Pass the same bounds to the Qwen2-VL processor (TRL) or {where}. A small
 screens, and in `smart-resize-pixels` puts every point in the wrong place. Prompt: chat template
 `{pixels["template"]}`, history window {pixels["history_window"]} (screenshots sent as images); the system prompt
 and prompt template are in `manifest.json` → `prompt`. `manifest.json` → `pixels` holds all of the above.
+Each record's `target_box` is the box `[x1, y1, x2, y2]` of the element its target's point clicks, in the same
+space as the points (null where the annotator drew none); the trained text stays the UI-TARS action.
 """
 
 

@@ -67,6 +67,8 @@ def pixel_contract(project: Project) -> dict:
         },
         "template": "qwen2_vl",
         "history_window": project.history_window,
+        # Each sample's ``target_box``: the element box of its trained target, in the same space as the points.
+        "target_box": f"[x1, y1, x2, y2] in {project.coordinate_convention}, or null when none was drawn",
     }
 
 

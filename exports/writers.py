@@ -57,6 +57,7 @@ def trl_record(sample: Sample) -> dict:
     record["kind"] = sample.kind
     record["trace_id"] = sample.trace_id
     record["annotation_id"] = sample.annotation_id
+    record["target_box"] = sample.target_box
     return record
 
 
@@ -87,6 +88,7 @@ def llamafactory_record(sample: Sample) -> dict:
     record["kind"] = sample.kind
     record["trace_id"] = sample.trace_id
     record["annotation_id"] = sample.annotation_id
+    record["target_box"] = sample.target_box
     return record
 
 
@@ -238,6 +240,7 @@ class ParquetWriter(Writer):
             ("kind", pa.string()),
             ("trace_id", pa.int64()),
             ("annotation_id", pa.int64()),
+            ("target_box", pa.list_(pa.float64())),
         ]
         turn_feature = {
             "feature": {
@@ -253,12 +256,15 @@ class ParquetWriter(Writer):
             "_type": "List",
         }
         features = {
-            name: turn_feature for name, _ in fields if name not in ("images", "kind", "trace_id", "annotation_id")
+            name: turn_feature
+            for name, _ in fields
+            if name not in ("images", "kind", "trace_id", "annotation_id", "target_box")
         }
         features["images"] = {"feature": {"_type": "Image"}, "_type": "List"}
         features["kind"] = {"dtype": "string", "_type": "Value"}
         features["trace_id"] = {"dtype": "int64", "_type": "Value"}
         features["annotation_id"] = {"dtype": "int64", "_type": "Value"}
+        features["target_box"] = {"feature": {"dtype": "float64", "_type": "Value"}, "_type": "List"}
         metadata = {"huggingface": json.dumps({"info": {"features": features}})}
         return pa.schema(fields, metadata=metadata)
 

@@ -60,13 +60,21 @@ __all__ = [
     "SCREEN_PIXELS",
     "SMART_RESIZE_PIXELS",
     "STYLES",
+    "TARGET_BOX",
     "action_table_json",
+    "box_centre",
+    "box_iou",
+    "box_of",
+    "box_point_problem",
+    "box_problems",
+    "convert_box",
     "convert_action",
     "from_screen_pixels",
     "off_screen_points",
     "parse_action",
     "parse_actions",
     "parse_response",
+    "point_in_box",
     "render_action",
     "render_response",
     "smart_resize",
@@ -1168,6 +1176,103 @@ def validate_action(
 
 
 # --------------------------------------------------------------------------------------
+# Element boxes: the box of the element an action's point targets
+
+
+TARGET_BOX = "target_box"
+"""The key of an action object (``Action.to_json`` plus this key) that holds the box ``[x1, y1, x2, y2]`` of the
+element its ``start_box`` point targets, in the same coordinate convention as the point. The box is metadata for
+training (exports, rewards, agreement): the action's text stays the UI-TARS action and does not carry it."""
+
+
+def box_of(value: Any) -> tuple[int | float, int | float, int | float, int | float]:
+    """``value`` ([x1, y1, x2, y2], any corner order) as a box with x1 <= x2 and y1 <= y2 (numbers kept to 3
+    decimals, like points); TypeError/ValueError for anything else."""
+    if not isinstance(value, (tuple, list)) or len(value) != 4:
+        raise TypeError(f"a box must be [x1, y1, x2, y2], got {value!r}")
+    x1, y1, x2, y2 = (_norm_number(v) for v in value)
+    return (min(x1, x2), min(y1, y2), max(x1, x2), max(y1, y2))
+
+
+def box_centre(box: tuple) -> tuple[int | float, int | float]:
+    """The centre of ``box``: an int when the sum of the edges is even (integer conventions stay integers)."""
+    x1, y1, x2, y2 = box
+
+    def mid(a, b):
+        s = a + b
+        return s // 2 if isinstance(s, int) and s % 2 == 0 else _norm_number((a + b) / 2)
+
+    return (mid(x1, x2), mid(y1, y2))
+
+
+def point_in_box(point: tuple, box: tuple) -> bool:
+    """Whether ``point`` lies inside ``box`` (edges included)."""
+    return box[0] <= point[0] <= box[2] and box[1] <= point[1] <= box[3]
+
+
+def box_iou(a: tuple, b: tuple) -> float:
+    """Intersection over union of two boxes (0.0 when they do not overlap; two empty boxes at one spot: 1.0)."""
+    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = ix * iy
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    if union <= 0:
+        return 1.0 if tuple(a) == tuple(b) else 0.0
+    return inter / union
+
+
+def convert_box(box: tuple, *, src: str, dst: str, width: int, height: int, max_pixels: int | None = None) -> tuple:
+    """``box`` converted corner by corner from convention ``src`` to ``dst`` (as :func:`convert_action` does points)."""
+    _check(src, width, height)
+    _check(dst, width, height)
+    if src == dst:
+        return box
+    corners: list[int | float] = []
+    for p in ((box[0], box[1]), (box[2], box[3])):
+        px = to_screen_pixels(p, convention=src, width=width, height=height, max_pixels=max_pixels)
+        corners.extend(from_screen_pixels(px, convention=dst, width=width, height=height, max_pixels=max_pixels))
+    return box_of(corners)
+
+
+def box_problems(
+    action: Action, box: Any, *, convention: str, width: int, height: int, max_pixels: int | None = None
+) -> list[str]:
+    """What is wrong with ``box`` as the target element's box of ``action`` ([] = fine): the action must take a
+    target point (``start_box``), the box must have an area and lie on the screen (the bounds of
+    ``validate_action``), and the point must lie inside its own box."""
+    spec = ACTION_SPECS.get(action.type)
+    if spec is None or spec.arg(START_BOX) is None:
+        return [f"a {action.type} action has no target point, so it takes no element box"]
+    try:
+        box = box_of(box)
+    except (TypeError, ValueError) as exc:
+        return [f"the element box is malformed: {exc}"]
+    x1, y1, x2, y2 = box
+    problems = []
+    if x1 == x2 or y1 == y2:
+        problems.append("the element box has no area: drag across the element to draw it")
+    for corner in ((x1, y1), (x2, y2)):
+        msg = _bounds_problem(action, "element box corner", corner, convention, width, height, max_pixels)
+        if msg:
+            problems.append(msg)
+    outside = box_point_problem(action, box)
+    if outside:
+        problems.append(outside)
+    return problems
+
+
+def box_point_problem(action: Action, box: tuple) -> str | None:
+    """The sentence that refuses ``action``'s point outside its own element ``box`` (None: inside, or no point)."""
+    point = action.point()
+    if point is None or point_in_box(point, box):
+        return None
+    return (
+        f"the point ({_fmt_num(point[0])}, {_fmt_num(point[1])}) lies outside its element box "
+        f"[{', '.join(_fmt_num(v) for v in box)}]: move the point inside the box or redraw the box"
+    )
+
+
+# --------------------------------------------------------------------------------------
 # Table for the browser editor
 
 
@@ -1224,6 +1329,7 @@ def action_table_json() -> dict:
         "platforms": list(PLATFORMS),
         "styles": list(STYLES),
         "box_tokens": {"start": BOX_START, "end": BOX_END},
+        "target_box_key": TARGET_BOX,
         "conventions": [
             {"id": c, "label": _CONVENTION_INFO[c][0], "description": _CONVENTION_INFO[c][1]} for c in CONVENTIONS
         ],
