@@ -22,6 +22,7 @@ from tests.conftest import wait_for
 from tests.fixtures_export import accepted_annotation, make_trace
 from traces import prompting
 from traces.services import round_create
+from webhooks.models import Delivery, Webhook
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -333,6 +334,10 @@ def test_a_worker_on_the_gpu_queue_runs_it(celery_worker, role_groups, make_user
         corrected_action="click(start_box='(420,260)')",
     )
     model = build_tiny_qwen2vl(tmp_path_factory.mktemp("tiny-eval-worker") / "agent-w")
+    # Its end is announced to the project's webhooks (a closed port: the delivery is logged, then retried).
+    hook = Webhook.objects.create(
+        project=project, url="https://127.0.0.1:9/hook", events=["evaluation.done"], secret="s"
+    )
     job = services.evaluation_job_create(project=project, user=lead, model_dir=str(model), split="all")
     done = wait_for(
         lambda: (j := EvaluationJob.objects.get(pk=job.pk)).is_finished and j, timeout=300, message="evaluation"
@@ -342,3 +347,7 @@ def test_a_worker_on_the_gpu_queue_runs_it(celery_worker, role_groups, make_user
     assert "evaluation.tasks.run_evaluation" in log
     assert done.metrics["overall"]["preference_accuracy"] == 1.0
     assert EvaluationSample.objects.filter(job=done).count() == 2
+    delivery = wait_for(lambda: Delivery.objects.filter(webhook=hook).first(), timeout=30, message="delivery")
+    assert delivery.event == "evaluation.done"
+    assert delivery.payload["evaluation"]["weights_hash"] == done.weights_hash
+    assert delivery.payload["evaluation"]["overall"]["preference_accuracy"] == 1.0

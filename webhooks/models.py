@@ -10,6 +10,7 @@ class WebhookEvent(models.TextChoices):
     BUNDLE_READY = "bundle.ready", "Bundle ready (an export succeeded)"
     IMPORT_FAILED = "import.failed", "Import failed"
     PRESCORING_DONE = "prescoring.done", "Pre-scoring done"
+    EVALUATION_DONE = "evaluation.done", "Checkpoint evaluation done"
 
 
 class Webhook(models.Model):

@@ -12,6 +12,7 @@ from webhooks.services import event_emit
 
 
 def _event_for(job) -> tuple[str, dict] | None:
+    from evaluation.models import EvaluationJob
     from exports.models import ExportJob
     from traces.models import ImportJob, PrescoreJob
 
@@ -39,6 +40,19 @@ def _event_for(job) -> tuple[str, dict] | None:
     if isinstance(job, PrescoreJob) and job.status == JobStatus.SUCCEEDED:
         return WebhookEvent.PRESCORING_DONE, {
             "prescoring": {"id": job.pk, "scorer": job.scorer, "message": job.message}
+        }
+    if isinstance(job, EvaluationJob) and job.status == JobStatus.SUCCEEDED:
+        return WebhookEvent.EVALUATION_DONE, {
+            "evaluation": {
+                "id": job.pk,
+                "checkpoint": job.checkpoint,
+                "model_name": job.model_name,
+                "weights_hash": job.weights_hash,
+                "selection": job.selection,
+                "overall": (job.metrics or {}).get("overall"),
+                "message": job.message,
+                "detail_path": reverse("api-evaluation-detail", args=[job.pk]),
+            }
         }
     return None
 
