@@ -266,3 +266,97 @@ def test_a_wrong_step_the_reward_cannot_tell_from_its_correction_is_listed(proje
     manifest = export(project, "verl", tmp_path / "near.zip")
     assert manifest["reward"]["recorded_step_scores_1"] == [{"trace_id": trace.pk, "step": 3}]
     assert "`reward.recorded_step_scores_1`: 1 in this bundle" in (tmp_path / "near" / "README.md").read_text()
+
+
+REAL_SOURCES = {
+    "dart-gui": ("dart-gui/examples/osworld_trajectory", ""),
+    "screenagent": ("screenagent/data", ""),
+    "mobile-agent": ("mobile-agent-v1/results", "mobile-agent"),
+}
+
+
+@pytest.mark.parametrize("convention", ["relative-1000", "smart-resize-pixels"])
+@pytest.mark.parametrize("source", sorted(REAL_SOURCES))
+def test_real_traces_corrections_score_1_and_their_recorded_steps_less(
+    project, realtraces, annotator, lead, source, convention, tmp_path
+):
+    """Real traces (recorded in their own convention) in a project of another: each trace's first step with a point is
+    marked wrong and corrected 100 px to the side. The bundle's reward, as verl loads it, gives every correction 1 and
+    every recorded step less; the prm bundle labels steps 1..τ and loads with datasets."""
+    from traces import actions as grammar
+    from traces import services as trace_services
+    from traces.models import Step
+
+    project.coordinate_convention = convention
+    project.save()
+    folder, fmt = REAL_SOURCES[source]
+    job = trace_services.import_job_create(
+        project=project, user=None, upload_name=str(realtraces / folder), server_path=True, enqueue=False, fmt=fmt
+    )
+    assert trace_services.import_job_run(job_id=job.pk).status == "succeeded"
+    taus = {}
+    for trace in Trace.objects.filter(project=project):
+        if not trace.instruction.strip():
+            trace.instruction = "Finish the task."
+            trace.save(update_fields=["instruction"])
+        steps = list(Step.objects.filter(trace=trace).select_related("screenshot").order_by("index"))
+        for step in steps:
+            actions = [grammar.Action.from_json(a) for a in step.parsed_actions]
+            if step.parse_error or step.off_screen_point or step.screenshot is None or len(actions) != 1:
+                break  # a step before τ must be one a PRM may label correct
+            point = actions[0].point()
+            if point is None:
+                continue
+            shot = step.screenshot
+            size = {"width": shot.width, "height": shot.height, "max_pixels": project.max_pixels}
+            x, y = grammar.to_screen_pixels(point, convention=trace.coordinate_convention, **size)
+            moved = (x + 100 if x + 100 < shot.width else x - 100, y)
+            corrected = grammar.Action(
+                actions[0].type,
+                tuple(
+                    (
+                        name,
+                        grammar.from_screen_pixels(moved, convention=convention, **size) if name == "start_box" else v,
+                    )
+                    for name, v in actions[0].args
+                ),
+            )
+            accepted_annotation(
+                trace,
+                annotator=annotator,
+                reviewer=lead,
+                verdict=Verdict.ERROR,
+                tau=step.index,
+                corrected_thought="The element beside it.",
+                corrected_action=grammar.render_action(corrected),
+            )
+            taus[trace.pk] = step.index
+            break
+    assert taus, "no real trace has a step with a point to correct"
+
+    export(project, "verl", tmp_path / "verl.zip")
+    script = """
+import importlib.util, json
+import pyarrow.parquet as pq
+spec = importlib.util.spec_from_file_location("custom_reward", "uitars_reward.py")
+reward = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(reward)
+out = []
+for row in pq.read_table("rl_train.parquet").to_pylist():
+    info, truth = row["extra_info"], row["reward_model"]["ground_truth"]
+    out.append([info["trace_id"], reward.compute_score(row["data_source"], info["answer"], truth),
+                reward.compute_score(row["data_source"], info["recorded_reply"], truth)])
+print(json.dumps(out))
+"""
+    run = subprocess.run(
+        [sys.executable, "-I", "-c", script], cwd=tmp_path / "verl", capture_output=True, text=True, timeout=300
+    )
+    assert run.returncode == 0, run.stderr
+    scores = json.loads(run.stdout)
+    assert sorted(trace_id for trace_id, *_ in scores) == sorted(taus)
+    assert all(answer == 1.0 and recorded < 1.0 for _, answer, recorded in scores), scores
+
+    export(project, "prm", tmp_path / "prm.zip")
+    records = load("json", tmp_path / "prm" / "prm_train.jsonl", tmp_path / "cache")
+    assert {r["trace_id"]: len(r["labels"]) for r in records} == taus
+    assert all(r["labels"][-1] is False and all(r["labels"][:-1]) for r in records)
