@@ -14,7 +14,7 @@ from exports.access import access_export_job
 from exports.models import ExportFormat, ExportJob
 from exports.storage import bundle_response
 from studio.access import AccessedObjectMixin, ActionPermission
-from studio.errors import Invalid
+from studio.errors import Conflict, Invalid
 from studio.models import JobStatus
 from traces.access import access_project
 
@@ -139,10 +139,7 @@ class ExportBundle(APIView):
     def get(self, request, pk: int):
         job = access_export_job(request.user, pk, "export.view")
         if job.status != JobStatus.SUCCEEDED or not job.bundle_name:
-            return Response(
-                {"detail": f"export {job.pk} is {job.status}; its bundle exists only once it succeeded."},
-                status=status.HTTP_409_CONFLICT,
-            )
+            raise Conflict(f"export {job.pk} is {job.status}; its bundle exists only once it succeeded.")
         return bundle_response(request, job)
 
 

@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 
 from studio import security
 from studio.access import ActionPermission
+from studio.errors import NotFound, error_body
 
 
 class ThrottledLoginView(auth_views.LoginView):
@@ -101,7 +102,8 @@ def is_api_path(path: str) -> bool:
 def not_found(request, exception):
     """A 404 under /api/ is JSON like every other API answer; pages keep Django's page."""
     if is_api_path(request.path):
-        return JsonResponse({"detail": f"No API endpoint or object at {request.path}."}, status=404)
+        missing = NotFound(f"No API endpoint or object at {request.path}.")
+        return JsonResponse(error_body(missing), status=missing.status)
     return defaults.page_not_found(request, exception)
 
 

@@ -291,3 +291,19 @@ def test_a_bare_value_error_in_a_view_is_a_500_and_logged(lead, caplog):
     assert "invalid literal" not in api.content.decode() + page.content.decode()  # logged, never sent
     logged = [r for r in caplog.records if r.name == "django.request" and r.exc_info]
     assert {type(r.exc_info[1]) for r in logged} == {ValueError} and len(logged) == 2
+
+
+@pytest.mark.django_db
+def test_framework_level_refusals_of_the_api_have_the_same_body(project, engineer, api_client):
+    from exports.models import ExportJob
+
+    queued = ExportJob.objects.create(project=project, format="trl", created_by=engineer)
+    unfinished = api_client(engineer).get(f"/api/exports/{queued.pk}/bundle")
+    nowhere = Client()
+    nowhere.force_login(engineer)
+    no_route = nowhere.get("/api/no-such-endpoint/")
+    assert unfinished.status_code == 409 and unfinished.json()["kind"] == "conflict"
+    assert no_route.status_code == 404 and no_route.json() == {
+        "detail": "No API endpoint or object at /api/no-such-endpoint/.",
+        "kind": "not_found",
+    }
