@@ -13,6 +13,7 @@ from evaluation import selectors, services
 from evaluation.access import evaluation_jobs_for
 from studio.access import can
 from studio.errors import Invalid
+from studio.inputs import form_number
 from traces.access import access_project
 from traces.selectors import rounds_of
 
@@ -28,12 +29,12 @@ def _checkpoint_choices() -> list[str]:
 @require_http_methods(["GET", "POST"])
 def project_evaluations(request, project_id: int):
     project = access_project(request.user, project_id, "evaluation.view")
-    error = ""
+    error, status = "", 200
     if request.method == "POST":
         project = access_project(request.user, project_id, "evaluation.run")
         try:
-            fraction = request.POST.get("validation_fraction") or None
-            seed = request.POST.get("split_seed") or None
+            fraction = form_number(request.POST, "validation_fraction", float, None)
+            seed = form_number(request.POST, "split_seed", int, None)
             services.evaluation_job_create(
                 project=project,
                 user=request.user,
@@ -41,13 +42,11 @@ def project_evaluations(request, project_id: int):
                 checkpoint=request.POST.get("checkpoint", ""),
                 split=request.POST.get("split") or None,
                 round_ref=request.POST.get("round") or None,
-                validation_fraction=float(fraction) if fraction is not None else None,
-                split_seed=int(seed) if seed is not None else None,
+                validation_fraction=fraction,
+                split_seed=seed,
             )
         except Invalid as exc:
-            error = exc.detail
-        except ValueError:
-            error = "validation_fraction and split_seed must be numbers"
+            error, status = exc.detail, exc.status
         else:
             return redirect("project-evaluations", project_id=project.pk)
     jobs = selectors.evaluation_jobs_of(project, evaluation_jobs_for(request.user))
@@ -61,7 +60,7 @@ def project_evaluations(request, project_id: int):
         "checkpoints": _checkpoint_choices(),
         "rounds": rounds_of(project),
     }
-    return render(request, "evaluation/project.html", context, status=400 if error else 200)
+    return render(request, "evaluation/project.html", context, status=status)
 
 
 def project_evaluations_csv(request, project_id: int):

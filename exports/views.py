@@ -11,6 +11,7 @@ from exports.access import access_export_job
 from exports.models import ExportFormat
 from studio.access import can
 from studio.errors import Invalid
+from studio.inputs import form_number
 from traces.access import access_project, projects_for
 
 
@@ -26,9 +27,9 @@ def export_home(request):
             "unparsed_history": request.POST.get("unparsed_history") or "skip",
         }
         try:
-            options["validation_fraction"] = _form_number(request.POST, "validation_fraction", float, 0.1)
-            options["split_seed"] = _form_number(request.POST, "split_seed", int, 0)
-            since_export = _form_number(request.POST, "since_export", int, None)
+            options["validation_fraction"] = form_number(request.POST, "validation_fraction", float, 0.1)
+            options["split_seed"] = form_number(request.POST, "split_seed", int, 0)
+            since_export = form_number(request.POST, "since_export", int, None)
             if since_export is not None:
                 options["since_export"] = since_export
             job = services.export_job_create(
@@ -50,17 +51,6 @@ def export_home(request):
         },
         status=status,
     )
-
-
-def _form_number(form, name: str, kind: type, default):
-    """A number field of the export form (blank: ``default``); text that is no number is refused by name."""
-    raw = form.get(name) or ""
-    if not raw:
-        return default
-    try:
-        return kind(raw)
-    except ValueError:
-        raise Invalid(f"{name} must be a number, not {raw[:40]!r}") from None
 
 
 def export_job(request, job_id: int):

@@ -13,6 +13,8 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
+from studio.errors import Invalid
+
 MAX_DEPTH = 64
 
 
@@ -54,3 +56,15 @@ def input_problem(value: Any, *, name: str = "") -> str | None:
     for path, problem in _walk(value, name, 0):
         return f"{path or 'value'}: {problem}"
     return None
+
+
+def form_number(form, name: str, kind: type, default: Any) -> Any:
+    """A number field of a page's form (``kind`` int or float; blank: ``default``); text that is no number is an
+    Invalid naming the field, so a view never catches a bare ValueError (which would hide a bug as a 400)."""
+    raw = form.get(name) or ""
+    if not raw:
+        return default
+    try:
+        return kind(raw)
+    except ValueError:
+        raise Invalid(f"{name} must be a number, not {raw[:40]!r}") from None

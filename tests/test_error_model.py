@@ -307,3 +307,17 @@ def test_framework_level_refusals_of_the_api_have_the_same_body(project, enginee
         "detail": "No API endpoint or object at /api/no-such-endpoint/.",
         "kind": "not_found",
     }
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("url", ["/exports/", "/projects/{project}/evaluations/"])
+def test_a_number_field_that_is_no_number_is_an_invalid_on_the_page_not_a_caught_value_error(project, lead, url):
+    # The pages parse their number fields with studio.inputs.form_number; a view no longer catches a bare
+    # ValueError around a service call (which also turned a bug inside the service into a 400).
+    client = Client()
+    client.force_login(lead)
+    page = client.post(
+        url.format(project=project.pk),
+        {"project": project.pk, "format": "trl", "model_dir": "/nowhere", "split_seed": "seven"},
+    )
+    assert page.status_code == 400 and "split_seed must be a number, not &#x27;seven&#x27;" in page.content.decode()
