@@ -241,6 +241,26 @@ def test_same_inputs_give_the_same_bytes(annotated, tmp_path, fmt):
 
 
 @pytest.mark.parametrize("fmt", ["prm", "verl"])
+def test_an_incremental_bundle_holds_only_the_new_answers(annotated, annotator, lead, tmp_path, fmt):
+    first = services.export_to_path(
+        project=annotated, user=None, fmt=fmt, options={"validation_fraction": 0}, out=tmp_path / "first.zip"
+    )
+    trace = make_trace(annotated, replies=REPLIES, external_id="later", image_seed=20, size=SCREEN)
+    accepted_annotation(
+        trace,
+        annotator=annotator,
+        reviewer=lead,
+        verdict=Verdict.ERROR,
+        tau=2,
+        corrected_thought="Type the full name.",
+        corrected_action="type(content='display settings')",
+    )
+    manifest = export(annotated, fmt, tmp_path / "since.zip", since_export=first.pk)
+    assert [s["annotation_id"] for s in manifest["sources"]] == [trace.annotations.get().pk]
+    assert manifest["counts"]["by_kind"] == ({"prm": 1} if fmt == "prm" else {"error_correction": 1})
+
+
+@pytest.mark.parametrize("fmt", ["prm", "verl"])
 def test_the_api_and_the_page_offer_both_formats(annotated, engineer, api_client, client, fmt):
     created = api_client(engineer).post(f"/api/projects/{annotated.pk}/exports/", {"format": fmt}, format="json")
     assert created.status_code == 202, created.content
