@@ -112,7 +112,8 @@ def _selection_resolve(
         export = ExportJob.objects.filter(pk=export_id, project=project).first()
         if export is None:
             raise Invalid(f"export: project {project.name!r} has no export {export_id}", field="export")
-        raw = {key: export.options[key] for key in ("validation_fraction", "split_seed", "unparsed_history")}
+        keys = ("validation_fraction", "split_seed", "unparsed_history")
+        raw = {key: export.options[key] for key in keys if key in (export.options or {})}
     if validation_fraction is not None:
         raw["validation_fraction"] = validation_fraction
     if split_seed is not None:

@@ -17,6 +17,7 @@ from evaluation import selectors, services
 from evaluation.metrics import NO_CATEGORY, NO_ROUND
 from evaluation.models import EvaluationJob, EvaluationSample
 from exports.builders import ExportOptions, split_of
+from studio.errors import Invalid
 from studio.permissions import Role
 from tests.conftest import wait_for
 from tests.fixtures_export import accepted_annotation, make_trace
@@ -244,6 +245,30 @@ def test_the_validation_split_is_the_bundles(corrections, project, lead, tiny_mo
     expected = {a.pk for a in corrections.values() if split_of(a.trace_id, options) == "validation"}
     assert {r.annotation_id for r in rows} == expected and {r.split for r in rows} == {"validation"}
 
+    # The same split, named by the export that holds it (the bundle a checkpoint was trained on).
+    from exports.services import export_job_create
+
+    export = export_job_create(
+        project=project, user=lead, fmt="trl", options={"validation_fraction": 0.5, "split_seed": seed}, enqueue=False
+    )
+    by_export = services.evaluation_job_create(
+        project=project, user=lead, model_dir=str(tiny_model), export_id=export.pk, enqueue=False
+    )
+    assert {k: by_export.selection[k] for k in ("split", "validation_fraction", "split_seed", "export")} == {
+        "split": "validation",
+        "validation_fraction": 0.5,
+        "split_seed": seed,
+        "export": export.pk,
+    }
+    with pytest.raises(Invalid, match="export"):
+        services.evaluation_job_create(
+            project=project, user=lead, model_dir=str(tiny_model), export_id=export.pk, split_seed=1, enqueue=False
+        )
+    with pytest.raises(Invalid, match=f"no export {export.pk + 100}"):
+        services.evaluation_job_create(
+            project=project, user=lead, model_dir=str(tiny_model), export_id=export.pk + 100, enqueue=False
+        )
+
 
 @pytest.mark.django_db
 def test_bad_input_is_refused_naming_it(corrections, project, engineer, annotator, api_client, tiny_model, tmp_path):
@@ -318,7 +343,11 @@ def test_evaluation_goes_to_the_gpu_queue():
 
 
 @pytest.mark.worker
-def test_a_worker_on_the_gpu_queue_runs_it(celery_worker, role_groups, make_user, tmp_path_factory):
+def test_a_worker_on_the_gpu_queue_runs_it_from_the_cli(
+    live_server, celery_worker, role_groups, make_user, tmp_path_factory
+):
+    from studio.security import api_token_issue
+    from tests.test_cli import run_cli
     from traces.services import project_create
 
     annotator, lead = make_user("ann-w", Role.ANNOTATOR), make_user("lead-w", Role.LEAD)
@@ -338,15 +367,20 @@ def test_a_worker_on_the_gpu_queue_runs_it(celery_worker, role_groups, make_user
     hook = Webhook.objects.create(
         project=project, url="https://127.0.0.1:9/hook", events=["evaluation.done"], secret="s"
     )
-    job = services.evaluation_job_create(project=project, user=lead, model_dir=str(model), split="all")
-    done = wait_for(
-        lambda: (j := EvaluationJob.objects.get(pk=job.pk)).is_finished and j, timeout=300, message="evaluation"
-    )
+    token = api_token_issue(user=lead)
+    args = ("evaluate", "--project", project.name, "--checkpoint", "agent-w", "--split", "all")
+    refused = run_cli(live_server, token, *args, "--model-dir", str(model.parent / "gone"), check=False)
+    assert refused.returncode == 1 and "HTTP 400" in refused.stderr and str(model.parent / "gone") in refused.stderr
+    ran = run_cli(live_server, token, *args, "--model-dir", str(model), "--wait")
+    assert "preference accuracy: 1.000" in ran.stdout and "pairs: 1" in ran.stdout, ran.stdout
+    done = EvaluationJob.objects.get(project=project)
     log = "".join(celery_worker.log[-80:])
     assert done.status == "succeeded", (done.message, log)
     assert "evaluation.tasks.run_evaluation" in log
     assert done.metrics["overall"]["preference_accuracy"] == 1.0
     assert EvaluationSample.objects.filter(job=done).count() == 2
+    listed = run_cli(live_server, token, "evaluations", "--project", str(project.pk))
+    assert f"{done.pk}\tagent-w\t{done.weights_hash[:12]}\tsucceeded\t2\t1.000\t1\t" in listed.stdout, listed.stdout
     delivery = wait_for(lambda: Delivery.objects.filter(webhook=hook).first(), timeout=30, message="delivery")
     assert delivery.event == "evaluation.done"
     assert delivery.payload["evaluation"]["weights_hash"] == done.weights_hash

@@ -108,6 +108,12 @@ class StudioClient:
             body["ran_at"] = ran_at
         return self._json("POST", f"/api/projects/{project_id}/rounds/", json=body)
 
+    def evaluations(self, project_id: int) -> list[dict]:
+        return self._json("GET", f"/api/projects/{project_id}/evaluations/")
+
+    def evaluation(self, job_id: int) -> dict:
+        return self._json("GET", f"/api/evaluations/{job_id}/")
+
     def import_job(self, job_id: int) -> dict:
         return self._json("GET", f"/api/imports/{job_id}/")
 
@@ -128,6 +134,9 @@ class StudioClient:
 
     def export_start(self, project_id: int, fmt: str, options: dict) -> dict:
         return self._json("POST", f"/api/projects/{project_id}/exports/", json={"format": fmt, "options": options})
+
+    def evaluation_start(self, project_id: int, body: dict) -> dict:
+        return self._json("POST", f"/api/projects/{project_id}/evaluations/", json=body)
 
     def export_diff(self, export_id: int, against: int | None = None) -> dict:
         params = {"against": against} if against is not None else None

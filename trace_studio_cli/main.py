@@ -24,7 +24,7 @@ def _client(ctx: click.Context) -> StudioClient:
 @click.option("--token", envvar="TRACE_STUDIO_TOKEN", default="", help="Your API token (TRACE_STUDIO_TOKEN).")
 @click.pass_context
 def cli(ctx: click.Context, url: str, token: str) -> None:
-    """Trace Studio from the command line: projects, imports, exports and their bundles."""
+    """Trace Studio from the command line: projects, imports, exports and their bundles, checkpoint evaluations."""
     ctx.obj = {"client_factory": lambda: StudioClient(url, token)}
 
 
@@ -232,6 +232,90 @@ def diff(ctx: click.Context, export_id: int, against: int | None, as_json: bool)
         click.echo(f"~ annotation {row['annotation_id']} v{row['from_version']} -> v{row['to_version']}")
     for row in answer["removed"]:
         click.echo(f"- annotation {row['annotation_id']} v{row['version']}")
+
+
+# The figures of an evaluation as the API gives them (evaluation/metrics.py), with the words the table uses.
+EVALUATION_FIGURES = (
+    ("samples", "samples"),
+    ("preference_accuracy", "preference accuracy"),
+    ("pairs", "pairs"),
+    ("mean_margin", "mean margin (nats)"),
+    ("nll_corrected", "NLL/token corrected"),
+    ("nll_post_reflection", "NLL/token post-reflection"),
+)
+
+
+def _figure(value) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+@cli.command()
+@click.option("--project", "project_ref", required=True, help="Project id or name.")
+@click.option("--checkpoint", required=True, help="The checkpoint's name, e.g. agent-r2.")
+@click.option(
+    "--model-dir",
+    required=True,
+    help="Its folder on the gpu workers (a path, or a name in the studio's STUDIO_EVALUATION_CHECKPOINTS_DIR).",
+)
+@click.option(
+    "--split",
+    type=click.Choice(("validation", "all")),
+    default=None,
+    help="The bundle's validation split or all samples (default: all with --round, else validation).",
+)
+@click.option("--round", "round_ref", default="", help="Only this round's traces (name or id).")
+@click.option("--export", "export_id", type=int, default=None, help="Take the split's fraction and seed from it.")
+@click.option("--validation-fraction", type=float, default=None)
+@click.option("--split-seed", type=int, default=None)
+@click.option("--wait/--no-wait", default=False, help="Follow the job until it ends and print its figures.")
+@click.pass_context
+def evaluate(
+    ctx: click.Context,
+    project_ref: str,
+    checkpoint: str,
+    model_dir: str,
+    split: str | None,
+    round_ref: str,
+    export_id: int | None,
+    validation_fraction: float | None,
+    split_seed: int | None,
+    wait: bool,
+) -> None:
+    """Score a checkpoint on the project's accepted corrections (docs/rounds.md, "Evaluate a checkpoint")."""
+    client = _client(ctx)
+    project = client.project(project_ref)
+    body = {"checkpoint": checkpoint, "model_dir": model_dir, "split": split, "round": round_ref, "export": export_id}
+    body |= {"validation_fraction": validation_fraction, "split_seed": split_seed}
+    job = client.evaluation_start(project["id"], body)
+    click.echo(f"evaluation {job['id']} {job['status']} of {job['checkpoint']} on project {project['id']}")
+    if not wait:
+        return
+    job = _follow(client, "evaluation", job, lambda: client.evaluation(job["id"]))
+    _finished_or_exit("evaluation", job)
+    click.echo(f"evaluation {job['id']} succeeded: {job.get('message', '')}")
+    overall = (job.get("metrics") or {}).get("overall") or {}
+    for key, words in EVALUATION_FIGURES:
+        click.echo(f"  {words}: {_figure(overall.get(key))}")
+
+
+@cli.command()
+@click.option("--project", "project_ref", required=True, help="Project id or name.")
+@click.option("--json", "as_json", is_flag=True, help="Print the API's JSON.")
+@click.pass_context
+def evaluations(ctx: click.Context, project_ref: str, as_json: bool) -> None:
+    """The project's checkpoint evaluations, newest first: one line per checkpoint run."""
+    client = _client(ctx)
+    rows = client.evaluations(client.project(project_ref)["id"])
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    click.echo("\t".join(["id", "checkpoint", "weights", "status"] + [words for _, words in EVALUATION_FIGURES]))
+    for job in rows:
+        overall = (job.get("metrics") or {}).get("overall") or {}
+        head = [str(job["id"]), job["checkpoint"], (job.get("weights_hash") or "")[:12], job["status"]]
+        click.echo("\t".join(head + [_figure(overall.get(key)) for key, _ in EVALUATION_FIGURES]))
 
 
 def _download(client: StudioClient, job: dict, out_dir: Path) -> None:
