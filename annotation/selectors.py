@@ -12,6 +12,7 @@ from traces import actions as grammar
 from traces import prompting
 from traces.access import projects_for
 from traces.selectors import (
+    step_elements_json,
     trace_steps,
     traces_awaiting_instruction,
     traces_ready_to_annotate,
@@ -148,6 +149,8 @@ def workspace_payload(*, annotation: Annotation, lease: Lease | None) -> dict:
             "shot": _shot(project, step.screenshot),
             "human_edit": _human_edit(step),
             "missing_before": int((step.context or {}).get("missing_before") or 0),
+            # The source's element boxes on o_i, in the project's convention: the editor's snap targets.
+            "elements": step_elements_json(step, convention=trace.coordinate_convention, project=project),
         }
         for step in trace_steps(trace)
     ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db.models import BooleanField, Count, ExpressionWrapper, Q, QuerySet
 
 from studio.errors import Invalid
+from traces import actions as grammar
 from traces.access import traces_for
 from traces.models import Project, Round, Step, Trace
 
@@ -79,3 +80,46 @@ def round_resolve(project: Project, ref) -> Round | None:
             field="round",
         )
     return found
+
+
+def step_element_boxes(step: Step) -> list[tuple]:
+    """The element boxes the source recorded on the step's screen, in the trace's convention ([] = none)."""
+    from traces.importers.base import ELEMENTS
+
+    boxes = []
+    for element in (step.context or {}).get(ELEMENTS) or []:
+        try:
+            boxes.append(grammar.box_of(element.get("box")))
+        except (TypeError, ValueError, AttributeError):
+            continue  # stored by an older importer in another shape: not offered
+    return boxes
+
+
+def step_elements_json(step: Step, *, convention: str, project: Project) -> list[dict]:
+    """The step's recorded elements for the workspace's snap targets: ``{"box", "label"}`` with the box in the
+    project's convention (converted from the trace's ``convention`` by the step's screenshot size, as points are)."""
+    from traces.importers.base import ELEMENTS
+
+    elements = (step.context or {}).get(ELEMENTS) or []
+    if not elements:
+        return []
+    shot = step.screenshot
+    out = []
+    for element in elements:
+        try:
+            box = grammar.box_of(element.get("box"))
+            if convention != project.coordinate_convention:
+                if shot is None:
+                    return []
+                box = grammar.convert_box(
+                    box,
+                    src=convention,
+                    dst=project.coordinate_convention,
+                    width=shot.width,
+                    height=shot.height,
+                    max_pixels=project.max_pixels,
+                )
+        except (TypeError, ValueError, AttributeError):
+            continue
+        out.append({"box": list(box), "label": str(element.get("label") or "")})
+    return out

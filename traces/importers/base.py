@@ -16,6 +16,7 @@ from typing import Protocol
 from django.conf import settings
 
 from studio.errors import describe_error
+from traces import actions as grammar
 
 log = logging.getLogger(__name__)
 
@@ -171,3 +172,30 @@ def find_folders(
                 if first_only:
                     return found
     return found
+
+
+# The step context key of the elements a source recorded on a step's screen (boxes in the trace's convention).
+ELEMENTS = "elements"
+MAX_ELEMENTS = 5000
+
+
+def read_elements(value, where: str) -> list[dict]:
+    """A source's element boxes of one screen as stored on the step's context: ``[{"box": [x1, y1, x2, y2],
+    "label": str}]`` (box corners put in order by the grammar, in the trace's convention), or TraceReadError."""
+    if not isinstance(value, list):
+        raise TraceReadError(where, "elements must be a list of {box, label} objects")
+    if len(value) > MAX_ELEMENTS:
+        raise TraceReadError(where, f"{len(value)} elements on one screen: at most {MAX_ELEMENTS} are kept")
+    elements = []
+    for number, item in enumerate(value, start=1):
+        if not isinstance(item, dict):
+            raise TraceReadError(where, f"element {number} must be an object with a box")
+        label = item.get("label", "")
+        if not isinstance(label, str):
+            raise TraceReadError(where, f"element {number}'s label must be a string")
+        try:
+            box = grammar.box_of(item.get("box"))
+        except (TypeError, ValueError) as exc:
+            raise TraceReadError(where, f"element {number}: {exc}") from None
+        elements.append({"box": list(box), "label": label[:200]})
+    return elements

@@ -8,6 +8,7 @@ from pathlib import Path
 from django.conf import settings
 
 from .base import (
+    ELEMENTS,
     ImageRef,
     ImportedStep,
     ImportedTrace,
@@ -15,6 +16,7 @@ from .base import (
     TraceReadError,
     parse_json_bytes,
     read_each,
+    read_elements,
     read_json,
     require,
     safe_child,
@@ -97,6 +99,8 @@ def trace_from_document(document, folder: Path, *, where: str) -> ImportedTrace:
             if isinstance(missing, bool) or not isinstance(missing, int) or missing < 1:
                 raise TraceReadError(step_where, "missing_before must be a positive number of steps (or true)")
             context = {**context, "missing_before": missing}
+        if "elements" in step:
+            context = {**context, ELEMENTS: read_elements(step["elements"], step_where)}
         raw = "\n".join(
             part
             for part in (

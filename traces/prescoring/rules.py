@@ -9,6 +9,8 @@ Flags (``code``: when):
 - ``repeated_no_change``: the same action as step i-1, although step i-1's action changed nothing
   visible (o_{i-1} ≈ o_i): the agent repeats what did not work.
 - ``wait_run``: the step is part of two or more waits in a row.
+- ``off_element``: the source recorded the elements on the step's screen (element boxes, in the trace's
+  convention) and the action's target point (``start_box``) lies in none of them: a hint of a grounding error.
 
 "Looks the same" = mean absolute difference of the two screenshots, each downscaled to 128 px wide
 in grayscale, under ``change_threshold`` (0.001 of full scale by default: on the real traces a menu
@@ -41,6 +43,8 @@ FLAG_WEIGHTS: dict[str, float] = {
     "wait_run": 0.5,
     # Weak alone: typing into a field or moving a cursor barely changes a screenshot either.
     "no_change": 0.25,
+    # A hint, not a proof: a source's element list can miss elements (canvas, images, custom widgets).
+    "off_element": 0.4,
 }
 
 
@@ -55,6 +59,8 @@ class RuleStep:
     image: Callable[[], Any] | None = None  # loads o_i as a PIL image
     width: int | None = None
     height: int | None = None
+    # The element boxes the source recorded on o_i, in the trace's convention (empty: the source has none).
+    element_boxes: list[tuple] = field(default_factory=list)
 
     @property
     def action_key(self) -> str:
@@ -127,6 +133,7 @@ def step_flags(
                 ):
                     code = "off_screen" if "outside the screen" in problem else "invalid_action"
                     out.append(flag(code, problem))
+        out.extend(_off_element_flags(step))
         if change[i] is not None and change[i] < change_threshold and not step.is_passive:
             out.append(
                 flag(
@@ -149,6 +156,25 @@ def step_flags(
                 )
     _flag_wait_runs(steps, flags)
     return flags
+
+
+def _off_element_flags(step: RuleStep) -> list[dict]:
+    if not step.element_boxes:
+        return []
+    out = []
+    for action in step.actions:
+        point = action.point()
+        if point is None or any(grammar.point_in_box(point, box) for box in step.element_boxes):
+            continue
+        x, y = point
+        out.append(
+            flag(
+                "off_element",
+                f"{action.type} at ({x}, {y}) hits none of the {len(step.element_boxes)} elements the source recorded "
+                "on this screen: check its grounding",
+            )
+        )
+    return out
 
 
 def _flag_wait_runs(steps: Sequence[RuleStep], flags: list[list[dict]]) -> None:

@@ -43,6 +43,7 @@ from traces.models import (
 )
 from traces.prescoring import assess, rules
 from traces.prescoring.qwen2vl import ModelLoadError, read_model_config
+from traces.selectors import step_element_boxes
 
 log = logging.getLogger(__name__)
 
@@ -370,6 +371,7 @@ def _run_rules(job: PrescoreJob, traces: list[Trace], progress: _Progress) -> No
                 image=guarded(_image_loader(s.screenshot), s.index) if s.screenshot_id else None,
                 width=s.screenshot.width if s.screenshot_id else None,
                 height=s.screenshot.height if s.screenshot_id else None,
+                element_boxes=step_element_boxes(s),
             )
             for s in steps
         ]
