@@ -14,7 +14,7 @@ from django.urls import reverse
 from annotation.access import annotations_for, history_for
 from annotation.models import Annotation, AnnotationStatus, AuditEvent
 from annotation.review import REVIEW_EDITABLE_FIELDS
-from annotation.selectors import model_extent, open_leases
+from annotation.selectors import action_target_box, model_extent, open_leases
 from annotation.services import answer_for_verdict
 from traces import actions as grammar
 from traces.access import projects_for
@@ -177,8 +177,10 @@ def _marker(
     project: Project,
     shot,
     convention: str | None = None,
+    box: list | None = None,
 ) -> dict | None:
-    """Where an action points on its screenshot, as fractions of the image (what the page draws)."""
+    """Where an action points on its screenshot, as fractions of the image (what the page draws), with the element
+    box drawn for it (``box``, in the same convention) as ``[x1, y1, x2, y2]`` fractions."""
     if not action_text or shot is None:
         return None
     try:
@@ -204,6 +206,19 @@ def _marker(
         )
         marker[prefix + "x"] = round(x / shot.width, 5)
         marker[prefix + "y"] = round(y / shot.height, 5)
+    if box is not None:
+        # The element box drawn for the action: its corners as fractions of the image, like the point.
+        corners = []
+        for corner in ((box[0], box[1]), (box[2], box[3])):
+            x, y = grammar.to_screen_pixels(
+                corner,
+                convention=convention or project.coordinate_convention,
+                width=shot.width,
+                height=shot.height,
+                max_pixels=project.max_pixels,
+            )
+            corners += [round(x / shot.width, 5), round(y / shot.height, 5)]
+        marker["box"] = corners
     return marker
 
 
@@ -329,7 +344,14 @@ def review_context(annotation: Annotation) -> dict:
                 shot=shot,
                 convention=trace.coordinate_convention,
             ),
-            _marker(annotation.corrected_action, label="corrected", kind="corrected", project=project, shot=shot),
+            _marker(
+                annotation.corrected_action,
+                label="corrected",
+                kind="corrected",
+                project=project,
+                shot=shot,
+                box=action_target_box(annotation, "corrected", box_tokens=project.box_tokens),
+            ),
         ]
         context["error_markers"] = [m for m in markers if m]
         context["thought_diff"] = word_diff(step.thought, annotation.corrected_thought)
@@ -342,6 +364,7 @@ def review_context(annotation: Annotation) -> dict:
             kind="reflection",
             project=project,
             shot=reflection_shot,
+            box=action_target_box(annotation, "reflection", box_tokens=project.box_tokens),
         )
         context["reflection_markers"] = [marker] if marker else []
     context["form_values"] = {field: getattr(annotation, field) for field in REVIEW_EDITABLE_FIELDS}

@@ -36,7 +36,8 @@
   /* Draw the editor of ``action`` into ``host``.
      options: table, platform, slot, action ({type, args, style} or null), editable, check ({canonical, errors, valid}
      or null), fallbackCanonical (shown before the first check), onType(type), onArg(name, value, quiet),
-     onClearPoint(name), pointHint (what to do to place a point). */
+     onClearPoint(name), pointHint (what to do to place a point), onClearBox() and boxHint (how to draw the element box;
+     without it the box row shows only a stored box). */
   function render(host, o) {
     if (!o.table) { host.textContent = "Loading the action table…"; return; }
     const action = o.action;
@@ -93,6 +94,20 @@
         }
         host.appendChild(label);
       }
+    }
+    // The element box of the target (start_box), beside its point: drawn on the screenshot, shown here.
+    if (sp && sp.args.some((a) => a.name === "start_box") && (o.boxHint || Array.isArray(action.target_box))) {
+      const label = el("label", {}, "element box (optional)");
+      const row = el("div", { class: "ws-point" });
+      const box = action.target_box;
+      row.appendChild(el("code", { "data-box": o.slot }, Array.isArray(box) ? `[${box.join(", ")}]` : o.boxHint));
+      if (Array.isArray(box) && o.editable && o.onClearBox) {
+        const clear = el("button", { type: "button", class: "ws-ghost small", "data-clear-box": o.slot }, "clear");
+        clear.addEventListener("click", () => o.onClearBox());
+        row.appendChild(clear);
+      }
+      label.appendChild(row);
+      host.appendChild(label);
     }
     const canonical = el("div", { class: "ws-canonical" });
     canonical.appendChild(el("div", { class: "ws-field-label" }, "UI-TARS action (checked by the server)"));

@@ -17,7 +17,7 @@
   // the image instead.
   function drawMarkers(frame, markers) {
     const layer = frame.querySelector(".zoom-layer");
-    layer.querySelectorAll(".marker").forEach((m) => m.remove());
+    layer.querySelectorAll(".marker, .marker-box").forEach((m) => m.remove());
     frame.querySelectorAll(".marker-note").forEach((m) => m.remove());
     for (const m of markers) {
       if (m.x === undefined) {
@@ -26,6 +26,17 @@
         tag.textContent = m.label + ": " + m.text;
         frame.append(tag);
         continue;
+      }
+      if (m.box) {
+        // The element box drawn for the action, under its point.
+        const box = document.createElement("div");
+        box.className = "marker-box " + m.kind;
+        box.dataset.kind = m.kind;
+        box.title = m.label + ": element box";
+        place(box, m.box[0], m.box[1]);
+        box.style.width = ((m.box[2] - m.box[0]) * 100).toFixed(3) + "%";
+        box.style.height = ((m.box[3] - m.box[1]) * 100).toFixed(3) + "%";
+        layer.append(box);
       }
       const dot = document.createElement("div");
       dot.className = "marker " + m.kind;

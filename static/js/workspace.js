@@ -36,6 +36,9 @@
   const ann = DATA.annotation;
   const state = {
     current: 1, overlay: true, compare: false, table: null, cursor: null,
+    // An element box being drawn with the mouse ({slot, a, b}: corners in screenshot pixels), and the imported
+    // element under the pointer (its index in the step's elements) that a click would snap to.
+    boxDrag: null, hoverElement: null,
     // One view for every pane: scale (1 = the screenshot fitted) and where the image's top-left corner sits, in
     // fractions of the frame; kept while stepping, so the same region stays in view from screen to screen.
     zoom: { scale: 1, ox: 0, oy: 0 },
@@ -305,6 +308,10 @@
     const arrow = (a, b) => {
       g.appendChild(svg("line", { x1: a[0], y1: a[1], x2: b[0], y2: b[1], "stroke-width": sw, class: "arrow", "marker-end": `url(#head-${tone})` }));
     };
+    if (Array.isArray(action.target_box)) {
+      const [a, b] = [toPx(shot, action.target_box.slice(0, 2)), toPx(shot, action.target_box.slice(2))];
+      g.appendChild(svg("rect", { x: a[0], y: a[1], width: b[0] - a[0], height: b[1] - a[1], "stroke-width": sw * 0.7, class: "element-box" }));
+    }
     const type = action.type;
     // Actions without a point get a badge in the corner: the recorded one on the first row, the correction on
     // the row below, so neither hides the other.
@@ -356,6 +363,18 @@
     if (state.overlay && options.drawRecorded && index <= N) for (const a of STEPS[index - 1].actions || []) drawAction(layer, shot, a, "recorded");
     const slot = options.slot;
     if (state.overlay && slot && state.form.editor_state[slot]) drawAction(layer, shot, state.form.editor_state[slot], "fix");
+    const box = (a, b, cls) => layer.appendChild(svg("rect", {
+      x: Math.min(a[0], b[0]), y: Math.min(a[1], b[1]), width: Math.abs(b[0] - a[0]), height: Math.abs(b[1] - a[1]),
+      "stroke-width": Math.max(shot.width, shot.height) / 1000 * 2 / state.zoom.scale, class: cls,
+    }));
+    // The element under the pointer, of those the source recorded on this screen: what a click snaps to.
+    const elements = index <= N ? STEPS[index - 1].elements || [] : [];
+    if (slot && state.hoverElement !== null && elements[state.hoverElement]) {
+      const e = elements[state.hoverElement].box;
+      box(toPx(shot, e.slice(0, 2)), toPx(shot, e.slice(2)), "ws-element-hover");
+    }
+    if (state.boxDrag && slot && state.boxDrag.slot === slot) box(state.boxDrag.a, state.boxDrag.b, "ws-box-draft");
+    if (state.cursor && slot && state.cursor.slot === slot && state.cursor.anchor) box(state.cursor.anchor, state.cursor.px, "ws-box-draft");
     if (state.cursor && slot && state.cursor.slot === slot) {
       const [cx, cy] = state.cursor.px, arm = Math.max(shot.width, shot.height) / 40 / state.zoom.scale;
       const g = svg("g", { class: "ws-cursor", "stroke-width": Math.max(shot.width, shot.height) / 1000 * 3 / state.zoom.scale });
@@ -398,12 +417,14 @@
       frame.dataset.slot = slot;
       frame.addEventListener("click", (event) => {
         // (The click that ends a drag never reaches here: static/js/zoom.js swallows it.) Measured on the transformed layer: exact at every zoom and pan.
-        const box = view.getBoundingClientRect();
-        const px = [(event.clientX - box.left) / box.width * shot.width, (event.clientY - box.top) / box.height * shot.height];
-        placePoint(slot, toModel(shot, px));
+        const px = pxAt(view, shot, event);
+        const element = elementAt(index, shot, px);
+        const action = state.form.editor_state[slot];
+        if (element !== null && action && !insideOwnBox(action, toModel(shot, px)) && snaps(action)) snapTo(slot, index, element);
+        else placePoint(slot, toModel(shot, px));
       });
     }
-    attachZoomGestures(frame, view, loupe, !!(slot && EDITABLE));
+    attachZoomGestures(frame, view, loupe, !!(slot && EDITABLE), { index, shot, slot });
     pane.appendChild(frame);
     pane.appendChild(caption);
     return pane;
@@ -435,13 +456,92 @@
   function zoomReset() { setZoom({ ...Zoom.FIT }); }
   window.wsZoom = () => ({ ...state.zoom });  // for tests
 
-  function attachZoomGestures(frame, view, loupe, placing) {
+  function attachZoomGestures(frame, view, loupe, placing, pane) {
     Zoom.attach(frame, {
       get: () => state.zoom,
       set: setZoom,
-      hover: (event) => { if (placing && !state.cursor) showLoupe(frame, view, loupe, event.clientX, event.clientY); },
-      leave: () => { if (!state.cursor) loupe.hidden = true; },
+      hover: (event) => {
+        if (placing && !state.cursor) showLoupe(frame, view, loupe, event.clientX, event.clientY);
+        if (placing) hoverElement(frame, pane.index, pane.shot, pxAt(view, pane.shot, event));
+      },
+      leave: () => {
+        if (!state.cursor) loupe.hidden = true;
+        if (state.hoverElement !== null) { state.hoverElement = null; if (frame.redrawOverlay) frame.redrawOverlay(); }
+      },
+      // Shift+drag (or any drag while "Draw box" is on) draws the target's element box instead of panning.
+      draw: placing ? {
+        start: (event) => {
+          const action = state.form.editor_state[pane.slot];
+          if (!(event.shiftKey || state.boxMode) || !action || !takesBox(action)) return false;
+          const px = pxAt(view, pane.shot, event);
+          state.boxDrag = { slot: pane.slot, a: px, b: px };
+          return true;
+        },
+        move: (event) => { state.boxDrag.b = pxAt(view, pane.shot, event); frame.redrawOverlay(); },
+        end: (event, cancelled) => {
+          const drag = state.boxDrag;
+          state.boxDrag = null;
+          if (cancelled) { frame.redrawOverlay(); return; }
+          drag.b = pxAt(view, pane.shot, event);
+          setBox(pane.slot, pane.shot, drag.a, drag.b);
+        },
+      } : null,
     });
+  }
+
+  // --- element boxes: drawn (drag, keyboard), or snapped to one the source recorded ---------------
+  // A point on the transformed layer, in screenshot pixels (exact at every zoom and pan, as point placement).
+  function pxAt(view, shot, event) {
+    const box = view.getBoundingClientRect();
+    return [Math.min(shot.width, Math.max(0, (event.clientX - box.left) / box.width * shot.width)),
+      Math.min(shot.height, Math.max(0, (event.clientY - box.top) / box.height * shot.height))];
+  }
+  // Only the start point (the target) has a box; the table says which actions have one.
+  const takesBox = (action) => pointArgsOf(action.type).some((a) => a.name === "start_box");
+  const snaps = (action) => { const p = Editor.placeablePoints(state.table, action.type); return p.length === 1 && p[0].name === "start_box"; };
+  const insideOwnBox = (action, p) => Array.isArray(action.target_box)
+    && p[0] >= action.target_box[0] && p[0] <= action.target_box[2] && p[1] >= action.target_box[1] && p[1] <= action.target_box[3];
+  // The smallest recorded element under ``px`` (the innermost one), or null.
+  function elementAt(index, shot, px) {
+    const elements = index <= N ? STEPS[index - 1].elements || [] : [];
+    let best = null, bestArea = Infinity;
+    elements.forEach((e, i) => {
+      const a = toPx(shot, e.box.slice(0, 2)), b = toPx(shot, e.box.slice(2));
+      const area = (b[0] - a[0]) * (b[1] - a[1]);
+      if (px[0] >= a[0] && px[0] <= b[0] && px[1] >= a[1] && px[1] <= b[1] && area < bestArea) { best = i; bestArea = area; }
+    });
+    return best;
+  }
+  function hoverElement(frame, index, shot, px) {
+    const found = elementAt(index, shot, px);
+    if (found === state.hoverElement) return;
+    state.hoverElement = found;
+    frame.redrawOverlay();
+  }
+  // A new box: the point goes back to the server's default, the box's centre (and can then be moved inside it).
+  function setBox(slot, shot, a, b) {
+    const action = state.form.editor_state[slot];
+    if (!action) return;
+    const p = toModel(shot, a), q = toModel(shot, b);
+    const box = [Math.min(p[0], q[0]), Math.min(p[1], q[1]), Math.max(p[0], q[0]), Math.max(p[1], q[1])];
+    if (box[0] === box[2] || box[1] === box[3]) { renderStage(); return; }  // a press without a drag draws nothing
+    action.target_box = box;
+    delete action.args.start_box;
+    state.placeIndex[slot] = 1;
+    renderAll(); edited(); checkAction(slot);
+  }
+  function snapTo(slot, index, element) {
+    const action = state.form.editor_state[slot];
+    action.target_box = STEPS[index - 1].elements[element].box.slice();
+    delete action.args.start_box;
+    state.placeIndex[slot] = 1;
+    renderAll(); edited(); checkAction(slot);
+  }
+  function clearBox(slot) {
+    const action = state.form.editor_state[slot];
+    if (!action) return;
+    delete action.target_box;
+    renderAll(); edited(); checkAction(slot);
   }
 
   // The loupe: LOUPE_POWER times what the frame shows, centred on the point that a click (or Enter) would place.
@@ -691,6 +791,8 @@
       },
       onArg: (name, value, quiet) => setArg(slot, name, value, quiet),
       onClearPoint: (name) => { delete state.form.editor_state[slot].args[name]; renderAll(); edited(); checkAction(slot); },
+      onClearBox: () => clearBox(slot),
+      boxHint: "Shift+drag on the screenshot, b from the keyboard, or click an outlined element",
     });
   }
 
@@ -718,7 +820,16 @@
       const seq = ++checkSeq[slot]; // answers can overtake each other: only the latest counts
       try {
         const res = await api("POST", `/api/annotations/${ANN_ID}/check-action/`, { slot, action, tau: state.form.tau });
-        if (res.status === 200 && seq === checkSeq[slot]) { checks[slot] = res.data; renderPanels(); }
+        if (res.status === 200 && seq === checkSeq[slot]) {
+          checks[slot] = res.data;
+          // The point a box gives by default (its centre) is the server's: take it over while the box is unchanged.
+          const now = state.form.editor_state[slot], served = res.data.action;
+          if (now && served && Array.isArray(now.target_box) && !now.args.start_box && served.args.start_box
+            && same(now.target_box, served.target_box)) {
+            now.args.start_box = served.args.start_box;
+            renderAll(); edited();
+          } else renderPanels();
+        }
       } catch (e) { /* offline: checked again on the next edit */ }
     }, 120);
   }
@@ -834,6 +945,7 @@
   $("ws-zoom-in").addEventListener("click", () => zoomAt(0.5, 0.5, 1.5));
   $("ws-zoom-out").addEventListener("click", () => zoomAt(0.5, 0.5, 1 / 1.5));
   $("ws-zoom-level").addEventListener("click", zoomReset);
+  $("ws-box-btn").addEventListener("click", () => { state.boxMode = !state.boxMode; $("ws-box-btn").setAttribute("aria-pressed", String(state.boxMode)); });
 
   // --- the keyboard path through a correction ---------------------------------------------------
   // e focuses the form; digits pick an option in a focused select; an action type that needs a point starts the
@@ -868,7 +980,22 @@
     renderStage();
     showCursorLoupe();
   }
+  // b: a box from the keyboard. Its first corner is the keyboard point (started where the point is, or in the middle);
+  // arrows move the other corner, Enter draws it.
+  function startBox(slot) {
+    const action = state.form.editor_state[slot];
+    if (!action || !takesBox(action)) return;
+    if (!state.cursor && !startCursor(slot)) return;
+    state.cursor.anchor = [...state.cursor.px];
+    renderStage();
+  }
   function placeCursor() {
+    if (state.cursor.anchor) {
+      const { slot, anchor, px } = state.cursor;
+      state.cursor = null;
+      setBox(slot, shotOf(state.current), anchor, px);
+      return;
+    }
     const { slot, px } = state.cursor;
     placePoint(slot, toModel(shotOf(state.current), px));
     const action = state.form.editor_state[slot];
@@ -895,6 +1022,7 @@
     const moves = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, -1], ArrowDown: [0, 1] };
     const act = moves[event.key] ? () => moveCursor(...moves[event.key], event.shiftKey)
       : event.key === "Enter" ? placeCursor
+        : event.key === "b" && !state.cursor.anchor ? () => startBox(state.cursor.slot)
         : event.key === "Escape" ? () => { state.cursor = null; renderStage(); } : null;
     if (act) { event.preventDefault(); event.stopPropagation(); act(); }  // arrows move the cursor, not the step
   }, true);
@@ -918,6 +1046,7 @@
         focusField(slot === "reflection" ? $("f-reflection_thought") : slot === "corrected" ? $("f-corrected_thought") : null);
       },
       p: () => { const slot = slotAt(state.current); if (slot) startCursor(slot); },
+      b: () => { const slot = slotAt(state.current); if (slot) startBox(slot); },
       // The first starting point offered (the source's human-edited reply, else the model's reply, else the
       // recorded action) is copied into the correction.
       s: () => { const first = document.querySelector('[data-starts="corrected"] .ws-start'); if (first) first.click(); },

@@ -27,8 +27,10 @@
 
   /* Gestures on ``frame``: ``get()`` reads the current view, ``set(view)`` applies a new one. ``hover(event)`` is
      called for pointer moves that are not gestures (the workspace's loupe). A click that ends a drag or a pinch is
-     swallowed (capture phase), so it never places a point. */
-  function attach(frame, { get, set, hover, leave }) {
+     swallowed (capture phase), so it never places a point. ``draw`` ({start, move, end}, optional): a press that
+     ``draw.start(event)`` takes (returns true) draws instead of panning until the pointer is released (the
+     workspace's element box: Shift+drag). */
+  function attach(frame, { get, set, hover, leave, draw }) {
     const fraction = (x, y) => {
       const box = frame.getBoundingClientRect();
       return [(x - box.left) / box.width, (y - box.top) / box.height];
@@ -39,9 +41,15 @@
       set(zoomAt(get(), ...fraction(event.clientX, event.clientY), Math.exp(-event.deltaY * perLine * 0.0015)));
     }, { passive: false });
     const pointers = new Map();
-    let drag = null, pinch = null, swallowClick = false;
+    let drag = null, pinch = null, swallowClick = false, drawing = null;
     frame.addEventListener("pointerdown", (event) => {
       if (event.button !== 0) return;
+      if (draw && pointers.size === 0 && draw.start(event)) {
+        drawing = event.pointerId;
+        frame.setPointerCapture(event.pointerId);
+        if (leave) leave();
+        return;
+      }
       pointers.set(event.pointerId, [event.clientX, event.clientY]);
       if (pointers.size === 2) {
         const [a, b] = [...pointers.values()];
@@ -50,6 +58,7 @@
       } else drag = { x: event.clientX, y: event.clientY, view: { ...get() }, moved: false, id: event.pointerId };
     });
     frame.addEventListener("pointermove", (event) => {
+      if (drawing === event.pointerId) { draw.move(event); return; }
       if (pointers.has(event.pointerId)) pointers.set(event.pointerId, [event.clientX, event.clientY]);
       if (pinch && pointers.size === 2) {
         const [a, b] = [...pointers.values()];
@@ -75,6 +84,12 @@
       if (hover) hover(event);
     });
     const release = (event) => {
+      if (drawing === event.pointerId) {
+        drawing = null;
+        swallowClick = true;  // the click that ends a box never places a point
+        draw.end(event, event.type === "pointercancel");
+        return;
+      }
       pointers.delete(event.pointerId);
       if (pointers.size < 2) pinch = null;
       if (drag && drag.id === event.pointerId) {
