@@ -250,8 +250,12 @@ def _work(job: EvaluationJob) -> str:
     EvaluationJob.objects.filter(pk=job.pk).update(model_name=job.model_name, weights_hash=job.weights_hash)
 
     selected = selected_samples(job)
-    for skip in selected.skips[:MAX_JOB_ERRORS]:
-        job_add_error(job, {"annotation": skip.annotation_id, "kind": skip.kind, "error": skip.reason})
+    # The errors start again with each attempt: the builder's skips are the same, and failed samples are tried again.
+    job.errors = [
+        {"annotation": skip.annotation_id, "kind": skip.kind, "error": skip.reason}
+        for skip in selected.skips[:MAX_JOB_ERRORS]
+    ]
+    EvaluationJob.objects.filter(pk=job.pk).update(errors=job.errors)
     meta = {
         row["pk"]: row
         for row in Annotation.objects.filter(pk__in=[s.annotation_id for s in selected.samples]).values(
@@ -261,6 +265,7 @@ def _work(job: EvaluationJob) -> str:
     done = set(EvaluationSample.objects.filter(job=job).values_list("annotation_id", "kind"))
     todo = [s for s in selected.samples if (s.annotation_id, s.kind) not in done]
     total = len(selected.samples)
+    job.samples_total, job.samples_skipped = total, len(selected.skips)
     EvaluationJob.objects.filter(pk=job.pk).update(samples_total=total, samples_skipped=len(selected.skips))
     job_progress(job, done=total - len(todo), total=total)
     chunk: int = opts["chunk_samples"]

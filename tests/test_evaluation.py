@@ -228,6 +228,57 @@ def test_preference_accuracy_is_one_or_zero_where_the_case_decides_it(correction
 
 
 @pytest.mark.django_db
+def test_a_run_taken_over_keeps_its_rows_and_scores_the_rest(corrections, project, lead, tiny_model):
+    job = run(project, lead, tiny_model, round_ref="r1")
+    kept = dict(EvaluationSample.objects.filter(job=job).values_list("kind", "id"))
+    assert sorted(kept) == ["dpo", "error_correction", "post_reflection"]
+    # Its worker died after storing two rows: the watchdog sends the next attempt.
+    EvaluationSample.objects.filter(pk=kept.pop("post_reflection")).delete()
+    EvaluationJob.objects.filter(pk=job.pk).update(status="running", heartbeat_at=None, metrics={})
+    again = services.evaluation_job_run(job_id=job.pk, attempt=job.attempts + 1)
+    assert again.status == "succeeded" and again.attempts == job.attempts + 1
+    rows = dict(EvaluationSample.objects.filter(job=job).values_list("kind", "id"))
+    assert sorted(rows) == ["dpo", "error_correction", "post_reflection"]
+    assert {k: rows[k] for k in kept} == kept  # the stored rows stay; only the missing one is scored again
+    again.refresh_from_db()
+    assert again.samples_scored == 3 and again.metrics == selectors.evaluation_metrics(again) and not again.errors
+
+
+@pytest.mark.django_db
+def test_a_sample_that_cannot_be_scored_is_named_and_the_rest_are_scored(
+    corrections, project, annotator, lead, tiny_model
+):
+    third = round_create(project=project, name="r3", checkpoint="agent-r2", actor=lead)
+    trace = make_trace(project, replies=replies(3), external_id="d", image_seed=9)
+    trace.round = third
+    trace.save(update_fields=["round"])
+    broken = accepted_annotation(
+        trace,
+        annotator=annotator,
+        reviewer=lead,
+        verdict=Verdict.ERROR,
+        tau=3,
+        corrected_thought=SHORT,
+        corrected_action="click(start_box='(420,260)')",
+    )
+    shot = trace.steps.get(index=3).screenshot  # o_τ, in s_τ: the correction and the pair cannot be scored
+    shot.image.storage.delete(shot.image.name)
+
+    job = run(project, lead, tiny_model, split="all")
+    assert job.status == "succeeded", job.message
+    assert (job.samples_total, job.samples_scored, job.samples_failed) == (10, 8, 2)
+    assert sorted((e["annotation"], e["kind"]) for e in job.errors) == [
+        (broken.pk, "dpo"),
+        (broken.pk, "error_correction"),
+    ]
+    assert not EvaluationSample.objects.filter(job=job, annotation_id=broken.pk).exists()
+    assert "8 samples scored, 2 failed" in job.message
+
+    only_broken = run(project, lead, tiny_model, round_ref="r3")
+    assert only_broken.status == "failed" and "none of the 2 samples could be scored" in only_broken.message
+
+
+@pytest.mark.django_db
 def test_the_validation_split_is_the_bundles(corrections, project, lead, tiny_model):
     traces = {a.trace_id for a in corrections.values()}
     seed = next(
