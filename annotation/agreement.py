@@ -8,6 +8,9 @@ For each trace with two or more standing (submitted or accepted) annotations, th
 - action type: share of pairs that put the error at the same τ whose corrected actions have the same type.
 - click distance: for those pairs, distance between the two corrected points in screen fractions,
   sqrt((Δx/W)² + (Δy/H)²) — 0 is the same point, 1 the full width (or height) apart.
+- box IoU: for those pairs where both drew the element box of the corrected target, intersection over union of the
+  two boxes (1 the same box, 0 no overlap). Computed in the project's convention: every convention scales each axis
+  linearly from screen pixels, which leaves IoU unchanged.
 
 A pair disagrees when its answers differ (exact), its categories differ or its action types differ; until the lead
 adjudicates one annotation of the trace (is_adjudicated), it is listed for adjudication.
@@ -25,6 +28,7 @@ import numpy as np
 from django.db.models import Q
 
 from annotation.models import Annotation, Verdict
+from annotation.selectors import target_box_of
 from annotation.workflow import STANDING
 from traces import actions as grammar
 from traces.models import Project, Step
@@ -38,6 +42,7 @@ PAIR_FIELDS = (
     "tau",
     "error_category",
     "corrected_action",
+    "editor_state",
     "is_adjudicated",
 )  # read as named rows: row.verdict, row.tau, ...
 
@@ -52,6 +57,7 @@ class Pair:
     category_differs: bool
     action_types: tuple[str | None, str | None] | None = None
     click_distance: float | None = None
+    box_iou: float | None = None
     adjudicated: bool = False
 
     @property
@@ -68,6 +74,7 @@ class Pair:
             "category_differs": self.category_differs,
             "action_types": list(self.action_types) if self.action_types else None,
             "click_distance": None if self.click_distance is None else round(self.click_distance, 4),
+            "box_iou": None if self.box_iou is None else round(self.box_iou, 4),
             "adjudicated": self.adjudicated,
         }
 
@@ -83,6 +90,9 @@ class AgreementReport:
     click_distance_mean: float | None = None
     click_distance_median: float | None = None
     click_pairs: int = 0
+    box_iou_mean: float | None = None
+    box_iou_median: float | None = None
+    box_pairs: int = 0
 
     @property
     def disagreements(self) -> list[Pair]:
@@ -99,6 +109,9 @@ class AgreementReport:
             "click_distance_mean": _round(self.click_distance_mean),
             "click_distance_median": _round(self.click_distance_median),
             "click_pairs": self.click_pairs,
+            "box_iou_mean": _round(self.box_iou_mean),
+            "box_iou_median": _round(self.box_iou_median),
+            "box_pairs": self.box_pairs,
             "open_disagreements": len(self.disagreements),
         }
         if with_pairs:
@@ -238,7 +251,7 @@ def _compare_corrections(report: AgreementReport, project: Project, tau_by_trace
             ).values_list("trace_id", "index", "screenshot__width", "screenshot__height")
             if tau_by_trace.get(t) == i
         }
-    matches, distances = [], []
+    matches, distances, ious = [], [], []
     for pair in report.pairs:
         tau = tau_by_trace.get(pair.trace_id)
         if tau is None:
@@ -252,6 +265,13 @@ def _compare_corrections(report: AgreementReport, project: Project, tau_by_trace
         if distance is not None:
             pair.click_distance = distance
             distances.append(distance)
+        boxes = [
+            target_box_of(row.editor_state, row.corrected_action, "corrected", box_tokens=project.box_tokens)
+            for row in (pair.a, pair.b)
+        ]
+        if boxes[0] is not None and boxes[1] is not None:
+            pair.box_iou = grammar.box_iou(boxes[0], boxes[1])
+            ious.append(pair.box_iou)
     if matches:
         report.action_type_pairs = len(matches)
         report.action_type_agreement = sum(matches) / len(matches)
@@ -259,3 +279,7 @@ def _compare_corrections(report: AgreementReport, project: Project, tau_by_trace
         report.click_pairs = len(distances)
         report.click_distance_mean = statistics.fmean(distances)
         report.click_distance_median = statistics.median(distances)
+    if ious:
+        report.box_pairs = len(ious)
+        report.box_iou_mean = statistics.fmean(ious)
+        report.box_iou_median = statistics.median(ious)

@@ -217,9 +217,16 @@ def action_target_box(annotation: Annotation, slot: str, *, box_tokens: bool) ->
     """The element box of the stored ``slot`` action's target ([x1, y1, x2, y2] in the project's convention), or
     None. A box belongs to the action it was drawn for: it counts only while the editor's action (box centre
     filled in) renders to the stored action text."""
-    data = (annotation.editor_state or {}).get(slot) or {}
+    return target_box_of(
+        annotation.editor_state, getattr(annotation, ACTION_FIELD_OF_SLOT[slot]), slot, box_tokens=box_tokens
+    )
+
+
+def target_box_of(editor_state: dict | None, text: str, slot: str, *, box_tokens: bool) -> list | None:
+    """``action_target_box`` from the stored values (an editor state and the slot's action text), for reads that
+    fetch rows rather than annotations (agreement)."""
+    data = (editor_state or {}).get(slot) or {}
     box = data.get(grammar.TARGET_BOX)
-    text = getattr(annotation, ACTION_FIELD_OF_SLOT[slot])
     if box is None or not text.strip():
         return None
     try:

@@ -198,3 +198,42 @@ def test_a_box_counts_only_for_the_action_it_was_drawn_for(project, traces, anno
     samples = iter_samples(project, ExportOptions(validation_fraction=0), BuildStats())
     boxes = {s.kind: s.target_box for s in samples if not isinstance(s, Skip)}
     assert boxes["error_correction"] is None and boxes["post_reflection"] == [100, 100, 200, 160]
+
+
+def test_agreement_reports_box_iou_between_double_annotations(project, traces, annotator, make_user):
+    from annotation.agreement import agreement_report
+    from annotation.services import annotation_transition
+    from studio.permissions import Role
+    from traces.services import membership_add
+
+    second = make_user("ann2", Role.ANNOTATOR)
+    membership_add(project=project, user=second)
+    trace = traces[0]
+
+    def answer(user, point, box):
+        action = {"type": "click", "args": {"start_box": point}, "style": "box"}
+        if box is not None:
+            action["target_box"] = box
+        ann = Annotation.objects.create(
+            trace=trace,
+            project=project,
+            annotator=user,
+            verdict="error",
+            tau=1,
+            error_category="wrong element / grounding",
+            corrected_action=grammar.render_action(grammar.Action.from_json(action)),
+            editor_state={"corrected": action, "reflection": None},
+        )
+        annotation_transition(annotation=ann, to=AnnotationStatus.SUBMITTED, actor=user)
+        return ann
+
+    answer(annotator, [450, 500], [400, 450, 600, 550])
+    other = answer(second, [550, 500], [500, 450, 700, 550])
+    # Overlap 100 x 100 of two 200 x 100 boxes: 10000 / (20000 + 20000 - 10000) = 1/3.
+    report = agreement_report(project)
+    assert report.box_pairs == 1 and report.box_iou_mean == pytest.approx(1 / 3)
+    assert report.as_dict()["box_iou_median"] == pytest.approx(0.3333)
+    # Without a box on one side the pair gives no IoU (the click distance still counts).
+    Annotation.objects.filter(pk=other.pk).update(editor_state={"corrected": None, "reflection": None})
+    report = agreement_report(project)
+    assert report.box_pairs == 0 and report.box_iou_mean is None and report.click_pairs == 1

@@ -40,6 +40,7 @@
     setFigure("alpha", num(a.category_alpha, 3));
     setFigure("action_type", pct(a.action_type_agreement) + " of " + a.action_type_pairs);
     setFigure("click", num(a.click_distance_median, 3) + " (" + a.click_pairs + " pairs)");
+    setFigure("box_iou", num(a.box_iou_median, 3) + " (" + a.box_pairs + " pairs)");
     setFigure("pairs", a.pairs + " / " + a.open_disagreements);
     setFigure("suggestion", d.suggestion_match ? pct(d.suggestion_match.rate) + " of " + d.suggestion_match.compared : "no pre-scoring yet");
 
@@ -81,7 +82,8 @@
       [{ label: "agreement", backgroundColor: palette[5], data: agreementRows.map((r) => r[1]) }],
       { scales: { y: { min: Math.min(0, ...agreementRows.map((r) => r[1] || 0)), max: 1 } } });
     tables.agreement = { header: ["measure", "value"], rows: [...agreementRows, ["click distance median", a.click_distance_median],
-      ["click distance mean", a.click_distance_mean], ["pairs", a.pairs], ["open disagreements", a.open_disagreements]] };
+      ["click distance mean", a.click_distance_mean], ["element box IoU median", a.box_iou_median],
+      ["element box IoU mean", a.box_iou_mean], ["element box pairs", a.box_pairs], ["pairs", a.pairs], ["open disagreements", a.open_disagreements]] };
     root.dataset.loaded = String(Date.now());
   }
 
