@@ -25,6 +25,7 @@ from studio.errors import Conflict, Invalid
 from traces import actions as grammar
 from traces.models import Trace
 from traces.selectors import awaits_instruction, traces_ready_to_annotate
+from traces.services import round_mark_annotated
 
 
 def annotation_transition(
@@ -59,6 +60,14 @@ def annotation_transition(
         comment=comment,
     )
     events.annotation_changed(annotation=annotation, verb=check_transition(from_status, to))  # sent after commit
+    round_id = (
+        Trace.objects.filter(pk=annotation.trace_id).values_list("round_id", flat=True).first()
+        if to == AnnotationStatus.ACCEPTED
+        else None
+    )
+    if round_id is not None:
+        # After the commit, so the round is judged on what is stored (and a rolled-back accept changes nothing).
+        transaction.on_commit(lambda: round_mark_annotated(round_id=round_id))
     return annotation
 
 

@@ -5,3 +5,7 @@ from django.dispatch import Signal
 # Sent once when a job reaches succeeded, failed or cancelled, after the transaction that recorded it commits.
 # Arguments: ``job`` (the ImportJob / ExportJob / PrescoreJob instance, already in its final state).
 job_ended = Signal()
+
+# Sent once per round, when the last of its traces gets an accepted answer, after that commit.
+# Arguments: ``round`` (traces.models.Round, its ``annotated_at`` set).
+round_annotated = Signal()

@@ -409,3 +409,13 @@ def web_server(transactional_db):
         except subprocess.TimeoutExpired:
             proc.kill()
     connections.close_all()
+
+
+# --- webhooks to a receiver on loopback (tests/fixtures_webhooks.Receiver) ---------------------------------
+
+
+@pytest.fixture
+def loopback_hooks(settings, monkeypatch):
+    settings.WEBHOOKS_ALLOW_HTTP_HOSTS = ["127.0.0.1"]
+    monkeypatch.setenv("STUDIO_WEBHOOKS_ALLOW_HTTP_HOSTS", "127.0.0.1")
+    monkeypatch.setenv("STUDIO_WEBHOOKS_RETRY_BASE_S", "0.5")

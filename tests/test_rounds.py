@@ -220,3 +220,36 @@ def test_trace_list_page_and_api_filter_by_round(project, lead, api_client, tmp_
     page = client.get(f"/projects/{project.pk}/traces/?round={week.pk}").content.decode()
     assert f'data-trace-round="{traces[0].pk}">week 1<' in page and f'data-trace-round="{traces[1].pk}"' not in page
     assert f'<option value="{week.pk}" selected>week 1 (2)</option>' in page
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_round_is_annotated_once_when_its_last_trace_is_accepted(project, annotator, lead):
+    from importlib import import_module
+
+    from django.apps import apps
+
+    from annotation.models import Verdict
+    from tests.fixtures_export import REPLIES, accepted_annotation, make_trace
+
+    empty = services.round_create(project=project, name="empty", checkpoint="m0")
+    week = services.round_create(project=project, name="week", checkpoint="m1")
+    traces = [make_trace(project, replies=REPLIES, external_id=f"w{n}", image_seed=n + 1) for n in range(2)]
+    Trace.objects.filter(pk__in=[t.pk for t in traces]).update(round=week)
+
+    def accept(trace):
+        return accepted_annotation(trace, annotator=annotator, reviewer=lead, verdict=Verdict.NO_ERROR)
+
+    accept(traces[0])
+    assert Round.objects.get(pk=week.pk).annotated_at is None  # one trace of two
+    accept(traces[1])  # the last one: marked by the accept's commit
+    marked = Round.objects.get(pk=week.pk).annotated_at
+    assert marked is not None
+    assert services.round_mark_annotated(round_id=week.pk) is None  # only the first completion counts
+    assert Round.objects.get(pk=week.pk).annotated_at == marked
+    assert services.round_mark_annotated(round_id=empty.pk) is None  # no traces: nothing is annotated
+
+    # The migration gives a round completed before it existed its completion time (no event is sent later).
+    Round.objects.filter(pk=week.pk).update(annotated_at=None)
+    import_module("traces.migrations.0011_round_annotated").completed_rounds(apps, None)
+    assert Round.objects.get(pk=week.pk).annotated_at is not None
+    assert Round.objects.get(pk=empty.pk).annotated_at is None

@@ -4,9 +4,7 @@ after a 500, a slow receiver never holds up the request that caused the event, d
 from __future__ import annotations
 
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.test import Client
@@ -15,46 +13,11 @@ from annotation.models import Verdict
 from exports import services as export_services
 from tests.conftest import TEST_PASSWORD, WorkerProcess, purge_broker, wait_for
 from tests.fixtures_export import REPLIES, accepted_annotation, make_trace
+from tests.fixtures_webhooks import Receiver
 from traces import services as trace_services
 from webhooks import signing
 from webhooks.models import Delivery, DeliveryStatus, Webhook
 from webhooks.services import WebhookRefused, webhook_create
-
-
-class Receiver:
-    """An HTTP endpoint on 127.0.0.1 that records every request; ``answers`` are the statuses it gives in turn."""
-
-    def __init__(self, answers=(200,), delay_s: float = 0.0):
-        self.requests: list[dict] = []
-        self.answers = list(answers)
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                owner.requests.append({"headers": dict(self.headers), "body": body, "at": time.monotonic()})
-                time.sleep(delay_s)
-                status = owner.answers.pop(0) if len(owner.answers) > 1 else owner.answers[0]
-                self.send_response(status)
-                self.end_headers()
-                self.wfile.write(b"ok" if status < 300 else b"receiver broke")
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-
-
-@pytest.fixture
-def loopback_hooks(settings, monkeypatch):
-    settings.WEBHOOKS_ALLOW_HTTP_HOSTS = ["127.0.0.1"]
-    monkeypatch.setenv("STUDIO_WEBHOOKS_ALLOW_HTTP_HOSTS", "127.0.0.1")
-    monkeypatch.setenv("STUDIO_WEBHOOKS_RETRY_BASE_S", "0.5")
 
 
 def register(client: Client, project, url: str) -> str:

@@ -125,6 +125,11 @@ class Round(models.Model):
     checkpoint = models.CharField(max_length=200, help_text="The checkpoint whose runs produced the round's traces.")
     weights_hash = models.CharField(max_length=64, blank=True, help_text="sha256 of the checkpoint's weight files.")
     ran_at = models.DateTimeField(help_text="When the checkpoint ran the round's tasks.")
+    annotated_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When every trace of the round first had an accepted answer (the round.annotated webhook event).",
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

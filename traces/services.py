@@ -25,6 +25,7 @@ from studio.errors import Conflict, Invalid, TooLarge
 from studio.inputs import input_problem
 from studio.jobs import JobFailed, job_add_error, job_enqueue, job_progress, job_run, job_workdir
 from studio.models import JobStatus
+from studio.signals import round_annotated
 from traces import actions as grammar
 from traces.images import ImageInfo, ImageProblem, inspect_image, make_thumbnail
 from traces.importers import (
@@ -144,6 +145,26 @@ WEIGHTS_HASH_MAX: int = Round._meta.get_field("weights_hash").max_length or 0
 
 
 @atomic_with_retry
+def round_mark_annotated(*, round_id: int) -> Round | None:
+    """Record that every trace of the round has an accepted answer, the first time it is so; returns the round
+    then (and sends ``studio.signals.round_annotated`` after the commit), else None. A round with no traces is not
+    annotated. Later imports into the round or answers sent back do not send it again: it is the first completion."""
+    from annotation.models import Annotation, AnnotationStatus
+
+    with transaction.atomic():
+        round_ = Round.objects.select_for_update().filter(pk=round_id, annotated_at__isnull=True).first()
+        if round_ is None:
+            return None
+        traces = Trace.objects.filter(round_id=round_id)
+        accepted = Annotation.objects.filter(trace__round_id=round_id, status=AnnotationStatus.ACCEPTED)
+        if not traces.exists() or traces.exclude(pk__in=accepted.values("trace_id")).exists():
+            return None
+        round_.annotated_at = timezone.now()
+        round_.save(update_fields=["annotated_at"])
+        transaction.on_commit(lambda: round_annotated.send(sender=Round, round=round_))
+    return round_
+
+
 def round_create(
     *, project: Project, name: str, checkpoint: str, weights_hash: str = "", ran_at=None, actor=None
 ) -> Round:

@@ -11,6 +11,7 @@ class WebhookEvent(models.TextChoices):
     IMPORT_FAILED = "import.failed", "Import failed"
     PRESCORING_DONE = "prescoring.done", "Pre-scoring done"
     EVALUATION_DONE = "evaluation.done", "Checkpoint evaluation done"
+    ROUND_ANNOTATED = "round.annotated", "Round fully annotated (every trace has an accepted answer)"
 
 
 class Webhook(models.Model):

@@ -1,4 +1,5 @@
-"""Job ends become webhook events (studio.signals.job_ended): the jobs know nothing of webhooks."""
+"""Job ends and completed rounds become webhook events (studio.signals): the jobs and rounds know nothing of
+webhooks."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from django.dispatch import receiver
 from django.urls import reverse
 
 from studio.models import JobStatus
-from studio.signals import job_ended
+from studio.signals import job_ended, round_annotated
 from webhooks.models import WebhookEvent
 from webhooks.services import event_emit
 
@@ -63,3 +64,23 @@ def job_ended_to_webhooks(sender, job, **kwargs) -> None:
     if found is not None:
         event, payload = found
         event_emit(project=job.project, event=event, payload=payload)
+
+
+@receiver(round_annotated)
+def round_annotated_to_webhooks(sender, round, **kwargs) -> None:
+    event_emit(
+        project=round.project,
+        event=WebhookEvent.ROUND_ANNOTATED,
+        payload={
+            "round": {
+                "id": round.pk,
+                "name": round.name,
+                "checkpoint": round.checkpoint,
+                "weights_hash": round.weights_hash,
+                "ran_at": round.ran_at.isoformat(),
+                "annotated_at": round.annotated_at.isoformat(),
+                "traces": round.traces.count(),
+                "detail_path": reverse("api-round-detail", args=[round.pk]),
+            }
+        },
+    )
