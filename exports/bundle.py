@@ -210,7 +210,8 @@ order of `images`; `images` are embedded structs (`bytes`, `path`, `min_pixels`,
 dict's keys to qwen_vl_utils' `fetch_image`, so screenshots are resized within the project's bounds); `ability` is
 `gui_agent`; `reward_model` is `{{"style": "rule", "ground_truth": …}}` with the annotated action (`action`, canonical,
 in the project's convention; `thought`), the screen it acts on (`width`, `height`, `max_pixels`,
-`coordinate_convention`) and `radius_px`; `extra_info` holds `split`, `index`, `kind`, `trace_id`, `step` (τ or τ+1),
+`coordinate_convention`), `radius_px` and `box` (the target element's box `[x1, y1, x2, y2]` in the project's
+convention when the annotator drew one, else null); `extra_info` holds `split`, `index`, `kind`, `trace_id`, `step` (τ or τ+1),
 `annotation_id`, `annotation_version`, `answer` (the annotated reply, `Thought: … Action: …`) and `recorded_reply` (the
 recorded wrong step, for τ rows).
 ```python
@@ -221,9 +222,10 @@ The reward is `{reward.get("module", "uitars_reward.py")}` (`compute_score`, ver
 Python that reads replies with `{reward.get("grammar", "uitars_actions.py")}`, a byte-for-byte copy of the project's
 one action grammar, loaded from beside it. A reply scores 0 when it does not parse; otherwise each annotated action
 is paired with the reply's action in order: another action type scores 0, the same type
-`(1 + matched arguments) / (1 + arguments)`, where a point matches within `radius_px` =
+`(1 + matched arguments) / (1 + arguments)`, where the target point matches inside the target element's `box` when
+the row has one, and any other point (or the target point of a row without a box) within `radius_px` =
 {reward.get("radius_px")} screenshot pixels of the annotated one (both mapped onto the screenshot by the grammar from
-the project's convention; the projects have no element boxes yet, so a radius stands in for the target's box), a
+the project's convention; {reward.get("rows_with_box", 0)} of this bundle's rows have a box), a
 text (`content`) matches character for character (a trailing `\\n` submits), keys match in order (case aside) and a
 direction exactly; the sum is divided by the larger action count. The annotated reply scores 1. Rows whose recorded
 wrong step scores 1 too (the reward cannot tell it from the correction, e.g. a corrected point within the radius of

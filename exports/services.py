@@ -92,7 +92,9 @@ def reward_contract(writer) -> dict | None:
         "grammar_source": "traces/actions.py, copied byte for byte",
         "radius_px": uitars_reward.DEFAULT_RADIUS_PX,
         "scoring": "0 if the reply does not parse; per action in order: 0 for another type, else "
-        "(1 + matched arguments) / (1 + scored arguments); summed and divided by the larger action count",
+        "(1 + matched arguments) / (1 + scored arguments); summed and divided by the larger action count; the target "
+        "point inside ground_truth.box when there is one, other points within radius_px",
+        "rows_with_box": writer.rows_with_box,
         "max_image_tokens": writer.max_image_tokens,
         "recorded_step_scores_1": writer.indistinct,
     }

@@ -13,11 +13,13 @@ verl calls ``compute_score(data_source, solution_str, ground_truth, extra_info=N
 * else the ground truth's actions and the reply's are paired in order; a pair of different action types scores 0,
   a pair of the same type scores ``(1 + matched) / (1 + arguments)`` over the ground truth's arguments, where an
   argument matches when
-  - a point (``start_box``, ``end_box``): the reply's point lies within ``radius_px`` screenshot pixels of the
-    ground truth's. Both are in the project's coordinate convention; the grammar maps them onto the screenshot the
-    step acted on (``width`` × ``height``, ``max_pixels`` for ``smart-resize-pixels``) before measuring, so the
-    radius means the same on every convention. The projects have no element boxes yet: when they do, a point will
-    have to fall inside the target's box instead.
+  - the target point (``start_box`` of the first action) when the ground truth has the target element's ``box``
+    (``[x1, y1, x2, y2]``, drawn by the annotator, in the project's convention like the point): the reply's point
+    lies inside the box, edges included (the grammar's ``point_in_box``);
+  - any other point (``start_box`` without a box, ``end_box``): the reply's point lies within ``radius_px`` screenshot
+    pixels of the ground truth's. Both are in the project's coordinate convention; the grammar maps them onto the
+    screenshot the step acted on (``width`` × ``height``, ``max_pixels`` for ``smart-resize-pixels``) before
+    measuring, so the radius means the same on every convention.
   - a text (``content``, ``app_name``): equal, character for character (a trailing ``\\n`` submits, so it counts);
   - keys (``key``): the same keys in the same order, case aside (``ctrl c``);
   - a direction: equal. A duration (``long_press`` ``time``) is not scored.
@@ -74,9 +76,11 @@ def _on_screen(point, truth):
     )
 
 
-def _argument_matches(kind, expected, given, truth, radius_px):
+def _argument_matches(kind, expected, given, truth, radius_px, box=None):
     if given is None:
         return False
+    if kind == "point" and box is not None:
+        return grammar.point_in_box(given, grammar.box_of(box))
     if kind == "point":
         (ex, ey), (gx, gy) = _on_screen(expected, truth), _on_screen(given, truth)
         return math.hypot(ex - gx, ey - gy) <= radius_px
@@ -85,8 +89,9 @@ def _argument_matches(kind, expected, given, truth, radius_px):
     return given == expected
 
 
-def action_score(expected, given, truth, radius_px):
-    """One ground-truth action against one replied action: 0 for another type, else (1 + matched) / (1 + scored)."""
+def action_score(expected, given, truth, radius_px, box=None):
+    """One ground-truth action against one replied action: 0 for another type, else (1 + matched) / (1 + scored).
+    ``box``: the target element's box, which the replied ``start_box`` must fall in."""
     if given.type != expected.type:
         return 0.0
     spec = expected.spec
@@ -97,7 +102,8 @@ def action_score(expected, given, truth, radius_px):
         if kind == "duration":
             continue
         scored += 1
-        if _argument_matches(kind, value, given.get(name), truth, radius_px):
+        target_box = box if name == grammar.START_BOX else None
+        if _argument_matches(kind, value, given.get(name), truth, radius_px, target_box):
             matched += 1
     return (1 + matched) / (1 + scored)
 
@@ -109,7 +115,10 @@ def score_reply(reply, truth, *, radius_px=None):
         return 0.0
     expected = grammar.parse_actions(truth["action"])
     radius = float(radius_px if radius_px is not None else truth.get("radius_px") or DEFAULT_RADIUS_PX)
-    total = sum(action_score(e, g, truth, radius) for e, g in zip(expected, given))
+    box = truth.get("box")  # the first action's target element, when the annotator drew it
+    total = sum(
+        action_score(e, g, truth, radius, box if i == 0 else None) for i, (e, g) in enumerate(zip(expected, given))
+    )
     return total / max(len(expected), len(given))
 
 

@@ -352,6 +352,9 @@ def verl_ground_truth(sample: Sample, pixels: dict) -> dict:
         "height": screen.height,
         "max_pixels": pixels["max_pixels"],
         "radius_px": uitars_reward.DEFAULT_RADIUS_PX,
+        # The target element's box ([x1, y1, x2, y2], project convention) when the annotator drew one: the reward then
+        # wants the first action's point inside it instead of within the radius.
+        "box": sample.target_box,
     }
 
 
@@ -371,6 +374,7 @@ class VerlWriter(ParquetWriter):
         # τ rows whose recorded wrong step the reward scores 1 (e.g. a correction within the radius of the recorded
         # point): the reward cannot tell them from the correction, and the manifest lists them.
         self.indistinct: list[dict] = []
+        self.rows_with_box = 0
 
     def stem(self, sample):
         return f"rl_{sample.split}"
@@ -387,6 +391,7 @@ class VerlWriter(ParquetWriter):
                 ("height", pa.int64()),
                 ("max_pixels", pa.int64()),
                 ("radius_px", pa.int64()),
+                ("box", pa.list_(pa.float64())),
             ]
         )
         image = pa.struct(
@@ -433,6 +438,7 @@ class VerlWriter(ParquetWriter):
         self.max_image_tokens = max(self.max_image_tokens, sum(self.image_tokens(img) for img in prompt.images))
         bounds = {"min_pixels": self.pixels["min_pixels"], "max_pixels": self.pixels["max_pixels"]}
         truth = verl_ground_truth(sample, self.pixels)
+        self.rows_with_box += truth["box"] is not None
         if sample.recorded is not None and uitars_reward.score_reply(sample.recorded, truth) >= 1.0:
             self.indistinct.append({"trace_id": sample.trace_id, "step": sample.step})
         return {

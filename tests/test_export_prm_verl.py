@@ -380,3 +380,31 @@ print(json.dumps(out))
     records = load("json", tmp_path / "prm" / "prm_train.jsonl", tmp_path / "cache")
     assert {r["trace_id"]: len(r["labels"]) for r in records} == taus
     assert all(r["labels"][-1] is False and all(r["labels"][:-1]) for r in records)
+
+
+def test_a_drawn_element_box_is_the_ground_truth_of_the_target_point(project, annotator, lead, tmp_path):
+    from traces import actions as grammar
+
+    trace = make_trace(project, replies=REPLIES, external_id="boxed", size=SCREEN)
+    action = grammar.parse_action("click(start_box='(300,260)')")
+    box = [280, 240, 330, 280]
+    accepted_annotation(
+        trace,
+        annotator=annotator,
+        reviewer=lead,
+        verdict=Verdict.ERROR,
+        tau=3,
+        corrected_thought="Click Display.",
+        corrected_action=grammar.render_action(action, box_tokens=project.box_tokens),
+        editor_state={"corrected": {**action.to_json(), grammar.TARGET_BOX: box}},
+    )
+    manifest = export(project, "verl", tmp_path / "boxed.zip")
+    assert manifest["reward"]["rows_with_box"] == 1
+    (row,) = load("parquet", tmp_path / "boxed" / "rl_train.parquet", tmp_path / "cache")
+    truth = row["reward_model"]["ground_truth"]
+    assert truth["box"] == box
+    # (325, 275): inside the box, 32 px from the point (more than the radius); (300, 285): 18 px away, below the box
+    assert uitars_reward.score_reply("Action: click(start_box='(325,275)')", truth) == 1.0
+    assert uitars_reward.score_reply("Action: click(start_box='(300,285)')", truth) == 0.5
+    assert uitars_reward.score_reply("Action: click(start_box='(300,285)')", dict(truth, box=None)) == 1.0
+    assert uitars_reward.score_reply(row["extra_info"]["answer"], truth) == 1.0
