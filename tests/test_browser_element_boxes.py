@@ -229,3 +229,36 @@ def test_an_imported_element_shows_on_hover_and_a_click_snaps_to_it_then_review_
     lead_page.screenshot(path=str(artifacts_dir / "boxes-review.png"))
     context.close()
     review.review_accept(annotation_id=ann.pk, actor=lead)
+
+
+def test_the_workspace_shows_the_rules_flag_of_a_recorded_click_on_no_element(
+    browser, live_server, project, annotator, lead, tmp_path, artifacts_dir
+):
+    from traces.prescoring import services as prescoring
+
+    import_folder(project, write_trace(tmp_path / "t"))  # every recorded click is (700, 700): on no element
+    job = prescoring.prescore_job_run(
+        job_id=prescoring.prescore_job_create(project=project, user=lead, scorer="rules", enqueue=False).pk
+    )
+    assert job.status == "succeeded", job.message
+    context = browser.new_context(viewport={"width": 1600, "height": 1000})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    login(page, live_server.url, annotator.username)
+    open_next_trace(page, live_server.url)
+    badge = page.locator("#prescore-flags", has_text="off element")
+    badge.wait_for()
+    title = page.locator("#prescore-flags [title*='hits none of the 2 elements']")
+    assert title.count() == 1
+    # Any step's recorded elements show on hover, not only on a correction's screen: what the click was meant to hit.
+    image = page.locator(".ws-frame .ws-zoom").bounding_box()
+    page.mouse.move(image["x"] + 0.2 * image["width"], image["y"] + 0.23 * image["height"])  # on Save
+    hover = page.locator(".ws-overlay .ws-element-hover")
+    hover.wait_for()
+    outline = hover.bounding_box()
+    assert outline["x"] == pytest.approx(image["x"] + SAVE[0] / 1000 * image["width"], abs=3)
+    assert outline["width"] == pytest.approx((SAVE[2] - SAVE[0]) / 1000 * image["width"], abs=3)
+    page.screenshot(path=str(artifacts_dir / "boxes-off-element-flag.png"))
+    context.close()
+    assert errors == []

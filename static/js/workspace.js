@@ -367,10 +367,11 @@
       x: Math.min(a[0], b[0]), y: Math.min(a[1], b[1]), width: Math.abs(b[0] - a[0]), height: Math.abs(b[1] - a[1]),
       "stroke-width": Math.max(shot.width, shot.height) / 1000 * 2 / state.zoom.scale, class: cls,
     }));
-    // The element under the pointer, of those the source recorded on this screen: what a click snaps to.
+    // The element under the pointer, of those the source recorded on this screen (on a correction's screen: what a
+    // click snaps to; on any other, what the recorded action was meant to hit).
     const elements = index <= N ? STEPS[index - 1].elements || [] : [];
-    if (slot && state.hoverElement !== null && elements[state.hoverElement]) {
-      const e = elements[state.hoverElement].box;
+    if (state.hoverElement !== null && state.hoverElement.index === index && elements[state.hoverElement.element]) {
+      const e = elements[state.hoverElement.element].box;
       box(toPx(shot, e.slice(0, 2)), toPx(shot, e.slice(2)), "ws-element-hover");
     }
     if (state.boxDrag && slot && state.boxDrag.slot === slot) box(state.boxDrag.a, state.boxDrag.b, "ws-box-draft");
@@ -462,7 +463,7 @@
       set: setZoom,
       hover: (event) => {
         if (placing && !state.cursor) showLoupe(frame, view, loupe, event.clientX, event.clientY);
-        if (placing) hoverElement(frame, pane.index, pane.shot, pxAt(view, pane.shot, event));
+        hoverElement(frame, pane.index, pane.shot, pxAt(view, pane.shot, event));
       },
       leave: () => {
         if (!state.cursor) loupe.hidden = true;
@@ -514,8 +515,9 @@
   }
   function hoverElement(frame, index, shot, px) {
     const found = elementAt(index, shot, px);
-    if (found === state.hoverElement) return;
-    state.hoverElement = found;
+    const now = state.hoverElement;
+    if ((found === null && now === null) || (now && now.index === index && now.element === found)) return;
+    state.hoverElement = found === null ? null : { index, element: found };
     frame.redrawOverlay();
   }
   // A new box: the point goes back to the server's default, the box's centre (and can then be moved inside it).
