@@ -14,6 +14,7 @@ from PIL import Image, ImageDraw
 
 from annotation import review
 from annotation.models import Annotation
+from annotation.selectors import action_target_box
 from tests.conftest import login
 from tests.fixtures_annotation import import_folder
 from tests.test_browser_workspace import open_next_trace, wait_saved
@@ -208,15 +209,15 @@ def test_an_imported_element_shows_on_hover_and_a_click_snaps_to_it_then_review_
     assert stored(annotator)["target_box"] == CANCEL and stored(annotator)["args"]["start_box"] == list(moved)
     page.screenshot(path=str(artifacts_dir / "boxes-snapped.png"))
 
-    # Submit through the API shape the page uses, then the lead's review page draws the box.
+    # Submitted from the page, then the lead's review page draws the box.
+    page.fill("#f-corrected_thought", "Cancel the form.")
+    page.locator("#ws-step-label").click()
+    page.keyboard.press("j")  # o_τ+1: the post-reflection's screen
+    page.fill("#f-no_reflection_reason", "The form is gone after the click; nothing to recover.")
+    page.click("#ws-submit")
+    page.wait_for_selector("#ws-status-pill.submitted")
     ann = Annotation.objects.get(annotator=annotator)
-    Annotation.objects.filter(pk=ann.pk).update(
-        corrected_thought="Cancel the form.", no_reflection_reason="Not needed for this test."
-    )
-    ann.refresh_from_db()
-    from annotation.services import annotation_submit
-
-    annotation_submit(annotation_id=ann.pk, user=annotator, base_version=ann.version)
+    assert ann.status == "submitted" and ann.editor_state["corrected"]["target_box"] == CANCEL
     context = browser.new_context(viewport={"width": 1600, "height": 1000})
     lead_page = context.new_page()
     login(lead_page, live_server.url, lead.username)
@@ -229,6 +230,8 @@ def test_an_imported_element_shows_on_hover_and_a_click_snaps_to_it_then_review_
     lead_page.screenshot(path=str(artifacts_dir / "boxes-review.png"))
     context.close()
     review.review_accept(annotation_id=ann.pk, actor=lead)
+    ann.refresh_from_db()
+    assert action_target_box(ann, "corrected", box_tokens=True) == CANCEL  # what the export carries
 
 
 def test_the_workspace_shows_the_rules_flag_of_a_recorded_click_on_no_element(
