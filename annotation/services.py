@@ -601,6 +601,10 @@ def submit_problems(annotation: Annotation) -> dict[str, str]:
         return {
             "instruction": "This trace has no instruction yet: a lead writes it on the trace page before it is annotated."
         }
+    if trace.receiving:
+        return {
+            "trace": "This trace is still receiving steps from its runner: it is annotated once the runner ends it."
+        }
     if annotation.verdict == Verdict.UNSET:
         return {"verdict": "Choose a verdict: the first error τ, no error, or unusable."}
     if annotation.verdict == Verdict.UNUSABLE:

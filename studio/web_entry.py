@@ -35,7 +35,13 @@ from django.urls import Resolver404, resolve
 log = logging.getLogger(__name__)
 
 # URL names whose POST carries an upload (a trace archive), with the permission action it needs.
-UPLOAD_ROUTES = {"api-import-create": "trace.import", "import-upload": "trace.import", "api-trace-list": "trace.import"}
+UPLOAD_ROUTES = {
+    "api-import-create": "trace.import",
+    "import-upload": "trace.import",
+    "api-trace-list": "trace.import",
+    "api-trace-step-push": "trace.import",
+    "api-trace-end": "trace.import",
+}
 MULTIPART_FRAMING_BYTES = 64 * 1024
 BODY_IN_MEMORY_BYTES = 1024 * 1024
 RESPONSE_BUFFER_BYTES = 4 * 1024 * 1024

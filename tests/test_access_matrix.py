@@ -147,6 +147,8 @@ def world(db, project, annotator, lead, engineer, admin_user, make_user, tmp_pat
         "leases": lease.pk,
         "screenshots": step.screenshot.sha256,
         "rounds": first_round.pk,
+        # A runner's step push and end name the trace by its external_id (after traces/, like a pk).
+        "external_id": traces[0].external_id,
         "imports": import_job_create(project=project, user=lead, upload_name="none.zip", original_name="none.zip").pk,
         "jobs": prescore_job_create(project=project, user=lead, scorer="rules", enqueue=False).pk,
         "exports": export_job_create(project=project, user=engineer, fmt=ExportFormat.values[0], enqueue=False).pk,
@@ -201,7 +203,7 @@ def url_for(route: Route, objects: dict) -> str:
     path = route.route
     for match in re.finditer(r"([\w-]+)/<(?:\w+:)?(\w+)>", route.route):
         segment, name = match.groups()
-        value = FIXED_KWARGS.get(name, objects.get(segment))
+        value = FIXED_KWARGS.get(name, objects.get(name, objects.get(segment)))
         if value is None:
             pytest.fail(f"/{route.route}: no object for <{name}> after '{segment}/'; add one to the world fixture")
         path = path.replace(match.group(0), f"{segment}/{value}", 1)

@@ -24,7 +24,7 @@ from traces.access import (
     traces_for,
 )
 from traces.importers import IMPORTERS
-from traces.models import CoordinateConvention, ImportJob, Project, Round, Step, Trace
+from traces.models import CoordinateConvention, ImportJob, Outcome, Project, Round, Step, Trace
 
 # The importers a request may name ("": detect); one choice set, named once in the schema (settings
 # SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"]) though two requests carry it.
@@ -95,6 +95,7 @@ class TraceSerializer(serializers.ModelSerializer):
             "metadata",
             "step_count",
             "round",
+            "receiving",
             "created_at",
         ]
 
@@ -263,6 +264,74 @@ class TraceList(generics.ListAPIView):
             search=self.request.query_params.get("q", "")[:200],
             round=selectors.round_resolve(project, self.request.query_params.get("round", "")[:200]),
         )
+
+
+class TraceStepPushSerializer(serializers.Serializer):
+    """One step a runner sends while it runs (multipart; docs/rounds.md)."""
+
+    index = serializers.IntegerField(min_value=1, help_text="The step's 1-based position in the trace.")
+    step = serializers.CharField(help_text="One step object of the native format (docs/formats.md §1), as JSON.")
+    screenshot = serializers.FileField(required=False, help_text="The screen the step acted on.")
+    instruction = serializers.CharField(required=False, allow_blank=True, help_text="Step 1: the task.")
+    round = serializers.CharField(required=False, allow_blank=True, max_length=200, help_text="Step 1: name or id.")
+    coordinates = serializers.ChoiceField(choices=["", *CoordinateConvention.values], required=False, default="")
+
+
+class TraceStepPush(APIView):
+    """POST (leads, admins; a runner's token): step ``index`` of trace ``external_id``. Step 1 makes the trace,
+    receiving steps; 201 for a stored step, 200 for the same step pushed again, 409 for other content at a stored
+    index, a gap (naming the missing step) or an ended trace (docs/rounds.md)."""
+
+    permission_classes = [ActionPermission]
+    permission_action = "trace.import"
+    parser_classes = [MultiPartParser]
+
+    @extend_schema(
+        request={"multipart/form-data": TraceStepPushSerializer},
+        responses={200: TraceSerializer, 201: TraceSerializer, 400: dict, 409: dict},
+    )
+    def post(self, request, project_id: int, external_id: str):
+        project = access_project(request.user, project_id, "trace.import")
+        step = request.FILES.get("step") or request.data.get("step")
+        result = services.trace_step_push(
+            project=project,
+            external_id=external_id,
+            index=request.data.get("index", ""),
+            step=step.read() if hasattr(step, "read") else step,
+            screenshot=request.FILES.get("screenshot"),
+            instruction=request.data.get("instruction", ""),
+            round=selectors.round_resolve(project, request.data.get("round", "")),
+            coordinates=request.data.get("coordinates", ""),
+        )
+        return Response(
+            {**TraceSerializer(result.trace).data, "step_index": result.step.index},
+            status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
+        )
+
+
+class TraceEndSerializer(serializers.Serializer):
+    final_screenshot = serializers.FileField(required=False, help_text="The screen after the last action.")
+    outcome = serializers.ChoiceField(choices=Outcome.choices, required=False, help_text="Default: as it was.")
+
+
+class TraceEnd(APIView):
+    """POST (leads, admins; a runner's token): the runner is done; the trace stops receiving steps and joins the
+    annotation queue. 200, again 200 for an ended trace (docs/rounds.md)."""
+
+    permission_classes = [ActionPermission]
+    permission_action = "trace.import"
+    parser_classes = [MultiPartParser]
+
+    @extend_schema(request={"multipart/form-data": TraceEndSerializer}, responses={200: TraceSerializer, 409: dict})
+    def post(self, request, project_id: int, external_id: str):
+        project = access_project(request.user, project_id, "trace.import")
+        trace = services.trace_end(
+            project=project,
+            external_id=external_id,
+            final_screenshot=request.FILES.get("final_screenshot"),
+            outcome=request.data.get("outcome", ""),
+        )
+        return Response(TraceSerializer(trace).data)
 
 
 class TraceDeleteSerializer(serializers.Serializer):

@@ -7,6 +7,12 @@ urlpatterns = [
     path("projects/", api.ProjectList.as_view(), name="api-project-list"),
     path("projects/<int:pk>/", api.ProjectDetail.as_view(), name="api-project-detail"),
     path("projects/<int:project_id>/traces/", api.TraceList.as_view(), name="api-trace-list"),
+    path(
+        "projects/<int:project_id>/traces/<str:external_id>/steps/",
+        api.TraceStepPush.as_view(),
+        name="api-trace-step-push",
+    ),
+    path("projects/<int:project_id>/traces/<str:external_id>/end/", api.TraceEnd.as_view(), name="api-trace-end"),
     path("projects/<int:project_id>/imports/", api.ImportCreate.as_view(), name="api-import-create"),
     path("projects/<int:project_id>/rounds/", api.RoundList.as_view(), name="api-round-list"),
     path("rounds/<int:pk>/", api.RoundDetail.as_view(), name="api-round-detail"),

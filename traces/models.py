@@ -178,6 +178,11 @@ class Trace(models.Model):
     # source that belongs to none: there is no round to give them afterwards, so the column stays nullable.
     # RESTRICT: a round cannot go while traces name it, but a project's deletion takes both.
     round = models.ForeignKey(Round, null=True, blank=True, on_delete=models.RESTRICT, related_name="traces")
+    # A runner is still pushing its steps one by one (docs/rounds.md): the trace is incomplete, so it stays out of
+    # the annotation queue and of pre-scoring until the runner ends it.
+    receiving = models.BooleanField(
+        default=False, help_text="Still receiving steps from its runner; not annotated or pre-scored until ended."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

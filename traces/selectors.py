@@ -24,7 +24,9 @@ def traces_awaiting_instruction(traces: QuerySet[Trace]) -> QuerySet[Trace]:
 
 
 def traces_ready_to_annotate(traces: QuerySet[Trace]) -> QuerySet[Trace]:
-    return traces.exclude(AWAITING_INSTRUCTION)
+    """Traces an annotator may be given: with an instruction, and no longer receiving steps from their runner (an
+    incomplete trace cannot be judged; docs/rounds.md)."""
+    return traces.exclude(AWAITING_INSTRUCTION).exclude(receiving=True)
 
 
 TRACE_STATES = ("awaiting-instruction",)

@@ -21,7 +21,7 @@ from django.db.models import Count, Sum
 from django.utils import timezone
 
 from studio.db import atomic_with_retry
-from studio.errors import Conflict, Invalid, TooLarge
+from studio.errors import Conflict, Invalid, NotFound, TooLarge
 from studio.inputs import input_problem
 from studio.jobs import JobFailed, job_add_error, job_enqueue, job_progress, job_run, job_workdir
 from studio.models import JobStatus
@@ -31,6 +31,7 @@ from traces.images import ImageInfo, ImageProblem, inspect_image, make_thumbnail
 from traces.importers import (
     IMPORTERS,
     ArchiveError,
+    ImportedStep,
     ImportedTrace,
     TraceReadError,
     UnknownFormat,
@@ -38,10 +39,13 @@ from traces.importers import (
     matching_formats,
     opened_source,
 )
+from traces.importers.base import parse_json_bytes
+from traces.importers.native import step_from_document
 from traces.models import (
     CoordinateConvention,
     ImportJob,
     Membership,
+    Outcome,
     Project,
     Round,
     Screenshot,
@@ -473,15 +477,19 @@ def imported_trace_problem(imported: ImportedTrace) -> str | None:
         "metadata": imported.metadata,
     }
     for number, step in enumerate(imported.steps, start=1):
-        fields[f"step {number}"] = {
-            "raw_response": step.raw_response,
-            "thought": step.thought,
-            "action_text": step.action_text,
-            "human_edited_response": step.human_edited_response,
-            "context": step.context,
-            "parse_error": step.parse_error,
-        }
+        fields[f"step {number}"] = _imported_step_fields(step)
     return input_problem(fields)
+
+
+def _imported_step_fields(step: ImportedStep) -> dict:
+    return {
+        "raw_response": step.raw_response,
+        "thought": step.thought,
+        "action_text": step.action_text,
+        "human_edited_response": step.human_edited_response,
+        "context": step.context,
+        "parse_error": step.parse_error,
+    }
 
 
 def trace_import_one(
@@ -527,38 +535,12 @@ def trace_import_one(
     final = shots.pop() if imported.final_screenshot else None
 
     convention = trace_convention_for(project=project, imported=imported, job=job)
-    steps = []
-    unparsed = 0
-    off_screen = []
-    for number, (step, shot) in enumerate(zip(imported.steps, shots), start=1):
-        if step.parse_error:
-            reply = ParsedReply(step.thought or "", "", "", step.action_text or step.raw_response, [], step.parse_error)
-        elif step.action_text is not None:
-            reply = reply_from_parts(thought=step.thought or "", action_text=step.action_text)
-        else:
-            reply = reply_parse(step.raw_response)
-        unparsed += bool(reply.error)
-        outside = step_off_screen_point(
-            parsed_actions=reply.actions, screenshot=shot, convention=convention, project=project
-        )
-        if outside:
-            off_screen.append((number, outside))
-        steps.append(
-            Step(
-                index=number,
-                screenshot=shot,
-                thought=step.thought if step.thought is not None else reply.thought,
-                reflection=reply.reflection,
-                action_summary=reply.action_summary,
-                action_text=step.action_text if step.action_text is not None else reply.action_text,
-                raw_response=step.raw_response,
-                parsed_actions=reply.actions,
-                parse_error=reply.error,
-                off_screen_point=outside,
-                human_edited_response=step.human_edited_response,
-                context=step.context,
-            )
-        )
+    steps = [
+        step_build(index=number, imported=step, screenshot=shot, convention=convention, project=project)
+        for number, (step, shot) in enumerate(zip(imported.steps, shots), start=1)
+    ]
+    unparsed = sum(bool(step.parse_error) for step in steps)
+    off_screen = [(step.index, step.off_screen_point) for step in steps if step.off_screen_point]
     metadata = dict(imported.metadata)
     if imported.warnings:
         metadata["import_warnings"] = imported.warnings
@@ -595,6 +577,38 @@ def trace_import_one(
     if trace is None:
         return TraceImportResult(Trace.objects.get(project=project, external_id=imported.external_id), created=False)
     return TraceImportResult(trace, True, len(steps), stored, unparsed, off_screen)
+
+
+def step_build(
+    *, index: int, imported: ImportedStep, screenshot: Screenshot | None, convention: str, project: Project
+) -> Step:
+    """Step ``index`` of a trace as it is stored (not saved yet), whichever way it came (an import, a whole push, a
+    runner's step push): its action parsed by the grammar, an unparseable one kept raw with the reason, a point
+    outside the screenshot flagged."""
+    if imported.parse_error:
+        reply = ParsedReply(
+            imported.thought or "", "", "", imported.action_text or imported.raw_response, [], imported.parse_error
+        )
+    elif imported.action_text is not None:
+        reply = reply_from_parts(thought=imported.thought or "", action_text=imported.action_text)
+    else:
+        reply = reply_parse(imported.raw_response)
+    return Step(
+        index=index,
+        screenshot=screenshot,
+        thought=imported.thought if imported.thought is not None else reply.thought,
+        reflection=reply.reflection,
+        action_summary=reply.action_summary,
+        action_text=imported.action_text if imported.action_text is not None else reply.action_text,
+        raw_response=imported.raw_response,
+        parsed_actions=reply.actions,
+        parse_error=reply.error,
+        off_screen_point=step_off_screen_point(
+            parsed_actions=reply.actions, screenshot=screenshot, convention=convention, project=project
+        ),
+        human_edited_response=imported.human_edited_response,
+        context=imported.context,
+    )
 
 
 # --- Runners push a trace ------------------------------------------------------------------------
@@ -678,6 +692,184 @@ def _upload_write(content, path: Path) -> None:
             return
         for chunk in content.chunks() if hasattr(content, "chunks") else iter(lambda: content.read(1 << 20), b""):
             out.write(chunk)
+
+
+# --- Runners push a trace step by step ---------------------------------------------------------------
+
+
+@dataclass
+class StepPushResult:
+    trace: Trace
+    step: Step
+    created: bool  # False: the same step was stored already (a retried push)
+
+
+def _pushed_image(upload, label: str) -> Screenshot:
+    """An uploaded screenshot kept by content hash like an import's; Invalid naming ``label`` when unusable."""
+    data = upload if isinstance(upload, bytes | bytearray) else b"".join(upload.chunks())
+    try:
+        [shot], _ = screenshots_store(images=[(bytes(data), getattr(upload, "name", "") or label)])
+    except ScreenshotProblem as exc:
+        raise Invalid(f"{label}: {exc.message}", field=label) from None
+    return shot
+
+
+def _pushed_trace(project: Project, external_id: str) -> Trace | None:
+    return Trace.objects.select_for_update().filter(project=project, external_id=external_id).first()
+
+
+# What makes a pushed step the same step (with its screenshot's hash); raw_response last: it is made of the others
+# and named only when nothing else tells the difference (reflection, action_summary).
+STEP_PUSH_COMPARED = ("thought", "action_text", "human_edited_response", "context", "raw_response")
+
+
+def trace_step_push(
+    *,
+    project: Project,
+    external_id: str,
+    index,
+    step,
+    screenshot=None,
+    instruction: str = "",
+    round: Round | None = None,
+    coordinates: str = "",
+) -> StepPushResult:
+    """Store step ``index`` (1-based) of a trace its runner sends while it runs: ``step`` is one step object of the
+    native format (docs/formats.md §1, JSON), ``screenshot`` its image (an uploaded file or bytes). Step 1 makes
+    the trace, receiving steps (``instruction``, ``round``, ``coordinates`` are read then); each next index appends.
+
+    The same index again with the same content (screenshot and texts) answers the stored step (``created`` False: a
+    retried push, also after the trace was ended). Conflict for other content at a stored index, for a gap (naming
+    the missing step), for a new step of an ended trace and for a trace of another round; Invalid for what cannot be
+    read."""
+    external_id = (external_id or "").strip()
+    problem = input_problem(external_id, name="external_id") if external_id else None
+    if not external_id or len(external_id) > 255 or problem:
+        raise Invalid(problem or "external_id must be 1 to 255 characters", field="external_id")
+    try:
+        number = int(str(index).strip())
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise Invalid(f"index: the step's 1-based position in the trace, not {str(index)[:40]!r}", field="index")
+    if coordinates and coordinates not in CoordinateConvention.values:
+        raise Invalid(
+            f"coordinates: one of {', '.join(CoordinateConvention.values)}, not {coordinates[:40]!r}",
+            field="coordinates",
+        )
+    problem = input_problem(instruction or "", name="instruction")
+    if problem:
+        raise Invalid(problem, field="instruction")
+    if isinstance(step, str):
+        step = step.encode("utf-8")
+    where = f"step {number}"
+    try:
+        document = parse_json_bytes(step or b"", where)
+        # The screenshot travels apart (stored below), not by the path a trace folder would give.
+        imported = step_from_document(document, where=where, screenshot=None)
+    except TraceReadError as exc:
+        raise Invalid(str(exc), field="step") from None
+    problem = input_problem(_imported_step_fields(imported), name=where)
+    if problem:
+        raise Invalid(problem, field="step")
+    # The image first, outside the transaction: content-addressed, so a retry or a refused push reuses it.
+    shot = _pushed_image(screenshot, "screenshot") if screenshot is not None else None
+    if round is not None and round.project_id != project.pk:
+        raise Invalid(f"round: {round.name!r} is a round of another project", field="round")
+
+    @atomic_with_retry
+    def save() -> StepPushResult:
+        trace = _pushed_trace(project, external_id)
+        if trace is None and number == 1:
+            trace = Trace(
+                project=project,
+                external_id=external_id,
+                instruction=instruction or "",
+                source="native",
+                coordinate_convention=coordinates or project.coordinate_convention,
+                round=round,
+                receiving=True,
+            )
+            try:
+                with transaction.atomic():
+                    trace.save()
+            except IntegrityError:  # the same first step pushed twice at once: the other request made it
+                trace = _pushed_trace(project, external_id)
+        count = trace.step_count if trace is not None else 0
+        if trace is not None and round is not None and trace.round_id != round.pk:
+            held = trace.round.name if trace.round is not None else "no round"
+            raise Conflict(f"trace {external_id!r} is in {held}, not in {round.name}", trace=trace.pk)
+        if number > count + 1:
+            raise Conflict(
+                f"step {number} of {external_id!r} cannot come yet: step {count + 1} is missing "
+                f"(the trace has {count} step{'s' if count != 1 else ''})",
+                step_count=count,
+            )
+        assert trace is not None  # number <= count + 1 with no trace means number == 1, which made it
+        built = step_build(
+            index=number, imported=imported, screenshot=shot, convention=trace.coordinate_convention, project=project
+        )
+        built.trace = trace
+        if number <= count:
+            stored = trace.steps.select_related("screenshot").get(index=number)
+            differs = [name for name in STEP_PUSH_COMPARED if getattr(stored, name) != getattr(built, name)]
+            if stored.screenshot_id != built.screenshot_id:
+                differs.insert(0, "screenshot")
+            if len(differs) > 1 and differs[-1] == "raw_response":
+                differs.pop()
+            if differs:
+                raise Conflict(
+                    f"step {number} of {external_id!r} is stored already with another {', '.join(differs)}; "
+                    f"the next step is {count + 1}",
+                    step_count=count,
+                )
+            return StepPushResult(trace, stored, created=False)
+        if not trace.receiving:
+            raise Conflict(
+                f"trace {external_id!r} was ended (it has {count} steps): it takes no more steps", trace=trace.pk
+            )
+        built.save()
+        trace.step_count = number
+        trace.save(update_fields=["step_count"])
+        return StepPushResult(trace, built, created=True)
+
+    return save()
+
+
+def trace_end(*, project: Project, external_id: str, final_screenshot=None, outcome: str = "") -> Trace:
+    """The runner is done: the trace stops receiving steps and joins the annotation queue and pre-scoring, with its
+    ``final_screenshot`` (the screen after the last action) and ``outcome`` when sent. Ending an ended trace again
+    answers it as it is; Conflict when that asks for another outcome or final screenshot than the stored ones."""
+    if outcome and outcome not in Outcome.values:
+        raise Invalid(f"outcome: one of {', '.join(Outcome.values)}, not {outcome[:40]!r}", field="outcome")
+    shot = _pushed_image(final_screenshot, "final_screenshot") if final_screenshot is not None else None
+
+    @atomic_with_retry
+    def save() -> Trace:
+        trace = _pushed_trace(project, (external_id or "").strip())
+        if trace is None:
+            raise NotFound(f"{project.name} has no trace {external_id[:255]!r}: push its step 1 first")
+        if not trace.receiving:
+            differs = [
+                name
+                for name, asked, stored in (
+                    ("outcome", outcome, trace.outcome),
+                    ("final_screenshot", shot.pk if shot else None, trace.final_screenshot_id),
+                )
+                if asked and asked != stored
+            ]
+            if differs:
+                raise Conflict(
+                    f"trace {trace.external_id!r} was ended already with another {', '.join(differs)}", trace=trace.pk
+                )
+            return trace
+        trace.receiving = False
+        trace.outcome = outcome or trace.outcome
+        trace.final_screenshot = shot or trace.final_screenshot
+        trace.save(update_fields=["receiving", "outcome", "final_screenshot"])
+        return trace
+
+    return save()
 
 
 def step_off_screen_point(

@@ -86,41 +86,8 @@ def trace_from_document(document, folder: Path, *, where: str) -> ImportedTrace:
     for number, step in enumerate(steps_doc, start=1):
         step_where = f"{where} step {number}"
         shot = step.get("screenshot") if isinstance(step, dict) else None
-        action = require(step, "action", str, step_where)
-        thought = step.get("thought", "")
-        if not isinstance(thought, str):
-            raise TraceReadError(step_where, "thought must be a string")
-        context = step.get("context") if isinstance(step.get("context"), dict) else {}
-        missing = step.get("missing_before")
-        if missing is not None:
-            # The source dropped steps before this one: a count, or true when it does not say how many.
-            if missing is True:
-                missing = 1
-            if isinstance(missing, bool) or not isinstance(missing, int) or missing < 1:
-                raise TraceReadError(step_where, "missing_before must be a positive number of steps (or true)")
-            context = {**context, "missing_before": missing}
-        if "elements" in step:
-            context = {**context, ELEMENTS: read_elements(step["elements"], step_where)}
-        raw = "\n".join(
-            part
-            for part in (
-                f"Reflection: {step['reflection']}" if step.get("reflection") else "",
-                f"Action_Summary: {step['action_summary']}" if step.get("action_summary") else "",
-                f"Thought: {thought}" if thought else "",
-                f"Action: {action}",
-            )
-            if part
-        )
-        steps.append(
-            ImportedStep(
-                screenshot=ImageRef.from_path(safe_child(folder, shot, step_where), root=folder.parent)
-                if shot
-                else None,
-                raw_response=raw,
-                human_edited_response=str(step.get("human_edited_response") or ""),
-                context=context,
-            )
-        )
+        ref = ImageRef.from_path(safe_child(folder, shot, step_where), root=folder.parent) if shot else None
+        steps.append(step_from_document(step, where=step_where, screenshot=ref))
     final = document.get("final_screenshot")
     return ImportedTrace(
         external_id=external_id,
@@ -133,4 +100,40 @@ def trace_from_document(document, folder: Path, *, where: str) -> ImportedTrace:
         final_screenshot=ImageRef.from_path(safe_child(folder, final, f"{where} final_screenshot"), root=folder.parent)
         if final
         else None,
+    )
+
+
+def step_from_document(step, *, where: str, screenshot: ImageRef | None) -> ImportedStep:
+    """One step object of the native format (docs/formats.md §1) with its screenshot already found: by the trace
+    reader from the step's ``screenshot`` path, by a runner's step push from the uploaded file."""
+    action = require(step, "action", str, where)
+    thought = step.get("thought", "")
+    if not isinstance(thought, str):
+        raise TraceReadError(where, "thought must be a string")
+    context = step.get("context") if isinstance(step.get("context"), dict) else {}
+    missing = step.get("missing_before")
+    if missing is not None:
+        # The source dropped steps before this one: a count, or true when it does not say how many.
+        if missing is True:
+            missing = 1
+        if isinstance(missing, bool) or not isinstance(missing, int) or missing < 1:
+            raise TraceReadError(where, "missing_before must be a positive number of steps (or true)")
+        context = {**context, "missing_before": missing}
+    if "elements" in step:
+        context = {**context, ELEMENTS: read_elements(step["elements"], where)}
+    raw = "\n".join(
+        part
+        for part in (
+            f"Reflection: {step['reflection']}" if step.get("reflection") else "",
+            f"Action_Summary: {step['action_summary']}" if step.get("action_summary") else "",
+            f"Thought: {thought}" if thought else "",
+            f"Action: {action}",
+        )
+        if part
+    )
+    return ImportedStep(
+        screenshot=screenshot,
+        raw_response=raw,
+        human_edited_response=str(step.get("human_edited_response") or ""),
+        context=context,
     )

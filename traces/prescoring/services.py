@@ -163,7 +163,10 @@ def prescore_job_create(
 
 
 def _job_traces(job: PrescoreJob):
-    traces = Trace.objects.filter(project=job.project).select_related("final_screenshot").order_by("id")
+    # A trace still receiving steps is scored once its runner ends it (a later run), not half-way.
+    traces = (
+        Trace.objects.filter(project=job.project, receiving=False).select_related("final_screenshot").order_by("id")
+    )
     return traces.filter(pk__in=job.trace_ids) if job.trace_ids else traces
 
 
