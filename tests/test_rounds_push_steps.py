@@ -263,3 +263,57 @@ def test_step_push_through_the_web_entry_is_an_upload_route(web_server, project,
     assert answer.status_code == 201, answer.text
     trace = Trace.objects.get(external_id="big-1")
     assert trace.receiving and trace.steps.get().screenshot.byte_size > 5 * 1024**2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_pushes_of_one_step_store_it_once(project, tmp_path):
+    """A runner's retries can overlap the first attempt: the same step 1 four times at once makes one trace with one
+    step; four different step 2s at once store one and refuse the others (the trace's row lock orders them)."""
+    import threading
+
+    from django.db import connection
+
+    from studio.errors import Conflict
+
+    shot = screen_png(tmp_path / "s.png", size=(800, 500), label="s", seed=3).read_bytes()
+
+    def all_at_once(pushes) -> list:
+        barrier = threading.Barrier(len(pushes))
+        results: list = [None] * len(pushes)
+
+        def run(position, push):
+            barrier.wait()
+            try:
+                results[position] = push()
+            except Conflict as exc:
+                results[position] = exc
+            finally:
+                connection.close()
+
+        threads = [threading.Thread(target=run, args=pair) for pair in enumerate(pushes)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return results
+
+    def push(index: int, thought: str):
+        return lambda: services.trace_step_push(
+            project=project,
+            external_id="race-1",
+            index=index,
+            step=json.dumps({"thought": thought, "action": "wait()"}),
+            screenshot=shot,
+            instruction="Wait",
+        )
+
+    firsts = all_at_once([push(1, "Same.") for _ in range(4)])
+    assert sorted(r.created for r in firsts) == [False, False, False, True]
+    assert len({r.trace.pk for r in firsts}) == 1 and Step.objects.count() == 1
+
+    seconds = all_at_once([push(2, f"Variant {n}.") for n in range(4)])
+    stored = [r for r in seconds if not isinstance(r, Conflict)]
+    assert len(stored) == 1 and stored[0].created, seconds
+    assert all("stored already with another thought" in r.detail for r in seconds if isinstance(r, Conflict))
+    trace = Trace.objects.get(external_id="race-1")
+    assert trace.step_count == 2 and trace.steps.get(index=2).thought == stored[0].step.thought
