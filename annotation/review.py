@@ -8,6 +8,8 @@ annotation_record_edit), and the live event goes out after commit (annotation.ev
 
 from __future__ import annotations
 
+import json
+
 from annotation import events
 from annotation.answer_fields import FieldProblem, clean_answer_field
 from annotation.models import Annotation, AnnotationStatus, Verdict
@@ -76,8 +78,23 @@ def _require_submitted(annotation: Annotation, verb: str) -> None:
         )
 
 
+# A lead's edit of a slot's element box: "" (or null) takes it off, [x1, y1, x2, y2] (or its JSON text) replaces it.
+REVIEW_BOX_FIELDS = {"corrected_box": "corrected", "reflection_box": "reflection"}
+
+
+def _box_edit(name: str, value) -> list | None:
+    if value in (None, ""):
+        return None
+    try:
+        return list(grammar.box_of(json.loads(value) if isinstance(value, str) else value))
+    except (TypeError, ValueError) as exc:
+        raise ReviewError(f"{name.replace('_', ' ')}: {exc}") from None
+
+
 def _clean_edits(annotation: Annotation, edits: dict) -> dict:
     """Validate a lead's edits against the trace and the action grammar; returns field -> new value."""
+    edits = dict(edits)
+    boxes = {REVIEW_BOX_FIELDS[n]: _box_edit(n, edits.pop(n)) for n in list(edits) if n in REVIEW_BOX_FIELDS}
     unknown = sorted(set(edits) - set(REVIEW_EDITABLE_FIELDS))
     if unknown:
         raise ReviewError(f"these fields cannot be edited in review: {', '.join(unknown)}")
@@ -97,16 +114,17 @@ def _clean_edits(annotation: Annotation, edits: dict) -> dict:
             ("reflection", "reflection_action", "post-reflection action"),
         ):
             text = cleaned.get(field, getattr(annotation, field))
-            if field in cleaned and text:
-                # The element box drawn for this slot stays with the lead's action: its point must lie inside it.
+            if (field in cleaned or slot in boxes) and text:
+                # The element box drawn for this slot stays with the lead's action (unless the lead's edit replaces
+                # or takes it off): its point must lie inside it.
                 action_json = grammar.parse_action(text).to_json()
-                box = editor_box(annotation.editor_state, slot)
+                box = boxes[slot] if slot in boxes else editor_box(annotation.editor_state, slot)
                 if box is not None:
                     action_json[grammar.TARGET_BOX] = list(box)
                 check = action_check(annotation=annotation, slot=slot, action_json=action_json, tau=tau)
                 if not check["valid"]:
                     raise ReviewError(f"{label}: {'; '.join(check['errors'])}")
-                if text != getattr(annotation, field):
+                if text != getattr(annotation, field) or slot in boxes:
                     state = dict(cleaned.get("editor_state", annotation.editor_state) or {})
                     state[slot] = check["action"]
                     cleaned["editor_state"] = state

@@ -286,13 +286,21 @@ def review_edit_data(annotation: Annotation, *, error_shot, reflection_shot, val
             return None
         return {"width": shot.width, "height": shot.height, "extent": model_extent(project, shot.width, shot.height)}
 
+    def slot_action(slot: str, field: str) -> dict | None:
+        action = _editor_action(values.get(field, ""), project)
+        # The stored action keeps its element box in the editor (the check applies it; the lead may take it off).
+        box = action_target_box(annotation, slot, box_tokens=project.box_tokens)
+        if action is not None and box is not None and values.get(field, "") == getattr(annotation, field):
+            action[grammar.TARGET_BOX] = box
+        return action
+
     return {
         "check_url": reverse("api-review-check-action", args=[annotation.pk]),
         "table_url": reverse("api-action-table"),
         "platform": project.platform,
         "tau": annotation.tau,
         "slots": {
-            slot: {"action": _editor_action(values.get(field, ""), project), "canonical": values.get(field, "")}
+            slot: {"action": slot_action(slot, field), "canonical": values.get(field, "")}
             for slot, field in (("corrected", "corrected_action"), ("reflection", "reflection_action"))
         },
         "screens": {"corrected": screen(error_shot), "reflection": screen(reflection_shot)},

@@ -49,7 +49,7 @@ def _detail_context(user, annotation) -> dict:
     return context
 
 
-EDIT_FORM_FIELDS = review.REVIEW_EDITABLE_FIELDS
+EDIT_FORM_FIELDS = (*review.REVIEW_EDITABLE_FIELDS, *review.REVIEW_BOX_FIELDS)
 
 
 @require_POST

@@ -12,12 +12,12 @@ import re
 import pytest
 from PIL import Image, ImageDraw
 
-from annotation import review
 from annotation.models import Annotation
 from annotation.selectors import action_target_box
 from tests.conftest import login
 from tests.fixtures_annotation import import_folder
 from tests.test_browser_workspace import open_next_trace, wait_saved
+from traces import actions as grammar
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("role_groups")]
 
@@ -228,10 +228,29 @@ def test_an_imported_element_shows_on_hover_and_a_click_snaps_to_it_then_review_
     assert (box["x"] - image["x"]) / image["width"] == pytest.approx(CANCEL[0] / 1000, abs=0.005)
     assert box["width"] / image["width"] == pytest.approx((CANCEL[2] - CANCEL[0]) / 1000, abs=0.005)
     lead_page.screenshot(path=str(artifacts_dir / "boxes-review.png"))
+
+    # The lead's editor holds the box: a point outside it is refused beside the field; cleared, the point may move.
+    lead_page.click("#edit-accept summary")
+    lead_page.wait_for_selector("#edit-accept[data-ready='1']")
+    editor = lead_page.locator("[data-review-slot='corrected']")
+    editor.locator("[data-errors='corrected'] li.ok").wait_for()
+    assert json.loads(editor.locator("[data-box='corrected']").inner_text()) == CANCEL
+    layer = lead_page.locator(".shot-frame[data-markers='error-markers'] .zoom-layer")
+    layer.scroll_into_view_if_needed()
+    frame = layer.bounding_box()
+    lead_page.mouse.click(frame["x"] + frame["width"] * 0.2, frame["y"] + frame["height"] * 0.23)  # on Save
+    editor.locator("[data-errors='corrected'] li", has_text="lies outside its element box").wait_for()
+    lead_page.screenshot(path=str(artifacts_dir / "boxes-review-refused.png"), full_page=True)
+    editor.locator("[data-clear-box='corrected']").click()
+    editor.locator("[data-errors='corrected'] li.ok").wait_for()
+    lead_page.click("#edit-accept-button")
+    lead_page.wait_for_load_state()
     context.close()
-    review.review_accept(annotation_id=ann.pk, actor=lead)
     ann.refresh_from_db()
-    assert action_target_box(ann, "corrected", box_tokens=True) == CANCEL  # what the export carries
+    assert ann.status == "accepted" and action_target_box(ann, "corrected", box_tokens=True) is None
+    point = grammar.parse_action(ann.corrected_action).point()
+    assert point == pytest.approx((200, 230), abs=4) and not grammar.point_in_box(point, CANCEL)  # on Save
+    assert grammar.TARGET_BOX not in ann.editor_state["corrected"]
 
 
 def test_the_workspace_shows_the_rules_flag_of_a_recorded_click_on_no_element(

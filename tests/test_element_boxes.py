@@ -237,3 +237,22 @@ def test_agreement_reports_box_iou_between_double_annotations(project, traces, a
     Annotation.objects.filter(pk=other.pk).update(editor_state={"corrected": None, "reflection": None})
     report = agreement_report(project)
     assert report.box_pairs == 0 and report.box_iou_mean is None and report.click_pairs == 1
+
+
+def test_a_leads_edit_may_replace_or_take_off_the_box(project, traces, annotator, lead, api_client):
+    ann = _submitted_with_box(project, traces, annotator, api_client)
+    with pytest.raises(review.ReviewError, match="corrected box: a box must be"):
+        review.review_edit_and_accept(annotation_id=ann.pk, actor=lead, edits={"corrected_box": "[1, 2]"})
+    # A new box must still hold the point.
+    with pytest.raises(review.ReviewError, match="lies outside its element box \\[0, 0, 100, 100\\]"):
+        review.review_edit_and_accept(annotation_id=ann.pk, actor=lead, edits={"corrected_box": "[0, 0, 100, 100]"})
+    # Taken off (the review page's "clear"), the point may go anywhere on the screen.
+    review.review_edit_and_accept(
+        annotation_id=ann.pk,
+        actor=lead,
+        edits={"corrected_action": "click(start_box='(700,500)')", "corrected_box": ""},
+    )
+    ann.refresh_from_db()
+    assert ann.status == AnnotationStatus.ACCEPTED
+    assert ann.editor_state["corrected"] == {"type": "click", "args": {"start_box": [700, 500]}, "style": "box"}
+    assert ann.editor_state["reflection"]["target_box"] == [100, 100, 200, 160]  # the other slot keeps its box

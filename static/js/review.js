@@ -182,6 +182,13 @@
           changed(slot, quiet);
         },
         onClearPoint: (name) => { delete s.action.args[name]; changed(slot); },
+        // The stored element box can be taken off (then the form sends an empty <slot>_box edit).
+        onClearBox: () => {
+          delete s.action.target_box;
+          const input = document.getElementById(`edit-${slot}_box`);
+          if (input) { input.value = ""; input.disabled = false; }
+          changed(slot);
+        },
       });
     };
     // Every edit is checked by the server's grammar; the form sends the canonical text it returns, valid or not
