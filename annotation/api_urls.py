@@ -3,6 +3,7 @@
 from django.urls import include, path
 
 from annotation import api
+from annotation.alternatives import api as alternatives_api
 
 urlpatterns = [
     path("projects/<int:project_id>/next-trace/", api.NextTrace.as_view(), name="api-next-trace"),
@@ -14,5 +15,15 @@ urlpatterns = [
     path("annotations/<int:pk>/check-action/", api.ActionCheck.as_view(), name="api-annotation-check-action"),
     path("annotations/<int:pk>/submit/", api.AnnotationSubmit.as_view(), name="api-annotation-submit"),
     path("annotations/<int:pk>/skip/", api.AnnotationSkip.as_view(), name="api-annotation-skip"),
+    path(
+        "annotations/<int:pk>/alternatives/",
+        alternatives_api.AnnotationAlternatives.as_view(),
+        name="api-annotation-alternatives",
+    ),
+    path(
+        "annotations/<int:pk>/alternatives/<int:alternative_id>/mark/",
+        alternatives_api.AnnotationAlternativeMark.as_view(),
+        name="api-annotation-alternative-mark",
+    ),
     path("", include("annotation.review_api_urls")),
 ]

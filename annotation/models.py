@@ -5,6 +5,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from studio.models import JobBase
+
 
 class AnnotationStatus(models.TextChoices):
     DRAFT = "draft", "Draft"
@@ -128,5 +130,76 @@ class AuditEvent(models.Model):
         indexes = [
             models.Index(
                 fields=["project", "at"], condition=models.Q(kind="transition"), name="audit_project_transition_idx"
+            ),
+        ]
+
+
+class AlternativesJob(JobBase):
+    """k replies of the configured checkpoint sampled at one step's state s_i of an annotation's trace (the gpu
+    queue). The replies are stored per (step, weights hash, settings) in StepAlternative and re-used: a job that finds
+    them already there samples nothing."""
+
+    annotation = models.ForeignKey(Annotation, on_delete=models.CASCADE, related_name="alternatives_jobs")
+    step = models.ForeignKey("traces.Step", on_delete=models.CASCADE, related_name="+")
+    model_dir = models.CharField(max_length=500, help_text="The checkpoint's local directory on the gpu workers.")
+    model_name = models.CharField(max_length=200, blank=True)
+    weights_hash = models.CharField(max_length=64, blank=True, help_text="sha256 of the weight files.")
+    settings = models.JSONField(default=dict, blank=True, help_text="Sampling settings (k, temperature, top_p, …).")
+    settings_key = models.CharField(max_length=64, help_text="sha256 of the settings that change the replies.")
+    reused = models.BooleanField(default=False, help_text="The replies were already stored; nothing was sampled.")
+
+    def task_name(self) -> str:
+        return "annotation.tasks.sample_alternatives"
+
+
+class StepAlternative(models.Model):
+    """One sampled reply of a checkpoint at a step, with its parse by the project's grammar."""
+
+    step = models.ForeignKey("traces.Step", on_delete=models.CASCADE, related_name="alternatives")
+    weights_hash = models.CharField(max_length=64)
+    model_name = models.CharField(max_length=200, blank=True)
+    settings_key = models.CharField(max_length=64)
+    settings = models.JSONField(default=dict, blank=True)
+    number = models.PositiveSmallIntegerField(help_text="1..k: the marker's number on the screenshot.")
+    reply = models.TextField(help_text="The reply as the model wrote it.")
+    actions = models.JSONField(
+        default=list, blank=True, help_text="The reply's actions (grammar JSON, the project's convention); [] unparsed."
+    )
+    new_tokens = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["step_id", "number"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["step", "weights_hash", "settings_key", "number"], name="unique_alternative_per_sampling"
+            )
+        ]
+
+    @property
+    def parsed(self) -> bool:
+        return bool(self.actions)
+
+
+class AlternativeVerdict(models.TextChoices):
+    WRONG = "wrong", "Wrong (a DPO rejected side)"
+    TAKEN = "taken", "Taken as the correction's starting point"
+
+
+class AlternativeMark(models.Model):
+    """What an annotator said of one alternative in their annotation: wrong, or taken as the starting point."""
+
+    annotation = models.ForeignKey(Annotation, on_delete=models.CASCADE, related_name="alternative_marks")
+    alternative = models.ForeignKey(StepAlternative, on_delete=models.CASCADE, related_name="marks")
+    verdict = models.CharField(max_length=8, choices=AlternativeVerdict.choices)
+    marked_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    marked_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["alternative__number"]
+        constraints = [
+            models.UniqueConstraint(fields=["annotation", "alternative"], name="one_mark_per_alternative"),
+            models.UniqueConstraint(
+                fields=["annotation"], condition=models.Q(verdict="taken"), name="one_taken_alternative"
             ),
         ]

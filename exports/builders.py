@@ -5,7 +5,10 @@ For an accepted annotation with its first error at τ:
 * ``error_correction`` SFT: prompt s_τ, completion ``t*_τ a*_τ``;
 * ``post_reflection`` SFT: prompt s_{τ+1} of the original trace (the wrong ``(t_τ, a_τ)`` stays in the
   history, untrained) with o_{τ+1}; completion ``t*_{τ+1} a*_{τ+1}``;
-* ``dpo`` pair: prompt s_τ, chosen ``t*_τ a*_τ``, rejected the recorded ``t_τ a_τ``.
+* ``dpo`` pair: prompt s_τ, chosen ``t*_τ a*_τ``, rejected the recorded ``t_τ a_τ``;
+* ``dpo_on_policy`` pairs: prompt s_τ, chosen ``t*_τ a*_τ``, rejected each alternative the annotator marked wrong
+  (sampled at s_τ from a checkpoint, annotation.alternatives), rendered by the grammar; the sample names the
+  checkpoint (``Sample.on_policy``).
 
 Options add ``valid_prefix`` (steps 1..τ-1 as recorded) and ``error_free`` (every step of a trace
 judged ``no_error``) as plain SFT samples. Every prompt comes from :mod:`traces.prompting`.
@@ -29,12 +32,13 @@ from typing import Any
 from annotation.models import Annotation, AnnotationStatus, Verdict
 from annotation.selectors import action_target_box
 from studio.errors import Invalid
+from traces import actions as grammar
 from traces import prompting
 from traces.models import Project, Screenshot, Step
 
 SCHEMA_VERSION = 1
 SFT_KINDS = ("error_correction", "post_reflection", "valid_prefix", "error_free")
-DPO_KINDS = ("dpo",)
+DPO_KINDS = ("dpo", "dpo_on_policy")
 PRM_KINDS = ("prm",)
 RL_KINDS = ("error_correction", "post_reflection")
 SPLITS = ("train", "validation")
@@ -142,6 +146,8 @@ class Sample:
     # The element box of the trained target's point ([x1, y1, x2, y2] in the project's convention), when the
     # annotator drew one: sample metadata beside the action text, which stays the UI-TARS action.
     target_box: list | None = None
+    # ``dpo_on_policy``: the checkpoint the rejected side was sampled from (model_name, weights_hash).
+    on_policy: dict | None = None
 
     @property
     def is_preference(self) -> bool:
@@ -442,6 +448,9 @@ def annotation_samples(
                 yield skip("dpo", "the correction equals the recorded step")
             else:
                 yield sample("dpo", s_tau, chosen=corrected, rejected=rejected, target_box=corrected_box)
+            yield from _on_policy_pairs(
+                annotation, tau, s_tau, corrected, corrected_box, project=project, sample=sample
+            )
 
     if annotation.reflection_action.strip():
         problem = history_skip("post_reflection", tau + 1)
@@ -474,6 +483,48 @@ def annotation_samples(
             )
         except prompting.PromptError as exc:
             yield skip("post_reflection", str(exc))
+
+
+def _on_policy_pairs(annotation, tau: int, s_tau, corrected: str, corrected_box, *, project, sample) -> Iterator:
+    """``dpo_on_policy`` pairs: each alternative marked wrong at step τ, rendered by the grammar, against the
+    correction. An alternative sampled at another step (τ moved since) is not a reply to s_τ: left out, said why."""
+    from annotation.alternatives.selectors import wrong_alternatives
+
+    alternatives = getattr(annotation, "wrong_alternatives", None)
+    if alternatives is None:
+        alternatives = wrong_alternatives([annotation.pk])[annotation.pk]
+    for alternative in alternatives:
+        if alternative.step.index != tau:
+            yield Skip(
+                annotation.pk,
+                annotation.trace_id,
+                "dpo_on_policy",
+                f"alternative {alternative.number} was sampled at step {alternative.step.index}, not at τ = {tau}",
+            )
+            continue
+        try:
+            parsed = grammar.parse_response(alternative.reply)
+            rejected = grammar.render_response(
+                parsed.thought,
+                [grammar.Action.from_json(a) for a in alternative.actions],
+                box_tokens=project.box_tokens,
+            )
+        except (grammar.ActionSyntaxError, ValueError, TypeError) as exc:
+            yield Skip(
+                annotation.pk,
+                annotation.trace_id,
+                "dpo_on_policy",
+                f"alternative {alternative.number} cannot be rendered: {exc}",
+                SKIP_UNPARSED_REJECTED,
+            )
+            continue
+        if rejected == corrected:
+            yield Skip(annotation.pk, annotation.trace_id, "dpo_on_policy", "the correction equals a wrong alternative")
+            continue
+        pair = sample("dpo_on_policy", s_tau, chosen=corrected, rejected=rejected, target_box=corrected_box)
+        pair.step = tau
+        pair.on_policy = {"model_name": alternative.model_name, "weights_hash": alternative.weights_hash}
+        yield pair
 
 
 def annotation_rl_samples(
@@ -589,6 +640,12 @@ def iter_samples(
         shots.load(a.trace.final_screenshot_id for a in batch)
         for annotation in batch:
             annotation.trace.final_screenshot = shots.get(annotation.trace.final_screenshot_id)
+        if sample_set == "sft_dpo":
+            from annotation.alternatives.selectors import wrong_alternatives
+
+            wrong = wrong_alternatives([a.pk for a in batch])
+            for annotation in batch:
+                annotation.wrong_alternatives = wrong[annotation.pk]
         for annotation in batch:
             stats.annotations.append((annotation.pk, annotation.version))
             stats.by_round[annotation.trace.round_id] += 1

@@ -172,6 +172,7 @@ def export_build(
     progress(0, sources)
     stats = BuildStats()
     by_kind: dict[str, int] = {}
+    on_policy: dict[tuple[str, str], int] = {}  # (model name, weights hash) -> dpo_on_policy pairs
     by_split: dict[str, int] = {}
     skipped: list[Skip] = []
 
@@ -189,6 +190,9 @@ def export_build(
             continue
         writer.add(item)
         by_kind[item.kind] = by_kind.get(item.kind, 0) + 1
+        if item.on_policy:
+            checkpoint = (item.on_policy["model_name"], item.on_policy["weights_hash"])
+            on_policy[checkpoint] = on_policy.get(checkpoint, 0) + 1
         by_split[item.split] = by_split.get(item.split, 0) + 1
         for shot in item.prompt.images:
             if shot.sha256 not in images:
@@ -249,6 +253,21 @@ def export_build(
         },
         "counts": counts,
         **({"reward": reward} if reward else {}),
+        # Pairs whose rejected side a checkpoint sampled (kind dpo_on_policy): on-policy for that checkpoint only.
+        **(
+            {
+                "on_policy": {
+                    "kind": "dpo_on_policy",
+                    "pairs": sum(on_policy.values()),
+                    "checkpoints": [
+                        {"model_name": name, "weights_hash": weights, "pairs": n}
+                        for (name, weights), n in sorted(on_policy.items())
+                    ],
+                }
+            }
+            if on_policy
+            else {}
+        ),
         **({"labels": PRM_LABELS} if fmt == ExportFormat.PRM else {}),
         "sources": [{"annotation_id": pk, "version": version} for pk, version in stats.annotations],
         "lineage": lineage_block,

@@ -81,6 +81,9 @@ RULES: dict[str, Rule] = {
     "evaluation.run": Rule(EXPORTING, Scope.MEMBER, "evaluate checkpoints"),
     # In a blind project annotators see no model suggestions (nor a suspicion order); leads and engineers do.
     "prescore.view": Rule(ALL, Scope.NOT_BLIND, "see model pre-scoring in this project", unless=SEES_BLIND),
+    # On-policy alternatives at a step: the annotation's annotator, and leads on any annotation of their projects
+    # (whether the project is blind is prescore.view's to say, as for suggestions).
+    "annotation.alternatives": Rule(ANNOTATING, Scope.OWN, "ask the model for alternatives", unless=LEADS),
     # Reading the API's own description and the account pages.
     "api.docs": Rule(ALL, Scope.ANY, "read the API documentation"),
     # Engineers fetch bundles with a token; it is theirs to create and revoke.

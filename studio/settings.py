@@ -201,6 +201,7 @@ CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_ROUTES = {
     "traces.tasks.prescore_with_model": {"queue": "gpu"},
     "evaluation.tasks.run_evaluation": {"queue": "gpu"},
+    "annotation.tasks.sample_alternatives": {"queue": "gpu"},
 }
 # A task whose worker dies mid-run is redelivered, so every task is written to be idempotent.
 CELERY_TASK_ACKS_LATE = True
@@ -307,6 +308,12 @@ EVALUATION_CHECKPOINTS_DIR = env("STUDIO_EVALUATION_CHECKPOINTS_DIR")
 PRESCORE_SHARD_STEPS = env_int("STUDIO_PRESCORE_SHARD_STEPS", 2000)
 # Tests only: a pause per scored trace, so a worker can be killed or a job cancelled mid-shard.
 PRESCORE_THROTTLE_S = float(env("STUDIO_PRESCORE_THROTTLE_S", "0"))
+# On-policy alternatives (annotation/alternatives): k replies of the pre-scoring model (STUDIO_PRESCORE_MODEL_DIR)
+# sampled at an annotation's step, each token at this temperature and nucleus top_p.
+ALTERNATIVES_K = env_int("STUDIO_ALTERNATIVES_K", 4)
+ALTERNATIVES_TEMPERATURE = float(env("STUDIO_ALTERNATIVES_TEMPERATURE", "1.0"))
+ALTERNATIVES_TOP_P = float(env("STUDIO_ALTERNATIVES_TOP_P", "0.9"))
+ALTERNATIVES_MAX_NEW_TOKENS = env_int("STUDIO_ALTERNATIVES_MAX_NEW_TOKENS", 128)
 
 # --- Auth, API ------------------------------------------------------------------------------
 LOGIN_URL = "login"

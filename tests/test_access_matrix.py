@@ -164,6 +164,17 @@ def world(db, project, annotator, lead, engineer, admin_user, make_user, tmp_pat
     # A queued evaluation (no checkpoint directory is read: the row is made as the service would leave it).
     evaluation = EvaluationJob.objects.create(project=project, created_by=engineer, checkpoint="c", model_dir="/m")
     objects["evaluations"] = evaluation.pk
+    # An alternative sampled at the annotation's first step (its rules are the annotation's: no instance of its own).
+    from annotation.models import StepAlternative
+
+    objects["alternatives"] = StepAlternative.objects.create(
+        step=Step.objects.filter(trace=annotation.trace).order_by("index").first(),
+        weights_hash="0" * 64,
+        settings_key="0" * 64,
+        number=1,
+        reply="Action: click(start_box='(10,20)')",
+        actions=[{"type": "click", "args": {"start_box": [10, 20]}, "style": "box"}],
+    ).pk
     from annotation.models import Lease
     from exports.models import ExportJob
     from traces.models import ImportJob, PrescoreJob

@@ -1,4 +1,5 @@
-"""Qwen2-VL / Qwen2.5-VL scoring: log-likelihood of a recorded reply and the model's own greedy reply.
+"""Qwen2-VL / Qwen2.5-VL scoring: log-likelihood of a recorded reply, the model's own greedy reply, and k sampled
+replies from one prefill (on-policy alternatives).
 
 torch and transformers are imported inside functions only: the web process imports this module's
 names (for settings and types) without loading torch.
@@ -380,6 +381,73 @@ class Qwen2VLScorer:
             replies.append((self.tokenizer.decode(row[:end], skip_special_tokens=True).strip(), end))
         return replies
 
+    def sample_replies(
+        self,
+        request: ScoreRequest,
+        *,
+        k: int,
+        temperature: float,
+        top_p: float,
+        max_new_tokens: int,
+        seed: int,
+        min_pixels: int | None = None,
+        max_pixels: int | None = None,
+    ) -> list[tuple[str, int]]:
+        """k sampled replies at one prompt (``request.target`` is ignored): the prompt is prefilled once, its KV
+        cache is repeated k times, and the k continuations are decoded together, each token drawn with
+        ``temperature`` and nucleus ``top_p`` from a generator seeded with ``seed`` (same inputs, same replies).
+        Returns (text, new tokens up to and including <|im_end|>) per sample."""
+        import torch
+
+        encoded = self.encode(
+            ScoreRequest(request.key, request.messages, request.images, ""),
+            min_pixels=min_pixels,
+            max_pixels=max_pixels,
+        )
+        prompt = Encoded(
+            encoded.key,
+            encoded.input_ids[: encoded.n_prompt],
+            encoded.n_prompt,
+            encoded.pixel_values,
+            encoded.image_grid_thw,
+            encoded.image_keys,
+        )
+        tensors = self._batch_tensors([prompt], left=False)
+        if "pixel_values" in tensors:
+            from transformers.modeling_outputs import BaseModelOutputWithPooling
+
+            del tensors["pixel_values"]
+            tensors["mm_encoder_outputs"] = {
+                "image": BaseModelOutputWithPooling(pooler_output=self._vision_features([prompt]))
+            }
+        generator = torch.Generator(device=self.device).manual_seed(seed)
+        with torch.inference_mode():
+            # The one prefill: the prompt (images included) runs through the decoder once, for all k samples.
+            out = self.model(**tensors, use_cache=True, logits_to_keep=1)
+            cache = out.cache if getattr(out, "cache", None) is not None else out.past_key_values
+            cache.batch_repeat_interleave(k)
+            logits = out.logits[:, -1, :].float().expand(k, -1)
+            tokens: list[list[int]] = [[] for _ in range(k)]
+            finished = torch.zeros(k, dtype=torch.bool, device=self.device)
+            for drawn in range(1, max_new_tokens + 1):
+                chosen = _sample_next(logits, temperature=temperature, top_p=top_p, generator=generator)
+                chosen = torch.where(finished, torch.full_like(chosen, self.pad_token_id), chosen)
+                for sample_index, token in enumerate(chosen.tolist()):
+                    if not finished[sample_index]:
+                        tokens[sample_index].append(token)
+                finished |= chosen == self.eos_token_id
+                if bool(finished.all()) or drawn == max_new_tokens:
+                    break
+                # One new token per sample; positions follow from the cache length and the prompt's rope deltas.
+                # The cache grows in place.
+                step = self.model(input_ids=chosen[:, None], cache=cache, use_cache=True)
+                logits = step.logits[:, -1, :].float()
+        replies = []
+        for row in tokens:
+            end = row.index(self.eos_token_id) + 1 if self.eos_token_id in row else len(row)
+            replies.append((self.tokenizer.decode(row[:end], skip_special_tokens=True).strip(), end))
+        return replies
+
     def score(
         self,
         requests: Sequence[ScoreRequest],
@@ -444,6 +512,19 @@ class Qwen2VLScorer:
 
         if self.device.startswith("cuda"):
             torch.cuda.empty_cache()
+
+
+def _sample_next(logits, *, temperature: float, top_p: float, generator):
+    """One token per row: softmax at ``temperature``, cut to the smallest set of tokens whose probability reaches
+    ``top_p`` (the most likely token is always kept), drawn with ``generator``."""
+    import torch
+
+    probs = torch.softmax(logits / max(temperature, 1e-5), dim=-1)
+    ordered, order = probs.sort(dim=-1, descending=True)
+    before = ordered.cumsum(dim=-1) - ordered  # probability of the tokens ranked above each one
+    ordered = ordered.masked_fill(before >= top_p, 0.0)
+    picked = torch.multinomial(ordered, 1, generator=generator)
+    return order.gather(-1, picked)[:, 0]
 
 
 def _out_of_memory(exc: BaseException) -> bool:

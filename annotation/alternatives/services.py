@@ -1,0 +1,236 @@
+"""On-policy alternatives: ask the configured checkpoint for k replies at an annotation's step, sample them (in a
+gpu worker), and record what the annotator says of them (wrong, or taken as the correction's starting point).
+
+The replies are sampled at s_i from the one prompt builder (traces.prompting), with the pre-scoring model
+(STUDIO_PRESCORE_MODEL_DIR, traces.prescoring.qwen2vl: one prefill shared by the k samples), parsed by the grammar
+(traces.prescoring.assess.parse_model_reply) and stored per (step, weights hash, settings): asking again with the same
+key re-uses them. Alternatives marked wrong become ``dpo_on_policy`` pairs in exports (exports.builders).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+
+from django.conf import settings as django_settings
+from django.db import transaction
+
+from annotation.models import (
+    AlternativeMark,
+    AlternativesJob,
+    AlternativeVerdict,
+    Annotation,
+    StepAlternative,
+)
+from studio.errors import Conflict, Invalid, NotFound
+from studio.jobs import JobFailed, job_enqueue, job_progress, job_run
+from studio.models import JobStatus
+from traces import actions as grammar
+from traces import prompting
+from traces.models import Step
+from traces.prescoring import assess
+from traces.prescoring.qwen2vl import ModelLoadError, read_model_config
+from traces.prescoring.services import configured_model_dir, image_inputs, model_image_budget
+
+log = logging.getLogger(__name__)
+
+MAX_K = 16
+# Settings that change the replies (their hash is part of the storage key); device and dtype are where they run.
+SAMPLING_KEYS = ("k", "temperature", "top_p", "max_new_tokens", "seed", "min_pixels", "max_pixels")
+
+
+def alternatives_model_dir() -> str:
+    """The checkpoint alternatives come from: pre-scoring's (STUDIO_PRESCORE_MODEL_DIR). Invalid, saying what to
+    set, when none is configured or it is not a Qwen2-VL checkpoint."""
+    model_dir = configured_model_dir()
+    if not model_dir:
+        raise Invalid(
+            "no model is configured for alternatives: set STUDIO_PRESCORE_MODEL_DIR to a Qwen2-VL / Qwen2.5-VL "
+            "checkpoint directory on the gpu workers"
+        )
+    try:
+        read_model_config(model_dir)
+    except ModelLoadError as exc:
+        raise Invalid(f"STUDIO_PRESCORE_MODEL_DIR: {exc}") from None
+    return model_dir
+
+
+def sampling_settings(*, project, k: int | None = None, seed: int | None = None) -> dict:
+    """The sampling settings of a request: the configured ones (settings.ALTERNATIVES_*), the project's image
+    budget, and ``k`` / ``seed`` when given."""
+    k = django_settings.ALTERNATIVES_K if k is None else k
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise Invalid(f"k: a whole number from 1 to {MAX_K}, got {k!r}", field="k")
+    seed = 0 if seed is None else seed
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise Invalid(f"seed: a whole number ≥ 0, got {seed!r}", field="seed")
+    return {
+        "k": k,
+        "temperature": django_settings.ALTERNATIVES_TEMPERATURE,
+        "top_p": django_settings.ALTERNATIVES_TOP_P,
+        "max_new_tokens": django_settings.ALTERNATIVES_MAX_NEW_TOKENS,
+        "seed": seed,
+        **model_image_budget(project),
+    }
+
+
+def settings_key(settings: dict) -> str:
+    return hashlib.sha256(
+        json.dumps({key: settings.get(key) for key in SAMPLING_KEYS}, sort_keys=True).encode()
+    ).hexdigest()
+
+
+def _annotation_step(annotation: Annotation, index: int | None) -> Step:
+    index = annotation.tau if index is None else index
+    if index is None:
+        raise Invalid("step: give the step to sample at (the annotation has no first error τ yet)", field="step")
+    step = Step.objects.filter(trace_id=annotation.trace_id, index=index).select_related("screenshot").first()
+    if step is None:
+        raise Invalid(f"step: trace {annotation.trace_id} has no step {index}", field="step")
+    if not step.screenshot_id:
+        raise Invalid(f"step: step {index} has no screenshot to sample at", field="step")
+    return step
+
+
+def alternatives_request(
+    *, annotation: Annotation, user, step_index: int | None = None, k: int | None = None, seed: int | None = None
+) -> AlternativesJob:
+    """Queue the sampling of k alternatives at the annotation's step (τ unless ``step_index``). A job already queued
+    or running for the same step and settings is returned instead of a second one."""
+    model_dir = alternatives_model_dir()
+    step = _annotation_step(annotation, step_index)
+    resolved = sampling_settings(project=annotation.project, k=k, seed=seed)
+    key = settings_key(resolved)
+    with transaction.atomic():
+        Annotation.objects.select_for_update().filter(pk=annotation.pk).first()
+        running = (
+            AlternativesJob.objects.filter(
+                annotation=annotation, step=step, settings_key=key, model_dir=model_dir, cancel_requested=False
+            )
+            .filter(status__in=[JobStatus.QUEUED, JobStatus.RUNNING])
+            .first()
+        )
+        if running is not None:
+            return running
+        job = AlternativesJob.objects.create(
+            annotation=annotation,
+            step=step,
+            created_by=user,
+            model_dir=model_dir,
+            settings=resolved,
+            settings_key=key,
+        )
+        from annotation.tasks import sample_alternatives
+
+        job_enqueue(sample_alternatives, job)
+    return job
+
+
+def alternatives_job_run(*, job_id: int, attempt: int | None = None) -> AlternativesJob:
+    """What a gpu worker does with the job: load the model (kept by the worker), then re-use the stored replies for
+    (step, weights hash, settings) or sample and store them."""
+    job = AlternativesJob.objects.select_related("annotation__project", "step__trace").get(pk=job_id)
+    return job_run(job, _sample, attempt=attempt)
+
+
+def _sample(job: AlternativesJob) -> str:
+    from traces.prescoring.qwen2vl import ScoreRequest, load_scorer
+
+    opts = job.settings
+    try:
+        scorer = load_scorer(job.model_dir, device=opts.get("device"), dtype=opts.get("dtype"))
+    except ModelLoadError as exc:
+        raise JobFailed(f"model not loaded: {exc}") from exc
+    job.model_name, job.weights_hash = scorer.model_name[:200], scorer.weights_hash
+    AlternativesJob.objects.filter(pk=job.pk).update(model_name=job.model_name, weights_hash=job.weights_hash)
+    stored = StepAlternative.objects.filter(step=job.step, weights_hash=job.weights_hash, settings_key=job.settings_key)
+    k = opts["k"]
+    if stored.count() == k:
+        AlternativesJob.objects.filter(pk=job.pk).update(reused=True)
+        job.reused = True
+        job_progress(job, done=k, total=k)
+        return f"{k} alternatives re-used (sampled before with the same weights and settings)"
+    job_progress(job, done=0, total=k)
+    project = job.annotation.project
+    trace = job.step.trace
+    try:
+        prompt = prompting.build_state_messages(trace, job.step.index, project=project)
+    except prompting.PromptError as exc:
+        raise JobFailed(f"step {job.step.index}: {exc}") from exc
+    request = ScoreRequest(job.step.pk, prompting.to_chat_messages(prompt), image_inputs(prompt), "")
+    with scorer.lock:
+        replies = scorer.sample_replies(
+            request,
+            k=k,
+            temperature=opts["temperature"],
+            top_p=opts["top_p"],
+            max_new_tokens=opts["max_new_tokens"],
+            seed=opts["seed"],
+            min_pixels=opts.get("min_pixels"),
+            max_pixels=opts.get("max_pixels"),
+        )
+    rows = [
+        StepAlternative(
+            step=job.step,
+            weights_hash=job.weights_hash,
+            model_name=job.model_name,
+            settings_key=job.settings_key,
+            settings=opts,
+            number=number,
+            reply=text,
+            actions=[a.to_json() for a in assess.parse_model_reply(text)] if text else [],
+            new_tokens=n_new,
+        )
+        for number, (text, n_new) in enumerate(replies, start=1)
+    ]
+    # Another job may have stored the same key meanwhile: its rows stand (the key is the same sampling).
+    StepAlternative.objects.bulk_create(rows, ignore_conflicts=True)
+    job_progress(job, done=k, total=k)
+    parsed = sum(1 for r in rows if r.actions)
+    return f"{k} alternatives sampled, {parsed} parsed, {k - parsed} kept as text"
+
+
+def alternative_for(annotation: Annotation, alternative_id: int) -> StepAlternative:
+    alternative = StepAlternative.objects.filter(pk=alternative_id, step__trace_id=annotation.trace_id).first()
+    if alternative is None:
+        raise NotFound(f"No such alternative in trace {annotation.trace_id}.")
+    return alternative
+
+
+def alternative_mark(*, annotation: Annotation, alternative_id: int, verdict: str, user) -> AlternativeMark | None:
+    """Mark an alternative wrong (it becomes a DPO rejected side) or take it as the correction's starting point (one
+    per annotation: taking another takes the previous one back); ``verdict`` "" removes the mark."""
+    alternative = alternative_for(annotation, alternative_id)
+    if verdict not in ("", *AlternativeVerdict.values):
+        raise Invalid(f'verdict: one of {", ".join(AlternativeVerdict.values)} or "", got {verdict!r}', field="verdict")
+    if verdict and not alternative.parsed:
+        raise Conflict(
+            f"alternative {alternative.number} did not parse as an action: it is shown as text and can be neither "
+            "taken nor a DPO rejected side"
+        )
+    with transaction.atomic():
+        Annotation.objects.select_for_update().filter(pk=annotation.pk).first()
+        if not verdict:
+            AlternativeMark.objects.filter(annotation=annotation, alternative=alternative).delete()
+            return None
+        if verdict == AlternativeVerdict.TAKEN:
+            AlternativeMark.objects.filter(annotation=annotation, verdict=AlternativeVerdict.TAKEN).exclude(
+                alternative=alternative
+            ).delete()
+        mark, _ = AlternativeMark.objects.update_or_create(
+            annotation=annotation, alternative=alternative, defaults={"verdict": verdict, "marked_by": user}
+        )
+    return mark
+
+
+def alternative_rendered(alternative: StepAlternative, *, project) -> dict:
+    """The alternative as a correction's starting point: its thought and its actions rendered by the grammar
+    (canonical, the project's box-token setting)."""
+    actions = [grammar.Action.from_json(a) for a in alternative.actions]
+    try:
+        thought = grammar.parse_response(alternative.reply).thought
+    except grammar.ActionSyntaxError:
+        thought = ""
+    body = "\n\n".join(grammar.render_action(a, box_tokens=project.box_tokens) for a in actions)
+    return {"thought": thought, "action": body}
