@@ -155,6 +155,18 @@ def test_retries_are_idempotent_and_gaps_changes_and_ended_traces_are_refused(
     assert late_retry.status_code == 200 and late_retry.json()["step_count"] == 3
     assert Trace.objects.get(pk=trace.pk).step_count == 3 and Trace.objects.get(pk=trace.pk).outcome == "success"
 
+    started = _step(client, project, "run-9", 1, steps[0], shots[0], instruction="Open it")
+    assert started.status_code == 201
+    whole = client.post(
+        f"/api/projects/{project.pk}/traces/",
+        {
+            "trace": json.dumps({"external_id": "run-9", "instruction": "Open it", "steps": [steps[0]]}),
+        },
+        format="multipart",
+    )
+    assert whole.status_code == 409 and "'run-9' is receiving steps" in whole.json()["detail"]
+    assert Trace.objects.get(external_id="run-9").step_count == 1
+
     unknown = _end(client, project, "never-pushed")
     assert unknown.status_code == 404 and "no trace 'never-pushed'" in unknown.json()["detail"]
     bad_round = _step(client, project, "run-8", 1, steps[0], shots[0], round="week 99")

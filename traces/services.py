@@ -631,7 +631,7 @@ def trace_push(
     ``screenshots`` (uploaded files whose names are the paths the document gives).
 
     Idempotent by ``external_id``: a trace the project already has is answered as it is (``created`` False),
-    unless it lies in another round than ``round`` (Conflict, naming both). Invalid for a request that holds no
+    unless it lies in another round than ``round`` (Conflict, naming both) or is still receiving steps (Conflict). Invalid for a request that holds no
     trace, several, or one the importer cannot read (the message says where)."""
     if (archive is None) == (document is None):
         raise Invalid("send the trace either as file (a .zip) or as trace (a native trace object) with screenshots")
@@ -674,6 +674,12 @@ def trace_push(
                     raise Invalid(str(exc)) from None
         except (ArchiveError, UnknownFormat) as exc:
             raise Invalid(str(exc).replace(str(Path(tmp)) + "/", "")) from None
+    if not result.created and result.trace.receiving:
+        raise Conflict(
+            f"trace {result.trace.external_id!r} is receiving steps pushed one by one ({result.trace.step_count} so "
+            f"far): push its next steps, or end it, instead of pushing it whole",
+            trace=result.trace.pk,
+        )
     if not result.created and result.trace.round_id != (round.pk if round else None):
         held = result.trace.round.name if result.trace.round is not None else "no round"
         raise Conflict(
