@@ -33,9 +33,11 @@ def _model_state() -> dict:
 
 
 class AlternativesRequestSerializer(serializers.Serializer):
-    step = serializers.IntegerField(min_value=1, required=False, help_text="1-based step; default the annotation's τ.")
+    step = serializers.IntegerField(
+        min_value=1, max_value=2**31 - 1, required=False, help_text="1-based step; default the annotation's τ."
+    )
     k = serializers.IntegerField(min_value=1, max_value=services.MAX_K, required=False)
-    seed = serializers.IntegerField(min_value=0, required=False)
+    seed = serializers.IntegerField(min_value=0, max_value=2**32 - 1, required=False)
 
 
 class AnnotationAlternatives(APIView):
