@@ -286,8 +286,11 @@
   const pointArgsOf = (type) => Editor.pointArgs(state.table, type);
 
   // --- overlay drawing -------------------------------------------------------------------------
-  function drawAction(layer, shot, action, tone) {
+  // ``extra`` (optional): {label, row, attrs}: a number written on the marker (an alternative's), the row of the
+  // corner badges it takes, and attributes of its group.
+  function drawAction(layer, shot, action, tone, extra) {
     if (!action || !action.type) return;
+    const number = extra && extra.label ? `${extra.label}` : "";
     const args = action.args || {};
     // Marker sizes are in screenshot pixels: divided by the zoom, they keep their size on screen and never cover
     // more of the element being judged as the annotator zooms in.
@@ -295,8 +298,11 @@
     const r = 14 * scale, sw = 3 * scale, font = 15 * scale;
     const start = Array.isArray(args.start_box) ? toPx(shot, args.start_box) : null;
     const end = Array.isArray(args.end_box) ? toPx(shot, args.end_box) : null;
-    const g = svg("g", { class: "mark " + tone, "data-action": action.type });
+    const g = svg("g", Object.assign({ class: "mark " + tone, "data-action": action.type }, (extra && extra.attrs) || {}));
+    let badged = false;
     const badge = (x, y, text) => {
+      badged = true;
+      text = number ? `${number} ${text}`.trim() : text;
       const t = svg("text", { x: x + r * 1.3, y: y - r * 1.1, "font-size": font, class: "badge-text" }, text);
       const pad = 5 * scale;
       const w = Math.min(text.length, 60) * font * 0.6 + 2 * pad;
@@ -315,7 +321,7 @@
     const type = action.type;
     // Actions without a point get a badge in the corner: the recorded one on the first row, the correction on
     // the row below, so neither hides the other.
-    const corner = [shot.width * 0.02, shot.height * (tone === "fix" ? 0.12 : 0.06)];
+    const corner = [shot.width * 0.02, shot.height * 0.06 * (extra && extra.row ? extra.row : tone === "fix" ? 2 : 1)];
     const keyAction = ["hotkey", "press", "keydown", "keyup", "release"].includes(type);
     if (keyAction && !String(args.key || "").trim()) return;  // no key chosen yet: nothing to show
     if (["click", "left_single", "hover", "long_press"].includes(type) && start) {
@@ -348,13 +354,14 @@
         open_app: "open " + (args.app_name || "") }[type] || type;
       badge(corner[0], corner[1], label + (type === "finished" && args.content ? ": " + args.content : ""));
     }
+    if (number && !badged && start) badge(start[0], start[1], "");  // a plain click still shows its number
     layer.appendChild(g);
   }
 
   function overlayLayer(index, options, shot) {
     const layer = svg("svg", { viewBox: `0 0 ${shot.width} ${shot.height}`, class: "ws-overlay", preserveAspectRatio: "none" });
     const defs = svg("defs");
-    for (const tone of ["recorded", "fix"]) {
+    for (const tone of ["recorded", "fix", "alt"]) {
       const m = svg("marker", { id: `head-${tone}`, viewBox: "0 0 10 10", refX: 8, refY: 5, markerWidth: 5, markerHeight: 5, orient: "auto-start-reverse" });
       m.appendChild(svg("path", { d: "M0,0 L10,5 L0,10 z", class: "head " + tone }));
       defs.appendChild(m);
@@ -362,6 +369,8 @@
     layer.appendChild(defs);
     if (state.overlay && options.drawRecorded && index <= N) for (const a of STEPS[index - 1].actions || []) drawAction(layer, shot, a, "recorded");
     const slot = options.slot;
+    // The alternatives under the correction: one taken sits where the correction starts, which stays on top.
+    if (state.overlay) drawAlternatives(layer, shot, index);
     if (state.overlay && slot && state.form.editor_state[slot]) drawAction(layer, shot, state.form.editor_state[slot], "fix");
     const box = (a, b, cls) => layer.appendChild(svg("rect", {
       x: Math.min(a[0], b[0]), y: Math.min(a[1], b[1]), width: Math.abs(b[0] - a[0]), height: Math.abs(b[1] - a[1]),
@@ -773,6 +782,126 @@
     if (first) { first.append(" "); first.appendChild(el("kbd", {}, "s")); }
   }
 
+  // --- on-policy alternatives (issue 21 §4; annotation/alternatives/api.py) ----------------------
+  // The server samples them, parses them and says whether a model is configured (else what to set); the page lists
+  // every reply, draws the parsed ones as numbered markers on their step with drawAction (the served actions are in
+  // the project's convention, like the recorded ones) and sends marks. A 403 (a blind project for annotators) hides it.
+  const ALTS_URL = `/api/annotations/${ANN_ID}/alternatives/`;
+  const alts = { data: null, hidden: false, hot: null, timer: null };
+  const altsDone = (job) => !job || ["succeeded", "failed", "cancelled"].includes(job.status);
+  async function loadAlternatives() {
+    let res;
+    try { res = await api("GET", ALTS_URL); } catch (e) { return; }
+    if (res.status === 403 && !isAuthProblem(res)) { alts.hidden = true; renderAlternatives(); return; }
+    if (res.status === 200) showAlternatives(res.data);
+  }
+  function showAlternatives(data) {
+    alts.data = Object.assign({}, alts.data || {}, data);
+    renderAlternatives();
+    for (const frame of $("ws-stage").querySelectorAll(".ws-frame")) if (frame.redrawOverlay) frame.redrawOverlay();
+    announceStep();  // pre-scoring draws its ghost into the new overlay
+    clearTimeout(alts.timer);
+    if (!altsDone(alts.data.job)) alts.timer = setTimeout(loadAlternatives, 1500);  // a job on the gpu queue: poll
+  }
+  function drawAlternatives(layer, shot, index) {
+    const data = alts.data;
+    if (!data || alts.hidden || !data.job || data.job.step !== index) return;
+    for (const row of data.alternatives) {
+      if (!row.parsed) continue;  // listed as text, never drawn
+      for (const action of row.actions || []) {
+        drawAction(layer, shot, action, "alt", { label: row.number, row: 2 + row.number,
+          attrs: { "data-alt": row.number, class: `mark alt${row.mark ? " " + row.mark : ""}${alts.hot === row.number ? " hot" : ""}` } });
+      }
+    }
+  }
+  async function askAlternatives() {
+    const res = await api("POST", ALTS_URL, { step: state.form.tau }).catch(() => ({ status: 0, data: {} }));
+    if (res.status === 202) { showAlternatives(res.data); return; }
+    if (isAuthProblem(res)) return sessionExpired();
+    banner("error", "No alternatives: " + (res.data.detail || describeErrors(res.data) || "the server could not be reached"));
+  }
+  const altRow = (number) => (alts.data ? alts.data.alternatives.find((r) => r.number === number) : null);
+  async function markAlternative(number, verdict) {
+    const row = altRow(number);
+    if (!row || !row.parsed || !EDITABLE) return null;
+    const res = await api("POST", `${ALTS_URL}${row.id}/mark/`, { verdict }).catch(() => ({ status: 0, data: {} }));
+    if (res.status !== 200) {
+      if (isAuthProblem(res)) sessionExpired();
+      else banner("error", `Alternative ${number} not marked: ${res.data.detail || describeErrors(res.data) || "the server could not be reached"}`);
+      return null;
+    }
+    showAlternatives(res.data);
+    return res.data;
+  }
+  // Taking one: the server marks it (one per annotation) and answers the starting point's thought; the editor gets
+  // the served action, and the draft saves it as any edit.
+  async function takeAlternative(number) {
+    const row = altRow(number), job = alts.data && alts.data.job;
+    if (!row || !row.parsed || !EDITABLE || !job) return;
+    if (state.form.verdict !== "error" || job.step !== state.form.tau) {
+      banner("error", `The alternatives are for step ${job.step}; τ is ${state.form.tau || "not set"}: ask again at τ.`);
+      return;
+    }
+    const answer = await markAlternative(number, "taken");
+    if (!answer) return;
+    const start = answer.starting_point || {};
+    if (start.thought) state.form.corrected_thought = start.thought;
+    state.form.editor_state.corrected = JSON.parse(JSON.stringify(row.actions[0]));
+    state.placeIndex.corrected = 0;
+    renderAll(); edited(); checkAction("corrected");
+  }
+  function setHot(number) {
+    if (alts.hot === number) return;
+    alts.hot = number;
+    for (const li of document.querySelectorAll("#ws-alts-list li")) li.classList.toggle("hot", Number(li.dataset.alt) === number);
+    for (const frame of $("ws-stage").querySelectorAll(".ws-frame")) if (frame.redrawOverlay) frame.redrawOverlay();
+  }
+  function renderAlternatives() {
+    const box = $("ws-alts");
+    if (alts.hidden || !alts.data) { box.hidden = true; return; }
+    box.hidden = false;
+    const { job, model = {}, alternatives = [] } = alts.data;
+    const ask = $("ws-alts-ask");
+    ask.replaceChildren();
+    if (!model.configured) ask.appendChild(el("p", { class: "notice small", id: "ws-alts-problem" }, model.problem));
+    else if (EDITABLE) {
+      const k = job && job.settings && job.settings.k;
+      const b = el("button", { type: "button", id: "ws-alts-ask-btn", disabled: !altsDone(job) },
+        job ? `Ask the model again${k ? ` (${k})` : ""}` : "Ask the model");
+      b.title = "Sample the configured checkpoint's own replies at τ (a job on the gpu queue)";
+      b.addEventListener("click", askAlternatives);
+      ask.appendChild(b);
+    }
+    const status = $("ws-alts-status");
+    status.textContent = !job ? "" : !altsDone(job) ? `Sampling at step ${job.step}… (${job.status})`
+      : job.status !== "succeeded" ? `${job.status[0].toUpperCase()}${job.status.slice(1)}: ${job.message}`
+        : `${job.message || `${alternatives.length} alternatives`} · step ${job.step} · ${job.model_name}${job.reused ? " (stored)" : ""}`;
+    const list = $("ws-alts-list");
+    list.replaceChildren();
+    for (const row of alternatives) {
+      const li = el("li", { class: `ws-alt${row.parsed ? "" : " unparsed"}${row.mark ? " " + row.mark : ""}${alts.hot === row.number ? " hot" : ""}`, "data-alt": row.number, tabIndex: 0 });
+      li.appendChild(el("span", { class: "ws-alt-num" }, row.number));
+      li.appendChild(el("code", { class: "ws-alt-text" }, row.parsed ? row.reply : row.text));
+      const side = el("span", { class: "ws-alt-side" });
+      side.appendChild(el("span", { class: "ws-alt-mark", "data-alt-mark": row.number },
+        !row.parsed ? "not an action: text only" : row.mark === "taken" ? "taken" : row.mark === "wrong" ? "wrong" : ""));
+      if (row.parsed && EDITABLE) {
+        const take = el("button", { type: "button", class: "ws-ghost small", "data-alt-take": row.number }, "Take ");
+        take.appendChild(el("kbd", {}, `Alt+${row.number}`));
+        take.title = `Start the correction from alternative ${row.number} (Alt+${row.number})`;
+        take.addEventListener("click", () => takeAlternative(row.number));
+        const wrong = el("button", { type: "button", class: "ws-ghost small", "data-alt-wrong": row.number }, row.mark === "wrong" ? "Not wrong" : "Wrong");
+        wrong.title = "Mark it wrong: it becomes a rejected side of a DPO pair (w on the hovered or focused one)";
+        wrong.addEventListener("click", () => markAlternative(row.number, row.mark === "wrong" ? "" : "wrong"));
+        side.append(take, wrong);
+      }
+      li.appendChild(side);
+      li.addEventListener("mouseenter", () => setHot(row.number));
+      li.addEventListener("focusin", () => setHot(row.number));
+      list.appendChild(li);
+    }
+  }
+
   // --- structured action editor ----------------------------------------------------------------
   const checks = { corrected: null, reflection: null };
   function renderEditor(slot) {
@@ -1007,7 +1136,7 @@
   }
   document.addEventListener("keydown", (event) => {
     const target = event.target;
-    if (target.tagName !== "SELECT" || !/^[1-9]$/.test(event.key) || !target.closest(".ws-side")) return;
+    if (target.tagName !== "SELECT" || event.altKey || !/^[1-9]$/.test(event.key) || !target.closest(".ws-side")) return;
     const option = [...target.options].filter((o) => o.value)[Number(event.key) - 1];
     if (!option) return;
     event.preventDefault();
@@ -1035,6 +1164,9 @@
     if (mod && (event.key === "s" || event.key === "S")) { event.preventDefault(); save(); return; }
     if (mod && event.key === "Enter") { event.preventDefault(); submit(); return; }
     if (event.key === "Escape") { if (typing) event.target.blur(); toggleHelp(false); return; }
+    // Alt+digit (by the key's place, so a layout that types a symbol with Alt still works): take alternative N.
+    const altDigit = /^Digit([1-9])$/.exec(event.code || "");
+    if (event.altKey && !mod && altDigit) { event.preventDefault(); takeAlternative(Number(altDigit[1])); return; }
     if (typing || mod || event.altKey) return;
     const keys = {
       ArrowLeft: () => goTo(state.current - 1), k: () => goTo(state.current - 1),
@@ -1052,6 +1184,7 @@
       // The first starting point offered (the source's human-edited reply, else the model's reply, else the
       // recorded action) is copied into the correction.
       s: () => { const first = document.querySelector('[data-starts="corrected"] .ws-start'); if (first) first.click(); },
+      w: () => { if (alts.hot) markAlternative(alts.hot, "wrong"); },
       o: () => { state.overlay = !state.overlay; renderStage(); },
       c: () => { state.compare = !state.compare; renderStage(); },
       "+": () => zoomAt(0.5, 0.5, 1.5), "=": () => zoomAt(0.5, 0.5, 1.5), "-": () => zoomAt(0.5, 0.5, 1 / 1.5),
@@ -1093,6 +1226,7 @@
     if (state.form.verdict === "error" && state.form.tau) { checkAction("corrected"); checkAction("reflection"); }
     root.dataset.ready = "1";
   });
+  loadAlternatives();
   if (restored) { setSaveState("dirty", "Restored unsaved edits"); save(); }
   if (!EDITABLE) setSaveState("saved", ann.status === "draft" ? "Read only" : `${ann.status[0].toUpperCase()}${ann.status.slice(1)} — read only`);
 })();

@@ -1,0 +1,166 @@
+"""On-policy alternatives in the workspace (issue 21 §4), in Debian's Chromium: the stored replies of a checkpoint at τ
+drawn as numbered markers at their pixel (parsed ones only; a reply that does not parse is listed as text), Alt+N
+takes one as the correction's starting point (the draft saves it; the server holds the mark), w marks the hovered one
+wrong (checked in the database); with no model configured the panel says what to set, with one it offers the button
+(its job waits on the gpu queue); a blind project shows annotators nothing. The replies are stored directly, as
+tests/test_alternatives.py does: the tiny random-weight model writes none the grammar reads. Screenshots in
+test-artifacts/."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from annotation.alternatives import services
+from annotation.models import AlternativeMark, AlternativesJob, Annotation, StepAlternative
+from tests.conftest import login
+from tests.fixtures_annotation import import_folder, write_native_trace
+from tests.test_browser_starts import mark_error_at_step_two
+from tests.test_browser_workspace import open_next_trace, wait_saved
+from traces import actions as grammar
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("role_groups")]
+
+REPLIES = [
+    "Thought: Open the sound panel.\nAction: click(start_box='(510,300)')",
+    "Thought: Click Display.\nAction: click(start_box='(420,260)')",
+    "no action here",
+]
+
+
+def store_alternatives(annotation: Annotation, step_index: int, texts: list[str]) -> list[StepAlternative]:
+    """What a finished request leaves: the job and its replies at the step (parsed by the server's grammar)."""
+    step = annotation.trace.steps.get(index=step_index)
+    sampling = services.sampling_settings(project=annotation.project)
+    key = services.settings_key(sampling)
+    rows = [
+        StepAlternative.objects.create(
+            step=step,
+            weights_hash="cd" * 32,
+            model_name="agent-r1",
+            settings_key=key,
+            settings=sampling,
+            number=n,
+            reply=text,
+            actions=[a.to_json() for a in services.assess.parse_model_reply(text)],
+        )
+        for n, text in enumerate(texts, start=1)
+    ]
+    AlternativesJob.objects.create(
+        annotation=annotation,
+        step=step,
+        model_dir="/models/agent-r1",
+        model_name="agent-r1",
+        weights_hash="cd" * 32,
+        settings=sampling,
+        settings_key=key,
+        status="succeeded",
+        message="3 alternatives sampled, 2 parsed, 1 kept as text",
+    )
+    return rows
+
+
+def open_with_alternatives(page, base_url, project, tmp_path, texts=REPLIES):
+    import_folder(project, write_native_trace(tmp_path / "t", steps=3, external_id="alts"))
+    open_next_trace(page, base_url)
+    annotation = Annotation.objects.get(pk=int(re.search(r"/annotations/(\d+)/", page.url).group(1)))
+    rows = store_alternatives(annotation, 2, texts)
+    page.reload()
+    page.wait_for_selector("#ws[data-ready='1']")
+    mark_error_at_step_two(page)
+    return annotation, rows
+
+
+def test_markers_drawn_one_taken_with_alt_n_another_marked_wrong(
+    browser, live_server, project, annotator, tmp_path, artifacts_dir, settings
+):
+    settings.PRESCORE_MODEL_DIR = ""
+    assert project.coordinate_convention == grammar.RELATIVE_1000
+    page = browser.new_context(viewport={"width": 1920, "height": 1080}).new_page()
+    login(page, live_server.url, annotator.username)
+    annotation, rows = open_with_alternatives(page, live_server.url, project, tmp_path)
+    page.wait_for_selector("#ws-alts-list li")
+    # No model: the page says what to configure instead of offering the button; the stored ones are still shown.
+    assert "STUDIO_PRESCORE_MODEL_DIR" in page.inner_text("#ws-alts-problem")
+    assert page.locator("#ws-alts-ask-btn").count() == 0
+    # Three listed, two drawn: the reply that does not parse is text only.
+    assert page.locator("#ws-alts-list li").count() == 3
+    assert "no action here" in page.inner_text("#ws-alts-list li[data-alt='3']")
+    assert page.locator("#ws-alts-list li[data-alt='3'] [data-alt-take]").count() == 0
+    drawn = page.locator("#ws-stage .ws-overlay g[data-alt]")
+    assert sorted(drawn.evaluate_all("gs => gs.map(g => g.dataset.alt)")) == ["1", "2"]
+    # Marker 1 at (510, 300) of relative-1000 on the 1920x1080 screenshot: in the viewBox and on the screen.
+    ring = page.locator("#ws-stage .ws-overlay g[data-alt='1'] circle.ring")
+    assert float(ring.get_attribute("cx")) == pytest.approx(510 * 1.92) and float(
+        ring.get_attribute("cy")
+    ) == pytest.approx(300 * 1.08)
+    img = page.locator("#ws-stage .ws-frame img").bounding_box()
+    mark = ring.bounding_box()
+    assert mark["x"] + mark["width"] / 2 == pytest.approx(img["x"] + 0.51 * img["width"], abs=1.5)
+    assert mark["y"] + mark["height"] / 2 == pytest.approx(img["y"] + 0.30 * img["height"], abs=1.5)
+    assert page.text_content("#ws-stage .ws-overlay g[data-alt='2'] .badge-text") == "2"
+    page.screenshot(path=str(artifacts_dir / "alternatives-drawn.png"))
+
+    # Alt+2 takes alternative 2: the thought and the action fill the correction; the draft saves it.
+    page.keyboard.press("Alt+2")
+    page.wait_for_selector("[data-errors='corrected'] li.ok")
+    assert page.input_value("#f-corrected_thought") == "Click Display."
+    assert "(420,260)" in page.inner_text("[data-canonical='corrected']")
+    page.wait_for_selector("#ws-alts-list li[data-alt='2'].taken")
+    wait_saved(page)
+    annotation.refresh_from_db()
+    assert annotation.corrected_thought == "Click Display." and "(420,260)" in annotation.corrected_action
+    assert AlternativeMark.objects.get(annotation=annotation, alternative=rows[1]).verdict == "taken"
+
+    # w marks the hovered one wrong: the server holds it, the row and the marker show it.
+    page.hover("#ws-alts-list li[data-alt='1']")
+    page.keyboard.press("w")
+    page.wait_for_selector("#ws-alts-list li[data-alt='1'].wrong")
+    assert AlternativeMark.objects.get(annotation=annotation, alternative=rows[0]).verdict == "wrong"
+    assert "wrong" in page.get_attribute("#ws-stage .ws-overlay g[data-alt='1']", "class")
+    assert page.inner_text("[data-alt-mark='1']") == "wrong"
+    page.screenshot(path=str(artifacts_dir / "alternatives-taken-and-wrong.png"))
+    # The Wrong button toggles it back.
+    page.click("[data-alt-wrong='1']")
+    page.wait_for_selector("#ws-alts-list li[data-alt='1']:not(.wrong)")
+    assert not AlternativeMark.objects.filter(annotation=annotation, alternative=rows[0]).exists()
+
+
+def test_a_configured_model_offers_the_button_and_its_job_is_polled(
+    browser, live_server, project, annotator, tmp_path, settings
+):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from traces.prescoring.tiny import build_tiny_qwen2vl
+
+    settings.PRESCORE_MODEL_DIR = str(build_tiny_qwen2vl(tmp_path / "agent-r1"))
+    import_folder(project, write_native_trace(tmp_path / "t", steps=3, external_id="ask"))
+    page = browser.new_context(viewport={"width": 1920, "height": 1080}).new_page()
+    login(page, live_server.url, annotator.username)
+    open_next_trace(page, live_server.url)
+    mark_error_at_step_two(page)
+    page.wait_for_selector("#ws-alts-ask-btn")
+    assert page.locator("#ws-alts-problem").count() == 0
+    wait_saved(page)
+    page.click("#ws-alts-ask-btn")
+    # No gpu worker runs here: the job waits queued, the page says so and does not offer a second request.
+    page.wait_for_selector("#ws-alts-ask-btn[disabled]")
+    assert page.inner_text("#ws-alts-status").startswith("Sampling at step 2")
+    job = AlternativesJob.objects.get()
+    assert job.step.index == 2 and job.status == "queued"
+
+
+def test_a_blind_project_shows_annotators_no_alternatives(browser, live_server, project, annotator, tmp_path):
+    project.blind_prescoring = True
+    project.save(update_fields=["blind_prescoring"])
+    page = browser.new_context(viewport={"width": 1920, "height": 1080}).new_page()
+    login(page, live_server.url, annotator.username)
+    open_with_alternatives(page, live_server.url, project, tmp_path)
+    page.wait_for_selector("#ws-correction:not([hidden])")
+    page.wait_for_timeout(500)  # time for the alternatives request, which a blind project refuses annotators
+    assert page.locator("#ws-alts").is_hidden()
+    assert page.locator("#ws-stage .ws-overlay g[data-alt]").count() == 0
+    page.keyboard.press("Alt+1")
+    page.wait_for_timeout(300)
+    assert page.input_value("#f-corrected_thought") == ""
