@@ -12,6 +12,7 @@ from django.db.models import QuerySet
 from django.urls import reverse
 
 from annotation.access import annotations_for, history_for
+from annotation.alternatives.selectors import marked_alternatives
 from annotation.models import Annotation, AnnotationStatus, AuditEvent
 from annotation.review import REVIEW_EDITABLE_FIELDS
 from annotation.selectors import action_target_box, model_extent, open_leases
@@ -336,6 +337,7 @@ def review_context(annotation: Annotation) -> dict:
         "siblings": [],
         "history": history_rows(trace_history(trace)),
         "trace_screens": trace_viewer_steps(trace, steps, tau=tau),
+        "alternatives_marked": marked_alternatives(annotation),
     }
     if tau and tau in by_index:
         step = by_index[tau]
@@ -360,6 +362,18 @@ def review_context(annotation: Annotation) -> dict:
                 shot=shot,
                 box=action_target_box(annotation, "corrected", box_tokens=project.box_tokens),
             ),
+        ]
+        # The checkpoint's replies the annotator marked wrong at τ (the on-policy DPO rejected sides), beside them.
+        markers += [
+            _marker(
+                alt["action"],
+                label=f"wrong alternative {alt['number']}",
+                kind="alt-wrong",
+                project=project,
+                shot=shot,
+            )
+            for alt in context["alternatives_marked"]
+            if alt["verdict"] == "wrong" and alt["step"] == tau
         ]
         context["error_markers"] = [m for m in markers if m]
         context["thought_diff"] = word_diff(step.thought, annotation.corrected_thought)

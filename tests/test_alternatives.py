@@ -12,11 +12,20 @@ import zipfile
 import pytest
 
 from annotation.alternatives import services
-from annotation.models import AlternativeMark, AlternativesJob, Annotation, StepAlternative, Verdict
+from annotation.models import (
+    AlternativeMark,
+    AlternativesJob,
+    Annotation,
+    AnnotationStatus,
+    AuditEvent,
+    StepAlternative,
+    Verdict,
+)
+from annotation.services import annotation_transition
 from exports import services as export_services
 from studio.permissions import Role
 from tests.conftest import wait_for
-from tests.fixtures_export import REPLIES, accepted_annotation, make_trace
+from tests.fixtures_export import REPLIES, make_trace
 from traces import prompting
 
 pytest.importorskip("torch")
@@ -47,6 +56,37 @@ def configured(settings, tiny_model):
 def draft(project, annotator):
     trace = make_trace(project, replies=REPLIES, external_id="alt")
     return Annotation.objects.create(trace=trace, project=project, annotator=annotator, verdict=Verdict.ERROR, tau=3)
+
+
+def stored_replies(annotation: Annotation, index: int, texts: list[str], *, model_dir: str) -> list[StepAlternative]:
+    """What a finished request at step ``index`` leaves: its job and the replies (parsed by the server's grammar)."""
+    step = annotation.trace.steps.get(index=index)
+    sampling = services.sampling_settings(project=annotation.project)
+    key = services.settings_key(sampling)
+    rows = [
+        StepAlternative.objects.create(
+            step=step,
+            weights_hash="ab" * 32,
+            model_name="agent-r1",
+            settings_key=key,
+            settings=sampling,
+            number=n,
+            reply=text,
+            actions=[a.to_json() for a in services.assess.parse_model_reply(text)],
+        )
+        for n, text in enumerate(texts, start=1)
+    ]
+    AlternativesJob.objects.create(
+        annotation=annotation,
+        step=step,
+        model_dir=model_dir,
+        model_name="agent-r1",
+        weights_hash="ab" * 32,
+        settings=sampling,
+        settings_key=key,
+        status="succeeded",
+    )
+    return rows
 
 
 class ForwardCount:
@@ -177,43 +217,19 @@ def test_a_wrong_alternative_becomes_an_on_policy_pair_in_the_trl_bundle(
     configured, project, annotator, lead, api_client, tmp_path
 ):
     trace = make_trace(project, replies=REPLIES, external_id="pair")
-    annotation = accepted_annotation(
-        trace,
+    # Marked while the annotator edits it (draft), accepted after.
+    annotation = Annotation.objects.create(
+        trace=trace,
+        project=project,
         annotator=annotator,
-        reviewer=lead,
         verdict=Verdict.ERROR,
         tau=3,
         corrected_thought="Click Display.",
         corrected_action=CORRECTED,
     )
-    # The replies as a checkpoint wrote them at s_τ (the random-weight model writes no action the grammar reads).
-    step = trace.steps.get(index=3)
-    sampling = services.sampling_settings(project=project)
-    key = services.settings_key(sampling)
+    # The replies as a checkpoint wrote them at s_τ (tests/test_alternatives_e2e.py samples them from a checkpoint).
     texts = [WRONG_REPLY, "Thought: Click Display.\nAction: click(start_box='(420,260)')", "no action here"]
-    rows = [
-        StepAlternative.objects.create(
-            step=step,
-            weights_hash="ab" * 32,
-            model_name="agent-r1",
-            settings_key=key,
-            settings=sampling,
-            number=n,
-            reply=text,
-            actions=[a.to_json() for a in services.assess.parse_model_reply(text)],
-        )
-        for n, text in enumerate(texts, start=1)
-    ]
-    AlternativesJob.objects.create(
-        annotation=annotation,
-        step=step,
-        model_dir=str(configured),
-        model_name="agent-r1",
-        weights_hash="ab" * 32,
-        settings=sampling,
-        settings_key=key,
-        status="succeeded",
-    )
+    rows = stored_replies(annotation, 3, texts, model_dir=str(configured))
     client = api_client(annotator)
     url = f"/api/annotations/{annotation.pk}/alternatives/"
     shown = client.get(url).json()["alternatives"]
@@ -231,6 +247,8 @@ def test_a_wrong_alternative_becomes_an_on_policy_pair_in_the_trl_bundle(
     assert list(AlternativeMark.objects.filter(annotation=annotation).values_list("verdict", flat=True)) == ["taken"]
     client.post(f"{url}{rows[0].pk}/mark/", {"verdict": "wrong"}, format="json")
     client.post(f"{url}{rows[1].pk}/mark/", {"verdict": "wrong"}, format="json")
+    annotation_transition(annotation=annotation, to=AnnotationStatus.SUBMITTED, actor=annotator)
+    annotation_transition(annotation=annotation, to=AnnotationStatus.ACCEPTED, actor=lead)
 
     out = tmp_path / "bundle.zip"
     export_services.export_to_path(project=project, user=None, fmt="trl", options={"validation_fraction": 0}, out=out)
@@ -284,3 +302,39 @@ def test_a_worker_on_the_gpu_queue_samples_them(
     body = client.get(url).json()
     assert body["job"]["status"] == "succeeded" and body["job"]["step"] == 2 and len(body["alternatives"]) == 3
     assert body["job"]["weights_hash"] == qwen2vl.weights_sha256(tiny_model)
+
+
+@pytest.mark.django_db
+def test_marks_are_audited_edits_that_keep_the_version_and_stop_once_submitted(
+    configured, draft, annotator, lead, api_client
+):
+    rows = stored_replies(draft, 3, [WRONG_REPLY], model_dir=str(configured))
+    client = api_client(annotator)
+    url = f"/api/annotations/{draft.pk}/alternatives/{rows[0].pk}/mark/"
+    version = draft.version
+    assert client.post(url, {"verdict": "wrong"}, format="json").status_code == 200
+    assert client.post(url, {"verdict": "wrong"}, format="json").status_code == 200  # the same mark again
+    assert client.post(url, {"verdict": "taken"}, format="json").status_code == 200
+    # No draft field changed: the version stands, and a save based on it goes through.
+    draft.refresh_from_db()
+    assert draft.version == version
+    saved = client.put(
+        f"/api/annotations/{draft.pk}/draft/",
+        {"version": version, "corrected_thought": "Click Display."},
+        format="json",
+    )
+    assert saved.status_code == 200 and saved.json()["version"] == version + 1
+    # Each change is an audited edit (the repeated mark changed nothing: no event).
+    edits = list(AuditEvent.objects.filter(annotation=draft, kind="edit").order_by("pk"))
+    marks = [e.changes["alternative_marks"] for e in edits if "alternative_marks" in e.changes]
+    key = str(rows[0].pk)
+    assert marks == [[{}, {key: "wrong"}], [{key: "wrong"}, {key: "taken"}]]
+    assert all(e.actor_id == annotator.pk for e in edits)
+
+    # Submitted: what the lead reviews (and exports read) no longer moves, for the annotator or the lead.
+    annotation_transition(annotation=draft, to=AnnotationStatus.SUBMITTED, actor=annotator)
+    for user in (annotator, lead):
+        refused = api_client(user).post(url, {"verdict": "wrong"}, format="json")
+        assert refused.status_code == 409, refused.content
+        assert refused.json()["detail"] == "This annotation is submitted: its alternatives can no longer be marked."
+    assert list(AlternativeMark.objects.filter(annotation=draft).values_list("verdict", flat=True)) == ["taken"]

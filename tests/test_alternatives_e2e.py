@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import zipfile
 
 import pytest
+from django.test import Client
 
 from annotation.models import AlternativeMark, AlternativesJob, Annotation
 from exports.models import ExportJob
@@ -37,7 +39,9 @@ POINTS = {reply_text(PREFIX, RIGHT): [500, 500], reply_text(PREFIX, WRONG): [200
 
 @pytest.fixture(scope="module")
 def crafted_model(tmp_path_factory):
-    return build_crafted_qwen2vl(tmp_path_factory.mktemp("crafted") / "agent-r1", thought=PREFIX, actions=[RIGHT, WRONG])
+    return build_crafted_qwen2vl(
+        tmp_path_factory.mktemp("crafted") / "agent-r1", thought=PREFIX, actions=[RIGHT, WRONG]
+    )
 
 
 @pytest.mark.django_db
@@ -126,7 +130,10 @@ def test_request_job_markers_take_wrong_submit_accept_export_on_a_real_worker(
     taken = work.post(f"{url}{right['id']}/mark/", {"verdict": "taken"}, format="json")
     assert taken.status_code == 200, taken.json()
     start = taken.json()["starting_point"]
-    assert start == {"thought": THOUGHT, "action": prompting.render_actions("click(start_box='(500,500)')", project=project)}
+    assert start == {
+        "thought": THOUGHT,
+        "action": prompting.render_actions("click(start_box='(500,500)')", project=project),
+    }
     marked = work.post(f"{url}{wrong['id']}/mark/", {"verdict": "wrong"}, format="json")
     assert marked.status_code == 200, marked.json()
     assert {r["id"]: r["mark"] for r in marked.json()["alternatives"]} == {
@@ -148,6 +155,23 @@ def test_request_job_markers_take_wrong_submit_accept_export_on_a_real_worker(
     assert saved.status_code == 200, saved.json()
     submitted = work.post(f"/api/annotations/{pk}/submit/", {"version": saved.json()["version"]}, format="json")
     assert submitted.status_code == 200 and submitted.json()["status"] == "submitted", submitted.json()
+    # The lead's review page shows the alternative marked wrong on o_τ beside the original and corrected actions,
+    # and lists both marks.
+    page = Client()
+    page.force_login(lead)
+    html = page.get(f"/reviews/{pk}/").content.decode()
+    markers = json.loads(re.search(r'<script id="error-markers" type="application/json">(.*?)</script>', html, re.S)[1])
+    assert [(m["kind"], m["label"]) for m in markers] == [
+        ("original", "original"),
+        ("corrected", "corrected"),
+        ("alt-wrong", f"wrong alternative {wrong['number']}"),
+    ]
+    shot = Annotation.objects.get(pk=pk).trace.steps.get(index=3).screenshot
+    assert abs(markers[2]["x"] - 0.2) <= 1 / shot.width and abs(markers[2]["y"] - 0.7) <= 1 / shot.height
+    assert markers[2]["text"] == "click(start_box='(200,700)')"
+    listed = re.findall(r'<li class="alternative-mark" data-verdict="(\w+)">.*?alternative (\d+) of', html, re.S)
+    assert listed == [("wrong", str(wrong["number"])), ("taken", str(right["number"]))]
+
     accepted = review.post(f"/api/reviews/{pk}/accept/", {}, format="json")
     assert accepted.status_code == 200 and accepted.json()["status"] == "accepted", accepted.json()
     annotation = Annotation.objects.get(pk=pk)

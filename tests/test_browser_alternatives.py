@@ -2,9 +2,9 @@
 drawn as numbered markers at their pixel (parsed ones only; a reply that does not parse is listed as text), Alt+N
 takes one as the correction's starting point (the draft saves it; the server holds the mark), w marks the hovered one
 wrong (checked in the database); with no model configured the panel says what to set, with one it offers the button
-(its job waits on the gpu queue); a blind project shows annotators nothing. The replies are stored directly, as
-tests/test_alternatives.py does: the tiny random-weight model writes none the grammar reads. Screenshots in
-test-artifacts/."""
+(its job waits on the gpu queue; once it has run, the replies of tests/crafted_model.py's checkpoint are drawn); a blind
+project shows annotators nothing. The other tests store replies directly, as tests/test_alternatives.py does.
+Screenshots in test-artifacts/."""
 
 from __future__ import annotations
 
@@ -127,14 +127,18 @@ def test_markers_drawn_one_taken_with_alt_n_another_marked_wrong(
     assert not AlternativeMark.objects.filter(annotation=annotation, alternative=rows[0]).exists()
 
 
-def test_a_configured_model_offers_the_button_and_its_job_is_polled(
-    browser, live_server, project, annotator, tmp_path, settings
+def test_a_configured_model_offers_the_button_and_its_job_is_polled_until_its_replies_are_drawn(
+    browser, live_server, project, annotator, tmp_path, settings, artifacts_dir
 ):
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from traces.prescoring.tiny import build_tiny_qwen2vl
+    from tests.crafted_model import build_crafted_qwen2vl
 
-    settings.PRESCORE_MODEL_DIR = str(build_tiny_qwen2vl(tmp_path / "agent-r1"))
+    right, wrong = "click(start_box='(500,500)')", "click(start_box='(200,700)')"
+    model = build_crafted_qwen2vl(
+        tmp_path / "agent-r1", thought="Thought: The target is on the screen.\nAction: ", actions=[right, wrong]
+    )
+    settings.PRESCORE_MODEL_DIR = str(model)
     import_folder(project, write_native_trace(tmp_path / "t", steps=3, external_id="ask"))
     page = browser.new_context(viewport={"width": 1920, "height": 1080}).new_page()
     login(page, live_server.url, annotator.username)
@@ -149,6 +153,19 @@ def test_a_configured_model_offers_the_button_and_its_job_is_polled(
     assert page.inner_text("#ws-alts-status").startswith("Sampling at step 2")
     job = AlternativesJob.objects.get()
     assert job.step.index == 2 and job.status == "queued"
+    # What a gpu worker does with it (tests/test_alternatives_e2e.py runs it on a real one): the polling page then
+    # draws the checkpoint's parsed replies at their pixels on the 1920x1080 screenshot.
+    services.alternatives_job_run(job_id=job.pk)
+    drawn = page.locator("#ws-stage .ws-overlay g[data-alt]")
+    page.wait_for_function("() => document.querySelectorAll('#ws-stage .ws-overlay g[data-alt]').length === 4")
+    rings = {
+        (round(float(ring.get_attribute("cx"))), round(float(ring.get_attribute("cy"))))
+        for ring in page.locator("#ws-stage .ws-overlay g[data-alt] circle.ring").all()
+    }
+    assert rings == {(960, 540), (384, 756)}
+    assert drawn.count() == 4 and page.locator("#ws-alts-list li").count() == 4
+    assert page.locator("#ws-alts-ask-btn[disabled]").count() == 0
+    page.screenshot(path=str(artifacts_dir / "alternatives-from-the-crafted-model.png"))
 
 
 def test_a_blind_project_shows_annotators_no_alternatives(browser, live_server, project, annotator, tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from annotation.models import AlternativeMark, AlternativesJob, Annotation, StepAlternative
+from traces import actions as grammar
 
 
 def _job_json(job: AlternativesJob) -> dict:
@@ -57,3 +58,36 @@ def wrong_alternatives(annotation_ids: list[int]) -> dict[int, list[StepAlternat
     for mark in marks:
         found[mark.annotation_id].append(mark.alternative)
     return found
+
+
+def marked_alternatives(annotation: Annotation) -> list[dict]:
+    """What the annotation says of the checkpoint's alternatives, for its lead: each one marked (wrong: a DPO rejected
+    side in exports; taken: where the correction started) with its step, checkpoint, thought and action (rendered
+    by the grammar, in the project's convention), wrong ones first."""
+    marks = (
+        AlternativeMark.objects.filter(annotation=annotation)
+        .select_related("alternative__step")
+        .order_by("-verdict", "alternative__step__index", "alternative__number", "alternative_id")
+    )
+    rows = []
+    for mark in marks:
+        alternative = mark.alternative
+        try:
+            thought = grammar.parse_response(alternative.reply).thought
+        except grammar.ActionSyntaxError:
+            thought = ""
+        rows.append(
+            {
+                "id": alternative.pk,
+                "number": alternative.number,
+                "verdict": mark.verdict,
+                "step": alternative.step.index,
+                "model_name": alternative.model_name,
+                "weights_hash": alternative.weights_hash,
+                "thought": thought,
+                "action": "\n\n".join(
+                    grammar.render_action(grammar.Action.from_json(a), box_tokens=False) for a in alternative.actions
+                ),
+            }
+        )
+    return rows

@@ -23,6 +23,8 @@ from annotation.models import (
     Annotation,
     StepAlternative,
 )
+from annotation.services import NotEditable, annotation_record_edit
+from annotation.workflow import EDITABLE_BY_ANNOTATOR
 from studio.errors import Conflict, Invalid, NotFound
 from studio.jobs import JobFailed, job_enqueue, job_progress, job_run
 from studio.models import JobStatus
@@ -198,9 +200,24 @@ def alternative_for(annotation: Annotation, alternative_id: int) -> StepAlternat
     return alternative
 
 
+def _marks_of(annotation: Annotation) -> dict[str, str]:
+    """The annotation's marks as the audit records them: alternative id -> verdict."""
+    return {
+        str(alternative_id): verdict
+        for alternative_id, verdict in AlternativeMark.objects.filter(annotation=annotation)
+        .order_by("alternative_id")
+        .values_list("alternative_id", "verdict")
+    }
+
+
 def alternative_mark(*, annotation: Annotation, alternative_id: int, verdict: str, user) -> AlternativeMark | None:
     """Mark an alternative wrong (it becomes a DPO rejected side) or take it as the correction's starting point (one
-    per annotation: taking another takes the previous one back); ``verdict`` "" removes the mark."""
+    per annotation: taking another takes the previous one back); ``verdict`` "" removes the mark.
+
+    Marks are part of the answer: they change only while the annotation is its annotator's to edit (a submitted
+    or accepted one is what its lead reviews, and what exports read), and each change is audited as an edit.
+    They do not bump the annotation's version: they live in their own rows, which no draft save writes, and the
+    version guards the annotation's fields, which no mark writes (the page keeps its version and saves on)."""
     alternative = alternative_for(annotation, alternative_id)
     if verdict not in ("", *AlternativeVerdict.values):
         raise Invalid(f'verdict: one of {", ".join(AlternativeVerdict.values)} or "", got {verdict!r}', field="verdict")
@@ -210,16 +227,27 @@ def alternative_mark(*, annotation: Annotation, alternative_id: int, verdict: st
             "taken nor a DPO rejected side"
         )
     with transaction.atomic():
-        Annotation.objects.select_for_update().filter(pk=annotation.pk).first()
+        locked = Annotation.objects.select_for_update().get(pk=annotation.pk)
+        if locked.status not in EDITABLE_BY_ANNOTATOR:
+            raise NotEditable(
+                f"This annotation is {locked.status}: its alternatives can no longer be marked.",
+                current_version=locked.version,
+            )
+        before = _marks_of(locked)
+        mark = None
         if not verdict:
-            AlternativeMark.objects.filter(annotation=annotation, alternative=alternative).delete()
-            return None
-        if verdict == AlternativeVerdict.TAKEN:
-            AlternativeMark.objects.filter(annotation=annotation, verdict=AlternativeVerdict.TAKEN).exclude(
-                alternative=alternative
-            ).delete()
-        mark, _ = AlternativeMark.objects.update_or_create(
-            annotation=annotation, alternative=alternative, defaults={"verdict": verdict, "marked_by": user}
+            AlternativeMark.objects.filter(annotation=locked, alternative=alternative).delete()
+        else:
+            if verdict == AlternativeVerdict.TAKEN:
+                AlternativeMark.objects.filter(annotation=locked, verdict=AlternativeVerdict.TAKEN).exclude(
+                    alternative=alternative
+                ).delete()
+            mark, _ = AlternativeMark.objects.update_or_create(
+                annotation=locked, alternative=alternative, defaults={"verdict": verdict, "marked_by": user}
+            )
+        after = _marks_of(locked)
+        annotation_record_edit(
+            annotation=locked, actor=user, changes={"alternative_marks": [before, after]} if after != before else {}
         )
     return mark
 
