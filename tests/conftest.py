@@ -259,24 +259,54 @@ class _RequestCounter:
         self.in_flight = 0
         self.last_end = time.monotonic()
 
+    def request_started(self) -> None:
+        with self.lock:
+            self.in_flight += 1
+
+    def request_ended(self) -> None:
+        with self.lock:
+            self.in_flight -= 1
+            self.last_end = time.monotonic()
+
     def quiet_for(self, seconds: float) -> bool:
         with self.lock:
             return self.in_flight == 0 and time.monotonic() - self.last_end >= seconds
 
 
+class _CountedResponse:
+    """A WSGI response that tells the counter when the server has sent it (the server always calls ``close()``)."""
+
+    def __init__(self, result, counter: _RequestCounter) -> None:
+        self.result = result
+        self.counter = counter
+
+    def __iter__(self):
+        return iter(self.result)
+
+    def close(self) -> None:
+        try:
+            if hasattr(self.result, "close"):
+                self.result.close()
+        finally:
+            self.counter.request_ended()
+
+
 def _counting_server_class(counter: _RequestCounter):
+    """The live server's class, counting requests, not connections: a browser keeps its connections open between
+    requests (HTTP/1.1 keep-alive), so a connection count would never fall to zero while the browser is alive."""
     from django.core.servers.basehttp import ThreadedWSGIServer
 
     class CountingWSGIServer(ThreadedWSGIServer):
-        def process_request_thread(self, request, client_address):
-            with counter.lock:
-                counter.in_flight += 1
-            try:
-                super().process_request_thread(request, client_address)
-            finally:
-                with counter.lock:
-                    counter.in_flight -= 1
-                    counter.last_end = time.monotonic()
+        def set_app(self, application):
+            def counting_app(environ, start_response):
+                counter.request_started()
+                try:
+                    return _CountedResponse(application(environ, start_response), counter)
+                except BaseException:
+                    counter.request_ended()
+                    raise
+
+            super().set_app(counting_app)
 
     return CountingWSGIServer
 

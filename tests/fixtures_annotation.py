@@ -2,11 +2,30 @@
 
 from __future__ import annotations
 
+import io
 import json
 import uuid
+from functools import lru_cache
 from pathlib import Path
 
 from PIL import Image, ImageDraw
+
+
+@lru_cache(maxsize=64)
+def _screen_png(size: tuple[int, int], step: int | None) -> bytes:
+    """The PNG of step ``step``'s screen (``None``: the final screen). Encoding a full-HD PNG costs more than
+    everything else a test does with it, and the screens only depend on these two values: made once per process."""
+    width, height = size
+    if step is None:
+        image = Image.new("RGB", size, (20, 120, 60))
+    else:
+        image = Image.new("RGB", size, (30 + 20 * step, 60, 90))
+        draw = ImageDraw.Draw(image)
+        draw.rectangle([width // 10, height // 10, width // 3, height // 5], fill=(230, 230, 240))
+        draw.text((width // 10 + 10, height // 10 + 10), f"step {step}", fill=(10, 10, 10))
+    out = io.BytesIO()
+    image.save(out, format="PNG")
+    return out.getvalue()
 
 
 def write_native_trace(
@@ -22,14 +41,9 @@ def write_native_trace(
     platform: str | None = None,
 ) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    width, height = size
     doc_steps = []
     for i in range(1, steps + 1):
-        image = Image.new("RGB", size, (30 + 20 * i, 60, 90))
-        draw = ImageDraw.Draw(image)
-        draw.rectangle([width // 10, height // 10, width // 3, height // 5], fill=(230, 230, 240))
-        draw.text((width // 10 + 10, height // 10 + 10), f"step {i}", fill=(10, 10, 10))
-        image.save(folder / f"step_{i}.png")
+        (folder / f"step_{i}.png").write_bytes(_screen_png(tuple(size), i))
         x, y = 100 + 50 * i, 200 + 30 * i
         step = {
             "screenshot": f"step_{i}.png",
@@ -40,7 +54,7 @@ def write_native_trace(
             step["human_edited_response"] = human_edited[i]
         doc_steps.append(step)
     if final:
-        Image.new("RGB", size, (20, 120, 60)).save(folder / "final.png")
+        (folder / "final.png").write_bytes(_screen_png(tuple(size), None))
     document = {
         "format": "trace-studio/v1",
         "external_id": external_id or f"t-{uuid.uuid4().hex[:10]}",
