@@ -30,19 +30,29 @@ def generate(pairs: int, n_images: int, n_steps: int) -> None:
     import django
 
     django.setup()
+    from django.core.management import call_command
+
+    from studio.demo import user_create_with_role
+    from studio.permissions import Role
+    from traces.models import Project
+
+    call_command("migrate", verbosity=0)
+    annotator = user_create_with_role(username="bench-ann", password="bench-pass-1234", role=Role.ANNOTATOR)
+    load_pairs(Project.objects.create(name="bench"), annotator, pairs=pairs, n_images=n_images, n_steps=n_steps)
+
+
+def load_pairs(project, annotator, *, pairs: int, n_images: int, n_steps: int) -> None:
+    """``pairs`` traces of ``n_steps`` steps in ``project`` sharing ``n_images`` screenshots, each with one accepted
+    annotation with an error at the last step: one DPO pair (and one error-correction sample) per trace."""
     from django.core.files.base import ContentFile
     from django.core.files.storage import default_storage
-    from django.core.management import call_command
     from django.db import transaction
     from PIL import Image
 
     from annotation.models import Annotation, AnnotationStatus, Verdict
-    from studio.demo import user_create_with_role
-    from studio.permissions import Role
-    from traces.models import Project, Screenshot, Step, Trace, screenshot_path
+    from traces.models import Screenshot, Step, Trace, screenshot_path
     from traces.services import reply_parse
 
-    call_command("migrate", verbosity=0)
     rng = random.Random(5)
     shots = []
     for _ in range(n_images):
@@ -60,10 +70,8 @@ def generate(pairs: int, n_images: int, n_steps: int) -> None:
         )
         shot.image.name = default_storage.save(screenshot_path(shot, "x.png"), ContentFile(data))
         shots.append(shot)
-    Screenshot.objects.bulk_create(shots, batch_size=1000)
-    shots = list(Screenshot.objects.order_by("id"))
-    annotator = user_create_with_role(username="bench-ann", password="bench-pass-1234", role=Role.ANNOTATOR)
-    project = Project.objects.create(name="bench")
+    Screenshot.objects.bulk_create(shots, batch_size=1000, ignore_conflicts=True)  # same seed, same images
+    shots = list(Screenshot.objects.filter(sha256__in=[s.sha256 for s in shots]).order_by("id"))
     replies = [
         reply_parse(
             f"Thought: Step {k} of the plan.\nAction: click(start_box='<|box_start|>({100 + k},{200 + k})<|box_end|>')"

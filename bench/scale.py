@@ -1,14 +1,21 @@
-"""Scale-out benchmark: one sharded rules pre-scoring job over 1, 2, … CPU workers on the same Redis + PostgreSQL.
+"""Scale-out benchmark: sharded jobs over 1, 2, … CPU workers on the same Redis + PostgreSQL.
 
-    DATABASE_URL=postgres://… REDIS_URL=redis://… .venv/bin/python bench/scale.py [--steps 200000] [--workers 1,2,4]
+    DATABASE_URL=postgres://… REDIS_URL=redis://… .venv/bin/python bench/scale.py [--jobs prescore,export]
+        [--steps 200000] [--pairs 200000] [--workers 1,2,4]
 
-Loads a project of ``--steps`` steps (traces of ``--trace-steps``, eight shared 640×400 screenshots, so the
-"no change on screen" rule decodes and compares images as it does on real data) straight into the database, then
-for each worker count starts that many ``celery worker --pool solo -Q default`` processes, queues one rules
-pre-scoring job and times it from queueing to its end. Reports steps/s per worker count and the scaling efficiency
-(throughput ÷ (workers × single-worker throughput); goal ≥ 0.8 up to the machine's cores) with the cores and the
-load average seen. The project and its rows are deleted at the end. Imports and exports are single-task jobs today
-(one worker each), so they are not part of this run.
+``prescore``: loads a project of ``--steps`` steps (traces of ``--trace-steps``, eight shared 640×400 screenshots,
+so the "no change on screen" rule decodes and compares images as it does on real data) straight into the database,
+then for each worker count starts that many ``celery worker --pool solo -Q default`` processes, queues one rules
+pre-scoring job and times it from queueing to its end.
+
+``export``: loads ``--pairs`` annotated traces (bench/export.py's data: one accepted error annotation per trace, so
+one DPO pair and one error-correction sample each, screenshots shared) and times one ``trl`` export per worker count
+from queueing to its end (shards of ``--export-shard`` annotations, then the assembly of one bundle); every run's
+bundle must have the same sha256.
+
+Reports throughput per worker count and the scaling efficiency (throughput ÷ (workers × single-worker throughput);
+goal ≥ 0.8 up to the machine's cores) with the cores and the load average seen. The projects and their rows are
+deleted at the end. Imports are single-task jobs today (one worker each), so they are not part of this run.
 """
 
 from __future__ import annotations
@@ -145,17 +152,14 @@ def _worker(env: dict) -> subprocess.Popen:
     )
 
 
-def _run(project, lead, workers: int, env: dict) -> dict:
-    from studio.models import JobShard
-    from traces.models import PrescoreJob
-    from traces.prescoring.services import prescore_job_create
-
+def _timed(workers: int, env: dict, create) -> tuple:
+    """Start ``workers`` workers, queue the job ``create()`` makes, wait for its end; (job, seconds, load before)."""
     procs = [_worker(env) for _ in range(workers)]
     try:
         time.sleep(6)  # the workers connect
         load_before = os.getloadavg()[0]
         started = time.perf_counter()
-        job = prescore_job_create(project=project, user=lead, scorer="rules")
+        job = create()
         while True:
             job.refresh_from_db()
             if job.is_finished:
@@ -167,14 +171,29 @@ def _run(project, lead, workers: int, env: dict) -> dict:
             proc.terminate()
         for proc in procs:
             proc.wait(30)
-    shards = JobShard.objects.filter(job_model="traces.PrescoreJob", job_id=job.pk).count()
+    return job, seconds, load_before
+
+
+def _shard_count(job) -> int:
+    from studio.models import JobShard
+
+    return JobShard.objects.filter(job_model=job._meta.label, job_id=job.pk).count()
+
+
+def _run(project, lead, workers: int, env: dict) -> dict:
+    from traces.models import PrescoreJob
+    from traces.prescoring.services import prescore_job_create
+
+    job, seconds, load_before = _timed(
+        workers, env, lambda: prescore_job_create(project=project, user=lead, scorer="rules")
+    )
     result = {
         "workers": workers,
         "status": job.status,
         "steps": job.steps_scored,
-        "shards": shards,
+        "shards": _shard_count(job),
         "seconds": round(seconds, 2),
-        "steps_per_s": round(job.steps_scored / seconds, 1),
+        "per_s": round(job.steps_scored / seconds, 1),
         "load_before": round(load_before, 2),
         "load_after": round(os.getloadavg()[0], 2),
     }
@@ -182,46 +201,105 @@ def _run(project, lead, workers: int, env: dict) -> dict:
     return result
 
 
+def _run_export(project, engineer, workers: int, env: dict) -> dict:
+    from exports.models import ExportJob
+    from exports.services import export_job_create, export_job_delete_bundle
+
+    job, seconds, load_before = _timed(
+        workers, env, lambda: export_job_create(project=project, user=engineer, fmt="trl")
+    )
+    pairs = (job.counts or {}).get("by_kind", {}).get("dpo", 0)
+    result = {
+        "workers": workers,
+        "status": job.status,
+        "message": job.message if job.status != "succeeded" else "",
+        "dpo_pairs": pairs,
+        "shards": _shard_count(job),
+        "seconds": round(seconds, 2),
+        "per_s": round(pairs / seconds, 1),
+        "bundle_mb": round(job.bundle_size / 1e6, 1),
+        "bundle_sha256": job.bundle_sha256,
+        "load_before": round(load_before, 2),
+        "load_after": round(os.getloadavg()[0], 2),
+    }
+    export_job_delete_bundle(job=job)
+    ExportJob.objects.filter(pk=job.pk).delete()
+    return result
+
+
+def _efficiency(results: list[dict]) -> None:
+    base = results[0]["per_s"] / results[0]["workers"]
+    for r in results:
+        r["efficiency"] = round(r["per_s"] / (r["workers"] * base), 2)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", default="prescore,export", help="which sharded jobs to time")
     parser.add_argument("--steps", type=int, default=200_000)
     parser.add_argument("--trace-steps", type=int, default=20)
     parser.add_argument("--shard-steps", type=int, default=2000)
+    parser.add_argument("--pairs", type=int, default=200_000, help="DPO pairs (annotated traces) to export")
+    parser.add_argument("--images", type=int, default=2000, help="distinct screenshots the exported traces share")
+    parser.add_argument("--export-shard", type=int, default=2000, help="annotations per export shard")
     parser.add_argument("--workers", default="1,2")
     args = parser.parse_args()
     if not os.environ.get("DATABASE_URL") or not os.environ.get("REDIS_URL"):
         sys.exit("bench/scale.py measures workers sharing Redis and PostgreSQL: set DATABASE_URL and REDIS_URL")
+    jobs = set(args.jobs.split(","))
     data_dir = Path(tempfile.mkdtemp(prefix="studio-scale-"))
     os.environ["STUDIO_PRESCORE_SHARD_STEPS"] = str(args.shard_steps)
+    os.environ["STUDIO_EXPORT_SHARD_ANNOTATIONS"] = str(args.export_shard)
     _setup_django(data_dir)
+    from bench.export import load_pairs
     from studio.demo import user_create_with_role
     from studio.permissions import Role
     from traces.models import Project
 
-    lead = user_create_with_role(
-        username=f"scale-lead-{uuid.uuid4().hex[:6]}", password=uuid.uuid4().hex, role=Role.LEAD
-    )
-    project = Project.objects.create(name=f"scale-{uuid.uuid4().hex[:6]}")
+    tag = uuid.uuid4().hex[:6]
+    lead = user_create_with_role(username=f"scale-lead-{tag}", password=uuid.uuid4().hex, role=Role.LEAD)
+    engineer = user_create_with_role(username=f"scale-eng-{tag}", password=uuid.uuid4().hex, role=Role.ENGINEER)
+    projects = []
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    counts = [int(n) for n in args.workers.split(",")]
+    report: dict = {"cores": os.cpu_count()}
     try:
-        t0 = time.perf_counter()
-        steps = _load(project, steps=args.steps, trace_steps=args.trace_steps)
-        print(f"loaded {steps} steps in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
-        results = []
-        for count in [int(n) for n in args.workers.split(",")]:
-            results.append(_run(project, lead, count, env))
-            print(json.dumps(results[-1]), file=sys.stderr)
-        base = results[0]["steps_per_s"] / results[0]["workers"]
-        for r in results:
-            r["efficiency"] = round(r["steps_per_s"] / (r["workers"] * base), 2)
-        print(
-            json.dumps(
-                {"cores": os.cpu_count(), "steps": steps, "shard_steps": args.shard_steps, "runs": results}, indent=2
-            )
-        )
+        if "prescore" in jobs:
+            project = Project.objects.create(name=f"scale-{tag}")
+            projects.append(project)
+            t0 = time.perf_counter()
+            steps = _load(project, steps=args.steps, trace_steps=args.trace_steps)
+            print(f"loaded {steps} steps in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+            results = []
+            for count in counts:
+                results.append(_run(project, lead, count, env))
+                print(json.dumps(results[-1]), file=sys.stderr)
+            _efficiency(results)
+            report["prescore"] = {"steps": steps, "shard_steps": args.shard_steps, "runs": results}
+        if "export" in jobs:
+            project = Project.objects.create(name=f"scale-export-{tag}")
+            projects.append(project)
+            t0 = time.perf_counter()
+            load_pairs(project, engineer, pairs=args.pairs, n_images=args.images, n_steps=3)
+            print(f"loaded {args.pairs} annotated traces in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+            results = []
+            for count in counts:
+                results.append(_run_export(project, engineer, count, env))
+                print(json.dumps(results[-1]), file=sys.stderr)
+            _efficiency(results)
+            digests = {r["bundle_sha256"] for r in results}
+            report["export"] = {
+                "pairs": args.pairs,
+                "shard_annotations": args.export_shard,
+                "same_bytes_every_run": len(digests) == 1,
+                "runs": results,
+            }
+        print(json.dumps(report, indent=2))
     finally:
-        project.delete()
+        for project in projects:
+            project.delete()
         lead.delete()
+        engineer.delete()
 
 
 if __name__ == "__main__":

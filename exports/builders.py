@@ -622,17 +622,22 @@ def iter_samples(
     already_held: dict[int, int] | None = None,
     sample_set: str = "sft_dpo",
     round_id: int | None = None,
+    annotation_ids: list[int] | None = None,
 ) -> Iterator[Sample | Skip]:
     """Stream samples of the project's accepted annotations (of one round's traces with ``round_id``); memory is
     bounded by one batch.
 
     ``sample_set`` names the samples (``SAMPLE_SETS``). ``already_held`` ({annotation id: version}, an incremental
-    export's base) leaves out the annotations held there at the same version. ``on_annotation(done)`` is called after
-    each batch (progress, cancel checks)."""
+    export's base) leaves out the annotations held there at the same version. ``annotation_ids`` (in trace order,
+    from ``export_plan_annotations``: one shard of an export) keeps to those, of the ones still accepted.
+    ``on_annotation(done)`` is called after each batch (progress, cancel checks)."""
     samples_of = SAMPLE_SETS[sample_set]
     done = 0
     shots = ScreenshotCache()
-    annotations = _first_per_trace(accepted_annotations(project, round_id=round_id))
+    if annotation_ids is None:
+        annotations = _first_per_trace(accepted_annotations(project, round_id=round_id))
+    else:
+        annotations = _chosen(project, annotation_ids)
     if already_held:
         annotations = _not_in(annotations, already_held, stats)
     for batch in _batches(annotations, BATCH):
@@ -656,6 +661,29 @@ def iter_samples(
         done += len(batch)
         if on_annotation:
             on_annotation(done)
+
+
+def _chosen(project: Project, annotation_ids: list[int]) -> Iterator[Annotation]:
+    # A batch of ids a query, so no query holds more parameters than a database takes.
+    for chunk in _batches(iter(annotation_ids), BATCH):
+        yield from _first_per_trace(accepted_annotations(project).filter(pk__in=chunk))
+
+
+def export_plan_annotations(project: Project, already_held: dict[int, int] | None, stats: BuildStats) -> list[int]:
+    """The ids of the annotations an export takes, in the order its samples are written (by trace): one accepted
+    annotation per trace, less those ``already_held`` at the same version (counted in ``stats``)."""
+    chosen = []
+    last_trace = None
+    rows = accepted_annotations(project).values_list("pk", "trace_id", "version")
+    for pk, trace_id, version in rows.iterator(chunk_size=5000):
+        if trace_id == last_trace:
+            continue
+        last_trace = trace_id
+        if already_held and already_held.get(pk) == version:
+            stats.already_exported += 1
+        else:
+            chosen.append(pk)
+    return chosen
 
 
 def count_sources(project: Project) -> int:

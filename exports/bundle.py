@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from exports.writers import data_file_glob, data_file_parts
+
 FIXED_DATE = (1980, 1, 1, 0, 0, 0)
 CHUNK = 1024 * 1024
 
@@ -65,12 +67,33 @@ def manifest_json(manifest: dict) -> bytes:
 
 
 def _splits(data_files: list[str], stem: str, suffix: str) -> dict[str, str]:
-    """The splits of one dataset that the bundle really holds (a small export may have no validation file)."""
+    """The splits of one dataset that the bundle really holds (a small export may have no validation file), each as
+    the pattern of its shard files (``data/sft/train-*.jsonl``)."""
+    held = {data_file_parts(name) for name in data_files if name.endswith(f".{suffix}")}
     return {
-        split: f"{stem}_{split}.{suffix}"
-        for split in ("train", "validation")
-        if f"{stem}_{split}.{suffix}" in data_files
+        split: data_file_glob(stem, split, f".{suffix}") for split in ("train", "validation") if (stem, split) in held
     }
+
+
+def dataset_card_header(data_files: list[str]) -> str:
+    """The dataset card's YAML header: one config per dataset (``sft``, ``dpo``, ``prm``, ``rl``) naming its split
+    files, so ``load_dataset(<bundle folder>, "dpo")`` reads the bundle as it is (the images and other files
+    beside the data are not taken for data)."""
+    configs: dict[str, dict[str, str]] = {}
+    for name in data_files:
+        parts = data_file_parts(name)
+        if parts:
+            suffix = "." + name.rsplit(".", 1)[1]
+            configs.setdefault(parts[0], {})[parts[1]] = data_file_glob(parts[0], parts[1], suffix)
+    if not configs:
+        return ""
+    lines = ["---", "configs:"]
+    for dataset in sorted(configs):
+        lines += [f"- config_name: {dataset}", "  data_files:"]
+        for split in ("train", "validation"):
+            if split in configs[dataset]:
+                lines += [f"  - split: {split}", f'    path: "{configs[dataset][split]}"']
+    return "\n".join([*lines, "---", ""]) + "\n"
 
 
 def _load_lines(data_files: list[str], suffix: str, stems: tuple[str, ...] = ("sft", "dpo")) -> str:
@@ -201,7 +224,10 @@ for path, reply in zip(record["images"], record["completions"]):
 def _verl_section(data_files: list[str], reward: dict | None) -> str:
     reward = reward or {}
     splits = _splits(data_files, "rl", "parquet")
-    files = "\n".join(f"  {'train' if split == 'train' else 'val'}_files: {name}" for split, name in splits.items())
+    files = "\n".join(
+        f"  {'train' if split == 'train' else 'val'}_files: {json.dumps(_files_of(data_files, 'rl', split))}"
+        for split in splits
+    )
     return f"""## Train with verl
 One row per corrected step τ and per post-reflection step τ+1 (`data_source` `trace_studio/error_correction` or
 `trace_studio/post_reflection`, so verl reports each apart), verl's RL dataset layout: `prompt` is the chat of the
@@ -246,6 +272,11 @@ custom_reward_function:
 ```
 `reward_kwargs` may pass `radius_px` to score with another radius.
 """
+
+
+def _files_of(data_files: list[str], dataset: str, split: str) -> list[str]:
+    """Every shard file of one dataset and split, in order (verl takes a list of files)."""
+    return [name for name in data_files if data_file_parts(name) == (dataset, split)]
 
 
 def _reward_example(splits: dict[str, str]) -> str:
@@ -386,8 +417,9 @@ def readme_text(
     sections = {
         "trl": _trl_section(data_files, pixels),
         "llamafactory": """## Train with LLaMA-Factory
-Unzip the bundle; `dataset_info.json` names each file (`uitars_sft_train`, `uitars_dpo_train`, …) and the bundle
-carries ready configs: set `model_name_or_path`, then run `llamafactory-cli train sft.yaml` (and `dpo.yaml`) from the
+Unzip the bundle; `dataset_info.json` names each data file (`uitars_sft_train-00000-of-00001` for
+`data/sft/train-00000-of-00001.json`, …; a large export has several shards per split) and the bundle carries ready
+configs listing every shard of a split: set `model_name_or_path`, then run `llamafactory-cli train sft.yaml` (and `dpo.yaml`) from the
 bundle's folder. They set `template: qwen2_vl`, the image bounds below (`image_max_pixels` / `image_min_pixels`,
 so LLaMA-Factory's own resize keeps the screenshots as large as the labels assume) and, for SFT, `mask_history: true`:
 history replies are assistant turns in the conversation, and without it LLaMA-Factory trains on every one of them,
@@ -413,7 +445,7 @@ Images are embedded (`images` is a list of `Image`); columns as in the TRL forma
     )
     rules = _PRM_RULES if fmt == "prm" else _SFT_RULES.format(unparsed_note=unparsed_note)
     rules += _SKIP_COUNTS
-    return f"""# {_TITLE.get(fmt, "Reflection-tuning dataset")}: {project_name}
+    return f"""{dataset_card_header(data_files)}# {_TITLE.get(fmt, "Reflection-tuning dataset")}: {project_name}
 
 {_INTRO.get(fmt, _INTRO_SFT)}
 

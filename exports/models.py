@@ -44,5 +44,18 @@ class ExportJob(JobBase):
     def task_name(self) -> str:
         return "exports.tasks.run_export"
 
+    def shard_task_name(self) -> str:
+        """The task that builds one shard's data files (studio.shards); any worker on the queue takes it."""
+        return "exports.tasks.export_shard"
+
+    def shard_queue(self) -> str:
+        return self.queue_name()
+
+    def release_files(self) -> None:
+        # The shards' stored data files: the bundle holds them now, or the export ended without one.
+        from exports.storage import bundle_parts_delete
+
+        bundle_parts_delete(self)
+
     def __str__(self):
         return f"export {self.pk} ({self.format}) of project {self.project_id}: {self.status}"

@@ -1,4 +1,9 @@
-"""Writes for exports: create, run, cancel and recover export jobs; build a bundle."""
+"""Writes for exports: create, run, cancel and recover export jobs; build a bundle.
+
+An export is a sharded job (studio.shards): its plan cuts its annotations, in trace order, into shards of
+``EXPORT_SHARD_ANNOTATIONS``; any worker builds a shard's data files (``export_part_build``) and stores them with
+the shard's result; when the last shard is done the export's own task runs again and assembles the one bundle
+(``export_assemble``), deterministically, then ends the job once (studio.jobs.job_run)."""
 
 from __future__ import annotations
 
@@ -7,11 +12,12 @@ import shutil
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from django.conf import settings
 from django.core.files.storage import default_storage
+from django.db import transaction
 
 from exports import bundle as archive
 from exports import lineage, uitars_reward
@@ -21,16 +27,26 @@ from exports.builders import (
     ExportOptions,
     OptionsError,
     Skip,
-    count_sources,
+    export_plan_annotations,
     iter_samples,
 )
 from exports.models import ExportFormat, ExportJob
-from exports.storage import bundle_delete, bundle_save
-from exports.writers import GRAMMAR_MODULE, REWARD_MODULE, WRITERS, VerlWriter, image_path
+from exports.storage import bundle_delete, bundle_part_save, bundle_save
+from exports.writers import GRAMMAR_MODULE, REWARD_MODULE, WRITERS, VerlWriter, data_file_name, image_path
 from studio.db import atomic_with_retry
-from studio.errors import Invalid
-from studio.jobs import JobFailed, job_add_error, job_cancel, job_enqueue, job_progress, job_run, job_workdir
-from studio.models import JobStatus
+from studio.errors import Invalid, describe_error
+from studio.jobs import JobFailed, job_add_error, job_cancel, job_enqueue, job_progress, job_run, job_start, job_workdir
+from studio.models import JobShard, JobStatus
+from studio.shards import (
+    ShardProgress,
+    shard_run,
+    shards_all_done,
+    shards_dispatch,
+    shards_job_end,
+    shards_of,
+    shards_plan,
+    shards_run_here,
+)
 from traces import actions as grammar
 from traces.models import Project, Round
 
@@ -139,51 +155,46 @@ def _stored_file(name: str):
     return lambda: default_storage.open(name, "rb")
 
 
-def export_build(
+def export_part_build(
     *,
     project: Project,
     fmt: str,
     options: ExportOptions,
+    annotation_ids: list[int],
     workdir: Path,
-    progress: Callable[[int, int | None], None] | None = None,
-    base: ExportJob | None = None,
-) -> BuildResult:
-    """Build the bundle of ``project`` in ``workdir`` (emptied first); returns the finished archive.
+    on_batch: Callable[[int], None] | None = None,
+) -> dict:
+    """Write the data files of one shard of an export (``annotation_ids``, in trace order) into ``workdir`` (emptied
+    first); returns what the bundle's assembly needs of it (JSON): per file (its stem) the samples, sha256 and size,
+    and the shard's counts, skips, sources, images and reward figures. The same annotations give the same bytes.
 
-    ``base`` makes it incremental: annotations ``base`` held at the same version are left out.
-    Streaming: samples go straight to data files; images are copied from storage into the
-    archive in chunks. ``progress(done, total)`` may raise JobCancelled."""
+    Streaming: samples go straight to the files. ``on_batch(annotations done)`` may raise JobCancelled."""
     if fmt not in WRITERS:
         raise ExportError(f"unknown format {fmt!r}; use one of {', '.join(WRITERS)}")
     shutil.rmtree(workdir, ignore_errors=True)
-    data_dir = workdir / "data"
-    data_dir.mkdir(parents=True)
-    progress = progress or (lambda done, total: None)
+    workdir.mkdir(parents=True)
     throttle = settings.EXPORT_THROTTLE_S
-
-    images: dict[str, tuple[str, int, str]] = {}  # sha256 -> (storage name, size, bundle path)
+    images: dict[str, list] = {}  # sha256 -> [storage name, size, bundle path]
 
     def image_bytes(shot) -> bytes:
         with default_storage.open(shot.image.name, "rb") as handle:
             return handle.read()
 
-    writer = WRITERS[fmt](data_dir, image_bytes=image_bytes, pixels=pixel_contract(project))
-    sources = count_sources(project)
-    progress(0, sources)
+    writer = WRITERS[fmt](workdir, image_bytes=image_bytes, pixels=pixel_contract(project))
     stats = BuildStats()
     by_kind: dict[str, int] = {}
     on_policy: dict[tuple[str, str], int] = {}  # (model name, weights hash) -> dpo_on_policy pairs
     by_split: dict[str, int] = {}
     skipped: list[Skip] = []
 
-    def on_batch(done: int) -> None:
+    def batch_done(done: int) -> None:
         if throttle:
             time.sleep(throttle)
-        progress(done, None)
+        if on_batch:
+            on_batch(done)
 
-    already_held = lineage.sources_pairs(base.sources or []) if base is not None else None
     for item in iter_samples(
-        project, options, stats, on_annotation=on_batch, already_held=already_held, sample_set=writer.sample_set
+        project, options, stats, on_annotation=batch_done, sample_set=writer.sample_set, annotation_ids=annotation_ids
     ):
         if isinstance(item, Skip):
             skipped.append(item)
@@ -196,55 +207,152 @@ def export_build(
         by_split[item.split] = by_split.get(item.split, 0) + 1
         for shot in item.prompt.images:
             if shot.sha256 not in images:
-                images[shot.sha256] = (shot.image.name, shot.byte_size, image_path(shot))
-    data_files = writer.close()
+                images[shot.sha256] = [shot.image.name, shot.byte_size, image_path(shot)]
+    stems = writer.close()
+    result = {
+        "suffix": writer.suffix,
+        "files": {
+            stem: {
+                "samples": writer.counts[stem],
+                "sha256": archive.file_sha256(writer.path(stem)),
+                "size": writer.path(stem).stat().st_size,
+            }
+            for stem in stems
+        },
+        "by_kind": by_kind,
+        "by_split": by_split,
+        "on_policy": [[name, weights, n] for (name, weights), n in sorted(on_policy.items())],
+        "images": images if writer.uses_image_folder else {},
+        "skipped": [asdict(skip) for skip in skipped],
+        "sources": [[pk, version] for pk, version in stats.annotations],
+        "by_round": [[round_id, n] for round_id, n in stats.by_round.items()],
+    }
+    if isinstance(writer, VerlWriter):
+        result["reward"] = {
+            "max_image_tokens": writer.max_image_tokens,
+            "rows_with_box": writer.rows_with_box,
+            "indistinct": writer.indistinct,
+        }
+    return result
 
+
+def _add_counts(total: dict[str, int], more: dict[str, int]) -> dict[str, int]:
+    for key, n in more.items():
+        total[key] = total.get(key, 0) + n
+    return total
+
+
+def export_assemble(
+    *,
+    project: Project,
+    fmt: str,
+    options: ExportOptions,
+    parts: list[dict],
+    stored: Callable[[dict], Callable[[], object]],
+    workdir: Path,
+    already_exported: int = 0,
+    base: ExportJob | None = None,
+    progress: Callable[[int, int | None], None] | None = None,
+) -> BuildResult:
+    """Assemble the bundle from its shards' ``parts`` (``export_part_build``'s results, in shard order) in
+    ``workdir`` (emptied first); returns the finished archive. ``stored(file)`` opens one part's data file.
+
+    Deterministic: the data files are named from the shard order alone (``data_file_name``), every other file
+    is made from the merged results, and the archive fixes entry order, timestamps and compression
+    (``bundle.write_archive``), so the bytes do not depend on which worker built which shard, or when."""
+    if fmt not in WRITERS:
+        raise ExportError(f"unknown format {fmt!r}; use one of {', '.join(WRITERS)}")
+    shutil.rmtree(workdir, ignore_errors=True)
+    out = workdir / "bundle"
+    out.mkdir(parents=True)
+    progress = progress or (lambda done, total: None)
+    pixels = pixel_contract(project)
+    writer = WRITERS[fmt](out, image_bytes=None, pixels=pixels)
+
+    by_kind: dict[str, int] = {}
+    by_split: dict[str, int] = {}
+    on_policy: dict[tuple[str, str], int] = {}
+    images: dict[str, list] = {}
+    skipped: list[Skip] = []
+    sources: list[tuple[int, int]] = []
+    by_round: Counter = Counter()
+    by_stem: dict[str, list[dict]] = {}
+    for part in parts:
+        _add_counts(by_kind, part["by_kind"])
+        _add_counts(by_split, part["by_split"])
+        for name, weights, n in part["on_policy"]:
+            on_policy[(name, weights)] = on_policy.get((name, weights), 0) + n
+        for sha, image in part["images"].items():
+            images.setdefault(sha, image)
+        skipped += [Skip(**skip) for skip in part["skipped"]]
+        sources += [(pk, version) for pk, version in part["sources"]]
+        for round_id, n in part["by_round"]:
+            by_round[round_id] += n
+        for stem, file in part["files"].items():
+            by_stem.setdefault(stem, []).append(file)
+        if isinstance(writer, VerlWriter):
+            writer.max_image_tokens = max(writer.max_image_tokens, part["reward"]["max_image_tokens"])
+            writer.rows_with_box += part["reward"]["rows_with_box"]
+            writer.indistinct += part["reward"]["indistinct"]
+    annotations = len(sources)
+    progress(annotations, None)
+
+    data_files: list[str] = []
+    files: dict[str, dict] = {}
+    by_file: dict[str, int] = {}
+    entries = []
+    for stem in sorted(by_stem):
+        for number, file in enumerate(by_stem[stem]):
+            name = data_file_name(stem, number, len(by_stem[stem]), writer.suffix)
+            data_files.append(name)
+            files[name] = {"sha256": file["sha256"], "size": file["size"]}
+            by_file[name] = file["samples"]
+            entries.append(archive.Entry(name, file["size"], stored(file), compress=True))
+    extra_files = writer.bundle_files(data_files)
     counts = {
         "by_kind": by_kind,
         "by_split": by_split,
-        "by_file": {f"{stem}{writer.suffix}": n for stem, n in writer.counts.items()},
-        "annotations": len(stats.annotations),
-        "already_exported": stats.already_exported,
+        "by_file": by_file,
+        "annotations": annotations,
+        "already_exported": already_exported,
         "images": len(images) if writer.uses_image_folder else 0,
         "skipped": len(skipped),
         "skipped_by_reason": dict(sorted(Counter(s.code for s in skipped).items())),
+        "shards": len(parts),
     }
     lineage_block = {
         # What this bundle was built after: an incremental bundle holds only what changed since its base.
         "since_export": None
         if base is None
         else {"id": base.pk, "bundle_sha256": base.bundle_sha256, "annotations": len(base.sources or [])},
-        "already_exported": stats.already_exported,
-        "rounds": rounds_of_sources(stats.by_round),
+        "already_exported": already_exported,
+        "rounds": rounds_of_sources(by_round),
     }
     reward = reward_contract(writer)
     readme = archive.readme_text(
         project_name=project.name,
         fmt=fmt,
-        data_files=data_files,
+        data_files=data_files + extra_files,
         counts=counts,
         options=options.to_json(),
-        pixels=pixel_contract(project),
+        pixels=pixels,
         lineage=lineage_block,
         reward=reward,
     )
-    (data_dir / "README.md").write_text(readme, encoding="utf-8")
-    files = {
-        name: {"sha256": archive.file_sha256(data_dir / name), "size": (data_dir / name).stat().st_size}
-        for name in [*data_files, "README.md"]
-    }
-    entries = [archive.local_entry(data_dir / name, name) for name in files]
-    if writer.uses_image_folder:
-        for sha, (storage_name, size, path) in images.items():
-            files[path] = {"sha256": sha, "size": size}
-            entries.append(archive.Entry(path, size, _stored_file(storage_name), compress=False))
+    (out / "README.md").write_text(readme, encoding="utf-8")
+    for name in [*extra_files, "README.md"]:
+        files[name] = {"sha256": archive.file_sha256(out / name), "size": (out / name).stat().st_size}
+        entries.append(archive.local_entry(out / name, name))
+    for sha, (storage_name, size, path) in images.items():
+        files[path] = {"sha256": sha, "size": size}
+        entries.append(archive.Entry(path, size, _stored_file(storage_name), compress=False))
     manifest = {
         "schema_version": SCHEMA_VERSION,
         "app_version": settings.APP_VERSION,
         "format": fmt,
         "project": {"id": project.pk, "name": project.name},
         "prompt": _prompt_settings(project),
-        "pixels": pixel_contract(project),
+        "pixels": pixels,
         "filters": {
             "status": "accepted",
             "one_per_trace": "adjudicated first, else latest reviewed",
@@ -269,7 +377,7 @@ def export_build(
             else {}
         ),
         **({"labels": PRM_LABELS} if fmt == ExportFormat.PRM else {}),
-        "sources": [{"annotation_id": pk, "version": version} for pk, version in stats.annotations],
+        "sources": [{"annotation_id": pk, "version": version} for pk, version in sources],
         "lineage": lineage_block,
         "skipped": [
             {
@@ -283,17 +391,30 @@ def export_build(
         ],
         "files": files,
     }
-    (data_dir / "manifest.json").write_bytes(archive.manifest_json(manifest))
-    entries.append(archive.local_entry(data_dir / "manifest.json", "manifest.json"))
+    (out / "manifest.json").write_bytes(archive.manifest_json(manifest))
+    entries.append(archive.local_entry(out / "manifest.json", "manifest.json"))
 
-    total = sources + len(entries)
-    progress(sources, total)
+    total = annotations + len(entries)
+    progress(annotations, total)
     target = workdir / "bundle.zip.part"
     archive.write_archive(
-        target, entries, on_entry=lambda n: progress(sources + n, None) if n % 200 == 0 or n == len(entries) else None
+        target,
+        entries,
+        on_entry=lambda n: progress(annotations + n, None) if n % 200 == 0 or n == len(entries) else None,
     )
-    held = sorted([pk, version] for pk, version in stats.annotations)
+    held = sorted([pk, version] for pk, version in sources)
     return BuildResult(target, archive.file_sha256(target), target.stat().st_size, counts, skipped, held)
+
+
+def export_plan(annotation_ids: list[int]) -> list[tuple[list[int], int]]:
+    """The export's shards: its annotations in order, ``EXPORT_SHARD_ANNOTATIONS`` a shard (the last one shorter;
+    one empty shard when there are none, so an empty bundle is assembled the same way). Depends on the inputs and
+    that setting alone, never on the workers."""
+    size = max(1, settings.EXPORT_SHARD_ANNOTATIONS)
+    pieces = [
+        (annotation_ids[i : i + size], len(annotation_ids[i : i + size])) for i in range(0, len(annotation_ids), size)
+    ]
+    return pieces or [([], 0)]
 
 
 # --- jobs ------------------------------------------------------------------------------------------
@@ -334,14 +455,116 @@ def export_base(*, project: Project, export_id: int) -> ExportJob:
     return base
 
 
-def export_job_run(*, job_id: int, attempt: int | None = None) -> ExportJob:
-    """Run an export job (again from the start when a run is taken over: the build is deterministic)."""
+def _export_base_of(job: ExportJob, options: ExportOptions) -> ExportJob | None:
+    if options.since_export is None:
+        return None
+    return export_base(project=job.project, export_id=options.since_export)
+
+
+def _start(job: ExportJob, *, attempt: int | None = None) -> bool:
+    """Claim the job and record its shards (once; a resumed job keeps its plan); False when this run must not go
+    on. The plan's count of annotations an incremental export leaves out waits in ``counts`` for the assembly."""
+    if not job_start(job, attempt=attempt):
+        return False
+    if not shards_of(job):
+        stats = BuildStats()
+        base = _export_base_of(job, ExportOptions.parse(job.options))
+        held = lineage.sources_pairs(base.sources or []) if base is not None else None
+        pieces = export_plan(export_plan_annotations(job.project, held, stats))
+        ExportJob.objects.filter(pk=job.pk).update(counts={"already_exported": stats.already_exported})
+        shards_plan(job, pieces)
+    job.progress_total = sum(shard.size for shard in shards_of(job))
+    ExportJob.objects.filter(pk=job.pk).update(progress_total=job.progress_total)
+    return True
+
+
+def _fail_planning(job: ExportJob, exc: Exception) -> None:
+    if isinstance(exc, (ExportError, OptionsError)):
+        shards_job_end(job, JobStatus.FAILED, str(exc))
+    else:  # the worker log keeps the traceback; the job page says what happened
+        log.exception("export %s could not be planned", job.pk)
+        shards_job_end(job, JobStatus.FAILED, describe_error(exc))
+
+
+def export_job_dispatch(*, job_id: int, attempt: int | None = None) -> ExportJob:
+    """What a worker does with an export's task. First: claim the job, plan its shards and send them to every
+    worker (studio.shards). Once every shard is done (the last shard sends the task again, like a chord's
+    callback; the job watchdog does when that message is lost): assemble the bundle and end the job, once."""
     job = ExportJob.objects.select_related("project").get(pk=job_id)
-    return job_run(job, _export_work, attempt=attempt)
+    if shards_all_done(job):
+        return job_run(job, _assemble_work, attempt=attempt)
+    try:
+        if _start(job, attempt=attempt):
+            shards_dispatch(job)
+    except Exception as exc:  # noqa: BLE001 - every failure to plan ends the job, said why
+        _fail_planning(job, exc)
+    return job
 
 
-def _export_work(job: ExportJob) -> str:
-    workdir = job_workdir(job) / "bundle"  # job_run removes the attempt's folder when it ends
+def export_job_run(*, job_id: int) -> ExportJob:
+    """Run an export in this process (the management command, tests): the same plan, shard runs and assembly a
+    worker makes, the shards one after the other."""
+    job = ExportJob.objects.select_related("project").get(pk=job_id)
+    try:
+        if _start(job):
+            shards_run_here(job, _shard_work, on_complete=lambda job: None)
+    except Exception as exc:  # noqa: BLE001 - as export_job_dispatch
+        _fail_planning(job, exc)
+    job.refresh_from_db()
+    if not job.is_finished and shards_all_done(job):
+        job_run(job, _assemble_work, attempt=job.attempts + 1)
+    job.refresh_from_db()
+    return job
+
+
+def export_shard_run(*, job_id: int, index: int) -> str:
+    """One shard of an export, in whichever worker took it."""
+    job = ExportJob.objects.select_related("project").get(pk=job_id)
+    return shard_run(job, index, _shard_work, on_complete=_assemble_later)
+
+
+def _assemble_later(job: ExportJob) -> None:
+    """The last shard is done: send the export's task again to assemble the bundle, as the next attempt (two last
+    shards may both send it; job_start lets one claim it)."""
+    from exports.tasks import run_export
+
+    job.refresh_from_db()
+    run_export.apply_async(args=[job.pk], kwargs={"attempt": job.attempts + 1}, queue=job.queue_name())
+
+
+def _shard_work(job: ExportJob, shard: JobShard, progress: ShardProgress) -> None:
+    """Build the shard's data files from its start (a re-run replaces nothing: each run stores its files under its
+    own attempt), then store them and record the shard's result in one guarded transaction: nothing is stored
+    after a cancel was acknowledged, and the bundle takes exactly the files of the run that recorded its result."""
+    scratch = job_workdir(job) / f"shard-{shard.index:05d}-{shard.attempts}"
+    progress.start(done=0)
+    reported = 0
+
+    def on_batch(done: int) -> None:
+        nonlocal reported
+        progress.add(done=done - reported)
+        reported = done
+
+    try:
+        result = export_part_build(
+            project=job.project,
+            fmt=job.format,
+            options=ExportOptions.parse(job.options),
+            annotation_ids=shard.items,
+            workdir=scratch,
+            on_batch=on_batch,
+        )
+        with transaction.atomic():
+            progress.guard()
+            for stem, file in result["files"].items():
+                file["stored"] = bundle_part_save(job, shard, scratch / f"{stem}{result['suffix']}")
+            JobShard.objects.filter(pk=shard.pk, attempts=shard.attempts).update(result=result)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _assemble_work(job: ExportJob) -> str:
+    workdir = job_workdir(job) / "assembly"  # job_run removes the attempt's folder when it ends
     job.errors = []
     ExportJob.objects.filter(pk=job.pk).update(errors=[])
 
@@ -350,11 +573,20 @@ def _export_work(job: ExportJob) -> str:
 
     try:
         options = ExportOptions.parse(job.options)
-        base = (
-            None if options.since_export is None else export_base(project=job.project, export_id=options.since_export)
-        )
-        result = export_build(
-            project=job.project, fmt=job.format, options=options, workdir=workdir, progress=progress, base=base
+        shards = shards_of(job)
+        parts = [shard.result for shard in shards if shard.result is not None]
+        if len(parts) != len(shards):
+            raise ExportError("a shard of this export completed without recording its files; export again")
+        result = export_assemble(
+            project=job.project,
+            fmt=job.format,
+            options=options,
+            parts=parts,
+            stored=lambda file: _stored_file(file["stored"]),
+            workdir=workdir,
+            already_exported=(job.counts or {}).get("already_exported", 0),
+            base=_export_base_of(job, options),
+            progress=progress,
         )
         for skip in result.skipped[:MAX_JOB_ERRORS]:
             job_add_error(

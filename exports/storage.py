@@ -33,6 +33,41 @@ def bundle_save(job, local_path) -> str:
     return saved
 
 
+def bundle_parts_prefix(job) -> str:
+    """Where an export's shards store their data files until the bundle is assembled (shared by every worker)."""
+    return f"exports/{job.project_id}/export-{job.pk}-parts"
+
+
+def bundle_part_save(job, shard, local_path) -> str:
+    """Store one data file of a shard's run under that run's own folder (shard index and attempt), so a re-run
+    never mixes with what an earlier, killed run stored."""
+    name = f"{bundle_parts_prefix(job)}/{shard.index:05d}-{shard.attempts}/{local_path.name}"
+    if default_storage.exists(name):
+        default_storage.delete(name)
+    with open(local_path, "rb") as handle:
+        return default_storage.save(name, File(handle, name=name))
+
+
+def bundle_parts_delete(job) -> int:
+    """Delete every stored shard file of an export (it ended: assembled, cancelled or failed); returns how many."""
+    removed = 0
+
+    def walk(folder: str) -> None:
+        nonlocal removed
+        try:
+            folders, files = default_storage.listdir(folder)
+        except FileNotFoundError:
+            return
+        for name in files:
+            default_storage.delete(f"{folder}/{name}")
+            removed += 1
+        for sub in folders:
+            walk(f"{folder}/{sub}")
+
+    walk(bundle_parts_prefix(job))
+    return removed
+
+
 def bundle_delete(name: str) -> None:
     if name and default_storage.exists(name):
         default_storage.delete(name)

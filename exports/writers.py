@@ -12,7 +12,11 @@
   ``images`` embedded, ``ability``, ``reward_model``, ``extra_info``), one row per corrected and per
   post-reflection step (``rl_{split}.parquet``), plus the reward function and the grammar it reads replies with.
 
-File names: ``{sft|dpo}_{train|validation}.{jsonl|json|parquet}``; only non-empty files are written.
+A writer writes the data files of one shard of an export (a range of its annotations), one file per dataset and
+split it has samples for, named ``{sft|dpo|prm|rl}_{train|validation}{suffix}`` in the shard's work folder. The
+bundle names them the Hugging Face way when it is assembled (``data_file_name``): ``data/{dataset}/{split}-{k}-of-
+{n}{suffix}``, the shards' files in shard order. What belongs to the whole bundle (``dataset_info.json`` and the
+training configs, the reward module) is written then, from the final file names (``bundle_files``).
 """
 
 from __future__ import annotations
@@ -96,6 +100,26 @@ def data_file_stem(sample: Sample) -> str:
     return f"{'dpo' if sample.is_preference else 'sft'}_{sample.split}"
 
 
+def data_file_name(stem: str, number: int, of: int, suffix: str) -> str:
+    """The bundle path of file ``number`` (from 0) of ``of`` of a dataset and split (``stem``), named the way
+    Hugging Face datasets names shards: ``data/sft/train-00000-of-00003.jsonl``."""
+    dataset, split = stem.rsplit("_", 1)
+    return f"data/{dataset}/{split}-{number:05d}-of-{of:05d}{suffix}"
+
+
+def data_file_glob(dataset: str, split: str, suffix: str) -> str:
+    """The pattern that matches every file of a dataset and split (README, dataset card configs)."""
+    return f"data/{dataset}/{split}-*{suffix}"
+
+
+def data_file_parts(name: str) -> tuple[str, str] | None:
+    """(dataset, split) of a bundle data file name from ``data_file_name``; None for other files."""
+    parts = name.split("/")
+    if len(parts) != 3 or parts[0] != "data" or "-" not in parts[2]:
+        return None
+    return parts[1], parts[2].split("-", 1)[0]
+
+
 class Writer:
     """Base: one open file per (sft|dpo, split), opened on first use; ``close`` returns the names written."""
 
@@ -133,12 +157,14 @@ class Writer:
         handle.close()
 
     def close(self) -> list[str]:
+        """Finish the shard's files; returns their stems (``sft_train``, …), sorted."""
         for stem in sorted(self._files):
             self.finish(stem, self._files[stem])
-        names = [self.path(stem).name for stem in sorted(self._files)]
-        return names + self.extra_files()
+        return sorted(self._files)
 
-    def extra_files(self) -> list[str]:
+    def bundle_files(self, data_files: list[str]) -> list[str]:
+        """Write into the work folder the files that belong to the whole bundle, given its data files' final names;
+        returns their names."""
         return []
 
 
@@ -161,16 +187,19 @@ class LlamaFactoryWriter(Writer):
         handle.write("\n]\n")
         handle.close()
 
-    def extra_files(self) -> list[str]:
+    def bundle_files(self, data_files: list[str]) -> list[str]:
+        # One dataset entry per data file (LLaMA-Factory's file_name names one file, or a folder it lists in no set
+        # order); the configs list every shard of a split, and LLaMA-Factory concatenates them in that order.
         info = {}
-        for stem in sorted(self._files):
-            entry = {"file_name": self.path(stem).name, "formatting": "sharegpt"}
+        for name in data_files:
+            dataset, split = data_file_parts(name) or ("", "")
+            entry: dict = {"file_name": name, "formatting": "sharegpt"}
             columns = {"messages": "conversations", "images": "images"}
-            if stem.startswith("dpo"):
+            if dataset == "dpo":
                 entry["ranking"] = True
                 columns = {"messages": "conversations", "chosen": "chosen", "rejected": "rejected", "images": "images"}
             entry["columns"] = columns
-            info[f"uitars_{stem}"] = entry
+            info[dataset_info_name(name)] = entry
         (self.workdir / "dataset_info.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
         return ["dataset_info.json", *self._training_configs(info)]
 
@@ -182,7 +211,7 @@ class LlamaFactoryWriter(Writer):
         written = []
         for stage in ("sft", "dpo"):
             datasets = [name for name in info if name.startswith(f"uitars_{stage}_")]
-            train = [name for name in datasets if name.endswith("_train")]
+            train = [name for name in datasets if name.startswith(f"uitars_{stage}_train-")]
             if not train:
                 continue
             config = {
@@ -207,13 +236,21 @@ class LlamaFactoryWriter(Writer):
                 config["mask_history"] = True
             else:
                 config.update(pref_beta=0.1, pref_loss="sigmoid")
-            evaluation = [name for name in datasets if name.endswith("_validation")]
+            evaluation = [name for name in datasets if name.startswith(f"uitars_{stage}_validation-")]
             if evaluation:
                 config["eval_dataset"] = ",".join(evaluation)
             lines = [f"{key}: {json.dumps(value)}" for key, value in config.items() if value is not None]
             (self.workdir / f"{stage}.yaml").write_text("\n".join(lines) + "\n", encoding="utf-8")
             written.append(f"{stage}.yaml")
         return written
+
+
+def dataset_info_name(data_file: str) -> str:
+    """The LLaMA-Factory dataset name of one data file: ``data/sft/train-00000-of-00002.json`` is
+    ``uitars_sft_train-00000-of-00002``."""
+    dataset, split = data_file_parts(data_file) or ("", "")
+    number = data_file.rsplit("/", 1)[-1].split("-", 1)[1].split(".", 1)[0]
+    return f"uitars_{dataset}_{split}-{number}"
 
 
 class ParquetWriter(Writer):
@@ -434,6 +471,7 @@ class VerlWriter(ParquetWriter):
         prompt = sample.prompt
         assert isinstance(prompt, prompting.StatePrompt)
         stem = self.stem(sample)
+        # The row's place in its data file: each shard's file is written apart, so it is counted per file.
         index = self._index[stem] = self._index.get(stem, -1) + 1
         self.max_image_tokens = max(self.max_image_tokens, sum(self.image_tokens(img) for img in prompt.images))
         bounds = {"min_pixels": self.pixels["min_pixels"], "max_pixels": self.pixels["max_pixels"]}
@@ -460,7 +498,7 @@ class VerlWriter(ParquetWriter):
             },
         }
 
-    def extra_files(self) -> list[str]:
+    def bundle_files(self, data_files: list[str]) -> list[str]:
         # The reward and the one grammar travel as files: the copy of traces/actions.py is byte-identical (a test
         # compares them), so the bundle's reward reads replies exactly as the project does.
         for name, module in ((REWARD_MODULE, uitars_reward), (GRAMMAR_MODULE, grammar)):

@@ -82,6 +82,12 @@ class JobShard(models.Model):
     done = models.PositiveIntegerField(default=0)
     failed = models.PositiveIntegerField(default=0)
     message = models.TextField(blank=True)
+    result = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="What the shard's completed run made, for the job's end to gather (exports: its data files, "
+        "images and counts); written in the guarded transaction of the run's last write.",
+    )
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["job_model", "job_id", "index"], name="unique_shard_per_job")]

@@ -26,6 +26,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 from django.apps import apps
 from django.conf import settings
@@ -248,17 +249,20 @@ def _with_fresh_connection(write: Callable[[], None]) -> None:
 def shard_run(
     job,
     index: int,
-    work: Callable[[object, JobShard, ShardProgress], None],
+    work: Callable[[Any, JobShard, ShardProgress], None],
     *,
-    summarize: Callable[[object, list[JobShard]], str],
+    summarize: Callable[[object, list[JobShard]], str] | None = None,
     on_progress: Callable | None = None,
     resend: bool = True,
+    on_complete: Callable[[Any], None] | None = None,
 ) -> str:
     """Run shard ``index`` of ``job``: ``work(job, shard, progress)``; returns what happened, in a word.
 
     ``summarize(job, shards)`` writes the job's summary when this run completes its last shard (it may set
     fields on the job row). ``resend`` False: a shard that failed is not sent to the broker again (in-process
-    runs retry it themselves)."""
+    runs retry it themselves). ``on_complete(job)``, when given, is called instead when this run completes the
+    last shard, and the job stays running: a job with a last step after its shards (an export assembles its
+    bundle) queues that step there, the way a chord's callback follows its group."""
     model = type(job)
     job.refresh_from_db()
     shard = JobShard.objects.get(job_model=job._meta.label, job_id=job.pk, index=index)
@@ -299,7 +303,11 @@ def shard_run(
         mine = JobShard.objects.filter(pk=shard.pk, attempts=shard.attempts, status=ShardStatus.RUNNING)
         if outcome == ShardStatus.DONE:
             if mine.update(status=ShardStatus.DONE, message=""):
-                _job_finish_if_complete(job, summarize)
+                if on_complete is None:
+                    assert summarize is not None, "a sharded job ends by summarize or on_complete"
+                    _job_finish_if_complete(job, summarize)
+                elif not _shards_of(job).exclude(status=ShardStatus.DONE).exists():
+                    on_complete(job)  # two last shards may both call it: the step it queues claims the job once
         elif outcome == ShardStatus.CANCELLED:
             mine.update(status=ShardStatus.CANCELLED, message=message)
             shards_job_end(job, JobStatus.CANCELLED, "Cancelled on request.")
@@ -349,14 +357,22 @@ def shards_job_end(job, status: str, message: str) -> bool:
     return True
 
 
-def shards_run_here(job, work, *, summarize, on_progress=None) -> None:
+def shards_run_here(job, work, *, summarize=None, on_progress=None, on_complete=None) -> None:
     """Run every shard of ``job`` in this process, in order (the ``prescore`` command, tests): the same shard runs
     a worker makes, with failed shards retried here up to the attempt limit."""
     for _ in range(settings.JOB_SHARD_MAX_ATTEMPTS):
         for shard in list(_shards_of(job).filter(status__in=UNFINISHED).order_by("index")):
-            shard_run(job, shard.index, work, summarize=summarize, on_progress=on_progress, resend=False)
+            shard_run(
+                job,
+                shard.index,
+                work,
+                summarize=summarize,
+                on_progress=on_progress,
+                resend=False,
+                on_complete=on_complete,
+            )
         job.refresh_from_db()
-        if job.is_finished:
+        if job.is_finished or not _shards_of(job).filter(status__in=UNFINISHED).exists():
             return
 
 
@@ -434,13 +450,26 @@ def shards_watch_start() -> threading.Thread:
     return thread
 
 
+def shards_all_done(job) -> bool:
+    """The job has a plan and every shard of it completed."""
+    shards = _shards_of(job)
+    return shards.exists() and not shards.exclude(status=ShardStatus.DONE).exists()
+
+
+def shards_of(job) -> list[JobShard]:
+    """The job's shards, in plan order."""
+    return list(_shards_of(job).order_by("index"))
+
+
 __all__ = [
     "ShardFatal",
     "ShardProgress",
     "ShardStopped",
     "shard_run",
+    "shards_all_done",
     "shards_dispatch",
     "shards_job_end",
+    "shards_of",
     "shards_plan",
     "shards_run_here",
     "shards_watch_once",

@@ -254,7 +254,9 @@ def test_a_wrong_alternative_becomes_an_on_policy_pair_in_the_trl_bundle(
     export_services.export_to_path(project=project, user=None, fmt="trl", options={"validation_fraction": 0}, out=out)
     with zipfile.ZipFile(out) as bundle:
         manifest = json.loads(bundle.read("manifest.json"))
-        records = [json.loads(line) for line in bundle.read("dpo_train.jsonl").decode().splitlines()]
+        records = [
+            json.loads(line) for line in bundle.read("data/dpo/train-00000-of-00001.jsonl").decode().splitlines()
+        ]
     on_policy = [r for r in records if r["kind"] == "dpo_on_policy"]
     assert len(on_policy) == 1  # the second wrong alternative is the correction itself: no pair
     pair = on_policy[0]

@@ -88,11 +88,11 @@ def test_every_readme_block_runs(annotated, tmp_path, monkeypatch, fmt, validati
             # verl's overrides: every file they name is in the bundle, and the reward is the shipped one
             config = yaml.safe_load(code)
             named = [
-                config["data"]["train_files"],
-                config["data"].get("val_files"),
+                *config["data"]["train_files"],
+                *config["data"].get("val_files", []),
                 config["custom_reward_function"]["path"],
             ]
-            assert all(name in files for name in named if name is not None)
+            assert all(name in files for name in named)
             assert ("val_files" in config["data"]) == (validation > 0) and config["data"]["image_key"] == "images"
             assert config["custom_reward_function"]["name"] == "compute_score"
         elif language == "yaml":

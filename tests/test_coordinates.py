@@ -82,7 +82,9 @@ def test_dart_gui_points_land_on_the_recorded_pixel_in_every_convention(
     job = export_services.export_job_run(job_id=job.pk)
     assert job.status == "succeeded", job.message
     with default_storage.open(job.bundle_name) as handle, zipfile.ZipFile(handle) as bundle:
-        records = [json.loads(line) for line in bundle.read("sft_train.jsonl").decode().splitlines()]
+        records = [
+            json.loads(line) for line in bundle.read("data/sft/train-00000-of-00001.jsonl").decode().splitlines()
+        ]
     width, height = steps[0].screenshot.width, steps[0].screenshot.height
     checked = 0
     for number, record in enumerate(records, start=1):

@@ -71,7 +71,7 @@ def test_trl_bundle_is_complete_and_byte_identical(annotated, tmp_path):
                     record = json.loads(line)
                     placeholders = sum(c["type"] == "image" for m in record["prompt"] for c in m["content"])
                     assert placeholders == len(record["images"]) and all(p in names for p in record["images"])
-                    splits.setdefault(record["trace_id"], set()).add(name.split("_")[1])
+                    splits.setdefault(record["trace_id"], set()).add(name.split("/")[2].split("-")[0])
         assert all(len(s) == 1 for s in splits.values())  # split by trace
 
 
@@ -80,8 +80,8 @@ def test_llamafactory_records_follow_its_rules(annotated, tmp_path):
     export(annotated, "llamafactory", tmp_path / "lf.zip", validation_fraction=0)
     with zipfile.ZipFile(tmp_path / "lf.zip") as bundle:
         info = json.loads(bundle.read("dataset_info.json"))
-        assert info["uitars_dpo_train"]["ranking"] is True
-        assert info["uitars_sft_train"]["columns"] == {"messages": "conversations", "images": "images"}
+        assert info["uitars_dpo_train-00000-of-00001"]["ranking"] is True
+        assert info["uitars_sft_train-00000-of-00001"]["columns"] == {"messages": "conversations", "images": "images"}
         for entry in info.values():
             records = json.loads(bundle.read(entry["file_name"]))
             assert records
@@ -111,7 +111,7 @@ def test_parquet_loads_with_datasets(annotated, tmp_path):
         assert not [n for n in bundle.namelist() if n.startswith("images/")]
     dpo = datasets.load_dataset(
         "parquet",
-        data_files=str(tmp_path / "pq" / "dpo_train.parquet"),
+        data_files=str(tmp_path / "pq" / "data" / "dpo" / "train-00000-of-00001.parquet"),
         split="train",
         cache_dir=str(tmp_path / "cache"),
     )
@@ -192,17 +192,17 @@ def test_cancel_mid_run_leaves_no_bundle_and_failure_is_explained(annotated, eng
     from exports import builders
 
     job = services.export_job_create(project=annotated, user=engineer, fmt="trl", enqueue=False)
-    real_count = services.count_sources
+    real_plan = services.export_plan
 
-    def count_then_cancel(project):
+    def plan_then_cancel(annotation_ids):
         ExportJob.objects.filter(pk=job.pk).update(cancel_requested=True)  # someone clicks Cancel meanwhile
-        return real_count(project)
+        return real_plan(annotation_ids)
 
-    monkeypatch.setattr(services, "count_sources", count_then_cancel)
+    monkeypatch.setattr(services, "export_plan", plan_then_cancel)
     job = services.export_job_run(job_id=job.pk)
     assert job.status == "cancelled" and not job.bundle_name
 
-    monkeypatch.setattr(services, "count_sources", real_count)
+    monkeypatch.setattr(services, "export_plan", real_plan)
     broken = services.export_job_create(project=annotated, user=engineer, fmt="trl", enqueue=False)
 
     def explode(*args, **kwargs):

@@ -82,7 +82,9 @@ def load(kind: str, path: Path, cache: Path):
 def test_prm_labels_each_step_up_to_tau_with_its_screen(annotated, tmp_path):
     manifest = export(annotated, "prm", tmp_path / "prm.zip")
     folder = tmp_path / "prm"
-    records = load("json", folder / "prm_train.jsonl", tmp_path / "cache")  # as it is, with datasets
+    records = load(
+        "json", folder / "data/prm/train-00000-of-00001.jsonl", tmp_path / "cache"
+    )  # as it is, with datasets
     assert manifest["counts"]["by_kind"] == {"prm": len(ANSWERS)}
     assert manifest["counts"]["skipped_by_reason"] == {"unparsed_target": 1}
     assert manifest["labels"]["false"].startswith("the step is the first error")
@@ -123,15 +125,17 @@ def test_verl_rows_follow_verls_layout_from_the_one_prompt_builder(annotated, tm
     manifest = export(annotated, "verl", tmp_path / "verl.zip")
     export(annotated, "trl", tmp_path / "trl.zip")
     folder = tmp_path / "verl"
-    rows = load("parquet", folder / "rl_train.parquet", tmp_path / "cache")  # as it is, with datasets
+    rows = load(
+        "parquet", folder / "data/rl/train-00000-of-00001.parquet", tmp_path / "cache"
+    )  # as it is, with datasets
     corrected = sum(1 for *_, action, _ in ANSWERS if action)
     reflected = sum(1 for *_, reflection in ANSWERS if reflection)
     assert manifest["counts"]["by_kind"] == {"error_correction": corrected, "post_reflection": reflected}
     assert manifest["counts"]["skipped_by_reason"] == {"unparsed_history": 1}  # the unparsed trace's s_τ
     assert manifest["reward"]["module"] == "uitars_reward.py" and manifest["reward"]["radius_px"] == 28
-    assert {"uitars_reward.py", "uitars_actions.py", "rl_train.parquet"} <= set(manifest["files"])
+    assert {"uitars_reward.py", "uitars_actions.py", "data/rl/train-00000-of-00001.parquet"} <= set(manifest["files"])
     trl = {}
-    for line in (tmp_path / "trl" / "sft_train.jsonl").read_text().splitlines():
+    for line in (tmp_path / "trl" / "data/sft/train-00000-of-00001.jsonl").read_text().splitlines():
         record = json.loads(line)
         trl[(record["trace_id"], record["kind"])] = record
     names = {t.pk: t.external_id for t in Trace.objects.filter(project=annotated)}
@@ -180,7 +184,7 @@ spec = importlib.util.spec_from_file_location("custom_reward", "uitars_reward.py
 reward = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(reward)
 scores = []
-for row in pq.read_table("rl_train.parquet").to_pylist():
+for row in pq.read_table("data/rl/train-00000-of-00001.parquet").to_pylist():
     info, truth = row["extra_info"], row["reward_model"]["ground_truth"]
     scores.append({
         "kind": info["kind"],
@@ -362,7 +366,7 @@ spec = importlib.util.spec_from_file_location("custom_reward", "uitars_reward.py
 reward = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(reward)
 out = []
-for row in pq.read_table("rl_train.parquet").to_pylist():
+for row in pq.read_table("data/rl/train-00000-of-00001.parquet").to_pylist():
     info, truth = row["extra_info"], row["reward_model"]["ground_truth"]
     out.append([info["trace_id"], reward.compute_score(row["data_source"], info["answer"], truth),
                 reward.compute_score(row["data_source"], info["recorded_reply"], truth)])
@@ -377,7 +381,7 @@ print(json.dumps(out))
     assert all(answer == 1.0 and recorded < 1.0 for _, answer, recorded in scores), scores
 
     export(project, "prm", tmp_path / "prm.zip")
-    records = load("json", tmp_path / "prm" / "prm_train.jsonl", tmp_path / "cache")
+    records = load("json", tmp_path / "prm" / "data/prm/train-00000-of-00001.jsonl", tmp_path / "cache")
     assert {r["trace_id"]: len(r["labels"]) for r in records} == taus
     assert all(r["labels"][-1] is False and all(r["labels"][:-1]) for r in records)
 
@@ -400,7 +404,7 @@ def test_a_drawn_element_box_is_the_ground_truth_of_the_target_point(project, an
     )
     manifest = export(project, "verl", tmp_path / "boxed.zip")
     assert manifest["reward"]["rows_with_box"] == 1
-    (row,) = load("parquet", tmp_path / "boxed" / "rl_train.parquet", tmp_path / "cache")
+    (row,) = load("parquet", tmp_path / "boxed" / "data/rl/train-00000-of-00001.parquet", tmp_path / "cache")
     truth = row["reward_model"]["ground_truth"]
     assert truth["box"] == box
     # (325, 275): inside the box, 32 px from the point (more than the radius); (300, 285): 18 px away, below the box

@@ -128,7 +128,7 @@ def test_trl_trains_one_sft_and_one_dpo_step(trl_bundle, tmp_path, monkeypatch):
     from trl import DPOConfig, DPOTrainer, SFTConfig, SFTTrainer
 
     corpus = []
-    for name in ("sft_train.jsonl", "dpo_train.jsonl"):
+    for name in ("data/sft/train-00000-of-00001.jsonl", "data/dpo/train-00000-of-00001.jsonl"):
         for line in (trl_bundle / name).read_text().splitlines():
             record = json.loads(line)
             for key in ("prompt", "completion", "chosen", "rejected"):
@@ -147,13 +147,17 @@ def test_trl_trains_one_sft_and_one_dpo_step(trl_bundle, tmp_path, monkeypatch):
         logging_steps=1,
     )
 
-    sft = load_dataset("json", data_files="sft_train.jsonl", split="train", cache_dir=str(tmp_path / "cache"))
+    sft = load_dataset(
+        "json", data_files="data/sft/train-00000-of-00001.jsonl", split="train", cache_dir=str(tmp_path / "cache")
+    )
     assert set(sft["kind"]) == {"error_correction", "post_reflection"}
     sft_trainer = SFTTrainer(model=model, args=SFTConfig(**common), train_dataset=sft, processing_class=processor)
     sft_result = sft_trainer.train()
     assert sft_result.global_step == 1 and torch.isfinite(torch.tensor(sft_result.training_loss))
 
-    dpo = load_dataset("json", data_files="dpo_train.jsonl", split="train", cache_dir=str(tmp_path / "cache"))
+    dpo = load_dataset(
+        "json", data_files="data/dpo/train-00000-of-00001.jsonl", split="train", cache_dir=str(tmp_path / "cache")
+    )
     dpo_trainer = DPOTrainer(
         model=model,
         ref_model=copy.deepcopy(model),

@@ -203,7 +203,7 @@ def assert_true_to_the_pixel(report: Fidelity, expected_samples: int):
 def trl_records(bundle: Path) -> list[dict]:
     return [
         json.loads(line)
-        for name in ("sft_train.jsonl", "dpo_train.jsonl")
+        for name in ("data/sft/train-00000-of-00001.jsonl", "data/dpo/train-00000-of-00001.jsonl")
         for line in (bundle / name).read_text().splitlines()
     ]
 
@@ -307,7 +307,7 @@ def test_trl_processor_trains_the_annotated_pixels(annotated, tmp_path):
 
 
 def llamafactory_samples(bundle: Path, config: str) -> list[tuple[list[str], str]]:
-    records = json.loads((bundle / f"{config}_train.json").read_text())
+    records = json.loads((bundle / f"data/{config}/train-00000-of-00001.json").read_text())
     if config == "sft":
         return [(record["images"], record["conversations"][-1]["value"]) for record in records]
     return [(record["images"], record["chosen"]["value"]) for record in records]

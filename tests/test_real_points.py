@@ -78,7 +78,9 @@ def test_every_exported_point_is_on_the_recorded_pixel(
     export = export_services.export_job_run(job_id=export.pk)
     assert export.status == "succeeded", export.message
     with default_storage.open(export.bundle_name) as handle, zipfile.ZipFile(handle) as bundle:
-        records = [json.loads(line) for line in bundle.read("sft_train.jsonl").decode().splitlines()]
+        records = [
+            json.loads(line) for line in bundle.read("data/sft/train-00000-of-00001.jsonl").decode().splitlines()
+        ]
     assert records
 
     checked = 0

@@ -1,0 +1,282 @@
+"""Sharded exports (exports.services over studio.shards): a bundle's data files are built by shards that any number
+of workers take at once, named the Hugging Face way, and assembled into the same bytes whatever the workers.
+
+Worker tests run real `celery worker` processes on whichever broker the run uses (REDIS_URL: Redis; otherwise
+kombu's filesystem broker on SQLite). Shards are tiny (two annotations each) and each pauses, so several workers
+hold shards at once when one is SIGKILLed or the export is cancelled."""
+
+from __future__ import annotations
+
+import json
+import time
+import zipfile
+
+import pytest
+from django.core.files.storage import default_storage
+
+from annotation.models import Verdict
+from exports import services
+from exports.models import ExportJob
+from exports.storage import bundle_parts_prefix
+from studio.models import JobShard
+from tests.conftest import WorkerProcess, purge_broker, wait_for
+from tests.fixtures_export import REPLIES, accepted_annotation, make_trace
+
+TRACES, SHARD = 8, 2  # four shards
+
+
+def annotate(project, annotator, lead, n=TRACES):
+    for i in range(n):
+        trace = make_trace(project, replies=REPLIES, external_id=f"s{i}", image_seed=i % 4 + 1)
+        accepted_annotation(
+            trace,
+            annotator=annotator,
+            reviewer=lead,
+            verdict=Verdict.ERROR,
+            tau=3,
+            corrected_thought=f"Fix {i}.",
+            corrected_action=f"click(start_box='({i},5)')",
+            reflection_thought="Wrong panel; go back.",
+            reflection_action="hotkey(key='alt left')",
+        )
+
+
+def _shards(job):
+    return JobShard.objects.filter(job_model="exports.ExportJob", job_id=job.pk)
+
+
+def _stored_parts(job) -> set[str]:
+    found: set[str] = set()
+
+    def walk(folder):
+        try:
+            folders, files = default_storage.listdir(folder)
+        except FileNotFoundError:
+            return
+        found.update(f"{folder}/{name}" for name in files)
+        for sub in folders:
+            walk(f"{folder}/{sub}")
+
+    walk(bundle_parts_prefix(job))
+    return found
+
+
+def _bundle_bytes(job) -> bytes:
+    with default_storage.open(job.bundle_name, "rb") as handle:
+        return handle.read()
+
+
+def _undisturbed(project, user, fmt="trl", **options) -> ExportJob:
+    job = services.export_job_create(project=project, user=user, fmt=fmt, options=options, enqueue=False)
+    job = services.export_job_run(job_id=job.pk)
+    assert job.status == "succeeded", job.message
+    return job
+
+
+def _finished(job, timeout=90) -> ExportJob:
+    return wait_for(lambda: (j := ExportJob.objects.get(pk=job.pk)).is_finished and j, timeout, 0.1, "export ended")
+
+
+# --- in one process: the layout, and what loads it --------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_sharded_bundle_is_named_the_hugging_face_way_and_loads_as_it_is(
+    project, annotator, lead, engineer, settings, tmp_path
+):
+    import datasets
+
+    annotate(project, annotator, lead, 5)
+    settings.EXPORT_SHARD_ANNOTATIONS = SHARD  # three shards: 2, 2, 1 annotations
+    job = _undisturbed(project, engineer, validation_fraction=0)
+    assert _shards(job).count() == 3 and job.counts["shards"] == 3
+    with zipfile.ZipFile(default_storage.path(job.bundle_name)) as bundle:
+        names = bundle.namelist()
+        bundle.extractall(tmp_path / "trl")
+    assert [n for n in names if n.startswith("data/")] == [
+        f"data/{dataset}/train-0000{k}-of-00003.jsonl" for dataset in ("dpo", "sft") for k in range(3)
+    ]
+    assert job.counts["by_file"]["data/sft/train-00002-of-00003.jsonl"] == 2  # the last shard: one annotation
+    # As it is: the dataset card's configs name the shard files (images and the rest are not taken for data).
+    cache = str(tmp_path / "cache")
+    dpo = datasets.load_dataset(str(tmp_path / "trl"), "dpo", cache_dir=cache)
+    sft = datasets.load_dataset(str(tmp_path / "trl"), "sft", cache_dir=cache)
+    assert list(dpo) == ["train"] and len(dpo["train"]) == 5 and len(sft["train"]) == 10
+    assert dpo["train"]["annotation_id"] == [s["annotation_id"] for s in json.loads(bundle_manifest(tmp_path))]
+    # The same bytes as a second run with the same inputs and shard size.
+    again = _undisturbed(project, engineer, validation_fraction=0)
+    assert again.bundle_sha256 == job.bundle_sha256
+
+
+def bundle_manifest(tmp_path) -> str:
+    return json.dumps(json.loads((tmp_path / "trl" / "manifest.json").read_text())["sources"])
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("fmt", ["llamafactory", "parquet", "verl"])
+def test_every_format_lists_its_shard_files_where_its_trainer_looks(
+    project, annotator, lead, engineer, settings, tmp_path, fmt
+):
+    import datasets
+    import yaml
+
+    annotate(project, annotator, lead, 5)
+    settings.EXPORT_SHARD_ANNOTATIONS = SHARD
+    job = _undisturbed(project, engineer, fmt, validation_fraction=0)
+    folder = tmp_path / fmt
+    with zipfile.ZipFile(default_storage.path(job.bundle_name)) as bundle:
+        bundle.extractall(folder)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    data = sorted(name for name in manifest["files"] if name.startswith("data/"))
+    suffix = {"llamafactory": ".json", "parquet": ".parquet", "verl": ".parquet"}[fmt]
+    assert data and all(name.endswith(f"-of-00003{suffix}") for name in data)
+    cache = str(tmp_path / "cache")
+    if fmt == "llamafactory":
+        info = json.loads((folder / "dataset_info.json").read_text())
+        assert sorted(entry["file_name"] for entry in info.values()) == data
+        config = yaml.safe_load((folder / "dpo.yaml").read_text())
+        listed = config["dataset"].split(",")
+        assert [info[name]["file_name"] for name in listed] == [n for n in data if n.startswith("data/dpo/")]
+        records = [r for name in listed for r in json.loads((folder / info[name]["file_name"]).read_text())]
+        assert len(records) == 5 and all(r["chosen"]["from"] == "gpt" for r in records)
+    elif fmt == "parquet":
+        dpo = datasets.load_dataset(str(folder), "dpo", cache_dir=cache)
+        assert len(dpo["train"]) == 5 and dpo["train"][0]["images"][0].size == (56, 42)
+    else:
+        rl = datasets.load_dataset(str(folder), "rl", cache_dir=cache)
+        assert len(rl["train"]) == 10  # a corrected and a post-reflection row per annotation
+        readme = (folder / "README.md").read_text()
+        block = readme.split("```yaml\n", 1)[1].split("```", 1)[0]
+        assert yaml.safe_load(block)["data"]["train_files"] == data
+
+
+@pytest.mark.django_db
+def test_a_failed_shard_is_retried_without_duplicating_a_sample(
+    project, annotator, lead, engineer, settings, monkeypatch
+):
+    from exports import builders
+
+    annotate(project, annotator, lead, 6)
+    settings.EXPORT_SHARD_ANNOTATIONS = SHARD
+    reference = _undisturbed(project, engineer)
+    real = builders.annotation_samples
+    broken = {"left": 1}
+
+    def fails_once_mid_shard(annotation, *args, **kwargs):
+        # The second annotation of a shard: the shard wrote half its samples when it breaks.
+        if broken["left"] and annotation.trace.external_id == "s3":
+            broken["left"] -= 1
+            raise OSError("storage hiccup")
+        yield from real(annotation, *args, **kwargs)
+
+    monkeypatch.setitem(builders.SAMPLE_SETS, "sft_dpo", fails_once_mid_shard)
+    job = _undisturbed(project, engineer)
+    assert _shards(job).get(index=1).attempts == 2 and not broken["left"]
+    assert job.bundle_sha256 == reference.bundle_sha256
+    assert job.counts["by_kind"]["dpo"] == 6 and len(job.sources) == 6
+
+
+# --- real workers -----------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def shard_env(monkeypatch, settings):
+    monkeypatch.setenv("STUDIO_EXPORT_SHARD_ANNOTATIONS", str(SHARD))
+    monkeypatch.setenv("STUDIO_EXPORT_THROTTLE_S", "0.8")  # a pause per shard (one batch), so shards overlap
+    # A killed worker's shard is taken back within seconds (its watchdog looks every stale/3 s).
+    monkeypatch.setenv("STUDIO_JOB_STALE_AFTER_S", "2")
+    monkeypatch.setenv("STUDIO_REDIS_VISIBILITY_TIMEOUT_S", "3600")  # recovery must not wait for the broker
+    settings.EXPORT_SHARD_ANNOTATIONS = SHARD  # the undisturbed run in this process plans the same shards
+
+
+def _workers(n: int) -> list[WorkerProcess]:
+    purge_broker()
+    return [WorkerProcess().start() for _ in range(n)]
+
+
+def _stop(workers) -> None:
+    for worker in workers:
+        worker.stop()
+
+
+def _took_shards(worker: WorkerProcess) -> int:
+    return sum(1 for line in worker.log if "exports.tasks.export_shard[" in line and "succeeded" in line)
+
+
+@pytest.mark.worker
+def test_bundle_bytes_are_the_same_with_one_and_with_three_workers(
+    transactional_db, project, annotator, lead, engineer, shard_env
+):
+    annotate(project, annotator, lead)
+    reference = _undisturbed(project, engineer)
+    runs = {}
+    for count in (1, 3):
+        workers = _workers(count)
+        try:
+            job = _finished(services.export_job_create(project=project, user=engineer, fmt="trl"))
+        finally:
+            _stop(workers)
+        assert job.status == "succeeded", (job.message, "".join(workers[0].log)[-3000:])
+        assert _shards(job).count() == TRACES // SHARD and job.counts["shards"] == TRACES // SHARD
+        runs[count] = (job, [_took_shards(w) for w in workers])
+    (one, by_one), (three, by_three) = runs[1], runs[3]
+    assert by_one == [TRACES // SHARD] and sum(by_three) == TRACES // SHARD
+    assert sum(1 for n in by_three if n) >= 2, by_three  # the shards really were built on several workers
+    assert one.bundle_sha256 == three.bundle_sha256 == reference.bundle_sha256
+    assert _bundle_bytes(one) == _bundle_bytes(three)
+    assert one.progress_done == one.progress_total and three.attempts == 2  # the plan, then the assembly
+    assert not _stored_parts(one) and not _stored_parts(three)
+
+
+@pytest.mark.worker
+def test_a_worker_killed_mid_shard_leaves_the_bundle_of_an_undisturbed_run(
+    transactional_db, project, annotator, lead, engineer, shard_env
+):
+    annotate(project, annotator, lead)
+    reference = _undisturbed(project, engineer)
+    victim, survivor = _workers(2)
+    try:
+        job = services.export_job_create(project=project, user=engineer, fmt="trl")
+        wait_for(lambda: _shards(job).filter(status="running").count() >= 2, 60, 0.05, "two shards running")
+        victim.kill()
+        assert _shards(job).filter(status="running").exists()
+        job = _finished(job)
+    finally:
+        victim.kill()
+        survivor.stop()
+    log = "".join(survivor.log)
+    assert job.status == "succeeded", (job.message, log[-3000:])
+    assert max(_shards(job).values_list("attempts", flat=True)) >= 2, "the killed worker's shard was run again"
+    assert "shard watchdog" in log and "JobTransitionError" not in log
+    assert job.attempts == 2 and job.finished_at  # planned once, assembled once: it ended once
+    assert job.bundle_sha256 == reference.bundle_sha256
+    assert job.counts["by_kind"] == reference.counts["by_kind"] and len(job.sources) == TRACES
+    assert not _stored_parts(job)  # the killed run's stored files went with the rest
+
+
+@pytest.mark.worker
+def test_cancel_while_shards_run_stops_every_shard_write(
+    transactional_db, project, annotator, lead, engineer, shard_env
+):
+    from studio.jobs import job_cancel
+
+    annotate(project, annotator, lead)
+    workers = _workers(2)
+    try:
+        job = services.export_job_create(project=project, user=engineer, fmt="trl")
+        wait_for(lambda: _shards(job).filter(status="running").count() >= 2, 60, 0.05, "two shards running")
+        job_cancel(job)  # committed: the cancel is acknowledged
+        recorded = set(_shards(job).exclude(result=None).values_list("index", flat=True))
+        stored = _stored_parts(job)
+        job = _finished(job, 60)
+        wait_for(lambda: not _shards(job).filter(status="running").exists(), 30, 0.1, "every shard stopped")
+        time.sleep(2)  # longer than a shard takes: a shard that ignored the cancel would have stored its files
+        assert set(_shards(job).exclude(result=None).values_list("index", flat=True)) == recorded
+        assert len(recorded) < TRACES // SHARD
+        assert not _stored_parts(job) - stored  # nothing stored after the cancel (and what was is given back)
+    finally:
+        _stop(workers)
+    assert job.status == "cancelled", job.message
+    assert not job.bundle_name and not _stored_parts(job)
+    assert set(_shards(job).values_list("status", flat=True)) <= {"done", "cancelled"}
+    assert _shards(job).filter(status="cancelled").exists()
