@@ -35,9 +35,11 @@ WRONG_STEP = "Thought: Open the wrong item."  # REPLIES[2], the recorded step τ
 
 
 @pytest.fixture
-def bundle(project, annotator, lead, tmp_path):
+def bundle(project, annotator, lead, tmp_path, settings):
     """Four annotated traces, error at τ=3: error-correction and post-reflection samples with two and three
-    history replies, and DPO pairs; split into train and validation, so the configs name an ``eval_dataset``."""
+    history replies, and DPO pairs; split into train and validation, so the configs name an ``eval_dataset``; in
+    four shards, so a split's samples lie in several files that the configs list (LLaMA-Factory concatenates them)."""
+    settings.EXPORT_SHARD_ANNOTATIONS = 1
     for n in range(4):
         trace = make_trace(project, replies=REPLIES, external_id=f"t{n}", image_seed=n + 1)
         accepted_annotation(
@@ -97,13 +99,15 @@ def records_and_examples(bundle, stage: str, report: dict) -> list[tuple[dict, d
     """Each bundle record with what LLaMA-Factory made of it, train and validation; it must have dropped none."""
     pairs = []
     for split, preprocessed in (("train", "train"), ("validation", "eval")):
-        records = json.loads((bundle / f"{stage}_{split}.json").read_text())
+        files = sorted((bundle / "data" / stage).glob(f"{split}-*-of-*.json"))
+        records = [record for file in files for record in json.loads(file.read_text())]
         assert len(report[preprocessed]) == len(records), f"LLaMA-Factory kept every {stage} {split} sample"
         pairs += zip(records, report[preprocessed])
     return pairs
 
 
 def test_sft_labels_cover_only_the_final_assistant_turn(llamafactory_python, bundle):
+    assert len(list((bundle / "data" / "sft").glob("*-of-*.json"))) > 2  # sharded: more than one file per split
     masked, unmasked = preprocess_runs(llamafactory_python, bundle, ("sft.yaml",), ("sft.yaml", "mask_history=false"))
     pairs = records_and_examples(bundle, "sft", masked)
     assert {record["kind"] for record, _ in pairs} == {"error_correction", "post_reflection"}
