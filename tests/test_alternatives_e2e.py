@@ -195,7 +195,9 @@ def test_request_job_markers_take_wrong_submit_accept_export_on_a_real_worker(
     assert download.status_code == 200
     with zipfile.ZipFile(io.BytesIO(b"".join(download.streaming_content))) as bundle:
         manifest = json.loads(bundle.read("manifest.json"))
-        records = [json.loads(line) for line in bundle.read("dpo_train.jsonl").decode().splitlines()]
+        records = [
+            json.loads(line) for line in bundle.read("data/dpo/train-00000-of-00001.jsonl").decode().splitlines()
+        ]
     on_policy = [r for r in records if r["kind"] == "dpo_on_policy"]
     assert len(on_policy) == 1
     pair = on_policy[0]
