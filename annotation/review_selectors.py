@@ -15,7 +15,7 @@ from annotation.access import annotations_for, history_for
 from annotation.alternatives.selectors import marked_alternatives
 from annotation.models import Annotation, AnnotationStatus, AuditEvent
 from annotation.review import REVIEW_EDITABLE_FIELDS
-from annotation.selectors import action_target_box, model_extent, open_leases
+from annotation.selectors import action_target_box, model_extent, observations, open_leases
 from annotation.services import answer_for_verdict
 from traces import actions as grammar
 from traces.access import projects_for
@@ -180,46 +180,38 @@ def _marker(
     convention: str | None = None,
     box: list | None = None,
 ) -> dict | None:
-    """Where an action points on its screenshot, as fractions of the image (what the page draws), with the element
-    box drawn for it (``box``, in the same convention) as ``[x1, y1, x2, y2]`` fractions."""
+    """Where an action points on its screenshot, in the one form every page gets: points (``start``, ``end``) and the
+    element box drawn for it (``box``, ``[x1, y1, x2, y2]``) in the project's convention, with the screenshot's
+    ``extent`` (the convention's range that spans it; static/js/lib/geometry.js converts). The recorded action is
+    read in the trace's ``convention`` and converted here, as the workspace's recorded actions are."""
     if not action_text or shot is None:
         return None
     try:
         action = grammar.parse_actions(action_text)[0]
-    except (grammar.ActionSyntaxError, IndexError):
+        if convention and convention != project.coordinate_convention:
+            action = grammar.convert_action(
+                action,
+                src=convention,
+                dst=project.coordinate_convention,
+                width=shot.width,
+                height=shot.height,
+                max_pixels=project.max_pixels,
+            )
+    except (grammar.ActionSyntaxError, IndexError, ValueError):
         return None
     marker = {
         "label": label,
         "kind": kind,
         "type": action.type,
         "text": grammar.render_action(action, box_tokens=False),
+        "extent": model_extent(project, shot.width, shot.height),
     }
-    for arg, prefix in (("start_box", ""), ("end_box", "end_")):
+    for arg, key in ((grammar.START_BOX, "start"), (grammar.END_BOX, "end")):
         point = action.point(arg)
-        if point is None:
-            continue
-        x, y = grammar.to_screen_pixels(
-            point,
-            convention=convention or project.coordinate_convention,
-            width=shot.width,
-            height=shot.height,
-            max_pixels=project.max_pixels,
-        )
-        marker[prefix + "x"] = round(x / shot.width, 5)
-        marker[prefix + "y"] = round(y / shot.height, 5)
+        if point is not None:
+            marker[key] = list(point)
     if box is not None:
-        # The element box drawn for the action: its corners as fractions of the image, like the point.
-        corners = []
-        for corner in ((box[0], box[1]), (box[2], box[3])):
-            x, y = grammar.to_screen_pixels(
-                corner,
-                convention=convention or project.coordinate_convention,
-                width=shot.width,
-                height=shot.height,
-                max_pixels=project.max_pixels,
-            )
-            corners += [round(x / shot.width, 5), round(y / shot.height, 5)]
-        marker["box"] = corners
+        marker["box"] = list(box)
     return marker
 
 
@@ -377,8 +369,7 @@ def review_context(annotation: Annotation) -> dict:
         ]
         context["error_markers"] = [m for m in markers if m]
         context["thought_diff"] = word_diff(step.thought, annotation.corrected_thought)
-        after = by_index.get(tau + 1)
-        reflection_shot = after.screenshot if after else (trace.final_screenshot if tau == trace.step_count else None)
+        reflection_shot = observations(trace, steps).get(tau + 1)
         context["reflection_shot"] = reflection_shot
         marker = _marker(
             annotation.reflection_action,

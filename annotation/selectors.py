@@ -106,6 +106,14 @@ def _display_actions(step, trace) -> list[dict]:
         return []
 
 
+def observations(trace, steps) -> dict:
+    """The screens o_i of ``steps`` (each step's screenshot) and o_{n+1}, the trace's final screenshot when it was kept:
+    the one rule of which screen follows a step (a post-reflection is written on o_{τ+1})."""
+    screens = {step.index: step.screenshot for step in steps}
+    screens[trace.step_count + 1] = trace.final_screenshot
+    return screens
+
+
 def _shot(project, screenshot) -> dict | None:
     if screenshot is None:
         return None
@@ -137,6 +145,8 @@ def workspace_payload(*, annotation: Annotation, lease: Lease | None) -> dict:
     """Everything the workspace page needs in one document (rendered as JSON data, never as HTML)."""
     trace = annotation.trace
     project = trace.project
+    rows = list(trace_steps(trace))
+    screens = observations(trace, rows)
     steps = [
         {
             "index": step.index,
@@ -151,8 +161,11 @@ def workspace_payload(*, annotation: Annotation, lease: Lease | None) -> dict:
             "missing_before": int((step.context or {}).get("missing_before") or 0),
             # The source's element boxes on o_i, in the project's convention: the editor's snap targets.
             "elements": step_elements_json(step, convention=trace.coordinate_convention, project=project),
+            # Where a post-reflection for a first error here is written (o_{i+1}), or None when that screen was not
+            # kept: the page reads it, it has no copy of the rule.
+            "reflection_screen": step.index + 1 if screens.get(step.index + 1) is not None else None,
         }
-        for step in trace_steps(trace)
+        for step in rows
     ]
     return {
         "annotation": annotation_json(annotation),

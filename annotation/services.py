@@ -17,7 +17,7 @@ from annotation import events
 from annotation.access import access_annotation, access_lease
 from annotation.answer_fields import clean_answer_field
 from annotation.models import Annotation, AnnotationStatus, AuditEvent, Lease, Verdict
-from annotation.selectors import annotation_json
+from annotation.selectors import annotation_json, observations
 from annotation.workflow import EDITABLE_BY_ANNOTATOR, STANDING, check_transition
 from studio.access import can
 from studio.db import atomic_with_retry
@@ -412,10 +412,7 @@ def _render(action: grammar.Action | None, project) -> str:
 
 def observation_for(trace, index: int):
     """The screenshot o_index (1-based); o_{n+1} is the trace's final screenshot when it was kept."""
-    if index == trace.step_count + 1:
-        return trace.final_screenshot
-    step = trace.steps.select_related("screenshot").filter(index=index).first()
-    return step.screenshot if step else None
+    return observations(trace, trace.steps.select_related("screenshot").filter(index=index)).get(index)
 
 
 def action_check(*, annotation: Annotation, slot: str, action_json: dict | None, tau: int | None) -> dict:

@@ -348,10 +348,11 @@ def main():
     finally:
         server.terminate()
         server.wait(20)
-    js_css = sum(
-        (REPO / p).stat().st_size
-        for p in ("static/js/workspace.js", "static/css/workspace.css", "static/css/studio.css")
-    )
+    # The workspace's modules (the entry, its parts and the shared modules it imports) and its style sheets.
+    page_files = ["static/js/workspace.js", "static/css/workspace.css", "static/css/studio.css"]
+    page_files += [f"static/js/{name}.js" for name in ("dom", "api", "geometry", "zoom", "action_editor", "prescore")]
+    page_files += [str(p.relative_to(REPO)) for p in (REPO / "static/js/workspace").glob("*.js")]
+    js_css = sum((REPO / p).stat().st_size for p in page_files)
     if durations:
         print(
             f"step switch (browser, Performance API, prefetch on): n={len(durations)} "

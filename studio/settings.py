@@ -60,7 +60,7 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
-    "django.contrib.staticfiles",
+    "studio.staticfiles.StudioStaticFilesConfig",  # django.contrib.staticfiles without static/js/package.json
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
@@ -250,7 +250,7 @@ else:
 STORAGES = {
     "default": DEFAULT_STORAGE_BACKEND,
     "staticfiles": {
-        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        "BACKEND": "studio.staticfiles.StudioStaticFilesStorage"  # hashed names, also in JS module imports
         if PRODUCTION
         else "django.contrib.staticfiles.storage.StaticFilesStorage"
     },

@@ -16,6 +16,7 @@ import pytest
 from django.test import Client
 
 from annotation.models import AlternativeMark, AlternativesJob, Annotation
+from annotation.selectors import model_extent
 from exports.models import ExportJob
 from studio.permissions import Role
 from tests.conftest import wait_for
@@ -166,8 +167,10 @@ def test_request_job_markers_take_wrong_submit_accept_export_on_a_real_worker(
         ("corrected", "corrected"),
         ("alt-wrong", f"wrong alternative {wrong['number']}"),
     ]
+    # In the one form every page gets: the point in the project's convention, with its screenshot's extent.
     shot = Annotation.objects.get(pk=pk).trace.steps.get(index=3).screenshot
-    assert abs(markers[2]["x"] - 0.2) <= 1 / shot.width and abs(markers[2]["y"] - 0.7) <= 1 / shot.height
+    assert markers[2]["start"] == [200, 700]
+    assert markers[2]["extent"] == model_extent(project, shot.width, shot.height)
     assert markers[2]["text"] == "click(start_box='(200,700)')"
     listed = re.findall(r'<li class="alternative-mark" data-verdict="(\w+)">.*?alternative (\d+) of', html, re.S)
     assert listed == [("wrong", str(wrong["number"])), ("taken", str(right["number"]))]

@@ -199,6 +199,23 @@ def test_no_post_reflection_without_next_screen_is_recorded(project, tmp_path, a
     assert "no screenshot after step 2" in Annotation.objects.get(pk=pk).no_reflection_reason
 
 
+def test_the_page_gets_each_steps_post_reflection_screen_from_the_one_rule(project, tmp_path, annotator):
+    # The workspace places the post-reflection on the served reflection_screen (static/js/workspace/editor.js):
+    # o_{i+1} when kept, the final screen after the last step, none when the runner kept no final screen; the same
+    # rule the submit's "no o_{τ+1}" check reads (services.observation_for).
+    from annotation.selectors import workspace_payload
+
+    [kept] = make_traces(project, tmp_path / "kept", count=1, steps=3, final=True)
+    [lost] = make_traces(project, tmp_path / "lost", count=1, steps=3, final=False)
+    for trace, expected in ((kept, [2, 3, 4]), (lost, [2, 3, None])):
+        annotation = Annotation.objects.create(trace=trace, project=project, annotator=annotator)
+        steps = workspace_payload(annotation=annotation, lease=None)["steps"]
+        assert [s["reflection_screen"] for s in steps] == expected
+        assert [services.observation_for(trace, i + 1) is not None for i in (1, 2, 3)] == [
+            e is not None for e in expected
+        ]
+
+
 def test_unusable_needs_reason_and_skip_releases(project, traces, annotator, api_client):
     claim = take(api_client, annotator, project).json()
     pk = claim["annotation"]["id"]

@@ -73,3 +73,25 @@ def test_the_human_edited_reply_comes_first_and_a_blind_project_offers_no_model_
     page.keyboard.press("s")
     page.wait_for_selector("[data-errors='corrected'] li.ok")
     assert "(321,654)" in page.inner_text("[data-canonical='corrected']")
+
+
+def test_the_models_own_action_is_drawn_where_it_points(browser, live_server, project, annotator, tmp_path):
+    """Pre-scoring's ghost comes in the one coordinate form (the model's point in the project's convention, here
+    relative-1000 on a 1280 × 800 screenshot) and the page places it with the step's extent (static/js/geometry.js)."""
+    import_folder(project, write_native_trace(tmp_path / "t", steps=3, external_id="ghost", size=(1280, 800)))
+    score_step_two(project)
+    StepSuggestion.objects.filter(scorer=Scorer.QWEN2VL).update(
+        model_action_parsed=[{"type": "click", "args": {"start_box": [250, 750]}, "style": "box"}], loglik_mean=-0.5
+    )
+    page = browser.new_context(viewport={"width": 1920, "height": 1080}).new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    login(page, live_server.url, annotator.username)
+    open_next_trace(page, live_server.url)
+    page.keyboard.press("j")
+    ghost = page.locator("#ws-stage .ws-overlay .prescore-ghost circle")
+    ghost.wait_for()
+    mark, image = ghost.bounding_box(), page.locator("#ws-stage .ws-frame img").bounding_box()
+    assert mark["x"] + mark["width"] / 2 == pytest.approx(image["x"] + 0.25 * image["width"], abs=1.5)
+    assert mark["y"] + mark["height"] / 2 == pytest.approx(image["y"] + 0.75 * image["height"], abs=1.5)
+    assert errors == []

@@ -244,6 +244,37 @@ _SPECS: tuple[ActionSpec, ...] = (
 
 ACTION_SPECS: dict[str, ActionSpec] = {s.name: s for s in _SPECS}
 
+# How each action is drawn over its screenshot (served in the action table; static/js/workspace/overlay.js draws a
+# shape and never decides per action type). shape: "point" (a ring on start_box), "double" (two rings), "path" (start
+# to end_box), "scroll" (an arrow in ``direction``), "text" (typed text, at start_box when given), "keys" (a key
+# combination in the corner), "corner" (a badge in the corner). badge: the words on the marker's badge ("" = none);
+# badge_arg: an argument whose value the badge shows after them, joined by badge_join.
+ACTION_MARKS: dict[str, dict[str, str]] = {
+    "click": {"shape": "point", "badge": ""},
+    "left_single": {"shape": "point", "badge": ""},
+    "hover": {"shape": "point", "badge": "hover"},
+    "long_press": {"shape": "point", "badge": "long press"},
+    "left_double": {"shape": "double", "badge": "double"},
+    "right_single": {"shape": "point", "badge": "right"},
+    "drag": {"shape": "path", "badge": "drag"},
+    "swipe": {"shape": "path", "badge": "swipe"},
+    "select": {"shape": "path", "badge": "select"},
+    "scroll": {"shape": "scroll", "badge": "scroll", "badge_arg": "direction", "badge_join": " "},
+    "type": {"shape": "text", "badge": "⌨", "badge_arg": "content", "badge_join": " "},
+    "hotkey": {"shape": "keys", "badge": "⌘", "badge_arg": "key", "badge_join": " "},
+    "press": {"shape": "keys", "badge": "⌘", "badge_arg": "key", "badge_join": " "},
+    "keydown": {"shape": "keys", "badge": "⌘", "badge_arg": "key", "badge_join": " "},
+    "keyup": {"shape": "keys", "badge": "⌘", "badge_arg": "key", "badge_join": " "},
+    "release": {"shape": "keys", "badge": "⌘", "badge_arg": "key", "badge_join": " "},
+    "finished": {"shape": "corner", "badge": "✓ finished", "badge_arg": "content", "badge_join": ": "},
+    "wait": {"shape": "corner", "badge": "… wait"},
+    "call_user": {"shape": "corner", "badge": "☎ call user"},
+    "press_home": {"shape": "corner", "badge": "⌂ home"},
+    "press_back": {"shape": "corner", "badge": "← back"},
+    "open_app": {"shape": "corner", "badge": "open", "badge_arg": "app_name", "badge_join": " "},
+}
+assert set(ACTION_MARKS) == set(ACTION_SPECS), "every action needs its mark"
+
 # --------------------------------------------------------------------------------------
 # The action space a model is told about, and what a correction may therefore use
 
@@ -1316,6 +1347,7 @@ def action_table_json() -> dict:
                 "extra": s.extra,
                 "require_any": list(s.require_any),
                 "args": args,
+                "mark": ACTION_MARKS[s.name],
             }
         )
     return {

@@ -2,127 +2,114 @@
    Everything it offers comes from the server's action table (/api/actions/table/: the platform's action space,
    each action's arguments and their kinds); the canonical UI-TARS text and the problems come from the server's
    check of the same grammar. The editor holds no rule of its own: it draws an action and reports edits. */
-(function () {
-  "use strict";
+import { el } from "./dom.js";
 
-  const el = (tag, attrs, text) => {
-    const node = document.createElement(tag);
-    for (const [k, v] of Object.entries(attrs || {})) {
-      if (k === "class") node.className = v; else if (k.startsWith("data-")) node.setAttribute(k, v); else node[k] = v;
-    }
-    if (text !== undefined && text !== null) node.textContent = String(text);
-    return node;
-  };
+export const spec = (table, type) => (table ? table.actions.find((a) => a.name === type) : null);
+export const pointArgs = (table, type) => (spec(table, type) ? spec(table, type).args.filter((a) => a.kind === "point") : []);
 
-  const spec = (table, type) => (table ? table.actions.find((a) => a.name === type) : null);
-  const pointArgs = (table, type) => (spec(table, type) ? spec(table, type).args.filter((a) => a.kind === "point") : []);
+/* The points a click places, in order: the required ones (a drag: start, then end), else the first optional one. */
+export function placeablePoints(table, type) {
+  const all = pointArgs(table, type);
+  return all.some((a) => a.required) ? all.filter((a) => a.required) : all.slice(0, 1);
+}
 
-  /* The points a click places, in order: the required ones (a drag: start, then end), else the first optional one. */
-  function placeablePoints(table, type) {
-    const all = pointArgs(table, type);
-    return all.some((a) => a.required) ? all.filter((a) => a.required) : all.slice(0, 1);
+/* Put ``point`` into ``action`` as the next point to place; returns the next placement counter. */
+export function place(table, action, counter, point) {
+  const placeable = placeablePoints(table, action.type);
+  if (!placeable.length) return counter;
+  const k = counter % placeable.length;
+  if (k === 0) for (const a of placeable.slice(1)) delete action.args[a.name];
+  action.args[placeable[k].name] = point;
+  return k + 1;
+}
+
+/* Draw the editor of ``action`` into ``host``.
+   options: table, platform, slot, action ({type, args, style} or null), editable, check ({canonical, errors, valid}
+   or null), fallbackCanonical (shown before the first check), onType(type), onArg(name, value, quiet),
+   onClearPoint(name), pointHint (what to do to place a point), onClearBox() and boxHint (how to draw the element box;
+   without it the box row shows only a stored box). */
+export function render(host, o) {
+  if (!o.table) { host.textContent = "Loading the action table…"; return; }
+  const action = o.action;
+  // Redrawn after every server check: whoever is typing in a field keeps the focus and the caret.
+  const active = host.contains(document.activeElement) ? document.activeElement : null;
+  const focused = active ? (active.dataset.arg ? `[data-arg="${active.dataset.arg}"]` : active.dataset.slotType ? "[data-slot-type]" : null) : null;
+  let caret = null;
+  try { caret = active && active.selectionStart != null ? [active.selectionStart, active.selectionEnd] : null; } catch (e) { caret = null; }
+  host.replaceChildren();
+  const typeSel = el("select", { class: "ws-type", "data-slot-type": o.slot, disabled: !o.editable });
+  typeSel.appendChild(el("option", { value: "" }, "— action type —"));
+  // Only what the platform's prompt offers (the served table says which); a stored type stays visible.
+  const offered = o.table.targets[o.platform] || [];
+  for (const a of o.table.actions) {
+    if (!offered.includes(a.name) && !(action && action.type === a.name)) continue;
+    const option = el("option", { value: a.name }, `${a.label} · ${a.name}`);
+    if (action && action.type === a.name) option.selected = true;
+    typeSel.appendChild(option);
   }
-
-  /* Put ``point`` into ``action`` as the next point to place; returns the next placement counter. */
-  function place(table, action, counter, point) {
-    const placeable = placeablePoints(table, action.type);
-    if (!placeable.length) return counter;
-    const k = counter % placeable.length;
-    if (k === 0) for (const a of placeable.slice(1)) delete action.args[a.name];
-    action.args[placeable[k].name] = point;
-    return k + 1;
-  }
-
-  /* Draw the editor of ``action`` into ``host``.
-     options: table, platform, slot, action ({type, args, style} or null), editable, check ({canonical, errors, valid}
-     or null), fallbackCanonical (shown before the first check), onType(type), onArg(name, value, quiet),
-     onClearPoint(name), pointHint (what to do to place a point), onClearBox() and boxHint (how to draw the element box;
-     without it the box row shows only a stored box). */
-  function render(host, o) {
-    if (!o.table) { host.textContent = "Loading the action table…"; return; }
-    const action = o.action;
-    // Redrawn after every server check: whoever is typing in a field keeps the focus and the caret.
-    const active = host.contains(document.activeElement) ? document.activeElement : null;
-    const focused = active ? (active.dataset.arg ? `[data-arg="${active.dataset.arg}"]` : active.dataset.slotType ? "[data-slot-type]" : null) : null;
-    let caret = null;
-    try { caret = active && active.selectionStart != null ? [active.selectionStart, active.selectionEnd] : null; } catch (e) { caret = null; }
-    host.replaceChildren();
-    const typeSel = el("select", { class: "ws-type", "data-slot-type": o.slot, disabled: !o.editable });
-    typeSel.appendChild(el("option", { value: "" }, "— action type —"));
-    // Only what the platform's prompt offers (the served table says which); a stored type stays visible.
-    const offered = o.table.targets[o.platform] || [];
-    for (const a of o.table.actions) {
-      if (!offered.includes(a.name) && !(action && action.type === a.name)) continue;
-      const option = el("option", { value: a.name }, `${a.label} · ${a.name}`);
-      if (action && action.type === a.name) option.selected = true;
-      typeSel.appendChild(option);
-    }
-    typeSel.addEventListener("change", () => o.onType(typeSel.value));
-    host.appendChild(el("label", {}, "Action")).appendChild(typeSel);
-    const sp = action && spec(o.table, action.type);
-    if (sp) {
-      if (sp.description) host.appendChild(el("p", { class: "muted small" }, sp.description));
-      for (const arg of sp.args) {
-        const value = action.args[arg.name];
-        const label = el("label", {}, `${arg.name}${arg.required_in_target ? "" : " (optional)"}`);
-        if (arg.kind === "point") {
-          const row = el("div", { class: "ws-point" });
-          row.appendChild(el("code", { "data-point": `${o.slot}-${arg.name}` }, Array.isArray(value) ? `(${value[0]}, ${value[1]})` : o.pointHint || "click the screenshot"));
-          if (value !== undefined && !arg.required && o.editable) {
-            const clear = el("button", { type: "button", class: "ws-ghost small" }, "clear");
-            clear.addEventListener("click", () => o.onClearPoint(arg.name));
-            row.appendChild(clear);
-          }
-          label.appendChild(row);
-        } else if (arg.kind === "direction") {
-          const sel = el("select", { disabled: !o.editable, "data-arg": arg.name });
-          sel.appendChild(el("option", { value: "" }, "—"));
-          for (const d of o.table.directions) { const option = el("option", { value: d }, d); option.selected = value === d; sel.appendChild(option); }
-          sel.addEventListener("change", () => o.onArg(arg.name, sel.value || undefined, false));
-          label.appendChild(sel);
-        } else {
-          const input = el(arg.kind === "text" ? "textarea" : "input", { disabled: !o.editable, "data-arg": arg.name });
-          if (arg.kind !== "text") input.type = arg.kind === "duration" ? "number" : "text";
-          if (arg.kind === "text") input.rows = 2;
-          input.placeholder = arg.description || "";
-          input.value = value === undefined ? "" : value;
-          input.addEventListener("input", () => {
-            const v = arg.kind === "duration" ? (input.value === "" ? undefined : Number(input.value)) : input.value;
-            o.onArg(arg.name, v === "" && !arg.required_in_target ? undefined : v, true);
-          });
-          label.appendChild(input);
+  typeSel.addEventListener("change", () => o.onType(typeSel.value));
+  host.appendChild(el("label", {}, "Action")).appendChild(typeSel);
+  const sp = action && spec(o.table, action.type);
+  if (sp) {
+    if (sp.description) host.appendChild(el("p", { class: "muted small" }, sp.description));
+    for (const arg of sp.args) {
+      const value = action.args[arg.name];
+      const label = el("label", {}, `${arg.name}${arg.required_in_target ? "" : " (optional)"}`);
+      if (arg.kind === "point") {
+        const row = el("div", { class: "ws-point" });
+        row.appendChild(el("code", { "data-point": `${o.slot}-${arg.name}` }, Array.isArray(value) ? `(${value[0]}, ${value[1]})` : o.pointHint || "click the screenshot"));
+        if (value !== undefined && !arg.required && o.editable) {
+          const clear = el("button", { type: "button", class: "ws-ghost small" }, "clear");
+          clear.addEventListener("click", () => o.onClearPoint(arg.name));
+          row.appendChild(clear);
         }
-        host.appendChild(label);
+        label.appendChild(row);
+      } else if (arg.kind === "direction") {
+        const sel = el("select", { disabled: !o.editable, "data-arg": arg.name });
+        sel.appendChild(el("option", { value: "" }, "—"));
+        for (const d of o.table.directions) { const option = el("option", { value: d }, d); option.selected = value === d; sel.appendChild(option); }
+        sel.addEventListener("change", () => o.onArg(arg.name, sel.value || undefined, false));
+        label.appendChild(sel);
+      } else {
+        const input = el(arg.kind === "text" ? "textarea" : "input", { disabled: !o.editable, "data-arg": arg.name });
+        if (arg.kind !== "text") input.type = arg.kind === "duration" ? "number" : "text";
+        if (arg.kind === "text") input.rows = 2;
+        input.placeholder = arg.description || "";
+        input.value = value === undefined ? "" : value;
+        input.addEventListener("input", () => {
+          const v = arg.kind === "duration" ? (input.value === "" ? undefined : Number(input.value)) : input.value;
+          o.onArg(arg.name, v === "" && !arg.required_in_target ? undefined : v, true);
+        });
+        label.appendChild(input);
       }
-    }
-    // The element box of the target (start_box), beside its point: drawn on the screenshot, shown here.
-    if (sp && sp.args.some((a) => a.name === "start_box") && (o.boxHint || Array.isArray(action.target_box))) {
-      const label = el("label", {}, "element box (optional)");
-      const row = el("div", { class: "ws-point" });
-      const box = action.target_box;
-      row.appendChild(el("code", { "data-box": o.slot }, Array.isArray(box) ? `[${box.join(", ")}]` : o.boxHint));
-      if (Array.isArray(box) && o.editable && o.onClearBox) {
-        const clear = el("button", { type: "button", class: "ws-ghost small", "data-clear-box": o.slot }, "clear");
-        clear.addEventListener("click", () => o.onClearBox());
-        row.appendChild(clear);
-      }
-      label.appendChild(row);
       host.appendChild(label);
     }
-    const canonical = el("div", { class: "ws-canonical" });
-    canonical.appendChild(el("div", { class: "ws-field-label" }, "UI-TARS action (checked by the server)"));
-    canonical.appendChild(el("code", { class: "ws-code", "data-canonical": o.slot }, o.check ? o.check.canonical || "—" : o.fallbackCanonical || "—"));
-    const errors = el("ul", { class: "ws-errors", "data-errors": o.slot });
-    if (o.check) for (const e of o.check.errors) errors.appendChild(el("li", {}, e));
-    if (o.check && o.check.valid) errors.appendChild(el("li", { class: "ok" }, "✓ valid"));
-    canonical.appendChild(errors);
-    host.appendChild(canonical);
-    const again = focused && host.querySelector(focused);
-    if (again) {
-      again.focus({ preventScroll: true });
-      try { if (caret && again.setSelectionRange) again.setSelectionRange(caret[0], caret[1]); } catch (e) { /* number inputs have no caret */ }
-    }
   }
-
-  window.StudioActionEditor = { render, place, placeablePoints, pointArgs, spec };
-})();
+  // The element box of the target (start_box), beside its point: drawn on the screenshot, shown here.
+  if (sp && sp.args.some((a) => a.name === "start_box") && (o.boxHint || Array.isArray(action.target_box))) {
+    const label = el("label", {}, "element box (optional)");
+    const row = el("div", { class: "ws-point" });
+    const box = action.target_box;
+    row.appendChild(el("code", { "data-box": o.slot }, Array.isArray(box) ? `[${box.join(", ")}]` : o.boxHint));
+    if (Array.isArray(box) && o.editable && o.onClearBox) {
+      const clear = el("button", { type: "button", class: "ws-ghost small", "data-clear-box": o.slot }, "clear");
+      clear.addEventListener("click", () => o.onClearBox());
+      row.appendChild(clear);
+    }
+    label.appendChild(row);
+    host.appendChild(label);
+  }
+  const canonical = el("div", { class: "ws-canonical" });
+  canonical.appendChild(el("div", { class: "ws-field-label" }, "UI-TARS action (checked by the server)"));
+  canonical.appendChild(el("code", { class: "ws-code", "data-canonical": o.slot }, o.check ? o.check.canonical || "—" : o.fallbackCanonical || "—"));
+  const errors = el("ul", { class: "ws-errors", "data-errors": o.slot });
+  if (o.check) for (const e of o.check.errors) errors.appendChild(el("li", {}, e));
+  if (o.check && o.check.valid) errors.appendChild(el("li", { class: "ok" }, "✓ valid"));
+  canonical.appendChild(errors);
+  host.appendChild(canonical);
+  const again = focused && host.querySelector(focused);
+  if (again) {
+    again.focus({ preventScroll: true });
+    try { if (caret && again.setSelectionRange) again.setSelectionRange(caret[0], caret[1]); } catch (e) { /* number inputs have no caret */ }
+  }
+}

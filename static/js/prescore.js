@@ -1,8 +1,14 @@
 // Pre-scoring suggestions in the workspace: a suspicion strip along the filmstrip, the suggested first
 // error, rule flags as badges and the model's own action as a ghost in the screenshot overlay.
-// The workspace dispatches `workspace:step` {traceId, index, svg, width, height} on each step change.
+// The workspace dispatches `workspace:step` {traceId, index, stepCount, svg, shot} on each step change; the model's
+// points come in the project's convention, placed with the step's screenshot (static/js/geometry.js, the one form).
 // All server text is set with textContent. A blind project's API answer is {hidden: true}: nothing is shown.
-(function () {
+// An ES module, loaded before the workspace's (document order), so it hears the first step.
+import { toPx } from "./geometry.js";
+
+start();
+
+function start() {
   const box = document.getElementById("prescore");
   const strip = document.getElementById("suspicion-strip");
   if (!box || !strip) return;
@@ -90,10 +96,11 @@
     }
   }
 
-  function drawGhost(svg, entry) {
+  function drawGhost(svg, shot, entry) {
     if (!svg) return;
     svg.querySelectorAll(".prescore-ghost").forEach((g) => g.remove());
-    const points = (entry && entry.model && entry.model.model_points_px) || [];
+    if (!shot) return;
+    const points = ((entry && entry.model && entry.model.model_points) || []).map((p) => toPx(shot, p));
     if (!points.length) return;
     const view = svg.viewBox && svg.viewBox.baseVal;
     const scale = view && view.width ? view.width / 1000 : 1;
@@ -138,6 +145,6 @@
     drawStrip(data, steps, detail.index, detail.stepCount);
     const entry = steps.get(detail.index);
     drawStep(data, entry, detail.index);
-    drawGhost(detail.svg, entry);
+    drawGhost(detail.svg, detail.shot, entry);
   });
-})();
+}

@@ -1,14 +1,21 @@
 // Review pages: draws the original / corrected / post-reflection actions over the screenshots, and keeps
 // the review queue current from live events. Data comes from json_script blocks and the API; text via textContent.
-(function () {
-  // --- markers over o_τ and o_{τ+1} ---
-  function readJSON(id) {
-    const el = document.getElementById(id);
-    if (!el) return [];
-    try { return JSON.parse(el.textContent); } catch (e) { return []; }
-  }
+// An ES module sharing the workspace's: zoom.js (the viewer), action_editor.js (edit, then accept), api.js (CSRF and
+// answers) and geometry.js (markers come in the one coordinate form: points in the project's convention with their
+// screenshot's extent, annotation/review_selectors.py _marker).
+import { readJSON as readData } from "./dom.js";
+import { api } from "./api.js";
+import { fractionToModel, toFraction } from "./geometry.js";
+import * as Zoom from "./zoom.js";
+import * as Editor from "./action_editor.js";
 
-  function place(el, x, y) {
+{
+  // --- markers over o_τ and o_{τ+1} ---
+  const readJSON = (id) => readData(id, []);
+
+  // A point in the convention, placed on its screenshot (a marker's extent) in percent of the image.
+  function place(el, marker, p) {
+    const [x, y] = toFraction(marker, p);
     el.style.left = (x * 100).toFixed(3) + "%";
     el.style.top = (y * 100).toFixed(3) + "%";
   }
@@ -20,7 +27,7 @@
     layer.querySelectorAll(".marker, .marker-box").forEach((m) => m.remove());
     frame.querySelectorAll(".marker-note").forEach((m) => m.remove());
     for (const m of markers) {
-      if (m.x === undefined) {
+      if (!m.start) {
         const tag = document.createElement("div");
         tag.className = "marker-note " + m.kind;
         tag.textContent = m.label + ": " + m.text;
@@ -33,26 +40,27 @@
         box.className = "marker-box " + m.kind;
         box.dataset.kind = m.kind;
         box.title = m.label + ": element box";
-        place(box, m.box[0], m.box[1]);
-        box.style.width = ((m.box[2] - m.box[0]) * 100).toFixed(3) + "%";
-        box.style.height = ((m.box[3] - m.box[1]) * 100).toFixed(3) + "%";
+        place(box, m, m.box.slice(0, 2));
+        const [w, h] = toFraction(m, [m.box[2] - m.box[0], m.box[3] - m.box[1]]);
+        box.style.width = (w * 100).toFixed(3) + "%";
+        box.style.height = (h * 100).toFixed(3) + "%";
         layer.append(box);
       }
       const dot = document.createElement("div");
       dot.className = "marker " + m.kind;
       dot.title = m.label + ": " + m.text;
       dot.dataset.kind = m.kind;
-      place(dot, m.x, m.y);
+      place(dot, m, m.start);
       const label = document.createElement("span");
       label.className = "marker-label";
       label.textContent = m.label + " · " + m.type;
       dot.append(label);
       layer.append(dot);
-      if (m.end_x !== undefined) {
+      if (m.end) {
         const end = document.createElement("div");
         end.className = "marker end " + m.kind;
         end.title = m.label + " (end)";
-        place(end, m.end_x, m.end_y);
+        place(end, m, m.end);
         layer.append(end);
       }
     }
@@ -77,9 +85,8 @@
   }
 
   // --- zoom: one view for every screenshot on the page (o_τ and o_τ+1 stay aligned) ---
-  const Zoom = window.StudioZoom;  // static/js/zoom.js, loaded by the pages that show screenshots
-  const frames = Zoom ? [...document.querySelectorAll(".shot-frame")] : [];
-  let view = Zoom ? { ...Zoom.FIT } : null;
+  const frames = [...document.querySelectorAll(".shot-frame")];
+  let view = { ...Zoom.FIT };
   let settle = null;
   function setView(next) {
     view = next;
@@ -153,8 +160,7 @@
 
   // --- edit, then accept: the workspace's structured editor (static/js/action_editor.js), checked by the server ---
   const editData = readJSON("review-edit-data");
-  const Editor = window.StudioActionEditor;
-  if (Editor && editData && editData.check_url) {
+  if (editData && editData.check_url) {
     const tauInput = document.getElementById("edit-tau");
     const formTau = () => (tauInput && tauInput.value ? Number(tauInput.value) : null);
     const slots = {};
@@ -199,14 +205,9 @@
       clearTimeout(s.timer);
       s.timer = setTimeout(async () => {
         const seq = ++s.seq;
-        const token = (document.cookie.match(/csrftoken=([^;]+)/) || [])[1] || "";
-        const response = await fetch(editData.check_url, {
-          method: "POST", credentials: "same-origin",
-          headers: { "Content-Type": "application/json", "X-CSRFToken": token },
-          body: JSON.stringify({ slot, action: s.action, tau: formTau() }),
-        }).catch(() => null);
-        if (!response || !response.ok || seq !== s.seq) return;
-        s.check = await response.json();
+        const res = await api("POST", editData.check_url, { slot, action: s.action, tau: formTau() });
+        if (res.status !== 200 || seq !== s.seq) return;
+        s.check = res.data;
         s.field.value = s.check.canonical || "";
         drawEditor(slot);
       }, 120);
@@ -220,7 +221,7 @@
         if (!details || !details.open || !s.action || !screen || formTau() !== editData.tau) return;
         const box = frame.querySelector(".zoom-layer").getBoundingClientRect();
         const fx = (event.clientX - box.left) / box.width, fy = (event.clientY - box.top) / box.height;
-        const point = [Math.round(fx * screen.extent[0]), Math.round(fy * screen.extent[1])];
+        const point = fractionToModel(screen, [fx, fy]);
         s.placed = Editor.place(table, s.action, s.placed, point);
         changed(slot);
       });
@@ -310,4 +311,4 @@
     if (event.type !== "annotation") return;
     document.querySelectorAll(".review-section").forEach((section) => refreshSection(section));
   });
-})();
+}

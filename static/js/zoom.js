@@ -1,110 +1,106 @@
 /* The screenshot viewer's zoom and pan, shared by the workspace and the review page.
    A view is {scale, ox, oy}: scale 1 = the screenshot fitted to its frame; (ox, oy) = where the image's top-left
    corner sits, in fractions of the frame. Only a CSS transform of one layer (the image and its marks) changes, so
-   zooming costs no layout. Wheel (or a trackpad pinch) zooms around the pointer, a drag pans, two fingers pinch. */
-(function () {
-  "use strict";
-  const MAX = 8;
+   zooming costs no layout. Wheel (or a trackpad pinch) zooms around the pointer, a drag pans, two fingers pinch.
+   An ES module: static/js/workspace.js and review.js import it; clamp, zoomAt and transform are pure. */
+export const MAX = 8;
 
-  function clamp(scale, ox, oy) {
-    scale = Math.min(MAX, Math.max(1, scale));
-    // The image always covers the frame: no panning past its edges.
-    return { scale, ox: Math.min(0, Math.max(1 - scale, ox)), oy: Math.min(0, Math.max(1 - scale, oy)) };
-  }
+export function clamp(scale, ox, oy) {
+  scale = Math.min(MAX, Math.max(1, scale));
+  // The image always covers the frame: no panning past its edges.
+  return { scale, ox: Math.min(0, Math.max(1 - scale, ox)), oy: Math.min(0, Math.max(1 - scale, oy)) };
+}
 
-  // (u, v): the point of the frame, in fractions, that stays where it is.
-  function zoomAt(view, u, v, factor) {
-    const scale = Math.min(MAX, Math.max(1, view.scale * factor));
-    const ix = (u - view.ox) / view.scale, iy = (v - view.oy) / view.scale;  // that point, in fractions of the image
-    return clamp(scale, u - ix * scale, v - iy * scale);
-  }
+// (u, v): the point of the frame, in fractions, that stays where it is.
+export function zoomAt(view, u, v, factor) {
+  const scale = Math.min(MAX, Math.max(1, view.scale * factor));
+  const ix = (u - view.ox) / view.scale, iy = (v - view.oy) / view.scale;  // that point, in fractions of the image
+  return clamp(scale, u - ix * scale, v - iy * scale);
+}
 
-  function transform(view) {
-    return `translate(${view.ox * 100}%, ${view.oy * 100}%) scale(${view.scale})`;
-  }
+export function transform(view) {
+  return `translate(${view.ox * 100}%, ${view.oy * 100}%) scale(${view.scale})`;
+}
 
-  const FIT = Object.freeze({ scale: 1, ox: 0, oy: 0 });
+export const FIT = Object.freeze({ scale: 1, ox: 0, oy: 0 });
 
-  /* Gestures on ``frame``: ``get()`` reads the current view, ``set(view)`` applies a new one. ``hover(event)`` is
-     called for pointer moves that are not gestures (the workspace's loupe). A click that ends a drag or a pinch is
-     swallowed (capture phase), so it never places a point. ``draw`` ({start, move, end}, optional): a press that
-     ``draw.start(event)`` takes (returns true) draws instead of panning until the pointer is released (the
-     workspace's element box: Shift+drag). */
-  function attach(frame, { get, set, hover, leave, draw }) {
-    const fraction = (x, y) => {
-      const box = frame.getBoundingClientRect();
-      return [(x - box.left) / box.width, (y - box.top) / box.height];
-    };
-    frame.addEventListener("wheel", (event) => {
-      event.preventDefault();
-      const perLine = event.deltaMode === 1 ? 40 : 1;
-      set(zoomAt(get(), ...fraction(event.clientX, event.clientY), Math.exp(-event.deltaY * perLine * 0.0015)));
-    }, { passive: false });
-    const pointers = new Map();
-    let drag = null, pinch = null, swallowClick = false, drawing = null;
-    frame.addEventListener("pointerdown", (event) => {
-      if (event.button !== 0) return;
-      if (draw && pointers.size === 0 && draw.start(event)) {
-        drawing = event.pointerId;
+/* Gestures on ``frame``: ``get()`` reads the current view, ``set(view)`` applies a new one. ``hover(event)`` is
+   called for pointer moves that are not gestures (the workspace's loupe). A click that ends a drag or a pinch is
+   swallowed (capture phase), so it never places a point. ``draw`` ({start, move, end}, optional): a press that
+   ``draw.start(event)`` takes (returns true) draws instead of panning until the pointer is released (the
+   workspace's element box: Shift+drag). */
+export function attach(frame, { get, set, hover, leave, draw }) {
+  const fraction = (x, y) => {
+    const box = frame.getBoundingClientRect();
+    return [(x - box.left) / box.width, (y - box.top) / box.height];
+  };
+  frame.addEventListener("wheel", (event) => {
+    event.preventDefault();
+    const perLine = event.deltaMode === 1 ? 40 : 1;
+    set(zoomAt(get(), ...fraction(event.clientX, event.clientY), Math.exp(-event.deltaY * perLine * 0.0015)));
+  }, { passive: false });
+  const pointers = new Map();
+  let drag = null, pinch = null, swallowClick = false, drawing = null;
+  frame.addEventListener("pointerdown", (event) => {
+    if (event.button !== 0) return;
+    if (draw && pointers.size === 0 && draw.start(event)) {
+      drawing = event.pointerId;
+      frame.setPointerCapture(event.pointerId);
+      if (leave) leave();
+      return;
+    }
+    pointers.set(event.pointerId, [event.clientX, event.clientY]);
+    if (pointers.size === 2) {
+      const [a, b] = [...pointers.values()];
+      pinch = { distance: Math.hypot(a[0] - b[0], a[1] - b[1]) };
+      drag = null;
+    } else drag = { x: event.clientX, y: event.clientY, view: { ...get() }, moved: false, id: event.pointerId };
+  });
+  frame.addEventListener("pointermove", (event) => {
+    if (drawing === event.pointerId) { draw.move(event); return; }
+    if (pointers.has(event.pointerId)) pointers.set(event.pointerId, [event.clientX, event.clientY]);
+    if (pinch && pointers.size === 2) {
+      const [a, b] = [...pointers.values()];
+      const distance = Math.hypot(a[0] - b[0], a[1] - b[1]);
+      set(zoomAt(get(), ...fraction((a[0] + b[0]) / 2, (a[1] + b[1]) / 2), distance / pinch.distance));
+      pinch.distance = distance;
+      swallowClick = true;
+      return;
+    }
+    if (drag && drag.id === event.pointerId) {
+      const dx = event.clientX - drag.x, dy = event.clientY - drag.y;
+      if (!drag.moved && Math.hypot(dx, dy) < 4) return;  // a click that wobbled is still a click
+      if (!drag.moved) {
+        drag.moved = true;
         frame.setPointerCapture(event.pointerId);
+        frame.classList.add("panning");
         if (leave) leave();
-        return;
       }
-      pointers.set(event.pointerId, [event.clientX, event.clientY]);
-      if (pointers.size === 2) {
-        const [a, b] = [...pointers.values()];
-        pinch = { distance: Math.hypot(a[0] - b[0], a[1] - b[1]) };
-        drag = null;
-      } else drag = { x: event.clientX, y: event.clientY, view: { ...get() }, moved: false, id: event.pointerId };
-    });
-    frame.addEventListener("pointermove", (event) => {
-      if (drawing === event.pointerId) { draw.move(event); return; }
-      if (pointers.has(event.pointerId)) pointers.set(event.pointerId, [event.clientX, event.clientY]);
-      if (pinch && pointers.size === 2) {
-        const [a, b] = [...pointers.values()];
-        const distance = Math.hypot(a[0] - b[0], a[1] - b[1]);
-        set(zoomAt(get(), ...fraction((a[0] + b[0]) / 2, (a[1] + b[1]) / 2), distance / pinch.distance));
-        pinch.distance = distance;
-        swallowClick = true;
-        return;
-      }
-      if (drag && drag.id === event.pointerId) {
-        const dx = event.clientX - drag.x, dy = event.clientY - drag.y;
-        if (!drag.moved && Math.hypot(dx, dy) < 4) return;  // a click that wobbled is still a click
-        if (!drag.moved) {
-          drag.moved = true;
-          frame.setPointerCapture(event.pointerId);
-          frame.classList.add("panning");
-          if (leave) leave();
-        }
-        const box = frame.getBoundingClientRect();
-        set(clamp(drag.view.scale, drag.view.ox + dx / box.width, drag.view.oy + dy / box.height));
-        return;
-      }
-      if (hover) hover(event);
-    });
-    const release = (event) => {
-      if (drawing === event.pointerId) {
-        drawing = null;
-        swallowClick = true;  // the click that ends a box never places a point
-        draw.end(event, event.type === "pointercancel");
-        return;
-      }
-      pointers.delete(event.pointerId);
-      if (pointers.size < 2) pinch = null;
-      if (drag && drag.id === event.pointerId) {
-        if (drag.moved) swallowClick = true;
-        drag = null;
-        frame.classList.remove("panning");
-      }
-    };
-    frame.addEventListener("pointerup", release);
-    frame.addEventListener("pointercancel", release);
-    frame.addEventListener("pointerleave", () => { if (leave) leave(); });
-    frame.addEventListener("click", (event) => {
-      if (swallowClick) { swallowClick = false; event.stopImmediatePropagation(); event.preventDefault(); }
-    }, true);
-  }
-
-  window.StudioZoom = { attach, clamp, zoomAt, transform, FIT, MAX };
-})();
+      const box = frame.getBoundingClientRect();
+      set(clamp(drag.view.scale, drag.view.ox + dx / box.width, drag.view.oy + dy / box.height));
+      return;
+    }
+    if (hover) hover(event);
+  });
+  const release = (event) => {
+    if (drawing === event.pointerId) {
+      drawing = null;
+      swallowClick = true;  // the click that ends a box never places a point
+      draw.end(event, event.type === "pointercancel");
+      return;
+    }
+    pointers.delete(event.pointerId);
+    if (pointers.size < 2) pinch = null;
+    if (drag && drag.id === event.pointerId) {
+      if (drag.moved) swallowClick = true;
+      drag = null;
+      frame.classList.remove("panning");
+    }
+  };
+  frame.addEventListener("pointerup", release);
+  frame.addEventListener("pointercancel", release);
+  frame.addEventListener("pointerleave", () => { if (leave) leave(); });
+  frame.addEventListener("click", (event) => {
+    if (swallowClick) { swallowClick = false; event.stopImmediatePropagation(); event.preventDefault(); }
+  }, true);
+}

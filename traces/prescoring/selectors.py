@@ -15,30 +15,17 @@ from traces import actions as grammar
 from traces.models import Scorer, StepSuggestion, Trace, TraceSuggestion
 
 
-def _model_points(row: StepSuggestion, project) -> list[list[float]]:
-    """The model's own action's points in screenshot pixels, for the ghost overlay (the page does no conversion)."""
-    shot = row.step.screenshot
-    if not row.model_action_parsed or shot is None:
+def _model_points(row: StepSuggestion) -> list[list[int | float]]:
+    """The model's own action's points (start, then end) for the ghost overlay, in the project's convention as the
+    model wrote them: the one form the page gets coordinates in (it converts with the step's screenshot extent)."""
+    if not row.model_action_parsed:
         return []
     try:
         action = grammar.Action.from_json(row.model_action_parsed[0])
         points = [action.point(name) for name in (grammar.START_BOX, grammar.END_BOX)]
-        return [
-            [
-                round(v, 1)
-                for v in grammar.to_screen_pixels(
-                    p,
-                    convention=project.coordinate_convention,
-                    width=shot.width,
-                    height=shot.height,
-                    max_pixels=project.max_pixels,
-                )
-            ]
-            for p in points
-            if p is not None
-        ]
     except (ValueError, TypeError):
         return []
+    return [list(p) for p in points if p is not None]
 
 
 def _model_start(row: StepSuggestion) -> dict | None:
@@ -55,7 +42,7 @@ def _model_start(row: StepSuggestion) -> dict | None:
     return {"thought": parsed.thought or "", "action": parsed.actions[0].to_json()}
 
 
-def _step_row(row: StepSuggestion, project) -> dict:
+def _step_row(row: StepSuggestion) -> dict:
     return {
         "index": row.step.index,
         "suspicion": row.suspicion,
@@ -65,7 +52,7 @@ def _step_row(row: StepSuggestion, project) -> dict:
         "n_tokens": row.n_tokens,
         "model_action": row.model_action,
         "model_action_parsed": row.model_action_parsed,
-        "model_points_px": _model_points(row, project),
+        "model_points": _model_points(row),
         "model_start": _model_start(row),
         "agrees": row.agrees,
         "click_distance": row.click_distance,
@@ -102,7 +89,7 @@ def trace_suggestions(trace: Trace, *, job_ids: dict[str, int] | None = None) ->
             "tau_probability": summary.tau_probability,
             "no_error_probability": summary.no_error_probability,
             "max_suspicion": summary.max_suspicion,
-            "steps": [_step_row(r, trace.project) for r in sorted(rows, key=lambda r: r.step.index)],
+            "steps": [_step_row(r) for r in sorted(rows, key=lambda r: r.step.index)],
         }
     return {"trace": trace.pk, "hidden": False, "scorers": runs, "history": history}
 

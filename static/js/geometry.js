@@ -1,0 +1,58 @@
+/* Coordinates on the page, in one form. Every point, element box and action reaches the page in the project's
+   coordinate convention (what the server stores and its grammar checks, traces/actions.py), and every screenshot
+   with its pixel size and its extent: the convention's range that spans it (annotation.selectors.model_extent:
+   1000 × 1000 for relative-1000, the smart-resized size, or the pixels). Each convention is linear in the pixels,
+   so {width, height, extent} converts both ways. Pure: no DOM, unit-tested by tests/js/geometry.test.mjs. */
+
+// The grammar's arithmetic, operation for operation (traces/actions.py, to_screen_pixels / from_screen_pixels:
+// ``x / 1000 * width``, ``x / width * 1000``), so a point comes out exactly as the server computes it, floating-point
+// ties included (503.5 px of 1000 is 503.49999999999994 there, and here); tests/js/geometry.test.mjs compares with
+// points the grammar computed.
+const scale = (v, from, to) => v / from * to;
+
+// The grammar's rounding (_round_half_up: 0.5 goes up, never Python's banker's rounding).
+const halfUp = (v) => Math.floor(v + 0.5);
+
+/* A point in the convention → screenshot pixels (unrounded). */
+export const toPx = (shot, p) => [scale(p[0], shot.extent[0], shot.width), scale(p[1], shot.extent[1], shot.height)];
+
+/* Screenshot pixels → a point in the convention, as a model writes it (integers). */
+export const toModel = (shot, px) => [halfUp(scale(px[0], shot.width, shot.extent[0])),
+  halfUp(scale(px[1], shot.height, shot.extent[1]))];
+
+/* A point in the convention → fractions of the image (0..1 on each axis): where a CSS-positioned mark goes. */
+export const toFraction = (shot, p) => [p[0] / shot.extent[0], p[1] / shot.extent[1]];
+
+/* A fraction of the image → a point in the convention (a click on a layer measured in fractions). */
+export const fractionToModel = (shot, f) => toModel(shot, [f[0] * shot.width, f[1] * shot.height]);
+
+/* The pixel of the screenshot under (clientX, clientY), given the on-screen box of the (transformed) layer that
+   holds it: exact at every zoom and pan; clamped to the image. */
+export function pixelAt(rect, shot, clientX, clientY) {
+  return [Math.min(shot.width, Math.max(0, (clientX - rect.left) / rect.width * shot.width)),
+    Math.min(shot.height, Math.max(0, (clientY - rect.top) / rect.height * shot.height))];
+}
+
+/* [x1, y1, x2, y2] with x1 ≤ x2, y1 ≤ y2 from two corners in any order. */
+export const boxOf = (a, b) => [Math.min(a[0], b[0]), Math.min(a[1], b[1]), Math.max(a[0], b[0]), Math.max(a[1], b[1])];
+
+/* Whether a box has no area (a press without a drag). */
+export const isEmptyBox = (box) => box[0] === box[2] || box[1] === box[3];
+
+/* Whether point ``p`` lies in ``box`` (edges included), both in the same coordinates. */
+export const inBox = (box, p) => Array.isArray(box) && p[0] >= box[0] && p[0] <= box[2] && p[1] >= box[1] && p[1] <= box[3];
+
+/* A box in the convention → its corners in pixels. */
+export const boxToPx = (shot, box) => [...toPx(shot, box.slice(0, 2)), ...toPx(shot, box.slice(2))];
+
+/* The index of the smallest recorded element (boxes in the convention) under pixel ``px``, or null: the innermost
+   one is what a click there meant. */
+export function elementAt(elements, shot, px) {
+  let best = null, bestArea = Infinity;
+  (elements || []).forEach((e, i) => {
+    const b = boxToPx(shot, e.box);
+    const area = (b[2] - b[0]) * (b[3] - b[1]);
+    if (inBox(b, px) && area < bestArea) { best = i; bestArea = area; }
+  });
+  return best;
+}

@@ -1,0 +1,130 @@
+/* On-policy alternatives (issue 21 §4; annotation/alternatives/api.py). The server samples them, parses them and
+   says whether a model is configured (else what to set); the page lists every reply, draws the parsed ones as
+   numbered markers on their step with the overlay's drawAction (the served actions are in the project's convention,
+   like the recorded ones) and sends marks. A 403 (a blind project for annotators) hides it. */
+import { $, el } from "../dom.js";
+import { api, describeErrors, isAuthProblem } from "../api.js";
+
+const JOB_ENDED = ["succeeded", "failed", "cancelled"];
+const done = (job) => !job || JOB_ENDED.includes(job.status);
+
+export function install(ws) {
+  const { state, EDITABLE, ANN_ID } = ws;
+  const URL = `/api/annotations/${ANN_ID}/alternatives/`;
+  const alts = { data: null, hidden: false, hot: null, timer: null };
+  ws.hotAlternative = () => alts.hot;
+
+  async function load() {
+    const res = await api("GET", URL);
+    if (res.status === 403 && !isAuthProblem(res)) { alts.hidden = true; render(); return; }
+    if (res.status === 200) show(res.data);
+  }
+  ws.loadAlternatives = load;
+  function show(data) {
+    alts.data = Object.assign({}, alts.data || {}, data);
+    render();
+    ws.redrawOverlays();
+    clearTimeout(alts.timer);
+    if (!done(alts.data.job)) alts.timer = setTimeout(load, 1500);  // a job on the gpu queue: poll
+  }
+  /* The parsed alternatives sampled at step ``index``, each drawn with ``draw(action, tone, extra)``. */
+  ws.drawAlternatives = (index, draw) => {
+    const data = alts.data;
+    if (!data || alts.hidden || !data.job || data.job.step !== index) return;
+    for (const row of data.alternatives) {
+      if (!row.parsed) continue;  // listed as text, never drawn
+      for (const action of row.actions || []) {
+        draw(action, "alt", { label: row.number, row: 2 + row.number,
+          attrs: { "data-alt": row.number, class: `mark alt${row.mark ? " " + row.mark : ""}${alts.hot === row.number ? " hot" : ""}` } });
+      }
+    }
+  };
+  async function ask() {
+    const res = await api("POST", URL, { step: state.form.tau });
+    if (res.status === 202) { show(res.data); return; }
+    if (isAuthProblem(res)) return ws.sessionExpired();
+    ws.banner("error", "No alternatives: " + (describeErrors(res.data) || "the server could not be reached"));
+  }
+  const rowOf = (number) => (alts.data ? alts.data.alternatives.find((r) => r.number === number) : null);
+  async function mark(number, verdict) {
+    const row = rowOf(number);
+    if (!row || !row.parsed || !EDITABLE) return null;
+    const res = await api("POST", `${URL}${row.id}/mark/`, { verdict });
+    if (res.status !== 200) {
+      if (isAuthProblem(res)) ws.sessionExpired();
+      else ws.banner("error", `Alternative ${number} not marked: ${describeErrors(res.data) || "the server could not be reached"}`);
+      return null;
+    }
+    show(res.data);
+    return res.data;
+  }
+  ws.markAlternative = mark;
+  // Taking one: the server marks it (one per annotation) and answers the starting point's thought; the editor gets
+  // the served action, and the draft saves it as any edit.
+  ws.takeAlternative = async (number) => {
+    const row = rowOf(number), job = alts.data && alts.data.job;
+    if (!row || !row.parsed || !EDITABLE || !job) return;
+    if (state.form.verdict !== "error" || job.step !== state.form.tau) {
+      ws.banner("error", `The alternatives are for step ${job.step}; τ is ${state.form.tau || "not set"}: ask again at τ.`);
+      return;
+    }
+    const answer = await mark(number, "taken");
+    if (!answer) return;
+    const start = answer.starting_point || {};
+    if (start.thought) state.form.corrected_thought = start.thought;
+    state.form.editor_state.corrected = JSON.parse(JSON.stringify(row.actions[0]));
+    state.placeIndex.corrected = 0;
+    ws.changed("corrected");
+  };
+  function setHot(number) {
+    if (alts.hot === number) return;
+    alts.hot = number;
+    for (const li of document.querySelectorAll("#ws-alts-list li")) li.classList.toggle("hot", Number(li.dataset.alt) === number);
+    ws.redrawOverlays();
+  }
+  function render() {
+    const box = $("ws-alts");
+    if (alts.hidden || !alts.data) { box.hidden = true; return; }
+    box.hidden = false;
+    const { job, model = {}, alternatives = [] } = alts.data;
+    const askBox = $("ws-alts-ask");
+    askBox.replaceChildren();
+    if (!model.configured) askBox.appendChild(el("p", { class: "notice small", id: "ws-alts-problem" }, model.problem));
+    else if (EDITABLE) {
+      const k = job && job.settings && job.settings.k;
+      const b = el("button", { type: "button", id: "ws-alts-ask-btn", disabled: !done(job) },
+        job ? `Ask the model again${k ? ` (${k})` : ""}` : "Ask the model");
+      b.title = "Sample the configured checkpoint's own replies at τ (a job on the gpu queue)";
+      b.addEventListener("click", ask);
+      askBox.appendChild(b);
+    }
+    const status = $("ws-alts-status");
+    status.textContent = !job ? "" : !done(job) ? `Sampling at step ${job.step}… (${job.status})`
+      : job.status !== "succeeded" ? `${job.status[0].toUpperCase()}${job.status.slice(1)}: ${job.message}`
+        : `${job.message || `${alternatives.length} alternatives`} · step ${job.step} · ${job.model_name}${job.reused ? " (stored)" : ""}`;
+    const list = $("ws-alts-list");
+    list.replaceChildren();
+    for (const row of alternatives) {
+      const li = el("li", { class: `ws-alt${row.parsed ? "" : " unparsed"}${row.mark ? " " + row.mark : ""}${alts.hot === row.number ? " hot" : ""}`, "data-alt": row.number, tabIndex: 0 });
+      li.appendChild(el("span", { class: "ws-alt-num" }, row.number));
+      li.appendChild(el("code", { class: "ws-alt-text" }, row.parsed ? row.reply : row.text));
+      const side = el("span", { class: "ws-alt-side" });
+      side.appendChild(el("span", { class: "ws-alt-mark", "data-alt-mark": row.number },
+        !row.parsed ? "not an action: text only" : row.mark === "taken" ? "taken" : row.mark === "wrong" ? "wrong" : ""));
+      if (row.parsed && EDITABLE) {
+        const take = el("button", { type: "button", class: "ws-ghost small", "data-alt-take": row.number }, "Take ");
+        take.appendChild(el("kbd", {}, `Alt+${row.number}`));
+        take.title = `Start the correction from alternative ${row.number} (Alt+${row.number})`;
+        take.addEventListener("click", () => ws.takeAlternative(row.number));
+        const wrong = el("button", { type: "button", class: "ws-ghost small", "data-alt-wrong": row.number }, row.mark === "wrong" ? "Not wrong" : "Wrong");
+        wrong.title = "Mark it wrong: it becomes a rejected side of a DPO pair (w on the hovered or focused one)";
+        wrong.addEventListener("click", () => mark(row.number, row.mark === "wrong" ? "" : "wrong"));
+        side.append(take, wrong);
+      }
+      li.appendChild(side);
+      li.addEventListener("mouseenter", () => setHot(row.number));
+      li.addEventListener("focusin", () => setHot(row.number));
+      list.appendChild(li);
+    }
+  }
+}

@@ -1,0 +1,130 @@
+/* The correction's actions: which slot is edited on which screen, the structured editor (static/js/action_editor.js,
+   drawn from the served table), points placed, element boxes drawn or snapped to, and the server's check of each
+   edit (POST /api/annotations/<id>/check-action/). ``slotAt`` and ``reflectionScreen`` are pure
+   (tests/js/editor.test.mjs): the o_{τ+1} rule is the server's (each step's served ``reflection_screen``). */
+import * as Editor from "../action_editor.js";
+import { boxOf, isEmptyBox, toModel } from "../geometry.js";
+import { api } from "../api.js";
+
+/* The screen a post-reflection for a first error at step ``tau`` is written on (o_{τ+1}), or null when that screen
+   was not kept: read from the served steps (annotation.selectors.workspace_payload, ``reflection_screen``). */
+export function reflectionScreen(steps, tau) {
+  const step = tau ? steps[tau - 1] : null;
+  return step && step.reflection_screen ? step.reflection_screen : null;
+}
+
+/* Which editor slot is placed on screen ``index``: the correction on o_τ, the post-reflection on o_{τ+1}. */
+export function slotAt(steps, form, index) {
+  if (form.verdict !== "error" || !form.tau) return null;
+  if (index === form.tau) return "corrected";
+  if (index === reflectionScreen(steps, form.tau)) return "reflection";
+  return null;
+}
+
+/* Whether an action of this type takes an element box: only the target point (start_box) has one, and the table
+   says which actions have that point. */
+export const takesBox = (table, action) => Editor.pointArgs(table, action.type).some((a) => a.name === "start_box");
+
+/* Whether a click on a recorded element snaps this action's box to it: its one placeable point is the target. */
+export const snaps = (table, action) => {
+  const p = Editor.placeablePoints(table, action.type);
+  return p.length === 1 && p[0].name === "start_box";
+};
+
+export function install(ws) {
+  const { state, STEPS, EDITABLE, ANN_ID, DATA } = ws;
+  const ann = DATA.annotation;
+  const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+  ws.slotAt = (index) => slotAt(STEPS, state.form, index);
+  ws.reflectionScreen = (tau) => reflectionScreen(STEPS, tau);
+  ws.pointArgsOf = (type) => Editor.pointArgs(state.table, type);
+  ws.takesBox = (action) => takesBox(state.table, action);
+  ws.snaps = (action) => snaps(state.table, action);
+
+  const changed = (slot) => { ws.renderAll(); ws.edited(); ws.checkAction(slot); };
+
+  const checks = { corrected: null, reflection: null };
+  ws.renderEditor = (slot) => {
+    Editor.render(document.querySelector(`.ws-action-editor[data-slot="${slot}"]`), {
+      table: state.table,
+      platform: DATA.project.platform,
+      slot,
+      action: state.form.editor_state[slot],
+      editable: EDITABLE,
+      check: checks[slot],
+      fallbackCanonical: slot === "corrected" ? ann.corrected_action : ann.reflection_action,
+      onType: (type) => {
+        // A new type starts empty: a point placed for the old action means nothing for the new one.
+        const old = state.form.editor_state[slot];
+        state.form.editor_state[slot] = type ? { type, args: {}, style: (old && old.style) || "box" } : null;
+        state.placeIndex[slot] = 0;
+        changed(slot);
+      },
+      onArg: (name, value, quiet) => setArg(slot, name, value, quiet),
+      onClearPoint: (name) => { delete state.form.editor_state[slot].args[name]; changed(slot); },
+      onClearBox: () => clearBox(slot),
+      boxHint: "Shift+drag on the screenshot, b from the keyboard, or click an outlined element",
+    });
+  };
+
+  function setArg(slot, name, value, quiet) {
+    const action = state.form.editor_state[slot];
+    if (!action) return;
+    if (value === undefined) delete action.args[name]; else action.args[name] = value;
+    if (!quiet) ws.renderAll(); else ws.renderStage();
+    ws.edited(); ws.checkAction(slot);
+  }
+
+  ws.placePoint = (slot, point) => {
+    const action = state.form.editor_state[slot];
+    if (!action) { ws.banner("error", "Choose the action type first, then click to place it."); return; }
+    if (!Editor.placeablePoints(state.table, action.type).length) return;
+    state.placeIndex[slot] = Editor.place(state.table, action, state.placeIndex[slot], point);
+    changed(slot);
+  };
+
+  // A new box: the point goes back to the server's default, the box's centre (and can then be moved inside it).
+  ws.setTargetBox = (slot, box) => {
+    const action = state.form.editor_state[slot];
+    if (!action) return;
+    action.target_box = box;
+    delete action.args.start_box;
+    state.placeIndex[slot] = 1;
+    changed(slot);
+  };
+  /* A box drawn between two corners in screenshot pixels (a drag, or the keyboard's anchor and cursor). */
+  ws.drawBox = (slot, shot, a, b) => {
+    const box = boxOf(toModel(shot, a), toModel(shot, b));
+    if (isEmptyBox(box)) { ws.renderStage(); return; }  // a press without a drag draws nothing
+    ws.setTargetBox(slot, box);
+  };
+  function clearBox(slot) {
+    const action = state.form.editor_state[slot];
+    if (!action) return;
+    delete action.target_box;
+    changed(slot);
+  }
+
+  const checkTimers = {}, checkSeq = { corrected: 0, reflection: 0 };
+  ws.checkAction = (slot) => {
+    clearTimeout(checkTimers[slot]);
+    checkTimers[slot] = setTimeout(async () => {
+      const action = state.form.editor_state[slot];
+      const seq = ++checkSeq[slot]; // answers can overtake each other: only the latest counts
+      const res = await api("POST", `/api/annotations/${ANN_ID}/check-action/`, { slot, action, tau: state.form.tau });
+      if (res.status !== 200 || seq !== checkSeq[slot]) return;  // offline: checked again on the next edit
+      checks[slot] = res.data;
+      // The point a box gives by default (its centre) is the server's: take it over while the box is unchanged.
+      const now = state.form.editor_state[slot], served = res.data.action;
+      if (now && served && Array.isArray(now.target_box) && !now.args.start_box && served.args.start_box
+        && same(now.target_box, served.target_box)) {
+        now.args.start_box = served.args.start_box;
+        ws.renderAll(); ws.edited();
+      } else ws.renderPanels();
+    }, 120);
+  };
+
+  /* After the editor's action or the thoughts were changed from outside the editor (a starting point, an
+     alternative taken): draw, save and check. */
+  ws.changed = changed;
+}

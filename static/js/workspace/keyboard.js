@@ -1,0 +1,177 @@
+/* The workspace's keys: one table per mode (``commandFor`` and ``cursorCommandFor`` are pure: an event in, a command
+   out; tests/js/keyboard.test.mjs), the keyboard path through a correction (the cursor that places a point or draws
+   a box without the mouse), and the buttons that do the same. The help overlay in workspace.html lists them. */
+import { $ } from "../dom.js";
+import { toModel, toPx } from "../geometry.js";
+
+// Keys of the page, when no field has the focus and no modifier is held.
+export const KEYS = {
+  ArrowLeft: "previous", k: "previous", ArrowRight: "next", j: "next", Home: "first", End: "last",
+  t: "tau", e: "error", n: "no_error", u: "unusable", f: "thought", p: "point", b: "box",
+  // The first starting point offered (the source's human-edited reply, else the model's reply, else the
+  // recorded action) is copied into the correction.
+  s: "start", w: "wrong", o: "overlay", c: "compare",
+  "+": "zoom_in", "=": "zoom_in", "-": "zoom_out", "0": "zoom_reset", "?": "help",
+};
+// Keys while the keyboard cursor is out: arrows move it (Shift: bigger steps), Enter places, b starts a box, Esc leaves.
+const MOVES = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, -1], ArrowDown: [0, 1] };
+
+/* The page's command for a key press: {name, arg?} or null. ``typing``: a field has the focus. */
+export function commandFor(event, typing) {
+  const mod = event.ctrlKey || event.metaKey;
+  if (mod && (event.key === "s" || event.key === "S")) return { name: "save" };
+  if (mod && event.key === "Enter") return { name: "submit" };
+  if (event.key === "Escape") return { name: "escape" };
+  // Alt+digit (by the key's place, so a layout that types a symbol with Alt still works): take alternative N.
+  const altDigit = /^Digit([1-9])$/.exec(event.code || "");
+  if (event.altKey && !mod && altDigit) return { name: "take", arg: Number(altDigit[1]) };
+  if (typing || mod || event.altKey) return null;
+  return KEYS[event.key] ? { name: KEYS[event.key] } : null;
+}
+
+/* The cursor's command for a key press: {name, arg?} or null. ``anchored``: a box is being drawn. */
+export function cursorCommandFor(event, anchored) {
+  if (MOVES[event.key]) return { name: "move", arg: { d: MOVES[event.key], big: event.shiftKey } };
+  if (event.key === "Enter") return { name: "place" };
+  if (event.key === "b" && !anchored) return { name: "box" };
+  if (event.key === "Escape") return { name: "leave" };
+  return null;
+}
+
+export function install(ws) {
+  const { state, LAST_VIEW } = ws;
+  const shotOf = ws.shotOf;
+
+  function toggleHelp(show) { $("ws-help").hidden = show === undefined ? !$("ws-help").hidden : !show; }
+  const toggleOverlay = () => { state.overlay = !state.overlay; ws.renderStage(); };
+  const toggleCompare = () => { state.compare = !state.compare; ws.renderStage(); };
+  $("ws-help-btn").addEventListener("click", () => toggleHelp());
+  for (const b of document.querySelectorAll("[data-close]")) b.addEventListener("click", () => toggleHelp(false));
+  $("ws-overlay-btn").addEventListener("click", toggleOverlay);
+  $("ws-compare-btn").addEventListener("click", toggleCompare);
+  $("ws-zoom-in").addEventListener("click", () => ws.zoomAt(0.5, 0.5, 1.5));
+  $("ws-zoom-out").addEventListener("click", () => ws.zoomAt(0.5, 0.5, 1 / 1.5));
+  $("ws-zoom-level").addEventListener("click", ws.zoomReset);
+  $("ws-box-btn").addEventListener("click", () => { state.boxMode = !state.boxMode; $("ws-box-btn").setAttribute("aria-pressed", String(state.boxMode)); });
+
+  // --- the keyboard path through a correction ---
+  // e focuses the form; digits pick an option in a focused select; an action type that needs a point starts the
+  // keyboard cursor; f focuses the thought of the screen's slot; p starts the cursor again to move a point.
+  function focusField(node) {
+    if (!node) return;
+    node.scrollIntoView({ block: "center" });
+    node.focus({ preventScroll: true });
+  }
+  function startCursor(slot) {
+    const action = state.form.editor_state[slot];
+    const shot = shotOf(state.current);
+    if (!action || !shot || !ws.pointArgsOf(action.type).length || ws.slotAt(state.current) !== slot) return false;
+    const placed = ws.pointArgsOf(action.type).map((a) => action.args[a.name]).find((v) => Array.isArray(v));
+    state.cursor = { slot, px: placed ? toPx(shot, placed) : [shot.width / 2, shot.height / 2] };
+    if (document.activeElement && document.activeElement !== document.body) document.activeElement.blur();
+    ws.keepCursorInView();
+    ws.renderStage();
+    ws.showCursorLoupe();
+    return true;
+  }
+  function moveCursor([dx, dy], big) {
+    const shot = shotOf(state.current);
+    const step = big ? 0.05 : 0.01;
+    const [x, y] = state.cursor.px;
+    // Steps are fractions of what is in view, so a zoomed-in annotator nudges finely.
+    const visible = 1 / state.zoom.scale;
+    state.cursor.px = [Math.min(shot.width - 1, Math.max(0, x + dx * step * visible * shot.width)),
+      Math.min(shot.height - 1, Math.max(0, y + dy * step * visible * shot.height))];
+    ws.keepCursorInView();
+    ws.renderStage();
+    ws.showCursorLoupe();
+  }
+  // b: a box from the keyboard. Its first corner is the keyboard point (started where the point is, or in the middle);
+  // arrows move the other corner, Enter draws it.
+  function startBox(slot) {
+    const action = state.form.editor_state[slot];
+    if (!action || !ws.takesBox(action)) return;
+    if (!state.cursor && !startCursor(slot)) return;
+    state.cursor.anchor = [...state.cursor.px];
+    ws.renderStage();
+  }
+  function placeCursor() {
+    if (state.cursor.anchor) {
+      const { slot, anchor, px } = state.cursor;
+      state.cursor = null;
+      ws.drawBox(slot, shotOf(state.current), anchor, px);
+      return;
+    }
+    const { slot, px } = state.cursor;
+    ws.placePoint(slot, toModel(shotOf(state.current), px));
+    const action = state.form.editor_state[slot];
+    const required = ws.pointArgsOf(action.type).filter((a) => a.required);
+    const done = required.every((a) => Array.isArray(action.args[a.name]));
+    if (done) { state.cursor = null; ws.renderStage(); }  // a drag wants its end point next: the cursor stays
+  }
+
+  document.addEventListener("keydown", (event) => {
+    const target = event.target;
+    if (target.tagName !== "SELECT" || event.altKey || !/^[1-9]$/.test(event.key) || !target.closest(".ws-side")) return;
+    const option = [...target.options].filter((o) => o.value)[Number(event.key) - 1];
+    if (!option) return;
+    event.preventDefault();
+    target.value = option.value;
+    target.dispatchEvent(new Event("change", { bubbles: true }));
+    const slot = target.dataset.slotType;
+    if (slot && startCursor(slot)) return;
+    if (slot) focusField(document.querySelector(`.ws-action-editor[data-slot="${slot}"] [data-arg]`));
+    if (target.id === "f-error_category") focusField($("f-corrected_thought"));
+  }, true);
+
+  const cursorCommands = {
+    move: ({ d, big }) => moveCursor(d, big),
+    place: placeCursor,
+    box: () => startBox(state.cursor.slot),
+    leave: () => { state.cursor = null; ws.renderStage(); },
+  };
+  document.addEventListener("keydown", (event) => {
+    if (!state.cursor) return;
+    const command = cursorCommandFor(event, !!state.cursor.anchor);
+    if (!command) return;
+    event.preventDefault(); event.stopPropagation();  // arrows move the cursor, not the step
+    cursorCommands[command.name](command.arg);
+  }, true);
+
+  const slotHere = () => ws.slotAt(state.current);
+  const commands = {
+    save: () => ws.save(),
+    submit: () => ws.submit(),
+    take: (n) => ws.takeAlternative(n),
+    previous: () => ws.goTo(state.current - 1),
+    next: () => ws.goTo(state.current + 1),
+    first: () => ws.goTo(1),
+    last: () => ws.goTo(LAST_VIEW),
+    tau: () => { if (state.form.tau) ws.goTo(state.form.tau); },
+    error: () => { ws.setVerdict("error"); if (state.form.verdict === "error") focusField($("f-error_category")); },
+    no_error: () => ws.setVerdict("no_error"),
+    unusable: () => ws.setVerdict("unusable"),
+    thought: () => {
+      const slot = slotHere();
+      focusField(slot === "reflection" ? $("f-reflection_thought") : slot === "corrected" ? $("f-corrected_thought") : null);
+    },
+    point: () => { const slot = slotHere(); if (slot) startCursor(slot); },
+    box: () => { const slot = slotHere(); if (slot) startBox(slot); },
+    start: () => { const first = document.querySelector('[data-starts="corrected"] .ws-start'); if (first) first.click(); },
+    wrong: () => { const hot = ws.hotAlternative(); if (hot) ws.markAlternative(hot, "wrong"); },
+    overlay: toggleOverlay,
+    compare: toggleCompare,
+    zoom_in: () => ws.zoomAt(0.5, 0.5, 1.5),
+    zoom_out: () => ws.zoomAt(0.5, 0.5, 1 / 1.5),
+    zoom_reset: () => ws.zoomReset(),
+    help: () => toggleHelp(),
+  };
+  document.addEventListener("keydown", (event) => {
+    const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(event.target.tagName);
+    const command = commandFor(event, typing);
+    if (!command) return;
+    if (command.name === "escape") { if (typing) event.target.blur(); toggleHelp(false); return; }
+    event.preventDefault();
+    commands[command.name](command.arg);
+  });
+}

@@ -1,0 +1,221 @@
+/* The side of the workspace: the step's text, the verdict and the answer's fields, the starting points of a
+   correction, and submit / skip with the server's problems shown where each is fixed. */
+import { $, el } from "../dom.js";
+import { api, isAuthProblem } from "../api.js";
+import { sub } from "./stage.js";
+
+// Where each submit problem is typed or chosen: highlighted until it is edited.
+const PROBLEM_TARGETS = {
+  verdict: "#ws-verdict-panel .ws-verdict", tau: "#ws-verdict-panel .ws-verdict",
+  corrected_action: ".ws-action-editor[data-slot='corrected']", reflection_action: ".ws-action-editor[data-slot='reflection']",
+};
+
+export function install(ws) {
+  const { state, STEPS, N, EDITABLE, ANN_ID, root } = ws;
+  const copy = (value) => JSON.parse(JSON.stringify(value));
+
+  ws.renderStep = () => { ws.renderStrip(); ws.renderStage(); renderStepInfo(); ws.renderPanels(); ws.announceStep(); };
+  ws.renderAll = ws.renderStep;
+
+  function renderStepInfo() {
+    const i = state.current;
+    const step = STEPS[i - 1];
+    $("ws-step-num").textContent = i > N ? `${N + 1} (final screen)` : `${i} / ${N}`;
+    $("ws-step-label").textContent = i > N ? "Final screen (after the last action)" : `Step ${i} of ${N}`;
+    const tags = $("ws-step-tags");
+    tags.replaceChildren();
+    const tau = state.form.verdict === "error" ? state.form.tau : null;
+    if (tau && i === tau) tags.appendChild(el("span", { class: "ws-tag tau" }, "τ · first error"));
+    if (tau && i === ws.reflectionScreen(tau)) tags.appendChild(el("span", { class: "ws-tag refl" }, "o_τ+1 · post-reflection"));
+    if (tau && i > tau + 1) tags.appendChild(el("span", { class: "ws-tag after" }, "after τ"));
+    $("ws-thought").textContent = step ? (step.thought || "(no thought recorded)") : "—";
+    $("ws-action").textContent = step ? (step.action_text || "(no action)") : "—";
+    const gap = step ? step.missing_before : 0;
+    $("ws-gap").hidden = !gap;
+    $("ws-gap").textContent = gap ? `The source dropped ${gap} step${gap > 1 ? "s" : ""} right before this one: ` +
+      "the screen before it is not the previous step's result." : "";
+    $("ws-parse-error").hidden = !(step && step.parse_error);
+    $("ws-parse-error").textContent = step && step.parse_error ? "Does not parse: " + step.parse_error : "";
+    $("ws-off-screen").hidden = !(step && step.off_screen);
+    $("ws-off-screen").textContent = step && step.off_screen ? "Off the screen: " + step.off_screen : "";
+    const human = step && step.human_edit;
+    $("ws-human").hidden = !human;
+    $("ws-human-text").textContent = human ? human.raw : "";
+  }
+
+  ws.renderPanels = () => {
+    const f = state.form;
+    for (const b of document.querySelectorAll("[data-verdict]")) b.classList.toggle("active", b.dataset.verdict === f.verdict);
+    const vt = $("ws-verdict-text");
+    vt.textContent = f.verdict === "error" ? `First error at step ${f.tau} (τ).` : f.verdict === "no_error" ? "The trace has no error."
+      : f.verdict === "unusable" ? "Unusable." : "Not decided yet.";
+    $("ws-unusable-wrap").hidden = f.verdict !== "unusable";
+    $("ws-error-fields").hidden = f.verdict !== "error";
+    for (const node of document.querySelectorAll("[data-field]")) {
+      const v = f[node.dataset.field];
+      if (document.activeElement !== node && node.value !== (v || "")) node.value = v || "";
+      node.disabled = !EDITABLE;
+    }
+    const i = state.current;
+    const tau = f.verdict === "error" ? f.tau : null;
+    const after = ws.reflectionScreen(tau);  // o_{τ+1}, or null when it was not kept (the server's rule)
+    const missing = !!tau && after === null;
+    const showCorrection = tau && i === tau;
+    // Without o_{τ+1} the reason there is no post-reflection is given beside the correction.
+    const showReflection = tau && (i === after || (i === tau && missing));
+    $("ws-correction").hidden = !showCorrection;
+    $("ws-reflection").hidden = !showReflection;
+    for (const node of document.querySelectorAll(".ws-tau")) node.textContent = tau || "";
+    $("ws-reflection-missing").hidden = !missing;
+    $("ws-reflection-body").hidden = missing;
+    if (missing) {
+      $("ws-reflection-missing").textContent = tau === N
+        ? `τ is the last step and the runner kept no screen after it: there is no o${sub(tau + 1)}, so no post-reflection can be given. The annotation will record why.`
+        : `Step ${tau + 1} has no screenshot: no post-reflection can be given. The annotation will record why.`;
+    }
+    const goto = $("ws-goto");
+    goto.hidden = !tau || showCorrection || showReflection;
+    $("ws-goto-text").textContent = tau ? `τ = ${tau}. Press t to go to the correction, then → for the post-reflection.` : "";
+    if (showCorrection) ws.renderEditor("corrected");
+    if (showReflection && !missing) ws.renderEditor("reflection");
+    ws.renderStarts();
+  };
+
+  ws.renderStarts = () => {
+    const box = document.querySelector('[data-starts="corrected"]');
+    box.replaceChildren();
+    const tau = state.form.tau;
+    const step = tau ? STEPS[tau - 1] : null;
+    if (!step || !EDITABLE) return;
+    const start = (cls, text, title, use) => {
+      const b = el("button", { type: "button", class: cls }, text);
+      if (title) b.title = title;
+      b.addEventListener("click", () => { use(); ws.changed("corrected"); });
+      box.appendChild(b);
+    };
+    if (step.human_edit && step.human_edit.action) {
+      start("ws-start human", "Start from the human-edited reply", "The source kept a human correction of this step", () => {
+        state.form.corrected_thought = step.human_edit.thought;
+        state.form.editor_state.corrected = copy(step.human_edit.action);
+      });
+    }
+    const suggestion = state.modelStarts[tau];
+    if (suggestion) {
+      start("ws-start model", "Start from the model's reply", "The pre-scoring model's own thought and action at this step", () => {
+        state.form.corrected_thought = suggestion.thought || state.form.corrected_thought;
+        state.form.editor_state.corrected = copy(suggestion.action);
+      });
+    }
+    if ((step.actions || []).length) {
+      start("ws-start", "Start from the recorded action", "", () => {
+        state.form.editor_state.corrected = copy(step.actions[0]);
+        if (!state.form.corrected_thought) state.form.corrected_thought = step.thought;
+      });
+    }
+    const first = box.querySelector(".ws-start");
+    if (first) { first.append(" "); first.appendChild(el("kbd", {}, "s")); }
+  };
+  document.addEventListener("prescore:starts", (event) => {
+    if (String(event.detail.traceId) !== String(ws.DATA.trace.id)) return;
+    state.modelStarts = event.detail.starts || {};
+    ws.renderStarts();
+  });
+
+  // --- marking ---
+  ws.setVerdict = (verdict) => {
+    if (!EDITABLE) return;
+    const f = state.form;
+    if (verdict === "error") {
+      if (state.current > N) { ws.banner("error", "The final screen is not a step: mark τ on a step."); return; }
+      f.verdict = "error"; f.tau = state.current;
+    } else {
+      f.verdict = verdict;
+    }
+    ws.renderAll(); ws.edited();
+    if (verdict === "error") { ws.checkAction("corrected"); if (ws.reflectionScreen(f.tau)) ws.checkAction("reflection"); }
+    if (verdict === "unusable") $("f-unusable_reason").focus();
+  };
+  for (const b of document.querySelectorAll("[data-verdict]")) b.addEventListener("click", () => ws.setVerdict(b.dataset.verdict));
+  for (const node of document.querySelectorAll("[data-field]")) {
+    node.addEventListener(node.tagName === "SELECT" ? "change" : "input", () => {
+      state.form[node.dataset.field] = node.value;
+      ws.edited();
+    });
+  }
+
+  // --- submit / skip ---
+  function clearProblems() {
+    for (const node of document.querySelectorAll(".ws-invalid")) { node.classList.remove("ws-invalid"); node.removeAttribute("aria-invalid"); }
+    $("ws-submit-errors").hidden = true;
+  }
+  function showProblems(errors) {
+    clearProblems();
+    const box = $("ws-submit-errors");
+    box.replaceChildren(el("strong", {}, "Cannot submit yet:"));
+    const list = el("ul");
+    let first = null;
+    for (const [field, message] of Object.entries(errors)) {
+      list.appendChild(el("li", {}, message));
+      const node = document.querySelector(PROBLEM_TARGETS[field] || `[data-field='${field}']`);
+      if (!node || node.closest("[hidden]")) continue;
+      node.classList.add("ws-invalid");
+      node.setAttribute("aria-invalid", "true");
+      first = first || node;
+    }
+    box.appendChild(list);
+    box.hidden = false;
+    if (first) {
+      first.scrollIntoView({ block: "center" });
+      const control = first.matches("input, select, textarea") ? first : first.querySelector("input, select, textarea, button");
+      if (control) control.focus({ preventScroll: true });
+    }
+  }
+  const unmark = (event) => { const bad = event.target.closest(".ws-invalid"); if (bad) { bad.classList.remove("ws-invalid"); bad.removeAttribute("aria-invalid"); } };
+  document.addEventListener("input", unmark, true);
+  document.addEventListener("change", unmark, true);
+
+  ws.submit = async () => {
+    if (!EDITABLE || root.dataset.editable === "0") return;  // read only, or already submitted
+    for (let attempt = 0; attempt < 3 && (ws.dirty() || state.saving) && !state.blocked; attempt++) await ws.save();
+    if (ws.dirty() || state.blocked) { ws.banner("error", "Save the draft first (see the status above), then submit."); return; }
+    const res = await api("POST", `/api/annotations/${ANN_ID}/submit/`, { version: state.version });
+    if (res.status === 200) {
+      ws.leaseEnded();
+      clearProblems();
+      ws.forgetLocalCopy();
+      $("ws-status-pill").textContent = "Submitted";
+      $("ws-status-pill").className = "pill submitted";
+      ws.banner("ok", "Submitted for review. ", [["Next trace →", () => { window.location.href = root.dataset.queueUrl; }]]);
+      ws.setSaveState("saved", "Submitted");
+      root.dataset.editable = "0";
+      const returned = $("ws-returned");
+      if (returned) returned.hidden = true;
+      return;
+    }
+    if (res.status === 409 && res.data.current) return ws.conflict(res.data);
+    if (isAuthProblem(res)) return ws.sessionExpired();
+    showProblems(res.data.errors || { detail: res.data.detail || "the server could not be reached" });
+  };
+  const submitBtn = $("ws-submit");
+  if (submitBtn) submitBtn.addEventListener("click", ws.submit);
+  // Skipping gives the trace back for good (it is not offered to this annotator again): asked first, in the page.
+  async function skip() {
+    await ws.save();
+    const res = await api("POST", `/api/annotations/${ANN_ID}/skip/`);
+    if (res.status === 200) {
+      ws.leaseEnded();
+      window.location.href = `${root.dataset.queueUrl}?skipped=${encodeURIComponent(ANN_ID)}`;
+      return;
+    }
+    if (isAuthProblem(res)) return ws.sessionExpired();
+    ws.banner("error", "Not skipped: " + (res.data.detail || "the server could not be reached; try again."));
+  }
+  const skipBtn = $("ws-skip");
+  if (skipBtn) skipBtn.addEventListener("click", () => {
+    ws.banner("conflict", "Skip this trace? It goes back to the pool and is not offered to you again; your draft is kept.", [
+      ["Skip it", skip], ["Keep working", () => ws.banner("", "")],
+    ]);
+    const confirmBtn = $("ws-banner").querySelector("button");
+    if (confirmBtn) confirmBtn.focus();
+  });
+}

@@ -1,0 +1,297 @@
+/* The stage: the screenshot panes with their overlays, zoom and pan (static/js/zoom.js), the loupe, element boxes
+   drawn or snapped to, the filmstrip, and stepping between screens (measured by bench/annotate.py). */
+import { $, el, svg } from "../dom.js";
+import * as Zoom from "../zoom.js";
+import { boxToPx, elementAt, inBox, pixelAt, toModel, toPx } from "../geometry.js";
+import { arrowHeads, drawAction } from "./overlay.js";
+
+const sub = (n) => String(n).split("").map((d) => "₀₁₂₃₄₅₆₇₈₉"[+d]).join("");
+export { sub };
+
+const LOUPE_RADIUS = 75, LOUPE_POWER = 3;
+
+export function install(ws) {
+  const { state, STEPS, N, LAST_VIEW, EDITABLE } = ws;
+  const shotOf = ws.shotOf;
+
+  // --- overlay drawing ---
+  function overlayLayer(index, options, shot) {
+    const layer = svg("svg", { viewBox: `0 0 ${shot.width} ${shot.height}`, class: "ws-overlay", preserveAspectRatio: "none" });
+    layer.appendChild(arrowHeads());
+    const draw = (action, tone, extra) => drawAction(layer, state.table, shot, action, tone, Object.assign({ zoom: state.zoom.scale }, extra));
+    if (state.overlay && options.drawRecorded && index <= N) for (const a of STEPS[index - 1].actions || []) draw(a, "recorded");
+    const slot = options.slot;
+    // The alternatives under the correction: one taken sits where the correction starts, which stays on top.
+    if (state.overlay) ws.drawAlternatives(index, draw);
+    if (state.overlay && slot && state.form.editor_state[slot]) draw(state.form.editor_state[slot], "fix");
+    const box = (a, b, cls) => layer.appendChild(svg("rect", {
+      x: Math.min(a[0], b[0]), y: Math.min(a[1], b[1]), width: Math.abs(b[0] - a[0]), height: Math.abs(b[1] - a[1]),
+      "stroke-width": Math.max(shot.width, shot.height) / 1000 * 2 / state.zoom.scale, class: cls,
+    }));
+    // The element under the pointer, of those the source recorded on this screen (on a correction's screen: what a
+    // click snaps to; on any other, what the recorded action was meant to hit).
+    const elements = index <= N ? STEPS[index - 1].elements || [] : [];
+    if (state.hoverElement !== null && state.hoverElement.index === index && elements[state.hoverElement.element]) {
+      const e = boxToPx(shot, elements[state.hoverElement.element].box);
+      box(e.slice(0, 2), e.slice(2), "ws-element-hover");
+    }
+    if (state.boxDrag && slot && state.boxDrag.slot === slot) box(state.boxDrag.a, state.boxDrag.b, "ws-box-draft");
+    if (state.cursor && slot && state.cursor.slot === slot && state.cursor.anchor) box(state.cursor.anchor, state.cursor.px, "ws-box-draft");
+    if (state.cursor && slot && state.cursor.slot === slot) {
+      const [cx, cy] = state.cursor.px, arm = Math.max(shot.width, shot.height) / 40 / state.zoom.scale;
+      const g = svg("g", { class: "ws-cursor", "stroke-width": Math.max(shot.width, shot.height) / 1000 * 3 / state.zoom.scale });
+      g.appendChild(svg("line", { x1: cx - arm, y1: cy, x2: cx + arm, y2: cy }));
+      g.appendChild(svg("line", { x1: cx, y1: cy - arm, x2: cx, y2: cy + arm }));
+      g.appendChild(svg("circle", { cx, cy, r: arm / 3 }));
+      layer.appendChild(g);
+    }
+    return layer;
+  }
+
+  // A point on the transformed layer, in screenshot pixels (exact at every zoom and pan).
+  const pxAt = (view, shot, event) => pixelAt(view.getBoundingClientRect(), shot, event.clientX, event.clientY);
+  const elementsOf = (index) => (index <= N ? STEPS[index - 1].elements || [] : []);
+
+  function shotPane(index, options) {
+    const shot = shotOf(index);
+    const pane = el("figure", { class: "ws-pane" });
+    const caption = el("figcaption", {}, index === N + 1 ? `o${sub(N + 1)} · final screen` : `o${sub(index)} · step ${index}`);
+    if (!shot) {
+      pane.appendChild(el("div", { class: "ws-missing" }, index > N ? "No screen after the last step was kept." : "No screenshot was recorded for this step."));
+      pane.appendChild(caption);
+      return pane;
+    }
+    const frame = el("div", { class: "ws-frame" });
+    frame.style.aspectRatio = `${shot.width} / ${shot.height}`;
+    // The image and its overlay move together inside the frame: zoom and pan transform this layer only.
+    const view = el("div", { class: "ws-zoom" });
+    view.style.transform = Zoom.transform(state.zoom);
+    const img = el("img", { src: shot.url, alt: `screenshot of step ${index}`, draggable: false, decoding: "async" });
+    img.width = shot.width; img.height = shot.height;
+    view.appendChild(img);
+    view.appendChild(overlayLayer(index, options, shot));
+    frame.appendChild(view);
+    frame.redrawOverlay = () => view.replaceChild(overlayLayer(index, options, shot), view.querySelector(".ws-overlay"));
+    const loupe = el("div", { class: "ws-loupe" });
+    loupe.setAttribute("aria-hidden", "true");
+    loupe.hidden = true;
+    loupe.style.backgroundImage = `url("${shot.url}")`;
+    frame.appendChild(loupe);
+    const slot = options.slot;
+    if (slot && EDITABLE) {
+      frame.classList.add("placing");
+      frame.dataset.slot = slot;
+      frame.addEventListener("click", (event) => {
+        // (The click that ends a drag never reaches here: static/js/zoom.js swallows it.) Measured on the transformed layer: exact at every zoom and pan.
+        const px = pxAt(view, shot, event);
+        const element = elementAt(elementsOf(index), shot, px);
+        const action = state.form.editor_state[slot];
+        if (element !== null && action && !inBox(action.target_box, toModel(shot, px)) && ws.snaps(action)) {
+          ws.setTargetBox(slot, STEPS[index - 1].elements[element].box.slice());
+        } else ws.placePoint(slot, toModel(shot, px));
+      });
+    }
+    attachZoomGestures(frame, view, loupe, !!(slot && EDITABLE), { index, shot, slot });
+    pane.appendChild(frame);
+    pane.appendChild(caption);
+    return pane;
+  }
+
+  // --- zoom, pan and the loupe ---
+  // Gestures and the zoom arithmetic are static/js/zoom.js's (shared with the review page); + - 0 from the keyboard.
+  // Every pane shares state.zoom, so o_i | o_i+1 stay aligned. While the view moves only a CSS transform changes
+  // (cheap, every frame); the markers are redrawn at their on-screen size once it settles.
+  let settleTimer = null;
+  function setZoom(view) {
+    state.zoom = view;
+    const stage = $("ws-stage");
+    for (const layer of stage.querySelectorAll(".ws-zoom")) layer.style.transform = Zoom.transform(state.zoom);
+    stage.classList.toggle("zoomed", state.zoom.scale > 1);
+    $("ws-zoom-level").textContent = `${Math.round(state.zoom.scale * 100)} %`;
+    clearTimeout(settleTimer);
+    settleTimer = setTimeout(() => {
+      ws.redrawOverlays();
+      if (state.cursor) showCursorLoupe();
+    }, 120);
+  }
+  ws.zoomAt = (u, v, factor) => setZoom(Zoom.zoomAt(state.zoom, u, v, factor));
+  ws.zoomReset = () => setZoom({ ...Zoom.FIT });
+  window.wsZoom = () => ({ ...state.zoom });  // for tests
+
+  /* Every pane's overlay drawn again (the zoom settled, alternatives arrived), then pre-scoring's ghost into it. */
+  ws.redrawOverlays = () => {
+    for (const frame of $("ws-stage").querySelectorAll(".ws-frame")) if (frame.redrawOverlay) frame.redrawOverlay();
+    ws.announceStep();
+  };
+
+  function attachZoomGestures(frame, view, loupe, placing, pane) {
+    Zoom.attach(frame, {
+      get: () => state.zoom,
+      set: setZoom,
+      hover: (event) => {
+        if (placing && !state.cursor) showLoupe(frame, view, loupe, event.clientX, event.clientY);
+        hoverElement(frame, pane.index, pane.shot, pxAt(view, pane.shot, event));
+      },
+      leave: () => {
+        if (!state.cursor) loupe.hidden = true;
+        if (state.hoverElement !== null) { state.hoverElement = null; if (frame.redrawOverlay) frame.redrawOverlay(); }
+      },
+      // Shift+drag (or any drag while "Draw box" is on) draws the target's element box instead of panning.
+      draw: placing ? {
+        start: (event) => {
+          const action = state.form.editor_state[pane.slot];
+          if (!(event.shiftKey || state.boxMode) || !action || !ws.takesBox(action)) return false;
+          const px = pxAt(view, pane.shot, event);
+          state.boxDrag = { slot: pane.slot, a: px, b: px };
+          return true;
+        },
+        move: (event) => { state.boxDrag.b = pxAt(view, pane.shot, event); frame.redrawOverlay(); },
+        end: (event, cancelled) => {
+          const drag = state.boxDrag;
+          state.boxDrag = null;
+          if (cancelled) { frame.redrawOverlay(); return; }
+          drag.b = pxAt(view, pane.shot, event);
+          ws.drawBox(pane.slot, pane.shot, drag.a, drag.b);
+        },
+      } : null,
+    });
+  }
+
+  function hoverElement(frame, index, shot, px) {
+    const found = elementAt(elementsOf(index), shot, px);
+    const now = state.hoverElement;
+    if ((found === null && now === null) || (now && now.index === index && now.element === found)) return;
+    state.hoverElement = found === null ? null : { index, element: found };
+    frame.redrawOverlay();
+  }
+
+  // The loupe: LOUPE_POWER times what the frame shows, centred on the point that a click (or Enter) would place.
+  function showLoupe(frame, view, loupe, clientX, clientY) {
+    const image = view.getBoundingClientRect(), box = frame.getBoundingClientRect();
+    const fx = (clientX - image.left) / image.width, fy = (clientY - image.top) / image.height;
+    if (fx < 0 || fx > 1 || fy < 0 || fy > 1) { loupe.hidden = true; return; }
+    const width = image.width * LOUPE_POWER, height = image.height * LOUPE_POWER;
+    loupe.style.backgroundSize = `${width}px ${height}px`;
+    loupe.style.backgroundPosition = `${LOUPE_RADIUS - fx * width}px ${LOUPE_RADIUS - fy * height}px`;
+    // Up and to the right of the point, so it never hides the point itself; flipped near the frame's edges.
+    let left = clientX - box.left + 24, top = clientY - box.top - 2 * LOUPE_RADIUS - 24;
+    if (left + 2 * LOUPE_RADIUS > box.width) left = clientX - box.left - 2 * LOUPE_RADIUS - 24;
+    if (top < 0) top = clientY - box.top + 24;
+    loupe.style.left = `${left}px`;
+    loupe.style.top = `${top}px`;
+    loupe.hidden = false;
+  }
+  function showCursorLoupe() {
+    const frame = document.querySelector("#ws-stage .ws-frame.placing");
+    const shot = shotOf(state.current);
+    if (!frame || !state.cursor || !shot) return;
+    const view = frame.querySelector(".ws-zoom"), image = view.getBoundingClientRect();
+    const [x, y] = state.cursor.px;
+    showLoupe(frame, view, frame.querySelector(".ws-loupe"), image.left + x / shot.width * image.width, image.top + y / shot.height * image.height);
+  }
+  ws.showCursorLoupe = showCursorLoupe;
+  // The keyboard cursor stays in view: when it leaves the zoomed region, the view centres on it.
+  ws.keepCursorInView = () => {
+    const shot = shotOf(state.current), z = state.zoom;
+    if (!state.cursor || !shot || z.scale === 1) return;
+    const fx = state.cursor.px[0] / shot.width, fy = state.cursor.px[1] / shot.height;
+    const u = fx * z.scale + z.ox, v = fy * z.scale + z.oy;
+    if (u > 0.05 && u < 0.95 && v > 0.05 && v < 0.95) return;
+    state.zoom = Zoom.clamp(z.scale, 0.5 - fx * z.scale, 0.5 - fy * z.scale);
+  };
+
+  // --- step switch ---
+  const prefetched = new Set();
+  function prefetch(index) {
+    for (const i of [index + 1, index - 1, index + 2]) {
+      const shot = shotOf(i);
+      if (shot && !prefetched.has(shot.url)) { prefetched.add(shot.url); const im = new Image(); im.decoding = "async"; im.src = shot.url; }
+    }
+  }
+  ws.prefetch = prefetch;
+
+  ws.goTo = (index) => {
+    state.cursor = null;
+    index = Math.max(1, Math.min(LAST_VIEW, index));
+    performance.mark("ws-step-start");
+    if (index !== state.current && ws.dirty()) ws.save();
+    state.current = index;
+    ws.renderStep();
+    performance.mark("ws-step-end");
+    performance.measure("ws-step-switch", "ws-step-start", "ws-step-end");
+    prefetch(index);
+  };
+  window.wsGoTo = ws.goTo; // for the benchmark and tests
+
+  ws.renderStrip = () => {
+    const strip = $("ws-strip");
+    if (!strip.childElementCount) {
+      for (let i = 1; i <= LAST_VIEW; i++) {
+        const shot = shotOf(i);
+        // Out of the Tab order (j/k and the digits reach every step): Tab walks the form, not 30 thumbnails.
+        const b = el("button", { type: "button", class: "ws-thumb", "data-step": i, title: i > N ? "final screen" : `step ${i}`, tabIndex: -1 });
+        if (shot) {
+          const im = el("img", { src: shot.thumb, alt: "", loading: "lazy", decoding: "async" });
+          // Sized before it loads, so the strip keeps its layout while thumbnails stream in.
+          im.height = 60; im.width = Math.round(60 * shot.width / shot.height);
+          b.appendChild(im);
+        } else b.appendChild(el("span", { class: "ws-thumb-missing" }, "—"));
+        b.appendChild(el("span", { class: "ws-thumb-num" }, i > N ? "end" : i));
+        // A recorded point off the screen (the server measured it at import): marked on its thumbnail.
+        if (i <= N && STEPS[i - 1].off_screen) b.appendChild(el("span", { class: "ws-off-screen-mark", title: "a recorded point outside the screen" }, "off"));
+        b.addEventListener("click", () => ws.goTo(i));
+        const dropped = i <= N ? STEPS[i - 1].missing_before : 0;
+        if (dropped) {
+          // A gap in the recording: a visible break in the strip before this step.
+          strip.appendChild(el("span", { class: "ws-gap-mark", title: `${dropped} step(s) missing here` }, `⋯ ${dropped}`));
+        }
+        strip.appendChild(b);
+      }
+    }
+    const tau = state.form.verdict === "error" ? state.form.tau : null;
+    for (const b of strip.querySelectorAll(".ws-thumb")) {
+      const i = +b.dataset.step;
+      b.classList.toggle("current", i === state.current);
+      b.classList.toggle("tau", i === tau);
+      b.classList.toggle("after-tau", !!tau && i > tau);
+      if (i === state.current) b.setAttribute("aria-current", "step"); else b.removeAttribute("aria-current");
+    }
+    const cur = strip.querySelector(".current");
+    if (cur) cur.scrollIntoView({ block: "nearest", inline: "nearest" });
+  };
+
+  ws.renderStage = () => {
+    const stage = $("ws-stage");
+    const i = state.current;
+    const slot = ws.slotAt(i);
+    const panes = [shotPane(i, { drawRecorded: true, slot })];
+    if (state.compare && i < LAST_VIEW) panes.push(shotPane(i + 1, { drawRecorded: false, slot: null }));
+    stage.replaceChildren(...panes);
+    stage.classList.toggle("compare", state.compare);
+    stage.classList.toggle("zoomed", state.zoom.scale > 1);
+    $("ws-zoom-level").textContent = `${Math.round(state.zoom.scale * 100)} %`;
+    const tau = state.form.verdict === "error" ? state.form.tau : null;
+    stage.classList.toggle("dimmed", !!tau && i > tau + 1);
+    const hint = $("ws-place-hint");
+    if (slot && EDITABLE) {
+      const a = state.form.editor_state[slot];
+      const points = a ? ws.pointArgsOf(a.type) : [];
+      const pts = points.filter((p) => p.required || points.every((q) => !q.required));
+      const name = slot === "corrected" ? "corrected" : "post-reflection";
+      hint.hidden = false;
+      hint.textContent = !a ? `Choose the ${name} action type, then click the screenshot to place it.`
+        : pts.length ? `Click the screenshot to place ${pts.map((p) => p.name).join(" then ")} of the ${name} ${a.type}.`
+          : `The ${a.type} action has no point to place.`;
+    } else hint.hidden = true;
+  };
+
+  // Pre-scoring (static/js/prescore.js) listens for this to draw its strip, badges and ghost action.
+  ws.announceStep = () => {
+    const layer = document.querySelector("#ws-stage .ws-overlay");
+    const shot = shotOf(state.current);
+    document.dispatchEvent(new CustomEvent("workspace:step", { detail: {
+      traceId: ws.DATA.trace.id, index: state.current, stepCount: N, svg: layer, shot,
+    } }));
+  };
+  document.addEventListener("workspace:goto", (event) => ws.goTo(event.detail.index));
+}

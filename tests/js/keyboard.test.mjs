@@ -1,0 +1,32 @@
+// The workspace's key tables (static/js/workspace/keyboard.js): an event in, a command out.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { commandFor, cursorCommandFor } from "../../static/js/workspace/keyboard.js";
+
+const key = (k, extra) => Object.assign({ key: k, code: "", ctrlKey: false, metaKey: false, altKey: false, shiftKey: false }, extra);
+
+test("page keys act only when no field has the focus and no modifier is held", () => {
+  assert.deepEqual(commandFor(key("j"), false), { name: "next" });
+  assert.deepEqual(commandFor(key("ArrowLeft"), false), { name: "previous" });
+  assert.deepEqual(commandFor(key("e"), false), { name: "error" });
+  assert.equal(commandFor(key("j"), true), null);
+  assert.equal(commandFor(key("j", { ctrlKey: true }), false), null);
+  assert.equal(commandFor(key("q"), false), null);
+});
+
+test("save, submit and escape work while typing; Alt+digit takes an alternative by the key's place", () => {
+  assert.deepEqual(commandFor(key("s", { ctrlKey: true }), true), { name: "save" });
+  assert.deepEqual(commandFor(key("Enter", { metaKey: true }), true), { name: "submit" });
+  assert.deepEqual(commandFor(key("Escape"), true), { name: "escape" });
+  assert.deepEqual(commandFor(key("¡", { altKey: true, code: "Digit1" }), true), { name: "take", arg: 1 });
+  assert.equal(commandFor(key("0", { altKey: true, code: "Digit0" }), false), null);
+});
+
+test("the cursor's keys: arrows move (Shift: bigger), Enter places, b starts a box once, Esc leaves", () => {
+  assert.deepEqual(cursorCommandFor(key("ArrowUp", { shiftKey: true }), false), { name: "move", arg: { d: [0, -1], big: true } });
+  assert.deepEqual(cursorCommandFor(key("Enter"), false), { name: "place" });
+  assert.deepEqual(cursorCommandFor(key("b"), false), { name: "box" });
+  assert.equal(cursorCommandFor(key("b"), true), null);
+  assert.deepEqual(cursorCommandFor(key("Escape"), true), { name: "leave" });
+  assert.equal(cursorCommandFor(key("j"), false), null);
+});

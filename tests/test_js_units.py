@@ -1,0 +1,60 @@
+"""The page's pure JavaScript modules (static/js/geometry.js, zoom.js, action_editor.js, workspace/overlay.js,
+editor.js, keyboard.js, autosave.js) under Node's own test runner, without a browser: tests/js/*.test.mjs, against
+the action table exactly as the server serves it. Node is Debian's ``nodejs`` (.ci/run installs it)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from annotation.selectors import model_extent
+from tests.conftest import REPO
+from traces import actions as grammar
+
+NODE = shutil.which("node")
+TESTS = sorted((REPO / "tests" / "js").glob("*.test.mjs"))
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed (Debian's nodejs package; .ci/run installs it)")
+def test_the_page_modules_pass_their_node_tests(tmp_path):
+    assert len(TESTS) >= 6, TESTS  # the runner would pass on no files at all
+    table = tmp_path / "action-table.json"
+    table.write_text(json.dumps(grammar.action_table_json()), encoding="utf-8")
+    points = tmp_path / "grammar-points.json"
+    points.write_text(json.dumps(_grammar_points()), encoding="utf-8")
+    result = subprocess.run(
+        [NODE, "--test", *map(str, TESTS)],
+        cwd=REPO,
+        env={"PATH": "/usr/bin:/bin", "STUDIO_ACTION_TABLE": str(table), "STUDIO_GRAMMAR_POINTS": str(points)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout[-8000:] + result.stderr[-4000:]
+    passed = [line for line in result.stdout.splitlines() if line.startswith("# pass ")]
+    assert passed and int(passed[0].split()[-1]) >= 25, result.stdout[-2000:]
+
+
+class _Project:
+    """What model_extent reads of a project."""
+
+    def __init__(self, convention: str):
+        self.coordinate_convention = convention
+        self.max_pixels = grammar.MAX_PIXELS
+
+
+def _grammar_points() -> list[dict]:
+    """Pixels (ties at .5 among them) and the point the grammar makes of each, for the conventions that round."""
+    cases = []
+    for convention in (grammar.RELATIVE_1000, grammar.SMART_RESIZE_PIXELS):
+        for width, height in ((1920, 1080), (1280, 800), (1000, 1000), (2560, 1440)):
+            shot = {"width": width, "height": height, "extent": model_extent(_Project(convention), width, height)}
+            for x, y in [(0, 0), (0.5, 2.5), (width / 2, height / 2), (width, height), (width / 3, height / 7)] + [
+                (i * 37.5 % width, i * 13.25 % height) for i in range(1, 40)
+            ]:
+                point = grammar.from_screen_pixels((x, y), convention=convention, width=width, height=height)
+                cases.append({"shot": shot, "px": [x, y], "point": list(point)})
+    return cases
