@@ -30,7 +30,7 @@ from django.db.models import Q
 from annotation.models import Annotation, Verdict
 from annotation.selectors import target_box_of
 from annotation.workflow import STANDING
-from traces import actions as grammar
+from traces import grammar
 from traces.models import Project, Step
 
 PAIR_FIELDS = (

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from annotation.models import Annotation, Verdict
 from studio.errors import Invalid
-from traces import actions as grammar
+from traces import grammar
 
 ACTION_TEXT_FIELDS = ("corrected_action", "reflection_action")
 

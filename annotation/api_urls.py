@@ -25,5 +25,5 @@ urlpatterns = [
         alternatives_api.AnnotationAlternativeMark.as_view(),
         name="api-annotation-alternative-mark",
     ),
-    path("", include("annotation.review_api_urls")),
+    path("", include("annotation.review.api_urls")),
 ]

@@ -15,7 +15,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from annotation import events
-from annotation.review_selectors import presence_snapshot
+from annotation.review.selectors import presence_snapshot
 from annotation.services import lease_release_by
 from studio.access import NotInScope
 from studio.errors import Invalid, StudioError, error_frame

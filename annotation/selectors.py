@@ -8,8 +8,7 @@ from django.utils import timezone
 from annotation.access import annotations_for
 from annotation.models import Annotation, AnnotationStatus, Lease
 from studio.access import can
-from traces import actions as grammar
-from traces import prompting
+from traces import grammar, prompting
 from traces.access import projects_for
 from traces.selectors import (
     step_elements_json,
@@ -191,7 +190,7 @@ def workspace_payload(*, annotation: Annotation, lease: Lease | None) -> dict:
 
 
 # What every view of an annotation shows: the workspace API (annotation_json) and the review API
-# (annotation.review_api.annotation_summary) both start from annotation_fields_json and only add their own keys,
+# (annotation.review.api.annotation_summary) both start from annotation_fields_json and only add their own keys,
 # so a field renamed or added here reaches both.
 ANNOTATION_FIELDS = (
     "id",

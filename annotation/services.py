@@ -22,7 +22,7 @@ from annotation.workflow import EDITABLE_BY_ANNOTATOR, STANDING, check_transitio
 from studio.access import can
 from studio.db import atomic_with_retry
 from studio.errors import Conflict, Invalid
-from traces import actions as grammar
+from traces import grammar
 from traces.models import Trace
 from traces.selectors import awaits_instruction, traces_ready_to_annotate
 from traces.services import round_mark_annotated

@@ -9,5 +9,5 @@ urlpatterns = [
     path("queue/<int:project_id>/next/", views.next_trace, name="annotation-next-trace"),
     path("leases/<int:lease_id>/release/", views.lease_release, name="annotation-lease-release"),
     path("annotations/<int:annotation_id>/", views.workspace, name="annotation-workspace"),
-    path("", include("annotation.review_urls")),
+    path("", include("annotation.review.urls")),
 ]

@@ -83,7 +83,7 @@ def _screens(count: int) -> list:
 def _load(project, *, steps: int, trace_steps: int) -> int:
     from django.db import transaction
 
-    from traces import actions as grammar
+    from traces import grammar
     from traces.models import Step, Trace
 
     shots = _screens(8)

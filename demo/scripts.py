@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from traces import actions as grammar
+from traces import grammar
 
 from .screens import PHONE_DEFAULTS, Screen, make_file_system, render_files, render_phone, render_settings, render_web
 

@@ -32,8 +32,7 @@ from typing import Any
 from annotation.models import Annotation, AnnotationStatus, Verdict
 from annotation.selectors import action_target_box
 from studio.errors import Invalid
-from traces import actions as grammar
-from traces import prompting
+from traces import grammar, prompting
 from traces.models import Project, Screenshot, Step
 
 SCHEMA_VERSION = 1

@@ -307,7 +307,7 @@ _WHERE_BOUNDS_GO = {
 }
 
 
-# What a point means in each coordinate convention, for the README (traces/actions.py converts).
+# What a point means in each coordinate convention, for the README (traces/grammar.py converts).
 POINT_MEANING = {
     "relative-1000": "0–1000 on each axis of the screenshot: `x_screen = x / 1000 × width`",
     "smart-resize-pixels": "pixels of the screenshot after `smart_resize`: `x_screen = x / w_resized × width`",

@@ -47,7 +47,7 @@ from studio.shards import (
     shards_plan,
     shards_run_here,
 )
-from traces import actions as grammar
+from traces import grammar
 from traces.models import Project, Round
 
 log = logging.getLogger(__name__)
@@ -105,7 +105,7 @@ def reward_contract(writer) -> dict | None:
         "module": REWARD_MODULE,
         "function": "compute_score",
         "grammar": GRAMMAR_MODULE,
-        "grammar_source": "traces/actions.py, copied byte for byte",
+        "grammar_source": "traces/grammar.py, copied byte for byte",
         "radius_px": uitars_reward.DEFAULT_RADIUS_PX,
         "scoring": "0 if the reply does not parse; per action in order: 0 for another type, else "
         "(1 + matched arguments) / (1 + scored arguments); summed and divided by the larger action count; the target "

@@ -1,9 +1,9 @@
 """The reward of a `verl` bundle: how well a model's reply matches the annotated action of one step.
 
 Plain Python (no Django, no third-party package): an export copies this file into the bundle as it is, beside
-``uitars_actions.py``, a byte-for-byte copy of the project's one action grammar (``traces/actions.py``). Replies and
+``uitars_actions.py``, a byte-for-byte copy of the project's one action grammar (``traces/grammar.py``). Replies and
 ground truths are read by that grammar and nothing else. Inside the project (the tests) the grammar is imported from
-``traces.actions`` instead, when no copy lies beside this file.
+``traces.grammar`` instead, when no copy lies beside this file.
 
 verl calls ``compute_score(data_source, solution_str, ground_truth, extra_info=None, **reward_kwargs)`` (config
 ``custom_reward_function.path=uitars_reward.py``, ``custom_reward_function.name=compute_score``). The score, in
@@ -50,9 +50,9 @@ def _load_grammar():
             sys.modules[name] = module
             spec.loader.exec_module(module)
         return sys.modules[name]
-    from traces import actions
+    from traces import grammar as project_grammar
 
-    return actions
+    return project_grammar
 
 
 grammar = _load_grammar()

@@ -27,8 +27,7 @@ from pathlib import Path
 
 from exports import uitars_reward
 from exports.builders import Sample
-from traces import actions as grammar
-from traces import prompting
+from traces import grammar, prompting
 
 ImagePath = Callable[[object], str]  # screenshot -> bundle-relative path
 ImageBytes = Callable[[object], bytes]
@@ -499,7 +498,7 @@ class VerlWriter(ParquetWriter):
         }
 
     def bundle_files(self, data_files: list[str]) -> list[str]:
-        # The reward and the one grammar travel as files: the copy of traces/actions.py is byte-identical (a test
+        # The reward and the one grammar travel as files: the copy of traces/grammar.py is byte-identical (a test
         # compares them), so the bundle's reward reads replies exactly as the project does.
         for name, module in ((REWARD_MODULE, uitars_reward), (GRAMMAR_MODULE, grammar)):
             assert module.__file__ is not None

@@ -8,8 +8,7 @@ import re
 
 import pytest
 
-from traces import actions as grammar
-from traces import prompting
+from traces import grammar, prompting
 from traces.models import Project
 
 pytestmark = pytest.mark.django_db

@@ -8,8 +8,8 @@ import importlib
 
 import pytest
 
-from annotation import review
 from annotation.models import Annotation, AnnotationStatus, AuditEvent, Verdict
+from annotation.review import services as review
 from tests.fixtures_annotation import make_traces
 
 pytestmark = pytest.mark.django_db

@@ -18,7 +18,7 @@ from tests.conftest import login
 from tests.fixtures_annotation import import_folder, write_native_trace
 from tests.test_browser_starts import mark_error_at_step_two
 from tests.test_browser_workspace import open_next_trace, wait_saved
-from traces import actions as grammar
+from traces import grammar
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("role_groups")]
 

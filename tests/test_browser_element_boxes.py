@@ -17,7 +17,7 @@ from annotation.selectors import action_target_box
 from tests.conftest import login
 from tests.fixtures_annotation import import_folder
 from tests.test_browser_workspace import open_next_trace, wait_saved
-from traces import actions as grammar
+from traces import grammar
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("role_groups")]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from annotation.models import Verdict
-from annotation.review import review_adjudicate
+from annotation.review.services import review_adjudicate
 from evaluation import services as evaluation_services
 from exports import services as export_services
 from tests.conftest import login

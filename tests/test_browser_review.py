@@ -16,7 +16,7 @@ from PIL import Image
 
 from annotation.models import Annotation, AnnotationStatus
 from tests.conftest import REPO, _worker_env, login
-from traces import actions as grammar
+from traces import grammar
 from traces.models import Step, Trace
 from traces.services import screenshot_store
 

@@ -9,7 +9,7 @@ import pytest
 from django.db import transaction
 
 from annotation.models import Annotation, AnnotationStatus, Verdict
-from annotation.review_selectors import history_rows, trace_history
+from annotation.review.selectors import history_rows, trace_history
 from annotation.services import annotation_record_edit, annotation_transition
 from tests.conftest import login
 from tests.fixtures_export import REPLIES, make_trace

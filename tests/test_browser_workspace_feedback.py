@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from annotation import review
 from annotation.models import Annotation, Lease
+from annotation.review import services as review
 from annotation.services import annotation_save_draft, annotation_submit, lease_next_trace
 from tests.conftest import login
 from tests.fixtures_annotation import import_folder, write_native_trace

@@ -11,7 +11,7 @@ import pytest
 from django.core.management import call_command
 
 from annotation.models import Verdict
-from annotation.review import review_adjudicate
+from annotation.review.services import review_adjudicate
 from exports import services
 from exports.models import ExportJob
 from tests.fixtures_export import REPLIES, accepted_annotation, make_trace

@@ -15,8 +15,7 @@ from annotation.models import Verdict
 from annotation.selectors import workspace_payload
 from exports import services as export_services
 from tests.fixtures_export import accepted_annotation
-from traces import actions as grammar
-from traces import services
+from traces import grammar, services
 from traces.models import Step, Trace
 
 pytestmark = pytest.mark.django_db

@@ -218,7 +218,7 @@ class _OneBoxScreen:
 
 def test_demo_actions_are_rendered_by_the_grammar_half_up_and_escaped() -> None:
     # A second renderer came back before: Python's round() (12.5 -> 12, 13.5 -> 14) and a \r written raw.
-    from traces import actions as grammar
+    from traces import grammar
 
     click = format_action(Act("click", target="any"), _OneBoxScreen((12.5, 13.5)))  # type: ignore[arg-type]
     assert click == grammar.render_action(grammar.Action("click", ((grammar.START_BOX, (13, 14)),)))

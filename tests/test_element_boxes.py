@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from annotation import review
 from annotation.models import Annotation, AnnotationStatus
+from annotation.review import services as review
 from exports.builders import BuildStats, ExportOptions, Skip, iter_samples
 from exports.writers import ParquetWriter, llamafactory_record, trl_record
 from tests.fixtures_annotation import make_traces
-from traces import actions as grammar
+from traces import grammar
 
 BOX = [400, 450, 600, 550]  # relative-1000, on a 1920x1080 screen
 

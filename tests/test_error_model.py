@@ -18,8 +18,8 @@ from rest_framework.test import APIRequestFactory
 from rest_framework.views import APIView
 
 from annotation.models import Annotation, AnnotationStatus
-from annotation.review import ReviewConflict, ReviewError
-from annotation.review_api import LeadView
+from annotation.review.api import LeadView
+from annotation.review.services import ReviewConflict, ReviewError
 from studio.errors import (
     STATUS_BY_KIND,
     Conflict,
@@ -86,18 +86,13 @@ HTTP_SPEECH = re.compile(
 
 
 def _service_and_selector_modules() -> list[pathlib.Path]:
-    """Every services / selectors module (``services.py``, ``review_selectors.py``, a ``services/`` package) and
-    review.py, review's service module."""
+    """Every services / selectors module (``services.py``, ``selectors.py``, a ``services/`` package)."""
     found = []
     for path in sorted(REPO.glob("*/**/*.py")):
         if ".venv" in path.parts or "tests" in path.parts:
             continue
         in_package = {"services", "selectors"} & set(path.parent.relative_to(REPO).parts)
-        if (
-            path.stem.endswith(("services", "selectors"))
-            or in_package
-            or path.relative_to(REPO).as_posix() == ("annotation/review.py")
-        ):
+        if path.stem.endswith(("services", "selectors")) or in_package:
             found.append(path)
     return found
 
@@ -111,7 +106,12 @@ def test_no_service_or_selector_module_speaks_http():
         if match
     ]
     names = {path.relative_to(REPO).as_posix() for path in modules}
-    assert {"annotation/services.py", "annotation/selectors.py", "annotation/review.py", "exports/services.py"} <= names
+    assert {
+        "annotation/services.py",
+        "annotation/selectors.py",
+        "annotation/review/services.py",
+        "exports/services.py",
+    } <= names
     assert len(modules) >= 8 and offenders == []
 
 

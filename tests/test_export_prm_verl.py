@@ -174,7 +174,7 @@ def test_verl_rows_follow_verls_layout_from_the_one_prompt_builder(annotated, tm
 def test_the_bundles_reward_scores_corrections_1_and_the_wrong_steps_below(annotated, tmp_path):
     export(annotated, "verl", tmp_path / "verl.zip")
     folder = tmp_path / "verl"
-    assert (folder / "uitars_actions.py").read_bytes() == (REPO / "traces" / "actions.py").read_bytes()
+    assert (folder / "uitars_actions.py").read_bytes() == (REPO / "traces" / "grammar.py").read_bytes()
     assert (folder / "uitars_reward.py").read_bytes() == (REPO / "exports" / "uitars_reward.py").read_bytes()
     # As verl loads it: by file path, in a process that has neither Django nor the project on its path.
     script = """
@@ -307,7 +307,7 @@ def test_real_traces_corrections_score_1_and_their_recorded_steps_less(
     """Real traces (recorded in their own convention) in a project of another: each trace's first step with a point is
     marked wrong and corrected 100 px to the side. The bundle's reward, as verl loads it, gives every correction 1 and
     every recorded step less; the prm bundle labels steps 1..τ and loads with datasets."""
-    from traces import actions as grammar
+    from traces import grammar
     from traces import services as trace_services
     from traces.models import Step
 
@@ -387,7 +387,7 @@ print(json.dumps(out))
 
 
 def test_a_drawn_element_box_is_the_ground_truth_of_the_target_point(project, annotator, lead, tmp_path):
-    from traces import actions as grammar
+    from traces import grammar
 
     trace = make_trace(project, replies=REPLIES, external_id="boxed", size=SCREEN)
     action = grammar.parse_action("click(start_box='(300,260)')")

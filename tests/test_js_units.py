@@ -12,7 +12,7 @@ import pytest
 
 from annotation.selectors import model_extent
 from tests.conftest import REPO
-from traces import actions as grammar
+from traces import grammar
 
 NODE = shutil.which("node")
 TESTS = sorted((REPO / "tests" / "js").glob("*.test.mjs"))

@@ -11,9 +11,9 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
 from django.utils import timezone
 
-from annotation import review
 from annotation.consumers import CLOSE_FORBIDDEN, CLOSE_UNAUTHENTICATED, LiveConsumer
 from annotation.models import Annotation, Lease
+from annotation.review import services as review
 from studio.access import refusal
 from studio.permissions import Role
 from traces.models import Trace

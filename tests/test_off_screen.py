@@ -19,8 +19,7 @@ from tests.conftest import login
 from tests.factories import native_trace_folder
 from tests.fixtures_export import accepted_annotation
 from tests.test_browser_workspace import open_next_trace
-from traces import actions as grammar
-from traces import services
+from traces import grammar, services
 from traces.models import ImportJob, Step, Trace
 
 OFF_SCREEN = "click(start_box='<|box_start|>(2500,300)<|box_end|>')"  # x past a 1920-wide screen

@@ -39,7 +39,7 @@ from tests.fixtures_export import accepted_annotation
 from tests.test_bundle_readme_code import BLOCK
 from tests.test_export_trl import tiny_qwen2vl
 from tests.test_llamafactory_preprocessing import preprocess_runs
-from traces import actions as grammar
+from traces import grammar
 from traces.importers.base import ImageRef, ImportedStep, ImportedTrace
 from traces.models import Step
 from traces.services import project_create, trace_import_one

@@ -7,7 +7,7 @@ import json
 import pytest
 from PIL import Image
 
-from traces import actions as grammar
+from traces import grammar
 from traces.models import CoordinateConvention, PrescoreJob, StepSuggestion, Trace, TraceSuggestion
 from traces.prescoring import rules, services
 

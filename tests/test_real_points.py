@@ -13,8 +13,7 @@ from django.core.files.storage import default_storage
 from annotation.models import Verdict
 from exports import services as export_services
 from tests.fixtures_export import accepted_annotation
-from traces import actions as grammar
-from traces import services
+from traces import grammar, services
 from traces.models import Step, Trace
 
 pytestmark = pytest.mark.django_db

@@ -9,11 +9,11 @@ from django.core.exceptions import PermissionDenied
 from django.db import connection, transaction
 from django.utils import timezone
 
-from annotation import review
 from annotation.agreement import agreement_report
 from annotation.dashboards import DateRange, project_dashboard
 from annotation.models import Annotation, AnnotationStatus, AuditEvent
-from annotation.review_selectors import word_diff
+from annotation.review import services as review
+from annotation.review.selectors import word_diff
 from annotation.services import annotation_transition, trace_recount_standing_annotations
 from studio.errors import Invalid
 from studio.permissions import Role

@@ -12,8 +12,7 @@ from rest_framework.views import APIView
 
 from studio.access import AccessedObjectMixin, ActionPermission
 from studio.api import job_cancel_response
-from traces import actions as grammar
-from traces import selectors, services
+from traces import grammar, selectors, services
 from traces.access import (
     access_import_job,
     access_project,

@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from traces import actions as grammar
+from traces import grammar
 
 IMAGE = "image"
 TEXT = "text"

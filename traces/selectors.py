@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import BooleanField, Count, ExpressionWrapper, Q, QuerySet
 
 from studio.errors import Invalid
-from traces import actions as grammar
+from traces import grammar
 from traces.access import traces_for
 from traces.models import Project, Round, Step, Trace
 

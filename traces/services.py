@@ -26,7 +26,7 @@ from studio.inputs import input_problem
 from studio.jobs import JobFailed, job_add_error, job_enqueue, job_progress, job_run, job_workdir
 from studio.models import JobStatus
 from studio.signals import round_annotated
-from traces import actions as grammar
+from traces import grammar
 from traces.images import ImageInfo, ImageProblem, inspect_image, make_thumbnail
 from traces.importers import (
     IMPORTERS,

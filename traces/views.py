@@ -116,7 +116,7 @@ def trace_detail(request, trace_id: int):
 
 
 def _trace_page(user, trace: Trace, *, instruction_form: TraceInstructionForm | None = None) -> dict:
-    from annotation.review_selectors import history_rows, trace_history_visible
+    from annotation.review.selectors import history_rows, trace_history_visible
 
     can_edit = can(user, "trace.edit", trace)
     if can_edit and instruction_form is None:

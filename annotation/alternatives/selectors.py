@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from annotation.models import AlternativeMark, AlternativesJob, Annotation, StepAlternative
-from traces import actions as grammar
+from traces import grammar
 
 
 def _job_json(job: AlternativesJob) -> dict:

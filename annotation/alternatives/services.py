@@ -28,8 +28,7 @@ from annotation.workflow import EDITABLE_BY_ANNOTATOR
 from studio.errors import Conflict, Invalid, NotFound
 from studio.jobs import JobFailed, job_enqueue, job_progress, job_run
 from studio.models import JobStatus
-from traces import actions as grammar
-from traces import prompting
+from traces import grammar, prompting
 from traces.models import Step
 from traces.prescoring import assess
 from traces.prescoring.qwen2vl import ModelLoadError, read_model_config

@@ -1,10 +1,10 @@
 /* Coordinates on the page, in one form. Every point, element box and action reaches the page in the project's
-   coordinate convention (what the server stores and its grammar checks, traces/actions.py), and every screenshot
+   coordinate convention (what the server stores and its grammar checks, traces/grammar.py), and every screenshot
    with its pixel size and its extent: the convention's range that spans it (annotation.selectors.model_extent:
    1000 × 1000 for relative-1000, the smart-resized size, or the pixels). Each convention is linear in the pixels,
    so {width, height, extent} converts both ways. Pure: no DOM, unit-tested by tests/js/geometry.test.mjs. */
 
-// The grammar's arithmetic, operation for operation (traces/actions.py, to_screen_pixels / from_screen_pixels:
+// The grammar's arithmetic, operation for operation (traces/grammar.py, to_screen_pixels / from_screen_pixels:
 // ``x / 1000 * width``, ``x / width * 1000``), so a point comes out exactly as the server computes it, floating-point
 // ties included (503.5 px of 1000 is 503.49999999999994 there, and here); tests/js/geometry.test.mjs compares with
 // points the grammar computed.

@@ -16,7 +16,7 @@ from typing import Protocol
 from django.conf import settings
 
 from studio.errors import describe_error
-from traces import actions as grammar
+from traces import grammar
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from traces import actions as grammar
+from traces import grammar
 
 from .base import (
     ImageRef,

@@ -1,7 +1,7 @@
 """A recorded point outside the screen is flagged on its step (issue 13): nullable, backfilled here, required in 0009.
 
 Backfill: each stored step with a screenshot and parsed actions is measured against its screenshot in its trace's
-convention by the grammar's own bounds (`traces.actions.off_screen_points`; the grammar is plain Python without
+convention by the grammar's own bounds (`traces.grammar.off_screen_points`; the grammar is plain Python without
 models, so the migration asks the one rule rather than a copy of it); each import job counts its flagged steps.
 """
 
@@ -12,7 +12,7 @@ CHUNK = 1000
 
 
 def backfill(apps, schema_editor):
-    from traces import actions as grammar
+    from traces import grammar
 
     Step = apps.get_model("traces", "Step")
     ImportJob = apps.get_model("traces", "ImportJob")

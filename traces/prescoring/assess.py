@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from traces import actions as grammar
+from traces import grammar
 
 AGREE_DISTANCE = 0.05
 FULL_DISAGREEMENT_DISTANCE = 0.1

@@ -3,7 +3,7 @@
 Flags (``code``: when):
 - ``unparseable``: the recorded action does not parse in the UI-TARS grammar (step.parse_error).
 - ``off_screen``: a coordinate lies outside the screen under the project's convention
-  (traces.actions.validate_action); other validation problems are ``invalid_action``.
+  (traces.grammar.validate_action); other validation problems are ``invalid_action``.
 - ``no_change``: an action meant to change the screen (not wait/finished/call_user) left
   o_{i+1} looking like o_i. Needs o_{i+1} (the next step's screenshot or the trace's final one).
 - ``repeated_no_change``: the same action as step i-1, although step i-1's action changed nothing
@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from traces import actions as grammar
+from traces import grammar
 
 DOWNSCALE_WIDTH = 128
 DEFAULT_CHANGE_THRESHOLD = 0.001

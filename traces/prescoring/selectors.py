@@ -11,7 +11,7 @@ from django.db.models import Case, F, FloatField, OuterRef, Q, QuerySet, Subquer
 from django.db.models.functions import Coalesce, Greatest
 
 from studio.access import scoped
-from traces import actions as grammar
+from traces import grammar
 from traces.models import Scorer, StepSuggestion, Trace, TraceSuggestion
 
 

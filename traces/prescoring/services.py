@@ -30,8 +30,7 @@ from studio.shards import (
     shards_plan,
     shards_run_here,
 )
-from traces import actions as grammar
-from traces import prompting
+from traces import grammar, prompting
 from traces.models import (
     PrescoreJob,
     Project,

@@ -1,4 +1,4 @@
-/* Actions drawn over a screenshot, from the served action table: each action's ``mark`` (traces/actions.py,
+/* Actions drawn over a screenshot, from the served action table: each action's ``mark`` (traces/grammar.py,
    ACTION_MARKS) names its shape and its badge; this module knows how to draw a shape and never decides by action
    type. Coordinates come in the one form (the project's convention, converted with the shot's extent).
    ``actionMarks`` is pure (what to draw, as SVG element descriptions; tests/js/overlay.test.mjs) and ``drawAction``

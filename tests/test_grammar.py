@@ -1,4 +1,4 @@
-"""Tests for traces.actions: grammar round trips, real traces, ui-tars cross-check, conventions."""
+"""Tests for traces.grammar: grammar round trips, real traces, ui-tars cross-check, conventions."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from traces.actions import (
+from traces.grammar import (
     ACTION_SPECS,
     BOX_END,
     BOX_START,

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from annotation import review_views
+from annotation.review import views as review_views
 
 urlpatterns = [
     path("reviews/", review_views.review_queue, name="review-queue"),

@@ -1,5 +1,5 @@
 """REST API for leads: review decisions, the review queue, agreement, dashboards, presence, trace history.
-Thin: review_selectors / agreement / dashboards read, review writes."""
+Thin: review selectors, agreement and dashboards read, review services write."""
 
 from __future__ import annotations
 
@@ -10,11 +10,13 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation import dashboards, review, review_selectors, services
+from annotation import dashboards, services
 from annotation.access import access_annotation
 from annotation.agreement import agreement_report
 from annotation.api import ActionCheckSerializer
 from annotation.models import AnnotationStatus
+from annotation.review import selectors as review_selectors
+from annotation.review import services as review
 from annotation.selectors import annotation_fields_json
 from studio.access import ActionPermission
 from traces.access import access_project, access_trace

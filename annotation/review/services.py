@@ -23,7 +23,7 @@ from annotation.services import (
 from studio.access import access
 from studio.db import atomic_with_retry
 from studio.errors import Conflict, Invalid
-from traces import actions as grammar
+from traces import grammar
 
 # What a lead may change when editing before accepting: the annotator's answer, never bookkeeping.
 REVIEW_EDITABLE_FIELDS = (

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from annotation import review_api
+from annotation.review import api as review_api
 
 urlpatterns = [
     path("reviews/", review_api.ReviewQueue.as_view(), name="api-review-queue"),

@@ -6,10 +6,12 @@ from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from annotation import dashboards, review, review_selectors
+from annotation import dashboards
 from annotation.access import access_annotation
 from annotation.agreement import agreement_report
 from annotation.models import AnnotationStatus, Verdict
+from annotation.review import selectors as review_selectors
+from annotation.review import services as review
 from studio.access import AccessRefused, can
 from studio.errors import Conflict, Invalid, StudioError
 from studio.middleware import refused_page

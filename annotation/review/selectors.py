@@ -14,10 +14,10 @@ from django.urls import reverse
 from annotation.access import annotations_for, history_for
 from annotation.alternatives.selectors import marked_alternatives
 from annotation.models import Annotation, AnnotationStatus, AuditEvent
-from annotation.review import REVIEW_EDITABLE_FIELDS
+from annotation.review.services import REVIEW_EDITABLE_FIELDS
 from annotation.selectors import action_target_box, model_extent, observations, open_leases
 from annotation.services import answer_for_verdict
-from traces import actions as grammar
+from traces import grammar
 from traces.access import projects_for
 from traces.models import Project
 
