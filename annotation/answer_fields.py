@@ -1,4 +1,4 @@
-"""The rules of an annotation's answer fields, once: the draft save (services._clean_draft_fields) and a lead's
+"""The rules of an annotation's answer fields, once: the draft save (services.drafts._clean_draft_fields) and a lead's
 review edits (review._clean_edits) both pass each field through :func:`clean_answer_field`; a
 :class:`FieldProblem` is an Invalid (a 400 on every surface), which review re-raises as its ReviewError with the same
 message."""

@@ -435,7 +435,7 @@ def test_the_workspace_and_review_apis_answer_with_one_shape_of_an_annotation(pr
 def test_the_draft_and_the_review_edit_refuse_a_field_with_one_rule(project, annotator, field, value, message):
     # One rule (annotation.answer_fields.clean_answer_field), each path its own error type: a second copy of a
     # field's rule would refuse with another message, or not at all.
-    from annotation import services
+    from annotation.services import drafts as services
 
     ann = make_annotation(make_trace(project, "rules"), annotator, verdict="error", tau=1)
     with pytest.raises(Invalid) as draft:

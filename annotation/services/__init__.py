@@ -1,0 +1,67 @@
+"""Writes for annotations, in three rooms: ``transitions`` (every status change through ``annotation_transition``,
+every edit through ``annotation_record_edit``, each with its audit record in the same transaction), ``leases`` (who
+holds which trace now) and ``drafts`` (the annotator's answer: saves, the action check, submit, skip); ``errors``
+holds the conflicts they share. Callers import the public names from here."""
+
+from annotation.services.drafts import (
+    DRAFT_FIELDS,
+    DRAFT_TEXT_FIELDS,
+    EDITOR_SLOTS,
+    EMPTY_EDITOR,
+    ERROR_ANSWER,
+    UNUSABLE_ANSWER,
+    action_check,
+    annotation_save_draft,
+    annotation_seed_demo,
+    annotation_skip,
+    annotation_submit,
+    answer_for_verdict,
+    editor_box,
+    observation_for,
+    submit_problems,
+)
+from annotation.services.errors import LeaseLost, NotEditable, StaleVersion, SubmitRejected
+from annotation.services.leases import (
+    HEARTBEAT_CREDIT_CAP_S,
+    lease_heartbeat,
+    lease_next_trace,
+    lease_release_by,
+    lease_take_for_annotation,
+    trace_annotation_quota,
+)
+from annotation.services.transitions import (
+    annotation_record_edit,
+    annotation_transition,
+    trace_recount_standing_annotations,
+)
+
+__all__ = [
+    "DRAFT_FIELDS",
+    "DRAFT_TEXT_FIELDS",
+    "EDITOR_SLOTS",
+    "EMPTY_EDITOR",
+    "ERROR_ANSWER",
+    "HEARTBEAT_CREDIT_CAP_S",
+    "UNUSABLE_ANSWER",
+    "LeaseLost",
+    "NotEditable",
+    "StaleVersion",
+    "SubmitRejected",
+    "action_check",
+    "annotation_record_edit",
+    "annotation_save_draft",
+    "annotation_seed_demo",
+    "annotation_skip",
+    "annotation_submit",
+    "annotation_transition",
+    "answer_for_verdict",
+    "editor_box",
+    "lease_heartbeat",
+    "lease_next_trace",
+    "lease_release_by",
+    "lease_take_for_annotation",
+    "observation_for",
+    "submit_problems",
+    "trace_annotation_quota",
+    "trace_recount_standing_annotations",
+]

@@ -1,0 +1,94 @@
+"""Status changes and edits of an annotation. Every status change goes through ``annotation_transition`` and every
+edit through ``annotation_record_edit``, so the audit trail is written in the same transaction as the change."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.db.models import Count, F, OuterRef, Subquery
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from annotation import events
+from annotation.models import Annotation, AnnotationStatus, AuditEvent
+from annotation.workflow import STANDING, check_transition
+from traces.models import Trace
+from traces.services import round_mark_annotated
+
+
+def annotation_transition(
+    *, annotation: Annotation, to: str, actor, comment: str = "", changes: dict | None = None
+) -> Annotation:
+    """Move an annotation along the state machine and audit it; the caller holds the row lock."""
+    assert transaction.get_connection().in_atomic_block, "annotation_transition runs inside the caller's transaction"
+    from_status = annotation.status
+    check_transition(from_status, to)
+    now = timezone.now()
+    annotation.status = to
+    annotation.version += 1
+    if to == AnnotationStatus.SUBMITTED:
+        annotation.submitted_at = now
+    if to in (AnnotationStatus.ACCEPTED, AnnotationStatus.REJECTED):
+        annotation.reviewed_at = now
+        annotation.reviewed_by = actor
+        annotation.review_comment = comment
+    annotation.save()
+    standing_change = (to in STANDING) - (from_status in STANDING)
+    if standing_change:
+        Trace.objects.filter(pk=annotation.trace_id).update(
+            standing_annotations=F("standing_annotations") + standing_change
+        )
+    _audit_event_create(
+        annotation=annotation,
+        actor=actor,
+        kind="transition",
+        from_status=from_status,
+        to_status=to,
+        changes=changes or {},
+        comment=comment,
+    )
+    events.annotation_changed(annotation=annotation, verb=check_transition(from_status, to))  # sent after commit
+    round_id = (
+        Trace.objects.filter(pk=annotation.trace_id).values_list("round_id", flat=True).first()
+        if to == AnnotationStatus.ACCEPTED
+        else None
+    )
+    if round_id is not None:
+        # After the commit, so the round is judged on what is stored (and a rolled-back accept changes nothing).
+        transaction.on_commit(lambda: round_mark_annotated(round_id=round_id))
+    return annotation
+
+
+def trace_recount_standing_annotations(*, traces) -> int:
+    """Set ``Trace.standing_annotations`` of ``traces`` (a queryset) from their annotations: for rows written
+    around the state machine (bulk loads, repairs). Returns how many traces were updated."""
+    standing = (
+        Annotation.objects.filter(trace=OuterRef("pk"), status__in=STANDING)
+        .order_by()
+        .values("trace")
+        .annotate(n=Count("id"))
+        .values("n")
+    )
+    return traces.update(standing_annotations=Coalesce(Subquery(standing), 0))
+
+
+def annotation_record_edit(*, annotation: Annotation, actor, changes: dict) -> None:
+    """Audit an edit: ``changes`` maps field -> [before, after]. Empty changes write nothing."""
+    if changes:
+        _audit_event_create(
+            annotation=annotation,
+            actor=actor,
+            kind="edit",
+            from_status=annotation.status,
+            to_status=annotation.status,
+            changes=changes,
+        )
+
+
+def _audit_event_create(*, annotation: Annotation, **fields) -> AuditEvent:
+    """The one place audit rows are made, with the annotation's project and annotator copied onto them."""
+    return AuditEvent.objects.create(
+        annotation=annotation, project_id=annotation.project_id, annotator_id=annotation.annotator_id, **fields
+    )
+
+
+# --- Refusals (studio.errors kinds; the API, pages and sockets give each kind its one answer) ---------------
