@@ -21,11 +21,17 @@ demo: install
 	@echo "Log in at http://127.0.0.1:8000/ as annotator, lead or engineer (password: $${STUDIO_DEMO_PASSWORD:-demo-pass-1234})"
 	$(DEMO_ENV) $(PY) manage.py runstudio --host 127.0.0.1 --port 8000
 
+# The suite runs in parallel, one test process per core (pytest-xdist; tests/parallel.py gives each its own database,
+# data folder and Redis database); a file's tests stay in one process, so module fixtures are made once.
+# `make test TEST_PROCESSES=0` runs it in this process alone.
+TEST_PROCESSES ?= auto
+PYTEST := $(PY) -m pytest -q -n $(TEST_PROCESSES) --dist loadfile
+
 test: install
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PYTEST) $(PYTEST_ARGS)
 
 test-fast: install
-	$(PY) -m pytest -q -m "not browser and not worker and not fullstack and not llamafactory" $(PYTEST_ARGS)
+	$(PYTEST) -m "not browser and not worker and not fullstack and not llamafactory" $(PYTEST_ARGS)
 
 # ruff (lint and format; the rules and line length are in pyproject.toml) and mypy with django-stubs on the services,
 # selectors and grammar (the file list is in pyproject.toml).
