@@ -95,3 +95,22 @@ def test_the_models_own_action_is_drawn_where_it_points(browser, live_server, pr
     assert mark["x"] + mark["width"] / 2 == pytest.approx(image["x"] + 0.25 * image["width"], abs=1.5)
     assert mark["y"] + mark["height"] / 2 == pytest.approx(image["y"] + 0.75 * image["height"], abs=1.5)
     assert errors == []
+
+
+def test_a_model_row_without_a_likelihood_shows_its_action_and_no_error(browser, live_server, project, annotator, tmp_path):
+    """A model row may carry no mean log-likelihood (the recorded reply was not scored): the strip shows the model's
+    own action and leaves the figure out, instead of throwing and leaving the step's strip stale."""
+    import_folder(project, write_native_trace(tmp_path / "t", steps=3, external_id="no-loglik"))
+    score_step_two(project)
+    assert StepSuggestion.objects.get(scorer=Scorer.QWEN2VL).loglik_mean is None
+    page = browser.new_context(viewport={"width": 1920, "height": 1080}).new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    login(page, live_server.url, annotator.username)
+    open_next_trace(page, live_server.url)
+    page.keyboard.press("j")
+    model = page.locator("#prescore-model")
+    model.wait_for()
+    page.wait_for_function("document.getElementById('prescore-model').textContent.includes(\"Model's own action\")")
+    assert "click" in model.inner_text() and "log-likelihood" not in model.inner_text()
+    assert errors == []

@@ -90,7 +90,12 @@ function start() {
     const model = entry && entry.model;
     if (model) {
       const agree = model.agrees === null ? "" : model.agrees ? " (agrees)" : " (differs)";
-      modelBox.textContent = `Model's own action: ${model.model_action || "—"}${agree} · mean log-likelihood of the recorded reply ${model.loglik_mean.toFixed(3)}`;
+      // A step scored without a likelihood (the recorded reply could not be scored) has none to show.
+      const loglik =
+        typeof model.loglik_mean === "number"
+          ? ` · mean log-likelihood of the recorded reply ${model.loglik_mean.toFixed(3)}`
+          : "";
+      modelBox.textContent = `Model's own action: ${model.model_action || "—"}${agree}${loglik}`;
     } else {
       modelBox.textContent = "";
     }
