@@ -97,7 +97,9 @@ def test_the_models_own_action_is_drawn_where_it_points(browser, live_server, pr
     assert errors == []
 
 
-def test_a_model_row_without_a_likelihood_shows_its_action_and_no_error(browser, live_server, project, annotator, tmp_path):
+def test_a_model_row_without_a_likelihood_shows_its_action_and_no_error(
+    browser, live_server, project, annotator, tmp_path
+):
     """A model row may carry no mean log-likelihood (the recorded reply was not scored): the strip shows the model's
     own action and leaves the figure out, instead of throwing and leaving the step's strip stale."""
     import_folder(project, write_native_trace(tmp_path / "t", steps=3, external_id="no-loglik"))
