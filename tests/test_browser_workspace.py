@@ -102,6 +102,12 @@ def test_annotate_real_trace_end_to_end(browser, live_server, project, dart_trac
     page.keyboard.press("c")
     page.keyboard.press("?")
     assert page.is_visible("#ws-help")
+    # the help's keys are the key table's (keyboard.js KEYS): the keys this test pressed are the ones it shows
+    assert page.inner_text("#ws-help tr[data-command='next'] td:first-child").split() == ["→", "j"]
+    assert page.inner_text("#ws-help tr[data-command='compare'] td:first-child") == "c"
+    assert page.locator("#ws-help td.ws-keys-of:empty").count() == 0
+    assert "{" not in page.inner_text("#ws-help")  # no template syntax shown as text
+    page.screenshot(path=str(artifacts_dir / "workspace-help.png"))
     page.keyboard.press("Escape")
     page.keyboard.press("Control+Enter")
     page.wait_for_selector("#ws-banner.ok")

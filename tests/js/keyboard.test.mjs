@@ -1,7 +1,8 @@
 // The workspace's key tables (static/js/workspace/keyboard.js): an event in, a command out.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { commandFor, cursorCommandFor } from "../../static/js/workspace/keyboard.js";
+import { readFileSync } from "node:fs";
+import { KEYS, commandFor, cursorCommandFor, keysFor } from "../../static/js/workspace/keyboard.js";
 
 const key = (k, extra) => Object.assign({ key: k, code: "", ctrlKey: false, metaKey: false, altKey: false, shiftKey: false }, extra);
 
@@ -29,4 +30,19 @@ test("the cursor's keys: arrows move (Shift: bigger), Enter places, b starts a b
   assert.equal(cursorCommandFor(key("b"), true), null);
   assert.deepEqual(cursorCommandFor(key("Escape"), true), { name: "leave" });
   assert.equal(cursorCommandFor(key("j"), false), null);
+});
+
+test("the help writes each command's keys from the one key table", () => {
+  assert.deepEqual(keysFor(["previous"]), ["←", "k"]);
+  assert.deepEqual(keysFor(["zoom_in", "zoom_out", "zoom_reset"]), ["+", "=", "-", "0"]);
+  assert.deepEqual(keysFor(["no_such_command"]), []);
+});
+
+test("every command of the key table has a row in the help, and every row names commands of the table", () => {
+  const page = readFileSync(new URL("../../frontend_templates/annotation/workspace.html", import.meta.url), "utf8");
+  const rows = [...page.matchAll(/<tr data-command="([^"]+)">/g)].map((m) => m[1].split(" "));
+  const described = new Set(rows.flat());
+  const commands = new Set(Object.values(KEYS));
+  assert.deepEqual([...commands].filter((c) => !described.has(c)), []);
+  assert.deepEqual([...described].filter((c) => !commands.has(c)), []);
 });

@@ -1,6 +1,7 @@
 /* The workspace's keys: one table per mode (``commandFor`` and ``cursorCommandFor`` are pure: an event in, a command
    out; tests/js/keyboard.test.mjs), the keyboard path through a correction (the cursor that places a point or draws
-   a box without the mouse), and the buttons that do the same. The help overlay in workspace.html lists them. */
+   a box without the mouse), and the buttons that do the same. The help overlay in workspace.html describes each
+   command; its keys come from KEYS (``keysFor``), so a key changed here is the key the help shows. */
 import { $ } from "../dom.js";
 import { toModel, toPx } from "../geometry.js";
 
@@ -13,6 +14,19 @@ export const KEYS = {
   s: "start", w: "wrong", o: "overlay", c: "compare",
   "+": "zoom_in", "=": "zoom_in", "-": "zoom_out", "0": "zoom_reset", "?": "help",
 };
+// How a key is written in the help (the rest as they are typed).
+const KEY_NAMES = { ArrowLeft: "←", ArrowRight: "→" };
+
+/* The keys of the page that run any of ``commands`` (command names, as in KEYS), as the help writes them, in
+   KEYS's order (an object lists a digit key first whatever its place, so digits are put back last). */
+export function keysFor(commands) {
+  const digit = (key) => (/^[0-9]$/.test(key) ? 1 : 0);
+  return Object.entries(KEYS)
+    .filter(([, name]) => commands.includes(name))
+    .sort(([a], [b]) => digit(a) - digit(b))
+    .map(([key]) => KEY_NAMES[key] || key);
+}
+
 // Keys while the keyboard cursor is out: arrows move it (Shift: bigger steps), Enter places, b starts a box, Esc leaves.
 const MOVES = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, -1], ArrowDown: [0, 1] };
 
@@ -42,6 +56,13 @@ export function install(ws) {
   const { state, LAST_VIEW } = ws;
   const shotOf = ws.shotOf;
 
+  for (const row of document.querySelectorAll("#ws-help tr[data-command]")) {
+    const cell = row.querySelector(".ws-keys-of");
+    for (const [i, name] of keysFor(row.dataset.command.split(" ")).entries()) {
+      if (i) cell.append(" ");
+      cell.appendChild(document.createElement("kbd")).textContent = name;
+    }
+  }
   function toggleHelp(show) { $("ws-help").hidden = show === undefined ? !$("ws-help").hidden : !show; }
   const toggleOverlay = () => { state.overlay = !state.overlay; ws.renderStage(); };
   const toggleCompare = () => { state.compare = !state.compare; ws.renderStage(); };
