@@ -25,6 +25,7 @@ from annotation.services import annotation_transition
 from exports import services as export_services
 from studio.permissions import Role
 from tests.conftest import wait_for
+from tests.fixtures_alternatives import store_alternatives
 from tests.fixtures_export import REPLIES, make_trace
 from traces import prompting
 
@@ -56,37 +57,6 @@ def configured(settings, tiny_model):
 def draft(project, annotator):
     trace = make_trace(project, replies=REPLIES, external_id="alt")
     return Annotation.objects.create(trace=trace, project=project, annotator=annotator, verdict=Verdict.ERROR, tau=3)
-
-
-def stored_replies(annotation: Annotation, index: int, texts: list[str], *, model_dir: str) -> list[StepAlternative]:
-    """What a finished request at step ``index`` leaves: its job and the replies (parsed by the server's grammar)."""
-    step = annotation.trace.steps.get(index=index)
-    sampling = services.sampling_settings(project=annotation.project)
-    key = services.settings_key(sampling)
-    rows = [
-        StepAlternative.objects.create(
-            step=step,
-            weights_hash="ab" * 32,
-            model_name="agent-r1",
-            settings_key=key,
-            settings=sampling,
-            number=n,
-            reply=text,
-            actions=[a.to_json() for a in services.assess.parse_model_reply(text)],
-        )
-        for n, text in enumerate(texts, start=1)
-    ]
-    AlternativesJob.objects.create(
-        annotation=annotation,
-        step=step,
-        model_dir=model_dir,
-        model_name="agent-r1",
-        weights_hash="ab" * 32,
-        settings=sampling,
-        settings_key=key,
-        status="succeeded",
-    )
-    return rows
 
 
 class ForwardCount:
@@ -229,7 +199,7 @@ def test_a_wrong_alternative_becomes_an_on_policy_pair_in_the_trl_bundle(
     )
     # The replies as a checkpoint wrote them at s_τ (tests/test_alternatives_e2e.py samples them from a checkpoint).
     texts = [WRONG_REPLY, "Thought: Click Display.\nAction: click(start_box='(420,260)')", "no action here"]
-    rows = stored_replies(annotation, 3, texts, model_dir=str(configured))
+    rows = store_alternatives(annotation, 3, texts, model_dir=str(configured))
     client = api_client(annotator)
     url = f"/api/annotations/{annotation.pk}/alternatives/"
     shown = client.get(url).json()["alternatives"]
@@ -310,7 +280,7 @@ def test_a_worker_on_the_gpu_queue_samples_them(
 def test_marks_are_audited_edits_that_keep_the_version_and_stop_once_submitted(
     configured, draft, annotator, lead, api_client
 ):
-    rows = stored_replies(draft, 3, [WRONG_REPLY], model_dir=str(configured))
+    rows = store_alternatives(draft, 3, [WRONG_REPLY], model_dir=str(configured))
     client = api_client(annotator)
     url = f"/api/annotations/{draft.pk}/alternatives/{rows[0].pk}/mark/"
     version = draft.version

@@ -13,8 +13,9 @@ import re
 import pytest
 
 from annotation.alternatives import services
-from annotation.models import AlternativeMark, AlternativesJob, Annotation, StepAlternative
+from annotation.models import AlternativeMark, AlternativesJob, Annotation
 from tests.conftest import login
+from tests.fixtures_alternatives import store_alternatives
 from tests.fixtures_annotation import import_folder, write_native_trace
 from tests.test_browser_starts import mark_error_at_step_two
 from tests.test_browser_workspace import open_next_trace, wait_saved
@@ -27,38 +28,6 @@ REPLIES = [
     "Thought: Click Display.\nAction: click(start_box='(420,260)')",
     "no action here",
 ]
-
-
-def store_alternatives(annotation: Annotation, step_index: int, texts: list[str]) -> list[StepAlternative]:
-    """What a finished request leaves: the job and its replies at the step (parsed by the server's grammar)."""
-    step = annotation.trace.steps.get(index=step_index)
-    sampling = services.sampling_settings(project=annotation.project)
-    key = services.settings_key(sampling)
-    rows = [
-        StepAlternative.objects.create(
-            step=step,
-            weights_hash="cd" * 32,
-            model_name="agent-r1",
-            settings_key=key,
-            settings=sampling,
-            number=n,
-            reply=text,
-            actions=[a.to_json() for a in services.assess.parse_model_reply(text)],
-        )
-        for n, text in enumerate(texts, start=1)
-    ]
-    AlternativesJob.objects.create(
-        annotation=annotation,
-        step=step,
-        model_dir="/models/agent-r1",
-        model_name="agent-r1",
-        weights_hash="cd" * 32,
-        settings=sampling,
-        settings_key=key,
-        status="succeeded",
-        message="3 alternatives sampled, 2 parsed, 1 kept as text",
-    )
-    return rows
 
 
 def open_with_alternatives(page, base_url, project, tmp_path, texts=REPLIES):
