@@ -8,12 +8,13 @@ Screenshots in test-artifacts/."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 
 from annotation.alternatives import services
-from annotation.models import AlternativeMark, AlternativesJob, Annotation
+from annotation.models import AlternativeMark, AlternativesJob, Annotation, StepAlternative
 from tests.conftest import login
 from tests.fixtures_alternatives import store_alternatives
 from tests.fixtures_annotation import import_folder, write_native_trace
@@ -125,14 +126,27 @@ def test_a_configured_model_offers_the_button_and_its_job_is_polled_until_its_re
     # What a gpu worker does with it (tests/test_alternatives_e2e.py runs it on a real one): the polling page then
     # draws the checkpoint's parsed replies at their pixels on the 1920x1080 screenshot.
     services.alternatives_job_run(job_id=job.pk)
+    page.wait_for_function("() => document.querySelectorAll('#ws-alts-list li').length === 4")
+    # Four replies, two actions (the checkpoint draws one of two): one marker per action, numbered with every reply
+    # that chose it, none hidden under another.
+    by_action: dict[str, list[int]] = {}
+    for row in StepAlternative.objects.filter(step=job.step).order_by("number"):
+        by_action.setdefault(json.dumps(row.actions), []).append(row.number)
+    assert len(by_action) == 2
     drawn = page.locator("#ws-stage .ws-overlay g[data-alt]")
-    page.wait_for_function("() => document.querySelectorAll('#ws-stage .ws-overlay g[data-alt]').length === 4")
-    rings = {
-        (round(float(ring.get_attribute("cx"))), round(float(ring.get_attribute("cy"))))
-        for ring in page.locator("#ws-stage .ws-overlay g[data-alt] circle.ring").all()
-    }
-    assert rings == {(960, 540), (384, 756)}
-    assert drawn.count() == 4 and page.locator("#ws-alts-list li").count() == 4
+    page.wait_for_function("() => document.querySelectorAll('#ws-stage .ws-overlay g[data-alt]').length === 2")
+    markers = [
+        (
+            g.get_attribute("data-alt"),
+            round(float(g.locator("circle.ring").get_attribute("cx"))),
+            round(float(g.locator("circle.ring").get_attribute("cy"))),
+            g.locator(".badge-text").text_content(),
+        )
+        for g in drawn.all()
+    ]
+    assert {numbers for numbers, *_ in markers} == {" ".join(map(str, n)) for n in by_action.values()}
+    assert {(x, y) for _, x, y, _ in markers} == {(960, 540), (384, 756)}
+    assert {label.split()[0] for *_, label in markers} == {",".join(map(str, n)) for n in by_action.values()}
     assert page.locator("#ws-alts-ask-btn[disabled]").count() == 0
     page.screenshot(path=str(artifacts_dir / "alternatives-from-the-crafted-model.png"))
 

@@ -31,12 +31,23 @@ export function install(ws) {
   ws.drawAlternatives = (index, draw) => {
     const data = alts.data;
     if (!data || alts.hidden || !data.job || data.job.step !== index) return;
+    // Replies that act the same (a checkpoint sampling at a low temperature repeats itself) share one marker
+    // numbered with all of them: drawn one over the other, the last would hide the rest.
+    const groups = new Map();
     for (const row of data.alternatives) {
       if (!row.parsed) continue;  // listed as text, never drawn
       for (const action of row.actions || []) {
-        draw(action, "alt", { label: row.number, row: 2 + row.number,
-          attrs: { "data-alt": row.number, class: `mark alt${row.mark ? " " + row.mark : ""}${alts.hot === row.number ? " hot" : ""}` } });
+        const key = JSON.stringify(action);
+        if (!groups.has(key)) groups.set(key, { action, rows: [] });
+        groups.get(key).rows.push(row);
       }
+    }
+    for (const { action, rows } of groups.values()) {
+      const numbers = rows.map((row) => row.number);
+      const marks = new Set(rows.map((row) => row.mark || ""));
+      const mark = marks.size === 1 ? [...marks][0] : "";  // a mark the group's replies share
+      draw(action, "alt", { label: numbers.join(","), row: 2 + numbers[0],
+        attrs: { "data-alt": numbers.join(" "), class: `mark alt${mark ? " " + mark : ""}${numbers.includes(alts.hot) ? " hot" : ""}` } });
     }
   };
   async function ask() {
