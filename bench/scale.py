@@ -1,7 +1,7 @@
 """Scale-out benchmark: sharded jobs over 1, 2, … CPU workers on the same Redis + PostgreSQL.
 
-    DATABASE_URL=postgres://… REDIS_URL=redis://… .venv/bin/python bench/scale.py [--jobs prescore,export]
-        [--steps 200000] [--pairs 200000] [--workers 1,2,4]
+    DATABASE_URL=postgres://… REDIS_URL=redis://… .venv/bin/python bench/scale.py [--jobs prescore,export,import]
+        [--steps 200000] [--pairs 200000] [--import-steps 20000] [--workers 1,2,4]
 
 ``prescore``: loads a project of ``--steps`` steps (traces of ``--trace-steps``, eight shared 640×400 screenshots,
 so the "no change on screen" rule decodes and compares images as it does on real data) straight into the database,
@@ -13,9 +13,15 @@ one DPO pair and one error-correction sample each, screenshots shared) and times
 from queueing to its end (shards of ``--export-shard`` annotations, then the assembly of one bundle); every run's
 bundle must have the same sha256.
 
+``import``: writes a native zip of ``--import-steps`` steps (traces of ``--trace-steps``, a distinct 320×200 PNG per
+step and a final screen per trace: imports decode, hash, store and thumbnail every screenshot), a new archive and
+project per worker count (screenshots are stored once by hash, so a second run of the same images would store
+none), stores it as an upload and times one import from queueing to its end (the plan: unpack, cut into shards of
+``--import-shard`` trace folders and store each shard's part; then the shards on every worker).
+
 Reports throughput per worker count and the scaling efficiency (throughput ÷ (workers × single-worker throughput);
 goal ≥ 0.8 up to the machine's cores) with the cores and the load average seen. The projects and their rows are
-deleted at the end. Imports are single-task jobs today (one worker each), so they are not part of this run.
+deleted at the end.
 """
 
 from __future__ import annotations
@@ -227,6 +233,70 @@ def _run_export(project, engineer, workers: int, env: dict) -> dict:
     return result
 
 
+def _import_archive(path: Path, *, steps: int, trace_steps: int, salt: str) -> int:
+    import zipfile
+
+    from PIL import Image, ImageDraw
+
+    def png(label: str) -> bytes:
+        image = Image.new("RGB", (320, 200), (240, 240, 245))
+        ImageDraw.Draw(image).text((10, 10), label, fill=(30, 30, 30))
+        buffer = io.BytesIO()
+        image.save(buffer, "PNG")
+        return buffer.getvalue()
+
+    made = 0
+    with zipfile.ZipFile(path, "w") as zf:
+        for number in range((steps + trace_steps - 1) // trace_steps):
+            folder = f"batch/t{number:06d}"
+            records = []
+            for index in range(1, trace_steps + 1):
+                zf.writestr(f"{folder}/s{index:03d}.png", png(f"{salt} trace {number} step {index}"))
+                text = ACTIONS[(number + index) % len(ACTIONS)].format(x=100 + 13 * index, y=80 + 7 * index, n=index)
+                records.append({"screenshot": f"s{index:03d}.png", "thought": "Next.", "action": text})
+            zf.writestr(f"{folder}/final.png", png(f"{salt} trace {number} final"))
+            document = {"external_id": f"imp-{number}", "instruction": "Save the report.", "steps": records}
+            zf.writestr(f"{folder}/trace.json", json.dumps({**document, "final_screenshot": "final.png"}))
+            made += trace_steps
+    return made
+
+
+def _run_import(lead, workers: int, env: dict, *, steps: int, trace_steps: int, tag: str) -> dict:
+    from django.core.files import File
+
+    from traces.models import ImportJob, Project
+    from traces.services import import_job_create, import_upload_store
+
+    project = Project.objects.create(name=f"scale-import-{tag}-{workers}")
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            archive = Path(tmp) / "batch.zip"
+            _import_archive(archive, steps=steps, trace_steps=trace_steps, salt=f"{tag}-{workers}")
+            size = archive.stat().st_size
+            with archive.open("rb") as handle:
+                name = import_upload_store(uploaded_file=File(handle, name="batch.zip"))
+        job, seconds, load_before = _timed(
+            workers,
+            env,
+            lambda: import_job_create(project=project, user=lead, upload_name=name, original_name="batch.zip"),
+        )
+        return {
+            "workers": workers,
+            "status": job.status,
+            "message": job.message,
+            "steps": job.steps_imported,
+            "archive_mb": round(size / 1e6, 1),
+            "shards": _shard_count(job),
+            "seconds": round(seconds, 2),
+            "per_s": round(job.steps_imported / seconds, 1),
+            "load_before": round(load_before, 2),
+            "load_after": round(os.getloadavg()[0], 2),
+        }
+    finally:
+        ImportJob.objects.filter(project=project).delete()
+        project.delete()
+
+
 def _efficiency(results: list[dict]) -> None:
     base = results[0]["per_s"] / results[0]["workers"]
     for r in results:
@@ -235,13 +305,15 @@ def _efficiency(results: list[dict]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", default="prescore,export", help="which sharded jobs to time")
+    parser.add_argument("--jobs", default="prescore,export,import", help="which sharded jobs to time")
     parser.add_argument("--steps", type=int, default=200_000)
     parser.add_argument("--trace-steps", type=int, default=20)
     parser.add_argument("--shard-steps", type=int, default=2000)
     parser.add_argument("--pairs", type=int, default=200_000, help="DPO pairs (annotated traces) to export")
     parser.add_argument("--images", type=int, default=2000, help="distinct screenshots the exported traces share")
     parser.add_argument("--export-shard", type=int, default=2000, help="annotations per export shard")
+    parser.add_argument("--import-steps", type=int, default=20_000, help="steps in the imported archive")
+    parser.add_argument("--import-shard", type=int, default=50, help="trace folders per import shard")
     parser.add_argument("--workers", default="1,2")
     args = parser.parse_args()
     if not os.environ.get("DATABASE_URL") or not os.environ.get("REDIS_URL"):
@@ -250,6 +322,7 @@ def main() -> None:
     data_dir = Path(tempfile.mkdtemp(prefix="studio-scale-"))
     os.environ["STUDIO_PRESCORE_SHARD_STEPS"] = str(args.shard_steps)
     os.environ["STUDIO_EXPORT_SHARD_ANNOTATIONS"] = str(args.export_shard)
+    os.environ["STUDIO_IMPORT_SHARD_TRACES"] = str(args.import_shard)
     _setup_django(data_dir)
     from bench.export import load_pairs
     from studio.demo import user_create_with_role
@@ -294,6 +367,15 @@ def main() -> None:
                 "same_bytes_every_run": len(digests) == 1,
                 "runs": results,
             }
+        if "import" in jobs:
+            results = []
+            for count in counts:
+                results.append(
+                    _run_import(lead, count, env, steps=args.import_steps, trace_steps=args.trace_steps, tag=tag)
+                )
+                print(json.dumps(results[-1]), file=sys.stderr)
+            _efficiency(results)
+            report["import"] = {"steps": args.import_steps, "shard_traces": args.import_shard, "runs": results}
         print(json.dumps(report, indent=2))
     finally:
         for project in projects:

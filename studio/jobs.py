@@ -18,12 +18,13 @@ removes what a killed process left and the files whose keeping time has passed.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import TypeVar
@@ -223,11 +224,8 @@ def job_run(job: J, work: Callable[[J], str], *, attempt: int | None = None) -> 
     ``work`` keeps its scratch files in ``job_workdir(job)``, made empty for it and removed afterwards."""
     if not job_start(job, attempt=attempt):
         return job
-    workdir = _workdir_fresh(job)
-    beat = _Heartbeat(job)
-    beat.start()
     tries = 0
-    try:
+    with job_attempt_running(job):
         while True:
             try:
                 outcome = (JobStatus.SUCCEEDED, work(job))
@@ -255,11 +253,23 @@ def job_run(job: J, work: Callable[[J], str], *, attempt: int | None = None) -> 
                 log.exception("%s %s failed", type(job).__name__, job.pk)
                 outcome = (JobStatus.FAILED, describe_error(exc))
             break
+    _end(job, *outcome)
+    return job
+
+
+@contextlib.contextmanager
+def job_attempt_running(job) -> Iterator[Path]:
+    """While the block runs, the claimed attempt beats from a thread and has its scratch folder (yielded), made
+    empty for it and removed afterwards: ``job_run``'s, and a sharded job's planning (an import's), which may take
+    long and is not the job's end."""
+    workdir = _workdir_fresh(job)
+    beat = _Heartbeat(job)
+    beat.start()
+    try:
+        yield workdir
     finally:
         beat.stop()
         shutil.rmtree(workdir, ignore_errors=True)
-    _end(job, *outcome)
-    return job
 
 
 # --- disk: scratch folders and files a job gives back ------------------------------------------------------

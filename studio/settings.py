@@ -302,6 +302,12 @@ JOB_SHARD_MAX_ATTEMPTS = env_int("STUDIO_JOB_SHARD_MAX_ATTEMPTS", 3)
 EXPORT_SHARD_ANNOTATIONS = env_int("STUDIO_EXPORT_SHARD_ANNOTATIONS", 2000)
 # Tests only: a pause per batch of annotations, so a worker can be killed mid-export.
 EXPORT_THROTTLE_S = float(env("STUDIO_EXPORT_THROTTLE_S", "0"))
+# Import shards: an import's trace units (a trace folder, a trace file, or a JSONL file of traces), in the order its
+# importer finds them, this many a shard; every worker on the queue imports shards at once, each from its own part
+# of the upload (traces.services.import_plan_make). Small: each part is a copy of its traces' files in storage.
+IMPORT_SHARD_TRACES = env_int("STUDIO_IMPORT_SHARD_TRACES", 50)
+# Tests only: a pause per trace unit, so a worker can be killed or an import cancelled mid-shard.
+IMPORT_THROTTLE_S = float(env("STUDIO_IMPORT_THROTTLE_S", "0"))
 
 # --- Models for pre-scoring ------------------------------------------------------------------
 PRESCORE_MODEL_DIR = env("STUDIO_PRESCORE_MODEL_DIR")

@@ -109,6 +109,13 @@ def shards_dispatch(job) -> int:
     return sent
 
 
+def shards_take_back(job) -> int:
+    """The job was taken over because its heartbeat went stale: none of its shards was alive (a live shard beats
+    for the job too), so its running ones lost their worker and go back to the queue. Returns how many."""
+    now = timezone.now()
+    return sum(_requeue(shard, now) for shard in _shards_of(job).filter(status=ShardStatus.RUNNING))
+
+
 def _requeue(shard: JobShard, now) -> bool:
     """A running shard whose worker died goes back to the queue (compare-and-swap: one watcher does it)."""
     return bool(
@@ -302,7 +309,12 @@ def shard_run(
     def end() -> None:
         mine = JobShard.objects.filter(pk=shard.pk, attempts=shard.attempts, status=ShardStatus.RUNNING)
         if outcome == ShardStatus.DONE:
-            if mine.update(status=ShardStatus.DONE, message=""):
+            # (Or done already: this end was retried after its first try recorded that much.)
+            done = (
+                mine.update(status=ShardStatus.DONE, message="")
+                or JobShard.objects.filter(pk=shard.pk, attempts=shard.attempts, status=ShardStatus.DONE).exists()
+            )
+            if done:
                 if on_complete is None:
                     assert summarize is not None, "a sharded job ends by summarize or on_complete"
                     _job_finish_if_complete(job, summarize)
@@ -472,6 +484,7 @@ __all__ = [
     "shards_of",
     "shards_plan",
     "shards_run_here",
+    "shards_take_back",
     "shards_watch_once",
     "shards_watch_start",
 ]

@@ -275,7 +275,12 @@ def test_worker_killed_mid_import_finishes_after_restart_without_duplicates(
     finally:
         replacement.stop()
     assert job.status == "succeeded", job.message
-    assert job.attempts >= 2
+    # The killed worker's shard was taken back by the replacement's shard watchdog and run again (the import is one
+    # shard at the default shard size); the job itself was planned once.
+    from studio.models import JobShard
+
+    shards = JobShard.objects.filter(job_model="traces.ImportJob", job_id=job_id)
+    assert max(shards.values_list("attempts", flat=True)) >= 2 and job.attempts == 1
     traces = Trace.objects.filter(project=project)
     assert traces.count() == count
     assert sorted(traces.values_list("external_id", flat=True)) == sorted(f"kill-{n}" for n in range(count))

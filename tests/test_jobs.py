@@ -86,9 +86,9 @@ def test_a_running_job_stops_at_its_next_checkpoint(project, lead, tmp_path, mon
     job = import_job(project, tmp_path / "batch", lead)
     real = trace_services.trace_import_one
 
-    def cancel_after_first(*, project, imported, job):
-        result = real(project=project, imported=imported, job=job)
-        ImportJob.objects.filter(pk=job.pk).update(cancel_requested=True)
+    def cancel_after_first(**kwargs):
+        result = real(**kwargs)
+        ImportJob.objects.filter(pk=kwargs["job"].pk).update(cancel_requested=True)
         return result
 
     monkeypatch.setattr(trace_services, "trace_import_one", cancel_after_first)

@@ -258,8 +258,19 @@ class ImportJob(JobBase):
     # When the uploaded archive was deleted from storage (docs/deploy.md, "Disk"); empty while it is kept.
     upload_removed_at = models.DateTimeField(null=True, blank=True)
 
+    # The sharded import's plan (traces.services.import_plan_make): the format read, the name of the folder the
+    # traces are read from, the storage names of the shards' archive parts, the problems met unpacking.
+    plan = models.JSONField(default=dict, blank=True)
+
     def task_name(self) -> str:
         return "traces.tasks.run_import"
+
+    def shard_task_name(self) -> str:
+        """The task that imports one shard's trace folders (studio.shards); any worker on the queue takes it."""
+        return "traces.tasks.import_shard"
+
+    def shard_queue(self) -> str:
+        return self.queue_name()
 
     def release_files(self) -> None:
         from traces.services import import_upload_release

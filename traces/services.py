@@ -7,24 +7,37 @@ import hashlib
 import logging
 import shutil
 import tempfile
-from collections.abc import Iterator
+import time
+import zipfile
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.core.files.base import ContentFile
+from django.core.files.base import ContentFile, File
 from django.core.files.storage import default_storage
 from django.db import DataError, IntegrityError, transaction
 from django.db.models import Count, Sum
 from django.utils import timezone
 
 from studio.db import atomic_with_retry
-from studio.errors import Conflict, Invalid, NotFound, TooLarge
+from studio.errors import Conflict, Invalid, NotFound, TooLarge, describe_error
 from studio.inputs import input_problem
-from studio.jobs import JobFailed, job_add_error, job_enqueue, job_progress, job_run, job_workdir
-from studio.models import JobStatus
+from studio.jobs import JobCancelled, JobFailed, job_attempt_running, job_enqueue, job_start, job_workdir
+from studio.models import JobShard, JobStatus
+from studio.shards import (
+    ShardFatal,
+    ShardProgress,
+    shard_run,
+    shards_dispatch,
+    shards_job_end,
+    shards_of,
+    shards_plan,
+    shards_run_here,
+    shards_take_back,
+)
 from studio.signals import round_annotated
 from traces import grammar
 from traces.images import ImageInfo, ImageProblem, inspect_image, make_thumbnail
@@ -35,10 +48,13 @@ from traces.importers import (
     ImportedTrace,
     TraceReadError,
     UnknownFormat,
+    importer_for,
     iter_traces,
     matching_formats,
     opened_source,
+    unit_files,
 )
+from traces.importers.archive import safe_extract
 from traces.importers.base import parse_json_bytes
 from traces.importers.native import step_from_document
 from traces.models import (
@@ -493,10 +509,16 @@ def _imported_step_fields(step: ImportedStep) -> dict:
 
 
 def trace_import_one(
-    *, project: Project, imported: ImportedTrace, job: ImportJob | None = None, round: Round | None = None
+    *,
+    project: Project,
+    imported: ImportedTrace,
+    job: ImportJob | None = None,
+    round: Round | None = None,
+    guard: Callable[[], None] | None = None,
 ) -> TraceImportResult:
     """Store one trace whole or not at all, in ``round`` (default: the job's round, if any). Idempotent: a trace
-    already in the project is skipped, and stays in the round it is in."""
+    already in the project is skipped, and stays in the round it is in. ``guard`` is called in the transaction that
+    writes the trace, first (a sharded import's write guard: it raises instead of writing after a cancel)."""
     if round is None and job is not None:
         round = job.round
     problem = imported_trace_problem(imported)
@@ -565,6 +587,8 @@ def trace_import_one(
             # Trace and steps in one transaction: a worker killed in between must not leave a trace
             # without steps that the redelivered task would then skip as already imported.
             with transaction.atomic():
+                if guard is not None:
+                    guard()
                 trace.save()
                 for step in steps:
                     step.trace = trace
@@ -945,7 +969,9 @@ def import_upload_store(*, uploaded_file) -> str:
 
 def import_upload_release(*, job: ImportJob) -> None:
     """An ended import's upload: deleted once it succeeded (unless IMPORT_KEEP_UPLOADS); a failed or cancelled
-    one's stays for IMPORT_FAILED_UPLOAD_DAYS (``import_uploads_sweep``). A server path is never ours to delete."""
+    one's stays for IMPORT_FAILED_UPLOAD_DAYS (``import_uploads_sweep``). A server path is never ours to delete.
+    The shards' parts of it go however the import ended."""
+    import_parts_delete(job=job)
     if job.status == JobStatus.SUCCEEDED and not settings.IMPORT_KEEP_UPLOADS:
         _upload_remove(job)
 
@@ -971,16 +997,18 @@ def _upload_remove(job: ImportJob) -> None:
     if job.upload_is_server_path or job.upload_removed_at is not None:
         return
     default_storage.delete(job.upload)  # no error when it is already gone
+    import_parts_delete(job=job)  # (when their deletion at the end failed)
     job.upload_removed_at = timezone.now()
     ImportJob.objects.filter(pk=job.pk).update(upload_removed_at=job.upload_removed_at)
 
 
 @contextlib.contextmanager
-def _job_source(job: ImportJob):
+def _job_source(job: ImportJob, scratch: Path):
+    """The upload as a local path: a server path as it is, else a copy of the stored upload in ``scratch``."""
     if job.upload_is_server_path:
         yield Path(job.upload)
         return
-    with tempfile.TemporaryDirectory(prefix="upload-", dir=job_workdir(job)) as tmp:
+    with tempfile.TemporaryDirectory(prefix="upload-", dir=scratch) as tmp:
         # Never named after the user's file name (a long non-ASCII name is longer than a file system allows):
         # only its kind is kept, for the format detection.
         suffix = ".jsonl" if (job.original_name or job.upload).lower().endswith(".jsonl") else ".zip"
@@ -990,83 +1018,281 @@ def _job_source(job: ImportJob):
         yield local
 
 
-def import_job_run(*, job_id: int, attempt: int | None = None) -> ImportJob:
-    """Run (or take over, after a worker died) an import; each trace is stored whole or reported."""
-    job = ImportJob.objects.select_related("project", "round").get(pk=job_id)
-    return job_run(job, _import_work, attempt=attempt)
+# --- Sharded imports (studio/shards.py) ------------------------------------------------------------------------
+#
+# The job's task claims the job and plans it once (import_plan_make): it unpacks the upload, finds the trace units
+# its importer reads (a trace folder, a trace file, a JSONL of traces) and cuts them, in order, into shards of
+# IMPORT_SHARD_TRACES. For an archive it stores each shard's part (the files its units may open: unit_files) in
+# storage, so a shard on any machine reads its traces from there, never from the planning worker's disk; a server
+# path (the import command) or a single uploaded file is read as it is. Each trace is written behind the shard's
+# write guard; a re-run shard finds its earlier traces stored (one trace per (project, external_id)) and reports
+# them as this job's. The run that completes the last shard sums the shards' results and ends the job.
+
+# Packed into a part as they are: deflating compressed files again costs time and saves nothing.
+IMPORT_PART_COMPRESSED = {".png", ".jpg", ".jpeg", ".webp", ".gif", ".zip", ".gz"}
 
 
-def _import_work(job: ImportJob) -> str:
-    # Each attempt reads the whole source again: its tallies start over. Traces an earlier attempt stored are
-    # this job's imports (not "already present"), and the problems it met are met and reported again.
-    job.traces_failed = job.traces_skipped = 0
-    job.errors = []
-    ImportJob.objects.filter(pk=job.pk).update(traces_failed=0, traces_skipped=0, errors=[])
-    done = 0
+def import_parts_prefix(job: ImportJob) -> str:
+    """Where an import's shards' parts of the upload are stored (shared by every worker) until the import ends."""
+    return f"imports/job-{job.pk}-parts"
+
+
+def import_parts_delete(*, job: ImportJob) -> int:
+    """Delete every stored part of an import (it ended however it ended); returns how many."""
+    removed = 0
+
+    def walk(folder: str) -> None:
+        nonlocal removed
+        try:
+            folders, files = default_storage.listdir(folder)
+        except FileNotFoundError:
+            return
+        for name in files:
+            default_storage.delete(f"{folder}/{name}")
+            removed += 1
+        for sub in folders:
+            walk(f"{folder}/{sub}")
+
+    walk(import_parts_prefix(job))
+    return removed
+
+
+def _unit_name(root: Path, unit: Path) -> str:
+    return unit.relative_to(root).as_posix() if unit != root else "."
+
+
+def _import_parts_store(job: ImportJob, root: Path, chunks: list[list[Path]], scratch: Path) -> list[str]:
+    """Store each shard's part of the unpacked upload: the files its units may open, under the name of the folder
+    the traces are read from (so messages name files as the whole upload would). Under the planning attempt's own
+    folder: a plan a killed worker left half-stored never mixes with the next one's."""
+    names = []
+    for index, chunk in enumerate(chunks):
+        files = sorted({file for unit in chunk for file in unit_files(root, unit)})
+        local = scratch / f"part-{index:05d}.zip"
+        with zipfile.ZipFile(local, "w") as part:
+            for file in files:
+                packed = zipfile.ZIP_STORED if file.suffix.lower() in IMPORT_PART_COMPRESSED else zipfile.ZIP_DEFLATED
+                part.write(
+                    file, f"{root.name}/{file.relative_to(root).as_posix()}", compress_type=packed, compresslevel=1
+                )
+        name = f"{import_parts_prefix(job)}/{job.attempts}/{index:05d}.zip"
+        with local.open("rb") as handle:
+            names.append(default_storage.save(name, File(handle, name=name)))
+        local.unlink()
+    return names
+
+
+def import_plan_make(*, job: ImportJob, scratch: Path) -> None:
+    """Plan the import: its format, its trace units cut into shards, each shard's part stored. Raises JobFailed
+    with the reason when the upload cannot be read (not an archive, no known layout, a format that finds nothing)."""
     upload = job.original_name or Path(job.upload).name
     local: Path | None = None
     try:
-        with _job_source(job) as local, opened_source(local, scratch=job_workdir(job)) as (root, extract_report):
-            if extract_report:
-                for refused in extract_report.refused:
-                    job_add_error(job, refused)
-            read = 0
-            for item in iter_traces(root, job.format or None):
-                read += 1
-                if isinstance(item, TraceReadError):
-                    job_add_error(job, {"file": item.where, "error": str(item)})
-                    job.traces_failed += 1
-                    ImportJob.objects.filter(pk=job.pk).update(traces_failed=job.traces_failed)
-                else:
-                    _import_one_into_job(job, item)
-                done += 1
-                job_progress(job, done=done, total=max(done, job.progress_total))
-            if job.format and not read:
+        with _job_source(job, scratch) as local, opened_source(local, scratch=scratch) as (root, report):
+            importer = importer_for(root, job.format or None)
+            units = importer.units(root)
+            if job.format and not units:
                 others = [name for name in matching_formats(root) if name != job.format]
                 raise JobFailed(
                     f"the {job.format} format found no traces in {upload}; "
                     + (f"it looks like: {', '.join(others)}" if others else "no known format matches it")
                 )
+            size = max(1, settings.IMPORT_SHARD_TRACES)
+            chunks = [units[start : start + size] for start in range(0, len(units), size)] or [[]]
+            parts = _import_parts_store(job, root, chunks, scratch) if report is not None else []
+            plan = {
+                "format": importer.format_name,
+                "root": root.name,
+                "parts": parts,
+                "errors": list(report.refused) if report else [],
+            }
+            pieces = [([_unit_name(root, unit) for unit in chunk], len(chunk)) for chunk in chunks]
     except (ArchiveError, UnknownFormat, TraceReadError) as exc:
         # Messages name the upload, never the server's temporary folders.
         raise JobFailed(str(exc).replace(str(local), upload) if local else str(exc)) from exc
+    with transaction.atomic():
+        job.plan, job.errors, job.progress_total = plan, plan["errors"], len(units)
+        ImportJob.objects.filter(pk=job.pk).update(
+            plan=plan, errors=plan["errors"], progress_total=len(units), progress_done=0
+        )
+        shards_plan(job, pieces)
+
+
+def _import_start(job: ImportJob, *, attempt: int | None = None) -> bool:
+    """Claim the job and plan its shards (once: a resumed job keeps its plan); False when this run must not go on.
+    A job taken over (its heartbeat went stale) had no shard alive, for a live shard keeps it fresh: its running
+    shards' workers are gone, and they go back to the queue."""
+    taken_over = job.status == JobStatus.RUNNING
+    if not job_start(job, attempt=attempt):
+        return False
+    if shards_of(job):
+        if taken_over:
+            shards_take_back(job)
+        return True
+    try:
+        with job_attempt_running(job) as scratch:
+            import_plan_make(job=job, scratch=scratch)
+    except JobFailed as exc:
+        shards_job_end(job, JobStatus.FAILED, str(exc))
+        return False
+    except Exception as exc:  # noqa: BLE001 - every failure to plan ends the job, said why; the log keeps the rest
+        log.exception("import %s could not be planned", job.pk)
+        shards_job_end(job, JobStatus.FAILED, describe_error(exc))
+        return False
+    return True
+
+
+def import_job_dispatch(*, job_id: int, attempt: int | None = None) -> ImportJob:
+    """What a worker does with an import's task: claim the job, plan it, and send its shards to every worker."""
+    job = ImportJob.objects.select_related("project", "round").get(pk=job_id)
+    if _import_start(job, attempt=attempt):
+        shards_dispatch(job)
+    return job
+
+
+def import_job_run(*, job_id: int, attempt: int | None = None) -> ImportJob:
+    """Run (or take over, after a worker died) an import in this process (the import command, tests): the same
+    plan and shard runs a worker makes, one shard after the other. Each trace is stored whole or reported."""
+    job = ImportJob.objects.select_related("project", "round").get(pk=job_id)
+    if _import_start(job, attempt=attempt):
+        shards_run_here(job, _import_shard_work, summarize=_import_summarize)
+    job.refresh_from_db()
+    return job
+
+
+def import_shard_run(*, job_id: int, index: int) -> str:
+    """One shard of an import, in whichever worker took it; the run that completes the last shard ends the job."""
+    job = ImportJob.objects.select_related("project", "round").get(pk=job_id)
+    return shard_run(job, index, _import_shard_work, summarize=_import_summarize)
+
+
+@contextlib.contextmanager
+def _import_shard_source(job: ImportJob, shard: JobShard, scratch: Path):
+    """The folder (or file) the shard's units are read from: its part of the upload, fetched from storage and
+    unpacked; or, with no parts (a server path, one uploaded file), the source itself."""
+    plan = job.plan
+    if not plan["parts"]:
+        with _job_source(job, scratch) as local, opened_source(local, scratch=scratch) as (root, _):
+            yield root
+        return
+    part = scratch / "part.zip"
+    with default_storage.open(plan["parts"][shard.index], "rb") as src, part.open("wb") as out:
+        shutil.copyfileobj(src, out, 1024 * 1024)
+    safe_extract(part, scratch / "unpacked")  # the planning run reported what the upload's archive refused
+    part.unlink()
+    yield scratch / "unpacked" / plan["root"]
+
+
+@dataclass
+class ImportTally:
+    """What one shard's run met, kept in its JobShard.result: the job's tallies are the sums over its shards."""
+
+    screenshots_stored: int = 0
+    traces_failed: int = 0
+    traces_skipped: int = 0
+    errors: list[dict] = field(default_factory=list)
+
+    def result(self, *, complete: bool) -> dict:
+        return {
+            "complete": complete,
+            "screenshots_stored": self.screenshots_stored,
+            "traces_failed": self.traces_failed,
+            "traces_skipped": self.traces_skipped,
+            "errors": self.errors,
+        }
+
+
+def _import_shard_work(job: ImportJob, shard: JobShard, progress: ShardProgress) -> None:
+    """Import the shard's units from its start. Problems met are reported again by a re-run (its report replaces
+    the killed run's); the screenshots an earlier run stored are counted on (the re-run finds them stored)."""
+    scratch = job_workdir(job) / f"shard-{shard.index:05d}-{shard.attempts}"
+    scratch.mkdir(parents=True, exist_ok=True)
+    tally = ImportTally(screenshots_stored=(shard.result or {}).get("screenshots_stored", 0))
+    progress.start(done=0)
+    try:
+        with _import_shard_source(job, shard, scratch) as root:
+            importer = IMPORTERS[job.plan["format"]]
+            for name in shard.items:
+                for item in importer.read_units(root, [root / name]):
+                    _import_one_into_job(job, item, tally, shard=shard, progress=progress)
+                if settings.IMPORT_THROTTLE_S:
+                    time.sleep(settings.IMPORT_THROTTLE_S)
+                progress.add(done=1)
+        with transaction.atomic():
+            progress.guard()
+            JobShard.objects.filter(pk=shard.pk, attempts=shard.attempts).update(result=tally.result(complete=True))
+            _import_tallies_record(ImportJob.objects.get(pk=job.pk))
+    except (ArchiveError, UnknownFormat, TraceReadError) as exc:
+        raise ShardFatal(str(exc)) from exc
+    except JobCancelled:
+        _import_tallies_record(ImportJob.objects.get(pk=job.pk))  # what the shards stored before the cancel
+        raise
     finally:
-        _import_job_count(job)
+        shutil.rmtree(scratch, ignore_errors=True)
+        with contextlib.suppress(OSError):  # the attempt's folder, unless another shard here still works in it
+            scratch.parent.rmdir()
+
+
+def _import_tallies_record(job: ImportJob, shards: list[JobShard] | None = None) -> None:
+    """The job's counts and report from the database and its shards' recorded results (the plan's problems first,
+    then each shard's in plan order: the order an unsharded read meets them)."""
+    shards = shards if shards is not None else shards_of(job)
+    results = [shard.result for shard in shards if shard.result]
+    complete = [result for result in results if result.get("complete")]
+    job.screenshots_stored = sum(result["screenshots_stored"] for result in results)
+    job.traces_failed = sum(result["traces_failed"] for result in complete)
+    job.traces_skipped = sum(result["traces_skipped"] for result in complete)
+    job.errors = [*(job.plan or {}).get("errors", []), *(error for result in complete for error in result["errors"])]
+    ImportJob.objects.filter(pk=job.pk).update(
+        screenshots_stored=job.screenshots_stored,
+        traces_failed=job.traces_failed,
+        traces_skipped=job.traces_skipped,
+        errors=job.errors,
+    )
+    _import_job_count(job)
+
+
+def _import_summarize(job, shards: list[JobShard]) -> str:
+    """The job's end, when its last shard completed (the job row is locked): the summary an unsharded run gave."""
+    _import_tallies_record(job, shards)
     return import_job_summary(job)
 
 
-def _import_one_into_job(job: ImportJob, item) -> None:
+def _import_one_into_job(job: ImportJob, item, tally: ImportTally, *, shard: JobShard, progress: ShardProgress) -> None:
+    if isinstance(item, TraceReadError):
+        tally.errors.append({"file": item.where, "error": str(item)})
+        tally.traces_failed += 1
+        return
     try:
-        result = trace_import_one(project=job.project, imported=item, job=job)
+        result = trace_import_one(project=job.project, imported=item, job=job, guard=progress.guard)
     except (TraceReadError, DataError, IntegrityError) as exc:
         # One trace the database refuses (a value it cannot store) costs that trace only; the message names the
-        # trace, never the SQL. A lost connection is not caught here: the job retries its work (studio.jobs).
+        # trace, never the SQL. A lost connection is not caught here: the shard is run again (studio.shards).
         where = exc.where if isinstance(exc, TraceReadError) else (item.source_path or item.external_id)
         error = (
             str(exc)
             if isinstance(exc, TraceReadError)
             else (f"{where}: the database refused a value of this trace ({exc.__class__.__name__})")
         )
-        job_add_error(job, {"file": where, "error": error})
-        job.traces_failed += 1
-        ImportJob.objects.filter(pk=job.pk).update(traces_failed=job.traces_failed)
+        tally.errors.append({"file": where, "error": error})
+        tally.traces_failed += 1
         return
-    # This job's own traces are reported, also when an earlier attempt of the job stored them (its report was
-    # cleared with the other tallies when this attempt started).
+    # This job's own traces are reported, also when an earlier run of the shard stored them.
     own = result.created or result.trace.import_job_id == job.pk
     if own and awaits_instruction(result.trace):
-        job_add_error(job, instruction_missing_report(item, result.trace))
+        tally.errors.append(instruction_missing_report(item, result.trace))
     if result.created:
         off_screen = result.off_screen
     else:
         off_screen = trace_off_screen_steps(result.trace) if own else []
     if off_screen:
-        job_add_error(job, off_screen_report(item, result.trace, off_screen))
+        tally.errors.append(off_screen_report(item, result.trace, off_screen))
     if not result.created and result.trace.import_job_id != job.pk:
-        job.traces_skipped += 1
-        ImportJob.objects.filter(pk=job.pk).update(traces_skipped=job.traces_skipped)
-    job.screenshots_stored += result.screenshots_stored
-    ImportJob.objects.filter(pk=job.pk).update(screenshots_stored=job.screenshots_stored)
+        tally.traces_skipped += 1
+    if result.screenshots_stored:
+        tally.screenshots_stored += result.screenshots_stored
+        # Kept as it goes: a run taken over after this counts on from here, not from zero.
+        JobShard.objects.filter(pk=shard.pk, attempts=shard.attempts).update(result=tally.result(complete=False))
 
 
 def _import_job_count(job: ImportJob) -> None:

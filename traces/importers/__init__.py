@@ -8,10 +8,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .archive import ArchiveError, ExtractReport, safe_extract
-from .base import ImageRef, ImportedStep, ImportedTrace, TraceOrError, TraceReadError
+from .base import ImageRef, ImportedStep, ImportedTrace, Importer, TraceOrError, TraceReadError
 from .native import NativeImporter
 
-IMPORTERS: dict[str, object] = {"native": NativeImporter()}
+IMPORTERS: dict[str, Importer] = {"native": NativeImporter()}
 
 
 def register(importer) -> None:
@@ -80,11 +80,28 @@ def matching_formats(root: Path) -> list[str]:
     return [name for name, importer in IMPORTERS.items() if importer.detect(root)]
 
 
-def iter_traces(root: Path, fmt: str | None = None) -> Iterator[TraceOrError]:
+def importer_for(root: Path, fmt: str | None = None):
+    """The importer of ``fmt``, or of the format detected in ``root``."""
     name = fmt or detect_format(root)
     if name not in IMPORTERS:
         raise UnknownFormat(f"unknown format '{name}'; known: {', '.join(sorted(IMPORTERS))}")
-    yield from IMPORTERS[name].read(root)
+    return IMPORTERS[name]
+
+
+def iter_traces(root: Path, fmt: str | None = None) -> Iterator[TraceOrError]:
+    yield from importer_for(root, fmt).read(root)
+
+
+def unit_files(root: Path, unit: Path) -> list[Path]:
+    """The files reading ``unit`` (one of ``importer.units(root)``) may open: the folder it is or lies in, whole,
+    and the files beside that folder (OSWorld's ``<example_id>.json``); everything under ``root`` for a unit at the
+    top (a JSONL whose screenshots may lie anywhere, a root that is one trace). What a shard of an import unpacks."""
+    folder = unit if unit.is_dir() else unit.parent
+    if folder == root or not folder.is_relative_to(root):
+        return sorted(path for path in root.rglob("*") if path.is_file())
+    inside = {path for path in folder.rglob("*") if path.is_file()}
+    beside = {path for path in folder.parent.iterdir() if path.is_file()}
+    return sorted(inside | beside)
 
 
 __all__ = [
@@ -96,7 +113,9 @@ __all__ = [
     "TraceReadError",
     "UnknownFormat",
     "detect_format",
+    "importer_for",
     "iter_traces",
     "matching_formats",
     "opened_source",
+    "unit_files",
 ]

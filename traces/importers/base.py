@@ -87,7 +87,26 @@ class Importer(Protocol):
 
     def detect(self, root: Path) -> bool: ...
 
+    def units(self, root: Path) -> list[Path]: ...
+
+    def read_units(self, root: Path, units: list[Path]) -> Iterator[TraceOrError]: ...
+
     def read(self, root: Path) -> Iterator[TraceOrError]: ...
+
+
+class UnitImporter:
+    """An importer reads ``root`` as a list of units (a trace folder, a trace file, a JSONL of traces), each read
+    on its own: a sharded import (``traces.services``) gives each shard some of the units that ``units`` found, in
+    order, and reading them all one shard after the other gives what ``read`` gives."""
+
+    def units(self, root: Path) -> list[Path]:
+        raise NotImplementedError
+
+    def read_units(self, root: Path, units: list[Path]) -> Iterator[TraceOrError]:
+        raise NotImplementedError
+
+    def read(self, root: Path) -> Iterator[TraceOrError]:
+        yield from self.read_units(root, self.units(root))
 
 
 def read_json(path: Path, *, root: Path | None = None):

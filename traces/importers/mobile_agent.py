@@ -25,6 +25,7 @@ from .base import (
     ImportedTrace,
     TraceOrError,
     TraceReadError,
+    UnitImporter,
     find_folders,
     name_within,
     read_each,
@@ -63,15 +64,18 @@ def _convert(action: str) -> tuple[str, str, dict]:
     return action, f"unknown Mobile-Agent action '{action}'", {}
 
 
-class MobileAgentImporter:
+class MobileAgentImporter(UnitImporter):
     format_name = "mobile-agent"
 
     def detect(self, root: Path) -> bool:
         return root.is_dir() and bool(_run_folders(root, first_only=True))
 
-    def read(self, root: Path) -> Iterator[TraceOrError]:
+    def units(self, root: Path) -> list[Path]:
+        return _run_folders(root)
+
+    def read_units(self, root: Path, units: list[Path]) -> Iterator[TraceOrError]:
         yield from read_each(
-            _run_folders(root),
+            units,
             lambda folder: trace_from_run(folder, root=root),
             where=lambda folder: name_within(folder, root),
         )

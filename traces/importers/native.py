@@ -14,6 +14,7 @@ from .base import (
     ImportedTrace,
     TraceOrError,
     TraceReadError,
+    UnitImporter,
     parse_json_bytes,
     read_each,
     read_elements,
@@ -26,7 +27,7 @@ FORMAT_TAG = "trace-studio/v1"
 OUTCOMES = {"success", "failure", "unknown"}
 
 
-class NativeImporter:
+class NativeImporter(UnitImporter):
     format_name = "native"
 
     def detect(self, root: Path) -> bool:
@@ -34,19 +35,22 @@ class NativeImporter:
             return root.suffix == ".jsonl"
         return (root / "trace.json").is_file() or any(root.glob("*/trace.json")) or any(root.glob("*.jsonl"))
 
-    def read(self, root: Path) -> Iterator[TraceOrError]:
+    def units(self, root: Path) -> list[Path]:
         if root.is_file():
-            yield from self._read_jsonl(root, root.parent)
-            return
+            return [root]
         folders = [root] if (root / "trace.json").is_file() else sorted(p.parent for p in root.glob("*/trace.json"))
+        return folders + sorted(root.glob("*.jsonl"))
 
+    def read_units(self, root: Path, units: list[Path]) -> Iterator[TraceOrError]:
         def read_folder(folder: Path) -> ImportedTrace:
             document = read_json(folder / "trace.json", root=root.parent if folder == root else root)
             return trace_from_document(document, folder, where=f"{folder.name}/trace.json")
 
-        yield from read_each(folders, read_folder, where=lambda folder: f"{folder.name}/trace.json")
-        for jsonl in sorted(root.glob("*.jsonl")):
-            yield from self._read_jsonl(jsonl, root)
+        for unit in units:
+            if unit.is_file():  # a JSONL of traces: the uploaded file itself, or one beside the trace folders
+                yield from self._read_jsonl(unit, root.parent if unit == root else root)
+            else:
+                yield from read_each([unit], read_folder, where=lambda folder: f"{folder.name}/trace.json")
 
     def _read_jsonl(self, path: Path, base: Path) -> Iterator[TraceOrError]:
         if path.stat().st_size > settings.IMPORT_MAX_JSON_BYTES:

@@ -21,6 +21,7 @@ from .base import (
     ImportedTrace,
     TraceOrError,
     TraceReadError,
+    UnitImporter,
     find_folders,
     name_within,
     parse_json_bytes,
@@ -35,18 +36,21 @@ INITIAL_SCREENSHOTS = ("step_0.png", "initial_state.png", "step_0.jpg", "initial
 MAX_DEPTH = 6
 
 
-class OSWorldImporter:
+class OSWorldImporter(UnitImporter):
     format_name = "osworld"
 
     def detect(self, root: Path) -> bool:
         return root.is_dir() and bool(_trajectory_files(root, first_only=True))
 
-    def read(self, root: Path) -> Iterator[TraceOrError]:
+    def units(self, root: Path) -> list[Path]:
+        return _trajectory_files(root)
+
+    def read_units(self, root: Path, units: list[Path]) -> Iterator[TraceOrError]:
         def where(path: Path) -> str:
             return name_within(path, root.parent)
 
         yield from read_each(
-            _trajectory_files(root),
+            units,
             lambda path: trace_from_folder(path.parent, root=root, where=where(path)),
             where=where,
         )

@@ -28,6 +28,7 @@ from .base import (
     ImportedTrace,
     TraceOrError,
     TraceReadError,
+    UnitImporter,
     find_folders,
     name_within,
     read_each,
@@ -69,15 +70,18 @@ class ActionConversionError(ValueError):
     pass
 
 
-class ScreenAgentImporter:
+class ScreenAgentImporter(UnitImporter):
     format_name = "screenagent"
 
     def detect(self, root: Path) -> bool:
         return root.is_dir() and bool(_session_folders(root, first_only=True))
 
-    def read(self, root: Path) -> Iterator[TraceOrError]:
+    def units(self, root: Path) -> list[Path]:
+        return _session_folders(root)
+
+    def read_units(self, root: Path, units: list[Path]) -> Iterator[TraceOrError]:
         yield from read_each(
-            _session_folders(root),
+            units,
             lambda folder: trace_from_session(folder, root=root),
             where=lambda folder: name_within(folder, root),
         )

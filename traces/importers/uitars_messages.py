@@ -19,6 +19,7 @@ from .base import (
     ImportedTrace,
     TraceOrError,
     TraceReadError,
+    UnitImporter,
     read_each,
     read_json,
     safe_child,
@@ -29,15 +30,16 @@ IMAGE_SUFFIXES = ("", ".png", ".jpg", ".jpeg", ".webp")
 INSTRUCTION_HEADING = "## User Instruction"
 
 
-class UITarsMessagesImporter:
+class UITarsMessagesImporter(UnitImporter):
     format_name = "uitars-messages"
 
     def detect(self, root: Path) -> bool:
         return root.is_dir() and ((root / MESSAGES_FILE).is_file() or any(root.glob(f"*/{MESSAGES_FILE}")))
 
-    def read(self, root: Path) -> Iterator[TraceOrError]:
-        files = [root / MESSAGES_FILE] if (root / MESSAGES_FILE).is_file() else sorted(root.glob(f"*/{MESSAGES_FILE}"))
+    def units(self, root: Path) -> list[Path]:
+        return [root / MESSAGES_FILE] if (root / MESSAGES_FILE).is_file() else sorted(root.glob(f"*/{MESSAGES_FILE}"))
 
+    def read_units(self, root: Path, units: list[Path]) -> Iterator[TraceOrError]:
         def where(path: Path) -> str:
             return f"{path.parent.name}/{MESSAGES_FILE}"
 
@@ -49,7 +51,7 @@ class UITarsMessagesImporter:
                 digest=hashlib.sha256(path.read_bytes()).hexdigest(),
             )
 
-        yield from read_each(files, read_file, where=where)
+        yield from read_each(units, read_file, where=where)
 
 
 def _parts(content, where: str) -> list[dict]:
