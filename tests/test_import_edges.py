@@ -90,3 +90,18 @@ def test_a_wrong_explicit_format_fails_and_names_the_matching_ones(project, real
     job = services.import_job_run(job_id=job.pk)
     assert job.status == "failed"
     assert "the screenagent format found no traces in dart" in job.message and "uitars-messages" in job.message
+
+
+@pytest.mark.parametrize("content", [b"", b"\n  \n\t\n"], ids=["empty", "blank lines"])
+def test_an_archive_holding_only_an_empty_jsonl_finds_no_traces(project, lead, content):
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as bundle:
+        bundle.writestr("runs/traces.jsonl", content)
+    stored = services.import_upload_store(uploaded_file=SimpleUploadedFile("runs.zip", archive.getvalue()))
+    job = services.import_job_create(
+        project=project, user=lead, upload_name=stored, original_name="runs.zip", fmt="native", enqueue=False
+    )
+    job = services.import_job_run(job_id=job.pk)
+    assert job.status == "failed"
+    assert "the native format found no traces in runs.zip" in job.message
+    assert not Trace.objects.filter(project=project).exists()

@@ -36,10 +36,12 @@ class NativeImporter(UnitImporter):
         return (root / "trace.json").is_file() or any(root.glob("*/trace.json")) or any(root.glob("*.jsonl"))
 
     def units(self, root: Path) -> list[Path]:
+        # A JSONL file with no record (empty, or blank lines only) holds no trace: it is not a unit, so an import
+        # of nothing else is refused for finding no traces instead of succeeding with none.
         if root.is_file():
-            return [root]
+            return [root] if _holds_a_record(root) else []
         folders = [root] if (root / "trace.json").is_file() else sorted(p.parent for p in root.glob("*/trace.json"))
-        return folders + sorted(root.glob("*.jsonl"))
+        return folders + [path for path in sorted(root.glob("*.jsonl")) if _holds_a_record(path)]
 
     def read_units(self, root: Path, units: list[Path]) -> Iterator[TraceOrError]:
         def read_folder(folder: Path) -> ImportedTrace:
@@ -141,3 +143,12 @@ def step_from_document(step, *, where: str, screenshot: ImageRef | None) -> Impo
         human_edited_response=str(step.get("human_edited_response") or ""),
         context=context,
     )
+
+
+def _holds_a_record(path: Path) -> bool:
+    """Whether a JSONL file has anything but whitespace (read until the first such byte, not the whole file)."""
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 16):
+            if chunk.strip():
+                return True
+    return False
