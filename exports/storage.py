@@ -13,7 +13,7 @@ from django.core.files import File
 from django.core.files.storage import default_storage
 from django.http import HttpResponse, HttpResponseRedirect, StreamingHttpResponse
 
-from studio.storage import storage_is_remote
+from studio.storage import storage_is_remote, stored_folder_delete
 
 CHUNK = 1024 * 1024
 _RANGE_RE = re.compile(r"^bytes=(\d*)-(\d*)$")
@@ -50,22 +50,7 @@ def bundle_part_save(job, shard, local_path) -> str:
 
 def bundle_parts_delete(job) -> int:
     """Delete every stored shard file of an export (it ended: assembled, cancelled or failed); returns how many."""
-    removed = 0
-
-    def walk(folder: str) -> None:
-        nonlocal removed
-        try:
-            folders, files = default_storage.listdir(folder)
-        except FileNotFoundError:
-            return
-        for name in files:
-            default_storage.delete(f"{folder}/{name}")
-            removed += 1
-        for sub in folders:
-            walk(f"{folder}/{sub}")
-
-    walk(bundle_parts_prefix(job))
-    return removed
+    return stored_folder_delete(bundle_parts_prefix(job))
 
 
 def bundle_delete(name: str) -> None:

@@ -63,3 +63,24 @@ def stored_file_response(
     if etag:
         response["ETag"] = f'"{etag}"'
     return response
+
+
+def stored_folder_delete(prefix: str) -> int:
+    """Delete every stored file under ``prefix``, in local storage or S3 alike (S3 has no folders to remove: its
+    "folders" are the names' prefixes); returns how many files went."""
+    removed = 0
+
+    def walk(folder: str) -> None:
+        nonlocal removed
+        try:
+            folders, files = default_storage.listdir(folder)
+        except FileNotFoundError:
+            return
+        for name in files:
+            default_storage.delete(f"{folder}/{name}")
+            removed += 1
+        for sub in folders:
+            walk(f"{folder}/{sub}")
+
+    walk(prefix)
+    return removed

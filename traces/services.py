@@ -39,6 +39,7 @@ from studio.shards import (
     shards_take_back,
 )
 from studio.signals import round_annotated
+from studio.storage import stored_folder_delete
 from traces import grammar
 from traces.images import ImageInfo, ImageProblem, inspect_image, make_thumbnail
 from traces.importers import (
@@ -1039,22 +1040,7 @@ def import_parts_prefix(job: ImportJob) -> str:
 
 def import_parts_delete(*, job: ImportJob) -> int:
     """Delete every stored part of an import (it ended however it ended); returns how many."""
-    removed = 0
-
-    def walk(folder: str) -> None:
-        nonlocal removed
-        try:
-            folders, files = default_storage.listdir(folder)
-        except FileNotFoundError:
-            return
-        for name in files:
-            default_storage.delete(f"{folder}/{name}")
-            removed += 1
-        for sub in folders:
-            walk(f"{folder}/{sub}")
-
-    walk(import_parts_prefix(job))
-    return removed
+    return stored_folder_delete(import_parts_prefix(job))
 
 
 def _unit_name(root: Path, unit: Path) -> str:
