@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import os
 import platform
 import random
 import sys
@@ -59,10 +58,10 @@ def build_requests(n_steps: int, steps_per_trace: int, history: int):
     from PIL import Image
 
     from traces import prompting
-    from traces.models import Project
     from traces.prescoring.qwen2vl import ImageInput, ScoreRequest
 
-    project = Project(name="bench", history_window=history)
+    # A default project's prompt settings, without Django: the benchmark needs torch and transformers only.
+    project = prompting.PromptSettings(history_window=history)
     pngs = {}
     requests = []
     rng = random.Random(0)
@@ -87,51 +86,166 @@ def build_requests(n_steps: int, steps_per_trace: int, history: int):
     return requests
 
 
-class FlopCounter:
-    """Counts forward FLOPs of what the scorer runs, by wrapping its two entry points."""
+class Meter:
+    """Times and counts what the scorer runs, by wrapping its entry points for one run.
 
-    def __init__(self, scorer):
+    FLOPs (forward, a lower bound: attention's quadratic term is not counted): 2 × parameters × tokens per
+    part, for the work actually done: the vision tower over the patches of the screenshots it encodes (a
+    screenshot cached from an earlier window is not counted again), the decoder over every token of each
+    pass (the log-likelihood pass over prompt + reply, the generation's prefill of the prompt, one token per
+    decoding step), the LM head over the positions whose logits are computed.
+
+    Phases (GPU synchronised at each boundary, so times are the device's): ``preprocess`` (decode, resize
+    and patching on the CPU thread pool), ``vision`` (the vision tower), ``tensors`` (padding the token ids
+    and their host-to-device copies), ``loglik`` and ``generate`` (the decoder passes, vision and tensors excluded).
+    ``padding`` is the share of the padded batch tensors' positions that hold no token."""
+
+    WRAPPED = ("preprocess_images", "_vision_features", "_batch_tensors", "loglik_batch", "generate_batch")
+
+    def __init__(self, scorer, generate: bool):
         self.scorer = scorer
+        self.generate = generate
         self.params = scorer.parameter_counts()
+        self.sync = _sync(scorer.device)
         self.flops = 0.0
+        self.seconds = dict.fromkeys(("preprocess", "vision", "tensors", "loglik", "generate"), 0.0)
+        self.images_encoded = 0
+        self.image_references = 0
+        self.positions = 0
+        self.tokens = 0
+        self.generated_tokens = 0
+        self._nested: list[float] = []  # per open phase: seconds of the phases run inside it
 
-    def batch(self, batch, results, generate: bool):
-        p = self.params
-        for e, r in zip(batch, results):
-            patches = sum(int(g.prod()) for g in e.image_grid_thw)
-            # Log-likelihood pass: vision + decoder over the whole sequence, LM head over the reply.
-            self.flops += 2 * (p["vision"] * patches + p["decoder"] * e.length + p["lm_head"] * (e.length - e.n_prompt))
-            if generate and r.error is None:
-                # Generation: prefill of the prompt (vision again), then one token at a time.
-                self.flops += 2 * (p["vision"] * patches + p["decoder"] * e.n_prompt + p["lm_head"])
-                self.flops += 2 * (p["decoder"] + p["lm_head"]) * max(0, r.generated_tokens - 1)
+    def _timed(self, phase, call):
+        """Run ``call`` as ``phase``; time spent in phases nested inside it is counted there, not here."""
+        self.sync()
+        start = time.perf_counter()
+        self._nested.append(0.0)
+        try:
+            result = call()
+        finally:
+            self.sync()
+            elapsed = time.perf_counter() - start
+            self.seconds[phase] += elapsed - self._nested.pop()
+            if self._nested:
+                self._nested[-1] += elapsed
+        return result
+
+    def wrap(self):
+        s, p = self.scorer, self.params
+        originals = {name: getattr(s, name) for name in self.WRAPPED}
+
+        def preprocess_images(*args, **kwargs):
+            return self._timed("preprocess", lambda: originals["preprocess_images"](*args, **kwargs))
+
+        def vision_features(batch):
+            missing = {}
+            for e in batch:
+                for key, grid in zip(e.image_keys, e.image_grid_thw):
+                    if key not in s._feature_cache:
+                        missing[key] = int(grid.prod())
+            self.images_encoded += len(missing)
+            self.flops += 2 * p["vision"] * sum(missing.values())
+            return self._timed("vision", lambda: originals["_vision_features"](batch))
+
+        def batch_tensors(batch, *, left):
+            width = max(e.length for e in batch)
+            self.positions += width * len(batch)
+            self.tokens += sum(e.length for e in batch)
+            return self._timed("tensors", lambda: originals["_batch_tensors"](batch, left=left))
+
+        def loglik_batch(batch):
+            self.image_references += sum(len(e.image_keys) for e in batch)
+            self.flops += sum(2 * (p["decoder"] * e.length + p["lm_head"] * (e.length - e.n_prompt)) for e in batch)
+            return self._timed("loglik", lambda: originals["loglik_batch"](batch))
+
+        def generate_batch(batch, *, max_new_tokens):
+            replies = self._timed("generate", lambda: originals["generate_batch"](batch, max_new_tokens=max_new_tokens))
+            for e, (_, n_new) in zip(batch, replies):
+                # The prompt's prefill (its last position through the LM head), then one token per decoding step.
+                self.flops += 2 * (p["decoder"] * e.n_prompt + p["lm_head"])
+                self.flops += 2 * (p["decoder"] + p["lm_head"]) * max(0, n_new - 1)
+                self.generated_tokens += n_new
+            return replies
+
+        wrappers = (preprocess_images, vision_features, batch_tensors, loglik_batch, generate_batch)
+        for name, wrapper in zip(self.WRAPPED, wrappers):
+            setattr(s, name, wrapper)
+        return lambda: [setattr(s, name, original) for name, original in originals.items()]
+
+    def report(self, label: str, wall: float) -> str:
+        parts = ", ".join(f"{k} {v:.2f}s" for k, v in self.seconds.items())
+        other = wall - sum(self.seconds.values())
+        padding = 1 - self.tokens / self.positions if self.positions else 0.0
+        return (
+            f"  {label} profile: {parts}, other (encode, tokenizer, python) {other:.2f}s\n"
+            f"  {label}: vision tower ran on {self.images_encoded} screenshots for {self.image_references} "
+            f"image references ({self.image_references / max(1, self.images_encoded):.1f} windows each); "
+            f"{1000 * self.seconds['vision'] / max(1, self.images_encoded):.1f} ms per screenshot; "
+            f"padding {100 * padding:.1f} % of batch positions; {self.generated_tokens} tokens generated"
+        )
 
 
-def run(scorer, requests, *, naive: bool, generate: bool, max_new_tokens: int, counter: FlopCounter):
-    original = scorer._score_batch
-
-    def counted(batch, **kwargs):
-        results = original(batch, **kwargs)
-        counter.batch(batch, results, generate)
-        return results
-
-    scorer._score_batch = counted
-    sync = _sync(scorer.device)
+def run(scorer, requests, *, naive: bool, generate: bool, max_new_tokens: int, batch_tokens: int, max_batch=None):
+    meter = Meter(scorer, generate)
+    scorer._image_cache.clear()
+    scorer._feature_cache.clear()
+    restore = meter.wrap()
     try:
-        scorer._image_cache.clear()
-        sync()
+        meter.sync()
         start = time.perf_counter()
         if naive:
             results = []
             for request in requests:
+                # Nothing carried over from the step before: the naive loop preprocesses and encodes every image.
                 scorer._image_cache.clear()
+                scorer._feature_cache.clear()
                 results += scorer.score([request], generate=generate, max_new_tokens=max_new_tokens, max_batch=1)
         else:
-            results = scorer.score(requests, generate=generate, max_new_tokens=max_new_tokens)
-        sync()
-        return time.perf_counter() - start, results
+            results = scorer.score(
+                requests,
+                generate=generate,
+                max_new_tokens=max_new_tokens,
+                batch_tokens=batch_tokens,
+                max_batch=max_batch,
+            )
+        meter.sync()
+        return time.perf_counter() - start, results, meter
     finally:
-        scorer._score_batch = original
+        restore()
+
+
+def vision_cost(scorer, png: bytes, repeats: int = 5) -> str:
+    """The vision tower alone on one 1920×1080 screenshot: ms and TFLOP/s (warm, synchronised)."""
+    import torch
+
+    from traces.prescoring.qwen2vl import ImageInput
+
+    min_pixels, max_pixels = scorer.default_pixels
+    pixels, grid = scorer._preprocess(ImageInput("probe", lambda: _open(png)), min_pixels, max_pixels)
+    pixels, grid = pixels.to(scorer.device, scorer.dtype), grid.to(scorer.device)
+    sync = _sync(scorer.device)
+    with torch.inference_mode():
+        for _ in range(2):
+            scorer.model.model.get_image_features(pixels, grid, return_dict=True)
+        sync()
+        start = time.perf_counter()
+        for _ in range(repeats):
+            scorer.model.model.get_image_features(pixels, grid, return_dict=True)
+        sync()
+    seconds = (time.perf_counter() - start) / repeats
+    patches = int(grid.prod())
+    flops = 2 * scorer.parameter_counts()["vision"] * patches
+    return (
+        f"vision tower, one 1920x1080 screenshot ({patches} patches, {patches // scorer.merge**2} tokens): "
+        f"{1000 * seconds:.1f} ms, {flops / seconds / 1e12:.1f} TFLOP/s (linear layers only)"
+    )
+
+
+def _open(png: bytes):
+    from PIL import Image
+
+    return Image.open(io.BytesIO(png))
 
 
 def _sync(device: str):
@@ -151,14 +265,16 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=32)
     parser.add_argument("--no-generate", action="store_true", help="log-likelihood only")
     parser.add_argument("--model-dir", default=None, help="reuse a checkpoint folder instead of building one")
+    parser.add_argument(
+        "--batch-tokens",
+        type=lambda text: [int(v) for v in text.split(",")],
+        default=[16384],
+        help="padded-token budget of a batch; several (comma-separated) are each timed",
+    )
+    parser.add_argument("--max-batch", type=int, default=None, help="sequences per batch at most (scorer default)")
     args = parser.parse_args()
 
     sys.path.insert(0, str(REPO))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studio.settings")
-    os.environ.setdefault("STUDIO_DATA_DIR", tempfile.mkdtemp(prefix="bench-prescore-data-"))
-    import django
-
-    django.setup()
     import torch
 
     from traces.prescoring.qwen2vl import Qwen2VLScorer, default_device
@@ -171,7 +287,10 @@ def main() -> None:
         Path(args.model_dir)
         if args.model_dir
         else build_tiny_qwen2vl(
-            Path(tempfile.mkdtemp(prefix="bench-prescore-model-")) / args.size, size=args.size, dtype=dtype
+            Path(tempfile.mkdtemp(prefix="bench-prescore-model-")) / args.size,
+            size=args.size,
+            dtype=dtype,
+            device=device,
         )
     )
     scorer = Qwen2VLScorer(model_dir, device=device, dtype=dtype)
@@ -189,45 +308,61 @@ def main() -> None:
         flush=True,
     )
     generate = not args.no_generate
-
-    batched_counter = FlopCounter(scorer)
-    batched_s, batched = run(
-        scorer, requests, naive=False, generate=generate, max_new_tokens=args.max_new_tokens, counter=batched_counter
-    )
-    naive_requests = requests[: args.naive_steps]
-    naive_counter = FlopCounter(scorer)
-    naive_s, naive = run(
-        scorer, naive_requests, naive=True, generate=generate, max_new_tokens=args.max_new_tokens, counter=naive_counter
-    )
-
-    errors = [r for r in batched + naive if r.error]
-    by_key = {r.key: r for r in batched}
-    worst = max((abs(by_key[r.key].loglik_sum - r.loglik_sum) for r in naive if not r.error), default=0.0)
-    batched_rate, naive_rate = len(requests) / batched_s, len(naive_requests) / naive_s
     machine = (
         torch.cuda.get_device_name(0)
         if device.startswith("cuda")
         else f"{platform.processor() or platform.machine()} CPU, {torch.get_num_threads()} threads"
     )
-    print(f"machine: {machine}")
+    print(f"machine: {machine}; torch {torch.__version__}; transformers {_version('transformers')}", flush=True)
+    print(vision_cost(scorer, screen_png(99)), flush=True)
+
+    def rate_line(label, n, seconds, meter):
+        return (
+            f"{label}: {n} steps in {seconds:.1f}s = {n / seconds:.2f} steps/s, "
+            f"{meter.flops / seconds / 1e12:.3f} TFLOP/s"
+            + (
+                f" = {100 * meter.flops / seconds / 1e12 / H200_BF16_PEAK_TFLOPS:.1f} % of the bf16 peak "
+                f"({H200_BF16_PEAK_TFLOPS:.0f} TFLOP/s)"
+                if device.startswith("cuda")
+                else ""
+            )
+        )
+
+    options = dict(generate=generate, max_new_tokens=args.max_new_tokens, max_batch=args.max_batch)
+    # Warm-up (kernel selection, allocator): not timed.
+    run(scorer, requests[: min(8, len(requests))], naive=False, batch_tokens=args.batch_tokens[0], **options)
+    best = None
+    for budget in args.batch_tokens:
+        seconds, results, meter = run(scorer, requests, naive=False, batch_tokens=budget, **options)
+        print(rate_line(f"batched (batch_tokens {budget})", len(requests), seconds, meter), flush=True)
+        print(meter.report("batched", seconds), flush=True)
+        if best is None or seconds < best[0]:
+            best = (seconds, results, budget)
+    batched_s, batched, budget = best
+
+    naive_requests = requests[: args.naive_steps]
+    naive_s, naive, naive_meter = run(scorer, naive_requests, naive=True, batch_tokens=budget, **options)
+    print(rate_line("naive (one step at a time)", len(naive_requests), naive_s, naive_meter), flush=True)
+    print(naive_meter.report("naive", naive_s), flush=True)
+
+    errors = [r for r in batched + naive if r.error]
+    by_key = {r.key: r for r in batched}
+    worst = max((abs(by_key[r.key].loglik_sum - r.loglik_sum) for r in naive if not r.error), default=0.0)
+    batched_rate, naive_rate = len(requests) / batched_s, len(naive_requests) / naive_s
     print(
-        f"batched: {len(requests)} steps in {batched_s:.1f}s = {batched_rate:.2f} steps/s "
-        f"({batched_counter.flops / batched_s / 1e12:.3f} TFLOP/s)"
-    )
-    print(
-        f"naive:   {len(naive_requests)} steps in {naive_s:.1f}s = {naive_rate:.2f} steps/s "
-        f"({naive_counter.flops / naive_s / 1e12:.3f} TFLOP/s)"
-    )
-    print(
-        f"speed-up: {batched_rate / naive_rate:.2f}x; max |loglik batched - naive| = {worst:.2e}; errors: {len(errors)}"
+        f"speed-up (best batched, batch_tokens {budget}, over naive): {batched_rate / naive_rate:.2f}x; "
+        f"max |loglik batched - naive| = {worst:.2e}; errors: {len(errors)}"
     )
     if device.startswith("cuda"):
-        print(
-            f"batched achieves {100 * batched_counter.flops / batched_s / 1e12 / H200_BF16_PEAK_TFLOPS:.1f} % "
-            f"of the H200 bf16 peak ({H200_BF16_PEAK_TFLOPS:.0f} TFLOP/s)"
-        )
+        print(f"peak GPU memory allocated: {torch.cuda.max_memory_allocated() / 2**30:.1f} GiB")
     for r in errors[:3]:
         print("error:", r.key, r.error)
+
+
+def _version(package: str) -> str:
+    from importlib.metadata import version
+
+    return version(package)
 
 
 if __name__ == "__main__":

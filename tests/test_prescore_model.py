@@ -209,3 +209,46 @@ def test_out_of_memory_halves_the_batch_and_the_scorer_keeps_the_smaller_size(sc
         assert all(r.error is None for r in again)
     finally:
         scorer.batch_limit = None
+
+
+def test_screenshots_are_preprocessed_once_on_the_pool_and_a_broken_one_fails_only_its_step(
+    scored_project, tiny_model
+):
+    """score() preprocesses every distinct screenshot once (on the thread pool) for all the windows it is in;
+    an image that cannot be read fails its own steps and no other."""
+    import threading
+
+    scorer = qwen2vl.load_scorer(tiny_model)
+    scorer._image_cache.clear()
+    scorer._feature_cache.clear()
+    requests = requests_for(scored_project)
+    loads: dict[str, int] = {}
+    threads = set()
+    lock = threading.Lock()
+
+    def counted(image):
+        def load():
+            with lock:
+                loads[image.key] = loads.get(image.key, 0) + 1
+                threads.add(threading.get_ident())
+            return image.load()
+
+        return qwen2vl.ImageInput(image.key, load)
+
+    broken_key = requests[-1].images[-1].key  # the last step's own screenshot: in no earlier window
+
+    def broken():
+        raise OSError("truncated PNG")
+
+    for request in requests:
+        request.images = [
+            qwen2vl.ImageInput(i.key, broken) if i.key == broken_key else counted(i) for i in request.images
+        ]
+    distinct = {i.key for r in requests for i in r.images}
+    results = scorer.score(requests, generate=False)
+    assert set(loads) == distinct - {broken_key} and set(loads.values()) == {1}
+    assert sum(len(r.images) for r in requests) > len(distinct)  # windows share screenshots
+    assert threading.get_ident() not in threads  # read on the pool, not in the caller's thread
+    failed = [r for r in results if r.error]
+    assert [r.key for r in failed] == [requests[-1].key] and "truncated PNG" in failed[0].error
+    assert all(r.loglik_sum is not None for r in results if not r.error)

@@ -7,28 +7,8 @@ from django.db import models
 from django.urls import reverse
 
 from studio.models import JobBase
+from traces.prompting import PROMPT_DEFAULTS
 from traces.vocabulary import ERROR_CATEGORIES
-
-# The UI-TARS computer-use prompt (box-token action space); {instruction} and {language} are filled in.
-DEFAULT_PROMPT_TEMPLATE = """You are a GUI agent. You are given a task and your action history, with screenshots. You need to perform the next action to complete the task.
-
-## Output Format
-```
-Thought: ...
-Action: ...
-```
-
-## Action Space
-
-{action_space}
-
-## Note
-- Use {language} in `Thought` part.
-- Write a small plan and finally summarize your next action (with its target element) in one sentence in `Thought` part.
-
-## User Instruction
-{instruction}
-"""
 
 
 def default_error_categories():
@@ -55,13 +35,17 @@ class Project(models.Model):
         max_length=24, choices=CoordinateConvention.choices, default=CoordinateConvention.RELATIVE_1000
     )
     max_pixels = models.PositiveIntegerField(
-        default=16384 * 28 * 28, help_text="Pixel budget of smart_resize (smart-resize-pixels projects)."
+        default=PROMPT_DEFAULTS.max_pixels, help_text="Pixel budget of smart_resize (smart-resize-pixels projects)."
     )
-    system_prompt = models.TextField(default="You are a helpful assistant.")
-    prompt_template = models.TextField(default=DEFAULT_PROMPT_TEMPLATE)
-    prompt_language = models.CharField(max_length=40, default="English")
-    history_window = models.PositiveSmallIntegerField(default=5, help_text="Screenshots sent as images (N).")
-    box_tokens = models.BooleanField(default=True, help_text="Wrap coordinates in <|box_start|>…<|box_end|>.")
+    system_prompt = models.TextField(default=PROMPT_DEFAULTS.system_prompt)
+    prompt_template = models.TextField(default=PROMPT_DEFAULTS.prompt_template)
+    prompt_language = models.CharField(max_length=40, default=PROMPT_DEFAULTS.prompt_language)
+    history_window = models.PositiveSmallIntegerField(
+        default=PROMPT_DEFAULTS.history_window, help_text="Screenshots sent as images (N)."
+    )
+    box_tokens = models.BooleanField(
+        default=PROMPT_DEFAULTS.box_tokens, help_text="Wrap coordinates in <|box_start|>…<|box_end|>."
+    )
     error_categories = models.JSONField(default=default_error_categories)
     lease_idle_minutes = models.PositiveSmallIntegerField(default=15)
     double_annotation_share = models.FloatField(default=0.0, help_text="Share of traces given to two annotators.")

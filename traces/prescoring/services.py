@@ -48,9 +48,9 @@ log = logging.getLogger(__name__)
 
 RULE_SETTINGS = {"change_threshold": rules.DEFAULT_CHANGE_THRESHOLD}
 MODEL_SETTINGS = {
-    "batch_tokens": 16384,  # padded tokens per forward pass
-    "max_batch": None,  # None: 16 on GPU, 1 on CPU (see Qwen2VLScorer.score)
-    "chunk_steps": 32,  # steps encoded at once (bounds the memory held in image patches)
+    "batch_tokens": None,  # padded tokens per forward pass; None: 327,680 on GPU, 16,384 on CPU
+    "max_batch": None,  # None: 48 on GPU, 1 on CPU (see Qwen2VLScorer.score)
+    "chunk_steps": 48,  # steps encoded at once (bounds the memory held in image patches; fills a GPU batch)
     "generate": True,  # also ask the model for its own action (greedy)
     "max_new_tokens": 128,
     "device": None,  # None: cuda when present, else cpu
@@ -58,7 +58,7 @@ MODEL_SETTINGS = {
 }
 SETTING_TYPES = {
     "change_threshold": (int, float),
-    "batch_tokens": int,
+    "batch_tokens": (int, type(None)),
     "max_batch": (int, type(None)),
     "chunk_steps": int,
     "generate": bool,

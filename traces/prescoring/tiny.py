@@ -131,10 +131,12 @@ def build_tiny_qwen2vl(
     size: str = "tiny",
     seed: int = 0,
     dtype: str = "float32",
+    device: str = "cpu",
     min_pixels: int = 3136,
     max_pixels: int = 1003520,
 ) -> Path:
-    """Write a random-weight Qwen2-VL checkpoint to ``path`` and return it. Needs torch + transformers."""
+    """Write a random-weight Qwen2-VL checkpoint to ``path`` and return it. Needs torch + transformers.
+    ``device``: where the random weights are drawn (a GPU draws 2B of them in a second; the CPU takes a minute)."""
     import torch
     from transformers import Qwen2VLForConditionalGeneration
 
@@ -145,7 +147,8 @@ def build_tiny_qwen2vl(
     tokenizer = build_tokenizer()
     config = build_config(tokenizer, size)
     torch.manual_seed(seed)
-    model = Qwen2VLForConditionalGeneration(config).to(getattr(torch, dtype)).eval()
+    with torch.device(device):
+        model = Qwen2VLForConditionalGeneration(config).to(getattr(torch, dtype)).eval()
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     image_processor_class()(min_pixels=min_pixels, max_pixels=max_pixels).save_pretrained(path)
