@@ -211,9 +211,7 @@ def test_out_of_memory_halves_the_batch_and_the_scorer_keeps_the_smaller_size(sc
         scorer.batch_limit = None
 
 
-def test_screenshots_are_preprocessed_once_on_the_pool_and_a_broken_one_fails_only_its_step(
-    scored_project, tiny_model
-):
+def test_screenshots_are_preprocessed_once_on_the_pool_and_a_broken_one_fails_only_its_step(scored_project, tiny_model):
     """score() preprocesses every distinct screenshot once (on the thread pool) for all the windows it is in;
     an image that cannot be read fails its own steps and no other."""
     import threading
