@@ -8,8 +8,10 @@ WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY studio studio
 COPY traces traces
+COPY prescoring prescoring
 COPY annotation annotation
 COPY exports exports
+COPY evaluation evaluation
 COPY webhooks webhooks
 COPY trace_studio_cli trace_studio_cli
 RUN pip install ".${EXTRAS}"

@@ -28,8 +28,9 @@ from django.utils import timezone
 from annotation.agreement import agreement_report
 from annotation.models import Annotation, AnnotationStatus, AuditEvent, Verdict
 from annotation.workflow import STANDING
+from prescoring.models import TraceSuggestion
 from studio.errors import Invalid
-from traces.models import Project, TraceSuggestion
+from traces.models import Project
 
 # Work handed in (throughput, time): a rejected annotation was still done. Categories and positions count only
 # the answers that stand (workflow.STANDING).

@@ -6,7 +6,7 @@
 Synthetic traces of 1920×1080 UI-like PNG screenshots (decoded on use, as from storage) are turned into
 prompts by THE prompt builder (traces.prompting, a default project: history window 5, box tokens) and
 scored through the same loading path as real weights (a random-weight checkpoint written to a temporary
-folder by traces.prescoring.tiny). Each step: log-likelihood of the recorded reply + the model's greedy reply.
+folder by prescoring.tiny). Each step: log-likelihood of the recorded reply + the model's greedy reply.
 
 - batched: ``Qwen2VLScorer.score`` — length-sorted batches under a token budget, each screenshot
   preprocessed once and shared by the windows it appears in.
@@ -57,8 +57,8 @@ def screen_png(seed: int, size=(1920, 1080)) -> bytes:
 def build_requests(n_steps: int, steps_per_trace: int, history: int):
     from PIL import Image
 
+    from prescoring.qwen2vl import ImageInput, ScoreRequest
     from traces import prompting
-    from traces.prescoring.qwen2vl import ImageInput, ScoreRequest
 
     # A default project's prompt settings, without Django: the benchmark needs torch and transformers only.
     project = prompting.PromptSettings(history_window=history)
@@ -219,7 +219,7 @@ def vision_cost(scorer, png: bytes, repeats: int = 5) -> str:
     """The vision tower alone on one 1920×1080 screenshot: ms and TFLOP/s (warm, synchronised)."""
     import torch
 
-    from traces.prescoring.qwen2vl import ImageInput
+    from prescoring.qwen2vl import ImageInput
 
     min_pixels, max_pixels = scorer.default_pixels
     pixels, grid = scorer._preprocess(ImageInput("probe", lambda: _open(png)), min_pixels, max_pixels)
@@ -277,8 +277,8 @@ def main() -> None:
     sys.path.insert(0, str(REPO))
     import torch
 
-    from traces.prescoring.qwen2vl import Qwen2VLScorer, default_device
-    from traces.prescoring.tiny import build_tiny_qwen2vl
+    from prescoring.qwen2vl import Qwen2VLScorer, default_device
+    from prescoring.tiny import build_tiny_qwen2vl
 
     device = args.device or default_device()
     dtype = "bfloat16" if args.size == "2b" or device.startswith("cuda") else "float32"

@@ -187,8 +187,8 @@ def _shard_count(job) -> int:
 
 
 def _run(project, lead, workers: int, env: dict) -> dict:
-    from traces.models import PrescoreJob
-    from traces.prescoring.services import prescore_job_create
+    from prescoring.models import PrescoreJob
+    from prescoring.services import prescore_job_create
 
     job, seconds, load_before = _timed(
         workers, env, lambda: prescore_job_create(project=project, user=lead, scorer="rules")

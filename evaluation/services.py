@@ -3,7 +3,7 @@
 The samples are the export's (exports.builders.iter_samples: the same accepted annotations, the same prompts from
 traces.prompting) of the kinds error_correction, post_reflection and dpo, in the chosen selection: the bundle's
 validation split (validation_fraction + split_seed, as an export has them), all samples, and optionally one round's
-traces only. The scorer is pre-scoring's (traces.prescoring.qwen2vl, log-likelihoods only, no generation).
+traces only. The scorer is pre-scoring's (prescoring.qwen2vl, log-likelihoods only, no generation).
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ from evaluation import selectors
 from evaluation.models import EvaluationJob, EvaluationSample, SampleKind
 from exports.builders import BuildStats, ExportOptions, OptionsError, Sample, Skip, iter_samples
 from exports.models import ExportJob
+from prescoring.qwen2vl import ModelLoadError, read_model_config
+from prescoring.services import image_inputs, model_image_budget
 from studio.errors import Invalid
 from studio.jobs import JobFailed, job_add_error, job_enqueue, job_progress, job_run
 from traces import prompting
 from traces.models import Project
-from traces.prescoring.qwen2vl import ModelLoadError, read_model_config
-from traces.prescoring.services import image_inputs, model_image_budget
 from traces.selectors import round_resolve
 
 log = logging.getLogger(__name__)
@@ -238,7 +238,7 @@ def _row(job: EvaluationJob, sample: Sample, scored: list, version: int, info: M
 
 
 def _work(job: EvaluationJob) -> str:
-    from traces.prescoring.qwen2vl import ScoreRequest, load_scorer
+    from prescoring.qwen2vl import ScoreRequest, load_scorer
 
     opts = job.settings
     try:

@@ -44,9 +44,11 @@ class ExportJob(JobBase):
     def task_name(self) -> str:
         return "exports.tasks.run_export"
 
-    def shard_task_name(self) -> str:
+    def shard_task(self):
         """The task that builds one shard's data files (studio.shards); any worker on the queue takes it."""
-        return "exports.tasks.export_shard"
+        from exports.tasks import export_shard
+
+        return export_shard
 
     def shard_queue(self) -> str:
         return self.queue_name()

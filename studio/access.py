@@ -48,7 +48,7 @@ ENTITIES: dict[str, Entity] = {
     "traces.Step": Entity("step", "trace__project"),
     "traces.Round": Entity("round", "project"),
     "traces.ImportJob": Entity("import job", "project"),
-    "traces.PrescoreJob": Entity("pre-scoring job", "project"),
+    "prescoring.PrescoreJob": Entity("pre-scoring job", "project"),
     "annotation.Annotation": Entity("annotation", "project", owner="annotator"),
     "annotation.Lease": Entity("lease", "trace__project", owner="user"),
     "annotation.AuditEvent": Entity("history entry", "project", owner="annotator"),

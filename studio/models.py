@@ -71,7 +71,7 @@ class JobShard(models.Model):
     ``items`` names the shard's work (pre-scoring: trace ids). ``attempts`` is the claim counter every write of a
     run is checked against, so a run that was taken over writes nothing more."""
 
-    job_model = models.CharField(max_length=100, help_text="The job's model label, e.g. traces.PrescoreJob.")
+    job_model = models.CharField(max_length=100, help_text="The job's model label, e.g. prescoring.PrescoreJob.")
     job_id = models.PositiveIntegerField()
     index = models.PositiveIntegerField()
     items = models.JSONField(default=list)

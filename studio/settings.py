@@ -68,6 +68,7 @@ INSTALLED_APPS = [
     "channels",
     "studio",
     "traces",
+    "prescoring",
     "annotation",
     "exports",
     "evaluation",
@@ -360,7 +361,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
-    "ENUM_NAME_OVERRIDES": {"ImportFormatEnum": "traces.api.IMPORT_FORMATS"},
+    "ENUM_NAME_OVERRIDES": {
+        "ImportFormatEnum": "traces.api.IMPORT_FORMATS",
+        "DeliveryStatusEnum": "webhooks.models.DeliveryStatus",
+        "JobStatusEnum": "studio.models.JobStatus",
+    },
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

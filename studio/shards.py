@@ -33,7 +33,6 @@ from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 from django.db.models import F, Q, Sum
 from django.utils import timezone
-from django.utils.module_loading import import_string
 
 from studio.errors import describe_error
 from studio.jobs import (  # the one job state machine; shards end their job through it
@@ -87,8 +86,9 @@ def shards_plan(job, pieces: list[tuple[list, int]]) -> list[JobShard]:
 
 
 def _send(job, shard: JobShard) -> None:
-    # The task by its dotted path: registered in any process (a watchdog's, a test's), and eager runs stay eager.
-    import_string(job.shard_task_name()).apply_async(args=[job.pk, shard.index], queue=job.shard_queue())
+    # The task object (not send_task by name): registered in any process (a watchdog's, a test's), and eager runs
+    # stay eager.
+    job.shard_task().apply_async(args=[job.pk, shard.index], queue=job.shard_queue())
 
 
 def shards_dispatch(job) -> int:
@@ -258,7 +258,7 @@ def shard_run(
     index: int,
     work: Callable[[Any, JobShard, ShardProgress], None],
     *,
-    summarize: Callable[[object, list[JobShard]], str] | None = None,
+    summarize: Callable[[Any, list[JobShard]], str] | None = None,
     on_progress: Callable | None = None,
     resend: bool = True,
     on_complete: Callable[[Any], None] | None = None,

@@ -1,9 +1,9 @@
 """A tiny Qwen2-VL checkpoint whose replies are known in advance: grammar-valid UI-TARS replies, for tests that
-need a model's output to parse (the random-weight one of traces/prescoring/tiny.py never writes an action).
+need a model's output to parse (the random-weight one of prescoring/tiny.py never writes an action).
 
 How it is made (all in the weights; the loading and sampling code is the product's, untouched):
 
-* It starts from the tiny random-weight model (``traces.prescoring.tiny``: same config, tokenizer, chat template,
+* It starts from the tiny random-weight model (``prescoring.tiny``: same config, tokenizer, chat template,
   image processor, safetensors), saved to a directory and loaded from there like any real checkpoint.
 * Every decoder layer's attention output projection (``o_proj``) and MLP output projection (``down_proj``) is zeroed:
   each layer then adds nothing to the residual stream, so the last hidden state at a position is that position's
@@ -28,7 +28,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from traces.prescoring.tiny import build_tiny_qwen2vl
+from prescoring.tiny import build_tiny_qwen2vl
 
 MARGIN = 40.0
 END = "<|im_end|>"

@@ -9,7 +9,7 @@ to run ``llamafactory-cli train sft.yaml``::
 
 The config is the bundle's own YAML, parsed by LLaMA-Factory's argument parser (``get_train_args``), with only
 what a real checkpoint would provide replaced: ``model_name_or_path`` points at a small tokenizer written here
-(the Qwen special tokens, :func:`traces.prescoring.tiny.build_tokenizer`; no weights are needed to preprocess) and
+(the Qwen special tokens, :func:`prescoring.tiny.build_tokenizer`; no weights are needed to preprocess) and
 a Qwen2-VL image processor with a released checkpoint's bounds, ``output_dir`` at a temporary folder, and ``bf16`` off (no GPU). Then, as ``llamafactory-cli train`` does before
 it builds the model: ``load_tokenizer``, ``get_template_and_fix_tokenizer``, ``get_dataset`` with the stage's
 dataset processor (``sft`` → supervised, ``dpo`` → pairwise). The output lists, per preprocessed example and per
@@ -30,7 +30,7 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))  # for traces.prescoring.tiny (plain tokenizers/transformers code, no Django)
+sys.path.insert(0, str(REPO))  # for prescoring.tiny (plain tokenizers/transformers code, no Django)
 
 # llamafactory's workflows call get_dataset with stage "rm" for pairwise data (DPO, reward modelling).
 DATASET_STAGE = {"sft": "sft", "dpo": "rm"}
@@ -49,7 +49,7 @@ def tiny_checkpoint(folder: Path) -> Path:
     a Qwen2-VL image processor with a released checkpoint's bounds."""
     from transformers import Qwen2VLImageProcessor
 
-    from traces.prescoring.tiny import build_tokenizer
+    from prescoring.tiny import build_tokenizer
 
     build_tokenizer().save_pretrained(folder)
     Qwen2VLImageProcessor(min_pixels=CHECKPOINT_MIN_PIXELS, max_pixels=CHECKPOINT_MAX_PIXELS).save_pretrained(folder)

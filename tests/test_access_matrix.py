@@ -122,7 +122,7 @@ def world(db, project, annotator, lead, engineer, admin_user, make_user, tmp_pat
     from evaluation.models import EvaluationJob
     from exports.models import ExportFormat
     from exports.services import export_job_create
-    from traces.prescoring.services import prescore_job_create
+    from prescoring.services import prescore_job_create
     from traces.services import import_job_create, project_create, round_create
 
     outsider = make_user("outsider", Role.ANNOTATOR)
@@ -177,7 +177,8 @@ def world(db, project, annotator, lead, engineer, admin_user, make_user, tmp_pat
     ).pk
     from annotation.models import Lease
     from exports.models import ExportJob
-    from traces.models import ImportJob, PrescoreJob
+    from prescoring.models import PrescoreJob
+    from traces.models import ImportJob
 
     # The object each URL segment names, for the object-aware expectation (a screenshot: its project's).
     instances = {

@@ -32,9 +32,9 @@ from traces import prompting
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from traces.prescoring import qwen2vl  # noqa: E402
-from traces.prescoring.services import image_inputs  # noqa: E402
-from traces.prescoring.tiny import build_tiny_qwen2vl  # noqa: E402
+from prescoring import qwen2vl  # noqa: E402
+from prescoring.services import image_inputs  # noqa: E402
+from prescoring.tiny import build_tiny_qwen2vl  # noqa: E402
 
 CORRECTED = "click(start_box='(420,260)')"
 # What a checkpoint could reply at s_τ: another click than the correction's, in the grammar.

@@ -26,10 +26,10 @@ from traces import prompting
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from prescoring import qwen2vl  # noqa: E402
+from prescoring.assess import parse_model_reply  # noqa: E402
+from prescoring.services import image_inputs  # noqa: E402
 from tests.crafted_model import build_crafted_qwen2vl, reply_text  # noqa: E402
-from traces.prescoring import qwen2vl  # noqa: E402
-from traces.prescoring.assess import parse_model_reply  # noqa: E402
-from traces.prescoring.services import image_inputs  # noqa: E402
 
 THOUGHT = "The Display item is in the middle of the list."
 PREFIX = f"Thought: {THOUGHT}\nAction: "

@@ -349,8 +349,8 @@ def test_seed_demo_creates_accepted_annotations_idempotently(project, traces, ma
 
 def test_most_doubtful_first_hands_out_the_most_suspicious_trace(project, annotator, tmp_path, api_client):
     """With pre-scoring run, "most doubtful first" hands out the trace whose steps the checks doubt most."""
+    from prescoring.services import prescore_job_create, prescore_job_run
     from tests.factories import native_trace_folder
-    from traces.prescoring.services import prescore_job_create, prescore_job_run
     from traces.services import import_job_create, import_job_run
 
     calm = ["click(start_box='<|box_start|>(100,200)<|box_end|>')", "finished(content='done')"]

@@ -256,7 +256,7 @@ def test_an_imported_element_shows_on_hover_and_a_click_snaps_to_it_then_review_
 def test_the_workspace_shows_the_rules_flag_of_a_recorded_click_on_no_element(
     browser, live_server, project, annotator, lead, tmp_path, artifacts_dir
 ):
-    from traces.prescoring import services as prescoring
+    from prescoring import services as prescoring
 
     import_folder(project, write_trace(tmp_path / "t"))  # every recorded click is (700, 700): on no element
     job = prescoring.prescore_job_run(

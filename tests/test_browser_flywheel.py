@@ -17,7 +17,7 @@ from traces.services import round_create
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from traces.prescoring.tiny import build_tiny_qwen2vl  # noqa: E402
+from prescoring.tiny import build_tiny_qwen2vl  # noqa: E402
 
 pytestmark = pytest.mark.browser
 

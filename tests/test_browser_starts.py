@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from prescoring.models import PrescoreJob, Scorer, StepSuggestion, TraceSuggestion
 from tests.conftest import login
 from tests.fixtures_annotation import import_folder, write_native_trace
 from tests.test_browser_workspace import open_next_trace
-from traces.models import PrescoreJob, Scorer, Step, StepSuggestion, Trace, TraceSuggestion
+from traces.models import Step, Trace
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("role_groups")]
 

@@ -223,7 +223,7 @@ def test_rule_suggestions_show_in_the_workspace_unless_blind(
     browser, live_server, project, dart_trace, annotator, artifacts_dir
 ):
     """Pre-scoring hints appear along the steps (strip, suggested first error, flags); a blind project hides them."""
-    from traces.prescoring.services import prescore_job_create, prescore_job_run
+    from prescoring.services import prescore_job_create, prescore_job_run
 
     job = prescore_job_create(project=project, user=None, scorer="rules", enqueue=False)
     assert prescore_job_run(job_id=job.pk).status == "succeeded"

@@ -10,11 +10,12 @@ from PIL import Image
 
 from annotation.models import Annotation
 from annotation.selectors import workspace_payload
+from prescoring import rules
+from prescoring import services as prescoring
+from prescoring.models import StepSuggestion
 from tests.fixtures_annotation import import_folder
 from traces import services
-from traces.models import CoordinateConvention, ImportJob, StepSuggestion, Trace
-from traces.prescoring import rules
-from traces.prescoring import services as prescoring
+from traces.models import CoordinateConvention, ImportJob, Trace
 
 # Screen pixels of a 1000x500 screenshot: a "Save" button and a text field.
 SAVE = [100, 50, 300, 150]

@@ -138,9 +138,9 @@ def test_every_refusal_type_of_the_apps_is_a_kind():
     from annotation.workflow import TransitionError
     from exports.builders import OptionsError
     from exports.services import ExportError
+    from prescoring.services import PrescoreError
     from studio.access import AccessRefused, NotInScope
     from studio.services import UserProblem
-    from traces.prescoring.services import PrescoreError
     from traces.services import ProjectRefused, TraceDeleteRefused, TraceEditRefused, UploadTooLarge
     from webhooks.services import WebhookRefused
 

@@ -28,9 +28,9 @@ from webhooks.models import Delivery, Webhook
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from traces.prescoring import qwen2vl  # noqa: E402
-from traces.prescoring.services import image_inputs  # noqa: E402
-from traces.prescoring.tiny import build_tiny_qwen2vl  # noqa: E402
+from prescoring import qwen2vl  # noqa: E402
+from prescoring.services import image_inputs  # noqa: E402
+from prescoring.tiny import build_tiny_qwen2vl  # noqa: E402
 
 # A recorded reply far longer than its correction: under a near-uniform random model every token costs about
 # log(vocabulary) nats, so the short side is the more likely one by hundreds of nats, whatever the weights.

@@ -1,5 +1,5 @@
 """The TRL bundle trains, unchanged, with the real `trl`: one SFT step and one DPO step on a tiny random
-Qwen2-VL built offline (traces/prescoring/tiny.py: tokenizer from `tokenizers`, processor without torchvision)."""
+Qwen2-VL built offline (prescoring/tiny.py: tokenizer from `tokenizers`, processor without torchvision)."""
 
 import copy
 import json

@@ -305,9 +305,9 @@ def test_worker_killed_mid_import_finishes_after_restart_without_duplicates(
 def test_worker_killed_mid_prescoring_finishes_after_restart_without_duplicates(
     role_groups, project, lead, tmp_path, redelivery_env
 ):
+    from prescoring.models import PrescoreJob, StepSuggestion, TraceSuggestion
+    from prescoring.services import prescore_job_create
     from tests.fixtures_annotation import make_traces
-    from traces.models import PrescoreJob, StepSuggestion, TraceSuggestion
-    from traces.prescoring.services import prescore_job_create
 
     traces = make_traces(project, tmp_path, count=30, steps=6, size=(640, 400))
     total_steps = sum(t.step_count for t in traces)

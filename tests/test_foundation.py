@@ -262,7 +262,7 @@ def test_admin_lists_every_model_for_operators(client, admin_user, project):
         "traces/step",
         "traces/screenshot",
         "traces/importjob",
-        "traces/prescorejob",
+        "prescoring/prescorejob",
         "annotation/annotation",
         "annotation/lease",
         "annotation/auditevent",

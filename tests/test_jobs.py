@@ -18,12 +18,13 @@ from django.db import OperationalError, connection
 from django.utils import timezone
 
 from exports import services as export_services
+from prescoring.models import PrescoreJob
+from prescoring.services import prescore_job_create
 from studio.jobs import job_cancel
 from tests.conftest import REPO, wait_for
 from tests.factories import native_trace_folder
 from traces import services as trace_services
-from traces.models import ImportJob, PrescoreJob
-from traces.prescoring.services import prescore_job_create
+from traces.models import ImportJob
 
 pytestmark = pytest.mark.django_db
 
@@ -180,8 +181,8 @@ def test_a_job_that_cannot_be_queued_fails_and_the_api_says_503(project, enginee
 def test_prescore_job_that_fails_says_why_without_sql(project, lead, monkeypatch, tmp_path):
     from django.db import DataError
 
+    from prescoring import services as prescoring
     from tests.fixtures_annotation import make_traces
-    from traces.prescoring import services as prescoring
 
     make_traces(project, tmp_path, count=1, steps=2)
     job = prescore_job_create(project=project, user=lead, scorer="rules", enqueue=False)

@@ -70,10 +70,10 @@ def _tracked_tests() -> list[str]:
 
 
 def test_production_code_does_not_import_the_test_model_builder() -> None:
-    # traces/prescoring/tiny.py builds a random-weight model for tests and benchmarks; what a worker runs must not
-    # depend on it (the chat template both need lives in traces/prescoring/chat_template.py).
-    files = [p for p in _tracked("*.py") if not p.startswith(("bench/", "traces/prescoring/tiny.py"))]
-    assert "traces/prescoring/qwen2vl.py" in files
+    # prescoring/tiny.py builds a random-weight model for tests and benchmarks; what a worker runs must not
+    # depend on it (the chat template both need lives in prescoring/chat_template.py).
+    files = [p for p in _tracked("*.py") if not p.startswith(("bench/", "prescoring/tiny.py"))]
+    assert "prescoring/qwen2vl.py" in files
     offenders = [
         path for path in files if re.search(r"prescoring\.tiny|prescoring import tiny", (REPO / path).read_text())
     ]

@@ -7,17 +7,18 @@ import sys
 
 import pytest
 
+from prescoring.models import StepSuggestion, TraceSuggestion
 from tests.conftest import REPO
 from tests.factories import native_trace_folder
 from traces import prompting
-from traces.models import StepSuggestion, Trace, TraceSuggestion
+from traces.models import Trace
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from traces.prescoring import qwen2vl, services  # noqa: E402
-from traces.prescoring.selectors import traces_by_suspicion  # noqa: E402
-from traces.prescoring.tiny import build_tiny_qwen2vl  # noqa: E402
+from prescoring import qwen2vl, services  # noqa: E402
+from prescoring.selectors import traces_by_suspicion  # noqa: E402
+from prescoring.tiny import build_tiny_qwen2vl  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -70,7 +71,7 @@ def test_loglik_equals_a_direct_computation_from_the_logits(scored_project, tiny
     result = scorer.score([request], generate=False)[0]
     assert result.error is None
 
-    # The scorer's recipe (traces/prescoring/qwen2vl.py): full forward pass, log-softmax over all positions, the reply's slice.
+    # The scorer's recipe (prescoring/qwen2vl.py): full forward pass, log-softmax over all positions, the reply's slice.
     encoded = scorer.encode(request)
     tensors = scorer._batch_tensors([encoded], left=False)
     with torch.no_grad():
@@ -175,7 +176,7 @@ def test_api_start_status_suggestions_and_blind(scored_project, lead, annotator,
 def test_web_process_does_not_import_torch():
     code = (
         "import django, os, sys; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'studio.settings'); django.setup(); "
-        "import studio.urls, traces.prescoring.api, traces.prescoring.services, traces.tasks; "
+        "import studio.urls, prescoring.api, prescoring.services, traces.tasks; "
         "assert 'torch' not in sys.modules and 'transformers' not in sys.modules, 'torch imported'"
     )
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)

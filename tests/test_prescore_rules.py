@@ -7,9 +7,10 @@ import json
 import pytest
 from PIL import Image
 
+from prescoring import rules, services
+from prescoring.models import PrescoreJob, StepSuggestion, TraceSuggestion
 from traces import grammar
-from traces.models import CoordinateConvention, PrescoreJob, StepSuggestion, Trace, TraceSuggestion
-from traces.prescoring import rules, services
+from traces.models import CoordinateConvention, Trace
 
 DART = "dart-gui/examples/osworld_trajectory"
 GMAIL_2 = "mobile-agent-v1/results/Gmail/2"
@@ -156,8 +157,8 @@ def test_bad_job_input_is_named(project, lead):
 
 
 def test_model_task_is_routed_to_the_gpu_queue():
+    from prescoring.tasks import prescore_rules, prescore_with_model
     from studio.celery import app
-    from traces.tasks import prescore_rules, prescore_with_model
 
     router = app.amqp.router
     assert router.route({}, prescore_with_model.name)["queue"].name == "gpu"

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import pytest
 
+from prescoring.models import PrescoreJob, StepSuggestion
 from tests.conftest import wait_for
 from tests.factories import native_trace_folder
-from traces.models import PrescoreJob, StepSuggestion
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from traces.prescoring import qwen2vl, services  # noqa: E402
-from traces.prescoring.tiny import build_tiny_qwen2vl  # noqa: E402
+from prescoring import qwen2vl, services  # noqa: E402
+from prescoring.tiny import build_tiny_qwen2vl  # noqa: E402
 
 pytestmark = pytest.mark.worker
 

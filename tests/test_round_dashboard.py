@@ -10,15 +10,16 @@ from django.db import connection
 
 from annotation.dashboards import round_dashboard
 from annotation.models import AnnotationStatus
+from prescoring.models import TraceSuggestion
 from studio.permissions import Role
 from tests.test_review import make_annotation, make_trace
 from traces import services
-from traces.models import Trace, TraceSuggestion
+from traces.models import Trace
 
 
 def hand_world(project, lead, make_user):
     """Two rounds and a trace in none; see the test for the figures each should give."""
-    from traces.prescoring.services import prescore_job_create
+    from prescoring.services import prescore_job_create
 
     A, B = make_user("ann2", Role.ANNOTATOR), make_user("bob", Role.ANNOTATOR)
     r1 = services.round_create(project=project, name="r1", checkpoint="m1", ran_at=datetime(2026, 11, 1, tzinfo=UTC))

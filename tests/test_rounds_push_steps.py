@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from annotation.services import lease_next_trace
+from prescoring.services import prescore_job_create
 from studio.security import api_token_issue
 from tests.conftest import REPO
 from tests.factories import native_trace_folder, screen_png
 from traces import services
 from traces.models import Step, Trace
-from traces.prescoring.services import prescore_job_create
 
 UNPARSEABLE = "click(start_box='(12,"  # the grammar cannot read it: kept raw with its error
 
@@ -189,7 +189,7 @@ def test_a_receiving_trace_is_neither_annotated_nor_prescored_until_ended(
 
     assert lease_next_trace(user=annotator, project=project) is None
     job = prescore_job_create(project=project, user=lead, scorer="rules", enqueue=False)
-    from traces.prescoring.services import _job_traces
+    from prescoring.services import _job_traces
 
     assert list(_job_traces(job)) == []
     client.force_login(lead)

@@ -26,7 +26,7 @@ def sharded_env(monkeypatch):
 
 
 def _suggestions(job):
-    from traces.models import StepSuggestion
+    from prescoring.models import StepSuggestion
 
     return sorted(StepSuggestion.objects.filter(job=job).values_list("step_id", "suspicion"))
 
@@ -37,15 +37,15 @@ def _two_workers():
 
 
 def _both_busy(job):
-    return JobShard.objects.filter(job_model="traces.PrescoreJob", job_id=job.pk, status="running").count() >= 2
+    return JobShard.objects.filter(job_model="prescoring.PrescoreJob", job_id=job.pk, status="running").count() >= 2
 
 
 def test_sharded_job_survives_a_killed_worker_and_ends_once_with_the_undisturbed_rows(
     role_groups, project, lead, tmp_path, sharded_env, settings
 ):
+    from prescoring.models import PrescoreJob, TraceSuggestion
+    from prescoring.services import prescore_job_create, prescore_job_run
     from tests.fixtures_annotation import make_traces
-    from traces.models import PrescoreJob, TraceSuggestion
-    from traces.prescoring.services import prescore_job_create, prescore_job_run
 
     make_traces(project, tmp_path, count=TRACES, steps=STEPS, size=(320, 200))
     settings.PRESCORE_SHARD_STEPS, settings.PRESCORE_THROTTLE_S = 2 * STEPS, 0
@@ -53,14 +53,16 @@ def test_sharded_job_survives_a_killed_worker_and_ends_once_with_the_undisturbed
         job_id=prescore_job_create(project=project, user=lead, scorer="rules", enqueue=False).pk
     )
     assert undisturbed.status == "succeeded", undisturbed.message
-    assert JobShard.objects.filter(job_id=undisturbed.pk, job_model="traces.PrescoreJob").count() == TRACES // 2
+    assert JobShard.objects.filter(job_id=undisturbed.pk, job_model="prescoring.PrescoreJob").count() == TRACES // 2
 
     victim, survivor = _two_workers()
     try:
         job = prescore_job_create(project=project, user=lead, scorer="rules")
         wait_for(lambda: _both_busy(job), 60, 0.05, "two shards running")
         victim.kill()
-        killed_shards = JobShard.objects.filter(job_id=job.pk, job_model="traces.PrescoreJob", status="running").count()
+        killed_shards = JobShard.objects.filter(
+            job_id=job.pk, job_model="prescoring.PrescoreJob", status="running"
+        ).count()
         assert killed_shards >= 1
         job = wait_for(
             lambda: (j := PrescoreJob.objects.get(pk=job.pk)).is_finished and j,
@@ -73,7 +75,7 @@ def test_sharded_job_survives_a_killed_worker_and_ends_once_with_the_undisturbed
         survivor.stop()
     log = "".join(survivor.log)
     assert job.status == "succeeded", (job.message, log[-3000:])
-    shards = JobShard.objects.filter(job_id=job.pk, job_model="traces.PrescoreJob")
+    shards = JobShard.objects.filter(job_id=job.pk, job_model="prescoring.PrescoreJob")
     assert shards.count() == TRACES // 2 and set(shards.values_list("status", flat=True)) == {"done"}
     assert max(shards.values_list("attempts", flat=True)) >= 2, "the killed worker's shard was run again"
     assert "shard watchdog" in log  # the survivor took the dead worker's shard back
@@ -87,10 +89,10 @@ def test_sharded_job_survives_a_killed_worker_and_ends_once_with_the_undisturbed
 
 
 def test_cancel_while_shards_run_on_two_workers_stops_every_write(role_groups, project, lead, tmp_path, sharded_env):
+    from prescoring.models import PrescoreJob, StepSuggestion
+    from prescoring.services import prescore_job_create
     from studio.jobs import job_cancel
     from tests.fixtures_annotation import make_traces
-    from traces.models import PrescoreJob, StepSuggestion
-    from traces.prescoring.services import prescore_job_create
 
     make_traces(project, tmp_path, count=TRACES, steps=STEPS, size=(320, 200))
     first, second = _two_workers()
@@ -100,7 +102,7 @@ def test_cancel_while_shards_run_on_two_workers_stops_every_write(role_groups, p
         job_cancel(job)  # committed: the cancel is acknowledged
         acknowledged = StepSuggestion.objects.filter(job=job).count()
         job = wait_for(lambda: (j := PrescoreJob.objects.get(pk=job.pk)).is_finished and j, 60, 0.1, "cancelled")
-        shards = JobShard.objects.filter(job_id=job.pk, job_model="traces.PrescoreJob")
+        shards = JobShard.objects.filter(job_id=job.pk, job_model="prescoring.PrescoreJob")
         wait_for(lambda: not shards.filter(status="running").exists(), 30, 0.1, "every shard stopped")
         import time
 
@@ -120,9 +122,9 @@ def test_cancel_while_shards_run_on_two_workers_stops_every_write(role_groups, p
 @pytest.fixture
 def planned_job(project, lead, settings):
     """A rules scoring job claimed and planned into three shards (no worker: the runs happen in the test)."""
+    from prescoring.services import prescore_job_create
     from studio.jobs import job_start
     from studio.shards import shards_plan
-    from traces.prescoring.services import prescore_job_create
 
     settings.JOB_SHARD_MAX_ATTEMPTS = 3
     job = prescore_job_create(project=project, user=lead, scorer="rules", enqueue=False)
@@ -204,7 +206,7 @@ def test_a_live_shard_cannot_be_claimed_twice_and_a_stale_one_is_taken_back(plan
         acted = shards_watch_once()
     finally:
         purge_broker()
-    assert acted == [("traces.PrescoreJob", planned_job.pk, 0, "resent")]
+    assert acted == [("prescoring.PrescoreJob", planned_job.pk, 0, "resent")]
     shard.refresh_from_db()
     assert shard.status == "queued" and shard.attempts == 1
     assert _claim(shard) and shard.attempts == 2

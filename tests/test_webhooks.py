@@ -136,3 +136,58 @@ def test_signature_rejects_old_timestamps():
     assert not signing.verify("s3cret", header, b"{}", now=2_000)
     assert not signing.verify("s3cret", header, b'{"a":1}', now=1_100)
     assert not signing.verify("s3cret", "garbage", b"{}", now=1_100)
+
+
+def test_api_registers_lists_shows_resends_and_removes_an_endpoint(
+    db, project, lead, annotator, make_user, api_client, settings
+):
+    """A CI script with a lead's token does what the page does; the secret comes back once, in the registration."""
+    from studio.permissions import Role
+    from traces.services import project_create
+
+    settings.WEBHOOKS_ALLOW_HTTP_HOSTS = []
+    client = api_client(lead)
+    refused = client.post(
+        f"/api/projects/{project.pk}/webhooks/",
+        {"url": "http://ci.example.org/h", "events": ["bundle.ready"]},
+        format="json",
+    )
+    assert refused.status_code == 400 and "https" in refused.json()["detail"]
+    unknown = client.post(
+        f"/api/projects/{project.pk}/webhooks/",
+        {"url": "https://ci.example.org/h", "events": ["bundle.gone"]},
+        format="json",
+    )
+    assert unknown.status_code == 400 and "bundle.gone" in unknown.json()["detail"]
+
+    made = client.post(
+        f"/api/projects/{project.pk}/webhooks/",
+        {"url": "https://ci.example.org/h", "events": ["round.annotated", "bundle.ready"]},
+        format="json",
+    )
+    assert made.status_code == 201, made.content
+    body = made.json()
+    webhook = Webhook.objects.get(pk=body["id"])
+    assert body["secret"] == webhook.secret and len(body["secret"]) == 64
+    assert body["events"] == ["bundle.ready", "round.annotated"]
+
+    listed = client.get(f"/api/projects/{project.pk}/webhooks/").json()
+    assert [w["id"] for w in listed] == [webhook.pk] and "secret" not in listed[0]
+
+    delivery = Delivery.objects.create(webhook=webhook, event="bundle.ready", payload={"bundle": 1})
+    detail = client.get(f"/api/webhooks/{webhook.pk}/").json()
+    assert "secret" not in detail and [d["id"] for d in detail["deliveries"]] == [delivery.pk]
+    again = client.post(f"/api/deliveries/{delivery.pk}/resend/")
+    assert again.status_code == 201 and again.json()["resent_from"] == delivery.pk
+    assert Delivery.objects.get(pk=again.json()["id"]).payload == {"bundle": 1}
+
+    # Annotators may not manage webhooks; a lead of another project does not see this one.
+    assert api_client(annotator).get(f"/api/projects/{project.pk}/webhooks/").status_code == 403
+    other_lead = make_user("other-lead", Role.LEAD)
+    project_create(name="Elsewhere", members=[other_lead])
+    assert api_client(other_lead).get(f"/api/webhooks/{webhook.pk}/").status_code == 404
+    assert api_client(other_lead).delete(f"/api/webhooks/{webhook.pk}/").status_code == 404
+
+    assert client.delete(f"/api/webhooks/{webhook.pk}/").status_code == 204
+    assert not Webhook.objects.filter(pk=webhook.pk).exists()
+    assert client.get(f"/api/projects/{project.pk}/webhooks/").json() == []

@@ -25,7 +25,7 @@ from webhooks.services import webhook_create
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from traces.prescoring.tiny import build_tiny_qwen2vl  # noqa: E402
+from prescoring.tiny import build_tiny_qwen2vl  # noqa: E402
 
 pytestmark = pytest.mark.worker
 EVENTS = ["bundle.ready", "evaluation.done", "round.annotated"]

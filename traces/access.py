@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import QuerySet
 
 from studio.access import access, scoped
-from traces.models import ImportJob, PrescoreJob, Project, Round, Trace
+from traces.models import ImportJob, Project, Round, Trace
 
 
 def access_project(user, pk, action: str, *, lock: bool = False) -> Project:
@@ -24,10 +24,6 @@ def access_import_job(user, pk, action: str, *, lock: bool = False) -> ImportJob
     return access(user, ImportJob.objects.select_related("project"), pk, action, lock=lock)
 
 
-def access_prescore_job(user, pk, action: str, *, lock: bool = False) -> PrescoreJob:
-    return access(user, PrescoreJob.objects.select_related("project"), pk, action, lock=lock)
-
-
 def projects_for(user, action: str = "project.view") -> QuerySet[Project]:
     return scoped(user, Project.objects.all(), action)
 
@@ -38,10 +34,6 @@ def traces_for(user, action: str = "trace.view") -> QuerySet[Trace]:
 
 def import_jobs_for(user, action: str = "job.view") -> QuerySet[ImportJob]:
     return scoped(user, ImportJob.objects.select_related("project"), action)
-
-
-def prescore_jobs_for(user, action: str = "job.view") -> QuerySet[PrescoreJob]:
-    return scoped(user, PrescoreJob.objects.select_related("project"), action)
 
 
 def rounds_for(user, action: str = "round.view") -> QuerySet[Round]:

@@ -2,7 +2,7 @@
 
 from django.contrib import admin
 
-from traces.models import ImportJob, Membership, PrescoreJob, Project, Screenshot, Step, Trace
+from traces.models import ImportJob, Membership, Project, Screenshot, Step, Trace
 
 
 class MembershipInline(admin.TabularInline):
@@ -39,7 +39,7 @@ class ScreenshotAdmin(admin.ModelAdmin):
     search_fields = ["sha256"]
 
 
-@admin.register(ImportJob, PrescoreJob)
+@admin.register(ImportJob)
 class JobAdmin(admin.ModelAdmin):
     list_display = ["id", "project", "status", "progress_done", "progress_total", "created_at", "finished_at"]
     list_filter = ["status"]

@@ -1,7 +1,6 @@
 from django.urls import path
 
 from traces import api
-from traces.prescoring import api as prescoring_api
 
 urlpatterns = [
     path("projects/", api.ProjectList.as_view(), name="api-project-list"),
@@ -21,11 +20,4 @@ urlpatterns = [
     path("imports/<int:pk>/cancel/", api.ImportJobCancel.as_view(), name="api-import-cancel"),
     path("actions/table/", api.ActionTable.as_view(), name="api-action-table"),
     path("actions/validate/", api.ActionValidate.as_view(), name="api-action-validate"),
-    path("projects/<int:project_id>/prescore/", prescoring_api.PrescoreStart.as_view(), name="api-prescore-start"),
-    path(
-        "projects/<int:project_id>/prescore/jobs/", prescoring_api.PrescoreJobList.as_view(), name="api-prescore-jobs"
-    ),
-    path("prescore/jobs/<int:pk>/", prescoring_api.PrescoreJobDetail.as_view(), name="api-prescore-job"),
-    path("prescore/jobs/<int:pk>/cancel/", prescoring_api.PrescoreJobCancel.as_view(), name="api-prescore-cancel"),
-    path("traces/<int:pk>/suggestions/", prescoring_api.TraceSuggestions.as_view(), name="api-trace-suggestions"),
 ]

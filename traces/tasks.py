@@ -20,26 +20,3 @@ def import_shard(job_id: int, index: int) -> None:
 @shared_task(name="traces.tasks.make_thumbnail", acks_late=True)
 def make_thumbnail(sha256: str) -> None:
     services.screenshot_thumbnail_make_by_hash(sha256=sha256)
-
-
-@shared_task(name="traces.tasks.prescore_rules", acks_late=True)
-def prescore_rules(job_id: int, attempt: int | None = None) -> None:
-    from traces.prescoring import services as prescoring
-
-    prescoring.prescore_job_dispatch(job_id=job_id, attempt=attempt)
-
-
-# Routed to the `gpu` queue by settings.CELERY_TASK_ROUTES; the model stays loaded in the worker process.
-@shared_task(name="traces.tasks.prescore_with_model", acks_late=True)
-def prescore_with_model(job_id: int, attempt: int | None = None) -> None:
-    from traces.prescoring import services as prescoring
-
-    prescoring.prescore_job_dispatch(job_id=job_id, attempt=attempt)
-
-
-# One shard of a scoring job; sent with the queue of the job's scorer (PrescoreJob.shard_queue).
-@shared_task(name="traces.tasks.prescore_shard", acks_late=True)
-def prescore_shard(job_id: int, index: int) -> None:
-    from traces.prescoring import services as prescoring
-
-    prescoring.prescore_shard_run(job_id=job_id, index=index)

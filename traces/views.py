@@ -9,6 +9,7 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
+from prescoring.services import configured_model_dir
 from studio.access import NotInScope, can
 from studio.errors import Invalid, StudioError
 from studio.jobs import job_cancel
@@ -19,7 +20,6 @@ from traces.access import access_import_job, access_project, access_trace, proje
 from traces.forms import ProjectForm, TraceInstructionForm
 from traces.importers import IMPORTERS
 from traces.models import Project, Screenshot, Step, Trace
-from traces.prescoring.services import configured_model_dir
 
 
 def project_list(request):

@@ -15,7 +15,8 @@ from webhooks.services import event_emit
 def _event_for(job) -> tuple[str, dict] | None:
     from evaluation.models import EvaluationJob
     from exports.models import ExportJob
-    from traces.models import ImportJob, PrescoreJob
+    from prescoring.models import PrescoreJob
+    from traces.models import ImportJob
 
     if isinstance(job, ExportJob) and job.status == JobStatus.SUCCEEDED:
         return WebhookEvent.BUNDLE_READY, {

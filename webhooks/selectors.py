@@ -1,4 +1,4 @@
-"""Reads for the webhooks page."""
+"""Reads for the webhooks page and API."""
 
 from __future__ import annotations
 
@@ -13,3 +13,7 @@ def webhooks_of(project) -> QuerySet[Webhook]:
 
 def deliveries_of(project, *, limit: int = 50) -> list[Delivery]:
     return list(Delivery.objects.filter(webhook__project=project).select_related("webhook")[:limit])
+
+
+def deliveries_of_webhook(webhook, *, limit: int = 50) -> list[Delivery]:
+    return list(Delivery.objects.filter(webhook=webhook)[:limit])

@@ -2,8 +2,8 @@
 gpu worker), and record what the annotator says of them (wrong, or taken as the correction's starting point).
 
 The replies are sampled at s_i from the one prompt builder (traces.prompting), with the pre-scoring model
-(STUDIO_PRESCORE_MODEL_DIR, traces.prescoring.qwen2vl: one prefill shared by the k samples), parsed by the grammar
-(traces.prescoring.assess.parse_model_reply) and stored per (step, weights hash, settings): asking again with the same
+(STUDIO_PRESCORE_MODEL_DIR, prescoring.qwen2vl: one prefill shared by the k samples), parsed by the grammar
+(prescoring.assess.parse_model_reply) and stored per (step, weights hash, settings): asking again with the same
 key re-uses them. Alternatives marked wrong become ``dpo_on_policy`` pairs in exports (exports.builders).
 """
 
@@ -25,14 +25,14 @@ from annotation.models import (
 )
 from annotation.services import NotEditable, annotation_record_edit
 from annotation.workflow import EDITABLE_BY_ANNOTATOR
+from prescoring import assess
+from prescoring.qwen2vl import ModelLoadError, read_model_config
+from prescoring.services import configured_model_dir, image_inputs, model_image_budget
 from studio.errors import Conflict, Invalid, NotFound
 from studio.jobs import JobFailed, job_enqueue, job_progress, job_run
 from studio.models import JobStatus
 from traces import grammar, prompting
 from traces.models import Step
-from traces.prescoring import assess
-from traces.prescoring.qwen2vl import ModelLoadError, read_model_config
-from traces.prescoring.services import configured_model_dir, image_inputs, model_image_budget
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +136,7 @@ def alternatives_job_run(*, job_id: int, attempt: int | None = None) -> Alternat
 
 
 def _sample(job: AlternativesJob) -> str:
-    from traces.prescoring.qwen2vl import ScoreRequest, load_scorer
+    from prescoring.qwen2vl import ScoreRequest, load_scorer
 
     opts = job.settings
     try:

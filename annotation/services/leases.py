@@ -128,7 +128,7 @@ def lease_next_trace(*, user, project, most_doubtful_first: bool = False) -> tup
     )
     ordering: tuple[Any, ...]
     if most_doubtful_first and can(user, "prescore.view", project):
-        from traces.prescoring.selectors import traces_by_suspicion
+        from prescoring.selectors import traces_by_suspicion
 
         ordering = ("-mine", F("suspicion").desc(nulls_last=True), "id")
         open_traces = traces_by_suspicion(open_traces, user=user)

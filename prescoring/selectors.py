@@ -10,9 +10,10 @@ from __future__ import annotations
 from django.db.models import Case, F, FloatField, OuterRef, Q, QuerySet, Subquery, Value, When
 from django.db.models.functions import Coalesce, Greatest
 
+from prescoring.models import Scorer, StepSuggestion, TraceSuggestion
 from studio.access import scoped
 from traces import grammar
-from traces.models import Scorer, StepSuggestion, Trace, TraceSuggestion
+from traces.models import Trace
 
 
 def _model_points(row: StepSuggestion) -> list[list[int | float]]:

@@ -8,11 +8,12 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from prescoring import selectors, services
+from prescoring.access import access_prescore_job, prescore_jobs_for
+from prescoring.models import PrescoreJob, Scorer
 from studio.access import AccessedObjectMixin, ActionPermission, can
 from studio.api import job_cancel_response
-from traces.access import access_prescore_job, access_project, access_trace, prescore_jobs_for
-from traces.models import PrescoreJob, Scorer
-from traces.prescoring import selectors, services
+from traces.access import access_project, access_trace
 
 
 class PrescoreJobSerializer(serializers.ModelSerializer):

@@ -2,7 +2,7 @@
 
 The directory it writes has the same files a real checkpoint has (config.json, safetensors weights,
 tokenizer files with the Qwen2-VL chat template, preprocessor_config.json), so scoring goes through
-exactly the loading path real weights take (:func:`traces.prescoring.qwen2vl.load_scorer`).
+exactly the loading path real weights take (:func:`prescoring.qwen2vl.load_scorer`).
 
 ``size="tiny"`` is the ~160k-parameter model the tests and the CPU bench score with; ``size="2b"`` has Qwen2-VL-2B's
 real dimensions (random weights) for the GPU bench. Both use a small byte-level BPE tokenizer
@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from traces.prescoring.chat_template import QWEN2VL_CHAT_TEMPLATE
+from prescoring.chat_template import QWEN2VL_CHAT_TEMPLATE
 
 SPECIAL_TOKENS = [
     "<|endoftext|>",
@@ -140,7 +140,7 @@ def build_tiny_qwen2vl(
     import torch
     from transformers import Qwen2VLForConditionalGeneration
 
-    from traces.prescoring.qwen2vl import image_processor_class
+    from prescoring.qwen2vl import image_processor_class
 
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)

@@ -3,8 +3,9 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from traces.models import PrescoreJob, Project, Scorer
-from traces.prescoring import services
+from prescoring import services
+from prescoring.models import PrescoreJob, Scorer
+from traces.models import Project
 
 
 class Command(BaseCommand):

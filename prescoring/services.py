@@ -14,9 +14,13 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings as django_settings
 
+from prescoring import assess, rules
+from prescoring.models import PrescoreJob, Scorer, StepSuggestion, TraceSuggestion
+from prescoring.qwen2vl import ModelLoadError, read_model_config
 from studio.db import atomic_with_retry
 from studio.errors import Invalid, describe_error
 from studio.jobs import job_add_error, job_enqueue, job_start
@@ -31,17 +35,7 @@ from studio.shards import (
     shards_run_here,
 )
 from traces import grammar, prompting
-from traces.models import (
-    PrescoreJob,
-    Project,
-    Scorer,
-    Step,
-    StepSuggestion,
-    Trace,
-    TraceSuggestion,
-)
-from traces.prescoring import assess, rules
-from traces.prescoring.qwen2vl import ModelLoadError, read_model_config
+from traces.models import Project, Step, Trace
 from traces.selectors import step_element_boxes
 
 log = logging.getLogger(__name__)
@@ -56,7 +50,7 @@ MODEL_SETTINGS = {
     "device": None,  # None: cuda when present, else cpu
     "dtype": None,  # None: bfloat16 on cuda, float32 on cpu
 }
-SETTING_TYPES = {
+SETTING_TYPES: dict[str, type | tuple[type, ...]] = {
     "change_threshold": (int, float),
     "batch_tokens": (int, type(None)),
     "max_batch": (int, type(None)),
@@ -78,7 +72,7 @@ class PrescoreError(Invalid):
 
 
 def _resolve_settings(*, scorer: str, project: Project, overrides: dict | None) -> dict:
-    base = dict(RULE_SETTINGS if scorer == Scorer.RULES else MODEL_SETTINGS)
+    base: dict[str, Any] = dict(RULE_SETTINGS if scorer == Scorer.RULES else MODEL_SETTINGS)
     if scorer == Scorer.QWEN2VL:
         base.update(model_image_budget(project))
     for key, value in (overrides or {}).items():
@@ -155,7 +149,7 @@ def prescore_job_create(
         errors=warnings,
     )
     if enqueue:
-        from traces.tasks import prescore_rules, prescore_with_model
+        from prescoring.tasks import prescore_rules, prescore_with_model
 
         job_enqueue(prescore_rules if scorer == Scorer.RULES else prescore_with_model, job)
     return job
@@ -296,7 +290,7 @@ def _image_loader(screenshot) -> Callable:
 
 def image_inputs(prompt: prompting.StatePrompt) -> list:
     """A prompt's screenshots as the scorer takes them (keyed by sha256, read from storage when first needed)."""
-    from traces.prescoring.qwen2vl import ImageInput
+    from prescoring.qwen2vl import ImageInput
 
     return [ImageInput(shot.sha256, _image_loader(shot)) for shot in prompt.images]
 
@@ -371,8 +365,8 @@ def _run_rules(job: PrescoreJob, traces: list[Trace], progress: _Progress) -> No
                 actions=_recorded_actions(s),
                 parse_error=s.parse_error,
                 image=guarded(_image_loader(s.screenshot), s.index) if s.screenshot_id else None,
-                width=s.screenshot.width if s.screenshot_id else None,
-                height=s.screenshot.height if s.screenshot_id else None,
+                width=s.screenshot.width if s.screenshot else None,
+                height=s.screenshot.height if s.screenshot else None,
                 element_boxes=step_element_boxes(s),
             )
             for s in steps
@@ -416,7 +410,7 @@ class _Pending:
 
 
 def _run_model(job: PrescoreJob, traces: list[Trace], progress: _Progress) -> None:
-    from traces.prescoring.qwen2vl import ScoreRequest, load_scorer
+    from prescoring.qwen2vl import ScoreRequest, load_scorer
 
     project = job.project
     opts = job.settings
@@ -489,8 +483,8 @@ def _run_model(job: PrescoreJob, traces: list[Trace], progress: _Progress) -> No
 
 
 def _model_suggestion(job: PrescoreJob, project: Project, step: Step, result) -> StepSuggestion:
-    width = step.screenshot.width if step.screenshot_id else None
-    height = step.screenshot.height if step.screenshot_id else None
+    width = step.screenshot.width if step.screenshot else None
+    height = step.screenshot.height if step.screenshot else None
     model_actions = assess.parse_model_reply(result.generated) if result.generated else []
     comparison = assess.compare_actions(
         _recorded_actions(step, project),

@@ -184,7 +184,7 @@ class Qwen2VLScorer:
             if path.is_file():
                 text = path.read_text()
                 return json.loads(text)["chat_template"] if name.endswith(".json") else text
-        from traces.prescoring.chat_template import QWEN2VL_CHAT_TEMPLATE
+        from prescoring.chat_template import QWEN2VL_CHAT_TEMPLATE
 
         return QWEN2VL_CHAT_TEMPLATE
 
