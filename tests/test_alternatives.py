@@ -218,6 +218,16 @@ def test_a_wrong_alternative_becomes_an_on_policy_pair_in_the_trl_bundle(
     client.post(f"{url}{rows[0].pk}/mark/", {"verdict": "wrong"}, format="json")
     client.post(f"{url}{rows[1].pk}/mark/", {"verdict": "wrong"}, format="json")
     annotation_transition(annotation=annotation, to=AnnotationStatus.SUBMITTED, actor=annotator)
+    # The lead's review, page and API alike, lists what was marked: both wrong, at τ, with their checkpoint.
+    review = api_client(lead).get(f"/api/reviews/{annotation.pk}/").json()
+    marked = review["alternatives_marked"]
+    assert [(m["id"], m["verdict"], m["step"]) for m in marked] == [(rows[0].pk, "wrong", 3), (rows[1].pk, "wrong", 3)]
+    assert marked[0]["thought"] == "Open the sound panel." and marked[0]["weights_hash"] == "ab" * 32
+    assert [(e["kind"], e["to_status"]) for e in review["history"] if e["kind"] == "transition"] == [
+        ("transition", "submitted")
+    ]
+    wrong_markers = [m for m in review["error_markers"] if m["kind"] == "alt-wrong"]
+    assert [m["label"] for m in wrong_markers] == ["wrong alternative 1", "wrong alternative 2"]
     annotation_transition(annotation=annotation, to=AnnotationStatus.ACCEPTED, actor=lead)
 
     out = tmp_path / "bundle.zip"

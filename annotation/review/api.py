@@ -82,14 +82,18 @@ class ReviewQueue(LeadView):
 class ReviewDetail(LeadView):
     @extend_schema(responses={200: dict})
     def get(self, request, pk: int):
-        context = review_selectors.review_context(self.annotation(pk))
+        annotation = self.annotation(pk)
+        context = review_selectors.review_context(annotation)
         return Response(
             {
                 "annotation": annotation_summary(context["annotation"]),
                 "thought_diff": context["thought_diff"],
                 "error_markers": context["error_markers"],
                 "reflection_markers": context["reflection_markers"],
-                "history": [audit_json(e) for e in context["history"]],
+                # The checkpoint's replies the annotator marked (wrong: the on-policy DPO rejected sides), as the page.
+                "alternatives_marked": context["alternatives_marked"],
+                # Every audit event of the trace (the page folds a sitting's edits into one row; the API does not).
+                "history": [audit_json(e) for e in review_selectors.trace_history(annotation.trace)],
                 "siblings": [annotation_summary(a) for a in context["siblings"]],
             }
         )
