@@ -133,6 +133,12 @@ def world(db, project, annotator, lead, engineer, admin_user, make_user, tmp_pat
     traces[0].round = first_round
     traces[0].save(update_fields=["round"])
     annotation, lease = lease_next_trace(user=annotator, project=project)
+    # A saved draft: the annotation has history (audit events), as every annotation a lead looks at has.
+    from annotation.services import annotation_save_draft
+
+    annotation = annotation_save_draft(
+        annotation_id=annotation.pk, user=annotator, base_version=annotation.version, fields={"note": "first look"}
+    )
     # A screenshot only this project uses (screenshots are shared by content; the other project's may match ours).
     from traces.models import Step
 
