@@ -87,6 +87,20 @@ def import_folder(project, folder: Path, fmt: str = "native"):
     return job
 
 
+# The dart-gui OSWorld example (../shared/realtraces): 15 steps of UI-TARS messages in screen pixels.
+DART_GUI_EXAMPLE = "dart-gui/examples/osworld_trajectory"
+
+
+def import_dart_gui_example(project, realtraces: Path):
+    """The dart-gui example imported the product's way into ``project``; returns its one trace."""
+    from traces.models import Trace
+
+    import_folder(project, realtraces / DART_GUI_EXAMPLE, fmt="uitars-messages")
+    trace = Trace.objects.get(project=project)
+    assert trace.step_count == 15
+    return trace
+
+
 def make_traces(project, tmp_path: Path, count: int = 3, **kwargs):
     from traces.models import Trace
 

@@ -9,8 +9,7 @@ import pytest
 from annotation.models import Annotation, AnnotationStatus, Lease
 from studio.permissions import Role
 from tests.conftest import login
-from tests.fixtures_annotation import import_folder, write_native_trace
-from traces.models import Trace
+from tests.fixtures_annotation import import_dart_gui_example, import_folder, write_native_trace
 from traces.services import membership_add
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("role_groups")]
@@ -18,10 +17,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pyte
 
 @pytest.fixture
 def dart_trace(project, realtraces):
-    import_folder(project, realtraces / "dart-gui" / "examples" / "osworld_trajectory", fmt="uitars-messages")
-    trace = Trace.objects.get(project=project)
-    assert trace.step_count >= 5
-    return trace
+    return import_dart_gui_example(project, realtraces)
 
 
 def open_next_trace(page, base_url):

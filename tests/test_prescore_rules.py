@@ -9,10 +9,10 @@ from PIL import Image
 
 from prescoring import rules, services
 from prescoring.models import PrescoreJob, StepSuggestion, TraceSuggestion
+from tests.fixtures_annotation import import_dart_gui_example
 from traces import grammar
 from traces.models import CoordinateConvention, Trace
 
-DART = "dart-gui/examples/osworld_trajectory"
 GMAIL_2 = "mobile-agent-v1/results/Gmail/2"
 
 
@@ -79,23 +79,9 @@ def test_mobile_agent_repeated_tap_in_gmail_2(realtraces):
 
 @pytest.fixture
 def dart_trace(realtraces, project):
-    from traces import services as trace_services
-
     project.coordinate_convention = CoordinateConvention.SMART_RESIZE_PIXELS
     project.save()
-    job = trace_services.import_job_create(
-        project=project,
-        user=None,
-        upload_name=str(realtraces / DART),
-        server_path=True,
-        fmt="uitars-messages",
-        enqueue=False,
-    )
-    job = trace_services.import_job_run(job_id=job.pk)
-    assert job.status == "succeeded", job.errors
-    trace = project.traces.get()
-    assert trace.step_count == 15
-    return trace
+    return import_dart_gui_example(project, realtraces)
 
 
 def test_dart_gui_wait_loop_through_a_rules_job(dart_trace, project, lead):
