@@ -23,10 +23,10 @@ demo: install
 
 # The suite runs in parallel, one test process per core (pytest-xdist; tests/parallel.py gives each its own database,
 # data folder and Redis database); a file's tests stay in one process, so module fixtures are made once.
-# `make test TEST_PROCESSES=0` runs it in this process alone.
+# `make test TEST_PROCESSES=0` runs it in this process alone. The 15 slowest tests are listed at the end.
 # At most 8: each process takes a Redis database of its own (tests/parallel.py), and a Redis server has 16.
 TEST_PROCESSES ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 8 ] && n=8; echo $$n)
-PYTEST := $(PY) -m pytest -q -n $(TEST_PROCESSES) --dist loadfile
+PYTEST := $(PY) -m pytest -q -n $(TEST_PROCESSES) --dist loadfile --durations=15
 
 test: install
 	$(PYTEST) $(PYTEST_ARGS)
