@@ -79,3 +79,34 @@ def test_chat_messages_placeholders_match_images(project):
     placeholders = sum(1 for m in chat for c in m["content"] if c["type"] == "image")
     assert placeholders == len(prompt.images) == 3
     assert chat[0] == {"role": "system", "content": [{"type": "text", "text": "You are a helpful assistant."}]}
+
+
+def test_a_project_starts_with_the_prompt_builders_defaults(db):
+    """traces.models.Project reads its prompt defaults from prompting.PromptSettings (what scripts without Django
+    pass instead of a project): the two cannot drift."""
+    from dataclasses import fields
+
+    from traces.models import Project
+
+    project = Project(name="defaults")
+    for setting in fields(prompting.PromptSettings):
+        assert getattr(project, setting.name) == getattr(prompting.PROMPT_DEFAULTS, setting.name), setting.name
+
+
+def test_the_prescoring_benchmark_builds_its_prompts_without_django():
+    """bench/prescore.py runs where only torch and transformers are (a GPU machine): its prompts come from the one
+    prompt builder with no Django settings and no Django import."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    code = (
+        "import sys; sys.path[:0] = ['.', 'bench']; import prescore; "
+        "requests = prescore.build_requests(3, 3, 5); "
+        "assert len(requests) == 3 and len(requests[-1].images) == 3, requests; "
+        "assert not [m for m in sys.modules if m == 'django' or m.startswith('django.')], 'django imported'"
+    )
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp"}  # no DJANGO_SETTINGS_MODULE
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
