@@ -86,11 +86,25 @@ def _small_gray(image):
     return gray.resize((DOWNSCALE_WIDTH, height), Image.Resampling.BOX)
 
 
-def image_change(before, after) -> float:
+@dataclass(frozen=True)
+class Screen:
+    """What the rules keep of a screenshot: its size and a small grayscale copy (the full image is let go at once,
+    so a trace of hundreds of full-HD steps holds kilobytes, not gigabytes, and each image is downscaled once)."""
+
+    width: int
+    height: int
+    small: Any  # PIL "L" image, DOWNSCALE_WIDTH wide
+
+    @classmethod
+    def of(cls, image) -> Screen:
+        return cls(image.width, image.height, _small_gray(image))
+
+
+def image_change(before: Screen, after: Screen) -> float:
     """Mean absolute grayscale difference in [0, 1] of two screenshots, both downscaled."""
     from PIL import ImageChops, ImageStat
 
-    a, b = _small_gray(before), _small_gray(after)
+    a, b = before.small, after.small
     if a.size != b.size:
         b = b.resize(a.size)
     return ImageStat.Stat(ImageChops.difference(a, b)).mean[0] / 255
@@ -110,10 +124,10 @@ def step_flags(
     change_threshold: float = DEFAULT_CHANGE_THRESHOLD,
 ) -> list[list[dict]]:
     """Flags for each step of one trace, in order."""
-    images: list[Any] = []
-    for step in steps:
-        images.append(step.image() if step.image else None)
-    images.append(final_image() if final_image else None)
+    images: list[Screen | None] = []
+    for load in [step.image for step in steps] + [final_image]:
+        image = load() if load else None
+        images.append(Screen.of(image) if image is not None else None)
     # change[i] compares o_i with o_{i+1} (0-based: steps[i]'s before and after screens).
     change = [
         image_change(images[i], images[i + 1]) if images[i] is not None and images[i + 1] is not None else None

@@ -175,3 +175,33 @@ def test_trace_list_offers_prescoring_to_leads_only(project, lead, annotator, cl
     assert 'id="prescore-start"' not in client.get(f"/projects/{project.pk}/traces/").content.decode()
     include = render_to_string("annotation/_prescore.html")
     assert 'id="suspicion-strip"' in include and "js/prescore.js" in include and "<script>" not in include
+
+
+def test_the_rules_hold_one_full_screenshot_at_a_time():
+    """A long trace of full screenshots is read one image at a time: each is downscaled once and let go before the
+    next is loaded (before, the whole trace's decoded images were held at once)."""
+    import gc
+    import weakref
+
+    alive_at_load: list[int] = []
+    refs: list[weakref.ref] = []
+
+    def loader(shade: int):
+        def load():
+            gc.collect()
+            alive_at_load.append(sum(1 for ref in refs if ref() is not None))
+            image = Image.new("RGB", (320, 200), (shade, shade, shade))
+            refs.append(weakref.ref(image))
+            return image
+
+        return load
+
+    steps = [
+        rules.RuleStep(
+            index=i, action_text="wait()", actions=[grammar.parse_action("wait()")], image=loader(i % 2 * 200)
+        )
+        for i in range(1, 41)
+    ]
+    flags = rules.step_flags(steps, final_image=loader(0), convention="relative-1000")
+    assert len(flags) == 40 and len(alive_at_load) == 41
+    assert max(alive_at_load) <= 1, alive_at_load
