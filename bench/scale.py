@@ -19,9 +19,11 @@ project per worker count (screenshots are stored once by hash, so a second run o
 none), stores it as an upload and times one import from queueing to its end (the plan: unpack, cut into shards of
 ``--import-shard`` trace folders and store each shard's part; then the shards on every worker).
 
-Reports throughput per worker count and the scaling efficiency (throughput ÷ (workers × single-worker throughput);
-goal ≥ 0.8 up to the machine's cores) with the cores and the load average seen. The projects and their rows are
-deleted at the end.
+Reports throughput per worker count, each worker's peak resident memory (``peak_rss_mb``: its VmHWM, read before
+it is stopped; ``--pool solo`` runs the tasks in the worker process itself) and the scaling efficiency (throughput ÷
+(workers × single-worker throughput); goal ≥ 0.8 up to the machine's cores) with the cores and the load average
+seen. DEBUG is off in the bench and its workers, as in production. The projects and their rows are deleted at the
+end.
 """
 
 from __future__ import annotations
@@ -158,9 +160,19 @@ def _worker(env: dict) -> subprocess.Popen:
     )
 
 
+def _peak_rss_mb(pid: int) -> float:
+    """The process's peak resident memory so far (VmHWM), in MB; with ``--pool solo`` the worker runs its tasks itself."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) * 1024 / 1e6, 1)
+    return 0.0
+
+
 def _timed(workers: int, env: dict, create) -> tuple:
-    """Start ``workers`` workers, queue the job ``create()`` makes, wait for its end; (job, seconds, load before)."""
+    """Start ``workers`` workers, queue the job ``create()`` makes, wait for its end; (job, seconds, load before,
+    each worker's peak RSS in MB, read before it is stopped)."""
     procs = [_worker(env) for _ in range(workers)]
+    peaks = []
     try:
         time.sleep(6)  # the workers connect
         load_before = os.getloadavg()[0]
@@ -172,12 +184,13 @@ def _timed(workers: int, env: dict, create) -> tuple:
                 break
             time.sleep(0.2)
         seconds = time.perf_counter() - started
+        peaks = [_peak_rss_mb(proc.pid) for proc in procs]
     finally:
         for proc in procs:
             proc.terminate()
         for proc in procs:
             proc.wait(30)
-    return job, seconds, load_before
+    return job, seconds, load_before, peaks
 
 
 def _shard_count(job) -> int:
@@ -190,7 +203,7 @@ def _run(project, lead, workers: int, env: dict) -> dict:
     from prescoring.models import PrescoreJob
     from prescoring.services import prescore_job_create
 
-    job, seconds, load_before = _timed(
+    job, seconds, load_before, peaks = _timed(
         workers, env, lambda: prescore_job_create(project=project, user=lead, scorer="rules")
     )
     result = {
@@ -200,6 +213,7 @@ def _run(project, lead, workers: int, env: dict) -> dict:
         "shards": _shard_count(job),
         "seconds": round(seconds, 2),
         "per_s": round(job.steps_scored / seconds, 1),
+        "peak_rss_mb": peaks,
         "load_before": round(load_before, 2),
         "load_after": round(os.getloadavg()[0], 2),
     }
@@ -211,7 +225,7 @@ def _run_export(project, engineer, workers: int, env: dict) -> dict:
     from exports.models import ExportJob
     from exports.services import export_job_create, export_job_delete_bundle
 
-    job, seconds, load_before = _timed(
+    job, seconds, load_before, peaks = _timed(
         workers, env, lambda: export_job_create(project=project, user=engineer, fmt="trl")
     )
     pairs = (job.counts or {}).get("by_kind", {}).get("dpo", 0)
@@ -225,6 +239,7 @@ def _run_export(project, engineer, workers: int, env: dict) -> dict:
         "per_s": round(pairs / seconds, 1),
         "bundle_mb": round(job.bundle_size / 1e6, 1),
         "bundle_sha256": job.bundle_sha256,
+        "peak_rss_mb": peaks,
         "load_before": round(load_before, 2),
         "load_after": round(os.getloadavg()[0], 2),
     }
@@ -275,7 +290,7 @@ def _run_import(lead, workers: int, env: dict, *, steps: int, trace_steps: int, 
             size = archive.stat().st_size
             with archive.open("rb") as handle:
                 name = import_upload_store(uploaded_file=File(handle, name="batch.zip"))
-        job, seconds, load_before = _timed(
+        job, seconds, load_before, peaks = _timed(
             workers,
             env,
             lambda: import_job_create(project=project, user=lead, upload_name=name, original_name="batch.zip"),
@@ -289,6 +304,7 @@ def _run_import(lead, workers: int, env: dict, *, steps: int, trace_steps: int, 
             "shards": _shard_count(job),
             "seconds": round(seconds, 2),
             "per_s": round(job.steps_imported / seconds, 1),
+            "peak_rss_mb": peaks,
             "load_before": round(load_before, 2),
             "load_after": round(os.getloadavg()[0], 2),
         }
@@ -320,6 +336,7 @@ def main() -> None:
         sys.exit("bench/scale.py measures workers sharing Redis and PostgreSQL: set DATABASE_URL and REDIS_URL")
     jobs = set(args.jobs.split(","))
     data_dir = Path(tempfile.mkdtemp(prefix="studio-scale-"))
+    os.environ["STUDIO_DEBUG"] = "0"  # as in production: no query log (a million pairs' inserts) in any process
     os.environ["STUDIO_PRESCORE_SHARD_STEPS"] = str(args.shard_steps)
     os.environ["STUDIO_EXPORT_SHARD_ANNOTATIONS"] = str(args.export_shard)
     os.environ["STUDIO_IMPORT_SHARD_TRACES"] = str(args.import_shard)

@@ -11,9 +11,10 @@ import hashlib
 import json
 import shutil
 import zipfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from exports.writers import data_file_glob, data_file_parts
 
@@ -62,8 +63,30 @@ def write_archive(target: Path, entries: Iterable[Entry], *, on_entry: Callable[
                 on_entry(number)
 
 
-def manifest_json(manifest: dict) -> bytes:
-    return (json.dumps(manifest, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode()
+class Rows(list):
+    """A JSON array whose items are made as ``manifest_write`` writes them (``row(item)`` for each of ``items``), so
+    a million sources are never a million dicts at once. For ``manifest_write`` alone: json's Python encoder, the
+    one ``iterencode`` uses, iterates a list; the C one (``json.dumps`` without indent) would write ``[]``."""
+
+    def __init__(self, items: Sequence, row: Callable[[Any], Any]) -> None:
+        super().__init__()
+        self.items, self.row = items, row
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self) -> Iterator:
+        return map(self.row, self.items)
+
+
+def manifest_write(path: Path, manifest: dict) -> None:
+    """Write ``manifest`` as the bundle's ``manifest.json``, streamed: its sources are never one string (or, given as
+    ``Rows``, a list of dicts)."""
+    encoder = json.JSONEncoder(indent=1, sort_keys=True, ensure_ascii=False)
+    with open(path, "w", encoding="utf-8") as out:
+        for chunk in encoder.iterencode(manifest):
+            out.write(chunk)
+        out.write("\n")
 
 
 def _splits(data_files: list[str], stem: str, suffix: str) -> dict[str, str]:

@@ -11,7 +11,7 @@ import logging
 import shutil
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -45,6 +45,7 @@ from studio.shards import (
     shards_job_end,
     shards_of,
     shards_plan,
+    shards_results,
     shards_run_here,
 )
 from traces import grammar
@@ -65,7 +66,7 @@ class BuildResult:
     size: int
     counts: dict
     skipped: list[Skip]
-    sources: list[list[int]]  # [annotation id, version], sorted: the bundle's lineage
+    sources: list[tuple[int, int]]  # (annotation id, version), sorted: the bundle's lineage
 
 
 def pixel_contract(project: Project) -> dict:
@@ -247,15 +248,15 @@ def export_assemble(
     project: Project,
     fmt: str,
     options: ExportOptions,
-    parts: list[dict],
+    parts: Iterable[dict],
     stored: Callable[[dict], Callable[[], object]],
     workdir: Path,
     already_exported: int = 0,
     base: ExportJob | None = None,
     progress: Callable[[int, int | None], None] | None = None,
 ) -> BuildResult:
-    """Assemble the bundle from its shards' ``parts`` (``export_part_build``'s results, in shard order) in
-    ``workdir`` (emptied first); returns the finished archive. ``stored(file)`` opens one part's data file.
+    """Assemble the bundle from its shards' ``parts`` (``export_part_build``'s results, in shard order, taken one at
+    a time) in ``workdir`` (emptied first); returns the finished archive. ``stored(file)`` opens one part's data file.
 
     Deterministic: the data files are named from the shard order alone (``data_file_name``), every other file
     is made from the merged results, and the archive fixes entry order, timestamps and compression
@@ -277,7 +278,9 @@ def export_assemble(
     sources: list[tuple[int, int]] = []
     by_round: Counter = Counter()
     by_stem: dict[str, list[dict]] = {}
+    shards = 0
     for part in parts:
+        shards += 1
         _add_counts(by_kind, part["by_kind"])
         _add_counts(by_split, part["by_split"])
         for name, weights, n in part["on_policy"]:
@@ -318,7 +321,7 @@ def export_assemble(
         "images": len(images) if writer.uses_image_folder else 0,
         "skipped": len(skipped),
         "skipped_by_reason": dict(sorted(Counter(s.code for s in skipped).items())),
-        "shards": len(parts),
+        "shards": shards,
     }
     lineage_block = {
         # What this bundle was built after: an incremental bundle holds only what changed since its base.
@@ -377,7 +380,7 @@ def export_assemble(
             else {}
         ),
         **({"labels": PRM_LABELS} if fmt == ExportFormat.PRM else {}),
-        "sources": [{"annotation_id": pk, "version": version} for pk, version in sources],
+        "sources": archive.Rows(sources, lambda source: {"annotation_id": source[0], "version": source[1]}),
         "lineage": lineage_block,
         "skipped": [
             {
@@ -391,7 +394,8 @@ def export_assemble(
         ],
         "files": files,
     }
-    (out / "manifest.json").write_bytes(archive.manifest_json(manifest))
+    archive.manifest_write(out / "manifest.json", manifest)
+    del manifest
     entries.append(archive.local_entry(out / "manifest.json", "manifest.json"))
 
     total = annotations + len(entries)
@@ -402,7 +406,7 @@ def export_assemble(
         entries,
         on_entry=lambda n: progress(annotations + n, None) if n % 200 == 0 or n == len(entries) else None,
     )
-    held = sorted([pk, version] for pk, version in sources)
+    held = sorted(sources)
     return BuildResult(target, archive.file_sha256(target), target.stat().st_size, counts, skipped, held)
 
 
@@ -573,15 +577,18 @@ def _assemble_work(job: ExportJob) -> str:
 
     try:
         options = ExportOptions.parse(job.options)
-        shards = shards_of(job)
-        parts = [shard.result for shard in shards if shard.result is not None]
-        if len(parts) != len(shards):
-            raise ExportError("a shard of this export completed without recording its files; export again")
+
+        def parts() -> Iterator[dict]:
+            for part in shards_results(job):
+                if part is None:
+                    raise ExportError("a shard of this export completed without recording its files; export again")
+                yield part
+
         result = export_assemble(
             project=job.project,
             fmt=job.format,
             options=options,
-            parts=parts,
+            parts=parts(),
             stored=lambda file: _stored_file(file["stored"]),
             workdir=workdir,
             already_exported=(job.counts or {}).get("already_exported", 0),

@@ -4,7 +4,7 @@ import logging
 import os
 
 from celery import Celery
-from celery.signals import worker_ready
+from celery.signals import task_prerun, worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studio.settings")
 
@@ -39,3 +39,13 @@ def _start_shard_watchdog(sender=None, **kwargs):
     from studio.shards import shards_watch_start
 
     shards_watch_start()
+
+
+@task_prerun.connect
+def _forget_queries(sender=None, **kwargs):
+    """Each task starts with an empty query log. With DEBUG on (dev mode) Django logs every query and only a
+    request's start clears the log, so a worker kept its last 9,000: an export shard's result is written in one
+    query of hundreds of KB, and a worker grew by that much for every shard it built."""
+    from django.db import reset_queries
+
+    reset_queries()

@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -473,6 +473,13 @@ def shards_of(job) -> list[JobShard]:
     return list(_shards_of(job).order_by("index"))
 
 
+def shards_results(job) -> Iterator:
+    """Each shard's ``result``, in plan order, read one shard at a time: together, a big job's results (an export's
+    sources and images per shard) need not fit in a worker's memory."""
+    for pk in list(_shards_of(job).order_by("index").values_list("pk", flat=True)):
+        yield JobShard.objects.filter(pk=pk).values_list("result", flat=True).get()
+
+
 __all__ = [
     "ShardFatal",
     "ShardProgress",
@@ -483,6 +490,7 @@ __all__ = [
     "shards_job_end",
     "shards_of",
     "shards_plan",
+    "shards_results",
     "shards_run_here",
     "shards_take_back",
     "shards_watch_once",

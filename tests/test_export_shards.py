@@ -283,3 +283,25 @@ def test_cancel_while_shards_run_stops_every_shard_write(
     assert not job.bundle_name and not _stored_parts(job)
     assert set(_shards(job).values_list("status", flat=True)) <= {"done", "cancelled"}
     assert _shards(job).filter(status="cancelled").exists()
+
+
+def test_the_manifest_is_written_streamed_with_the_bytes_of_one_json_dump(tmp_path):
+    """manifest.json is written chunk by chunk and its sources are made row by row (bundle.Rows), so a million
+    sources are never one string or a million dicts at once; the bytes are those of one indented json.dumps."""
+    from exports import bundle
+
+    sources = [(7, 3), (2, 1), (40000, 12)]
+    manifest = {
+        "sources": bundle.Rows(sources, lambda s: {"annotation_id": s[0], "version": s[1]}),
+        "skipped": bundle.Rows([], str),
+        "project": {"name": "Écran ✓", "id": 1},
+        "counts": {"by_kind": {"dpo": 3}},
+    }
+    bundle.manifest_write(tmp_path / "manifest.json", manifest)
+    plain = {
+        **manifest,
+        "sources": [{"annotation_id": pk, "version": version} for pk, version in sources],
+        "skipped": [],
+    }
+    expected = (json.dumps(plain, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode()
+    assert (tmp_path / "manifest.json").read_bytes() == expected

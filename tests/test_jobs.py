@@ -249,3 +249,21 @@ def test_runstudio_brings_a_dead_worker_back_and_keeps_serving(tmp_path):
     finally:
         studio.send_signal(signal.SIGTERM)
         studio.wait(30)
+
+
+@pytest.mark.django_db
+def test_each_task_starts_with_an_empty_query_log():
+    """With DEBUG on (dev mode) Django logs every query, and only a request's start clears the log: a worker would keep
+    the last 9,000, an export shard's result (hundreds of KB) among them. studio.celery clears it as a task starts."""
+    from celery.signals import task_prerun
+
+    import studio.celery  # noqa: F401 - connects the handler
+
+    connection.force_debug_cursor = True
+    try:
+        ImportJob.objects.count()
+        assert connection.queries
+        task_prerun.send(sender=None, task_id="t", task=None, args=(), kwargs={})
+        assert connection.queries == []
+    finally:
+        connection.force_debug_cursor = False
