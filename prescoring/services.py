@@ -338,12 +338,21 @@ def _store_trace(
 # --- rules -----------------------------------------------------------------------------------
 
 
+def _scored_steps(job: PrescoreJob, steps: list[Step]) -> set[int]:
+    """The ids of ``steps`` this job has already scored (a re-run shard skips them). By the steps' ids, so the
+    (job, step) unique index answers it: filtering on the steps' trace instead joined every suggestion the job had
+    made so far, and a 200,000-step job slowed down as it went (174 ms per trace at 110,000 suggestions)."""
+    return set(
+        StepSuggestion.objects.filter(job=job, step_id__in=[s.pk for s in steps]).values_list("step_id", flat=True)
+    )
+
+
 def _run_rules(job: PrescoreJob, traces: list[Trace], progress: _Progress) -> None:
     project = job.project
     threshold = float(job.settings.get("change_threshold", rules.DEFAULT_CHANGE_THRESHOLD))
     for trace in traces:
         steps = list(trace.steps.select_related("screenshot").order_by("index"))
-        done = set(StepSuggestion.objects.filter(job=job, step__trace=trace).values_list("step_id", flat=True))
+        done = _scored_steps(job, steps)
         if steps and len(done) == len(steps):
             continue
         problems: list[dict] = []
@@ -470,7 +479,7 @@ def _run_model(job: PrescoreJob, traces: list[Trace], progress: _Progress) -> No
 
     for trace in traces:
         steps = list(trace.steps.select_related("screenshot").order_by("index"))
-        done = set(StepSuggestion.objects.filter(job=job, step__trace=trace).values_list("step_id", flat=True))
+        done = _scored_steps(job, steps)
         todo = [s for s in steps if s.pk not in done]
         if not todo:
             continue
