@@ -20,9 +20,12 @@ none), stores it as an upload and times one import from queueing to its end (the
 ``--import-shard`` trace folders and store each shard's part; then the shards on every worker).
 
 Reports throughput per worker count, each worker's peak resident memory (``peak_rss_mb``: its VmHWM, read before
-it is stopped; ``--pool solo`` runs the tasks in the worker process itself) and the scaling efficiency (throughput ÷
-(workers × single-worker throughput); goal ≥ 0.8 up to the machine's cores) with the cores and the load average
-seen. DEBUG is off in the bench and its workers, as in production. The projects and their rows are deleted at the
+it is stopped; ``--pool solo`` runs the tasks in the worker process itself), the CPU seconds each worker spent on the
+job (``worker_cpu_s``, all its threads) and the cores they kept busy on average (``cores_busy``: an import worker
+decodes, hashes and writes screenshots on ``STUDIO_IMPORT_WRITE_THREADS`` threads, so one worker alone may keep
+more than one core busy, and the room left for a second worker on the same machine is what it did not use), and the
+scaling efficiency (throughput ÷ (workers × single-worker throughput); goal ≥ 0.8 up to the machine's cores) with
+the cores and the load average seen. DEBUG is off in the bench and its workers, as in production. The projects and their rows are deleted at the
 end.
 """
 
@@ -168,14 +171,22 @@ def _peak_rss_mb(pid: int) -> float:
     return 0.0
 
 
+def _cpu_seconds(pid: int) -> float:
+    """The process's CPU time so far (user + system, all its threads), in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _timed(workers: int, env: dict, create) -> tuple:
     """Start ``workers`` workers, queue the job ``create()`` makes, wait for its end; (job, seconds, load before,
-    each worker's peak RSS in MB, read before it is stopped)."""
+    each worker's peak RSS in MB and the CPU seconds it spent on the job, read before it is stopped)."""
     procs = [_worker(env) for _ in range(workers)]
-    peaks = []
+    peaks: list = []
+    cpu: list = []
     try:
         time.sleep(6)  # the workers connect
         load_before = os.getloadavg()[0]
+        idle_cpu = [_cpu_seconds(proc.pid) for proc in procs]
         started = time.perf_counter()
         job = create()
         while True:
@@ -185,12 +196,18 @@ def _timed(workers: int, env: dict, create) -> tuple:
             time.sleep(0.2)
         seconds = time.perf_counter() - started
         peaks = [_peak_rss_mb(proc.pid) for proc in procs]
+        cpu = [round(_cpu_seconds(proc.pid) - idle, 1) for proc, idle in zip(procs, idle_cpu)]
     finally:
         for proc in procs:
             proc.terminate()
         for proc in procs:
             proc.wait(30)
-    return job, seconds, load_before, peaks
+    return (
+        job,
+        seconds,
+        load_before,
+        {"peak_rss_mb": peaks, "worker_cpu_s": cpu, "cores_busy": round(sum(cpu) / seconds, 2)},
+    )
 
 
 def _shard_count(job) -> int:
@@ -203,7 +220,7 @@ def _run(project, lead, workers: int, env: dict) -> dict:
     from prescoring.models import PrescoreJob
     from prescoring.services import prescore_job_create
 
-    job, seconds, load_before, peaks = _timed(
+    job, seconds, load_before, usage = _timed(
         workers, env, lambda: prescore_job_create(project=project, user=lead, scorer="rules")
     )
     result = {
@@ -213,7 +230,7 @@ def _run(project, lead, workers: int, env: dict) -> dict:
         "shards": _shard_count(job),
         "seconds": round(seconds, 2),
         "per_s": round(job.steps_scored / seconds, 1),
-        "peak_rss_mb": peaks,
+        **usage,
         "load_before": round(load_before, 2),
         "load_after": round(os.getloadavg()[0], 2),
     }
@@ -225,7 +242,7 @@ def _run_export(project, engineer, workers: int, env: dict) -> dict:
     from exports.models import ExportJob
     from exports.services import export_job_create, export_job_delete_bundle
 
-    job, seconds, load_before, peaks = _timed(
+    job, seconds, load_before, usage = _timed(
         workers, env, lambda: export_job_create(project=project, user=engineer, fmt="trl")
     )
     pairs = (job.counts or {}).get("by_kind", {}).get("dpo", 0)
@@ -239,7 +256,7 @@ def _run_export(project, engineer, workers: int, env: dict) -> dict:
         "per_s": round(pairs / seconds, 1),
         "bundle_mb": round(job.bundle_size / 1e6, 1),
         "bundle_sha256": job.bundle_sha256,
-        "peak_rss_mb": peaks,
+        **usage,
         "load_before": round(load_before, 2),
         "load_after": round(os.getloadavg()[0], 2),
     }
@@ -279,7 +296,7 @@ def _import_archive(path: Path, *, steps: int, trace_steps: int, salt: str) -> i
 def _run_import(lead, workers: int, env: dict, *, steps: int, trace_steps: int, tag: str) -> dict:
     from django.core.files import File
 
-    from traces.models import ImportJob, Project
+    from traces.models import Project
     from traces.services import import_job_create, import_upload_store
 
     project = Project.objects.create(name=f"scale-import-{tag}-{workers}")
@@ -290,7 +307,7 @@ def _run_import(lead, workers: int, env: dict, *, steps: int, trace_steps: int, 
             size = archive.stat().st_size
             with archive.open("rb") as handle:
                 name = import_upload_store(uploaded_file=File(handle, name="batch.zip"))
-        job, seconds, load_before, peaks = _timed(
+        job, seconds, load_before, usage = _timed(
             workers,
             env,
             lambda: import_job_create(project=project, user=lead, upload_name=name, original_name="batch.zip"),
@@ -304,13 +321,14 @@ def _run_import(lead, workers: int, env: dict, *, steps: int, trace_steps: int, 
             "shards": _shard_count(job),
             "seconds": round(seconds, 2),
             "per_s": round(job.steps_imported / seconds, 1),
-            "peak_rss_mb": peaks,
+            **usage,
             "load_before": round(load_before, 2),
             "load_after": round(os.getloadavg()[0], 2),
         }
     finally:
-        ImportJob.objects.filter(project=project).delete()
-        project.delete()
+        from traces.services import project_delete
+
+        project_delete(project=project)
 
 
 def _efficiency(results: list[dict]) -> None:
@@ -395,8 +413,10 @@ def main() -> None:
             report["import"] = {"steps": args.import_steps, "shard_traces": args.import_shard, "runs": results}
         print(json.dumps(report, indent=2))
     finally:
+        from traces.services import project_delete
+
         for project in projects:
-            project.delete()
+            project_delete(project=project)  # in batches: a million-pair project's one delete() passed 1.5 GB
         lead.delete()
         engineer.delete()
 

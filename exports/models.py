@@ -59,5 +59,11 @@ class ExportJob(JobBase):
 
         bundle_parts_delete(self)
 
+    def files_delete(self) -> None:
+        from exports.storage import bundle_delete, bundle_parts_delete
+
+        bundle_parts_delete(self)
+        bundle_delete(self.bundle_name)
+
     def __str__(self):
         return f"export {self.pk} ({self.format}) of project {self.project_id}: {self.status}"

@@ -315,7 +315,7 @@ def jobs_sweep_files(*, now=None) -> dict[str, int]:
     leftovers), spooled request bodies older than a day (a killed web process's), and the files each job kind
     keeps only for a while. Returns how many of each were removed."""
     now = now or timezone.now()
-    models = {model._meta.label_lower.replace(".", "-"): model for model in _job_models()}
+    models = {model._meta.label_lower.replace(".", "-"): model for model in job_models()}
     removed = {"workdirs": 0, "spooled_bodies": 0, "job_files": 0}
     root = Path(settings.JOB_WORK_DIR)
     for folder in sorted(root.iterdir()) if root.is_dir() else []:
@@ -395,7 +395,8 @@ def job_enqueue(task, job) -> None:
 # --- the watchdog ----------------------------------------------------------------------------------------
 
 
-def _job_models():
+def job_models() -> list:
+    """Every job model (the subclasses of JobBase), whichever app defines it."""
     from django.apps import apps
 
     from studio.models import JobBase
@@ -410,7 +411,7 @@ def jobs_watch_once() -> list[tuple[str, int, str]]:
 
     now = timezone.now()
     acted = []
-    for model in _job_models():
+    for model in job_models():
         for job in model.objects.filter(status=JobStatus.RUNNING, heartbeat_at__lt=now - _stale_after()):
             if not model.objects.filter(pk=job.pk, heartbeat_at=job.heartbeat_at, status=JobStatus.RUNNING).update(
                 heartbeat_at=now

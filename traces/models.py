@@ -263,6 +263,11 @@ class ImportJob(JobBase):
 
         import_upload_release(job=self)
 
+    def files_delete(self) -> None:
+        from traces.services import import_job_files_delete
+
+        import_job_files_delete(job=self)
+
     @classmethod
     def sweep_expired_files(cls, *, now) -> int:
         from traces.services import import_uploads_sweep

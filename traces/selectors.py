@@ -125,3 +125,14 @@ def step_elements_json(step: Step, *, convention: str, project: Project) -> list
             continue
         out.append({"box": list(box), "label": str(element.get("label") or "")})
     return out
+
+
+def project_jobs(project: Project) -> list:
+    """Every job of the project, of every job kind (imports, exports, pre-scoring, evaluation, alternatives)."""
+    from studio.jobs import job_models
+
+    jobs: list = []
+    for model in job_models():
+        path = "project" if any(f.name == "project" for f in model._meta.fields) else "annotation__project"
+        jobs.extend(model.objects.filter(**{path: project}).order_by("pk"))
+    return jobs

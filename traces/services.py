@@ -72,7 +72,7 @@ from traces.models import (
     screenshot_path,
     thumbnail_path,
 )
-from traces.selectors import awaits_instruction, traces_awaiting_instruction
+from traces.selectors import awaits_instruction, project_jobs, traces_awaiting_instruction
 
 log = logging.getLogger(__name__)
 
@@ -156,6 +156,48 @@ def project_save(*, actor, fields: dict, members=None, project: Project | None =
     elif actor is not None and not getattr(actor, "is_superuser", False):
         membership_add(project=project, user=actor)
     return project
+
+
+class ProjectDeleteRefused(Conflict):
+    """A project cannot be deleted now: a job of it is still queued or running (its worker would write into rows
+    that are going away); the message names the jobs."""
+
+
+# Traces deleted per transaction: each batch's cascade (steps, annotations, their events and suggestions) is read
+# into memory by Django's collector, so the batch bounds the memory and the lock time, whatever the project's size.
+PROJECT_DELETE_BATCH = 500
+
+
+def project_delete(*, project: Project, batch: int = PROJECT_DELETE_BATCH) -> dict[str, int]:
+    """Delete a project with everything it holds: traces in batches of ``batch`` (a million-trace project is never
+    loaded at once: ``project.delete()`` read every dependent row into memory, over 1.5 GB at a million pairs), its
+    jobs and their shards, then the files only its jobs own (export bundles and their parts, import uploads and
+    parts). Screenshots stay: they are stored once by content and other projects may show them.
+
+    Refused while a job of the project is queued or running. Each batch commits on its own, so an interrupted
+    deletion (a restart, a timeout) leaves a smaller project that the next call finishes. Returns what it removed."""
+    jobs = project_jobs(project)
+    unfinished = [job for job in jobs if not job.is_finished]
+    if unfinished:
+        named = ", ".join(f"{job._meta.verbose_name} {job.pk} ({job.status})" for job in unfinished[:5])
+        more = f" and {len(unfinished) - 5} more" if len(unfinished) > 5 else ""
+        raise ProjectDeleteRefused(
+            f"The project {project.name!r} has jobs that have not ended: {named}{more}. "
+            "Cancel them or let them end, then delete the project."
+        )
+    removed = {"traces": 0, "jobs": len(jobs)}
+    while ids := list(project.traces.order_by("pk").values_list("pk", flat=True)[: max(1, batch)]):
+        with transaction.atomic():
+            Trace.objects.filter(pk__in=ids).delete()
+        removed["traces"] += len(ids)
+    # Shards name their job by model and id, not by a foreign key: they would outlive it.
+    for job in jobs:
+        JobShard.objects.filter(job_model=job._meta.label, job_id=job.pk).delete()
+    project.delete()
+    # The files go once their rows are gone (a failure before leaves the rows pointing at files that still exist).
+    for job in jobs:
+        job.files_delete()
+    return removed
 
 
 # --- Rounds -------------------------------------------------------------------------------------
@@ -975,6 +1017,13 @@ def import_upload_release(*, job: ImportJob) -> None:
     import_parts_delete(job=job)
     if job.status == JobStatus.SUCCEEDED and not settings.IMPORT_KEEP_UPLOADS:
         _upload_remove(job)
+
+
+def import_job_files_delete(*, job: ImportJob) -> None:
+    """Every stored file of an import, its row being deleted: the shards' parts and the upload (a server path is
+    never ours to delete)."""
+    import_parts_delete(job=job)
+    _upload_remove(job)
 
 
 def import_uploads_sweep(*, now) -> int:
