@@ -96,7 +96,7 @@ def shards_dispatch(job) -> int:
     A shard may get a second message; its claim lets only one run."""
     sent = 0
     now = timezone.now()
-    for shard in _shards_of(job).filter(status__in=UNFINISHED).order_by("index"):
+    for shard in _shards_of(job).filter(status__in=UNFINISHED).defer("items", "result").order_by("index"):
         if shard.status == ShardStatus.RUNNING:
             if shard.heartbeat_at and now - shard.heartbeat_at < _stale_after():
                 continue  # alive on some worker
@@ -407,7 +407,10 @@ def shards_watch_once() -> list[tuple[str, int, int, str]]:
             continue
         jobs[key] = job
     for (label, job_id), job in jobs.items():
-        shards = list(JobShard.objects.filter(job_model=label, job_id=job_id, status__in=UNFINISHED).order_by("index"))
+        # Without their items and results: every worker's watchdog reads them a few times per stale window, and a
+        # million-pair export's unfinished shards hold a million annotation ids.
+        unfinished = JobShard.objects.filter(job_model=label, job_id=job_id, status__in=UNFINISHED)
+        shards = list(unfinished.defer("items", "result").order_by("index"))
         running_fresh = any(
             s.status == ShardStatus.RUNNING and s.heartbeat_at and s.heartbeat_at >= cutoff for s in shards
         )
