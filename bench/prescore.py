@@ -92,15 +92,25 @@ class Meter:
     FLOPs (forward, a lower bound: attention's quadratic term is not counted): 2 × parameters × tokens per
     part, for the work actually done: the vision tower over the patches of the screenshots it encodes (a
     screenshot cached from an earlier window is not counted again), the decoder over every token of each
-    pass (the log-likelihood pass over prompt + reply, the generation's prefill of the prompt, one token per
-    decoding step), the LM head over the positions whose logits are computed.
+    pass (one pass over prompt + reply, shared by the log-likelihood and the generation; then one token per
+    decoding step after the first, which the prefill's logits give), the LM head over the positions whose
+    logits are computed (the reply's positions in the prefill, the last one in each decoding step).
 
     Phases (GPU synchronised at each boundary, so times are the device's): ``preprocess`` (decode, resize
     and patching on the CPU thread pool), ``vision`` (the vision tower), ``tensors`` (padding the token ids
-    and their host-to-device copies), ``loglik`` and ``generate`` (the decoder passes, vision and tensors excluded).
+    and their host-to-device copies), ``prefill`` (the decoder pass over prompt + reply and the reply's
+    log-likelihood: ``prefill_batch``, or ``loglik_batch`` with --no-generate), ``decode`` (the greedy decoding
+    loop); vision and tensors are excluded from the phases they run in.
     ``padding`` is the share of the padded batch tensors' positions that hold no token."""
 
-    WRAPPED = ("preprocess_images", "_vision_features", "_batch_tensors", "loglik_batch", "generate_batch")
+    WRAPPED = (
+        "preprocess_images",
+        "_vision_features",
+        "_batch_tensors",
+        "loglik_batch",
+        "prefill_batch",
+        "decode_batch",
+    )
 
     def __init__(self, scorer, generate: bool):
         self.scorer = scorer
@@ -108,7 +118,7 @@ class Meter:
         self.params = scorer.parameter_counts()
         self.sync = _sync(scorer.device)
         self.flops = 0.0
-        self.seconds = dict.fromkeys(("preprocess", "vision", "tensors", "loglik", "generate"), 0.0)
+        self.seconds = dict.fromkeys(("preprocess", "vision", "tensors", "prefill", "decode"), 0.0)
         self.images_encoded = 0
         self.image_references = 0
         self.positions = 0
@@ -148,27 +158,38 @@ class Meter:
             self.flops += 2 * p["vision"] * sum(missing.values())
             return self._timed("vision", lambda: originals["_vision_features"](batch))
 
-        def batch_tensors(batch, *, left):
-            width = max(e.length for e in batch)
-            self.positions += width * len(batch)
-            self.tokens += sum(e.length for e in batch)
-            return self._timed("tensors", lambda: originals["_batch_tensors"](batch, left=left))
+        def batch_tensors(batch, **layout):
+            tensors = self._timed("tensors", lambda: originals["_batch_tensors"](batch, **layout))
+            # Whatever the layout (right padding, or prompts aligned on one column): columns × rows vs tokens.
+            self.positions += tensors["input_ids"].numel()
+            self.tokens += int(tensors["attention_mask"].sum())
+            return tensors
 
-        def loglik_batch(batch):
-            self.image_references += sum(len(e.image_keys) for e in batch)
-            self.flops += sum(2 * (p["decoder"] * e.length + p["lm_head"] * (e.length - e.n_prompt)) for e in batch)
-            return self._timed("loglik", lambda: originals["loglik_batch"](batch))
+        def decoder_pass(name):
+            def wrapper(batch):
+                # The one decoder pass per batch, over prompt + reply; the LM head over the reply's positions.
+                self.image_references += sum(len(e.image_keys) for e in batch)
+                self.flops += sum(2 * (p["decoder"] * e.length + p["lm_head"] * (e.length - e.n_prompt)) for e in batch)
+                return self._timed("prefill", lambda: originals[name](batch))
 
-        def generate_batch(batch, *, max_new_tokens):
-            replies = self._timed("generate", lambda: originals["generate_batch"](batch, max_new_tokens=max_new_tokens))
-            for e, (_, n_new) in zip(batch, replies):
-                # The prompt's prefill (its last position through the LM head), then one token per decoding step.
-                self.flops += 2 * (p["decoder"] * e.n_prompt + p["lm_head"])
+            return wrapper
+
+        def decode_batch(prefill, *, max_new_tokens):
+            replies = self._timed("decode", lambda: originals["decode_batch"](prefill, max_new_tokens=max_new_tokens))
+            for _, n_new in replies:
+                # The first token comes from the prefill's logits; one decoder step per token after it.
                 self.flops += 2 * (p["decoder"] + p["lm_head"]) * max(0, n_new - 1)
                 self.generated_tokens += n_new
             return replies
 
-        wrappers = (preprocess_images, vision_features, batch_tensors, loglik_batch, generate_batch)
+        wrappers = (
+            preprocess_images,
+            vision_features,
+            batch_tensors,
+            decoder_pass("loglik_batch"),
+            decoder_pass("prefill_batch"),
+            decode_batch,
+        )
         for name, wrapper in zip(self.WRAPPED, wrappers):
             setattr(s, name, wrapper)
         return lambda: [setattr(s, name, original) for name, original in originals.items()]

@@ -10,9 +10,11 @@ turns each screenshot into patches, and each ``<|image_pad|>`` is expanded to it
 count, as the processor would. ``mm_token_type_ids`` (1 on image tokens) is passed, as 5.x needs.
 
 Batching: requests are encoded, sorted by length and cut into batches under a token budget, so
-padding stays small. The log-likelihood runs the decoder once per batch (right padding, so every
-sequence keeps the positions it has alone) and applies the LM head only to the response positions.
-Greedy generation uses left padding, as generation needs.
+padding stays small. Scoring with generation runs the decoder once per batch over prompt + recorded
+reply, laid out so that every prompt ends at the same column: the reply's log-likelihood comes from
+that pass (the LM head only at the reply's positions), and its KV cache, cut at that column, is the
+prefill the greedy decoding continues from (:meth:`Qwen2VLScorer.prefill_batch`). Without generation
+the decoder pass is the same with right padding and no cache (:meth:`Qwen2VLScorer.loglik_batch`).
 """
 
 from __future__ import annotations
@@ -84,6 +86,17 @@ class Encoded:
     @property
     def length(self) -> int:
         return len(self.input_ids)
+
+
+@dataclass
+class Prefill:
+    """The shared prefill of a batch (:meth:`Qwen2VLScorer.prefill_batch`), for the greedy decoding to continue."""
+
+    results: list[ScoreResult]  # the recorded replies' log-likelihoods, one per row
+    cache: Any  # KV cache of the prompt columns only (the recorded replies' columns are cut off)
+    logits: Any  # (rows × vocabulary) float logits at each prompt's last token: the first new token's
+    attention_mask: Any  # (rows × prompt columns): 0 on the left padding of shorter prompts
+    next_positions: Any  # (rows,) rotary position of each row's first new token
 
 
 def image_processor_class():
@@ -336,16 +349,27 @@ class Qwen2VLScorer:
             self._feature_cache.popitem(last=False)
         return features
 
-    def _batch_tensors(self, batch: Sequence[Encoded], *, left: bool) -> dict:
+    def _batch_tensors(self, batch: Sequence[Encoded], *, align_prompts: bool = False) -> dict:
+        """The batch's padded token ids, attention mask and image inputs. Right padding by default: every sequence
+        starts at column 0 and keeps the positions it has alone. ``align_prompts``: each row starts
+        (longest prompt − its prompt) columns in, so that every prompt ends at the same column and its reply
+        follows — [left padding][prompt][reply][right padding], the shared prefill's layout; for prompts
+        without a reply, left padding. Its width, longest prompt + longest reply, can pass the longest sequence
+        by the difference between replies (tens of tokens; the batches are cut by sequence length)."""
         import torch
 
-        width = max(e.length for e in batch)
+        if align_prompts:
+            prompt_end = max(e.n_prompt for e in batch)
+            starts = [prompt_end - e.n_prompt for e in batch]
+            width = prompt_end + max(e.length - e.n_prompt for e in batch)
+        else:
+            starts = [0] * len(batch)
+            width = max(e.length for e in batch)
         input_ids = torch.full((len(batch), width), self.pad_token_id, dtype=torch.long)
         attention = torch.zeros((len(batch), width), dtype=torch.long)
-        for row, e in enumerate(batch):
-            span = slice(width - e.length, width) if left else slice(0, e.length)
-            input_ids[row, span] = torch.tensor(e.input_ids)
-            attention[row, span] = 1
+        for row, (e, start) in enumerate(zip(batch, starts)):
+            input_ids[row, start : start + e.length] = torch.tensor(e.input_ids)
+            attention[row, start : start + e.length] = 1
         tensors = {
             "input_ids": input_ids.to(self.device),
             "attention_mask": attention.to(self.device),
@@ -366,52 +390,125 @@ class Qwen2VLScorer:
             }
         return tensors
 
-    def loglik_batch(self, batch: Sequence[Encoded]) -> list[ScoreResult]:
-        """log p(reply | prompt) per sequence: the sum and the per-token mean over the reply's tokens."""
+    def _reply_score(self, e: Encoded, states, targets) -> tuple[ScoreResult, Any]:
+        """log p(reply | prompt) of one sequence from the decoder's output at the positions that predict the reply's
+        tokens (position t predicts token t+1); also returns those positions' float logits."""
         import torch
 
-        tensors = self._batch_tensors(batch, left=False)
+        logits = self.model.lm_head(states).float()
+        logprobs = torch.log_softmax(logits, -1).gather(-1, targets[:, None])[:, 0]
+        result = ScoreResult(
+            e.key,
+            float(logprobs.sum()),
+            float(logprobs.mean()),
+            int(logprobs.numel()),
+            token_logprobs=logprobs.tolist(),
+        )
+        return result, logits
+
+    def loglik_batch(self, batch: Sequence[Encoded]) -> list[ScoreResult]:
+        """log p(reply | prompt) per sequence: the sum and the per-token mean over the reply's tokens. The scoring
+        without generation: no KV cache is kept (scoring with generation uses :meth:`prefill_batch`)."""
+        import torch
+
+        tensors = self._batch_tensors(batch)
         with torch.inference_mode():
             hidden = self.model.model(**tensors, use_cache=False).last_hidden_state
             results = []
             for row, e in enumerate(batch):
-                # Position t predicts token t+1: the reply's tokens n_prompt..L-1 come from positions n_prompt-1..L-2.
+                # The reply's tokens n_prompt..L-1 are predicted at positions n_prompt-1..L-2.
                 states = hidden[row, e.n_prompt - 1 : e.length - 1]
-                logits = self.model.lm_head(states).float()
                 targets = tensors["input_ids"][row, e.n_prompt : e.length]
-                logprobs = torch.log_softmax(logits, -1).gather(-1, targets[:, None])[:, 0]
-                results.append(
-                    ScoreResult(
-                        e.key,
-                        float(logprobs.sum()),
-                        float(logprobs.mean()),
-                        int(logprobs.numel()),
-                        token_logprobs=logprobs.tolist(),
-                    )
-                )
+                results.append(self._reply_score(e, states, targets)[0])
         return results
 
-    def generate_batch(self, batch: Sequence[Encoded], *, max_new_tokens: int) -> list[tuple[str, int]]:
-        """The model's own greedy reply at each prompt (the recorded reply is cut off first)."""
+    def prefill_batch(self, batch: Sequence[Encoded]) -> Prefill:
+        """One decoder pass over prompt + recorded reply that serves both the log-likelihood and the greedy reply.
+
+        The prompt (about 6,400 tokens with five screenshots) is most of the work; run once for the score and once
+        more as the generation's prefill, it went through the decoder twice. Here every prompt ends at the same
+        column P ([left padding][prompt][reply][right padding]): the reply's log-likelihood is read from this pass
+        (the same numbers as :meth:`loglik_batch`: masks and rotary positions make padding invisible), and its KV
+        cache, cut to the first P columns, holds what a pass over the left-padded prompts alone would (attention is
+        causal: no prompt column sees a reply), which the decoding continues from (:meth:`decode_batch`)."""
         import torch
 
-        prompts = [
-            Encoded(e.key, e.input_ids[: e.n_prompt], e.n_prompt, e.pixel_values, e.image_grid_thw, e.image_keys)
-            for e in batch
-        ]
-        # The vision features computed for the log-likelihood are reused (the per-screenshot cache).
-        tensors = self._batch_tensors(prompts, left=True)
+        tensors = self._batch_tensors(batch, align_prompts=True)
+        prompt_end = max(e.n_prompt for e in batch)
+        input_ids = tensors["input_ids"]
         with torch.inference_mode():
-            out = self.model.generate(
-                **tensors,
-                max_new_tokens=max_new_tokens,
-                do_sample=False,
-                eos_token_id=self.eos_token_id,
-                pad_token_id=self.pad_token_id,
+            # The multimodal rotary positions (3 × rows × columns), computed here rather than inside the model so
+            # that each row's next position can be read off below; padding columns are ignored.
+            positions, _ = self.model.model.get_rope_index(
+                input_ids,
+                mm_token_type_ids=tensors["mm_token_type_ids"],
+                image_grid_thw=tensors.get("image_grid_thw"),
+                attention_mask=tensors["attention_mask"],
             )
-        new = out[:, tensors["input_ids"].shape[1] :]
+            out = self.model.model(**tensors, position_ids=positions, use_cache=True)
+            hidden = out.last_hidden_state
+            cache = out.cache if getattr(out, "cache", None) is not None else out.past_key_values
+            results, first_logits = [], []
+            for row, e in enumerate(batch):
+                # The reply's tokens sit at columns P..P+n-1 and are predicted at columns P-1..P+n-2; the logits
+                # at P-1 (the prompt's last token) also choose the first generated token.
+                n_reply = e.length - e.n_prompt
+                states = hidden[row, prompt_end - 1 : prompt_end - 1 + n_reply]
+                targets = input_ids[row, prompt_end : prompt_end + n_reply]
+                result, logits = self._reply_score(e, states, targets)
+                results.append(result)
+                first_logits.append(logits[0])
+            # The recorded replies' keys and values go: generation continues from the prompt alone.
+            cache.crop(prompt_end - input_ids.shape[1])
+            # A new token follows its own prompt's last position (a text token: its three rotary components are
+            # equal). Not what the model derives by itself from the cache's length and the rope deltas of the padded
+            # sequence: that is off by each row's padding (and, counted over the full width, by its reply's).
+            next_positions = positions[:, :, prompt_end - 1].amax(0) + 1
+        return Prefill(
+            results,
+            cache,
+            torch.stack(first_logits),
+            tensors["attention_mask"][:, :prompt_end],
+            next_positions,
+        )
+
+    def decode_batch(self, prefill: Prefill, *, max_new_tokens: int) -> list[tuple[str, int]]:
+        """The model's own greedy reply at each prompt of a :meth:`prefill_batch`, and its new tokens up to and
+        including <|im_end|>. Greedy is the argmax of the logits, nothing else (no sampling, no penalties).
+
+        A lean loop rather than transformers' ``generate`` (decoding is bound by kernel launches and Python, so
+        its per-token machinery counts): one token per row per step, through the text decoder and the LM head
+        only, at explicit rotary positions; a row that emitted <|im_end|> is fed padding until all rows have,
+        or ``max_new_tokens`` are out."""
+        import torch
+
+        rows = prefill.logits.shape[0]
+        if max_new_tokens < 1:
+            return [("", 0)] * rows
+        decoder = self.model.model.language_model
+        cache, logits, attention = prefill.cache, prefill.logits, prefill.attention_mask
+        finished = torch.zeros(rows, dtype=torch.bool, device=logits.device)
+        chosen_steps = []
+        with torch.inference_mode():
+            for step in range(max_new_tokens):
+                chosen = logits.argmax(-1)
+                chosen = torch.where(finished, torch.full_like(chosen, self.pad_token_id), chosen)
+                chosen_steps.append(chosen)
+                finished |= chosen == self.eos_token_id
+                if step + 1 == max_new_tokens or bool(finished.all()):
+                    break
+                attention = torch.cat([attention, attention.new_ones(rows, 1)], dim=1)
+                positions = (prefill.next_positions + step).view(1, rows, 1).expand(3, rows, 1)
+                out = decoder(
+                    input_ids=chosen[:, None],
+                    position_ids=positions,
+                    attention_mask=attention,
+                    cache=cache,
+                    use_cache=True,
+                )
+                logits = self.model.lm_head(out.last_hidden_state[:, -1]).float()
         replies = []
-        for row in new.tolist():
+        for row in torch.stack(chosen_steps, dim=1).tolist():
             end = row.index(self.eos_token_id) + 1 if self.eos_token_id in row else len(row)
             replies.append((self.tokenizer.decode(row[:end], skip_special_tokens=True).strip(), end))
         return replies
@@ -447,7 +544,7 @@ class Qwen2VLScorer:
             encoded.image_grid_thw,
             encoded.image_keys,
         )
-        tensors = self._batch_tensors([prompt], left=False)
+        tensors = self._batch_tensors([prompt])
         generator = torch.Generator(device=self.device).manual_seed(seed)
         with torch.inference_mode():
             # The one prefill: the prompt (images included) runs through the decoder once, for all k samples.
@@ -487,15 +584,18 @@ class Qwen2VLScorer:
         min_pixels: int | None = None,
         max_pixels: int | None = None,
     ) -> list[ScoreResult]:
-        """Score requests in length-sorted batches; a request that fails is returned with ``error`` set.
+        """Score requests in length-sorted batches; a request that fails is returned with ``error`` set. Each batch
+        runs the decoder once over prompt + recorded reply: the reply's log-likelihood, and with ``generate`` the
+        prefill the greedy decoding continues from (:meth:`prefill_batch`, :meth:`decode_batch`).
 
         None picks the device's defaults. GPU: batches of up to 48 sequences and 327,680 padded tokens — the
         greedy decoding costs about the same per token for one sequence as for 48 (it is bound by kernel
         launches, not arithmetic), so wide batches are what make it fast (bench/prescore.py on an H100, a
-        2B model, 1920×1080 screenshots: 0.97 steps/s with 16,384 tokens, 2.95 with these; 36 GiB at peak).
-        CPU: one sequence per batch, where attention with a padding mask falls back to a materialised-mask
-        kernel slower than unpadded sequences one by one (the shared image preprocessing and vision features
-        still apply), and 16,384 tokens."""
+        2B model, 1920×1080 screenshots, with the earlier scoring that ran each prompt through the decoder twice:
+        0.97 steps/s with 16,384 tokens, 2.95 with these; 36 GiB at peak. The shared prefill, which also keeps
+        the KV cache of the whole batch, is not yet measured on a GPU). CPU: one sequence per batch, where
+        attention with a padding mask falls back to a materialised-mask kernel slower than unpadded sequences
+        one by one (the shared image preprocessing and vision features still apply), and 16,384 tokens."""
         on_gpu = self.device.startswith("cuda")
         if max_batch is None:
             max_batch = GPU_MAX_BATCH if on_gpu else 1
@@ -520,29 +620,37 @@ class Qwen2VLScorer:
                 results[result.key] = result
         return [results[request.key] for request in requests]
 
+    def _score_and_generate(self, batch: list[Encoded], *, max_new_tokens: int) -> list[ScoreResult]:
+        prefill = self.prefill_batch(batch)
+        replies = self.decode_batch(prefill, max_new_tokens=max_new_tokens)
+        for result, (text, n_new) in zip(prefill.results, replies):
+            result.generated, result.generated_tokens = text, n_new
+        return prefill.results
+
     def _score_batch(self, batch: list[Encoded], *, generate: bool, max_new_tokens: int) -> list[ScoreResult]:
         try:
-            scored = self.loglik_batch(batch)
             if generate:
-                for result, (text, n_new) in zip(scored, self.generate_batch(batch, max_new_tokens=max_new_tokens)):
-                    result.generated, result.generated_tokens = text, n_new
-            return scored
+                return self._score_and_generate(batch, max_new_tokens=max_new_tokens)
+            return self.loglik_batch(batch)
         except Exception as exc:
             if len(batch) == 1:
                 log.warning("scoring %s failed", batch[0].key, exc_info=True)
                 return [ScoreResult(batch[0].key, error=f"{type(exc).__name__}: {exc}")]
-            # Out of memory: halve the batch, for this batch and every later one (the scorer keeps the limit).
-            # Any other error: find the request that fails by scoring the halves.
-            self._free_memory()
-            middle = len(batch) // 2
-            if _out_of_memory(exc):
-                self.batch_limit = min(self.batch_limit or len(batch), max(1, middle))
-                log.warning(
-                    "out of memory with %s sequences; batches of at most %s from now on", len(batch), self.batch_limit
-                )
-            return self._score_batch(
-                batch[:middle], generate=generate, max_new_tokens=max_new_tokens
-            ) + self._score_batch(batch[middle:], generate=generate, max_new_tokens=max_new_tokens)
+            out_of_memory = _out_of_memory(exc)
+        # The halves are scored past the except block: inside it, the exception's traceback keeps the failed
+        # pass's frames alive, and with them its activations and KV cache on the device, out of reach of the
+        # halves and of the cache release below.
+        # Out of memory: halve the batch, for this batch and every later one (the scorer keeps the limit).
+        # Any other error: find the request that fails by scoring the halves.
+        self._free_memory()
+        middle = len(batch) // 2
+        if out_of_memory:
+            self.batch_limit = min(self.batch_limit or len(batch), max(1, middle))
+            log.warning(
+                "out of memory with %s sequences; batches of at most %s from now on", len(batch), self.batch_limit
+            )
+        halves = (batch[:middle], batch[middle:])
+        return [r for half in halves for r in self._score_batch(half, generate=generate, max_new_tokens=max_new_tokens)]
 
     def _free_memory(self) -> None:
         import torch

@@ -73,7 +73,7 @@ def test_loglik_equals_a_direct_computation_from_the_logits(scored_project, tiny
 
     # The scorer's recipe (prescoring/qwen2vl.py): full forward pass, log-softmax over all positions, the reply's slice.
     encoded = scorer.encode(request)
-    tensors = scorer._batch_tensors([encoded], left=False)
+    tensors = scorer._batch_tensors([encoded])
     with torch.no_grad():
         logits = scorer.model(**tensors).logits
     ids = tensors["input_ids"][0]
@@ -182,14 +182,20 @@ def test_web_process_does_not_import_torch():
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)
 
 
-def test_out_of_memory_halves_the_batch_and_the_scorer_keeps_the_smaller_size(scored_project, tiny_model, monkeypatch):
+@pytest.mark.parametrize("generate", [False, True])
+def test_out_of_memory_halves_the_batch_and_the_scorer_keeps_the_smaller_size(
+    scored_project, tiny_model, monkeypatch, generate
+):
     """A GPU's out-of-memory error, injected (no GPU here): batches of more than 3 raise torch's OutOfMemoryError
-    as CUDA would. The batch is halved and scored, nothing fails, and later batches start at the size that fit."""
+    as CUDA would, in the decoder pass of either kind of scoring (with generation, the shared prefill). The batch is
+    halved and scored, nothing fails, and later batches start at the size that fit."""
     scorer = qwen2vl.load_scorer(tiny_model)
     requests = requests_for(scored_project)
     assert len(requests) == 6
-    expected = {r.key: r.loglik_sum for r in scorer.score(requests, generate=False, max_batch=1)}
-    real = scorer.loglik_batch
+    options = dict(generate=generate, max_new_tokens=4)
+    expected = {r.key: r for r in scorer.score(requests, max_batch=1, **options)}
+    name = "prefill_batch" if generate else "loglik_batch"
+    real = getattr(scorer, name)
     sizes = []
 
     def fits_three(batch):
@@ -198,14 +204,15 @@ def test_out_of_memory_halves_the_batch_and_the_scorer_keeps_the_smaller_size(sc
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
         return real(batch)
 
-    monkeypatch.setattr(scorer, "loglik_batch", fits_three)
+    monkeypatch.setattr(scorer, name, fits_three)
     try:
-        first = scorer.score(requests, generate=False, max_batch=16, batch_tokens=10**6)
+        first = scorer.score(requests, max_batch=16, batch_tokens=10**6, **options)
         assert sizes == [6, 3, 3] and scorer.batch_limit == 3
         assert all(r.error is None for r in first)
-        assert all(abs(r.loglik_sum - expected[r.key]) < 1e-4 for r in first)
+        assert all(abs(r.loglik_sum - expected[r.key].loglik_sum) < 1e-4 for r in first)
+        assert all(r.generated == expected[r.key].generated for r in first)
         sizes.clear()
-        again = scorer.score(requests, generate=False, max_batch=16, batch_tokens=10**6)
+        again = scorer.score(requests, max_batch=16, batch_tokens=10**6, **options)
         assert sizes == [3, 3]  # no second out-of-memory: the worker remembers what fits
         assert all(r.error is None for r in again)
     finally:
@@ -251,3 +258,125 @@ def test_screenshots_are_preprocessed_once_on_the_pool_and_a_broken_one_fails_on
     failed = [r for r in results if r.error]
     assert [r.key for r in failed] == [requests[-1].key] and "truncated PNG" in failed[0].error
     assert all(r.loglik_sum is not None for r in results if not r.error)
+
+
+@pytest.fixture(scope="session")
+def sharp_scorer(tiny_model):
+    """The tiny model with its queries and keys scaled up 8×. Random initial weights attend almost uniformly, so
+    their greedy replies hardly depend on the rotary positions (a shift of one position changes no token): a
+    comparison on them could not tell right positions from wrong. A separate instance, not load_scorer's."""
+    scorer = qwen2vl.Qwen2VLScorer(tiny_model)
+    with torch.no_grad():
+        for layer in scorer.model.model.language_model.layers:
+            layer.self_attn.q_proj.weight.mul_(8)
+            layer.self_attn.k_proj.weight.mul_(8)
+    return scorer
+
+
+def two_pass_reference(scorer, batch, *, max_new_tokens):
+    """The path the shared prefill replaced, kept to compare with: the log-likelihood pass (right padding, no cache),
+    then the prompts alone, left-padded, through transformers' ``generate`` (its own prefill and rope deltas).
+    Returns the results and each reply's token ids."""
+    scored = scorer.loglik_batch(batch)
+    prompts = [
+        qwen2vl.Encoded(e.key, e.input_ids[: e.n_prompt], e.n_prompt, e.pixel_values, e.image_grid_thw, e.image_keys)
+        for e in batch
+    ]
+    tensors = scorer._batch_tensors(prompts, align_prompts=True)  # prompts without replies: left padding
+    with torch.inference_mode():
+        out = scorer.model.generate(
+            **tensors,
+            max_new_tokens=max_new_tokens,
+            do_sample=False,
+            eos_token_id=scorer.eos_token_id,
+            pad_token_id=scorer.pad_token_id,
+        )
+    replies = []
+    for result, row in zip(scored, out[:, tensors["input_ids"].shape[1] :].tolist()):
+        end = row.index(scorer.eos_token_id) + 1 if scorer.eos_token_id in row else len(row)
+        result.generated = scorer.tokenizer.decode(row[:end], skip_special_tokens=True).strip()
+        result.generated_tokens = end
+        replies.append(row[:end])
+    return scored, replies
+
+
+def mixed_batch(scorer, project):
+    """The six steps, their replies lengthened by different amounts: prompts of 1 to 3 screenshots and replies
+    shorter and longer than others', so both the left and the right padding of the shared prefill are exercised."""
+    requests = requests_for(project)
+    extra = ["", " Then I check the result twice.", "", " And wait.", " Then I scroll down to the end of the page.", ""]
+    for request, more in zip(requests, extra):
+        thought, action = request.target.split("\n", 1)
+        request.target = f"{thought}{more}\n{action}"
+    batch = sorted((scorer.encode(r) for r in requests), key=lambda e: e.length)
+    replies = [e.length - e.n_prompt for e in batch]
+    prompts = [e.n_prompt for e in batch]
+    assert len(set(prompts)) > 1
+    # The longest prompt's reply is not the longest: rope deltas taken over the padded width would be wrong for it.
+    assert replies[prompts.index(max(prompts))] < max(replies)
+    return requests, batch
+
+
+def assert_same_scores(new, old):
+    assert [a.key for a in new] == [b.key for b in old]
+    for a, b in zip(new, old):
+        assert a.error is None and b.error is None
+        assert a.n_tokens == b.n_tokens
+        assert abs(a.loglik_sum - b.loglik_sum) < 1e-4 and abs(a.loglik_mean - b.loglik_mean) < 1e-4
+        assert max(abs(x - y) for x, y in zip(a.token_logprobs, b.token_logprobs)) < 1e-4
+        assert (a.generated, a.generated_tokens) == (b.generated, b.generated_tokens)
+
+
+def test_shared_prefill_gives_the_two_pass_scores_and_greedy_replies(scored_project, sharp_scorer, monkeypatch):
+    scorer = sharp_scorer
+    requests, batch = mixed_batch(scorer, scored_project)
+    expected, _ = two_pass_reference(scorer, batch, max_new_tokens=12)
+    assert all(r.generated_tokens == 12 for r in expected)  # random weights: no early <|im_end|>
+    assert len({r.generated for r in expected}) > 1  # the replies depend on the prompt
+    by_key = {r.key: r for r in expected}
+
+    batched = scorer.score(requests, max_batch=16, batch_tokens=10**6, max_new_tokens=12)
+    assert_same_scores(batched, [by_key[r.key] for r in requests])
+
+    # One row alone: no padding at all, and the same numbers again.
+    one = scorer.score([requests[2]], max_batch=1, max_new_tokens=12)
+    assert_same_scores(one, [by_key[requests[2].key]])
+
+    # The comparison can tell right positions from wrong: new tokens placed as if each row's reply had filled
+    # the padded width (positions counted over the full width) change the replies of the rows with shorter ones.
+    real_prefill = scorer.prefill_batch
+
+    def full_width_positions(batch):
+        prefill = real_prefill(batch)
+        longest = max(e.length - e.n_prompt for e in batch)
+        shift = torch.tensor([longest - (e.length - e.n_prompt) for e in batch])
+        prefill.next_positions = prefill.next_positions + shift
+        return prefill
+
+    monkeypatch.setattr(scorer, "prefill_batch", full_width_positions)
+    wrong = scorer.score(requests, max_batch=16, batch_tokens=10**6, max_new_tokens=12)
+    assert any(r.generated != by_key[r.key].generated for r in wrong)
+
+
+def test_decoding_stops_at_im_end_per_row_and_at_max_new_tokens(scored_project, sharp_scorer, monkeypatch):
+    """A random model hardly ever says <|im_end|>: the stop token is set, on both paths, to a token the greedy
+    replies do produce, so that rows stop at different steps and the loop ends when the last row has stopped."""
+    scorer = sharp_scorer
+    _, batch = mixed_batch(scorer, scored_project)
+    assert [n for _, n in scorer.decode_batch(scorer.prefill_batch(batch), max_new_tokens=5)] == [5] * len(batch)
+
+    _, greedy = two_pass_reference(scorer, batch, max_new_tokens=40)
+    # The 3rd token of the first row: it stops there, the other rows wherever they produce it, if they do.
+    monkeypatch.setattr(scorer, "eos_token_id", greedy[0][2])
+    expected, _ = two_pass_reference(scorer, batch, max_new_tokens=40)
+    steps = []
+    hook = scorer.model.model.language_model.register_forward_hook(lambda *args: steps.append(1))
+    try:
+        replies = scorer.decode_batch(scorer.prefill_batch(batch), max_new_tokens=40)
+    finally:
+        hook.remove()
+    assert replies == [(r.generated, r.generated_tokens) for r in expected]
+    counts = [n for _, n in replies]
+    assert counts[0] == 3 and len(set(counts)) > 1
+    # The prefill is one decoder call and gives the first token; then one call per further token of the longest.
+    assert len(steps) == 1 + max(counts) - 1
