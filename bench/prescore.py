@@ -1,7 +1,7 @@
 """Pre-scoring benchmark: steps/s of the batched Qwen2-VL scorer against a naive one-step-at-a-time loop.
 
     .venv/bin/python bench/prescore.py [--steps 500] [--naive-steps 100] [--size tiny|2b] [--device cpu|cuda]
-                                       [--history 5] [--max-new-tokens 32] [--no-generate]
+                                       [--history 5] [--max-new-tokens 32] [--no-generate] [--static-decode]
 
 Synthetic traces of 1920×1080 UI-like PNG screenshots (decoded on use, as from storage) are turned into
 prompts by THE prompt builder (traces.prompting, a default project: history window 5, box tokens) and
@@ -12,6 +12,12 @@ folder by prescoring.tiny). Each step: log-likelihood of the recorded reply + th
   preprocessed once and shared by the windows it appears in.
 - naive: the same scorer, one request per call, image cache cleared before each step. Its rate is
   measured on the first ``--naive-steps`` steps (a rate, so comparable; say so when reporting).
+
+``--static-decode``: the scorer's static greedy decoding (``Qwen2VLScorer(static_decode=True)``: a preallocated
+KV cache, the same shapes every step; on CUDA the step is compiled with torch.compile(mode="reduce-overhead") and
+replayed as CUDA graphs; on the CPU it runs uncompiled). Compiled, its warm-up runs every step once, so that each
+batch shape is compiled and recorded before the timed runs (a worker keeps them for its life); the warm-up's time
+is printed. The naive loop's one-row batches are shapes of their own, recorded during its timing.
 
 FLOPs (forward, honest lower bound): 2 × parameters × tokens, per part — vision tower × image patches,
 decoder (no embeddings) × every token run, LM head × the positions whose logits are computed; attention's
@@ -293,6 +299,11 @@ def main() -> None:
         help="padded-token budget of a batch; several (comma-separated) are each timed",
     )
     parser.add_argument("--max-batch", type=int, default=None, help="sequences per batch at most (scorer default)")
+    parser.add_argument(
+        "--static-decode",
+        action="store_true",
+        help="greedy decoding into a static KV cache (CUDA graphs on cuda); off: the scorer's default decoding",
+    )
     args = parser.parse_args()
 
     sys.path.insert(0, str(REPO))
@@ -314,10 +325,15 @@ def main() -> None:
             device=device,
         )
     )
-    scorer = Qwen2VLScorer(model_dir, device=device, dtype=dtype)
+    scorer = Qwen2VLScorer(model_dir, device=device, dtype=dtype, static_decode=args.static_decode)
+    decoding = (
+        f"static decoding ({'compiled, CUDA graphs' if scorer.compile_decode else 'not compiled'})"
+        if args.static_decode
+        else "default decoding"
+    )
     print(
         f"model {args.size} ({sum(scorer.parameter_counts().values()) / 1e6:.2f} M params without embeddings, "
-        f"{dtype}) on {device}, ready in {time.perf_counter() - t0:.1f}s",
+        f"{dtype}) on {device}, {decoding}, ready in {time.perf_counter() - t0:.1f}s",
         flush=True,
     )
 
@@ -350,8 +366,14 @@ def main() -> None:
         )
 
     options = dict(generate=generate, max_new_tokens=args.max_new_tokens, max_batch=args.max_batch)
-    # Warm-up (kernel selection, allocator): not timed.
-    run(scorer, requests[: min(8, len(requests))], naive=False, batch_tokens=args.batch_tokens[0], **options)
+    # Warm-up (kernel selection, allocator): not timed. The compiled static decoding's: every step with each budget, so
+    # that the timed runs' batch shapes are compiled and their graphs recorded (timed here, apart).
+    if scorer.static_decode and scorer.compile_decode:
+        for budget in args.batch_tokens:
+            warm_s = run(scorer, requests, naive=False, batch_tokens=budget, **options)[0]
+            print(f"warm-up (compiles, graph recordings; batch_tokens {budget}): {warm_s:.1f}s", flush=True)
+    else:
+        run(scorer, requests[: min(8, len(requests))], naive=False, batch_tokens=args.batch_tokens[0], **options)
     best = None
     for budget in args.batch_tokens:
         seconds, results, meter = run(scorer, requests, naive=False, batch_tokens=budget, **options)

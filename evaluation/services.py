@@ -242,7 +242,13 @@ def _work(job: EvaluationJob) -> str:
 
     opts = job.settings
     try:
-        scorer = load_scorer(job.model_dir, device=opts.get("device"), dtype=opts.get("dtype"))
+        # The worker's one loaded model, shared with pre-scoring: the same settings give the same scorer.
+        scorer = load_scorer(
+            job.model_dir,
+            device=opts.get("device"),
+            dtype=opts.get("dtype"),
+            static_decode=django_settings.PRESCORE_STATIC_DECODE,
+        )
         weights_hash = scorer.weights_hash
     except ModelLoadError as exc:  # no retry loads a model that is not there
         raise JobFailed(f"model not loaded: {exc}") from exc

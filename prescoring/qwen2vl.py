@@ -15,6 +15,9 @@ reply, laid out so that every prompt ends at the same column: the reply's log-li
 that pass (the LM head only at the reply's positions), and its KV cache, cut at that column, is the
 prefill the greedy decoding continues from (:meth:`Qwen2VLScorer.prefill_batch`). Without generation
 the decoder pass is the same with right padding and no cache (:meth:`Qwen2VLScorer.loglik_batch`).
+With ``static_decode`` (off by default; settings.PRESCORE_STATIC_DECODE on the workers) the greedy decoding
+runs on a preallocated cache with the same shapes every step, compiled into CUDA graphs on CUDA
+(:meth:`Qwen2VLScorer.decode_batch`).
 """
 
 from __future__ import annotations
@@ -39,6 +42,9 @@ PREPROCESS_THREADS = min(8, os.cpu_count() or 1)
 GPU_MAX_BATCH = 48
 GPU_BATCH_TOKENS = 327_680
 CPU_BATCH_TOKENS = 16_384
+# The static decoding's KV cache width (prompt + new tokens) is rounded up to a multiple of this
+# (Qwen2VLScorer._static_steps says why).
+STATIC_CACHE_COLUMNS = 256
 
 
 class ModelLoadError(Exception):
@@ -147,7 +153,19 @@ def default_device() -> str:
 class Qwen2VLScorer:
     """One loaded model with its tokenizer and image processor. Build it with :func:`load_scorer`."""
 
-    def __init__(self, model_dir: str | Path, *, device: str | None = None, dtype: str | None = None):
+    def __init__(
+        self,
+        model_dir: str | Path,
+        *,
+        device: str | None = None,
+        dtype: str | None = None,
+        static_decode: bool = False,
+        compile_decode: bool | None = None,
+    ):
+        """``static_decode``: greedy decoding into a preallocated KV cache with the same shapes at every step
+        (:meth:`decode_batch`), which CUDA graphs need. ``compile_decode``: wrap that step in
+        ``torch.compile(mode="reduce-overhead")`` (CUDA graphs); None: on CUDA only. On the CPU the static path runs
+        as it is: there are no CUDA graphs to capture, and inductor's CPU code would only add compile time."""
         import torch
         from transformers import AutoTokenizer, Qwen2_5_VLForConditionalGeneration, Qwen2VLForConditionalGeneration
 
@@ -189,6 +207,13 @@ class Qwen2VLScorer:
         self._weights_hash: str | None = None
         # The largest batch that fit after the device ran out of memory: the worker keeps the model, and keeps this.
         self.batch_limit: int | None = None
+        self.static_decode = static_decode
+        self.compile_decode = self.device.startswith("cuda") if compile_decode is None else compile_decode
+        # The static decoding's KV cache, kept for the next batch of the same rows and width (_static_steps says why),
+        # and its step, compiled once per scorer.
+        self._static_cache: Any = None
+        self._static_cache_shape: tuple[int, int] | None = None
+        self._compiled_step: Callable | None = None
         self.lock = threading.Lock()
 
     def _template_file(self) -> str:
@@ -474,22 +499,29 @@ class Qwen2VLScorer:
 
     def decode_batch(self, prefill: Prefill, *, max_new_tokens: int) -> list[tuple[str, int]]:
         """The model's own greedy reply at each prompt of a :meth:`prefill_batch`, and its new tokens up to and
-        including <|im_end|>. Greedy is the argmax of the logits, nothing else (no sampling, no penalties).
+        including <|im_end|>. Greedy is the argmax of the logits, nothing else (no sampling, no penalties). The
+        prefill's cache is consumed.
 
         A lean loop rather than transformers' ``generate`` (decoding is bound by kernel launches and Python, so
         its per-token machinery counts): one token per row per step, through the text decoder and the LM head
         only, at explicit rotary positions; a row that emitted <|im_end|> is fed padding until all rows have,
-        or ``max_new_tokens`` are out."""
+        or ``max_new_tokens`` are out. Each step runs in :meth:`_dynamic_steps` (the prefill's cache grows by a
+        column a step) or, with ``static_decode``, :meth:`_static_steps` (a preallocated cache: every step has the
+        same shapes, so on CUDA it is captured once as a CUDA graph and replayed)."""
         import torch
 
         rows = prefill.logits.shape[0]
         if max_new_tokens < 1:
             return [("", 0)] * rows
-        decoder = self.model.model.language_model
-        cache, logits, attention = prefill.cache, prefill.logits, prefill.attention_mask
+        logits = prefill.logits
         finished = torch.zeros(rows, dtype=torch.bool, device=logits.device)
         chosen_steps = []
         with torch.inference_mode():
+            run_step = (
+                self._static_steps(prefill, max_new_tokens=max_new_tokens)
+                if self.static_decode
+                else self._dynamic_steps(prefill)
+            )
             for step in range(max_new_tokens):
                 chosen = logits.argmax(-1)
                 chosen = torch.where(finished, torch.full_like(chosen, self.pad_token_id), chosen)
@@ -497,21 +529,94 @@ class Qwen2VLScorer:
                 finished |= chosen == self.eos_token_id
                 if step + 1 == max_new_tokens or bool(finished.all()):
                     break
-                attention = torch.cat([attention, attention.new_ones(rows, 1)], dim=1)
                 positions = (prefill.next_positions + step).view(1, rows, 1).expand(3, rows, 1)
-                out = decoder(
-                    input_ids=chosen[:, None],
-                    position_ids=positions,
-                    attention_mask=attention,
-                    cache=cache,
-                    use_cache=True,
-                )
-                logits = self.model.lm_head(out.last_hidden_state[:, -1]).float()
+                logits = run_step(chosen[:, None], positions)
         replies = []
         for row in torch.stack(chosen_steps, dim=1).tolist():
             end = row.index(self.eos_token_id) + 1 if self.eos_token_id in row else len(row)
             replies.append((self.tokenizer.decode(row[:end], skip_special_tokens=True).strip(), end))
         return replies
+
+    def _decode_step(self, input_ids, positions, attention_mask, cache):
+        """One new token per row through the text decoder (its keys and values written to ``cache``), and the LM
+        head's float logits after it."""
+        out = self.model.model.language_model(
+            input_ids=input_ids, position_ids=positions, attention_mask=attention_mask, cache=cache, use_cache=True
+        )
+        return self.model.lm_head(out.last_hidden_state[:, -1]).float()
+
+    def _dynamic_steps(self, prefill: Prefill) -> Callable:
+        """The decoding step on the prefill's own cache: its keys and values are concatenated with each new
+        column, and the padding mask grows with them — new shapes every step."""
+        import torch
+
+        state = {"attention": prefill.attention_mask}
+
+        def run_step(input_ids, positions):
+            attention = state["attention"]
+            state["attention"] = attention = torch.cat([attention, attention.new_ones(attention.shape[0], 1)], dim=1)
+            return self._decode_step(input_ids, positions, attention, prefill.cache)
+
+        return run_step
+
+    def _static_steps(self, prefill: Prefill, *, max_new_tokens: int) -> Callable:
+        """The decoding step on a static cache: transformers' ``StaticCache`` of a fixed width, holding the
+        prefill's prompt columns, each step writing its column at the cache's own position counter (a tensor the
+        step advances in place) and attending over the whole width through a padding mask that does not change
+        during the decoding; columns past the current one are cut off by the causal mask, which the model derives
+        from that counter. Every step has the same shapes and tensor addresses, which CUDA graphs need.
+
+        The width is rounded up to a multiple of ``STATIC_CACHE_COLUMNS``: each distinct (rows, width) is its own
+        CUDA graph (and, until torch.compile marks the dimensions dynamic, its own compile), and prompts with the
+        same number of screenshots differ by tens of tokens; 256 masked columns add little to a step's attention
+        over thousands. The cache is kept for the next batch of the same shape: a new cache has new addresses, and
+        torch.compile would record the graph again (and stop doing so after
+        ``torch._inductor.config.triton.cudagraph_unexpected_rerecord_limit`` times, 128, running it without a
+        graph from then on)."""
+        import torch
+
+        rows, prompt_columns = prefill.attention_mask.shape
+        width = _static_cache_width(prompt_columns, max_new_tokens)
+        cache = self._static_cache_for(rows, width)
+        # The prompt's columns move over one layer at a time, each dynamic layer dropped once copied, so that the
+        # device holds the two caches whole at no moment (at 48 rows of 6,400 tokens a 2B model's cache is ~9 GB).
+        dynamic_layers = prefill.cache.layers
+        for index in range(len(dynamic_layers)):
+            layer = dynamic_layers[index]
+            cache.update(layer.keys, layer.values, index)
+            dynamic_layers[index] = None
+        dynamic_layers.clear()
+        attention = torch.zeros(rows, width, dtype=torch.bool, device=prefill.attention_mask.device)
+        attention[:, :prompt_columns] = prefill.attention_mask.bool()
+        attention[:, prompt_columns:] = True  # the new tokens' columns, each visible from the step that writes it
+        step = self._decode_step
+        if self.compile_decode:
+            if self._compiled_step is None:
+                # reduce-overhead: inductor's kernels, captured as CUDA graphs and replayed (one launch per step
+                # instead of hundreds). Compiled once per scorer; new shapes add graphs, not scorers.
+                self._compiled_step = torch.compile(self._decode_step, mode="reduce-overhead")
+            step = self._compiled_step
+
+        def run_step(input_ids, positions):
+            if self.compile_decode:
+                # A new decoding step: the previous step's output buffers may be overwritten.
+                torch.compiler.cudagraph_mark_step_begin()
+            return step(input_ids, positions, attention, cache)
+
+        return run_step
+
+    def _static_cache_for(self, rows: int, width: int):
+        """An empty ``StaticCache`` of ``rows`` × ``width`` columns: the one kept from the last batch if it has that
+        shape, else a new one (the old one is dropped first, so the two are never held together)."""
+        from transformers import StaticCache
+
+        if self._static_cache_shape == (rows, width):
+            self._static_cache.reset()
+            return self._static_cache
+        self._static_cache = self._static_cache_shape = None
+        cache = StaticCache(config=self.model.config, max_cache_len=width)
+        self._static_cache, self._static_cache_shape = cache, (rows, width)
+        return cache
 
     def sample_replies(
         self,
@@ -621,6 +726,10 @@ class Qwen2VLScorer:
         return [results[request.key] for request in requests]
 
     def _score_and_generate(self, batch: list[Encoded], *, max_new_tokens: int) -> list[ScoreResult]:
+        width = _static_cache_width(max(e.n_prompt for e in batch), max_new_tokens)
+        if self._static_cache_shape not in (None, (len(batch), width)):
+            # A kept static cache this batch will not use goes before the prefill, which may need its memory.
+            self._static_cache = self._static_cache_shape = None
         prefill = self.prefill_batch(batch)
         replies = self.decode_batch(prefill, max_new_tokens=max_new_tokens)
         for result, (text, n_new) in zip(prefill.results, replies):
@@ -653,10 +762,20 @@ class Qwen2VLScorer:
         return [r for half in halves for r in self._score_batch(half, generate=generate, max_new_tokens=max_new_tokens)]
 
     def _free_memory(self) -> None:
+        """After a failed batch: the kept static cache goes too (the halves may need its memory; the next batch
+        allocates one again), then the allocator's unused blocks go back to the device."""
         import torch
 
+        self._static_cache = self._static_cache_shape = None
         if self.device.startswith("cuda"):
             torch.cuda.empty_cache()
+
+
+def _static_cache_width(prompt_columns: int, max_new_tokens: int) -> int:
+    """Columns of the static decoding's cache: the prompt's and the new tokens' (the last token chosen is never fed
+    back, so max_new_tokens − 1 of them), rounded up to a multiple of STATIC_CACHE_COLUMNS."""
+    needed = prompt_columns + max(0, max_new_tokens - 1)
+    return -(-needed // STATIC_CACHE_COLUMNS) * STATIC_CACHE_COLUMNS
 
 
 def _sample_next(logits, *, temperature: float, top_p: float, generator):
@@ -698,14 +817,17 @@ _SCORERS: dict[tuple, Qwen2VLScorer] = {}
 _SCORERS_LOCK = threading.Lock()
 
 
-def load_scorer(model_dir: str | Path, *, device: str | None = None, dtype: str | None = None) -> Qwen2VLScorer:
-    """The scorer for ``model_dir``, loaded once per process (a gpu worker keeps it between jobs)."""
+def load_scorer(
+    model_dir: str | Path, *, device: str | None = None, dtype: str | None = None, static_decode: bool = False
+) -> Qwen2VLScorer:
+    """The scorer for ``model_dir``, loaded once per process (a gpu worker keeps it between jobs). Its callers in a
+    worker pass the same ``static_decode`` (settings.PRESCORE_STATIC_DECODE), so they share one loaded model."""
     path = Path(model_dir).resolve()
     # Files replaced in place (new weights under the same path) give a new scorer, and a new hash.
     stamp = max((p.stat().st_mtime_ns for p in path.iterdir() if p.is_file()), default=0) if path.is_dir() else 0
-    key = (str(path), stamp, device, dtype)
+    key = (str(path), stamp, device, dtype, static_decode)
     with _SCORERS_LOCK:
         scorer = _SCORERS.get(key)
         if scorer is None:
-            scorer = _SCORERS[key] = Qwen2VLScorer(model_dir, device=device, dtype=dtype)
+            scorer = _SCORERS[key] = Qwen2VLScorer(model_dir, device=device, dtype=dtype, static_decode=static_decode)
         return scorer

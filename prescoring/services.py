@@ -423,7 +423,12 @@ def _run_model(job: PrescoreJob, traces: list[Trace], progress: _Progress) -> No
 
     project = job.project
     opts = job.settings
-    scorer = load_scorer(job.model_path, device=opts.get("device"), dtype=opts.get("dtype"))
+    scorer = load_scorer(
+        job.model_path,
+        device=opts.get("device"),
+        dtype=opts.get("dtype"),
+        static_decode=django_settings.PRESCORE_STATIC_DECODE,
+    )
     job.model_name, job.weights_hash = scorer.model_name[:200], scorer.weights_hash
     PrescoreJob.objects.filter(pk=job.pk).update(model_name=job.model_name, weights_hash=job.weights_hash)
     remaining: dict[int, int] = {}

@@ -312,6 +312,9 @@ IMPORT_THROTTLE_S = float(env("STUDIO_IMPORT_THROTTLE_S", "0"))
 
 # --- Models for pre-scoring ------------------------------------------------------------------
 PRESCORE_MODEL_DIR = env("STUDIO_PRESCORE_MODEL_DIR")
+# The gpu workers' greedy decoding into a static KV cache, compiled into CUDA graphs (prescoring.qwen2vl,
+# Qwen2VLScorer.decode_batch). Off until measured on a GPU (docs/reliability.md).
+PRESCORE_STATIC_DECODE = env_bool("STUDIO_PRESCORE_STATIC_DECODE", False)
 # Checkpoint evaluation: a folder on the gpu workers whose sub-folders are checkpoints (the page offers them; a
 # model_dir that is a bare name is looked up there). Unset: the page says to set it; paths still work.
 EVALUATION_CHECKPOINTS_DIR = env("STUDIO_EVALUATION_CHECKPOINTS_DIR")

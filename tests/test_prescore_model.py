@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 
@@ -358,10 +359,15 @@ def test_shared_prefill_gives_the_two_pass_scores_and_greedy_replies(scored_proj
     assert any(r.generated != by_key[r.key].generated for r in wrong)
 
 
-def test_decoding_stops_at_im_end_per_row_and_at_max_new_tokens(scored_project, sharp_scorer, monkeypatch):
+@pytest.mark.parametrize("static_decode", [False, True])
+def test_decoding_stops_at_im_end_per_row_and_at_max_new_tokens(
+    scored_project, sharp_scorer, monkeypatch, static_decode
+):
     """A random model hardly ever says <|im_end|>: the stop token is set, on both paths, to a token the greedy
-    replies do produce, so that rows stop at different steps and the loop ends when the last row has stopped."""
+    replies do produce, so that rows stop at different steps and the loop ends when the last row has stopped.
+    Both decodings: the prefill's growing cache, and the static cache (``static_decode``)."""
     scorer = sharp_scorer
+    monkeypatch.setattr(scorer, "static_decode", static_decode)
     _, batch = mixed_batch(scorer, scored_project)
     assert [n for _, n in scorer.decode_batch(scorer.prefill_batch(batch), max_new_tokens=5)] == [5] * len(batch)
 
@@ -380,3 +386,143 @@ def test_decoding_stops_at_im_end_per_row_and_at_max_new_tokens(scored_project, 
     assert counts[0] == 3 and len(set(counts)) > 1
     # The prefill is one decoder call and gives the first token; then one call per further token of the longest.
     assert len(steps) == 1 + max(counts) - 1
+
+
+def test_static_decode_gives_the_default_decodings_scores_and_replies(scored_project, sharp_scorer, monkeypatch):
+    """The static decoding (``static_decode``: a preallocated cache of a fixed width, a padding mask over all of it,
+    the same shapes every step) gives the default decoding's log-likelihoods, greedy replies and token counts: for
+    the mixed batch (prompts of 1 to 3 screenshots, replies of different lengths: left and right padding) and for
+    one row alone. On the CPU it runs uncompiled; the CUDA-graph wrapping (torch.compile mode="reduce-overhead",
+    on CUDA only) cannot run here (no GPU): docs/reliability.md gives the bench a GPU session runs for it."""
+    scorer = sharp_scorer
+    requests, _ = mixed_batch(scorer, scored_project)
+    batched = dict(max_batch=16, batch_tokens=10**6)
+    expected = scorer.score(requests, max_new_tokens=12, **batched)
+    expected_one = scorer.score([requests[2]], max_batch=1, max_new_tokens=12)
+    expected_short = scorer.score(requests, max_new_tokens=5, **batched)
+    assert len({r.generated for r in expected}) > 1 and all(r.generated_tokens == 12 for r in expected)
+
+    monkeypatch.setattr(scorer, "static_decode", True)
+    scorer._free_memory()
+    assert scorer.compile_decode is False  # the CPU: the static path as it is
+    assert_same_scores(scorer.score(requests, max_new_tokens=12, **batched), expected)
+    rows, width = scorer._static_cache_shape
+    assert rows == len(requests) and width % qwen2vl.STATIC_CACHE_COLUMNS == 0
+    kept = scorer._static_cache
+    # The next batch of the same shape writes into the same cache (CUDA graphs replay on its addresses).
+    assert_same_scores(scorer.score(requests, max_new_tokens=12, **batched), expected)
+    assert scorer._static_cache is kept
+
+    assert_same_scores(scorer.score([requests[2]], max_batch=1, max_new_tokens=12), expected_one)
+    assert scorer._static_cache_shape[0] == 1  # another shape: the six-row cache was replaced
+
+    short = scorer.score(requests, max_new_tokens=5, **batched)
+    assert all(r.generated_tokens == 5 for r in short)
+    assert_same_scores(short, expected_short)
+
+
+def step_logits(scorer, batch, tokens, *, static):
+    """The decoding step's logits for ``tokens`` (steps × rows) fed one step at a time after a prefill of ``batch``."""
+    prefill = scorer.prefill_batch(batch)
+    rows = len(batch)
+    with torch.inference_mode():
+        if static:
+            run_step = scorer._static_steps(prefill, max_new_tokens=len(tokens) + 1)
+        else:
+            run_step = scorer._dynamic_steps(prefill)
+        out = []
+        for step, chosen in enumerate(tokens):
+            positions = (prefill.next_positions + step).view(1, rows, 1).expand(3, rows, 1)
+            out.append(run_step(chosen[:, None], positions))
+    return torch.stack(out)
+
+
+@pytest.mark.parametrize("sharp", [True, False])
+def test_static_decode_step_logits_equal_the_default_steps(scored_project, sharp_scorer, tiny_model, sharp):
+    """Each step's logits, not only the argmax: the same tokens (random ones, so no step repeats a prompt's pattern)
+    fed to both decodings give the same logits within 1e-5 at every step and row. The greedy replies alone could
+    miss an error that changes logits but no argmax in twelve tokens (a new token kept from its predecessors). Both
+    the sharp model and the plain one: a column of zeros left visible (a cache position one too far) takes almost
+    no weight from sharp attention, and its share of the plain model's near-uniform attention."""
+    scorer = sharp_scorer if sharp else qwen2vl.load_scorer(tiny_model)
+    _, batch = mixed_batch(scorer, scored_project)
+    generator = torch.Generator().manual_seed(0)
+    tokens = torch.randint(0, scorer.model.config.text_config.vocab_size, (10, len(batch)), generator=generator)
+    default = step_logits(scorer, batch, tokens, static=False)
+    static = step_logits(scorer, batch, tokens, static=True)
+    assert default.shape == static.shape == (10, len(batch), scorer.model.config.text_config.vocab_size)
+    # float32, logits of magnitude < 1: the two agree within 2e-7 here; the zeros column above moves them by 1e-4.
+    assert float((default - static).abs().max()) < 1e-5
+
+
+def test_the_static_decode_setting_reaches_the_workers_scorer(scored_project, tiny_model, lead, settings):
+    """STUDIO_PRESCORE_STATIC_DECODE (settings.PRESCORE_STATIC_DECODE) picks the scorer a job loads; its suggestions
+    (greedy replies; the log-likelihoods, from the same prefill, to the bit) are those of the default decoding."""
+
+    def run_job():
+        job = services.prescore_job_create(
+            project=scored_project,
+            user=lead,
+            scorer="qwen2vl",
+            model_path=str(tiny_model),
+            settings={"max_new_tokens": 6},
+            enqueue=False,
+        )
+        job = services.prescore_job_run(job_id=job.pk)
+        assert job.status == "succeeded", job.message
+        rows = StepSuggestion.objects.filter(job=job).order_by("step_id")
+        return [(r.step_id, r.model_action, r.loglik_sum, r.n_tokens) for r in rows]
+
+    default = run_job()
+    settings.PRESCORE_STATIC_DECODE = True
+    static = run_job()
+    assert qwen2vl.load_scorer(tiny_model, static_decode=True).static_decode is True
+    assert qwen2vl.load_scorer(tiny_model, static_decode=True)._static_cache_shape is not None  # it decoded
+    assert static == default and len(static) == 6
+
+
+@pytest.mark.skipif(not (shutil.which("g++") or shutil.which("c++")), reason="inductor's CPU code needs a C++ compiler")
+def test_the_compiled_static_step_gives_the_same_replies(scored_project, tiny_model):
+    """The static step through torch.compile(mode="reduce-overhead"), as on CUDA, but on the CPU: dynamo traces the
+    decoder with the static cache and inductor compiles it (about 20 s here); there are no CUDA graphs to capture
+    on the CPU, so their capture and replay are left to a GPU run (docs/reliability.md). Two batches of three rows
+    (one cache, kept and reused), then one row alone (another shape: the compiled step recompiled for it)."""
+    requests = requests_for(scored_project)
+    default = qwen2vl.load_scorer(tiny_model)
+    expected = default.score(requests, max_new_tokens=6, max_batch=3, batch_tokens=10**6)
+    expected_one = default.score(requests[:1], max_new_tokens=6, max_batch=1)
+    scorer = qwen2vl.Qwen2VLScorer(tiny_model, static_decode=True, compile_decode=True)
+    caches = []
+    real = scorer._static_cache_for
+
+    def recorded(rows, width):
+        caches.append(real(rows, width))
+        return caches[-1]
+
+    scorer._static_cache_for = recorded
+    assert_same_scores(scorer.score(requests, max_new_tokens=6, max_batch=3, batch_tokens=10**6), expected)
+    assert len(caches) == 2 and caches[0] is caches[1]
+    assert_same_scores(scorer.score(requests[:1], max_new_tokens=6, max_batch=1), expected_one)
+    assert scorer._static_cache_shape[0] == 1 and scorer._compiled_step is not None
+
+
+def test_out_of_memory_in_the_static_cache_halves_the_batch(scored_project, tiny_model, monkeypatch):
+    """The static decoding's own allocation (its cache: rows × width of every layer's keys and values) running out of
+    memory, injected as in the test above: the batch is halved like any out-of-memory error, the halves decode into
+    caches of their own size, and every step is scored as the default decoding scores it."""
+    requests = requests_for(scored_project)
+    expected = qwen2vl.load_scorer(tiny_model).score(requests, max_batch=1, max_new_tokens=4)
+    scorer = qwen2vl.Qwen2VLScorer(tiny_model, static_decode=True)
+    real = scorer._static_cache_for
+    shapes = []
+
+    def fits_three(rows, width):
+        shapes.append(rows)
+        if rows > 3:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 9.00 GiB")
+        return real(rows, width)
+
+    monkeypatch.setattr(scorer, "_static_cache_for", fits_three)
+    results = scorer.score(requests, max_batch=16, batch_tokens=10**6, max_new_tokens=4)
+    assert shapes == [6, 3, 3] and scorer.batch_limit == 3
+    assert_same_scores(results, expected)

@@ -140,7 +140,13 @@ def _sample(job: AlternativesJob) -> str:
 
     opts = job.settings
     try:
-        scorer = load_scorer(job.model_dir, device=opts.get("device"), dtype=opts.get("dtype"))
+        # The worker's one loaded model, shared with pre-scoring: the same settings give the same scorer.
+        scorer = load_scorer(
+            job.model_dir,
+            device=opts.get("device"),
+            dtype=opts.get("dtype"),
+            static_decode=django_settings.PRESCORE_STATIC_DECODE,
+        )
     except ModelLoadError as exc:
         raise JobFailed(f"model not loaded: {exc}") from exc
     job.model_name, job.weights_hash = scorer.model_name[:200], scorer.weights_hash
