@@ -103,6 +103,7 @@ class Prefill:
     logits: Any  # (rows × vocabulary) float logits at each prompt's last token: the first new token's
     attention_mask: Any  # (rows × prompt columns): 0 on the left padding of shorter prompts
     next_positions: Any  # (rows,) rotary position of each row's first new token
+    prompt_ids: Any = None  # (rows × prompt columns) token ids: what the repetition penalty counts
 
 
 def image_processor_class():
@@ -495,12 +496,15 @@ class Qwen2VLScorer:
             torch.stack(first_logits),
             tensors["attention_mask"][:, :prompt_end],
             next_positions,
+            input_ids[:, :prompt_end],
         )
 
     def decode_batch(self, prefill: Prefill, *, max_new_tokens: int) -> list[tuple[str, int]]:
         """The model's own greedy reply at each prompt of a :meth:`prefill_batch`, and its new tokens up to and
-        including <|im_end|>. Greedy is the argmax of the logits, nothing else (no sampling, no penalties). The
-        prefill's cache is consumed.
+        including <|im_end|>. Greedy is the argmax of the logits after the checkpoint's own repetition penalty
+        (``generation_config.repetition_penalty``, Qwen2-VL's and UI-TARS' ship 1.05; none on most others): what
+        transformers' ``generate`` did with ``do_sample=False``, so the reply is the one the model's authors' decoding
+        gives. No sampling. The prefill's cache is consumed.
 
         A lean loop rather than transformers' ``generate`` (decoding is bound by kernel launches and Python, so
         its per-token machinery counts): one token per row per step, through the text decoder and the LM head
@@ -516,6 +520,16 @@ class Qwen2VLScorer:
         logits = prefill.logits
         finished = torch.zeros(rows, dtype=torch.bool, device=logits.device)
         chosen_steps = []
+        penalty = float(getattr(self.model.generation_config, "repetition_penalty", None) or 1.0)
+        seen = None
+        if penalty != 1.0 and prefill.prompt_ids is not None:
+            # Every token of the prompt (not its left padding, which generate leaves out too) and of the reply so
+            # far; a mask of the vocabulary's width keeps the step's shapes fixed. Padding goes to an extra column.
+            vocabulary = logits.shape[-1]
+            ids = prefill.prompt_ids.to(logits.device).masked_fill(prefill.attention_mask == 0, vocabulary)
+            seen = torch.zeros((rows, vocabulary + 1), dtype=torch.bool, device=logits.device)
+            seen.scatter_(1, ids, True)
+            seen = seen[:, :vocabulary].contiguous()
         with torch.inference_mode():
             run_step = (
                 self._static_steps(prefill, max_new_tokens=max_new_tokens)
@@ -523,9 +537,13 @@ class Qwen2VLScorer:
                 else self._dynamic_steps(prefill)
             )
             for step in range(max_new_tokens):
+                if seen is not None:
+                    logits = _repetition_penalized(logits, seen, penalty)
                 chosen = logits.argmax(-1)
                 chosen = torch.where(finished, torch.full_like(chosen, self.pad_token_id), chosen)
                 chosen_steps.append(chosen)
+                if seen is not None:
+                    seen.scatter_(1, chosen[:, None], True)
                 finished |= chosen == self.eos_token_id
                 if step + 1 == max_new_tokens or bool(finished.all()):
                     break
@@ -776,6 +794,14 @@ def _static_cache_width(prompt_columns: int, max_new_tokens: int) -> int:
     back, so max_new_tokens − 1 of them), rounded up to a multiple of STATIC_CACHE_COLUMNS."""
     needed = prompt_columns + max(0, max_new_tokens - 1)
     return -(-needed // STATIC_CACHE_COLUMNS) * STATIC_CACHE_COLUMNS
+
+
+def _repetition_penalized(logits, seen, penalty: float):
+    """The CTRL repetition penalty (as transformers applies it): a seen token's logit divided by ``penalty`` when
+    positive, multiplied when negative, so it is always made less likely."""
+    import torch
+
+    return torch.where(seen, torch.where(logits > 0, logits / penalty, logits * penalty), logits)
 
 
 def _sample_next(logits, *, temperature: float, top_p: float, generator):

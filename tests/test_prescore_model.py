@@ -359,6 +359,24 @@ def test_shared_prefill_gives_the_two_pass_scores_and_greedy_replies(scored_proj
     assert any(r.generated != by_key[r.key].generated for r in wrong)
 
 
+def test_greedy_replies_take_the_checkpoints_repetition_penalty(scored_project, sharp_scorer, monkeypatch):
+    """Qwen2-VL's and UI-TARS' generation_config ship repetition_penalty 1.05, which transformers' generate applied
+    to greedy decoding too: both decodings apply it as generate did, to the prompt's tokens but not its left padding
+    (counting the padding changed two of the six batched replies here), and to the reply so far. A strong penalty,
+    so that it shows."""
+    scorer = sharp_scorer
+    requests, batch = mixed_batch(scorer, scored_project)
+    plain, _ = two_pass_reference(scorer, batch, max_new_tokens=12)
+    monkeypatch.setattr(scorer.model.generation_config, "repetition_penalty", 3.0)
+    expected, _ = two_pass_reference(scorer, batch, max_new_tokens=12)
+    assert any(a.generated != b.generated for a, b in zip(expected, plain))  # the penalty changes these replies
+    by_key = {r.key: r for r in expected}
+    for static_decode in (False, True):
+        monkeypatch.setattr(scorer, "static_decode", static_decode)
+        batched = scorer.score(requests, max_batch=16, batch_tokens=10**6, max_new_tokens=12)
+        assert_same_scores(batched, [by_key[r.key] for r in requests])
+
+
 @pytest.mark.parametrize("static_decode", [False, True])
 def test_decoding_stops_at_im_end_per_row_and_at_max_new_tokens(
     scored_project, sharp_scorer, monkeypatch, static_decode
