@@ -64,6 +64,7 @@ def trace_suggestions(trace: Trace, *, job_ids: dict[str, int] | None = None) ->
     """The latest run of each scorer on ``trace`` (or the runs named in ``job_ids``), plus the older runs' ids."""
     runs = {}
     history = []
+    step_ids = list(trace.steps.values_list("pk", flat=True))
     for summary in TraceSuggestion.objects.filter(trace=trace).select_related("job").order_by("-created_at", "-id"):
         history.append(
             {
@@ -77,7 +78,8 @@ def trace_suggestions(trace: Trace, *, job_ids: dict[str, int] | None = None) ->
         wanted = (job_ids or {}).get(summary.scorer)
         if summary.scorer in runs or (wanted is not None and wanted != summary.job_id):
             continue
-        rows = StepSuggestion.objects.filter(job_id=summary.job_id, step__trace=trace).select_related(
+        # By step ids, not a join on the trace (which reads every row of a big job: see _store_trace).
+        rows = StepSuggestion.objects.filter(job_id=summary.job_id, step_id__in=step_ids).select_related(
             "step__screenshot"
         )
         runs[summary.scorer] = {

@@ -237,7 +237,8 @@ def _shard_work(job: PrescoreJob, shard, progress: ShardProgress) -> None:
         Trace.objects.filter(project=job.project, pk__in=shard.items).select_related("final_screenshot").order_by("id")
     )
     counts = _Progress(job, progress)
-    counts.start(already=StepSuggestion.objects.filter(job=job, step__trace_id__in=shard.items).count())
+    step_ids = list(Step.objects.filter(trace_id__in=shard.items).values_list("pk", flat=True))
+    counts.start(already=StepSuggestion.objects.filter(job=job, step_id__in=step_ids).count())
     if job.scorer == Scorer.RULES:
         _run_rules(job, traces, counts)
         return
@@ -315,8 +316,11 @@ def _store_trace(
     the write once the job is cancelled or the shard taken over (it locks the job row first)."""
     guard()
     StepSuggestion.objects.bulk_create(suggestions, ignore_conflicts=True)
+    # By the trace's step ids (the (job, step) unique index), not by a join on the trace: the planner then read
+    # every row the job had stored (251 ms per trace at 86,000 rows; 0.3 ms this way), so a job slowed as it went.
+    step_ids = list(trace.steps.values_list("pk", flat=True))
     rows = list(
-        StepSuggestion.objects.filter(job=job, step__trace=trace).select_related("step").order_by("step__index")
+        StepSuggestion.objects.filter(job=job, step_id__in=step_ids).select_related("step").order_by("step__index")
     )
     first = rules.first_error([r.step.index for r in rows], [r.suspicion for r in rows])
     summary, _ = TraceSuggestion.objects.update_or_create(
