@@ -502,9 +502,8 @@ class Qwen2VLScorer:
     def decode_batch(self, prefill: Prefill, *, max_new_tokens: int) -> list[tuple[str, int]]:
         """The model's own greedy reply at each prompt of a :meth:`prefill_batch`, and its new tokens up to and
         including <|im_end|>. Greedy is the argmax of the logits after the checkpoint's own repetition penalty
-        (``generation_config.repetition_penalty``, Qwen2-VL's and UI-TARS' ship 1.05; none on most others): what
-        transformers' ``generate`` did with ``do_sample=False``, so the reply is the one the model's authors' decoding
-        gives. No sampling. The prefill's cache is consumed.
+        (``generation_config.repetition_penalty``, when the checkpoint sets one): what transformers' ``generate`` did
+        with ``do_sample=False``, so the reply is the one the model's authors' decoding settings give. No sampling. The prefill's cache is consumed.
 
         A lean loop rather than transformers' ``generate`` (decoding is bound by kernel launches and Python, so
         its per-token machinery counts): one token per row per step, through the text decoder and the LM head

@@ -360,8 +360,8 @@ def test_shared_prefill_gives_the_two_pass_scores_and_greedy_replies(scored_proj
 
 
 def test_greedy_replies_take_the_checkpoints_repetition_penalty(scored_project, sharp_scorer, monkeypatch):
-    """Qwen2-VL's and UI-TARS' generation_config ship repetition_penalty 1.05, which transformers' generate applied
-    to greedy decoding too: both decodings apply it as generate did, to the prompt's tokens but not its left padding
+    """A checkpoint's generation_config may set a repetition_penalty, which transformers' generate applied to greedy
+    decoding too: both decodings apply it as generate did, to the prompt's tokens but not its left padding
     (counting the padding changed two of the six batched replies here), and to the reply so far. A strong penalty,
     so that it shows."""
     scorer = sharp_scorer
