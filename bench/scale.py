@@ -25,7 +25,8 @@ job (``worker_cpu_s``, all its threads) and the cores they kept busy on average 
 decodes, hashes and writes screenshots on ``STUDIO_IMPORT_WRITE_THREADS`` threads, so one worker alone may keep
 more than one core busy, and the room left for a second worker on the same machine is what it did not use), and the
 scaling efficiency (throughput ÷ (workers × single-worker throughput); goal ≥ 0.8 up to the machine's cores) with
-the cores and the load average seen. DEBUG is off in the bench and its workers, as in production. The projects and their rows are deleted at the
+the cores and the load average seen, and where each run's time went (``phases_s``: the plan until the shards exist,
+the shards, and the job's end after the last shard, an export's assembly of its bundle; polled every 0.2 s). DEBUG is off in the bench and its workers, as in production. The projects and their rows are deleted at the
 end.
 """
 
@@ -189,10 +190,12 @@ def _timed(workers: int, env: dict, create) -> tuple:
         idle_cpu = [_cpu_seconds(proc.pid) for proc in procs]
         started = time.perf_counter()
         job = create()
+        marks: dict = {}
         while True:
             job.refresh_from_db()
             if job.is_finished:
                 break
+            _phase_marks(job, marks, time.perf_counter() - started)
             time.sleep(0.2)
         seconds = time.perf_counter() - started
         peaks = [_peak_rss_mb(proc.pid) for proc in procs]
@@ -206,8 +209,37 @@ def _timed(workers: int, env: dict, create) -> tuple:
         job,
         seconds,
         load_before,
-        {"peak_rss_mb": peaks, "worker_cpu_s": cpu, "cores_busy": round(sum(cpu) / seconds, 2)},
+        {
+            "peak_rss_mb": peaks,
+            "worker_cpu_s": cpu,
+            "cores_busy": round(sum(cpu) / seconds, 2),
+            "phases_s": _phases(marks, seconds),
+        },
     )
+
+
+def _phase_marks(job, marks: dict, now: float) -> None:
+    """Note when the job's plan had made its shards and when the last of them ended (polled, so within ~0.2 s)."""
+    from studio.models import JobShard, ShardStatus
+
+    shards = JobShard.objects.filter(job_model=job._meta.label, job_id=job.pk)
+    if "planned" not in marks and shards.exists():
+        marks["planned"] = now
+    if "planned" in marks and "shards_ended" not in marks:
+        if not shards.filter(status__in=[ShardStatus.QUEUED, ShardStatus.RUNNING]).exists():
+            marks["shards_ended"] = now
+
+
+def _phases(marks: dict, seconds: float) -> dict:
+    """Split a run's seconds into the plan (until the shards exist), the shards, and the end (the job's last task:
+    an export's assembly of the bundle; nothing much for pre-scoring and import, whose last shard ends the job)."""
+    planned = marks.get("planned", seconds)
+    shards_ended = marks.get("shards_ended", seconds)
+    return {
+        "plan": round(planned, 1),
+        "shards": round(shards_ended - planned, 1),
+        "end": round(seconds - shards_ended, 1),
+    }
 
 
 def _shard_count(job) -> int:
