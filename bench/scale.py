@@ -249,8 +249,8 @@ def _shard_count(job) -> int:
 
 
 def _run(project, lead, workers: int, env: dict) -> dict:
-    from prescoring.models import PrescoreJob
     from prescoring.services import prescore_job_create
+    from studio.jobs import job_delete
 
     job, seconds, load_before, usage = _timed(
         workers, env, lambda: prescore_job_create(project=project, user=lead, scorer="rules")
@@ -266,13 +266,13 @@ def _run(project, lead, workers: int, env: dict) -> dict:
         "load_before": round(load_before, 2),
         "load_after": round(os.getloadavg()[0], 2),
     }
-    PrescoreJob.objects.filter(pk=job.pk).delete()
+    job_delete(job)  # its suggestions in batches, its shards
     return result
 
 
 def _run_export(project, engineer, workers: int, env: dict) -> dict:
-    from exports.models import ExportJob
-    from exports.services import export_job_create, export_job_delete_bundle
+    from exports.services import export_job_create
+    from studio.jobs import job_delete
 
     job, seconds, load_before, usage = _timed(
         workers, env, lambda: export_job_create(project=project, user=engineer, fmt="trl")
@@ -292,8 +292,7 @@ def _run_export(project, engineer, workers: int, env: dict) -> dict:
         "load_before": round(load_before, 2),
         "load_after": round(os.getloadavg()[0], 2),
     }
-    export_job_delete_bundle(job=job)
-    ExportJob.objects.filter(pk=job.pk).delete()
+    job_delete(job)  # its shards, bundle and parts
     return result
 
 

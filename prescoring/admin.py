@@ -1,6 +1,6 @@
 from django.contrib import admin
 
 from prescoring.models import PrescoreJob
-from traces.admin import JobAdmin
+from studio.admin import JobAdmin
 
 admin.site.register(PrescoreJob, JobAdmin)

@@ -30,11 +30,11 @@ from pathlib import Path
 from typing import TypeVar
 
 from django.conf import settings
-from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
+from django.db import DatabaseError, InterfaceError, OperationalError, connection, models, transaction
 from django.utils import timezone
 
-from studio.errors import describe_error
-from studio.models import JobBase, JobStatus
+from studio.errors import Conflict, describe_error
+from studio.models import JobBase, JobShard, JobStatus
 from studio.signals import job_ended
 
 log = logging.getLogger(__name__)
@@ -365,6 +365,52 @@ def job_cancel(job) -> tuple[bool, str]:
             _transition(job, JobStatus.CANCELLED, finished_at=now, message="Cancelled; its worker had stopped.")
             return True, "Cancelled: its worker had stopped, so it ended at once."
     return True, "Cancel requested: the worker stops at its next checkpoint (within seconds)."
+
+
+# --- delete ----------------------------------------------------------------------------------------------
+
+
+class JobDeleteRefused(Conflict):
+    """A job cannot be deleted while it is queued or running: its workers would write into rows that are going."""
+
+
+# Rows that point at a job (a pre-scoring job's suggestions: one a step) deleted per transaction, so deleting a job
+# of 200,000 steps never reads them all into memory (Django's collector does) nor holds one long lock.
+JOB_DELETE_BATCH = 5000
+
+
+def job_delete(job, *, batch: int = JOB_DELETE_BATCH) -> dict[str, int]:
+    """Delete an ended job with what it owns: the rows that cascade from it, a batch at a time; its shards (they
+    name their job by model and id, with no foreign key, so they would outlive it); then the stored files only it
+    owns (an export's bundle and parts, an import's upload and parts), once its row is gone. Refused while the job
+    is queued or running. Returns what it removed, by model."""
+    model = type(job)
+    job = model.objects.filter(pk=job.pk).first()
+    if job is None:
+        return {}
+    if not job.is_finished:
+        raise JobDeleteRefused(
+            f"{job._meta.verbose_name} {job.pk} is {job.status}: cancel it or let it end, then delete it."
+        )
+    removed: dict[str, int] = {}
+    for relation in model._meta.related_objects:
+        if not relation.one_to_many or relation.on_delete is not models.CASCADE:
+            continue  # SET_NULL and the like: the job's own delete updates them in one statement
+        rows = relation.related_model._base_manager.filter(**{relation.field.name: job.pk})
+        while ids := list(rows.order_by("pk").values_list("pk", flat=True)[: max(1, batch)]):
+            with transaction.atomic():
+                relation.related_model._base_manager.filter(pk__in=ids).delete()
+            label = relation.related_model._meta.label
+            removed[label] = removed.get(label, 0) + len(ids)
+    with transaction.atomic():
+        removed[JobShard._meta.label] = JobShard.objects.filter(job_model=model._meta.label, job_id=job.pk).delete()[0]
+        model.objects.filter(pk=job.pk).delete()
+    removed[model._meta.label] = 1
+    for folder in _job_workdirs(job):
+        shutil.rmtree(folder, ignore_errors=True)
+    # The files go once the row is gone: a failure before leaves the row pointing at files that still exist.
+    job.files_delete()
+    return removed
 
 
 # --- queueing --------------------------------------------------------------------------------------------

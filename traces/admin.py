@@ -2,6 +2,7 @@
 
 from django.contrib import admin
 
+from studio.admin import JobAdmin
 from traces.models import ImportJob, Membership, Project, Screenshot, Step, Trace
 from traces.selectors import project_jobs
 from traces.services import project_delete
@@ -75,8 +76,4 @@ class ScreenshotAdmin(admin.ModelAdmin):
     search_fields = ["sha256"]
 
 
-@admin.register(ImportJob)
-class JobAdmin(admin.ModelAdmin):
-    list_display = ["id", "project", "status", "progress_done", "progress_total", "created_at", "finished_at"]
-    list_filter = ["status"]
-    readonly_fields = ["errors"]
+admin.site.register(ImportJob, JobAdmin)

@@ -25,7 +25,15 @@ from django.utils import timezone
 from studio.db import atomic_with_retry
 from studio.errors import Conflict, Invalid, NotFound, TooLarge, describe_error
 from studio.inputs import input_problem
-from studio.jobs import JobCancelled, JobFailed, job_attempt_running, job_enqueue, job_start, job_workdir
+from studio.jobs import (
+    JobCancelled,
+    JobFailed,
+    job_attempt_running,
+    job_delete,
+    job_enqueue,
+    job_start,
+    job_workdir,
+)
 from studio.models import JobShard, JobStatus
 from studio.shards import (
     ShardFatal,
@@ -190,13 +198,9 @@ def project_delete(*, project: Project, batch: int = PROJECT_DELETE_BATCH) -> di
         with transaction.atomic():
             Trace.objects.filter(pk__in=ids).delete()
         removed["traces"] += len(ids)
-    # Shards name their job by model and id, not by a foreign key: they would outlive it.
     for job in jobs:
-        JobShard.objects.filter(job_model=job._meta.label, job_id=job.pk).delete()
+        job_delete(job)  # with its shards (no foreign key: they would outlive it) and then its files
     project.delete()
-    # The files go once their rows are gone (a failure before leaves the rows pointing at files that still exist).
-    for job in jobs:
-        job.files_delete()
     return removed
 
 

@@ -1,0 +1,54 @@
+"""What every job kind's admin page shares: jobs are for looking up there, and are deleted through ``job_delete``."""
+
+from django.contrib import admin
+from django.db import models
+
+from studio.jobs import job_delete
+from studio.models import JobShard
+
+
+class JobAdmin(admin.ModelAdmin):
+    """A job's status moves through ``studio.jobs`` alone (a claimed attempt, a heartbeat, an end announced once
+    committed), so the admin shows jobs without letting them be edited (an edited status would skip all of it) or
+    added (a row made here would never be queued). Deleting one goes through ``job_delete``: refused while the job
+    is queued or running, its shards and files go with it, and the confirmation page gives counts, not Django's
+    list of every row that cascades (a pre-scoring job has one suggestion a step)."""
+
+    list_display = ["id", "project", "status", "progress_done", "progress_total", "created_at", "finished_at"]
+    list_filter = ["status"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def get_deleted_objects(self, objs, request):
+        jobs = list(objs)
+        summary: list[str] = []
+        counts: dict[str, int] = {}
+        perms_needed: set[str] = set()
+        protected: list[str] = []
+        for job in jobs:
+            shards = JobShard.objects.filter(job_model=job._meta.label, job_id=job.pk).count()
+            owned = [f"{shards} shards"]
+            for relation in job._meta.related_objects:
+                if relation.one_to_many and relation.on_delete is models.CASCADE:
+                    rows = relation.related_model._base_manager.filter(**{relation.field.name: job.pk}).count()
+                    name = str(relation.related_model._meta.verbose_name_plural)
+                    counts[name] = counts.get(name, 0) + rows
+                    owned.append(f"{rows} {name}")
+            summary.append(f"{job}: {', '.join(owned)}, and the files only it stored")
+            if not job.is_finished:
+                protected.append(f"{job._meta.verbose_name} {job.pk} is {job.status}: cancel it or let it end first")
+        model = self.model
+        if not request.user.has_perm(f"{model._meta.app_label}.delete_{model._meta.model_name}"):
+            perms_needed.add(str(model._meta.verbose_name))
+        return summary, counts, perms_needed, protected
+
+    def delete_model(self, request, obj):
+        job_delete(obj)
+
+    def delete_queryset(self, request, queryset):
+        for job in queryset:
+            job_delete(job)
