@@ -1,31 +1,26 @@
-"""Django admin for operators. Status changes go through the review pages, which write the audit trail."""
+"""Django admin for operators, to look things up: an annotation changes through the workspace and the review pages
+(versioned, each transition audited), a lease through the queue and the lead's release (studio.admin)."""
 
 from django.contrib import admin
 
 from annotation.models import Annotation, AuditEvent, Lease
+from studio.admin import ReadOnlyAdmin
 
 
 @admin.register(Annotation)
-class AnnotationAdmin(admin.ModelAdmin):
+class AnnotationAdmin(ReadOnlyAdmin):
     list_display = ["id", "trace", "annotator", "status", "verdict", "tau", "version", "updated_at"]
     list_filter = ["status", "verdict"]
     raw_id_fields = ["trace", "annotator", "reviewed_by"]
-    readonly_fields = ["status", "version"]  # the state machine, not the admin, moves an annotation
 
 
 @admin.register(Lease)
-class LeaseAdmin(admin.ModelAdmin):
+class LeaseAdmin(ReadOnlyAdmin):
     list_display = ["id", "trace", "user", "expires_at", "released_at", "release_reason"]
     raw_id_fields = ["trace", "user", "released_by"]
 
 
 @admin.register(AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin):
+class AuditEventAdmin(ReadOnlyAdmin):
     list_display = ["id", "annotation", "actor", "kind", "from_status", "to_status", "at"]
     raw_id_fields = ["annotation", "actor"]
-
-    def has_change_permission(self, request, obj=None):
-        return False  # append-only
-
-    def has_delete_permission(self, request, obj=None):
-        return False

@@ -1,4 +1,8 @@
-"""What every job kind's admin page shares: jobs are for looking up there, and are deleted through ``job_delete``."""
+"""What the admin pages share: the admin is for looking things up. Every write has a service that keeps its rules
+(a project's convention fixed once traces exist, an annotation's audited and versioned transitions, a trace's deletion
+record, a job's state machine), and a page or command that calls it; an admin form would write around all of them.
+So the admin adds and edits nothing, and deletes only where a service does the deletion: projects
+(``project_delete``) and jobs (``job_delete``)."""
 
 from django.contrib import admin
 from django.db import models
@@ -7,7 +11,33 @@ from studio.jobs import job_delete
 from studio.models import JobShard
 
 
-class JobAdmin(admin.ModelAdmin):
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Look up, never write: no add, change or delete (a subclass allows delete where a service does it)."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+class ReadOnlyInline(admin.TabularInline):
+    extra = 0
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+class JobAdmin(ReadOnlyAdmin):
     """A job's status moves through ``studio.jobs`` alone (a claimed attempt, a heartbeat, an end announced once
     committed), so the admin shows jobs without letting them be edited (an edited status would skip all of it) or
     added (a row made here would never be queued). Deleting one goes through ``job_delete``: refused while the job
@@ -17,11 +47,8 @@ class JobAdmin(admin.ModelAdmin):
     list_display = ["id", "project", "status", "progress_done", "progress_total", "created_at", "finished_at"]
     list_filter = ["status"]
 
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
+    def has_delete_permission(self, request, obj=None):
+        return admin.ModelAdmin.has_delete_permission(self, request, obj)
 
     def get_deleted_objects(self, objs, request):
         jobs = list(objs)

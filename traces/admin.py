@@ -1,24 +1,32 @@
-"""Django admin for operators: look things up, fix a project's settings; workflows stay in services."""
+"""Django admin for operators: look things up (studio.admin: writes go through the studio's pages and services)."""
 
 from django.contrib import admin
+from django.urls import reverse
 
-from studio.admin import JobAdmin
+from studio.admin import JobAdmin, ReadOnlyAdmin, ReadOnlyInline
 from traces.models import ImportJob, Membership, Project, Screenshot, Step, Trace
 from traces.selectors import project_jobs
 from traces.services import project_delete
 
 
-class MembershipInline(admin.TabularInline):
+class MembershipInline(ReadOnlyInline):
     model = Membership
-    extra = 0
-    autocomplete_fields = ["user"]
 
 
 @admin.register(Project)
-class ProjectAdmin(admin.ModelAdmin):
+class ProjectAdmin(ReadOnlyAdmin):
+    """Settings and members change on the project's settings page ("view on site"), through project_save and its
+    rules; the admin deletes a project through project_delete."""
+
     list_display = ["name", "platform", "coordinate_convention", "history_window", "blind_prescoring", "created_at"]
     search_fields = ["name"]
     inlines = [MembershipInline]
+
+    def view_on_site(self, obj):
+        return reverse("project-settings", args=[obj.pk])
+
+    def has_delete_permission(self, request, obj=None):
+        return admin.ModelAdmin.has_delete_permission(self, request, obj)
 
     # Django's own delete page lists every object a deletion cascades to, read into memory (a million-pair project
     # never answered); this one gives counts and deletes through project_delete, in batches, refused while a job runs.
@@ -56,22 +64,27 @@ class ProjectAdmin(admin.ModelAdmin):
 
 
 @admin.register(Trace)
-class TraceAdmin(admin.ModelAdmin):
+class TraceAdmin(ReadOnlyAdmin):
+    """A trace's instruction is set, and a trace deleted with its reason recorded, on its page ("view on site")."""
+
     list_display = ["id", "project", "external_id", "source", "outcome", "step_count", "created_at"]
     list_filter = ["project", "source", "outcome"]
     search_fields = ["external_id", "instruction"]
     raw_id_fields = ["final_screenshot", "import_job"]
 
+    def view_on_site(self, obj):
+        return reverse("trace-detail", args=[obj.pk])
+
 
 @admin.register(Step)
-class StepAdmin(admin.ModelAdmin):
+class StepAdmin(ReadOnlyAdmin):
     list_display = ["id", "trace", "index", "action_text", "parse_error"]
     search_fields = ["action_text", "thought"]
     raw_id_fields = ["trace", "screenshot"]
 
 
 @admin.register(Screenshot)
-class ScreenshotAdmin(admin.ModelAdmin):
+class ScreenshotAdmin(ReadOnlyAdmin):
     list_display = ["sha256", "format", "width", "height", "byte_size", "created_at"]
     search_fields = ["sha256"]
 
