@@ -178,12 +178,19 @@ def split_of(trace_id: int, options: ExportOptions) -> str:
     return "validation" if int.from_bytes(digest[:8], "big") / 2**64 < options.validation_fraction else "train"
 
 
-def accepted_annotations(project: Project, *, round_id: int | None = None):
+def accepted_annotations(project: Project, *, round_id: int | None = None, ids: list[int] | None = None):
     """One accepted annotation per trace: the adjudicated one when there is one, else the latest reviewed.
-    ``round_id``: only traces of that round (checkpoint evaluation on one round's corrections).
+    ``round_id``: only traces of that round (checkpoint evaluation on one round's corrections). ``ids``: only
+    those, of the project's (an export shard's, planned from this project: an annotation never changes project).
 
     Ordered by trace so the caller keeps the first per trace while streaming."""
-    annotations = Annotation.objects.filter(project=project, status=AnnotationStatus.ACCEPTED)
+    if ids is None:
+        annotations = Annotation.objects.filter(project=project, status=AnnotationStatus.ACCEPTED)
+    else:
+        # By primary key, without the project: given the project too, a planner that takes it for a small one (a new
+        # project the table's statistics do not know yet) reads all its annotations through the (project, status)
+        # index for each batch of ids: 479 ms a batch of 500 at a million annotations, 4.4 ms by primary key.
+        annotations = Annotation.objects.filter(pk__in=ids, status=AnnotationStatus.ACCEPTED)
     if round_id is not None:
         annotations = annotations.filter(trace__round_id=round_id)
     return (
@@ -665,7 +672,7 @@ def iter_samples(
 def _chosen(project: Project, annotation_ids: list[int]) -> Iterator[Annotation]:
     # A batch of ids a query, so no query holds more parameters than a database takes.
     for chunk in _batches(iter(annotation_ids), BATCH):
-        yield from _first_per_trace(accepted_annotations(project).filter(pk__in=chunk))
+        yield from _first_per_trace(accepted_annotations(project, ids=chunk))
 
 
 def export_plan_annotations(project: Project, already_held: dict[int, int] | None, stats: BuildStats) -> list[int]:
