@@ -7,7 +7,7 @@ import io
 from django.db import transaction
 from PIL import Image
 
-from annotation.models import Annotation, AnnotationStatus
+from annotation.models import Annotation, AnnotationStatus, Verdict
 from annotation.services import annotation_transition
 from traces.importers.base import ImageRef, ImportedStep, ImportedTrace
 from traces.services import trace_import_one
@@ -51,6 +51,20 @@ def accepted_annotation(trace, *, annotator, reviewer, **fields) -> Annotation:
         annotation_transition(annotation=annotation, to=AnnotationStatus.SUBMITTED, actor=annotator)
         annotation_transition(annotation=annotation, to=AnnotationStatus.ACCEPTED, actor=reviewer)
     return annotation
+
+
+def accepted_error(trace, *, annotator, reviewer, tau: int = 3, **fields) -> Annotation:
+    """An accepted annotation marking step ``tau`` wrong, with a correction and a post-reflection step (``fields``
+    override them): one DPO pair, one error-correction and one post-reflection sample."""
+    correction = {
+        "corrected_thought": "Click Display.",
+        "corrected_action": "click(start_box='(300,260)')",
+        "reflection_thought": "Wrong panel; go back.",
+        "reflection_action": "hotkey(key='alt left')",
+    }
+    return accepted_annotation(
+        trace, annotator=annotator, reviewer=reviewer, verdict=Verdict.ERROR, tau=tau, **{**correction, **fields}
+    )
 
 
 REPLIES = [

@@ -10,9 +10,9 @@ from django.contrib.admin import ModelAdmin
 from django.test import RequestFactory
 from django.urls import reverse
 
-from annotation.models import Annotation, AnnotationStatus, Verdict
+from annotation.models import Annotation, AnnotationStatus
 from studio.models import JobBase
-from tests.fixtures_export import REPLIES, accepted_annotation, make_trace
+from tests.fixtures_export import REPLIES, accepted_error, make_trace
 from traces.models import CoordinateConvention, Project, Trace
 
 STUDIO_APPS = {"studio", "traces", "annotation", "prescoring", "exports", "evaluation", "webhooks"}
@@ -48,17 +48,7 @@ def test_no_studio_model_is_added_or_edited_in_the_admin_and_only_projects_and_j
 @pytest.mark.django_db
 def test_a_posted_edit_changes_nothing(client, admin_user, project, annotator, lead):
     trace = make_trace(project, replies=REPLIES, external_id="t0")
-    annotation = accepted_annotation(
-        trace,
-        annotator=annotator,
-        reviewer=lead,
-        verdict=Verdict.ERROR,
-        tau=2,
-        corrected_thought="Click Display.",
-        corrected_action="click(start_box='(300,260)')",
-        reflection_thought="Wrong panel; go back.",
-        reflection_action="hotkey(key='alt left')",
-    )
+    annotation = accepted_error(trace, annotator=annotator, reviewer=lead, tau=2)
     client.force_login(admin_user)
 
     # A project holding traces keeps its convention: the settings page's rule, which the admin used to skip.

@@ -10,14 +10,13 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from annotation.models import Verdict
 from exports.models import ExportJob
 from exports.services import export_job_create, export_job_run
 from prescoring.models import PrescoreJob, StepSuggestion
 from prescoring.services import prescore_job_create, prescore_job_run
 from studio.jobs import JobDeleteRefused, job_delete
 from studio.models import JobShard, JobStatus
-from tests.fixtures_export import REPLIES, accepted_annotation, make_trace
+from tests.fixtures_export import REPLIES, accepted_error, make_trace
 
 pytestmark = pytest.mark.django_db
 
@@ -34,17 +33,7 @@ def _prescored(project, lead) -> PrescoreJob:
 def _exported(project, annotator, lead) -> ExportJob:
     if not project.traces.exists():
         trace = make_trace(project, replies=REPLIES, external_id="t-annotated", image_seed=7)
-        accepted_annotation(
-            trace,
-            annotator=annotator,
-            reviewer=lead,
-            verdict=Verdict.ERROR,
-            tau=3,
-            corrected_thought="Click Display.",
-            corrected_action="click(start_box='(300,260)')",
-            reflection_thought="Wrong panel; go back.",
-            reflection_action="hotkey(key='alt left')",
-        )
+        accepted_error(trace, annotator=annotator, reviewer=lead)
     job = export_job_run(job_id=export_job_create(project=project, user=lead, fmt="trl", enqueue=False).pk)
     assert job.status == JobStatus.SUCCEEDED and default_storage.exists(job.bundle_name)
     return job

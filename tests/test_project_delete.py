@@ -13,7 +13,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from annotation.models import Annotation, AuditEvent, Verdict
+from annotation.models import Annotation, AuditEvent
 from exports.models import ExportJob
 from exports.services import export_job_create, export_job_run
 from prescoring.models import PrescoreJob, StepSuggestion
@@ -21,7 +21,7 @@ from prescoring.services import prescore_job_create, prescore_job_run
 from studio.jobs import job_models
 from studio.models import JobShard, JobStatus
 from tests.factories import native_trace_folder
-from tests.fixtures_export import REPLIES, accepted_annotation, make_trace
+from tests.fixtures_export import REPLIES, accepted_error, make_trace
 from traces import services
 from traces.models import ImportJob, Membership, Project, Screenshot, Step, Trace
 from traces.selectors import project_jobs
@@ -48,16 +48,8 @@ def _filled(project, *, annotator, lead, tmp_path, prefix: str) -> dict:
     imported = _import(project, lead, tmp_path, prefix)
     for n in range(3):
         trace = make_trace(project, replies=REPLIES, external_id=f"{prefix}-hand-{n}", image_seed=n + 1)
-        accepted_annotation(
-            trace,
-            annotator=annotator,
-            reviewer=lead,
-            verdict=Verdict.ERROR,
-            tau=3,
-            corrected_thought="Click Display.",
-            corrected_action=f"click(start_box='({300 + n},260)')",
-            reflection_thought="Wrong panel; go back.",
-            reflection_action="hotkey(key='alt left')",
+        accepted_error(
+            trace, annotator=annotator, reviewer=lead, corrected_action=f"click(start_box='({300 + n},260)')"
         )
     prescore = prescore_job_create(project=project, user=lead, scorer="rules", enqueue=False)
     prescore_job_run(job_id=prescore.pk)
