@@ -16,6 +16,7 @@ from django.db import connection
 
 from studio.demo import user_create_with_role
 from studio.permissions import Role
+from tests.ports import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 TEST_PASSWORD = "correct-horse-battery-7"
@@ -389,14 +390,6 @@ def collected_static(tmp_path_factory) -> Path:
 
 
 # --- the web server as every launcher starts it ----------------------------------------------------
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -29,16 +28,11 @@ import urllib3
 from studio.webserver import uvicorn_command
 from tests.conftest import REPO, TEST_PASSWORD
 from tests.factories import native_trace_folder
+from tests.ports import free_port
 
 urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)  # Caddy's local CA: this test trusts it
 BUCKET = "trace-studio"
 STEPS = 3
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def wait_until(predicate, timeout: float, what: str, proc: subprocess.Popen | None = None, log: Path | None = None):

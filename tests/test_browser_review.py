@@ -16,17 +16,12 @@ from PIL import Image
 
 from annotation.models import Annotation, AnnotationStatus
 from tests.conftest import REPO, _worker_env, login
+from tests.ports import free_port
 from traces import grammar
 from traces.models import Step, Trace
 from traces.services import screenshot_store
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("role_groups")]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture

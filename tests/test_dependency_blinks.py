@@ -10,16 +10,13 @@ from django.db import connection
 from django.test import Client
 
 from tests.conftest import TEST_PASSWORD
+from tests.ports import free_port
 
 
 @pytest.fixture
 def redis_gone(settings):
     """A cache whose Redis refuses connections (nothing listens on the port)."""
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     settings.CACHES = {
         "default": {
             "BACKEND": "studio.cache.SharedPoolRedisCache",

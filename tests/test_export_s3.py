@@ -1,7 +1,6 @@
 """Exports on S3 (django-storages) against a real S3 endpoint on loopback (moto server)."""
 
 import hashlib
-import socket
 import urllib.request
 from urllib.parse import parse_qs, urlparse
 
@@ -10,14 +9,9 @@ import pytest
 from annotation.models import Verdict
 from exports import services
 from tests.fixtures_export import REPLIES, accepted_annotation, make_trace
+from tests.ports import free_port
 
 BUCKET = "export-tests"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture

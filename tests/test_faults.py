@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import shutil
-import socket
 import subprocess
 import time
 import zipfile
@@ -18,6 +17,7 @@ from django.test import Client
 
 from tests.conftest import WorkerProcess, purge_broker, wait_for
 from tests.factories import native_trace_folder
+from tests.ports import free_port
 
 
 def claim(client: Client, project) -> dict:
@@ -106,17 +106,11 @@ def test_terminated_postgres_backend_is_a_retryable_503(role_groups, project, an
 # --- Redis restarted while annotators save --------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class PrivateRedis:
     """A redis-server of our own on a loopback port: this test restarts it, never the shared one."""
 
     def __init__(self, workdir: Path):
-        self.port = _free_port()
+        self.port = free_port()
         self.workdir = workdir
         self.proc: subprocess.Popen | None = None
 

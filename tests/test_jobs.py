@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ from prescoring.services import prescore_job_create
 from studio.jobs import job_cancel
 from tests.conftest import REPO, wait_for
 from tests.factories import native_trace_folder
+from tests.ports import free_port
 from traces import services as trace_services
 from traces.models import ImportJob
 
@@ -156,9 +156,7 @@ def test_a_job_that_cannot_be_queued_fails_and_the_api_says_503(project, enginee
     from studio.celery import app
 
     original = app.conf.broker_url
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        dead = s.getsockname()[1]
+    dead = free_port()
     app.conf.broker_url = f"redis://127.0.0.1:{dead}/0"
     app._pool = None
     app.amqp._producer_pool = None
@@ -200,9 +198,7 @@ def test_prescore_job_that_fails_says_why_without_sql(project, lead, monkeypatch
 def test_runstudio_brings_a_dead_worker_back_and_keeps_serving(tmp_path):
     import psutil
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     env = {
         **{k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")},
         "STUDIO_DATA_DIR": str(tmp_path),

@@ -16,15 +16,10 @@ from django.test import Client
 
 from tests.conftest import TEST_PASSWORD
 from tests.fixtures_export import REPLIES, make_trace
+from tests.ports import free_port
 from traces.models import Screenshot
 
 BUCKET = "studio-s3-tests"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def use_s3(settings, endpoint: str, *, public_endpoint: str | None = None) -> None:
