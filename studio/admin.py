@@ -5,9 +5,8 @@ So the admin adds and edits nothing, and deletes only where a service does the d
 (``project_delete``) and jobs (``job_delete``)."""
 
 from django.contrib import admin
-from django.db import models
 
-from studio.jobs import job_delete
+from studio.jobs import job_cascades, job_delete
 from studio.models import JobShard
 
 
@@ -59,12 +58,11 @@ class JobAdmin(ReadOnlyAdmin):
         for job in jobs:
             shards = JobShard.objects.filter(job_model=job._meta.label, job_id=job.pk).count()
             owned = [f"{shards} shards"]
-            for relation in job._meta.related_objects:
-                if relation.one_to_many and relation.on_delete is models.CASCADE:
-                    rows = relation.related_model._base_manager.filter(**{relation.field.name: job.pk}).count()
-                    name = str(relation.related_model._meta.verbose_name_plural)
-                    counts[name] = counts.get(name, 0) + rows
-                    owned.append(f"{rows} {name}")
+            for relation in job_cascades(type(job)):
+                rows = relation.related_model._base_manager.filter(**{relation.field.name: job.pk}).count()
+                name = str(relation.related_model._meta.verbose_name_plural)
+                counts[name] = counts.get(name, 0) + rows
+                owned.append(f"{rows} {name}")
             summary.append(f"{job}: {', '.join(owned)}, and the files only it stored")
             if not job.is_finished:
                 protected.append(f"{job._meta.verbose_name} {job.pk} is {job.status}: cancel it or let it end first")

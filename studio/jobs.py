@@ -379,6 +379,13 @@ class JobDeleteRefused(Conflict):
 JOB_DELETE_BATCH = 5000
 
 
+def job_cascades(model) -> list:
+    """The one-to-many relations whose rows go with a job of ``model`` (a pre-scoring job's suggestions): what
+    ``job_delete`` deletes in batches and the admin's delete page counts. SET_NULL and the like are left to the
+    job's own delete, which updates them in one statement."""
+    return [r for r in model._meta.related_objects if r.one_to_many and r.on_delete is models.CASCADE]
+
+
 def job_delete(job, *, batch: int = JOB_DELETE_BATCH) -> dict[str, int]:
     """Delete an ended job with what it owns: the rows that cascade from it, a batch at a time; its shards (they
     name their job by model and id, with no foreign key, so they would outlive it); then the stored files only it
@@ -393,9 +400,7 @@ def job_delete(job, *, batch: int = JOB_DELETE_BATCH) -> dict[str, int]:
             f"{job._meta.verbose_name} {job.pk} is {job.status}: cancel it or let it end, then delete it."
         )
     removed: dict[str, int] = {}
-    for relation in model._meta.related_objects:
-        if not relation.one_to_many or relation.on_delete is not models.CASCADE:
-            continue  # SET_NULL and the like: the job's own delete updates them in one statement
+    for relation in job_cascades(model):
         rows = relation.related_model._base_manager.filter(**{relation.field.name: job.pk})
         while ids := list(rows.order_by("pk").values_list("pk", flat=True)[: max(1, batch)]):
             with transaction.atomic():
