@@ -188,8 +188,10 @@ if REDIS_URL:
     }
 else:
     # Embedded mode: kombu's filesystem transport, a real broker in files that a separate
-    # worker process consumes, so nothing runs inline in the web process.
+    # worker process consumes, so nothing runs inline in the web process. Its channel is
+    # studio.broker_filesystem's: kombu's own loses a message a consumer lists while it is written.
     CELERY_BROKER_URL = "filesystem://"
+    CELERY_BROKER_TRANSPORT = "studio.broker_filesystem:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_DIR / "queue"),
         "data_folder_out": str(BROKER_DIR / "queue"),

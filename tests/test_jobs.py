@@ -155,9 +155,10 @@ def test_a_dropped_connection_is_retried_and_the_end_recorded(project, lead, tmp
 def test_a_job_that_cannot_be_queued_fails_and_the_api_says_503(project, engineer, api_client, transactional_db):
     from studio.celery import app
 
-    original = app.conf.broker_url
+    original = app.conf.broker_url, app.conf.broker_transport
     dead = free_port()
-    app.conf.broker_url = f"redis://127.0.0.1:{dead}/0"
+    # A Redis that is not there, whichever broker the run uses (the embedded mode names its transport apart).
+    app.conf.broker_url, app.conf.broker_transport = f"redis://127.0.0.1:{dead}/0", None
     app._pool = None
     app.amqp._producer_pool = None
     try:
@@ -165,7 +166,7 @@ def test_a_job_that_cannot_be_queued_fails_and_the_api_says_503(project, enginee
         response = api_client(engineer).post(f"/api/projects/{project.pk}/exports/", {"format": "trl"}, format="json")
         elapsed = time.monotonic() - started
     finally:
-        app.conf.broker_url = original
+        app.conf.broker_url, app.conf.broker_transport = original
         app._pool = None
         app.amqp._producer_pool = None
     assert response.status_code == 503 and response["Retry-After"], response.content
