@@ -2,7 +2,8 @@
 
 Fixed timestamps, fixed permissions, entries sorted by name, images stored as they are (never
 recompressed), text deflated. Files are streamed into the archive in chunks, so memory does not
-grow with the bundle.
+grow with the bundle. A data file may come deflated already (``file_deflate``, in an export's shard, on any
+worker): the archive takes its bytes as they are, the same bytes zipfile's own compression writes.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import hashlib
 import json
 import shutil
 import zipfile
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,13 +25,43 @@ CHUNK = 1024 * 1024
 
 
 @dataclass(frozen=True)
+class Deflated:
+    """What a member's header says of data deflated before the archive is written (``file_deflate``)."""
+
+    crc32: int
+    compressed_size: int
+
+
+@dataclass(frozen=True)
 class Entry:
-    """An archive member: ``open`` yields a binary file object; ``compress`` deflates it."""
+    """An archive member of ``size`` bytes: ``open`` yields a binary file object; ``compress`` deflates it. With
+    ``deflated``, ``open`` yields the member's deflated stream instead (``file_deflate``), written as it is."""
 
     name: str
     size: int
     open: Callable[[], object]
     compress: bool
+    deflated: Deflated | None = None
+
+
+def _zip_deflater():
+    # zipfile's own compressor for ZIP_DEFLATED at its default level: a raw deflate stream (no zlib header).
+    # zlib's output does not depend on how the input is cut into chunks, so the bytes are zipfile's.
+    return zlib.compressobj(zlib.Z_DEFAULT_COMPRESSION, zlib.DEFLATED, -15)
+
+
+def file_deflate(source: Path, target: Path) -> tuple[str, Deflated]:
+    """Deflate ``source`` into ``target`` as the archive would deflate it; returns the source's sha256 and what the
+    member's header needs. One read of the file: an export's shard does this beside its other work, so the
+    assembly, which runs alone, copies compressed bytes instead of compressing every data file itself."""
+    digest, crc, compressor, written = hashlib.sha256(), 0, _zip_deflater(), 0
+    with open(source, "rb") as handle, open(target, "wb") as out:
+        while chunk := handle.read(CHUNK):
+            digest.update(chunk)
+            crc = zlib.crc32(chunk, crc)
+            written += out.write(compressor.compress(chunk))
+        written += out.write(compressor.flush())
+    return digest.hexdigest(), Deflated(crc32=crc, compressed_size=written)
 
 
 def file_sha256(path: Path) -> str:
@@ -58,9 +90,38 @@ def write_archive(target: Path, entries: Iterable[Entry], *, on_entry: Callable[
             info.compress_type = zipfile.ZIP_DEFLATED if entry.compress else zipfile.ZIP_STORED
             info.file_size = entry.size
             with entry.open() as source, archive.open(info, "w", force_zip64=entry.size > 2**31) as sink:
-                shutil.copyfileobj(source, sink, CHUNK)
+                if entry.deflated is None:
+                    shutil.copyfileobj(source, sink, CHUNK)
+                else:
+                    _copy_deflated(source, sink, entry)
             if on_entry:
                 on_entry(number)
+
+
+class _AsItIs:
+    """A compressor that passes deflated bytes through (``_copy_deflated``)."""
+
+    def compress(self, data):
+        return data
+
+    def flush(self) -> bytes:
+        return b""
+
+
+def _copy_deflated(source, sink, entry: Entry) -> None:
+    """Write ``entry``'s deflated stream into the member ``sink`` that ``ZipFile.open(info, "w")`` opened as deflated.
+    zipfile has no public way to add data compressed elsewhere: its writer's compressor is swapped for one that
+    passes the bytes through, and the checksum and size it counted (of the compressed bytes) are set to the
+    uncompressed file's before the member is closed; the member's local header, sizes and the central directory
+    are then zipfile's own. tests/test_export_bundle.py compares the bytes with zipfile compressing the same files."""
+    assert entry.deflated is not None
+    sink._compressor = _AsItIs()
+    shutil.copyfileobj(source, sink, CHUNK)
+    if sink._compress_size != entry.deflated.compressed_size:
+        raise ValueError(
+            f"{entry.name}: {sink._compress_size} deflated bytes, {entry.deflated.compressed_size} expected"
+        )
+    sink._crc, sink._file_size = entry.deflated.crc32, entry.size
 
 
 class Rows(list):

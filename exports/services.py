@@ -156,6 +156,11 @@ def _stored_file(name: str):
     return lambda: default_storage.open(name, "rb")
 
 
+def deflated_path(path: Path) -> Path:
+    """Where ``export_part_build`` writes a data file's deflated stream: what a shard stores, and the bundle takes."""
+    return path.with_name(f"{path.name}.deflate")
+
+
 def export_part_build(
     *,
     project: Project,
@@ -166,8 +171,9 @@ def export_part_build(
     on_batch: Callable[[int], None] | None = None,
 ) -> dict:
     """Write the data files of one shard of an export (``annotation_ids``, in trace order) into ``workdir`` (emptied
-    first); returns what the bundle's assembly needs of it (JSON): per file (its stem) the samples, sha256 and size,
-    and the shard's counts, skips, sources, images and reward figures. The same annotations give the same bytes.
+    first), each beside its deflated stream (``deflated_path``); returns what the bundle's assembly needs of it
+    (JSON): per file (its stem) the samples, sha256 and size, the deflated stream's CRC-32 and size, and the shard's
+    counts, skips, sources, images and reward figures. The same annotations give the same bytes.
 
     Streaming: samples go straight to the files. ``on_batch(annotations done)`` may raise JobCancelled."""
     if fmt not in WRITERS:
@@ -210,16 +216,19 @@ def export_part_build(
             if shot.sha256 not in images:
                 images[shot.sha256] = [shot.image.name, shot.byte_size, image_path(shot)]
     stems = writer.close()
+    files = {}
+    for stem in stems:
+        sha256, deflated = archive.file_deflate(writer.path(stem), deflated_path(writer.path(stem)))
+        files[stem] = {
+            "samples": writer.counts[stem],
+            "sha256": sha256,
+            "size": writer.path(stem).stat().st_size,
+            "crc32": deflated.crc32,
+            "compressed_size": deflated.compressed_size,
+        }
     result = {
         "suffix": writer.suffix,
-        "files": {
-            stem: {
-                "samples": writer.counts[stem],
-                "sha256": archive.file_sha256(writer.path(stem)),
-                "size": writer.path(stem).stat().st_size,
-            }
-            for stem in stems
-        },
+        "files": files,
         "by_kind": by_kind,
         "by_split": by_split,
         "on_policy": [[name, weights, n] for (name, weights), n in sorted(on_policy.items())],
@@ -256,7 +265,8 @@ def export_assemble(
     progress: Callable[[int, int | None], None] | None = None,
 ) -> BuildResult:
     """Assemble the bundle from its shards' ``parts`` (``export_part_build``'s results, in shard order, taken one at
-    a time) in ``workdir`` (emptied first); returns the finished archive. ``stored(file)`` opens one part's data file.
+    a time) in ``workdir`` (emptied first); returns the finished archive. ``stored(file)`` opens one part's data
+    file, deflated as its shard stored it.
 
     Deterministic: the data files are named from the shard order alone (``data_file_name``), every other file
     is made from the merged results, and the archive fixes entry order, timestamps and compression
@@ -310,7 +320,9 @@ def export_assemble(
             data_files.append(name)
             files[name] = {"sha256": file["sha256"], "size": file["size"]}
             by_file[name] = file["samples"]
-            entries.append(archive.Entry(name, file["size"], stored(file), compress=True))
+            # A shard stored the file deflated (a part from before shards deflated has no crc32: compressed here).
+            deflated = archive.Deflated(file["crc32"], file["compressed_size"]) if "crc32" in file else None
+            entries.append(archive.Entry(name, file["size"], stored(file), compress=True, deflated=deflated))
     extra_files = writer.bundle_files(data_files)
     counts = {
         "by_kind": by_kind,
@@ -561,7 +573,7 @@ def _shard_work(job: ExportJob, shard: JobShard, progress: ShardProgress) -> Non
         with transaction.atomic():
             progress.guard()
             for stem, file in result["files"].items():
-                file["stored"] = bundle_part_save(job, shard, scratch / f"{stem}{result['suffix']}")
+                file["stored"] = bundle_part_save(job, shard, deflated_path(scratch / f"{stem}{result['suffix']}"))
             JobShard.objects.filter(pk=shard.pk, attempts=shard.attempts).update(result=result)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -7,6 +7,7 @@ hold shards at once when one is SIGKILLed or the export is cancelled."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 import zipfile
@@ -313,6 +314,49 @@ def test_cancel_while_shards_run_stops_every_shard_write(
     assert not job.bundle_name and not _stored_parts(job)
     assert set(_shards(job).values_list("status", flat=True)) <= {"done", "cancelled"}
     assert _shards(job).filter(status="cancelled").exists()
+
+
+def test_files_deflated_beforehand_give_the_archive_zipfile_writes_compressing_them(tmp_path):
+    """A shard deflates its data files (bundle.file_deflate) and the assembly copies the streams: the archive's
+    bytes are those of zipfile compressing the same files itself, for an empty file, a small one, one of several
+    read chunks, and beside a stored image."""
+    import hashlib
+    import random
+
+    from exports import bundle
+
+    rng = random.Random(7)
+    texts = {
+        "data/a/train-00000-of-00001.jsonl": b"",
+        "data/b/train-00000-of-00001.jsonl": '{"t": "Écran ✓"}\n'.encode(),
+        "data/c/train-00000-of-00001.jsonl": b"".join(
+            f'{{"i": {i}, "w": "{rng.choice(["click", "type", "scroll"])}{rng.random()}"}}\n'.encode()
+            for i in range(120_000)
+        ),
+    }
+    assert len(texts["data/c/train-00000-of-00001.jsonl"]) > 2 * bundle.CHUNK
+    image = tmp_path / "shot.png"
+    image.write_bytes(rng.randbytes(5000))
+    plain, deflated = [], []
+    for name, data in texts.items():
+        path = tmp_path / name.replace("/", "_")
+        path.write_bytes(data)
+        sha256, header = bundle.file_deflate(path, tmp_path / f"{path.name}.deflate")
+        assert sha256 == hashlib.sha256(data).hexdigest()
+        stream = tmp_path / f"{path.name}.deflate"
+        plain.append(bundle.Entry(name, len(data), lambda p=path: open(p, "rb"), compress=True))
+        deflated.append(bundle.Entry(name, len(data), lambda s=stream: open(s, "rb"), compress=True, deflated=header))
+    shot = bundle.Entry("images/shot.png", 5000, lambda: open(image, "rb"), compress=False)
+    bundle.write_archive(tmp_path / "plain.zip", [*plain, shot])
+    bundle.write_archive(tmp_path / "deflated.zip", [*deflated, shot])
+    assert (tmp_path / "plain.zip").read_bytes() == (tmp_path / "deflated.zip").read_bytes()
+    with zipfile.ZipFile(tmp_path / "deflated.zip") as archive:
+        assert archive.testzip() is None
+        assert {name: archive.read(name) for name in texts} == texts
+    # A stream that is not the one its header describes is refused, not written into a bundle.
+    wrong = dataclasses.replace(deflated[2], deflated=bundle.Deflated(0, deflated[2].deflated.compressed_size + 1))
+    with pytest.raises(ValueError, match="deflated bytes"):
+        bundle.write_archive(tmp_path / "wrong.zip", [wrong])
 
 
 def test_the_manifest_is_written_streamed_with_the_bytes_of_one_json_dump(tmp_path):
