@@ -8,7 +8,8 @@ deliveries of one job never run together), beats from a thread while ``work`` ru
 database connection dropped (the work is idempotent), and records the end on a fresh connection, retried until
 the database answers: no database or broker blip leaves a job "running". If the worker dies anyway, the
 watchdog (``jobs_watch_once``, a timer in every worker) finds the job's heartbeat stale and sends it again, or
-fails it after ``JOB_MAX_ATTEMPTS``. The end is announced (``studio.signals.job_ended``) once committed.
+fails it after ``JOB_MAX_ATTEMPTS``; a job whose message the broker lost before it started is sent again
+(``jobs_resend_lost``). The end is announced (``studio.signals.job_ended``) once committed.
 
 Disk: each attempt works in its own folder (``job_workdir``) under ``JOB_WORK_DIR``, removed when the attempt
 ends; when a job ends (however: its run, a cancel, the watchdog) its folders go and the job gives back the files it
@@ -489,6 +490,59 @@ def jobs_watch_once() -> list[tuple[str, int, str]]:
     return acted
 
 
+def broker_queue_sizes(queues) -> dict[str, int]:
+    """The messages waiting in each of ``queues`` (taken by no worker yet); a queue the broker does not know holds
+    none (Redis drops an emptied queue's key)."""
+    from kombu.exceptions import ChannelError
+
+    from studio.celery import app as celery_app
+
+    sizes = {}
+    with celery_app.connection_for_write() as conn:
+        channel = conn.default_channel
+        for queue in queues:
+            try:
+                sizes[queue] = channel.queue_declare(queue=queue, passive=True).message_count
+            except ChannelError:
+                sizes[queue] = 0
+    return sizes
+
+
+def jobs_resend_lost(*, now=None) -> list[tuple[str, int, str]]:
+    """Send again the jobs whose message the broker lost before any worker took it (a Redis restarted without its
+    data): ``jobs_watch_once`` only sees jobs that started, and these would stay queued for ever. A job still
+    queued after ``JOB_QUEUED_LOST_AFTER_S`` counts as lost when its queue holds fewer messages than there are such
+    jobs waiting on it; then each of them is sent again, at most once per ``JOB_QUEUED_LOST_AFTER_S`` (a queued
+    job's ``heartbeat_at`` says when it was last sent again; a compare-and-swap on it lets one of several watchers
+    act). A second message of a job that was not lost is harmless: ``job_start`` lets one run claim it, and the
+    other finds it running or ended."""
+    from studio.celery import app as celery_app
+
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=settings.JOB_QUEUED_LOST_AFTER_S)
+    waiting: dict[str, list] = {}
+    for model in job_models():
+        old = model.objects.filter(status=JobStatus.QUEUED, cancel_requested=False, created_at__lt=cutoff).filter(
+            models.Q(heartbeat_at__isnull=True) | models.Q(heartbeat_at__lt=cutoff)
+        )
+        for job in old:
+            waiting.setdefault(job.queue_name(), []).append(job)
+    if not waiting:
+        return []
+    acted = []
+    for queue, size in broker_queue_sizes(waiting).items():
+        if size >= len(waiting[queue]):
+            continue  # their messages may all be there, waiting for a free worker
+        for job in waiting[queue]:
+            model = type(job)
+            claimed = model.objects.filter(pk=job.pk, status=JobStatus.QUEUED, heartbeat_at=job.heartbeat_at)
+            if not claimed.update(heartbeat_at=now):
+                continue  # started meanwhile, or another watcher sent it
+            celery_app.send_task(job.task_name(), args=[job.pk], queue=queue)
+            acted.append((model._meta.label, job.pk, "resent: its message was lost"))
+    return acted
+
+
 def watchdog_start() -> threading.Thread:
     """A daemon timer in a worker process: ``jobs_watch_once`` every ``JOB_WATCH_INTERVAL_S``."""
 
@@ -496,7 +550,7 @@ def watchdog_start() -> threading.Thread:
         while True:
             time.sleep(settings.JOB_WATCH_INTERVAL_S)
             try:
-                acted = jobs_watch_once()
+                acted = jobs_watch_once() + jobs_resend_lost()
                 if acted:
                     log.warning("job watchdog: %s", acted)
                 swept = jobs_sweep_files()
@@ -524,6 +578,7 @@ __all__ = [
     "job_progress",
     "job_run",
     "job_start",
+    "jobs_resend_lost",
     "jobs_watch_once",
     "watchdog_start",
 ]

@@ -24,7 +24,11 @@ class JobBase(models.Model):
     progress_total = models.PositiveIntegerField(default=0)
     cancel_requested = models.BooleanField(default=False)
     attempts = models.PositiveSmallIntegerField(default=0)
-    heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="Last sign of life of the worker running it.")
+    heartbeat_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Last sign of life of the worker running it; queued: when it was last sent again.",
+    )
     message = models.TextField(blank=True, help_text="Failure reason or final summary, for people.")
     errors = models.JSONField(default=list, blank=True, help_text="Per-item problems that did not stop the job.")
 

@@ -293,6 +293,9 @@ IMPORT_FAILED_UPLOAD_DAYS = env_int("STUDIO_IMPORT_FAILED_UPLOAD_DAYS", 7)
 JOB_STALE_AFTER_S = env_int("STUDIO_JOB_STALE_AFTER_S", 60)
 JOB_WATCH_INTERVAL_S = float(env("STUDIO_JOB_WATCH_INTERVAL_S", "20"))
 JOB_MAX_ATTEMPTS = env_int("STUDIO_JOB_MAX_ATTEMPTS", 3)
+# A job still queued after this long, while its queue holds fewer messages than there are such jobs, lost its
+# message (a broker restarted without its data): the watchdog sends it again (studio.jobs.jobs_resend_lost).
+JOB_QUEUED_LOST_AFTER_S = env_int("STUDIO_JOB_QUEUED_LOST_AFTER_S", 120)
 # A job whose database connection drops retries its (idempotent) work this many times before failing.
 JOB_DB_RETRIES = env_int("STUDIO_JOB_DB_RETRIES", 3)
 # Queueing a job tries the broker briefly, then the request answers 503 (the job is marked failed).
