@@ -3,8 +3,8 @@
 
 from django.contrib import admin
 
-from annotation.models import Annotation, AuditEvent, Lease
-from studio.admin import ReadOnlyAdmin
+from annotation.models import AlternativesJob, Annotation, AuditEvent, Lease
+from studio.admin import JobAdmin, ReadOnlyAdmin
 
 
 @admin.register(Annotation)
@@ -24,3 +24,10 @@ class LeaseAdmin(ReadOnlyAdmin):
 class AuditEventAdmin(ReadOnlyAdmin):
     list_display = ["id", "annotation", "actor", "kind", "from_status", "to_status", "at"]
     raw_id_fields = ["annotation", "actor"]
+
+
+@admin.register(AlternativesJob)
+class AlternativesJobAdmin(JobAdmin):
+    list_display = ["id", "annotation", "step", "model_name", "status", "reused", "created_at", "finished_at"]
+    search_fields = ["model_name", "weights_hash"]
+    raw_id_fields = ["annotation", "step"]

@@ -5,9 +5,16 @@ So the admin adds and edits nothing, and deletes only where a service does the d
 (``project_delete``) and jobs (``job_delete``)."""
 
 from django.contrib import admin
+from rest_framework.authtoken.models import TokenProxy
 
 from studio.jobs import job_cascades, job_delete
 from studio.models import JobShard
+
+
+def counted(count: int, model) -> str:
+    """``count`` rows of ``model`` in words, singular or plural by the model's own names: "1 trace", "4 steps"."""
+    meta = model._meta
+    return f"{count} {meta.verbose_name if count == 1 else meta.verbose_name_plural}"
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -55,14 +62,18 @@ class JobAdmin(ReadOnlyAdmin):
         counts: dict[str, int] = {}
         perms_needed: set[str] = set()
         protected: list[str] = []
+        counts[str(self.model._meta.verbose_name_plural)] = len(jobs)
         for job in jobs:
             shards = JobShard.objects.filter(job_model=job._meta.label, job_id=job.pk).count()
-            owned = [f"{shards} shards"]
+            owned = [counted(shards, JobShard)]
+            owned_counts = [(JobShard, shards)]
             for relation in job_cascades(type(job)):
                 rows = relation.related_model._base_manager.filter(**{relation.field.name: job.pk}).count()
-                name = str(relation.related_model._meta.verbose_name_plural)
+                owned.append(counted(rows, relation.related_model))
+                owned_counts.append((relation.related_model, rows))
+            for model, rows in owned_counts:
+                name = str(model._meta.verbose_name_plural)
                 counts[name] = counts.get(name, 0) + rows
-                owned.append(f"{rows} {name}")
             summary.append(f"{job}: {', '.join(owned)}, and the files only it stored")
             if not job.is_finished:
                 protected.append(f"{job._meta.verbose_name} {job.pk} is {job.status}: cancel it or let it end first")
@@ -77,3 +88,9 @@ class JobAdmin(ReadOnlyAdmin):
     def delete_queryset(self, request, queryset):
         for job in queryset:
             job_delete(job)
+
+
+# No API token page. rest_framework's listed every user's key in the clear and made keys for any user, and a token's
+# name is its key (on every page of a row: title, breadcrumbs), so whoever opened the admin could act as any user on
+# the API. A key is shown once, to its owner, when it is issued (studio.security.api_token_issue, /account/token/).
+admin.site.unregister(TokenProxy)  # studio comes after rest_framework.authtoken in INSTALLED_APPS

@@ -9,6 +9,7 @@ from django.contrib import admin
 from django.contrib.admin import ModelAdmin
 from django.test import RequestFactory
 from django.urls import reverse
+from django.utils import timezone
 
 from annotation.models import Annotation, AnnotationStatus
 from studio.models import JobBase
@@ -80,3 +81,57 @@ def test_a_posted_edit_changes_nothing(client, admin_user, project, annotator, l
         f'href="/traces/{trace.pk}/"'
         in client.get(reverse("admin:traces_trace_change", args=[trace.pk])).content.decode()
     )
+
+
+@pytest.mark.django_db
+def test_every_studio_model_an_operator_looks_up_has_pages_that_answer(client, admin_user, project, annotator, lead):
+    """Every job kind, rounds, deletion records and webhook deliveries can be looked up; each list and each row's page
+    answers 200, and a webhook's signing secret is not on its page."""
+    from annotation.models import AlternativesJob
+    from evaluation.models import EvaluationJob
+    from traces.models import Round, TraceDeletion
+    from webhooks.models import Delivery, Webhook
+
+    trace = make_trace(project, replies=REPLIES, external_id="t0")
+    annotation = accepted_error(trace, annotator=annotator, reviewer=lead)
+    AlternativesJob.objects.create(annotation=annotation, step=trace.steps.first(), created_by=lead, settings_key="k")
+    EvaluationJob.objects.create(project=project, checkpoint="agent-r2", model_dir="/models/r2", created_by=lead)
+    Round.objects.create(project=project, name="r1", checkpoint="agent-r1", ran_at=timezone.now())
+    TraceDeletion.objects.create(project=project, trace_id=999, external_id="gone", reason="duplicate", deleted_by=lead)
+    hook = Webhook.objects.create(
+        project=project, url="https://ci.example.org/h", events=["bundle.ready"], secret="s3cr3t-value"
+    )
+    Delivery.objects.create(webhook=hook, event="bundle.ready", payload={"export": {"id": 1}})
+    client.force_login(admin_user)
+    registered = {model for model, _ in _studio_admins()}
+    assert {AlternativesJob, EvaluationJob, Round, TraceDeletion, Webhook, Delivery} <= registered
+    for model in registered:
+        prefix = f"admin:{model._meta.app_label}_{model._meta.model_name}"
+        listing = client.get(reverse(f"{prefix}_changelist"))
+        assert listing.status_code == 200, model
+        row = model._base_manager.first()
+        if row is not None:
+            page = client.get(reverse(f"{prefix}_change", args=[row.pk]))
+            assert page.status_code == 200, model
+            assert "s3cr3t-value" not in page.content.decode(), model
+
+
+@pytest.mark.django_db
+def test_the_admin_never_shows_or_makes_an_api_token_key(client, admin_user, annotator):
+    """A key is shown once, to its owner (studio.security.api_token_issue); rest_framework's token page listed every
+    user's key in the clear, named each row by its key and made keys for any user. The admin has no token page."""
+    from django.urls import NoReverseMatch
+    from rest_framework.authtoken.models import Token, TokenProxy
+
+    from studio.security import api_token_issue
+
+    key = api_token_issue(user=annotator)
+    assert not admin.site.is_registered(TokenProxy) and not admin.site.is_registered(Token)
+    with pytest.raises(NoReverseMatch):
+        reverse("admin:authtoken_tokenproxy_changelist")
+    client.force_login(admin_user)
+    for path in ("/admin/", "/admin/authtoken/tokenproxy/", f"/admin/authtoken/tokenproxy/{annotator.pk}/change/"):
+        response = client.get(path, follow=True)
+        assert key not in response.content.decode(), path
+    assert client.post("/admin/authtoken/tokenproxy/add/", {"user": admin_user.pk}).status_code == 404
+    assert Token.objects.filter(user=admin_user).count() == 0

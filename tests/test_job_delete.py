@@ -96,7 +96,9 @@ def test_admin_shows_jobs_read_only_and_deletes_through_the_service(client, admi
     assert listing.status_code == 200 and f"/admin/exports/exportjob/{export.pk}/" in listing.content.decode()
 
     delete = reverse("admin:exports_exportjob_delete", args=[export.pk])
-    assert "1 shards, and the files only it stored" in client.get(delete).content.decode()
+    text = client.get(delete).content.decode()
+    assert "1 job shard, and the files only it stored" in text
+    assert "<li>Export jobs: 1</li>" in text and "<li>Job shards: 1</li>" in text  # the page's summary is not empty
     assert client.post(delete, {"post": "yes"}).status_code == 302
     assert not ExportJob.objects.filter(pk=export.pk).exists() and not _shards(export).exists()
     assert not default_storage.exists(export.bundle_name)

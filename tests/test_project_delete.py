@@ -146,7 +146,7 @@ def test_admin_delete_page_counts_and_deletes_through_the_service(client, admin_
     page = client.get(url)
     assert page.status_code == 200
     text = page.content.decode()
-    assert "3 traces, 6 steps, 0 annotations, 0 jobs" in text
+    assert "3 traces, 6 steps, 0 annotations, 0 jobs" in text and "<li>Projects: 1</li>" in text
     job = ExportJob.objects.create(project=project, created_by=lead, format="trl", status=JobStatus.RUNNING)
     refused = client.post(url, {"post": "yes"})
     assert refused.status_code == 200 and f"export job {job.pk} of {project} is running" in refused.content.decode()

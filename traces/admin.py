@@ -3,8 +3,8 @@
 from django.contrib import admin
 from django.urls import reverse
 
-from studio.admin import JobAdmin, ReadOnlyAdmin, ReadOnlyInline
-from traces.models import ImportJob, Membership, Project, Screenshot, Step, Trace
+from studio.admin import JobAdmin, ReadOnlyAdmin, ReadOnlyInline, counted
+from traces.models import ImportJob, Membership, Project, Round, Screenshot, Step, Trace, TraceDeletion
 from traces.selectors import project_jobs
 from traces.services import project_delete
 
@@ -40,11 +40,10 @@ class ProjectAdmin(ReadOnlyAdmin):
             traces = project.traces.count()
             steps = Step.objects.filter(trace__project=project).count()
             annotations = Annotation.objects.filter(project=project).count()
-            summary.append(
-                f"{project}: {traces} traces, {steps} steps, {annotations} annotations, {len(jobs)} jobs "
-                "(screenshots other projects may show are kept)"
-            )
-            for model, count in ((Trace, traces), (Step, steps), (Annotation, annotations)):
+            owned = [counted(traces, Trace), counted(steps, Step), counted(annotations, Annotation)]
+            jobs_in_words = f"{len(jobs)} job" if len(jobs) == 1 else f"{len(jobs)} jobs"
+            summary.append(f"{project}: {', '.join(owned)}, {jobs_in_words} (screenshots other projects show are kept)")
+            for model, count in ((Project, 1), (Trace, traces), (Step, steps), (Annotation, annotations)):
                 key = str(model._meta.verbose_name_plural)
                 counts[key] = counts.get(key, 0) + count
             protected.extend(
@@ -90,3 +89,19 @@ class ScreenshotAdmin(ReadOnlyAdmin):
 
 
 admin.site.register(ImportJob, JobAdmin)
+
+
+@admin.register(Round)
+class RoundAdmin(ReadOnlyAdmin):
+    list_display = ["id", "project", "name", "checkpoint", "ran_at", "annotated_at"]
+    list_filter = ["project"]
+    search_fields = ["name", "checkpoint", "weights_hash"]
+
+
+@admin.register(TraceDeletion)
+class TraceDeletionAdmin(ReadOnlyAdmin):
+    """Who deleted which trace, when and why: the record stays after the trace is gone."""
+
+    list_display = ["id", "project", "trace_id", "external_id", "deleted_by", "deleted_at"]
+    list_filter = ["project"]
+    search_fields = ["external_id", "reason"]

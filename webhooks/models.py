@@ -51,3 +51,7 @@ class Delivery(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        verbose_name_plural = "deliveries"
+
+    def __str__(self) -> str:
+        return f"{self.event} #{self.pk}: {self.status}"

@@ -1,0 +1,22 @@
+"""Django admin for operators: look up webhook endpoints and their deliveries (studio.admin: a lead registers, resends
+and removes them on the project's webhooks page). An endpoint's signing secret is never shown again after it was
+registered, here neither."""
+
+from django.contrib import admin
+
+from studio.admin import ReadOnlyAdmin
+from webhooks.models import Delivery, Webhook
+
+
+@admin.register(Webhook)
+class WebhookAdmin(ReadOnlyAdmin):
+    list_display = ["id", "project", "url", "active", "created_at"]
+    list_filter = ["active"]
+    exclude = ["secret"]
+
+
+@admin.register(Delivery)
+class DeliveryAdmin(ReadOnlyAdmin):
+    list_display = ["id", "webhook", "event", "status", "attempts", "response_status", "created_at", "delivered_at"]
+    list_filter = ["status", "event"]
+    raw_id_fields = ["webhook", "resent_from"]
