@@ -218,11 +218,12 @@ def export_part_build(
     stems = writer.close()
     files = {}
     for stem in stems:
-        sha256, deflated = archive.file_deflate(writer.path(stem), deflated_path(writer.path(stem)))
+        path = writer.path(stem)
+        sha256, deflated = archive.file_deflate(path, deflated_path(path))
         files[stem] = {
             "samples": writer.counts[stem],
             "sha256": sha256,
-            "size": writer.path(stem).stat().st_size,
+            "size": path.stat().st_size,
             "crc32": deflated.crc32,
             "compressed_size": deflated.compressed_size,
         }

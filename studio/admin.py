@@ -11,10 +11,14 @@ from studio.jobs import job_cascades, job_delete
 from studio.models import JobShard
 
 
+def in_words(count: int, singular: str, plural: str) -> str:
+    """``count`` things, singular or plural: "1 job", "0 jobs"."""
+    return f"{count} {singular if count == 1 else plural}"
+
+
 def counted(count: int, model) -> str:
-    """``count`` rows of ``model`` in words, singular or plural by the model's own names: "1 trace", "4 steps"."""
-    meta = model._meta
-    return f"{count} {meta.verbose_name if count == 1 else meta.verbose_name_plural}"
+    """``count`` rows of ``model`` in words, by the model's own names: "1 trace", "4 steps"."""
+    return in_words(count, str(model._meta.verbose_name), str(model._meta.verbose_name_plural))
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -64,17 +68,15 @@ class JobAdmin(ReadOnlyAdmin):
         protected: list[str] = []
         counts[str(self.model._meta.verbose_name_plural)] = len(jobs)
         for job in jobs:
-            shards = JobShard.objects.filter(job_model=job._meta.label, job_id=job.pk).count()
-            owned = [counted(shards, JobShard)]
-            owned_counts = [(JobShard, shards)]
+            owned = [(JobShard, JobShard.objects.filter(job_model=job._meta.label, job_id=job.pk).count())]
             for relation in job_cascades(type(job)):
                 rows = relation.related_model._base_manager.filter(**{relation.field.name: job.pk}).count()
-                owned.append(counted(rows, relation.related_model))
-                owned_counts.append((relation.related_model, rows))
-            for model, rows in owned_counts:
+                owned.append((relation.related_model, rows))
+            for model, rows in owned:
                 name = str(model._meta.verbose_name_plural)
                 counts[name] = counts.get(name, 0) + rows
-            summary.append(f"{job}: {', '.join(owned)}, and the files only it stored")
+            in_text = ", ".join(counted(rows, model) for model, rows in owned)
+            summary.append(f"{job}: {in_text}, and the files only it stored")
             if not job.is_finished:
                 protected.append(f"{job._meta.verbose_name} {job.pk} is {job.status}: cancel it or let it end first")
         model = self.model

@@ -24,6 +24,7 @@ from kombu.exceptions import ChannelError
 from kombu.transport import filesystem
 from kombu.utils.encoding import bytes_to_str, str_to_bytes
 from kombu.utils.json import dumps, loads
+from kombu.utils.objects import cached_property
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +39,13 @@ def message_filename(queue: str) -> str:
 
 
 class Channel(filesystem.Channel):
+    @cached_property
+    def claimed_folder(self) -> str:
+        """Where a consumer moves the message it takes (made once per channel, not at every look at the queue)."""
+        folder = os.path.join(self.data_folder_in, CLAIMED)
+        os.makedirs(folder, exist_ok=True)
+        return folder
+
     def _put(self, queue, payload, **kwargs):
         final = os.path.join(self.data_folder_out, message_filename(queue))
         partial = os.path.join(self.data_folder_out, f"{PARTIAL_PREFIX}{uuid.uuid4().hex}")
@@ -54,12 +62,10 @@ class Channel(filesystem.Channel):
 
     def _get(self, queue):
         wanted = f"{queue}.msg"
-        claimed = os.path.join(self.data_folder_in, CLAIMED)
-        os.makedirs(claimed, exist_ok=True)
         for filename in sorted(os.listdir(self.data_folder_in)):
             if filename.partition(".")[2] != wanted:
                 continue
-            mine = os.path.join(claimed, filename)
+            mine = os.path.join(self.claimed_folder, filename)
             try:
                 os.rename(os.path.join(self.data_folder_in, filename), mine)
             except FileNotFoundError:

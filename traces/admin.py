@@ -3,7 +3,7 @@
 from django.contrib import admin
 from django.urls import reverse
 
-from studio.admin import JobAdmin, ReadOnlyAdmin, ReadOnlyInline, counted
+from studio.admin import JobAdmin, ReadOnlyAdmin, ReadOnlyInline, counted, in_words
 from traces.models import ImportJob, Membership, Project, Round, Screenshot, Step, Trace, TraceDeletion
 from traces.selectors import project_jobs
 from traces.services import project_delete
@@ -41,8 +41,8 @@ class ProjectAdmin(ReadOnlyAdmin):
             steps = Step.objects.filter(trace__project=project).count()
             annotations = Annotation.objects.filter(project=project).count()
             owned = [counted(traces, Trace), counted(steps, Step), counted(annotations, Annotation)]
-            jobs_in_words = f"{len(jobs)} job" if len(jobs) == 1 else f"{len(jobs)} jobs"
-            summary.append(f"{project}: {', '.join(owned)}, {jobs_in_words} (screenshots other projects show are kept)")
+            owned.append(in_words(len(jobs), "job", "jobs"))  # of several kinds: no one model's names
+            summary.append(f"{project}: {', '.join(owned)} (screenshots other projects show are kept)")
             for model, count in ((Project, 1), (Trace, traces), (Step, steps), (Annotation, annotations)):
                 key = str(model._meta.verbose_name_plural)
                 counts[key] = counts.get(key, 0) + count
