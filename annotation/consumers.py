@@ -19,6 +19,7 @@ from annotation.review.selectors import presence_snapshot
 from annotation.services import lease_release_by
 from studio.access import NotInScope
 from studio.errors import Invalid, StudioError, error_frame
+from studio.inputs import id_from_text
 from traces.access import projects_for
 from traces.models import Trace
 
@@ -89,7 +90,8 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
     def _allowed_projects(self, wanted: str | None) -> list[int]:
         projects = projects_for(self.user, "presence.view")
         if wanted is not None:
-            projects = projects.filter(pk=int(wanted)) if wanted.isdigit() else projects.none()
+            project_id = id_from_text(wanted)
+            projects = projects.filter(pk=project_id) if project_id is not None else projects.none()
         return list(projects.order_by("pk").values_list("pk", flat=True))
 
     @database_sync_to_async

@@ -12,6 +12,7 @@ from annotation import selectors, services
 from annotation.access import access_annotation, annotations_for
 from annotation.models import AnnotationStatus
 from annotation.workflow import EDITABLE_BY_ANNOTATOR
+from studio.inputs import id_from_text
 from traces.access import access_project
 from traces.selectors import awaits_instruction
 
@@ -19,8 +20,9 @@ from traces.selectors import awaits_instruction
 def queue(request):
     # After a skip the workspace comes here naming the annotation, so the page can confirm what happened.
     skipped = None
-    if request.GET.get("skipped", "").isdigit():
-        skipped = annotations_for(request.user, "annotation.work").filter(pk=int(request.GET["skipped"])).first()
+    skipped_id = id_from_text(request.GET.get("skipped", ""))
+    if skipped_id is not None:
+        skipped = annotations_for(request.user, "annotation.work").filter(pk=skipped_id).first()
     return render(
         request, "annotation/queue.html", {"rows": selectors.queue_for_user(request.user), "skipped": skipped}
     )

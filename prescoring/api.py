@@ -13,6 +13,7 @@ from prescoring.access import access_prescore_job, prescore_jobs_for
 from prescoring.models import PrescoreJob, Scorer
 from studio.access import AccessedObjectMixin, ActionPermission, can
 from studio.api import job_cancel_response
+from studio.inputs import id_from_text
 from traces.access import access_project, access_trace
 
 
@@ -114,7 +115,8 @@ class TraceSuggestions(APIView):
         for scorer in Scorer.values:
             value = request.query_params.get(f"{scorer}_job")
             if value is not None:
-                if not value.isdigit():
+                job_id = id_from_text(value)
+                if job_id is None:
                     raise ValidationError({f"{scorer}_job": f"must be a job id, got {value[:40]!r}"})
-                job_ids[scorer] = int(value)
+                job_ids[scorer] = job_id
         return Response(selectors.trace_suggestions(trace, job_ids=job_ids))

@@ -58,6 +58,19 @@ def input_problem(value: Any, *, name: str = "") -> str | None:
     return None
 
 
+# An id is a bigint key: a longer run of digits names no row (and ``int`` refuses one of thousands of digits).
+ID_MAX_DIGITS = 19
+
+
+def id_from_text(text: str) -> int | None:
+    """``text`` as an object id (a query or form field), or None when it is none: ASCII digits only, at most
+    ``ID_MAX_DIGITS``. ``str.isdigit`` also says yes to "²" and other digits ``int`` refuses, so a check with it
+    before ``int`` let such a field through to a ValueError (a 500); callers say "no such" in their own words."""
+    if text.isascii() and text.isdigit() and len(text) <= ID_MAX_DIGITS:
+        return int(text)
+    return None
+
+
 def form_number(form, name: str, kind: type, default: Any) -> Any:
     """A number field of a page's form (``kind`` int or float; blank: ``default``); text that is no number is an
     Invalid naming the field, so a view never catches a bare ValueError (which would hide a bug as a 400)."""

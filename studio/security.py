@@ -7,9 +7,12 @@ from datetime import timedelta
 from django.contrib.auth.views import redirect_to_login
 from django.http import JsonResponse
 from django.utils import timezone
+from rest_framework.authentication import TokenAuthentication
+from rest_framework.exceptions import AuthenticationFailed
 
 from studio.access import AccessRefused, can
 from studio.db import atomic_with_retry
+from studio.inputs import text_problem
 from studio.middleware import error_response, wants_json
 from studio.models import LoginFailure
 from studio.permissions import PAGE_PERMISSIONS, PUBLIC
@@ -69,6 +72,16 @@ def login_failures_clear(*, username: str, ip: str | None) -> None:
 
 
 # --- API tokens ---------------------------------------------------------------------------------
+
+
+class ApiTokenAuthentication(TokenAuthentication):
+    """DRF's ``Authorization: Token <key>``, with a key no key can be (one holding a NUL, which PostgreSQL refuses
+    in any query, so the lookup was a 500) answered as an invalid token, the same on every database."""
+
+    def authenticate_credentials(self, key):
+        if text_problem(key):
+            raise AuthenticationFailed("Invalid token.")
+        return super().authenticate_credentials(key)
 
 
 @atomic_with_retry

@@ -78,16 +78,16 @@ def upload_refusal(environ: dict, action: str, project_id) -> tuple[int, str] | 
     from django.contrib.auth.models import AnonymousUser
     from django.core.handlers.wsgi import WSGIRequest
     from django.db import close_old_connections
-    from rest_framework.authentication import TokenAuthentication
     from rest_framework.exceptions import AuthenticationFailed
 
     from studio.access import can, refusal
+    from studio.security import ApiTokenAuthentication
     from traces.access import projects_for
 
     request = WSGIRequest({**environ, "wsgi.input": io.BytesIO(), "CONTENT_LENGTH": "0"})
     try:
         try:
-            found = TokenAuthentication().authenticate(request)
+            found = ApiTokenAuthentication().authenticate(request)
         except AuthenticationFailed as exc:
             return 401, str(exc.detail)
         if found:

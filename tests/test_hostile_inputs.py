@@ -10,6 +10,7 @@ kinds of input through the HTTP entry points.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import zipfile
@@ -34,6 +35,7 @@ class Case:
     status: tuple = (400,)
     names: tuple = ()  # words the answer must contain (case-insensitive)
     settings: dict = field(default_factory=dict)
+    headers: dict = field(default_factory=dict)
 
 
 def zip_bytes(entries: dict[str, bytes]) -> bytes:
@@ -398,6 +400,88 @@ CASES = [
         "screenshot path traversal", "annotator", "get", "/screenshots/..%2F..%2Fetc%2Fpasswd/image", None, (404,), ()
     ),
     Case("screenshot of an unknown kind", "annotator", "get", "/screenshots/{sha}/..%2Fsettings.py", None, (404,), ()),
+    # Digits str.isdigit takes and int() refuses ("²", or thousands of them), and numbers past any screen: each
+    # was a 500 where a field is read as an id or a coordinate.
+    Case(
+        "superscript digit as a round",
+        "lead",
+        "get",
+        "/api/projects/{project}/traces/?round=%C2%B2",
+        None,
+        (400,),
+        ("round",),
+    ),
+    Case("superscript digit as the skipped annotation", "annotator", "get", "/queue/?skipped=%C2%B2", None, (200,), ()),
+    Case(
+        "suggestions job id of thousands of digits",
+        "lead",
+        "get",
+        "/api/traces/{trace}/suggestions/?rules_job=" + "9" * 5000,
+        None,
+        (400,),
+        ("rules_job",),
+    ),
+    Case(
+        "import into a round of thousands of digits",
+        "lead",
+        "post",
+        "/projects/{project}/import/",
+        upload("t.zip", zip_bytes({"a.json": b"{}"}), round="1" * 5000),
+        (400,),
+        ("round",),
+    ),
+    Case(
+        "review decision with a superscript version",
+        "lead",
+        "post",
+        "/reviews/{annotation}/decide/",
+        ("form", {"decision": "accept", "version": "\u00b2"}),
+        (400, 409),
+        ("submitted",),
+    ),
+    Case(
+        "coordinate beyond any screen in editor",
+        "annotator",
+        "put",
+        "/api/annotations/{annotation}/draft/",
+        {"version": "{version}", "editor_state": {"corrected": {"type": "click", "args": {"start_box": [10**400, 5]}}}},
+        (400,),
+        ("no screen",),
+    ),
+    Case(
+        "drag ending beyond any screen",
+        "annotator",
+        "post",
+        "/api/actions/validate/",
+        {
+            "action": f"drag(start_box='(1,1)', end_box='({'9' * 400},1)')",
+            "width": 10,
+            "height": 10,
+            "project": "{project}",
+        },
+        (200,),
+        ("no screen",),
+    ),
+    # PostgreSQL refuses what SQLite stores: a NUL in a query's value, text longer than its column.
+    Case(
+        "API token with a NUL",
+        "anonymous",
+        "get",
+        "/api/projects/",
+        None,
+        (401, 403),
+        ("invalid token",),
+        headers={"Authorization": "Token abc\x00def"},
+    ),
+    Case(
+        "webhook address longer than its column",
+        "lead",
+        "post",
+        "/projects/{project}/webhooks/",
+        ("form", {"url": "https://" + "a" * 600 + ".example/", "events": "bundle.ready"}),
+        (400,),
+        ("500 characters",),
+    ),
     Case(
         "huge login username",
         "anonymous",
@@ -424,6 +508,7 @@ def world(db, project, annotator, lead, engineer, tmp_path):
         "ids": {
             "annotation": annotation.pk,
             "project": project.pk,
+            "trace": traces[0].pk,
             "sha": step.screenshot.sha256,
             "export_format": ExportFormat.values[0],
         },
@@ -443,7 +528,7 @@ def _fill(value, ids: dict):
 
 def send(client: Client, case: Case, ids: dict):
     url = case.url.format(**{k: v for k, v in ids.items() if k != "version"})
-    method = getattr(client, case.method)
+    method = functools.partial(getattr(client, case.method), headers=case.headers)
     if case.body is None:
         return method(url)
     if isinstance(case.body, bytes):

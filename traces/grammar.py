@@ -455,12 +455,24 @@ class ActionSyntaxError(Exception):
 # Action
 
 
+# No screen is a billion units across: a larger number is refused as a coordinate (or duration) rather than kept
+# and flagged off-screen, so that every conversion of one stays a finite float (10**400 / 1000 is an
+# OverflowError, 1e308 / 1000 * 1920 infinity, which no int holds).
+NUMBER_LIMIT = 10**9
+
+
+def _beyond_limit(v: int | float) -> bool:
+    return not abs(v) <= NUMBER_LIMIT  # NaN too
+
+
 def _norm_number(v: Any) -> int | float:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise TypeError(f"coordinate must be a number, got {v!r}")
+    if isinstance(v, float) and not math.isfinite(v):
+        raise ValueError(f"coordinate must be finite, got {v!r}")
+    if _beyond_limit(v):
+        raise ValueError(f"coordinate {str(v)[:40]} lies beyond ±{NUMBER_LIMIT:,}: no screen is that large")
     if isinstance(v, float):
-        if not math.isfinite(v):
-            raise ValueError(f"coordinate must be finite, got {v!r}")
         # Rounded to the rendering precision so that an Action always equals the parse of
         # its own rendering.
         v = round(v, 3)
@@ -591,7 +603,10 @@ def _number(tok: str) -> int | float | None:
     tok = tok.strip()
     if not _NUM_RE.fullmatch(tok):
         return None
-    return float(tok) if "." in tok else int(tok)
+    try:
+        return float(tok) if "." in tok else int(tok)
+    except ValueError:  # thousands of digits, which int() refuses to read
+        return None
 
 
 def _mid(a: int | float, b: int | float) -> int | float:
@@ -769,6 +784,10 @@ def _convert_value(spec: ActionSpec, a: ArgSpec, raw: str, pos: int) -> Any:
         p = _parse_point_value(raw)
         if p is None:
             raise ActionSyntaxError(f"malformed coordinates '{raw}'", pos)
+        if any(_beyond_limit(v) for v in p):
+            raise ActionSyntaxError(
+                f"coordinates '{raw[:60]}' lie beyond ±{NUMBER_LIMIT:,}: no screen is that large", pos
+            )
         return p
     if a.kind == "direction":
         d = raw.strip().lower()
@@ -783,8 +802,8 @@ def _convert_value(spec: ActionSpec, a: ArgSpec, raw: str, pos: int) -> Any:
         if not raw.strip():
             return _ABSENT  # README_v1 mobile prompt literally shows time=''
         n = _number(raw)
-        if n is None:
-            raise ActionSyntaxError(f"malformed duration '{raw}'", pos)
+        if n is None or _beyond_limit(n):
+            raise ActionSyntaxError(f"malformed duration '{raw[:60]}'", pos)
         return n
     return raw  # text / keys: kept verbatim
 

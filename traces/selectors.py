@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db.models import BooleanField, Count, ExpressionWrapper, Q, QuerySet
 
 from studio.errors import Invalid
+from studio.inputs import id_from_text
 from traces import grammar
 from traces.access import traces_for
 from traces.models import Project, Round, Step, Trace
@@ -70,8 +71,9 @@ def round_resolve(project: Project, ref) -> Round | None:
         return None
     text = str(ref).strip()
     found = Round.objects.filter(project=project, name=text).first()
-    if found is None and text.isdigit():
-        found = Round.objects.filter(project=project, pk=int(text)).first()
+    round_id = id_from_text(text)
+    if found is None and round_id is not None:
+        found = Round.objects.filter(project=project, pk=round_id).first()
     if found is None:
         names = list(
             Round.objects.filter(project=project).order_by("-ran_at", "-id").values_list("name", flat=True)[:10]

@@ -12,7 +12,7 @@ from studio.access import AccessedObjectMixin, ActionPermission
 from traces.access import access_project
 from webhooks import selectors, services
 from webhooks.access import access_delivery, webhooks_for
-from webhooks.models import Delivery, Webhook, WebhookEvent
+from webhooks.models import URL_MAX_CHARS, Delivery, Webhook, WebhookEvent
 
 
 class DeliverySerializer(serializers.ModelSerializer):
@@ -49,7 +49,7 @@ class WebhookDetailSerializer(WebhookSerializer):
 
 
 class WebhookCreateSerializer(serializers.Serializer):
-    url = serializers.CharField(max_length=500, help_text="https:// endpoint that receives signed POSTs.")
+    url = serializers.CharField(max_length=URL_MAX_CHARS, help_text="https:// endpoint that receives signed POSTs.")
     events = serializers.ListField(
         child=serializers.CharField(max_length=40),
         max_length=len(WebhookEvent.values),

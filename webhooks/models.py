@@ -14,9 +14,13 @@ class WebhookEvent(models.TextChoices):
     ROUND_ANNOTATED = "round.annotated", "Round fully annotated (every trace has an accepted answer)"
 
 
+# The longest endpoint address kept; the registration service refuses a longer one by name.
+URL_MAX_CHARS = 500
+
+
 class Webhook(models.Model):
     project = models.ForeignKey("traces.Project", on_delete=models.CASCADE, related_name="webhooks")
-    url = models.URLField(max_length=500)
+    url = models.URLField(max_length=URL_MAX_CHARS)
     events = models.JSONField(default=list, help_text="WebhookEvent values this endpoint receives.")
     # Kept to sign each delivery (HMAC-SHA256); shown to the lead once, when the endpoint is registered.
     secret = models.CharField(max_length=64, editable=False)

@@ -15,7 +15,7 @@ from django.utils import timezone
 from studio.db import atomic_with_retry
 from studio.errors import Invalid
 from webhooks import signing
-from webhooks.models import Delivery, DeliveryStatus, Webhook, WebhookEvent
+from webhooks.models import URL_MAX_CHARS, Delivery, DeliveryStatus, Webhook, WebhookEvent
 
 
 class WebhookRefused(Invalid):
@@ -24,6 +24,8 @@ class WebhookRefused(Invalid):
 
 def _check_url(url: str) -> str:
     url = (url or "").strip()
+    if len(url) > URL_MAX_CHARS:  # PostgreSQL refuses a longer one (SQLite stores it): a 500 from the page's form
+        raise WebhookRefused(f"url: at most {URL_MAX_CHARS} characters, not {len(url)}")
     parts = urlsplit(url)
     if not parts.netloc or parts.scheme not in ("https", "http"):
         raise WebhookRefused(f"url: {url!r} is not an http(s) address")

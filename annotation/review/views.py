@@ -14,6 +14,7 @@ from annotation.review import selectors as review_selectors
 from annotation.review import services as review
 from studio.access import AccessRefused, can
 from studio.errors import Conflict, Invalid, StudioError
+from studio.inputs import id_from_text
 from studio.middleware import refused_page
 from traces.access import access_project, projects_for
 
@@ -60,7 +61,7 @@ def review_decide(request, annotation_id: int):
     decision = request.POST.get("decision", "")
     comment = request.POST.get("comment", "")
     version = request.POST.get("version")
-    expected = int(version) if version and version.isdigit() else None
+    expected = id_from_text(version or "")
     edits = {f: request.POST[f] for f in EDIT_FORM_FIELDS if f in request.POST}
     kwargs = {"annotation_id": annotation.pk, "actor": request.user, "comment": comment}
     try:
