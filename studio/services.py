@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from studio.errors import Invalid
+from studio.inputs import text_problem
 from studio.permissions import Role
 
 
@@ -30,6 +31,13 @@ def user_create(*, username: str, role: Role, password: str, email: str = ""):
         User._meta.get_field("username").run_validators(username)
         if not username:
             raise ValidationError("a username is required")
+        if email:  # its form and length, which PostgreSQL would otherwise refuse at the insert (a traceback)
+            User._meta.get_field("email").run_validators(email)
+        # A command line or environment variable that is not UTF-8 arrives with lone surrogates, which no
+        # password hash can encode.
+        problem = text_problem(password)
+        if problem:
+            raise ValidationError(f"the password {problem}")
         validate_password(password, user=user)
     except ValidationError as exc:
         raise UserProblem("; ".join(exc.messages)) from None

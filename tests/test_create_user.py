@@ -50,5 +50,32 @@ def test_weak_passwords_existing_names_and_missing_sources_are_refused(monkeypat
     assert not lead.is_superuser and lead.check_password("correct-horse-battery-7")  # untouched
     with pytest.raises(CommandError):
         call_command("create_user", "bad\x00name", "--role", "lead", "--password-from-env", "FIRST_PASSWORD")
+    # Bytes that are not UTF-8 on the command line or in the environment arrive as lone surrogates; an address
+    # past its column PostgreSQL refuses: each is a refusal naming it, not a traceback.
+    with pytest.raises(CommandError, match="valid email"):
+        call_command(
+            "create_user",
+            "mailer",
+            "--role",
+            "lead",
+            "--email",
+            "a\udcff@example.org",
+            "--password-from-env",
+            "FIRST_PASSWORD",
+        )
+    with pytest.raises(CommandError, match="254"):
+        call_command(
+            "create_user",
+            "mailer",
+            "--role",
+            "lead",
+            "--email",
+            "e" * 300 + "@example.org",
+            "--password-from-env",
+            "FIRST_PASSWORD",
+        )
+    monkeypatch.setenv("SURROGATE", GOOD + "\udcff")
+    with pytest.raises(CommandError, match="password contains a lone surrogate"):
+        call_command("create_user", "mailer", "--role", "lead", "--password-from-env", "SURROGATE")
     with pytest.raises(CommandError):  # neither --password-from-env nor --prompt
         call_command("create_user", "someone", "--role", "lead")
