@@ -9,10 +9,23 @@ import { toPx } from "../geometry.js";
 
 const DIRECTIONS = { up: [0, -1], down: [0, 1], left: [-1, 0], right: [1, 0] };
 
+/* Below this many screen pixels per unit a marker stops shrinking with the screenshot it is drawn on. */
+export const MIN_SCREEN_UNIT = 0.7;
+
+/* The unit every marker's size is a multiple of, in screenshot pixels: a thousandth of the screenshot's longer side,
+   but never less than MIN_SCREEN_UNIT screen pixels (``imagePerScreen``: screenshot pixels per screen pixel at fit;
+   0 when the pane is not laid out yet). A share of the screenshot alone drew a 32x32 screenshot's click as a ring of
+   half a pixel, and a phone's as a speck. Divided by the zoom, markers keep their size on screen and never cover more
+   of the element being judged as the annotator zooms in. */
+export function markUnit(shot, zoom, imagePerScreen) {
+  const share = Math.max(shot.width, shot.height) / 1000;
+  return Math.max(share, MIN_SCREEN_UNIT * (imagePerScreen || 0)) / (zoom || 1);
+}
+
 /* What to draw for ``action`` on ``shot`` ({width, height, extent}): {attrs, shapes: [{tag, attrs, text}]}, or null
    when there is nothing to show yet (a key action without a key, a type with no text and no point).
-   tone: recorded | fix | alt. options: zoom (markers keep their size on screen), label (a number on the marker: an
-   alternative's), row (which row of corner badges it takes), attrs (of its group). */
+   tone: recorded | fix | alt. options: zoom (markers keep their size on screen), imagePerScreen (see markUnit),
+   label (a number on the marker: an alternative's), row (which row of corner badges it takes), attrs (of its group). */
 export function actionMarks(table, shot, action, tone, options) {
   const o = options || {};
   if (!action || !action.type) return null;
@@ -20,9 +33,7 @@ export function actionMarks(table, shot, action, tone, options) {
   const mark = (sp && sp.mark) || { shape: "corner", badge: action.type };
   const args = action.args || {};
   const number = o.label ? `${o.label}` : "";
-  // Marker sizes are in screenshot pixels: divided by the zoom, they keep their size on screen and never cover
-  // more of the element being judged as the annotator zooms in.
-  const scale = Math.max(shot.width, shot.height) / 1000 / (o.zoom || 1);
+  const scale = markUnit(shot, o.zoom, o.imagePerScreen);
   const r = 14 * scale, sw = 3 * scale, font = 15 * scale;
   const [startArg, endArg] = pointArgs(table, action.type).map((a) => a.name);
   const start = startArg && Array.isArray(args[startArg]) ? toPx(shot, args[startArg]) : null;

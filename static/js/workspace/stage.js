@@ -3,7 +3,7 @@
 import { $, el, svg } from "../dom.js";
 import * as Zoom from "../zoom.js";
 import { boxToPx, elementAt, inBox, pixelAt, toModel, toPx } from "../geometry.js";
-import { arrowHeads, drawAction } from "./overlay.js";
+import { arrowHeads, drawAction, markUnit } from "./overlay.js";
 
 const sub = (n) => String(n).split("").map((d) => "₀₁₂₃₄₅₆₇₈₉"[+d]).join("");
 export { sub };
@@ -15,10 +15,13 @@ export function install(ws) {
   const shotOf = ws.shotOf;
 
   // --- overlay drawing ---
-  function overlayLayer(index, options, shot) {
+  /* ``frame``: the pane's frame, whose width is the screenshot's on the screen at fit (0 before it is laid out). */
+  function overlayLayer(index, options, shot, frame) {
     const layer = svg("svg", { viewBox: `0 0 ${shot.width} ${shot.height}`, class: "ws-overlay", preserveAspectRatio: "none" });
     layer.appendChild(arrowHeads());
-    const draw = (action, tone, extra) => drawAction(layer, state.table, shot, action, tone, Object.assign({ zoom: state.zoom.scale }, extra));
+    const imagePerScreen = frame && frame.clientWidth ? shot.width / frame.clientWidth : 0;
+    const unit = markUnit(shot, state.zoom.scale, imagePerScreen);
+    const draw = (action, tone, extra) => drawAction(layer, state.table, shot, action, tone, Object.assign({ zoom: state.zoom.scale, imagePerScreen }, extra));
     if (state.overlay && options.drawRecorded && index <= N) for (const a of STEPS[index - 1].actions || []) draw(a, "recorded");
     const slot = options.slot;
     // The alternatives under the correction: one taken sits where the correction starts, which stays on top.
@@ -26,7 +29,7 @@ export function install(ws) {
     if (state.overlay && slot && state.form.editor_state[slot]) draw(state.form.editor_state[slot], "fix");
     const box = (a, b, cls) => layer.appendChild(svg("rect", {
       x: Math.min(a[0], b[0]), y: Math.min(a[1], b[1]), width: Math.abs(b[0] - a[0]), height: Math.abs(b[1] - a[1]),
-      "stroke-width": Math.max(shot.width, shot.height) / 1000 * 2 / state.zoom.scale, class: cls,
+      "stroke-width": unit * 2, class: cls,
     }));
     // The element under the pointer, of those the source recorded on this screen (on a correction's screen: what a
     // click snaps to; on any other, what the recorded action was meant to hit).
@@ -38,8 +41,8 @@ export function install(ws) {
     if (state.boxDrag && slot && state.boxDrag.slot === slot) box(state.boxDrag.a, state.boxDrag.b, "ws-box-draft");
     if (state.cursor && slot && state.cursor.slot === slot && state.cursor.anchor) box(state.cursor.anchor, state.cursor.px, "ws-box-draft");
     if (state.cursor && slot && state.cursor.slot === slot) {
-      const [cx, cy] = state.cursor.px, arm = Math.max(shot.width, shot.height) / 40 / state.zoom.scale;
-      const g = svg("g", { class: "ws-cursor", "stroke-width": Math.max(shot.width, shot.height) / 1000 * 3 / state.zoom.scale });
+      const [cx, cy] = state.cursor.px, arm = unit * 25;
+      const g = svg("g", { class: "ws-cursor", "stroke-width": unit * 3 });
       g.appendChild(svg("line", { x1: cx - arm, y1: cy, x2: cx + arm, y2: cy }));
       g.appendChild(svg("line", { x1: cx, y1: cy - arm, x2: cx, y2: cy + arm }));
       g.appendChild(svg("circle", { cx, cy, r: arm / 3 }));
@@ -69,9 +72,12 @@ export function install(ws) {
     const img = el("img", { src: shot.url, alt: `screenshot of step ${index}`, draggable: false, decoding: "async" });
     img.width = shot.width; img.height = shot.height;
     view.appendChild(img);
-    view.appendChild(overlayLayer(index, options, shot));
+    view.appendChild(overlayLayer(index, options, shot, null));
     frame.appendChild(view);
-    frame.redrawOverlay = () => view.replaceChild(overlayLayer(index, options, shot), view.querySelector(".ws-overlay"));
+    frame.redrawOverlay = () => view.replaceChild(overlayLayer(index, options, shot, frame), view.querySelector(".ws-overlay"));
+    // Marker sizes depend on the screenshot's size on the screen, known once the frame is laid out (and again when
+    // the window changes it); every overlay is redrawn, and pre-scoring's ghost into it (ws.redrawOverlays).
+    new ResizeObserver(() => ws.redrawOverlays()).observe(frame);
     const loupe = el("div", { class: "ws-loupe" });
     loupe.setAttribute("aria-hidden", "true");
     loupe.hidden = true;

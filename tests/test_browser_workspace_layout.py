@@ -1,0 +1,83 @@
+"""The workspace's layout with data the demo does not have: a banner above the page, a thought with one very long
+word, right-to-left text, screenshots so small that markers sized by the image's pixels vanish."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import login
+from tests.fixtures_annotation import import_folder, write_native_trace
+from tests.test_browser_workspace import open_next_trace
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("role_groups")]
+
+
+def test_workspace_fits_the_window_under_the_demo_banner(
+    browser, live_server, project, annotator, tmp_path, settings, artifacts_dir
+):
+    # The demo banner sits between the top bar and the workspace: the workspace took the window's height less
+    # the top bar only, so the page scrolled and the stage's hint and the side panel's bottom lay under the edge.
+    settings.STUDIO_MODE = "demo"
+    import_folder(project, write_native_trace(tmp_path / "t", steps=3))
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    page = context.new_page()
+    login(page, live_server.url, "ann")
+    open_next_trace(page, live_server.url)
+    assert page.is_visible(".demo-banner")
+    page.screenshot(path=str(artifacts_dir / "workspace-demo-banner-1366.png"))
+    height, inner = page.evaluate("[document.scrollingElement.scrollHeight, window.innerHeight]")
+    assert height <= inner, f"the page scrolls: {height} px of content in a {inner} px window"
+    for selector in ("#ws-stage", ".ws-side"):
+        bottom = page.evaluate(f"document.querySelector('{selector}').getBoundingClientRect().bottom")
+        assert bottom <= inner, f"{selector} ends at {bottom} px, below the window ({inner} px)"
+    context.close()
+
+
+def test_long_words_and_right_to_left_text_stay_inside_the_side_panel(
+    browser, live_server, project, annotator, tmp_path, artifacts_dir
+):
+    word = "Supercalifragilistic" * 40  # a path, a URL, a base64 blob: 800 characters without a break
+    rtl = "افتح الإعدادات ثم اختر الخصوصية then click OK"
+    import_folder(
+        project,
+        write_native_trace(tmp_path / "t", steps=2, instruction=f"Open {word}", thoughts={1: f"Press {word}", 2: rtl}),
+    )
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    page = context.new_page()
+    login(page, live_server.url, "ann")
+    open_next_trace(page, live_server.url)
+    page.screenshot(path=str(artifacts_dir / "workspace-long-word-1366.png"))
+    side = page.evaluate(
+        "(() => { const s = document.querySelector('.ws-side'); return [s.scrollWidth, s.clientWidth]; })()"
+    )
+    assert side[0] <= side[1], f"the side panel scrolls sideways: {side[0]} px of content in {side[1]} px"
+    instruction = page.evaluate(
+        "(() => { const p = document.querySelector('#ws-instruction'); return [p.scrollWidth, p.clientWidth]; })()"
+    )
+    assert instruction[0] <= instruction[1], f"the instruction runs off its box: {instruction}"
+    # A thought that starts in Arabic reads from the right, each paragraph by its own first strong letter.
+    page.keyboard.press("j")
+    assert page.inner_text("#ws-thought") == rtl
+    assert page.evaluate("getComputedStyle(document.querySelector('#ws-thought')).unicodeBidi") == "plaintext"
+    context.close()
+
+
+def test_markers_on_a_tiny_screenshot_are_visible(browser, live_server, project, annotator, tmp_path, artifacts_dir):
+    # Markers were sized as a share of the screenshot's pixels: on a 32x32 screenshot shown at its own size the
+    # recorded click's ring had a radius of half a pixel. They keep at least a readable size on the screen.
+    import_folder(project, write_native_trace(tmp_path / "t", steps=2, size=(32, 32)))
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    page = context.new_page()
+    login(page, live_server.url, "ann")
+    open_next_trace(page, live_server.url)
+    page.wait_for_selector("#ws-stage .mark.recorded .ring")
+    page.screenshot(path=str(artifacts_dir / "workspace-tiny-screenshot.png"))
+    ring = page.locator("#ws-stage .mark.recorded .ring").first.bounding_box()
+    assert ring["width"] >= 16, f"the recorded click's ring is {ring['width']:.1f} px wide on the screen"
+    # Zoomed in, the ring keeps its size on the screen (it does not grow with the screenshot).
+    page.keyboard.press("+")
+    page.keyboard.press("+")
+    page.wait_for_timeout(400)
+    zoomed = page.locator("#ws-stage .mark.recorded .ring").first.bounding_box()
+    assert abs(zoomed["width"] - ring["width"]) <= 2, (ring, zoomed)
+    context.close()
