@@ -254,3 +254,19 @@ def test_upload_over_the_size_limit_is_refused(project, lead, api_client, settin
     assert response.status_code == 413
     assert response.json()["detail"] == f"upload of {archive.stat().st_size} bytes is over the 1000-byte limit"
     assert not ImportJob.objects.exists()
+
+
+def test_an_upload_that_is_no_archive_is_named_as_the_user_named_it(project, lead):
+    # The stored upload is imports/upload*.zip: the message named it ("upload.zip: not a zip archive"), a file the
+    # user never had, instead of the file they chose.
+    from django.test import Client
+
+    client = Client()
+    client.force_login(lead)
+    upload = io.BytesIO(b"this is not a zip")
+    upload.name = "garbage.zip"
+    response = client.post(f"/api/projects/{project.pk}/imports/", {"file": upload})
+    assert response.status_code == 202, response.content
+    job = import_job_run(job_id=response.json()["id"])
+    assert job.status == "failed"
+    assert job.message == "garbage.zip: not a zip archive (or it is truncated)"

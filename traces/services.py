@@ -1121,6 +1121,15 @@ def _import_parts_store(job: ImportJob, root: Path, chunks: list[list[Path]], sc
     return names
 
 
+def _named_as_uploaded(message: str, local: Path | None, upload: str) -> str:
+    """``message`` naming the upload as its user named it, never the server's temporary folders nor the stored copy's
+    own name (the archive check names a file by its base name, ``upload.zip``, a file the user never had)."""
+    if local is None:
+        return message
+    message = message.replace(str(local), upload)
+    return upload + message[len(local.name) :] if message.startswith(f"{local.name}:") else message
+
+
 def import_plan_make(*, job: ImportJob, scratch: Path) -> None:
     """Plan the import: its format, its trace units cut into shards, each shard's part stored. Raises JobFailed
     with the reason when the upload cannot be read (not an archive, no known layout, a format that finds nothing)."""
@@ -1147,8 +1156,7 @@ def import_plan_make(*, job: ImportJob, scratch: Path) -> None:
             }
             pieces = [([_unit_name(root, unit) for unit in chunk], len(chunk)) for chunk in chunks]
     except (ArchiveError, UnknownFormat, TraceReadError) as exc:
-        # Messages name the upload, never the server's temporary folders.
-        raise JobFailed(str(exc).replace(str(local), upload) if local else str(exc)) from exc
+        raise JobFailed(_named_as_uploaded(str(exc), local, upload)) from exc
     with transaction.atomic():
         job.plan, job.errors, job.progress_total = plan, plan["errors"], len(units)
         ImportJob.objects.filter(pk=job.pk).update(
