@@ -1,7 +1,9 @@
 """The workspace's layout with data the demo does not have: a banner above the page, a thought with one very long
-word, right-to-left text, screenshots so small that markers sized by the image's pixels vanish."""
+word, right-to-left text, screenshots so small that markers sized by the image's pixels vanish, a step without one."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -80,4 +82,25 @@ def test_markers_on_a_tiny_screenshot_are_visible(browser, live_server, project,
     page.wait_for_timeout(400)
     zoomed = page.locator("#ws-stage .mark.recorded .ring").first.bounding_box()
     assert abs(zoomed["width"] - ring["width"]) <= 2, (ring, zoomed)
+    context.close()
+
+
+def test_a_step_without_a_screenshot_does_not_ask_for_a_click(browser, live_server, project, annotator, tmp_path):
+    # τ on a step the source kept without a screenshot: the hint under the stage said "Click the screenshot to
+    # place start_box", with no screenshot to click.
+    folder = write_native_trace(tmp_path / "t", steps=3)
+    document = json.loads((folder / "trace.json").read_text())
+    del document["steps"][1]["screenshot"]
+    (folder / "trace.json").write_text(json.dumps(document))
+    import_folder(project, folder)
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    page = context.new_page()
+    login(page, live_server.url, "ann")
+    open_next_trace(page, live_server.url)
+    page.keyboard.press("j")
+    page.keyboard.press("e")
+    page.select_option("[data-slot-type='corrected']", "click")
+    assert page.is_visible(".ws-missing")
+    hint = page.inner_text("#ws-place-hint")
+    assert "no screenshot" in hint and "Click the screenshot" not in hint, hint
     context.close()

@@ -285,7 +285,9 @@ export function install(ws) {
       const pts = points.filter((p) => p.required || points.every((q) => !q.required));
       const name = slot === "corrected" ? "corrected" : "post-reflection";
       hint.hidden = false;
-      hint.textContent = !a ? `Choose the ${name} action type, then click the screenshot to place it.`
+      // A step the source kept without a screenshot has nothing to click: say so rather than ask for a click.
+      hint.textContent = !shotOf(i) ? `This step has no screenshot, so no point can be placed on it: choose an action without a point, or mark the trace unusable.`
+        : !a ? `Choose the ${name} action type, then click the screenshot to place it.`
         : pts.length ? `Click the screenshot to place ${pts.map((p) => p.name).join(" then ")} of the ${name} ${a.type}.`
           : `The ${a.type} action has no point to place.`;
     } else hint.hidden = true;
