@@ -7,9 +7,12 @@ item 7). Signing needs no S3 round trip. Local files are streamed by the web pro
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.core.files import File
 from django.core.files.storage import default_storage
 from django.http import FileResponse, HttpResponse, HttpResponseRedirect
 
@@ -84,3 +87,31 @@ def stored_folder_delete(prefix: str) -> int:
 
     walk(prefix)
     return removed
+
+
+def stored_file_fetch(name: str, local: Path) -> None:
+    """Make ``local`` (a path not yet taken) the stored file ``name``, to read: a symbolic link to it where storage
+    keeps its files on this machine's disk (an upload of gigabytes is not written once more), else a download."""
+    try:
+        path = default_storage.path(name)
+    except NotImplementedError:  # S3
+        with default_storage.open(name, "rb") as src, local.open("wb") as out:
+            shutil.copyfileobj(src, out, 1024 * 1024)
+        return
+    local.symlink_to(path)
+
+
+class _MovableFile(File):
+    # FileSystemStorage moves a file that says where it lies (as it does an upload Django spooled to disk) instead
+    # of copying it; other storages read it.
+    def temporary_file_path(self) -> str:
+        return self.name
+
+
+def stored_file_save_moved(name: str, local: Path) -> str:
+    """Store the file ``local`` under ``name`` (or the free name storage picks, returned) and remove ``local``: where
+    storage keeps its files on this machine's disk, on the same filesystem, the file is moved there, not copied."""
+    with local.open("rb") as handle:
+        stored = default_storage.save(name, _MovableFile(handle, name=str(local)))
+    local.unlink(missing_ok=True)
+    return stored

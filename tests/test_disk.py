@@ -4,6 +4,7 @@ the attempt or the job ends; uploads follow the documented retention; what a kil
 
 from __future__ import annotations
 
+import shutil
 from datetime import timedelta
 from pathlib import Path
 
@@ -37,9 +38,9 @@ def test_an_import_works_in_its_attempt_folder_and_leaves_nothing(project, lead,
     seen: list[Path] = []
     real_opened_source = importers.opened_source
 
-    def watching(path, *, scratch=None):
+    def watching(path, *, scratch=None, **options):
         seen.append(scratch)
-        return real_opened_source(path, scratch=scratch)
+        return real_opened_source(path, scratch=scratch, **options)
 
     monkeypatch.setattr("traces.services.opened_source", watching)
     job = stored_upload(project, lead)
@@ -145,3 +146,28 @@ def test_cancelling_an_orphaned_job_removes_its_folder(
         changed, said = job_cancel(job)
     assert changed and "stopped" in said
     assert not left.exists()
+
+
+def test_local_storage_takes_a_file_by_moving_it_and_lends_one_by_a_link(settings, tmp_path):
+    """An import's plan stores its shards' parts and reads the upload through these: on local storage an archive of
+    gigabytes is not written once more for either (S3: tests/test_fullstack.py imports through them)."""
+    from studio.storage import stored_file_fetch, stored_file_save_moved
+
+    # Beside the stored files, as jobs' work folders are by default (STUDIO_JOB_WORK_DIR): a move within one
+    # filesystem is a rename (across two, Django copies).
+    settings.JOB_WORK_DIR = Path(settings.DATA_DIR) / f"work-{tmp_path.name}"
+    work = Path(settings.JOB_WORK_DIR)
+    work.mkdir(parents=True)
+    local = work / "part.zip"
+    local.write_bytes(b"PK" + bytes(range(256)) * 64)
+    made = local.stat().st_ino
+    name = stored_file_save_moved("imports/test-parts/00000.zip", local)
+    try:
+        assert not local.exists()
+        assert Path(default_storage.path(name)).stat().st_ino == made  # moved, not copied
+        lent = work / "upload.zip"
+        stored_file_fetch(name, lent)
+        assert lent.is_symlink() and lent.read_bytes() == b"PK" + bytes(range(256)) * 64
+    finally:
+        default_storage.delete(name)
+        shutil.rmtree(work)

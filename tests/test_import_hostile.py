@@ -9,6 +9,7 @@ import stat
 import zipfile
 from pathlib import Path
 
+import pytest
 from PIL import Image, ImageDraw
 
 from traces.models import ImportJob, Step, Trace
@@ -270,3 +271,130 @@ def test_an_upload_that_is_no_archive_is_named_as_the_user_named_it(project, lea
     job = import_job_run(job_id=response.json()["id"])
     assert job.status == "failed"
     assert job.message == "garbage.zip: not a zip archive (or it is truncated)"
+
+
+# --- what the plan leaves to the shards ---------------------------------------------------------
+# An import's plan does not unpack screenshots: it copies their compressed bytes from the upload into its shards'
+# parts, and each shard unpacks and checks its own (traces.services.import_plan_make).
+
+
+def member_data_offset(archive: Path, name: str) -> tuple[int, int]:
+    """Where ``name``'s compressed bytes start in ``archive``, and how many there are."""
+    with zipfile.ZipFile(archive) as zf:
+        info = zf.getinfo(name)
+    data = archive.read_bytes()
+    name_length, extra_length = (
+        int.from_bytes(data[info.header_offset + 26 : info.header_offset + 28], "little"),
+        (int.from_bytes(data[info.header_offset + 28 : info.header_offset + 30], "little")),
+    )
+    return info.header_offset + 30 + name_length + extra_length, info.compress_size
+
+
+def damage(archive: Path, name: str) -> None:
+    """Flip bytes in the middle of ``name``'s compressed data; its headers (CRC, sizes) stay as they were."""
+    start, size = member_data_offset(archive, name)
+    data = bytearray(archive.read_bytes())
+    for offset in range(start + size // 2, start + size // 2 + 8):
+        data[offset] ^= 0xFF
+    archive.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("top", ["batch/", ""], ids=["in a top folder", "at the archive's top"])
+def test_a_damaged_screenshot_fails_its_trace_and_is_named_as_uploaded(project, tmp_path, top):
+    files = {**trace_files("good"), **trace_files("bad", steps=3)}
+    archive = tmp_path / "upload.zip"
+    with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name, data in files.items():
+            zf.writestr(f"{top}{name}", data, compress_type=zipfile.ZIP_STORED if name.endswith("2.png") else None)
+    damage(archive, f"{top}bad/s2.png")
+    job = run(project, archive)
+    assert job.status == "succeeded", job.message
+    assert error_for(job, "s2.png is damaged").startswith(f"{top}bad/s2.png is damaged: ")
+    assert "trace-import-" not in json.dumps(job.errors)  # no server folder named
+    assert_only_imported(project, "good")
+
+
+def test_a_screenshot_whose_header_lies_about_its_size_is_damaged_not_a_bomb(project, tmp_path):
+    files = {**trace_files("good"), **trace_files("liar")}
+    files["liar/s1.png"] = image_bytes("liar") + b"\0" * (1024 * 1024)
+    archive = write_zip(tmp_path / "liar.zip", files)
+    with zipfile.ZipFile(archive) as zf:
+        real = zf.getinfo("batch/liar/s1.png").file_size.to_bytes(4, "little")
+    data = bytearray(archive.read_bytes())
+    for signature, size_offset in ((b"PK\x03\x04", 22), (b"PK\x01\x02", 24)):
+        start = data.index(signature)
+        while data[start + size_offset : start + size_offset + 4] != real:
+            start = data.index(signature, start + 4)
+        data[start + size_offset : start + size_offset + 4] = (100).to_bytes(4, "little")
+    archive.write_bytes(bytes(data))
+    job = run(project, archive)
+    assert job.status == "succeeded", job.message
+    assert error_for(job, "s1.png is damaged").startswith("batch/liar/s1.png is damaged: Bad CRC-32")
+    assert_only_imported(project, "good")
+
+
+def test_the_plan_copies_screenshots_into_the_parts_without_unpacking_them(project, tmp_path, settings, monkeypatch):
+    from django.core.files.storage import default_storage
+
+    from traces.services import import_plan_make
+
+    settings.IMPORT_SHARD_TRACES = 1
+    files = {**trace_files("one"), **trace_files("two", steps=3)}
+    archive = tmp_path / "batch.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for name, data in files.items():
+            # stored, deflated, and LZMA (which a copy cannot take as it is: the plan unpacks that one)
+            kind = zipfile.ZIP_LZMA if name == "two/s3.png" else zipfile.ZIP_DEFLATED if "1" in name else None
+            zf.writestr(f"batch/{name}", data, compress_type=kind)
+    read = []
+    real_open = zipfile.ZipFile.open
+
+    def watched(self, name, mode="r", *args, **kwargs):
+        if mode == "r":
+            read.append(name.filename if isinstance(name, zipfile.ZipInfo) else name)
+        return real_open(self, name, mode, *args, **kwargs)
+
+    job = import_job_create(
+        project=project, user=None, upload_name=str(archive), original_name="batch.zip", server_path=True, enqueue=False
+    )
+    monkeypatch.setattr(zipfile.ZipFile, "open", watched)
+    (tmp_path / "scratch").mkdir()
+    import_plan_make(job=job, scratch=tmp_path / "scratch")
+    monkeypatch.setattr(zipfile.ZipFile, "open", real_open)
+    assert sorted(read) == ["batch/one/trace.json", "batch/two/s3.png", "batch/two/trace.json"]
+
+    job.refresh_from_db()
+    with zipfile.ZipFile(archive) as zf:
+        upload = {info.filename: info for info in zf.infolist()}
+    copied = {}
+    for part in job.plan["parts"]:
+        with default_storage.open(part, "rb") as handle, zipfile.ZipFile(io.BytesIO(handle.read())) as zf:
+            copied.update({info.filename: info for info in zf.infolist()})
+    assert sorted(copied) == sorted(upload)
+    for name, info in upload.items():
+        if name != "batch/two/s3.png":  # as it was in the upload: checksum, sizes, compression
+            assert (copied[name].CRC, copied[name].compress_size, copied[name].compress_type) == (
+                info.CRC,
+                info.compress_size,
+                info.compress_type,
+            ), name
+        assert copied[name].file_size == info.file_size
+
+    job = import_job_run(job_id=job.pk)
+    assert job.status == "succeeded", job.message
+    assert job.errors == []
+    assert_only_imported(project, "one", "two")
+    assert not Step.objects.filter(trace__project=project, screenshot__isnull=True).exists()
+
+
+def test_a_screenshot_whose_header_is_not_where_the_directory_says_fails_only_its_trace(project, tmp_path):
+    archive = write_zip(tmp_path / "batch.zip", {**trace_files("good"), **trace_files("lost")})
+    with zipfile.ZipFile(archive) as zf:
+        offset = zf.getinfo("batch/lost/s1.png").header_offset
+    data = bytearray(archive.read_bytes())
+    data[offset : offset + 4] = b"XXXX"  # the member's local header signature
+    archive.write_bytes(bytes(data))
+    job = run(project, archive)
+    assert job.status == "succeeded", job.message
+    assert error_for(job, "s1.png is damaged").startswith("batch/lost/s1.png is damaged: ")
+    assert_only_imported(project, "good")

@@ -16,7 +16,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.core.files.base import ContentFile, File
+from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import DataError, IntegrityError, transaction
 from django.db.models import Count, Sum
@@ -47,7 +47,7 @@ from studio.shards import (
     shards_take_back,
 )
 from studio.signals import round_annotated
-from studio.storage import stored_folder_delete
+from studio.storage import stored_file_fetch, stored_file_save_moved, stored_folder_delete
 from traces import grammar
 from traces.images import ImageInfo, ImageProblem, inspect_image, make_thumbnail
 from traces.importers import (
@@ -63,7 +63,7 @@ from traces.importers import (
     opened_source,
     unit_files,
 )
-from traces.importers.archive import safe_extract
+from traces.importers.archive import COPIED_AS_THEY_ARE, ExtractReport, member_copy, safe_extract
 from traces.importers.base import parse_json_bytes
 from traces.importers.native import step_from_document
 from traces.models import (
@@ -1067,8 +1067,7 @@ def _job_source(job: ImportJob, scratch: Path):
         # only its kind is kept, for the format detection.
         suffix = ".jsonl" if (job.original_name or job.upload).lower().endswith(".jsonl") else ".zip"
         local = Path(tmp) / f"upload{suffix}"
-        with default_storage.open(job.upload, "rb") as src, local.open("wb") as out:
-            shutil.copyfileobj(src, out, 1024 * 1024)
+        stored_file_fetch(job.upload, local)
         yield local
 
 
@@ -1082,8 +1081,18 @@ def _job_source(job: ImportJob, scratch: Path):
 # write guard; a re-run shard finds its earlier traces stored (one trace per (project, external_id)) and reports
 # them as this job's. The run that completes the last shard sums the shards' results and ends the job.
 
-# Packed into a part as they are: deflating compressed files again costs time and saves nothing.
+# Packed into a part as they are: deflating compressed files again costs time and saves nothing (a file that
+# member_copy cannot copy from the upload as it is: one compressed with bzip2 or LZMA).
 IMPORT_PART_COMPRESSED = {".png", ".jpg", ".jpeg", ".webp", ".gif", ".zip", ".gz"}
+
+# What a plan does not unpack: screenshots (their bytes are most of an upload). Importers find their trace units from
+# folders and trace files, where a screenshot's presence is all they look at; the plan makes each an empty file, and
+# its compressed bytes go from the upload into its shard's part as they are, unpacked (and checked) by the shard.
+IMPORT_PLAN_PLACEHOLDERS = (".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp")
+
+
+def _plan_placeholder(name: str) -> bool:
+    return name.lower().endswith(IMPORT_PLAN_PLACEHOLDERS)
 
 
 def import_parts_prefix(job: ImportJob) -> str:
@@ -1100,24 +1109,39 @@ def _unit_name(root: Path, unit: Path) -> str:
     return unit.relative_to(root).as_posix() if unit != root else "."
 
 
-def _import_parts_store(job: ImportJob, root: Path, chunks: list[list[Path]], scratch: Path) -> list[str]:
-    """Store each shard's part of the unpacked upload: the files its units may open, under the name of the folder
-    the traces are read from (so messages name files as the whole upload would). Under the planning attempt's own
+def _import_parts_store(
+    job: ImportJob, root: Path, chunks: list[list[Path]], scratch: Path, *, upload: Path, report: ExtractReport
+) -> list[str]:
+    """Store each shard's part of the upload: the files its units may open, under the name of the folder the traces
+    are read from (so messages name files as the whole upload would), copied from the upload's zip as they are
+    (``report`` says which entry each unpacked file, or placeholder, came from). Under the planning attempt's own
     folder: a plan a killed worker left half-stored never mixes with the next one's."""
     names = []
-    for index, chunk in enumerate(chunks):
-        files = sorted({file for unit in chunk for file in unit_files(root, unit)})
-        local = scratch / f"part-{index:05d}.zip"
-        with zipfile.ZipFile(local, "w") as part:
-            for file in files:
-                packed = zipfile.ZIP_STORED if file.suffix.lower() in IMPORT_PART_COMPRESSED else zipfile.ZIP_DEFLATED
-                part.write(
-                    file, f"{root.name}/{file.relative_to(root).as_posix()}", compress_type=packed, compresslevel=1
-                )
-        name = f"{import_parts_prefix(job)}/{job.attempts}/{index:05d}.zip"
-        with local.open("rb") as handle:
-            names.append(default_storage.save(name, File(handle, name=name)))
-        local.unlink()
+    # Every file here was unpacked under its entry's name, never through a link (safe_extract makes none): its
+    # resolved path, the report's key, is the resolved root's joined with its own relative path.
+    resolved_root = root.resolve()
+    with upload.open("rb") as raw:
+        for index, chunk in enumerate(chunks):
+            files = sorted({file for unit in chunk for file in unit_files(root, unit)})
+            local = scratch / f"part-{index:05d}.zip"
+            with zipfile.ZipFile(local, "w") as part:
+                for file in files:
+                    relative = file.relative_to(root)
+                    name = f"{root.name}/{relative.as_posix()}"
+                    entry = report.members.get(resolved_root / relative)
+                    if entry is not None and entry.compress_type in COPIED_AS_THEY_ARE:
+                        try:
+                            member_copy(raw, entry, part, name)
+                        except zipfile.BadZipFile as exc:  # the file is left out; its trace says it is missing
+                            report.refused.append(
+                                {"file": entry.filename, "error": f"{entry.filename} is damaged: {exc}"}
+                            )
+                        continue
+                    packed = (
+                        zipfile.ZIP_STORED if file.suffix.lower() in IMPORT_PART_COMPRESSED else zipfile.ZIP_DEFLATED
+                    )
+                    part.write(file, name, compress_type=packed, compresslevel=1)
+            names.append(stored_file_save_moved(f"{import_parts_prefix(job)}/{job.attempts}/{index:05d}.zip", local))
     return names
 
 
@@ -1130,13 +1154,28 @@ def _named_as_uploaded(message: str, local: Path | None, upload: str) -> str:
     return upload + message[len(local.name) :] if message.startswith(f"{local.name}:") else message
 
 
+def _import_part_refusals(plan: dict, refused: list[dict]) -> list[dict]:
+    """What unpacking a shard's part refused (a screenshot the plan copied unread is damaged), named as the upload
+    names it: a part holds its files under the plan's root, the upload under its top folder, or none."""
+    inside, top = plan["root"] + "/", plan.get("top", plan["root"])
+    named = []
+    for refusal in refused:
+        original = refusal["file"].removeprefix(inside)
+        original = f"{top}/{original}" if top else original
+        named.append({"file": original, "error": refusal["error"].replace(refusal["file"], original)})
+    return named
+
+
 def import_plan_make(*, job: ImportJob, scratch: Path) -> None:
     """Plan the import: its format, its trace units cut into shards, each shard's part stored. Raises JobFailed
     with the reason when the upload cannot be read (not an archive, no known layout, a format that finds nothing)."""
     upload = job.original_name or Path(job.upload).name
     local: Path | None = None
     try:
-        with _job_source(job, scratch) as local, opened_source(local, scratch=scratch) as (root, report):
+        with (
+            _job_source(job, scratch) as local,
+            opened_source(local, scratch=scratch, placeholder=_plan_placeholder) as (root, report),
+        ):
             importer = importer_for(root, job.format or None)
             units = importer.units(root)
             if job.format and not units:
@@ -1147,10 +1186,12 @@ def import_plan_make(*, job: ImportJob, scratch: Path) -> None:
                 )
             size = max(1, settings.IMPORT_SHARD_TRACES)
             chunks = [units[start : start + size] for start in range(0, len(units), size)] or [[]]
-            parts = _import_parts_store(job, root, chunks, scratch) if report is not None else []
+            parts = _import_parts_store(job, root, chunks, scratch, upload=local, report=report) if report else []
             plan = {
                 "format": importer.format_name,
                 "root": root.name,
+                # The upload's top folder ("" when it has none, and its files lie in the plan's root itself).
+                "top": root.name if report and root != report.folder else "",
                 "parts": parts,
                 "errors": list(report.refused) if report else [],
             }
@@ -1215,19 +1256,19 @@ def import_shard_run(*, job_id: int, index: int) -> str:
 
 @contextlib.contextmanager
 def _import_shard_source(job: ImportJob, shard: JobShard, scratch: Path):
-    """The folder (or file) the shard's units are read from: its part of the upload, fetched from storage and
-    unpacked; or, with no parts (a server path, one uploaded file), the source itself."""
+    """The folder (or file) the shard's units are read from, and what unpacking it refused that the plan did not
+    report: its part of the upload, fetched from storage and unpacked (the plan copied the screenshots into it
+    unread: a damaged one is found here); or, with no parts (a server path, one uploaded file), the source itself."""
     plan = job.plan
     if not plan["parts"]:
         with _job_source(job, scratch) as local, opened_source(local, scratch=scratch) as (root, _):
-            yield root
+            yield root, []
         return
     part = scratch / "part.zip"
-    with default_storage.open(plan["parts"][shard.index], "rb") as src, part.open("wb") as out:
-        shutil.copyfileobj(src, out, 1024 * 1024)
-    safe_extract(part, scratch / "unpacked")  # the planning run reported what the upload's archive refused
+    stored_file_fetch(plan["parts"][shard.index], part)
+    report = safe_extract(part, scratch / "unpacked")
     part.unlink()
-    yield scratch / "unpacked" / plan["root"]
+    yield scratch / "unpacked" / plan["root"], _import_part_refusals(plan, report.refused)
 
 
 @dataclass
@@ -1257,7 +1298,8 @@ def _import_shard_work(job: ImportJob, shard: JobShard, progress: ShardProgress)
     tally = ImportTally(screenshots_stored=(shard.result or {}).get("screenshots_stored", 0))
     progress.start(done=0)
     try:
-        with _import_shard_source(job, shard, scratch) as root:
+        with _import_shard_source(job, shard, scratch) as (root, refused):
+            tally.errors.extend(refused)
             importer = IMPORTERS[job.plan["format"]]
             for name in shard.items:
                 for item in importer.read_units(root, [root / name]):

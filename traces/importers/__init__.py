@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from .archive import ArchiveError, ExtractReport, safe_extract
@@ -54,12 +54,15 @@ def detect_format(root: Path) -> str:
 
 
 @contextlib.contextmanager
-def opened_source(path: Path, *, scratch: Path | None = None) -> Iterator[tuple[Path, ExtractReport | None]]:
+def opened_source(
+    path: Path, *, scratch: Path | None = None, placeholder: Callable[[str], bool] | None = None
+) -> Iterator[tuple[Path, ExtractReport | None]]:
     """Yield a folder (or JSONL file) to read; a .zip is unpacked safely into a temporary folder, inside
-    ``scratch`` when given (a job's folder, which is swept if the process is killed), else the system's."""
+    ``scratch`` when given (a job's folder, which is swept if the process is killed), else the system's; the
+    entries ``placeholder`` accepts as empty files (``safe_extract``)."""
     if path.suffix.lower() == ".zip" or (path.is_file() and _looks_like_zip(path)):
         with tempfile.TemporaryDirectory(prefix="trace-import-", dir=scratch) as tmp:
-            report = safe_extract(path, Path(tmp))
+            report = safe_extract(path, Path(tmp), placeholder=placeholder)
             root = Path(tmp)
             children = [p for p in root.iterdir()]
             # An archive holding one top folder is read as that folder.

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import stat
+import struct
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from django.conf import settings
 
 CHUNK = 1024 * 1024
+
+# Members whose compressed bytes can be copied from one zip into another as they are (``member_copy``).
+COPIED_AS_THEY_ARE = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED}
 
 
 class ArchiveError(Exception):
@@ -18,9 +23,13 @@ class ArchiveError(Exception):
 
 @dataclass
 class ExtractReport:
+    folder: Path  # where the archive was unpacked
     extracted: int = 0
-    bytes_written: int = 0
+    # Bytes unpacked, counted against IMPORT_MAX_UNPACKED_BYTES; a placeholder counts its declared size, the most
+    # its unpacking can give (zipfile stops a member at its declared size and then checks its CRC).
+    unpacked_bytes: int = 0
     refused: list[dict] = field(default_factory=list)  # {"file": name, "error": why}
+    members: dict[Path, zipfile.ZipInfo] = field(default_factory=dict)  # each file made (resolved) -> its entry
 
 
 def _refusal(info: zipfile.ZipInfo) -> str | None:
@@ -45,13 +54,16 @@ def _refusal(info: zipfile.ZipInfo) -> str | None:
     return None
 
 
-def safe_extract(archive: Path, dest: Path) -> ExtractReport:
-    """Extract ``archive`` into ``dest``; refused entries are reported by name, the rest extracted."""
+def safe_extract(archive: Path, dest: Path, *, placeholder: Callable[[str], bool] | None = None) -> ExtractReport:
+    """Extract ``archive`` into ``dest``; refused entries are reported by name, the rest extracted. An entry whose
+    name ``placeholder`` accepts (and that ``member_copy`` copies as it is) is made an empty file instead: whoever
+    reads the folder sees it there but not its bytes, which are not unpacked (an import's plan: its shards unpack
+    them, see ``traces.services.import_plan_make``)."""
     try:
         zf = zipfile.ZipFile(archive)
     except zipfile.BadZipFile:
         raise ArchiveError(f"{archive.name}: not a zip archive (or it is truncated)") from None
-    report = ExtractReport()
+    report = ExtractReport(folder=dest)
     budget = settings.IMPORT_MAX_UNPACKED_BYTES
     with zf:
         infos = zf.infolist()
@@ -72,27 +84,82 @@ def safe_extract(archive: Path, dest: Path) -> ExtractReport:
                 report.refused.append({"file": info.filename, "error": f"{info.filename} points outside the archive"})
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
+            if placeholder is not None and info.compress_type in COPIED_AS_THEY_ARE and placeholder(info.filename):
+                if report.unpacked_bytes + info.file_size > budget:
+                    raise ArchiveError(_over_budget(archive, budget, info))
+                target.open("wb").close()
+                report.members[target] = info
+                report.extracted += 1
+                report.unpacked_bytes += info.file_size
+                continue
             written = 0
             try:
                 with zf.open(info) as src, target.open("wb") as out:
                     # Count what really comes out: a lying header cannot smuggle a bomb past us.
                     while chunk := src.read(CHUNK):
                         written += len(chunk)
-                        if report.bytes_written + written > budget or written > max(info.file_size, 0) + CHUNK:
-                            raise ArchiveError(
-                                f"{archive.name}: unpacks to more than {budget} bytes (decompression bomb); stopped at {info.filename}"
-                            )
+                        if report.unpacked_bytes + written > budget or written > max(info.file_size, 0) + CHUNK:
+                            raise ArchiveError(_over_budget(archive, budget, info))
                         out.write(chunk)
             except (zipfile.BadZipFile, zlib_error(), EOFError) as exc:
                 target.unlink(missing_ok=True)
+                report.members.pop(target, None)  # an earlier entry of the same name was overwritten
                 report.refused.append({"file": info.filename, "error": f"{info.filename} is damaged: {exc}"})
                 continue
             except ArchiveError:
                 target.unlink(missing_ok=True)
                 raise
+            report.members[target] = info
             report.extracted += 1
-            report.bytes_written += written
+            report.unpacked_bytes += written
     return report
+
+
+def _over_budget(archive: Path, budget: int, info: zipfile.ZipInfo) -> str:
+    return f"{archive.name}: unpacks to more than {budget} bytes (decompression bomb); stopped at {info.filename}"
+
+
+class _AsItIs:
+    """A compressor that passes compressed bytes through (``member_copy``)."""
+
+    def compress(self, data):
+        return data
+
+    def flush(self) -> bytes:
+        return b""
+
+
+def member_copy(raw, info: zipfile.ZipInfo, target: zipfile.ZipFile, name: str) -> None:
+    """Copy the member ``info`` of the zip open as the binary file ``raw`` into ``target`` as ``name``, its
+    compressed bytes as they are (``info.compress_type`` must be one of COPIED_AS_THEY_ARE): nothing is unpacked
+    or compressed again. Its CRC and sizes are the original's, so whoever unpacks the copy checks it as they would
+    have checked the original (a damaged or lying member is found there). zipfile has no public way to add
+    compressed data: its writer's compressor is swapped for one that passes the bytes through, and the checksum
+    and size it counted are set to the member's before it closes; headers and the central directory are zipfile's.
+    Raises zipfile.BadZipFile, with nothing written, when the member's bytes are not where the directory says."""
+    raw.seek(info.header_offset)
+    header = raw.read(30)
+    if len(header) != 30 or header[:4] != b"PK\x03\x04":
+        raise zipfile.BadZipFile("no local file header where the archive's directory says")
+    name_length, extra_length = struct.unpack("<HH", header[26:30])
+    start = info.header_offset + 30 + name_length + extra_length
+    if start + info.compress_size > raw.seek(0, 2):
+        raise zipfile.BadZipFile("the archive ends inside it")
+    raw.seek(start)
+    copy = zipfile.ZipInfo(name, date_time=info.date_time)
+    copy.compress_type = info.compress_type
+    copy.external_attr = 0o100644 << 16
+    copy.file_size = info.file_size
+    with target.open(copy, "w", force_zip64=max(info.file_size, info.compress_size) > zipfile.ZIP64_LIMIT) as sink:
+        sink._compressor = _AsItIs()  # type: ignore[attr-defined]
+        left = info.compress_size
+        while left > 0:
+            chunk = raw.read(min(CHUNK, left))
+            if not chunk:  # the archive shrank since it was measured above: never loop on it
+                raise OSError(f"{info.filename}: the archive changed while it was read")
+            sink.write(chunk)
+            left -= len(chunk)
+        sink._crc, sink._file_size = info.CRC, info.file_size  # type: ignore[attr-defined]
 
 
 def zlib_error():

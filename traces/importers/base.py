@@ -97,7 +97,9 @@ class Importer(Protocol):
 class UnitImporter:
     """An importer reads ``root`` as a list of units (a trace folder, a trace file, a JSONL of traces), each read
     on its own: a sharded import (``traces.services``) gives each shard some of the units that ``units`` found, in
-    order, and reading them all one shard after the other gives what ``read`` gives."""
+    order, and reading them all one shard after the other gives what ``read`` gives. ``detect`` and ``units`` look
+    at names, folders and trace files only: in an import's plan a screenshot is an empty file (its bytes reach the
+    shard that reads it, ``traces.services.IMPORT_PLAN_PLACEHOLDERS``)."""
 
     def units(self, root: Path) -> list[Path]:
         raise NotImplementedError
