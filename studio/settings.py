@@ -421,6 +421,12 @@ elif DEMO_PASSWORD and STUDIO_MODE != "demo":
 # --- Webhooks (webhooks/): signed deliveries to leads' endpoints, retried with backoff ---------------------
 # Plain http:// only to these hosts (tests, a receiver on the same machine); everything else must be https://.
 WEBHOOKS_ALLOW_HTTP_HOSTS = [h for h in (env("STUDIO_WEBHOOKS_ALLOW_HTTP_HOSTS", "") or "").split(",") if h]
+# Hosts inside the studio's own network (names, addresses or networks such as 10.20.0.0/16) that deliveries may reach;
+# any other address that is not global is refused (webhooks/network.py: a lead would read what only the studio's
+# machines reach). The hosts allowed plain http above are allowed too.
+WEBHOOKS_ALLOW_PRIVATE_HOSTS = [
+    h.strip() for h in (env("STUDIO_WEBHOOKS_ALLOW_PRIVATE_HOSTS", "") or "").split(",") if h.strip()
+]
 WEBHOOKS_CONNECT_TIMEOUT_S = float(env("STUDIO_WEBHOOKS_CONNECT_TIMEOUT_S", "3"))
 WEBHOOKS_READ_TIMEOUT_S = float(env("STUDIO_WEBHOOKS_READ_TIMEOUT_S", "10"))
 WEBHOOKS_MAX_ATTEMPTS = env_int("STUDIO_WEBHOOKS_MAX_ATTEMPTS", 6)

@@ -191,3 +191,78 @@ def test_api_registers_lists_shows_resends_and_removes_an_endpoint(
     assert client.delete(f"/api/webhooks/{webhook.pk}/").status_code == 204
     assert not Webhook.objects.filter(pk=webhook.pk).exists()
     assert client.get(f"/api/projects/{project.pk}/webhooks/").json() == []
+
+
+# --- addresses inside the studio's network (webhooks/network.py) ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://127.0.0.1/h",
+        "https://localhost:8443/h",
+        "https://api.localhost/h",
+        "https://169.254.169.254/latest/meta-data",
+        "https://10.0.0.5/h",
+        "https://[::1]/h",
+        "https://[::ffff:127.0.0.1]/h",
+        "https://0x7f000001/h",
+        "https://2130706433/h",
+        "https://127.1/h",
+        "https://0.0.0.0/h",
+    ],
+)
+def test_an_address_inside_the_network_is_refused_at_registration(db, project, lead, settings, url):
+    settings.WEBHOOKS_ALLOW_HTTP_HOSTS = []
+    settings.WEBHOOKS_ALLOW_PRIVATE_HOSTS = []
+    with pytest.raises(WebhookRefused, match="inside the studio's network.*STUDIO_WEBHOOKS_ALLOW_PRIVATE_HOSTS"):
+        webhook_create(project=project, url=url, events=["bundle.ready"], user=lead)
+    assert not Webhook.objects.exists()
+
+
+def test_the_operator_allows_hosts_inside_the_network_by_name_or_network(db, project, lead, settings):
+    settings.WEBHOOKS_ALLOW_HTTP_HOSTS = []
+    settings.WEBHOOKS_ALLOW_PRIVATE_HOSTS = ["ci.internal", "10.20.0.0/16", "localhost"]
+    for url in ("https://10.20.3.4/h", "https://localhost/h", "https://93.184.215.14/h", "https://ci.example.org/h"):
+        webhook_create(project=project, url=url, events=["bundle.ready"], user=lead)
+    with pytest.raises(WebhookRefused, match="10.21.0.1 is 10.21.0.1"):
+        webhook_create(project=project, url="https://10.21.0.1/h", events=["bundle.ready"], user=lead)
+
+
+def test_a_delivery_is_not_sent_inside_the_network_whatever_the_row_says(db, project, lead, settings):
+    """An endpoint registered before the rule (or a name that resolves inside only at delivery): the worker looks
+    the address up itself and sends nothing there."""
+    from webhooks.services import delivery_attempt
+
+    receiver = Receiver()
+    try:
+        settings.WEBHOOKS_ALLOW_HTTP_HOSTS = []
+        settings.WEBHOOKS_ALLOW_PRIVATE_HOSTS = []
+        hook = Webhook.objects.create(project=project, url=receiver.url, events=["bundle.ready"], secret="s" * 64)
+        delivery = Delivery.objects.create(webhook=hook, event="bundle.ready", payload={"a": 1})
+        assert delivery_attempt(delivery_id=delivery.pk) is False
+        delivery.refresh_from_db()
+        assert delivery.last_error.startswith("refused: 127.0.0.1 is 127.0.0.1, an address inside the studio's network")
+        assert delivery.attempts == 1 and receiver.requests == []
+    finally:
+        receiver.close()
+
+
+def test_a_named_host_is_reached_through_the_address_the_worker_checked(db, project, lead, settings):
+    from webhooks.services import delivery_attempt
+
+    receiver = Receiver(answers=(503,))
+    try:
+        settings.WEBHOOKS_ALLOW_HTTP_HOSTS = ["localhost"]
+        port = receiver.server.server_port
+        hook, _ = webhook_create(
+            project=project, url=f"http://localhost:{port}/hook?x=1", events=["bundle.ready"], user=lead
+        )
+        delivery = Delivery.objects.create(webhook=hook, event="bundle.ready", payload={"a": 1})
+        assert delivery_attempt(delivery_id=delivery.pk) is False
+        delivery.refresh_from_db()
+        assert delivery.response_status == 503 and delivery.last_error == "HTTP 503: receiver broke"
+        assert receiver.requests[0]["headers"]["Host"] == f"localhost:{port}"
+        assert json.loads(receiver.requests[0]["body"]) == {"a": 1}
+    finally:
+        receiver.close()

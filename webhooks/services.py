@@ -7,14 +7,14 @@ import secrets
 import time
 from urllib.parse import urlsplit
 
-import requests
+import urllib3
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from studio.db import atomic_with_retry
 from studio.errors import Invalid
-from webhooks import signing
+from webhooks import network, signing
 from webhooks.models import URL_MAX_CHARS, Delivery, DeliveryStatus, Webhook, WebhookEvent
 
 
@@ -36,6 +36,9 @@ def _check_url(url: str) -> str:
         )
     if parts.username or parts.password:
         raise WebhookRefused("url: credentials in the address would be logged; put them in the receiver instead")
+    inside = network.registration_refusal(parts.hostname or "")
+    if inside:
+        raise WebhookRefused(f"url: {inside}")
     return url
 
 
@@ -110,17 +113,13 @@ def delivery_attempt(*, delivery_id: int) -> bool:
     }
     status, error = None, ""
     try:
-        response = requests.post(
-            delivery.webhook.url,
-            data=body,
-            headers=headers,
-            allow_redirects=False,
-            timeout=(settings.WEBHOOKS_CONNECT_TIMEOUT_S, settings.WEBHOOKS_READ_TIMEOUT_S),
-        )
-        status = response.status_code
+        answer = network.post(delivery.webhook.url, body, headers)
+        status = answer.status
         if not 200 <= status < 300:
-            error = f"HTTP {status}: {response.text[:200]}"
-    except requests.RequestException as exc:
+            error = f"HTTP {status}: {answer.text}"
+    except network.DeliveryRefused as exc:
+        error = f"refused: {exc}"
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
         error = f"{exc.__class__.__name__}: {str(exc)[:300]}"
     delivered = not error
     Delivery.objects.filter(pk=delivery.pk).update(

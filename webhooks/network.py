@@ -1,0 +1,133 @@
+"""Where a delivery may go: the internet, or the hosts inside the studio's own network that the operator names.
+
+A lead registers the address; the studio's worker POSTs to it and shows the lead the start of any answer that is not
+2xx. Without a rule, a lead could point a webhook at what only the studio's machines reach (the cloud's metadata
+service at 169.254.169.254, Redis, an internal admin page) and read its answers on the deliveries page. So an address
+inside the network (loopback, private, link-local, shared, reserved, multicast: whatever ``ipaddress`` says is not
+global) is refused unless its host is in ``STUDIO_WEBHOOKS_ALLOW_PRIVATE_HOSTS`` (names, addresses or networks) or
+in ``STUDIO_WEBHOOKS_ALLOW_HTTP_HOSTS`` (named for plain http, a receiver on the same machine).
+
+Registration checks addresses written as numbers (also the legacy forms ``0x7f000001``, ``2130706433``, ``127.1``)
+and ``localhost``: no name is looked up in a web request. The worker looks the name up before each delivery, refuses
+it when any of its addresses is inside, and connects to the address it checked (the TLS certificate is still checked
+against the name), so a name that answers differently a moment later (DNS rebinding) cannot lead it elsewhere.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import certifi
+import urllib3
+from django.conf import settings
+
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+# What the deliveries page keeps of an answer that is not 2xx.
+ANSWER_SHOWN = 200
+
+
+class DeliveryRefused(Exception):
+    """The delivery's address may not be reached from here; the message says why and which setting allows it."""
+
+
+def _numeric(host: str) -> Address | None:
+    """``host`` as an address when it is written as one, in any form the system's resolver reads as one."""
+    try:
+        return ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        pass
+    try:
+        return ipaddress.IPv4Address(socket.inet_aton(host))  # 127.1, 0x7f000001, 2130706433
+    except (OSError, UnicodeError, ValueError):
+        return None
+
+
+def _inside(address: Address) -> bool:
+    mapped = getattr(address, "ipv4_mapped", None)
+    address = mapped or address
+    return not address.is_global or address.is_multicast
+
+
+def _allowed(host: str, address: Address | None) -> bool:
+    entries = [*settings.WEBHOOKS_ALLOW_PRIVATE_HOSTS, *settings.WEBHOOKS_ALLOW_HTTP_HOSTS]
+    if host.lower() in (entry.lower() for entry in entries):
+        return True
+    for entry in entries:
+        try:
+            network = ipaddress.ip_network(entry, strict=False)
+        except ValueError:
+            continue  # a name
+        if address is not None and address in network:
+            return True
+    return False
+
+
+def _refusal(host: str, address: Address) -> str:
+    return (
+        f"{host} is {address}, an address inside the studio's network; deliveries go there only to hosts named in "
+        f"STUDIO_WEBHOOKS_ALLOW_PRIVATE_HOSTS"
+    )
+
+
+def registration_refusal(host: str) -> str | None:
+    """Why ``host`` cannot be registered, judged without looking it up (a web request never waits for DNS)."""
+    host = host.lower().rstrip(".")
+    if host == "localhost" or host.endswith(".localhost"):
+        address: Address | None = ipaddress.ip_address("127.0.0.1")
+    else:
+        address = _numeric(host)
+    if address is None or not _inside(address) or _allowed(host, address):
+        return None
+    return _refusal(host, address)
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    text: str  # the start of the body
+
+
+def post(url: str, body: bytes, headers: dict[str, str]) -> Answer:
+    """POST ``body`` to ``url`` from the worker, through the address checked here; no redirect is followed.
+    Raises DeliveryRefused (an address inside the network), OSError (a name that does not resolve) or urllib3's
+    errors (connection, TLS, timeout)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise OSError(f"{host} could not be looked up ({exc.strerror})") from None
+    addresses = [ipaddress.ip_address(info[4][0].split("%")[0]) for info in found]
+    for address in addresses:
+        if _inside(address) and not _allowed(host, address):
+            raise DeliveryRefused(_refusal(host, address))
+    timeout = urllib3.Timeout(connect=settings.WEBHOOKS_CONNECT_TIMEOUT_S, read=settings.WEBHOOKS_READ_TIMEOUT_S)
+    pool: urllib3.HTTPConnectionPool
+    if parts.scheme == "https":
+        pool = urllib3.HTTPSConnectionPool(
+            str(addresses[0]),
+            port,
+            timeout=timeout,
+            retries=False,
+            cert_reqs="CERT_REQUIRED",
+            ca_certs=certifi.where(),
+            server_hostname=host,
+            assert_hostname=host,
+        )
+    else:
+        pool = urllib3.HTTPConnectionPool(str(addresses[0]), port, timeout=timeout, retries=False)
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    with pool:
+        response = pool.urlopen(
+            "POST", target, body=body, headers={**headers, "Host": parts.netloc}, redirect=False, preload_content=False
+        )
+        try:
+            text = response.read(4 * ANSWER_SHOWN).decode("utf-8", "replace")[:ANSWER_SHOWN]
+        finally:
+            response.release_conn()
+    return Answer(status=response.status, text=text)
