@@ -124,23 +124,26 @@ def test_archive_unpacking_past_the_limit_is_stopped(project, tmp_path, settings
     assert not Trace.objects.filter(project=project).exists()
 
 
+def declare_size(archive: Path, name: str, size: int) -> None:
+    """Rewrite the unpacked size ``name`` declares, in its local header and in the central directory, to ``size``."""
+    with zipfile.ZipFile(archive) as zf:
+        info = zf.getinfo(name)
+    data = bytearray(archive.read_bytes())
+    data[info.header_offset + 22 : info.header_offset + 26] = size.to_bytes(4, "little")
+    encoded, central = name.encode(), data.index(b"PK\x01\x02")
+    while data[central + 46 : central + 46 + len(encoded)] != encoded:  # each entry's name starts at 46
+        central = data.index(b"PK\x01\x02", central + 4)
+    data[central + 24 : central + 28] = size.to_bytes(4, "little")
+    archive.write_bytes(bytes(data))
+
+
 def test_a_header_that_lies_about_its_size_does_not_smuggle_a_bomb(project, tmp_path):
     archive = write_zip(
         tmp_path / "liar.zip",
         trace_files("good"),
         extra=lambda zf: zf.writestr("batch/payload.bin", b"A" * (4 * 1024 * 1024)),
     )
-    # Rewrite payload.bin's declared size (local header and central directory) to a harmless 100 bytes.
-    data = bytearray(archive.read_bytes())
-    with zipfile.ZipFile(archive) as zf:
-        info = zf.getinfo("batch/payload.bin")
-    real = (4 * 1024 * 1024).to_bytes(4, "little")
-    for signature, size_offset in ((b"PK\x03\x04", 22), (b"PK\x01\x02", 24)):
-        start = data.index(signature, info.header_offset if signature == b"PK\x03\x04" else data.index(b"PK\x01\x02"))
-        while data[start + size_offset : start + size_offset + 4] != real:
-            start = data.index(signature, start + 4)
-        data[start + size_offset : start + size_offset + 4] = (100).to_bytes(4, "little")
-    archive.write_bytes(bytes(data))
+    declare_size(archive, "batch/payload.bin", 100)  # a harmless 100 bytes
     job = run(project, archive)
     assert job.status == "succeeded", job.message
     assert error_for(job, "payload.bin").startswith("batch/payload.bin is damaged: Bad CRC-32")
@@ -318,15 +321,7 @@ def test_a_screenshot_whose_header_lies_about_its_size_is_damaged_not_a_bomb(pro
     files = {**trace_files("good"), **trace_files("liar")}
     files["liar/s1.png"] = image_bytes("liar") + b"\0" * (1024 * 1024)
     archive = write_zip(tmp_path / "liar.zip", files)
-    with zipfile.ZipFile(archive) as zf:
-        real = zf.getinfo("batch/liar/s1.png").file_size.to_bytes(4, "little")
-    data = bytearray(archive.read_bytes())
-    for signature, size_offset in ((b"PK\x03\x04", 22), (b"PK\x01\x02", 24)):
-        start = data.index(signature)
-        while data[start + size_offset : start + size_offset + 4] != real:
-            start = data.index(signature, start + 4)
-        data[start + size_offset : start + size_offset + 4] = (100).to_bytes(4, "little")
-    archive.write_bytes(bytes(data))
+    declare_size(archive, "batch/liar/s1.png", 100)
     job = run(project, archive)
     assert job.status == "succeeded", job.message
     assert error_for(job, "s1.png is damaged").startswith("batch/liar/s1.png is damaged: Bad CRC-32")
