@@ -14,6 +14,7 @@ filesystem, so exactly one consumer wins. A file that still cannot be read as a 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import uuid
@@ -31,6 +32,8 @@ logger = logging.getLogger(__name__)
 CLAIMED = "claimed"
 UNREADABLE = "unreadable"
 PARTIAL_PREFIX = ".part-"
+# A claim is read, and a partial file renamed, the instant after it is made: one this old was left by a killed process.
+ABANDONED_AFTER_S = 60
 
 
 def message_filename(queue: str) -> str:
@@ -68,16 +71,21 @@ class Channel(filesystem.Channel):
             mine = os.path.join(self.claimed_folder, filename)
             try:
                 os.rename(os.path.join(self.data_folder_in, filename), mine)
-            except FileNotFoundError:
-                continue  # another consumer took it first
-            try:
+                os.utime(mine)  # when it was claimed: queue_sweep gives back only claims older than a while
                 with open(mine, "rb") as handle:
                     raw = handle.read()
-                message = loads(bytes_to_str(raw))
-            except (OSError, ValueError) as exc:
+            except FileNotFoundError:
+                continue  # another consumer took it first (or the sweep gave a stale claim back: taken again)
+            except OSError as exc:
                 self._set_aside(mine, filename, exc)
                 continue
-            os.unlink(mine)
+            try:
+                message = loads(bytes_to_str(raw))
+            except ValueError as exc:
+                self._set_aside(mine, filename, exc)
+                continue
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(mine)
             return message
         raise Empty()
 
@@ -89,6 +97,35 @@ class Channel(filesystem.Channel):
         except OSError:
             pass
         logger.error("broker message %s is not readable (%s): set aside in %s", filename, error, folder)
+
+
+def queue_sweep(folder: str, *, now: float) -> dict[str, int]:
+    """Tidy the queue ``folder`` (``studio.jobs.jobs_sweep_files``, every worker's watchdog; ``now`` a timestamp):
+    a message a consumer claimed ABANDONED_AFTER_S ago and still holds was never read (a consumer deletes its claim
+    once it has read it: this one was killed in between) and goes back into the queue, to be taken again (jobs and
+    shards run at least once, their writes idempotent); a producer's partial file as old was never completed
+    (killed while writing; its job is sent again as lost) and is removed."""
+    before = now - ABANDONED_AFTER_S
+    swept = {"restored": 0, "partial_removed": 0}
+    claimed = os.path.join(folder, CLAIMED)
+    for directory, prefix, key in ((claimed, "", "restored"), (folder, PARTIAL_PREFIX, "partial_removed")):
+        try:
+            names = os.listdir(directory)
+        except FileNotFoundError:
+            continue
+        for name in names:
+            path = os.path.join(directory, name)
+            try:
+                if not name.startswith(prefix) or os.stat(path).st_mtime >= before:
+                    continue
+                if key == "restored":
+                    os.rename(path, os.path.join(folder, name))
+                else:
+                    os.unlink(path)
+            except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+                continue  # read and deleted meanwhile, or not a message
+            swept[key] += 1
+    return swept
 
 
 class Transport(filesystem.Transport):

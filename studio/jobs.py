@@ -314,7 +314,9 @@ def job_release(job) -> None:
 def jobs_sweep_files(*, now=None) -> dict[str, int]:
     """Remove scratch folders whose job has ended, is gone or has moved to a newer attempt (a killed worker's
     leftovers), spooled request bodies older than a day (a killed web process's), and the files each job kind
-    keeps only for a while. Returns how many of each were removed."""
+    keeps only for a while; with the embedded broker, its messages a killed consumer claimed but never read go back
+    into the queue and a killed producer's partial files go (``broker_filesystem.queue_sweep``). Returns how many
+    of each were removed (or restored)."""
     now = now or timezone.now()
     models = {model._meta.label_lower.replace(".", "-"): model for model in job_models()}
     removed = {"workdirs": 0, "spooled_bodies": 0, "job_files": 0}
@@ -344,6 +346,15 @@ def jobs_sweep_files(*, now=None) -> dict[str, int]:
             continue  # gone meanwhile, or not ours
     for model in models.values():
         removed["job_files"] += model.sweep_expired_files(now=now)
+    queue = (getattr(settings, "CELERY_BROKER_TRANSPORT_OPTIONS", None) or {}).get("data_folder_in")
+    if queue and settings.CELERY_BROKER_URL.startswith("filesystem:"):  # the embedded broker's files
+        from studio.broker_filesystem import queue_sweep
+
+        swept = queue_sweep(queue, now=now.timestamp())
+        removed["broker_claims_restored"], removed["broker_partials_removed"] = (
+            swept["restored"],
+            swept["partial_removed"],
+        )
     return removed
 
 

@@ -135,3 +135,58 @@ def test_the_embedded_mode_uses_the_studio_channel():
     assert settings.CELERY_BROKER_URL == "filesystem://"
     with app.connection_for_write() as connection:
         assert isinstance(connection.default_channel, broker_filesystem.Channel)
+
+
+def test_the_sweep_gives_back_a_claim_a_killed_consumer_held_and_removes_a_killed_producers_file(tmp_path):
+    """A consumer killed between claiming a message and reading it, a producer killed while writing one: the
+    watchdog's sweep puts the message back in the queue (it is then delivered) and removes the partial file; a
+    claim or a partial file younger than ABANDONED_AFTER_S (a live process's) is left alone."""
+    import time
+
+    with _connection(tmp_path) as connection:
+        channel = connection.default_channel
+        channel._put("default", {"n": 1})
+        channel._put("default", {"n": 2})
+        claimed = tmp_path / broker_filesystem.CLAIMED
+        for name in sorted(_messages(tmp_path)):
+            claimed.mkdir(exist_ok=True)
+            os.rename(tmp_path / name, claimed / name)  # claimed by consumers that are then killed
+        old, young = sorted(claimed.iterdir())
+        (tmp_path / f"{broker_filesystem.PARTIAL_PREFIX}killed").write_bytes(b'{"half": ')
+        (tmp_path / f"{broker_filesystem.PARTIAL_PREFIX}writing").write_bytes(b'{"half": ')
+        now = time.time()
+        stale = now - broker_filesystem.ABANDONED_AFTER_S - 1
+        for path in (old, tmp_path / f"{broker_filesystem.PARTIAL_PREFIX}killed"):
+            os.utime(path, (stale, stale))
+        with pytest.raises(Empty):
+            channel._get("default")
+        assert broker_filesystem.queue_sweep(str(tmp_path), now=now) == {"restored": 1, "partial_removed": 1}
+        assert channel._get("default") == {"n": 1}
+        with pytest.raises(Empty):
+            channel._get("default")
+        assert [path.name for path in claimed.iterdir()] == [young.name]
+        assert sorted(path.name for path in tmp_path.iterdir() if path.name.startswith(".part-")) == [
+            f"{broker_filesystem.PARTIAL_PREFIX}writing"
+        ]
+
+
+def test_a_claim_is_dated_when_it_is_made_so_an_old_message_just_taken_is_not_given_back(tmp_path, monkeypatch):
+    import time
+
+    with _connection(tmp_path) as connection:
+        channel = connection.default_channel
+        channel._put("default", {"n": 1})
+        (name,) = _messages(tmp_path)
+        written_long_ago = time.time() - 3600
+        os.utime(tmp_path / name, (written_long_ago, written_long_ago))  # queued an hour before a worker came
+        real_open = open
+        seen = {}
+
+        def watching_open(path, *args, **kwargs):  # the instant between the claim and its read
+            if str(path).endswith(name):
+                seen["claim_age_s"] = time.time() - os.stat(path).st_mtime
+            return real_open(path, *args, **kwargs)
+
+        monkeypatch.setattr(broker_filesystem, "open", watching_open, raising=False)
+        assert channel._get("default") == {"n": 1}
+        assert seen["claim_age_s"] < broker_filesystem.ABANDONED_AFTER_S
