@@ -9,16 +9,7 @@ from rest_framework.authtoken.models import TokenProxy
 
 from studio.jobs import job_cascades, job_delete
 from studio.models import JobShard
-
-
-def in_words(count: int, singular: str, plural: str) -> str:
-    """``count`` things, singular or plural: "1 job", "0 jobs"."""
-    return f"{count} {singular if count == 1 else plural}"
-
-
-def counted(count: int, model) -> str:
-    """``count`` rows of ``model`` in words, by the model's own names: "1 trace", "4 steps"."""
-    return in_words(count, str(model._meta.verbose_name), str(model._meta.verbose_name_plural))
+from studio.words import counted
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

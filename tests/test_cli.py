@@ -48,7 +48,7 @@ def test_import_export_download_resume_and_checksum(
 
     folder = native_trace_folder(tmp_path / "traces" / "cli-1", external_id="cli-1", steps=4)
     imported = run_cli(live_server, lead_token, "import", str(folder.parent), "--project", project.name, "--wait")
-    assert "1 traces imported" in imported.stdout, imported.stdout
+    assert "succeeded: 1 trace, " in imported.stdout, imported.stdout
     assert "import" in imported.stderr  # the progress bar's label
     trace = Trace.objects.get(project=project, external_id="cli-1")
 

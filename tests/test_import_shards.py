@@ -115,7 +115,8 @@ def test_a_sharded_import_ends_with_the_summary_of_one_shard(
     assert sharded.screenshots_stored == Screenshot.objects.count() > TRACES  # every screen stored, each once
     assert _without_screenshots(sharded.message) == _without_screenshots(whole.message)
     assert sharded.message.startswith(
-        f"{TRACES} traces, {TRACES * STEPS} steps, {sharded.screenshots_stored} screenshots"
+        f"1 of {TRACES + 1} traces failed. {TRACES} traces, {TRACES * STEPS} steps, "
+        f"{sharded.screenshots_stored} screenshots"
     )
     assert sharded.errors == whole.errors and [e["file"] for e in sharded.errors] == ["broken/trace.json"]
     assert "invalid JSON" in sharded.errors[0]["error"]

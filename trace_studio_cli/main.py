@@ -81,13 +81,15 @@ def import_(ctx: click.Context, path: Path, project_ref: str, fmt: str, round_re
     click.echo(f"import {job['id']} {job['status']} into project {project['id']} ({project['name']}{into})")
     if wait:
         job = _follow(client, "import", job, lambda: client.import_job(job["id"]))
-        click.echo(
-            f"import {job['id']} {job['status']}: {job.get('traces_imported', 0)} traces imported, "
-            f"{job.get('traces_skipped', 0)} already present, {job.get('traces_failed', 0)} failed, "
-            f"{job.get('unparsed_actions', 0)} unparsed actions, {job.get('off_screen_steps', 0)} off-screen steps"
-        )
-        for error in job.get("errors") or []:
-            click.echo(f"  {error}", err=True)
+        # The server's summary says what was lost first ("5 of 6 traces failed. ..."), in words.
+        click.echo(f"import {job['id']} {job['status']}: {job.get('message') or 'no message'}")
+        # Problems (lost) apart from notes (kept traces needing attention); a server without the split sends
+        # only `errors`, all of them shown as problems.
+        for heading, entries in (("problems", job.get("problems", job.get("errors"))), ("notes", job.get("notes"))):
+            if entries:
+                click.echo(f"{heading}:", err=True)
+                for entry in entries:
+                    click.echo(f"  {entry.get('error', entry)}", err=True)
         _finished_or_exit("import", job)
 
 

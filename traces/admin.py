@@ -3,7 +3,8 @@
 from django.contrib import admin
 from django.urls import reverse
 
-from studio.admin import JobAdmin, ReadOnlyAdmin, ReadOnlyInline, counted, in_words
+from studio.admin import JobAdmin, ReadOnlyAdmin, ReadOnlyInline
+from studio.words import counted, in_words
 from traces.models import ImportJob, Membership, Project, Round, Screenshot, Step, Trace, TraceDeletion
 from traces.selectors import project_jobs
 from traces.services import project_delete

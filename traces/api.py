@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.db.models import Count
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import MultiPartParser
@@ -113,8 +113,34 @@ class TraceDetailSerializer(TraceSerializer):
         return trace.final_screenshot.image_url if trace.final_screenshot_id else None
 
 
+class ImportEntrySerializer(serializers.Serializer):
+    file = serializers.CharField(help_text="The upload's file or trace folder the entry is about.")
+    error = serializers.CharField(help_text="What happened, in words.")
+    kind = serializers.CharField(required=False, help_text="A note's kind: awaiting-instruction, off-screen-point.")
+    trace = serializers.IntegerField(required=False, help_text="A note's kept trace.")
+
+
 class ImportJobSerializer(serializers.ModelSerializer):
     round_name = serializers.CharField(source="round.name", default=None, read_only=True)
+    # `errors` stays every entry, as clients have read it; these split it as the job's page does.
+    problems = serializers.SerializerMethodField(
+        help_text="Entries of `errors` for traces that failed or files refused."
+    )
+    notes = serializers.SerializerMethodField(help_text="Entries of `errors` on kept traces that need attention.")
+    attention = serializers.SerializerMethodField(
+        help_text='What was lost, e.g. "5 of 6 traces failed; 1 file refused"; empty when nothing was.'
+    )
+
+    @extend_schema_field(ImportEntrySerializer(many=True))
+    def get_problems(self, job: ImportJob) -> list[dict]:
+        return selectors.import_job_report(job).problems
+
+    @extend_schema_field(ImportEntrySerializer(many=True))
+    def get_notes(self, job: ImportJob) -> list[dict]:
+        return selectors.import_job_report(job).notes
+
+    def get_attention(self, job: ImportJob) -> str:
+        return selectors.import_job_report(job).attention
 
     class Meta:
         model = ImportJob
@@ -128,6 +154,9 @@ class ImportJobSerializer(serializers.ModelSerializer):
             "progress_total",
             "message",
             "errors",
+            "problems",
+            "notes",
+            "attention",
             "traces_imported",
             "traces_skipped",
             "traces_failed",

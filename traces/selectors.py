@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.db.models import BooleanField, Count, ExpressionWrapper, Q, QuerySet
 
 from studio.errors import Invalid
 from studio.inputs import id_from_text
+from studio.words import in_words
 from traces import grammar
 from traces.access import traces_for
-from traces.models import Project, Round, Step, Trace
+from traces.models import ImportJob, Project, Round, Step, Trace
 
 # A trace whose instruction is blank waits for a lead to write it (the trace page's instruction form) before anyone
 # annotates it: without the task, neither the annotator's judgement nor a training prompt means anything. The same
@@ -138,3 +141,36 @@ def project_jobs(project: Project) -> list:
         path = "project" if any(f.name == "project" for f in model._meta.fields) else "annotation__project"
         jobs.extend(model.objects.filter(**{path: project}).order_by("pk"))
     return jobs
+
+
+# The kinds of an import job's entries (ImportJob.errors) that are notes on a trace the job kept: it needs
+# attention (a lead writes its instruction, annotators see its steps flagged) but nothing was lost. Every other entry
+# is a problem: a trace that failed (not stored) or a file of the upload refused.
+INSTRUCTION_MISSING = "awaiting-instruction"
+OFF_SCREEN_POINT = "off-screen-point"
+IMPORT_NOTE_KINDS = frozenset({INSTRUCTION_MISSING, OFF_SCREEN_POINT})
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    """What a lead reads on an import job: the problems apart from the notes, and the one line that says what was
+    lost ("5 of 6 traces failed; 1 file refused"; empty when nothing was)."""
+
+    problems: list[dict]
+    notes: list[dict]
+    attention: str
+
+
+def import_job_report(job: ImportJob) -> ImportReport:
+    entries = job.errors or []
+    problems = [entry for entry in entries if entry.get("kind") not in IMPORT_NOTE_KINDS]
+    notes = [entry for entry in entries if entry.get("kind") in IMPORT_NOTE_KINDS]
+    # Each failed trace has one entry; the other problems are files the unpacking refused.
+    files_refused = max(0, len(problems) - job.traces_failed)
+    read = job.traces_imported + job.traces_skipped + job.traces_failed
+    lost = []
+    if job.traces_failed:
+        lost.append(f"{job.traces_failed} of {in_words(read, 'trace', 'traces')} failed")
+    if files_refused:
+        lost.append(in_words(files_refused, "file refused", "files refused"))
+    return ImportReport(problems=problems, notes=notes, attention="; ".join(lost))

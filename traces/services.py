@@ -48,6 +48,7 @@ from studio.shards import (
 )
 from studio.signals import round_annotated
 from studio.storage import stored_file_fetch, stored_file_save_moved, stored_folder_delete
+from studio.words import in_words
 from traces import grammar
 from traces.images import ImageInfo, ImageProblem, inspect_image, make_thumbnail
 from traces.importers import (
@@ -80,7 +81,14 @@ from traces.models import (
     screenshot_path,
     thumbnail_path,
 )
-from traces.selectors import awaits_instruction, project_jobs, traces_awaiting_instruction
+from traces.selectors import (
+    INSTRUCTION_MISSING,
+    OFF_SCREEN_POINT,
+    awaits_instruction,
+    import_job_report,
+    project_jobs,
+    traces_awaiting_instruction,
+)
 
 log = logging.getLogger(__name__)
 
@@ -1400,21 +1408,25 @@ def _import_job_count(job: ImportJob) -> None:
 
 
 def import_job_summary(job: ImportJob) -> str:
+    """The job's message when it ran to its end: what was lost first (a lead must not read "succeeded" past five
+    failed traces), then the counts. Notes on kept traces are counted by what they say (awaiting an instruction,
+    off-screen steps), never as errors."""
     awaiting = traces_awaiting_instruction(job.traces.all()).count()
+    attention = import_job_report(job).attention
     return (
-        f"{job.traces_imported} traces, {job.steps_imported} steps, {job.screenshots_stored} screenshots stored, "
-        f"{job.traces_skipped} already present, {job.traces_failed} failed, {job.unparsed_actions} unparsed actions, "
-        f"{off_screen_phrase(job.off_screen_steps)}"
-        + (f", {awaiting} awaiting an instruction" if awaiting else "")
-        + (f", {len(job.errors)} errors" if job.errors else "")
+        (f"{attention}. " if attention else "")
+        + f"{in_words(job.traces_imported, 'trace', 'traces')}, {in_words(job.steps_imported, 'step', 'steps')}, "
+        f"{in_words(job.screenshots_stored, 'screenshot', 'screenshots')} stored, "
+        f"{job.traces_skipped} already present, {job.traces_failed} failed, "
+        f"{in_words(job.unparsed_actions, 'unparsed action', 'unparsed actions')}, "
+        f"{off_screen_phrase(job.off_screen_steps)}" + (f", {awaiting} awaiting an instruction" if awaiting else "")
     )
 
 
 def off_screen_phrase(count: int) -> str:
-    return f"{count} off-screen step{'' if count == 1 else 's'}"
+    return in_words(count, "off-screen step", "off-screen steps")
 
 
-OFF_SCREEN_POINT = "off-screen-point"
 OFF_SCREEN_LISTED = 5  # steps named in one trace's entry; the trace page lists them all
 
 
@@ -1439,9 +1451,6 @@ def off_screen_report(imported: ImportedTrace, trace: Trace, off_screen: list[tu
             + "); annotators see the step flagged, and exports never train on it unless the annotator corrects it"
         ),
     }
-
-
-INSTRUCTION_MISSING = "awaiting-instruction"
 
 
 def instruction_missing_report(imported: ImportedTrace, trace: Trace) -> dict:

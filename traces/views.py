@@ -219,6 +219,7 @@ def import_job(request, job_id: int):
         "traces/import_job.html",
         {
             "job": job,
+            "report": selectors.import_job_report(job),
             "project": job.project,
             "can_cancel": can(request.user, "trace.import", job),
         },

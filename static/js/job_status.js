@@ -1,6 +1,7 @@
 // Follows a background job (import, export, pre-scoring) until it finishes. The page marks the job's
 // box with data-url/data-status and its parts with data-job="status|progress|message|errors|when-succeeded|
-// when-running|sha|percent" (a <progress> element); text is set with textContent, never as HTML.
+// when-running|sha|percent" (a <progress> element), and an import's "attention|problems|notes" (the lists with
+// their -count and -box); text is set with textContent, never as HTML.
 (function () {
   const box = document.querySelector("[data-job-box]");
   if (!box) return;
@@ -17,9 +18,27 @@
     parts("message").forEach((el) => { el.textContent = job.message; });
     parts("errors").forEach((el) => el.replaceChildren(
       ...job.errors.map((e) => Object.assign(document.createElement("li"), { textContent: e.error }))));
+    // An import's entries, split by the server into problems (lost) and notes (kept, needing attention).
+    if (job.attention !== undefined) {
+      parts("attention").forEach((el) => { el.textContent = job.attention; el.hidden = !job.attention; });
+    }
+    for (const name of ["problems", "notes"]) {
+      if (!job[name]) continue;
+      parts(name).forEach((el) => el.replaceChildren(...job[name].map((e) => entry(e, el.dataset.traceUrl))));
+      parts(name + "-count").forEach((el) => { el.textContent = job[name].length; });
+      parts(name + "-box").forEach((el) => { el.hidden = !job[name].length; });
+    }
     parts("when-succeeded").forEach((el) => { el.hidden = job.status !== "succeeded"; });
     parts("when-running").forEach((el) => { el.hidden = finished.has(job.status); });
     if (job.bundle_sha256) parts("sha").forEach((el) => { el.textContent = `sha256 ${job.bundle_sha256} · ${job.bundle_size} bytes`; });
+  }
+  // One entry; a note on a kept trace links to it (the page gives the trace URL with 0 for its id).
+  function entry(e, traceUrl) {
+    const li = Object.assign(document.createElement("li"), { textContent: e.error });
+    if (e.trace && traceUrl) {
+      li.append(" ", Object.assign(document.createElement("a"), { href: traceUrl.replace(/\/0\/$/, `/${e.trace}/`), textContent: "Open the trace" }));
+    }
+    return li;
   }
   async function poll() {
     try {

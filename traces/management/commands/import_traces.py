@@ -82,10 +82,7 @@ class Command(BaseCommand):
         self.stdout.write(
             f"import job {job.pk} {job.status}"
             + (f" into round {into.name}" if into else "")
-            + f": {job.traces_imported} traces, {job.steps_imported} steps, "
-            f"{job.screenshots_stored} screenshots stored, {job.traces_skipped} skipped, "
-            f"{job.traces_failed} failed, {job.unparsed_actions} unparsed actions, "
-            f"{services.off_screen_phrase(job.off_screen_steps)}, {len(job.errors)} errors"
+            + f": {services.import_job_summary(job)}"
         )
         if job.status == "failed":
             raise CommandError(job.message)
