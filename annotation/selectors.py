@@ -7,6 +7,7 @@ from django.utils import timezone
 
 from annotation.access import annotations_for
 from annotation.models import Annotation, AnnotationStatus, Lease
+from annotation.workflow import EDITABLE_BY_ANNOTATOR
 from studio.access import can
 from traces import grammar, prompting
 from traces.access import projects_for
@@ -256,4 +257,8 @@ def annotation_json(annotation: Annotation) -> dict:
         "unusable_reason": annotation.unusable_reason,
         "editor_state": annotation.editor_state,
         "updated_at": _iso(annotation.updated_at),
+        # What the page shows after an answer (a submit): the status in words, and whether the annotator may still
+        # edit, save, skip or submit it (the workflow's rule, not the page's).
+        "status_display": annotation.get_status_display(),
+        "editable": annotation.status in EDITABLE_BY_ANNOTATOR,
     }

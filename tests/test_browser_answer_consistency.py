@@ -41,7 +41,7 @@ def test_no_error_after_a_correction_is_stored_and_reviewed_clean(
     page.keyboard.press("n")
     wait_saved(page)
     page.keyboard.press("Control+Enter")
-    page.wait_for_selector("#ws-banner.ok")
+    page.wait_for_selector("#ws-next:not([hidden])")
     stored = Annotation.objects.get(annotator=annotator)
     assert stored.status == AnnotationStatus.SUBMITTED and stored.verdict == "no_error"
     assert (stored.tau, stored.error_category, stored.corrected_thought, stored.corrected_action) == (None, "", "", "")

@@ -60,7 +60,7 @@ def test_a_full_correction_with_the_keyboard_only(browser, live_server, project,
     page.keyboard.type("alt left")
     page.wait_for_selector("[data-errors='reflection'] li.ok")
     press("Control+Enter")
-    page.wait_for_selector("#ws-banner.ok")
+    page.wait_for_selector("#ws-next:not([hidden])")
     stored = Annotation.objects.get(annotator=annotator)
     assert stored.status == AnnotationStatus.SUBMITTED and stored.tau == 2
     assert stored.corrected_action == "click(start_box='<|box_start|>(480,490)<|box_end|>')"

@@ -106,7 +106,7 @@ def test_annotate_real_trace_end_to_end(browser, live_server, project, dart_trac
     page.screenshot(path=str(artifacts_dir / "workspace-help.png"))
     page.keyboard.press("Escape")
     page.keyboard.press("Control+Enter")
-    page.wait_for_selector("#ws-banner.ok")
+    page.wait_for_selector("#ws-next:not([hidden])")
 
     annotation = Annotation.objects.get(trace=dart_trace, annotator=annotator)
     assert annotation.status == AnnotationStatus.SUBMITTED

@@ -67,7 +67,7 @@ def test_submit_problems_show_at_the_top_with_the_fields_highlighted_and_the_hea
     page.keyboard.press("n")
     wait_saved(page)
     page.keyboard.press("Control+Enter")
-    page.wait_for_selector("#ws-banner.ok")
+    page.wait_for_selector("#ws-next:not([hidden])")
     assert page.locator("#ws-submit-errors").is_hidden() and page.locator(".ws-invalid").count() == 0
     beats.clear()
     page.clock.fast_forward(120_000)
@@ -118,4 +118,30 @@ def test_skip_asks_first_and_the_queue_confirms_it(browser, live_server, project
     assert skipped.trace.external_id in page.inner_text("#skipped-notice")
     assert Lease.objects.filter(user=annotator, trace=skipped.trace, release_reason="skipped").exists()
     page.screenshot(path=str(artifacts_dir / "queue-skipped.png"))
+    context.close()
+
+
+def test_after_submit_the_header_says_submitted_once_and_offers_the_next_trace(
+    browser, live_server, project, two_traces, annotator, artifacts_dir
+):
+    context = browser.new_context(viewport={"width": 1600, "height": 900})
+    page = context.new_page()
+    login(page, live_server.url, annotator.username)
+    open_next_trace(page, live_server.url)
+    first = page.url
+    page.keyboard.press("n")
+    wait_saved(page)
+    page.keyboard.press("Control+Enter")
+    page.wait_for_selector("#ws-next:not([hidden])")
+    header = page.locator(".ws-head .ws-meta")
+    assert header.inner_text().count("Submitted") == 1, header.inner_text()
+    assert page.locator("#ws-status-pill").inner_text() == "Submitted"
+    # Nothing left to skip or submit: the buttons go, and the banner does not repeat the header.
+    assert page.locator("#ws-skip").is_hidden() and page.locator("#ws-submit").is_hidden()
+    assert page.locator("#ws-save").is_hidden() and page.locator("#ws-banner").is_hidden()
+    page.screenshot(path=str(artifacts_dir / "workspace-after-submit.png"))
+    page.keyboard.press("Enter")  # the next trace has the focus
+    page.wait_for_url(lambda url: url != first and re.search(r"/annotations/\d+/$", url) is not None)
+    page.wait_for_selector("#ws[data-ready='1']")
+    assert page.locator("#ws-submit").is_visible() and page.locator("#ws-next").is_hidden()
     context.close()

@@ -183,11 +183,20 @@ export function install(ws) {
       ws.leaseEnded();
       clearProblems();
       ws.forgetLocalCopy();
-      $("ws-status-pill").textContent = "Submitted";
-      $("ws-status-pill").className = "pill submitted";
-      ws.banner("ok", "Submitted for review. ", [["Next trace →", () => { window.location.href = root.dataset.queueUrl; }]]);
-      ws.setSaveState("saved", "Submitted");
-      root.dataset.editable = "0";
+      // The header says once what happened (the status, as the server names it) and offers what comes next; what
+      // the annotator may still do is the server's answer, not a rule of the page.
+      const answer = res.data;
+      $("ws-status-pill").textContent = answer.status_display;
+      $("ws-status-pill").className = "pill " + answer.status;
+      ws.banner("", "");
+      ws.setSaveState("saved", "");
+      if (!answer.editable) {
+        root.dataset.editable = "0";
+        for (const id of ["ws-save", "ws-skip", "ws-submit"]) { const node = $(id); if (node) node.hidden = true; }
+        const next = $("ws-next");
+        next.hidden = false;
+        next.querySelector("button").focus();
+      }
       const returned = $("ws-returned");
       if (returned) returned.hidden = true;
       return;
