@@ -325,6 +325,7 @@ def review_context(annotation: Annotation) -> dict:
         "reflection_shot": None,
         "error_markers": [],
         "reflection_markers": [],
+        "without_point": [],
         "thought_diff": [],
         "siblings": [],
         "history": history_rows(trace_history(trace)),
@@ -380,6 +381,11 @@ def review_context(annotation: Annotation) -> dict:
             box=action_target_box(annotation, "reflection", box_tokens=project.box_tokens),
         )
         context["reflection_markers"] = [marker] if marker else []
+        # An action with no point (a hotkey, a wait, finished) has nothing to draw on its screenshot: the legend says
+        # so beside its text, and the screenshot stays clear.
+        context["without_point"] = [
+            m["kind"] for m in context["error_markers"] + context["reflection_markers"] if "start" not in m
+        ]
     context["form_values"] = {field: getattr(annotation, field) for field in REVIEW_EDITABLE_FIELDS}
     context["edit_data"] = review_edit_data(
         annotation,

@@ -20,20 +20,14 @@ import * as Editor from "./action_editor.js";
     el.style.top = (y * 100).toFixed(3) + "%";
   }
 
-  // Marks go into the frame's zoom layer (they move with the image); an action without a point gets a note beside
-  // the image instead.
+  // Marks go into the frame's zoom layer (they move with the image). An action without a point (a hotkey, a wait)
+  // draws nothing: its text is beside the screenshot already (the legend, the viewer's caption, the editor), and
+  // the legend says it has no point on the screen.
   function drawMarkers(frame, markers) {
     const layer = frame.querySelector(".zoom-layer");
     layer.querySelectorAll(".marker, .marker-box").forEach((m) => m.remove());
-    frame.querySelectorAll(".marker-note").forEach((m) => m.remove());
     for (const m of markers) {
-      if (!m.start) {
-        const tag = document.createElement("div");
-        tag.className = "marker-note " + m.kind;
-        tag.textContent = m.label + ": " + m.text;
-        frame.append(tag);
-        continue;
-      }
+      if (!m.start) continue;
       if (m.box) {
         // The element box drawn for the action, under its point.
         const box = document.createElement("div");
