@@ -53,6 +53,7 @@ def upload(name: str, data: bytes, **fields):
 
 
 CLICK = {"type": "click", "args": {"start_box": [500, 500]}, "style": "box"}
+PUSHED = {"external_id": "pushed", "instruction": "Do it", "steps": [{"action": "wait()"}]}
 
 CASES = [
     # --- JSON bodies ------------------------------------------------------------------------------
@@ -462,6 +463,26 @@ CASES = [
         (200,),
         ("no screen",),
     ),
+    # A runner's push reads the trace through the native importer: a wrong JSON type or a path no file system
+    # takes was answered with Python's text ("TypeError: unhashable type: 'list'", "OSError: File name too long").
+    Case(
+        "pushed trace with a list as its outcome",
+        "lead",
+        "post",
+        "/api/projects/{project}/traces/",
+        ("multipart", {"trace": json.dumps({**PUSHED, "outcome": ["x"]})}),
+        (400,),
+        ("field 'outcome' must be str, found list",),
+    ),
+    Case(
+        "pushed trace naming a screenshot too long for a file name",
+        "lead",
+        "post",
+        "/api/projects/{project}/traces/",
+        ("multipart", {"trace": json.dumps({**PUSHED, "steps": [{"action": "wait()", "screenshot": "s" * 5000}]})}),
+        (400,),
+        ("(5000 characters) is too long for a file name",),
+    ),
     # PostgreSQL refuses what SQLite stores: a NUL in a query's value, text longer than its column.
     Case(
         "API token with a NUL",
@@ -601,3 +622,18 @@ def test_script_payloads_in_every_text_field_render_as_text(world):
     page = client.get(f"/annotations/{annotation.pk}/").content.decode()
     assert "<script>alert(1)" not in page and "onerror=alert(2)>" not in page
     assert saved.json()["note"] == SCRIPT if "note" in saved.json() else True
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("ref", ["\u00b2", "9" * 5000])
+def test_commands_taking_an_id_refuse_digits_int_cannot_read(ref):
+    # str.isdigit says yes to "²" (int refuses it) and to 5000 nines (past a bigint, and int's own limit): each
+    # command answered with a traceback instead of naming the argument.
+    from django.core.management import CommandError, call_command
+
+    with pytest.raises(CommandError, match="neither an export id nor a bundle file"):
+        call_command("bundle_diff", ref, "1")
+    with pytest.raises(CommandError, match="no project named"):
+        call_command(
+            "evaluate_checkpoint", "--project", ref, "--checkpoint", "ckpt", "--model-dir", "/nonexistent-model"
+        )

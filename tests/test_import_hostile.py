@@ -393,3 +393,176 @@ def test_a_screenshot_whose_header_is_not_where_the_directory_says_fails_only_it
     assert job.status == "succeeded", job.message
     assert error_for(job, "s1.png is damaged").startswith("batch/lost/s1.png is damaged: ")
     assert_only_imported(project, "good")
+
+
+# A value of the wrong JSON type got as far as Python's own error ("TypeError: unhashable type: 'list'" for an
+# outcome compared with the set of outcomes); each must be named: the file, the step, the field and the type wanted.
+@pytest.mark.parametrize(
+    ("where", "field", "value", "expected"),
+    [
+        ("trace", "outcome", ["x"], "typed/trace.json: field 'outcome' must be str, found list"),
+        ("trace", "outcome", {"a": 1}, "typed/trace.json: field 'outcome' must be str, found dict"),
+        ("trace", "source", ["x"], "typed/trace.json: field 'source' must be str, found list"),
+        ("trace", "platform", 3, "typed/trace.json: field 'platform' must be str, found int"),
+        ("trace", "metadata", [], "typed/trace.json: field 'metadata' must be dict, found list"),
+        ("trace", "final_screenshot", ["s1.png"], "typed/trace.json: field 'final_screenshot' must be str, found list"),
+        ("step", "screenshot", {"a": 1}, "typed/trace.json step 2: field 'screenshot' must be str, found dict"),
+        ("step", "thought", 7, "typed/trace.json step 2: field 'thought' must be str, found int"),
+        ("step", "reflection", ["x"], "typed/trace.json step 2: field 'reflection' must be str, found list"),
+        (
+            "step",
+            "human_edited_response",
+            True,
+            "typed/trace.json step 2: field 'human_edited_response' must be str, found bool",
+        ),
+        ("step", "context", "plans", "typed/trace.json step 2: field 'context' must be dict, found str"),
+    ],
+)
+def test_a_field_of_the_wrong_json_type_is_named_with_the_type_it_must_be(
+    project, tmp_path, where, field, value, expected
+):
+    files = {**trace_files("good"), **trace_files("typed")}
+    document = json.loads(files["typed/trace.json"])
+    (document if where == "trace" else document["steps"][1])[field] = value
+    files["typed/trace.json"] = json.dumps(document).encode()
+    job = run(project, write_tree(tmp_path / "batch", files))
+    assert error_for(job, "typed") == expected
+    assert_only_imported(project, "good")
+
+
+def test_a_screenshot_path_too_long_for_the_file_system_is_named_not_an_oserror(project, tmp_path):
+    files = {**trace_files("good"), **trace_files("long")}
+    document = json.loads(files["long/trace.json"])
+    document["steps"][0]["screenshot"] = "s" * 5000 + ".png"
+    files["long/trace.json"] = json.dumps(document).encode()
+    job = run(project, write_tree(tmp_path / "batch", files))
+    message = error_for(job, "long")
+    assert message == f"long/trace.json step 1: file '{'s' * 119}…' (5004 characters) is too long for a file name"
+    assert_only_imported(project, "good")
+
+
+# --- the other source formats ------------------------------------------------------------------
+
+
+def mobile_agent_run(folder: Path, data: dict, images=("1.jpg", "2.jpg")) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "data.json").write_text(json.dumps(data), encoding="utf-8")
+    for name in images:
+        (folder / name).write_bytes(image_bytes(name, "JPEG"))
+    return folder
+
+
+MOBILE_STEP = {"Observation": "home", "Thought": "open it", "Action": "open App (Mail)"}
+
+
+@pytest.mark.parametrize(
+    ("data", "images", "expected"),
+    [
+        # "²".isdigit() is True and int("²") a ValueError: the key was taken for a step number, then crashed.
+        ({"1": MOBILE_STEP, "²": MOBILE_STEP}, ("1.jpg",), "key '²' is not a step number"),
+        ({"1": MOBILE_STEP, "01": MOBILE_STEP}, ("1.jpg",), "step 1 is given twice (key '01')"),
+        ({"1": MOBILE_STEP, "9" * 5000: MOBILE_STEP}, ("1.jpg",), "is not a step number"),
+        ({"1": {**MOBILE_STEP, "Thought": ["x"]}}, ("1.jpg",), "step 1: field 'Thought' must be str, found list"),
+        ({"1": {**MOBILE_STEP, "Observation": {}}}, ("1.jpg",), "step 1: field 'Observation' must be str, found dict"),
+    ],
+)
+def test_mobile_agent_step_keys_and_texts_are_checked(project, tmp_path, data, images, expected):
+    mobile_agent_run(tmp_path / "results" / "Mail" / "1", {"1": MOBILE_STEP, "2": MOBILE_STEP})
+    mobile_agent_run(tmp_path / "results" / "Mail" / "2", data, images)
+    job = run(project, tmp_path / "results")
+    assert job.status == "succeeded", job.message
+    message = error_for(job, "Mail/2")
+    assert message.startswith("Mail/2/data.json") and expected in message, message
+    assert Trace.objects.filter(project=project).count() == 1
+
+
+def test_mobile_agent_screenshot_named_by_a_superscript_digit_is_not_a_step(project, tmp_path):
+    run_folder = mobile_agent_run(tmp_path / "results" / "Mail" / "1", {"1": MOBILE_STEP}, ("1.jpg", "².jpg"))
+    job = run(project, tmp_path / "results")
+    assert job.status == "succeeded" and job.traces_imported == 1, (job.message, job.errors)
+    trace = Trace.objects.get(project=project)
+    assert trace.final_screenshot is None and trace.step_count == 1
+    assert (run_folder / "².jpg").is_file()
+
+
+def screenagent_session(folder: Path, **fields) -> Path:
+    (folder / "images").mkdir(parents=True)
+    (folder / "images" / "a.jpg").write_bytes(image_bytes("a", "JPEG"))
+    document = {
+        "task_prompt_en": "Open the menu",
+        "saved_image_name": "a.jpg",
+        "LLM_response": 'Click it.\n```json\n[{"action_type": "MouseAction", "mouse_action_type": "click", '
+        '"mouse_button": "left", "mouse_position": {"width": 10, "height": 20}}]\n```',
+        "actions": [
+            {
+                "action_type": "MouseAction",
+                "mouse_action_type": "click",
+                "mouse_button": "left",
+                "mouse_position": {"width": 10, "height": 20},
+            }
+        ],
+        **fields,
+    }
+    (folder / "2024-01-01_00-00-00-000000_translate.json").write_text(json.dumps(document), encoding="utf-8")
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        ({"LLM_response": 7}, ": field 'LLM_response' must be str, found int"),
+        ({"LLM_response_editer_en": ["x"]}, ": field 'LLM_response_editer_en' must be str, found list"),
+        ({"task_prompt_en": {"a": 1}}, ": field 'task_prompt_en' must be str, found dict"),
+        ({"actions": [{"action_type": ["MouseAction"]}]}, " action 1: field 'action_type' must be str, found list"),
+    ],
+)
+def test_screenagent_fields_of_the_wrong_type_are_named(project, tmp_path, fields, expected):
+    screenagent_session(tmp_path / "sessions" / "good")
+    screenagent_session(tmp_path / "sessions" / "typed", **fields)
+    job = run(project, tmp_path / "sessions")
+    assert job.status == "succeeded", job.message
+    assert error_for(job, "typed") == f"typed/2024-01-01_00-00-00-000000_translate.json{expected}"
+    assert Trace.objects.filter(project=project).count() == 1
+
+
+def test_screenagent_executed_actions_that_cannot_be_converted_keep_the_step_with_the_reason(project, tmp_path):
+    # The step kept the reason on its context, then the pointer's position after it was computed again, outside
+    # that guard, and the whole session failed with "ActionConversionError: …".
+    action = {"action_type": "MouseAction", "mouse_action_type": "click", "mouse_position": ["x"]}
+    screenagent_session(tmp_path / "sessions" / "odd", actions=[action])
+    job = run(project, tmp_path / "sessions")
+    assert job.status == "succeeded" and job.traces_imported == 1, (job.message, job.errors)
+    step = Step.objects.get(trace__project=project)
+    assert step.context["human_action_error"] == "click has no mouse_position"
+    assert step.action_text == "click(start_box='(10,20)')"
+
+
+def test_uitars_and_osworld_image_names_too_long_are_named(project, tmp_path):
+    from tests.test_importers import osworld_folder
+
+    messages = tmp_path / "runs" / "run"
+    messages.mkdir(parents=True)
+    (messages / "final_messages.json").write_text(
+        json.dumps(
+            [
+                {"role": "user", "content": [{"type": "text", "text": "## User Instruction\nGo"}]},
+                {"role": "user", "content": [{"type": "image", "image": "i" * 5000}]},
+                {"role": "assistant", "content": "Thought: go\nAction: wait()"},
+            ]
+        ),
+        encoding="utf-8",
+    )
+    job = run(project, tmp_path / "runs")
+    assert error_for(job, "run/") == (
+        f"run/final_messages.json message 2: file '{'i' * 119}…' (5000 characters) is too long for a file name"
+    )
+
+    folder = osworld_folder(tmp_path / "osworld", "ex1", initial=True, instruction="Go")
+    lines = (folder / "traj.jsonl").read_text().splitlines()
+    first = json.loads(lines[0])
+    first["screenshot_file"] = "p" * 5000
+    (folder / "traj.jsonl").write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    job = run(project, tmp_path / "osworld")
+    assert error_for(job, "traj.jsonl") == (
+        f"osworld/chrome/ex1/traj.jsonl line 1: file '{'p' * 119}…' (5000 characters) is too long for a file name"
+    )

@@ -6,6 +6,7 @@ a trace it cannot read; it never stops a batch because one trace is broken (``re
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 from collections.abc import Callable, Iterator
@@ -141,21 +142,47 @@ def require(mapping, key: str, kind: type, where: str):
         raise TraceReadError(where, f"expected an object, found {type(mapping).__name__}")
     if key not in mapping:
         raise TraceReadError(where, f"missing field '{key}'")
-    value = mapping[key]
-    if not isinstance(value, kind):
+    return _of_kind(mapping[key], key, kind, where)
+
+
+def optional(mapping: dict, key: str, kind: type, where: str, default=None):
+    """``mapping[key]`` when it is there and not null, else ``default``; a value of another JSON type is a
+    TraceReadError naming the field and the type, never a TypeError deeper in (an unhashable list compared with a
+    set of choices, ``str()`` of an object stored as text)."""
+    value = mapping.get(key)
+    return default if value is None else _of_kind(value, key, kind, where)
+
+
+def _of_kind(value, key: str, kind: type, where: str):
+    # JSON's true and false are ints to Python: a field that wants a number does not take them.
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind in (int, float)):
         raise TraceReadError(where, f"field '{key}' must be {kind.__name__}, found {type(value).__name__}")
     return value
+
+
+# A file name from a trace file is shown in messages up to this many characters.
+FILE_NAME_SHOWN = 120
 
 
 def safe_child(root: Path, relative: str, where: str) -> Path:
     """Resolve a path named inside a trace file, refusing anything that leaves the trace's folder."""
     if not isinstance(relative, str) or not relative:
         raise TraceReadError(where, "empty file name")
-    candidate = (root / relative).resolve()
-    if not candidate.is_relative_to(root.resolve()):
-        raise TraceReadError(where, f"file '{relative}' points outside the trace folder")
-    if not candidate.is_file():
-        raise TraceReadError(where, f"file '{relative}' does not exist")
+    shown = relative if len(relative) <= FILE_NAME_SHOWN else relative[: FILE_NAME_SHOWN - 1] + "…"
+    try:
+        candidate = (root / relative).resolve()
+        if not candidate.is_relative_to(root.resolve()):
+            raise TraceReadError(where, f"file '{shown}' points outside the trace folder")
+        found = candidate.is_file()
+    except OSError as exc:
+        # A name the file system refuses (ENAMETOOLONG past 255 bytes a part or 4096 in all, a NUL) names no
+        # file: said so, not as the OSError's text with the server's path.
+        problem = "is too long for a file name" if exc.errno == errno.ENAMETOOLONG else "cannot be looked up"
+        raise TraceReadError(where, f"file '{shown}' ({len(relative)} characters) {problem}") from None
+    except ValueError:  # a NUL character in the name
+        raise TraceReadError(where, f"file '{ascii(shown)[1:-1]}' is no file name (it holds a NUL)") from None
+    if not found:
+        raise TraceReadError(where, f"file '{shown}' does not exist")
     return candidate
 
 

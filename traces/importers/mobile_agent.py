@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from studio.inputs import id_from_text
 from traces import grammar
 
 from .base import (
@@ -28,6 +29,7 @@ from .base import (
     UnitImporter,
     find_folders,
     name_within,
+    optional,
     read_each,
     read_json,
 )
@@ -89,19 +91,36 @@ def _run_folders(root: Path, *, first_only: bool = False) -> list[Path]:
     return find_folders(root, "data.json", max_depth=3, accept=_looks_like_run, first_only=first_only)
 
 
+def _records_by_number(data: dict, where: str) -> dict[int, object]:
+    """data.json's records by step number. A key is a step number in ASCII digits: ``str.isdigit`` also takes "²",
+    which ``int`` refuses, and "01" and "1" would be one step twice."""
+    records: dict[int, object] = {}
+    for key, record in data.items():
+        number = id_from_text(key)
+        if number is None:
+            raise TraceReadError(where, f"key {key[:40]!r} is not a step number (expected keys 1..n in ASCII digits)")
+        if number in records:
+            raise TraceReadError(where, f"step {number} is given twice (key {key[:40]!r})")
+        records[number] = record
+    return records
+
+
 def trace_from_run(folder: Path, *, root: Path) -> ImportedTrace:
     where = str(folder.relative_to(root) / "data.json") if folder != root else "data.json"
     data = read_json(folder / "data.json", root=root if folder != root else folder)
-    if not isinstance(data, dict) or not data or not all(str(k).isdigit() for k in data):
+    if not isinstance(data, dict) or not data:
         raise TraceReadError(where, "expected an object keyed by step numbers 1..n")
-    numbers = sorted(int(k) for k in data)
+    records = _records_by_number(data, where)
+    numbers = sorted(records)
     warnings = []
     steps = []
     for number in numbers:
-        record = data[str(number)]
+        record = records[number]
+        step_where = f"{where} step {number}"
         if not isinstance(record, dict) or not isinstance(record.get("Action"), str):
-            raise TraceReadError(f"{where} step {number}", "missing 'Action' text")
-        thought = str(record.get("Thought") or "")
+            raise TraceReadError(step_where, "missing 'Action' text")
+        thought = optional(record, "Thought", str, step_where, "")
+        observation = optional(record, "Observation", str, step_where, "")
         action_text, why, extra = _convert(record["Action"])
         image = folder / f"{number}.jpg"
         if not image.is_file():
@@ -114,13 +133,13 @@ def trace_from_run(folder: Path, *, root: Path) -> ImportedTrace:
                 action_text=action_text,
                 parse_error=why,
                 context={
-                    "observation": str(record.get("Observation") or ""),
+                    "observation": observation,
                     "original_action": record["Action"],
                     **extra,
                 },
             )
         )
-    images = sorted(int(p.stem) for p in folder.glob("*.jpg") if p.stem.isdigit())
+    images = sorted(number for p in folder.glob("*.jpg") if (number := id_from_text(p.stem)) is not None)
     final = None
     if images and images[-1] == numbers[-1] + 1:
         final = ImageRef.from_path(folder / f"{images[-1]}.jpg", root=root)
@@ -131,7 +150,7 @@ def trace_from_run(folder: Path, *, root: Path) -> ImportedTrace:
     if not instruction:
         warnings.append("the instruction is not recorded in Mobile-Agent's files; add instruction.txt beside data.json")
     relative = folder.relative_to(root) if folder != root else Path(folder.name)
-    last_action = data[str(numbers[-1])].get("Action", "").strip().lower()
+    last_action = records[numbers[-1]]["Action"].strip().lower()
     return ImportedTrace(
         external_id=f"mobile-agent/{relative.as_posix()}",
         instruction=instruction,

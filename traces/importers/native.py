@@ -15,6 +15,7 @@ from .base import (
     TraceOrError,
     TraceReadError,
     UnitImporter,
+    optional,
     parse_json_bytes,
     read_each,
     read_elements,
@@ -79,30 +80,30 @@ def trace_from_document(document, folder: Path, *, where: str) -> ImportedTrace:
     if not external_id or len(external_id) > 255:
         raise TraceReadError(where, "external_id must be 1 to 255 characters")
     instruction = require(document, "instruction", str, where)
-    outcome = document.get("outcome", "unknown")
+    outcome = optional(document, "outcome", str, where, "unknown")
     if outcome not in OUTCOMES:
-        raise TraceReadError(where, f"outcome must be one of {sorted(OUTCOMES)}, not {outcome!r}")
-    metadata = document.get("metadata", {})
-    if not isinstance(metadata, dict):
-        raise TraceReadError(where, "metadata must be an object")
+        raise TraceReadError(where, f"outcome must be one of {sorted(OUTCOMES)}, not {outcome[:40]!r}")
+    metadata = optional(document, "metadata", dict, where, {})
+    source = optional(document, "source", str, where) or "native"
+    platform = optional(document, "platform", str, where)
     steps_doc = require(document, "steps", list, where)
     if not steps_doc:
         raise TraceReadError(where, "a trace needs at least one step")
     steps = []
     for number, step in enumerate(steps_doc, start=1):
         step_where = f"{where} step {number}"
-        shot = step.get("screenshot") if isinstance(step, dict) else None
+        shot = optional(step, "screenshot", str, step_where) if isinstance(step, dict) else None
         ref = ImageRef.from_path(safe_child(folder, shot, step_where), root=folder.parent) if shot else None
         steps.append(step_from_document(step, where=step_where, screenshot=ref))
-    final = document.get("final_screenshot")
+    final = optional(document, "final_screenshot", str, where)
     return ImportedTrace(
         external_id=external_id,
         instruction=instruction,
-        source=str(document.get("source") or "native"),
+        source=source,
         steps=steps,
         source_path=str(folder.name),
         outcome=outcome,
-        metadata={**metadata, **({"platform": document["platform"]} if document.get("platform") else {})},
+        metadata={**metadata, **({"platform": platform} if platform else {})},
         final_screenshot=ImageRef.from_path(safe_child(folder, final, f"{where} final_screenshot"), root=folder.parent)
         if final
         else None,
@@ -113,10 +114,11 @@ def step_from_document(step, *, where: str, screenshot: ImageRef | None) -> Impo
     """One step object of the native format (docs/formats.md §1) with its screenshot already found: by the trace
     reader from the step's ``screenshot`` path, by a runner's step push from the uploaded file."""
     action = require(step, "action", str, where)
-    thought = step.get("thought", "")
-    if not isinstance(thought, str):
-        raise TraceReadError(where, "thought must be a string")
-    context = step.get("context") if isinstance(step.get("context"), dict) else {}
+    thought = optional(step, "thought", str, where, "")
+    reflection = optional(step, "reflection", str, where, "")
+    action_summary = optional(step, "action_summary", str, where, "")
+    human_edited_response = optional(step, "human_edited_response", str, where, "")
+    context = optional(step, "context", dict, where, {})
     missing = step.get("missing_before")
     if missing is not None:
         # The source dropped steps before this one: a count, or true when it does not say how many.
@@ -130,8 +132,8 @@ def step_from_document(step, *, where: str, screenshot: ImageRef | None) -> Impo
     raw = "\n".join(
         part
         for part in (
-            f"Reflection: {step['reflection']}" if step.get("reflection") else "",
-            f"Action_Summary: {step['action_summary']}" if step.get("action_summary") else "",
+            f"Reflection: {reflection}" if reflection else "",
+            f"Action_Summary: {action_summary}" if action_summary else "",
             f"Thought: {thought}" if thought else "",
             f"Action: {action}",
         )
@@ -140,7 +142,7 @@ def step_from_document(step, *, where: str, screenshot: ImageRef | None) -> Impo
     return ImportedStep(
         screenshot=screenshot,
         raw_response=raw,
-        human_edited_response=str(step.get("human_edited_response") or ""),
+        human_edited_response=human_edited_response,
         context=context,
     )
 

@@ -31,6 +31,7 @@ from .base import (
     UnitImporter,
     find_folders,
     name_within,
+    optional,
     read_each,
     read_json,
     safe_child,
@@ -105,6 +106,8 @@ def _literal_actions(value, where: str) -> list[dict]:
         value = [value]
     if not isinstance(value, list) or not all(isinstance(a, dict) for a in value):
         raise TraceReadError(where, "field 'actions' must be a list of objects")
+    for number, action in enumerate(value, start=1):
+        optional(action, "action_type", str, f"{where} action {number}")
     return value
 
 
@@ -267,8 +270,10 @@ def trace_from_session(folder: Path, *, root: Path) -> ImportedTrace:
         if not isinstance(document, dict):
             raise TraceReadError(where, "a step file must be a JSON object")
         items = _literal_actions(document.get("actions", []), where)
-        instruction = instruction or str(document.get("task_prompt_en") or document.get("task_prompt") or "")
-        task_zh = task_zh or str(document.get("task_prompt_zh") or "")
+        instruction = instruction or (
+            optional(document, "task_prompt_en", str, where) or optional(document, "task_prompt", str, where, "")
+        )
+        task_zh = task_zh or optional(document, "task_prompt_zh", str, where, "")
         screen = screen or (document.get("video_width"), document.get("video_height"))
         image_name = document.get("saved_image_name")
         image = (
@@ -291,7 +296,11 @@ def trace_from_session(folder: Path, *, root: Path) -> ImportedTrace:
         if image is None:
             raise TraceReadError(where, "execution step names no saved_image_name")
         steps.append(_execution_step(document, items, image, cursor, where, pending, alternatives))
-        _, cursor = convert_actions(items, cursor)  # the human-corrected actions are the ones executed
+        try:
+            _, cursor = convert_actions(items, cursor)  # the human-corrected actions are the ones executed
+        except ActionConversionError:
+            # Kept on the step (context.human_action_error); where they left the pointer is not known.
+            cursor = None
         pending = {}
         after_last_step = None
 
@@ -321,9 +330,9 @@ def trace_from_session(folder: Path, *, root: Path) -> ImportedTrace:
 def _execution_step(
     document: dict, executed: list[dict], image: ImageRef, cursor, where: str, pending: dict, alternatives: list[dict]
 ) -> ImportedStep:
-    original = document.get("LLM_response")
-    edited = document.get("LLM_response_editer")
-    edited_en = document.get("LLM_response_editer_en") or edited or ""
+    original = optional(document, "LLM_response", str, where, "")
+    edited = optional(document, "LLM_response_editer", str, where)
+    edited_en = optional(document, "LLM_response_editer_en", str, where) or edited or ""
     context: dict = {**pending, "screenagent": {"file": where.split("/", 1)[1], "executed_actions": executed}}
     if alternatives:
         context["alternatives"] = alternatives
@@ -336,7 +345,7 @@ def _execution_step(
         context["current_subtask"] = document["current_task"]
 
     parse_error = ""
-    if isinstance(original, str) and original.strip():
+    if original.strip():
         raw = original
         model_items = actions_in_reply(original)
         if model_items is None:
@@ -349,17 +358,17 @@ def _execution_step(
         thought = prose_of(original)
     else:
         # No original reply recorded: the corrected one is all there is.
-        raw = str(edited or "")
+        raw = edited or ""
         action_text = context.get("human_action_text", raw)
         parse_error = "" if "human_action_text" in context else context.get("human_action_error", "")
         thought = prose_of(raw)
-    human = edited_en if isinstance(edited, str) and edited.strip() != (original or "").strip() else ""
+    human = edited_en if edited is not None and edited.strip() != original.strip() else ""
     return ImportedStep(
         screenshot=image,
         raw_response=raw,
         thought=thought,
         action_text=action_text,
-        human_edited_response=str(human),
+        human_edited_response=human,
         context=context,
         parse_error=parse_error,
     )

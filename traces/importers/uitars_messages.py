@@ -88,9 +88,13 @@ def _resolve_image(folder: Path, name: str, where: str) -> Path:
         )
     for suffix in IMAGE_SUFFIXES:
         candidate = folder / f"{name}{suffix}"
-        if candidate.is_file():
+        try:
+            present = candidate.is_file()
+        except (OSError, ValueError):  # a name the file system refuses: safe_child below says which and why
+            break
+        if present:
             return safe_child(folder, f"{name}{suffix}", where)
-    return safe_child(folder, name, where)  # raises a clear "does not exist" (or "outside") error
+    return safe_child(folder, name, where)  # raises a clear "does not exist" (or "outside", "too long") error
 
 
 def instruction_from_prompt(prompt: str) -> str:

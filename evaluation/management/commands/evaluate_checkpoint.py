@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from evaluation import services
 from evaluation.models import EvaluationJob
 from studio.errors import Invalid
+from studio.inputs import id_from_text
 from traces.models import Project
 
 
@@ -37,8 +38,8 @@ class Command(BaseCommand):
 
     def handle(self, project, checkpoint, model_dir, scoring_settings, run_async, **options):
         found = Project.objects.filter(name=project).first()
-        if found is None and str(project).isdigit():
-            found = Project.objects.filter(pk=int(project)).first()
+        if found is None and (pk := id_from_text(str(project))) is not None:
+            found = Project.objects.filter(pk=pk).first()
         if found is None:
             raise CommandError(f"no project named {project!r}")
         try:

@@ -10,18 +10,27 @@ from django.core.management.base import BaseCommand, CommandError
 
 from exports import lineage
 from exports.models import ExportJob
+from studio.inputs import id_from_text
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except (OSError, ValueError):  # a name too long for the file system, or holding a NUL, names no bundle
+        return False
 
 
 def _sources(ref: str) -> tuple[str, list]:
     path = Path(ref)
-    if path.is_file():
+    if _is_file(path):
         try:
             return str(path), lineage.manifest_of_bundle(path).get("sources", [])
         except (OSError, KeyError, ValueError) as exc:
             raise CommandError(f"{ref}: not a readable bundle ({exc})") from None
-    if not ref.isdigit():
-        raise CommandError(f"{ref!r} is neither an export id nor a bundle file")
-    job = ExportJob.objects.filter(pk=int(ref)).first()
+    pk = id_from_text(ref)
+    if pk is None:
+        raise CommandError(f"{ref[:80]!r} is neither an export id nor a bundle file")
+    job = ExportJob.objects.filter(pk=pk).first()
     if job is None:
         raise CommandError(f"no export {ref}")
     if job.sources is None:
