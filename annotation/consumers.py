@@ -25,6 +25,7 @@ from traces.models import Trace
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
+CLOSE_INVALID = 4400
 
 
 class LiveConsumer(AsyncJsonWebsocketConsumer):
@@ -35,7 +36,17 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
         if self.user is None or not self.user.is_authenticated:
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
-        wanted = parse_qs(self.scope.get("query_string", b"").decode()).get("project", [None])[0]
+        raw_query = self.scope.get("query_string", b"")
+        try:
+            query = raw_query.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            # A client may send raw bytes (browsers percent-encode). Refused with the error frame, then closed: a
+            # close before the handshake is accepted reaches the client as a bare HTTP 403, which names nothing.
+            await self.accept()
+            await self._refuse(Invalid(f"the address's query string is not valid UTF-8 (byte {exc.start})"))
+            await self.close(code=CLOSE_INVALID)
+            return
+        wanted = parse_qs(query).get("project", [None])[0]
         self.project_ids = await self._allowed_projects(wanted)
         if not self.project_ids:
             # No project whose presence this user may watch (an engineer, or an outsider naming a project):

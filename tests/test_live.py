@@ -11,7 +11,7 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
 from django.utils import timezone
 
-from annotation.consumers import CLOSE_FORBIDDEN, CLOSE_UNAUTHENTICATED, LiveConsumer
+from annotation.consumers import CLOSE_FORBIDDEN, CLOSE_INVALID, CLOSE_UNAUTHENTICATED, LiveConsumer
 from annotation.models import Annotation, Lease
 from annotation.review import services as review
 from studio.access import refusal
@@ -189,5 +189,24 @@ def test_an_outsider_cannot_tell_another_projects_lease_from_no_lease(live_setup
         lease = await database_sync_to_async(Lease.objects.get)(pk=existing)
         assert lease.released_at is None
         await comm.disconnect()
+
+    run(scenario)
+
+
+def test_a_query_string_that_is_not_utf8_is_refused_with_an_error_frame(live_setup, lead, project):
+    # The query was decoded strictly: bytes that are not UTF-8 raised UnicodeDecodeError in connect.
+    async def scenario():
+        comm = communicator(lead)
+        good = f"project={project.pk}&x=".encode()
+        comm.scope["query_string"] = good + b"\xff"
+        connected, _ = await comm.connect()
+        assert connected
+        frame = await comm.receive_json_from(timeout=5)
+        assert frame == {
+            "type": "error",
+            "detail": f"the address's query string is not valid UTF-8 (byte {len(good)})",
+            "kind": "invalid",
+        }
+        assert (await comm.receive_output(timeout=5)) == {"type": "websocket.close", "code": CLOSE_INVALID}
 
     run(scenario)
