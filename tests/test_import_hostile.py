@@ -566,3 +566,24 @@ def test_uitars_and_osworld_image_names_too_long_are_named(project, tmp_path):
     assert error_for(job, "traj.jsonl") == (
         f"osworld/chrome/ex1/traj.jsonl line 1: file '{'p' * 119}…' (5000 characters) is too long for a file name"
     )
+
+
+def test_a_parse_error_position_counts_in_the_action_text_the_page_shows(project, tmp_path):
+    # The position counted from the start of the rebuilt reply ("Thought: step 1\nAction: …"), so it pointed
+    # nowhere in the action text shown beside it ("unknown action 'Click' at position 22" for an action of 23).
+    files = trace_files("typo", steps=1, action="wait()\n\nClick(start_box='(1,2)')")
+    run(project, write_tree(tmp_path / "batch", files))
+    step = Step.objects.get(trace__external_id="typo", index=1)
+    assert step.action_text == "wait()\n\nClick(start_box='(1,2)')"
+    assert step.parse_error == "unknown action 'Click' at position 8"
+    assert step.action_text[8:].startswith("Click")
+    assert "Action: wait()" in step.raw_response
+
+
+def test_a_reply_without_an_action_says_so_without_a_position():
+    from traces.services import reply_parse
+
+    assert reply_parse("Thought: only a thought").error == "missing 'Action:'"
+    assert reply_parse("Thought: x\nAction:   ").error == "expected an action after 'Action:'"
+    shown = reply_parse("Thought: x\nAction:   wait()\n\nclick(start_box='(1,2')")
+    assert shown.error == "malformed coordinates '(1,2' at position 24" and shown.action_text[24:] == "'(1,2')"

@@ -440,15 +440,21 @@ def target_problems(action: Action, *, platform: str) -> list[str]:
 
 
 class ActionSyntaxError(Exception):
-    """A parse error with a 0-based character offset into the string that was parsed."""
+    """A parse error with a 0-based character offset into the string that was parsed. ``action_start``: where the
+    action section begins in a whole reply (``parse_response``), when the error lies in it."""
 
-    def __init__(self, message: str, position: int):
+    def __init__(self, message: str, position: int, action_start: int | None = None):
         self.message = message
         self.position = position
+        self.action_start = action_start
         super().__init__(f"{message} at position {position}")
 
-    def __reduce__(self):  # keep pickling working despite the two-argument constructor
-        return (type(self), (self.message, self.position))
+    def __reduce__(self):  # keep pickling working despite the multi-argument constructor
+        return (type(self), (self.message, self.position, self.action_start))
+
+    def counted_from(self, offset: int) -> ActionSyntaxError:
+        """The same error with its position counted from ``offset`` of the parsed string: the part a page shows."""
+        return ActionSyntaxError(self.message, self.position - offset)
 
 
 # --------------------------------------------------------------------------------------
@@ -938,9 +944,13 @@ def parse_response(text: str) -> ParsedResponse:
     else:
         thought = unlabelled
 
-    calls = _Parser(text, action_start).calls()
+    try:
+        calls = _Parser(text, action_start).calls()
+    except ActionSyntaxError as exc:
+        exc.action_start = action_start
+        raise
     if not calls:
-        raise ActionSyntaxError("expected an action after 'Action:'", action_start)
+        raise ActionSyntaxError("expected an action after 'Action:'", action_start, action_start)
     return ParsedResponse(
         thought=thought,
         reflection=reflection,

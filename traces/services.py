@@ -461,12 +461,22 @@ def reply_parse(raw: str) -> ParsedReply:
     try:
         parsed = grammar.parse_response(raw)
     except grammar.ActionSyntaxError as exc:
-        thought, _, action_text = raw.partition("Action:")
+        thought, _, after_label = raw.partition("Action:")
         thought = thought.strip()
         for prefix in ("Thought:",):
             if prefix in thought:
                 thought = thought.split(prefix, 1)[1].strip()
-        return ParsedReply(thought, "", "", action_text.strip() or raw.strip(), [], str(exc))
+        start = exc.action_start
+        section = raw[start:] if start is not None else ""
+        shown = section.strip()
+        if start is None or not shown:
+            # No action was read (no label, an open <think>, nothing after the label): the reason alone, since a
+            # position would count into a text the page does not show as the action.
+            return ParsedReply(thought, "", "", after_label.strip() or raw.strip(), [], exc.message)
+        # The page shows the action section, as a parsed step's action_text is: the position counts from it, not
+        # from the start of the whole reply ("Thought: …\nAction: …").
+        offset = start + len(section) - len(section.lstrip())
+        return ParsedReply(thought, "", "", shown, [], str(exc.counted_from(offset)))
     return ParsedReply(
         parsed.thought or "",
         parsed.reflection or "",
