@@ -34,7 +34,9 @@ def test_lead_uploads_a_zip_and_watches_the_import_finish(
     page.wait_for_url(f"{live_server.url}/imports/*/")
     expect(page.locator("[data-job=status]")).to_have_text("succeeded", timeout=60000)
     assert "3 traces, 6 steps" in page.inner_text("[data-job=message]")
-    assert "../escape.txt has '..' in its path" in page.inner_text("[data-job=errors]")
+    # The refused file is a problem (said first, in the banner), not a note on a kept trace.
+    assert "../escape.txt has '..' in its path" in page.inner_text("[data-job=problems]")
+    assert page.inner_text("[data-job=attention]") == "1 file refused"
     page.screenshot(path=str(artifacts_dir / "import-job.png"))
     page.goto(f"{live_server.url}/projects/{project.pk}/traces/")
     assert page.locator("table tbody tr").count() == 3

@@ -41,7 +41,7 @@ def test_cli_creates_a_round_and_imports_into_it(live_server, celery_worker, pro
     imported = run_cli(
         live_server, lead_token, "import", str(folder.parent), "--project", project.name, "--round", "week 1", "--wait"
     )
-    assert "round week 1" in imported.stdout and "1 traces imported" in imported.stdout, imported.stdout
+    assert "round week 1" in imported.stdout and "succeeded: 1 trace, 2 steps" in imported.stdout, imported.stdout
     assert Trace.objects.get(project=project, external_id="r-1").round == week
 
     listed = run_cli(live_server, engineer_token, "rounds", "list", "--project", str(project.pk))

@@ -174,7 +174,7 @@ def test_import_traces_command_takes_a_round(project, tmp_path):
 
     out = io.StringIO()
     call_command("import_traces", str(folder.parent), "--project", project.name, "--round", "week 1", stdout=out)
-    assert "into round week 1: 1 traces" in out.getvalue()
+    assert "into round week 1: 1 trace, " in out.getvalue()
     assert Trace.objects.get(external_id="cmd-a").round == week
 
 
