@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.conftest import login
 from tests.fixtures_annotation import import_folder, write_native_trace
@@ -149,7 +150,8 @@ def test_the_keyboard_cursor_shows_the_loupe_and_stays_in_view_when_zoomed(corre
     assert loupe.is_visible()
     for _ in range(8):
         page.keyboard.press("Shift+ArrowRight")  # far past the zoomed region's edge
-    # The view follows the cursor: it is still inside the frame.
+    # The view follows the cursor: it is still inside the frame (once drawn where the last key put it).
+    expect(page.locator(".ws-overlay .ws-cursor circle")).to_be_visible()
     cursor = page.locator(".ws-overlay .ws-cursor circle").bounding_box()
     frame = page.locator(".ws-frame.placing").bounding_box()
     assert frame["x"] <= cursor["x"] and cursor["x"] + cursor["width"] <= frame["x"] + frame["width"]

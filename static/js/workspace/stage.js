@@ -77,7 +77,14 @@ export function install(ws) {
     frame.redrawOverlay = () => view.replaceChild(overlayLayer(index, options, shot, frame), view.querySelector(".ws-overlay"));
     // Marker sizes depend on the screenshot's size on the screen, known once the frame is laid out (and again when
     // the window changes it); every overlay is redrawn, and pre-scoring's ghost into it (ws.redrawOverlays).
-    new ResizeObserver(() => ws.redrawOverlays()).observe(frame);
+    // Only a change of the frame's width changes marker sizes: a redraw on any other notice would replace the
+    // overlay (and the keyboard cursor in it) for nothing.
+    let drawnForWidth = null;  // the first notice, once the frame is laid out, always redraws
+    new ResizeObserver(() => {
+      if (frame.clientWidth === drawnForWidth) return;
+      drawnForWidth = frame.clientWidth;
+      ws.redrawOverlays();
+    }).observe(frame);
     const loupe = el("div", { class: "ws-loupe" });
     loupe.setAttribute("aria-hidden", "true");
     loupe.hidden = true;
