@@ -139,7 +139,9 @@ def test_pages_answer_within_a_second_while_s3_hangs(stack, imported):
             )
             slowest[path] = time.monotonic() - started
             assert response.status_code in (200, 302), (path, response.status_code)
-        assert max(slowest.values()) < 1.0, slowest
+        # A page that waited on S3 would take at least the stack's S3 read timeout (3 s); a fresh TLS connection
+        # to a loaded CI machine can take a second by itself.
+        assert max(slowest.values()) < 2.0, slowest
         upload_started = time.monotonic()
         upload = lead.post(
             f"/api/projects/{stack.project_id}/imports/",
