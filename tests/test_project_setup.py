@@ -148,12 +148,12 @@ def test_project_settings_for_its_leads_with_the_rules_that_keep_data_right(
 
     import_folder(project, write_native_trace(tmp_path / "t", steps=2))
     page = client.get(f"/projects/{project.pk}/settings/").content.decode()
-    assert "Fixed: the project holds 1 traces" in page
+    assert "Fixed: the project holds 1 trace read in this convention" in page
     response = client.post(f"/projects/{project.pk}/settings/", {**data, "coordinate_convention": "relative-1000"})
     assert response.status_code == 302  # the disabled field keeps the stored convention
     project.refresh_from_db()
     assert project.coordinate_convention == "smart-resize-pixels"
-    with pytest.raises(ProjectRefused, match="holds 1 traces whose points are read in smart-resize-pixels"):
+    with pytest.raises(ProjectRefused, match="holds 1 trace whose points are read in smart-resize-pixels"):
         project_save(actor=lead, project=project, fields={"coordinate_convention": "relative-1000"})
 
     Membership.objects.create(project=project, user=annotator)

@@ -48,7 +48,7 @@ from studio.shards import (
 )
 from studio.signals import round_annotated
 from studio.storage import stored_file_fetch, stored_file_save_moved, stored_folder_delete
-from studio.words import in_words
+from studio.words import counted, in_words
 from traces import grammar
 from traces.images import ImageInfo, ImageProblem, inspect_image, make_thumbnail
 from traces.importers import (
@@ -138,7 +138,7 @@ def project_save(*, actor, fields: dict, members=None, project: Project | None =
         if stored:
             raise ProjectRefused(
                 "coordinate_convention",
-                f"This project already holds {stored} traces whose points are read in {project.coordinate_convention}; "
+                f"This project already holds {counted(stored, Trace)} whose points are read in {project.coordinate_convention}; "
                 f"changing the convention would move every point. Create a new project with {convention} instead.",
             )
         dropped = [

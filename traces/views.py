@@ -15,6 +15,7 @@ from studio.errors import Invalid, StudioError
 from studio.jobs import job_cancel
 from studio.middleware import refused_page
 from studio.storage import SHORT_LIVED, stored_file_response
+from studio.words import counted
 from traces import selectors, services
 from traces.access import access_import_job, access_project, access_trace, projects_for
 from traces.forms import ProjectForm, TraceInstructionForm
@@ -74,6 +75,7 @@ def project_settings(request, project_id: int):
             "form": form,
             "project": project,
             "trace_count": trace_count,
+            "traces_in_words": counted(trace_count, Trace),
         },
         status=400 if form.errors else 200,
     )
