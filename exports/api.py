@@ -21,6 +21,9 @@ from traces.access import access_project
 
 class ExportJobSerializer(serializers.ModelSerializer):
     download_url = serializers.SerializerMethodField()
+    status_display = serializers.CharField(
+        source="get_status_display", read_only=True, help_text="The status as pages show it."
+    )
 
     class Meta:
         model = ExportJob
@@ -31,6 +34,7 @@ class ExportJobSerializer(serializers.ModelSerializer):
             "options",
             "split_seed",
             "status",
+            "status_display",
             "progress_done",
             "progress_total",
             "message",

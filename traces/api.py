@@ -122,6 +122,9 @@ class ImportEntrySerializer(serializers.Serializer):
 
 class ImportJobSerializer(serializers.ModelSerializer):
     round_name = serializers.CharField(source="round.name", default=None, read_only=True)
+    status_display = serializers.CharField(
+        source="get_status_display", read_only=True, help_text="The status as pages show it."
+    )
     # `errors` stays every entry, as clients have read it; these split it as the job's page does.
     problems = serializers.SerializerMethodField(
         help_text="Entries of `errors` for traces that failed or files refused."
@@ -148,6 +151,7 @@ class ImportJobSerializer(serializers.ModelSerializer):
             "id",
             "project",
             "status",
+            "status_display",
             "format",
             "original_name",
             "progress_done",

@@ -8,7 +8,7 @@
   const finished = new Set(["succeeded", "failed", "cancelled"]);
   const parts = (name) => box.querySelectorAll(`[data-job="${name}"]`);
   function show(job) {
-    parts("status").forEach((el) => { el.textContent = job.status; el.className = "pill " + job.status; });
+    parts("status").forEach((el) => { el.textContent = job.status_display; el.className = "pill " + job.status; });
     parts("progress").forEach((el) => {
       el.textContent = job.progress_total ? `${job.progress_done} / ${job.progress_total}` : `${job.progress_done} done`;
     });
