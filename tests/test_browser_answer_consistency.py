@@ -42,6 +42,15 @@ def test_no_error_after_a_correction_is_stored_and_reviewed_clean(
     wait_saved(page)
     page.keyboard.press("Control+Enter")
     page.wait_for_selector("#ws-next:not([hidden])")
+    # Submitted, the page is read only at once: no verdict button or key offers an edit the server would refuse.
+    assert page.locator("[data-verdict]:not([disabled])").count() == 0
+    assert page.locator("[data-verdict].active").get_attribute("data-verdict") == "no_error"
+    page.locator("body").focus()
+    page.keyboard.press("e")
+    page.wait_for_timeout(1000)  # an autosave would be under way by now (700 ms after an edit)
+    assert page.inner_text("#ws-verdict-text") == "The trace has no error."
+    assert page.locator("#ws-banner").is_hidden()
+    page.screenshot(path=str(artifacts_dir / "workspace-submitted.png"))
     stored = Annotation.objects.get(annotator=annotator)
     assert stored.status == AnnotationStatus.SUBMITTED and stored.verdict == "no_error"
     assert (stored.tau, stored.error_category, stored.corrected_thought, stored.corrected_action) == (None, "", "", "")

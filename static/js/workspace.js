@@ -31,7 +31,9 @@ function start(root) {
   const ws = {
     root, DATA, STEPS, N,
     ANN_ID: root.dataset.annotation,
-    EDITABLE: root.dataset.editable === "1",
+    // Whether this page may still change the annotation. A page loaded editable stops being so when a submit's
+    // answer says so; every control asks at use, so none keeps offering an edit the server would refuse.
+    editable: () => root.dataset.editable === "1",
     LAST_VIEW: FINAL ? N + 1 : N,  // o_{n+1}: the final screen, when the runner kept it
     // The screenshot o_index: a step's, or the final screen after the last step.
     shotOf: (index) => (index === N + 1 ? FINAL : (STEPS[index - 1] || {}).shot || null),
@@ -65,6 +67,24 @@ function start(root) {
     root.dataset.ready = "1";
   });
   ws.loadAlternatives();
+  instructionFit();
   if (restored) { ws.setSaveState("dirty", "Restored unsaved edits"); ws.save(); }
-  if (!ws.EDITABLE) ws.setSaveState("saved", ann.status === "draft" ? "Read only" : `${ann.status[0].toUpperCase()}${ann.status.slice(1)} — read only`);
+  if (!ws.editable()) ws.setSaveState("saved", ann.status === "draft" ? "Read only" : `${ann.status_display} — read only`);
+}
+
+/* A long instruction is cut to two lines (the stage keeps its height); a button says there is more and shows all of it. */
+function instructionFit() {
+  const text = $("ws-instruction"), more = $("ws-instruction-more");
+  if (!text || !more) return;
+  const fit = () => {
+    if (text.classList.contains("expanded")) return;
+    more.hidden = text.scrollHeight <= text.clientHeight + 1;
+  };
+  more.addEventListener("click", () => {
+    const open = text.classList.toggle("expanded");
+    more.textContent = open ? "Show less" : "Show all";
+    more.setAttribute("aria-expanded", String(open));
+    text.scrollTop = 0;
+  });
+  new ResizeObserver(fit).observe(text);
 }

@@ -9,7 +9,7 @@ const JOB_ENDED = ["succeeded", "failed", "cancelled"];
 const done = (job) => !job || JOB_ENDED.includes(job.status);
 
 export function install(ws) {
-  const { state, EDITABLE, ANN_ID } = ws;
+  const { state, ANN_ID } = ws;
   const URL = `/api/annotations/${ANN_ID}/alternatives/`;
   const alts = { data: null, hidden: false, hot: null, timer: null };
   ws.hotAlternative = () => alts.hot;
@@ -59,7 +59,7 @@ export function install(ws) {
   const rowOf = (number) => (alts.data ? alts.data.alternatives.find((r) => r.number === number) : null);
   async function mark(number, verdict) {
     const row = rowOf(number);
-    if (!row || !row.parsed || !EDITABLE) return null;
+    if (!row || !row.parsed || !ws.editable()) return null;
     const res = await api("POST", `${URL}${row.id}/mark/`, { verdict });
     if (res.status !== 200) {
       if (isAuthProblem(res)) ws.sessionExpired();
@@ -74,7 +74,7 @@ export function install(ws) {
   // the served action, and the draft saves it as any edit.
   ws.takeAlternative = async (number) => {
     const row = rowOf(number), job = alts.data && alts.data.job;
-    if (!row || !row.parsed || !EDITABLE || !job) return;
+    if (!row || !row.parsed || !ws.editable() || !job) return;
     if (state.form.verdict !== "error" || job.step !== state.form.tau) {
       ws.banner("error", `The alternatives are for step ${job.step}; τ is ${state.form.tau || "not set"}: ask again at τ.`);
       return;
@@ -101,7 +101,7 @@ export function install(ws) {
     const askBox = $("ws-alts-ask");
     askBox.replaceChildren();
     if (!model.configured) askBox.appendChild(el("p", { class: "notice small", id: "ws-alts-problem" }, model.problem));
-    else if (EDITABLE) {
+    else if (ws.editable()) {
       const k = job && job.settings && job.settings.k;
       const b = el("button", { type: "button", id: "ws-alts-ask-btn", disabled: !done(job) },
         job ? `Ask the model again${k ? ` (${k})` : ""}` : "Ask the model");
@@ -122,7 +122,7 @@ export function install(ws) {
       const side = el("span", { class: "ws-alt-side" });
       side.appendChild(el("span", { class: "ws-alt-mark", "data-alt-mark": row.number },
         !row.parsed ? "not an action: text only" : row.mark === "taken" ? "taken" : row.mark === "wrong" ? "wrong" : ""));
-      if (row.parsed && EDITABLE) {
+      if (row.parsed && ws.editable()) {
         const take = el("button", { type: "button", class: "ws-ghost small", "data-alt-take": row.number }, "Take ");
         take.appendChild(el("kbd", {}, `Alt+${row.number}`));
         take.title = `Start the correction from alternative ${row.number} (Alt+${row.number})`;

@@ -47,7 +47,7 @@ export function adoptCleared(form, sent, server) {
 }
 
 export function install(ws) {
-  const { state, EDITABLE, ANN_ID } = ws;
+  const { state, ANN_ID } = ws;
   const LOCAL_KEY = "ws-draft-" + ANN_ID;
   const dirty = () => !same(state.form, state.serverForm);
   ws.dirty = dirty;
@@ -81,7 +81,7 @@ export function install(ws) {
   ws.restoreLocalCopy = () => {
     let saved = null;
     try { saved = JSON.parse(localStorage.getItem(LOCAL_KEY) || "null"); } catch (e) { saved = null; }
-    if (!saved || !EDITABLE) return false;
+    if (!saved || !ws.editable()) return false;
     if (saved.version === state.version && !same(saved.form, state.form)) {
       state.form = pickFields(Object.assign(copy(state.form), saved.form));
       return true; // edits that never reached the server: save them now
@@ -95,7 +95,7 @@ export function install(ws) {
   ws.edited = () => {
     state.lastInput = Date.now();
     keepLocalCopy();
-    if (!EDITABLE) return;
+    if (!ws.editable()) return;
     setSaveState("dirty", "Unsaved changes");
     clearTimeout(debounceTimer);
     debounceTimer = setTimeout(save, 700);
@@ -110,7 +110,7 @@ export function install(ws) {
   ws.save = save;
 
   async function saveNow() {
-    if (!EDITABLE || state.blocked) return;
+    if (!ws.editable() || state.blocked) return;
     if (!dirty()) { setSaveState("saved", "Saved"); return; }
     state.saving = true;
     const sent = copy(state.form);
@@ -185,9 +185,9 @@ export function install(ws) {
   window.addEventListener("online", () => { if (!state.blocked) save(); });
   window.addEventListener("beforeunload", (event) => {
     keepLocalCopy();
-    if (EDITABLE && dirty()) { event.preventDefault(); event.returnValue = ""; }
+    if (ws.editable() && dirty()) { event.preventDefault(); event.returnValue = ""; }
   });
-  setInterval(() => { if (EDITABLE && dirty() && !state.saving && !state.blocked && Date.now() >= state.retryUntil) save(); }, 4000);
+  setInterval(() => { if (ws.editable() && dirty() && !state.saving && !state.blocked && Date.now() >= state.retryUntil) save(); }, 4000);
 
   // --- lease heartbeat (the active time is credited by the server) ---
   // Submit, skip and a lost lease end the lease: from then on nothing beats or sends a farewell for it.
@@ -198,7 +198,7 @@ export function install(ws) {
     state.leaseEnded = true;
   };
   const lease = ws.DATA.lease;
-  if (lease && EDITABLE) {
+  if (lease && ws.editable()) {
     const beat = async () => {
       if (state.leaseEnded || document.hidden || Date.now() - state.lastInput > 5 * 60 * 1000) return;
       const res = await api("POST", `/api/leases/${lease.id}/heartbeat/`);

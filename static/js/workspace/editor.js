@@ -32,7 +32,7 @@ export const snaps = (table, action) => {
 };
 
 export function install(ws) {
-  const { state, STEPS, EDITABLE, ANN_ID, DATA } = ws;
+  const { state, STEPS, ANN_ID, DATA } = ws;
   const ann = DATA.annotation;
   const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
   ws.slotAt = (index) => slotAt(STEPS, state.form, index);
@@ -50,7 +50,7 @@ export function install(ws) {
       platform: DATA.project.platform,
       slot,
       action: state.form.editor_state[slot],
-      editable: EDITABLE,
+      editable: ws.editable(),
       check: checks[slot],
       fallbackCanonical: slot === "corrected" ? ann.corrected_action : ann.reflection_action,
       onType: (type) => {

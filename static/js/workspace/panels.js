@@ -11,7 +11,7 @@ const PROBLEM_TARGETS = {
 };
 
 export function install(ws) {
-  const { state, STEPS, N, EDITABLE, ANN_ID, root } = ws;
+  const { state, STEPS, N, ANN_ID, root } = ws;
   const copy = (value) => JSON.parse(JSON.stringify(value));
 
   ws.renderStep = () => { ws.renderStrip(); ws.renderStage(); renderStepInfo(); ws.renderPanels(); ws.announceStep(); };
@@ -45,7 +45,10 @@ export function install(ws) {
 
   ws.renderPanels = () => {
     const f = state.form;
-    for (const b of document.querySelectorAll("[data-verdict]")) b.classList.toggle("active", b.dataset.verdict === f.verdict);
+    for (const b of document.querySelectorAll("[data-verdict]")) {
+      b.classList.toggle("active", b.dataset.verdict === f.verdict);
+      b.disabled = !ws.editable();
+    }
     const vt = $("ws-verdict-text");
     vt.textContent = f.verdict === "error" ? `First error at step ${f.tau} (τ).` : f.verdict === "no_error" ? "The trace has no error."
       : f.verdict === "unusable" ? "Unusable." : "Not decided yet.";
@@ -54,7 +57,7 @@ export function install(ws) {
     for (const node of document.querySelectorAll("[data-field]")) {
       const v = f[node.dataset.field];
       if (document.activeElement !== node && node.value !== (v || "")) node.value = v || "";
-      node.disabled = !EDITABLE;
+      node.disabled = !ws.editable();
     }
     const i = state.current;
     const tau = f.verdict === "error" ? f.tau : null;
@@ -86,7 +89,7 @@ export function install(ws) {
     box.replaceChildren();
     const tau = state.form.tau;
     const step = tau ? STEPS[tau - 1] : null;
-    if (!step || !EDITABLE) return;
+    if (!step || !ws.editable()) return;
     const start = (cls, text, title, use) => {
       const b = el("button", { type: "button", class: cls }, text);
       if (title) b.title = title;
@@ -123,7 +126,7 @@ export function install(ws) {
 
   // --- marking ---
   ws.setVerdict = (verdict) => {
-    if (!EDITABLE) return;
+    if (!ws.editable()) return;
     const f = state.form;
     if (verdict === "error") {
       if (state.current > N) { ws.banner("error", "The final screen is not a step: mark τ on a step."); return; }
@@ -175,7 +178,7 @@ export function install(ws) {
   document.addEventListener("change", unmark, true);
 
   ws.submit = async () => {
-    if (!EDITABLE || root.dataset.editable === "0") return;  // read only, or already submitted
+    if (!ws.editable()) return;  // read only, or already submitted
     for (let attempt = 0; attempt < 3 && (ws.dirty() || state.saving) && !state.blocked; attempt++) await ws.save();
     if (ws.dirty() || state.blocked) { ws.banner("error", "Save the draft first (see the status above), then submit."); return; }
     const res = await api("POST", `/api/annotations/${ANN_ID}/submit/`, { version: state.version });
@@ -193,6 +196,7 @@ export function install(ws) {
       if (!answer.editable) {
         root.dataset.editable = "0";
         for (const id of ["ws-save", "ws-skip", "ws-submit"]) { const node = $(id); if (node) node.hidden = true; }
+        ws.renderAll();  // every control drawn again as read only
         const next = $("ws-next");
         next.hidden = false;
         next.querySelector("button").focus();

@@ -11,7 +11,7 @@ export { sub };
 const LOUPE_RADIUS = 75, LOUPE_POWER = 3;
 
 export function install(ws) {
-  const { state, STEPS, N, LAST_VIEW, EDITABLE } = ws;
+  const { state, STEPS, N, LAST_VIEW } = ws;
   const shotOf = ws.shotOf;
 
   // --- overlay drawing ---
@@ -91,7 +91,7 @@ export function install(ws) {
     loupe.style.backgroundImage = `url("${shot.url}")`;
     frame.appendChild(loupe);
     const slot = options.slot;
-    if (slot && EDITABLE) {
+    if (slot && ws.editable()) {
       frame.classList.add("placing");
       frame.dataset.slot = slot;
       frame.addEventListener("click", (event) => {
@@ -104,7 +104,7 @@ export function install(ws) {
         } else ws.placePoint(slot, toModel(shot, px));
       });
     }
-    attachZoomGestures(frame, view, loupe, !!(slot && EDITABLE), { index, shot, slot });
+    attachZoomGestures(frame, view, loupe, !!(slot && ws.editable()), { index, shot, slot });
     pane.appendChild(frame);
     pane.appendChild(caption);
     return pane;
@@ -286,7 +286,7 @@ export function install(ws) {
     const tau = state.form.verdict === "error" ? state.form.tau : null;
     stage.classList.toggle("dimmed", !!tau && i > tau + 1);
     const hint = $("ws-place-hint");
-    if (slot && EDITABLE) {
+    if (slot && ws.editable()) {
       const a = state.form.editor_state[slot];
       const points = a ? ws.pointArgsOf(a.type) : [];
       const pts = points.filter((p) => p.required || points.every((q) => !q.required));
