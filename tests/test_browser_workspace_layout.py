@@ -26,6 +26,7 @@ def test_workspace_fits_the_window_under_the_demo_banner(
     login(page, live_server.url, "ann")
     open_next_trace(page, live_server.url)
     assert page.is_visible(".demo-banner")
+    assert page.is_hidden("#ws-instruction-more")  # a one-line instruction has nothing more to show
     page.screenshot(path=str(artifacts_dir / "workspace-demo-banner-1366.png"))
     height, inner = page.evaluate("[document.scrollingElement.scrollHeight, window.innerHeight]")
     assert height <= inner, f"the page scrolls: {height} px of content in a {inner} px window"
@@ -57,6 +58,18 @@ def test_long_words_and_right_to_left_text_stay_inside_the_side_panel(
         "(() => { const p = document.querySelector('#ws-instruction'); return [p.scrollWidth, p.clientWidth]; })()"
     )
     assert instruction[0] <= instruction[1], f"the instruction runs off its box: {instruction}"
+    # Cut to two lines, the instruction says there is more, and shows all of it on request.
+    shown = page.evaluate("document.querySelector('#ws-instruction').clientHeight")
+    page.click("#ws-instruction-more")
+    assert page.inner_text("#ws-instruction-more") == "Show less"
+    assert page.get_attribute("#ws-instruction-more", "aria-expanded") == "true"
+    page.screenshot(path=str(artifacts_dir / "workspace-long-instruction-shown.png"))
+    opened = page.evaluate(
+        "(() => { const p = document.querySelector('#ws-instruction'); return [p.clientHeight, p.scrollHeight]; })()"
+    )
+    assert opened[0] > 2 * shown, (shown, opened)
+    page.click("#ws-instruction-more")
+    assert page.evaluate("document.querySelector('#ws-instruction').clientHeight") == shown
     # A thought that starts in Arabic reads from the right, each paragraph by its own first strong letter.
     page.keyboard.press("j")
     assert page.inner_text("#ws-thought") == rtl
