@@ -152,9 +152,18 @@ def test_the_keyboard_cursor_shows_the_loupe_and_stays_in_view_when_zoomed(corre
         page.keyboard.press("Shift+ArrowRight")  # far past the zoomed region's edge
     # The view follows the cursor: it is still inside the frame (once drawn where the last key put it).
     expect(page.locator(".ws-overlay .ws-cursor circle")).to_be_visible()
-    cursor = page.locator(".ws-overlay .ws-cursor circle").bounding_box()
-    frame = page.locator(".ws-frame.placing").bounding_box()
-    assert frame["x"] <= cursor["x"] and cursor["x"] + cursor["width"] <= frame["x"] + frame["width"]
+    # Read in one go in the page: each key renders the stage again, so an element found by one call may be
+    # replaced before the next one measures it.
+    edges = page.evaluate(
+        """(() => {
+          const cursor = document.querySelector('.ws-overlay .ws-cursor circle');
+          const frame = document.querySelector('.ws-frame.placing');
+          if (!cursor || !frame) return null;
+          const c = cursor.getBoundingClientRect(), f = frame.getBoundingClientRect();
+          return [f.left, c.left, c.right, f.right];
+        })()"""
+    )
+    assert edges is not None and edges == sorted(edges), f"the cursor is not inside the frame: {edges}"
     page.screenshot(path=str(artifacts_dir / "zoom-keyboard-loupe-1920.png"))
     page.keyboard.press("Enter")
     page.wait_for_selector("[data-errors='corrected'] li.ok")
