@@ -42,9 +42,13 @@ def test_s_copies_the_models_reply_into_the_correction(
     login(page, live_server.url, annotator.username)
     open_next_trace(page, live_server.url)
     mark_error_at_step_two(page)
-    first = page.locator('[data-starts="corrected"] .ws-start').first
-    first.wait_for()
-    assert first.inner_text().startswith("Start from the model's reply")
+    # The model's reply comes with the suggestions request, after the page's own starting points.
+    page.wait_for_selector('[data-starts="corrected"] .ws-start.model')
+    assert (
+        page.locator('[data-starts="corrected"] .ws-start')
+        .first.inner_text()
+        .startswith("Start from the model's reply")
+    )
     page.keyboard.press("s")
     page.wait_for_selector("[data-errors='corrected'] li.ok")
     assert page.input_value("#f-corrected_thought") == "The Display entry is on the left; I open it."
