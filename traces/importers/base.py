@@ -112,6 +112,30 @@ class UnitImporter:
         yield from self.read_units(root, self.units(root))
 
 
+class FolderImporter(UnitImporter):
+    """An importer whose unit is a trace folder found by ``folders`` (e.g. with ``find_folders``) and read by
+    ``read_folder``; a folder that fails is reported under its name within the upload, and the others go on."""
+
+    def folders(self, root: Path, *, first_only: bool = False) -> list[Path]:
+        raise NotImplementedError
+
+    def read_folder(self, folder: Path, *, root: Path) -> ImportedTrace:
+        raise NotImplementedError
+
+    def detect(self, root: Path) -> bool:
+        return root.is_dir() and bool(self.folders(root, first_only=True))
+
+    def units(self, root: Path) -> list[Path]:
+        return self.folders(root)
+
+    def read_units(self, root: Path, units: list[Path]) -> Iterator[TraceOrError]:
+        yield from read_each(
+            units,
+            lambda folder: self.read_folder(folder, root=root),
+            where=lambda folder: name_within(folder, root),
+        )
+
+
 def read_json(path: Path, *, root: Path | None = None):
     """Load a JSON file with errors that name the file, the line and the problem."""
     where = name_within(path, root)

@@ -14,23 +14,19 @@ unless an ``instruction.txt`` lies beside data.json.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 from studio.inputs import id_from_text
 from traces import grammar
 
 from .base import (
+    FolderImporter,
     ImageRef,
     ImportedStep,
     ImportedTrace,
-    TraceOrError,
     TraceReadError,
-    UnitImporter,
     find_folders,
-    name_within,
     optional,
-    read_each,
     read_json,
 )
 
@@ -66,29 +62,18 @@ def _convert(action: str) -> tuple[str, str, dict]:
     return action, f"unknown Mobile-Agent action '{action}'", {}
 
 
-class MobileAgentImporter(UnitImporter):
+class MobileAgentImporter(FolderImporter):
     format_name = "mobile-agent"
 
-    def detect(self, root: Path) -> bool:
-        return root.is_dir() and bool(_run_folders(root, first_only=True))
+    def folders(self, root: Path, *, first_only: bool = False) -> list[Path]:
+        return find_folders(root, "data.json", max_depth=3, accept=_looks_like_run, first_only=first_only)
 
-    def units(self, root: Path) -> list[Path]:
-        return _run_folders(root)
-
-    def read_units(self, root: Path, units: list[Path]) -> Iterator[TraceOrError]:
-        yield from read_each(
-            units,
-            lambda folder: trace_from_run(folder, root=root),
-            where=lambda folder: name_within(folder, root),
-        )
+    def read_folder(self, folder: Path, *, root: Path) -> ImportedTrace:
+        return trace_from_run(folder, root=root)
 
 
 def _looks_like_run(folder: Path) -> bool:
     return (folder / "data.json").is_file() and (folder / "1.jpg").is_file()
-
-
-def _run_folders(root: Path, *, first_only: bool = False) -> list[Path]:
-    return find_folders(root, "data.json", max_depth=3, accept=_looks_like_run, first_only=first_only)
 
 
 def _records_by_number(data: dict, where: str) -> dict[int, object]:

@@ -17,22 +17,18 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 from traces import grammar
 
 from .base import (
+    FolderImporter,
     ImageRef,
     ImportedStep,
     ImportedTrace,
-    TraceOrError,
     TraceReadError,
-    UnitImporter,
     find_folders,
-    name_within,
     optional,
-    read_each,
     read_json,
     safe_child,
 )
@@ -71,25 +67,14 @@ class ActionConversionError(ValueError):
     pass
 
 
-class ScreenAgentImporter(UnitImporter):
+class ScreenAgentImporter(FolderImporter):
     format_name = "screenagent"
 
-    def detect(self, root: Path) -> bool:
-        return root.is_dir() and bool(_session_folders(root, first_only=True))
+    def folders(self, root: Path, *, first_only: bool = False) -> list[Path]:
+        return find_folders(root, f"*{STEP_SUFFIX}", max_depth=4, first_only=first_only)
 
-    def units(self, root: Path) -> list[Path]:
-        return _session_folders(root)
-
-    def read_units(self, root: Path, units: list[Path]) -> Iterator[TraceOrError]:
-        yield from read_each(
-            units,
-            lambda folder: trace_from_session(folder, root=root),
-            where=lambda folder: name_within(folder, root),
-        )
-
-
-def _session_folders(root: Path, *, first_only: bool = False) -> list[Path]:
-    return find_folders(root, f"*{STEP_SUFFIX}", max_depth=4, first_only=first_only)
+    def read_folder(self, folder: Path, *, root: Path) -> ImportedTrace:
+        return trace_from_session(folder, root=root)
 
 
 # --- reading the JSON inside replies ---------------------------------------------------------
