@@ -35,11 +35,14 @@ def test_lead_uploads_a_zip_and_watches_the_import_finish(
     # Followed live, the status reads as the server renders it on a reload.
     expect(page.locator("[data-job=status]")).to_have_text("Succeeded", timeout=60000)
     assert "3 traces, 6 steps" in page.inner_text("[data-job=message]")
+    # Followed live, the progress reads in the words the page renders first (it was "3 / 3" live, "3 traces read" after).
+    assert page.inner_text("[data-job=progress]") == "3 of 3 traces read"
     # The refused file is a problem (said first, in the banner), not a note on a kept trace.
     assert "../escape.txt has '..' in its path" in page.inner_text("[data-job=problems]")
     assert page.inner_text("[data-job=attention]") == "1 file refused"
     page.screenshot(path=str(artifacts_dir / "import-job.png"))
     page.reload()
     assert page.inner_text("[data-job=status]") == "Succeeded"
+    assert page.inner_text("[data-job=progress]") == "3 of 3 traces read"
     page.goto(f"{live_server.url}/projects/{project.pk}/traces/")
     assert page.locator("table tbody tr").count() == 3

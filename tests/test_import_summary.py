@@ -98,3 +98,17 @@ def test_the_import_command_prints_the_one_summary(project, tmp_path):
             "0 off-screen steps"
         )
     )
+
+
+def test_the_job_page_and_its_live_updates_say_progress_in_the_same_words(project, tmp_path, lead, client, api_client):
+    # The page rendered "N traces read" and job_status.js replaced it with "N / M" (or "0 done") at its first poll:
+    # one job, two wordings, and "1 traces read" for one trace. Both now read the server's words.
+    job = run(project, write_zip(tmp_path / "one.zip", trace_files("solo", steps=1)))
+    body = api_client(lead).get(f"/api/imports/{job.pk}/").json()
+    assert body["progress_text"] == "1 of 1 trace read"
+    client.force_login(lead)
+    page = client.get(f"/imports/{job.pk}/").content.decode()
+    assert '<p id="job-progress" data-job="progress">1 of 1 trace read</p>' in page
+    job.progress_total = job.progress_done = 0
+    job.save(update_fields=["progress_total", "progress_done"])
+    assert api_client(lead).get(f"/api/imports/{job.pk}/").json()["progress_text"] == "0 traces read"

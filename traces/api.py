@@ -130,6 +130,7 @@ class ImportJobSerializer(serializers.ModelSerializer):
         help_text="Entries of `errors` for traces that failed or files refused."
     )
     notes = serializers.SerializerMethodField(help_text="Entries of `errors` on kept traces that need attention.")
+    progress_text = serializers.SerializerMethodField(help_text='How far the reading went, e.g. "2 of 4 traces read".')
     attention = serializers.SerializerMethodField(
         help_text='What was lost, e.g. "5 of 6 traces failed; 1 file refused"; empty when nothing was.'
     )
@@ -145,6 +146,9 @@ class ImportJobSerializer(serializers.ModelSerializer):
     def get_attention(self, job: ImportJob) -> str:
         return selectors.import_job_report(job).attention
 
+    def get_progress_text(self, job: ImportJob) -> str:
+        return selectors.import_job_report(job).progress
+
     class Meta:
         model = ImportJob
         fields = [
@@ -156,6 +160,7 @@ class ImportJobSerializer(serializers.ModelSerializer):
             "original_name",
             "progress_done",
             "progress_total",
+            "progress_text",
             "message",
             "errors",
             "problems",

@@ -153,12 +153,13 @@ IMPORT_NOTE_KINDS = frozenset({INSTRUCTION_MISSING, OFF_SCREEN_POINT})
 
 @dataclass(frozen=True)
 class ImportReport:
-    """What a lead reads on an import job: the problems apart from the notes, and the one line that says what was
-    lost ("5 of 6 traces failed; 1 file refused"; empty when nothing was)."""
+    """What a lead reads on an import job: the problems apart from the notes, the one line that says what was
+    lost ("5 of 6 traces failed; 1 file refused"; empty when nothing was) and how far the reading went."""
 
     problems: list[dict]
     notes: list[dict]
     attention: str
+    progress: str
 
 
 def import_job_report(job: ImportJob) -> ImportReport:
@@ -173,4 +174,12 @@ def import_job_report(job: ImportJob) -> ImportReport:
         lost.append(f"{job.traces_failed} of {in_words(read, 'trace', 'traces')} failed")
     if files_refused:
         lost.append(in_words(files_refused, "file refused", "files refused"))
-    return ImportReport(problems=problems, notes=notes, attention="; ".join(lost))
+    return ImportReport(problems=problems, notes=notes, attention="; ".join(lost), progress=import_job_progress(job))
+
+
+def import_job_progress(job: ImportJob) -> str:
+    """How far the job read, in the words its page shows both at first and while it follows the job ("2 of 4
+    traces read"); the total is known once the upload is unpacked, before that only the count is."""
+    if job.progress_total:
+        return f"{job.progress_done} of {in_words(job.progress_total, 'trace', 'traces')} read"
+    return in_words(job.progress_done, "trace read", "traces read")

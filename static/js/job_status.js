@@ -9,8 +9,10 @@
   const parts = (name) => box.querySelectorAll(`[data-job="${name}"]`);
   function show(job) {
     parts("status").forEach((el) => { el.textContent = job.status_display; el.className = "pill " + job.status; });
+    // The server's words when the job has them (an import's "2 of 4 traces read", as its page renders them first).
     parts("progress").forEach((el) => {
-      el.textContent = job.progress_total ? `${job.progress_done} / ${job.progress_total}` : `${job.progress_done} done`;
+      el.textContent = job.progress_text !== undefined ? job.progress_text
+        : job.progress_total ? `${job.progress_done} / ${job.progress_total}` : `${job.progress_done} done`;
     });
     parts("percent").forEach((el) => {
       el.value = job.progress_total ? Math.round(100 * job.progress_done / job.progress_total) : 0;
