@@ -1,0 +1,39 @@
+"""The lead's and engineer's forms and lists in Chromium, as they read them: fields that look like fields, and words
+that stay the same whether the page was rendered or updated live."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import login
+
+pytestmark = pytest.mark.browser
+
+
+def _field_look(page, selector: str) -> dict:
+    return page.evaluate(
+        """(sel) => { const el = document.querySelector(sel); const s = getComputedStyle(el);
+            return {width: el.getBoundingClientRect().width, weight: s.fontWeight, radius: s.borderTopLeftRadius}; }""",
+        selector,
+    )
+
+
+def test_url_and_date_fields_look_like_the_other_fields_and_read_in_normal_weight(
+    browser, live_server, project, lead, artifacts_dir
+):
+    # The webhook address field was the browser's bare box (about 180 px: its own placeholder cut off), the
+    # dashboard's dates the same, and every field inside a bold label read bold (the export form).
+    page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
+    login(page, live_server.url, lead.username)
+    page.goto(f"{live_server.url}/projects/{project.pk}/webhooks/")
+    url = _field_look(page, "#webhook-form input[name=url]")
+    form = page.evaluate("document.getElementById('webhook-form').getBoundingClientRect().width")
+    assert url["width"] > 0.9 * form and url["radius"] == "7px" and url["weight"] == "400", url
+    page.screenshot(path=str(artifacts_dir / "webhooks-form.png"))
+    page.goto(f"{live_server.url}/projects/{project.pk}/dashboard/")
+    date = _field_look(page, "form.range input[name=from]")
+    assert date["radius"] == "7px" and date["weight"] == "400", date
+    page.goto(f"{live_server.url}/exports/")
+    for field in ("select[name=project]", "select[name=format]", "input[name=validation_fraction]"):
+        assert _field_look(page, field)["weight"] == "400", field
+    page.close()
