@@ -6,7 +6,7 @@ from django.db.models import Count, Exists, OuterRef, QuerySet
 from django.utils import timezone
 
 from annotation.access import annotations_for
-from annotation.models import Annotation, AnnotationStatus, Lease
+from annotation.models import Annotation, AnnotationStatus, Lease, Verdict
 from annotation.workflow import EDITABLE_BY_ANNOTATOR
 from studio.access import can
 from traces import grammar, prompting
@@ -221,6 +221,16 @@ def annotation_fields_json(annotation: Annotation) -> dict:
     data = {name: getattr(annotation, name) for name in ANNOTATION_FIELDS}
     data["submitted_at"] = _iso(annotation.submitted_at)
     return data
+
+
+def verdict_words(verdict: str, tau: int | None) -> str:
+    """A verdict as the lists of answers show it (the review queue, its disagreements, an annotation's siblings): in
+    the words the review page uses, never the stored value ("no_error"); an error with its step."""
+    if not verdict:
+        return "—"
+    if verdict == Verdict.ERROR:
+        return f"First error at step {tau}" if tau else "First error"
+    return dict(Verdict.choices).get(verdict, verdict)
 
 
 ACTION_FIELD_OF_SLOT = {"corrected": "corrected_action", "reflection": "reflection_action"}

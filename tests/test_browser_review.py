@@ -142,6 +142,11 @@ def test_reject_fix_resubmit_accept_live(browser, asgi_server, project, annotato
     # 1. the annotator submits; the lead's queue shows it without a reload
     api(ann_page, f"/api/annotations/{draft.pk}/submit/", "POST", {"version": draft.version})
     lead_page.wait_for_selector(row, timeout=15000)
+    # The verdict in the review page's words, the same live and rendered (it was the stored "error at step 2").
+    assert lead_page.inner_text(f"{row} td:nth-child(3)") == "First error at step 2"
+    lead_page.reload()
+    assert lead_page.inner_text(f"{row} td:nth-child(3)") == "First error at step 2"
+    lead_page.wait_for_selector("#live[data-connected='1']", state="attached", timeout=15000)
 
     # 2. the lead opens it: both actions drawn on o_τ, the post-reflection on o_{τ+1}, the thoughts diffed
     lead_page.click(f"{row} a")

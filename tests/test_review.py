@@ -447,3 +447,20 @@ def test_the_draft_and_the_review_edit_refuse_a_field_with_one_rule(project, ann
     assert services._clean_draft_fields(ann, {"tau": 5, "error_category": project.error_categories[0]}) == (
         review._clean_edits(ann, {"tau": "5", "error_category": project.error_categories[0]})
     )
+
+
+def test_the_review_queue_says_verdicts_in_the_review_pages_words(project, annotator, second_annotator, lead, client):
+    # The queue, its disagreements and the API that updates it live showed the stored values ("no_error",
+    # "error τ=2") where the review page says "No error".
+    trace = make_trace(project, "words")
+    first = make_annotation(trace, annotator, verdict="error", tau=2, error_category="wrong element / grounding")
+    make_annotation(trace, second_annotator, verdict="no_error")
+    client.force_login(lead)
+    page = client.get("/reviews/").content.decode()
+    assert "<td>First error at step 2</td>" in page and "<td>No error</td>" in page
+    assert f"{annotator.username}: First error at step 2 · {second_annotator.username}: No error" in page
+    assert "no_error" not in page.replace('data-verdict="no_error"', "")
+    rows = client.get(f"/api/reviews/?project={project.pk}").json()["results"]
+    assert {r["id"]: r["verdict_text"] for r in rows}[first.pk] == "First error at step 2"
+    detail = client.get(f"/reviews/{first.pk}/").content.decode()
+    assert f"by {second_annotator.username} — submitted, No error" in detail

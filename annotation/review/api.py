@@ -17,7 +17,7 @@ from annotation.api import ActionCheckSerializer
 from annotation.models import AnnotationStatus
 from annotation.review import selectors as review_selectors
 from annotation.review import services as review
-from annotation.selectors import annotation_fields_json
+from annotation.selectors import annotation_fields_json, verdict_words
 from studio.access import ActionPermission
 from traces.access import access_project, access_trace
 
@@ -30,6 +30,7 @@ def annotation_summary(annotation) -> dict:
         "project_id": annotation.trace.project_id,
         "project": annotation.trace.project.name,
         "annotator": annotation.annotator.username,
+        "verdict_text": verdict_words(annotation.verdict, annotation.tau),
         "is_adjudicated": annotation.is_adjudicated,
         "reviewed_by": annotation.reviewed_by.username if annotation.reviewed_by_id else None,
         "reviewed_at": annotation.reviewed_at,

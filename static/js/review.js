@@ -281,7 +281,7 @@ import * as Editor from "./action_editor.js";
       link.href = a.review_url;
       link.textContent = "Review";
       action.append(link);
-      tr.append(cell(a.external_id), cell(a.annotator), cell((a.verdict || "—") + (a.tau ? " at step " + a.tau : "")),
+      tr.append(cell(a.external_id), cell(a.annotator), cell(a.verdict_text),
         cell(a.submitted_at ? a.submitted_at.slice(0, 16).replace("T", " ") : ""), presence, action);
       return tr;
     });
