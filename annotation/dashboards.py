@@ -30,6 +30,7 @@ from annotation.models import Annotation, AnnotationStatus, AuditEvent, Verdict
 from annotation.workflow import STANDING
 from prescoring.models import TraceSuggestion
 from studio.errors import Invalid
+from studio.words import in_words
 from traces.models import Project
 
 # Work handed in (throughput, time): a rejected annotation was still done. Categories and positions count only
@@ -375,6 +376,11 @@ def project_dashboard(project: Project, period: DateRange) -> dict:
         "median_time": median_time,
         "review": review,
         "agreement": figures["agreement"],
+        # The pairs each agreement figure stands on, in words ("1 pair"): the page shows these, never counts of its own.
+        "agreement_words": {
+            key: in_words(figures["agreement"][key], "pair", "pairs")
+            for key in ("action_type_pairs", "click_pairs", "box_pairs")
+        },
         **figures["standing"],
     }
 

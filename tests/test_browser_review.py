@@ -209,6 +209,11 @@ def test_dashboard_draws_charts_and_updates_live(browser, asgi_server, project, 
     page.wait_for_selector("#dashboard[data-loaded]")
     assert page.inner_text("[data-counter='submitted']") == "0"
     assert page.locator("[data-chart][data-drawn='1']").count() == 6
+    # Nothing in the range yet: each chart says why in words instead of drawing bare axes, and counts of pairs are
+    # the server's words ("0 pairs"; "1 pairs" before).
+    assert page.locator("[data-chart][data-empty='1'] [data-chart-empty]:visible").count() == 6
+    assert page.locator("[data-chart] canvas:visible").count() == 0
+    assert page.inner_text("[data-figure='click']") == "– (0 pairs)"
 
     ann_page = browser.new_context().new_page()
     login(ann_page, base, "ann")
@@ -218,6 +223,9 @@ def test_dashboard_draws_charts_and_updates_live(browser, asgi_server, project, 
     page.reload()
     page.wait_for_selector("#dashboard[data-loaded]")
     page.screenshot(path=str(artifacts_dir / "dashboard.png"), full_page=True)
+    assert page.locator("[data-chart='done_per_day'] canvas").is_visible()
+    assert page.locator("[data-chart='done_per_day'] [data-chart-empty]").is_hidden()
+    assert page.locator("[data-chart='agreement'] [data-chart-empty]").is_visible()  # one answer: no pair yet
 
     with page.expect_download() as download:
         page.click("[data-csv='median_time']")

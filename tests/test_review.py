@@ -464,3 +464,12 @@ def test_the_review_queue_says_verdicts_in_the_review_pages_words(project, annot
     assert {r["id"]: r["verdict_text"] for r in rows}[first.pk] == "First error at step 2"
     detail = client.get(f"/reviews/{first.pk}/").content.decode()
     assert f"by {second_annotator.username} — submitted, No error" in detail
+
+
+def test_the_dashboard_gives_the_pairs_behind_each_agreement_figure_in_words(project, lead, agreement_fixture, client):
+    # The page wrote "(1 pairs)" itself; the counts in words come from studio.words on the server.
+    client.force_login(lead)
+    body = client.get(f"/api/projects/{project.pk}/dashboard/").json()
+    pairs = [body["agreement"][key] for key in ("action_type_pairs", "click_pairs", "box_pairs")]
+    assert pairs == [2, 1, 0]
+    assert body["agreement_words"] == {"action_type_pairs": "2 pairs", "click_pairs": "1 pair", "box_pairs": "0 pairs"}

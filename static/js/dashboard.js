@@ -5,6 +5,7 @@
   if (!root || !window.Chart || !window.studioCsv) return;
   const charts = {};
   const tables = {};  // chart name -> {header: [...], rows: [[...]]} for the CSV download
+  const COUNTS = { precision: 0 };  // an axis of counts has whole-number ticks (no "0.5 traces")
   const palette = ["#3b5bdb", "#2b8a3e", "#e67700", "#c92a2a", "#7048e8", "#0b7285", "#5c940d", "#a61e4d"];
 
   function pct(v) { return v === null || v === undefined ? "–" : (v * 100).toFixed(1) + " %"; }
@@ -14,10 +15,18 @@
     if (el) el.textContent = text;
   }
 
-  function draw(name, type, labels, datasets, options) {
+  // A chart with nothing to show says why in its own words (the page's data-chart-empty line) instead of drawing
+  // bare axes; `empty` is read from the server's figures by the caller.
+  function draw(name, type, labels, datasets, options, empty) {
     const section = root.querySelector('[data-chart="' + name + '"]');
     if (!section) return;
     if (charts[name]) charts[name].destroy();
+    delete charts[name];
+    const note = section.querySelector("[data-chart-empty]");
+    if (note) note.hidden = !empty;
+    section.querySelector("canvas").hidden = Boolean(empty && note);
+    section.dataset.empty = empty ? "1" : "";
+    if (empty && note) { section.dataset.drawn = "1"; return; }
     charts[name] = new window.Chart(section.querySelector("canvas"), {
       type: type,
       data: { labels: labels, datasets: datasets },
@@ -38,9 +47,9 @@
     setFigure("rejection_rate", pct(d.review.rejection_rate) + " (" + d.review.rejected + ")");
     setFigure("first_error", pct(a.first_error_exact) + " / " + pct(a.first_error_within_one));
     setFigure("alpha", num(a.category_alpha, 3));
-    setFigure("action_type", pct(a.action_type_agreement) + " of " + a.action_type_pairs);
-    setFigure("click", num(a.click_distance_median, 3) + " (" + a.click_pairs + " pairs)");
-    setFigure("box_iou", num(a.box_iou_median, 3) + " (" + a.box_pairs + " pairs)");
+    setFigure("action_type", pct(a.action_type_agreement) + " of " + d.agreement_words.action_type_pairs);
+    setFigure("click", num(a.click_distance_median, 3) + " (" + d.agreement_words.click_pairs + ")");
+    setFigure("box_iou", num(a.box_iou_median, 3) + " (" + d.agreement_words.box_pairs + ")");
     setFigure("pairs", a.pairs + " / " + a.open_disagreements);
     setFigure("suggestion", d.suggestion_match ? pct(d.suggestion_match.rate) + " of " + d.suggestion_match.compared : "no pre-scoring yet");
 
@@ -50,37 +59,37 @@
     const count = new Map(d.done_per_day.map((r) => [r.day + "|" + r.annotator, r.done]));
     draw("done_per_day", "bar", days, people.map((p, i) => ({
       label: p, backgroundColor: palette[i % palette.length], data: days.map((day) => count.get(day + "|" + p) || 0),
-    })), { scales: { x: { stacked: true }, y: { stacked: true, beginAtZero: true } } });
+    })), { scales: { x: { stacked: true }, y: { stacked: true, beginAtZero: true, ticks: COUNTS } } }, !d.done_per_day.length);
     tables.done_per_day = { header: ["day", "annotator", "done"], rows: d.done_per_day.map((r) => [r.day, r.annotator, r.done]) };
 
     const per = d.review.per_annotator;
     draw("review", "bar", per.map((r) => r.annotator), [
       { label: "accepted", backgroundColor: palette[1], data: per.map((r) => r.accepted) },
       { label: "rejected", backgroundColor: palette[3], data: per.map((r) => r.rejected) },
-    ], { scales: { y: { beginAtZero: true } } });
+    ], { scales: { y: { beginAtZero: true, ticks: COUNTS } } }, !per.length);
     tables.review = { header: ["annotator", "accepted", "rejected", "acceptance_rate"],
       rows: per.map((r) => [r.annotator, r.accepted, r.rejected, r.acceptance_rate]) };
 
     const med = Object.entries(d.median_time.per_annotator_s);
     draw("median_time", "bar", med.map((m) => m[0]), [{ label: "median s", backgroundColor: palette[0], data: med.map((m) => m[1]) }],
-      { scales: { y: { beginAtZero: true } } });
+      { scales: { y: { beginAtZero: true } } }, !med.length);
     tables.median_time = { header: ["annotator", "median_seconds"], rows: [["(all)", d.median_time.overall_s], ...med] };
 
     draw("error_categories", "bar", d.error_categories.map((r) => r.category),
       [{ label: "annotations", backgroundColor: palette[2], data: d.error_categories.map((r) => r.count) }],
-      { indexAxis: "y", scales: { x: { beginAtZero: true } } });
+      { indexAxis: "y", scales: { x: { beginAtZero: true, ticks: COUNTS } } }, !d.error_categories.some((r) => r.count));
     tables.error_categories = { header: ["category", "count"], rows: d.error_categories.map((r) => [r.category, r.count]) };
 
     draw("first_error_position", "bar", d.first_error_position.map((r) => r.bucket),
       [{ label: "annotations", backgroundColor: palette[4], data: d.first_error_position.map((r) => r.count) }],
-      { scales: { y: { beginAtZero: true } } });
+      { scales: { y: { beginAtZero: true, ticks: COUNTS } } }, !d.first_error_position.some((r) => r.count));
     tables.first_error_position = { header: ["tau_over_n", "count"], rows: d.first_error_position.map((r) => [r.bucket, r.count]) };
 
     const agreementRows = [["first error exact", a.first_error_exact], ["first error ±1", a.first_error_within_one],
       ["category alpha", a.category_alpha], ["action type", a.action_type_agreement]];
     draw("agreement", "bar", agreementRows.map((r) => r[0]),
       [{ label: "agreement", backgroundColor: palette[5], data: agreementRows.map((r) => r[1]) }],
-      { scales: { y: { min: Math.min(0, ...agreementRows.map((r) => r[1] || 0)), max: 1 } } });
+      { scales: { y: { min: Math.min(0, ...agreementRows.map((r) => r[1] || 0)), max: 1 } } }, !a.pairs);
     tables.agreement = { header: ["measure", "value"], rows: [...agreementRows, ["click distance median", a.click_distance_median],
       ["click distance mean", a.click_distance_mean], ["element box IoU median", a.box_iou_median],
       ["element box IoU mean", a.box_iou_mean], ["element box pairs", a.box_pairs], ["pairs", a.pairs], ["open disagreements", a.open_disagreements]] };
