@@ -59,7 +59,7 @@ def test_keyboard_decisions_go_on_to_the_next_undecided(browser, live_server, pr
 
     page.keyboard.press("a")  # accept → the next undecided annotation, not the list
     page.wait_for_url(f"{live_server.url}/reviews/{second.pk}/")
-    assert "accept done" in page.inner_text(".notice")
+    assert page.inner_text(".notice") == f"Annotation {first.pk} of trace {first.trace.external_id}: accepted."
     first.refresh_from_db()
     assert first.status == AnnotationStatus.ACCEPTED
 
@@ -71,6 +71,9 @@ def test_keyboard_decisions_go_on_to_the_next_undecided(browser, live_server, pr
     second.refresh_from_db()
     assert second.status == AnnotationStatus.REJECTED
     assert second.review_comment == "The corrected click misses the button."
+    # Said as what happened to it ("reject done" before).
+    sent_back = f"Annotation {second.pk} of trace {second.trace.external_id}: sent back to {annotator.username} with your comment."
+    assert page.inner_text(".notice") == sent_back
 
 
 def test_arrow_right_opens_the_next_undecided(browser, live_server, project, annotator, lead):

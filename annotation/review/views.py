@@ -82,10 +82,14 @@ def review_decide(request, annotation_id: int):
         if decision in ("edit_accept", "adjudicate"):
             return _detail_with_refused_edit(request, annotation, edits, comment, exc)
         return refused_page(request, exc, "review/detail.html", _detail_context(request.user, annotation))
-    messages.success(
-        request,
-        f"Annotation {annotation.pk} of trace {annotation.trace.external_id}: {decision.replace('_', ' and ')} done.",
-    )
+    # What happened, said as an outcome ("accept done", "edit and accept done" read as commands, not results).
+    outcome = {
+        "accept": "accepted",
+        "reject": f"sent back to {annotation.annotator.username} with your comment",
+        "edit_accept": "edited and accepted",
+        "adjudicate": "adjudicated",
+    }[decision]
+    messages.success(request, f"Annotation {annotation.pk} of trace {annotation.trace.external_id}: {outcome}.")
     # Decide and go on: the next undecided annotation, or the queue when there is none.
     following = review_selectors.review_next(request.user, after=annotation)
     if following is not None:
