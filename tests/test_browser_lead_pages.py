@@ -4,8 +4,12 @@ that stay the same whether the page was rendered or updated live."""
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
+from annotation.models import Verdict
+from exports import services
 from tests.conftest import login
+from tests.fixtures_export import REPLIES, accepted_annotation, make_trace
 
 pytestmark = pytest.mark.browser
 
@@ -36,4 +40,22 @@ def test_url_and_date_fields_look_like_the_other_fields_and_read_in_normal_weigh
     page.goto(f"{live_server.url}/exports/")
     for field in ("select[name=project]", "select[name=format]", "input[name=validation_fraction]"):
         assert _field_look(page, field)["weight"] == "400", field
+    page.close()
+
+
+def test_an_export_followed_live_offers_its_diff_as_soon_as_it_succeeds(
+    browser, live_server, project, annotator, lead, engineer, artifacts_dir
+):
+    # The download link appeared live when the job succeeded, the "what changed" link only after a reload.
+    trace = make_trace(project, replies=REPLIES, external_id="live-diff", image_seed=1)
+    accepted_annotation(trace, annotator=annotator, reviewer=lead, verdict=Verdict.NO_ERROR)
+    job = services.export_job_create(project=project, user=engineer, fmt="trl", options={}, enqueue=False)
+    page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
+    login(page, live_server.url, engineer.username)
+    page.goto(f"{live_server.url}/exports/{job.pk}/")
+    assert page.locator("#export-diff-link").is_hidden() and page.locator("#export-download").is_hidden()
+    assert services.export_job_run(job_id=job.pk).status == "succeeded"
+    expect(page.locator("#export-download")).to_be_visible(timeout=15000)
+    expect(page.locator("#export-diff-link")).to_be_visible()
+    page.screenshot(path=str(artifacts_dir / "export-job-live.png"))
     page.close()
