@@ -59,3 +59,15 @@ def test_an_export_followed_live_offers_its_diff_as_soon_as_it_succeeds(
     expect(page.locator("#export-diff-link")).to_be_visible()
     page.screenshot(path=str(artifacts_dir / "export-job-live.png"))
     page.close()
+
+
+def test_a_project_with_no_rounds_says_so_without_empty_charts(browser, live_server, project, lead, artifacts_dir):
+    # A fresh project's rounds page said "No rounds yet" above an empty table and six bare axes.
+    page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
+    login(page, live_server.url, lead.username)
+    page.goto(f"{live_server.url}/projects/{project.pk}/dashboard/rounds/")
+    page.wait_for_selector("#rounds[data-loaded]", state="attached")
+    assert page.locator("#rounds-empty").is_visible()
+    assert page.locator("#round-table").is_hidden() and page.locator("#rounds .chart-grid").is_hidden()
+    page.screenshot(path=str(artifacts_dir / "rounds-empty.png"), full_page=True)
+    page.close()

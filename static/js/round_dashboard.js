@@ -43,6 +43,8 @@
   function render(d) {
     const rounds = d.rounds;
     document.getElementById("rounds-empty").hidden = rounds.length > 0;
+    // Nothing to compare: the line above says what to do, without an empty table and six bare axes under it.
+    root.querySelectorAll("[data-when-rounds]").forEach((el) => { el.hidden = !rounds.length; });
     const names = rounds.map((r) => r.name);
 
     const body = root.querySelector("#round-table tbody");
