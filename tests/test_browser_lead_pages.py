@@ -71,3 +71,24 @@ def test_a_project_with_no_rounds_says_so_without_empty_charts(browser, live_ser
     assert page.locator("#round-table").is_hidden() and page.locator("#rounds .chart-grid").is_hidden()
     page.screenshot(path=str(artifacts_dir / "rounds-empty.png"), full_page=True)
     page.close()
+
+
+def test_the_trace_list_title_stays_on_one_line_beside_its_buttons(browser, live_server, project, lead, artifacts_dir):
+    # At 1366 px the buttons and the "no model configured" note flowed as text: the note ran under the buttons and the
+    # title ("Desktop & web demo") was squeezed into two lines.
+    project.name = "Desktop & web demo"
+    project.save(update_fields=["name"])
+    page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
+    login(page, live_server.url, lead.username)
+    page.goto(f"{live_server.url}/projects/{project.pk}/traces/")
+    title = page.locator(".page-head h1").bounding_box()
+    line = page.evaluate("parseFloat(getComputedStyle(document.querySelector('.page-head h1')).lineHeight) || 30")
+    assert title["height"] < 1.5 * line, title
+    if page.locator("#prescore-model-hint").count():
+        hint, off = (
+            page.locator("#prescore-model-hint").bounding_box(),
+            page.locator("#prescore-model-off").bounding_box(),
+        )
+        assert hint["y"] < off["y"] + off["height"] and hint["height"] < off["height"], (hint, off)  # one row, beside
+    page.screenshot(path=str(artifacts_dir / "trace-list-head.png"))
+    page.close()
