@@ -29,6 +29,8 @@ def test_one_trace_and_one_step_are_counted_in_the_singular(project, lead, clien
     assert "Page 1 of 1 · 1 trace</span>" in listing
     detail = client.get(f"/traces/{trace.pk}/").content.decode()
     assert "· 1 step ·" in detail and "its 1 step and" in detail and "1 steps" not in detail
+    # The outcome in the trace list's word ("Success"), not the stored value ("outcome success").
+    assert f'<span class="pill {trace.outcome}" id="trace-outcome">{trace.get_outcome_display()}</span>' in detail
 
 
 def test_an_empty_project_says_how_to_fill_it_and_an_empty_search_how_to_go_back(project, lead, annotator, client):
