@@ -92,3 +92,17 @@ def test_the_trace_list_title_stays_on_one_line_beside_its_buttons(browser, live
         assert hint["y"] < off["y"] + off["height"] and hint["height"] < off["height"], (hint, off)  # one row, beside
     page.screenshot(path=str(artifacts_dir / "trace-list-head.png"))
     page.close()
+
+
+def test_the_evaluations_table_shows_every_column_at_1366(browser, live_server, project, engineer, artifacts_dir):
+    # Fourteen columns in the 1200 px page: "Created" was cut off at the right edge behind a scroll with no sign of it.
+    page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
+    login(page, live_server.url, engineer.username)
+    page.goto(f"{live_server.url}/projects/{project.pk}/evaluations/")
+    widths = page.evaluate(
+        "(() => { const box = document.getElementById('evaluations').parentElement;"
+        " return [box.scrollWidth, box.clientWidth]; })()"
+    )
+    assert widths[0] <= widths[1], widths
+    page.screenshot(path=str(artifacts_dir / "evaluations-1366.png"))
+    page.close()
