@@ -128,6 +128,13 @@ def test_registration_rules(db, project, lead, settings):
     client.login(username=lead.username, password=TEST_PASSWORD)
     refused = client.post(f"/projects/{project.pk}/webhooks/", {"url": "ftp://x", "events": ["bundle.ready"]})
     assert refused.status_code == 400 and "is not an http(s) address" in refused.content.decode()
+    # The refused form keeps what was typed and ticked (it came back blank, every event ticked again).
+    page = refused.content.decode()
+    assert 'placeholder="https://ci.example.org/trace-studio" value="ftp://x"' in page
+    assert page.count('name="events" value="bundle.ready" checked') == 1
+    assert 'name="events" value="import.failed">' in page
+    fresh = client.get(f"/projects/{project.pk}/webhooks/").content.decode()
+    assert 'value="">' in fresh and 'name="events" value="import.failed" checked' in fresh
 
 
 def test_signature_rejects_old_timestamps():

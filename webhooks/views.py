@@ -26,6 +26,8 @@ def project_webhooks(request, project_id: int):
             )
         except services.WebhookRefused as exc:
             error, status = exc.detail, exc.status
+    # A refused endpoint keeps what the lead typed and ticked (it came back blank, every event ticked again).
+    typed = error != ""
     return render(
         request,
         "webhooks/project_webhooks.html",
@@ -37,6 +39,8 @@ def project_webhooks(request, project_id: int):
             "created": created,
             "secret": secret,
             "error": error,
+            "typed_url": request.POST.get("url", "") if typed else "",
+            "chosen_events": request.POST.getlist("events") if typed else [value for value, _ in WebhookEvent.choices],
         },
         status=status,
     )
