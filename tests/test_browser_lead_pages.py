@@ -106,3 +106,22 @@ def test_the_evaluations_table_shows_every_column_at_1366(browser, live_server, 
     assert widths[0] <= widths[1], widths
     page.screenshot(path=str(artifacts_dir / "evaluations-1366.png"))
     page.close()
+
+
+def test_a_long_project_name_without_spaces_wraps_instead_of_widening_the_page(
+    browser, live_server, project, lead, artifacts_dir
+):
+    # "Quarterly_reinforcement_…_final" ran out of its card and made every project page scroll sideways.
+    project.name = "Quarterly_reinforcement_reflection_tuning_batch_for_the_enterprise_desktop_agent_" + (
+        "evaluation_suite_v2_final_really_final"
+    )
+    project.save(update_fields=["name"])
+    page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
+    login(page, live_server.url, lead.username)
+    for path in ("/projects/", f"/projects/{project.pk}/traces/", f"/projects/{project.pk}/dashboard/", "/reviews/"):
+        page.goto(f"{live_server.url}{path}")
+        widths = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+        assert widths[0] <= widths[1], (path, widths)
+    page.goto(f"{live_server.url}/projects/")
+    page.screenshot(path=str(artifacts_dir / "projects-long-name.png"))
+    page.close()
