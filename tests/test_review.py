@@ -473,3 +473,14 @@ def test_the_dashboard_gives_the_pairs_behind_each_agreement_figure_in_words(pro
     pairs = [body["agreement"][key] for key in ("action_type_pairs", "click_pairs", "box_pairs")]
     assert pairs == [2, 1, 0]
     assert body["agreement_words"] == {"action_type_pairs": "2 pairs", "click_pairs": "1 pair", "box_pairs": "0 pairs"}
+
+
+def test_the_review_queue_lists_projects_with_work_waiting_first(project, annotator, lead, client):
+    from traces.services import project_create
+
+    # "Aardvark" sorts before "Test project" but has nothing waiting: it comes after the project with work.
+    idle = project_create(name="Aardvark idle", members=[annotator, lead])
+    make_annotation(make_trace(project, "waiting"), annotator, verdict="no_error")
+    client.force_login(lead)
+    page = client.get("/reviews/").content.decode()
+    assert page.index(f'data-project-id="{project.pk}"') < page.index(f'data-project-id="{idle.pk}"')
