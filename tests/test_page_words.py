@@ -46,3 +46,17 @@ def test_an_empty_project_says_how_to_fill_it_and_an_empty_search_how_to_go_back
     project.traces.all().delete()
     page = client.get(f"/projects/{project.pk}/traces/").content.decode()
     assert "No traces yet: a lead of this project imports them." in page and "/import/" not in page
+
+
+def test_a_long_trace_list_links_its_first_and_last_pages(project, lead, client):
+    Trace.objects.bulk_create(
+        [
+            Trace(project=project, external_id=f"bulk-{n:03d}", instruction="Open settings", source="t", step_count=1)
+            for n in range(80)
+        ]
+    )
+    client.force_login(lead)
+    first = client.get(f"/projects/{project.pk}/traces/?q=bulk").content.decode()
+    assert "Page 1 of 4 · 80 traces" in first and '&page=4">Last »</a>' in first and "« First" not in first
+    middle = client.get(f"/projects/{project.pk}/traces/?q=bulk&page=3").content.decode()
+    assert '?q=bulk&state=&round=&page=1">« First</a>' in middle and "Last »" not in middle  # page 4 is Next
