@@ -48,6 +48,7 @@ from studio.shards import (
     shards_results,
     shards_run_here,
 )
+from studio.words import in_words
 from traces import grammar
 from traces.models import Project, Round
 
@@ -636,10 +637,22 @@ def export_summary(counts: dict) -> str:
     kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.get("by_kind", {}).items())) or "no samples"
     reasons = ", ".join(f"{n} {code}" for code, n in (counts.get("skipped_by_reason") or {}).items())
     held = counts.get("already_exported") or 0
+    accepted = counts.get("annotations", 0)
+    # An empty bundle succeeds (an engineer's pipeline may export on a schedule), but says why it is empty: an
+    # engineer who downloads a few kilobytes of nothing should not have to guess.
+    empty = ""
+    if not accepted:
+        empty = (
+            "; the bundle is empty: every accepted annotation is already in the base export"
+            if held
+            else "; the bundle is empty: no annotation of this project is accepted yet (leads accept them on the review queue)"
+        )
     return (
-        f"{kinds} from {counts.get('annotations', 0)} accepted annotations; {counts.get('skipped', 0)} skipped"
+        f"{kinds} from {in_words(accepted, 'accepted annotation', 'accepted annotations')}; "
+        f"{counts.get('skipped', 0)} skipped"
         + (f" ({reasons})" if reasons else "")
         + (f"; {held} left out, already in the base export" if held else "")
+        + empty
     )
 
 

@@ -211,3 +211,24 @@ def test_cancel_mid_run_leaves_no_bundle_and_failure_is_explained(annotated, eng
     monkeypatch.setattr(builders.prompting, "build_state_messages", explode)
     broken = services.export_job_run(job_id=broken.pk)
     assert broken.status == "failed" and "disk full" in broken.message and not broken.bundle_name
+
+
+@pytest.mark.django_db
+def test_an_empty_bundle_says_why_it_is_empty(project, annotated, tmp_path):
+    # A project with traces but nothing accepted: the export succeeds (a scheduled pipeline may run it) and its
+    # message says the bundle is empty and why; a project with one accepted annotation counts it in the singular.
+    empty_project = type(project).objects.create(name="Nothing accepted yet")
+    make_trace(empty_project, replies=REPLIES, external_id="waiting")
+    job = export(empty_project, "trl", tmp_path / "empty.zip")
+    assert job.status == "succeeded"
+    assert job.message.startswith("no samples from 0 accepted annotations; 0 skipped; the bundle is empty:")
+    assert "no annotation of this project is accepted yet" in job.message
+    held = export(
+        annotated, "trl", tmp_path / "again.zip", since_export=export(annotated, "trl", tmp_path / "a.zip").pk
+    )
+    assert "the bundle is empty: every accepted annotation is already in the base export" in held.message
+    assert "from 6 accepted annotations" in export(annotated, "trl", tmp_path / "b.zip").message
+    assert (
+        services.export_summary({"annotations": 1, "by_kind": {"dpo": 1}})
+        == "1 dpo from 1 accepted annotation; 0 skipped"
+    )
