@@ -36,6 +36,7 @@ from traces.models import Project, Step
 PAIR_FIELDS = (
     "id",
     "trace_id",
+    "trace__external_id",  # what the queue names a trace by (its id means nothing to a lead)
     "annotator__username",
     "status",
     "verdict",

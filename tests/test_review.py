@@ -459,6 +459,8 @@ def test_the_review_queue_says_verdicts_in_the_review_pages_words(project, annot
     page = client.get("/reviews/").content.decode()
     assert "<td>First error at step 2</td>" in page and "<td>No error</td>" in page
     assert f"{annotator.username}: First error at step 2 · {second_annotator.username}: No error" in page
+    # A disagreement names its trace as the queue does, by its external id, linked to the trace's page.
+    assert f'<td><a href="/traces/{trace.pk}/">words</a></td>' in page
     assert "no_error" not in page.replace('data-verdict="no_error"', "")
     rows = client.get(f"/api/reviews/?project={project.pk}").json()["results"]
     assert {r["id"]: r["verdict_text"] for r in rows}[first.pk] == "First error at step 2"
