@@ -102,3 +102,19 @@ def test_a_refused_edit_keeps_what_was_typed_and_says_why_beside_it(
     submitted.refresh_from_db()
     assert submitted.status == AnnotationStatus.SUBMITTED
     assert submitted.reflection_action == "hotkey(key='alt left')"
+
+
+def test_the_correction_fields_show_for_an_error_verdict_only(browser, live_server, lead, submitted):
+    # A "no error" answer's edit form listed τ, the corrections and "click o_τ above" with no o_τ on the screen.
+    page = browser.new_context(viewport={"width": 1600, "height": 1000}).new_page()
+    login(page, live_server.url, lead.username)
+    open_editor(page, live_server.url, submitted)
+    assert page.is_visible("#edit-tau")
+    page.select_option("#edit-verdict", Verdict.NO_ERROR)
+    assert page.is_hidden("#edit-tau") and page.is_hidden("[data-review-slot='corrected']")
+    page.select_option("#edit-verdict", Verdict.ERROR)
+    assert page.is_visible("#edit-tau")
+    Annotation.objects.filter(pk=submitted.pk).update(verdict=Verdict.NO_ERROR, tau=None)
+    page.goto(f"{live_server.url}/reviews/{submitted.pk}/")
+    page.click("#edit-accept summary")
+    assert page.is_visible("#edit-verdict") and page.is_hidden("#edit-tau")

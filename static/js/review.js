@@ -152,6 +152,11 @@ import * as Editor from "./action_editor.js";
   }
   window.reviewShowScreen = (position) => showScreen(position);  // for tests
 
+  // --- edit, then accept: the correction's fields are for an error verdict only (the server drops them otherwise) ---
+  const verdictSelect = document.getElementById("edit-verdict"), errorFields = document.getElementById("edit-error-fields");
+  if (verdictSelect && errorFields) {
+    verdictSelect.addEventListener("change", () => { errorFields.hidden = verdictSelect.value !== errorFields.dataset.forVerdict; });
+  }
   // --- edit, then accept: the workspace's structured editor (static/js/action_editor.js), checked by the server ---
   const editData = readJSON("review-edit-data");
   if (editData && editData.check_url) {
