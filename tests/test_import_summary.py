@@ -35,7 +35,7 @@ def test_a_job_that_lost_five_of_six_traces_says_so_first_and_stays_succeeded(fi
     job = five_of_six
     assert job.status == "succeeded"  # it ran to its end; what it lost is said, not hidden in the status
     assert job.message == (
-        "5 of 6 traces failed; 1 file refused. 1 trace, 2 steps, 2 screenshots stored, 0 already present, "
+        "5 of 6 traces failed; 1 file refused. 1 trace, 2 steps, 2 screenshots stored, 0 traces already present, "
         "5 failed, 0 unparsed actions, 0 off-screen steps"
     )
 
@@ -94,7 +94,7 @@ def test_the_import_command_prints_the_one_summary(project, tmp_path):
         out.getvalue()
         .strip()
         .endswith(
-            "succeeded: 1 trace, 1 step, 1 screenshot stored, 0 already present, 0 failed, 0 unparsed actions, "
+            "succeeded: 1 trace, 1 step, 1 screenshot stored, 0 traces already present, 0 failed, 0 unparsed actions, "
             "0 off-screen steps"
         )
     )

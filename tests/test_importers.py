@@ -45,7 +45,7 @@ def test_dart_gui_command_imports_15_parsed_steps(project, realtraces):
     call_command("import_traces", str(realtraces / DART), "--project", project.name, stdout=out, stderr=err)
     # 16 files, 12 distinct images (the screen did not change during some waits): stored once each.
     assert (
-        "succeeded: 1 trace, 15 steps, 12 screenshots stored, 0 already present, 0 failed, 0 unparsed actions, 0 off-screen steps"
+        "succeeded: 1 trace, 15 steps, 12 screenshots stored, 0 traces already present, 0 failed, 0 unparsed actions, 0 off-screen steps"
         in out.getvalue()
     )
     trace = Trace.objects.get(project=project)
@@ -67,7 +67,7 @@ def test_dart_gui_command_imports_15_parsed_steps(project, realtraces):
 
     again = io.StringIO()
     call_command("import_traces", str(realtraces / DART), "--project", project.name, stdout=again, stderr=io.StringIO())
-    assert "1 already present" in again.getvalue() and Trace.objects.count() == 1  # idempotent
+    assert "1 trace already present" in again.getvalue() and Trace.objects.count() == 1  # idempotent
 
 
 def test_dart_gui_is_detected(realtraces):

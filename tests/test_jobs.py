@@ -118,7 +118,7 @@ def test_a_taken_over_import_reports_the_final_counts_not_a_sum(project, lead, t
     job = trace_services.import_job_run(job_id=job.pk, attempt=2)  # as the watchdog sends it
     assert job.status == "succeeded" and job.attempts == 2
     assert (job.traces_imported, job.traces_skipped, job.traces_failed) == (5, 0, 0)
-    assert "5 traces" in job.message and "0 already present" in job.message
+    assert "5 traces" in job.message and "0 traces already present" in job.message
     assert trace_services.import_job_run(job_id=job.pk, attempt=2).attempts == 2  # a late duplicate does nothing
 
 

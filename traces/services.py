@@ -1427,7 +1427,7 @@ def import_job_summary(job: ImportJob) -> str:
         (f"{attention}. " if attention else "")
         + f"{in_words(job.traces_imported, 'trace', 'traces')}, {in_words(job.steps_imported, 'step', 'steps')}, "
         f"{in_words(job.screenshots_stored, 'screenshot', 'screenshots')} stored, "
-        f"{job.traces_skipped} already present, {job.traces_failed} failed, "
+        f"{in_words(job.traces_skipped, 'trace', 'traces')} already present, {job.traces_failed} failed, "
         f"{in_words(job.unparsed_actions, 'unparsed action', 'unparsed actions')}, "
         f"{off_screen_phrase(job.off_screen_steps)}" + (f", {awaiting} awaiting an instruction" if awaiting else "")
     )
