@@ -486,3 +486,18 @@ def test_the_review_queue_lists_projects_with_work_waiting_first(project, annota
     client.force_login(lead)
     page = client.get("/reviews/").content.decode()
     assert page.index(f'data-project-id="{project.pk}"') < page.index(f'data-project-id="{idle.pk}"')
+
+
+def test_the_trace_pages_history_links_a_lead_to_each_annotations_review(project, annotator, lead, client):
+    from annotation.services import annotation_transition
+
+    trace = make_trace(project, "linked")
+    answer = make_annotation(trace, annotator, status=AnnotationStatus.DRAFT, verdict="no_error")
+    annotation_transition(annotation=answer, to=AnnotationStatus.SUBMITTED, actor=annotator)  # a history row
+    client.force_login(lead)
+    assert f'<a href="/reviews/{answer.pk}/">#{answer.pk}</a> by {annotator.username}' in (
+        client.get(f"/traces/{trace.pk}/").content.decode()
+    )
+    client.force_login(annotator)  # who may not review sees the number alone
+    page = client.get(f"/traces/{trace.pk}/").content.decode()
+    assert f"#{answer.pk} by {annotator.username}" in page and f"/reviews/{answer.pk}/" not in page

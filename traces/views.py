@@ -131,6 +131,8 @@ def _trace_page(user, trace: Trace, *, instruction_form: TraceInstructionForm | 
         "awaits_instruction": selectors.awaits_instruction(trace),
         "instruction_form": instruction_form if can_edit else None,
         "can_delete": can(user, "trace.delete", trace),
+        # A lead reaches each annotation's review from the trace's history.
+        "can_review": can(user, "annotation.review", trace.project),
     }
 
 
