@@ -9,6 +9,7 @@ from annotation.access import annotations_for
 from annotation.models import Annotation, AnnotationStatus, Lease
 from annotation.workflow import EDITABLE_BY_ANNOTATOR
 from studio.access import can
+from studio.words import in_words
 from traces import grammar, prompting
 from traces.access import projects_for
 from traces.selectors import (
@@ -71,6 +72,7 @@ def queue_for_user(user) -> list[dict]:
                     status__in=[AnnotationStatus.SUBMITTED, AnnotationStatus.ACCEPTED]
                 ).count(),
                 "open_count": open_count,
+                "open_words": in_words(open_count, "open trace", "open traces"),
                 "awaiting_instruction": (
                     traces_awaiting_instruction(project.traces.all()).count() if can(user, "trace.edit", project) else 0
                 ),

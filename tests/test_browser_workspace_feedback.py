@@ -90,8 +90,14 @@ def test_a_returned_annotation_shows_the_leads_comment_at_the_top(
     context = browser.new_context(viewport={"width": 1366, "height": 768})
     page = context.new_page()
     login(page, live_server.url, annotator.username)
+    # The queue counts in words (one trace is left open: not "1 open traces") and names the returned annotation's
+    # status as the workspace will: the server's name, not a word of the queue's own.
+    page.goto(f"{live_server.url}/queue/")
+    assert page.inner_text("[data-open-count]") == "1 open trace"
+    assert page.inner_text(".queue-list .pill") == "Rejected"
     page.goto(f"{live_server.url}/annotations/{annotation.pk}/")
     page.wait_for_selector("#ws[data-ready='1']")
+    assert page.inner_text("#ws-status-pill") == "Rejected"
     returned = page.locator("#ws-returned")
     assert "Step 2 clicks the wrong menu" in returned.inner_text() and lead.username in returned.inner_text()
     box = returned.bounding_box()
