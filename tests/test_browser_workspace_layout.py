@@ -74,6 +74,17 @@ def test_long_words_and_right_to_left_text_stay_inside_the_side_panel(
     page.keyboard.press("j")
     assert page.inner_text("#ws-thought") == rtl
     assert page.evaluate("getComputedStyle(document.querySelector('#ws-thought')).unicodeBidi") == "plaintext"
+    # What the annotator writes reads in its direction too: the corrected thought and a typed text, in Arabic,
+    # run from the right; one in English from the left.
+    page.keyboard.press("e")
+    page.fill("#f-corrected_thought", rtl)
+    assert page.evaluate("document.querySelector('#f-corrected_thought').matches(':dir(rtl)')")
+    page.select_option("[data-slot-type='corrected']", "type")
+    page.fill(".ws-action-editor[data-slot='corrected'] [data-arg='content']", "مرحبا")
+    assert page.evaluate("document.querySelector(\"[data-arg='content']\").matches(':dir(rtl)')")
+    page.fill("#f-note", "A note in English")
+    assert page.evaluate("document.querySelector('#f-note').matches(':dir(ltr)')")
+    page.screenshot(path=str(artifacts_dir / "workspace-rtl-fields-1366.png"))
     context.close()
 
 

@@ -72,6 +72,8 @@ export function render(host, o) {
         label.appendChild(sel);
       } else {
         const input = el(arg.kind === "text" ? "textarea" : "input", { disabled: !o.editable, "data-arg": arg.name });
+        // Typed text (a type action's content) reads in the direction of its first letter, as the thoughts do.
+        if (arg.kind === "text") input.dir = "auto";
         if (arg.kind !== "text") input.type = arg.kind === "duration" ? "number" : "text";
         if (arg.kind === "text") input.rows = 2;
         input.placeholder = arg.description || "";
