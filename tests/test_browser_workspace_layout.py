@@ -128,3 +128,25 @@ def test_a_step_without_a_screenshot_does_not_ask_for_a_click(browser, live_serv
     hint = page.inner_text("#ws-place-hint")
     assert "no screenshot" in hint and "Click the screenshot" not in hint, hint
     context.close()
+
+
+def test_stepping_shows_where_the_new_steps_text_starts(browser, live_server, project, annotator, tmp_path):
+    long = "The Display page is open and the brightness slider sits at forty per cent of its track. " * 15
+    import_folder(project, write_native_trace(tmp_path / "t", steps=3, thoughts={1: long, 2: long, 3: long}))
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    page = context.new_page()
+    login(page, live_server.url, "ann")
+    open_next_trace(page, live_server.url)
+    page.keyboard.press("e")  # the category takes the focus: the side panel scrolls down to it, past the thought
+    page.keyboard.press("Escape")
+    heading_top = "document.querySelector('#ws-step-num').closest('.ws-panel').getBoundingClientRect().top"
+    side_top = "document.querySelector('.ws-side').getBoundingClientRect().top"
+    assert page.evaluate(f"{heading_top} < {side_top}")  # the step's text starts above the panel's top
+    page.keyboard.press("j")
+    assert page.inner_text("#ws-step-num") == "2 / 3"
+    # The next step's text is shown from its start, not cut mid-sentence under the panel's top edge.
+    assert page.evaluate(f"{heading_top} >= {side_top}")
+    scrolled = page.evaluate("document.querySelector('.ws-side').scrollTop")
+    page.keyboard.press("j")  # already in view: the panel does not move
+    assert page.evaluate("document.querySelector('.ws-side').scrollTop") == scrolled
+    context.close()

@@ -228,13 +228,24 @@ export function install(ws) {
     index = Math.max(1, Math.min(LAST_VIEW, index));
     performance.mark("ws-step-start");
     if (index !== state.current && ws.dirty()) ws.save();
+    const moved = index !== state.current;
     state.current = index;
     ws.renderStep();
+    if (moved) revealStepText();
     performance.mark("ws-step-end");
     performance.measure("ws-step-switch", "ws-step-start", "ws-step-end");
     prefetch(index);
   };
   window.wsGoTo = ws.goTo; // for the benchmark and tests
+
+  /* The side panel keeps its scroll from step to step, so the new step's text could start above its top, cut
+     mid-sentence: scrolled back just enough to show where it starts (nothing moves when it is in view). */
+  function revealStepText() {
+    const side = document.querySelector(".ws-side");
+    const panel = $("ws-step-num").closest(".ws-panel");
+    const above = panel.getBoundingClientRect().top - side.getBoundingClientRect().top;
+    if (above < 0) side.scrollTop += above - 8;
+  }
 
   ws.renderStrip = () => {
     const strip = $("ws-strip");
