@@ -86,6 +86,12 @@ def queue_for_user(user) -> list[dict]:
     return rows
 
 
+def _gap(step) -> dict:
+    """How many steps the source dropped right before ``step``, as a number and in words (the page says it)."""
+    dropped = int((step.context or {}).get("missing_before") or 0)
+    return {"missing_before": dropped, "missing_before_words": in_words(dropped, "step", "steps")}
+
+
 def model_extent(project, width: int, height: int) -> list[int]:
     """The model coordinate range that spans the screenshot (the page converts with it, both ways)."""
     if project.coordinate_convention == grammar.RELATIVE_1000:
@@ -160,7 +166,7 @@ def workspace_payload(*, annotation: Annotation, lease: Lease | None) -> dict:
             "off_screen": step.off_screen_point,
             "shot": _shot(project, step.screenshot),
             "human_edit": _human_edit(step),
-            "missing_before": int((step.context or {}).get("missing_before") or 0),
+            **_gap(step),
             # The source's element boxes on o_i, in the project's convention: the editor's snap targets.
             "elements": step_elements_json(step, convention=trace.coordinate_convention, project=project),
             # Where a post-reflection for a first error here is written (o_{i+1}), or None when that screen was not

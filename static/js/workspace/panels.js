@@ -32,7 +32,7 @@ export function install(ws) {
     $("ws-action").textContent = step ? (step.action_text || "(no action)") : "—";
     const gap = step ? step.missing_before : 0;
     $("ws-gap").hidden = !gap;
-    $("ws-gap").textContent = gap ? `The source dropped ${gap} step${gap > 1 ? "s" : ""} right before this one: ` +
+    $("ws-gap").textContent = gap ? `The source dropped ${step.missing_before_words} right before this one: ` +
       "the screen before it is not the previous step's result." : "";
     $("ws-parse-error").hidden = !(step && step.parse_error);
     $("ws-parse-error").textContent = step && step.parse_error ? "Does not parse: " + step.parse_error : "";

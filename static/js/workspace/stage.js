@@ -267,7 +267,7 @@ export function install(ws) {
         const dropped = i <= N ? STEPS[i - 1].missing_before : 0;
         if (dropped) {
           // A gap in the recording: a visible break in the strip before this step.
-          strip.appendChild(el("span", { class: "ws-gap-mark", title: `${dropped} step(s) missing here` }, `⋯ ${dropped}`));
+          strip.appendChild(el("span", { class: "ws-gap-mark", title: `${STEPS[i - 1].missing_before_words} missing here` }, `⋯ ${dropped}`));
         }
         strip.appendChild(b);
       }
