@@ -96,3 +96,24 @@ def test_the_help_is_a_dialog_the_page_keys_wait_behind(browser, live_server, pr
     page.click("#ws-help [data-close]")
     assert page.is_hidden("#ws-help")
     assert page.evaluate("document.activeElement.id") == "ws-help-btn"
+
+
+def test_e_refused_on_the_final_screen_leaves_the_focus_and_the_keys_alone(
+    browser, live_server, project, annotator, tmp_path
+):
+    import_folder(project, write_native_trace(tmp_path / "t", steps=3, external_id="final"))
+    page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
+    login(page, live_server.url, annotator.username)
+    open_next_trace(page, live_server.url)
+    page.keyboard.press("j")
+    page.keyboard.press("e")  # τ = 2
+    page.keyboard.press("1")  # the first category; the focus goes on to the corrected thought
+    page.keyboard.press("Escape")
+    category = page.input_value("#f-error_category")
+    page.keyboard.press("End")  # the final screen
+    page.keyboard.press("e")  # refused: the final screen is not a step
+    assert "final screen is not a step" in page.inner_text("#ws-banner")
+    assert page.evaluate("document.activeElement === document.body")  # not in the category list
+    page.keyboard.press("t")  # so t goes to τ, rather than picking a category starting with t
+    assert page.inner_text("#ws-step-label") == "Step 2 of 3"
+    assert page.input_value("#f-error_category") == category

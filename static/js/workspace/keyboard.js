@@ -188,7 +188,9 @@ export function install(ws) {
     first: () => ws.goTo(1),
     last: () => ws.goTo(LAST_VIEW),
     tau: () => { if (state.form.tau) ws.goTo(state.form.tau); },
-    error: () => { ws.setVerdict("error"); if (state.form.verdict === "error") focusField($("f-error_category")); },
+    // The category takes the focus only when this press marked τ: refused (on the final screen) the focus stays,
+    // else the next t or j would pick a category in the focused list instead of moving.
+    error: () => { if (ws.setVerdict("error")) focusField($("f-error_category")); },
     no_error: () => ws.setVerdict("no_error"),
     unusable: () => ws.setVerdict("unusable"),
     thought: () => {

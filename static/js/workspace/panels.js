@@ -125,11 +125,12 @@ export function install(ws) {
   });
 
   // --- marking ---
+  // Returns whether the verdict was set (read only, or τ asked for on the final screen: not).
   ws.setVerdict = (verdict) => {
-    if (!ws.editable()) return;
+    if (!ws.editable()) return false;
     const f = state.form;
     if (verdict === "error") {
-      if (state.current > N) { ws.banner("error", "The final screen is not a step: mark τ on a step."); return; }
+      if (state.current > N) { ws.banner("error", "The final screen is not a step: mark τ on a step."); return false; }
       f.verdict = "error"; f.tau = state.current;
     } else {
       f.verdict = verdict;
@@ -137,6 +138,7 @@ export function install(ws) {
     ws.renderAll(); ws.edited();
     if (verdict === "error") { ws.checkAction("corrected"); if (ws.reflectionScreen(f.tau)) ws.checkAction("reflection"); }
     if (verdict === "unusable") $("f-unusable_reason").focus();
+    return true;
   };
   for (const b of document.querySelectorAll("[data-verdict]")) b.addEventListener("click", () => ws.setVerdict(b.dataset.verdict));
   for (const node of document.querySelectorAll("[data-field]")) {
