@@ -151,3 +151,30 @@ def test_after_submit_the_header_says_submitted_once_and_offers_the_next_trace(
     page.wait_for_selector("#ws[data-ready='1']")
     assert page.locator("#ws-submit").is_visible() and page.locator("#ws-next").is_hidden()
     context.close()
+
+
+def test_a_submitted_correction_offers_no_placing_or_drawing(browser, live_server, project, two_traces, annotator):
+    annotation, _ = lease_next_trace(user=annotator, project=project)
+    fields = {
+        "verdict": "error",
+        "tau": 1,
+        "error_category": project.error_categories[0],
+        "corrected_thought": "Open the settings first.",
+        "editor_state": {"corrected": {"type": "click", "args": {"start_box": [500, 500]}, "style": "box"}},
+        "no_reflection_reason": "The next screen does not show the result.",
+    }
+    saved = annotation_save_draft(
+        annotation_id=annotation.pk, user=annotator, base_version=annotation.version, fields=fields
+    )
+    annotation_submit(annotation_id=annotation.pk, user=annotator, base_version=saved.version)
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    page = context.new_page()
+    login(page, live_server.url, annotator.username)
+    page.goto(f"{live_server.url}/annotations/{annotation.pk}/")
+    page.wait_for_selector("#ws[data-ready='1']")
+    page.wait_for_selector("[data-canonical='corrected']")
+    assert page.inner_text("[data-point='corrected-start_box']") == "(500, 500)"
+    # Read only: the element box row (no box was drawn) does not offer a drag that would do nothing.
+    assert page.locator("[data-box='corrected']").count() == 0
+    assert "Shift+drag" not in page.inner_text("#ws-correction")
+    context.close()
