@@ -26,7 +26,8 @@ export function install(ws) {
     tags.replaceChildren();
     const tau = state.form.verdict === "error" ? state.form.tau : null;
     if (tau && i === tau) tags.appendChild(el("span", { class: "ws-tag tau" }, "τ · first error"));
-    if (tau && i === ws.reflectionScreen(tau)) tags.appendChild(el("span", { class: "ws-tag refl" }, "o_τ+1 · post-reflection"));
+    // Written as the screen's caption writes it (o₄), not in the underscore notation no other label uses.
+    if (tau && i === ws.reflectionScreen(tau)) tags.appendChild(el("span", { class: "ws-tag refl" }, `o${sub(i)} · post-reflection`));
     if (tau && i > tau + 1) tags.appendChild(el("span", { class: "ws-tag after" }, "after τ"));
     $("ws-thought").textContent = step ? (step.thought || "(no thought recorded)") : "—";
     $("ws-action").textContent = step ? (step.action_text || "(no action)") : "—";
