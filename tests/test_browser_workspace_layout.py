@@ -10,6 +10,7 @@ import pytest
 from tests.conftest import login
 from tests.fixtures_annotation import import_folder, write_native_trace
 from tests.test_browser_workspace import open_next_trace
+from traces.models import Trace
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("role_groups")]
 
@@ -43,13 +44,24 @@ def test_long_words_and_right_to_left_text_stay_inside_the_side_panel(
     rtl = "افتح الإعدادات ثم اختر الخصوصية then click OK"
     import_folder(
         project,
-        write_native_trace(tmp_path / "t", steps=2, instruction=f"Open {word}", thoughts={1: f"Press {word}", 2: rtl}),
+        write_native_trace(
+            tmp_path / "t",
+            steps=2,
+            instruction=f"Open {word}",
+            thoughts={1: f"Press {word}", 2: rtl},
+            external_id="runner-7/episode-2026-11-27T03:41:20-a-very-long-identifier-0123456789abcdef",
+        ),
     )
     context = browser.new_context(viewport={"width": 1366, "height": 768})
     page = context.new_page()
     login(page, live_server.url, "ann")
     open_next_trace(page, live_server.url)
     page.screenshot(path=str(artifacts_dir / "workspace-long-word-1366.png"))
+    # The trace's name, cut to its chip when long, is whole on hover.
+    chip = page.locator(".ws-chip")
+    assert chip.evaluate("el => el.scrollWidth > el.clientWidth")  # cut
+    assert "{#" not in page.inner_text("#ws") and "{%" not in page.inner_text("#ws")  # no template comment shown
+    assert chip.get_attribute("title") == chip.inner_text() == f"{project.name} · {Trace.objects.get().external_id}"
     side = page.evaluate(
         "(() => { const s = document.querySelector('.ws-side'); return [s.scrollWidth, s.clientWidth]; })()"
     )
