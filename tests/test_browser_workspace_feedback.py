@@ -178,3 +178,27 @@ def test_a_submitted_correction_offers_no_placing_or_drawing(browser, live_serve
     assert page.locator("[data-box='corrected']").count() == 0
     assert "Shift+drag" not in page.inner_text("#ws-correction")
     context.close()
+
+
+def test_a_session_that_ended_asks_to_log_in_and_the_work_is_saved_after(
+    browser, live_server, project, two_traces, annotator
+):
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    page = context.new_page()
+    login(page, live_server.url, annotator.username)
+    open_next_trace(page, live_server.url)
+    context.clear_cookies()  # the session ends (logged out elsewhere, or expired)
+    page.keyboard.press("u")
+    page.keyboard.type("Every screenshot is blank.")
+    page.wait_for_selector("#ws-login:not([hidden])")
+    assert page.inner_text("#ws-save") == "Not saved — log in again"
+    # The dialog has the focus: a keyboard user reaches its buttons at once, not after the whole form.
+    assert page.evaluate("document.getElementById('ws-login').contains(document.activeElement)")
+    other = context.new_page()
+    login(other, live_server.url, annotator.username)
+    other.close()
+    page.click("#ws-login-retry")
+    wait_saved(page)
+    assert page.is_hidden("#ws-login")
+    assert Annotation.objects.get(annotator=annotator).unusable_reason == "Every screenshot is blank."
+    context.close()
