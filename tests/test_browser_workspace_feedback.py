@@ -95,6 +95,8 @@ def test_a_returned_annotation_shows_the_leads_comment_at_the_top(
     page.goto(f"{live_server.url}/queue/")
     assert page.inner_text("[data-open-count]") == "1 open trace"
     assert page.inner_text(".queue-list .pill") == "Rejected"
+    # Both traces have the same task: the item names its trace, so the two can be told apart.
+    assert page.inner_text(".queue-list [data-trace-id]") == annotation.trace.external_id
     page.goto(f"{live_server.url}/annotations/{annotation.pk}/")
     page.wait_for_selector("#ws[data-ready='1']")
     assert page.inner_text("#ws-status-pill") == "Rejected"
