@@ -162,3 +162,22 @@ def test_stepping_shows_where_the_new_steps_text_starts(browser, live_server, pr
     page.keyboard.press("j")  # already in view: the panel does not move
     assert page.evaluate("document.querySelector('.ws-side').scrollTop") == scrolled
     context.close()
+
+
+def test_a_direction_mark_left_open_in_a_task_does_not_reorder_the_queue(
+    browser, live_server, project, annotator, tmp_path
+):
+    # U+202E (right-to-left override) never closed: the queue's item must still read task, trace, status in order.
+    import_folder(
+        project, write_native_trace(tmp_path / "t", steps=2, instruction="Open the file \u202eexe.", external_id="rlo")
+    )
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    page = context.new_page()
+    login(page, live_server.url, "ann")
+    open_next_trace(page, live_server.url)  # a draft now
+    page.goto(f"{live_server.url}/queue/")
+    item = page.locator(".queue-list li").first
+    task, trace, status = (item.locator(s).bounding_box()["x"] for s in ("a", "[data-trace-id]", ".pill"))
+    assert task < trace < status, (task, trace, status)
+    assert "{%" not in page.inner_text("body") and "{#" not in page.inner_text("body")
+    context.close()
