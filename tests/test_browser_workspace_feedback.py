@@ -204,3 +204,33 @@ def test_a_session_that_ended_asks_to_log_in_and_the_work_is_saved_after(
     assert page.is_hidden("#ws-login")
     assert Annotation.objects.get(annotator=annotator).unusable_reason == "Every screenshot is blank."
     context.close()
+
+
+def test_next_trace_from_the_workspace_keeps_most_doubtful_first(browser, live_server, project, annotator, tmp_path):
+    from prescoring.services import prescore_job_create, prescore_job_run
+    from tests.factories import native_trace_folder
+
+    calm = ["click(start_box='<|box_start|>(100,200)<|box_end|>')", "finished(content='done')"]
+    looping = ["wait()", "wait()", "wait()", "wait()"]
+    native_trace_folder(tmp_path / "a", external_id="calm", steps=2, actions=calm)
+    native_trace_folder(tmp_path / "b", external_id="looping-1", steps=4, actions=looping)
+    native_trace_folder(tmp_path / "c", external_id="looping-2", steps=4, actions=looping)
+    for name in ("a", "b", "c"):
+        import_folder(project, tmp_path / name)
+    job = prescore_job_create(project=project, user=None, scorer="rules", enqueue=False)
+    assert prescore_job_run(job_id=job.pk).status == "succeeded"
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    page = context.new_page()
+    login(page, live_server.url, annotator.username)
+    page.goto(f"{live_server.url}/queue/")
+    page.check("[data-doubtful-first]")
+    page.click("[data-next-trace]")
+    page.wait_for_selector("#ws[data-ready='1']")
+    assert "looping-" in page.inner_text(".ws-chip")
+    page.keyboard.press("n")
+    wait_saved(page)
+    page.keyboard.press("Control+Enter")
+    page.click("#ws-next button")  # the workspace's own Next trace: still the most doubtful, not the next by id
+    page.wait_for_selector("#ws[data-ready='1']")
+    assert "looping-" in page.inner_text(".ws-chip"), page.inner_text(".ws-chip")
+    context.close()
