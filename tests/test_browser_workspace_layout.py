@@ -181,3 +181,28 @@ def test_a_direction_mark_left_open_in_a_task_does_not_reorder_the_queue(
     assert task < trace < status, (task, trace, status)
     assert "{%" not in page.inner_text("body") and "{#" not in page.inner_text("body")
     context.close()
+
+
+def test_the_suspicion_strip_of_a_long_trace_fits_the_side_panel(browser, live_server, project, annotator, tmp_path):
+    from prescoring.services import prescore_job_create, prescore_job_run
+
+    import_folder(project, write_native_trace(tmp_path / "t", steps=60, external_id="sixty"))
+    job = prescore_job_create(project=project, user=None, scorer="rules", enqueue=False)
+    assert prescore_job_run(job_id=job.pk).status == "succeeded"
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    page = context.new_page()
+    login(page, live_server.url, "ann")
+    open_next_trace(page, live_server.url)
+    page.wait_for_selector("#prescore:not([hidden]) #suspicion-strip .cell")
+    assert page.locator("#suspicion-strip .cell").count() == 60
+    strip = page.locator("#suspicion-strip").bounding_box()
+    last = page.locator("#suspicion-strip .cell").last.bounding_box()
+    assert last["x"] + last["width"] <= strip["x"] + strip["width"] + 0.5, (last, strip)  # step 60 is not cut off
+    side = page.evaluate(
+        "(() => { const s = document.querySelector('.ws-side'); return [s.scrollWidth, s.clientWidth]; })()"
+    )
+    assert side[0] <= side[1], side
+    # The current step's outline shows on the dark panel (the workspace's ink, not a dark one).
+    outline = page.evaluate("getComputedStyle(document.querySelector('#suspicion-strip .cell.current')).outlineColor")
+    assert outline == "rgb(230, 233, 240)", outline
+    context.close()
