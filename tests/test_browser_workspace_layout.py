@@ -139,6 +139,14 @@ def test_a_step_without_a_screenshot_does_not_ask_for_a_click(browser, live_serv
     assert page.is_visible(".ws-missing")
     hint = page.inner_text("#ws-place-hint")
     assert "no screenshot" in hint and "Click the screenshot" not in hint, hint
+    # τ = 1: its o_{τ+1} is that step without a screenshot, so the way back to τ names no post-reflection to go on to.
+    page.keyboard.press("Escape")
+    page.keyboard.press("k")
+    page.keyboard.press("e")
+    page.keyboard.press("Escape")
+    page.keyboard.press("End")
+    goto = page.inner_text("#ws-goto-text")
+    assert "→ for the post-reflection" not in goto and "step 2 has no screenshot" in goto, goto
     context.close()
 
 

@@ -79,7 +79,10 @@ export function install(ws) {
     }
     const goto = $("ws-goto");
     goto.hidden = !tau || showCorrection || showReflection;
-    $("ws-goto-text").textContent = tau ? `τ = ${tau}. Press t to go to the correction, then → for the post-reflection.` : "";
+    // Without o_{τ+1} there is no post-reflection to go on to: the hint does not send the annotator looking for one.
+    const why = tau === N ? "no screen was kept after the last step" : `step ${tau + 1} has no screenshot`;
+    $("ws-goto-text").textContent = !tau ? "" : missing ? `τ = ${tau}. Press t to go to the correction (no post-reflection: ${why}).`
+      : `τ = ${tau}. Press t to go to the correction, then → for the post-reflection.`;
     if (showCorrection) ws.renderEditor("corrected");
     if (showReflection && !missing) ws.renderEditor("reflection");
     ws.renderStarts();
