@@ -213,4 +213,12 @@ def test_the_suspicion_strip_of_a_long_trace_fits_the_side_panel(browser, live_s
     # The current step's outline shows on the dark panel (the workspace's ink, not a dark one).
     outline = page.evaluate("getComputedStyle(document.querySelector('#suspicion-strip .cell.current')).outlineColor")
     assert outline == "rgb(230, 233, 240)", outline
+    # Stepping on after the focus went down to the category shows the next step's suggestions with its text.
+    page.keyboard.press("e")
+    page.keyboard.press("Escape")
+    page.keyboard.press("j")
+    assert page.evaluate(
+        "document.querySelector('#prescore').getBoundingClientRect().top"
+        " >= document.querySelector('.ws-side').getBoundingClientRect().top"
+    )
     context.close()

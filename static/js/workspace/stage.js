@@ -239,12 +239,15 @@ export function install(ws) {
   window.wsGoTo = ws.goTo; // for the benchmark and tests
 
   /* The side panel keeps its scroll from step to step, so the new step's text could start above its top, cut
-     mid-sentence: scrolled back just enough to show where it starts (nothing moves when it is in view). */
+     mid-sentence: scrolled back to show where it starts, with the step's suggestions above it when shown (nothing
+     moves when the text's start is in view). */
   function revealStepText() {
     const side = document.querySelector(".ws-side");
     const panel = $("ws-step-num").closest(".ws-panel");
-    const above = panel.getBoundingClientRect().top - side.getBoundingClientRect().top;
-    if (above < 0) side.scrollTop += above - 8;
+    const top = (node) => node.getBoundingClientRect().top - side.getBoundingClientRect().top;
+    if (top(panel) >= 0) return;
+    const suggestions = document.querySelector("#prescore:not([hidden])");
+    side.scrollTop += top(suggestions || panel) - 8;
   }
 
   ws.renderStrip = () => {
