@@ -203,6 +203,9 @@ def test_the_suspicion_strip_of_a_long_trace_fits_the_side_panel(browser, live_s
     open_next_trace(page, live_server.url)
     page.wait_for_selector("#prescore:not([hidden]) #suspicion-strip .cell")
     assert page.locator("#suspicion-strip .cell").count() == 60
+    # Only the rules ran: the head says so, and no model.
+    head = page.inner_text(".prescore-head")
+    assert "from rules" in head and "model" not in head, head
     strip = page.locator("#suspicion-strip").bounding_box()
     last = page.locator("#suspicion-strip .cell").last.bounding_box()
     assert last["x"] + last["width"] <= strip["x"] + strip["width"] + 0.5, (last, strip)  # step 60 is not cut off
