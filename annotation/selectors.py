@@ -9,6 +9,7 @@ from annotation.access import annotations_for
 from annotation.models import Annotation, AnnotationStatus, Lease, Verdict
 from annotation.workflow import EDITABLE_BY_ANNOTATOR
 from studio.access import can
+from studio.words import in_words
 from traces import grammar, prompting
 from traces.access import projects_for
 from traces.selectors import (
@@ -71,6 +72,7 @@ def queue_for_user(user) -> list[dict]:
                     status__in=[AnnotationStatus.SUBMITTED, AnnotationStatus.ACCEPTED]
                 ).count(),
                 "open_count": open_count,
+                "open_words": in_words(open_count, "open trace", "open traces"),
                 "awaiting_instruction": (
                     traces_awaiting_instruction(project.traces.all()).count() if can(user, "trace.edit", project) else 0
                 ),
@@ -82,6 +84,12 @@ def queue_for_user(user) -> list[dict]:
             }
         )
     return rows
+
+
+def _gap(step) -> dict:
+    """How many steps the source dropped right before ``step``, as a number and in words (the page says it)."""
+    dropped = int((step.context or {}).get("missing_before") or 0)
+    return {"missing_before": dropped, "missing_before_words": in_words(dropped, "step", "steps")}
 
 
 def model_extent(project, width: int, height: int) -> list[int]:
@@ -158,7 +166,7 @@ def workspace_payload(*, annotation: Annotation, lease: Lease | None) -> dict:
             "off_screen": step.off_screen_point,
             "shot": _shot(project, step.screenshot),
             "human_edit": _human_edit(step),
-            "missing_before": int((step.context or {}).get("missing_before") or 0),
+            **_gap(step),
             # The source's element boxes on o_i, in the project's convention: the editor's snap targets.
             "elements": step_elements_json(step, convention=trace.coordinate_convention, project=project),
             # Where a post-reflection for a first error here is written (o_{i+1}), or None when that screen was not

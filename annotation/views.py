@@ -6,6 +6,7 @@ import secrets
 
 from django.contrib import messages
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from annotation import selectors, services
@@ -31,13 +32,14 @@ def queue(request):
 @require_POST
 def next_trace(request, project_id: int):
     project = access_project(request.user, project_id, "annotation.work")
-    claim = services.lease_next_trace(
-        user=request.user, project=project, most_doubtful_first=request.POST.get("order") == "suspicion"
-    )
+    doubtful_first = request.POST.get("order") == "suspicion"
+    claim = services.lease_next_trace(user=request.user, project=project, most_doubtful_first=doubtful_first)
     if claim is None:
         messages.info(request, f"No trace of {project.name} is open to you right now.")
         return redirect("annotation-queue")
-    return redirect("annotation-workspace", annotation_id=claim[0].pk)
+    # The order chosen in the queue goes with the trace, so the workspace's own "Next trace" hands out in it too.
+    workspace_url = reverse("annotation-workspace", args=[claim[0].pk])
+    return redirect(f"{workspace_url}?order=suspicion" if doubtful_first else workspace_url)
 
 
 @require_POST
@@ -67,5 +69,6 @@ def workspace(request, annotation_id: int):
             "awaits_instruction": awaits_instruction(annotation.trace),
             # The lead's reason for sending it back, shown at the top until the annotator submits again.
             "returned_comment": annotation.review_comment if annotation.status == AnnotationStatus.REJECTED else "",
+            "order": "suspicion" if request.GET.get("order") == "suspicion" else "",
         },
     )

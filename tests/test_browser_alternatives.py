@@ -1,7 +1,8 @@
 """On-policy alternatives in the workspace (issue 21 §4), in Debian's Chromium: the stored replies of a checkpoint at τ
 drawn as numbered markers at their pixel (parsed ones only; a reply that does not parse is listed as text), Alt+N
 takes one as the correction's starting point (the draft saves it; the server holds the mark), w marks the hovered one
-wrong (checked in the database); with no model configured the panel says what to set, with one it offers the button
+wrong (checked in the database); with no model configured the panel says what to set (and is not shown at all while
+nothing was ever sampled: there is nothing to take or mark), with one it offers the button
 (its job waits on the gpu queue; once it has run, the replies of tests/crafted_model.py's checkpoint are drawn); a blind
 project shows annotators nothing. The other tests store replies directly, as tests/test_alternatives.py does.
 Screenshots in test-artifacts/."""
@@ -166,3 +167,19 @@ def test_a_blind_project_shows_annotators_no_alternatives(browser, live_server, 
     page.keyboard.press("Alt+1")
     page.wait_for_timeout(300)
     assert page.input_value("#f-corrected_thought") == ""
+
+
+def test_no_model_and_nothing_sampled_shows_no_alternatives_block(
+    browser, live_server, project, annotator, tmp_path, settings
+):
+    # The block offered nothing but the name of a setting an operator lacks, in every correction an annotator wrote.
+    settings.PRESCORE_MODEL_DIR = ""
+    import_folder(project, write_native_trace(tmp_path / "t", steps=3, external_id="no-alts"))
+    page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
+    login(page, live_server.url, annotator.username)
+    open_next_trace(page, live_server.url)
+    mark_error_at_step_two(page)
+    page.wait_for_selector("#ws-correction:not([hidden])")
+    page.wait_for_load_state("networkidle")  # the alternatives' answer is in
+    assert page.locator("#ws-alts").is_hidden()
+    assert "STUDIO_PRESCORE_MODEL_DIR" not in page.inner_text("#ws-correction")

@@ -67,3 +67,53 @@ def test_a_full_correction_with_the_keyboard_only(browser, live_server, project,
     assert stored.reflection_action == "hotkey(key='alt left')"
     print(f"\nkeyboard-only correction: {len(keys)} keys besides the typed text: {' '.join(keys)}")
     assert len(keys) == 14
+
+
+def test_the_help_is_a_dialog_the_page_keys_wait_behind(browser, live_server, project, annotator, tmp_path):
+    import_folder(project, write_native_trace(tmp_path / "t", steps=3, external_id="help"))
+    page = browser.new_context(viewport={"width": 1366, "height": 600}).new_page()
+    login(page, live_server.url, annotator.username)
+    open_next_trace(page, live_server.url)
+    page.keyboard.press("?")
+    assert page.is_visible("#ws-help")
+    assert page.evaluate("document.activeElement.hasAttribute('data-close')")  # the focus is in the dialog
+    card = page.locator("#ws-help .ws-modal-card").bounding_box()
+    assert card["y"] >= 0 and card["y"] + card["height"] <= 600, card  # a short window scrolls it, not cuts it
+    assert page.evaluate("document.querySelector('#ws-help .ws-modal-card').scrollTop") == 0  # shown from its top
+    # Keys pressed while reading the help do nothing behind it: no τ marked unseen, no step changed.
+    page.keyboard.press("e")
+    page.keyboard.press("j")
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.hasAttribute('data-close')")  # Tab stays in the dialog
+    assert page.inner_text("#ws-verdict-text") == "Not decided yet."
+    assert page.inner_text("#ws-step-label") == "Step 1 of 3"
+    page.keyboard.press("Escape")
+    assert page.is_hidden("#ws-help")
+    page.keyboard.press("j")  # closed: the keys work again
+    assert page.inner_text("#ws-step-label") == "Step 2 of 3"
+    # Opened with its button, closed with Close: the focus goes back to the button.
+    page.click("#ws-help-btn")
+    page.click("#ws-help [data-close]")
+    assert page.is_hidden("#ws-help")
+    assert page.evaluate("document.activeElement.id") == "ws-help-btn"
+
+
+def test_e_refused_on_the_final_screen_leaves_the_focus_and_the_keys_alone(
+    browser, live_server, project, annotator, tmp_path
+):
+    import_folder(project, write_native_trace(tmp_path / "t", steps=3, external_id="final"))
+    page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
+    login(page, live_server.url, annotator.username)
+    open_next_trace(page, live_server.url)
+    page.keyboard.press("j")
+    page.keyboard.press("e")  # τ = 2
+    page.keyboard.press("1")  # the first category; the focus goes on to the corrected thought
+    page.keyboard.press("Escape")
+    category = page.input_value("#f-error_category")
+    page.keyboard.press("End")  # the final screen
+    page.keyboard.press("e")  # refused: the final screen is not a step
+    assert "final screen is not a step" in page.inner_text("#ws-banner")
+    assert page.evaluate("document.activeElement === document.body")  # not in the category list
+    page.keyboard.press("t")  # so t goes to τ, rather than picking a category starting with t
+    assert page.inner_text("#ws-step-label") == "Step 2 of 3"
+    assert page.input_value("#f-error_category") == category

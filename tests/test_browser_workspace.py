@@ -86,6 +86,7 @@ def test_annotate_real_trace_end_to_end(browser, live_server, project, dart_trac
 
     page.keyboard.press("j")  # o_{τ+1}
     page.wait_for_selector("#ws-reflection:not([hidden])")
+    assert page.inner_text(".ws-tag.refl") == "o₄ · post-reflection"  # as the screen's caption names it
     page.fill("#f-reflection_thought", "Clicking there did nothing useful; I will open the Extensions view instead.")
     page.select_option("[data-slot-type='reflection']", "click")
     click_on_screenshot(page, 0.02, 0.3)

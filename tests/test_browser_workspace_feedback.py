@@ -90,8 +90,16 @@ def test_a_returned_annotation_shows_the_leads_comment_at_the_top(
     context = browser.new_context(viewport={"width": 1366, "height": 768})
     page = context.new_page()
     login(page, live_server.url, annotator.username)
+    # The queue counts in words (one trace is left open: not "1 open traces") and names the returned annotation's
+    # status as the workspace will: the server's name, not a word of the queue's own.
+    page.goto(f"{live_server.url}/queue/")
+    assert page.inner_text("[data-open-count]") == "1 open trace"
+    assert page.inner_text(".queue-list .pill") == "Rejected"
+    # Both traces have the same task: the item names its trace, so the two can be told apart.
+    assert page.inner_text(".queue-list [data-trace-id]") == annotation.trace.external_id
     page.goto(f"{live_server.url}/annotations/{annotation.pk}/")
     page.wait_for_selector("#ws[data-ready='1']")
+    assert page.inner_text("#ws-status-pill") == "Rejected"
     returned = page.locator("#ws-returned")
     assert "Step 2 clicks the wrong menu" in returned.inner_text() and lead.username in returned.inner_text()
     box = returned.bounding_box()
@@ -144,4 +152,85 @@ def test_after_submit_the_header_says_submitted_once_and_offers_the_next_trace(
     page.wait_for_url(lambda url: url != first and re.search(r"/annotations/\d+/$", url) is not None)
     page.wait_for_selector("#ws[data-ready='1']")
     assert page.locator("#ws-submit").is_visible() and page.locator("#ws-next").is_hidden()
+    context.close()
+
+
+def test_a_submitted_correction_offers_no_placing_or_drawing(browser, live_server, project, two_traces, annotator):
+    annotation, _ = lease_next_trace(user=annotator, project=project)
+    fields = {
+        "verdict": "error",
+        "tau": 1,
+        "error_category": project.error_categories[0],
+        "corrected_thought": "Open the settings first.",
+        "editor_state": {"corrected": {"type": "click", "args": {"start_box": [500, 500]}, "style": "box"}},
+        "no_reflection_reason": "The next screen does not show the result.",
+    }
+    saved = annotation_save_draft(
+        annotation_id=annotation.pk, user=annotator, base_version=annotation.version, fields=fields
+    )
+    annotation_submit(annotation_id=annotation.pk, user=annotator, base_version=saved.version)
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    page = context.new_page()
+    login(page, live_server.url, annotator.username)
+    page.goto(f"{live_server.url}/annotations/{annotation.pk}/")
+    page.wait_for_selector("#ws[data-ready='1']")
+    page.wait_for_selector("[data-canonical='corrected']")
+    assert page.inner_text("[data-point='corrected-start_box']") == "(500, 500)"
+    # Read only: the element box row (no box was drawn) does not offer a drag that would do nothing.
+    assert page.locator("[data-box='corrected']").count() == 0
+    assert "Shift+drag" not in page.inner_text("#ws-correction")
+    context.close()
+
+
+def test_a_session_that_ended_asks_to_log_in_and_the_work_is_saved_after(
+    browser, live_server, project, two_traces, annotator
+):
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    page = context.new_page()
+    login(page, live_server.url, annotator.username)
+    open_next_trace(page, live_server.url)
+    context.clear_cookies()  # the session ends (logged out elsewhere, or expired)
+    page.keyboard.press("u")
+    page.keyboard.type("Every screenshot is blank.")
+    page.wait_for_selector("#ws-login:not([hidden])")
+    assert page.inner_text("#ws-save") == "Not saved — log in again"
+    # The dialog has the focus: a keyboard user reaches its buttons at once, not after the whole form.
+    assert page.evaluate("document.getElementById('ws-login').contains(document.activeElement)")
+    other = context.new_page()
+    login(other, live_server.url, annotator.username)
+    other.close()
+    page.click("#ws-login-retry")
+    wait_saved(page)
+    assert page.is_hidden("#ws-login")
+    assert Annotation.objects.get(annotator=annotator).unusable_reason == "Every screenshot is blank."
+    context.close()
+
+
+def test_next_trace_from_the_workspace_keeps_most_doubtful_first(browser, live_server, project, annotator, tmp_path):
+    from prescoring.services import prescore_job_create, prescore_job_run
+    from tests.factories import native_trace_folder
+
+    calm = ["click(start_box='<|box_start|>(100,200)<|box_end|>')", "finished(content='done')"]
+    looping = ["wait()", "wait()", "wait()", "wait()"]
+    native_trace_folder(tmp_path / "a", external_id="calm", steps=2, actions=calm)
+    native_trace_folder(tmp_path / "b", external_id="looping-1", steps=4, actions=looping)
+    native_trace_folder(tmp_path / "c", external_id="looping-2", steps=4, actions=looping)
+    for name in ("a", "b", "c"):
+        import_folder(project, tmp_path / name)
+    job = prescore_job_create(project=project, user=None, scorer="rules", enqueue=False)
+    assert prescore_job_run(job_id=job.pk).status == "succeeded"
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    page = context.new_page()
+    login(page, live_server.url, annotator.username)
+    page.goto(f"{live_server.url}/queue/")
+    page.check("[data-doubtful-first]")
+    page.click("[data-next-trace]")
+    page.wait_for_selector("#ws[data-ready='1']")
+    assert "looping-" in page.inner_text(".ws-chip")
+    page.keyboard.press("n")
+    wait_saved(page)
+    page.keyboard.press("Control+Enter")
+    page.click("#ws-next button")  # the workspace's own Next trace: still the most doubtful, not the next by id
+    page.wait_for_selector("#ws[data-ready='1']")
+    assert "looping-" in page.inner_text(".ws-chip"), page.inner_text(".ws-chip")
     context.close()

@@ -10,6 +10,7 @@ import pytest
 from tests.conftest import login
 from tests.fixtures_annotation import import_folder, write_native_trace
 from tests.test_browser_workspace import open_next_trace
+from traces.models import Trace
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("role_groups")]
 
@@ -43,13 +44,24 @@ def test_long_words_and_right_to_left_text_stay_inside_the_side_panel(
     rtl = "افتح الإعدادات ثم اختر الخصوصية then click OK"
     import_folder(
         project,
-        write_native_trace(tmp_path / "t", steps=2, instruction=f"Open {word}", thoughts={1: f"Press {word}", 2: rtl}),
+        write_native_trace(
+            tmp_path / "t",
+            steps=2,
+            instruction=f"Open {word}",
+            thoughts={1: f"Press {word}", 2: rtl},
+            external_id="runner-7/episode-2026-11-27T03:41:20-a-very-long-identifier-0123456789abcdef",
+        ),
     )
     context = browser.new_context(viewport={"width": 1366, "height": 768})
     page = context.new_page()
     login(page, live_server.url, "ann")
     open_next_trace(page, live_server.url)
     page.screenshot(path=str(artifacts_dir / "workspace-long-word-1366.png"))
+    # The trace's name, cut to its chip when long, is whole on hover.
+    chip = page.locator(".ws-chip")
+    assert chip.evaluate("el => el.scrollWidth > el.clientWidth")  # cut
+    assert "{#" not in page.inner_text("#ws") and "{%" not in page.inner_text("#ws")  # no template comment shown
+    assert chip.get_attribute("title") == chip.inner_text() == f"{project.name} · {Trace.objects.get().external_id}"
     side = page.evaluate(
         "(() => { const s = document.querySelector('.ws-side'); return [s.scrollWidth, s.clientWidth]; })()"
     )
@@ -74,6 +86,17 @@ def test_long_words_and_right_to_left_text_stay_inside_the_side_panel(
     page.keyboard.press("j")
     assert page.inner_text("#ws-thought") == rtl
     assert page.evaluate("getComputedStyle(document.querySelector('#ws-thought')).unicodeBidi") == "plaintext"
+    # What the annotator writes reads in its direction too: the corrected thought and a typed text, in Arabic,
+    # run from the right; one in English from the left.
+    page.keyboard.press("e")
+    page.fill("#f-corrected_thought", rtl)
+    assert page.evaluate("document.querySelector('#f-corrected_thought').matches(':dir(rtl)')")
+    page.select_option("[data-slot-type='corrected']", "type")
+    page.fill(".ws-action-editor[data-slot='corrected'] [data-arg='content']", "مرحبا")
+    assert page.evaluate("document.querySelector(\"[data-arg='content']\").matches(':dir(rtl)')")
+    page.fill("#f-note", "A note in English")
+    assert page.evaluate("document.querySelector('#f-note').matches(':dir(ltr)')")
+    page.screenshot(path=str(artifacts_dir / "workspace-rtl-fields-1366.png"))
     context.close()
 
 
@@ -116,4 +139,89 @@ def test_a_step_without_a_screenshot_does_not_ask_for_a_click(browser, live_serv
     assert page.is_visible(".ws-missing")
     hint = page.inner_text("#ws-place-hint")
     assert "no screenshot" in hint and "Click the screenshot" not in hint, hint
+    # τ = 1: its o_{τ+1} is that step without a screenshot, so the way back to τ names no post-reflection to go on to.
+    page.keyboard.press("Escape")
+    page.keyboard.press("k")
+    page.keyboard.press("e")
+    page.keyboard.press("Escape")
+    page.keyboard.press("End")
+    goto = page.inner_text("#ws-goto-text")
+    assert "→ for the post-reflection" not in goto and "step 2 has no screenshot" in goto, goto
+    context.close()
+
+
+def test_stepping_shows_where_the_new_steps_text_starts(browser, live_server, project, annotator, tmp_path):
+    long = "The Display page is open and the brightness slider sits at forty per cent of its track. " * 15
+    import_folder(project, write_native_trace(tmp_path / "t", steps=3, thoughts={1: long, 2: long, 3: long}))
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    page = context.new_page()
+    login(page, live_server.url, "ann")
+    open_next_trace(page, live_server.url)
+    page.keyboard.press("e")  # the category takes the focus: the side panel scrolls down to it, past the thought
+    page.keyboard.press("Escape")
+    heading_top = "document.querySelector('#ws-step-num').closest('.ws-panel').getBoundingClientRect().top"
+    side_top = "document.querySelector('.ws-side').getBoundingClientRect().top"
+    assert page.evaluate(f"{heading_top} < {side_top}")  # the step's text starts above the panel's top
+    page.keyboard.press("j")
+    assert page.inner_text("#ws-step-num") == "2 / 3"
+    # The next step's text is shown from its start, not cut mid-sentence under the panel's top edge.
+    assert page.evaluate(f"{heading_top} >= {side_top}")
+    scrolled = page.evaluate("document.querySelector('.ws-side').scrollTop")
+    page.keyboard.press("j")  # already in view: the panel does not move
+    assert page.evaluate("document.querySelector('.ws-side').scrollTop") == scrolled
+    context.close()
+
+
+def test_a_direction_mark_left_open_in_a_task_does_not_reorder_the_queue(
+    browser, live_server, project, annotator, tmp_path
+):
+    # U+202E (right-to-left override) never closed: the queue's item must still read task, trace, status in order.
+    import_folder(
+        project, write_native_trace(tmp_path / "t", steps=2, instruction="Open the file \u202eexe.", external_id="rlo")
+    )
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    page = context.new_page()
+    login(page, live_server.url, "ann")
+    open_next_trace(page, live_server.url)  # a draft now
+    page.goto(f"{live_server.url}/queue/")
+    item = page.locator(".queue-list li").first
+    task, trace, status = (item.locator(s).bounding_box()["x"] for s in ("a", "[data-trace-id]", ".pill"))
+    assert task < trace < status, (task, trace, status)
+    assert "{%" not in page.inner_text("body") and "{#" not in page.inner_text("body")
+    context.close()
+
+
+def test_the_suspicion_strip_of_a_long_trace_fits_the_side_panel(browser, live_server, project, annotator, tmp_path):
+    from prescoring.services import prescore_job_create, prescore_job_run
+
+    import_folder(project, write_native_trace(tmp_path / "t", steps=60, external_id="sixty"))
+    job = prescore_job_create(project=project, user=None, scorer="rules", enqueue=False)
+    assert prescore_job_run(job_id=job.pk).status == "succeeded"
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    page = context.new_page()
+    login(page, live_server.url, "ann")
+    open_next_trace(page, live_server.url)
+    page.wait_for_selector("#prescore:not([hidden]) #suspicion-strip .cell")
+    assert page.locator("#suspicion-strip .cell").count() == 60
+    # Only the rules ran: the head says so, and no model.
+    head = page.inner_text(".prescore-head")
+    assert "from rules" in head and "model" not in head, head
+    strip = page.locator("#suspicion-strip").bounding_box()
+    last = page.locator("#suspicion-strip .cell").last.bounding_box()
+    assert last["x"] + last["width"] <= strip["x"] + strip["width"] + 0.5, (last, strip)  # step 60 is not cut off
+    side = page.evaluate(
+        "(() => { const s = document.querySelector('.ws-side'); return [s.scrollWidth, s.clientWidth]; })()"
+    )
+    assert side[0] <= side[1], side
+    # The current step's outline shows on the dark panel (the workspace's ink, not a dark one).
+    outline = page.evaluate("getComputedStyle(document.querySelector('#suspicion-strip .cell.current')).outlineColor")
+    assert outline == "rgb(230, 233, 240)", outline
+    # Stepping on after the focus went down to the category shows the next step's suggestions with its text.
+    page.keyboard.press("e")
+    page.keyboard.press("Escape")
+    page.keyboard.press("j")
+    assert page.evaluate(
+        "document.querySelector('#prescore').getBoundingClientRect().top"
+        " >= document.querySelector('.ws-side').getBoundingClientRect().top"
+    )
     context.close()

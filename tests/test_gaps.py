@@ -74,6 +74,8 @@ def test_the_workspace_shows_the_gap(browser, live_server, project, annotator, t
     login(page, live_server.url, annotator.username)
     open_next_trace(page, live_server.url)
     assert page.inner_text(".ws-gap-mark") == "⋯ 2"
+    # The count in the server's words (studio.words), not the page's "2 step(s)"
+    assert page.get_attribute(".ws-gap-mark", "title") == "2 steps missing here"
     assert page.locator("#ws-gap").is_hidden()
     page.keyboard.press("j")
     page.keyboard.press("j")

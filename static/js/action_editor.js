@@ -57,7 +57,9 @@ export function render(host, o) {
       const label = el("label", {}, `${arg.name}${arg.required_in_target ? "" : " (optional)"}`);
       if (arg.kind === "point") {
         const row = el("div", { class: "ws-point" });
-        row.appendChild(el("code", { "data-point": `${o.slot}-${arg.name}` }, Array.isArray(value) ? `(${value[0]}, ${value[1]})` : o.pointHint || "click the screenshot"));
+        // Read only, a point not placed is said as such: no hint offers a click that would do nothing.
+        const unplaced = o.editable ? o.pointHint || "click the screenshot" : "—";
+        row.appendChild(el("code", { "data-point": `${o.slot}-${arg.name}` }, Array.isArray(value) ? `(${value[0]}, ${value[1]})` : unplaced));
         if (value !== undefined && !arg.required && o.editable) {
           const clear = el("button", { type: "button", class: "ws-ghost small" }, "clear");
           clear.addEventListener("click", () => o.onClearPoint(arg.name));
@@ -72,6 +74,8 @@ export function render(host, o) {
         label.appendChild(sel);
       } else {
         const input = el(arg.kind === "text" ? "textarea" : "input", { disabled: !o.editable, "data-arg": arg.name });
+        // Typed text (a type action's content) reads in the direction of its first letter, as the thoughts do.
+        if (arg.kind === "text") input.dir = "auto";
         if (arg.kind !== "text") input.type = arg.kind === "duration" ? "number" : "text";
         if (arg.kind === "text") input.rows = 2;
         input.placeholder = arg.description || "";
@@ -86,11 +90,13 @@ export function render(host, o) {
     }
   }
   // The element box of the target (start_box), beside its point: drawn on the screenshot, shown here.
-  if (sp && sp.args.some((a) => a.name === "start_box") && (o.boxHint || Array.isArray(action.target_box))) {
+  // Read only, only a stored box is shown (the hint would offer a drag that does nothing).
+  const boxHint = o.editable ? o.boxHint : null;
+  if (sp && sp.args.some((a) => a.name === "start_box") && (boxHint || Array.isArray(action.target_box))) {
     const label = el("label", {}, "element box (optional)");
     const row = el("div", { class: "ws-point" });
     const box = action.target_box;
-    row.appendChild(el("code", { "data-box": o.slot }, Array.isArray(box) ? `[${box.join(", ")}]` : o.boxHint));
+    row.appendChild(el("code", { "data-box": o.slot }, Array.isArray(box) ? `[${box.join(", ")}]` : boxHint));
     if (Array.isArray(box) && o.editable && o.onClearBox) {
       const clear = el("button", { type: "button", class: "ws-ghost small", "data-clear-box": o.slot }, "clear");
       clear.addEventListener("click", () => o.onClearBox());

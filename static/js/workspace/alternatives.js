@@ -96,8 +96,11 @@ export function install(ws) {
   function render() {
     const box = $("ws-alts");
     if (alts.hidden || !alts.data) { box.hidden = true; return; }
-    box.hidden = false;
     const { job, model = {}, alternatives = [] } = alts.data;
+    // No model and nothing sampled before: nothing to take, mark or ask for. The block would only tell the
+    // annotator which setting an operator lacks, in every correction; it shows again once there is something.
+    if (!model.configured && !job && !alternatives.length) { box.hidden = true; return; }
+    box.hidden = false;
     const askBox = $("ws-alts-ask");
     askBox.replaceChildren();
     if (!model.configured) askBox.appendChild(el("p", { class: "notice small", id: "ws-alts-problem" }, model.problem));

@@ -155,7 +155,9 @@ export function install(ws) {
   function sessionExpired() {
     state.blocked = "login";
     setSaveState("offline", "Not saved — log in again");
-    $("ws-login").hidden = false;
+    // The dialog covers the page: its first control takes the focus (from a field behind it, Tab went on through the
+    // form and never reached the dialog, which comes last in the page).
+    if ($("ws-login").hidden) { $("ws-login").hidden = false; $("ws-login").querySelector("a").focus(); }
   }
   ws.sessionExpired = sessionExpired;
   function conflict(data) {
@@ -181,6 +183,7 @@ export function install(ws) {
   ws.conflict = conflict;
   $("ws-login-retry").addEventListener("click", () => {
     $("ws-login").hidden = true; state.blocked = null; state.retryDelay = 1000; save();
+    document.activeElement.blur();  // the page's keys work again
   });
   window.addEventListener("online", () => { if (!state.blocked) save(); });
   window.addEventListener("beforeunload", (event) => {

@@ -63,7 +63,26 @@ export function install(ws) {
       cell.appendChild(document.createElement("kbd")).textContent = name;
     }
   }
-  function toggleHelp(show) { $("ws-help").hidden = show === undefined ? !$("ws-help").hidden : !show; }
+  // The help is a dialog over the page: while it is open the focus is in it, and the page's keys wait (an e pressed
+  // while reading would mark τ behind it, unseen); closed, the focus goes back where it was.
+  const helpOpen = () => !$("ws-help").hidden;
+  let focusBeforeHelp = null;
+  function toggleHelp(show) {
+    const open = show === undefined ? !helpOpen() : show;
+    if (open === helpOpen()) return;
+    $("ws-help").hidden = !open;
+    if (open) {
+      focusBeforeHelp = document.activeElement;
+      // Read from its top: the focus on Close, at its foot, must not scroll a help taller than the window.
+      $("ws-help").querySelector("[data-close]").focus({ preventScroll: true });
+      $("ws-help").querySelector(".ws-modal-card").scrollTop = 0;
+    } else {
+      const back = focusBeforeHelp;
+      focusBeforeHelp = null;
+      if (back && back !== document.body && back.isConnected) back.focus({ preventScroll: true });
+      else document.activeElement.blur();
+    }
+  }
   const toggleOverlay = () => { state.overlay = !state.overlay; ws.renderStage(); };
   const toggleCompare = () => { state.compare = !state.compare; ws.renderStage(); };
   $("ws-help-btn").addEventListener("click", () => toggleHelp());
@@ -152,7 +171,7 @@ export function install(ws) {
     leave: () => { state.cursor = null; ws.renderStage(); },
   };
   document.addEventListener("keydown", (event) => {
-    if (!state.cursor) return;
+    if (!state.cursor || helpOpen()) return;
     const command = cursorCommandFor(event, !!state.cursor.anchor);
     if (!command) return;
     event.preventDefault(); event.stopPropagation();  // arrows move the cursor, not the step
@@ -169,7 +188,9 @@ export function install(ws) {
     first: () => ws.goTo(1),
     last: () => ws.goTo(LAST_VIEW),
     tau: () => { if (state.form.tau) ws.goTo(state.form.tau); },
-    error: () => { ws.setVerdict("error"); if (state.form.verdict === "error") focusField($("f-error_category")); },
+    // The category takes the focus only when this press marked τ: refused (on the final screen) the focus stays,
+    // else the next t or j would pick a category in the focused list instead of moving.
+    error: () => { if (ws.setVerdict("error")) focusField($("f-error_category")); },
     no_error: () => ws.setVerdict("no_error"),
     unusable: () => ws.setVerdict("unusable"),
     thought: () => {
@@ -188,10 +209,18 @@ export function install(ws) {
     help: () => toggleHelp(),
   };
   document.addEventListener("keydown", (event) => {
+    if (helpOpen()) {
+      // Tab stays in the dialog (its one control); ? and Esc close it; every other key of the page waits.
+      if (event.key === "Tab") { event.preventDefault(); $("ws-help").querySelector("[data-close]").focus(); return; }
+      const command = commandFor(event, false);
+      if (command && (command.name === "help" || command.name === "escape")) { event.preventDefault(); toggleHelp(false); }
+      else if (command) event.preventDefault();
+      return;
+    }
     const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(event.target.tagName);
     const command = commandFor(event, typing);
     if (!command) return;
-    if (command.name === "escape") { if (typing) event.target.blur(); toggleHelp(false); return; }
+    if (command.name === "escape") { if (typing) event.target.blur(); return; }
     event.preventDefault();
     commands[command.name](command.arg);
   });

@@ -26,13 +26,14 @@ export function install(ws) {
     tags.replaceChildren();
     const tau = state.form.verdict === "error" ? state.form.tau : null;
     if (tau && i === tau) tags.appendChild(el("span", { class: "ws-tag tau" }, "τ · first error"));
-    if (tau && i === ws.reflectionScreen(tau)) tags.appendChild(el("span", { class: "ws-tag refl" }, "o_τ+1 · post-reflection"));
+    // Written as the screen's caption writes it (o₄), not in the underscore notation no other label uses.
+    if (tau && i === ws.reflectionScreen(tau)) tags.appendChild(el("span", { class: "ws-tag refl" }, `o${sub(i)} · post-reflection`));
     if (tau && i > tau + 1) tags.appendChild(el("span", { class: "ws-tag after" }, "after τ"));
     $("ws-thought").textContent = step ? (step.thought || "(no thought recorded)") : "—";
     $("ws-action").textContent = step ? (step.action_text || "(no action)") : "—";
     const gap = step ? step.missing_before : 0;
     $("ws-gap").hidden = !gap;
-    $("ws-gap").textContent = gap ? `The source dropped ${gap} step${gap > 1 ? "s" : ""} right before this one: ` +
+    $("ws-gap").textContent = gap ? `The source dropped ${step.missing_before_words} right before this one: ` +
       "the screen before it is not the previous step's result." : "";
     $("ws-parse-error").hidden = !(step && step.parse_error);
     $("ws-parse-error").textContent = step && step.parse_error ? "Does not parse: " + step.parse_error : "";
@@ -78,7 +79,10 @@ export function install(ws) {
     }
     const goto = $("ws-goto");
     goto.hidden = !tau || showCorrection || showReflection;
-    $("ws-goto-text").textContent = tau ? `τ = ${tau}. Press t to go to the correction, then → for the post-reflection.` : "";
+    // Without o_{τ+1} there is no post-reflection to go on to: the hint does not send the annotator looking for one.
+    const why = tau === N ? "no screen was kept after the last step" : `step ${tau + 1} has no screenshot`;
+    $("ws-goto-text").textContent = !tau ? "" : missing ? `τ = ${tau}. Press t to go to the correction (no post-reflection: ${why}).`
+      : `τ = ${tau}. Press t to go to the correction, then → for the post-reflection.`;
     if (showCorrection) ws.renderEditor("corrected");
     if (showReflection && !missing) ws.renderEditor("reflection");
     ws.renderStarts();
@@ -125,11 +129,12 @@ export function install(ws) {
   });
 
   // --- marking ---
+  // Returns whether the verdict was set (read only, or τ asked for on the final screen: not).
   ws.setVerdict = (verdict) => {
-    if (!ws.editable()) return;
+    if (!ws.editable()) return false;
     const f = state.form;
     if (verdict === "error") {
-      if (state.current > N) { ws.banner("error", "The final screen is not a step: mark τ on a step."); return; }
+      if (state.current > N) { ws.banner("error", "The final screen is not a step: mark τ on a step."); return false; }
       f.verdict = "error"; f.tau = state.current;
     } else {
       f.verdict = verdict;
@@ -137,6 +142,7 @@ export function install(ws) {
     ws.renderAll(); ws.edited();
     if (verdict === "error") { ws.checkAction("corrected"); if (ws.reflectionScreen(f.tau)) ws.checkAction("reflection"); }
     if (verdict === "unusable") $("f-unusable_reason").focus();
+    return true;
   };
   for (const b of document.querySelectorAll("[data-verdict]")) b.addEventListener("click", () => ws.setVerdict(b.dataset.verdict));
   for (const node of document.querySelectorAll("[data-field]")) {

@@ -228,13 +228,27 @@ export function install(ws) {
     index = Math.max(1, Math.min(LAST_VIEW, index));
     performance.mark("ws-step-start");
     if (index !== state.current && ws.dirty()) ws.save();
+    const moved = index !== state.current;
     state.current = index;
     ws.renderStep();
+    if (moved) revealStepText();
     performance.mark("ws-step-end");
     performance.measure("ws-step-switch", "ws-step-start", "ws-step-end");
     prefetch(index);
   };
   window.wsGoTo = ws.goTo; // for the benchmark and tests
+
+  /* The side panel keeps its scroll from step to step, so the new step's text could start above its top, cut
+     mid-sentence: scrolled back to show where it starts, with the step's suggestions above it when shown (nothing
+     moves when the text's start is in view). */
+  function revealStepText() {
+    const side = document.querySelector(".ws-side");
+    const panel = $("ws-step-num").closest(".ws-panel");
+    const top = (node) => node.getBoundingClientRect().top - side.getBoundingClientRect().top;
+    if (top(panel) >= 0) return;
+    const suggestions = document.querySelector("#prescore:not([hidden])");
+    side.scrollTop += top(suggestions || panel) - 8;
+  }
 
   ws.renderStrip = () => {
     const strip = $("ws-strip");
@@ -256,7 +270,7 @@ export function install(ws) {
         const dropped = i <= N ? STEPS[i - 1].missing_before : 0;
         if (dropped) {
           // A gap in the recording: a visible break in the strip before this step.
-          strip.appendChild(el("span", { class: "ws-gap-mark", title: `${dropped} step(s) missing here` }, `⋯ ${dropped}`));
+          strip.appendChild(el("span", { class: "ws-gap-mark", title: `${STEPS[i - 1].missing_before_words} missing here` }, `⋯ ${dropped}`));
         }
         strip.appendChild(b);
       }
