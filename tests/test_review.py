@@ -465,7 +465,7 @@ def test_the_review_queue_says_verdicts_in_the_review_pages_words(project, annot
     rows = client.get(f"/api/reviews/?project={project.pk}").json()["results"]
     assert {r["id"]: r["verdict_text"] for r in rows}[first.pk] == "First error at step 2"
     detail = client.get(f"/reviews/{first.pk}/").content.decode()
-    assert f"by {second_annotator.username} — submitted, No error" in detail
+    assert f"by {second_annotator.username} — Submitted, No error" in detail
 
 
 def test_the_dashboard_gives_the_pairs_behind_each_agreement_figure_in_words(project, lead, agreement_fixture, client):
@@ -498,6 +498,11 @@ def test_the_trace_pages_history_links_a_lead_to_each_annotations_review(project
     assert f'<a href="/reviews/{answer.pk}/">#{answer.pk}</a> by {annotator.username}' in (
         client.get(f"/traces/{trace.pk}/").content.decode()
     )
+    # Statuses by their names, as every other page writes them (the history showed "draft → submitted").
+    assert '<span class="pill draft">Draft</span> → <span class="pill submitted">Submitted</span>' in (
+        client.get(f"/traces/{trace.pk}/").content.decode()
+    )
+    assert 'id="annotation-status">Submitted</span>' in client.get(f"/reviews/{answer.pk}/").content.decode()
     client.force_login(annotator)  # who may not review sees the number alone
     page = client.get(f"/traces/{trace.pk}/").content.decode()
     assert f"#{answer.pk} by {annotator.username}" in page and f"/reviews/{answer.pk}/" not in page

@@ -135,6 +135,7 @@ def test_registration_rules(db, project, lead, settings):
     assert 'name="events" value="import.failed">' in page
     fresh = client.get(f"/projects/{project.pk}/webhooks/").content.decode()
     assert 'value="">' in fresh and 'name="events" value="import.failed" checked' in fresh
+    assert f'<a href="/projects/{project.pk}/traces/">{project.name}</a> › webhooks' in fresh  # a way back
 
 
 def test_signature_rejects_old_timestamps():

@@ -102,6 +102,15 @@ class HistoryRow:
     fields: list[str] = field(default_factory=list)
     saves: int = 0
 
+    # The statuses by their names (the pills of every other page), not their stored values.
+    @property
+    def from_status_display(self) -> str:
+        return dict(AnnotationStatus.choices).get(self.from_status, self.from_status)
+
+    @property
+    def to_status_display(self) -> str:
+        return dict(AnnotationStatus.choices).get(self.to_status, self.to_status)
+
 
 def history_rows(events: list[AuditEvent]) -> list[HistoryRow]:
     """Transitions one per row; consecutive edits by the same person on the same annotation, with no gap longer
