@@ -237,6 +237,11 @@ def test_rule_suggestions_show_in_the_workspace_unless_blind(
     )
     assert page.locator(".ws-thumb.current").get_attribute("data-step") == str(suggested)
     assert page.locator("#prescore-flags .prescore-flag").count() >= 1
+    # Flags read in the server's words (prescoring.rules.FLAG_LABELS): never a code ("wait run", "no change").
+    from prescoring.rules import FLAG_LABELS
+
+    shown = page.locator("#prescore-flags .prescore-flag:not(.first-error)").all_inner_texts()
+    assert shown and all(text in FLAG_LABELS.values() for text in shown), shown
     page.wait_for_load_state("networkidle")
     for _ in range(50):  # (wait_for_function would need eval, which the page's CSP forbids)
         if page.evaluate("[...document.images].every(i => i.complete)"):
