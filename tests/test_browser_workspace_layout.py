@@ -147,6 +147,17 @@ def test_a_step_without_a_screenshot_does_not_ask_for_a_click(browser, live_serv
     page.keyboard.press("End")
     goto = page.inner_text("#ws-goto-text")
     assert "→ for the post-reflection" not in goto and "step 2 has no screenshot" in goto, goto
+    # At τ the missing post-reflection is explained, and its reason is not asked for: the server records it
+    # (annotation.selectors.server_no_reflection_reason), so the "No post-reflection because…" field stays hidden.
+    page.keyboard.press("t")
+    assert page.is_visible("#ws-reflection-missing")
+    assert not page.is_visible("#f-no_reflection_reason")
+    # τ = 2 has its o_3: the post-reflection is asked for there, and a reason may be given instead.
+    page.keyboard.press("j")
+    page.keyboard.press("e")
+    page.keyboard.press("Escape")
+    page.keyboard.press("j")
+    assert page.is_visible("#ws-reflection-body") and page.is_visible("#f-no_reflection_reason")
     context.close()
 
 

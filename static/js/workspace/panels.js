@@ -71,6 +71,8 @@ export function install(ws) {
     $("ws-reflection").hidden = !showReflection;
     for (const node of document.querySelectorAll(".ws-tau")) node.textContent = tau || "";
     $("ws-reflection-missing").hidden = !missing;
+    // Where the server records the reason itself (o_{τ+1} not kept), the annotator is not asked for one.
+    $("ws-no-reflection-wrap").hidden = !!ws.serverNoReflectionReason(tau);
     $("ws-reflection-body").hidden = missing;
     if (missing) {
       $("ws-reflection-missing").textContent = tau === N
