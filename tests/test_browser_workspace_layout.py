@@ -174,7 +174,7 @@ def test_stepping_shows_where_the_new_steps_text_starts(browser, live_server, pr
     side_top = "document.querySelector('.ws-side').getBoundingClientRect().top"
     assert page.evaluate(f"{heading_top} < {side_top}")  # the step's text starts above the panel's top
     page.keyboard.press("j")
-    assert page.inner_text("#ws-step-num") == "2 / 3"
+    assert page.inner_text("#ws-step-num") == "Step 2 of 3"
     # The next step's text is shown from its start, not cut mid-sentence under the panel's top edge.
     assert page.evaluate(f"{heading_top} >= {side_top}")
     scrolled = page.evaluate("document.querySelector('.ws-side').scrollTop")
