@@ -103,13 +103,18 @@ def test_long_words_and_right_to_left_text_stay_inside_the_side_panel(
 def test_markers_on_a_tiny_screenshot_are_visible(browser, live_server, project, annotator, tmp_path, artifacts_dir):
     # Markers were sized as a share of the screenshot's pixels: on a 32x32 screenshot shown at its own size the
     # recorded click's ring had a radius of half a pixel. They keep at least a readable size on the screen.
-    import_folder(project, write_native_trace(tmp_path / "t", steps=2, size=(32, 32)))
+    import_folder(project, write_native_trace(tmp_path / "t", steps=2, size=(40, 30)))
     context = browser.new_context(viewport={"width": 1366, "height": 768})
     page = context.new_page()
     login(page, live_server.url, "ann")
     open_next_trace(page, live_server.url)
     page.wait_for_selector("#ws-stage .mark.recorded .ring")
     page.screenshot(path=str(artifacts_dir / "workspace-tiny-screenshot.png"))
+    # The 40x30 screenshot is fitted to the stage like any other (it was shown at 40x30 until zoomed), at its shape.
+    frame = page.locator("#ws-stage .ws-frame").bounding_box()
+    pane = page.locator("#ws-stage .ws-pane").bounding_box()
+    assert frame["width"] >= 0.95 * pane["width"] or frame["height"] >= 0.9 * pane["height"], (frame, pane)
+    assert frame["width"] / frame["height"] == pytest.approx(40 / 30, rel=0.02)
     ring = page.locator("#ws-stage .mark.recorded .ring").first.bounding_box()
     assert ring["width"] >= 16, f"the recorded click's ring is {ring['width']:.1f} px wide on the screen"
     # Zoomed in, the ring keeps its size on the screen (it does not grow with the screenshot).
