@@ -122,6 +122,18 @@ def observations(trace, steps) -> dict:
     return screens
 
 
+def server_no_reflection_reason(tau: int, after) -> str:
+    """The reason the server records itself on submit for a first error at step ``tau`` whose o_{τ+1} (``after``: that
+    screen, or None) was not kept — no post-reflection can be given, so the annotator is not asked why; "" when o_{τ+1}
+    was kept (then a post-reflection, or the annotator's own reason, is asked for)."""
+    if after is not None:
+        return ""
+    return (
+        f"The trace has no screenshot after step {tau} (o_{tau + 1} was not kept), "
+        "so no post-reflection step can be given."
+    )
+
+
 def _shot(project, screenshot) -> dict | None:
     if screenshot is None:
         return None
@@ -172,6 +184,9 @@ def workspace_payload(*, annotation: Annotation, lease: Lease | None) -> dict:
             # Where a post-reflection for a first error here is written (o_{i+1}), or None when that screen was not
             # kept: the page reads it, it has no copy of the rule.
             "reflection_screen": step.index + 1 if screens.get(step.index + 1) is not None else None,
+            # What the server records as the reason there is no post-reflection for a first error here ("" when it
+            # records none): the page hides the annotator's reason field then, it has no copy of the rule.
+            "server_no_reflection_reason": server_no_reflection_reason(step.index, screens.get(step.index + 1)),
         }
         for step in rows
     ]

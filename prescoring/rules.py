@@ -47,6 +47,22 @@ FLAG_WEIGHTS: dict[str, float] = {
     "off_element": 0.4,
 }
 
+# Each flag in words, as the workspace shows it (the API serves it with each flag: the page keeps no copy).
+FLAG_LABELS: dict[str, str] = {
+    "unparseable": "action does not parse",
+    "off_screen": "point off the screen",
+    "invalid_action": "invalid action",
+    "repeated_no_change": "repeats an action that changed nothing",
+    "wait_run": "one of several waits in a row",
+    "no_change": "screen did not change",
+    "off_element": "point on no recorded element",
+}
+
+
+def flag_label(code: str) -> str:
+    """A flag's words; a code the table lacks reads as the code itself, in words."""
+    return FLAG_LABELS.get(code, code.replace("_", " "))
+
 
 @dataclass
 class RuleStep:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from django.db.models import Case, F, FloatField, OuterRef, Q, QuerySet, Subquery, Value, When
 from django.db.models.functions import Coalesce, Greatest
 
+from prescoring import rules
 from prescoring.models import Scorer, StepSuggestion, TraceSuggestion
 from studio.access import scoped
 from traces import grammar
@@ -47,7 +48,8 @@ def _step_row(row: StepSuggestion) -> dict:
     return {
         "index": row.step.index,
         "suspicion": row.suspicion,
-        "flags": row.flags,
+        # Each stored flag with its words (the one table: prescoring.rules.FLAG_LABELS).
+        "flags": [{**item, "label": rules.flag_label(item["code"])} for item in row.flags],
         "loglik_sum": row.loglik_sum,
         "loglik_mean": row.loglik_mean,
         "n_tokens": row.n_tokens,

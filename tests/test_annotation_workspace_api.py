@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from annotation import services
 from annotation.models import Annotation, AnnotationStatus, AuditEvent, Lease
+from annotation.selectors import workspace_payload
 from studio.permissions import Role
 from tests.conftest import TEST_PASSWORD
 from tests.fixtures_annotation import make_traces
@@ -196,14 +197,16 @@ def test_no_post_reflection_without_next_screen_is_recorded(project, tmp_path, a
     )
     done = client.post(f"/api/annotations/{pk}/submit/", {"version": 2}, format="json")
     assert done.status_code == 200, done.json()
-    assert "no screenshot after step 2" in Annotation.objects.get(pk=pk).no_reflection_reason
+    recorded = Annotation.objects.get(pk=pk).no_reflection_reason
+    assert "no screenshot after step 2" in recorded
+    annotation = Annotation.objects.get(pk=pk)
+    assert workspace_payload(annotation=annotation, lease=None)["steps"][1]["server_no_reflection_reason"] == recorded
 
 
 def test_the_page_gets_each_steps_post_reflection_screen_from_the_one_rule(project, tmp_path, annotator):
     # The workspace places the post-reflection on the served reflection_screen (static/js/workspace/editor.js):
     # o_{i+1} when kept, the final screen after the last step, none when the runner kept no final screen; the same
     # rule the submit's "no o_{τ+1}" check reads (services.observation_for).
-    from annotation.selectors import workspace_payload
 
     [kept] = make_traces(project, tmp_path / "kept", count=1, steps=3, final=True)
     [lost] = make_traces(project, tmp_path / "lost", count=1, steps=3, final=False)
@@ -211,6 +214,11 @@ def test_the_page_gets_each_steps_post_reflection_screen_from_the_one_rule(proje
         annotation = Annotation.objects.create(trace=trace, project=project, annotator=annotator)
         steps = workspace_payload(annotation=annotation, lease=None)["steps"]
         assert [s["reflection_screen"] for s in steps] == expected
+        # Where o_{τ+1} was not kept the server records why there is no post-reflection: the page is told so per step
+        # (it hides the annotator's reason field), in the words the submit records.
+        reasons = [s["server_no_reflection_reason"] for s in steps]
+        assert [bool(r) for r in reasons] == [e is None for e in expected]
+        assert all("no screenshot after step 3" in r for r in reasons if r)
         assert [services.observation_for(trace, i + 1) is not None for i in (1, 2, 3)] == [
             e is not None for e in expected
         ]

@@ -269,7 +269,8 @@ def test_the_workspace_shows_the_rules_flag_of_a_recorded_click_on_no_element(
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     login(page, live_server.url, annotator.username)
     open_next_trace(page, live_server.url)
-    badge = page.locator("#prescore-flags", has_text="off element")
+    # The flag in the server's words (prescoring.rules.FLAG_LABELS), not its code ("off element").
+    badge = page.locator("#prescore-flags .prescore-flag", has_text="point on no recorded element")
     badge.wait_for()
     title = page.locator("#prescore-flags [title*='hits none of the 2 elements']")
     assert title.count() == 1

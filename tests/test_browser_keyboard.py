@@ -111,9 +111,13 @@ def test_e_refused_on_the_final_screen_leaves_the_focus_and_the_keys_alone(
     page.keyboard.press("Escape")
     category = page.input_value("#f-error_category")
     page.keyboard.press("End")  # the final screen
+    # The stage and the step's panel name it alike (the panel read "Step 4 (final screen) as recorded").
+    assert page.inner_text("#ws-step-label") == page.inner_text("#ws-step-num") == "Final screen (after step 3)"
+    assert page.is_hidden("#ws-step-recorded")
     page.keyboard.press("e")  # refused: the final screen is not a step
     assert "final screen is not a step" in page.inner_text("#ws-banner")
     assert page.evaluate("document.activeElement === document.body")  # not in the category list
     page.keyboard.press("t")  # so t goes to τ, rather than picking a category starting with t
-    assert page.inner_text("#ws-step-label") == "Step 2 of 3"
+    assert page.inner_text("#ws-step-label") == page.inner_text("#ws-step-num") == "Step 2 of 3"
+    assert page.is_visible("#ws-step-recorded")
     assert page.input_value("#f-error_category") == category

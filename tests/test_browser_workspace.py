@@ -237,12 +237,28 @@ def test_rule_suggestions_show_in_the_workspace_unless_blind(
     )
     assert page.locator(".ws-thumb.current").get_attribute("data-step") == str(suggested)
     assert page.locator("#prescore-flags .prescore-flag").count() >= 1
+    # The ▼ over the suggested step sits in room of its own, under the "Suggestions" head line (it overlapped it).
+    marker_top, head_bottom = page.evaluate(
+        """(() => {
+          const cell = document.querySelector('#suspicion-strip .cell.first-error');
+          const marker = getComputedStyle(cell, '::after');
+          const head = document.querySelector('#prescore .prescore-head').getBoundingClientRect();
+          return [cell.getBoundingClientRect().top + parseFloat(marker.top), head.bottom];
+        })()"""
+    )
+    assert marker_top >= head_bottom, (marker_top, head_bottom)
+    # Flags read in the server's words (prescoring.rules.FLAG_LABELS): never a code ("wait run", "no change").
+    from prescoring.rules import FLAG_LABELS
+
+    shown = page.locator("#prescore-flags .prescore-flag:not(.first-error)").all_inner_texts()
+    assert shown and all(text in FLAG_LABELS.values() for text in shown), shown
     page.wait_for_load_state("networkidle")
     for _ in range(50):  # (wait_for_function would need eval, which the page's CSP forbids)
         if page.evaluate("[...document.images].every(i => i.complete)"):
             break
         page.wait_for_timeout(100)
     page.screenshot(path=str(artifacts_dir / "workspace-prescore.png"))
+    page.locator("#prescore").screenshot(path=str(artifacts_dir / "workspace-prescore-strip.png"))
     context.close()
 
     project.blind_prescoring = True

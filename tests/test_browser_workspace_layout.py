@@ -103,13 +103,18 @@ def test_long_words_and_right_to_left_text_stay_inside_the_side_panel(
 def test_markers_on_a_tiny_screenshot_are_visible(browser, live_server, project, annotator, tmp_path, artifacts_dir):
     # Markers were sized as a share of the screenshot's pixels: on a 32x32 screenshot shown at its own size the
     # recorded click's ring had a radius of half a pixel. They keep at least a readable size on the screen.
-    import_folder(project, write_native_trace(tmp_path / "t", steps=2, size=(32, 32)))
+    import_folder(project, write_native_trace(tmp_path / "t", steps=2, size=(40, 30)))
     context = browser.new_context(viewport={"width": 1366, "height": 768})
     page = context.new_page()
     login(page, live_server.url, "ann")
     open_next_trace(page, live_server.url)
     page.wait_for_selector("#ws-stage .mark.recorded .ring")
     page.screenshot(path=str(artifacts_dir / "workspace-tiny-screenshot.png"))
+    # The 40x30 screenshot is fitted to the stage like any other (it was shown at 40x30 until zoomed), at its shape.
+    frame = page.locator("#ws-stage .ws-frame").bounding_box()
+    pane = page.locator("#ws-stage .ws-pane").bounding_box()
+    assert frame["width"] >= 0.95 * pane["width"] or frame["height"] >= 0.9 * pane["height"], (frame, pane)
+    assert frame["width"] / frame["height"] == pytest.approx(40 / 30, rel=0.02)
     ring = page.locator("#ws-stage .mark.recorded .ring").first.bounding_box()
     assert ring["width"] >= 16, f"the recorded click's ring is {ring['width']:.1f} px wide on the screen"
     # Zoomed in, the ring keeps its size on the screen (it does not grow with the screenshot).
@@ -147,6 +152,17 @@ def test_a_step_without_a_screenshot_does_not_ask_for_a_click(browser, live_serv
     page.keyboard.press("End")
     goto = page.inner_text("#ws-goto-text")
     assert "→ for the post-reflection" not in goto and "step 2 has no screenshot" in goto, goto
+    # At τ the missing post-reflection is explained, and its reason is not asked for: the server records it
+    # (annotation.selectors.server_no_reflection_reason), so the "No post-reflection because…" field stays hidden.
+    page.keyboard.press("t")
+    assert page.is_visible("#ws-reflection-missing")
+    assert not page.is_visible("#f-no_reflection_reason")
+    # τ = 2 has its o_3: the post-reflection is asked for there, and a reason may be given instead.
+    page.keyboard.press("j")
+    page.keyboard.press("e")
+    page.keyboard.press("Escape")
+    page.keyboard.press("j")
+    assert page.is_visible("#ws-reflection-body") and page.is_visible("#f-no_reflection_reason")
     context.close()
 
 
@@ -163,7 +179,7 @@ def test_stepping_shows_where_the_new_steps_text_starts(browser, live_server, pr
     side_top = "document.querySelector('.ws-side').getBoundingClientRect().top"
     assert page.evaluate(f"{heading_top} < {side_top}")  # the step's text starts above the panel's top
     page.keyboard.press("j")
-    assert page.inner_text("#ws-step-num") == "2 / 3"
+    assert page.inner_text("#ws-step-num") == "Step 2 of 3"
     # The next step's text is shown from its start, not cut mid-sentence under the panel's top edge.
     assert page.evaluate(f"{heading_top} >= {side_top}")
     scrolled = page.evaluate("document.querySelector('.ws-side').scrollTop")

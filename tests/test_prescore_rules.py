@@ -99,6 +99,21 @@ def test_dart_gui_wait_loop_through_a_rules_job(dart_trace, project, lead):
     assert summary.scorer == "rules" and summary.max_suspicion >= 0.5
 
 
+def test_each_flag_reaches_the_page_in_words(dart_trace, project, lead, api_client, annotator):
+    """The suggestions API gives each flag its words from the one table (rules.FLAG_LABELS): the workspace shows
+    them as given, never the raw code ("wait_run") nor a copy of the table in JavaScript."""
+    assert set(rules.FLAG_LABELS) == set(rules.FLAG_WEIGHTS)  # every flag the rules raise has its words
+    job = services.prescore_job_run(
+        job_id=services.prescore_job_create(project=project, user=lead, scorer="rules", enqueue=False).pk
+    )
+    assert job.status == "succeeded", job.message
+    data = api_client(annotator).get(f"/api/traces/{dart_trace.pk}/suggestions/").json()
+    flags = [f for row in data["scorers"]["rules"]["steps"] for f in row["flags"]]
+    assert any(f["code"] == "wait_run" for f in flags)
+    assert all(f["label"] == rules.FLAG_LABELS[f["code"]] for f in flags)
+    assert rules.flag_label("some_new_code") == "some new code"
+
+
 def test_off_screen_follows_the_traces_own_convention(dart_trace, project, lead):
     """dart-gui's close-button click (1916,44) is in screen pixels, and the trace says so: in a relative-1000 project
     it is on the screen. Read in the wrong convention (a trace imported with the wrong --coordinates) it is not."""

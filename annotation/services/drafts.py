@@ -9,7 +9,7 @@ from django.utils import timezone
 from annotation.access import access_annotation
 from annotation.answer_fields import clean_answer_field
 from annotation.models import Annotation, AnnotationStatus, Verdict
-from annotation.selectors import observations
+from annotation.selectors import observations, server_no_reflection_reason
 from annotation.services.errors import NotEditable, StaleVersion, SubmitRejected, _conflict_fields
 from annotation.services.leases import (
     _release_user_leases,
@@ -331,18 +331,11 @@ def annotation_submit(*, annotation_id: int, user, base_version: int) -> Annotat
     if problems:
         raise SubmitRejected("The annotation is not complete: " + " ".join(problems.values()), errors=problems)
     tau = annotation.tau
-    if (
-        annotation.verdict == Verdict.ERROR
-        and tau is not None
-        and observation_for(annotation.trace, tau + 1) is None
-        and not annotation.no_reflection_reason.strip()
-    ):
-        reason = (
-            f"The trace has no screenshot after step {tau} (o_{tau + 1} was not kept), "
-            "so no post-reflection step can be given."
-        )
-        changes["no_reflection_reason"] = [annotation.no_reflection_reason, reason]
-        annotation.no_reflection_reason = reason
+    if annotation.verdict == Verdict.ERROR and tau is not None and not annotation.no_reflection_reason.strip():
+        reason = server_no_reflection_reason(tau, observation_for(annotation.trace, tau + 1))
+        if reason:
+            changes["no_reflection_reason"] = [annotation.no_reflection_reason, reason]
+            annotation.no_reflection_reason = reason
     now = timezone.now()
     _release_user_leases(trace_id=annotation.trace_id, user=user, reason="submitted", now=now)
     annotation.refresh_from_db(fields=["time_spent_s"])

@@ -82,7 +82,7 @@ function start() {
     const badges = [];
     if (index === firstError(data)) badges.push(badge("suggested first error", "first-error"));
     for (const flag of (entry && entry.flags) || []) {
-      const b = badge(flag.code.replace(/_/g, " "));
+      const b = badge(flag.label);  // the server's words for the flag (prescoring.rules.FLAG_LABELS)
       b.title = flag.message;
       badges.push(b);
     }

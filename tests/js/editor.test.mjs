@@ -2,18 +2,28 @@
 // from the served steps and the served action table.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { reflectionScreen, slotAt, snaps, takesBox } from "../../static/js/workspace/editor.js";
+import { reflectionScreen, serverNoReflectionReason, slotAt, snaps, takesBox } from "../../static/js/workspace/editor.js";
 import { place, placeablePoints } from "../../static/js/action_editor.js";
 import { TABLE } from "./served.mjs";
 
 // Three steps: o_2 was not kept, so a first error at step 1 has no post-reflection screen; the last step's is the
 // final screen (4), as the server serves it.
-const STEPS = [{ index: 1, reflection_screen: null }, { index: 2, reflection_screen: 3 }, { index: 3, reflection_screen: 4 }];
+const STEPS = [
+  { index: 1, reflection_screen: null, server_no_reflection_reason: "The trace has no screenshot after step 1" },
+  { index: 2, reflection_screen: 3, server_no_reflection_reason: "" },
+  { index: 3, reflection_screen: 4, server_no_reflection_reason: "" },
+];
 
 test("the post-reflection's screen is the served one", () => {
   assert.equal(reflectionScreen(STEPS, 1), null);
   assert.equal(reflectionScreen(STEPS, 3), 4);
   assert.equal(reflectionScreen(STEPS, null), null);
+});
+
+test("the reason the server records without o_τ+1 is the served one", () => {
+  assert.match(serverNoReflectionReason(STEPS, 1), /no screenshot after step 1/);
+  assert.equal(serverNoReflectionReason(STEPS, 2), "");
+  assert.equal(serverNoReflectionReason(STEPS, null), "");
 });
 
 test("the correction is placed on o_τ and the post-reflection on the served o_τ+1", () => {

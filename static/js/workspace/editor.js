@@ -1,7 +1,8 @@
 /* The correction's actions: which slot is edited on which screen, the structured editor (static/js/action_editor.js,
    drawn from the served table), points placed, element boxes drawn or snapped to, and the server's check of each
-   edit (POST /api/annotations/<id>/check-action/). ``slotAt`` and ``reflectionScreen`` are pure
-   (tests/js/editor.test.mjs): the o_{τ+1} rule is the server's (each step's served ``reflection_screen``). */
+   edit (POST /api/annotations/<id>/check-action/). ``slotAt``, ``reflectionScreen`` and
+   ``serverNoReflectionReason`` are pure (tests/js/editor.test.mjs): the o_{τ+1} rule is the server's (each step's served
+   ``reflection_screen`` and ``server_no_reflection_reason``). */
 import * as Editor from "../action_editor.js";
 import { boxOf, isEmptyBox, toModel } from "../geometry.js";
 import { api } from "../api.js";
@@ -11,6 +12,13 @@ import { api } from "../api.js";
 export function reflectionScreen(steps, tau) {
   const step = tau ? steps[tau - 1] : null;
   return step && step.reflection_screen ? step.reflection_screen : null;
+}
+
+/* The reason the server records itself for a first error at ``tau`` when no post-reflection can be given (o_{τ+1} was
+   not kept), or "" when it records none and the annotator may give one: the served ``server_no_reflection_reason``. */
+export function serverNoReflectionReason(steps, tau) {
+  const step = tau ? steps[tau - 1] : null;
+  return (step && step.server_no_reflection_reason) || "";
 }
 
 /* Which editor slot is placed on screen ``index``: the correction on o_τ, the post-reflection on o_{τ+1}. */
@@ -37,6 +45,7 @@ export function install(ws) {
   const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
   ws.slotAt = (index) => slotAt(STEPS, state.form, index);
   ws.reflectionScreen = (tau) => reflectionScreen(STEPS, tau);
+  ws.serverNoReflectionReason = (tau) => serverNoReflectionReason(STEPS, tau);
   ws.pointArgsOf = (type) => Editor.pointArgs(state.table, type);
   ws.takesBox = (action) => takesBox(state.table, action);
   ws.snaps = (action) => snaps(state.table, action);

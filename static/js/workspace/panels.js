@@ -20,8 +20,12 @@ export function install(ws) {
   function renderStepInfo() {
     const i = state.current;
     const step = STEPS[i - 1];
-    $("ws-step-num").textContent = i > N ? `${N + 1} (final screen)` : `${i} / ${N}`;
-    $("ws-step-label").textContent = i > N ? "Final screen (after the last action)" : `Step ${i} of ${N}`;
+    // The stage and the step's panel name the screen in the same words (they read "Step 1 of 3" and "Step 1 / 3").
+    const title = i > N ? `Final screen (after step ${N})` : `Step ${i} of ${N}`;
+    $("ws-step-num").textContent = title;
+    $("ws-step-label").textContent = title;
+    // The final screen has no recorded thought or action: "as recorded" would name nothing.
+    $("ws-step-recorded").hidden = i > N;
     const tags = $("ws-step-tags");
     tags.replaceChildren();
     const tau = state.form.verdict === "error" ? state.form.tau : null;
@@ -71,6 +75,8 @@ export function install(ws) {
     $("ws-reflection").hidden = !showReflection;
     for (const node of document.querySelectorAll(".ws-tau")) node.textContent = tau || "";
     $("ws-reflection-missing").hidden = !missing;
+    // Where the server records the reason itself (o_{τ+1} not kept), the annotator is not asked for one.
+    $("ws-no-reflection-wrap").hidden = !!ws.serverNoReflectionReason(tau);
     $("ws-reflection-body").hidden = missing;
     if (missing) {
       $("ws-reflection-missing").textContent = tau === N

@@ -66,6 +66,7 @@ export function install(ws) {
     }
     const frame = el("div", { class: "ws-frame" });
     frame.style.aspectRatio = `${shot.width} / ${shot.height}`;
+    frame.style.setProperty("--shot-ratio", `${shot.width} / ${shot.height}`);  // fits it to the pane (workspace.css)
     // The image and its overlay move together inside the frame: zoom and pan transform this layer only.
     const view = el("div", { class: "ws-zoom" });
     view.style.transform = Zoom.transform(state.zoom);
