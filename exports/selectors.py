@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from django.db.models import Count, Q, QuerySet
 
-from annotation.models import Annotation
+from annotation.models import Annotation, AnnotationStatus
 from exports import lineage
 from exports.access import export_jobs_for
 from exports.models import ExportJob
 from studio.errors import Invalid
 from studio.models import JobStatus
+from traces.access import projects_for
 
 
 def export_jobs_for_user(user, *, project=None) -> QuerySet[ExportJob]:
@@ -18,6 +19,19 @@ def export_jobs_for_user(user, *, project=None) -> QuerySet[ExportJob]:
     if project is not None:
         jobs = jobs.filter(project=project)
     return jobs.order_by("-created_at", "-id")
+
+
+def export_projects_for_user(user) -> tuple[list, int | None]:
+    """The projects ``user`` may export, by name, each with its count of accepted annotations (what a bundle
+    holds), and the one the form offers first: the project with the most of them (an engineer of several projects
+    should not export an empty one by default), or None when there is none."""
+    projects = list(
+        projects_for(user, "export.view")
+        .annotate(accepted=Count("annotations", filter=Q(annotations__status=AnnotationStatus.ACCEPTED)))
+        .order_by("name")
+    )
+    busiest = max(projects, key=lambda p: p.accepted, default=None)
+    return projects, busiest.pk if busiest is not None else None
 
 
 def export_previous(job: ExportJob) -> ExportJob | None:

@@ -11,13 +11,13 @@ from exports.access import access_export_job
 from exports.models import ExportFormat
 from studio.access import can
 from studio.errors import Invalid
-from studio.inputs import form_number
-from traces.access import access_project, projects_for
+from studio.inputs import form_number, id_from_text
+from traces.access import access_project
 
 
 @require_http_methods(["GET", "POST"])
 def export_home(request):
-    projects = projects_for(request.user, "export.view").order_by("name")
+    projects, chosen = selectors.export_projects_for_user(request.user)
     error, status = "", 200
     if request.method == "POST":
         project = access_project(request.user, request.POST.get("project"), "export.create")
@@ -44,6 +44,8 @@ def export_home(request):
         "exports/export_home.html",
         {
             "projects": projects,
+            # The project the form shows chosen: the one posted (a refused form keeps it), else the busiest.
+            "chosen_project": id_from_text(request.POST.get("project", "")) or chosen,
             "formats": ExportFormat.choices,
             "error": error,
             "jobs": selectors.export_jobs_for_user(request.user)[:50],

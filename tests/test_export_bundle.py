@@ -232,3 +232,18 @@ def test_an_empty_bundle_says_why_it_is_empty(project, annotated, tmp_path):
         services.export_summary({"annotations": 1, "by_kind": {"dpo": 1}})
         == "1 dpo from 1 accepted annotation; 0 skipped"
     )
+
+
+@pytest.mark.django_db
+def test_the_export_form_offers_the_project_with_accepted_annotations_first(annotated, engineer, client):
+    from traces.services import project_create
+
+    # "Aardvark" sorts first but holds nothing to export: the form chose it by default, and an engineer exported
+    # an empty bundle without noticing.
+    idle = project_create(name="Aardvark", members=[engineer])
+    client.force_login(engineer)
+    page = client.get("/exports/").content.decode()
+    assert f'<option value="{idle.pk}">Aardvark (0 accepted annotations)</option>' in page
+    assert f'<option value="{annotated.pk}" selected>{annotated.name} (6 accepted annotations)</option>' in page
+    refused = client.post("/exports/", {"project": idle.pk, "format": "trl", "validation_fraction": "x"})
+    assert refused.status_code == 400 and f'<option value="{idle.pk}" selected>' in refused.content.decode()
