@@ -17,6 +17,9 @@ from studio.inputs import id_from_text
 from traces.access import access_project
 from traces.selectors import awaits_instruction
 
+# The session remembers whether the annotator last asked for the most doubtful traces first.
+DOUBTFUL_FIRST_KEY = "annotation.doubtful_first"
+
 
 def queue(request):
     # After a skip the workspace comes here naming the annotation, so the page can confirm what happened.
@@ -25,7 +28,13 @@ def queue(request):
     if skipped_id is not None:
         skipped = annotations_for(request.user, "annotation.work").filter(pk=skipped_id).first()
     return render(
-        request, "annotation/queue.html", {"rows": selectors.queue_for_user(request.user), "skipped": skipped}
+        request,
+        "annotation/queue.html",
+        {
+            "rows": selectors.queue_for_user(request.user),
+            "skipped": skipped,
+            "doubtful_first": request.session.get(DOUBTFUL_FIRST_KEY, False),
+        },
     )
 
 
@@ -33,6 +42,7 @@ def queue(request):
 def next_trace(request, project_id: int):
     project = access_project(request.user, project_id, "annotation.work")
     doubtful_first = request.POST.get("order") == "suspicion"
+    request.session[DOUBTFUL_FIRST_KEY] = doubtful_first  # the queue offers the annotator's last choice again
     claim = services.lease_next_trace(user=request.user, project=project, most_doubtful_first=doubtful_first)
     if claim is None:
         messages.info(request, f"No trace of {project.name} is open to you right now.")

@@ -233,4 +233,11 @@ def test_next_trace_from_the_workspace_keeps_most_doubtful_first(browser, live_s
     page.click("#ws-next button")  # the workspace's own Next trace: still the most doubtful, not the next by id
     page.wait_for_selector("#ws[data-ready='1']")
     assert "looping-" in page.inner_text(".ws-chip"), page.inner_text(".ws-chip")
+    page.goto(f"{live_server.url}/queue/")  # the queue offers the choice again, as last made
+    assert page.is_checked("[data-doubtful-first]")
+    page.uncheck("[data-doubtful-first]")
+    page.click("[data-next-trace]")
+    page.wait_for_selector("#ws[data-ready='1']")
+    page.goto(f"{live_server.url}/queue/")
+    assert not page.is_checked("[data-doubtful-first]")
     context.close()
