@@ -22,14 +22,21 @@ def _field_look(page, selector: str) -> dict:
     )
 
 
+def page_at_1366(browser, live_server, user, path: str = ""):
+    """A page at 1366x768, logged in as ``user``, at ``path`` (when given)."""
+    page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
+    login(page, live_server.url, user.username)
+    if path:
+        page.goto(f"{live_server.url}{path}")
+    return page
+
+
 def test_url_and_date_fields_look_like_the_other_fields_and_read_in_normal_weight(
     browser, live_server, project, lead, artifacts_dir
 ):
     # The webhook address field was the browser's bare box (about 180 px: its own placeholder cut off), the
     # dashboard's dates the same, and every field inside a bold label read bold (the export form).
-    page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
-    login(page, live_server.url, lead.username)
-    page.goto(f"{live_server.url}/projects/{project.pk}/webhooks/")
+    page = page_at_1366(browser, live_server, lead, f"/projects/{project.pk}/webhooks/")
     url = _field_look(page, "#webhook-form input[name=url]")
     form = page.evaluate("document.getElementById('webhook-form').getBoundingClientRect().width")
     assert url["width"] > 0.9 * form and url["radius"] == "7px" and url["weight"] == "400", url
@@ -50,9 +57,7 @@ def test_an_export_followed_live_offers_its_diff_as_soon_as_it_succeeds(
     trace = make_trace(project, replies=REPLIES, external_id="live-diff", image_seed=1)
     accepted_annotation(trace, annotator=annotator, reviewer=lead, verdict=Verdict.NO_ERROR)
     job = services.export_job_create(project=project, user=engineer, fmt="trl", options={}, enqueue=False)
-    page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
-    login(page, live_server.url, engineer.username)
-    page.goto(f"{live_server.url}/exports/{job.pk}/")
+    page = page_at_1366(browser, live_server, engineer, f"/exports/{job.pk}/")
     assert page.locator("#export-diff-link").is_hidden() and page.locator("#export-download").is_hidden()
     assert services.export_job_run(job_id=job.pk).status == "succeeded"
     expect(page.locator("#export-download")).to_be_visible(timeout=15000)
@@ -63,9 +68,7 @@ def test_an_export_followed_live_offers_its_diff_as_soon_as_it_succeeds(
 
 def test_a_project_with_no_rounds_says_so_without_empty_charts(browser, live_server, project, lead, artifacts_dir):
     # A fresh project's rounds page said "No rounds yet" above an empty table and six bare axes.
-    page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
-    login(page, live_server.url, lead.username)
-    page.goto(f"{live_server.url}/projects/{project.pk}/dashboard/rounds/")
+    page = page_at_1366(browser, live_server, lead, f"/projects/{project.pk}/dashboard/rounds/")
     page.wait_for_selector("#rounds[data-loaded]", state="attached")
     assert page.locator("#rounds-empty").is_visible()
     assert page.locator("#round-table").is_hidden() and page.locator("#rounds .chart-grid").is_hidden()
@@ -78,9 +81,7 @@ def test_the_trace_list_title_stays_on_one_line_beside_its_buttons(browser, live
     # title ("Desktop & web demo") was squeezed into two lines.
     project.name = "Desktop & web demo"
     project.save(update_fields=["name"])
-    page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
-    login(page, live_server.url, lead.username)
-    page.goto(f"{live_server.url}/projects/{project.pk}/traces/")
+    page = page_at_1366(browser, live_server, lead, f"/projects/{project.pk}/traces/")
     title = page.locator(".page-head h1").bounding_box()
     line = page.evaluate("parseFloat(getComputedStyle(document.querySelector('.page-head h1')).lineHeight) || 30")
     assert title["height"] < 1.5 * line, title
@@ -96,9 +97,7 @@ def test_the_trace_list_title_stays_on_one_line_beside_its_buttons(browser, live
 
 def test_the_evaluations_table_shows_every_column_at_1366(browser, live_server, project, engineer, artifacts_dir):
     # Fourteen columns in the 1200 px page: "Created" was cut off at the right edge behind a scroll with no sign of it.
-    page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
-    login(page, live_server.url, engineer.username)
-    page.goto(f"{live_server.url}/projects/{project.pk}/evaluations/")
+    page = page_at_1366(browser, live_server, engineer, f"/projects/{project.pk}/evaluations/")
     widths = page.evaluate(
         "(() => { const box = document.getElementById('evaluations').parentElement;"
         " return [box.scrollWidth, box.clientWidth]; })()"
@@ -116,8 +115,7 @@ def test_a_long_project_name_without_spaces_wraps_instead_of_widening_the_page(
         "evaluation_suite_v2_final_really_final"
     )
     project.save(update_fields=["name"])
-    page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
-    login(page, live_server.url, lead.username)
+    page = page_at_1366(browser, live_server, lead)
     for path in ("/projects/", f"/projects/{project.pk}/traces/", f"/projects/{project.pk}/dashboard/", "/reviews/"):
         page.goto(f"{live_server.url}{path}")
         widths = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
