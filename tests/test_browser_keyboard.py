@@ -11,7 +11,7 @@ import pytest
 from annotation.models import Annotation, AnnotationStatus
 from tests.conftest import login
 from tests.fixtures_annotation import import_folder, write_native_trace
-from tests.test_browser_workspace import open_next_trace
+from tests.test_browser_workspace import open_next_trace, wait_saved
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("role_groups")]
 
@@ -110,6 +110,7 @@ def test_e_refused_on_the_final_screen_leaves_the_focus_and_the_keys_alone(
     page.keyboard.press("1")  # the first category; the focus goes on to the corrected thought
     page.keyboard.press("Escape")
     category = page.input_value("#f-error_category")
+    wait_saved(page)  # a save's answer clears the banner: none may land between the refused e and the reading
     page.keyboard.press("End")  # the final screen
     # The stage and the step's panel name it alike (the panel read "Step 4 (final screen) as recorded").
     assert page.inner_text("#ws-step-label") == page.inner_text("#ws-step-num") == "Final screen (after step 3)"
