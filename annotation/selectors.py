@@ -8,7 +8,7 @@ from django.db.models import Count, Exists, OuterRef, QuerySet
 from django.utils import timezone
 
 from annotation.access import annotations_for
-from annotation.models import Annotation, AnnotationStatus, Lease, Verdict
+from annotation.models import Annotation, AnnotationStatus, AuditEvent, Lease, Verdict
 from annotation.workflow import EDITABLE_BY_ANNOTATOR
 from studio.access import can
 from studio.words import in_words
@@ -461,3 +461,88 @@ def annotation_version_values(annotation: Annotation, number: int) -> dict | Non
             if name in values:
                 values[name] = copy.deepcopy(before)
     return values
+
+
+# --- Points drawn for another τ (the τ rule's report on answers accepted before it) ---------------------
+
+_POINT_KEYS = (grammar.START_BOX, grammar.END_BOX)
+
+
+def _slot_points(state: dict | None, text: str | None, slot: str) -> dict:
+    """The points and element box of ``slot``'s action: from the editor state, else parsed from the action text."""
+    data = (state or {}).get(slot)
+    if not data and text:
+        try:
+            data = grammar.parse_action(text).to_json()
+        except (grammar.ActionSyntaxError, TypeError, ValueError):
+            data = None
+    if not data:
+        return {}
+    points = {k: v for k, v in (data.get("args") or {}).items() if k in _POINT_KEYS}
+    if data.get(grammar.TARGET_BOX) is not None:
+        points[grammar.TARGET_BOX] = data[grammar.TARGET_BOX]
+    return points
+
+
+def _drawn_at(events: list) -> dict[str, int | None]:
+    """slot -> the τ its current points were placed for, replaying the audit rows: a write that changes a slot's
+    points places them for the τ that write leaves (a τ move with new points in one save draws them on the new
+    step)."""
+    tau, state, texts, drawn = None, {}, {}, {}
+    for event in events:
+        changes = event.changes or {}
+        if "tau" in changes:
+            tau = changes["tau"][1]
+        before = {slot: _slot_points(state, texts.get(field), slot) for slot, field in ACTION_FIELD_OF_SLOT.items()}
+        if "editor_state" in changes:
+            state = changes["editor_state"][1] or {}
+        for field in ACTION_FIELD_OF_SLOT.values():
+            if field in changes:
+                texts[field] = changes[field][1]
+        for slot, field in ACTION_FIELD_OF_SLOT.items():
+            after = _slot_points(state, texts.get(field), slot)
+            if after != before[slot]:
+                drawn[slot] = tau if after else None
+    return drawn
+
+
+def tau_moved_points(*, project=None, batch: int = 500) -> dict:
+    """Accepted error answers whose corrected (or post-reflection) action holds a point or box placed for another
+    τ than the one accepted (from the audit history: the τ when the points were last set vs the final τ). Reads
+    only; ``manage.py tau_moved_points`` reports them. ``unknown``: accepted answers whose points no audited write
+    placed (rows loaded around the services), which the history cannot judge."""
+    answers = Annotation.objects.filter(status=AnnotationStatus.ACCEPTED, verdict=Verdict.ERROR, tau__isnull=False)
+    if project is not None:
+        answers = answers.filter(project=project)
+    answers = answers.select_related("trace", "project").order_by("pk")
+    found, checked, unknown = [], 0, 0
+    last = 0
+    while True:
+        chunk = list(answers.filter(pk__gt=last)[:batch])
+        if not chunk:
+            break
+        last = chunk[-1].pk
+        events: dict[int, list] = {a.pk: [] for a in chunk}
+        for event in AuditEvent.objects.filter(annotation_id__in=events).order_by("at", "id"):
+            events[event.annotation_id].append(event)
+        for annotation in chunk:
+            checked += 1
+            drawn = _drawn_at(events[annotation.pk])
+            for slot, field in ACTION_FIELD_OF_SLOT.items():
+                if not _slot_points(annotation.editor_state, getattr(annotation, field), slot):
+                    continue
+                placed_for = drawn.get(slot)
+                if placed_for is None:
+                    unknown += 1
+                elif placed_for != annotation.tau:
+                    found.append(
+                        {
+                            "annotation_id": annotation.pk,
+                            "project": annotation.project.name,
+                            "trace": annotation.trace.external_id,
+                            "slot": slot,
+                            "drawn_for_tau": placed_for,
+                            "tau": annotation.tau,
+                        }
+                    )
+    return {"checked": checked, "moved": found, "unknown": unknown}
