@@ -148,7 +148,9 @@ def test_the_draft_takes_the_points_off_and_the_export_trains_the_new_ones(
     )
     moved = save(api_client, annotator, claimed, saved["version"], tau=2, editor_state=saved["editor_state"])
     assert moved["editor_state"]["corrected"] == {"type": "click", "args": {}, "style": "box"}
-    submit = api_client(annotator).post(f"/api/annotations/{claimed}/submit/", {"version": moved["version"]}, format="json")
+    submit = api_client(annotator).post(
+        f"/api/annotations/{claimed}/submit/", {"version": moved["version"]}, format="json"
+    )
     assert submit.status_code == 400 and "corrected_action" in submit.json()["errors"]
     on_step_2 = {"type": "click", "args": {"start_box": [610, 240]}, "style": "box"}
     placed = save(
