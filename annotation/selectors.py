@@ -339,10 +339,11 @@ def _makes_version(event) -> bool:
     return event.kind == "transition" or not set(event.changes or {}) <= _UNVERSIONED_CHANGES
 
 
-def _numbered(annotation: Annotation, events: list) -> list[tuple[int, object]]:
+def _numbered(annotation: Annotation, events: list[AuditEvent]) -> list[tuple[int, AuditEvent]]:
     """(version, event) for each event that made a version, oldest first. Rows that carry no version (recorded before
     it was kept) are counted back from the next known one: each such row made exactly one version."""
-    numbered, current = [], annotation.version
+    numbered: list[tuple[int, AuditEvent]] = []
+    current = annotation.version
     for event in reversed(events):
         if not _makes_version(event):
             continue
@@ -415,7 +416,7 @@ def annotation_versions(annotation: Annotation) -> list[dict]:
             {
                 "number": number,
                 "at": _iso(event.at),
-                "by": event.actor.username if event.actor_id else None,
+                "by": event.actor.username if event.actor is not None else None,
                 "kind": "restore" if event.comment.startswith(RESTORED_PREFIX) else event.kind,
                 "status": dict(AnnotationStatus.choices).get(event.to_status, event.to_status),
                 "changes": _change_words(event),
@@ -488,7 +489,10 @@ def _drawn_at(events: list) -> dict[str, int | None]:
     """slot -> the τ its current points were placed for, replaying the audit rows: a write that changes a slot's
     points places them for the τ that write leaves (a τ move with new points in one save draws them on the new
     step)."""
-    tau, state, texts, drawn = None, {}, {}, {}
+    tau = None
+    state: dict = {}
+    texts: dict[str, str] = {}
+    drawn: dict[str, int | None] = {}
     for event in events:
         changes = event.changes or {}
         if "tau" in changes:
