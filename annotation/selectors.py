@@ -355,10 +355,10 @@ def _numbered(annotation: Annotation, events: list[AuditEvent]) -> list[tuple[in
 
 
 def _value_words(name: str, value) -> str:
+    if name == "verdict":
+        return dict(Verdict.choices).get(value or "", str(value))
     if value in (None, "", {}):
         return "nothing"
-    if name == "verdict":
-        return dict(Verdict.choices).get(value, str(value))
     if name == "tau":
         return f"step {value}"
     text = " ".join(str(value).split())

@@ -71,6 +71,7 @@ def test_versions_are_listed_newest_first_in_words(claimed, annotator, three_sav
     assert "verdict: First error at τ → No error" in newest["changes"]
     assert "first error (τ): step 3 → nothing" in newest["changes"]
     assert thought["changes"] == ["corrected thought: “Click Display.” → “Open the Display panel.”"]
+    assert "verdict: Not decided → First error at τ" in first_save["changes"]
     assert "corrected action: nothing → “click(start_box='<|box_start|>(300,180)<|box_end|>')”" in first_save["changes"]
     assert made["kind"] == "created" and made["number"] == 1
     assert thought["restore_url"] == f"/api/annotations/{claimed}/versions/3/restore/"
