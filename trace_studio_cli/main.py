@@ -41,6 +41,54 @@ def projects(ctx: click.Context, as_json: bool) -> None:
         click.echo(f"{p['id']:>5}  {p['name']}  ({p.get('platform', '?')}, {p.get('coordinate_convention', '?')})")
 
 
+@cli.command()
+@click.option("--project", "project_ref", required=True, help="Project id or name.")
+@click.option(
+    "--double-annotation-share",
+    type=float,
+    default=None,
+    metavar="SHARE",
+    help="0 to 1: the share of traces answered by several annotators, for agreement (0: off).",
+)
+@click.option(
+    "--double-annotation-annotators",
+    type=int,
+    default=None,
+    metavar="N",
+    help="Distinct annotators per shared trace (2 or more).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the API's JSON.")
+@click.pass_context
+def settings(
+    ctx: click.Context,
+    project_ref: str,
+    double_annotation_share: float | None,
+    double_annotation_annotators: int | None,
+    as_json: bool,
+) -> None:
+    """Show a project's settings, or change its double annotation (leads and admins)."""
+    client = _client(ctx)
+    project = client.project(project_ref)
+    changes = {
+        key: value
+        for key, value in (
+            ("double_annotation_share", double_annotation_share),
+            ("double_annotation_annotators", double_annotation_annotators),
+        )
+        if value is not None
+    }
+    if changes:
+        project = client.project_update(project["id"], changes)
+    if as_json:
+        click.echo(json.dumps(project, indent=2))
+        return
+    click.echo(
+        f"project {project['id']} ({project['name']}): {project.get('platform', '?')}, "
+        f"{project.get('coordinate_convention', '?')}, history window {project.get('history_window', '?')}, "
+        f"{project.get('double_annotation_words', '')}" + (" (saved)" if changes else "")
+    )
+
+
 def _follow(client: StudioClient, kind: str, job: dict, read) -> dict:
     """A progress bar until the job ends; the bar's length follows the job's own total as it becomes known."""
     with click.progressbar(

@@ -22,6 +22,7 @@ from traces.access import (
     rounds_for,
     traces_for,
 )
+from traces.forms import form_errors_text, project_form_for_change
 from traces.importers import IMPORTERS
 from traces.models import CoordinateConvention, ImportJob, Outcome, Project, Round, Step, Trace
 
@@ -31,6 +32,13 @@ IMPORT_FORMATS = ["", *sorted(IMPORTERS)]
 
 
 class ProjectSerializer(serializers.ModelSerializer):
+    double_annotation_words = serializers.SerializerMethodField(
+        help_text='The double annotation in words, e.g. "double annotation: 20% of traces to 2 annotators each".'
+    )
+
+    def get_double_annotation_words(self, project: Project) -> str:
+        return selectors.double_annotation_words(project)
+
     class Meta:
         model = Project
         fields = [
@@ -45,6 +53,8 @@ class ProjectSerializer(serializers.ModelSerializer):
             "error_categories",
             "lease_idle_minutes",
             "double_annotation_share",
+            "double_annotation_annotators",
+            "double_annotation_words",
             "blind_prescoring",
         ]
 
@@ -240,13 +250,53 @@ class ProjectList(generics.ListAPIView):
         return projects_for(self.request.user)
 
 
+class ProjectSettingsSerializer(serializers.Serializer):
+    """The settings a PATCH may change (the settings page's, members aside); any other field is refused by name."""
+
+    name = serializers.CharField(required=False)
+    description = serializers.CharField(required=False, allow_blank=True)
+    platform = serializers.CharField(required=False)
+    coordinate_convention = serializers.CharField(required=False)
+    history_window = serializers.IntegerField(required=False)
+    error_categories = serializers.ListField(child=serializers.CharField(), required=False)
+    double_annotation_share = serializers.FloatField(
+        required=False, help_text="0 to 1: the share of traces answered by several annotators (0: off)."
+    )
+    double_annotation_annotators = serializers.IntegerField(
+        required=False, help_text="Distinct annotators per shared trace (2 or more)."
+    )
+
+
 class ProjectDetail(AccessedObjectMixin, generics.RetrieveAPIView):
+    """GET: a project and its settings. PATCH (leads of the project, admins): change some settings, judged by the
+    settings page's rules (``traces.forms.ProjectForm``, ``services.project_save``); a refusal is a 400 naming the
+    field, an unknown field a 400 naming it."""
+
     serializer_class = ProjectSerializer
     permission_classes = [ActionPermission]
-    permission_action = "project.view"
+    permission_action = {"GET": "project.view", "PATCH": "project.manage"}
 
     def get_queryset(self):
         return projects_for(self.request.user)
+
+    @extend_schema(request=ProjectSettingsSerializer, responses={200: ProjectSerializer, 400: dict})
+    def patch(self, request, pk: int):
+        project = access_project(request.user, pk, "project.manage")
+        changes = request.data if isinstance(request.data, dict) else {}
+        unknown = sorted(set(changes) - set(ProjectSettingsSerializer().fields))
+        if unknown or not changes:
+            raise services.ProjectRefused(
+                unknown[0] if unknown else "",
+                f"not a setting a PATCH may change: {', '.join(unknown)}"
+                if unknown
+                else 'Name a setting to change, e.g. {"double_annotation_share": 0.2}.',
+            )
+        form = project_form_for_change(project, dict(changes))
+        if not form.is_valid():
+            field = next(iter(form.errors))
+            raise services.ProjectRefused(field, form_errors_text(form))
+        saved = services.project_save(actor=request.user, project=project, fields=form.settings())
+        return Response(ProjectSerializer(saved).data)
 
 
 class TracePushSerializer(serializers.Serializer):

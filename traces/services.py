@@ -118,7 +118,16 @@ class ProjectRefused(Invalid):
 
 
 # Settings a lead may choose; the rest (prompt template, pixel budget, leases) stay with their defaults or the admin.
-PROJECT_SETTINGS = ("name", "description", "platform", "coordinate_convention", "history_window", "error_categories")
+PROJECT_SETTINGS = (
+    "name",
+    "description",
+    "platform",
+    "coordinate_convention",
+    "history_window",
+    "error_categories",
+    "double_annotation_share",
+    "double_annotation_annotators",
+)
 
 
 @atomic_with_retry
