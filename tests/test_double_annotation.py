@@ -51,7 +51,9 @@ def test_a_lead_turns_double_annotation_on_through_the_api(project, lead, api_cl
         ({}, "", "Name a setting to change"),
     ],
 )
-def test_a_patch_the_settings_page_would_refuse_is_a_400_naming_the_field(project, lead, api_client, body, field, words):
+def test_a_patch_the_settings_page_would_refuse_is_a_400_naming_the_field(
+    project, lead, api_client, body, field, words
+):
     answer = _patch(api_client, lead, project, body)
     assert answer.status_code == 400
     assert answer.json()["field"] == field and words in answer.json()["detail"], answer.json()
@@ -163,3 +165,22 @@ def services_queue(user):
     from annotation.selectors import queue_for_user
 
     return queue_for_user(user)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_demo_shows_agreement_and_time_out_of_the_box():
+    from annotation.dashboards import DateRange, project_dashboard
+    from demo.seed import demo_seed
+
+    summary = demo_seed(password="demo-pass-for-tests-1", seed=7)
+    assert summary["second_answers"] >= 2
+    desktop = Project.objects.get(name="Desktop & web demo")
+    assert desktop.double_annotation_share > 0
+    figures = project_dashboard(desktop, DateRange.from_days(None, None))
+    assert figures["agreement"]["pairs"] == summary["second_answers"]
+    assert figures["agreement"]["first_error_exact"] == 1.0
+    assert figures["median_time"]["overall_s"] > 0
+    # The desktop demo's open traces still wait for both annotators; none of its answered traces waits.
+    waiting, total = traces_awaiting_more_answers(project=desktop)
+    assert total == 0
+    assert demo_seed(password="demo-pass-for-tests-1", seed=7)["second_answers"] == 0  # nothing twice

@@ -114,10 +114,26 @@ def _finished_or_exit(kind: str, job: dict) -> None:
 @click.option("--project", "project_ref", required=True, help="Project id or name.")
 @click.option("--format", "fmt", default="", help="Importer to use (default: detected).")
 @click.option("--round", "round_ref", default="", help="The round (name or id) the new traces go in.")
-@click.option("--wait/--no-wait", default=False, help="Follow the job until it ends.")
+@click.option("--wait/--no-wait", default=False, help="Follow the job until it ends (implied by --instructions).")
+@click.option(
+    "--instructions",
+    "instructions_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Once imported, fill the traces' missing instructions from this CSV (external_id,instruction) or JSONL file.",
+)
 @click.pass_context
-def import_(ctx: click.Context, path: Path, project_ref: str, fmt: str, round_ref: str, wait: bool) -> None:
-    """Upload PATH (a .zip, a .jsonl, or a folder, which is zipped first) into a project (and a round)."""
+def import_(
+    ctx: click.Context,
+    path: Path,
+    project_ref: str,
+    fmt: str,
+    round_ref: str,
+    wait: bool,
+    instructions_file: Path | None,
+) -> None:
+    """Upload PATH (a .zip, a .jsonl, or a folder, which is zipped first) into a project (and a round); leads and
+    admins."""
     client = _client(ctx)
     project = client.project(project_ref)
     with tempfile.TemporaryDirectory() as tmp:
@@ -127,7 +143,7 @@ def import_(ctx: click.Context, path: Path, project_ref: str, fmt: str, round_re
         job = client.import_start(project["id"], archive, fmt=fmt, round_ref=round_ref)
     into = f", round {job['round_name']}" if job.get("round_name") else ""
     click.echo(f"import {job['id']} {job['status']} into project {project['id']} ({project['name']}{into})")
-    if wait:
+    if wait or instructions_file:
         job = _follow(client, "import", job, lambda: client.import_job(job["id"]))
         # The server's summary says what was lost first ("5 of 6 traces failed. ..."), in words.
         click.echo(f"import {job['id']} {job['status']}: {job.get('message') or 'no message'}")
@@ -139,6 +155,26 @@ def import_(ctx: click.Context, path: Path, project_ref: str, fmt: str, round_re
                 for entry in entries:
                     click.echo(f"  {entry.get('error', entry)}", err=True)
         _finished_or_exit("import", job)
+    if instructions_file:
+        _instructions_report(client.instructions_set(project["id"], instructions_file))
+
+
+def _instructions_report(report: dict) -> None:
+    click.echo(f"instructions: {report['summary']}")
+    for row in report.get("refused") or []:
+        click.echo(f"  refused line {row['line']} {row.get('external_id') or '-'}: {row['reason']}", err=True)
+
+
+@cli.command()
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--project", "project_ref", required=True, help="Project id or name.")
+@click.option("--replace", is_flag=True, help="Also replace instructions traces already have.")
+@click.pass_context
+def instructions(ctx: click.Context, path: Path, project_ref: str, replace: bool) -> None:
+    """Set many traces' instructions from PATH: CSV with the header external_id,instruction, or JSONL lines
+    {"external_id": ..., "instruction": ...}; leads and admins. Says what was set, refused and left."""
+    client = _client(ctx)
+    _instructions_report(client.instructions_set(client.project(project_ref)["id"], path, replace=replace))
 
 
 @cli.group()

@@ -24,6 +24,7 @@ from traces.access import (
 )
 from traces.forms import form_errors_text, project_form_for_change
 from traces.importers import IMPORTERS
+from traces.instructions import InstructionRow, instructions_read
 from traces.models import CoordinateConvention, ImportJob, Outcome, Project, Round, Step, Trace
 
 # The importers a request may name ("": detect); one choice set, named once in the schema (settings
@@ -351,6 +352,58 @@ class TraceList(generics.ListAPIView):
             search=self.request.query_params.get("q", "")[:200],
             round=selectors.round_resolve(project, self.request.query_params.get("round", "")[:200]),
         )
+
+
+class InstructionRowSerializer(serializers.Serializer):
+    external_id = serializers.CharField(allow_blank=True)
+    instruction = serializers.CharField(allow_blank=True, trim_whitespace=False)
+
+
+class InstructionsSerializer(serializers.Serializer):
+    """An instruction file (``file``: CSV ``external_id,instruction`` or JSONL, multipart) or its rows as JSON
+    (``instructions``); ``replace``: also replace instructions traces already have."""
+
+    file = serializers.FileField(required=False)
+    instructions = InstructionRowSerializer(many=True, required=False)
+    replace = serializers.BooleanField(required=False, default=False)
+
+
+class InstructionsReportSerializer(serializers.Serializer):
+    summary = serializers.CharField()
+    set = serializers.ListField(child=serializers.CharField(), help_text="External ids whose instruction was set.")
+    refused = serializers.ListField(child=serializers.DictField(), help_text="Rows refused: line, external_id, reason.")
+    left = serializers.ListField(
+        child=serializers.DictField(), help_text="Rows left as they were: line, external_id, reason."
+    )
+    still_awaiting = serializers.IntegerField(help_text="The project's traces still awaiting an instruction.")
+
+
+class ProjectInstructions(APIView):
+    """POST (leads, admins): many traces' instructions at once, by ``external_id``; the answer says what was set,
+    refused (unknown id, empty instruction, unreadable row) and left (an instruction already there)."""
+
+    permission_classes = [ActionPermission]
+    permission_action = "trace.edit"
+
+    @extend_schema(request=InstructionsSerializer, responses={200: InstructionsReportSerializer, 400: dict})
+    def post(self, request, project_id: int):
+        project = access_project(request.user, project_id, "trace.edit")
+        form = InstructionsSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        if data.get("file") is not None:
+            rows = instructions_read(data["file"].read(), name=data["file"].name)
+        elif data.get("instructions"):
+            rows = [
+                InstructionRow(n, row["external_id"].strip(), row["instruction"])
+                for n, row in enumerate(data["instructions"], start=1)
+            ]
+        else:
+            raise services.TraceEditRefused("Send a file, or instructions: a list of {external_id, instruction}.")
+        report = services.trace_instructions_fill(
+            project=project, actor=request.user, rows=rows, replace=data["replace"]
+        )
+        return Response(report.as_dict())
 
 
 class TraceStepPushSerializer(serializers.Serializer):

@@ -6,8 +6,7 @@ from django import forms
 from django.contrib.auth import get_user_model
 
 from traces.models import Project, default_error_categories
-
-INSTRUCTION_MAX_CHARS = 10_000
+from traces.services import INSTRUCTION_MAX_CHARS
 
 
 class TraceInstructionForm(forms.Form):
