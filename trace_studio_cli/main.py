@@ -37,6 +37,8 @@ def projects(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
+    if not rows:
+        click.echo("no projects yet visible to this token (a lead or admin adds you to a project)")
     for p in rows:
         click.echo(f"{p['id']:>5}  {p['name']}  ({p.get('platform', '?')}, {p.get('coordinate_convention', '?')})")
 
@@ -193,6 +195,8 @@ def rounds_list(ctx: click.Context, project_ref: str, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
+    if not rows:
+        click.echo(f"no rounds yet in project {project_ref} (trace-studio rounds create NAME --project ...)")
     for r in rows:
         weights = f"  weights {r['weights_hash'][:12]}" if r.get("weights_hash") else ""
         click.echo(
@@ -277,7 +281,14 @@ def export(
         return
     job = _follow(client, "export", job, lambda: client.export_job(job["id"]))
     _finished_or_exit("export", job)
-    click.echo(f"export {job['id']} succeeded: {json.dumps(job.get('counts') or {})}")
+    counts = job.get("counts") or {}
+    click.echo(f"export {job['id']} succeeded: {json.dumps(counts)}")
+    if not sum((counts.get("by_kind") or {}).values()):
+        click.echo(
+            f"warning: export {job['id']} holds no samples: {job.get('message') or 'nothing to export'}", err=True
+        )
+    elif counts.get("validation_empty"):
+        click.echo(f"warning: the validation split is empty: {counts['validation_empty']}", err=True)
     if out_dir:
         _download(client, job, out_dir)
 
@@ -303,15 +314,17 @@ def download(ctx: click.Context, job_id: int, out_dir: Path) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the API's JSON.")
 @click.pass_context
 def diff(ctx: click.Context, export_id: int, against: int | None, as_json: bool) -> None:
-    """What changed between two bundles: annotations added, changed (version) and removed."""
+    """What changed between two bundles: annotations added, changed (version) and removed; for an incremental
+    bundle, those it left out because its base holds them ("already in the base", not removed)."""
     answer = _client(ctx).export_diff(export_id, against)
     if as_json:
         click.echo(json.dumps(answer, indent=2))
         return
-    click.echo(
-        f"export {answer['older']} -> export {answer['newer']}: {len(answer['added'])} added, "
-        f"{len(answer['changed'])} changed, {len(answer['removed'])} removed, {answer['unchanged']} unchanged"
+    summary = answer.get("summary") or (
+        f"{len(answer['added'])} added, {len(answer['changed'])} changed, {len(answer['removed'])} removed, "
+        f"{answer['unchanged']} unchanged"
     )
+    click.echo(f"export {answer['older']} -> export {answer['newer']}: {summary}")
     for row in answer["added"]:
         click.echo(f"+ annotation {row['annotation_id']} v{row['version']}")
     for row in answer["changed"]:
@@ -396,6 +409,9 @@ def evaluations(ctx: click.Context, project_ref: str, as_json: bool) -> None:
     rows = client.evaluations(client.project(project_ref)["id"])
     if as_json:
         click.echo(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        click.echo(f"no evaluations yet in project {project_ref} (trace-studio evaluate --project ...)")
         return
     click.echo("\t".join(["id", "checkpoint", "weights", "status"] + [words for _, words in EVALUATION_FIGURES]))
     for job in rows:
