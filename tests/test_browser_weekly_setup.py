@@ -95,3 +95,22 @@ def test_the_account_menu_leads_to_the_api_token_page(
     assert page.locator("#account-token-link").count() == 0  # annotators have no token (token.manage)
     expect(page.locator("#account-menu button[type=submit]")).to_have_text("Log out")
     page.close()
+
+
+@pytest.mark.worker
+def test_a_prescore_run_shows_its_result_on_the_trace_list(
+    browser, live_server, celery_worker, project, lead, artifacts_dir, tmp_path
+):
+    # The list showed "queued, 0/0 steps" and never the result; after a reload it showed nothing of the run.
+    make_traces(project, tmp_path, count=2, steps=3)
+    page = _page(browser, live_server, lead, SIZES[0], f"/projects/{project.pk}/traces/")
+    page.click("#prescore-start button[data-scorer=rules]")
+    status = page.locator("#prescore-start-status")
+    expect(status).to_contain_text("succeeded", timeout=90000)
+    expect(status).to_contain_text("succeeded — 6 steps scored")
+    page.screenshot(path=str(artifacts_dir / "prescore-result.png"))
+    page.reload()
+    expect(status).to_contain_text("rules job")
+    expect(status).to_contain_text("succeeded — 6 steps scored")
+    assert "0/0" not in status.text_content()
+    page.close()

@@ -9,6 +9,7 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
+from prescoring.selectors import latest_prescore_job
 from prescoring.services import configured_model_dir
 from studio.access import NotInScope, can
 from studio.errors import Invalid, StudioError
@@ -109,6 +110,7 @@ def trace_list(request, project_id: int):
             "can_import": can(request.user, "trace.import", project),
             "can_prescore": can(request.user, "prescore.run", project),
             "prescore_model_dir": configured_model_dir(),
+            "last_prescore": latest_prescore_job(project) if can(request.user, "prescore.run", project) else None,
         },
     )
 
