@@ -283,7 +283,9 @@ class ProjectDetail(AccessedObjectMixin, generics.RetrieveAPIView):
     @extend_schema(request=ProjectSettingsSerializer, responses={200: ProjectSerializer, 400: dict})
     def patch(self, request, pk: int):
         project = access_project(request.user, pk, "project.manage")
-        changes = request.data if isinstance(request.data, dict) else {}
+        # A form-encoded PATCH is a QueryDict: one value a field, as a JSON body has it.
+        data = request.data.dict() if hasattr(request.data, "dict") else request.data
+        changes = data if isinstance(data, dict) else {}
         unknown = sorted(set(changes) - set(ProjectSettingsSerializer().fields))
         if unknown or not changes:
             raise services.ProjectRefused(

@@ -107,6 +107,8 @@ class ProjectForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         self.fields["members"].queryset = get_user_model().objects.filter(is_active=True).order_by("username")
         self.fields["members"].label_from_instance = lambda user: user.username
+        for name in self.DOUBLE_ANNOTATION:  # a form posted without them (a script's, an older page's) keeps them
+            self.fields[name].required = False
         if self.instance.pk:
             self.fields["members"].initial = list(self.instance.memberships.values_list("user_id", flat=True))
 
@@ -130,15 +132,21 @@ class ProjectForm(forms.ModelForm):
             raise forms.ValidationError("Give the project a name.")
         return name
 
+    def _kept(self, name: str, value):
+        """A double annotation field left out of the post keeps the project's value (a new project's: the default)."""
+        if value is None:
+            return getattr(self.instance, name) if self.instance.pk else Project._meta.get_field(name).default
+        return value
+
     def clean_double_annotation_share(self):
-        share = self.cleaned_data["double_annotation_share"]
-        if share is None or not 0 <= share <= 1:
+        share = self._kept("double_annotation_share", self.cleaned_data["double_annotation_share"])
+        if not 0 <= share <= 1:
             raise forms.ValidationError("The share of traces annotated twice is between 0 (off) and 1 (every trace).")
         return share
 
     def clean_double_annotation_annotators(self):
-        count = self.cleaned_data["double_annotation_annotators"]
-        if count is None or not DOUBLE_ANNOTATORS_MIN <= count <= DOUBLE_ANNOTATORS_MAX:
+        count = self._kept("double_annotation_annotators", self.cleaned_data["double_annotation_annotators"])
+        if not DOUBLE_ANNOTATORS_MIN <= count <= DOUBLE_ANNOTATORS_MAX:
             raise forms.ValidationError(
                 f"A shared trace goes to {DOUBLE_ANNOTATORS_MIN} to {DOUBLE_ANNOTATORS_MAX} distinct annotators."
             )
