@@ -3,6 +3,9 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
+# `make demo PORT=8010` (and HOST=0.0.0.0 to serve beyond this machine) when 8000 is taken.
+PORT ?= 8000
+HOST ?= 127.0.0.1
 DEMO_ENV := STUDIO_MODE=demo STUDIO_DEMO_PASSWORD=$${STUDIO_DEMO_PASSWORD:-demo-pass-1234} STUDIO_DATA_DIR=$(CURDIR)/var/demo
 
 .PHONY: demo install test test-fast lint typecheck migrations-check bench-import compose-check clean
@@ -18,8 +21,8 @@ install: $(STAMP)
 demo: install
 	$(DEMO_ENV) $(PY) manage.py migrate --noinput
 	$(DEMO_ENV) $(PY) manage.py seed_demo
-	@echo "Log in at http://127.0.0.1:8000/ as annotator, lead or engineer (password: $${STUDIO_DEMO_PASSWORD:-demo-pass-1234})"
-	$(DEMO_ENV) $(PY) manage.py runstudio --host 127.0.0.1 --port 8000
+	@echo "Log in at http://$(HOST):$(PORT)/ as annotator, annotator2, lead or engineer (password: $${STUDIO_DEMO_PASSWORD:-demo-pass-1234})"
+	$(DEMO_ENV) $(PY) manage.py runstudio --host $(HOST) --port $(PORT)
 
 # The suite runs in parallel, one test process per core (pytest-xdist; tests/parallel.py gives each its own database,
 # data folder and Redis database); a file's tests stay in one process, so module fixtures are made once.

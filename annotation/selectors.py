@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import copy
 
-from django.db.models import Count, Exists, OuterRef, QuerySet
+from django.db.models import Count, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotation.access import annotations_for
 from annotation.models import Annotation, AnnotationStatus, AuditEvent, Lease, Verdict
+from annotation.overlap import project_max_quota, trace_annotation_quota
 from annotation.workflow import EDITABLE_BY_ANNOTATOR
 from studio.access import can
 from studio.words import in_words
 from traces import grammar, prompting
 from traces.access import projects_for
+from traces.models import Trace
 from traces.selectors import (
     step_elements_json,
     trace_steps,
@@ -33,6 +36,40 @@ def open_leases(*, project=None, user=None) -> QuerySet[Lease]:
     return leases.order_by("expires_at")
 
 
+def traces_awaiting_more_answers(*, project, limit: int = 50) -> tuple[list[dict], int]:
+    """Shared traces (``annotation.overlap``) that some annotators answered but fewer than the project asks: each with
+    who answered and how many answers it needs; the first ``limit`` by trace id, and how many there are in all.
+
+    An answer is a finished one (submitted, accepted or rejected: a rejected one comes back to its annotator), as
+    the hand-out counts it."""
+    if project_max_quota(project) < 2:
+        return [], 0
+    answered: dict[int, list[str]] = {}
+    rows = (
+        Annotation.objects.filter(project=project)
+        .exclude(status=AnnotationStatus.DRAFT)
+        .order_by("trace_id", "annotator__username")
+        .values_list("trace_id", "annotator__username")
+    )
+    for trace_id, username in rows:
+        answered.setdefault(trace_id, []).append(username)
+    waiting = []
+    for trace_id, names in answered.items():
+        need = trace_annotation_quota(trace_id=trace_id, project=project)
+        if len(names) < need:
+            waiting.append((trace_id, names, need))
+    shown = {t.pk: t for t in Trace.objects.filter(pk__in=[w[0] for w in waiting[:limit]])}
+    return [
+        {
+            "trace": shown[trace_id],
+            "answered_by": names,
+            "needed": need,
+            "words": f"{len(names)} of {need} answers",
+        }
+        for trace_id, names, need in waiting[:limit]
+    ], len(waiting)
+
+
 def annotation_status_counts(trace_ids) -> dict[int, list[tuple[str, str, int]]]:
     """Per trace: (status, label, how many annotations are in it), in the workflow's order; one grouped read."""
     counts: dict[int, dict[str, int]] = {}
@@ -47,24 +84,47 @@ def annotation_status_counts(trace_ids) -> dict[int, list[tuple[str, str, int]]]
     }
 
 
+def _open_trace_count(*, project, user, now) -> int:
+    """Traces the hand-out could give ``user``: ready, not theirs yet, and held (leased or answered) by fewer other
+    annotators than the trace's quota (``annotation.overlap``: a shared trace stays open for its next annotator)."""
+    held = Subquery(
+        Lease.objects.filter(trace=OuterRef("pk"), released_at__isnull=True, expires_at__gt=now)
+        .exclude(user=user)
+        .values("trace")
+        .annotate(n=Count("user", distinct=True))
+        .values("n")[:1]
+    )
+    finished = Subquery(
+        Annotation.objects.filter(trace=OuterRef("pk"))
+        .exclude(status=AnnotationStatus.DRAFT)
+        .values("trace")
+        .annotate(n=Count("annotator", distinct=True))
+        .values("n")[:1]
+    )
+    candidates = (
+        traces_ready_to_annotate(project.traces.all())
+        .exclude(annotations__annotator=user)
+        .annotate(held_by=Coalesce(held, 0) + Coalesce(finished, 0))
+    )
+    free = candidates.filter(held_by=0).count()
+    max_quota = project_max_quota(project)
+    if max_quota < 2:
+        return free
+    partly = candidates.filter(held_by__gt=0, held_by__lt=max_quota).values_list("pk", "held_by")
+    return free + sum(1 for pk, n in partly if n < trace_annotation_quota(trace_id=pk, project=project))
+
+
 def queue_for_user(user) -> list[dict]:
     """Per project the user annotates in: their work in progress, work sent back, and how much is open."""
     rows = []
     now = timezone.now()
     for project in projects_for(user, "annotation.work").order_by("name"):
         may_manage_leases = can(user, "lease.manage", project)
+        awaiting_more, awaiting_more_count = (
+            traces_awaiting_more_answers(project=project) if may_manage_leases else ([], 0)
+        )
         mine = annotations_for(user, "annotation.work").filter(project=project)
-        held = Lease.objects.filter(trace=OuterRef("pk"), released_at__isnull=True, expires_at__gt=now).exclude(
-            user=user
-        )
-        finished = Annotation.objects.filter(trace=OuterRef("pk")).exclude(status=AnnotationStatus.DRAFT)
-        open_count = (
-            traces_ready_to_annotate(project.traces.all())
-            .exclude(annotations__annotator=user)
-            .annotate(held=Exists(held), finished=Exists(finished))
-            .filter(held=False, finished=False)
-            .count()
-        )
+        open_count = _open_trace_count(project=project, user=user, now=now)
         rows.append(
             {
                 "project": project,
@@ -80,6 +140,9 @@ def queue_for_user(user) -> list[dict]:
                 ),
                 "can_manage_leases": may_manage_leases,
                 "leases": list(open_leases(project=project)) if may_manage_leases else [],
+                # Leads see which shared traces still wait for another annotator's answer (double annotation).
+                "awaiting_more": awaiting_more,
+                "awaiting_more_count": awaiting_more_count,
                 # The hand-out may order by pre-scoring suspicion only where the user sees pre-scoring (the one
                 # rule, prescore.view: not for annotators of a blind project); the page offers it from this flag.
                 "suspicion_order": can(user, "prescore.view", project),

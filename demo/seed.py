@@ -1,4 +1,5 @@
-"""The demo world of `make demo`: role users, two projects and generated traces, all through the studio's services."""
+"""The demo world of `make demo`: role users, two projects (the desktop one with double annotation) and generated
+traces with answers, all through the studio's services."""
 
 from __future__ import annotations
 
@@ -19,6 +20,12 @@ DEMO_PROJECTS = {
     "desktop": ("Desktop & web demo", Platform.DESKTOP),
     "mobile": ("Phone demo", Platform.MOBILE),
 }
+# Double annotation in the desktop demo: every trace goes to two annotators (a share below 1 picks traces by a hash
+# of their ids, which differ from one database to the next; the demo's few traces need the overlap to be sure), so
+# the quality dashboard shows agreement out of the box.
+DEMO_DOUBLE_ANNOTATION = {"desktop": 1.0, "mobile": 0.0}
+# Seconds the demo answers took, in turn: the dashboards' median time is a real figure, not 0 s.
+DEMO_SECONDS = (142, 96, 188, 121, 75, 163)
 
 
 def demo_seed(*, password: str, seed: int = 7, stdout=None) -> dict:
@@ -30,7 +37,12 @@ def demo_seed(*, password: str, seed: int = 7, stdout=None) -> dict:
     projects: dict[str, Project] = {}
     for key, (name, platform) in DEMO_PROJECTS.items():
         project, _ = Project.objects.get_or_create(
-            name=name, defaults={"platform": platform, "coordinate_convention": CoordinateConvention.RELATIVE_1000}
+            name=name,
+            defaults={
+                "platform": platform,
+                "coordinate_convention": CoordinateConvention.RELATIVE_1000,
+                "double_annotation_share": DEMO_DOUBLE_ANNOTATION[key],
+            },
         )
         for user in users:
             trace_services.membership_add(project=project, user=user)
@@ -54,11 +66,13 @@ def demo_seed(*, password: str, seed: int = 7, stdout=None) -> dict:
                 raise RuntimeError(f"demo trace {demo.folder.name} did not import: {job.message} {job.errors}")
             imported.append((project, _external_id(demo.folder), demo.annotation))
     annotations = _seed_annotations(imported, users)
+    second_answers = _seed_second_answers(imported)
     summary = {
         "users": [u.username for u in users],
         "projects": [p.name for p in projects.values()],
         "traces": len(imported),
         "annotations": annotations,
+        "second_answers": second_answers,
     }
     if stdout:
         stdout.write(f"demo: {summary}")
@@ -76,7 +90,41 @@ def _seed_annotations(imported, users) -> int:
     with transaction.atomic():
         for position, (project, external_id, annotation) in enumerate(imported):
             if annotation and position % 2 == 0:
-                count += annotation_seed_demo(project=project, external_id=external_id, annotation=annotation)
+                count += annotation_seed_demo(
+                    project=project,
+                    external_id=external_id,
+                    annotation=annotation,
+                    time_spent_s=DEMO_SECONDS[position % len(DEMO_SECONDS)],
+                )
+    return count
+
+
+def _seed_second_answers(imported) -> int:
+    """annotator2's answers, submitted for review, on the shared traces the demo annotator answered
+    (``annotation.overlap``): mostly the same reading, one error put in another category, so agreement is a figure
+    between the extremes and the review queue holds work."""
+    from annotation.overlap import trace_annotation_quota
+    from annotation.services import annotation_seed_demo
+    from traces.models import Trace
+
+    count = 0
+    with transaction.atomic():
+        for position, (project, external_id, annotation) in enumerate(imported):
+            trace = Trace.objects.get(project=project, external_id=external_id)
+            if not annotation or position % 2 or trace_annotation_quota(trace_id=trace.pk, project=project) < 2:
+                continue
+            answer = dict(annotation)
+            if count % 2 and answer.get("error_category"):
+                others = [c for c in project.error_categories if c != answer["error_category"]]
+                answer["error_category"] = others[0]
+            count += annotation_seed_demo(
+                project=project,
+                external_id=external_id,
+                annotation=answer,
+                annotator_name="annotator2",
+                accept=False,
+                time_spent_s=DEMO_SECONDS[(position + 3) % len(DEMO_SECONDS)],
+            )
     return count
 
 

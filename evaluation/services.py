@@ -112,7 +112,7 @@ def _selection_resolve(
         export = ExportJob.objects.filter(pk=export_id, project=project).first()
         if export is None:
             raise Invalid(f"export: project {project.name!r} has no export {export_id}", field="export")
-        keys = ("validation_fraction", "split_seed", "unparsed_history")
+        keys = ("validation_fraction", "split_seed", "unparsed_history", "validation_trace")
         raw = {key: export.options[key] for key in keys if key in (export.options or {})}
     if validation_fraction is not None:
         raw["validation_fraction"] = validation_fraction
@@ -132,6 +132,8 @@ def _selection_resolve(
         "validation_fraction": options.validation_fraction,
         "split_seed": options.split_seed,
         "unparsed_history": options.unparsed_history,
+        # The export's plan sent this trace to validation (no seeded score fell under the fraction).
+        "validation_trace": options.validation_trace,
     }
 
 
@@ -194,6 +196,7 @@ def selected_samples(job: EvaluationJob) -> _Selected:
         validation_fraction=selection["validation_fraction"],
         split_seed=selection["split_seed"],
         unparsed_history=selection.get("unparsed_history", "skip"),
+        validation_trace=selection.get("validation_trace"),
     )
     stats = BuildStats()
     samples: list[Sample] = []

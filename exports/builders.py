@@ -75,6 +75,9 @@ class ExportOptions:
     # An incremental export: leave out every annotation that export already held at the same version (new and
     # changed answers only). The export must be of the same project, finished, and have its lineage.
     since_export: int | None = None
+    # The trace that goes to validation when no trace's seeded score falls under the fraction (set by the export's
+    # plan, ``validation_floor``): a small bundle with a fraction above 0 still has a validation split.
+    validation_trace: int | None = None
 
     @classmethod
     def parse(cls, raw: dict | None) -> ExportOptions:
@@ -108,6 +111,11 @@ class ExportOptions:
             if isinstance(since, bool) or not isinstance(since, int) or not 0 < since < 2**63:
                 raise OptionsError("since_export must be the id of an earlier export (a positive integer)")
             values["since_export"] = since
+        if raw.get("validation_trace") is not None:
+            trace = raw["validation_trace"]
+            if isinstance(trace, bool) or not isinstance(trace, int) or not 0 < trace < 2**63:
+                raise OptionsError("validation_trace must be a trace id (a positive integer)")
+            values["validation_trace"] = trace
         return cls(**values)
 
     def to_json(self) -> dict:
@@ -169,13 +177,52 @@ class BuildStats:
     annotations: list[tuple[int, int]] = field(default_factory=list)  # (id, version) of every source
     skipped: int = 0
     already_exported: int = 0  # left out by an incremental export: the base export held the same version
+    trace_ids: list[int] = field(default_factory=list)  # the traces of the planned annotations
     by_round: Counter = field(default_factory=Counter)  # round id (None: no round) -> annotations used
 
 
+def _split_score(trace_id: int, seed: int) -> float:
+    digest = hashlib.sha256(f"{seed}:{trace_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
 def split_of(trace_id: int, options: ExportOptions) -> str:
-    """Train or validation, by trace (every sample of a trace lands in the same split), seeded."""
-    digest = hashlib.sha256(f"{options.split_seed}:{trace_id}".encode()).digest()
-    return "validation" if int.from_bytes(digest[:8], "big") / 2**64 < options.validation_fraction else "train"
+    """Train or validation, by trace (every sample of a trace lands in the same split), seeded; the plan's
+    ``validation_trace`` goes to validation too."""
+    if trace_id == options.validation_trace:
+        return "validation"
+    return "validation" if _split_score(trace_id, options.split_seed) < options.validation_fraction else "train"
+
+
+# Below this many traces a bundle has no validation split, whatever its fraction: one trace cannot be split.
+VALIDATION_MIN_TRACES = 2
+
+
+def validation_floor(trace_ids, options: ExportOptions) -> int | None:
+    """The trace to send to validation so that a bundle of ``trace_ids`` with a fraction above 0 has a validation
+    split: None when the seeded scores already send one there, the fraction is 0 or there are fewer than
+    ``VALIDATION_MIN_TRACES`` traces; else the trace with the lowest score (seeded, by trace, as the split is)."""
+    ids = sorted(set(trace_ids))
+    if options.validation_fraction <= 0 or len(ids) < VALIDATION_MIN_TRACES:
+        return None
+    scores = {pk: _split_score(pk, options.split_seed) for pk in ids}
+    if any(score < options.validation_fraction for score in scores.values()):
+        return None
+    return min(ids, key=lambda pk: (scores[pk], pk))
+
+
+def validation_empty_reason(*, options: ExportOptions, traces: int, validation_samples: int) -> str:
+    """Why a bundle's validation split is empty, in words ("" when it is not)."""
+    if validation_samples:
+        return ""
+    if options.validation_fraction <= 0:
+        return "validation_fraction is 0"
+    if traces < VALIDATION_MIN_TRACES:
+        return (
+            f"the bundle holds {traces} trace{'' if traces == 1 else 's'}; a validation split needs "
+            f"{VALIDATION_MIN_TRACES} or more, so every sample trains"
+        )
+    return "the traces chosen for validation gave no samples of this format"
 
 
 def accepted_annotations(project: Project, *, round_id: int | None = None, ids: list[int] | None = None):
@@ -689,6 +736,7 @@ def export_plan_annotations(project: Project, already_held: dict[int, int] | Non
             stats.already_exported += 1
         else:
             chosen.append(pk)
+            stats.trace_ids.append(trace_id)
     return chosen
 
 

@@ -421,6 +421,18 @@ space as the points (null where the annotator drew none); the trained text stays
 """
 
 
+def _split_note(options: dict, counts: dict) -> str:
+    """What the README adds to the split's line: the trace sent to validation so it is not empty, or why it is."""
+    if counts.get("validation_empty"):
+        return f"; **the validation split is empty**: {counts['validation_empty']}"
+    if options.get("validation_trace") is not None:
+        return (
+            f"; no trace's seeded score fell under the fraction, so trace {options['validation_trace']} (the lowest "
+            "score) is the validation split"
+        )
+    return ""
+
+
 def _lineage_section(lineage: dict | None) -> str:
     if not lineage:
         return ""
@@ -534,8 +546,8 @@ Images are embedded (`images` is a list of `Image`); columns as in the TRL forma
 {_INTRO.get(fmt, _INTRO_SFT)}
 
 Format: `{fmt}`. Split by trace (seed {options.get("split_seed")}, validation fraction
-{options.get("validation_fraction")}). `manifest.json` lists the options, counts, source annotations
-(id, version) and the sha256 of every file.
+{options.get("validation_fraction")}){_split_note(options, counts)}. `manifest.json` lists the options, counts, source
+annotations (id, version) and the sha256 of every file.
 
 {rules}
 

@@ -55,7 +55,33 @@ def export_diff(older: ExportJob, newer: ExportJob) -> lineage.BundleDiff:
                 if job.status != JobStatus.SUCCEEDED
                 else f"export {job.pk} was made before bundle lineage was kept"
             )
-    return lineage.bundle_diff(older.sources or [], newer.sources or [])
+    base_id = (newer.options or {}).get("since_export")
+    held = held_by_base(base_id, older=older.sources or [], newer=newer.sources or [])
+    return lineage.bundle_diff(older.sources or [], newer.sources or [], in_base=held)
+
+
+def held_by_base(base_id: int | None, *, older, newer) -> list[tuple[int, int]]:
+    """The pairs of ``older`` that an incremental bundle ``newer`` (built since export ``base_id``) left out because
+    that base holds them at the same version: the base holds the pair, and the annotation is still accepted at that
+    version (a version moves with every change, so it was unchanged when ``newer`` was built, which is what the
+    export leaves out). Empty for a bundle that is not incremental or whose base is gone."""
+    if base_id is None:
+        return []
+    base = ExportJob.objects.filter(pk=base_id).first()
+    if base is None or base.sources is None:
+        return []
+    before, after, in_base = (
+        lineage.sources_pairs(older),
+        lineage.sources_pairs(newer),
+        lineage.sources_pairs(base.sources),
+    )
+    candidates = {pk: v for pk, v in before.items() if pk not in after and in_base.get(pk) == v}
+    ids = sorted(candidates)
+    held = []
+    for start in range(0, len(ids), 5000):
+        rows = Annotation.objects.filter(pk__in=ids[start : start + 5000], status=AnnotationStatus.ACCEPTED)
+        held += [(pk, v) for pk, v in rows.values_list("pk", "version") if candidates[pk] == v]
+    return sorted(held)
 
 
 def export_diff_rows(diff: lineage.BundleDiff) -> dict[str, list[dict]]:

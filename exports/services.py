@@ -29,6 +29,8 @@ from exports.builders import (
     Skip,
     export_plan_annotations,
     iter_samples,
+    validation_empty_reason,
+    validation_floor,
 )
 from exports.models import ExportFormat, ExportJob
 from exports.storage import bundle_delete, bundle_part_save, bundle_save
@@ -337,6 +339,13 @@ def export_assemble(
         "skipped_by_reason": dict(sorted(Counter(s.code for s in skipped).items())),
         "shards": shards,
     }
+    # One sample set per trace: the bundle's traces are its annotations. Said where an engineer looks (the
+    # manifest's counts, the README, the job's counts the command line prints), never left silent.
+    empty = validation_empty_reason(
+        options=options, traces=annotations, validation_samples=by_split.get("validation", 0)
+    )
+    if empty and annotations:
+        counts["validation_empty"] = empty
     lineage_block = {
         # What this bundle was built after: an incremental bundle holds only what changed since its base.
         "since_export": None
@@ -489,7 +498,12 @@ def _start(job: ExportJob, *, attempt: int | None = None) -> bool:
         base = _export_base_of(job, ExportOptions.parse(job.options))
         held = lineage.sources_pairs(base.sources or []) if base is not None else None
         pieces = export_plan(export_plan_annotations(job.project, held, stats))
-        ExportJob.objects.filter(pk=job.pk).update(counts={"already_exported": stats.already_exported})
+        floor = validation_floor(stats.trace_ids, ExportOptions.parse(job.options))
+        if floor is not None:  # the shards read the split from the options
+            job.options = {**job.options, "validation_trace": floor}
+        ExportJob.objects.filter(pk=job.pk).update(
+            counts={"already_exported": stats.already_exported}, options=job.options
+        )
         shards_plan(job, pieces)
     job.progress_total = sum(shard.size for shard in shards_of(job))
     ExportJob.objects.filter(pk=job.pk).update(progress_total=job.progress_total)

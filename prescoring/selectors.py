@@ -11,7 +11,7 @@ from django.db.models import Case, F, FloatField, OuterRef, Q, QuerySet, Subquer
 from django.db.models.functions import Coalesce, Greatest
 
 from prescoring import rules
-from prescoring.models import Scorer, StepSuggestion, TraceSuggestion
+from prescoring.models import PrescoreJob, Scorer, StepSuggestion, TraceSuggestion
 from studio.access import scoped
 from traces import grammar
 from traces.models import Trace
@@ -97,6 +97,11 @@ def trace_suggestions(trace: Trace, *, job_ids: dict[str, int] | None = None) ->
             "steps": [_step_row(r) for r in sorted(rows, key=lambda r: r.step.index)],
         }
     return {"trace": trace.pk, "hidden": False, "scorers": runs, "history": history}
+
+
+def latest_prescore_job(project) -> PrescoreJob | None:
+    """The project's last pre-scoring run (the trace list shows it, and follows it while it runs)."""
+    return PrescoreJob.objects.filter(project=project).order_by("-created_at", "-id").first()
 
 
 def _latest_max_suspicion(scorer: str):

@@ -126,6 +126,7 @@ PAGE_PERMISSIONS: dict[str, str] = {
     "trace-detail": "trace.view",
     "trace-delete": "trace.delete",
     "trace-instruction": "trace.edit",
+    "instructions-upload": "trace.edit",
     "screenshot-file": "trace.view",
     # annotation
     "annotation-queue": "project.view",  # annotators see their queue, leads the open leases

@@ -273,11 +273,12 @@ def test_double_annotation_gives_a_trace_to_two_distinct_annotators(project, tra
     second, third = make_user("ann2", Role.ANNOTATOR), make_user("ann3", Role.ANNOTATOR)
     for user in (second, third):
         membership_add(project=project, user=user)
-    assert services.trace_annotation_quota(trace_id=traces[0].pk, double_share=1.0) == 2
+    assert services.trace_annotation_quota(trace_id=traces[0].pk, project=project) == 2
     assert take(api_client, annotator, project).json()["trace_id"] == traces[0].pk
     assert take(api_client, second, project).json()["trace_id"] == traces[0].pk
     assert take(api_client, third, project).json()["trace_id"] == traces[1].pk
-    shares = [services.trace_annotation_quota(trace_id=i, double_share=0.25) for i in range(1, 2001)]
+    project.double_annotation_share = 0.25
+    shares = [services.trace_annotation_quota(trace_id=i, project=project) for i in range(1, 2001)]
     assert 0.2 < shares.count(2) / len(shares) < 0.3
 
 

@@ -12,7 +12,7 @@ from django.core.management import call_command
 
 from annotation.models import Verdict
 from annotation.review.services import review_adjudicate
-from exports import services
+from exports import selectors, services
 from exports.models import ExportJob
 from tests.fixtures_export import REPLIES, accepted_annotation, make_trace
 from traces.models import Trace
@@ -82,6 +82,8 @@ def test_the_diff_lists_exactly_what_was_added_changed_and_removed(two_rounds, e
         "removed": [{"annotation_id": two_rounds["gone"][0], "version": two_rounds["gone"][1]}],
         "changed": [{"annotation_id": edited_pk, "from_version": before, "to_version": after}],
         "unchanged": two_rounds["unchanged"],
+        "in_base": [],
+        "summary": "2 added, 1 changed, 1 removed, 2 unchanged",
     }
     api = api_client(engineer)
     assert api.get(f"/api/exports/{new.pk}/diff/?against={old.pk}").json() == expected
@@ -120,7 +122,7 @@ def test_bundle_diff_command_on_ids_and_on_downloaded_bundles(two_rounds, capsys
 
 
 @pytest.mark.django_db
-def test_an_incremental_export_holds_only_new_and_changed_annotations(two_rounds, tmp_path):
+def test_an_incremental_export_holds_only_new_and_changed_annotations(two_rounds, tmp_path, capsys):
     old, new = two_rounds["old"], two_rounds["new"]
     since = services.export_to_path(
         project=old.project, user=None, fmt="trl", options={"since_export": old.pk}, out=tmp_path / "c.zip"
@@ -133,6 +135,14 @@ def test_an_incremental_export_holds_only_new_and_changed_annotations(two_rounds
         names = bundle.namelist()
     assert manifest["lineage"]["since_export"]["id"] == old.pk
     assert manifest["lineage"]["already_exported"] == two_rounds["unchanged"]
+    # Against its base, the incremental bundle removed only the deleted trace's annotation: the two it left out
+    # because the base holds them are "already in the base" (issue 32 §3: every one of them read "removed").
+    diff = selectors.export_diff(old, since)
+    assert [pair for pair in diff.removed] == [two_rounds["gone"]]
+    assert len(diff.in_base) == two_rounds["unchanged"]
+    assert diff.summary == "2 added, 1 changed, 1 removed, 2 already in the base, 0 unchanged"
+    call_command("bundle_diff", str(tmp_path / "a.zip"), str(tmp_path / "c.zip"))
+    assert "1 removed, 2 already in the base, 0 unchanged" in capsys.readouterr().out
     assert manifest["counts"]["by_kind"]["dpo"] == 3 and "manifest.json" in names
     # An unknown base, an unfinished one and one without lineage are refused, each naming why.
     with pytest.raises(services.OptionsError, match="has no export 999999"):

@@ -140,7 +140,10 @@ def test_import_export_download_resume_and_checksum(
     new_id = int(re.search(r"export (\d+) succeeded", incremental.stdout).group(1))
     assert ExportJob.objects.get(pk=new_id).sources == [[second.pk, second.version]]
     diffed = run_cli(live_server, engineer_token, "diff", str(new_id), "--against", str(job_id))
-    assert f"export {job_id} -> export {new_id}: 1 added, 0 changed, 1 removed" in diffed.stdout, diffed.stdout
+    # The base's annotation is left out because the base holds it, not removed (issue 32 §3).
+    assert (
+        f"export {job_id} -> export {new_id}: 1 added, 0 changed, 0 removed, 1 already in the base" in diffed.stdout
+    ), diffed.stdout
     assert f"+ annotation {second.pk} v{second.version}" in diffed.stdout
 
 

@@ -135,6 +135,18 @@ class StudioClient:
     def export_start(self, project_id: int, fmt: str, options: dict) -> dict:
         return self._json("POST", f"/api/projects/{project_id}/exports/", json={"format": fmt, "options": options})
 
+    def project_update(self, project_id: int, changes: dict) -> dict:
+        return self._json("PATCH", f"/api/projects/{project_id}/", json=changes)
+
+    def instructions_set(self, project_id: int, path: Path, *, replace: bool = False) -> dict:
+        with path.open("rb") as handle:
+            return self._json(
+                "POST",
+                f"/api/projects/{project_id}/instructions/",
+                files={"file": (path.name, handle, "application/octet-stream")},
+                data={"replace": "true" if replace else "false"},
+            )
+
     def evaluation_start(self, project_id: int, body: dict) -> dict:
         return self._json("POST", f"/api/projects/{project_id}/evaluations/", json=body)
 

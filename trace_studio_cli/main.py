@@ -37,8 +37,58 @@ def projects(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
+    if not rows:
+        click.echo("no projects yet visible to this token (a lead or admin adds you to a project)")
     for p in rows:
         click.echo(f"{p['id']:>5}  {p['name']}  ({p.get('platform', '?')}, {p.get('coordinate_convention', '?')})")
+
+
+@cli.command()
+@click.option("--project", "project_ref", required=True, help="Project id or name.")
+@click.option(
+    "--double-annotation-share",
+    type=float,
+    default=None,
+    metavar="SHARE",
+    help="0 to 1: the share of traces answered by several annotators, for agreement (0: off).",
+)
+@click.option(
+    "--double-annotation-annotators",
+    type=int,
+    default=None,
+    metavar="N",
+    help="Distinct annotators per shared trace (2 or more).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the API's JSON.")
+@click.pass_context
+def settings(
+    ctx: click.Context,
+    project_ref: str,
+    double_annotation_share: float | None,
+    double_annotation_annotators: int | None,
+    as_json: bool,
+) -> None:
+    """Show a project's settings, or change its double annotation (leads and admins)."""
+    client = _client(ctx)
+    project = client.project(project_ref)
+    changes = {
+        key: value
+        for key, value in (
+            ("double_annotation_share", double_annotation_share),
+            ("double_annotation_annotators", double_annotation_annotators),
+        )
+        if value is not None
+    }
+    if changes:
+        project = client.project_update(project["id"], changes)
+    if as_json:
+        click.echo(json.dumps(project, indent=2))
+        return
+    click.echo(
+        f"project {project['id']} ({project['name']}): {project.get('platform', '?')}, "
+        f"{project.get('coordinate_convention', '?')}, history window {project.get('history_window', '?')}, "
+        f"{project.get('double_annotation_words', '')}" + (" (saved)" if changes else "")
+    )
 
 
 def _follow(client: StudioClient, kind: str, job: dict, read) -> dict:
@@ -66,10 +116,26 @@ def _finished_or_exit(kind: str, job: dict) -> None:
 @click.option("--project", "project_ref", required=True, help="Project id or name.")
 @click.option("--format", "fmt", default="", help="Importer to use (default: detected).")
 @click.option("--round", "round_ref", default="", help="The round (name or id) the new traces go in.")
-@click.option("--wait/--no-wait", default=False, help="Follow the job until it ends.")
+@click.option("--wait/--no-wait", default=False, help="Follow the job until it ends (implied by --instructions).")
+@click.option(
+    "--instructions",
+    "instructions_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Once imported, fill the traces' missing instructions from this CSV (external_id,instruction) or JSONL file.",
+)
 @click.pass_context
-def import_(ctx: click.Context, path: Path, project_ref: str, fmt: str, round_ref: str, wait: bool) -> None:
-    """Upload PATH (a .zip, a .jsonl, or a folder, which is zipped first) into a project (and a round)."""
+def import_(
+    ctx: click.Context,
+    path: Path,
+    project_ref: str,
+    fmt: str,
+    round_ref: str,
+    wait: bool,
+    instructions_file: Path | None,
+) -> None:
+    """Upload PATH (a .zip, a .jsonl, or a folder, which is zipped first) into a project (and a round); leads and
+    admins."""
     client = _client(ctx)
     project = client.project(project_ref)
     with tempfile.TemporaryDirectory() as tmp:
@@ -79,7 +145,7 @@ def import_(ctx: click.Context, path: Path, project_ref: str, fmt: str, round_re
         job = client.import_start(project["id"], archive, fmt=fmt, round_ref=round_ref)
     into = f", round {job['round_name']}" if job.get("round_name") else ""
     click.echo(f"import {job['id']} {job['status']} into project {project['id']} ({project['name']}{into})")
-    if wait:
+    if wait or instructions_file:
         job = _follow(client, "import", job, lambda: client.import_job(job["id"]))
         # The server's summary says what was lost first ("5 of 6 traces failed. ..."), in words.
         click.echo(f"import {job['id']} {job['status']}: {job.get('message') or 'no message'}")
@@ -91,6 +157,26 @@ def import_(ctx: click.Context, path: Path, project_ref: str, fmt: str, round_re
                 for entry in entries:
                     click.echo(f"  {entry.get('error', entry)}", err=True)
         _finished_or_exit("import", job)
+    if instructions_file:
+        _instructions_report(client.instructions_set(project["id"], instructions_file))
+
+
+def _instructions_report(report: dict) -> None:
+    click.echo(f"instructions: {report['summary']}")
+    for row in report.get("refused") or []:
+        click.echo(f"  refused line {row['line']} {row.get('external_id') or '-'}: {row['reason']}", err=True)
+
+
+@cli.command()
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--project", "project_ref", required=True, help="Project id or name.")
+@click.option("--replace", is_flag=True, help="Also replace instructions traces already have.")
+@click.pass_context
+def instructions(ctx: click.Context, path: Path, project_ref: str, replace: bool) -> None:
+    """Set many traces' instructions from PATH: CSV with the header external_id,instruction, or JSONL lines
+    {"external_id": ..., "instruction": ...}; leads and admins. Says what was set, refused and left."""
+    client = _client(ctx)
+    _instructions_report(client.instructions_set(client.project(project_ref)["id"], path, replace=replace))
 
 
 @cli.group()
@@ -109,6 +195,8 @@ def rounds_list(ctx: click.Context, project_ref: str, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
+    if not rows:
+        click.echo(f"no rounds yet in project {project_ref} (trace-studio rounds create NAME --project ...)")
     for r in rows:
         weights = f"  weights {r['weights_hash'][:12]}" if r.get("weights_hash") else ""
         click.echo(
@@ -193,7 +281,14 @@ def export(
         return
     job = _follow(client, "export", job, lambda: client.export_job(job["id"]))
     _finished_or_exit("export", job)
-    click.echo(f"export {job['id']} succeeded: {json.dumps(job.get('counts') or {})}")
+    counts = job.get("counts") or {}
+    click.echo(f"export {job['id']} succeeded: {json.dumps(counts)}")
+    if not sum((counts.get("by_kind") or {}).values()):
+        click.echo(
+            f"warning: export {job['id']} holds no samples: {job.get('message') or 'nothing to export'}", err=True
+        )
+    elif counts.get("validation_empty"):
+        click.echo(f"warning: the validation split is empty: {counts['validation_empty']}", err=True)
     if out_dir:
         _download(client, job, out_dir)
 
@@ -219,15 +314,17 @@ def download(ctx: click.Context, job_id: int, out_dir: Path) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the API's JSON.")
 @click.pass_context
 def diff(ctx: click.Context, export_id: int, against: int | None, as_json: bool) -> None:
-    """What changed between two bundles: annotations added, changed (version) and removed."""
+    """What changed between two bundles: annotations added, changed (version) and removed; for an incremental
+    bundle, those it left out because its base holds them ("already in the base", not removed)."""
     answer = _client(ctx).export_diff(export_id, against)
     if as_json:
         click.echo(json.dumps(answer, indent=2))
         return
-    click.echo(
-        f"export {answer['older']} -> export {answer['newer']}: {len(answer['added'])} added, "
-        f"{len(answer['changed'])} changed, {len(answer['removed'])} removed, {answer['unchanged']} unchanged"
+    summary = answer.get("summary") or (
+        f"{len(answer['added'])} added, {len(answer['changed'])} changed, {len(answer['removed'])} removed, "
+        f"{answer['unchanged']} unchanged"
     )
+    click.echo(f"export {answer['older']} -> export {answer['newer']}: {summary}")
     for row in answer["added"]:
         click.echo(f"+ annotation {row['annotation_id']} v{row['version']}")
     for row in answer["changed"]:
@@ -312,6 +409,9 @@ def evaluations(ctx: click.Context, project_ref: str, as_json: bool) -> None:
     rows = client.evaluations(client.project(project_ref)["id"])
     if as_json:
         click.echo(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        click.echo(f"no evaluations yet in project {project_ref} (trace-studio evaluate --project ...)")
         return
     click.echo("\t".join(["id", "checkpoint", "weights", "status"] + [words for _, words in EVALUATION_FIGURES]))
     for job in rows:

@@ -22,7 +22,9 @@ from traces.access import (
     rounds_for,
     traces_for,
 )
+from traces.forms import form_errors_text, project_form_for_change
 from traces.importers import IMPORTERS
+from traces.instructions import InstructionRow, instructions_read
 from traces.models import CoordinateConvention, ImportJob, Outcome, Project, Round, Step, Trace
 
 # The importers a request may name ("": detect); one choice set, named once in the schema (settings
@@ -31,6 +33,13 @@ IMPORT_FORMATS = ["", *sorted(IMPORTERS)]
 
 
 class ProjectSerializer(serializers.ModelSerializer):
+    double_annotation_words = serializers.SerializerMethodField(
+        help_text='The double annotation in words, e.g. "double annotation: 20% of traces to 2 annotators each".'
+    )
+
+    def get_double_annotation_words(self, project: Project) -> str:
+        return selectors.double_annotation_words(project)
+
     class Meta:
         model = Project
         fields = [
@@ -45,6 +54,8 @@ class ProjectSerializer(serializers.ModelSerializer):
             "error_categories",
             "lease_idle_minutes",
             "double_annotation_share",
+            "double_annotation_annotators",
+            "double_annotation_words",
             "blind_prescoring",
         ]
 
@@ -240,13 +251,55 @@ class ProjectList(generics.ListAPIView):
         return projects_for(self.request.user)
 
 
+class ProjectSettingsSerializer(serializers.Serializer):
+    """The settings a PATCH may change (the settings page's, members aside); any other field is refused by name."""
+
+    name = serializers.CharField(required=False)
+    description = serializers.CharField(required=False, allow_blank=True)
+    platform = serializers.CharField(required=False)
+    coordinate_convention = serializers.CharField(required=False)
+    history_window = serializers.IntegerField(required=False)
+    error_categories = serializers.ListField(child=serializers.CharField(), required=False)
+    double_annotation_share = serializers.FloatField(
+        required=False, help_text="0 to 1: the share of traces answered by several annotators (0: off)."
+    )
+    double_annotation_annotators = serializers.IntegerField(
+        required=False, help_text="Distinct annotators per shared trace (2 or more)."
+    )
+
+
 class ProjectDetail(AccessedObjectMixin, generics.RetrieveAPIView):
+    """GET: a project and its settings. PATCH (leads of the project, admins): change some settings, judged by the
+    settings page's rules (``traces.forms.ProjectForm``, ``services.project_save``); a refusal is a 400 naming the
+    field, an unknown field a 400 naming it."""
+
     serializer_class = ProjectSerializer
     permission_classes = [ActionPermission]
-    permission_action = "project.view"
+    permission_action = {"GET": "project.view", "PATCH": "project.manage"}
 
     def get_queryset(self):
         return projects_for(self.request.user)
+
+    @extend_schema(request=ProjectSettingsSerializer, responses={200: ProjectSerializer, 400: dict})
+    def patch(self, request, pk: int):
+        project = access_project(request.user, pk, "project.manage")
+        # A form-encoded PATCH is a QueryDict: one value a field, as a JSON body has it.
+        data = request.data.dict() if hasattr(request.data, "dict") else request.data
+        changes = data if isinstance(data, dict) else {}
+        unknown = sorted(set(changes) - set(ProjectSettingsSerializer().fields))
+        if unknown or not changes:
+            raise services.ProjectRefused(
+                unknown[0] if unknown else "",
+                f"not a setting a PATCH may change: {', '.join(unknown)}"
+                if unknown
+                else 'Name a setting to change, e.g. {"double_annotation_share": 0.2}.',
+            )
+        form = project_form_for_change(project, dict(changes))
+        if not form.is_valid():
+            field = next(iter(form.errors))
+            raise services.ProjectRefused(field, form_errors_text(form))
+        saved = services.project_save(actor=request.user, project=project, fields=form.settings())
+        return Response(ProjectSerializer(saved).data)
 
 
 class TracePushSerializer(serializers.Serializer):
@@ -301,6 +354,58 @@ class TraceList(generics.ListAPIView):
             search=self.request.query_params.get("q", "")[:200],
             round=selectors.round_resolve(project, self.request.query_params.get("round", "")[:200]),
         )
+
+
+class InstructionRowSerializer(serializers.Serializer):
+    external_id = serializers.CharField(allow_blank=True)
+    instruction = serializers.CharField(allow_blank=True, trim_whitespace=False)
+
+
+class InstructionsSerializer(serializers.Serializer):
+    """An instruction file (``file``: CSV ``external_id,instruction`` or JSONL, multipart) or its rows as JSON
+    (``instructions``); ``replace``: also replace instructions traces already have."""
+
+    file = serializers.FileField(required=False)
+    instructions = InstructionRowSerializer(many=True, required=False)
+    replace = serializers.BooleanField(required=False, default=False)
+
+
+class InstructionsReportSerializer(serializers.Serializer):
+    summary = serializers.CharField()
+    set = serializers.ListField(child=serializers.CharField(), help_text="External ids whose instruction was set.")
+    refused = serializers.ListField(child=serializers.DictField(), help_text="Rows refused: line, external_id, reason.")
+    left = serializers.ListField(
+        child=serializers.DictField(), help_text="Rows left as they were: line, external_id, reason."
+    )
+    still_awaiting = serializers.IntegerField(help_text="The project's traces still awaiting an instruction.")
+
+
+class ProjectInstructions(APIView):
+    """POST (leads, admins): many traces' instructions at once, by ``external_id``; the answer says what was set,
+    refused (unknown id, empty instruction, unreadable row) and left (an instruction already there)."""
+
+    permission_classes = [ActionPermission]
+    permission_action = "trace.edit"
+
+    @extend_schema(request=InstructionsSerializer, responses={200: InstructionsReportSerializer, 400: dict})
+    def post(self, request, project_id: int):
+        project = access_project(request.user, project_id, "trace.edit")
+        form = InstructionsSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        if data.get("file") is not None:
+            rows = instructions_read(data["file"].read(), name=data["file"].name)
+        elif data.get("instructions"):
+            rows = [
+                InstructionRow(n, row["external_id"].strip(), row["instruction"])
+                for n, row in enumerate(data["instructions"], start=1)
+            ]
+        else:
+            raise services.TraceEditRefused("Send a file, or instructions: a list of {external_id, instruction}.")
+        report = services.trace_instructions_fill(
+            project=project, actor=request.user, rows=rows, replace=data["replace"]
+        )
+        return Response(report.as_dict())
 
 
 class TraceStepPushSerializer(serializers.Serializer):

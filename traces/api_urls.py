@@ -12,6 +12,7 @@ urlpatterns = [
         name="api-trace-step-push",
     ),
     path("projects/<int:project_id>/traces/<str:external_id>/end/", api.TraceEnd.as_view(), name="api-trace-end"),
+    path("projects/<int:project_id>/instructions/", api.ProjectInstructions.as_view(), name="api-project-instructions"),
     path("projects/<int:project_id>/imports/", api.ImportCreate.as_view(), name="api-import-create"),
     path("projects/<int:project_id>/rounds/", api.RoundList.as_view(), name="api-round-list"),
     path("rounds/<int:pk>/", api.RoundDetail.as_view(), name="api-round-detail"),

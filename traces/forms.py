@@ -6,8 +6,7 @@ from django import forms
 from django.contrib.auth import get_user_model
 
 from traces.models import Project, default_error_categories
-
-INSTRUCTION_MAX_CHARS = 10_000
+from traces.services import INSTRUCTION_MAX_CHARS
 
 
 class TraceInstructionForm(forms.Form):
@@ -20,6 +19,7 @@ class TraceInstructionForm(forms.Form):
 
 
 HISTORY_WINDOW_MAX = 20
+DOUBLE_ANNOTATORS_MIN, DOUBLE_ANNOTATORS_MAX = 2, 10
 CATEGORY_MAX_CHARS = 80
 
 
@@ -68,20 +68,59 @@ class ProjectForm(forms.ModelForm):
 
     class Meta:
         model = Project
-        fields = ["name", "description", "platform", "coordinate_convention", "history_window", "error_categories"]
-        labels = {"coordinate_convention": "Coordinate convention", "history_window": "History window"}
+        fields = [
+            "name",
+            "description",
+            "platform",
+            "coordinate_convention",
+            "history_window",
+            "error_categories",
+            "double_annotation_share",
+            "double_annotation_annotators",
+        ]
+        labels = {
+            "coordinate_convention": "Coordinate convention",
+            "history_window": "History window",
+            "double_annotation_share": "Share of traces annotated twice",
+            "double_annotation_annotators": "Annotators per shared trace",
+        }
         help_texts = {
             "coordinate_convention": "The point convention of this project's prompts and exports.",
             "history_window": f"Screenshots sent as images per prompt (1–{HISTORY_WINDOW_MAX}).",
+            "double_annotation_share": (
+                "0 to 1: 0.2 gives one trace in five to several annotators, never the same one twice; their "
+                "answers make the quality dashboard's agreement. 0 turns double annotation off."
+            ),
+            "double_annotation_annotators": (
+                f"How many distinct annotators answer each shared trace ({DOUBLE_ANNOTATORS_MIN}–{DOUBLE_ANNOTATORS_MAX})."
+            ),
         }
-        widgets = {"description": forms.Textarea(attrs={"rows": 2})}
+        widgets = {
+            "description": forms.Textarea(attrs={"rows": 2}),
+            "double_annotation_share": forms.NumberInput(attrs={"min": 0, "max": 1, "step": 0.05}),
+            "double_annotation_annotators": forms.NumberInput(
+                attrs={"min": DOUBLE_ANNOTATORS_MIN, "max": DOUBLE_ANNOTATORS_MAX}
+            ),
+        }
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["members"].queryset = get_user_model().objects.filter(is_active=True).order_by("username")
         self.fields["members"].label_from_instance = lambda user: user.username
+        for name in self.DOUBLE_ANNOTATION:  # a form posted without them (a script's, an older page's) keeps them
+            self.fields[name].required = False
         if self.instance.pk:
             self.fields["members"].initial = list(self.instance.memberships.values_list("user_id", flat=True))
+
+    DOUBLE_ANNOTATION = ("double_annotation_share", "double_annotation_annotators")
+
+    def general_fields(self):
+        """The page's first column: every field but the members, the categories and double annotation's."""
+        skip = {"members", "error_categories", *self.DOUBLE_ANNOTATION}
+        return [self[name] for name in self.fields if name not in skip]
+
+    def double_annotation_fields(self):
+        return [self[name] for name in self.DOUBLE_ANNOTATION]
 
     def settings(self) -> dict:
         """The cleaned settings, as ``traces.services.project_save`` takes them."""
@@ -92,6 +131,26 @@ class ProjectForm(forms.ModelForm):
         if not name:
             raise forms.ValidationError("Give the project a name.")
         return name
+
+    def _kept(self, name: str, value):
+        """A double annotation field left out of the post keeps the project's value (a new project's: the default)."""
+        if value is None:
+            return getattr(self.instance, name) if self.instance.pk else Project._meta.get_field(name).default
+        return value
+
+    def clean_double_annotation_share(self):
+        share = self._kept("double_annotation_share", self.cleaned_data["double_annotation_share"])
+        if not 0 <= share <= 1:
+            raise forms.ValidationError("The share of traces annotated twice is between 0 (off) and 1 (every trace).")
+        return share
+
+    def clean_double_annotation_annotators(self):
+        count = self._kept("double_annotation_annotators", self.cleaned_data["double_annotation_annotators"])
+        if not DOUBLE_ANNOTATORS_MIN <= count <= DOUBLE_ANNOTATORS_MAX:
+            raise forms.ValidationError(
+                f"A shared trace goes to {DOUBLE_ANNOTATORS_MIN} to {DOUBLE_ANNOTATORS_MAX} distinct annotators."
+            )
+        return count
 
     def clean_history_window(self):
         window = self.cleaned_data["history_window"]
@@ -105,12 +164,31 @@ def project_form_for_new(*, name: str, members=(), **settings) -> ProjectForm:
     defaults, so ``create_project`` and ``import_traces --create`` obey the page's rules."""
     data = {
         field: Project._meta.get_field(field).default
-        for field in ("platform", "coordinate_convention", "history_window")
+        for field in (
+            "platform",
+            "coordinate_convention",
+            "history_window",
+            "double_annotation_share",
+            "double_annotation_annotators",
+        )
     }
     data.update({"name": name, "description": "", "error_categories": "\n".join(default_error_categories())})
     data.update({key: value for key, value in settings.items() if value is not None})
     data["members"] = [user.pk for user in members]
     return ProjectForm(data=data)
+
+
+def project_form_for_change(project: Project, changes: dict) -> ProjectForm:
+    """A bound ProjectForm for some settings of a stored project (the API's PATCH, the command line's way in): the
+    settings not named keep their stored values, so the page's rules judge the project as it would be saved.
+    Members are not part of it (``project_save`` keeps them when it gets none)."""
+    data = {field: getattr(project, field) for field in ProjectForm.Meta.fields}
+    data.update(changes)
+    if isinstance(data["error_categories"], (list, tuple)):
+        data["error_categories"] = "\n".join(str(c) for c in data["error_categories"])
+    form = ProjectForm(data=data, instance=project)
+    del form.fields["members"]
+    return form
 
 
 def form_errors_text(form: forms.Form) -> str:

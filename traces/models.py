@@ -48,7 +48,12 @@ class Project(models.Model):
     )
     error_categories = models.JSONField(default=default_error_categories)
     lease_idle_minutes = models.PositiveSmallIntegerField(default=15)
-    double_annotation_share = models.FloatField(default=0.0, help_text="Share of traces given to two annotators.")
+    double_annotation_share = models.FloatField(
+        default=0.0, help_text="Share of traces answered by several annotators, for agreement (0 to 1)."
+    )
+    double_annotation_annotators = models.PositiveSmallIntegerField(
+        default=2, help_text="Distinct annotators each shared trace goes to (2 or more)."
+    )
     blind_prescoring = models.BooleanField(default=False, help_text="Hide model suggestions from annotators.")
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -36,6 +36,14 @@ def traces_ready_to_annotate(traces: QuerySet[Trace]) -> QuerySet[Trace]:
 TRACE_STATES = ("awaiting-instruction",)
 
 
+def double_annotation_words(project: Project) -> str:
+    """A project's double annotation in words, as the command line and the pages say it."""
+    share = project.double_annotation_share
+    if share <= 0:
+        return "double annotation off"
+    return f"double annotation: {share:.0%} of traces to {project.double_annotation_annotators} annotators each"
+
+
 def traces_for_user(
     user, *, project: Project | None = None, search: str = "", state: str = "", round: Round | None = None
 ) -> QuerySet[Trace]:

@@ -8,6 +8,7 @@ urlpatterns = [
     path("projects/<int:project_id>/settings/", views.project_settings, name="project-settings"),
     path("projects/<int:project_id>/traces/", views.trace_list, name="trace-list"),
     path("projects/<int:project_id>/rounds/new/", views.round_create, name="round-create"),
+    path("projects/<int:project_id>/instructions/", views.instructions_upload, name="instructions-upload"),
     path("projects/<int:project_id>/import/", views.import_upload, name="import-upload"),
     path("imports/<int:job_id>/", views.import_job, name="import-job"),
     path("imports/<int:job_id>/cancel/", views.import_job_cancel, name="import-job-cancel"),

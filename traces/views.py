@@ -9,6 +9,7 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
+from prescoring.selectors import latest_prescore_job
 from prescoring.services import configured_model_dir
 from studio.access import NotInScope, can
 from studio.errors import Invalid, StudioError
@@ -20,6 +21,7 @@ from traces import selectors, services
 from traces.access import access_import_job, access_project, access_trace, projects_for
 from traces.forms import ProjectForm, TraceInstructionForm
 from traces.importers import IMPORTERS
+from traces.instructions import instructions_read
 from traces.models import Project, Screenshot, Step, Trace
 
 
@@ -108,6 +110,7 @@ def trace_list(request, project_id: int):
             "can_import": can(request.user, "trace.import", project),
             "can_prescore": can(request.user, "prescore.run", project),
             "prescore_model_dir": configured_model_dir(),
+            "last_prescore": latest_prescore_job(project) if can(request.user, "prescore.run", project) else None,
         },
     )
 
@@ -145,6 +148,39 @@ def trace_delete(request, trace_id: int):
         return refused_page(request, exc, "traces/trace_detail.html", _trace_page(request.user, trace))
     messages.success(request, f"Trace {trace.external_id} deleted (recorded with your reason).")
     return redirect("trace-list", project_id=trace.project_id)
+
+
+@require_http_methods(["GET", "POST"])
+def instructions_upload(request, project_id: int):
+    """A lead fills (or replaces) many traces' instructions from one CSV or JSONL file; the page then shows what was
+    set, refused and left (``services.trace_instructions_fill``)."""
+    project = access_project(request.user, project_id, "trace.edit")
+    report, problem, status = None, "", 200
+    if request.method == "POST":
+        upload = request.FILES.get("file")
+        try:
+            if upload is None:
+                raise Invalid("Choose a CSV or JSONL file of external_id,instruction rows.")
+            rows = instructions_read(upload.read(), name=upload.name)
+            report = services.trace_instructions_fill(
+                project=project, actor=request.user, rows=rows, replace=request.POST.get("replace") == "on"
+            )
+        except Invalid as exc:
+            problem, status = exc.detail, exc.status
+    awaiting = selectors.traces_awaiting_instruction(project.traces.all()).count()
+    return render(
+        request,
+        "traces/instructions_upload.html",
+        {
+            "project": project,
+            "report": report,
+            "problem": problem,
+            "awaiting_words": counted(awaiting, Trace),
+            "awaiting": awaiting,
+            "replace": request.POST.get("replace") == "on",
+        },
+        status=status,
+    )
 
 
 @require_POST

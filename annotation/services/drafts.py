@@ -387,15 +387,30 @@ def _demo_user(role: str):
 
 
 @atomic_with_retry
-def annotation_seed_demo(*, project, external_id: str, annotation: dict) -> int:
-    """An ACCEPTED demo annotation of a demo trace, made through the real transitions (1 if created)."""
+def annotation_seed_demo(
+    *,
+    project,
+    external_id: str,
+    annotation: dict,
+    annotator_name: str = "",
+    accept: bool = True,
+    time_spent_s: int = 0,
+) -> int:
+    """A demo annotation of a demo trace by the demo annotator (or the user ``annotator_name``), submitted and, with
+    ``accept``, accepted, through the real transitions, with ``time_spent_s`` as the time it took (1 if created)."""
     trace = Trace.objects.select_related("project").get(project=project, external_id=external_id)
     annotator, lead = _demo_user("annotator"), _demo_user("lead")
+    if annotator_name:
+        from django.contrib.auth import get_user_model
+
+        annotator = get_user_model().objects.filter(username=annotator_name).first()
     if annotator is None or lead is None:
         raise Invalid("the demo needs an annotator and a lead user")
     if Annotation.objects.filter(trace=trace, annotator=annotator).exists():
         return 0
-    record = Annotation.objects.create(trace=trace, project_id=trace.project_id, annotator=annotator)
+    record = Annotation.objects.create(
+        trace=trace, project_id=trace.project_id, annotator=annotator, time_spent_s=time_spent_s
+    )
     verdict = annotation.get("verdict") or Verdict.NO_ERROR
     fields = {
         "verdict": verdict,
@@ -421,5 +436,6 @@ def annotation_seed_demo(*, project, external_id: str, annotation: dict) -> int:
     if problems:
         raise Invalid(f"demo annotation of {external_id} is incomplete: {problems}")
     annotation_transition(annotation=record, to=AnnotationStatus.SUBMITTED, actor=annotator)
-    annotation_transition(annotation=record, to=AnnotationStatus.ACCEPTED, actor=lead, comment="Demo: accepted.")
+    if accept:
+        annotation_transition(annotation=record, to=AnnotationStatus.ACCEPTED, actor=lead, comment="Demo: accepted.")
     return 1

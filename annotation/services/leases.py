@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from datetime import timedelta
 from typing import Any
 
@@ -13,6 +12,7 @@ from django.utils import timezone
 from annotation import events
 from annotation.access import access_lease
 from annotation.models import Annotation, AnnotationStatus, Lease
+from annotation.overlap import project_max_quota, trace_annotation_quota
 from annotation.services.errors import LeaseLost
 from studio.access import can
 from studio.db import atomic_with_retry
@@ -20,14 +20,6 @@ from traces.models import Trace
 from traces.selectors import traces_ready_to_annotate
 
 HEARTBEAT_CREDIT_CAP_S = 90
-
-
-def trace_annotation_quota(*, trace_id: int, double_share: float) -> int:
-    """How many distinct annotators a trace needs: 2 for a stable share of traces, chosen by id hash."""
-    if double_share <= 0:
-        return 1
-    bucket = int(hashlib.sha256(f"trace:{trace_id}".encode()).hexdigest()[:8], 16) / 2**32
-    return 2 if bucket < double_share else 1
 
 
 def _trace_occupancy(*, trace_id: int, user, now) -> int:
@@ -117,7 +109,7 @@ def lease_next_trace(*, user, project, most_doubtful_first: bool = False) -> tup
         .annotate(n=Count("annotator", distinct=True))
         .values("n")[:1]
     )
-    max_quota = 2 if project.double_annotation_share > 0 else 1
+    max_quota = project_max_quota(project)
     open_traces: QuerySet[Any] = (
         # Traces awaiting their instruction stay out until a lead writes it (traces.selectors).
         traces_ready_to_annotate(Trace.objects.filter(project=project))
@@ -139,7 +131,7 @@ def lease_next_trace(*, user, project, most_doubtful_first: bool = False) -> tup
     while True:
         batch = list(candidates[offset : offset + chunk])
         for trace_id in batch:
-            quota = trace_annotation_quota(trace_id=trace_id, double_share=project.double_annotation_share)
+            quota = trace_annotation_quota(trace_id=trace_id, project=project)
             trace = _lock_trace(trace_id)
             if trace is None:
                 continue  # another claimer holds it right now
@@ -157,7 +149,7 @@ def lease_take_for_annotation(*, annotation: Annotation, user, page: str = "") -
     names the workspace page that holds it from now on."""
     now = timezone.now()
     trace = Trace.objects.select_for_update(of=("self",)).select_related("project").get(pk=annotation.trace_id)
-    quota = trace_annotation_quota(trace_id=trace.pk, double_share=trace.project.double_annotation_share)
+    quota = trace_annotation_quota(trace_id=trace.pk, project=trace.project)
     mine = Lease.objects.filter(trace=trace, user=user, released_at__isnull=True, expires_at__gt=now).exists()
     if (
         not mine
@@ -197,9 +189,7 @@ def lease_heartbeat(*, lease_id: int, user) -> Lease:
             reason=lease.release_reason,
         )
     if lease.expires_at <= now:
-        quota = trace_annotation_quota(
-            trace_id=lease.trace_id, double_share=lease.trace.project.double_annotation_share
-        )
+        quota = trace_annotation_quota(trace_id=lease.trace_id, project=lease.trace.project)
         if _trace_occupancy(trace_id=lease.trace_id, user=user, now=now) >= quota:
             _lease_close(lease, by=None, reason="expired", now=now)
             raise LeaseLost(

@@ -8,8 +8,10 @@
     const m = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
     return m ? decodeURIComponent(m[1]) : "";
   };
+  // A running job shows its progress; an ended one what it found (its message), not the counter it ended on.
   function show(job) {
-    status.textContent = `${job.scorer} job ${job.id}: ${job.status}, ${job.progress_done}/${job.progress_total} steps` +
+    const progress = finished.has(job.status) ? "" : `, ${job.progress_done}/${job.progress_total} steps`;
+    status.textContent = `${job.scorer} job ${job.id}: ${job.status}${progress}` +
       (job.message ? ` — ${job.message}` : "") + (job.errors.length ? ` (${job.errors.length} problems)` : "");
   }
   async function follow(id) {
@@ -21,6 +23,8 @@
     }
     setTimeout(() => follow(id), 2000);
   }
+  // The project's last run, after a reload or a later visit: its result, or its progress while it runs.
+  if (box.dataset.lastJob) follow(box.dataset.lastJob);
   box.querySelectorAll("button[data-scorer]").forEach((button) => {
     button.addEventListener("click", async () => {
       status.textContent = "Starting…";

@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from exports import lineage
 from exports.models import ExportJob
+from exports.selectors import held_by_base
 from studio.inputs import id_from_text
 
 
@@ -20,13 +21,16 @@ def _is_file(path: Path) -> bool:
         return False
 
 
-def _sources(ref: str) -> tuple[str, list]:
+def _sources(ref: str) -> tuple[str, list, int | None]:
+    """A bundle's name, its (annotation id, version) pairs and, for an incremental bundle, its base export's id."""
     path = Path(ref)
     if _is_file(path):
         try:
-            return str(path), lineage.manifest_of_bundle(path).get("sources", [])
+            manifest = lineage.manifest_of_bundle(path)
         except (OSError, KeyError, ValueError) as exc:
             raise CommandError(f"{ref}: not a readable bundle ({exc})") from None
+        base = ((manifest.get("lineage") or {}).get("since_export") or {}).get("id")
+        return str(path), manifest.get("sources", []), base
     pk = id_from_text(ref)
     if pk is None:
         raise CommandError(f"{ref[:80]!r} is neither an export id nor a bundle file")
@@ -35,11 +39,14 @@ def _sources(ref: str) -> tuple[str, list]:
         raise CommandError(f"no export {ref}")
     if job.sources is None:
         raise CommandError(f"export {ref} has no lineage ({job.status}; or made before lineage was kept)")
-    return f"export {ref}", job.sources
+    return f"export {ref}", job.sources, (job.options or {}).get("since_export")
 
 
 class Command(BaseCommand):
-    help = "List the annotations added, removed and changed (version) between two bundles."
+    help = (
+        "List the annotations added, removed and changed (version) between two bundles, and those an incremental "
+        "bundle left out because its base holds them."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("older", help="export id or bundle .zip")
@@ -47,16 +54,13 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print the diff as JSON")
 
     def handle(self, *args, **opts):
-        older_name, older = _sources(opts["older"])
-        newer_name, newer = _sources(opts["newer"])
-        diff = lineage.bundle_diff(older, newer)
+        older_name, older, _ = _sources(opts["older"])
+        newer_name, newer, base_id = _sources(opts["newer"])
+        diff = lineage.bundle_diff(older, newer, in_base=held_by_base(base_id, older=older, newer=newer))
         if opts["json"]:
             self.stdout.write(json.dumps({"older": older_name, "newer": newer_name, **diff.to_json()}, indent=2))
             return
-        self.stdout.write(
-            f"{older_name} -> {newer_name}: {len(diff.added)} added, {len(diff.changed)} changed, "
-            f"{len(diff.removed)} removed, {diff.unchanged} unchanged"
-        )
+        self.stdout.write(f"{older_name} -> {newer_name}: {diff.summary}")
         for pk, version in diff.added:
             self.stdout.write(f"+ annotation {pk} v{version}")
         for pk, old, new in diff.changed:

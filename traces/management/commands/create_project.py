@@ -7,10 +7,14 @@ from django.core.management.base import BaseCommand, CommandError
 from traces import services
 from traces.forms import form_errors_text, project_form_for_new
 from traces.models import CoordinateConvention, Platform, Project
+from traces.selectors import double_annotation_words
 
 
 class Command(BaseCommand):
-    help = "Create a project with a platform, a coordinate convention and a history window."
+    help = (
+        "Create a project with a platform, a coordinate convention, a history window and its double annotation "
+        "(the share of traces several annotators answer)."
+    )
 
     def add_arguments(self, parser):
         def default(field: str):
@@ -30,6 +34,20 @@ class Command(BaseCommand):
             default=default("history_window"),
             help="screenshots sent as images per prompt",
         )
+        parser.add_argument(
+            "--double-annotation-share",
+            type=float,
+            default=default("double_annotation_share"),
+            metavar="SHARE",
+            help="0 to 1: the share of traces answered by several annotators, for agreement (default 0: off)",
+        )
+        parser.add_argument(
+            "--double-annotation-annotators",
+            type=int,
+            default=default("double_annotation_annotators"),
+            metavar="N",
+            help="distinct annotators per shared trace (2 or more; default 2)",
+        )
         parser.add_argument("--description", default="")
         parser.add_argument(
             "--member",
@@ -40,6 +58,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, name, platform, coordinates, history_window, description, member, **options):
+        share, annotators = options["double_annotation_share"], options["double_annotation_annotators"]
         existing = Project.objects.filter(name=name.strip()).first()
         if existing is not None:
             raise CommandError(
@@ -56,6 +75,8 @@ class Command(BaseCommand):
             platform=platform,
             coordinate_convention=coordinates,
             history_window=history_window,
+            double_annotation_share=share,
+            double_annotation_annotators=annotators,
             members=users,
         )
         if not form.is_valid():
@@ -63,5 +84,6 @@ class Command(BaseCommand):
         project = services.project_save(actor=None, fields=form.settings(), members=form.cleaned_data["members"])
         self.stdout.write(
             f"created project {project.name!r} (id {project.pk}): {project.platform}, {project.coordinate_convention}, "
-            f"history window {project.history_window}, {project.memberships.count()} members"
+            f"history window {project.history_window}, {project.memberships.count()} members, "
+            f"{double_annotation_words(project)}"
         )
