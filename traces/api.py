@@ -262,9 +262,11 @@ class TracePushSerializer(serializers.Serializer):
 
 
 class TraceList(generics.ListAPIView):
-    """GET: the project's traces. POST (leads, admins; a runner's token): push one trace, idempotent by
-    ``external_id``: 201 with the stored trace, 200 with the trace the project already had, 409 when that one lies
-    in another round, 400 naming what cannot be read (docs/rounds.md)."""
+    """GET: the project's traces. POST (leads, admins; a runner's token): push one trace, idempotent by content
+    (instruction, screenshots, actions): 201 with the stored trace, 200 with the trace the project already had
+    (``already_present``, under whichever external_id), 409 when that one lies in another round or when the
+    external_id names a stored trace of other content (the message says what differs), 400 naming what cannot be
+    read (docs/rounds.md)."""
 
     serializer_class = TraceSerializer
     permission_classes = [ActionPermission]
@@ -290,7 +292,8 @@ class TraceList(generics.ListAPIView):
             fmt=request.data.get("format", ""),
         )
         return Response(
-            TraceSerializer(result.trace).data, status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK
+            {**TraceSerializer(result.trace).data, "already_present": not result.created},
+            status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
         )
 
     def get_queryset(self):
@@ -312,6 +315,12 @@ class TraceStepPushSerializer(serializers.Serializer):
     instruction = serializers.CharField(required=False, allow_blank=True, help_text="Step 1: the task.")
     round = serializers.CharField(required=False, allow_blank=True, max_length=200, help_text="Step 1: name or id.")
     coordinates = serializers.ChoiceField(choices=["", *CoordinateConvention.values], required=False, default="")
+    source = serializers.CharField(
+        required=False, allow_blank=True, help_text="Step 1: the agent or format the trace comes from (default native)."
+    )
+    metadata = serializers.CharField(
+        required=False, allow_blank=True, help_text="Step 1: the trace's metadata, a JSON object (as an import's)."
+    )
 
 
 class TraceStepPush(APIView):
@@ -339,6 +348,8 @@ class TraceStepPush(APIView):
             instruction=request.data.get("instruction", ""),
             round=selectors.round_resolve(project, request.data.get("round", "")),
             coordinates=request.data.get("coordinates", ""),
+            source=request.data.get("source", ""),
+            metadata=request.data.get("metadata", ""),
         )
         return Response(
             {**TraceSerializer(result.trace).data, "step_index": result.step.index},
@@ -353,7 +364,8 @@ class TraceEndSerializer(serializers.Serializer):
 
 class TraceEnd(APIView):
     """POST (leads, admins; a runner's token): the runner is done; the trace stops receiving steps and joins the
-    annotation queue. 200, again 200 for an ended trace (docs/rounds.md)."""
+    annotation queue. 200, again 200 for an ended trace (docs/rounds.md); ``same_content_as`` names the project's
+    other traces with the same content (a lead merges or deletes them: the trace_duplicates command)."""
 
     permission_classes = [ActionPermission]
     permission_action = "trace.import"
@@ -368,7 +380,8 @@ class TraceEnd(APIView):
             final_screenshot=request.FILES.get("final_screenshot"),
             outcome=request.data.get("outcome", ""),
         )
-        return Response(TraceSerializer(trace).data)
+        same = selectors.traces_with_same_content(trace).values_list("external_id", flat=True)
+        return Response({**TraceSerializer(trace).data, "same_content_as": list(same[:20])})
 
 
 class TraceDeleteSerializer(serializers.Serializer):
