@@ -66,6 +66,7 @@ from traces.importers import (
     ImportedTrace,
     TraceReadError,
     UnknownFormat,
+    archive_folder_name,
     importer_for,
     iter_traces,
     matching_formats,
@@ -1199,10 +1200,11 @@ def _job_source(job: ImportJob, scratch: Path):
         yield Path(job.upload)
         return
     with tempfile.TemporaryDirectory(prefix="upload-", dir=scratch) as tmp:
-        # Never named after the user's file name (a long non-ASCII name is longer than a file system allows):
-        # only its kind is kept, for the format detection.
+        # Named as the user named it, so messages name their file ("batch.jsonl line 2"), unless that name is no file
+        # name here (a long non-ASCII name is longer than a file system allows: archive_folder_name); its kind is
+        # kept for the format detection.
         suffix = ".jsonl" if (job.original_name or job.upload).lower().endswith(".jsonl") else ".zip"
-        local = Path(tmp) / f"upload{suffix}"
+        local = Path(tmp) / f"{archive_folder_name(job.original_name or 'upload')}{suffix}"
         stored_file_fetch(job.upload, local)
         yield local
 
