@@ -1355,15 +1355,16 @@ def import_plan_make(*, job: ImportJob, scratch: Path) -> None:
             pieces = [([_unit_name(root, unit) for unit in chunk], len(chunk)) for chunk in chunks]
     except (ArchiveError, UnknownFormat, TraceReadError) as exc:
         message = _named_as_uploaded(str(exc), local, upload)
-        root, report = unpacked or (None, None)
-        if root is not None and report is not None and root == report.folder and message.startswith(f"{root.name}:"):
-            message = upload + message[len(root.name) :]  # the folder the archive was read as is the upload itself
-        if report is not None and report.refused:
+        read_as, unpacking = unpacked if unpacked is not None else (None, None)
+        if read_as is not None and unpacking is not None and read_as == unpacking.folder:
+            if message.startswith(f"{read_as.name}:"):  # the folder the archive was read as is the upload itself
+                message = upload + message[len(read_as.name) :]
+        if unpacking is not None and unpacking.refused:
             # What was refused may be why nothing was found (every entry refused): each entry with its reason
             # goes in the job's errors, and the message says so first.
-            job.errors = list(report.refused)
+            job.errors = list(unpacking.refused)
             ImportJob.objects.filter(pk=job.pk).update(errors=job.errors)
-            message = _refused_phrase(upload, report) + "; " + message
+            message = _refused_phrase(upload, unpacking) + "; " + message
         raise JobFailed(message) from exc
     with transaction.atomic():
         job.plan, job.errors, job.progress_total = plan, plan["errors"], len(units)
