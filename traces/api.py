@@ -116,8 +116,12 @@ class TraceDetailSerializer(TraceSerializer):
 class ImportEntrySerializer(serializers.Serializer):
     file = serializers.CharField(help_text="The upload's file or trace folder the entry is about.")
     error = serializers.CharField(help_text="What happened, in words.")
-    kind = serializers.CharField(required=False, help_text="A note's kind: awaiting-instruction, off-screen-point.")
-    trace = serializers.IntegerField(required=False, help_text="A note's kept trace.")
+    kind = serializers.CharField(
+        required=False,
+        help_text="A note's kind: awaiting-instruction, off-screen-point, distinct-id (stored under a distinct "
+        "external_id: its own names other content), already-present (its content is stored under another external_id).",
+    )
+    trace = serializers.IntegerField(required=False, help_text="A note's trace (kept, or already present).")
 
 
 class ImportJobSerializer(serializers.ModelSerializer):
