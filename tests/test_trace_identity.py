@@ -451,3 +451,57 @@ def test_the_migration_hashes_each_stored_trace_as_it_was_received(project, lead
     migration.fill(django_apps, None)
     trace.refresh_from_db()
     assert trace.content_hash == received  # the instruction it came with, not the lead's
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_writers_of_one_content_under_two_names_store_it_once(project, role_groups):
+    """The content lookup and the insert are one step per content: a writer of the same content under another name
+    waits for the first one's transaction and then finds its trace (PostgreSQL: an advisory lock on the project and
+    hash; SQLite: its writers are serialised)."""
+    import threading
+
+    from django.db import connection, transaction
+
+    from tests.fixtures_export import png
+    from traces.importers.base import ImageRef, ImportedStep, ImportedTrace
+
+    shots = [png(200 + n) for n in range(2)]
+    services.screenshots_store(images=[(data, f"s{n}.png") for n, data in enumerate(shots)])  # as a retry finds them
+
+    def imported(external_id: str) -> ImportedTrace:
+        steps = [
+            ImportedStep(screenshot=ImageRef(f"s{n}.png", lambda data=data: data), raw_response="Action: wait()")
+            for n, data in enumerate(shots)
+        ]
+        return ImportedTrace(external_id=external_id, instruction="Wait twice", source="native", steps=steps)
+
+    held, release, results = threading.Event(), threading.Event(), {}
+
+    def first():
+        try:
+            with transaction.atomic():
+                results["a"] = services.trace_import_one(project=project, imported=imported("a"))
+                held.set()
+                release.wait(10)
+        finally:
+            connection.close()
+
+    def second():
+        try:
+            results["b"] = services.trace_import_one(project=project, imported=imported("b"))
+        finally:
+            connection.close()
+
+    one = threading.Thread(target=first)
+    one.start()
+    assert held.wait(10)
+    two = threading.Thread(target=second)
+    two.start()
+    two.join(1.0)
+    waited = two.is_alive()  # the second writer waits while the first one's transaction holds the content
+    release.set()
+    one.join(10)
+    two.join(10)
+    assert waited
+    assert results["a"].created and not results["b"].created and results["b"].trace.pk == results["a"].trace.pk
+    assert list(Trace.objects.filter(project=project).values_list("external_id", flat=True)) == ["a"]
