@@ -706,7 +706,12 @@ def trace_import_one(
                 if taken is not None:
                     differs = _content_conflict(taken, content)
                     if not distinct_id_when_taken:
-                        raise TraceIdTaken(differs, trace=taken.pk)
+                        advice = (
+                            "push its next steps, or end it, instead of pushing it whole"
+                            if taken.receiving
+                            else "an external_id names one trace, so this one needs another"
+                        )
+                        raise TraceIdTaken(f"{differs}: {advice}", trace=taken.pk)
                     trace.external_id = _distinct_external_id(project, imported.external_id, content_hash)
                 trace.save()
                 for step in steps:
@@ -726,16 +731,9 @@ def trace_import_one(
 def _content_conflict(taken: Trace, content: TraceContent) -> str:
     """Why ``content`` is not the trace ``taken`` that has its external_id, in words."""
     if taken.receiving:
-        return (
-            f"trace {taken.external_id!r} is receiving steps pushed one by one ({taken.step_count} so far): push its "
-            "next steps, or end it, instead of pushing it whole"
-        )
+        return f"trace {taken.external_id!r} is receiving steps pushed one by one ({taken.step_count} so far)"
     differs = content_differences(content, trace_stored_content(taken))
-    return (
-        f"trace {taken.external_id!r} is stored already with other content ({_differences_phrase(differs)}); an "
-        "external_id "
-        "names one trace, so this one needs another"
-    )
+    return f"trace {taken.external_id!r} is stored already with other content ({_differences_phrase(differs)})"
 
 
 def _differences_phrase(differences: list[str]) -> str:
