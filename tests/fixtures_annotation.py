@@ -106,7 +106,12 @@ def make_traces(project, tmp_path: Path, count: int = 3, **kwargs):
 
     ids = []
     for n in range(count):
-        folder = write_native_trace(tmp_path / f"trace{n}", external_id=f"ext-{n}-{uuid.uuid4().hex[:6]}", **kwargs)
+        # Each trace its own task on the same screens: a trace is known by its content (docs/formats.md), so the
+        # same task, screens and actions twice would be one trace.
+        task = {"instruction": f"Open the settings (task {n + 1})"} if count > 1 and "instruction" not in kwargs else {}
+        folder = write_native_trace(
+            tmp_path / f"trace{n}", external_id=f"ext-{n}-{uuid.uuid4().hex[:6]}", **task, **kwargs
+        )
         import_folder(project, folder)
         ids.append(
             Trace.objects.get(

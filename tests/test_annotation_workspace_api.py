@@ -209,7 +209,10 @@ def test_the_page_gets_each_steps_post_reflection_screen_from_the_one_rule(proje
     # rule the submit's "no o_{τ+1}" check reads (services.observation_for).
 
     [kept] = make_traces(project, tmp_path / "kept", count=1, steps=3, final=True)
-    [lost] = make_traces(project, tmp_path / "lost", count=1, steps=3, final=False)
+    # Another task: the same task on the same screens would be the same trace (known by its content).
+    [lost] = make_traces(
+        project, tmp_path / "lost", count=1, steps=3, final=False, instruction="Open the settings, no final screen"
+    )
     for trace, expected in ((kept, [2, 3, 4]), (lost, [2, 3, None])):
         annotation = Annotation.objects.create(trace=trace, project=project, annotator=annotator)
         steps = workspace_payload(annotation=annotation, lease=None)["steps"]

@@ -23,7 +23,13 @@ pytestmark = pytest.mark.browser
 
 
 def _accept(project, n, *, annotator, lead, round_):
-    trace = make_trace(project, replies=REPLIES, external_id=f"fw{n}", image_seed=n % 3 + 1)
+    trace = make_trace(
+        project,
+        replies=REPLIES,
+        external_id=f"fw{n}",
+        image_seed=n % 3 + 1,
+        instruction=f"Open the display settings ({n})",
+    )
     Trace.objects.filter(pk=trace.pk).update(round=round_)
     return accepted_annotation(
         trace,

@@ -20,8 +20,12 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 @pytest.fixture
 def two_traces(project, tmp_path, role_groups):
+    # Two tasks on the same screens: a trace is known by its content, so the same task twice would be one trace.
     for n in range(2):
-        import_folder(project, write_native_trace(tmp_path / f"t{n}", steps=3, external_id=f"feedback-{n}"))
+        folder = write_native_trace(
+            tmp_path / f"t{n}", steps=3, external_id=f"feedback-{n}", instruction=f"Open the settings ({n + 1})"
+        )
+        import_folder(project, folder)
 
 
 def wait_until(page, predicate, what: str, tries: int = 50):

@@ -20,7 +20,13 @@ from traces.services import trace_delete
 
 
 def _annotate(project, n, *, annotator, lead):
-    trace = make_trace(project, replies=REPLIES, external_id=f"t{n}", image_seed=n % 3 + 1)
+    trace = make_trace(
+        project,
+        replies=REPLIES,
+        external_id=f"t{n}",
+        image_seed=n % 3 + 1,
+        instruction=f"Open the display settings ({n})",
+    )
     return accepted_annotation(
         trace,
         annotator=annotator,

@@ -17,7 +17,15 @@ from tests.fixtures_export import REPLIES, accepted_annotation, make_trace
 @pytest.fixture
 def annotated(project, annotator, lead):
     for n in range(6):
-        trace = make_trace(project, replies=REPLIES, external_id=f"t{n}", image_seed=n % 3 + 1)
+        # Screens shared by three traces each (stored once in the bundle), each trace its own task: a trace is known
+        # by its content, so the same task on the same screens would be one trace.
+        trace = make_trace(
+            project,
+            replies=REPLIES,
+            external_id=f"t{n}",
+            image_seed=n % 3 + 1,
+            instruction=f"Open the display settings ({n})",
+        )
         accepted_annotation(
             trace,
             annotator=annotator,

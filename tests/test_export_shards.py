@@ -28,7 +28,13 @@ TRACES, SHARD = 8, 2  # four shards
 
 def annotate(project, annotator, lead, n=TRACES):
     for i in range(n):
-        trace = make_trace(project, replies=REPLIES, external_id=f"s{i}", image_seed=i % 4 + 1)
+        trace = make_trace(
+            project,
+            replies=REPLIES,
+            external_id=f"s{i}",
+            image_seed=i % 4 + 1,
+            instruction=f"Open the display settings ({i})",
+        )
         accepted_annotation(
             trace,
             annotator=annotator,

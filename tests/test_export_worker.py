@@ -24,7 +24,13 @@ def slow_export_env(monkeypatch):
 
 def annotate(project, annotator, lead, n):
     for i in range(n):
-        trace = make_trace(project, replies=REPLIES, external_id=f"w{i}", image_seed=i % 4 + 1)
+        trace = make_trace(
+            project,
+            replies=REPLIES,
+            external_id=f"w{i}",
+            image_seed=i % 4 + 1,
+            instruction=f"Open the display settings ({i})",
+        )
         accepted_annotation(
             trace,
             annotator=annotator,

@@ -141,7 +141,12 @@ def import_(
     with tempfile.TemporaryDirectory() as tmp:
         archive = path
         if path.is_dir():
-            archive = Path(shutil.make_archive(str(Path(tmp) / path.name), "zip", root_dir=path))
+            # The folder goes in the zip as its top folder, under its own name, as a hand-made zip of it would:
+            # the names importers derive from it and the job's messages are the folder's, whatever the temporary
+            # place. (The studio knows a trace by its content, not by these names: docs/formats.md.)
+            folder = path.resolve()
+            on_top = {"root_dir": folder.parent, "base_dir": folder.name} if folder.name else {"root_dir": folder}
+            archive = Path(shutil.make_archive(str(Path(tmp) / (folder.name or "upload")), "zip", **on_top))
         job = client.import_start(project["id"], archive, fmt=fmt, round_ref=round_ref)
     into = f", round {job['round_name']}" if job.get("round_name") else ""
     click.echo(f"import {job['id']} {job['status']} into project {project['id']} ({project['name']}{into})")

@@ -127,8 +127,12 @@ class TraceDetailSerializer(TraceSerializer):
 class ImportEntrySerializer(serializers.Serializer):
     file = serializers.CharField(help_text="The upload's file or trace folder the entry is about.")
     error = serializers.CharField(help_text="What happened, in words.")
-    kind = serializers.CharField(required=False, help_text="A note's kind: awaiting-instruction, off-screen-point.")
-    trace = serializers.IntegerField(required=False, help_text="A note's kept trace.")
+    kind = serializers.CharField(
+        required=False,
+        help_text="A note's kind: awaiting-instruction, off-screen-point, distinct-id (stored under a distinct "
+        "external_id: its own names other content), already-present (its content is stored under another external_id).",
+    )
+    trace = serializers.IntegerField(required=False, help_text="A note's trace (kept, or already present).")
 
 
 class ImportJobSerializer(serializers.ModelSerializer):
@@ -315,9 +319,11 @@ class TracePushSerializer(serializers.Serializer):
 
 
 class TraceList(generics.ListAPIView):
-    """GET: the project's traces. POST (leads, admins; a runner's token): push one trace, idempotent by
-    ``external_id``: 201 with the stored trace, 200 with the trace the project already had, 409 when that one lies
-    in another round, 400 naming what cannot be read (docs/rounds.md)."""
+    """GET: the project's traces. POST (leads, admins; a runner's token): push one trace, idempotent by content
+    (instruction, screenshots, actions): 201 with the stored trace, 200 with the trace the project already had
+    (``already_present``, under whichever external_id), 409 when that one lies in another round or when the
+    external_id names a stored trace of other content (the message says what differs), 400 naming what cannot be
+    read (docs/rounds.md)."""
 
     serializer_class = TraceSerializer
     permission_classes = [ActionPermission]
@@ -343,7 +349,8 @@ class TraceList(generics.ListAPIView):
             fmt=request.data.get("format", ""),
         )
         return Response(
-            TraceSerializer(result.trace).data, status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK
+            {**TraceSerializer(result.trace).data, "already_present": not result.created},
+            status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
         )
 
     def get_queryset(self):
@@ -417,6 +424,12 @@ class TraceStepPushSerializer(serializers.Serializer):
     instruction = serializers.CharField(required=False, allow_blank=True, help_text="Step 1: the task.")
     round = serializers.CharField(required=False, allow_blank=True, max_length=200, help_text="Step 1: name or id.")
     coordinates = serializers.ChoiceField(choices=["", *CoordinateConvention.values], required=False, default="")
+    source = serializers.CharField(
+        required=False, allow_blank=True, help_text="Step 1: the agent or format the trace comes from (default native)."
+    )
+    metadata = serializers.CharField(
+        required=False, allow_blank=True, help_text="Step 1: the trace's metadata, a JSON object (as an import's)."
+    )
 
 
 class TraceStepPush(APIView):
@@ -444,6 +457,8 @@ class TraceStepPush(APIView):
             instruction=request.data.get("instruction", ""),
             round=selectors.round_resolve(project, request.data.get("round", "")),
             coordinates=request.data.get("coordinates", ""),
+            source=request.data.get("source", ""),
+            metadata=request.data.get("metadata", ""),
         )
         return Response(
             {**TraceSerializer(result.trace).data, "step_index": result.step.index},
@@ -458,7 +473,8 @@ class TraceEndSerializer(serializers.Serializer):
 
 class TraceEnd(APIView):
     """POST (leads, admins; a runner's token): the runner is done; the trace stops receiving steps and joins the
-    annotation queue. 200, again 200 for an ended trace (docs/rounds.md)."""
+    annotation queue. 200, again 200 for an ended trace (docs/rounds.md); ``same_content_as`` names the project's
+    other traces with the same content (a lead merges or deletes them: the trace_duplicates command)."""
 
     permission_classes = [ActionPermission]
     permission_action = "trace.import"
@@ -473,7 +489,8 @@ class TraceEnd(APIView):
             final_screenshot=request.FILES.get("final_screenshot"),
             outcome=request.data.get("outcome", ""),
         )
-        return Response(TraceSerializer(trace).data)
+        same = selectors.traces_with_same_content(trace).values_list("external_id", flat=True)
+        return Response({**TraceSerializer(trace).data, "same_content_as": list(same[:20])})
 
 
 class TraceDeleteSerializer(serializers.Serializer):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -62,8 +63,17 @@ def inspect_image(data: bytes, name: str, *, decode: bool = True) -> ImageInfo:
     except ImageProblem:
         raise
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
-        raise ImageProblem(f"{name}: not a readable image ({exc.__class__.__name__}: {exc})") from None
+        raise ImageProblem(unreadable_image(name, exc)) from None
     return ImageInfo(format=fmt, width=width, height=height, thumbnail=thumbnail)
+
+
+def unreadable_image(name: str, exc: Exception) -> str:
+    """Why Pillow could not read ``name``, in words: its messages name the in-memory buffer it was given
+    ("cannot identify image file <_io.BytesIO object at 0x…>"), which says nothing to whoever sent the file."""
+    if isinstance(exc, UnidentifiedImageError):
+        return f"{name}: not a readable image (its bytes are no PNG, JPEG or WEBP image)"
+    said = re.sub(r"\s*<_io\.BytesIO object at 0x[0-9a-fA-F]+>", "", str(exc))
+    return f"{name}: not a readable image ({exc.__class__.__name__}: {said})"
 
 
 def thumbnail_size(width: int, height: int) -> tuple[int, int]:
@@ -93,4 +103,4 @@ def make_thumbnail(data: bytes, name: str) -> bytes:
         with Image.open(io.BytesIO(data)) as image:
             return _decoded_thumbnail(image)
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
-        raise ImageProblem(f"{name}: not a readable image ({exc.__class__.__name__}: {exc})") from None
+        raise ImageProblem(unreadable_image(name, exc)) from None

@@ -172,12 +172,18 @@ class Trace(models.Model):
     receiving = models.BooleanField(
         default=False, help_text="Still receiving steps from its runner; not annotated or pre-scored until ended."
     )
+    # What the trace is (traces/identity.py): sha256 of its instruction and each step's screenshot hash and action
+    # text as received, whatever its folder or zip was called. The same content again is "already present" and
+    # stores nothing; not unique, since traces stored before it existed may repeat one (the trace_duplicates command
+    # lists them). Empty while the trace is receiving steps from its runner (set when it is ended).
+    content_hash = models.CharField(max_length=64, blank=True, default="", editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["id"]
         constraints = [models.UniqueConstraint(fields=["project", "external_id"], name="unique_trace_per_project")]
         indexes = [
+            models.Index(fields=["project", "content_hash"], name="trace_content_idx"),
             models.Index(fields=["project", "created_at"]),
             models.Index(
                 fields=["project"], condition=models.Q(standing_annotations__gte=2), name="trace_multi_annotated_idx"

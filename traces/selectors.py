@@ -156,7 +156,11 @@ def project_jobs(project: Project) -> list:
 # is a problem: a trace that failed (not stored) or a file of the upload refused.
 INSTRUCTION_MISSING = "awaiting-instruction"
 OFF_SCREEN_POINT = "off-screen-point"
-IMPORT_NOTE_KINDS = frozenset({INSTRUCTION_MISSING, OFF_SCREEN_POINT})
+# Identity by content (traces/identity.py): a trace stored under a distinct external_id because its own names other
+# content, and one not stored because the project holds its content under another name.
+STORED_UNDER_DISTINCT_ID = "distinct-id"
+ALREADY_PRESENT = "already-present"
+IMPORT_NOTE_KINDS = frozenset({INSTRUCTION_MISSING, OFF_SCREEN_POINT, STORED_UNDER_DISTINCT_ID, ALREADY_PRESENT})
 
 
 @dataclass(frozen=True)
@@ -191,3 +195,47 @@ def import_job_progress(job: ImportJob) -> str:
     if job.progress_total:
         return f"{job.progress_done} of {in_words(job.progress_total, 'trace', 'traces')} read"
     return in_words(job.progress_done, "trace read", "traces read")
+
+
+# --- identity by content (traces/identity.py) -----------------------------------------------------
+
+
+def traces_with_same_content(trace: Trace) -> QuerySet[Trace]:
+    """The project's other traces with ``trace``'s content (none while it is receiving steps and has no hash)."""
+    if not trace.content_hash:
+        return Trace.objects.none()
+    return Trace.objects.filter(project_id=trace.project_id, content_hash=trace.content_hash).exclude(pk=trace.pk)
+
+
+@dataclass(frozen=True)
+class DuplicateGroup:
+    """Traces of one project with the same content, oldest first, each with its annotations (``annotations_of``)."""
+
+    content_hash: str
+    traces: list[Trace]
+
+
+def trace_duplicate_groups(project: Project) -> list[DuplicateGroup]:
+    """Every content the project holds more than once (stored before identity by content, or ended by a runner
+    after the same content came another way): the traces, oldest first, with their annotations, for a lead to
+    merge or delete. Read through the (project, content_hash) index."""
+    repeated = (
+        Trace.objects.filter(project=project)
+        .exclude(content_hash="")
+        .values("content_hash")
+        .annotate(copies=Count("id"))
+        .filter(copies__gt=1)
+        .order_by("content_hash")
+        .values_list("content_hash", flat=True)
+    )
+    hashes = list(repeated)
+    traces = (
+        Trace.objects.filter(project=project, content_hash__in=hashes)
+        .select_related("round", "import_job")
+        .prefetch_related("annotations__annotator")
+        .order_by("created_at", "id")
+    )
+    groups: dict[str, list[Trace]] = {content: [] for content in hashes}
+    for trace in traces:
+        groups[trace.content_hash].append(trace)
+    return [DuplicateGroup(content, members) for content, members in groups.items()]

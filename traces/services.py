@@ -19,7 +19,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
-from django.db import DataError, IntegrityError, transaction
+from django.db import DataError, IntegrityError, connection, transaction
 from django.db.models import Count, Sum
 from django.utils import timezone
 
@@ -51,6 +51,14 @@ from studio.signals import round_annotated
 from studio.storage import stored_file_fetch, stored_file_save_moved, stored_folder_delete
 from studio.words import counted, in_words
 from traces import grammar
+from traces.identity import (
+    DISTINCT_ID_DIGITS,
+    TraceContent,
+    content_differences,
+    differences_text,
+    distinct_external_id,
+    received_instruction,
+)
 from traces.images import ImageInfo, ImageProblem, inspect_image, make_thumbnail
 from traces.importers import (
     IMPORTERS,
@@ -59,6 +67,7 @@ from traces.importers import (
     ImportedTrace,
     TraceReadError,
     UnknownFormat,
+    archive_folder_name,
     importer_for,
     iter_traces,
     matching_formats,
@@ -83,8 +92,10 @@ from traces.models import (
     thumbnail_path,
 )
 from traces.selectors import (
+    ALREADY_PRESENT,
     INSTRUCTION_MISSING,
     OFF_SCREEN_POINT,
+    STORED_UNDER_DISTINCT_ID,
     awaits_instruction,
     import_job_report,
     project_jobs,
@@ -519,11 +530,13 @@ def reply_from_parts(*, thought: str, action_text: str) -> ParsedReply:
 @dataclass
 class TraceImportResult:
     trace: Trace
-    created: bool
+    created: bool  # False: the same content was stored already (``trace``, under whichever external_id)
     steps: int = 0
     screenshots_stored: int = 0
     unparsed_actions: int = 0
     off_screen: list[tuple[int, str]] = field(default_factory=list)  # (step index, why) of flagged steps
+    # Stored under a distinct external_id: the one asked for names another trace, whose content differs (what).
+    taken_by_other_content: str = ""
 
 
 class TraceDeleteRefused(Invalid):
@@ -588,6 +601,27 @@ def _imported_step_fields(step: ImportedStep) -> dict:
     }
 
 
+class TraceIdTaken(Conflict):
+    """A pushed trace's external_id names a stored trace with other content: two traces are never merged, and the
+    message says what differs."""
+
+
+def trace_stored_content(trace: Trace) -> TraceContent:
+    """What identifies a stored trace (traces/identity.py): the instruction it was received with, each step's
+    screenshot hash and action text."""
+    steps = trace.steps.order_by("index").values_list("screenshot__sha256", "action_text")
+    return TraceContent.of(received_instruction(trace.instruction, trace.metadata), steps)
+
+
+def _content_lock(project: Project, content_hash: str) -> None:
+    """Serialise, until the transaction ends, the writers of one content in one project, so two imports of the same
+    trace under two names at once store it once. SQLite's transactions are serialised already (IMMEDIATE)."""
+    if connection.vendor == "postgresql":
+        key = int.from_bytes(hashlib.sha256(f"{project.pk}:{content_hash}".encode()).digest()[:8], "big", signed=True)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [key])
+
+
 def trace_import_one(
     *,
     project: Project,
@@ -595,19 +629,23 @@ def trace_import_one(
     job: ImportJob | None = None,
     round: Round | None = None,
     guard: Callable[[], None] | None = None,
+    distinct_id_when_taken: bool = True,
 ) -> TraceImportResult:
-    """Store one trace whole or not at all, in ``round`` (default: the job's round, if any). Idempotent: a trace
-    already in the project is skipped, and stays in the round it is in. ``guard`` is called in the transaction that
-    writes the trace, first (a sharded import's write guard: it raises instead of writing after a cancel)."""
+    """Store one trace whole or not at all, in ``round`` (default: the job's round, if any). ``guard`` is called in
+    the transaction that writes the trace, first (a sharded import's write guard: it raises instead of writing after a
+    cancel).
+
+    Identity by content (traces/identity.py): a trace whose instruction, screenshots and actions the project holds
+    already, under any external_id, is not stored again (``created`` False, the stored trace, which stays in its
+    round). Other content under a taken external_id is never merged into the trace that has it: it is stored under
+    a distinct id made from its content hash (``taken_by_other_content`` says what differs), or, with
+    ``distinct_id_when_taken`` False (a runner's push, which names its trace), refused with a ``TraceIdTaken``."""
     if round is None and job is not None:
         round = job.round
     problem = imported_trace_problem(imported)
     if problem:
         # The name itself may hold the refused character: say it escaped.
         raise TraceReadError(imported.source_path or ascii(imported.external_id)[:200], problem)
-    existing = Trace.objects.filter(project=project, external_id=imported.external_id).first()
-    if existing:
-        return TraceImportResult(existing, created=False)
 
     # Images first (outside the transaction, content-addressed, so a retry reuses them), a batch at a
     # time: a few queries per batch instead of several per image, and bounded memory for long traces.
@@ -646,9 +684,13 @@ def trace_import_one(
     metadata = dict(imported.metadata)
     if imported.warnings:
         metadata["import_warnings"] = imported.warnings
+    content = TraceContent.of(
+        imported.instruction, [(shot.sha256 if shot else "", step.action_text) for step, shot in zip(steps, shots)]
+    )
+    content_hash = content.hash
 
     @atomic_with_retry
-    def save() -> Trace | None:
+    def save() -> TraceImportResult | None:
         trace = Trace(
             project=project,
             coordinate_convention=convention,
@@ -662,25 +704,67 @@ def trace_import_one(
             step_count=len(steps),
             import_job=job,
             round=round,
+            content_hash=content_hash,
         )
+        differs = ""
         try:
             # Trace and steps in one transaction: a worker killed in between must not leave a trace
             # without steps that the redelivered task would then skip as already imported.
             with transaction.atomic():
                 if guard is not None:
                     guard()
+                _content_lock(project, content_hash)
+                same = Trace.objects.filter(project=project, content_hash=content_hash).order_by("pk").first()
+                if same is not None:
+                    return TraceImportResult(same, created=False)
+                taken = Trace.objects.filter(project=project, external_id=imported.external_id).first()
+                if taken is not None:
+                    differs = _content_conflict(taken, content)
+                    if not distinct_id_when_taken:
+                        advice = (
+                            "push its next steps, or end it, instead of pushing it whole"
+                            if taken.receiving
+                            else "an external_id names one trace, so this one needs another"
+                        )
+                        raise TraceIdTaken(f"{differs}: {advice}", trace=taken.pk)
+                    trace.external_id = _distinct_external_id(project, imported.external_id, content_hash)
                 trace.save()
                 for step in steps:
                     step.trace = trace
                 Step.objects.bulk_create(steps)
-        except IntegrityError:  # a concurrent or redelivered import got there first
+        except IntegrityError:  # a concurrent or redelivered import got there first: look again
             return None
-        return trace
+        return TraceImportResult(trace, True, len(steps), stored, unparsed, off_screen, differs)
 
-    trace = save()
-    if trace is None:
-        return TraceImportResult(Trace.objects.get(project=project, external_id=imported.external_id), created=False)
-    return TraceImportResult(trace, True, len(steps), stored, unparsed, off_screen)
+    for _ in range(3):
+        result = save()
+        if result is not None:
+            return result
+    raise TraceReadError(imported.source_path or imported.external_id, "could not be stored: its name kept being taken")
+
+
+def _content_conflict(taken: Trace, content: TraceContent) -> str:
+    """Why ``content`` is not the trace ``taken`` that has its external_id, in words."""
+    if taken.receiving:
+        return f"trace {taken.external_id!r} is receiving steps pushed one by one ({taken.step_count} so far)"
+    differs = content_differences(content, trace_stored_content(taken))
+    return f"trace {taken.external_id!r} is stored already with other content ({_differences_phrase(differs)})"
+
+
+def _differences_phrase(differences: list[str]) -> str:
+    # Two contents with different hashes differ somewhere; a stored trace whose content was changed around the
+    # services (an admin's SQL) may show none of the compared fields: said so rather than nothing.
+    return differences_text(differences) if differences else "its content hash differs"
+
+
+def _distinct_external_id(project: Project, external_id: str, content_hash: str) -> str:
+    """A free external_id for content whose own is taken: the name and the start of its content hash, longer where
+    that is taken too (by a trace of other content, which the content lookup did not find)."""
+    for digits in (DISTINCT_ID_DIGITS, 24, 64):
+        candidate = distinct_external_id(external_id, content_hash, digits=digits)
+        if not Trace.objects.filter(project=project, external_id=candidate).exists():
+            return candidate
+    return candidate  # the insert's constraint refuses it; the caller looks again
 
 
 def step_build(
@@ -734,9 +818,11 @@ def trace_push(
     in any import layout, holding one trace) or ``document`` (a native trace object, docs/formats.md §1) with
     ``screenshots`` (uploaded files whose names are the paths the document gives).
 
-    Idempotent by ``external_id``: a trace the project already has is answered as it is (``created`` False),
-    unless it lies in another round than ``round`` (Conflict, naming both) or is still receiving steps (Conflict). Invalid for a request that holds no
-    trace, several, or one the importer cannot read (the message says where)."""
+    Idempotent by content (traces/identity.py): a trace the project already has, under whichever external_id, is
+    answered as it is (``created`` False), unless it lies in another round than ``round`` (Conflict, naming both).
+    An external_id the project holds with other content, or for a trace still receiving steps, is a
+    ``TraceIdTaken`` (Conflict) saying what differs: a retried push is never answered with another trace. Invalid for
+    a request that holds no trace, several, or one the importer cannot read (the message says where)."""
     if (archive is None) == (document is None):
         raise Invalid("send the trace either as file (a .zip) or as trace (a native trace object) with screenshots")
     if fmt and fmt not in IMPORTERS:
@@ -761,7 +847,8 @@ def trace_push(
                 _upload_write(upload, folder / name)
             fmt = fmt or "native"
         try:
-            with opened_source(source, scratch=Path(tmp)) as (root, report):
+            named = Path(getattr(archive, "name", "") or "").stem if archive is not None else ""
+            with opened_source(source, scratch=Path(tmp), name=named) as (root, report):
                 if report and report.refused:
                     raise Invalid("file: " + "; ".join(str(r.get("error", r)) for r in report.refused), field="file")
                 found = iter_traces(root, fmt or None)
@@ -773,17 +860,13 @@ def trace_push(
                 if isinstance(first, TraceReadError):
                     raise Invalid(str(first).replace(str(Path(tmp)), ""))
                 try:
-                    result = trace_import_one(project=project, imported=first, round=round)
+                    result = trace_import_one(
+                        project=project, imported=first, round=round, distinct_id_when_taken=False
+                    )
                 except TraceReadError as exc:
                     raise Invalid(str(exc)) from None
         except (ArchiveError, UnknownFormat) as exc:
             raise Invalid(str(exc).replace(str(Path(tmp)) + "/", "")) from None
-    if not result.created and result.trace.receiving:
-        raise Conflict(
-            f"trace {result.trace.external_id!r} is receiving steps pushed one by one ({result.trace.step_count} so "
-            f"far): push its next steps, or end it, instead of pushing it whole",
-            trace=result.trace.pk,
-        )
     if not result.created and result.trace.round_id != (round.pk if round else None):
         held = result.trace.round.name if result.trace.round is not None else "no round"
         raise Conflict(
@@ -843,10 +926,13 @@ def trace_step_push(
     instruction: str = "",
     round: Round | None = None,
     coordinates: str = "",
+    source: str = "",
+    metadata=None,
 ) -> StepPushResult:
     """Store step ``index`` (1-based) of a trace its runner sends while it runs: ``step`` is one step object of the
     native format (docs/formats.md §1, JSON), ``screenshot`` its image (an uploaded file or bytes). Step 1 makes
-    the trace, receiving steps (``instruction``, ``round``, ``coordinates`` are read then); each next index appends.
+    the trace, receiving steps (``instruction``, ``round``, ``coordinates``, ``source`` and ``metadata``, a JSON
+    object as text or a dict, as an import's trace has them, are read then); each next index appends.
 
     The same index again with the same content (screenshot and texts) answers the stored step (``created`` False: a
     retried push, also after the trace was ended). Conflict for other content at a stored index, for a gap (naming
@@ -870,6 +956,7 @@ def trace_step_push(
     problem = input_problem(instruction or "", name="instruction")
     if problem:
         raise Invalid(problem, field="instruction")
+    source, metadata = pushed_source_and_metadata(source, metadata)
     if isinstance(step, str):
         step = step.encode("utf-8")
     where = f"step {number}"
@@ -895,7 +982,8 @@ def trace_step_push(
                 project=project,
                 external_id=external_id,
                 instruction=instruction or "",
-                source="native",
+                source=source or "native",
+                metadata=metadata,
                 coordinate_convention=coordinates or project.coordinate_convention,
                 round=round,
                 receiving=True,
@@ -946,6 +1034,32 @@ def trace_step_push(
     return save()
 
 
+SOURCE_MAX: int = Trace._meta.get_field("source").max_length or 0
+
+
+def pushed_source_and_metadata(source, metadata) -> tuple[str, dict]:
+    """A runner's ``source`` (the agent or format its trace comes from, as an importer names it) and ``metadata``
+    (a JSON object, as text or parsed) for a pushed trace, checked as an import's are; Invalid naming the field."""
+    source = (source or "").strip()
+    problem = input_problem(source, name="source")
+    if problem or len(source) > SOURCE_MAX:
+        raise Invalid(problem or f"source: at most {SOURCE_MAX} characters", field="source")
+    if isinstance(metadata, bytes | bytearray):
+        metadata = metadata.decode("utf-8", "replace")
+    if isinstance(metadata, str):
+        try:
+            metadata = parse_json_bytes(metadata.encode("utf-8", "surrogatepass"), "metadata") if metadata else {}
+        except TraceReadError as exc:
+            raise Invalid(str(exc), field="metadata") from None
+    metadata = {} if metadata is None else metadata
+    if not isinstance(metadata, dict):
+        raise Invalid(f"metadata: a JSON object, not {type(metadata).__name__}", field="metadata")
+    problem = input_problem(metadata, name="metadata")
+    if problem:
+        raise Invalid(problem, field="metadata")
+    return source, metadata
+
+
 def trace_end(*, project: Project, external_id: str, final_screenshot=None, outcome: str = "") -> Trace:
     """The runner is done: the trace stops receiving steps and joins the annotation queue and pre-scoring, with its
     ``final_screenshot`` (the screen after the last action) and ``outcome`` when sent. Ending an ended trace again
@@ -976,7 +1090,10 @@ def trace_end(*, project: Project, external_id: str, final_screenshot=None, outc
         trace.receiving = False
         trace.outcome = outcome or trace.outcome
         trace.final_screenshot = shot or trace.final_screenshot
-        trace.save(update_fields=["receiving", "outcome", "final_screenshot"])
+        # Its identity is settled now that its steps are (traces/identity.py); a copy of a trace the project holds
+        # is listed by the trace_duplicates command.
+        trace.content_hash = trace_stored_content(trace).hash
+        trace.save(update_fields=["receiving", "outcome", "final_screenshot", "content_hash"])
         return trace
 
     return save()
@@ -1096,10 +1213,11 @@ def _job_source(job: ImportJob, scratch: Path):
         yield Path(job.upload)
         return
     with tempfile.TemporaryDirectory(prefix="upload-", dir=scratch) as tmp:
-        # Never named after the user's file name (a long non-ASCII name is longer than a file system allows):
-        # only its kind is kept, for the format detection.
+        # Named as the user named it, so messages name their file ("batch.jsonl line 2"), unless that name is no file
+        # name here (a long non-ASCII name is longer than a file system allows: archive_folder_name); its kind is
+        # kept for the format detection.
         suffix = ".jsonl" if (job.original_name or job.upload).lower().endswith(".jsonl") else ".zip"
-        local = Path(tmp) / f"upload{suffix}"
+        local = Path(tmp) / f"{archive_folder_name(job.original_name or 'upload')}{suffix}"
         stored_file_fetch(job.upload, local)
         yield local
 
@@ -1187,6 +1305,23 @@ def _named_as_uploaded(message: str, local: Path | None, upload: str) -> str:
     return upload + message[len(local.name) :] if message.startswith(f"{local.name}:") else message
 
 
+# Refused entries named in a job's message; all of them are in its errors.
+REFUSED_NAMED = 5
+
+
+def _refused_phrase(upload: str, report: ExtractReport) -> str:
+    """The refused entries of an upload in one phrase, for a job that found nothing to read."""
+    refused = report.refused
+    head = (
+        f"every file of {upload} was refused ({len(refused)})"
+        if not report.extracted
+        else f"{in_words(len(refused), 'file', 'files')} of {upload} refused"
+    )
+    named = "; ".join(entry["error"] for entry in refused[:REFUSED_NAMED])
+    more = len(refused) - REFUSED_NAMED
+    return f"{head}: {named}" + (f"; and {more} more, listed in the job's errors" if more > 0 else "")
+
+
 def _import_part_refusals(plan: dict, refused: list[dict]) -> list[dict]:
     """What unpacking a shard's part refused (a screenshot the plan copied unread is damaged), named as the upload
     names it: a part holds its files under the plan's root, the upload under its top folder, or none."""
@@ -1204,11 +1339,13 @@ def import_plan_make(*, job: ImportJob, scratch: Path) -> None:
     with the reason when the upload cannot be read (not an archive, no known layout, a format that finds nothing)."""
     upload = job.original_name or Path(job.upload).name
     local: Path | None = None
+    unpacked: tuple[Path, ExtractReport | None] | None = None
     try:
         with (
             _job_source(job, scratch) as local,
-            opened_source(local, scratch=scratch, placeholder=_plan_placeholder) as (root, report),
+            opened_source(local, scratch=scratch, placeholder=_plan_placeholder, name=upload) as (root, report),
         ):
+            unpacked = root, report
             importer = importer_for(root, job.format or None)
             units = importer.units(root)
             if job.format and not units:
@@ -1230,7 +1367,18 @@ def import_plan_make(*, job: ImportJob, scratch: Path) -> None:
             }
             pieces = [([_unit_name(root, unit) for unit in chunk], len(chunk)) for chunk in chunks]
     except (ArchiveError, UnknownFormat, TraceReadError) as exc:
-        raise JobFailed(_named_as_uploaded(str(exc), local, upload)) from exc
+        message = _named_as_uploaded(str(exc), local, upload)
+        read_as, unpacking = unpacked if unpacked is not None else (None, None)
+        if read_as is not None and unpacking is not None and read_as == unpacking.folder:
+            if message.startswith(f"{read_as.name}:"):  # the folder the archive was read as is the upload itself
+                message = upload + message[len(read_as.name) :]
+        if unpacking is not None and unpacking.refused:
+            # What was refused may be why nothing was found (every entry refused): each entry with its reason
+            # goes in the job's errors, and the message says so first.
+            job.errors = list(unpacking.refused)
+            ImportJob.objects.filter(pk=job.pk).update(errors=job.errors)
+            message = _refused_phrase(upload, unpacking) + "; " + message
+        raise JobFailed(message) from exc
     with transaction.atomic():
         job.plan, job.errors, job.progress_total = plan, plan["errors"], len(units)
         ImportJob.objects.filter(pk=job.pk).update(
@@ -1312,6 +1460,9 @@ class ImportTally:
     traces_failed: int = 0
     traces_skipped: int = 0
     errors: list[dict] = field(default_factory=list)
+    # The traces this run stored or met, by id: the same content met again in the run is already present (not
+    # recounted, and not mistaken for what a killed run of the shard stored).
+    met: set[int] = field(default_factory=set)
 
     def result(self, *, complete: bool) -> dict:
         return {
@@ -1399,8 +1550,17 @@ def _import_one_into_job(job: ImportJob, item, tally: ImportTally, *, shard: Job
         tally.errors.append({"file": where, "error": error})
         tally.traces_failed += 1
         return
-    # This job's own traces are reported, also when an earlier run of the shard stored them.
-    own = result.created or result.trace.import_job_id == job.pk
+    # This job's own traces are reported, also when an earlier run of the shard stored them; the same content met
+    # again (earlier in this run, or stored from another folder of the upload) is already present.
+    met_before = result.trace.pk in tally.met
+    tally.met.add(result.trace.pk)
+    own = result.created or (
+        result.trace.import_job_id == job.pk and not met_before and result.trace.source_path == item.source_path[:500]
+    )
+    if result.taken_by_other_content:
+        tally.errors.append(distinct_id_report(item, result.trace, result.taken_by_other_content))
+    elif not own and result.trace.external_id != item.external_id:
+        tally.errors.append(already_present_report(item, result.trace))
     if own and awaits_instruction(result.trace):
         tally.errors.append(instruction_missing_report(item, result.trace))
     if result.created:
@@ -1409,7 +1569,7 @@ def _import_one_into_job(job: ImportJob, item, tally: ImportTally, *, shard: Job
         off_screen = trace_off_screen_steps(result.trace) if own else []
     if off_screen:
         tally.errors.append(off_screen_report(item, result.trace, off_screen))
-    if not result.created and result.trace.import_job_id != job.pk:
+    if not own:
         tally.traces_skipped += 1
     if result.screenshots_stored:
         tally.screenshots_stored += result.screenshots_stored
@@ -1437,14 +1597,18 @@ def import_job_summary(job: ImportJob) -> str:
     failed traces), then the counts. Notes on kept traces are counted by what they say (awaiting an instruction,
     off-screen steps), never as errors."""
     awaiting = traces_awaiting_instruction(job.traces.all()).count()
-    attention = import_job_report(job).attention
+    report = import_job_report(job)
+    attention = report.attention
+    distinct = sum(note.get("kind") == STORED_UNDER_DISTINCT_ID for note in report.notes)
     return (
         (f"{attention}. " if attention else "")
         + f"{in_words(job.traces_imported, 'trace', 'traces')}, {in_words(job.steps_imported, 'step', 'steps')}, "
         f"{in_words(job.screenshots_stored, 'screenshot', 'screenshots')} stored, "
         f"{in_words(job.traces_skipped, 'trace', 'traces')} already present, {job.traces_failed} failed, "
         f"{in_words(job.unparsed_actions, 'unparsed action', 'unparsed actions')}, "
-        f"{off_screen_phrase(job.off_screen_steps)}" + (f", {awaiting} awaiting an instruction" if awaiting else "")
+        f"{off_screen_phrase(job.off_screen_steps)}"
+        + (f", {awaiting} awaiting an instruction" if awaiting else "")
+        + (f", {distinct} stored under a distinct id (its own was taken by other content)" if distinct else "")
     )
 
 
@@ -1474,6 +1638,33 @@ def off_screen_report(imported: ImportedTrace, trace: Trace, off_screen: list[tu
             f"{where}: {off_screen_phrase(len(off_screen))} ({named}"
             + (f"; and {more} more steps, listed on the trace page" if more > 0 else "")
             + "); annotators see the step flagged, and exports never train on it unless the annotator corrects it"
+        ),
+    }
+
+
+def distinct_id_report(imported: ImportedTrace, trace: Trace, differs: str) -> dict:
+    """The job's entry for a trace stored under a distinct external_id: its own names another trace of the project,
+    whose content differs (two traces are never merged)."""
+    where = imported.source_path or imported.external_id
+    return {
+        "file": where,
+        "kind": STORED_UNDER_DISTINCT_ID,
+        "trace": trace.pk,
+        "error": f"{where}: stored as {trace.external_id!r}, because {differs}",
+    }
+
+
+def already_present_report(imported: ImportedTrace, trace: Trace) -> dict:
+    """The job's entry for a trace whose content the project holds under another external_id (another folder or zip
+    name): nothing was stored."""
+    where = imported.source_path or imported.external_id
+    return {
+        "file": where,
+        "kind": ALREADY_PRESENT,
+        "trace": trace.pk,
+        "error": (
+            f"{where}: already present as trace {trace.external_id!r} (the same instruction, screenshots and "
+            "actions); nothing stored"
         ),
     }
 

@@ -53,17 +53,38 @@ def detect_format(root: Path) -> str:
     )
 
 
+# The folder an archive without one top folder is unpacked into, when its own name cannot be used.
+UNNAMED_ARCHIVE_FOLDER = "upload"
+
+
+def archive_folder_name(name: str) -> str:
+    """The folder an archive without one top folder is read as: the archive's name without its suffix (``run.zip``
+    is read as the folder ``run``, as if zipped with that folder on top), so the names importers derive from it and
+    every message name the upload, never a temporary folder. A name no file system takes whole gives "upload"."""
+    stem = Path(name or "").stem if name else ""
+    if not stem or stem in (".", "..") or "\x00" in stem or len(stem.encode("utf-8", "surrogatepass")) > 100:
+        return UNNAMED_ARCHIVE_FOLDER
+    return stem
+
+
 @contextlib.contextmanager
 def opened_source(
-    path: Path, *, scratch: Path | None = None, placeholder: Callable[[str], bool] | None = None
+    path: Path,
+    *,
+    scratch: Path | None = None,
+    placeholder: Callable[[str], bool] | None = None,
+    name: str = "",
 ) -> Iterator[tuple[Path, ExtractReport | None]]:
     """Yield a folder (or JSONL file) to read; a .zip is unpacked safely into a temporary folder, inside
     ``scratch`` when given (a job's folder, which is swept if the process is killed), else the system's; the
-    entries ``placeholder`` accepts as empty files (``safe_extract``)."""
+    entries ``placeholder`` accepts as empty files (``safe_extract``). An archive holding one top folder is read
+    as that folder; any other as a folder named after the archive (``name``, the upload's name, else the file's:
+    ``archive_folder_name``)."""
     if path.suffix.lower() == ".zip" or (path.is_file() and _looks_like_zip(path)):
         with tempfile.TemporaryDirectory(prefix="trace-import-", dir=scratch) as tmp:
-            report = safe_extract(path, Path(tmp), placeholder=placeholder)
-            root = Path(tmp)
+            root = Path(tmp) / archive_folder_name(name or path.name)
+            report = safe_extract(path, root, placeholder=placeholder)
+            root.mkdir(exist_ok=True)
             children = [p for p in root.iterdir()]
             # An archive holding one top folder is read as that folder.
             if len(children) == 1 and children[0].is_dir():
@@ -115,6 +136,7 @@ __all__ = [
     "ImportedTrace",
     "TraceReadError",
     "UnknownFormat",
+    "archive_folder_name",
     "detect_format",
     "importer_for",
     "iter_traces",

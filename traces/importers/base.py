@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import json
 import logging
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -159,6 +160,14 @@ def parse_json_bytes(data: bytes, where: str):
         raise TraceReadError(where, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
     except RecursionError:
         raise TraceReadError(where, "JSON nested too deeply") from None
+    except ValueError as exc:
+        # Python refuses to read an integer of more than sys.get_int_max_str_digits() digits (a guard against
+        # quadratic conversion); json raises it as a plain ValueError, which must cost this trace only.
+        if "integer string conversion" in str(exc):
+            raise TraceReadError(
+                where, f"holds an integer of more than {sys.get_int_max_str_digits()} digits, which is not read"
+            ) from None
+        raise TraceReadError(where, f"invalid JSON: {exc}") from None
 
 
 def require(mapping, key: str, kind: type, where: str):

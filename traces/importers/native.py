@@ -65,9 +65,12 @@ class NativeImporter(UnitImporter):
                     continue
                 where = f"{path.name} line {number}"
                 try:
-                    yield trace_from_document(parse_json_bytes(line, where), base, where=where)
+                    trace = trace_from_document(parse_json_bytes(line, where), base, where=where)
                 except TraceReadError as exc:
                     yield exc
+                    continue
+                trace.source_path = where  # the line, not the folder the file was read from
+                yield trace
 
 
 def trace_from_document(document, folder: Path, *, where: str) -> ImportedTrace:
