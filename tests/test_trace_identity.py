@@ -447,7 +447,7 @@ def test_the_migration_hashes_each_stored_trace_as_it_was_received(project, lead
     services.trace_instruction_set(trace_id=trace.pk, actor=lead, instruction="Another task, written by a lead")
     Trace.objects.filter(pk=trace.pk).update(content_hash="")
 
-    migration = importlib.import_module("traces.migrations.0016_trace_content_hash")
+    migration = importlib.import_module("traces.migrations.0017_trace_content_hash")
     migration.fill(django_apps, None)
     trace.refresh_from_db()
     assert trace.content_hash == received  # the instruction it came with, not the lead's

@@ -56,7 +56,7 @@ def fill(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("traces", "0015_job_heartbeat_at_also_resent"),
+        ("traces", "0016_project_double_annotation_annotators"),
     ]
 
     operations = [
