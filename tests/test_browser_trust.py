@@ -155,7 +155,9 @@ def test_s_on_the_screen_after_tau_leaves_taus_correction_byte_identical(
     time.sleep(1.5)  # longer than a save's pause
     settle(page)
     assert stored(annotation_id) == filled
-    assert Annotation.objects.filter(pk=annotation_id).values("corrected_action", "editor_state", "version").get() == row
+    assert (
+        Annotation.objects.filter(pk=annotation_id).values("corrected_action", "editor_state", "version").get() == row
+    )
     assert "correction" in page.inner_text("#ws-banner")  # the key says where it works
     page.keyboard.press("k")  # back on τ, s does start from the human's reply
     page.keyboard.press("s")
