@@ -10,12 +10,16 @@ import re
 import time
 
 import pytest
+from django.db import transaction
 
-from annotation.models import Annotation
+from annotation.models import Annotation, AnnotationStatus, Verdict
+from annotation.services import annotation_transition
 from tests.conftest import login, wait_for
 from tests.fixtures_alternatives import store_alternatives
 from tests.fixtures_annotation import import_folder, write_native_trace
+from tests.test_browser_review_edit import open_editor
 from tests.test_browser_workspace import open_next_trace, wait_saved
+from traces.models import Trace
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("role_groups")]
 
@@ -239,3 +243,65 @@ def test_closing_the_tab_right_after_typing_keeps_the_text(browser, live_server,
         timeout=10,
         message="the flushed note on the server",
     )
+
+
+@pytest.fixture
+def submitted(project, annotator, tmp_path) -> Annotation:
+    import_folder(project, write_native_trace(tmp_path / "t", steps=3, external_id="edit"))
+    with transaction.atomic():
+        annotation = Annotation.objects.create(
+            trace=Trace.objects.get(project=project),
+            project=project,
+            annotator=annotator,
+            verdict=Verdict.ERROR,
+            tau=2,
+            error_category=project.error_categories[0],
+            corrected_thought="Open the display page.",
+            corrected_action="click(start_box='<|box_start|>(500,300)<|box_end|>')",
+            reflection_thought="Wrong page; back.",
+            reflection_action="hotkey(key='alt left')",
+        )
+        annotation_transition(annotation=annotation, to=AnnotationStatus.SUBMITTED, actor=annotator)
+    return annotation
+
+
+@pytest.mark.parametrize("size", VIEWPORTS)
+def test_the_leads_edit_form_undoes_and_redoes_every_edit(browser, live_server, lead, submitted, artifacts_dir, size):
+    annotation = submitted
+    page = browser.new_context(viewport={"width": size[0], "height": size[1]}).new_page()
+    login(page, live_server.url, lead.username)
+    open_editor(page, live_server.url, annotation)
+    original = "click(start_box='<|box_start|>(500,300)<|box_end|>')"
+    thought = page.locator("#edit-accept textarea[name='corrected_thought']")
+    # A point moved on o_τ, the thought rewritten, the verdict changed: three steps back to the annotator's answer.
+    frame = page.locator(".shot-frame[data-markers='error-markers'] .zoom-layer")
+    frame.scroll_into_view_if_needed()
+    box = frame.bounding_box()
+    page.mouse.click(box["x"] + box["width"] * 0.25, box["y"] + box["height"] * 0.75)
+    page.wait_for_function("() => document.getElementById('edit-corrected_action').value.includes('(250,750)')")
+    thought.fill("A lead's thought.")
+    page.select_option("#edit-verdict", "no_error")
+    page.locator("#edit-undo").scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts_dir / f"trust-review-undo-{size[0]}.png"))
+    assert page.evaluate("reviewHistory()") == {"past": 3, "future": 0}
+    page.click("#edit-undo")  # the verdict back
+    assert page.input_value("#edit-verdict") == "error"
+    assert page.locator("#edit-error-fields").is_visible()
+    page.keyboard.press("Control+z")  # the thought back (the focus is on the button, not in a field)
+    assert thought.input_value() == "Open the display page."
+    page.keyboard.press("Control+z")  # the point back
+    page.wait_for_function("(want) => document.getElementById('edit-corrected_action').value === want", arg=original)
+    assert page.evaluate("reviewHistory()") == {"past": 0, "future": 3}
+    page.keyboard.press("Control+Shift+Z")
+    page.wait_for_function("() => document.getElementById('edit-corrected_action').value.includes('(250,750)')")
+    page.keyboard.press("Control+z")
+    page.wait_for_function("(want) => document.getElementById('edit-corrected_action').value === want", arg=original)
+    # r puts the focus in the reject comment: the letters typed are the comment.
+    page.locator("body").click(position={"x": 5, "y": 5})
+    page.keyboard.press("r")
+    page.keyboard.type("ans")
+    assert page.input_value("#review-comment") == "ans"
+    page.click("#edit-accept-button")
+    page.wait_for_load_state()
+    annotation.refresh_from_db()
+    assert annotation.corrected_action == original and annotation.corrected_thought == "Open the display page."
