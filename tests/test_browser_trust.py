@@ -305,3 +305,24 @@ def test_the_leads_edit_form_undoes_and_redoes_every_edit(browser, live_server, 
     page.wait_for_load_state()
     annotation.refresh_from_db()
     assert annotation.corrected_action == original and annotation.corrected_thought == "Open the display page."
+
+
+def test_a_stale_flush_on_closing_overwrites_nothing(browser, live_server, project, annotator, tmp_path, caplog):
+    from annotation.services import annotation_save_draft
+
+    import_folder(project, write_native_trace(tmp_path / "t", steps=4, external_id="stale"))
+    page, annotation_id, errors = open_page(browser, live_server, annotator, (1366, 768))
+    page.click("#f-note")
+    page.keyboard.type("typed on an old version")
+    # Meanwhile another tab saved a newer version.
+    version = Annotation.objects.get(pk=annotation_id).version
+    annotation_save_draft(annotation_id=annotation_id, user=annotator, base_version=version, fields={"note": "newer"})
+    time.sleep(0.2)
+    page.close()
+
+    def conflicts():
+        return [r for r in caplog.records if r.getMessage() == f"Conflict: /api/annotations/{annotation_id}/draft/"]
+
+    wait_for(conflicts, timeout=10, message="the flush refused as stale (409)")
+    time.sleep(0.5)
+    assert Annotation.objects.get(pk=annotation_id).note == "newer"
