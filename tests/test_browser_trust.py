@@ -13,7 +13,7 @@ import pytest
 from django.db import transaction
 
 from annotation.models import Annotation, AnnotationStatus, Verdict
-from annotation.services import annotation_transition
+from annotation.services import annotation_save_draft, annotation_transition
 from tests.conftest import login, wait_for
 from tests.fixtures_alternatives import store_alternatives
 from tests.fixtures_annotation import import_folder, write_native_trace
@@ -308,8 +308,6 @@ def test_the_leads_edit_form_undoes_and_redoes_every_edit(browser, live_server, 
 
 
 def test_a_stale_flush_on_closing_overwrites_nothing(browser, live_server, project, annotator, tmp_path, caplog):
-    from annotation.services import annotation_save_draft
-
     import_folder(project, write_native_trace(tmp_path / "t", steps=4, external_id="stale"))
     page, annotation_id, errors = open_page(browser, live_server, annotator, (1366, 768))
     page.click("#f-note")
