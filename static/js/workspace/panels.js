@@ -218,7 +218,7 @@ export function install(ws) {
       ws.setSaveState("saved", "");
       if (!answer.editable) {
         root.dataset.editable = "0";
-        for (const id of ["ws-save", "ws-skip", "ws-submit"]) { const node = $(id); if (node) node.hidden = true; }
+        for (const id of ["ws-save", "ws-skip", "ws-submit", "ws-undo", "ws-redo"]) { const node = $(id); if (node) node.hidden = true; }
         ws.renderAll();  // every control drawn again as read only
         const next = $("ws-next");
         next.hidden = false;
