@@ -99,7 +99,8 @@ export function install(ws) {
     state.lastInput = Date.now();
     keepLocalCopy();
     if (!ws.editable()) return;
-    setSaveState("dirty", "Unsaved changes");
+    // Blocked (logged out, a conflict), the status keeps saying why nothing is saved.
+    if (!state.blocked) setSaveState("dirty", "Unsaved changes");
     clearTimeout(debounceTimer);
     debounceTimer = setTimeout(save, 700);
   };

@@ -69,7 +69,7 @@ export function install(ws) {
   // The form replaced by the server's version (a conflict resolved by loading it): the steps before it are gone.
   ws.resetHistory = () => { history = H.createHistory(); baseline = copy(state.form); hideNote(); renderButtons(); };
 
-  /* Run a destructive ``change`` (it returns false when refused): when it changed the form, it is saved at once and
+  /* Run a destructive ``change`` (it returns false when refused; it saves as any edit): when it changed the form,
      the banner names what it threw away, with its undo. Returns what ``change`` returned. */
   ws.undoable = (label, change) => {
     const before = copy(state.form);
@@ -77,7 +77,6 @@ export function install(ws) {
     if (done === false || same(before, state.form)) return done;
     note = { label: typeof label === "function" ? label() : label, before, depth: history.past.length, typed: false };
     renderNote();
-    ws.save();
     return done;
   };
 
