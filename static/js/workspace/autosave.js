@@ -196,21 +196,24 @@ export function install(ws) {
   // Leaving (the tab closed, the window hidden, a link followed): an edit still waiting for its pause is sent now,
   // in a request that outlives the page (keepalive), based on the version it was made on: a stale one gets its 409
   // and overwrites nothing. While the page lives on (only hidden), its answer is read as any save's.
-  function flush() {
+  function flush(leaving) {
     clearTimeout(debounceTimer);
     if (!ws.editable() || state.blocked || !dirty()) return;
     if (!state.saving) { save({ keepalive: true }); return; }
-    // A save is on its way with an older form: the rest goes too, on the version that save was based on (if it
-    // lands first this one is refused as stale, and the local copy still holds the text for the next visit).
+    // Only hidden, the page sends the rest itself when that save answers.
+    if (!leaving) { state.pendingAgain = true; return; }
+    // A save is on its way with an older form, and the page will not read its answer: the rest goes too, based on
+    // the version that save makes (the edits were made on top of it). Should that save not land, or land after this
+    // one, this one is refused as stale and overwrites nothing.
     keepLocalCopy();
     fetch(`/api/annotations/${ANN_ID}/draft/`, {
       method: "PUT", credentials: "same-origin", keepalive: true,
       headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken(), Accept: "application/json" },
-      body: JSON.stringify(Object.assign({ version: state.version }, state.form)),
+      body: JSON.stringify(Object.assign({ version: state.version + 1 }, state.form)),
     }).catch(() => { /* the page is going away: the local copy keeps the edit */ });
   }
-  window.addEventListener("pagehide", flush);
-  document.addEventListener("visibilitychange", () => { if (document.visibilityState === "hidden") flush(); });
+  window.addEventListener("pagehide", () => flush(true));
+  document.addEventListener("visibilitychange", () => { if (document.visibilityState === "hidden") flush(false); });
   window.addEventListener("beforeunload", (event) => {
     keepLocalCopy();
     if (ws.editable() && dirty()) { event.preventDefault(); event.returnValue = ""; }

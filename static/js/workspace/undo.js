@@ -92,9 +92,9 @@ export function install(ws) {
     ws.renderAll();
     if (state.form.verdict === "error" && state.form.tau) { ws.checkAction("corrected"); ws.checkAction("reflection"); }
     ws.edited();
-    ws.save();
-    renderButtons();
     ws.setSaveState("dirty", direction === "undo" ? "Undone — saving…" : "Redone — saving…");
+    ws.save();  // says Saved at once when the form is back to what the server holds
+    renderButtons();
   }
   // The banner's undo: back to the form before its change, the letters typed since with it.
   function undoNote() {
