@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.urls import reverse
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
@@ -10,7 +11,7 @@ from rest_framework.views import APIView
 from annotation import selectors, services
 from annotation.access import access_annotation
 from annotation.models import Lease, Verdict
-from studio.access import ActionPermission
+from studio.access import ActionPermission, can
 from studio.errors import Invalid, NotFound
 from traces.access import access_project
 
@@ -168,3 +169,48 @@ class LeaseRelease(WorkView):
         page = str(request.data.get("page", "")) if isinstance(request.data, dict) else ""
         lease = services.lease_release_by(actor=request.user, lease_id=pk, action="lease.release", page=page)
         return Response({"id": lease.pk, "released_at": lease.released_at, "release_reason": lease.release_reason})
+
+
+class AnnotationVersions(APIView):
+    """Every saved version of an annotation (who, when, its number, what changed in words), for its annotator and the
+    project's leads, and whether this user may restore one now (the restore's status rule, said in words)."""
+
+    permission_classes = [ActionPermission]
+    permission_action = "annotation.versions"
+
+    @extend_schema(responses={200: dict})
+    def get(self, request, pk: int):
+        annotation = access_annotation(request.user, pk, "annotation.versions")
+        refusal = services.restore_refusal(annotation, request.user)
+        return Response(
+            {
+                "annotation_id": annotation.pk,
+                "current_version": annotation.version,
+                "status": annotation.get_status_display(),
+                "can_restore": not refusal and can(request.user, "annotation.restore", annotation),
+                "restore_refusal": refusal,
+                "versions": [
+                    {**entry, "restore_url": reverse("api-annotation-version-restore", args=[pk, entry["number"]])}
+                    for entry in selectors.annotation_versions(annotation)
+                ],
+            }
+        )
+
+
+class AnnotationVersionRestore(APIView):
+    """Write an older version's answer back as a new version. ``version`` is the version the user saw as current: a
+    newer one is refused with 409 and the annotation now, as a stale draft is."""
+
+    permission_classes = [ActionPermission]
+    permission_action = "annotation.restore"
+
+    @extend_schema(request=VersionSerializer, responses={200: dict, 404: dict, 409: dict})
+    def post(self, request, pk: int, number: int):
+        form = VersionSerializer(data=request.data)
+        if not form.is_valid():
+            access_annotation(request.user, pk, "annotation.restore")  # a 404 first for an annotation not theirs
+            raise serializers.ValidationError(form.errors)
+        annotation = services.annotation_restore_version(
+            annotation_id=pk, user=request.user, number=number, base_version=form.validated_data["version"]
+        )
+        return Response({**selectors.annotation_json(annotation), "restored": number})

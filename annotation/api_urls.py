@@ -25,5 +25,11 @@ urlpatterns = [
         alternatives_api.AnnotationAlternativeMark.as_view(),
         name="api-annotation-alternative-mark",
     ),
+    path("annotations/<int:pk>/versions/", api.AnnotationVersions.as_view(), name="api-annotation-versions"),
+    path(
+        "annotations/<int:pk>/versions/<int:number>/restore/",
+        api.AnnotationVersionRestore.as_view(),
+        name="api-annotation-version-restore",
+    ),
     path("", include("annotation.review.api_urls")),
 ]

@@ -124,6 +124,9 @@ class AuditEvent(models.Model):
     to_status = models.CharField(max_length=16, blank=True)
     changes = models.JSONField(default=dict, blank=True, help_text="field -> [before, after]")
     comment = models.TextField(blank=True)
+    # The annotation's version once this change was written (the number the Versions panel and its restore name);
+    # null on rows recorded before it was kept, whose number annotation.selectors.annotation_versions counts back.
+    version = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["at", "id"]

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import copy
+
 from django.db.models import Count, Exists, OuterRef, QuerySet
 from django.utils import timezone
 
 from annotation.access import annotations_for
-from annotation.models import Annotation, AnnotationStatus, Lease, Verdict
+from annotation.models import Annotation, AnnotationStatus, AuditEvent, Lease, Verdict
 from annotation.workflow import EDITABLE_BY_ANNOTATOR
 from studio.access import can
 from studio.words import in_words
@@ -295,3 +297,256 @@ def annotation_json(annotation: Annotation) -> dict:
         "status_display": annotation.get_status_display(),
         "editable": annotation.status in EDITABLE_BY_ANNOTATOR,
     }
+
+
+# --- Versions: every saved state of an annotation, from its audit rows -------------------------------------
+
+# What people call the fields an edit changed (the history and the Versions panel show these, not column names).
+FIELD_LABELS = {
+    "verdict": "verdict",
+    "tau": "first error (τ)",
+    "error_category": "category",
+    "note": "note",
+    "unusable_reason": "unusable reason",
+    "corrected_thought": "corrected thought",
+    "corrected_action": "corrected action",
+    "reflection_thought": "post-reflection thought",
+    "reflection_action": "post-reflection action",
+    "no_reflection_reason": "no post-reflection reason",
+    "editor_state": "action editor",
+    "time_spent_s": "time spent",
+}
+# The answer a version holds and a restore writes back (the draft's fields; the action texts follow the editor).
+VERSION_FIELDS = (
+    "verdict",
+    "tau",
+    "error_category",
+    "note",
+    "unusable_reason",
+    "corrected_thought",
+    "reflection_thought",
+    "no_reflection_reason",
+    "editor_state",
+    "corrected_action",
+    "reflection_action",
+)
+# Edits that make no version: an alternative's mark is its own row and leaves the version alone.
+_UNVERSIONED_CHANGES = frozenset({"alternative_marks"})
+_SLOT_LABELS = {"corrected": "corrected", "reflection": "post-reflection"}
+
+
+def _makes_version(event) -> bool:
+    return event.kind == "transition" or not set(event.changes or {}) <= _UNVERSIONED_CHANGES
+
+
+def _numbered(annotation: Annotation, events: list[AuditEvent]) -> list[tuple[int, AuditEvent]]:
+    """(version, event) for each event that made a version, oldest first. Rows that carry no version (recorded before
+    it was kept) are counted back from the next known one: each such row made exactly one version."""
+    numbered: list[tuple[int, AuditEvent]] = []
+    current = annotation.version
+    for event in reversed(events):
+        if not _makes_version(event):
+            continue
+        if event.version is not None:
+            current = event.version
+        numbered.append((current, event))
+        current -= 1
+    return numbered[::-1]
+
+
+def _value_words(name: str, value) -> str:
+    if name == "verdict":
+        return dict(Verdict.choices).get(value or "", str(value))
+    if value in (None, "", {}):
+        return "nothing"
+    if name == "tau":
+        return f"step {value}"
+    text = " ".join(str(value).split())
+    return f"“{text[:57]}…”" if len(text) > 60 else f"“{text}”"
+
+
+def _editor_words(before: dict | None, after: dict | None, changes: dict) -> list[str]:
+    """The editor's changes that no action text says: a box drawn or taken off, a point placed without a full action."""
+    words = []
+    for slot, label in _SLOT_LABELS.items():
+        old, new = (before or {}).get(slot) or {}, (after or {}).get(slot) or {}
+        if old == new:
+            continue
+        old_box, new_box = old.get(grammar.TARGET_BOX), new.get(grammar.TARGET_BOX)
+        if old_box != new_box:
+            words.append(
+                f"{label} element box {'taken off' if new_box is None else 'drawn' if old_box is None else 'moved'}"
+            )
+        elif ACTION_FIELD_OF_SLOT[slot] not in changes:
+            words.append(f"{label} action being built ({new.get('type') or 'no type'})")
+    return words
+
+
+def _change_words(event) -> list[str]:
+    changes = event.changes or {}
+    words = []
+    if event.kind == "transition":
+        status = dict(AnnotationStatus.choices).get(event.to_status, event.to_status)
+        words.append(f"{status.lower()}" + (f": “{event.comment}”" if event.comment else ""))
+    for name in (*FIELD_LABELS, *sorted(set(changes) - set(FIELD_LABELS))):
+        if name not in changes or name in _UNVERSIONED_CHANGES:
+            continue
+        before, after = changes[name]
+        if name == "editor_state":
+            words += _editor_words(before, after, changes)
+        elif name == "is_adjudicated":
+            words.append("made the trace's adjudicated answer" if after else "no longer the adjudicated answer")
+        elif name != "time_spent_s":
+            label = FIELD_LABELS.get(name, name.replace("_", " "))
+            words.append(f"{label}: {_value_words(name, before)} → {_value_words(name, after)}")
+    if event.kind != "transition" and event.comment:
+        words.insert(0, event.comment)
+    return words or ["no change to the answer"]
+
+
+def annotation_versions(annotation: Annotation) -> list[dict]:
+    """Every saved version of ``annotation``, newest first: its number, when and by whom, its status, and what it
+    changed in words (from the audit rows every write leaves: drafts, submit, review decisions, restores). The
+    annotation as first made (before any audited write) is the oldest entry."""
+    events = list(annotation.audit_events.select_related("actor").order_by("at", "id"))
+    numbered = _numbered(annotation, events)
+    versions = []
+    for number, event in numbered:
+        versions.append(
+            {
+                "number": number,
+                "at": _iso(event.at),
+                "by": event.actor.username if event.actor is not None else None,
+                "kind": "restore" if event.comment.startswith(RESTORED_PREFIX) else event.kind,
+                "status": dict(AnnotationStatus.choices).get(event.to_status, event.to_status),
+                "changes": _change_words(event),
+            }
+        )
+    first = numbered[0][0] - 1 if numbered else annotation.version
+    if first >= 1:
+        versions.insert(
+            0,
+            {
+                "number": first,
+                "at": _iso(annotation.created_at),
+                "by": annotation.annotator.username,
+                "kind": "created",
+                "status": dict(AnnotationStatus.choices).get(
+                    numbered[0][1].from_status if numbered else annotation.status, ""
+                ),
+                "changes": ["the annotation as it was first made"],
+            },
+        )
+    for entry in versions:
+        entry["current"] = entry["number"] == annotation.version
+    return versions[::-1]
+
+
+RESTORED_PREFIX = "Restored version "
+
+
+def annotation_version_values(annotation: Annotation, number: int) -> dict | None:
+    """The answer ``annotation`` held at version ``number`` (VERSION_FIELDS), or None when it had no such version.
+    Read back from the annotation as it is now, undoing each later audited change (its ``before``): the stored row is
+    the truth, and every change since is recorded with what it replaced."""
+    events = list(annotation.audit_events.order_by("at", "id"))
+    numbered = _numbered(annotation, events)
+    oldest = numbered[0][0] - 1 if numbered else annotation.version
+    if not max(oldest, 1) <= number <= annotation.version:
+        return None
+    values = {name: copy.deepcopy(getattr(annotation, name)) for name in VERSION_FIELDS}
+    for version, event in reversed(numbered):
+        if version <= number:
+            break
+        for name, (before, _after) in (event.changes or {}).items():
+            if name in values:
+                values[name] = copy.deepcopy(before)
+    return values
+
+
+# --- Points drawn for another τ (the τ rule's report on answers accepted before it) ---------------------
+
+_POINT_KEYS = (grammar.START_BOX, grammar.END_BOX)
+
+
+def _slot_points(state: dict | None, text: str | None, slot: str) -> dict:
+    """The points and element box of ``slot``'s action: from the editor state, else parsed from the action text."""
+    data = (state or {}).get(slot)
+    if not data and text:
+        try:
+            data = grammar.parse_action(text).to_json()
+        except (grammar.ActionSyntaxError, TypeError, ValueError):
+            data = None
+    if not data:
+        return {}
+    points = {k: v for k, v in (data.get("args") or {}).items() if k in _POINT_KEYS}
+    if data.get(grammar.TARGET_BOX) is not None:
+        points[grammar.TARGET_BOX] = data[grammar.TARGET_BOX]
+    return points
+
+
+def _drawn_at(events: list) -> dict[str, int | None]:
+    """slot -> the τ its current points were placed for, replaying the audit rows: a write that changes a slot's
+    points places them for the τ that write leaves (a τ move with new points in one save draws them on the new
+    step)."""
+    tau = None
+    state: dict = {}
+    texts: dict[str, str] = {}
+    drawn: dict[str, int | None] = {}
+    for event in events:
+        changes = event.changes or {}
+        if "tau" in changes:
+            tau = changes["tau"][1]
+        before = {slot: _slot_points(state, texts.get(field), slot) for slot, field in ACTION_FIELD_OF_SLOT.items()}
+        if "editor_state" in changes:
+            state = changes["editor_state"][1] or {}
+        for field in ACTION_FIELD_OF_SLOT.values():
+            if field in changes:
+                texts[field] = changes[field][1]
+        for slot, field in ACTION_FIELD_OF_SLOT.items():
+            after = _slot_points(state, texts.get(field), slot)
+            if after != before[slot]:
+                drawn[slot] = tau if after else None
+    return drawn
+
+
+def tau_moved_points(*, project=None, batch: int = 500) -> dict:
+    """Accepted error answers whose corrected (or post-reflection) action holds a point or box placed for another
+    τ than the one accepted (from the audit history: the τ when the points were last set vs the final τ). Reads
+    only; ``manage.py tau_moved_points`` reports them. ``unknown``: accepted answers whose points no audited write
+    placed (rows loaded around the services), which the history cannot judge."""
+    answers = Annotation.objects.filter(status=AnnotationStatus.ACCEPTED, verdict=Verdict.ERROR, tau__isnull=False)
+    if project is not None:
+        answers = answers.filter(project=project)
+    answers = answers.select_related("trace", "project").order_by("pk")
+    found, checked, unknown = [], 0, 0
+    last = 0
+    while True:
+        chunk = list(answers.filter(pk__gt=last)[:batch])
+        if not chunk:
+            break
+        last = chunk[-1].pk
+        events: dict[int, list] = {a.pk: [] for a in chunk}
+        for event in AuditEvent.objects.filter(annotation_id__in=events).order_by("at", "id"):
+            events[event.annotation_id].append(event)
+        for annotation in chunk:
+            checked += 1
+            drawn = _drawn_at(events[annotation.pk])
+            for slot, field in ACTION_FIELD_OF_SLOT.items():
+                if not _slot_points(annotation.editor_state, getattr(annotation, field), slot):
+                    continue
+                placed_for = drawn.get(slot)
+                if placed_for is None:
+                    unknown += 1
+                elif placed_for != annotation.tau:
+                    found.append(
+                        {
+                            "annotation_id": annotation.pk,
+                            "project": annotation.project.name,
+                            "trace": annotation.trace.external_id,
+                            "slot": slot,
+                            "drawn_for_tau": placed_for,
+                            "tau": annotation.tau,
+                        }
+                    )
+    return {"checked": checked, "moved": found, "unknown": unknown}

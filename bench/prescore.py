@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/prescore.py [--steps 500] [--naive-steps 100] [--size tiny|2b] [--device cpu|cuda]
                                        [--history 5] [--max-new-tokens 32] [--no-generate] [--static-decode]
+                                       [--speaking]
 
 Synthetic traces of 1920×1080 UI-like PNG screenshots (decoded on use, as from storage) are turned into
 prompts by THE prompt builder (traces.prompting, a default project: history window 5, box tokens) and
@@ -18,6 +19,11 @@ KV cache, the same shapes every step; on CUDA the step is compiled with torch.co
 replayed as CUDA graphs; on the CPU it runs uncompiled). Compiled, its warm-up runs every step once, so that each
 batch shape is compiled and recorded before the timed runs (a worker keeps them for its life); the warm-up's time
 is printed. The naive loop's one-row batches are shapes of their own, recorded during its timing.
+
+``--speaking``: the tiny checkpoint that speaks the grammar (``prescoring.tiny``, ``reply=Reply()``) instead of the
+random one: every greedy reply must be its fixed reply (3 new tokens), a check of the decoding path on the device
+(bf16, CUDA graphs with ``--static-decode``); the run exits 1 when one is not. Its replies end after 3 tokens, so
+its decoding rate is not the random model's (which writes ``--max-new-tokens`` every step).
 
 FLOPs (forward, honest lower bound): 2 × parameters × tokens, per part — vision tower × image patches,
 decoder (no embeddings) × every token run, LM head × the positions whose logits are computed; attention's
@@ -304,13 +310,23 @@ def main() -> None:
         action="store_true",
         help="greedy decoding into a static KV cache (CUDA graphs on cuda); off: the scorer's default decoding",
     )
+    parser.add_argument(
+        "--speaking",
+        action="store_true",
+        help="the tiny checkpoint that speaks the grammar: check that every greedy reply is its reply",
+    )
     args = parser.parse_args()
+    if args.speaking and (args.size != "tiny" or args.model_dir or args.no_generate):
+        parser.error(
+            "--speaking builds the tiny checkpoint and checks its greedy replies: no --size 2b, --model-dir "
+            "or --no-generate"
+        )
 
     sys.path.insert(0, str(REPO))
     import torch
 
     from prescoring.qwen2vl import Qwen2VLScorer, default_device
-    from prescoring.tiny import build_tiny_qwen2vl
+    from prescoring.tiny import Reply, build_tiny_qwen2vl
 
     device = args.device or default_device()
     dtype = "bfloat16" if args.size == "2b" or device.startswith("cuda") else "float32"
@@ -323,6 +339,7 @@ def main() -> None:
             size=args.size,
             dtype=dtype,
             device=device,
+            reply=Reply() if args.speaking else None,
         )
     )
     scorer = Qwen2VLScorer(model_dir, device=device, dtype=dtype, static_decode=args.static_decode)
@@ -400,6 +417,14 @@ def main() -> None:
         print(f"peak GPU memory allocated: {torch.cuda.max_memory_allocated() / 2**30:.1f} GiB")
     for r in errors[:3]:
         print("error:", r.key, r.error)
+    if args.speaking:
+        spoken = Reply().text()
+        other = [r for r in batched + naive if not r.error and (r.generated, r.generated_tokens) != (spoken, 3)]
+        print(f"greedy replies other than the checkpoint's: {len(other)} of {len(batched) + len(naive)}")
+        for r in other[:3]:
+            print("other reply:", r.key, repr(r.generated), r.generated_tokens)
+        if other or errors:
+            sys.exit(1)
 
 
 def _version(package: str) -> str:

@@ -855,4 +855,12 @@ def load_scorer(
         scorer = _SCORERS.get(key)
         if scorer is None:
             scorer = _SCORERS[key] = Qwen2VLScorer(model_dir, device=device, dtype=dtype, static_decode=static_decode)
+            # What a worker's log needs to tell one deployment's decoding from another's.
+            log.info(
+                "loaded %s on %s (%s, %s greedy decoding)",
+                path,
+                scorer.device,
+                str(scorer.dtype).removeprefix("torch."),
+                "static" if static_decode else "dynamic",
+            )
         return scorer

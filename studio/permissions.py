@@ -67,6 +67,10 @@ RULES: dict[str, Rule] = {
     # The audit history of a trace's annotations: one's own; leads everyone's (agreement needs independent readings).
     "annotation.history": Rule(ALL, Scope.OWN, "see other annotators' history", unless=LEADS),
     "annotation.review": Rule(LEADS, Scope.MEMBER, "review annotations"),
+    # An annotation's saved versions and restoring one (as a new version): its annotator; leads any of their
+    # projects'. Whether the answer may change now (its status) is the restore's rule, as for any edit.
+    "annotation.versions": Rule(ANNOTATING, Scope.OWN, "see other annotators' versions", unless=LEADS),
+    "annotation.restore": Rule(ANNOTATING, Scope.OWN, "restore other annotators' versions", unless=LEADS),
     "lease.manage": Rule(LEADS, Scope.MEMBER, "manage other annotators' leases"),
     # The holder closes their own lease (page closed); leads any lease of their projects.
     "lease.release": Rule(ANNOTATING, Scope.OWN, "release this lease", unless=LEADS),

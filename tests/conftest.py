@@ -145,10 +145,12 @@ def _worker_env() -> dict:
 
 
 class WorkerProcess:
-    """A `celery worker` child process on the test database; ``kill()`` sends SIGKILL like a crash."""
+    """A `celery worker` child process on the test database; ``kill()`` sends SIGKILL like a crash. ``env``: extra
+    environment variables (the worker's settings, e.g. ``STUDIO_PRESCORE_STATIC_DECODE``)."""
 
-    def __init__(self, queues: str = "default,gpu"):
+    def __init__(self, queues: str = "default,gpu", env: dict | None = None):
         self.queues = queues
+        self.env = env or {}
         self.proc: subprocess.Popen | None = None
         self.log: list[str] = []
 
@@ -175,7 +177,7 @@ class WorkerProcess:
                 "INFO",
             ],
             cwd=REPO,
-            env=_worker_env(),
+            env={**_worker_env(), **self.env},
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,

@@ -150,6 +150,8 @@ def world(db, project, annotator, lead, engineer, admin_user, make_user, tmp_pat
         "traces": traces[0].pk,
         "annotations": annotation.pk,
         "reviews": annotation.pk,
+        # A saved version of it (the Versions panel's restore names one by its number).
+        "versions": annotation.version,
         "leases": lease.pk,
         "screenshots": step.screenshot.sha256,
         "rounds": first_round.pk,

@@ -1,5 +1,5 @@
 """On-policy alternatives end to end (issue 21 §4, "Done when"), with a tiny Qwen2-VL whose replies parse
-(tests/crafted_model.py: saved to a directory and loaded like real weights) and a real `celery worker` process on the
+(prescoring.tiny's speaking checkpoint: saved to a directory and loaded like real weights) and a real `celery worker` process on the
 broker the run names (SQLite + filesystem broker by default; PostgreSQL + Redis with DATABASE_URL / REDIS_URL):
 an annotator asks for alternatives at τ through the API, the gpu-queue job samples them, the API serves the parsed
 actions the page draws as markers, the annotator takes one (its thought and action start the correction) and marks
@@ -29,30 +29,29 @@ pytest.importorskip("transformers")
 from prescoring import qwen2vl  # noqa: E402
 from prescoring.assess import parse_model_reply  # noqa: E402
 from prescoring.services import image_inputs  # noqa: E402
-from tests.crafted_model import build_crafted_qwen2vl, reply_text  # noqa: E402
+from prescoring.tiny import Reply, build_tiny_qwen2vl  # noqa: E402
 
 THOUGHT = "The Display item is in the middle of the list."
 PREFIX = f"Thought: {THOUGHT}\nAction: "
 RIGHT = "click(start_box='<|box_start|>(500,500)<|box_end|>')"
 WRONG = "click(start_box='<|box_start|>(200,700)<|box_end|>')"
-POINTS = {reply_text(PREFIX, RIGHT): [500, 500], reply_text(PREFIX, WRONG): [200, 700]}
+REPLY = Reply(thought=PREFIX, actions=(RIGHT, WRONG))
+POINTS = {REPLY.text(RIGHT): [500, 500], REPLY.text(WRONG): [200, 700]}
 
 
 @pytest.fixture(scope="module")
-def crafted_model(tmp_path_factory):
-    return build_crafted_qwen2vl(
-        tmp_path_factory.mktemp("crafted") / "agent-r1", thought=PREFIX, actions=[RIGHT, WRONG]
-    )
+def speaking_model(tmp_path_factory):
+    return build_tiny_qwen2vl(tmp_path_factory.mktemp("speaking") / "agent-r1", reply=REPLY)
 
 
 @pytest.mark.django_db
-def test_the_crafted_checkpoint_writes_its_replies_through_the_product_s_loading_and_sampling(
-    crafted_model, project, annotator
+def test_the_speaking_checkpoint_writes_its_replies_through_the_product_s_loading_and_sampling(
+    speaking_model, project, annotator
 ):
-    trace = make_trace(project, replies=REPLIES, external_id="crafted")
+    trace = make_trace(project, replies=REPLIES, external_id="speaking")
     prompt = prompting.build_state_messages(trace, 3, project=project)
     request = qwen2vl.ScoreRequest(1, prompting.to_chat_messages(prompt), image_inputs(prompt), "")
-    scorer = qwen2vl.load_scorer(crafted_model)
+    scorer = qwen2vl.load_scorer(speaking_model)
     seen = []
     hook = scorer.model.model.visual.register_forward_hook(lambda _m, args, _out: seen.append(args[0].shape))
     try:
@@ -60,7 +59,7 @@ def test_the_crafted_checkpoint_writes_its_replies_through_the_product_s_loading
     finally:
         hook.remove()
     # The screenshots of the prompt went through the vision tower (their features only reach the reply through
-    # attention, which the crafted weights silence).
+    # attention, which the speaking weights silence).
     assert len(request.images) >= 2 and seen and seen[0][0] > 0
     # Each reply is one of the two, three tokens long (thought piece, action, <|im_end|>), and both are drawn.
     assert {text for text, _ in replies} == set(POINTS)
@@ -68,18 +67,18 @@ def test_the_crafted_checkpoint_writes_its_replies_through_the_product_s_loading
     for text, _ in replies:
         actions = [a.to_json() for a in parse_model_reply(text)]
         assert actions == [{"type": "click", "args": {"start_box": POINTS[text]}, "style": "box"}]
-    # Greedy decoding (pre-scoring's generation) follows the same chain.
+    # Greedy decoding (pre-scoring's generation) follows the same chain and takes the first action.
     scored = scorer.score([qwen2vl.ScoreRequest(2, request.messages, request.images, "")], max_new_tokens=8)[0]
-    assert scored.error is None and scored.generated in POINTS
+    assert scored.error is None and scored.generated == REPLY.text(RIGHT)
 
 
 @pytest.mark.worker
 def test_request_job_markers_take_wrong_submit_accept_export_on_a_real_worker(
-    celery_worker, role_groups, make_user, api_client, crafted_model, settings
+    celery_worker, role_groups, make_user, api_client, speaking_model, settings
 ):
     from traces.services import project_create
 
-    settings.PRESCORE_MODEL_DIR = str(crafted_model)
+    settings.PRESCORE_MODEL_DIR = str(speaking_model)
     annotator, lead, engineer = (
         make_user("ann-e2e", Role.ANNOTATOR),
         make_user("lead-e2e", Role.LEAD),
@@ -116,7 +115,7 @@ def test_request_job_markers_take_wrong_submit_accept_export_on_a_real_worker(
 
     # What the page draws: four parsed replies at step 3, each the checkpoint's click in the project's convention.
     shown = work.get(url).json()
-    weights = qwen2vl.weights_sha256(crafted_model)
+    weights = qwen2vl.weights_sha256(speaking_model)
     assert shown["job"]["status"] == "succeeded" and shown["job"]["step"] == 3
     assert shown["job"]["weights_hash"] == weights and shown["convention"] == project.coordinate_convention
     rows = shown["alternatives"]

@@ -3,7 +3,7 @@ drawn as numbered markers at their pixel (parsed ones only; a reply that does no
 takes one as the correction's starting point (the draft saves it; the server holds the mark), w marks the hovered one
 wrong (checked in the database); with no model configured the panel says what to set (and is not shown at all while
 nothing was ever sampled: there is nothing to take or mark), with one it offers the button
-(its job waits on the gpu queue; once it has run, the replies of tests/crafted_model.py's checkpoint are drawn); a blind
+(its job waits on the gpu queue; once it has run, the replies of the checkpoint that speaks the grammar (prescoring.tiny) are drawn); a blind
 project shows annotators nothing. The other tests store replies directly, as tests/test_alternatives.py does.
 Screenshots in test-artifacts/."""
 
@@ -103,11 +103,12 @@ def test_a_configured_model_offers_the_button_and_its_job_is_polled_until_its_re
 ):
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from tests.crafted_model import build_crafted_qwen2vl
+    from prescoring.tiny import Reply, build_tiny_qwen2vl
 
     right, wrong = "click(start_box='(500,500)')", "click(start_box='(200,700)')"
-    model = build_crafted_qwen2vl(
-        tmp_path / "agent-r1", thought="Thought: The target is on the screen.\nAction: ", actions=[right, wrong]
+    model = build_tiny_qwen2vl(
+        tmp_path / "agent-r1",
+        reply=Reply(thought="Thought: The target is on the screen.\nAction: ", actions=(right, wrong)),
     )
     settings.PRESCORE_MODEL_DIR = str(model)
     import_folder(project, write_native_trace(tmp_path / "t", steps=3, external_id="ask"))
@@ -151,7 +152,7 @@ def test_a_configured_model_offers_the_button_and_its_job_is_polled_until_its_re
     # The replies are stored before the job is marked done: a poll can draw them while the job still runs, and
     # the next poll offers the button again.
     page.wait_for_selector("#ws-alts-ask-btn:not([disabled])")
-    page.screenshot(path=str(artifacts_dir / "alternatives-from-the-crafted-model.png"))
+    page.screenshot(path=str(artifacts_dir / "alternatives-from-the-speaking-model.png"))
 
 
 def test_a_blind_project_shows_annotators_no_alternatives(browser, live_server, project, annotator, tmp_path):

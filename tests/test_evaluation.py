@@ -30,7 +30,7 @@ pytest.importorskip("transformers")
 
 from prescoring import qwen2vl  # noqa: E402
 from prescoring.services import image_inputs  # noqa: E402
-from prescoring.tiny import build_tiny_qwen2vl  # noqa: E402
+from prescoring.tiny import Reply, build_tiny_qwen2vl  # noqa: E402
 
 # A recorded reply far longer than its correction: under a near-uniform random model every token costs about
 # log(vocabulary) nats, so the short side is the more likely one by hundreds of nats, whatever the weights.
@@ -436,3 +436,79 @@ def test_a_worker_on_the_gpu_queue_runs_it_from_the_cli(
     assert delivery.event == "evaluation.done"
     assert delivery.payload["evaluation"]["weights_hash"] == done.weights_hash
     assert delivery.payload["evaluation"]["overall"]["preference_accuracy"] == 1.0
+
+
+@pytest.mark.worker
+def test_a_worker_s_figures_follow_what_each_checkpoint_writes(
+    celery_worker, role_groups, make_user, api_client, tmp_path_factory
+):
+    """Two checkpoints that speak the grammar (prescoring.tiny): one writes the correction, the other the recorded
+    wrong step; the figures must side with each, whatever the targets' lengths."""
+    from traces.services import project_create
+
+    annotator, lead, engineer = (
+        make_user("ann-speak", Role.ANNOTATOR),
+        make_user("lead-speak", Role.LEAD),
+        make_user("eng-speak", Role.ENGINEER),
+    )
+    project = project_create(name="Speaking", members=[annotator, lead, engineer])
+    recorded_thought, recorded_action = "Open it.", "click(start_box='(500,300)')"
+    corrected_thought, corrected_action = "The display item is the second one.", "click(start_box='(420,260)')"
+    trace = make_trace(project, replies=replies(None), external_id="speaking")
+    accepted_annotation(
+        trace,
+        annotator=annotator,
+        reviewer=lead,
+        verdict=Verdict.ERROR,
+        tau=3,
+        error_category="wrong element",
+        corrected_thought=corrected_thought,
+        corrected_action=corrected_action,
+    )
+    folder = tmp_path_factory.mktemp("speaking-eval")
+    models = {}
+    for name, thought, action in (
+        ("agent-right", corrected_thought, corrected_action),
+        ("agent-wrong", recorded_thought, recorded_action),
+    ):
+        reply = Reply(
+            thought=f"Thought: {thought}\nAction: ", actions=(prompting.render_actions(action, project=project),)
+        )
+        # The checkpoint writes the target exactly as the samples render it.
+        assert reply.text() == prompting.render_target(thought, action, project=project)
+        models[name] = build_tiny_qwen2vl(folder / name, reply=reply)
+
+    client = api_client(engineer)
+    started = {}
+    for name, model in models.items():
+        answer = client.post(
+            f"/api/projects/{project.pk}/evaluations/", {"model_dir": str(model), "split": "all"}, format="json"
+        )
+        assert answer.status_code == 202, answer.json()
+        started[name] = answer.json()["id"]
+    done = {
+        name: wait_for(
+            lambda pk=pk: (j := EvaluationJob.objects.get(pk=pk)).is_finished and j, timeout=240, message=name
+        )
+        for name, pk in started.items()
+    }
+    log = "".join(celery_worker.log[-80:])
+    for name, job in done.items():
+        assert job.status == "succeeded", (name, job.message, log)
+        shown = client.get(f"/api/evaluations/{job.pk}/").json()
+        assert shown["checkpoint"] == name and shown["weights_hash"] == qwen2vl.weights_sha256(models[name])
+        assert (shown["samples_total"], shown["samples_scored"], shown["samples_failed"]) == (2, 2, 0)
+    right = client.get(f"/api/evaluations/{done['agent-right'].pk}/").json()["metrics"]["overall"]
+    wrong = client.get(f"/api/evaluations/{done['agent-wrong'].pk}/").json()["metrics"]["overall"]
+    assert (right["pairs"], right["corrected"]) == (1, 1)
+    # The checkpoint that writes the correction is sure of it (3 tokens: thought, action, <|im_end|>) and gives the
+    # recorded step's first token alone about the chain's margin (40 nats) less.
+    assert right["preference_accuracy"] == 1.0 and right["mean_margin"] > 30
+    assert right["corrected_tokens"] == 3 and right["nll_corrected"] < 1e-4
+    # The one that writes the recorded step prefers it by as much, and finds the correction unlikely.
+    assert wrong["preference_accuracy"] == 0.0 and wrong["mean_margin"] < -30
+    assert wrong["nll_corrected"] > 1
+    rows = client.get(f"/api/evaluations/{done['agent-wrong'].pk}/samples/").json()
+    rows = rows.get("results", rows)
+    pair = next(r for r in rows if r["kind"] == "dpo")
+    assert pair["rejected_n_tokens"] == 3 and pair["rejected_loglik_sum"] > -1e-4

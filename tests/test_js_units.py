@@ -1,5 +1,5 @@
 """The page's pure JavaScript modules (static/js/geometry.js, zoom.js, action_editor.js, workspace/overlay.js,
-editor.js, keyboard.js, autosave.js) under Node's own test runner, without a browser: tests/js/*.test.mjs, against
+editor.js, keyboard.js, autosave.js, versions.js) under Node's own test runner, without a browser: tests/js/*.test.mjs, against
 the action table exactly as the server serves it. Node is Debian's ``nodejs`` (.ci/run installs it)."""
 
 from __future__ import annotations

@@ -329,3 +329,41 @@ def test_concurrent_pushes_of_one_step_store_it_once(project, tmp_path):
     assert all("stored already with another thought" in r.detail for r in seconds if isinstance(r, Conflict))
     trace = Trace.objects.get(external_id="race-1")
     assert trace.step_count == 2 and trace.steps.get(index=2).thought == stored[0].step.thought
+
+
+def test_a_pushed_screenshot_is_not_decoded_in_the_web_request(project, lead, api_client, tmp_path, monkeypatch):
+    """A web request checks a pushed image from its header and chunks only (format, size, pixel limit, checksums);
+    the decode and the thumbnail are a worker's. Eight concurrent 40 Mpx pushes took the web processes from 0.9 to
+    2.7 GB when each push decoded its image."""
+    from PIL import Image
+
+    from traces.models import Screenshot
+
+    big = tmp_path / "big.png"
+    Image.new("RGB", (6000, 6600), (200, 204, 210)).save(big, format="PNG")
+    decoded: list[tuple] = []
+    real_load = Image.Image.load
+
+    def counting_load(image):
+        decoded.append(image.size)
+        return real_load(image)
+
+    monkeypatch.setattr(Image.Image, "load", counting_load)
+    client = api_client(lead)
+    step = {"thought": "Open it.", "action": "click(start_box='(100,50)')"}
+    answer = _step(client, project, "huge-1", 1, step, big, instruction="Open it")
+    assert answer.status_code == 201, answer.content
+    assert decoded == [], f"the web request decoded {decoded}"
+    shot = Trace.objects.get(external_id="huge-1").steps.get(index=1).screenshot
+    assert (shot.width, shot.height, shot.thumbnail.name) == (6000, 6600, "")
+
+    # The worker's side: it decodes the image once and stores the thumbnail.
+    services.screenshot_thumbnail_make_by_hash(sha256=shot.sha256)
+    assert decoded and Screenshot.objects.get(pk=shot.pk).thumbnail.name
+
+    over = tmp_path / "over.png"
+    Image.new("RGB", (8000, 8000)).save(over, format="PNG")
+    decoded.clear()
+    refused = _step(client, project, "huge-2", 1, step, over, instruction="Open it")
+    assert refused.status_code == 400 and "pixel limit" in refused.json()["detail"]
+    assert decoded == []

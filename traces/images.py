@@ -26,11 +26,16 @@ class ImageInfo:
     thumbnail: bytes = b""
 
 
-def inspect_image(data: bytes, name: str) -> ImageInfo:
+def inspect_image(data: bytes, name: str, *, decode: bool = True) -> ImageInfo:
     """Identify and check an image: its format and size, PNG chunk checksums through IEND (``verify``), its pixel data
     decoded once (a file with good checksums and undecodable data is refused here, not on every later view), and a
     JPEG's end-of-image marker (runners killed mid-write leave truncated files). The thumbnail is made from that
     decode.
+
+    ``decode=False`` (a web request: a runner's push) checks everything the file's header and chunks tell — format,
+    size against the pixel limit, checksums, the JPEG's end — without decoding a pixel, and makes no thumbnail: a
+    40 Mpx screenshot costs the web process its file size, not 120 MB of pixels. The worker that makes the
+    thumbnail decodes it (``traces.services.screenshot_thumbnail_request``).
     """
     if not data:
         raise ImageProblem(f"{name}: empty file")
@@ -47,6 +52,8 @@ def inspect_image(data: bytes, name: str) -> ImageInfo:
                 image.verify()
         if fmt == "JPEG" and not data.rstrip(b"\x00").endswith(b"\xff\xd9"):
             raise ImageProblem(f"{name}: truncated JPEG (no end-of-image marker)")
+        if not decode:
+            return ImageInfo(format=fmt, width=width, height=height)
         # verify() reads chunk checksums only: a PNG (or JPEG) whose pixel data cannot be decoded passes it and then
         # fails every page that shows it. Decode it once here, inside the pixel limit checked above, and make the
         # thumbnail from that decode.

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 
 from django.conf import settings
@@ -302,11 +303,13 @@ class ScreenshotProblem(Exception):
         self.message = message
 
 
-def screenshots_store(*, images: list[tuple[bytes, str]]) -> tuple[list[Screenshot], int]:
+def screenshots_store(*, images: list[tuple[bytes, str]], decode: bool = True) -> tuple[list[Screenshot], int]:
     """Keep many images once each by content hash with one lookup and one insert.
 
     Returns the screenshots in the order given and how many were new. An unusable image raises
     ``ScreenshotProblem`` with its position; files already written stay (content-addressed, reused).
+    ``decode=False`` (web requests): checked from their headers only, stored without a thumbnail, which a worker
+    is asked to make once the transaction commits (``traces.images.inspect_image``).
     """
     digests = [hashlib.sha256(data).hexdigest() for data, _ in images]
     known = {shot.sha256: shot for shot in Screenshot.objects.filter(sha256__in=set(digests))}
@@ -319,7 +322,7 @@ def screenshots_store(*, images: list[tuple[bytes, str]]) -> tuple[list[Screensh
     def inspected(position: int) -> ImageInfo | ImageProblem:
         data, name = images[position]
         try:
-            return inspect_image(data, name)
+            return inspect_image(data, name, decode=decode)
         except ImageProblem as exc:
             return exc
 
@@ -340,13 +343,16 @@ def screenshots_store(*, images: list[tuple[bytes, str]]) -> tuple[list[Screensh
     # thumbnail goes beside its screenshot, so pages never make one in a web request (issue 18, item 8).
     def write(shot: Screenshot) -> tuple[str, str]:
         image_name, data, thumb_name, thumb = files[shot.sha256]
-        return _screenshot_file_write(image_name, data), _screenshot_file_write(thumb_name, thumb)
+        return _screenshot_file_write(image_name, data), _screenshot_file_write(thumb_name, thumb) if thumb else ""
 
     for shot, (image_name, thumb_name) in zip(new.values(), _storage_writer().map(write, new.values())):
         shot.image.name, shot.thumbnail.name = image_name, thumb_name
     if new:
         _screenshots_insert(list(new.values()))
         known.update((shot.sha256, shot) for shot in Screenshot.objects.filter(sha256__in=list(new)))
+        for shot in new.values():
+            if not shot.thumbnail.name:
+                transaction.on_commit(partial(screenshot_thumbnail_request, screenshot=known[shot.sha256]))
     return [known[digest] for digest in digests], len(new)
 
 
@@ -803,7 +809,7 @@ def _pushed_image(upload, label: str) -> Screenshot:
     """An uploaded screenshot kept by content hash like an import's; Invalid naming ``label`` when unusable."""
     data = upload if isinstance(upload, bytes | bytearray) else b"".join(upload.chunks())
     try:
-        [shot], _ = screenshots_store(images=[(bytes(data), getattr(upload, "name", "") or label)])
+        [shot], _ = screenshots_store(images=[(bytes(data), getattr(upload, "name", "") or label)], decode=False)
     except ScreenshotProblem as exc:
         raise Invalid(f"{label}: {exc.message}", field=label) from None
     return shot

@@ -15,7 +15,7 @@ from annotation.access import annotations_for, history_for
 from annotation.alternatives.selectors import marked_alternatives
 from annotation.models import Annotation, AnnotationStatus, AuditEvent
 from annotation.review.services import REVIEW_EDITABLE_FIELDS
-from annotation.selectors import action_target_box, model_extent, observations, open_leases
+from annotation.selectors import FIELD_LABELS, action_target_box, model_extent, observations, open_leases
 from annotation.services import answer_for_verdict
 from traces import grammar
 from traces.access import projects_for
@@ -68,21 +68,6 @@ def trace_history_visible(user, trace) -> list[AuditEvent]:
     return list(events.select_related("actor", "annotation__annotator").order_by("at", "id"))
 
 
-# What people call the fields an edit changed (the history shows these, not column names).
-FIELD_LABELS = {
-    "verdict": "verdict",
-    "tau": "first error (τ)",
-    "error_category": "category",
-    "note": "note",
-    "unusable_reason": "unusable reason",
-    "corrected_thought": "corrected thought",
-    "corrected_action": "corrected action",
-    "reflection_thought": "post-reflection thought",
-    "reflection_action": "post-reflection action",
-    "no_reflection_reason": "no post-reflection reason",
-    "editor_state": "action editor",
-    "time_spent_s": "time spent",
-}
 # Autosaves closer together than this are one sitting.
 SITTING_GAP = timedelta(minutes=20)
 

@@ -17,6 +17,7 @@ from annotation.services import (
     action_check,
     annotation_record_edit,
     annotation_transition,
+    answer_after_tau_move,
     answer_for_verdict,
     editor_box,
 )
@@ -106,6 +107,10 @@ def _clean_edits(annotation: Annotation, edits: dict) -> dict:
     tau = cleaned.get("tau", annotation.tau)
     if verdict == Verdict.ERROR and tau is None:
         raise ReviewError("a verdict of error needs the first erroneous step tau")
+    # The answer as stored once τ is where the lead puts it: a box drawn for the old τ does not follow a new action.
+    stored_state = answer_after_tau_move(annotation, {"verdict": verdict, "tau": tau}).get(
+        "editor_state", annotation.editor_state
+    )
     if verdict == Verdict.ERROR:
         # The lead's actions pass the check the annotator's editor and submit use (the platform's action space,
         # the prompt's rules, the screen's bounds on o_τ / o_τ+1): a rule that exists once.
@@ -118,7 +123,7 @@ def _clean_edits(annotation: Annotation, edits: dict) -> dict:
                 # The element box drawn for this slot stays with the lead's action (unless the lead's edit replaces
                 # or takes it off): its point must lie inside it.
                 action_json = grammar.parse_action(text).to_json()
-                box = boxes[slot] if slot in boxes else editor_box(annotation.editor_state, slot)
+                box = boxes[slot] if slot in boxes else editor_box(stored_state, slot)
                 if box is not None:
                     action_json[grammar.TARGET_BOX] = list(box)
                 check = action_check(annotation=annotation, slot=slot, action_json=action_json, tau=tau)
@@ -131,11 +136,36 @@ def _clean_edits(annotation: Annotation, edits: dict) -> dict:
     return cleaned
 
 
+SLOT_WORDS = {"corrected": ("corrected action", 0), "reflection": ("post-reflection action", 1)}
+
+
+def _refuse_actions_left_without_points(annotation: Annotation, cleaned: dict, moved: dict) -> None:
+    """The τ rule (services.answer_after_tau_move) took off points placed for the old τ: an accepted answer cannot
+    keep an action that lost the point it needs, so the lead's edit is refused unless it places a new one."""
+    old_tau, new_tau = annotation.tau, cleaned["tau"]
+    for slot, (label, offset) in SLOT_WORDS.items():
+        action = moved["editor_state"].get(slot)
+        if not action or action == (cleaned.get("editor_state") or annotation.editor_state or {}).get(slot):
+            continue
+        check = action_check(annotation=annotation, slot=slot, action_json=action, tau=new_tau)
+        if not check["valid"]:
+            raise ReviewError(
+                f"τ moved from {old_tau} to {new_tau}: the {label}'s point was placed on step "
+                f"{old_tau + offset}'s screenshot, not step {new_tau + offset}'s; place the {label} again on step "
+                f"{new_tau + offset} (or keep τ {old_tau})"
+            )
+
+
 def _apply_edits(annotation: Annotation, actor, edits: dict) -> dict:
     changes = {}
     cleaned = _clean_edits(annotation, edits)
     # The lead's answer obeys the verdict rule like the annotator's (no τ or correction on "no error").
     cleaned.update(answer_for_verdict(cleaned.get("verdict", annotation.verdict)))
+    # And the τ rule: points and boxes placed for the old τ do not stay on a moved τ.
+    moved = answer_after_tau_move(annotation, cleaned)
+    if moved:
+        _refuse_actions_left_without_points(annotation, cleaned, moved)
+        cleaned.update(moved)
     for field, value in cleaned.items():
         before = getattr(annotation, field)
         if before != value:

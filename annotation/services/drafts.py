@@ -194,6 +194,39 @@ def _points(action_json: dict | None) -> dict:
     return points
 
 
+def _without(action: dict, stale: set) -> dict:
+    return {
+        **{k: v for k, v in action.items() if k not in stale},
+        "args": {k: v for k, v in (action.get("args") or {}).items() if k not in stale},
+    }
+
+
+def answer_after_tau_move(annotation: Annotation, clean: dict) -> dict:
+    """The one τ rule: a point or element box belongs to the screenshot it was placed on (the corrected action's to
+    o_τ, the post-reflection's to o_{τ+1}). When ``clean`` (a write's cleaned fields) moves τ of an error answer, each
+    point and box this write leaves as stored was placed for the old τ: it is taken off. Returns the fields to write
+    for that (the editor state and the re-rendered action texts; {} when nothing moved).
+
+    Every path that changes τ calls this: a draft stores the answer without them (the annotator places them again),
+    a lead's edit (review._apply_edits: edit-and-accept, adjudicate) is refused when an action is left without the
+    point it needs, and a restored version passes through the draft's write. ``tau_moved_points`` (a command) finds
+    accepted answers written before the rule."""
+    verdict = clean.get("verdict", annotation.verdict)
+    old_tau, new_tau = annotation.tau, clean.get("tau", annotation.tau)
+    if verdict != Verdict.ERROR or old_tau is None or new_tau is None or new_tau == old_tau:
+        return {}
+    state = dict(clean.get("editor_state", annotation.editor_state) or EMPTY_EDITOR)
+    stored = annotation.editor_state or {}
+    moved = False
+    for slot in EDITOR_SLOTS:
+        action, before = state.get(slot), _points(stored.get(slot))
+        stale = {name for name, value in _points(action).items() if before.get(name) == value}
+        if action and stale:
+            state[slot] = _without(action, stale)
+            moved = True
+    return _clean_draft_fields(annotation, {"editor_state": state}) if moved else {}
+
+
 def _consistent_answer(annotation: Annotation, clean: dict) -> dict:
     """``clean`` plus what makes the resulting answer consistent: fields its verdict does not allow are emptied,
     and when τ moves, points placed on the old step's screenshot (unchanged in this write) are taken off."""
@@ -202,22 +235,7 @@ def _consistent_answer(annotation: Annotation, clean: dict) -> dict:
     for name, empty in answer_for_verdict(values["verdict"]).items():
         if values[name] != empty:
             out[name] = empty
-    old_tau, new_tau = annotation.tau, out.get("tau", annotation.tau)
-    if values["verdict"] == Verdict.ERROR and old_tau is not None and new_tau is not None and new_tau != old_tau:
-        state = dict(out.get("editor_state", annotation.editor_state) or EMPTY_EDITOR)
-        stored = annotation.editor_state or {}
-        moved = False
-        for slot in EDITOR_SLOTS:
-            action = state.get(slot)
-            points = _points(action)
-            if action and points and points == _points(stored.get(slot)):
-                state[slot] = {
-                    **{k: v for k, v in action.items() if k not in points},
-                    "args": {k: v for k, v in action["args"].items() if k not in points},
-                }
-                moved = True
-        if moved:
-            out.update(_clean_draft_fields(annotation, {"editor_state": state}))
+    out.update(answer_after_tau_move(annotation, out))
     return out
 
 
@@ -241,6 +259,13 @@ def annotation_save_draft(*, annotation_id: int, user, base_version: int, fields
         raise NotEditable(
             f"This annotation is {annotation.status}; it can no longer be edited.", **_conflict_fields(annotation)
         )
+    return answer_write(annotation=annotation, user=user, base_version=base_version, fields=fields)
+
+
+def answer_write(*, annotation: Annotation, user, base_version: int, fields: dict, comment: str = "") -> Annotation:
+    """The one write of an answer on a locked annotation (a draft save, a restored version): the fields' rules, the
+    verdict and τ rules, the version check (a write that changes nothing passes: a retried save that already
+    landed), the version bump and the audit row."""
     clean = _consistent_answer(annotation, _clean_draft_fields(annotation, fields))
     changes = _changes(annotation, clean)
     if not changes:
@@ -255,7 +280,7 @@ def annotation_save_draft(*, annotation_id: int, user, base_version: int, fields
         setattr(annotation, name, value)
     annotation.version += 1
     annotation.save(update_fields=[*clean, "version", "updated_at"])
-    annotation_record_edit(annotation=annotation, actor=user, changes=changes)
+    annotation_record_edit(annotation=annotation, actor=user, changes=changes, comment=comment)
     return annotation
 
 

@@ -71,7 +71,7 @@ def trace_recount_standing_annotations(*, traces) -> int:
     return traces.update(standing_annotations=Coalesce(Subquery(standing), 0))
 
 
-def annotation_record_edit(*, annotation: Annotation, actor, changes: dict) -> None:
+def annotation_record_edit(*, annotation: Annotation, actor, changes: dict, comment: str = "") -> None:
     """Audit an edit: ``changes`` maps field -> [before, after]. Empty changes write nothing."""
     if changes:
         _audit_event_create(
@@ -81,13 +81,18 @@ def annotation_record_edit(*, annotation: Annotation, actor, changes: dict) -> N
             from_status=annotation.status,
             to_status=annotation.status,
             changes=changes,
+            comment=comment,
         )
 
 
 def _audit_event_create(*, annotation: Annotation, **fields) -> AuditEvent:
     """The one place audit rows are made, with the annotation's project and annotator copied onto them."""
     return AuditEvent.objects.create(
-        annotation=annotation, project_id=annotation.project_id, annotator_id=annotation.annotator_id, **fields
+        annotation=annotation,
+        project_id=annotation.project_id,
+        annotator_id=annotation.annotator_id,
+        version=annotation.version,
+        **fields,
     )
 
 

@@ -20,6 +20,7 @@ import * as panels from "./workspace/panels.js";
 import * as alternatives from "./workspace/alternatives.js";
 import * as keyboard from "./workspace/keyboard.js";
 import * as undo from "./workspace/undo.js";
+import { mountVersions } from "./versions.js";
 
 const root = document.getElementById("ws");
 if (root) start(root);
@@ -73,6 +74,13 @@ function start(root) {
   instructionFit();
   if (restored) { ws.setSaveState("dirty", "Restored unsaved edits"); ws.save(); }
   if (!ws.editable()) ws.setSaveState("saved", ann.status === "draft" ? "Read only" : `${ann.status_display} — read only`);
+  // The Versions panel (static/js/versions.js): the page's pending edits are saved first and the restore is based on
+  // the version they made; the restored answer replaces this page's copy (its local copy is older: dropped).
+  mountVersions($("versions"), {
+    beforeRestore: () => ws.save(),
+    baseVersion: () => state.version,
+    restored: () => { ws.forgetLocalCopy(); window.location.reload(); },
+  });
 }
 
 /* A long instruction is cut to two lines (the stage keeps its height); a button says there is more and shows all of it. */

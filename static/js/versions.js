@@ -1,0 +1,113 @@
+/* The Versions panel (the workspace and the lead's review page): every saved version of an annotation in words, from
+   GET /api/annotations/<id>/versions/, and a Restore button on each older one, which posts
+   …/versions/<n>/restore/ with the version the page holds (a newer one on the server answers 409 and nothing is
+   overwritten) and then reloads the page, so the form shows the restored answer. Who may restore, and when, is the
+   server's rule: the list says so (can_restore, restore_refusal). The pure part (versionRows, restoreOutcome) is
+   tested by node (tests/js/versions.test.mjs). */
+import { api, describeErrors } from "./api.js";
+
+/* "2026-11-28 03:12" in the reader's time zone. */
+export function whenWords(iso) {
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return "";
+  const two = (n) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())} ${two(d.getHours())}:${two(d.getMinutes())}`;
+}
+
+/* The rows the panel shows, newest first as served: a title, who and when, what changed, and whether it offers a
+   restore (not the current version; only when the server says this user may restore now). */
+export function versionRows(data) {
+  const may = Boolean(data && data.can_restore);
+  return ((data && data.versions) || []).map((v) => ({
+    number: v.number,
+    title: `Version ${v.number}${v.current ? " (current)" : ""}`,
+    meta: [v.by || "(system)", whenWords(v.at), v.status].filter(Boolean).join(" · "),
+    changes: v.changes || [],
+    kind: v.kind,
+    current: Boolean(v.current),
+    restorable: may && !v.current,
+    restoreUrl: v.restore_url,
+  }));
+}
+
+/* What a restore's answer means for the page: reload (done), or a sentence and whether the list is stale. */
+export function restoreOutcome(res, number) {
+  if (res.status === 200) return { done: true, message: `Version ${number} restored as version ${res.data.version}.` };
+  if (res.status === 409 && res.data.current_version !== undefined) {
+    return { done: false, stale: true, message: `Not restored: ${describeErrors(res.data)}` };
+  }
+  if (res.status === 0) return { done: false, message: "Not restored: the server cannot be reached; try again." };
+  return { done: false, message: `Not restored: ${describeErrors(res.data) || `the server answered ${res.status}`}` };
+}
+
+function node(tag, cls, text) {
+  const n = document.createElement(tag);
+  if (cls) n.className = cls;
+  if (text !== undefined) n.textContent = String(text);
+  return n;
+}
+
+/* Mount the panel on ``root`` (the include's <details>). hooks: baseVersion() → the version the page holds (default:
+   root.dataset.version), beforeRestore() → a promise settled once the page's own pending edits are saved,
+   restored(answer) → what to do after (default: reload the page). */
+export function mountVersions(root, hooks = {}) {
+  if (!root) return null;
+  const list = root.querySelector(".versions-list");
+  const note = root.querySelector(".versions-note");
+  const url = root.dataset.versionsUrl;
+  const say = (text, kind) => { note.textContent = text; note.dataset.kind = kind || ""; note.hidden = !text; };
+
+  async function load() {
+    say("Loading the versions…");
+    const res = await api("GET", url);
+    if (res.status !== 200) { say(`The versions could not be read: ${describeErrors(res.data) || res.status}`, "error"); return; }
+    list.replaceChildren();
+    for (const row of versionRows(res.data)) list.appendChild(item(row));
+    say(res.data.can_restore ? "" : res.data.restore_refusal || "");
+    root.dataset.loaded = "1";
+  }
+
+  function item(row) {
+    const li = node("li", `versions-item kind-${row.kind}${row.current ? " current" : ""}`);
+    li.dataset.number = row.number;
+    const head = node("div", "versions-head");
+    head.append(node("strong", "", row.title), node("span", "muted small versions-meta", row.meta));
+    if (row.restorable) {
+      const button = node("button", "versions-restore small", "Restore");
+      button.type = "button";
+      button.title = `Write version ${row.number}'s answer back as a new version (nothing is lost: this one stays listed)`;
+      button.addEventListener("click", () => restore(row, button));
+      head.appendChild(button);
+    }
+    const changes = node("ul", "versions-changes small");
+    for (const change of row.changes) changes.appendChild(node("li", "", change));
+    li.append(head, changes);
+    return li;
+  }
+
+  async function restore(row, button) {
+    for (const b of list.querySelectorAll("button")) b.disabled = true;
+    say(`Restoring version ${row.number}…`);
+    if (hooks.beforeRestore) await hooks.beforeRestore();
+    const base = hooks.baseVersion ? hooks.baseVersion() : Number(root.dataset.version);
+    const res = await api("POST", row.restoreUrl, { version: base });
+    const outcome = restoreOutcome(res, row.number);
+    say(outcome.message, outcome.done ? "done" : "error");
+    if (outcome.done) {
+      root.dataset.restored = String(row.number);
+      if (hooks.restored) hooks.restored(res.data); else window.location.reload();
+      return;
+    }
+    for (const b of list.querySelectorAll("button")) b.disabled = false;
+    button.focus();
+  }
+
+  root.addEventListener("toggle", () => { if (root.open) load(); });
+  if (root.open) load();
+  return { load };
+}
+
+// Pages without a workspace (the lead's review page) mount their panel themselves.
+if (typeof document !== "undefined") {
+  for (const root of document.querySelectorAll("[data-versions-url][data-mount='self']")) mountVersions(root);
+}

@@ -1,0 +1,51 @@
+// The Versions panel's pure part (static/js/versions.js): the rows it shows from the server's list, and what a
+// restore's answer means for the page.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { restoreOutcome, versionRows, whenWords } from "../../static/js/versions.js";
+
+const served = (canRestore) => ({
+  current_version: 3,
+  can_restore: canRestore,
+  restore_refusal: canRestore ? "" : "This annotation is accepted; …",
+  versions: [
+    { number: 3, at: "2026-11-28T03:10:00+00:00", by: "ann", kind: "edit", status: "Draft", current: true,
+      changes: ["verdict: First error at τ → No error"], restore_url: "/api/annotations/7/versions/3/restore/" },
+    { number: 2, at: "2026-11-28T03:05:00+00:00", by: "ann", kind: "edit", status: "Draft", current: false,
+      changes: ["corrected thought: nothing → “Click.”"], restore_url: "/api/annotations/7/versions/2/restore/" },
+    { number: 1, at: "2026-11-28T03:00:00+00:00", by: null, kind: "created", status: "Draft", current: false,
+      changes: ["the annotation as it was first made"], restore_url: "/api/annotations/7/versions/1/restore/" },
+  ],
+});
+
+test("rows keep the server's order and offer a restore on every older version", () => {
+  const rows = versionRows(served(true));
+  assert.deepEqual(rows.map((r) => r.number), [3, 2, 1]);
+  assert.deepEqual(rows.map((r) => r.restorable), [false, true, true]);
+  assert.equal(rows[0].title, "Version 3 (current)");
+  assert.equal(rows[1].title, "Version 2");
+  assert.deepEqual(rows[1].changes, ["corrected thought: nothing → “Click.”"]);
+  assert.equal(rows[2].meta.startsWith("(system) · "), true);
+  assert.equal(rows[1].restoreUrl, "/api/annotations/7/versions/2/restore/");
+});
+
+test("no row offers a restore when the server says this user may not restore now", () => {
+  assert.deepEqual(versionRows(served(false)).map((r) => r.restorable), [false, false, false]);
+  assert.deepEqual(versionRows({}), []);
+});
+
+test("a restore's answer: done, stale (409 with the version now), or the refusal's words", () => {
+  assert.deepEqual(restoreOutcome({ status: 200, data: { version: 4 } }, 2),
+    { done: true, message: "Version 2 restored as version 4." });
+  const stale = restoreOutcome({ status: 409, data: { detail: "This annotation was changed elsewhere", current_version: 5 } }, 2);
+  assert.equal(stale.done, false);
+  assert.equal(stale.stale, true);
+  assert.match(stale.message, /^Not restored: This annotation was changed elsewhere/);
+  assert.match(restoreOutcome({ status: 0, data: {} }, 2).message, /cannot be reached/);
+  assert.match(restoreOutcome({ status: 404, data: { detail: "No version 9" } }, 9).message, /No version 9/);
+});
+
+test("times read as a date and minutes, nothing for a bad one", () => {
+  assert.match(whenWords("2026-11-28T03:10:00+00:00"), /^2026-11-2[78] \d\d:\d0$/);
+  assert.equal(whenWords("not a date"), "");
+});

@@ -1,0 +1,134 @@
+"""The Versions panel (issue 31) in Chromium at 1920×1080 and 1366×768: the annotator restores the correction a
+stray "no error" erased, from the workspace; a lead restores an older version of a submitted answer from the review
+page; each time the server holds the restored answer as a new, audited version and the page shows it."""
+
+from __future__ import annotations
+
+import pytest
+
+from annotation.models import Annotation, AnnotationStatus, AuditEvent
+from annotation.services import annotation_save_draft, annotation_submit, lease_next_trace
+from tests.conftest import login
+from tests.fixtures_annotation import import_folder, write_native_trace
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("role_groups")]
+
+CLICK = {"type": "click", "args": {"start_box": [300, 180]}, "style": "box"}
+ESC = {"type": "hotkey", "args": {"key": "esc"}, "style": "box"}
+VIEWPORTS = [(1920, 1080), (1366, 768)]
+
+
+@pytest.fixture
+def erased(project, annotator, tmp_path) -> Annotation:
+    """v2: a finished correction at τ 3; v3: a stray "no error" that cleared it."""
+    import_folder(project, write_native_trace(tmp_path / "t", steps=4, external_id="versions"))
+    annotation, _lease = lease_next_trace(user=annotator, project=project)
+    full = annotation_save_draft(
+        annotation_id=annotation.pk,
+        user=annotator,
+        base_version=annotation.version,
+        fields={
+            "verdict": "error",
+            "tau": 3,
+            "error_category": project.error_categories[0],
+            "corrected_thought": "Open the Display panel instead.",
+            "reflection_thought": "That was the wrong panel; go back.",
+            "editor_state": {"corrected": CLICK, "reflection": ESC},
+        },
+    )
+    stray = annotation_save_draft(
+        annotation_id=annotation.pk, user=annotator, base_version=full.version, fields={"verdict": "no_error"}
+    )
+    assert (full.version, stray.version, stray.corrected_thought) == (2, 3, "")
+    return stray
+
+
+def open_panel(page):
+    page.click("#versions > summary")
+    page.wait_for_selector("#versions[data-loaded='1'] .versions-item")
+
+
+@pytest.mark.parametrize("width,height", VIEWPORTS)
+def test_the_annotator_restores_the_erased_correction_from_the_workspace(
+    browser, live_server, annotator, erased, artifacts_dir, width, height
+):
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    login(page, live_server.url, annotator.username)
+    page.goto(f"{live_server.url}/annotations/{erased.pk}/")
+    page.wait_for_selector("#ws[data-ready='1']")
+    open_panel(page)
+    items = page.locator("#versions .versions-item")
+    assert items.count() == 3
+    assert items.nth(0).locator("strong").inner_text() == "Version 3 (current)"
+    assert items.nth(0).locator(".versions-restore").count() == 0
+    assert "verdict: First error at τ → No error" in items.nth(0).inner_text()
+    older = page.locator("#versions .versions-item[data-number='2']")
+    assert "corrected thought: nothing → “Open the Display panel instead.”" in older.inner_text()
+    older.scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts_dir / f"versions-workspace-{width}x{height}.png"))
+    with page.expect_navigation():
+        older.locator(".versions-restore").click()
+    page.wait_for_selector("#ws[data-ready='1']")
+    stored = Annotation.objects.get(pk=erased.pk)
+    assert (stored.version, stored.verdict, stored.tau) == (4, "error", 3)
+    assert stored.corrected_thought == "Open the Display panel instead."
+    assert stored.editor_state["corrected"] == CLICK
+    assert AuditEvent.objects.filter(annotation=stored).latest("id").comment == "Restored version 2"
+    # The reloaded page shows the restored answer (the corrected thought in its field) and the new version on top.
+    assert page.input_value("#f-corrected_thought") == "Open the Display panel instead."
+    open_panel(page)
+    newest = page.locator("#versions .versions-item").nth(0)
+    assert newest.locator("strong").inner_text() == "Version 4 (current)"
+    assert "Restored version 2" in newest.inner_text()
+    page.screenshot(path=str(artifacts_dir / f"versions-workspace-restored-{width}x{height}.png"))
+    context.close()
+
+
+@pytest.mark.parametrize("width,height", VIEWPORTS)
+def test_a_lead_restores_an_older_version_of_a_submitted_answer(
+    browser, live_server, annotator, lead, erased, artifacts_dir, width, height
+):
+    restored = annotation_save_draft(
+        annotation_id=erased.pk,
+        user=annotator,
+        base_version=erased.version,
+        fields={
+            "verdict": "error",
+            "tau": 3,
+            "error_category": erased.project.error_categories[0],
+            "corrected_thought": "Open the Display panel instead.",
+            "reflection_thought": "That was the wrong panel; go back.",
+            "editor_state": {"corrected": CLICK, "reflection": ESC},
+        },
+    )
+    rewritten = annotation_save_draft(
+        annotation_id=erased.pk,
+        user=annotator,
+        base_version=restored.version,
+        fields={"corrected_thought": "Click somewhere."},
+    )
+    submitted = annotation_submit(annotation_id=erased.pk, user=annotator, base_version=rewritten.version)
+    assert (restored.version, rewritten.version, submitted.version) == (4, 5, 6)
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    login(page, live_server.url, lead.username)
+    page.goto(f"{live_server.url}/reviews/{erased.pk}/")
+    open_panel(page)
+    target = page.locator("#versions .versions-item[data-number='4']")
+    target.scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts_dir / f"versions-review-{width}x{height}.png"))
+    with page.expect_navigation():
+        target.locator(".versions-restore").click()
+    stored = Annotation.objects.get(pk=erased.pk)
+    assert (stored.version, stored.status) == (7, AnnotationStatus.SUBMITTED)
+    assert stored.corrected_thought == "Open the Display panel instead."
+    event = AuditEvent.objects.filter(annotation=stored).latest("id")
+    assert (event.actor_id, event.comment) == (lead.pk, "Restored version 4")
+    # The reloaded review page shows the restored thought, and its decision form the restored version.
+    assert "Open the Display panel instead." in page.locator("#diff-after").inner_text()
+    assert page.locator("input[name='version']").first.input_value() == "7"
+    open_panel(page)
+    assert page.locator("#versions .versions-item").nth(0).locator("strong").inner_text() == "Version 7 (current)"
+    page.screenshot(path=str(artifacts_dir / f"versions-review-restored-{width}x{height}.png"), full_page=True)
+    context.close()
