@@ -11,7 +11,7 @@ from django.views.decorators.http import require_POST
 
 from annotation import selectors, services
 from annotation.access import access_annotation, annotations_for
-from annotation.models import AnnotationStatus
+from annotation.models import AnnotationStatus, Verdict
 from annotation.workflow import EDITABLE_BY_ANNOTATOR
 from studio.inputs import id_from_text
 from traces.access import access_project
@@ -66,6 +66,9 @@ def workspace(request, annotation_id: int):
     if annotation.status in EDITABLE_BY_ANNOTATOR:
         lease = services.lease_take_for_annotation(annotation=annotation, user=request.user, page=secrets.token_hex(8))
     payload = selectors.workspace_payload(annotation=annotation, lease=lease)
+    # The fields each verdict keeps empty: the page empties them when a verdict is chosen (and names them in its
+    # undo banner) by the server's own rule.
+    payload["verdict_answers"] = {verdict: services.answer_for_verdict(verdict) for verdict in Verdict.values}
     return render(
         request,
         "annotation/workspace.html",

@@ -6,12 +6,13 @@ export function csrfToken(cookie) {
   return m ? decodeURIComponent(m[1]) : "";
 }
 
-/* {status, data}: data is the answer's JSON ({} when it has none); never throws (status 0 when unreachable). */
-export async function api(method, url, body) {
+/* {status, data}: data is the answer's JSON ({} when it has none); never throws (status 0 when unreachable).
+   options.keepalive: the request outlives the page (a save sent as the page goes away). */
+export async function api(method, url, body, options) {
   let response;
   try {
     response = await fetch(url, {
-      method, credentials: "same-origin",
+      method, credentials: "same-origin", keepalive: !!(options && options.keepalive),
       headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken(), Accept: "application/json" },
       body: body === undefined ? undefined : JSON.stringify(body),
     });

@@ -8,6 +8,7 @@ import { api } from "./api.js";
 import { fractionToModel, toFraction } from "./geometry.js";
 import * as Zoom from "./zoom.js";
 import * as Editor from "./action_editor.js";
+import * as History from "./workspace/history.js";
 
 {
   // --- markers over o_τ and o_{τ+1} ---
@@ -200,6 +201,7 @@ import * as Editor from "./action_editor.js";
     // (a refused answer comes back with the problem beside what was typed).
     const changed = (slot, quiet) => {
       const s = slots[slot];
+      recordEdit(quiet ? `arg:${slot}` : null);
       if (!quiet) drawEditor(slot);
       clearTimeout(s.timer);
       s.timer = setTimeout(async () => {
@@ -225,6 +227,60 @@ import * as Editor from "./action_editor.js";
         changed(slot);
       });
     };
+    // --- undo and redo of the edit form (static/js/workspace/history.js): every field and both actions ---
+    const details = document.getElementById("edit-accept");
+    const named = () => [...details.querySelectorAll("select[name], textarea[name], input[name]:not([type=hidden])")];
+    const boxInputs = () => Object.keys(slots).map((slot) => document.getElementById(`edit-${slot}_box`)).filter(Boolean);
+    const snapshot = () => ({
+      fields: Object.fromEntries(named().map((node) => [node.name, node.value])),
+      actions: Object.fromEntries(Object.entries(slots).map(([slot, s]) => [slot, s.action])),
+      boxes: Object.fromEntries(boxInputs().map((node) => [node.id, [node.value, node.disabled]])),
+    });
+    let history = History.createHistory();
+    let baseline = JSON.parse(JSON.stringify(snapshot()));
+    let restoring = false;
+    const undoButton = document.getElementById("edit-undo"), redoButton = document.getElementById("edit-redo");
+    const renderHistory = () => {
+      if (undoButton) { undoButton.disabled = !History.canUndo(history); redoButton.disabled = !History.canRedo(history); }
+    };
+    function recordEdit(group) {
+      if (restoring) return;
+      const now = snapshot();
+      history = History.record(history, baseline, now, { group, at: Date.now() });
+      baseline = JSON.parse(JSON.stringify(now));
+      renderHistory();
+    }
+    function stepHistory(direction) {
+      const result = direction === "undo" ? History.undo(history, snapshot()) : History.redo(history, snapshot());
+      if (!result) return;
+      history = result.history;
+      const form = result.form;
+      restoring = true;
+      for (const node of named()) if (node.name in form.fields) node.value = form.fields[node.name];
+      for (const node of boxInputs()) if (form.boxes[node.id]) [node.value, node.disabled] = form.boxes[node.id];
+      for (const slot of Object.keys(slots)) { slots[slot].action = form.actions[slot]; slots[slot].placed = 0; changed(slot); }
+      if (verdictSelect && errorFields) errorFields.hidden = verdictSelect.value !== errorFields.dataset.forVerdict;
+      restoring = false;
+      baseline = JSON.parse(JSON.stringify(snapshot()));
+      renderHistory();
+    }
+    details.addEventListener("input", (event) => { if (event.target.name) recordEdit(`field:${event.target.name}`); });
+    details.addEventListener("change", (event) => { if (event.target.name && event.target.tagName === "SELECT") recordEdit(null); });
+    if (undoButton) {
+      undoButton.addEventListener("click", () => stepHistory("undo"));
+      redoButton.addEventListener("click", () => stepHistory("redo"));
+    }
+    // Ctrl+Z / Ctrl+Shift+Z / Ctrl+Y while the form is open; inside a text field the browser's own text undo runs.
+    document.addEventListener("keydown", (event) => {
+      if (!details.open) return;
+      const typing = event.target.matches && event.target.matches("textarea, input:not([type=checkbox]):not([type=radio])");
+      const command = History.historyCommandFor(event, typing);
+      if (!command) return;
+      event.preventDefault();
+      stepHistory(command);
+    });
+    window.reviewHistory = () => ({ past: history.past.length, future: history.future.length });  // for tests
+
     placeOn(document.querySelector(".shot-frame[data-markers='error-markers']"), "corrected");
     placeOn(document.querySelector(".shot-frame[data-markers='reflection-markers']"), "reflection");
     fetch(editData.table_url, { credentials: "same-origin" }).then((r) => r.json()).then((served) => {

@@ -9,6 +9,7 @@
      workspace/panels.js       step text, verdict and fields, starting points, submit and skip
      workspace/alternatives.js on-policy alternatives
      workspace/keyboard.js     the key tables and the keyboard path through a correction
+     workspace/undo.js         undo / redo (the history: workspace/history.js, pure) and the banner of destructive keys
    and the shared modules dom.js, api.js, geometry.js (the one coordinate form), zoom.js, action_editor.js.
    Everything imported is rendered with textContent; the action grammar comes from the server's table. */
 import { $, el, readJSON } from "./dom.js";
@@ -18,6 +19,7 @@ import * as stage from "./workspace/stage.js";
 import * as panels from "./workspace/panels.js";
 import * as alternatives from "./workspace/alternatives.js";
 import * as keyboard from "./workspace/keyboard.js";
+import * as undo from "./workspace/undo.js";
 import { mountVersions } from "./versions.js";
 
 const root = document.getElementById("ws");
@@ -52,12 +54,13 @@ function start(root) {
       modelStarts: {},  // step index → the pre-scoring model's reply {thought, action}, from static/js/prescore.js
     },
   };
-  for (const part of [autosave, editor, stage, panels, alternatives, keyboard]) part.install(ws);
+  for (const part of [autosave, editor, stage, panels, alternatives, keyboard, undo]) part.install(ws);
 
   const state = ws.state;
   const categories = $("f-error_category");
   for (const c of DATA.project.error_categories) categories.appendChild(el("option", { value: c }, c));
   const restored = ws.restoreLocalCopy();
+  ws.resetHistory();  // the history starts from the form as opened (with the edits kept in this browser)
   state.current = state.form.verdict === "error" && state.form.tau ? state.form.tau : 1;
   ws.renderAll();
   ws.prefetch(state.current);

@@ -46,3 +46,25 @@ test("every command of the key table has a row in the help, and every row names 
   assert.deepEqual([...commands].filter((c) => !described.has(c)), []);
   assert.deepEqual([...described].filter((c) => !commands.has(c)), []);
 });
+
+test("keys that write a correction act only on the screen it is placed on", async () => {
+  const { actsOnScreen } = await import("../../static/js/workspace/keyboard.js");
+  assert.equal(actsOnScreen("start", "corrected"), true);
+  assert.equal(actsOnScreen("start", "reflection"), false);  // s on τ+1 never rewrites τ's correction
+  assert.equal(actsOnScreen("start", null), false);
+  assert.equal(actsOnScreen("take", "reflection"), false);
+  assert.equal(actsOnScreen("thought", "reflection"), true);
+  assert.equal(actsOnScreen("delete_box", null), false);
+  assert.equal(actsOnScreen("next", null), true);
+  assert.equal(actsOnScreen("no_error", null), true);
+});
+
+test("after an action type is picked, the keyboard goes to the text it takes before an optional point", async () => {
+  const { nextInput } = await import("../../static/js/workspace/keyboard.js");
+  const { TABLE } = await import("./served.mjs");
+  assert.deepEqual(nextInput(TABLE, "type"), { field: "content" });
+  assert.deepEqual(nextInput(TABLE, "hotkey"), { field: "key" });
+  assert.deepEqual(nextInput(TABLE, "click"), { cursor: true });
+  assert.deepEqual(nextInput(TABLE, "scroll"), { cursor: true });
+  assert.equal(nextInput(TABLE, "wait"), null);
+});

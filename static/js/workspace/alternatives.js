@@ -82,10 +82,12 @@ export function install(ws) {
     const answer = await mark(number, "taken");
     if (!answer) return;
     const start = answer.starting_point || {};
-    if (start.thought) state.form.corrected_thought = start.thought;
-    state.form.editor_state.corrected = JSON.parse(JSON.stringify(row.actions[0]));
-    state.placeIndex.corrected = 0;
-    ws.changed("corrected");
+    ws.undoable(`Took alternative ${number} as the correction`, () => {
+      if (start.thought) state.form.corrected_thought = start.thought;
+      state.form.editor_state.corrected = JSON.parse(JSON.stringify(row.actions[0]));
+      state.placeIndex.corrected = 0;
+      ws.changed("corrected");
+    });
   };
   function setHot(number) {
     if (alts.hot === number) return;

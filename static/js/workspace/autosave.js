@@ -92,30 +92,34 @@ export function install(ws) {
   ws.forgetLocalCopy = () => localStorage.removeItem(LOCAL_KEY);
 
   let debounceTimer = null;
-  ws.edited = () => {
+  // Every change of the form ends here: recorded for undo (``group``: a field being typed in, one step per pause;
+  // undo.js), kept locally, and saved after a pause.
+  ws.edited = (group) => {
+    if (ws.recordChange) ws.recordChange(group);
     state.lastInput = Date.now();
     keepLocalCopy();
     if (!ws.editable()) return;
-    setSaveState("dirty", "Unsaved changes");
+    // Blocked (logged out, a conflict), the status keeps saying why nothing is saved.
+    if (!state.blocked) setSaveState("dirty", "Unsaved changes");
     clearTimeout(debounceTimer);
     debounceTimer = setTimeout(save, 700);
   };
 
-  function save() {
+  function save(options) {
     clearTimeout(debounceTimer);
     if (state.saving) { state.pendingAgain = true; return state.savePromise; }
-    state.savePromise = saveNow();
+    state.savePromise = saveNow(options);
     return state.savePromise;
   }
   ws.save = save;
 
-  async function saveNow() {
+  async function saveNow(options) {
     if (!ws.editable() || state.blocked) return;
     if (!dirty()) { setSaveState("saved", "Saved"); return; }
     state.saving = true;
     const sent = copy(state.form);
     setSaveState("saving", "Saving…");
-    const res = await api("PUT", `/api/annotations/${ANN_ID}/draft/`, Object.assign({ version: state.version }, sent));
+    const res = await api("PUT", `/api/annotations/${ANN_ID}/draft/`, Object.assign({ version: state.version }, sent), options);
     state.saving = false;
     if (res.status === 200) {
       state.version = res.data.version;
@@ -129,6 +133,7 @@ export function install(ws) {
       keepLocalCopy();
       if (unchanged) state.serverForm = copy(state.form);
       if (adopted) {
+        ws.foldChange();  // what the server took away belongs to the change that caused it (one undo)
         ws.renderAll();
         if (state.form.verdict === "error" && state.form.tau) { ws.checkAction("corrected"); ws.checkAction("reflection"); }
       }
@@ -170,6 +175,7 @@ export function install(ws) {
         state.version = newer.version;
         state.form = pickFields(newer);
         state.serverForm = copy(state.form);
+        ws.resetHistory();
         keepLocalCopy(); banner("", ""); ws.renderAll(); setSaveState("saved", "Saved");
       }],
       ["Keep mine (overwrite)", () => {
@@ -186,6 +192,28 @@ export function install(ws) {
     document.activeElement.blur();  // the page's keys work again
   });
   window.addEventListener("online", () => { if (!state.blocked) save(); });
+
+  // Leaving (the tab closed, the window hidden, a link followed): an edit still waiting for its pause is sent now,
+  // in a request that outlives the page (keepalive), based on the version it was made on: a stale one gets its 409
+  // and overwrites nothing. While the page lives on (only hidden), its answer is read as any save's.
+  function flush(leaving) {
+    clearTimeout(debounceTimer);
+    if (!ws.editable() || state.blocked || !dirty()) return;
+    if (!state.saving) { save({ keepalive: true }); return; }
+    // Only hidden, the page sends the rest itself when that save answers.
+    if (!leaving) { state.pendingAgain = true; return; }
+    // A save is on its way with an older form, and the page will not read its answer: the rest goes too, based on
+    // the version that save makes (the edits were made on top of it). Should that save not land, or land after this
+    // one, this one is refused as stale and overwrites nothing.
+    keepLocalCopy();
+    fetch(`/api/annotations/${ANN_ID}/draft/`, {
+      method: "PUT", credentials: "same-origin", keepalive: true,
+      headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken(), Accept: "application/json" },
+      body: JSON.stringify(Object.assign({ version: state.version + 1 }, state.form)),
+    }).catch(() => { /* the page is going away: the local copy keeps the edit */ });
+  }
+  window.addEventListener("pagehide", () => flush(true));
+  document.addEventListener("visibilitychange", () => { if (document.visibilityState === "hidden") flush(false); });
   window.addEventListener("beforeunload", (event) => {
     keepLocalCopy();
     if (ws.editable() && dirty()) { event.preventDefault(); event.returnValue = ""; }

@@ -81,7 +81,7 @@ export function install(ws) {
     if (!action) return;
     if (value === undefined) delete action.args[name]; else action.args[name] = value;
     if (!quiet) ws.renderAll(); else ws.renderStage();
-    ws.edited(); ws.checkAction(slot);
+    ws.edited(quiet ? `arg:${slot}:${name}` : undefined); ws.checkAction(slot);
   }
 
   ws.placePoint = (slot, point) => {
@@ -113,6 +113,7 @@ export function install(ws) {
     delete action.target_box;
     changed(slot);
   }
+  ws.clearBox = clearBox;
 
   const checkTimers = {}, checkSeq = { corrected: 0, reflection: 0 };
   ws.checkAction = (slot) => {
@@ -128,6 +129,7 @@ export function install(ws) {
       if (now && served && Array.isArray(now.target_box) && !now.args.start_box && served.args.start_box
         && same(now.target_box, served.target_box)) {
         now.args.start_box = served.args.start_box;
+        ws.foldChange();  // part of drawing the box: one undo takes both
         ws.renderAll(); ws.edited();
       } else ws.renderPanels();
     }, 120);

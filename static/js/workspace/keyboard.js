@@ -11,9 +11,33 @@ export const KEYS = {
   t: "tau", e: "error", n: "no_error", u: "unusable", f: "thought", p: "point", b: "box",
   // The first starting point offered (the source's human-edited reply, else the model's reply, else the
   // recorded action) is copied into the correction.
-  s: "start", w: "wrong", o: "overlay", c: "compare",
+  s: "start", w: "wrong", o: "overlay", c: "compare", Delete: "delete_box",
   "+": "zoom_in", "=": "zoom_in", "-": "zoom_out", "0": "zoom_reset", "?": "help",
 };
+
+// Keys act where the eye is: a command that writes a slot's thought or action acts only on the screen that slot is
+// placed on ("corrected": o_τ only; "any": o_τ or o_{τ+1}, whichever is shown). ``take`` is Alt+digit.
+export const SLOT_COMMANDS = { start: "corrected", take: "corrected", thought: "any", point: "any", box: "any", delete_box: "any" };
+
+/* Whether ``command`` may run with ``slotOnScreen`` (the editor slot of the screen shown, or null). */
+export function actsOnScreen(command, slotOnScreen) {
+  const needs = SLOT_COMMANDS[command];
+  if (!needs) return true;
+  return needs === "any" ? !!slotOnScreen : slotOnScreen === needs;
+}
+
+/* Where the keyboard goes after an action type is picked: {field: arg name} when the action takes text (a type's
+   content, a hotkey's key: the letters typed next are for it), else {cursor: true} when it takes a point to place,
+   else {field} of its first other argument, else null. An optional point (where a type action types) waits for p. */
+export function nextInput(table, type) {
+  const sp = table && table.actions.find((a) => a.name === type);
+  if (!sp) return null;
+  const typed = sp.args.find((a) => a.kind !== "point" && a.kind !== "direction" && a.required);
+  if (typed) return { field: typed.name };
+  if (sp.args.some((a) => a.kind === "point")) return { cursor: true };
+  const other = sp.args.find((a) => a.kind !== "point");
+  return other ? { field: other.name } : null;
+}
 // How a key is written in the help (the rest as they are typed).
 const KEY_NAMES = { ArrowLeft: "←", ArrowRight: "→" };
 
@@ -159,8 +183,12 @@ export function install(ws) {
     target.value = option.value;
     target.dispatchEvent(new Event("change", { bubbles: true }));
     const slot = target.dataset.slotType;
-    if (slot && startCursor(slot)) return;
-    if (slot) focusField(document.querySelector(`.ws-action-editor[data-slot="${slot}"] [data-arg]`));
+    if (slot) {
+      const next = nextInput(state.table, option.value);
+      const editor = `.ws-action-editor[data-slot="${slot}"]`;
+      if (next && next.cursor && startCursor(slot)) return;
+      focusField(document.querySelector(next && next.field ? `${editor} [data-arg="${next.field}"]` : `${editor} [data-arg]`));
+    }
     if (target.id === "f-error_category") focusField($("f-corrected_thought"));
   }, true);
 
@@ -190,7 +218,12 @@ export function install(ws) {
     tau: () => { if (state.form.tau) ws.goTo(state.form.tau); },
     // The category takes the focus only when this press marked τ: refused (on the final screen) the focus stays,
     // else the next t or j would pick a category in the focused list instead of moving.
-    error: () => { if (ws.setVerdict("error")) focusField($("f-error_category")); },
+    // Marked (or τ already): the category when none is chosen, else the corrected thought, so the letters typed
+    // next are written, not taken as keys.
+    error: () => {
+      if (!ws.setVerdict("error")) return;
+      focusField(state.form.error_category ? $("f-corrected_thought") : $("f-error_category"));
+    },
     no_error: () => ws.setVerdict("no_error"),
     unusable: () => ws.setVerdict("unusable"),
     thought: () => {
@@ -200,6 +233,10 @@ export function install(ws) {
     point: () => { const slot = slotHere(); if (slot) startCursor(slot); },
     box: () => { const slot = slotHere(); if (slot) startBox(slot); },
     start: () => { const first = document.querySelector('[data-starts="corrected"] .ws-start'); if (first) first.click(); },
+    delete_box: () => {
+      const slot = slotHere(), action = state.form.editor_state[slot];
+      if (action && Array.isArray(action.target_box)) ws.undoable("Deleted the element box", () => ws.clearBox(slot));
+    },
     wrong: () => { const hot = ws.hotAlternative(); if (hot) ws.markAlternative(hot, "wrong"); },
     overlay: toggleOverlay,
     compare: toggleCompare,
@@ -222,6 +259,11 @@ export function install(ws) {
     if (!command) return;
     if (command.name === "escape") { if (typing) event.target.blur(); return; }
     event.preventDefault();
+    if (!actsOnScreen(command.name, slotHere())) {
+      const where = SLOT_COMMANDS[command.name] === "corrected" ? "the correction's screen (τ; t goes there)" : "τ or the screen after it (t goes to τ)";
+      if (state.form.verdict === "error" && state.form.tau) ws.banner("error", `That key edits the correction: it works on ${where}.`);
+      return;
+    }
     commands[command.name](command.arg);
   });
 }

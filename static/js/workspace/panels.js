@@ -103,7 +103,8 @@ export function install(ws) {
     const start = (cls, text, title, use) => {
       const b = el("button", { type: "button", class: cls }, text);
       if (title) b.title = title;
-      b.addEventListener("click", () => { use(); ws.changed("corrected"); });
+      // Starting over replaces what was written: one destructive change, with the undo banner (undo.js).
+      b.addEventListener("click", () => ws.undoable(`Started the correction from ${text.replace(/^Start from /, "")}`, () => { use(); ws.changed("corrected"); }));
       box.appendChild(b);
     };
     if (step.human_edit && step.human_edit.action) {
@@ -136,7 +137,9 @@ export function install(ws) {
 
   // --- marking ---
   // Returns whether the verdict was set (read only, or τ asked for on the final screen: not).
-  ws.setVerdict = (verdict) => {
+  // The fields a verdict keeps empty are emptied in the page at once, from the server's own table
+  // (``verdict_answers``: annotation.services.answer_for_verdict), so the undo banner can say what went.
+  function setVerdict(verdict) {
     if (!ws.editable()) return false;
     const f = state.form;
     if (verdict === "error") {
@@ -145,16 +148,24 @@ export function install(ws) {
     } else {
       f.verdict = verdict;
     }
+    for (const [name, empty] of Object.entries((ws.DATA.verdict_answers || {})[verdict] || {})) {
+      if (name in f) f[name] = copy(empty);
+    }
     ws.renderAll(); ws.edited();
     if (verdict === "error") { ws.checkAction("corrected"); if (ws.reflectionScreen(f.tau)) ws.checkAction("reflection"); }
     if (verdict === "unusable") $("f-unusable_reason").focus();
     return true;
-  };
+  }
+  const VERDICT_WORDS = { no_error: "Marked No error", unusable: "Marked Unusable" };
+  /* Set the verdict (a key or a button): one destructive change, with the undo banner (undo.js). Returns whether it
+     was set (read only, or τ asked for on the final screen: not). */
+  ws.setVerdict = (verdict) => ws.undoable(() => VERDICT_WORDS[verdict] || `Marked the first error at step ${state.form.tau}`,
+    () => setVerdict(verdict));
   for (const b of document.querySelectorAll("[data-verdict]")) b.addEventListener("click", () => ws.setVerdict(b.dataset.verdict));
   for (const node of document.querySelectorAll("[data-field]")) {
     node.addEventListener(node.tagName === "SELECT" ? "change" : "input", () => {
       state.form[node.dataset.field] = node.value;
-      ws.edited();
+      ws.edited(`field:${node.dataset.field}`);
     });
   }
 
@@ -207,7 +218,7 @@ export function install(ws) {
       ws.setSaveState("saved", "");
       if (!answer.editable) {
         root.dataset.editable = "0";
-        for (const id of ["ws-save", "ws-skip", "ws-submit"]) { const node = $(id); if (node) node.hidden = true; }
+        for (const id of ["ws-save", "ws-skip", "ws-submit", "ws-undo", "ws-redo"]) { const node = $(id); if (node) node.hidden = true; }
         ws.renderAll();  // every control drawn again as read only
         const next = $("ws-next");
         next.hidden = false;

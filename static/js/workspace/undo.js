@@ -1,0 +1,125 @@
+/* Undo and redo in the workspace (the history itself: ./history.js, pure), and the banner that follows every
+   destructive key. Every change to the form goes through ``ws.edited`` (autosave.js), which records it here; what
+   the server took away in its answer (``adoptCleared``) joins the step that caused it. An undo or redo puts the
+   whole form back and saves it at once through the draft's save path (a new version: the server holds the restored
+   values). Destructive keys (n, u, e, s, taking an alternative, Delete on a box) all follow one design: the change
+   happens, and a banner under the verdict names what it discarded or replaced, with "Undo (Ctrl+Z)". */
+import { $, el } from "../dom.js";
+import * as H from "./history.js";
+
+const copy = (value) => JSON.parse(JSON.stringify(value));
+const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+
+/* The workspace's fields in the banner's words (``before``: the form before the change, for τ's value). */
+export function fieldWords(before) {
+  return {
+    tau: before.tau ? `τ = ${before.tau}` : "τ",
+    error_category: before.error_category ? `the category “${before.error_category}”` : "the category",
+    corrected_thought: "the corrected thought",
+    "editor_state.corrected": "the corrected action",
+    reflection_thought: "the post-reflection thought",
+    "editor_state.reflection": "the post-reflection action",
+    no_reflection_reason: "the reason for no post-reflection",
+    unusable_reason: "the unusable reason",
+    note: "the note",
+  };
+}
+
+export function install(ws) {
+  const { state } = ws;
+  let history = H.createHistory();
+  let baseline = copy(state.form);
+  let note = null;  // the banner's change: {label, before}
+
+  const undoButton = $("ws-undo"), redoButton = $("ws-redo");
+  function renderButtons() {
+    if (!undoButton) return;
+    undoButton.disabled = !ws.editable() || !H.canUndo(history);
+    redoButton.disabled = !ws.editable() || !H.canRedo(history);
+  }
+
+  function renderNote() {
+    const box = $("ws-undo-note");
+    box.replaceChildren();
+    if (!note) { box.hidden = true; return; }
+    const lost = H.discardedWords(H.discarded(note.before, state.form, fieldWords(note.before)));
+    box.appendChild(el("strong", {}, note.label + "."));
+    if (lost) box.append(" ", lost);
+    const b = el("button", { type: "button", id: "ws-undo-note-btn", class: "ws-ghost small" }, "Undo ");
+    b.appendChild(el("kbd", {}, "Ctrl+Z"));
+    b.addEventListener("click", undoNote);
+    box.append(" ", b);
+    box.hidden = false;
+  }
+  const hideNote = () => { if (note) { note = null; renderNote(); } };
+
+  // Called by ws.edited (autosave.js) after every change of the form; ``group`` joins typing in one field.
+  ws.recordChange = (group) => {
+    if (same(baseline, state.form)) return;
+    history = H.record(history, baseline, state.form, { group, at: Date.now() });
+    baseline = copy(state.form);
+    // Typing keeps the banner (letters typed into the field a key opened, u's reason: still undone by it); any
+    // other change ends it.
+    if (group) { if (note) note.typed = true; } else hideNote();
+    renderButtons();
+  };
+  // What the server derived from the last change (a field it emptied, the box's centre as the point): part of that
+  // step, not one of its own.
+  ws.foldChange = () => { baseline = copy(state.form); if (note) renderNote(); };
+  // The form replaced by the server's version (a conflict resolved by loading it): the steps before it are gone.
+  ws.resetHistory = () => { history = H.createHistory(); baseline = copy(state.form); hideNote(); renderButtons(); };
+
+  /* Run a destructive ``change`` (it returns false when refused; it saves as any edit): when it changed the form,
+     the banner names what it threw away, with its undo. Returns what ``change`` returned. */
+  ws.undoable = (label, change) => {
+    const before = copy(state.form);
+    const done = change();
+    if (done === false || same(before, state.form)) return done;
+    note = { label: typeof label === "function" ? label() : label, before, depth: history.past.length, typed: false };
+    renderNote();
+    return done;
+  };
+
+  function step(direction) {
+    if (!ws.editable() || state.blocked === "conflict") return;
+    const result = direction === "undo" ? H.undo(history, state.form) : H.redo(history, state.form);
+    if (!result) return;
+    history = result.history;
+    state.form = result.form;
+    baseline = copy(state.form);
+    state.cursor = null;
+    hideNote();
+    ws.renderAll();
+    if (state.form.verdict === "error" && state.form.tau) { ws.checkAction("corrected"); ws.checkAction("reflection"); }
+    ws.edited();
+    ws.setSaveState("dirty", direction === "undo" ? "Undone — saving…" : "Redone — saving…");
+    ws.save();  // says Saved at once when the form is back to what the server holds
+    renderButtons();
+  }
+  // The banner's undo: back to the form before its change, the letters typed since with it.
+  function undoNote() {
+    const depth = note ? note.depth : 0;
+    while (depth && history.past.length >= depth) step("undo");
+  }
+  ws.undo = () => step("undo");
+  ws.redo = () => step("redo");
+  window.wsHistory = () => ({ past: history.past.length, future: history.future.length });  // for tests
+
+  if (undoButton) {
+    undoButton.addEventListener("click", ws.undo);
+    redoButton.addEventListener("click", ws.redo);
+  }
+  // Ctrl+Z / Ctrl+Shift+Z / Ctrl+Y on the page; inside a text field the browser's own text undo runs.
+  document.addEventListener("keydown", (event) => {
+    if (!$("ws-help").hidden) return;
+    // While the banner of a destructive change shows, nothing was typed since (typing hides it): Ctrl+Z undoes that
+    // change even from the field the change put the focus in (u focuses the reason).
+    const untouched = note && !note.typed;
+    const typing = !untouched && event.target.matches && event.target.matches("textarea, input:not([type=checkbox]):not([type=radio]):not([type=button])");
+    const command = H.historyCommandFor(event, typing);
+    if (!command) return;
+    event.preventDefault();
+    if (command === "undo" && note) undoNote(); else step(command);
+  });
+  renderButtons();
+}
