@@ -39,12 +39,15 @@ def write_native_trace(
     thoughts=None,
     human_edited: dict | None = None,
     platform: str | None = None,
+    variant: int = 0,
 ) -> Path:
+    """A native trace folder; ``variant`` moves every recorded click ``variant`` pixels right, so that traces of one
+    task on the same screens are still different traces (a trace is known by its content)."""
     folder.mkdir(parents=True, exist_ok=True)
     doc_steps = []
     for i in range(1, steps + 1):
         (folder / f"step_{i}.png").write_bytes(_screen_png(tuple(size), i))
-        x, y = 100 + 50 * i, 200 + 30 * i
+        x, y = 100 + 50 * i + variant, 200 + 30 * i
         step = {
             "screenshot": f"step_{i}.png",
             "thought": (thoughts or {}).get(i, f"I will click item {i}."),
@@ -108,7 +111,10 @@ def make_traces(project, tmp_path: Path, count: int = 3, **kwargs):
     for n in range(count):
         # Each trace its own task on the same screens: a trace is known by its content (docs/formats.md), so the
         # same task, screens and actions twice would be one trace.
+        # With one instruction given for all, each trace's clicks differ instead.
         task = {"instruction": f"Open the settings (task {n + 1})"} if count > 1 and "instruction" not in kwargs else {}
+        if count > 1 and "instruction" in kwargs and "variant" not in kwargs:
+            task["variant"] = n
         folder = write_native_trace(
             tmp_path / f"trace{n}", external_id=f"ext-{n}-{uuid.uuid4().hex[:6]}", **task, **kwargs
         )

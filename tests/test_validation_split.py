@@ -16,7 +16,13 @@ from tests.fixtures_export import REPLIES, accepted_annotation, make_trace
 
 
 def _annotated(project, n, *, annotator, lead):
-    trace = make_trace(project, replies=REPLIES, external_id=f"v{n}", image_seed=n % 3 + 1)
+    trace = make_trace(
+        project,
+        replies=REPLIES,
+        external_id=f"v{n}",
+        instruction=f"Open the display settings ({n})",
+        image_seed=n % 3 + 1,
+    )
     return accepted_annotation(trace, annotator=annotator, reviewer=lead, verdict=Verdict.NO_ERROR)
 
 
