@@ -20,7 +20,7 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 
 from exports import bundle as archive
-from exports import lineage, uitars_reward
+from exports import lineage, tokens, uitars_reward
 from exports.builders import (
     SCHEMA_VERSION,
     BuildStats,
@@ -188,7 +188,10 @@ def export_part_build(
         with default_storage.open(shot.image.name, "rb") as handle:
             return handle.read()
 
-    writer = WRITERS[fmt](workdir, image_bytes=image_bytes, pixels=pixel_contract(project))
+    pixels = pixel_contract(project)
+    writer = WRITERS[fmt](workdir, image_bytes=image_bytes, pixels=pixels)
+    counter = tokens.token_counter(pixels, settings.EXPORT_TOKENIZER_DIR)
+    longest: dict | None = None  # the shard's longest sample in tokens, with where it lies
     stats = BuildStats()
     by_kind: dict[str, int] = {}
     on_policy: dict[tuple[str, str], int] = {}  # (model name, weights hash) -> dpo_on_policy pairs
@@ -208,6 +211,8 @@ def export_part_build(
             skipped.append(item)
             continue
         writer.add(item)
+        count = tokens.counter_record(counter, item, stem=writer.stem(item), row=writer.counts[writer.stem(item)] - 1)
+        longest = tokens.longer(longest, count)
         by_kind[item.kind] = by_kind.get(item.kind, 0) + 1
         if item.on_policy:
             checkpoint = (item.on_policy["model_name"], item.on_policy["weights_hash"])
@@ -238,6 +243,7 @@ def export_part_build(
         "skipped": [asdict(skip) for skip in skipped],
         "sources": [[pk, version] for pk, version in stats.annotations],
         "by_round": [[round_id, n] for round_id, n in stats.by_round.items()],
+        "tokens": {"counted_with": counter.counted_with, "longest": longest},
     }
     if isinstance(writer, VerlWriter):
         result["reward"] = {
@@ -290,6 +296,8 @@ def export_assemble(
     sources: list[tuple[int, int]] = []
     by_round: Counter = Counter()
     by_stem: dict[str, list[dict]] = {}
+    longest: dict | None = None
+    counted_with: set[str] = set()
     shards = 0
     for part in parts:
         shards += 1
@@ -305,6 +313,13 @@ def export_assemble(
             by_round[round_id] += n
         for stem, file in part["files"].items():
             by_stem.setdefault(stem, []).append(file)
+        part_tokens = part.get("tokens") or {}
+        if part_tokens.get("longest"):
+            # The shard's file of that stem is the last one listed so far: its number in the bundle.
+            record = {**part_tokens["longest"], "file_number": len(by_stem[part_tokens["longest"]["stem"]]) - 1}
+            longest = tokens.longer(longest, record)
+        if part_tokens.get("counted_with"):
+            counted_with.add(part_tokens["counted_with"])
         if isinstance(writer, VerlWriter):
             writer.max_image_tokens = max(writer.max_image_tokens, part["reward"]["max_image_tokens"])
             writer.rows_with_box += part["reward"]["rows_with_box"]
@@ -325,6 +340,8 @@ def export_assemble(
             # A shard stored the file deflated (a part from before shards deflated has no crc32: compressed here).
             deflated = archive.Deflated(file["crc32"], file["compressed_size"]) if "crc32" in file else None
             entries.append(archive.Entry(name, file["size"], stored(file), compress=True, deflated=deflated))
+    sequence = sequence_lengths(longest, counted_with, by_stem, writer.suffix, pixels)
+    writer.sequence_length = sequence["cutoff_len"]
     extra_files = writer.bundle_files(data_files)
     counts = {
         "by_kind": by_kind,
@@ -355,6 +372,7 @@ def export_assemble(
         pixels=pixels,
         lineage=lineage_block,
         reward=reward,
+        sequence=sequence,
     )
     (out / "README.md").write_text(readme, encoding="utf-8")
     for name in [*extra_files, "README.md"]:
@@ -377,6 +395,7 @@ def export_assemble(
             **options.to_json(),
         },
         "counts": counts,
+        "tokens": sequence,
         **({"reward": reward} if reward else {}),
         # Pairs whose rejected side a checkpoint sampled (kind dpo_on_policy): on-policy for that checkpoint only.
         **(
@@ -422,6 +441,30 @@ def export_assemble(
     )
     held = sorted(sources)
     return BuildResult(target, archive.file_sha256(target), target.stat().st_size, counts, skipped, held)
+
+
+def sequence_lengths(
+    longest: dict | None, counted_with: set[str], by_stem: dict[str, list], suffix: str, pixels: dict
+) -> dict:
+    """The manifest's ``tokens``: the bundle's longest sample (tokens, annotation, data file and row) and the limit
+    written for the trainers, ``cutoff_len`` (LLaMA-Factory) = ``max_length`` (TRL), which holds it."""
+    where = None
+    if longest is not None:
+        stem = longest["stem"]
+        where = {
+            **{key: value for key, value in longest.items() if key not in ("stem", "file_number")},
+            "file": data_file_name(stem, longest["file_number"], len(by_stem[stem]), suffix),
+        }
+    limit = tokens.trainer_length(longest["tokens"]) if longest is not None else None
+    return {
+        "longest": where,
+        # The shards count alike (one setting); an export made across a change of it says both.
+        "counted_with": " and ".join(sorted(counted_with)) or tokens.BOUND,
+        "image_tokens": f"(h/{tokens.PATCH_SIZE * tokens.MERGE_SIZE})·(w/{tokens.PATCH_SIZE * tokens.MERGE_SIZE}) "
+        f"of smart_resize within min_pixels={pixels['min_pixels']}, max_pixels={pixels['max_pixels']}",
+        "cutoff_len": limit,
+        "max_length": limit,
+    }
 
 
 def export_plan(annotation_ids: list[int]) -> list[tuple[list[int], int]]:

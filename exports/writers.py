@@ -132,6 +132,8 @@ class Writer:
         self.pixels = pixels or {}  # the bundle's pixel contract (exports.services.pixel_contract)
         self._files: dict[str, object] = {}
         self.counts: dict[str, int] = {}
+        # The bundle's sequence limit (exports.tokens: holds its longest sample), set before ``bundle_files``.
+        self.sequence_length: int | None = None
 
     def path(self, stem: str) -> Path:
         return self.workdir / f"{stem}{self.suffix}"
@@ -221,7 +223,8 @@ class LlamaFactoryWriter(Writer):
                 "template": pixels.get("template", "qwen2_vl"),
                 "dataset_dir": ".",
                 "dataset": ",".join(train),
-                "cutoff_len": 8192,
+                # Holds the bundle's longest sample (manifest.json → tokens): LLaMA-Factory cuts longer ones silently.
+                "cutoff_len": self.sequence_length,
                 "image_max_pixels": pixels.get("max_pixels"),
                 "image_min_pixels": pixels.get("min_pixels"),
                 "output_dir": f"out-{stage}",
