@@ -401,6 +401,18 @@ POINT_MEANING = {
 }
 
 
+def _budget_words(pixels: dict) -> str:
+    budget = pixels.get("history_budget") or {}
+    if not budget.get("full_images"):
+        return ""
+    return (
+        f", under an image budget: the last {budget['full_images']} screenshots of a prompt at these bounds, older ones "
+        f"stored already resized to their `smart_resize` size at `max_pixels={budget['older_max_pixels']}` (named "
+        "`images/<sha256>-<width>x<height>.png`; the processor leaves them as they are), each history action's points "
+        "in the size of its screenshot as sent"
+    )
+
+
 def _pixels_section(pixels: dict | None, fmt: str = "trl") -> str:
     if not pixels:
         return ""
@@ -416,7 +428,7 @@ Screenshots must reach the model resized by `{resize["rule"]}` within `min_pixel
 side is 36.5 × {factor}: 1008 px, not 1036), then scaled down into `max_pixels` or up into `min_pixels` keeping the
 aspect. Pass the same bounds to the Qwen2-VL processor (TRL) or {where}. A smaller resize (LLaMA-Factory's default is 768×768) trains on blurred
 screens, and in `smart-resize-pixels` puts every point in the wrong place. Prompt: chat template
-`{pixels["template"]}`, history window {pixels["history_window"]} (screenshots sent as images); the system prompt
+`{pixels["template"]}`, history window {pixels["history_window"]} (screenshots sent as images){_budget_words(pixels)}; the system prompt
 and prompt template are in `manifest.json` → `prompt`. `manifest.json` → `pixels` holds all of the above.
 Each record's `target_box` is the box `[x1, y1, x2, y2]` of the element its target's point clicks, in the same
 space as the points (null where the annotator drew none); the trained text stays the UI-TARS action.

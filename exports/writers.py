@@ -241,10 +241,21 @@ class LlamaFactoryWriter(Writer):
             evaluation = [name for name in datasets if name.startswith(f"uitars_{stage}_validation-")]
             if evaluation:
                 config["eval_dataset"] = ",".join(evaluation)
-            lines = [f"{key}: {json.dumps(value)}" for key, value in config.items() if value is not None]
+            lines = [f"{key}: {yaml_scalar(value)}" for key, value in config.items() if value is not None]
             (self.workdir / f"{stage}.yaml").write_text("\n".join(lines) + "\n", encoding="utf-8")
             written.append(f"{stage}.yaml")
         return written
+
+
+def yaml_scalar(value) -> str:
+    """``value`` as YAML every loader reads back as it was: JSON, except that a float in exponent form gets a point
+    (``1.0e-05``): YAML 1.1 loaders (PyYAML's ``safe_load``) read ``1e-05`` as a string, and a learning rate that is a
+    string fails the optimizer."""
+    text = json.dumps(value)
+    if isinstance(value, float) and "e" in text and "." not in text.split("e")[0]:
+        mantissa, exponent = text.split("e")
+        text = f"{mantissa}.0e{exponent}"
+    return text
 
 
 def dataset_info_name(data_file: str) -> str:

@@ -52,7 +52,9 @@ def tiny_checkpoint(folder: Path) -> Path:
 
     tokenizer = build_tokenizer()
     config = build_config(tokenizer)
-    config.text_config.rope_scaling = {"type": "mrope", "mrope_section": SIZES["tiny"]["text"]["mrope_section"]}
+    sections = SIZES["tiny"]["text"]["mrope_section"]
+    # 4.57's own reading of a released config's {"type": "mrope", ...}: the default rope with mrope's sections.
+    config.text_config.rope_scaling = {"type": "default", "rope_type": "default", "mrope_section": sections}
     config.rope_scaling = config.text_config.rope_scaling
     torch.manual_seed(0)
     Qwen2VLForConditionalGeneration(config).save_pretrained(folder)

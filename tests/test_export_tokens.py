@@ -8,6 +8,7 @@ import json
 import zipfile
 
 import pytest
+import yaml
 
 from annotation.models import Verdict
 from exports import services, tokens
@@ -83,7 +84,10 @@ def test_every_bundle_names_its_longest_sample_and_the_limit(annotated, tmp_path
     assert f"at least\n**{sequence['max_length']}**" in readme
     if fmt == "llamafactory":
         for config in ("sft.yaml", "dpo.yaml"):
-            assert f"cutoff_len: {sequence['cutoff_len']}\n" in archive.read(config).decode()
+            text = archive.read(config).decode()
+            assert f"cutoff_len: {sequence['cutoff_len']}\n" in text
+            # Any YAML loader reads the numbers back as numbers (PyYAML read 1e-05 as a string).
+            assert isinstance(yaml.safe_load(text)["learning_rate"], float)
     if fmt == "trl":
         assert readme.count(f"max_length={sequence['max_length']}") == 2  # SFTConfig and DPOConfig
 

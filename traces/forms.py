@@ -5,6 +5,7 @@ from __future__ import annotations
 from django import forms
 from django.contrib.auth import get_user_model
 
+from traces.grammar import MIN_PIXELS
 from traces.models import Project, default_error_categories
 
 INSTRUCTION_MAX_CHARS = 10_000
@@ -68,16 +69,38 @@ class ProjectForm(forms.ModelForm):
 
     class Meta:
         model = Project
-        fields = ["name", "description", "platform", "coordinate_convention", "history_window", "error_categories"]
-        labels = {"coordinate_convention": "Coordinate convention", "history_window": "History window"}
+        fields = [
+            "name",
+            "description",
+            "platform",
+            "coordinate_convention",
+            "history_window",
+            "history_full_images",
+            "history_max_pixels",
+            "error_categories",
+        ]
+        labels = {
+            "coordinate_convention": "Coordinate convention",
+            "history_window": "History window",
+            "history_full_images": "Screenshots at full size",
+            "history_max_pixels": "Older screenshots' pixels",
+        }
         help_texts = {
             "coordinate_convention": "The point convention of this project's prompts and exports.",
             "history_window": f"Screenshots sent as images per prompt (1–{HISTORY_WINDOW_MAX}).",
+            "history_full_images": "The image budget: a prompt's last k screenshots (the current one among them) at "
+            "full size, older ones smaller, each history action's points in the size of its screenshot as sent. "
+            "0: every screenshot at full size. A 1920×1080 screenshot is 2691 tokens at full size.",
+            "history_max_pixels": f"The older screenshots' pixel budget under the image budget (at least "
+            f"{MIN_PIXELS}; 200704 sends 1920×1080 as 588×336, 252 tokens).",
         }
         widgets = {"description": forms.Textarea(attrs={"rows": 2})}
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        # The image budget is optional on every form that sets a project up (a blank field keeps the default).
+        for name in ("history_full_images", "history_max_pixels"):
+            self.fields[name].required = False
         self.fields["members"].queryset = get_user_model().objects.filter(is_active=True).order_by("username")
         self.fields["members"].label_from_instance = lambda user: user.username
         if self.instance.pk:
@@ -93,6 +116,22 @@ class ProjectForm(forms.ModelForm):
             raise forms.ValidationError("Give the project a name.")
         return name
 
+    def clean_history_full_images(self):
+        full = self.cleaned_data["history_full_images"]
+        if full is None:
+            return Project._meta.get_field("history_full_images").default
+        if not 0 <= full <= HISTORY_WINDOW_MAX:
+            raise forms.ValidationError(f"Between 0 (every screenshot at full size) and {HISTORY_WINDOW_MAX}.")
+        return full
+
+    def clean_history_max_pixels(self):
+        pixels = self.cleaned_data["history_max_pixels"]
+        if pixels is None:
+            return Project._meta.get_field("history_max_pixels").default
+        if pixels < MIN_PIXELS:
+            raise forms.ValidationError(f"At least {MIN_PIXELS} pixels (smart_resize's minimum).")
+        return pixels
+
     def clean_history_window(self):
         window = self.cleaned_data["history_window"]
         if not 1 <= window <= HISTORY_WINDOW_MAX:
@@ -105,7 +144,13 @@ def project_form_for_new(*, name: str, members=(), **settings) -> ProjectForm:
     defaults, so ``create_project`` and ``import_traces --create`` obey the page's rules."""
     data = {
         field: Project._meta.get_field(field).default
-        for field in ("platform", "coordinate_convention", "history_window")
+        for field in (
+            "platform",
+            "coordinate_convention",
+            "history_window",
+            "history_full_images",
+            "history_max_pixels",
+        )
     }
     data.update({"name": name, "description": "", "error_categories": "\n".join(default_error_categories())})
     data.update({key: value for key, value in settings.items() if value is not None})

@@ -118,7 +118,16 @@ class ProjectRefused(Invalid):
 
 
 # Settings a lead may choose; the rest (prompt template, pixel budget, leases) stay with their defaults or the admin.
-PROJECT_SETTINGS = ("name", "description", "platform", "coordinate_convention", "history_window", "error_categories")
+PROJECT_SETTINGS = (
+    "name",
+    "description",
+    "platform",
+    "coordinate_convention",
+    "history_window",
+    "history_full_images",
+    "history_max_pixels",
+    "error_categories",
+)
 
 
 @atomic_with_retry
