@@ -468,8 +468,10 @@ What a sequence costs in memory grows with its tokens (docs/formats.md, "Sequenc
 2691 image tokens at the default bounds, so a five-screenshot history is 13,455. With gradient checkpointing,
 Qwen2-VL-7B keeps about 200 KB per token of decoder activations (bf16, 28 layers × 3584) and Qwen2-VL-2B 86 KB; the
 float32 logits over the 151,936-token vocabulary are 0.6 MB per token unless the trainer computes them for the
-target only; the vision tower's activations come on top (4 patches per image token). The project's image budget
-(a smaller `max_pixels`, or a shorter history window) is what brings a long history into a smaller context.
+target only; the vision tower's activations come on top (4 patches per image token). What brings a long history
+into a smaller context is the project's image budget (its last k screenshots at full size, older ones smaller: at
+k = 2 and 200,704 pixels a five-screenshot 1920×1080 history is 6138 image tokens), a shorter history window or a
+smaller `max_pixels`.
 """
 
 
