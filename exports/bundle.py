@@ -214,18 +214,19 @@ processor.image_processor = AutoImageProcessor.from_pretrained(
 `AutoProcessor.from_pretrained(checkpoint, min_pixels=…, max_pixels=…)`.) Then build the trainers:"""
 
 
-def _trl_section(data_files: list[str], pixels: dict | None = None) -> str:
+def _trl_section(data_files: list[str], pixels: dict | None = None, sequence: dict | None = None) -> str:
     """The TRL example, written for the files this bundle holds: every line runs as it is (a test executes it)."""
     trainers = []
+    max_length = (sequence or {}).get("max_length")
     if _splits(data_files, "sft", "jsonl"):
         trainers.append(
-            'sft_trainer = SFTTrainer(model=model, args=SFTConfig(output_dir="out-sft", max_length=None, bf16=bf16),\n'
+            f'sft_trainer = SFTTrainer(model=model, args=SFTConfig(output_dir="out-sft", max_length={max_length}, bf16=bf16),\n'
             '                         train_dataset=sft["train"], processing_class=processor)'
         )
     if _splits(data_files, "dpo", "jsonl"):
         trainers.append(
             "dpo_trainer = DPOTrainer(model=model, ref_model=sft_model,\n"
-            '                         args=DPOConfig(output_dir="out-dpo", max_length=None, bf16=bf16),\n'
+            f'                         args=DPOConfig(output_dir="out-dpo", max_length={max_length}, bf16=bf16),\n'
             '                         train_dataset=dpo["train"], processing_class=processor)'
         )
     trainer_block = "\n".join(trainers) or "# (this bundle holds no samples)"
@@ -245,7 +246,8 @@ from trl import DPOConfig, DPOTrainer, SFTConfig, SFTTrainer
 bf16 = torch.cuda.is_available()  # bf16 on a GPU, as UI-TARS trains; float32 on a CPU
 {trainer_block}
 ```
-SFT records are prompt/completion, so the loss falls on the target step only (completion-only loss). Each record's
+`max_length` holds this bundle's longest sample (see "Sequence length" below; TRL's default, 1024, cuts inside the
+screenshots' tokens). SFT records are prompt/completion, so the loss falls on the target step only (completion-only loss). Each record's
 `images` are paths relative to the bundle root; their number equals the `{{"type": "image"}}` placeholders. Extra
 columns `kind`, `trace_id`, `annotation_id` say where a sample comes from.
 """
@@ -399,6 +401,18 @@ POINT_MEANING = {
 }
 
 
+def _budget_words(pixels: dict) -> str:
+    budget = pixels.get("history_budget") or {}
+    if not budget.get("full_images"):
+        return ""
+    return (
+        f", under an image budget: the last {budget['full_images']} screenshots of a prompt at these bounds, older ones "
+        f"stored already resized to their `smart_resize` size at `max_pixels={budget['older_max_pixels']}` (named "
+        "`images/<sha256>-<width>x<height>.png`; the processor leaves them as they are), each history action's points "
+        "in the size of its screenshot as sent"
+    )
+
+
 def _pixels_section(pixels: dict | None, fmt: str = "trl") -> str:
     if not pixels:
         return ""
@@ -414,7 +428,7 @@ Screenshots must reach the model resized by `{resize["rule"]}` within `min_pixel
 side is 36.5 × {factor}: 1008 px, not 1036), then scaled down into `max_pixels` or up into `min_pixels` keeping the
 aspect. Pass the same bounds to the Qwen2-VL processor (TRL) or {where}. A smaller resize (LLaMA-Factory's default is 768×768) trains on blurred
 screens, and in `smart-resize-pixels` puts every point in the wrong place. Prompt: chat template
-`{pixels["template"]}`, history window {pixels["history_window"]} (screenshots sent as images); the system prompt
+`{pixels["template"]}`, history window {pixels["history_window"]} (screenshots sent as images){_budget_words(pixels)}; the system prompt
 and prompt template are in `manifest.json` → `prompt`. `manifest.json` → `pixels` holds all of the above.
 Each record's `target_box` is the box `[x1, y1, x2, y2]` of the element its target's point clicks, in the same
 space as the points (null where the annotator drew none); the trained text stays the UI-TARS action.
@@ -431,6 +445,46 @@ def _split_note(options: dict, counts: dict) -> str:
             "score) is the validation split"
         )
     return ""
+
+
+_WHERE_LIMIT_GOES = {
+    "trl": "`max_length` of `SFTConfig` / `DPOConfig` (the code above sets it)",
+    "parquet": "`max_length` of TRL's `SFTConfig` / `DPOConfig`",
+    "llamafactory": "`cutoff_len` (`sft.yaml` and `dpo.yaml` set it)",
+    "prm": "your trainer's sequence limit",
+    "verl": "`max_prompt_length` plus `max_response_length`",
+}
+
+
+def _sequence_section(sequence: dict | None, fmt: str) -> str:
+    """What the longest sample costs the trainer: its tokens, the limit set, and the memory that limit takes."""
+    if not sequence:
+        return ""
+    longest = sequence.get("longest")
+    if longest is None:
+        return "## Sequence length\nThis bundle holds no samples.\n"
+    counted = (
+        "the UTF-8 bytes of its text, an upper bound (no tokenizer was set: `STUDIO_EXPORT_TOKENIZER_DIR`)"
+        if sequence["counted_with"] == "utf8-bytes"
+        else f"the {sequence['counted_with']}"
+    )
+    return f"""## Sequence length
+The longest sample is **{longest["tokens"]} tokens**: row {longest["row"]} of `{longest["file"]}` ({longest["kind"]},
+annotation {longest["annotation_id"]}), {longest["images"]} screenshots of {longest["image_tokens"]} image tokens and
+{longest["text_tokens"]} text tokens. Image tokens are exact: {sequence["image_tokens"]}; text is counted with
+{counted}. A trainer cuts longer sequences without a word, and a cut inside a screenshot's tokens fails the forward
+pass ("Image features and image tokens do not match"): set {_WHERE_LIMIT_GOES[fmt]} to at least
+**{sequence["max_length"]}** (`manifest.json` → `tokens`: `cutoff_len`, `max_length`).
+
+What a sequence costs in memory grows with its tokens (docs/formats.md, "Sequence length"): a 1920×1080 screenshot is
+2691 image tokens at the default bounds, so a five-screenshot history is 13,455. With gradient checkpointing,
+Qwen2-VL-7B keeps about 200 KB per token of decoder activations (bf16, 28 layers × 3584) and Qwen2-VL-2B 86 KB; the
+float32 logits over the 151,936-token vocabulary are 0.6 MB per token unless the trainer computes them for the
+target only; the vision tower's activations come on top (4 patches per image token). What brings a long history
+into a smaller context is the project's image budget (its last k screenshots at full size, older ones smaller: at
+k = 2 and 200,704 pixels a five-screenshot 1920×1080 history is 6138 image tokens), a shorter history window or a
+smaller `max_pixels`.
+"""
 
 
 def _lineage_section(lineage: dict | None) -> str:
@@ -506,12 +560,13 @@ def readme_text(
     pixels: dict | None = None,
     lineage: dict | None = None,
     reward: dict | None = None,
+    sequence: dict | None = None,
 ) -> str:
     """The dataset card: what is inside and how to load it in TRL and LLaMA-Factory."""
     kinds = "\n".join(f"| {kind} | {n} |" for kind, n in sorted(counts.get("by_kind", {}).items())) or "| (none) | 0 |"
     files = "\n".join(f"- `{name}`" for name in data_files) or "- (no samples)"
     sections = {
-        "trl": _trl_section(data_files, pixels),
+        "trl": _trl_section(data_files, pixels, sequence),
         "llamafactory": """## Train with LLaMA-Factory
 Unzip the bundle; `dataset_info.json` names each data file (`uitars_sft_train-00000-of-00001` for
 `data/sft/train-00000-of-00001.json`, …; a large export has several shards per split) and the bundle carries ready
@@ -560,4 +615,5 @@ Data files:
 
 {sections[fmt]}
 {_pixels_section(pixels, fmt)}
+{_sequence_section(sequence, fmt)}
 {_lineage_section(lineage)}"""

@@ -7,6 +7,8 @@ the shard's result; when the last shard is done the export's own task runs again
 
 from __future__ import annotations
 
+import hashlib
+import io
 import logging
 import shutil
 import time
@@ -20,7 +22,7 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 
 from exports import bundle as archive
-from exports import lineage, uitars_reward
+from exports import lineage, tokens, uitars_reward
 from exports.builders import (
     SCHEMA_VERSION,
     BuildStats,
@@ -51,7 +53,7 @@ from studio.shards import (
     shards_run_here,
 )
 from studio.words import in_words
-from traces import grammar
+from traces import grammar, prompting
 from traces.models import Project, Round
 
 log = logging.getLogger(__name__)
@@ -87,6 +89,13 @@ def pixel_contract(project: Project) -> dict:
         },
         "template": "qwen2_vl",
         "history_window": project.history_window,
+        # The image budget (traces.prompting.ReducedImage): a prompt's last `full_images` screenshots within the
+        # bounds above, older ones stored in the bundle already resized to their smart_resize size at
+        # `older_max_pixels` (the processor leaves them so), their history actions' points in that size.
+        "history_budget": {
+            "full_images": project.history_full_images,
+            "older_max_pixels": project.history_max_pixels if project.history_full_images else None,
+        },
         # Each sample's ``target_box``: the element box of its trained target, in the same space as the points.
         "target_box": f"[x1, y1, x2, y2] in {project.coordinate_convention}, or null when none was drawn",
     }
@@ -127,6 +136,8 @@ def _prompt_settings(project: Project) -> dict:
         "prompt_template": project.prompt_template,
         "prompt_language": project.prompt_language,
         "history_window": project.history_window,
+        "history_full_images": project.history_full_images,
+        "history_max_pixels": project.history_max_pixels,
         "box_tokens": project.box_tokens,
         "coordinate_convention": project.coordinate_convention,
         "max_pixels": project.max_pixels,
@@ -159,6 +170,20 @@ def _stored_file(name: str):
     return lambda: default_storage.open(name, "rb")
 
 
+REDUCED_FOLDER = "reduced"  # a shard's folder of the screenshots the image budget sends smaller
+
+
+def reduced_png(view: prompting.ReducedImage, data: bytes) -> bytes:
+    """The screenshot ``data`` at the size the image budget sends it (``view``), as PNG: deterministic bytes (no
+    timestamps), so the same export gives the same bundle."""
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as image:
+        out = io.BytesIO()
+        view.resize(image).save(out, "PNG", optimize=False)
+    return out.getvalue()
+
+
 def deflated_path(path: Path) -> Path:
     """Where ``export_part_build`` writes a data file's deflated stream: what a shard stores, and the bundle takes."""
     return path.with_name(f"{path.name}.deflate")
@@ -185,12 +210,33 @@ def export_part_build(
     workdir.mkdir(parents=True)
     throttle = settings.EXPORT_THROTTLE_S
     images: dict[str, list] = {}  # sha256 -> [storage name, size, bundle path]
+    # Older history screenshots under the project's image budget, made here at the size they are sent at:
+    # key -> [file name in workdir, size, bundle path, sha256]; the shard stores them beside its data files.
+    reduced: dict[str, list] = {}
 
-    def image_bytes(shot) -> bytes:
+    def stored_bytes(shot) -> bytes:
         with default_storage.open(shot.image.name, "rb") as handle:
             return handle.read()
 
-    writer = WRITERS[fmt](workdir, image_bytes=image_bytes, pixels=pixel_contract(project))
+    def image_bytes(shot) -> bytes:
+        if isinstance(shot, prompting.ReducedImage):
+            return reduced_bytes(shot)
+        return stored_bytes(shot)
+
+    def reduced_bytes(view: prompting.ReducedImage) -> bytes:
+        if view.sha256 in reduced:
+            return (workdir / REDUCED_FOLDER / reduced[view.sha256][0]).read_bytes()
+        data = reduced_png(view, stored_bytes(view.screenshot))
+        name = f"{view.sha256}.png"
+        (workdir / REDUCED_FOLDER).mkdir(exist_ok=True)
+        (workdir / REDUCED_FOLDER / name).write_bytes(data)
+        reduced[view.sha256] = [name, len(data), image_path(view), hashlib.sha256(data).hexdigest()]
+        return data
+
+    pixels = pixel_contract(project)
+    writer = WRITERS[fmt](workdir, image_bytes=image_bytes, pixels=pixels)
+    counter = tokens.token_counter(pixels, settings.EXPORT_TOKENIZER_DIR)
+    longest: dict | None = None  # the shard's longest sample in tokens, with where it lies
     stats = BuildStats()
     by_kind: dict[str, int] = {}
     on_policy: dict[tuple[str, str], int] = {}  # (model name, weights hash) -> dpo_on_policy pairs
@@ -210,13 +256,18 @@ def export_part_build(
             skipped.append(item)
             continue
         writer.add(item)
+        count = tokens.counter_record(counter, item, stem=writer.stem(item), row=writer.counts[writer.stem(item)] - 1)
+        longest = tokens.longer(longest, count)
         by_kind[item.kind] = by_kind.get(item.kind, 0) + 1
         if item.on_policy:
             checkpoint = (item.on_policy["model_name"], item.on_policy["weights_hash"])
             on_policy[checkpoint] = on_policy.get(checkpoint, 0) + 1
         by_split[item.split] = by_split.get(item.split, 0) + 1
         for shot in item.prompt.images:
-            if shot.sha256 not in images:
+            if isinstance(shot, prompting.ReducedImage):
+                if writer.uses_image_folder:
+                    reduced_bytes(shot)
+            elif shot.sha256 not in images:
                 images[shot.sha256] = [shot.image.name, shot.byte_size, image_path(shot)]
     stems = writer.close()
     files = {}
@@ -237,9 +288,11 @@ def export_part_build(
         "by_split": by_split,
         "on_policy": [[name, weights, n] for (name, weights), n in sorted(on_policy.items())],
         "images": images if writer.uses_image_folder else {},
+        "reduced_images": reduced if writer.uses_image_folder else {},
         "skipped": [asdict(skip) for skip in skipped],
         "sources": [[pk, version] for pk, version in stats.annotations],
         "by_round": [[round_id, n] for round_id, n in stats.by_round.items()],
+        "tokens": {"counted_with": counter.counted_with, "longest": longest},
     }
     if isinstance(writer, VerlWriter):
         result["reward"] = {
@@ -288,10 +341,13 @@ def export_assemble(
     by_split: dict[str, int] = {}
     on_policy: dict[tuple[str, str], int] = {}
     images: dict[str, list] = {}
+    reduced_images: dict[str, tuple] = {}  # bundle path -> (stored name, size, sha256)
     skipped: list[Skip] = []
     sources: list[tuple[int, int]] = []
     by_round: Counter = Counter()
     by_stem: dict[str, list[dict]] = {}
+    longest: dict | None = None
+    counted_with: set[str] = set()
     shards = 0
     for part in parts:
         shards += 1
@@ -301,12 +357,22 @@ def export_assemble(
             on_policy[(name, weights)] = on_policy.get((name, weights), 0) + n
         for sha, image in part["images"].items():
             images.setdefault(sha, image)
+        for image in (part.get("reduced_images") or {}).values():
+            stored_name, size, path, digest = image
+            reduced_images.setdefault(path, (stored_name, size, digest))
         skipped += [Skip(**skip) for skip in part["skipped"]]
         sources += [(pk, version) for pk, version in part["sources"]]
         for round_id, n in part["by_round"]:
             by_round[round_id] += n
         for stem, file in part["files"].items():
             by_stem.setdefault(stem, []).append(file)
+        part_tokens = part.get("tokens") or {}
+        if part_tokens.get("longest"):
+            # The shard's file of that stem is the last one listed so far: its number in the bundle.
+            record = {**part_tokens["longest"], "file_number": len(by_stem[part_tokens["longest"]["stem"]]) - 1}
+            longest = tokens.longer(longest, record)
+        if part_tokens.get("counted_with"):
+            counted_with.add(part_tokens["counted_with"])
         if isinstance(writer, VerlWriter):
             writer.max_image_tokens = max(writer.max_image_tokens, part["reward"]["max_image_tokens"])
             writer.rows_with_box += part["reward"]["rows_with_box"]
@@ -327,6 +393,8 @@ def export_assemble(
             # A shard stored the file deflated (a part from before shards deflated has no crc32: compressed here).
             deflated = archive.Deflated(file["crc32"], file["compressed_size"]) if "crc32" in file else None
             entries.append(archive.Entry(name, file["size"], stored(file), compress=True, deflated=deflated))
+    sequence = sequence_lengths(longest, counted_with, by_stem, writer.suffix, pixels)
+    writer.sequence_length = sequence["cutoff_len"]
     extra_files = writer.bundle_files(data_files)
     counts = {
         "by_kind": by_kind,
@@ -334,7 +402,7 @@ def export_assemble(
         "by_file": by_file,
         "annotations": annotations,
         "already_exported": already_exported,
-        "images": len(images) if writer.uses_image_folder else 0,
+        "images": len(images) + len(reduced_images) if writer.uses_image_folder else 0,
         "skipped": len(skipped),
         "skipped_by_reason": dict(sorted(Counter(s.code for s in skipped).items())),
         "shards": shards,
@@ -364,12 +432,16 @@ def export_assemble(
         pixels=pixels,
         lineage=lineage_block,
         reward=reward,
+        sequence=sequence,
     )
     (out / "README.md").write_text(readme, encoding="utf-8")
     for name in [*extra_files, "README.md"]:
         files[name] = {"sha256": archive.file_sha256(out / name), "size": (out / name).stat().st_size}
         entries.append(archive.local_entry(out / name, name))
     for sha, (storage_name, size, path) in images.items():
+        files[path] = {"sha256": sha, "size": size}
+        entries.append(archive.Entry(path, size, _stored_file(storage_name), compress=False))
+    for path, (storage_name, size, sha) in reduced_images.items():
         files[path] = {"sha256": sha, "size": size}
         entries.append(archive.Entry(path, size, _stored_file(storage_name), compress=False))
     manifest = {
@@ -386,6 +458,7 @@ def export_assemble(
             **options.to_json(),
         },
         "counts": counts,
+        "tokens": sequence,
         **({"reward": reward} if reward else {}),
         # Pairs whose rejected side a checkpoint sampled (kind dpo_on_policy): on-policy for that checkpoint only.
         **(
@@ -431,6 +504,30 @@ def export_assemble(
     )
     held = sorted(sources)
     return BuildResult(target, archive.file_sha256(target), target.stat().st_size, counts, skipped, held)
+
+
+def sequence_lengths(
+    longest: dict | None, counted_with: set[str], by_stem: dict[str, list], suffix: str, pixels: dict
+) -> dict:
+    """The manifest's ``tokens``: the bundle's longest sample (tokens, annotation, data file and row) and the limit
+    written for the trainers, ``cutoff_len`` (LLaMA-Factory) = ``max_length`` (TRL), which holds it."""
+    where = None
+    if longest is not None:
+        stem = longest["stem"]
+        where = {
+            **{key: value for key, value in longest.items() if key not in ("stem", "file_number")},
+            "file": data_file_name(stem, longest["file_number"], len(by_stem[stem]), suffix),
+        }
+    limit = tokens.trainer_length(longest["tokens"]) if longest is not None else None
+    return {
+        "longest": where,
+        # The shards count alike (one setting); an export made across a change of it says both.
+        "counted_with": " and ".join(sorted(counted_with)) or tokens.BOUND,
+        "image_tokens": f"(h/{tokens.PATCH_SIZE * tokens.MERGE_SIZE})·(w/{tokens.PATCH_SIZE * tokens.MERGE_SIZE}) "
+        f"of smart_resize within min_pixels={pixels['min_pixels']}, max_pixels={pixels['max_pixels']}",
+        "cutoff_len": limit,
+        "max_length": limit,
+    }
 
 
 def export_plan(annotation_ids: list[int]) -> list[tuple[list[int], int]]:
@@ -590,6 +687,8 @@ def _shard_work(job: ExportJob, shard: JobShard, progress: ShardProgress) -> Non
             progress.guard()
             for stem, file in result["files"].items():
                 file["stored"] = bundle_part_save(job, shard, deflated_path(scratch / f"{stem}{result['suffix']}"))
+            for image in result["reduced_images"].values():
+                image[0] = bundle_part_save(job, shard, scratch / REDUCED_FOLDER / image[0])
             JobShard.objects.filter(pk=shard.pk, attempts=shard.attempts).update(result=result)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -132,6 +132,8 @@ class Writer:
         self.pixels = pixels or {}  # the bundle's pixel contract (exports.services.pixel_contract)
         self._files: dict[str, object] = {}
         self.counts: dict[str, int] = {}
+        # The bundle's sequence limit (exports.tokens: holds its longest sample), set before ``bundle_files``.
+        self.sequence_length: int | None = None
 
     def path(self, stem: str) -> Path:
         return self.workdir / f"{stem}{self.suffix}"
@@ -221,7 +223,8 @@ class LlamaFactoryWriter(Writer):
                 "template": pixels.get("template", "qwen2_vl"),
                 "dataset_dir": ".",
                 "dataset": ",".join(train),
-                "cutoff_len": 8192,
+                # Holds the bundle's longest sample (manifest.json → tokens): LLaMA-Factory cuts longer ones silently.
+                "cutoff_len": self.sequence_length,
                 "image_max_pixels": pixels.get("max_pixels"),
                 "image_min_pixels": pixels.get("min_pixels"),
                 "output_dir": f"out-{stage}",
@@ -238,10 +241,21 @@ class LlamaFactoryWriter(Writer):
             evaluation = [name for name in datasets if name.startswith(f"uitars_{stage}_validation-")]
             if evaluation:
                 config["eval_dataset"] = ",".join(evaluation)
-            lines = [f"{key}: {json.dumps(value)}" for key, value in config.items() if value is not None]
+            lines = [f"{key}: {yaml_scalar(value)}" for key, value in config.items() if value is not None]
             (self.workdir / f"{stage}.yaml").write_text("\n".join(lines) + "\n", encoding="utf-8")
             written.append(f"{stage}.yaml")
         return written
+
+
+def yaml_scalar(value) -> str:
+    """``value`` as YAML every loader reads back as it was: JSON, except that a float in exponent form gets a point
+    (``1.0e-05``): YAML 1.1 loaders (PyYAML's ``safe_load``) read ``1e-05`` as a string, and a learning rate that is a
+    string fails the optimizer."""
+    text = json.dumps(value)
+    if isinstance(value, float) and "e" in text and "." not in text.split("e")[0]:
+        mantissa, exponent = text.split("e")
+        text = f"{mantissa}.0e{exponent}"
+    return text
 
 
 def dataset_info_name(data_file: str) -> str:

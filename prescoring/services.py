@@ -278,13 +278,18 @@ class _Progress:
 
 
 def _image_loader(screenshot) -> Callable:
+    """Loads the screenshot; an older history screenshot under the project's image budget (``ReducedImage``) at
+    the size it is sent at, which the processor then leaves as it is (the same image the exports train on)."""
+    reduced = screenshot if isinstance(screenshot, prompting.ReducedImage) else None
+    stored = reduced.screenshot if reduced is not None else screenshot
+
     def load():
         from PIL import Image
 
-        with screenshot.image.open("rb") as handle:
+        with stored.image.open("rb") as handle:
             image = Image.open(io.BytesIO(handle.read()))
             image.load()
-        return image
+        return reduced.resize(image) if reduced is not None else image
 
     return load
 

@@ -306,6 +306,9 @@ JOB_SHARD_MAX_ATTEMPTS = env_int("STUDIO_JOB_SHARD_MAX_ATTEMPTS", 3)
 # samples of the format); every worker on the queue builds shards at once, and the bundle holds one data file per
 # shard and split. The plan depends on this and the data alone, so the bundle's bytes do not depend on the workers.
 EXPORT_SHARD_ANNOTATIONS = env_int("STUDIO_EXPORT_SHARD_ANNOTATIONS", 2000)
+# A checkpoint folder whose tokenizer counts each exported sample's text tokens (exports/tokens.py: the bundle's
+# cutoff_len / max_length hold its longest sample). Unset: the text's UTF-8 bytes, an upper bound for Qwen's tokenizer.
+EXPORT_TOKENIZER_DIR = env("STUDIO_EXPORT_TOKENIZER_DIR")
 # Tests only: a pause per batch of annotations, so a worker can be killed mid-export.
 EXPORT_THROTTLE_S = float(env("STUDIO_EXPORT_THROTTLE_S", "0"))
 # Import shards: an import's trace units (a trace folder, a trace file, or a JSONL file of traces), in the order its

@@ -50,6 +50,8 @@ class ProjectSerializer(serializers.ModelSerializer):
             "coordinate_convention",
             "max_pixels",
             "history_window",
+            "history_full_images",
+            "history_max_pixels",
             "box_tokens",
             "error_categories",
             "lease_idle_minutes",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django import forms
 from django.contrib.auth import get_user_model
 
+from traces.grammar import MIN_PIXELS
 from traces.models import Project, default_error_categories
 from traces.services import INSTRUCTION_MAX_CHARS
 
@@ -74,6 +75,8 @@ class ProjectForm(forms.ModelForm):
             "platform",
             "coordinate_convention",
             "history_window",
+            "history_full_images",
+            "history_max_pixels",
             "error_categories",
             "double_annotation_share",
             "double_annotation_annotators",
@@ -81,12 +84,19 @@ class ProjectForm(forms.ModelForm):
         labels = {
             "coordinate_convention": "Coordinate convention",
             "history_window": "History window",
+            "history_full_images": "Screenshots at full size",
+            "history_max_pixels": "Older screenshots' pixels",
             "double_annotation_share": "Share of traces annotated twice",
             "double_annotation_annotators": "Annotators per shared trace",
         }
         help_texts = {
             "coordinate_convention": "The point convention of this project's prompts and exports.",
             "history_window": f"Screenshots sent as images per prompt (1–{HISTORY_WINDOW_MAX}).",
+            "history_full_images": "The image budget: a prompt's last k screenshots (the current one among them) at "
+            "full size, older ones smaller, each history action's points in the size of its screenshot as sent. "
+            "0: every screenshot at full size. A 1920×1080 screenshot is 2691 tokens at full size.",
+            "history_max_pixels": f"The older screenshots' pixel budget under the image budget (at least "
+            f"{MIN_PIXELS}; 200704 sends 1920×1080 as 588×336, 252 tokens).",
             "double_annotation_share": (
                 "0 to 1: 0.2 gives one trace in five to several annotators, never the same one twice; their "
                 "answers make the quality dashboard's agreement. 0 turns double annotation off."
@@ -105,6 +115,9 @@ class ProjectForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        # The image budget is optional on every form that sets a project up (a blank field keeps the default).
+        for name in ("history_full_images", "history_max_pixels"):
+            self.fields[name].required = False
         self.fields["members"].queryset = get_user_model().objects.filter(is_active=True).order_by("username")
         self.fields["members"].label_from_instance = lambda user: user.username
         for name in self.DOUBLE_ANNOTATION:  # a form posted without them (a script's, an older page's) keeps them
@@ -152,6 +165,22 @@ class ProjectForm(forms.ModelForm):
             )
         return count
 
+    def clean_history_full_images(self):
+        full = self.cleaned_data["history_full_images"]
+        if full is None:
+            return Project._meta.get_field("history_full_images").default
+        if not 0 <= full <= HISTORY_WINDOW_MAX:
+            raise forms.ValidationError(f"Between 0 (every screenshot at full size) and {HISTORY_WINDOW_MAX}.")
+        return full
+
+    def clean_history_max_pixels(self):
+        pixels = self.cleaned_data["history_max_pixels"]
+        if pixels is None:
+            return Project._meta.get_field("history_max_pixels").default
+        if pixels < MIN_PIXELS:
+            raise forms.ValidationError(f"At least {MIN_PIXELS} pixels (smart_resize's minimum).")
+        return pixels
+
     def clean_history_window(self):
         window = self.cleaned_data["history_window"]
         if not 1 <= window <= HISTORY_WINDOW_MAX:
@@ -168,6 +197,8 @@ def project_form_for_new(*, name: str, members=(), **settings) -> ProjectForm:
             "platform",
             "coordinate_convention",
             "history_window",
+            "history_full_images",
+            "history_max_pixels",
             "double_annotation_share",
             "double_annotation_annotators",
         )

@@ -43,6 +43,15 @@ class Project(models.Model):
     history_window = models.PositiveSmallIntegerField(
         default=PROMPT_DEFAULTS.history_window, help_text="Screenshots sent as images (N)."
     )
+    history_full_images = models.PositiveSmallIntegerField(
+        default=PROMPT_DEFAULTS.history_full_images,
+        help_text="The image budget: a prompt's last k screenshots at max_pixels, older ones at history_max_pixels "
+        "(0: every screenshot at max_pixels).",
+    )
+    history_max_pixels = models.PositiveIntegerField(
+        default=PROMPT_DEFAULTS.history_max_pixels,
+        help_text="Pixel budget of the older history screenshots under the image budget.",
+    )
     box_tokens = models.BooleanField(
         default=PROMPT_DEFAULTS.box_tokens, help_text="Wrap coordinates in <|box_start|>…<|box_end|>."
     )

@@ -14,7 +14,9 @@ Layout (UI-TARS agents' own prompt)::
     user      [image o_i]                                 the current observation (counts towards N)
 
 Older history steps stay as text-only assistant turns (consecutive assistant messages, exactly as
-the UI-TARS runners send them). The state s_i uses steps 1..i-1; ``i = n + 1`` means "after the last
+the UI-TARS runners send them). The project's image budget (``history_full_images`` k > 0) sends the last k
+screenshots at the project's pixel bounds and older ones smaller (:class:`ReducedImage`, at ``history_max_pixels``),
+each history reply's points in the size of the image it acted on as sent (:func:`render_step_on`). The state s_i uses steps 1..i-1; ``i = n + 1`` means "after the last
 step", whose observation is ``trace.final_screenshot``.
 
 The result is neutral (:class:`StatePrompt`: messages whose parts are text or an image slot, plus the
@@ -80,6 +82,10 @@ class PromptSettings:
     prompt_language: str = "English"
     history_window: int = 5  # screenshots sent as images (N)
     box_tokens: bool = True  # coordinates wrapped in <|box_start|>…<|box_end|>
+    # The image budget: the last ``history_full_images`` screenshots of a prompt (o_i among them) at ``max_pixels``,
+    # older ones smaller, at ``history_max_pixels`` (0: every screenshot at max_pixels).
+    history_full_images: int = 0
+    history_max_pixels: int = 256 * 28 * 28
 
 
 PROMPT_DEFAULTS = PromptSettings()
@@ -219,6 +225,85 @@ def render_step(step, *, project, convention: str | None = None) -> str:
 # --- states ----------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class ReducedImage:
+    """A history screenshot sent smaller than the project's bounds (the image budget): ``screenshot`` resized to
+    ``width × height``, its ``smart_resize`` size at ``history_max_pixels``, so the model's processor (at the
+    project's bounds) leaves it as it is. Exports write it as its own image, pre-scoring resizes it the same way."""
+
+    screenshot: Any
+    width: int
+    height: int
+
+    @property
+    def sha256(self) -> str:
+        # A key, not a digest of the resized bytes: the screenshot's and the size it is sent at.
+        return f"{self.screenshot.sha256}-{self.width}x{self.height}"
+
+    @property
+    def format(self) -> str:
+        return "PNG"
+
+    def resize(self, image):
+        """The PIL ``image`` of the screenshot at this size (bicubic, as Qwen2-VL's processor resizes)."""
+        from PIL import Image
+
+        return image.convert("RGB").resize((self.width, self.height), Image.Resampling.BICUBIC)
+
+
+def reduced_image(screenshot, project):
+    """``screenshot`` as an older history image is sent under the project's budget: a :class:`ReducedImage`, or the
+    screenshot itself when the budget would not make it smaller."""
+    budget = int(project.history_max_pixels)
+    full = grammar.smart_resize(screenshot.height, screenshot.width, max_pixels=project.max_pixels)
+    height, width = grammar.smart_resize(
+        screenshot.height, screenshot.width, max_pixels=min(budget, project.max_pixels)
+    )
+    if (height, width) == full:
+        return screenshot
+    return ReducedImage(screenshot, width, height)
+
+
+def rescale_action(action: grammar.Action, *, project, screenshot, image: ReducedImage) -> grammar.Action:
+    """``action`` (the project's convention, on ``screenshot`` at the project's bounds) with its points in the size
+    of ``image``, the screenshot as it is sent: the same in relative-1000, the reduced image's ``smart_resize`` size
+    in smart-resize-pixels (its size as sent), its pixels in screen-pixels. Points are whole numbers, as models emit."""
+    convention = project.coordinate_convention
+    if convention == grammar.RELATIVE_1000:
+        return action
+    width, height = screenshot.width, screenshot.height
+    args = []
+    for key, value in action.args:
+        if isinstance(value, tuple):
+            x, y = grammar.to_screen_pixels(
+                value, convention=convention, width=width, height=height, max_pixels=project.max_pixels
+            )
+            value = (round(x * image.width / width), round(y * image.height / height))
+        args.append((key, value))
+    return grammar.Action(action.type, tuple(args), action.style)
+
+
+def render_step_on(step, image: ReducedImage, *, project, convention: str | None = None) -> str:
+    """A recorded step as its history turn when its screenshot is sent reduced: :func:`render_step` with every point
+    in the size of ``image`` (:func:`rescale_action`)."""
+    if not step.parsed_actions or step.parse_error or project.coordinate_convention == grammar.RELATIVE_1000:
+        return render_step(step, project=project, convention=convention)
+    actions = [
+        rescale_action(action, project=project, screenshot=step.screenshot, image=image)
+        for action in step_actions(step, project=project, convention=convention)
+    ]
+    return grammar.render_response(
+        step.thought, actions, box_tokens=project.box_tokens, reflection=step.reflection or None
+    )
+
+
+def budget_reduced(project, imaged: int) -> int:
+    """How many of a prompt's ``imaged`` history screenshots (oldest first) go reduced: all but the last
+    ``history_full_images`` - 1 (o_i is the k-th); none without a budget."""
+    full = int(getattr(project, "history_full_images", 0) or 0)
+    return 0 if full <= 0 else max(0, imaged + 1 - full)
+
+
 def build_prompt(*, project, instruction: str, history: Sequence[HistoryStep], current_image) -> StatePrompt:
     """The UI-TARS message layout for one state (see the module docstring)."""
     if current_image is None:
@@ -269,10 +354,19 @@ def build_state_messages(
     if current is None:
         where = "the final screenshot" if i == len(steps) + 1 else f"step {i}'s screenshot"
         raise PromptError(f"trace {trace.pk} has no observation o_{i} ({where} is missing)")
-    history = [
-        HistoryStep(step.screenshot, render(step, project=project, convention=trace.coordinate_convention))
-        for step in steps[: i - 1]
-    ]
+    past = steps[: i - 1]
+    # The steps build_prompt sends with their screenshot, and of those the older ones the image budget reduces.
+    window = max(1, int(project.history_window))
+    imaged = [j for j, step in enumerate(past) if j >= len(past) - (window - 1) and step.screenshot is not None]
+    reduced = set(imaged[: budget_reduced(project, len(imaged))])
+    history = []
+    for j, step in enumerate(past):
+        image = reduced_image(step.screenshot, project) if j in reduced else step.screenshot
+        if isinstance(image, ReducedImage):
+            text = render_step_on(step, image, project=project, convention=trace.coordinate_convention)
+        else:
+            text = render(step, project=project, convention=trace.coordinate_convention)
+        history.append(HistoryStep(image, text))
     return build_prompt(project=project, instruction=trace.instruction, history=history, current_image=current)
 
 
@@ -354,6 +448,7 @@ __all__ = [
     "Message",
     "Part",
     "PromptError",
+    "ReducedImage",
     "StatePrompt",
     "Trajectory",
     "action_space_text",
@@ -362,6 +457,8 @@ __all__ = [
     "build_trajectory",
     "instruction_text",
     "observation",
+    "reduced_image",
+    "render_step_on",
     "render_actions",
     "render_step",
     "render_target",

@@ -136,6 +136,8 @@ PROJECT_SETTINGS = (
     "platform",
     "coordinate_convention",
     "history_window",
+    "history_full_images",
+    "history_max_pixels",
     "error_categories",
     "double_annotation_share",
     "double_annotation_annotators",
