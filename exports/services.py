@@ -238,6 +238,7 @@ def export_part_build(
         "skipped": [asdict(skip) for skip in skipped],
         "sources": [[pk, version] for pk, version in stats.annotations],
         "by_round": [[round_id, n] for round_id, n in stats.by_round.items()],
+        "rounded_points": stats.rounded_points,
     }
     if isinstance(writer, VerlWriter):
         result["reward"] = {
@@ -290,7 +291,7 @@ def export_assemble(
     sources: list[tuple[int, int]] = []
     by_round: Counter = Counter()
     by_stem: dict[str, list[dict]] = {}
-    shards = 0
+    shards = rounded = 0
     for part in parts:
         shards += 1
         _add_counts(by_kind, part["by_kind"])
@@ -303,6 +304,7 @@ def export_assemble(
         sources += [(pk, version) for pk, version in part["sources"]]
         for round_id, n in part["by_round"]:
             by_round[round_id] += n
+        rounded += part.get("rounded_points", 0)
         for stem, file in part["files"].items():
             by_stem.setdefault(stem, []).append(file)
         if isinstance(writer, VerlWriter):
@@ -336,6 +338,8 @@ def export_assemble(
         "skipped": len(skipped),
         "skipped_by_reason": dict(sorted(Counter(s.code for s in skipped).items())),
         "shards": shards,
+        # Points and element boxes stored with decimals (before the editor rounded them): trained as integers.
+        "rounded_points": rounded,
     }
     lineage_block = {
         # What this bundle was built after: an incremental bundle holds only what changed since its base.
