@@ -7,6 +7,7 @@ the shard's result; when the last shard is done the export's own task runs again
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import shutil
 import time
@@ -32,7 +33,16 @@ from exports.builders import (
 )
 from exports.models import ExportFormat, ExportJob
 from exports.storage import bundle_delete, bundle_part_save, bundle_save
-from exports.writers import GRAMMAR_MODULE, REWARD_MODULE, WRITERS, VerlWriter, data_file_name, image_path
+from exports.writers import (
+    GRAMMAR_MODULE,
+    IMAGE_TABLE,
+    REWARD_MODULE,
+    WRITERS,
+    VerlWriter,
+    data_file_name,
+    image_path,
+    write_image_table,
+)
 from studio.db import atomic_with_retry
 from studio.errors import Invalid, describe_error
 from studio.jobs import JobFailed, job_add_error, job_cancel, job_enqueue, job_progress, job_run, job_start, job_workdir
@@ -157,6 +167,11 @@ def _stored_file(name: str):
     return lambda: default_storage.open(name, "rb")
 
 
+def _stored_bytes(name: str) -> bytes:
+    with default_storage.open(name, "rb") as handle:
+        return handle.read()
+
+
 def deflated_path(path: Path) -> Path:
     """Where ``export_part_build`` writes a data file's deflated stream: what a shard stores, and the bundle takes."""
     return path.with_name(f"{path.name}.deflate")
@@ -234,7 +249,7 @@ def export_part_build(
         "by_kind": by_kind,
         "by_split": by_split,
         "on_policy": [[name, weights, n] for (name, weights), n in sorted(on_policy.items())],
-        "images": images if writer.uses_image_folder else {},
+        "images": images if writer.uses_image_folder or writer.uses_image_table else {},
         "skipped": [asdict(skip) for skip in skipped],
         "sources": [[pk, version] for pk, version in stats.annotations],
         "by_round": [[round_id, n] for round_id, n in stats.by_round.items()],
@@ -328,13 +343,16 @@ def export_assemble(
             deflated = archive.Deflated(file["crc32"], file["compressed_size"]) if "crc32" in file else None
             entries.append(archive.Entry(name, file["size"], stored(file), compress=True, deflated=deflated))
     extra_files = writer.bundle_files(data_files)
+    if writer.uses_image_table and images:
+        write_image_table(out / IMAGE_TABLE, images, _stored_bytes)
+        extra_files.append(IMAGE_TABLE)
     counts = {
         "by_kind": by_kind,
         "by_split": by_split,
         "by_file": by_file,
         "annotations": annotations,
         "already_exported": already_exported,
-        "images": len(images) if writer.uses_image_folder else 0,
+        "images": len(images) if writer.uses_image_folder or writer.uses_image_table else 0,
         "skipped": len(skipped),
         "skipped_by_reason": dict(sorted(Counter(s.code for s in skipped).items())),
         "shards": shards,
@@ -363,8 +381,10 @@ def export_assemble(
     (out / "README.md").write_text(readme, encoding="utf-8")
     for name in [*extra_files, "README.md"]:
         files[name] = {"sha256": archive.file_sha256(out / name), "size": (out / name).stat().st_size}
-        entries.append(archive.local_entry(out / name, name))
-    for sha, (storage_name, size, path) in images.items():
+        entry = archive.local_entry(out / name, name)
+        # The image table is compressed images: stored as it is, like the images folder.
+        entries.append(entry if name != IMAGE_TABLE else dataclasses.replace(entry, compress=False))
+    for sha, (storage_name, size, path) in images.items() if writer.uses_image_folder else ():
         files[path] = {"sha256": sha, "size": size}
         entries.append(archive.Entry(path, size, _stored_file(storage_name), compress=False))
     manifest = {

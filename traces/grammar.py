@@ -1280,7 +1280,10 @@ training (exports, rewards, agreement): the action's text stays the UI-TARS acti
 
 def box_of(value: Any) -> tuple[int | float, int | float, int | float, int | float]:
     """``value`` ([x1, y1, x2, y2], any corner order) as a box with x1 <= x2 and y1 <= y2 (numbers kept to 3
-    decimals, like points); TypeError/ValueError for anything else."""
+    decimals, like points); TypeError/ValueError for anything else. A list, a tuple, or a numpy array (a box read
+    from Parquet with pandas; anything with ``tolist``, without importing numpy: this module stays plain Python)."""
+    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
+        value = value.tolist()
     if not isinstance(value, (tuple, list)) or len(value) != 4:
         raise TypeError(f"a box must be [x1, y1, x2, y2], got {value!r}")
     x1, y1, x2, y2 = (_norm_number(v) for v in value)
