@@ -1,12 +1,18 @@
 """Export benchmark: 100,000 DPO pairs from a generated database to one TRL bundle.
 
     .venv/bin/python bench/export.py [--pairs 100000] [--images 2000] [--steps 3] [--format trl]
+    .venv/bin/python bench/export.py --parquet-vs-trl [--pairs 100000] [--steps 5]
 
 Generates (once per run, in a temporary data folder outside the repository) a SQLite database with
 ``--pairs`` traces of ``--steps`` steps sharing ``--images`` distinct PNG screenshots, one accepted
 annotation with an error per trace; then a fresh child process runs
 ``manage.py export_bundle`` and the parent reports its wall time and peak RSS (wait4 rusage), and the
 bundle size against unique image bytes + text. Targets: ≤120 s, ≤500 MB, bundle ≤1.05 × images + text.
+
+``--parquet-vs-trl`` exports the same database twice, as ``parquet`` and as ``trl``, each in a fresh child process,
+and reports both times and peak RSS and the size ratio parquet / trl (target ≤1.10: a Parquet bundle stores each
+screenshot once, in ``images.parquet``, as the TRL bundle's ``images/`` does). With ``--steps 5`` every sample's
+prompt holds a 5-screenshot history (the project's window).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 TARGET_S, TARGET_RSS_MB, TARGET_RATIO = 120, 500, 1.05
+TARGET_PARQUET_RATIO = 1.10
 
 
 def generate(pairs: int, n_images: int, n_steps: int) -> None:
@@ -128,6 +135,22 @@ def load_pairs(project, annotator, *, pairs: int, n_images: int, n_steps: int) -
             )
 
 
+def export(fmt: str, data_dir: Path, env: dict) -> tuple[float, float, Path]:
+    """Export the bench project as ``fmt`` in a fresh child process: (wall seconds, peak RSS in MB, the bundle)."""
+    out = data_dir / f"bundle-{fmt}.zip"
+    started = time.monotonic()
+    child = subprocess.Popen(
+        [sys.executable, "manage.py", "export_bundle", "--project", "bench", "--format", fmt, "--out", str(out)],
+        cwd=REPO,
+        env=env,
+    )
+    _, status, usage = os.wait4(child.pid, 0)
+    elapsed = time.monotonic() - started
+    if status != 0:
+        sys.exit(f"{fmt} export failed with status {status}")
+    return elapsed, usage.ru_maxrss / 1024, out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--pairs", type=int, default=100_000)
@@ -135,6 +158,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--format", default="trl")
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--parquet-vs-trl", action="store_true", help="export parquet and trl, compare the sizes")
     args = parser.parse_args()
 
     data_dir = Path(tempfile.mkdtemp(prefix="export-bench-"))
@@ -161,39 +185,25 @@ def main() -> None:
         f"generated {args.pairs} annotated traces ({args.steps} steps, {args.images} images) in {time.monotonic() - started:.1f} s"
     )
 
-    out = data_dir / "bundle.zip"
-    started = time.monotonic()
-    child = subprocess.Popen(
-        [
-            sys.executable,
-            "manage.py",
-            "export_bundle",
-            "--project",
-            "bench",
-            "--format",
-            args.format,
-            "--out",
-            str(out),
-        ],
-        cwd=REPO,
-        env=env,
-    )
-    _, status, usage = os.wait4(child.pid, 0)
-    elapsed = time.monotonic() - started
-    if status != 0:
-        sys.exit(f"export failed with status {status}")
-    rss_mb = usage.ru_maxrss / 1024
-    with zipfile.ZipFile(out) as bundle:
-        infos = bundle.infolist()
-    image_bytes = sum(i.file_size for i in infos if i.filename.startswith("images/"))
-    text_bytes = sum(i.file_size for i in infos if not i.filename.startswith("images/"))
-    bundle_bytes = out.stat().st_size
-    budget = TARGET_RATIO * image_bytes + text_bytes
-    print(f"export: {elapsed:.1f} s (target ≤{TARGET_S}), peak RSS {rss_mb:.0f} MB (target ≤{TARGET_RSS_MB})")
-    print(
-        f"bundle {bundle_bytes / 1e6:.1f} MB; unique images {image_bytes / 1e6:.1f} MB; text {text_bytes / 1e6:.1f} MB "
-        f"uncompressed; bundle/(1.05×images+text) = {bundle_bytes / budget:.3f} (target ≤1)"
-    )
+    if args.parquet_vs_trl:
+        runs = {fmt: export(fmt, data_dir, env) for fmt in ("parquet", "trl")}
+        for fmt, (elapsed, rss_mb, out) in runs.items():
+            print(f"{fmt}: export {elapsed:.1f} s, peak RSS {rss_mb:.0f} MB, bundle {out.stat().st_size / 1e6:.1f} MB")
+        ratio = runs["parquet"][2].stat().st_size / runs["trl"][2].stat().st_size
+        print(f"parquet / trl = {ratio:.3f} (target ≤{TARGET_PARQUET_RATIO})")
+    else:
+        elapsed, rss_mb, out = export(args.format, data_dir, env)
+        with zipfile.ZipFile(out) as bundle:
+            infos = bundle.infolist()
+        image_bytes = sum(i.file_size for i in infos if i.filename.startswith("images/"))
+        text_bytes = sum(i.file_size for i in infos if not i.filename.startswith("images/"))
+        bundle_bytes = out.stat().st_size
+        budget = TARGET_RATIO * image_bytes + text_bytes
+        print(f"export: {elapsed:.1f} s (target ≤{TARGET_S}), peak RSS {rss_mb:.0f} MB (target ≤{TARGET_RSS_MB})")
+        print(
+            f"bundle {bundle_bytes / 1e6:.1f} MB; unique images {image_bytes / 1e6:.1f} MB; text {text_bytes / 1e6:.1f} MB "
+            f"uncompressed; bundle/(1.05×images+text) = {bundle_bytes / budget:.3f} (target ≤1)"
+        )
     print(f"cpu: {os.cpu_count()} cores")
     if not args.keep:
         import shutil

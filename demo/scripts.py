@@ -3,7 +3,7 @@
 A :class:`TraceScript` is a list of :class:`StepScript` s: the screen the agent saw before acting (a
 :class:`ScreenSpec`, rendered on demand), its thought, and its action as an :class:`Act` naming the widget it
 targets. :func:`format_action` turns an ``Act`` into a UI-TARS action string with box tokens, in the
-relative-1000 convention (the grammar's ``from_screen_pixels``, half up) at the target widget's centre, or at a fraction
+relative-1000 convention (the grammar's ``from_screen_pixels``, ties to even) at the target widget's centre, or at a fraction
 of its box (``at``). Wrong steps name the widget they really hit (e.g. ``sidebar.bluetooth`` when the thought
 says Display), so every coordinate in a demo trace can be checked against a real box.
 

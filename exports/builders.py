@@ -179,6 +179,7 @@ class BuildStats:
     already_exported: int = 0  # left out by an incremental export: the base export held the same version
     trace_ids: list[int] = field(default_factory=list)  # the traces of the planned annotations
     by_round: Counter = field(default_factory=Counter)  # round id (None: no round) -> annotations used
+    rounded_points: int = 0  # points and boxes stored with decimals, rounded by the export (``rounded_points``)
 
 
 def _split_score(trace_id: int, seed: int) -> float:
@@ -354,11 +355,54 @@ def missing_before(step) -> int:
     return int((step.context or {}).get("missing_before") or 0)
 
 
-def _render_once(step, *, project, convention: str | None = None) -> str:
+def _render_once(step, *, project, convention: str) -> str:
     # A step is rendered for several samples (history of s_τ, rejected, history of s_τ+1): once is enough.
     if step.rendered is None:
         step.rendered = prompting.render_step(step, project=project, convention=convention)
     return step.rendered
+
+
+def _decimal_points(actions: list[grammar.Action]) -> int:
+    return sum(grammar.round_action(action)[1] for action in actions)
+
+
+def _decimal_points_of_text(text: str) -> int:
+    try:
+        return _decimal_points(grammar.parse_actions(text)) if text.strip() else 0
+    except grammar.ActionSyntaxError:
+        return 0
+
+
+def _rounded_box(box: list | None) -> list | None:
+    return None if box is None else list(grammar.round_box(box))
+
+
+def rounded_points(annotation: Annotation, steps: list, project: Project) -> int:
+    """How many points (and element boxes) the export of ``annotation`` rounded because they were stored with
+    decimals (the manifest's ``counts.rounded_points``): in its corrected and post-reflection actions and boxes, in the
+    alternatives marked wrong, and in the recorded steps its samples rendered (``_render_once`` rendered them). Every
+    trained point is an integer whatever this says; it counts what older rows (before the editor rounded) held."""
+    n = 0
+    if annotation.verdict == Verdict.ERROR:
+        n += _decimal_points_of_text(annotation.corrected_action) + _decimal_points_of_text(
+            annotation.reflection_action
+        )
+        for slot in ("corrected", "reflection"):
+            box = ((annotation.editor_state or {}).get(slot) or {}).get(grammar.TARGET_BOX)
+            if isinstance(box, list) and not all(isinstance(v, int) for v in box):
+                n += 1
+        for alternative in getattr(annotation, "wrong_alternatives", None) or ():
+            try:
+                n += _decimal_points([grammar.Action.from_json(a) for a in alternative.actions])
+            except (TypeError, ValueError):
+                pass
+    for step in steps:
+        if step.rendered is not None and step.parsed_actions and not step.parse_error:
+            try:
+                n += _decimal_points([grammar.Action.from_json(a) for a in step.parsed_actions])
+            except (TypeError, ValueError):
+                pass
+    return n
 
 
 def annotation_samples(
@@ -479,7 +523,7 @@ def annotation_samples(
         except prompting.PromptError as exc:
             yield skip("error_correction", str(exc))
         else:
-            corrected_box = action_target_box(annotation, "corrected", box_tokens=project.box_tokens)
+            corrected_box = _rounded_box(action_target_box(annotation, "corrected", box_tokens=project.box_tokens))
             wrong = steps[tau - 1]
             rejected = _render_once(wrong, project=project, convention=trace.coordinate_convention)
             yield sample(
@@ -532,7 +576,7 @@ def annotation_samples(
                     annotation.reflection_thought.strip(),
                     prompting.render_actions(annotation.reflection_action, project=project),
                 ),
-                target_box=action_target_box(annotation, "reflection", box_tokens=project.box_tokens),
+                target_box=_rounded_box(action_target_box(annotation, "reflection", box_tokens=project.box_tokens)),
             )
         except prompting.PromptError as exc:
             yield skip("post_reflection", str(exc))
@@ -559,7 +603,7 @@ def _on_policy_pairs(annotation, tau: int, s_tau, corrected: str, corrected_box,
             parsed = grammar.parse_response(alternative.reply)
             rejected = grammar.render_response(
                 parsed.thought,
-                [grammar.Action.from_json(a) for a in alternative.actions],
+                [grammar.round_action(grammar.Action.from_json(a))[0] for a in alternative.actions],
                 box_tokens=project.box_tokens,
             )
         except (grammar.ActionSyntaxError, ValueError, TypeError) as exc:
@@ -711,6 +755,7 @@ def iter_samples(
                 if isinstance(item, Skip):
                     stats.skipped += 1
                 yield item
+            stats.rounded_points += rounded_points(annotation, steps[annotation.trace_id], project)
         done += len(batch)
         if on_annotation:
             on_annotation(done)

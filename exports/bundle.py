@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from exports.writers import data_file_glob, data_file_parts
+from exports.writers import IMAGE_TABLE, data_file_glob, data_file_parts
 
 FIXED_DATE = (1980, 1, 1, 0, 0, 0)
 CHUNK = 1024 * 1024
@@ -264,6 +264,41 @@ TRL 1.16.0 has no `trl.experimental.prm`. A **vision** PRM needs what TRL never 
 before its reply in one multimodal sequence (the interleaved messages below, through your model's chat template and
 processor with the pixel bounds below), and a head that reads a score at the last token of each assistant turn
 (labels there, -100 elsewhere)."""
+
+
+def _parquet_section(data_files: list[str]) -> str:
+    """How to load a ``parquet`` bundle: the data files, and each row's screenshots from ``images.parquet``, where
+    every screenshot is stored once (a row's ``images`` names them by sha256)."""
+    loads = _load_lines(data_files, "parquet")
+    if IMAGE_TABLE not in data_files:
+        return f"""## Load with datasets (and TRL)
+```python
+from datasets import load_dataset
+{loads}
+```
+"""
+    stems = [stem for stem in ("sft", "dpo") if _splits(data_files, stem, "parquet")]
+    transforms = "\n".join(f"{stem} = {stem}.with_transform(with_images)" for stem in stems)
+    return f"""## Load with datasets (and TRL)
+Each screenshot is stored once, in `{IMAGE_TABLE}` (`sha256`, `image`); a row's `images` lists the sha256 of its
+screenshots, in the order of the prompt's image slots. The transform below gives each row its images as the TRL
+format has them (a list of `Image`, decoded when a row is read; nothing is copied):
+```python
+from datasets import load_dataset
+{loads}
+screenshots = load_dataset("parquet", data_files="{IMAGE_TABLE}", split="train")
+row_of = {{sha: row for row, sha in enumerate(screenshots["sha256"])}}
+
+
+def with_images(batch):
+    batch["images"] = [[screenshots[row_of[sha]]["image"] for sha in shas] for shas in batch["images"]]
+    return batch
+
+
+{transforms}
+```
+Columns as in the TRL format.
+"""
 
 
 def _prm_section(data_files: list[str]) -> str:
@@ -578,13 +613,7 @@ including the original wrong step of post-reflection samples.
 Records are sharegpt with strictly alternating turns (consecutive history replies merged), `<image>` tokens equal to
 `len(images)`; DPO records are `ranking` (the conversation ends with the user turn, then `chosen`/`rejected`).
 """,
-        "parquet": f"""## Load with datasets (and TRL)
-```python
-from datasets import load_dataset
-{_load_lines(data_files, "parquet")}
-```
-Images are embedded (`images` is a list of `Image`); columns as in the TRL format.
-""",
+        "parquet": _parquet_section(data_files),
         "prm": _prm_section(data_files),
         "verl": _verl_section(data_files, reward),
     }

@@ -7,6 +7,7 @@ the shard's result; when the last shard is done the export's own task runs again
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import logging
@@ -36,7 +37,16 @@ from exports.builders import (
 )
 from exports.models import ExportFormat, ExportJob
 from exports.storage import bundle_delete, bundle_part_save, bundle_save
-from exports.writers import GRAMMAR_MODULE, REWARD_MODULE, WRITERS, VerlWriter, data_file_name, image_path
+from exports.writers import (
+    GRAMMAR_MODULE,
+    IMAGE_TABLE,
+    REWARD_MODULE,
+    WRITERS,
+    VerlWriter,
+    data_file_name,
+    image_path,
+    write_image_table,
+)
 from studio.db import atomic_with_retry
 from studio.errors import Invalid, describe_error
 from studio.jobs import JobFailed, job_add_error, job_cancel, job_enqueue, job_progress, job_run, job_start, job_workdir
@@ -184,6 +194,11 @@ def reduced_png(view: prompting.ReducedImage, data: bytes) -> bytes:
     return out.getvalue()
 
 
+def _stored_bytes(name: str) -> bytes:
+    with default_storage.open(name, "rb") as handle:
+        return handle.read()
+
+
 def deflated_path(path: Path) -> Path:
     """Where ``export_part_build`` writes a data file's deflated stream: what a shard stores, and the bundle takes."""
     return path.with_name(f"{path.name}.deflate")
@@ -265,7 +280,7 @@ def export_part_build(
         by_split[item.split] = by_split.get(item.split, 0) + 1
         for shot in item.prompt.images:
             if isinstance(shot, prompting.ReducedImage):
-                if writer.uses_image_folder:
+                if writer.uses_image_folder or writer.uses_image_table:
                     reduced_bytes(shot)
             elif shot.sha256 not in images:
                 images[shot.sha256] = [shot.image.name, shot.byte_size, image_path(shot)]
@@ -287,12 +302,13 @@ def export_part_build(
         "by_kind": by_kind,
         "by_split": by_split,
         "on_policy": [[name, weights, n] for (name, weights), n in sorted(on_policy.items())],
-        "images": images if writer.uses_image_folder else {},
-        "reduced_images": reduced if writer.uses_image_folder else {},
+        "images": images if writer.uses_image_folder or writer.uses_image_table else {},
+        "reduced_images": reduced if writer.uses_image_folder or writer.uses_image_table else {},
         "skipped": [asdict(skip) for skip in skipped],
         "sources": [[pk, version] for pk, version in stats.annotations],
         "by_round": [[round_id, n] for round_id, n in stats.by_round.items()],
         "tokens": {"counted_with": counter.counted_with, "longest": longest},
+        "rounded_points": stats.rounded_points,
     }
     if isinstance(writer, VerlWriter):
         result["reward"] = {
@@ -348,7 +364,7 @@ def export_assemble(
     by_stem: dict[str, list[dict]] = {}
     longest: dict | None = None
     counted_with: set[str] = set()
-    shards = 0
+    shards = rounded = 0
     for part in parts:
         shards += 1
         _add_counts(by_kind, part["by_kind"])
@@ -364,6 +380,7 @@ def export_assemble(
         sources += [(pk, version) for pk, version in part["sources"]]
         for round_id, n in part["by_round"]:
             by_round[round_id] += n
+        rounded += part.get("rounded_points", 0)
         for stem, file in part["files"].items():
             by_stem.setdefault(stem, []).append(file)
         part_tokens = part.get("tokens") or {}
@@ -396,16 +413,23 @@ def export_assemble(
     sequence = sequence_lengths(longest, counted_with, by_stem, writer.suffix, pixels)
     writer.sequence_length = sequence["cutoff_len"]
     extra_files = writer.bundle_files(data_files)
+    if writer.uses_image_table and images:
+        # A row names a reduced screenshot by its key (the screenshot's sha256 and its size), its file's stem.
+        table = {**images, **{Path(path).stem: [name, size, path] for path, (name, size, _) in reduced_images.items()}}
+        write_image_table(out / IMAGE_TABLE, table, _stored_bytes)
+        extra_files.append(IMAGE_TABLE)
     counts = {
         "by_kind": by_kind,
         "by_split": by_split,
         "by_file": by_file,
         "annotations": annotations,
         "already_exported": already_exported,
-        "images": len(images) + len(reduced_images) if writer.uses_image_folder else 0,
+        "images": len(images) + len(reduced_images) if writer.uses_image_folder or writer.uses_image_table else 0,
         "skipped": len(skipped),
         "skipped_by_reason": dict(sorted(Counter(s.code for s in skipped).items())),
         "shards": shards,
+        # Points and element boxes stored with decimals (before the editor rounded them): trained as integers.
+        "rounded_points": rounded,
     }
     # One sample set per trace: the bundle's traces are its annotations. Said where an engineer looks (the
     # manifest's counts, the README, the job's counts the command line prints), never left silent.
@@ -437,11 +461,13 @@ def export_assemble(
     (out / "README.md").write_text(readme, encoding="utf-8")
     for name in [*extra_files, "README.md"]:
         files[name] = {"sha256": archive.file_sha256(out / name), "size": (out / name).stat().st_size}
-        entries.append(archive.local_entry(out / name, name))
-    for sha, (storage_name, size, path) in images.items():
+        entry = archive.local_entry(out / name, name)
+        # The image table is compressed images: stored as it is, like the images folder.
+        entries.append(entry if name != IMAGE_TABLE else dataclasses.replace(entry, compress=False))
+    for sha, (storage_name, size, path) in images.items() if writer.uses_image_folder else ():
         files[path] = {"sha256": sha, "size": size}
         entries.append(archive.Entry(path, size, _stored_file(storage_name), compress=False))
-    for path, (storage_name, size, sha) in reduced_images.items():
+    for path, (storage_name, size, sha) in reduced_images.items() if writer.uses_image_folder else ():
         files[path] = {"sha256": sha, "size": size}
         entries.append(archive.Entry(path, size, _stored_file(storage_name), compress=False))
     manifest = {

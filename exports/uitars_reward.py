@@ -108,8 +108,23 @@ def action_score(expected, given, truth, radius_px, box=None):
     return (1 + matched) / (1 + scored)
 
 
+def plain(value):
+    """``value`` with numpy arrays and scalars made Python lists and numbers (a ground truth read from the Parquet with
+    pandas holds ``numpy.ndarray`` boxes and ``numpy.int64`` sizes; ``datasets`` gives lists and ints), dicts, lists
+    and tuples walked. Without importing numpy: anything with ``tolist`` is taken as one."""
+    if isinstance(value, dict):
+        return {key: plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(item) for item in value]
+    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
+        return value.tolist()
+    return value
+
+
 def score_reply(reply, truth, *, radius_px=None):
-    """``reply`` (a model's text) against ``truth`` (a bundle row's ``reward_model.ground_truth``), in [0, 1]."""
+    """``reply`` (a model's text) against ``truth`` (a bundle row's ``reward_model.ground_truth``, as ``datasets`` or
+    pandas reads it: lists, tuples or numpy arrays), in [0, 1]."""
+    truth = plain(truth)
     given = parse_reply(reply)
     if not given:
         return 0.0
@@ -124,4 +139,4 @@ def score_reply(reply, truth, *, radius_px=None):
 
 def compute_score(data_source, solution_str, ground_truth, extra_info=None, radius_px=None, **kwargs):
     """verl's custom reward entry point (``data_source`` and ``extra_info`` are not needed to score)."""
-    return score_reply(solution_str, ground_truth, radius_px=radius_px)
+    return score_reply(solution_str, ground_truth, radius_px=plain(radius_px))

@@ -5,7 +5,8 @@
   bundle-relative paths (placeholders = images, always). The native UI-TARS layout is kept.
 * ``llamafactory``: sharegpt JSON arrays; consecutive same-role turns merged so roles strictly
   alternate; ``<image>`` tokens = ``len(images)``; DPO as ``ranking`` records; ``dataset_info.json``.
-* ``parquet``: the TRL columns with the images embedded (``datasets`` Image feature).
+* ``parquet``: the TRL columns, each screenshot stored once: ``images.parquet`` (``sha256`` and the ``datasets``
+  Image ``image``, written at assembly, ``write_image_table``) and rows whose ``images`` name theirs by sha256.
 * ``prm``: JSONL in TRL's stepwise-supervision layout (``prompt``, ``completions``, ``labels``) plus the screenshot
   of each step (``images``, bundle-relative paths), one record per trace (``prm_{split}.jsonl``).
 * ``verl``: Parquet in verl's RL dataset layout (``data_source``, ``prompt`` messages with ``<image>`` in place,
@@ -123,7 +124,8 @@ class Writer:
     """Base: one open file per (sft|dpo, split), opened on first use; ``close`` returns the names written."""
 
     suffix = ""
-    uses_image_folder = True
+    uses_image_folder = True  # the bundle's screenshots go in images/, once each
+    uses_image_table = False  # the bundle's screenshots go in IMAGE_TABLE, once each
     sample_set = "sft_dpo"  # which samples the format takes (exports.builders.SAMPLE_SETS)
 
     def __init__(self, workdir: Path, *, image_bytes: ImageBytes | None = None, pixels: dict | None = None):
@@ -266,11 +268,50 @@ def dataset_info_name(data_file: str) -> str:
     return f"uitars_{dataset}_{split}-{number}"
 
 
+IMAGE_TABLE = "images.parquet"
+IMAGE_TABLE_ROWS = 32  # screenshots per row group: what the writer holds in memory at once
+
+
+def image_table_schema():
+    """``images.parquet``: one row per screenshot of the bundle, ``sha256`` and the image (datasets' Image feature,
+    ``{"bytes", "path"}``), sorted by sha256."""
+    import pyarrow as pa
+
+    features = {"sha256": {"dtype": "string", "_type": "Value"}, "image": {"_type": "Image"}}
+    return pa.schema(
+        [("sha256", pa.string()), ("image", pa.struct([("bytes", pa.binary()), ("path", pa.string())]))],
+        metadata={"huggingface": json.dumps({"info": {"features": features}})},
+    )
+
+
+def write_image_table(path: Path, images: dict[str, list], read: Callable[[str], bytes]) -> int:
+    """Write the bundle's image table: ``images`` maps sha256 to ``[storage name, size, bundle path]`` (what the shards
+    collected), ``read(storage name)`` gives a file's bytes. The image bytes are stored as they are (PNG and JPEG are
+    compressed already), ``IMAGE_TABLE_ROWS`` a row group, so memory holds one row group. Returns the rows written."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = image_table_schema()
+    rows: list[dict] = []
+    with pq.ParquetWriter(path, schema, compression="none") as out:
+        for sha in sorted(images):
+            storage_name, _, bundle_path = images[sha]
+            rows.append({"sha256": sha, "image": {"bytes": read(storage_name), "path": bundle_path}})
+            if len(rows) >= IMAGE_TABLE_ROWS:
+                out.write_table(pa.Table.from_pylist(rows, schema=schema))
+                rows.clear()
+        if rows or not images:
+            out.write_table(pa.Table.from_pylist(rows, schema=schema))
+    return len(images)
+
+
 class ParquetWriter(Writer):
-    """Row groups of ``ROWS`` samples; images embedded as ``{"bytes", "path"}`` (datasets' Image feature)."""
+    """Row groups of ``ROWS`` samples; a row's ``images`` are the sha256 of its screenshots, which the bundle stores
+    once each in ``IMAGE_TABLE`` (a 5-screenshot history would otherwise repeat each screenshot up to 5 times)."""
 
     suffix = ".parquet"
     uses_image_folder = False
+    uses_image_table = True
     ROWS = 64
 
     def __init__(self, workdir, *, image_bytes, pixels=None):
@@ -286,7 +327,7 @@ class ParquetWriter(Writer):
         fields = [("prompt", turns)]
         fields += [("chosen", turns), ("rejected", turns)] if preference else [("completion", turns)]
         fields += [
-            ("images", pa.list_(pa.struct([("bytes", pa.binary()), ("path", pa.string())]))),
+            ("images", pa.list_(pa.string())),
             ("kind", pa.string()),
             ("trace_id", pa.int64()),
             ("annotation_id", pa.int64()),
@@ -310,7 +351,7 @@ class ParquetWriter(Writer):
             for name, _ in fields
             if name not in ("images", "kind", "trace_id", "annotation_id", "target_box")
         }
-        features["images"] = {"feature": {"_type": "Image"}, "_type": "List"}
+        features["images"] = {"feature": {"dtype": "string", "_type": "Value"}, "_type": "List"}
         features["kind"] = {"dtype": "string", "_type": "Value"}
         features["trace_id"] = {"dtype": "int64", "_type": "Value"}
         features["annotation_id"] = {"dtype": "int64", "_type": "Value"}
@@ -329,7 +370,7 @@ class ParquetWriter(Writer):
 
     def row(self, sample: Sample) -> dict:
         row = trl_record(sample)
-        row["images"] = [{"bytes": self.image_bytes(img), "path": image_path(img)} for img in sample.prompt.images]
+        row["images"] = [img.sha256 for img in sample.prompt.images]
         return row
 
     def write(self, handle, sample, *, first):
@@ -416,6 +457,7 @@ class VerlWriter(ParquetWriter):
     ``max_pixels`` when the image names them (a decoded PIL image would get that library's defaults)."""
 
     sample_set = "rl"
+    uses_image_table = False  # verl's loader reads a row's images from the row itself
 
     def __init__(self, workdir, *, image_bytes, pixels=None):
         super().__init__(workdir, image_bytes=image_bytes, pixels=pixels)

@@ -420,6 +420,17 @@ def _run_rules(job: PrescoreJob, traces: list[Trace], progress: _Progress) -> No
 # --- model -----------------------------------------------------------------------------------
 
 
+def step_score_request(trace: Trace, step: Step, *, project: Project, steps: list[Step]):
+    """What the model scores for a recorded step: s_i from the one prompt builder and the step's reply as the one
+    renderer writes it (``prompting.render_step``, in the trace's convention: the history and the exports write the
+    same text). Raises PromptError when the state has no prompt."""
+    from prescoring.qwen2vl import ScoreRequest
+
+    prompt = prompting.build_state_messages(trace, step.index, project=project, steps=steps)
+    target = prompting.render_step(step, project=project, convention=trace.coordinate_convention)
+    return ScoreRequest(step.pk, prompting.to_chat_messages(prompt), image_inputs(prompt), target)
+
+
 @dataclass
 class _Pending:
     trace: Trace
@@ -428,7 +439,7 @@ class _Pending:
 
 
 def _run_model(job: PrescoreJob, traces: list[Trace], progress: _Progress) -> None:
-    from prescoring.qwen2vl import ScoreRequest, load_scorer
+    from prescoring.qwen2vl import load_scorer
 
     project = job.project
     opts = job.settings
@@ -451,15 +462,11 @@ def _run_model(job: PrescoreJob, traces: list[Trace], progress: _Progress) -> No
         requests, order = [], []
         for item in pending:
             try:
-                prompt = prompting.build_state_messages(item.trace, item.step.index, project=project, steps=item.steps)
-                target = prompting.render_step(item.step, project=project)
+                requests.append(step_score_request(item.trace, item.step, project=project, steps=item.steps))
             except prompting.PromptError as exc:
                 job_add_error(job, {"trace": item.trace.pk, "step": item.step.index, "error": str(exc)})
                 _step_done(item, None)
                 continue
-            requests.append(
-                ScoreRequest(item.step.pk, prompting.to_chat_messages(prompt), image_inputs(prompt), target)
-            )
             order.append(item)
         results = scorer.score(
             requests,

@@ -10,6 +10,7 @@ import json
 import re
 import zipfile
 
+import PIL.Image
 import pytest
 import yaml
 
@@ -103,6 +104,21 @@ def test_every_readme_block_runs(annotated, tmp_path, monkeypatch, fmt, validati
             pytest.fail(f"a {language} block nobody checks")
     if fmt in ("trl", "parquet"):
         assert len(namespace["sft"]["train"]) > 0 and ("validation" in namespace["sft"]) == (validation > 0)
+    if fmt == "parquet":
+        # The README's transform gives each row its screenshots from images.parquet, as the TRL format holds them.
+        trl = [
+            json.loads(line)
+            for line in (bundle(annotated, tmp_path, "trl", validation) / "data/sft/train-00000-of-00001.jsonl")
+            .read_text()
+            .splitlines()
+        ]
+        for dataset in ("sft", "dpo"):
+            row = namespace[dataset]["train"][0]
+            assert row["images"] and all(isinstance(image, PIL.Image.Image) for image in row["images"])
+        for row, record in zip(namespace["sft"]["train"], trl):
+            assert [image.tobytes() for image in row["images"]] == [
+                PIL.Image.open(tmp_path / f"trl-{validation}" / path).tobytes() for path in record["images"]
+            ]
     if fmt == "prm":
         assert ("validation" in namespace["prm"]) == (validation > 0)
         images = sum(1 for m in namespace["messages"] for c in m["content"] if c["type"] == "image")

@@ -216,13 +216,14 @@ class _OneBoxScreen:
         return self._pixel
 
 
-def test_demo_actions_are_rendered_by_the_grammar_half_up_and_escaped() -> None:
-    # A second renderer came back before: Python's round() (12.5 -> 12, 13.5 -> 14) and a \r written raw.
+def test_demo_actions_are_rendered_by_the_grammar_ties_to_even_and_escaped() -> None:
+    # A second renderer came back before (its own rounding, a \r written raw): the demo rounds as the grammar does,
+    # model_number's ties to even (12.5 -> 12, 13.5 -> 14).
     from traces import grammar
 
     click = format_action(Act("click", target="any"), _OneBoxScreen((12.5, 13.5)))  # type: ignore[arg-type]
-    assert click == grammar.render_action(grammar.Action("click", ((grammar.START_BOX, (13, 14)),)))
-    assert "(13,14)" in click
+    assert click == grammar.render_action(grammar.Action("click", ((grammar.START_BOX, (12, 14)),)))
+    assert "(12,14)" in click
 
     text = "line one\r\nline 'two'"
     typed = format_action(Act("type", content=text), _OneBoxScreen((0, 0)))  # type: ignore[arg-type]

@@ -28,7 +28,10 @@ def traces(project, tmp_path):
 def test_box_helpers_of_the_grammar():
     assert grammar.box_of([600, 550, 400, 450]) == (400, 450, 600, 550)  # any corner order
     assert grammar.box_centre((400, 450, 600, 550)) == (500, 500)
-    assert grammar.box_centre((0, 0, 5, 5)) == (2.5, 2.5)
+    # A centre is the integer a model emits, a tie to even: 2.5 -> 2, 3.5 -> 4.
+    assert grammar.box_centre((0, 0, 5, 5)) == (2, 2)
+    assert grammar.box_centre((0, 0, 7, 7)) == (4, 4)
+    assert grammar.box_centre((0.5, 0, 5, 5.5)) == (3, 3)
     assert grammar.point_in_box((400, 550), (400, 450, 600, 550))  # edges count
     assert not grammar.point_in_box((399.5, 500), (400, 450, 600, 550))
     assert grammar.box_iou((0, 0, 10, 10), (5, 0, 15, 10)) == pytest.approx(1 / 3)

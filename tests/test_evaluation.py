@@ -215,7 +215,9 @@ def test_preference_accuracy_is_one_or_zero_where_the_case_decides_it(correction
         steps = list(trace.steps.select_related("screenshot").order_by("index"))
         state = prompting.build_state_messages(trace, annotation.tau, project=project, steps=steps)
         chosen = prompting.render_target(annotation.corrected_thought, annotation.corrected_action, project=project)
-        rejected = prompting.render_step(steps[annotation.tau - 1], project=project)
+        rejected = prompting.render_step(
+            steps[annotation.tau - 1], project=project, convention=trace.coordinate_convention
+        )
         messages, images = prompting.to_chat_messages(state), image_inputs(state)
         direct = scorer.score(
             [qwen2vl.ScoreRequest(k, messages, images, t) for k, t in enumerate((chosen, rejected))], generate=False

@@ -125,7 +125,12 @@ def test_parquet_loads_with_datasets(annotated, tmp_path):
     )
     assert len(dpo) == 6
     row = dpo[0]
-    assert row["images"][0].size == (56, 42)
+    # A row names its screenshots by sha256; each is stored once, in images.parquet.
+    screenshots = datasets.load_dataset(
+        "parquet", data_files=str(tmp_path / "pq" / "images.parquet"), split="train", cache_dir=str(tmp_path / "cache")
+    )
+    image_of = dict(zip(screenshots["sha256"], screenshots["image"]))
+    assert image_of[row["images"][0]].size == (56, 42)
     assert sum(c["type"] == "image" for m in row["prompt"] for c in m["content"]) == len(row["images"])
     assert row["chosen"][0]["content"][0]["text"].startswith("Thought: Fix")
 

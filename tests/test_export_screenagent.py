@@ -53,7 +53,10 @@ def test_screenagent_session_to_dpo_pair(realtraces, project, annotator, lead):
     dpo = next(s for s in samples if s.kind == "dpo")
     expected_chosen = prompting.render_target(human_thought, human_action, project=project)
     assert dpo.chosen == expected_chosen
-    assert dpo.rejected == prompting.render_step(step, project=project) and dpo.rejected != dpo.chosen
+    assert (
+        dpo.rejected == prompting.render_step(step, project=project, convention=trace.coordinate_convention)
+        and dpo.rejected != dpo.chosen
+    )
     assert dpo.prompt.images[-1].sha256 == step.screenshot.sha256  # o_τ is the current image
     assert len(dpo.prompt.images) == min(step.index, project.history_window)
     assert trace.instruction in dpo.prompt.messages[1].text

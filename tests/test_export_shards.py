@@ -148,7 +148,11 @@ def test_every_format_lists_its_shard_files_where_its_trainer_looks(
         assert len(records) == 5 and all(r["chosen"]["from"] == "gpt" for r in records)
     elif fmt == "parquet":
         dpo = datasets.load_dataset(str(folder), "dpo", cache_dir=cache)
-        assert len(dpo["train"]) == 5 and dpo["train"][0]["images"][0].size == (56, 42)
+        # The shards' screenshots are in the one images.parquet, once each; rows name theirs by sha256.
+        screenshots = datasets.load_dataset("parquet", data_files=str(folder / "images.parquet"), cache_dir=cache)
+        image_of = dict(zip(screenshots["train"]["sha256"], screenshots["train"]["image"]))
+        assert len(image_of) == manifest["counts"]["images"]
+        assert len(dpo["train"]) == 5 and image_of[dpo["train"][0]["images"][0]].size == (56, 42)
     else:
         rl = datasets.load_dataset(str(folder), "rl", cache_dir=cache)
         assert len(rl["train"]) == 10  # a corrected and a post-reflection row per annotation

@@ -581,7 +581,9 @@ def test_readme_examples():
     assert px == pytest.approx((175.9, 542.97), abs=0.01)
     assert from_screen_pixels(px, convention=SMART_RESIZE_PIXELS, width=1920, height=1080) == (177, 549)
     assert to_screen_pixels((3, 4), convention=SCREEN_PIXELS, width=1920, height=1080) == (3.0, 4.0)
-    assert from_screen_pixels((3, 4.25), convention=SCREEN_PIXELS, width=1920, height=1080) == (3, 4.25)
+    # Every convention gives the integers a model emits, ties to even: 4.25 -> 4, 6.5 -> 6, 7.5 -> 8.
+    assert from_screen_pixels((3, 4.25), convention=SCREEN_PIXELS, width=1920, height=1080) == (3, 4)
+    assert from_screen_pixels((6.5, 7.5), convention=SCREEN_PIXELS, width=1920, height=1080) == (6, 8)
     # A smaller pixel budget changes the resized grid and therefore the mapping.
     small = to_screen_pixels((177, 549), convention=SMART_RESIZE_PIXELS, width=1920, height=1080, max_pixels=1003520)
     assert small != px

@@ -58,7 +58,10 @@ def requests_for(project):
             images = [qwen2vl.ImageInput(s.sha256, services._image_loader(s)) for s in prompt.images]
             requests.append(
                 qwen2vl.ScoreRequest(
-                    step.pk, prompting.to_chat_messages(prompt), images, prompting.render_step(step, project=project)
+                    step.pk,
+                    prompting.to_chat_messages(prompt),
+                    images,
+                    prompting.render_step(step, project=project, convention=trace.coordinate_convention),
                 )
             )
     return requests

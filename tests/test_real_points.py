@@ -85,6 +85,13 @@ def test_every_exported_point_is_on_the_recorded_pixel(
     checked = 0
     position = dict.fromkeys(steps_of, 0)
     for record in records:
+        # A model emits integers (issue 33): every point of the target and of the history's replies is one.
+        texts = [part.get("text", "") for turn in record["prompt"] + record["completion"] for part in turn["content"]]
+        assert all("." not in number for text in texts for pair in POINT.findall(text) for number in pair), (
+            source,
+            convention,
+            [POINT.findall(text) for text in texts],
+        )
         # The sample's screen is the prompt's last image; its step is the trace's next step showing that screen.
         sha = record["images"][-1].rsplit("/", 1)[1].split(".")[0]
         trace_steps = steps_of[record["trace_id"]]

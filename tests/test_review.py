@@ -120,6 +120,24 @@ def test_edit_and_accept_records_before_and_after(project, annotator, lead):
     assert edit.changes["tau"] == [2, 3] and edit.actor == lead
 
 
+def test_a_leads_point_with_decimals_is_stored_as_the_integer_it_trains(project, annotator, lead):
+    ann = make_annotation(
+        make_trace(project, "t1"),
+        annotator,
+        verdict="error",
+        tau=2,
+        error_category="wrong text",
+        corrected_action="click(start_box='(1,2)')",
+    )
+    review.review_edit_and_accept(
+        annotation_id=ann.pk, actor=lead, edits={"corrected_action": "click(start_box='(5.5,6.5)')"}
+    )
+    ann.refresh_from_db()
+    # Ties to even (traces.grammar.model_number): 5.5 -> 6, 6.5 -> 6; the text and the editor's action agree.
+    assert ann.corrected_action == "click(start_box='<|box_start|>(6,6)<|box_end|>')"
+    assert ann.editor_state["corrected"]["args"]["start_box"] == [6, 6]
+
+
 def test_word_diff_marks_changed_words():
     assert word_diff("click the red button", "click the blue button") == [
         {"op": "equal", "text": "click the "},

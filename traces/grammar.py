@@ -29,9 +29,11 @@ same canonical names: box style ``start_box``/``end_box`` and point style
 ``point``/``start_point``/``end_point``; :attr:`Action.style` remembers which one was used so
 :func:`render_action` can reproduce it.
 
-Numbers are stored as given (int or float, floats kept to 3 decimals) in the model's own
+Numbers are parsed as given (int or float, floats kept to 3 decimals) in the model's own
 coordinate convention; see :data:`RELATIVE_1000`, :data:`SMART_RESIZE_PIXELS` and
-:data:`SCREEN_PIXELS`.  A ``<think>...</think>`` preamble is not part of the thought: it is
+:data:`SCREEN_PIXELS`.  A model emits integers in every convention, so every point the studio makes
+(a conversion, an element box's centre) and every point it stores from an editor or exports is rounded
+here, once, half to even (:func:`model_number`, :func:`round_action`, :func:`round_box`).  A ``<think>...</think>`` preamble is not part of the thought: it is
 returned separately in :attr:`ParsedResponse.think`.
 """
 
@@ -67,6 +69,9 @@ __all__ = [
     "box_of",
     "box_point_problem",
     "box_problems",
+    "model_number",
+    "round_action",
+    "round_box",
     "convert_box",
     "convert_action",
     "from_screen_pixels",
@@ -1074,9 +1079,40 @@ def _resized_wh(width: int, height: int, max_pixels: int | None) -> tuple[int, i
     return w, h
 
 
-def _round_half_up(v: float) -> int:
-    # Python's round() is banker's rounding; annotators expect 0.5 to go up.
-    return int(math.floor(v + 0.5))
+def model_number(v: int | float) -> int:
+    """``v`` as the integer a model emits: the nearest one, a tie (x.5) to the even neighbour (Python's ``round``, on
+    the float as computed: ties are exact binary halves). The one rounding of every coordinate the studio makes,
+    stores from an editor or exports; static/js/geometry.js rounds the same way (tests/test_js_units.py feeds it the
+    points this module computes, ties among them)."""
+    if isinstance(v, int) and not isinstance(v, bool):
+        return v
+    return int(round(v))
+
+
+def round_point(point: tuple) -> tuple[int, int]:
+    """``point`` with both coordinates rounded by :func:`model_number`."""
+    return (model_number(point[0]), model_number(point[1]))
+
+
+def round_action(action: Action) -> tuple[Action, int]:
+    """``action`` with every point rounded by :func:`model_number`, and how many points had decimals (0: the action
+    itself is returned). What an editor stores and what an export trains: a model never emits a decimal."""
+    rounded = 0
+    args = []
+    for k, v in action.args:
+        if isinstance(v, tuple) and not all(isinstance(c, int) for c in v):
+            v = round_point(v)
+            rounded += 1
+        args.append((k, v))
+    if not rounded:
+        return action, 0
+    return Action(action.type, tuple(args), action.style), rounded
+
+
+def round_box(box: tuple) -> tuple[int, int, int, int]:
+    """``box`` ([x1, y1, x2, y2]) with every edge rounded by :func:`model_number` (corners kept in order)."""
+    x1, y1, x2, y2 = (model_number(v) for v in box)
+    return (x1, y1, x2, y2)
 
 
 def to_screen_pixels(
@@ -1095,20 +1131,17 @@ def to_screen_pixels(
 
 def from_screen_pixels(
     point_px: tuple[float, float], *, convention: str, width: int, height: int, max_pixels: int | None = None
-) -> tuple[int | float, int | float]:
-    """Screenshot pixels -> model coordinates.
-
-    relative-1000 and smart-resize give ints (what a model emits; round half up).
-    screen-pixels keeps ints as ints and rounds floats to 3 decimals.
-    """
+) -> tuple[int, int]:
+    """Screenshot pixels -> model coordinates: integers in every convention (what a model emits), rounded once by
+    :func:`model_number` (half to even)."""
     _check(convention, width, height)
     x, y = point_px
     if convention == RELATIVE_1000:
-        return (_round_half_up(x / width * 1000), _round_half_up(y / height * 1000))
+        return (model_number(x / width * 1000), model_number(y / height * 1000))
     if convention == SMART_RESIZE_PIXELS:
         rw, rh = _resized_wh(width, height, max_pixels)
-        return (_round_half_up(x / width * rw), _round_half_up(y / height * rh))
-    return tuple(v if isinstance(v, int) and not isinstance(v, bool) else round(float(v), 3) for v in (x, y))  # type: ignore[return-value]
+        return (model_number(x / width * rw), model_number(y / height * rh))
+    return (model_number(x), model_number(y))
 
 
 def convert_action(
@@ -1247,22 +1280,21 @@ training (exports, rewards, agreement): the action's text stays the UI-TARS acti
 
 def box_of(value: Any) -> tuple[int | float, int | float, int | float, int | float]:
     """``value`` ([x1, y1, x2, y2], any corner order) as a box with x1 <= x2 and y1 <= y2 (numbers kept to 3
-    decimals, like points); TypeError/ValueError for anything else."""
+    decimals, like points); TypeError/ValueError for anything else. A list, a tuple, or a numpy array (a box read
+    from Parquet with pandas; anything with ``tolist``, without importing numpy: this module stays plain Python)."""
+    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
+        value = value.tolist()
     if not isinstance(value, (tuple, list)) or len(value) != 4:
         raise TypeError(f"a box must be [x1, y1, x2, y2], got {value!r}")
     x1, y1, x2, y2 = (_norm_number(v) for v in value)
     return (min(x1, x2), min(y1, y2), max(x1, x2), max(y1, y2))
 
 
-def box_centre(box: tuple) -> tuple[int | float, int | float]:
-    """The centre of ``box``: an int when the sum of the edges is even (integer conventions stay integers)."""
+def box_centre(box: tuple) -> tuple[int, int]:
+    """The point a box stands for: its centre as a model would emit it, integers rounded by :func:`model_number`
+    (half to even: the centre of [10, 0, 13, 4] is (12, 2))."""
     x1, y1, x2, y2 = box
-
-    def mid(a, b):
-        s = a + b
-        return s // 2 if isinstance(s, int) and s % 2 == 0 else _norm_number((a + b) / 2)
-
-    return (mid(x1, x2), mid(y1, y2))
+    return (model_number((x1 + x2) / 2), model_number((y1 + y2) / 2))
 
 
 def point_in_box(point: tuple, box: tuple) -> bool:

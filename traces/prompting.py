@@ -28,7 +28,7 @@ Public API::
     build_state_messages(trace, i, *, project=None, steps=None) -> StatePrompt
     build_prompt(*, project, instruction, history, current_image) -> StatePrompt
     render_target(thought, action_text, *, project) -> str     # "Thought: ...\\nAction: ..."
-    render_step(step, *, project) -> str                        # a recorded step as a history turn
+    render_step(step, *, project, convention) -> str            # a recorded step, its points in the trace's convention
     action_space_text(project) -> str
     to_chat_messages(prompt, *, image=None) -> list[dict]       # [{"role", "content": [{"type": ...}]}]
     to_placeholder_messages(prompt, *, image_token) -> list[dict]  # [{"role", "content": "text<image>..."}]
@@ -169,7 +169,8 @@ def instruction_text(project, instruction: str) -> str:
 
 
 def render_actions(action_text: str, *, project) -> str:
-    """Parse one or more UI-TARS calls and render them canonically with the project's box-token setting.
+    """Parse one or more UI-TARS calls and render them canonically with the project's box-token setting, every point
+    an integer (``grammar.round_action``: a point stored with decimals is trained as the model would emit it).
 
     Raises PromptError naming the problem when the text does not parse."""
     try:
@@ -178,7 +179,7 @@ def render_actions(action_text: str, *, project) -> str:
         raise PromptError(f"action {action_text!r} does not parse: {exc}") from None
     if not parsed:
         raise PromptError("empty action")
-    return "\n\n".join(grammar.render_action(a, box_tokens=project.box_tokens) for a in parsed)
+    return "\n\n".join(grammar.render_action(grammar.round_action(a)[0], box_tokens=project.box_tokens) for a in parsed)
 
 
 def render_target(thought: str, action_text: str, *, project) -> str:
@@ -188,11 +189,12 @@ def render_target(thought: str, action_text: str, *, project) -> str:
     return f"Thought: {thought}\nAction: {body}" if thought else f"Action: {body}"
 
 
-def step_actions(step, *, project, convention: str | None = None) -> list:
-    """A recorded step's actions in the project's convention (the trace recorded them in ``convention``): what
-    prompts, exports and the pages use. Raises PromptError when they cannot be converted (no screenshot size)."""
+def step_actions(step, *, project, convention: str) -> list:
+    """A recorded step's actions in the project's convention (the trace recorded them in ``convention``, required:
+    the trace's ``coordinate_convention``): what prompts, exports, pre-scoring and the pages use. Raises PromptError
+    when they cannot be converted (no screenshot size)."""
     actions = [grammar.Action.from_json(a) for a in step.parsed_actions]
-    source = convention or project.coordinate_convention
+    source = convention
     if source == project.coordinate_convention or not any(a.point() or a.point(grammar.END_BOX) for a in actions):
         return actions
     if step.screenshot is None:
@@ -206,11 +208,14 @@ def step_actions(step, *, project, convention: str | None = None) -> list:
     ]
 
 
-def render_step(step, *, project, convention: str | None = None) -> str:
+def render_step(step, *, project, convention: str) -> str:
     """A recorded step as the assistant turn the model produced: canonical when it parsed (its points in the project's
-    convention), else as recorded."""
+    convention, integers as the model emits them), else as recorded. The one renderer of a recorded step: prompts'
+    histories, exports' targets and rejected sides, pre-scoring's scored reply and the alternatives' prompts all come
+    from here. ``convention`` is the trace's (``trace.coordinate_convention``) and has no default: a step rendered as
+    if recorded in the project's convention puts its point elsewhere on the screen."""
     if step.parsed_actions and not step.parse_error:
-        actions = step_actions(step, project=project, convention=convention)
+        actions = [grammar.round_action(a)[0] for a in step_actions(step, project=project, convention=convention)]
         return grammar.render_response(
             step.thought, actions, box_tokens=project.box_tokens, reflection=step.reflection or None
         )

@@ -129,6 +129,9 @@ def _clean_edits(annotation: Annotation, edits: dict) -> dict:
                 check = action_check(annotation=annotation, slot=slot, action_json=action_json, tau=tau)
                 if not check["valid"]:
                     raise ReviewError(f"{label}: {'; '.join(check['errors'])}")
+                if grammar.round_action(grammar.parse_action(text))[1]:
+                    # A point typed with decimals is stored as the check rounded it: the integer that is trained.
+                    cleaned[field] = check["canonical"]
                 if text != getattr(annotation, field) or slot in boxes:
                     state = dict(cleaned.get("editor_state", annotation.editor_state) or {})
                     state[slot] = check["action"]

@@ -39,16 +39,17 @@ EDITOR_SLOTS = ("corrected", "reflection")
 
 def _editor_json(data, slot: str) -> dict | None:
     """An editor action object as stored: the grammar's JSON of the action plus, when drawn, the element box of its
-    target (``grammar.TARGET_BOX``, normalised, in the project's convention). A box without a point gives the point
-    the box's centre."""
+    target (``grammar.TARGET_BOX``, normalised, in the project's convention). Points and box edges are integers, as a
+    model emits them (``grammar.round_action`` / ``round_box``: what the check shows is what is trained). A box
+    without a point gives the point the box's centre."""
     if not data:
         return None
     try:
-        action = grammar.Action.from_json(data)
+        action, _ = grammar.round_action(grammar.Action.from_json(data))
         raw_box = data.get(grammar.TARGET_BOX)
         if raw_box is None:
             return action.to_json()
-        box = grammar.box_of(raw_box)
+        box = grammar.round_box(grammar.box_of(raw_box))
     except (TypeError, ValueError) as exc:
         raise Invalid(f"The {slot} action is malformed: {exc}") from None
     spec = action.spec

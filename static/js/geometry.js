@@ -10,15 +10,22 @@
 // points the grammar computed.
 const scale = (v, from, to) => v / from * to;
 
-// The grammar's rounding (_round_half_up: 0.5 goes up, never Python's banker's rounding).
-const halfUp = (v) => Math.floor(v + 0.5);
+// The grammar's one rounding (traces/grammar.py, model_number): to the nearest integer, a tie (an exact .5 of the
+// float as computed) to the even neighbour, as Python's round() does. v - floor(v) is exact in floating point, so a
+// tie here is a tie there.
+const halfEven = (v) => {
+  const floor = Math.floor(v), rest = v - floor;
+  if (rest < 0.5) return floor;
+  if (rest > 0.5) return floor + 1;
+  return floor % 2 === 0 ? floor : floor + 1;
+};
 
 /* A point in the convention → screenshot pixels (unrounded). */
 export const toPx = (shot, p) => [scale(p[0], shot.extent[0], shot.width), scale(p[1], shot.extent[1], shot.height)];
 
 /* Screenshot pixels → a point in the convention, as a model writes it (integers). */
-export const toModel = (shot, px) => [halfUp(scale(px[0], shot.width, shot.extent[0])),
-  halfUp(scale(px[1], shot.height, shot.extent[1]))];
+export const toModel = (shot, px) => [halfEven(scale(px[0], shot.width, shot.extent[0])),
+  halfEven(scale(px[1], shot.height, shot.extent[1]))];
 
 /* A point in the convention → fractions of the image (0..1 on each axis): where a CSS-positioned mark goes. */
 export const toFraction = (shot, p) => [p[0] / shot.extent[0], p[1] / shot.extent[1]];

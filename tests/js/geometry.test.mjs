@@ -15,10 +15,12 @@ test("a point in the convention lands on its pixel", () => {
   assert.deepEqual(toPx(resized, [1932, 1092]), [1920, 1080]);
 });
 
-test("pixels become integer points, half up as the grammar rounds (never to even)", () => {
-  // 0.5 and 2.5 go up: Python's round() would give 0 and 2 (banker's rounding); the grammar's _round_half_up does not.
-  assert.deepEqual(toModel({ width: 1000, height: 1000, extent: [1000, 1000] }, [0.5, 2.5]), [1, 3]);
-  assert.deepEqual(toModel(pixels, [10.5, 799.49]), [11, 799]);
+test("pixels become integer points, ties to even as the grammar rounds", () => {
+  // 0.5 → 0 and 2.5 → 2, 1.5 → 2 and 3.5 → 4 (traces.grammar.model_number: Python's round(), half to even).
+  assert.deepEqual(toModel({ width: 1000, height: 1000, extent: [1000, 1000] }, [0.5, 2.5]), [0, 2]);
+  assert.deepEqual(toModel({ width: 1000, height: 1000, extent: [1000, 1000] }, [1.5, 3.5]), [2, 4]);
+  assert.deepEqual(toModel(pixels, [10.5, 799.49]), [10, 799]);
+  assert.deepEqual(toModel(pixels, [11.5, 0.51]), [12, 1]);
   assert.deepEqual(toModel(relative, [960, 270]), [500, 250]);
   // 1 px of a 1920-px screen is 0.52 of relative-1000: 0.52 → 1
   assert.deepEqual(toModel(relative, [1, 0]), [1, 0]);
