@@ -223,7 +223,7 @@ def can(user, action: str, obj: Model | None = None) -> bool:
     return True
 
 
-def methods_taken(view_class: type) -> list[str]:
+def methods_taken(view_class: Any) -> list[str]:
     """The HTTP methods an API view has a handler for (its ``Allow``); HEAD wherever GET is, as Django serves it."""
     names = [m for m in view_class.http_method_names if hasattr(view_class, m)]
     if "get" in names and "head" not in names:
@@ -231,7 +231,7 @@ def methods_taken(view_class: type) -> list[str]:
     return [m.upper() for m in names]
 
 
-def method_refused(view_class: type, method: str) -> bool:
+def method_refused(view_class: Any, method: str) -> bool:
     """True for a method the view has no handler for: answered 405 with its ``Allow``, for every caller alike, before
     any role or object is looked at (a 401 would send a client to log in for a method that cannot work, and a view
     that declares no permission action for it must never be asked for one)."""

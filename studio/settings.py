@@ -205,6 +205,9 @@ CELERY_TASK_ROUTES = {
     "traces.tasks.prescore_with_model": {"queue": "gpu"},
     "evaluation.tasks.run_evaluation": {"queue": "gpu"},
     "annotation.tasks.sample_alternatives": {"queue": "gpu"},
+    # Deliveries wait on receivers the studio does not run: on a queue and workers of their own, a slow receiver
+    # never holds a process an import or export needs (docs/deploy.md, "Queues").
+    "webhooks.tasks.deliver_webhook": {"queue": "webhooks"},
 }
 # A task whose worker dies mid-run is redelivered, so every task is written to be idempotent.
 CELERY_TASK_ACKS_LATE = True
@@ -431,3 +434,14 @@ WEBHOOKS_CONNECT_TIMEOUT_S = float(env("STUDIO_WEBHOOKS_CONNECT_TIMEOUT_S", "3")
 WEBHOOKS_READ_TIMEOUT_S = float(env("STUDIO_WEBHOOKS_READ_TIMEOUT_S", "10"))
 WEBHOOKS_MAX_ATTEMPTS = env_int("STUDIO_WEBHOOKS_MAX_ATTEMPTS", 6)
 WEBHOOKS_RETRY_BASE_S = float(env("STUDIO_WEBHOOKS_RETRY_BASE_S", "10"))  # waits 10, 30, 90, 270, 810 s
+# One attempt's whole time (connect, TLS, request, the answer's headers and body): a receiver that trickles its
+# answer a byte at a time is cut off here, whatever the per-read timeout above lets through.
+WEBHOOKS_DEADLINE_S = float(env("STUDIO_WEBHOOKS_DEADLINE_S", "15"))
+# Deliveries in flight to one endpoint at once; the others wait (WEBHOOKS_BUSY_RETRY_S) without costing an attempt,
+# so one slow endpoint holds at most this many of the webhooks workers' processes.
+WEBHOOKS_ENDPOINT_CONCURRENCY = env_int("STUDIO_WEBHOOKS_ENDPOINT_CONCURRENCY", 2)
+WEBHOOKS_BUSY_RETRY_S = float(env("STUDIO_WEBHOOKS_BUSY_RETRY_S", "5"))
+# The circuit breaker: after this many failed attempts in a row an endpoint is paused for WEBHOOKS_PAUSE_S (its
+# deliveries wait, none is contacted); the first attempt after the pause tries again, and a failure pauses it anew.
+WEBHOOKS_BREAKER_FAILURES = env_int("STUDIO_WEBHOOKS_BREAKER_FAILURES", 5)
+WEBHOOKS_PAUSE_S = float(env("STUDIO_WEBHOOKS_PAUSE_S", "600"))

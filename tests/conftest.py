@@ -147,7 +147,7 @@ def _worker_env() -> dict:
 class WorkerProcess:
     """A `celery worker` child process on the test database; ``kill()`` sends SIGKILL like a crash."""
 
-    def __init__(self, queues: str = "default,gpu"):
+    def __init__(self, queues: str = "default,gpu,webhooks"):
         self.queues = queues
         self.proc: subprocess.Popen | None = None
         self.log: list[str] = []
@@ -211,7 +211,7 @@ def purge_broker() -> None:
     from studio.celery import app
 
     with app.connection_for_write() as conn:
-        for queue in ("default", "gpu"):
+        for queue in ("default", "gpu", "webhooks"):
             try:
                 conn.default_channel.queue_purge(queue)
             except Exception:  # a queue that was never declared has nothing to purge
