@@ -168,6 +168,9 @@ if REDIS_URL:
     from studio.channel_layer import redis_layer_host
 
     CELERY_BROKER_URL = REDIS_URL
+    # kombu's Redis transport, except that a channel of a connection collected after Redis went away answers a
+    # connection error instead of an AttributeError that ended a busy worker (studio/broker_redis.py).
+    CELERY_BROKER_TRANSPORT = "studio.broker_redis:Transport"
     # Unacked (late-ack) tasks of a killed worker come back after this many seconds.
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("STUDIO_REDIS_VISIBILITY_TIMEOUT_S", 3600)}
     CHANNEL_LAYERS = {

@@ -118,6 +118,8 @@ def test_each_queue_has_its_workers_and_each_worker_its_own_name(compose):
     pings that name."""
     from django.conf import settings
 
+    from studio.celery import WORKER_STEPS_OFF
+
     queues = {}
     for name, service in compose["services"].items():
         command = service.get("command") or []
@@ -126,6 +128,7 @@ def test_each_queue_has_its_workers_and_each_worker_its_own_name(compose):
         queue = command[command.index("-Q") + 1]
         node = command[command.index("-n") + 1]
         assert node.endswith("@%h") and node.split("@")[0] in service["healthcheck"]["test"][1], name
+        assert set(WORKER_STEPS_OFF) <= set(command), name  # tests/test_broker_restart.py
         queues.setdefault(queue, []).append(name)
     assert queues == {"default": ["worker"], "webhooks": ["webhook-worker"], "gpu": ["gpu-worker", "gpu-worker-1"]}
     routed = {route["queue"] for route in settings.CELERY_TASK_ROUTES.values()} | {settings.CELERY_TASK_DEFAULT_QUEUE}

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from django.core.management.base import BaseCommand
 
+from studio.celery import WORKER_STEPS_OFF
 from studio.webserver import uvicorn_command
 
 HEALTHY_AFTER_S = 60
@@ -47,6 +48,7 @@ def worker_command(queues: str, node: str, *, pool: str = "prefork", concurrency
         f"{node}@%h",
         "--loglevel",
         "INFO",
+        *WORKER_STEPS_OFF,
     ]
 
 
