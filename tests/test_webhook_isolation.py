@@ -152,3 +152,34 @@ def test_an_import_is_not_held_by_two_trickling_receivers(transactional_db, proj
         hooks_worker.stop()
         for trickler in tricklers:
             trickler.close()
+
+
+@pytest.mark.parametrize(
+    "host, carried",
+    [
+        ("[::ffff:7f00:1]", "127.0.0.1"),
+        ("[0:0:0:0:0:ffff:127.0.0.1]", "127.0.0.1"),
+        ("[2002:7f00:1::]", "127.0.0.1"),  # 6to4
+        ("[2002:a9fe:a9fe::1]", "169.254.169.254"),  # 6to4 of the metadata service
+        ("[64:ff9b::7f00:1]", "127.0.0.1"),  # NAT64
+        ("[64:ff9b::10.0.0.5]", "10.0.0.5"),
+        ("[64:ff9b:1::7f00:1]", "127.0.0.1"),  # local-use NAT64
+        ("[::127.0.0.1]", "127.0.0.1"),  # IPv4-compatible
+    ],
+)
+def test_ipv6_spellings_that_carry_an_inside_address_are_refused(db, project, lead, settings, host, carried):
+    """Issue 37: `ipaddress` calls 6to4, NAT64 and IPv4-compatible addresses global, so registration took them."""
+    from webhooks.services import WebhookRefused, webhook_create
+
+    settings.WEBHOOKS_ALLOW_HTTP_HOSTS = []
+    settings.WEBHOOKS_ALLOW_PRIVATE_HOSTS = []
+    with pytest.raises(WebhookRefused, match=f"carries {carried}"):
+        webhook_create(project=project, url=f"https://{host}/hook", events=["bundle.ready"], user=lead)
+
+
+def test_ipv6_addresses_carrying_a_global_address_stay_allowed(db, project, lead, settings):
+    from webhooks.services import webhook_create
+
+    settings.WEBHOOKS_ALLOW_PRIVATE_HOSTS = []
+    for host in ("[2002:5db8:d70e::1]", "[64:ff9b::93.184.215.14]", "[2606:4700::1111]"):
+        webhook_create(project=project, url=f"https://{host}/hook", events=["bundle.ready"], user=lead)

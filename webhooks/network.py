@@ -49,10 +49,28 @@ def _numeric(host: str) -> Address | None:
         return None
 
 
+NAT64_PREFIXES = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
+IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
+
+
+def embedded_ipv4(address: Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 address carries and that a host may reach through it: mapped (``::ffff:a.b.c.d``),
+    IPv4-compatible (``::a.b.c.d``), 6to4 (``2002:AABB:CCDD::/48``), NAT64 (``64:ff9b::/96``, ``64:ff9b:1::/48``) and
+    Teredo (server and client). ``ipaddress`` calls 6to4, NAT64 and compatible addresses global, so
+    ``2002:7f00:1::`` would pass for the internet while a relay on the way delivers it to 127.0.0.1."""
+    if not isinstance(address, ipaddress.IPv6Address):
+        return []
+    found = [a for a in (address.ipv4_mapped, address.sixtofour) if a is not None]
+    if address.teredo:
+        found += list(address.teredo)
+    low32 = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    if any(address in prefix for prefix in NAT64_PREFIXES) or (address in IPV4_COMPATIBLE and int(address) > 1):
+        found.append(low32)
+    return found
+
+
 def _inside(address: Address) -> bool:
-    mapped = getattr(address, "ipv4_mapped", None)
-    address = mapped or address
-    return not address.is_global or address.is_multicast
+    return any(not candidate.is_global or candidate.is_multicast for candidate in (address, *embedded_ipv4(address)))
 
 
 def _allowed(host: str, address: Address | None) -> bool:
@@ -70,8 +88,9 @@ def _allowed(host: str, address: Address | None) -> bool:
 
 
 def _refusal(host: str, address: Address) -> str:
+    carried = ", ".join(str(a) for a in embedded_ipv4(address))
     return (
-        f"{host} is {address}, an address inside the studio's network; deliveries go there only to hosts named in "
+        f"{host} is {address}{f' (which carries {carried})' if carried else ''}, an address inside the studio's network; deliveries go there only to hosts named in "
         f"STUDIO_WEBHOOKS_ALLOW_PRIVATE_HOSTS"
     )
 
