@@ -351,9 +351,11 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 REST_FRAMEWORK = {
+    # The token first: DRF takes the first class's challenge for its answer to a missing or bad credential, so a bad
+    # or revoked token is 401 with `WWW-Authenticate: Token` (the session's class has no challenge: it was 403).
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "studio.security.ApiTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PARSER_CLASSES": [
