@@ -23,3 +23,48 @@ def test_a_bad_or_revoked_token_is_401_with_a_challenge(project, engineer):
     session = Client()
     session.force_login(engineer)
     assert session.get(url).status_code == 200  # a browser's session still reaches the API
+
+
+def _zip(path, members: dict[str, bytes]):
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return path
+
+
+@pytest.mark.django_db
+def test_bundle_diff_names_a_malformed_bundle_without_a_traceback(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    good = _zip(tmp_path / "good.zip", {"manifest.json": b'{"sources": [{"annotation_id": 1, "version": 2}]}'})
+    truncated = tmp_path / "truncated.zip"
+    truncated.write_bytes(good.read_bytes()[:40])
+    corrupt = bytearray(good.read_bytes())
+    corrupt[40:44] = b"\xff\xff\xff\xff"  # inside the member's data: a bad CRC or a broken stream
+    (tmp_path / "corrupt.zip").write_bytes(bytes(corrupt))
+    cases = {
+        "not-a-zip": (tmp_path / "plain.zip", "not a zip archive"),
+        "truncated": (truncated, "not a readable bundle"),
+        "corrupt": (tmp_path / "corrupt.zip", "not a readable bundle"),
+        "no manifest": (_zip(tmp_path / "empty.zip", {"a.txt": b"x"}), "no manifest.json"),
+        "bad json": (_zip(tmp_path / "json.zip", {"manifest.json": b"{"}), "not a readable bundle"),
+        "bad sources": (_zip(tmp_path / "src.zip", {"manifest.json": b'{"sources": [[1]]}'}), "sources are not"),
+        "sources not a list": (_zip(tmp_path / "src2.zip", {"manifest.json": b'{"sources": 7}'}), "sources are not"),
+        "manifest not an object": (_zip(tmp_path / "m.zip", {"manifest.json": b"[1]"}), "sources are not"),
+    }
+    (tmp_path / "plain.zip").write_bytes(b"hello, not a zip")
+    for name, (path, words) in cases.items():
+        result = subprocess.run(
+            [sys.executable, "manage.py", "bundle_diff", str(good), str(path)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode != 0 and "Traceback" not in result.stderr, (name, result.stderr[-1500:])
+        assert words in result.stderr and str(path) in result.stderr, (name, result.stderr)

@@ -4,6 +4,8 @@ Each of OLDER and NEWER is an export id or the path of a downloaded bundle (.zip
 (annotation id, version) pairs they were built from) is compared. ``--json`` prints the diff as JSON."""
 
 import json
+import zipfile
+import zlib
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
@@ -24,9 +26,22 @@ def _sources(ref: str) -> tuple[str, list]:
     path = Path(ref)
     if _is_file(path):
         try:
-            return str(path), lineage.manifest_of_bundle(path).get("sources", [])
-        except (OSError, KeyError, ValueError) as exc:
-            raise CommandError(f"{ref}: not a readable bundle ({exc})") from None
+            manifest = lineage.manifest_of_bundle(path)
+        except zipfile.BadZipFile as exc:
+            raise CommandError(f"{ref}: not a readable bundle (not a zip archive: {exc})") from None
+        except KeyError:
+            raise CommandError(f"{ref}: not a readable bundle (no manifest.json in the archive)") from None
+        except (OSError, ValueError, EOFError, RuntimeError, NotImplementedError, zlib.error) as exc:
+            # a truncated or corrupt member, a bad CRC, encryption or an unknown compression, invalid JSON
+            raise CommandError(f"{ref}: not a readable bundle ({exc.__class__.__name__}: {exc})") from None
+        sources = manifest.get("sources", []) if isinstance(manifest, dict) else None
+        try:
+            lineage.sources_pairs(sources if isinstance(sources, list) else [None])  # refused here, not mid-diff
+        except (TypeError, ValueError, KeyError, IndexError):
+            raise CommandError(
+                f"{ref}: not a readable bundle (its manifest's sources are not a list of annotation ids and versions)"
+            ) from None
+        return str(path), sources
     pk = id_from_text(ref)
     if pk is None:
         raise CommandError(f"{ref[:80]!r} is neither an export id nor a bundle file")
