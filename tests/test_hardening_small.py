@@ -68,3 +68,19 @@ def test_bundle_diff_names_a_malformed_bundle_without_a_traceback(tmp_path):
         )
         assert result.returncode != 0 and "Traceback" not in result.stderr, (name, result.stderr[-1500:])
         assert words in result.stderr and str(path) in result.stderr, (name, result.stderr)
+
+
+def test_the_cli_refuses_to_append_to_a_symlinked_part_file(tmp_path):
+    from trace_studio_cli.client import ApiError, StudioClient
+
+    target = tmp_path / "victim.txt"
+    target.write_bytes(b"keep me")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "export-7.zip.part").symlink_to(target)
+    job = {"id": 7, "status": "succeeded", "download_url": "http://127.0.0.1:9/x", "bundle_size": 100}
+    job["bundle_sha256"] = "0" * 64
+    client = StudioClient("http://127.0.0.1:9", "token", retries=0)
+    with pytest.raises(ApiError, match="export-7.zip.part is a symbolic link"):
+        client.download(job, out, on_bytes=lambda have, total: None)
+    assert target.read_bytes() == b"keep me"
