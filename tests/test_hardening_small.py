@@ -84,3 +84,18 @@ def test_the_cli_refuses_to_append_to_a_symlinked_part_file(tmp_path):
     with pytest.raises(ApiError, match="export-7.zip.part is a symbolic link"):
         client.download(job, out, on_bytes=lambda have, total: None)
     assert target.read_bytes() == b"keep me"
+
+
+def test_the_full_stack_caddy_takes_an_admin_address_of_its_own():
+    """Issue 37: the full-stack test's Caddy took the default admin port 2019, so it could not start beside another
+    Caddy on the same host. The Caddyfile reads the admin address from STUDIO_PROXY_ADMIN, the stack gives it a free
+    port (where caddy is installed, tests/test_compose.py validates the Caddyfile)."""
+    import re
+
+    from tests.conftest import REPO
+
+    caddyfile = (REPO / "deploy" / "Caddyfile").read_text()
+    global_block = caddyfile[caddyfile.index("{") : caddyfile.index("\n}\n")]
+    assert re.search(r"^\s*admin \{\$STUDIO_PROXY_ADMIN:localhost:2019\}$", global_block, re.M)
+    stack = (REPO / "tests" / "stack.py").read_text()
+    assert '"STUDIO_PROXY_ADMIN": f"127.0.0.1:{self.ports[\'caddy_admin\']}"' in stack
