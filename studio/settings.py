@@ -237,6 +237,10 @@ S3_READ_TIMEOUT_S = float(env("STUDIO_S3_READ_TIMEOUT_S", "10"))
 S3_MAX_ATTEMPTS = env_int("STUDIO_S3_MAX_ATTEMPTS", 3)
 # Where browsers reach S3 (presigned downloads and screenshots); defaults to the endpoint the servers use.
 S3_PUBLIC_ENDPOINT_URL = env("STUDIO_S3_PUBLIC_ENDPOINT_URL")
+# A bundle's presigned download URL is asked for with an API token or a session; it cannot be withdrawn once given,
+# so it lives this long only: a revoked token's URL stops working within a minute. S3 checks the signature when a
+# download starts, so a long download is not cut off.
+S3_BUNDLE_URL_EXPIRY_S = env_int("STUDIO_S3_BUNDLE_URL_EXPIRY_S", 60)
 if STUDIO_STORAGE == "s3":
     AWS_STORAGE_BUCKET_NAME = env("STUDIO_S3_BUCKET", "trace-studio")
     AWS_S3_ENDPOINT_URL = env("STUDIO_S3_ENDPOINT_URL")
