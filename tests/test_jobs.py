@@ -284,3 +284,31 @@ def test_each_task_starts_with_an_empty_query_log():
         assert connection.queries == []
     finally:
         connection.force_debug_cursor = False
+
+
+def test_cancel_on_a_job_whose_worker_died_is_truthful_and_prompt(project, lead, engineer, tmp_path, settings):
+    """Issue 37: Cancel on a job whose worker had died answered 200 "running", saying the worker stops within
+    seconds, and took effect only when the heartbeat was stale (~60 s). A job someone cancels is cancelled once its
+    heartbeat misses beats (30 s with the defaults), at the click or by the next watchdog pass."""
+    from studio.jobs import jobs_watch_once
+
+    settings.JOB_STALE_AFTER_S = 60
+    for job in jobs_of_every_kind(project, lead, engineer, tmp_path):  # died 40 s ago: beats missed, not yet stale
+        type(job).objects.filter(pk=job.pk).update(
+            status="running", attempts=1, heartbeat_at=timezone.now() - timedelta(seconds=40)
+        )
+        changed, said = job_cancel(job)
+        job.refresh_from_db()
+        assert changed and "worker had stopped" in said and job.status == "cancelled", (type(job).__name__, said)
+
+    for job in jobs_of_every_kind(project, lead, engineer, tmp_path):  # beating 5 s ago: it may be alive
+        type(job).objects.filter(pk=job.pk).update(
+            status="running", attempts=1, heartbeat_at=timezone.now() - timedelta(seconds=5)
+        )
+        changed, said = job_cancel(job)
+        assert changed and "as soon as its heartbeat is missed (within 50 s)" in said, said
+        # ... then its worker turns out to be dead: the next watchdog pass cancels it, without waiting for stale.
+        type(job).objects.filter(pk=job.pk).update(heartbeat_at=timezone.now() - timedelta(seconds=31))
+        acted = jobs_watch_once()
+        job.refresh_from_db()
+        assert job.status == "cancelled" and (type(job)._meta.label, job.pk, "cancelled") in acted
