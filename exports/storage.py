@@ -66,7 +66,7 @@ def presigned_url(name: str, *, filename: str) -> str:
     return default_storage.url(
         name,
         parameters={"ResponseContentDisposition": f'attachment; filename="{filename}"'},
-        expire=settings.AWS_QUERYSTRING_EXPIRE,
+        expire=settings.S3_BUNDLE_URL_EXPIRY_S,
     )
 
 

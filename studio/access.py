@@ -26,6 +26,7 @@ from typing import Any
 from django.core.exceptions import PermissionDenied
 from django.db.models import Model, QuerySet
 from django.http import Http404
+from rest_framework.exceptions import MethodNotAllowed
 from rest_framework.permissions import BasePermission
 
 from studio.errors import Forbidden, NotFound
@@ -222,6 +223,21 @@ def can(user, action: str, obj: Model | None = None) -> bool:
     return True
 
 
+def methods_taken(view_class: Any) -> list[str]:
+    """The HTTP methods an API view has a handler for (its ``Allow``); HEAD wherever GET is, as Django serves it."""
+    names = [m for m in view_class.http_method_names if hasattr(view_class, m)]
+    if "get" in names and "head" not in names:
+        names.append("head")
+    return [m.upper() for m in names]
+
+
+def method_refused(view_class: Any, method: str) -> bool:
+    """True for a method the view has no handler for: answered 405 with its ``Allow``, for every caller alike, before
+    any role or object is looked at (a 401 would send a client to log in for a method that cannot work, and a view
+    that declares no permission action for it must never be asked for one)."""
+    return method.upper() not in methods_taken(view_class)
+
+
 class ActionPermission(BasePermission):
     """DRF permission: the view names ``permission_action`` (or a dict per HTTP method); the role is checked here,
     the object by the view's ``access_*`` / ``*_for`` call (which answers 404 outside the user's reach). A signed-in
@@ -232,6 +248,8 @@ class ActionPermission(BasePermission):
 
     @staticmethod
     def action(request, view) -> str:
+        if method_refused(type(view), request.method):
+            raise MethodNotAllowed(request.method)  # PageActionMiddleware answers it first; a view called directly
         declared = view.permission_action
         if isinstance(declared, dict):
             method = "GET" if request.method in ("HEAD", "OPTIONS") else request.method  # reads, as GET is

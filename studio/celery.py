@@ -49,3 +49,11 @@ def _forget_queries(sender=None, **kwargs):
     from django.db import reset_queries
 
     reset_queries()
+
+
+# Every worker runs without these consumer steps (docker-compose.yml, docs/deploy.md, runstudio): they keep channels
+# on the broker connection, and after Redis restarts Celery restarts them on the connection it has just collected
+# ("Error on restarting Gossip: 'NoneType' object has no attribute 'connection_errors'"; the crash of the same
+# kind is answered in studio/broker_redis.py). The studio needs none of them: gossip (worker clock sync and election), mingle (merging revokes at start-up) and the
+# event heartbeat (worker events for a monitor); `celery inspect ping` works without them.
+WORKER_STEPS_OFF = ("--without-gossip", "--without-mingle", "--without-heartbeat")

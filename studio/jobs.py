@@ -79,6 +79,14 @@ def _heartbeat_interval_s() -> float:
     return max(0.2, min(10.0, settings.JOB_STALE_AFTER_S / 4))
 
 
+def _beats_missed_after() -> timedelta:
+    """A heartbeat older than this missed beats: two of a job's own and the shard watchdog's refresh of a sharded
+    job (every stale/3 s). Not enough to take a job over (that waits ``JOB_STALE_AFTER_S``), but enough for a job
+    someone asked to cancel: nothing is lost by stopping a job nobody wants, so it is cancelled then."""
+    interval = _heartbeat_interval_s()
+    return timedelta(seconds=max(2 * interval + 2, settings.JOB_STALE_AFTER_S / 3 + interval))
+
+
 def _transition(job, to: str, **fields) -> None:
     if to not in JOB_TRANSITIONS[job.status]:
         raise JobTransitionError(f"{type(job).__name__} {job.pk}: cannot go from {job.status} to {to}")
@@ -373,10 +381,14 @@ def job_cancel(job) -> tuple[bool, str]:
         if job.status == JobStatus.QUEUED:
             _transition(job, JobStatus.CANCELLED, finished_at=now, message="Cancelled before it started.")
             return True, "Cancelled before it started."
-        if job.heartbeat_at is None or now - job.heartbeat_at >= _stale_after():
+        if job.heartbeat_at is None or now - job.heartbeat_at >= _beats_missed_after():
             _transition(job, JobStatus.CANCELLED, finished_at=now, message="Cancelled; its worker had stopped.")
             return True, "Cancelled: its worker had stopped, so it ended at once."
-    return True, "Cancel requested: the worker stops at its next checkpoint (within seconds)."
+    missed = _beats_missed_after().total_seconds() + settings.JOB_WATCH_INTERVAL_S
+    return True, (
+        "Cancel requested: a running worker stops at its next checkpoint, within seconds; if its worker has "
+        f"stopped, the job is cancelled as soon as its heartbeat is missed (within {missed:.0f} s)."
+    )
 
 
 # --- delete ----------------------------------------------------------------------------------------------
@@ -475,7 +487,9 @@ def jobs_watch_once() -> list[tuple[str, int, str]]:
     now = timezone.now()
     acted = []
     for model in job_models():
-        for job in model.objects.filter(status=JobStatus.RUNNING, heartbeat_at__lt=now - _stale_after()):
+        stale = models.Q(heartbeat_at__lt=now - _stale_after())
+        cancelled_and_silent = models.Q(cancel_requested=True, heartbeat_at__lt=now - _beats_missed_after())
+        for job in model.objects.filter(stale | cancelled_and_silent, status=JobStatus.RUNNING):
             if not model.objects.filter(pk=job.pk, heartbeat_at=job.heartbeat_at, status=JobStatus.RUNNING).update(
                 heartbeat_at=now
             ):

@@ -149,6 +149,7 @@ PAGE_PERMISSIONS: dict[str, str] = {
     "project-evaluations-csv": "evaluation.view",
     "project-webhooks": "webhook.manage",
     "webhook-delete": "webhook.manage",
+    "webhook-resume": "webhook.manage",
     "webhook-delivery-resend": "webhook.manage",
 }
 

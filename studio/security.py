@@ -10,7 +10,7 @@ from django.utils import timezone
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.exceptions import AuthenticationFailed
 
-from studio.access import AccessRefused, can
+from studio.access import AccessRefused, can, method_refused, methods_taken
 from studio.db import atomic_with_retry
 from studio.inputs import text_problem
 from studio.middleware import error_response, wants_json
@@ -115,7 +115,8 @@ class PageActionMiddleware:
     """Every page (function view) named in PAGE_PERMISSIONS needs a login and a role allowed its action.
 
     DRF views are left to ActionPermission (they may authenticate by token, which this layer cannot
-    see); Django's admin guards itself, except that a signed-in non-admin gets a 403 rather than its login page. A page missing from the table fails the access-matrix test.
+    see), except for a method the view has no handler for: 405 with its ``Allow`` here, for every caller and every
+    API view (the schema's too), by ``studio.access.method_refused``; Django's admin guards itself, except that a signed-in non-admin gets a 403 rather than its login page. A page missing from the table fails the access-matrix test.
     """
 
     def __init__(self, get_response):
@@ -133,7 +134,16 @@ class PageActionMiddleware:
             if request.user.is_authenticated and match.url_name != "logout" and not can(request.user, "admin.site"):
                 return error_response(request, AccessRefused("admin.site"))
             return None
-        if match is None or hasattr(view_func, "cls"):
+        if match is not None and hasattr(view_func, "cls"):
+            if method_refused(view_func.cls, request.method):
+                allow = ", ".join(methods_taken(view_func.cls))
+                return JsonResponse(
+                    {"detail": f'Method "{request.method}" not allowed here; this address takes {allow}.'},
+                    status=405,
+                    headers={"Allow": allow},
+                )
+            return None
+        if match is None:
             return None
         action = PAGE_PERMISSIONS.get(match.url_name)
         if action is None or action == PUBLIC:

@@ -168,6 +168,9 @@ if REDIS_URL:
     from studio.channel_layer import redis_layer_host
 
     CELERY_BROKER_URL = REDIS_URL
+    # kombu's Redis transport, except that a channel of a connection collected after Redis went away answers a
+    # connection error instead of an AttributeError that ended a busy worker (studio/broker_redis.py).
+    CELERY_BROKER_TRANSPORT = "studio.broker_redis:Transport"
     # Unacked (late-ack) tasks of a killed worker come back after this many seconds.
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("STUDIO_REDIS_VISIBILITY_TIMEOUT_S", 3600)}
     CHANNEL_LAYERS = {
@@ -205,6 +208,9 @@ CELERY_TASK_ROUTES = {
     "traces.tasks.prescore_with_model": {"queue": "gpu"},
     "evaluation.tasks.run_evaluation": {"queue": "gpu"},
     "annotation.tasks.sample_alternatives": {"queue": "gpu"},
+    # Deliveries wait on receivers the studio does not run: on a queue and workers of their own, a slow receiver
+    # never holds a process an import or export needs (docs/deploy.md, "Queues").
+    "webhooks.tasks.deliver_webhook": {"queue": "webhooks"},
 }
 # A task whose worker dies mid-run is redelivered, so every task is written to be idempotent.
 CELERY_TASK_ACKS_LATE = True
@@ -231,6 +237,10 @@ S3_READ_TIMEOUT_S = float(env("STUDIO_S3_READ_TIMEOUT_S", "10"))
 S3_MAX_ATTEMPTS = env_int("STUDIO_S3_MAX_ATTEMPTS", 3)
 # Where browsers reach S3 (presigned downloads and screenshots); defaults to the endpoint the servers use.
 S3_PUBLIC_ENDPOINT_URL = env("STUDIO_S3_PUBLIC_ENDPOINT_URL")
+# A bundle's presigned download URL is asked for with an API token or a session; it cannot be withdrawn once given,
+# so it lives this long only: a revoked token's URL stops working within a minute. S3 checks the signature when a
+# download starts, so a long download is not cut off.
+S3_BUNDLE_URL_EXPIRY_S = env_int("STUDIO_S3_BUNDLE_URL_EXPIRY_S", 60)
 if STUDIO_STORAGE == "s3":
     AWS_STORAGE_BUCKET_NAME = env("STUDIO_S3_BUCKET", "trace-studio")
     AWS_S3_ENDPOINT_URL = env("STUDIO_S3_ENDPOINT_URL")
@@ -348,9 +358,11 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 REST_FRAMEWORK = {
+    # The token first: DRF takes the first class's challenge for its answer to a missing or bad credential, so a bad
+    # or revoked token is 401 with `WWW-Authenticate: Token` (the session's class has no challenge: it was 403).
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "studio.security.ApiTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PARSER_CLASSES": [
@@ -434,3 +446,14 @@ WEBHOOKS_CONNECT_TIMEOUT_S = float(env("STUDIO_WEBHOOKS_CONNECT_TIMEOUT_S", "3")
 WEBHOOKS_READ_TIMEOUT_S = float(env("STUDIO_WEBHOOKS_READ_TIMEOUT_S", "10"))
 WEBHOOKS_MAX_ATTEMPTS = env_int("STUDIO_WEBHOOKS_MAX_ATTEMPTS", 6)
 WEBHOOKS_RETRY_BASE_S = float(env("STUDIO_WEBHOOKS_RETRY_BASE_S", "10"))  # waits 10, 30, 90, 270, 810 s
+# One attempt's whole time (connect, TLS, request, the answer's headers and body): a receiver that trickles its
+# answer a byte at a time is cut off here, whatever the per-read timeout above lets through.
+WEBHOOKS_DEADLINE_S = float(env("STUDIO_WEBHOOKS_DEADLINE_S", "15"))
+# Deliveries in flight to one endpoint at once; the others wait (WEBHOOKS_BUSY_RETRY_S) without costing an attempt,
+# so one slow endpoint holds at most this many of the webhooks workers' processes.
+WEBHOOKS_ENDPOINT_CONCURRENCY = env_int("STUDIO_WEBHOOKS_ENDPOINT_CONCURRENCY", 2)
+WEBHOOKS_BUSY_RETRY_S = float(env("STUDIO_WEBHOOKS_BUSY_RETRY_S", "5"))
+# The circuit breaker: after this many failed attempts in a row an endpoint is paused for WEBHOOKS_PAUSE_S (its
+# deliveries wait, none is contacted); the first attempt after the pause tries again, and a failure pauses it anew.
+WEBHOOKS_BREAKER_FAILURES = env_int("STUDIO_WEBHOOKS_BREAKER_FAILURES", 5)
+WEBHOOKS_PAUSE_S = float(env("STUDIO_WEBHOOKS_PAUSE_S", "600"))

@@ -148,7 +148,7 @@ class WorkerProcess:
     """A `celery worker` child process on the test database; ``kill()`` sends SIGKILL like a crash. ``env``: extra
     environment variables (the worker's settings, e.g. ``STUDIO_PRESCORE_STATIC_DECODE``)."""
 
-    def __init__(self, queues: str = "default,gpu", env: dict | None = None):
+    def __init__(self, queues: str = "default,gpu,webhooks", env: dict | None = None):
         self.queues = queues
         self.env = env or {}
         self.proc: subprocess.Popen | None = None
@@ -213,7 +213,7 @@ def purge_broker() -> None:
     from studio.celery import app
 
     with app.connection_for_write() as conn:
-        for queue in ("default", "gpu"):
+        for queue in ("default", "gpu", "webhooks"):
             try:
                 conn.default_channel.queue_purge(queue)
             except Exception:  # a queue that was never declared has nothing to purge

@@ -133,7 +133,7 @@ class Stack:
             "port": str(server["PORT"] or 5432),
             "user": server["USER"] or "postgres",
         }
-        self.ports = {name: free_port() for name in ("redis", "s3", "web", "http", "https", "s3_public")}
+        self.ports = {name: free_port() for name in ("redis", "s3", "web", "http", "https", "s3_public", "caddy_admin")}
         self.base = f"https://127.0.0.1:{self.ports['https']}"
         self.s3_public = f"https://127.0.0.1:{self.ports['s3_public']}"
         self.s3_internal = f"http://127.0.0.1:{self.ports['s3']}"
@@ -175,6 +175,8 @@ class Stack:
             "STUDIO_WEB_UPSTREAM": f"127.0.0.1:{self.ports['web']}",
             "STUDIO_S3_UPSTREAM": f"127.0.0.1:{self.ports['s3']}",
             "STUDIO_PROXY_STATIC_ROOT": str(static_root),
+            # An admin address of its own: Caddy's default (localhost:2019) is taken by any other Caddy on the host.
+            "STUDIO_PROXY_ADMIN": f"127.0.0.1:{self.ports['caddy_admin']}",
         }
         py = sys.executable
         self.redis = Service(

@@ -123,3 +123,29 @@ def test_a_long_project_name_without_spaces_wraps_instead_of_widening_the_page(
     page.goto(f"{live_server.url}/projects/")
     page.screenshot(path=str(artifacts_dir / "projects-long-name.png"))
     page.close()
+
+
+def test_a_paused_webhook_endpoint_says_why_beside_its_address(browser, live_server, project, lead, artifacts_dir):
+    import datetime
+
+    from django.utils import timezone
+
+    from webhooks.models import Webhook
+
+    Webhook.objects.create(
+        project=project,
+        url="https://ci.example.org/trace-studio/hooks/receive",
+        events=["bundle.ready", "import.failed"],
+        secret="s" * 64,
+        failures_in_a_row=5,
+        paused_until=timezone.now() + datetime.timedelta(minutes=10),
+        pause_reason="5 deliveries failed in a row, the last: timed out: no whole answer within 15 s",
+    )
+    page = page_at_1366(browser, live_server, lead, f"/projects/{project.pk}/webhooks/")
+    row = page.locator('#webhook-list tr[data-paused="true"]')
+    expect(row.locator(".webhook-paused")).to_contain_text("Paused until")
+    expect(row.locator("button", has_text="try again now")).to_be_visible()
+    table = page.locator("#webhook-list").bounding_box()
+    assert table and table["x"] + table["width"] <= 1366  # the pause's words wrap inside the page
+    page.screenshot(path=str(artifacts_dir / "webhook-paused.png"), full_page=True)
+    page.context.close()

@@ -110,3 +110,27 @@ def test_the_caddyfile_is_valid(tmp_path):
 def test_the_image_leaves_local_state_out():
     ignored = (REPO / ".dockerignore").read_text().split()
     assert {".git", ".venv", "var", "staticfiles", "test-artifacts"} <= set(ignored)
+
+
+def test_each_queue_has_its_workers_and_each_worker_its_own_name(compose):
+    """Issue 37: webhook deliveries shared the `default` workers with imports and exports, so two slow receivers
+    stopped every import; each worker is named (`-n name@%h`) so two on one host never clash, and its healthcheck
+    pings that name."""
+    from django.conf import settings
+
+    from studio.celery import WORKER_STEPS_OFF
+
+    queues = {}
+    for name, service in compose["services"].items():
+        command = service.get("command") or []
+        if "worker" not in command or "celery" not in command:
+            continue
+        queue = command[command.index("-Q") + 1]
+        node = command[command.index("-n") + 1]
+        assert node.endswith("@%h") and node.split("@")[0] in service["healthcheck"]["test"][1], name
+        assert set(WORKER_STEPS_OFF) <= set(command), name  # tests/test_broker_restart.py
+        queues.setdefault(queue, []).append(name)
+    assert queues == {"default": ["worker"], "webhooks": ["webhook-worker"], "gpu": ["gpu-worker", "gpu-worker-1"]}
+    routed = {route["queue"] for route in settings.CELERY_TASK_ROUTES.values()} | {settings.CELERY_TASK_DEFAULT_QUEUE}
+    assert routed == set(queues)
+    assert settings.CELERY_TASK_ROUTES["webhooks.tasks.deliver_webhook"] == {"queue": "webhooks"}

@@ -5,6 +5,7 @@ recorded, a job that cannot be queued fails with 503, runstudio brings a dead wo
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -196,7 +197,9 @@ def test_prescore_job_that_fails_says_why_without_sql(project, lead, monkeypatch
 
 
 @pytest.mark.worker
-def test_runstudio_brings_a_dead_worker_back_and_keeps_serving(tmp_path):
+def test_runstudio_brings_back_whichever_child_dies_and_says_so(tmp_path):
+    """Issue 37: a dead worker was restarted, a dead web server was not (runstudio stopped the worker and exited:
+    nothing answered until someone restarted it by hand). Each child is killed in turn and comes back, logged."""
     import psutil
 
     port = free_port()
@@ -204,6 +207,7 @@ def test_runstudio_brings_a_dead_worker_back_and_keeps_serving(tmp_path):
         **{k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")},
         "STUDIO_DATA_DIR": str(tmp_path),
         "STUDIO_MODE": "dev",
+        "PYTHONUNBUFFERED": "1",
     }
     subprocess.run(
         [sys.executable, "manage.py", "migrate", "--noinput"],
@@ -213,20 +217,22 @@ def test_runstudio_brings_a_dead_worker_back_and_keeps_serving(tmp_path):
         capture_output=True,
         timeout=300,
     )
-    studio = subprocess.Popen(
-        [sys.executable, "manage.py", "runstudio", "--port", str(port)],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    log = tmp_path / "runstudio.log"
+    with open(log, "w") as out:
+        studio = subprocess.Popen(
+            [sys.executable, "manage.py", "runstudio", "--port", str(port)],
+            cwd=REPO,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     try:
 
-        def workers():
+        def children(marker: str):
             found = []
             for child in psutil.Process(studio.pid).children():
                 try:
-                    if child.status() != psutil.STATUS_ZOMBIE and "celery" in " ".join(child.cmdline()):
+                    if child.status() != psutil.STATUS_ZOMBIE and marker in " ".join(child.cmdline()):
                         found.append(child)
                 except psutil.Error:  # gone between the listing and the look
                     pass
@@ -238,11 +244,25 @@ def test_runstudio_brings_a_dead_worker_back_and_keeps_serving(tmp_path):
             except OSError:
                 return False
 
-        first = wait_for(lambda: workers(), 60, message="worker started")[0]
-        wait_for(answers, 60, message="web server up")
-        os.kill(first.pid, signal.SIGKILL)
-        replacement = wait_for(lambda: [p for p in workers() if p.pid != first.pid], 30, message="worker restarted")
-        assert replacement and answers()
+        for marker, name, up in (
+            ("uvicorn", "web server", answers),
+            ("jobs@%h", "worker", lambda: True),
+            ("webhooks@%h", "webhooks worker", lambda: True),
+        ):
+            first = wait_for(lambda m=marker: children(m), 60, message=f"{name} started")[0]
+            wait_for(answers, 60, message="web server up")
+            os.kill(first.pid, signal.SIGKILL)
+            wait_for(
+                lambda m=marker, old=first.pid: [p for p in children(m) if p.pid != old],
+                30,
+                message=f"{name} restarted",
+            )
+            wait_for(up, 60, message=f"{name} serving again")
+            text = log.read_text()
+            assert f"the {name} (pid {first.pid}) exited (code -9)" in text, text[-2000:]
+            assert studio.poll() is None
+        assert re.search(r"web server started again \(pid \d+\)", log.read_text())
+        assert answers()
     finally:
         studio.send_signal(signal.SIGTERM)
         studio.wait(30)
@@ -264,3 +284,31 @@ def test_each_task_starts_with_an_empty_query_log():
         assert connection.queries == []
     finally:
         connection.force_debug_cursor = False
+
+
+def test_cancel_on_a_job_whose_worker_died_is_truthful_and_prompt(project, lead, engineer, tmp_path, settings):
+    """Issue 37: Cancel on a job whose worker had died answered 200 "running", saying the worker stops within
+    seconds, and took effect only when the heartbeat was stale (~60 s). A job someone cancels is cancelled once its
+    heartbeat misses beats (30 s with the defaults), at the click or by the next watchdog pass."""
+    from studio.jobs import jobs_watch_once
+
+    settings.JOB_STALE_AFTER_S = 60
+    for job in jobs_of_every_kind(project, lead, engineer, tmp_path):  # died 40 s ago: beats missed, not yet stale
+        type(job).objects.filter(pk=job.pk).update(
+            status="running", attempts=1, heartbeat_at=timezone.now() - timedelta(seconds=40)
+        )
+        changed, said = job_cancel(job)
+        job.refresh_from_db()
+        assert changed and "worker had stopped" in said and job.status == "cancelled", (type(job).__name__, said)
+
+    for job in jobs_of_every_kind(project, lead, engineer, tmp_path):  # beating 5 s ago: it may be alive
+        type(job).objects.filter(pk=job.pk).update(
+            status="running", attempts=1, heartbeat_at=timezone.now() - timedelta(seconds=5)
+        )
+        changed, said = job_cancel(job)
+        assert changed and "as soon as its heartbeat is missed (within 50 s)" in said, said
+        # ... then its worker turns out to be dead: the next watchdog pass cancels it, without waiting for stale.
+        type(job).objects.filter(pk=job.pk).update(heartbeat_at=timezone.now() - timedelta(seconds=31))
+        acted = jobs_watch_once()
+        job.refresh_from_db()
+        assert job.status == "cancelled" and (type(job)._meta.label, job.pk, "cancelled") in acted

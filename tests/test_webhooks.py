@@ -248,7 +248,7 @@ def test_a_delivery_is_not_sent_inside_the_network_whatever_the_row_says(db, pro
         settings.WEBHOOKS_ALLOW_PRIVATE_HOSTS = []
         hook = Webhook.objects.create(project=project, url=receiver.url, events=["bundle.ready"], secret="s" * 64)
         delivery = Delivery.objects.create(webhook=hook, event="bundle.ready", payload={"a": 1})
-        assert delivery_attempt(delivery_id=delivery.pk) is False
+        assert delivery_attempt(delivery_id=delivery.pk).delivered is False
         delivery.refresh_from_db()
         assert delivery.last_error.startswith("refused: 127.0.0.1 is 127.0.0.1, an address inside the studio's network")
         assert delivery.attempts == 1 and receiver.requests == []
@@ -267,7 +267,7 @@ def test_a_named_host_is_reached_through_the_address_the_worker_checked(db, proj
             project=project, url=f"http://localhost:{port}/hook?x=1", events=["bundle.ready"], user=lead
         )
         delivery = Delivery.objects.create(webhook=hook, event="bundle.ready", payload={"a": 1})
-        assert delivery_attempt(delivery_id=delivery.pk) is False
+        assert delivery_attempt(delivery_id=delivery.pk).delivered is False
         delivery.refresh_from_db()
         assert delivery.response_status == 503 and delivery.last_error == "HTTP 503: receiver broke"
         assert receiver.requests[0]["headers"]["Host"] == f"localhost:{port}"

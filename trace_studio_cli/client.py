@@ -7,6 +7,7 @@ idempotent requests; a POST that creates a job is never sent twice behind the us
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -187,6 +188,9 @@ class StudioClient:
         out_dir.mkdir(parents=True, exist_ok=True)
         final = out_dir / f"export-{job['id']}.zip"
         part = final.with_name(final.name + ".part")
+        for path in (part, final):
+            if path.is_symlink():  # appending would write the bundle into whatever file the link names
+                raise ApiError(f"{path} is a symbolic link; remove it (or choose another --out folder) and run again")
         have = part.stat().st_size if part.exists() else 0
         if have > expected_size:
             part.unlink()
@@ -203,7 +207,13 @@ class StudioClient:
             )
             if have and response.status_code != 206:  # the server sent the whole file: start over
                 have = resumed_from = 0
-            with response, part.open("ab" if have else "wb") as sink:
+            # O_NOFOLLOW: a link put in place after the check above is refused too, never followed.
+            flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_APPEND if have else os.O_TRUNC)
+            try:
+                descriptor = os.open(part, flags, 0o644)
+            except OSError as exc:
+                raise ApiError(f"{part}: cannot write the download ({exc.strerror})") from None
+            with response, os.fdopen(descriptor, "ab" if have else "wb") as sink:
                 for chunk in response.iter_content(chunk_size):
                     sink.write(chunk)
                     sink.flush()  # what was received survives an interrupted run, to be resumed

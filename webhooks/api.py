@@ -35,7 +35,18 @@ class DeliverySerializer(serializers.ModelSerializer):
 class WebhookSerializer(serializers.ModelSerializer):
     class Meta:
         model = Webhook
-        fields = ["id", "project", "url", "events", "active", "created_at"]
+        fields = [
+            "id",
+            "project",
+            "url",
+            "events",
+            "active",
+            "created_at",
+            "failures_in_a_row",
+            "paused_until",
+            "pause_reason",
+        ]
+        read_only_fields = ["failures_in_a_row", "paused_until", "pause_reason"]
 
 
 class WebhookDetailSerializer(WebhookSerializer):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 
 class WebhookEvent(models.TextChoices):
@@ -25,6 +26,11 @@ class Webhook(models.Model):
     # Kept to sign each delivery (HMAC-SHA256); shown to the lead once, when the endpoint is registered.
     secret = models.CharField(max_length=64, editable=False)
     active = models.BooleanField(default=True)
+    # The circuit breaker (services.delivery_attempt): failed attempts in a row, and while ``paused_until`` is in the
+    # future no delivery contacts the endpoint; the lead sees why on the webhooks page.
+    failures_in_a_row = models.PositiveIntegerField(default=0)
+    paused_until = models.DateTimeField(null=True, blank=True)
+    pause_reason = models.CharField(max_length=500, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -33,6 +39,10 @@ class Webhook(models.Model):
 
     def __str__(self) -> str:
         return f"{self.project} → {self.url}"
+
+    @property
+    def is_paused(self) -> bool:
+        return self.paused_until is not None and self.paused_until > timezone.now()
 
 
 class DeliveryStatus(models.TextChoices):
@@ -51,6 +61,9 @@ class Delivery(models.Model):
     last_error = models.CharField(max_length=500, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
+    # Set while an attempt holds one of its endpoint's delivery slots (services.delivery_slot_take); a slot older
+    # than the attempt's deadline belonged to a killed worker and is free again.
+    sending_since = models.DateTimeField(null=True, blank=True)
     resent_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
 
     class Meta:

@@ -15,13 +15,16 @@ against the name), so a name that answers differently a moment later (DNS rebind
 
 from __future__ import annotations
 
+import http.client
 import ipaddress
 import socket
+import ssl
+import threading
+import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import certifi
-import urllib3
 from django.conf import settings
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -46,10 +49,28 @@ def _numeric(host: str) -> Address | None:
         return None
 
 
+NAT64_PREFIXES = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
+IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
+
+
+def embedded_ipv4(address: Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 address carries and that a host may reach through it: mapped (``::ffff:a.b.c.d``),
+    IPv4-compatible (``::a.b.c.d``), 6to4 (``2002:AABB:CCDD::/48``), NAT64 (``64:ff9b::/96``, ``64:ff9b:1::/48``) and
+    Teredo (server and client). ``ipaddress`` calls 6to4, NAT64 and compatible addresses global, so
+    ``2002:7f00:1::`` would pass for the internet while a relay on the way delivers it to 127.0.0.1."""
+    if not isinstance(address, ipaddress.IPv6Address):
+        return []
+    found = [a for a in (address.ipv4_mapped, address.sixtofour) if a is not None]
+    if address.teredo:
+        found += list(address.teredo)
+    low32 = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    if any(address in prefix for prefix in NAT64_PREFIXES) or (address in IPV4_COMPATIBLE and int(address) > 1):
+        found.append(low32)
+    return found
+
+
 def _inside(address: Address) -> bool:
-    mapped = getattr(address, "ipv4_mapped", None)
-    address = mapped or address
-    return not address.is_global or address.is_multicast
+    return any(not candidate.is_global or candidate.is_multicast for candidate in (address, *embedded_ipv4(address)))
 
 
 def _allowed(host: str, address: Address | None) -> bool:
@@ -67,8 +88,9 @@ def _allowed(host: str, address: Address | None) -> bool:
 
 
 def _refusal(host: str, address: Address) -> str:
+    carried = ", ".join(str(a) for a in embedded_ipv4(address))
     return (
-        f"{host} is {address}, an address inside the studio's network; deliveries go there only to hosts named in "
+        f"{host} is {address}{f' (which carries {carried})' if carried else ''}, an address inside the studio's network; deliveries go there only to hosts named in "
         f"STUDIO_WEBHOOKS_ALLOW_PRIVATE_HOSTS"
     )
 
@@ -91,10 +113,27 @@ class Answer:
     text: str  # the start of the body
 
 
-def post(url: str, body: bytes, headers: dict[str, str]) -> Answer:
-    """POST ``body`` to ``url`` from the worker, through the address checked here; no redirect is followed.
-    Raises DeliveryRefused (an address inside the network), OSError (a name that does not resolve) or urllib3's
-    errors (connection, TLS, timeout)."""
+class DeliveryTimedOut(OSError):
+    """The receiver did not give its whole answer within the attempt's deadline."""
+
+
+def _cut(holder: list[socket.socket]) -> None:
+    """Shut the connection's socket down at the deadline: a read blocked on it returns at once. The plain socket's
+    shutdown, also under TLS, which would first try to close the TLS session over a receiver that does not read."""
+    try:
+        socket.socket.shutdown(holder[0], socket.SHUT_RDWR)
+    except OSError:
+        pass  # already closed
+
+
+def post(url: str, body: bytes, headers: dict[str, str], *, deadline_s: float | None = None) -> Answer:
+    """POST ``body`` to ``url`` from the worker, through the address checked here; no redirect is followed. The
+    whole attempt (connect, TLS, request, the answer's headers and its start) ends by ``deadline_s``
+    (``WEBHOOKS_DEADLINE_S``): a per-read timeout alone lets a receiver that sends a byte every few seconds hold the
+    worker for ever. Raises DeliveryRefused (an address inside the network), DeliveryTimedOut, OSError (a name that
+    does not resolve, a refused connection, TLS) or http.client's errors (a malformed answer)."""
+    deadline_s = settings.WEBHOOKS_DEADLINE_S if deadline_s is None else deadline_s
+    started = time.monotonic()
     parts = urlsplit(url)
     host = parts.hostname or ""
     port = parts.port or (443 if parts.scheme == "https" else 80)
@@ -106,28 +145,40 @@ def post(url: str, body: bytes, headers: dict[str, str]) -> Answer:
     for address in addresses:
         if _inside(address) and not _allowed(host, address):
             raise DeliveryRefused(_refusal(host, address))
-    timeout = urllib3.Timeout(connect=settings.WEBHOOKS_CONNECT_TIMEOUT_S, read=settings.WEBHOOKS_READ_TIMEOUT_S)
-    pool: urllib3.HTTPConnectionPool
-    if parts.scheme == "https":
-        pool = urllib3.HTTPSConnectionPool(
-            str(addresses[0]),
-            port,
-            timeout=timeout,
-            retries=False,
-            cert_reqs="CERT_REQUIRED",
-            ca_certs=certifi.where(),
-            server_hostname=host,
-            assert_hostname=host,
-        )
-    else:
-        pool = urllib3.HTTPConnectionPool(str(addresses[0]), port, timeout=timeout, retries=False)
-    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    with pool:
-        response = pool.urlopen(
-            "POST", target, body=body, headers={**headers, "Host": parts.netloc}, redirect=False, preload_content=False
-        )
-        try:
-            text = response.read(4 * ANSWER_SHOWN).decode("utf-8", "replace")[:ANSWER_SHOWN]
-        finally:
-            response.release_conn()
-    return Answer(status=response.status, text=text)
+    left = deadline_s - (time.monotonic() - started)
+    connection = socket.create_connection(
+        (str(addresses[0]), port), timeout=max(0.01, min(settings.WEBHOOKS_CONNECT_TIMEOUT_S, left))
+    )
+    holder = [connection]
+    timer = threading.Timer(max(0.0, deadline_s - (time.monotonic() - started)), _cut, args=(holder,))
+    timer.daemon = True
+    timer.start()
+    try:
+        connection.settimeout(settings.WEBHOOKS_READ_TIMEOUT_S)
+        if parts.scheme == "https":
+            context = ssl.create_default_context(cafile=certifi.where())
+            holder[0] = context.wrap_socket(connection, server_hostname=host)
+        client = http.client.HTTPConnection(host, port)
+        client.sock = holder[0]
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        client.putrequest("POST", target, skip_host=True, skip_accept_encoding=True)
+        for name, value in {**headers, "Host": parts.netloc, "Content-Length": str(len(body))}.items():
+            client.putheader(name, value)
+        client.endheaders(body)
+        response = client.getresponse()
+        text = response.read(4 * ANSWER_SHOWN).decode("utf-8", "replace")[:ANSWER_SHOWN]
+        answer = Answer(status=response.status, text=text)
+    except (OSError, http.client.HTTPException) as exc:
+        if time.monotonic() - started >= deadline_s - 0.05:
+            raise DeliveryTimedOut(
+                f"no whole answer within {deadline_s:g} s (connection, headers and body together)"
+            ) from None
+        if isinstance(exc, socket.timeout):
+            raise DeliveryTimedOut(f"nothing read for {settings.WEBHOOKS_READ_TIMEOUT_S:g} s") from None
+        raise
+    finally:
+        timer.cancel()
+        holder[0].close()
+    if time.monotonic() - started >= deadline_s - 0.05:  # the cut ended a body early: not the receiver's answer
+        raise DeliveryTimedOut(f"no whole answer within {deadline_s:g} s (connection, headers and body together)")
+    return answer

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import datetime
+import http.client
 import json
+import random
 import secrets
 import time
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-import urllib3
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from studio.db import atomic_with_retry
@@ -98,11 +102,95 @@ def delivery_resend(*, delivery: Delivery) -> Delivery:
     return again
 
 
-def delivery_attempt(*, delivery_id: int) -> bool:
-    """POST the delivery, signed; True when the receiver took it (2xx). Every attempt is recorded."""
-    delivery = Delivery.objects.select_related("webhook").get(pk=delivery_id)
-    if delivery.status == DeliveryStatus.DELIVERED:
-        return True
+@dataclass(frozen=True)
+class AttemptOutcome:
+    """What a delivery task does next: done (``delivered`` or given up), or run again in ``retry_in_s`` seconds."""
+
+    delivered: bool = False
+    retry_in_s: float | None = None
+
+
+def _slot_expired_before() -> datetime.datetime:
+    # A slot is held at most one attempt's deadline; one held longer belonged to a worker that was killed mid-attempt.
+    return timezone.now() - datetime.timedelta(seconds=settings.WEBHOOKS_DEADLINE_S + 5)
+
+
+@atomic_with_retry
+def delivery_slot_take(*, delivery_id: int) -> Delivery | str:
+    """Take one of the delivery's endpoint's ``WEBHOOKS_ENDPOINT_CONCURRENCY`` slots for an attempt. Returns the
+    delivery (slot held, its endpoint read with it) or why it may not be sent now: ``"done"`` (delivered or given
+    up), ``"paused"`` (the endpoint's breaker is open), ``"busy"`` (its slots are taken)."""
+    webhook_id = Delivery.objects.filter(pk=delivery_id).values_list("webhook_id", flat=True).first()
+    if webhook_id is None:
+        return "done"  # the endpoint was removed with its log
+    # The endpoint's row is the lock the slots are counted under: two workers cannot both take the last slot.
+    webhook = Webhook.objects.select_for_update().filter(pk=webhook_id).first()
+    delivery = Delivery.objects.filter(pk=delivery_id).first()
+    if webhook is None or delivery is None or delivery.status != DeliveryStatus.PENDING:
+        return "done"
+    if webhook.paused_until and webhook.paused_until > timezone.now():
+        return "paused"
+    if delivery.sending_since and delivery.sending_since >= _slot_expired_before():
+        return "busy"  # a second message for it (a resend of the pending ones) while its attempt runs
+    busy = (
+        Delivery.objects.filter(webhook=webhook, sending_since__gte=_slot_expired_before())
+        .exclude(pk=delivery.pk)
+        .count()
+    )
+    if busy >= settings.WEBHOOKS_ENDPOINT_CONCURRENCY:
+        return "busy"
+    delivery.sending_since = timezone.now()
+    delivery.save(update_fields=["sending_since"])
+    delivery.webhook = webhook
+    return delivery
+
+
+@atomic_with_retry
+def _attempt_record(*, delivery: Delivery, status: int | None, error: str) -> bool:
+    """Record an attempt, give its slot back and move the endpoint's breaker; True when the endpoint is paused by it."""
+    delivered = not error
+    Delivery.objects.filter(pk=delivery.pk).update(
+        attempts=F("attempts") + 1,
+        response_status=status,
+        last_error=error[:500],
+        status=DeliveryStatus.DELIVERED if delivered else DeliveryStatus.PENDING,
+        delivered_at=timezone.now() if delivered else None,
+        sending_since=None,
+    )
+    webhook = Webhook.objects.select_for_update().get(pk=delivery.webhook_id)
+    if delivered:
+        webhook.failures_in_a_row, webhook.paused_until, webhook.pause_reason = 0, None, ""
+        webhook.save(update_fields=["failures_in_a_row", "paused_until", "pause_reason"])
+        return False
+    webhook.failures_in_a_row += 1
+    paused = webhook.failures_in_a_row >= settings.WEBHOOKS_BREAKER_FAILURES
+    if paused:
+        webhook.paused_until = timezone.now() + datetime.timedelta(seconds=settings.WEBHOOKS_PAUSE_S)
+        webhook.pause_reason = f"{webhook.failures_in_a_row} deliveries failed in a row, the last: {error}"[:500]
+    webhook.save(update_fields=["failures_in_a_row", "paused_until", "pause_reason"])
+    return paused
+
+
+def _seconds_until(moment: datetime.datetime | None) -> float:
+    return max(1.0, (moment - timezone.now()).total_seconds()) if moment else 1.0
+
+
+def delivery_attempt(*, delivery_id: int) -> AttemptOutcome:
+    """POST the delivery, signed, if its endpoint has a free slot and is not paused. Every attempt is recorded; a
+    delivery waiting for a slot or a pause costs no attempt. Gives up after ``WEBHOOKS_MAX_ATTEMPTS`` attempts,
+    otherwise waits base × 3^(attempts - 1)."""
+    taken = delivery_slot_take(delivery_id=delivery_id)
+    if taken == "done":
+        return AttemptOutcome(
+            delivered=Delivery.objects.filter(pk=delivery_id, status=DeliveryStatus.DELIVERED).exists()
+        )
+    if taken == "busy":
+        return AttemptOutcome(retry_in_s=settings.WEBHOOKS_BUSY_RETRY_S * (1 + random.random()))
+    if taken == "paused":
+        paused_until = Webhook.objects.filter(deliveries=delivery_id).values_list("paused_until", flat=True).first()
+        return AttemptOutcome(retry_in_s=_seconds_until(paused_until) + random.random())
+    assert isinstance(taken, Delivery)
+    delivery = taken
     body = json.dumps(delivery.payload, sort_keys=True, separators=(",", ":")).encode()
     headers = {
         "Content-Type": "application/json",
@@ -119,17 +207,31 @@ def delivery_attempt(*, delivery_id: int) -> bool:
             error = f"HTTP {status}: {answer.text}"
     except network.DeliveryRefused as exc:
         error = f"refused: {exc}"
-    except (urllib3.exceptions.HTTPError, OSError) as exc:
+    except network.DeliveryTimedOut as exc:
+        error = f"timed out: {exc}"
+    except (http.client.HTTPException, OSError) as exc:
         error = f"{exc.__class__.__name__}: {str(exc)[:300]}"
-    delivered = not error
-    Delivery.objects.filter(pk=delivery.pk).update(
-        attempts=delivery.attempts + 1,
-        response_status=status,
-        last_error=error,
-        status=DeliveryStatus.DELIVERED if delivered else DeliveryStatus.PENDING,
-        delivered_at=timezone.now() if delivered else None,
-    )
-    return delivered
+    paused = _attempt_record(delivery=delivery, status=status, error=error)
+    if not error:
+        return AttemptOutcome(delivered=True)
+    attempts = delivery.attempts + 1
+    if attempts >= settings.WEBHOOKS_MAX_ATTEMPTS:
+        delivery_give_up(delivery_id=delivery.pk)
+        return AttemptOutcome()
+    wait = settings.WEBHOOKS_RETRY_BASE_S * 3 ** (attempts - 1)
+    if paused:
+        wait = max(wait, settings.WEBHOOKS_PAUSE_S)
+    return AttemptOutcome(retry_in_s=wait)
+
+
+@atomic_with_retry
+def webhook_resume(*, webhook: Webhook) -> Webhook:
+    """The lead's "Try again now": the pause ends, and the next delivery is the endpoint's trial."""
+    Webhook.objects.filter(pk=webhook.pk).update(paused_until=None, failures_in_a_row=0, pause_reason="")
+    webhook.refresh_from_db()
+    for delivery in Delivery.objects.filter(webhook=webhook, status=DeliveryStatus.PENDING):
+        _enqueue(delivery)
+    return webhook
 
 
 def delivery_give_up(*, delivery_id: int) -> None:

@@ -1,16 +1,14 @@
-"""Deliveries on the ``default`` queue, retried with exponential backoff (base × 3^attempt)."""
+"""Deliveries on the ``webhooks`` queue, a worker of their own (a slow receiver never holds an import's process):
+retried with exponential backoff (base × 3^attempt); waiting for a slot or a paused endpoint costs no attempt."""
 
 from celery import shared_task
-from django.conf import settings
 
 from webhooks import services
 
 
 @shared_task(bind=True, acks_late=True, max_retries=None)
 def deliver_webhook(self, delivery_id: int) -> bool:
-    if services.delivery_attempt(delivery_id=delivery_id):
-        return True
-    if self.request.retries + 1 >= settings.WEBHOOKS_MAX_ATTEMPTS:
-        services.delivery_give_up(delivery_id=delivery_id)
-        return False
-    raise self.retry(countdown=settings.WEBHOOKS_RETRY_BASE_S * 3**self.request.retries)
+    outcome = services.delivery_attempt(delivery_id=delivery_id)
+    if outcome.retry_in_s is not None:
+        raise self.retry(countdown=outcome.retry_in_s)
+    return outcome.delivered

@@ -55,6 +55,14 @@ def webhook_delete(request, webhook_id: int):
 
 
 @require_POST
+def webhook_resume(request, webhook_id: int):
+    webhook = access_webhook(request.user, webhook_id, "webhook.manage")
+    services.webhook_resume(webhook=webhook)
+    messages.success(request, f"Deliveries to {webhook.url} resumed; the next one tries it again.")
+    return redirect("project-webhooks", project_id=webhook.project_id)
+
+
+@require_POST
 def delivery_resend(request, delivery_id: int):
     delivery = access_delivery(request.user, delivery_id, "webhook.manage")
     again = services.delivery_resend(delivery=delivery)

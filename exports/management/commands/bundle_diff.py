@@ -4,6 +4,8 @@ Each of OLDER and NEWER is an export id or the path of a downloaded bundle (.zip
 (annotation id, version) pairs they were built from) is compared. ``--json`` prints the diff as JSON."""
 
 import json
+import zipfile
+import zlib
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
@@ -27,10 +29,22 @@ def _sources(ref: str) -> tuple[str, list, int | None]:
     if _is_file(path):
         try:
             manifest = lineage.manifest_of_bundle(path)
-        except (OSError, KeyError, ValueError) as exc:
-            raise CommandError(f"{ref}: not a readable bundle ({exc})") from None
+        except zipfile.BadZipFile as exc:
+            raise CommandError(f"{ref}: not a readable bundle (not a zip archive: {exc})") from None
+        except KeyError:
+            raise CommandError(f"{ref}: not a readable bundle (no manifest.json in the archive)") from None
+        except (OSError, ValueError, EOFError, RuntimeError, NotImplementedError, zlib.error) as exc:
+            # a truncated or corrupt member, a bad CRC, encryption or an unknown compression, invalid JSON
+            raise CommandError(f"{ref}: not a readable bundle ({exc.__class__.__name__}: {exc})") from None
+        sources = manifest.get("sources", []) if isinstance(manifest, dict) else None
+        try:
+            lineage.sources_pairs(sources if isinstance(sources, list) else [None])  # refused here, not mid-diff
+        except (TypeError, ValueError, KeyError, IndexError):
+            raise CommandError(
+                f"{ref}: not a readable bundle (its manifest's sources are not a list of annotation ids and versions)"
+            ) from None
         base = ((manifest.get("lineage") or {}).get("since_export") or {}).get("id")
-        return str(path), manifest.get("sources", []), base
+        return str(path), sources, base
     pk = id_from_text(ref)
     if pk is None:
         raise CommandError(f"{ref[:80]!r} is neither an export id nor a bundle file")
