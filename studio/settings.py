@@ -53,8 +53,9 @@ DEMO_PASSWORD = env("STUDIO_DEMO_PASSWORD")
 DATA_DIR = Path(env("STUDIO_DATA_DIR", str(BASE_DIR / "var")))
 REALTRACES_DIR = Path(env("STUDIO_REALTRACES_DIR", str(BASE_DIR.parent / "shared" / "realtraces")))
 
+# No "daphne" app: it only makes `runserver` an ASGI server, and it installs Twisted's reactor in every process that
+# loads the apps (about 40 MB each: the web server, the worker and its children, runstudio); uvicorn serves instead.
 INSTALLED_APPS = [
-    "daphne",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
