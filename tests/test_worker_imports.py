@@ -40,3 +40,22 @@ def test_the_check_sees_torch_when_a_task_module_imports_it(tmp_path):
     script = WORKER_IMPORT_PATH.replace("app.finalize()", "app.finalize()\nimport torch  # noqa")
     out = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, check=True, capture_output=True, text=True)
     assert "torch" in json.loads(out.stdout.strip().splitlines()[-1])
+
+
+WEB_IMPORT_PATH = r"""
+import json, sys
+import django
+django.setup()
+import studio.asgi  # the web process's start: every view module imported
+print(json.dumps(sorted(m for m in ("torch", "transformers", "numpy", "krippendorff", "twisted") if m in sys.modules)))
+"""
+
+
+def test_web_process_start_leaves_out_what_no_request_needs_at_start(tmp_path):
+    """numpy and krippendorff serve one dashboard figure and are imported there; Twisted came with the daphne app."""
+    env = dict(os.environ, STUDIO_DATA_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="studio.settings")
+    env.pop("DATABASE_URL", None)
+    out = subprocess.run(
+        [sys.executable, "-c", WEB_IMPORT_PATH], cwd=REPO, env=env, check=True, capture_output=True, text=True
+    )
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
