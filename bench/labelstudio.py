@@ -81,15 +81,36 @@ def tree(root: int) -> list[int]:
     return found
 
 
-def cpu_s(root: int) -> float:
-    total = 0.0
+def cpu_by_process(root: int) -> dict[int, tuple[str, float]]:
+    """pid -> (its role, user + system CPU seconds) for ``root`` and every process below it."""
+    found = {}
     for pid in tree(root):
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
         except OSError:
             continue
-        total += (int(fields[11]) + int(fields[12])) / TICK
-    return total
+        found[pid] = (role_of(cmd), (int(fields[11]) + int(fields[12])) / TICK)
+    return found
+
+
+def role_of(cmd: str) -> str:
+    for role in ("runstudio", "uvicorn", "celery", "label-studio"):
+        if role in cmd:
+            return role
+    return cmd.split(" ")[0].rsplit("/", 1)[-1]
+
+
+def cpu_s(root: int) -> float:
+    return sum(seconds for _, seconds in cpu_by_process(root).values())
+
+
+def cpu_delta_ms(before: dict, after: dict, per: float) -> dict[str, float]:
+    """CPU ms per ``per`` (a save, a second) by role, between two ``cpu_by_process`` readings."""
+    roles: dict[str, float] = {}
+    for pid, (role, seconds) in after.items():
+        roles[role] = roles.get(role, 0.0) + (seconds - before.get(pid, (role, 0.0))[1]) * 1000 / per
+    return {role: round(ms, 2) for role, ms in sorted(roles.items())}
 
 
 def memory(root: int) -> list[dict]:
@@ -423,6 +444,10 @@ def run_stack(stack, args) -> dict:
     try:
         wait_ready(port, stack.ready_path, server)
         time.sleep(args.settle_s)
+        idle_before, t_idle = cpu_by_process(server.pid), time.monotonic()
+        time.sleep(args.settle_s)
+        report["idle_cpu_ms_per_s"] = cpu_delta_ms(idle_before, cpu_by_process(server.pid), time.monotonic() - t_idle)
+        print(f"[{stack.name}] idle CPU, ms per second: {report['idle_cpu_ms_per_s']}", flush=True)
         report["idle_start"] = memory(server.pid)
         report["load_idle_start"] = loadavg()
         print(f"[{stack.name}] idle after start: {memory_line(report['idle_start'])}", flush=True)
@@ -437,6 +462,7 @@ def run_stack(stack, args) -> dict:
         solo, draft = sessions[0], drafts[0]
         batch_cpu, solo_latencies, solo_errors = [], [], 0
         report["load_solo"] = loadavg()
+        solo_before = cpu_by_process(server.pid)
         for b in range(max(1, args.solo_saves // 100)):
             before = cpu_s(server.pid)
             for k in range(100):
@@ -450,6 +476,7 @@ def run_stack(stack, args) -> dict:
             "errors": solo_errors,
             "cpu_ms_median_of_batches": statistics.median(batch_cpu),
             "cpu_ms_batches": batch_cpu,
+            "cpu_ms_per_save_by_process": cpu_delta_ms(solo_before, cpu_by_process(server.pid), len(solo_latencies)),
             "p50_ms": pct(solo_latencies, 0.5),
             "p95_ms": pct(solo_latencies, 0.95),
             "load": loadavg(),
@@ -458,11 +485,13 @@ def run_stack(stack, args) -> dict:
 
         # 3. autosavers
         report["load_autosave"] = loadavg()
-        before = cpu_s(server.pid)
+        before_by_process = cpu_by_process(server.pid)
+        before = sum(seconds for _, seconds in before_by_process.values())
         threads, latencies, errors, acknowledged = autosavers(stack, sessions, drafts, args.autosave_s)
         for t in threads:
             t.join()
-        used = (cpu_s(server.pid) - before) * 1000
+        after_by_process = cpu_by_process(server.pid)
+        used = (sum(seconds for _, seconds in after_by_process.values()) - before) * 1000
         served = sum(1 for _ in latencies) - len(errors)
         lost = [i for i, text in acknowledged.items() if stack.read_back(sessions[i], drafts[i]) != text]
         report["autosave"] = {
@@ -473,6 +502,7 @@ def run_stack(stack, args) -> dict:
             "errors": len(errors),
             "error_kinds": sorted(set(errors))[:5],
             "cpu_ms_per_save": used / max(1, served),
+            "cpu_ms_per_save_by_process": cpu_delta_ms(before_by_process, after_by_process, max(1, served)),
             "p50_ms": pct([ms for _, ms in latencies], 0.5),
             "p95_ms": pct([ms for _, ms in latencies], 0.95),
             "acknowledged_read_back": f"{len(acknowledged) - len(lost)}/{len(acknowledged)}",
