@@ -81,3 +81,20 @@ def test_the_one_read_still_refuses_a_former_member_and_someone_elses_annotation
     former_member = _save(_signed_in(annotator), mine["id"], mine["version"], "left the project")
     assert former_member.status_code == 404, former_member.content
     assert Annotation.objects.get(pk=mine["id"]).note == ""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_request_thread_keeps_its_sqlite_connection_between_requests():
+    """Django closes old connections at each request's start and end; the embedded SQLite connection is kept (no
+    new connection and PRAGMAs per request), as long as it is younger than CONN_MAX_AGE and had no error."""
+    from django.db import close_old_connections
+
+    if connection.vendor != "sqlite":
+        pytest.skip("PostgreSQL connections come from the pool (settings.DATABASES OPTIONS pool)")
+    connection.ensure_connection()
+    opened = connection.connection
+    close_old_connections()  # what request_started / request_finished run
+    assert connection.connection is opened
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA journal_mode")
+        assert cursor.fetchone()[0] == "wal"
