@@ -23,8 +23,6 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 
-import krippendorff
-import numpy as np
 from django.db.models import Q
 
 from annotation.models import Annotation, Verdict
@@ -225,6 +223,9 @@ def _category_alpha(pairs: list[Pair]) -> float | None:
     if not categories:
         return None
     code = {c: i for i, c in enumerate(categories)}
+    # Imported here, not at start: numpy and krippendorff (~14 MB per process) serve this dashboard figure only.
+    import krippendorff
+    import numpy as np
 
     def value(row):
         if row.verdict == Verdict.ERROR and row.error_category:

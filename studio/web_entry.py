@@ -16,6 +16,9 @@ anonymous POST /login/). A chunked body is cut off as soon as it passes the cap.
   client) and goes back to the pool; a file response (Django's ``FileResponse``, a bundle download) is read in
   ``block_size`` pieces on a reader thread and sent from the loop, so a stalled reader holds no thread at all.
   A client that takes nothing for ``RESPONSE_SEND_TIMEOUT_S`` is disconnected.
+- Password checks: a POST to a route that hashes a password (``PASSWORD_ROUTES``: the login form) runs on its own
+  pool of ``STUDIO_WEB_PASSWORD_THREADS`` threads (the hasher costs most of a second of CPU per login at full
+  strength), so a burst of logins queues there and never takes the request threads that serve the autosaves.
 """
 
 from __future__ import annotations
@@ -63,6 +66,10 @@ def _route(scope):
         return resolve(scope["path"])
     except Resolver404:
         return None
+
+
+# Routes whose POST hashes a password: served on the password pool (HttpEntry.password_executor).
+PASSWORD_ROUTES = frozenset({"login"})
 
 
 def body_cap(route_name: str | None, method: str) -> int:
@@ -141,6 +148,9 @@ class HttpEntry:
         self.executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="web")
         # File reads of downloads: short and never waiting on a client, apart from the request threads.
         self.readers = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="web-file")
+        self.password_executor = ThreadPoolExecutor(
+            max_workers=settings.WEB_PASSWORD_THREADS, thread_name_prefix="web-password"
+        )
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -178,7 +188,10 @@ class HttpEntry:
         environ["CONTENT_LENGTH"] = str(size)  # also for a chunked body, which Django would otherwise read as empty
         environ["wsgi.file_wrapper"] = FileToStream
         try:
-            await _Response(loop, send, self.executor, self.readers).run(self.wsgi_app, environ)
+            executor = (
+                self.password_executor if route_name in PASSWORD_ROUTES and scope["method"] == "POST" else self.executor
+            )
+            await _Response(loop, send, executor, self.readers).run(self.wsgi_app, environ)
         finally:
             body.close()
 
