@@ -244,6 +244,10 @@ def test_runstudio_brings_back_whichever_child_dies_and_says_so(tmp_path):
             except OSError:
                 return False
 
+        # The supervisor is the plain script runstudio became (same pid): a few megabytes, no Django.
+        wait_for(lambda: "supervisor.py" in " ".join(psutil.Process(studio.pid).cmdline()), 60, message="supervisor")
+        supervisor_rss_mb = psutil.Process(studio.pid).memory_info().rss / 2**20
+        assert supervisor_rss_mb < 30, f"the supervisor holds {supervisor_rss_mb:.0f} MB"
         for marker, name, up in (
             ("uvicorn", "web server", answers),
             ("jobs@%h", "worker", lambda: True),
