@@ -283,12 +283,12 @@ def rescale_action(action: grammar.Action, *, project, screenshot, image: Reduce
             x, y = grammar.to_screen_pixels(
                 value, convention=convention, width=width, height=height, max_pixels=project.max_pixels
             )
-            value = (round(x * image.width / width), round(y * image.height / height))
+            value = (grammar.model_number(x * image.width / width), grammar.model_number(y * image.height / height))
         args.append((key, value))
     return grammar.Action(action.type, tuple(args), action.style)
 
 
-def render_step_on(step, image: ReducedImage, *, project, convention: str | None = None) -> str:
+def render_step_on(step, image: ReducedImage, *, project, convention: str) -> str:
     """A recorded step as its history turn when its screenshot is sent reduced: :func:`render_step` with every point
     in the size of ``image`` (:func:`rescale_action`)."""
     if not step.parsed_actions or step.parse_error or project.coordinate_convention == grammar.RELATIVE_1000:
