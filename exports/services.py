@@ -33,6 +33,7 @@ from exports.builders import (
 from exports.models import ExportFormat, ExportJob
 from exports.storage import bundle_delete, bundle_part_save, bundle_save
 from exports.writers import GRAMMAR_MODULE, REWARD_MODULE, WRITERS, VerlWriter, data_file_name, image_path
+from insights.selectors import slice_annotation_ids
 from studio.db import atomic_with_retry
 from studio.errors import Invalid, describe_error
 from studio.jobs import JobFailed, job_add_error, job_cancel, job_enqueue, job_progress, job_run, job_start, job_workdir
@@ -448,6 +449,8 @@ def export_job_create(
     parsed = ExportOptions.parse(options)
     if parsed.since_export is not None:
         export_base(project=project, export_id=parsed.since_export)
+    if parsed.slice is not None:
+        slice_annotation_ids(project=project, slice_id=parsed.slice)  # refuses a slice of another project
     job = ExportJob.objects.create(
         project=project, created_by=user, format=fmt, options=parsed.to_json(), split_seed=parsed.split_seed
     )
@@ -488,7 +491,9 @@ def _start(job: ExportJob, *, attempt: int | None = None) -> bool:
         stats = BuildStats()
         base = _export_base_of(job, ExportOptions.parse(job.options))
         held = lineage.sources_pairs(base.sources or []) if base is not None else None
-        pieces = export_plan(export_plan_annotations(job.project, held, stats))
+        pieces = export_plan(
+            export_plan_annotations(job.project, held, stats, slice_id=ExportOptions.parse(job.options).slice)
+        )
         ExportJob.objects.filter(pk=job.pk).update(counts={"already_exported": stats.already_exported})
         shards_plan(job, pieces)
     job.progress_total = sum(shard.size for shard in shards_of(job))

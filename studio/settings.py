@@ -73,6 +73,7 @@ INSTALLED_APPS = [
     "exports",
     "evaluation",
     "webhooks",
+    "insights",
 ]
 
 MIDDLEWARE = [
