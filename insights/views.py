@@ -80,7 +80,8 @@ def project_slices(request, project_id: int):
     if request.method == "POST":
         project = access_project(request.user, project_id, "slice.manage")
         try:
-            query = dict(selectors.search_query_parse(request.POST).to_json())
+            fields = {k: request.POST.get(k) for k in request.POST if k not in ("name", "csrfmiddlewaretoken")}
+            query = selectors.search_query_parse(fields).to_json()
             made = services.slice_create(
                 project=project, user=request.user, name=request.POST.get("name", ""), query=query
             )
