@@ -32,6 +32,14 @@ FACET_LABELS = {
 }
 
 
+def _query_string(query: selectors.SearchQuery) -> str:
+    """The search as the search page's query string (its ids comma-separated)."""
+    fields = query.to_json()
+    if query.ids is not None:
+        fields["ids"] = ",".join(map(str, query.ids))
+    return urlencode(fields)
+
+
 def _csv_response(rows: list[list], filename: str) -> HttpResponse:
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
@@ -51,9 +59,7 @@ def project_search(request, project_id: int):
     context = {
         "project": project,
         "query": query,
-        "query_string": urlencode(
-            query.to_json() if query.ids is None else {**query.to_json(), "ids": ",".join(map(str, query.ids))}
-        ),
+        "query_string": _query_string(query),
         "count": entries.count(),
         "cards": selectors.step_cards(entries, limit=PAGE_SIZE),
         "facets": [
@@ -109,6 +115,7 @@ def slice_detail(request, pk: int):
         "slice": slice_,
         "project": slice_.project,
         "count": entries.count(),
+        "search_query": _query_string(selectors.search_query_parse(slice_.query)),
         # Bars of a small SVG chart, 100 units a round, 90 high at the peak.
         "trend": [
             {
