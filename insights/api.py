@@ -74,10 +74,11 @@ class ProjectSearch(APIView):
         query = selectors.search_query_parse(request.query_params)
         page = _page(request)
         entries = selectors.search(selectors.entries_for(request.user, project), query)
+        count, facets = selectors.facet_counts(entries, project)
         return Response(
             {
-                "count": entries.count(),
-                "facets": selectors.facet_counts(entries, project),
+                "count": count,
+                "facets": facets,
                 "results": selectors.step_cards(entries, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE),
             }
         )

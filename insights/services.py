@@ -237,11 +237,11 @@ def cluster_run_compute(*, run_id: int) -> ClusterRun:
         for i, label in enumerate(labels):
             if label >= 0:
                 groups[label].append(i)
-        for members in groups.values():
-            if len(members) < MIN_TEXT_CLUSTER:
+        for indices in groups.values():
+            if len(indices) < MIN_TEXT_CLUSTER:
                 continue
-            terms = distinctive_terms(texts, members)
-            clusters.append(_cluster(run, Cluster.Kind.TEXT, ", ".join(terms), terms, [rows[i] for i in members]))
+            terms = distinctive_terms(texts, indices)
+            clusters.append(_cluster(run, Cluster.Kind.TEXT, ", ".join(terms), terms, [rows[i] for i in indices]))
         with transaction.atomic():
             run.clusters.all().delete()
             Cluster.objects.bulk_create(clusters)

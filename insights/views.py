@@ -55,12 +55,12 @@ def project_search(request, project_id: int):
     except Invalid as exc:
         error, status = exc.detail, exc.status
     entries = selectors.search(selectors.entries_for(request.user, project), query)
-    facets = selectors.facet_counts(entries, project)
+    count, facets = selectors.facet_counts(entries, project)
     context = {
         "project": project,
         "query": query,
         "query_string": _query_string(query),
-        "count": entries.count(),
+        "count": count,
         "cards": selectors.step_cards(entries, limit=PAGE_SIZE),
         "facets": [
             {"name": name, "label": FACET_LABELS[name], "values": facets[name], "chosen": query.filters.get(name, "")}
