@@ -78,6 +78,8 @@ class ExportOptions:
     # The trace that goes to validation when no trace's seeded score falls under the fraction (set by the export's
     # plan, ``validation_floor``): a small bundle with a fraction above 0 still has a validation split.
     validation_trace: int | None = None
+    # Only the annotations of this slice (insights.Slice, a saved search of the same project).
+    slice: int | None = None
 
     @classmethod
     def parse(cls, raw: dict | None) -> ExportOptions:
@@ -116,10 +118,18 @@ class ExportOptions:
             if isinstance(trace, bool) or not isinstance(trace, int) or not 0 < trace < 2**63:
                 raise OptionsError("validation_trace must be a trace id (a positive integer)")
             values["validation_trace"] = trace
+        if raw.get("slice") is not None:
+            slice_id = raw["slice"]
+            if isinstance(slice_id, bool) or not isinstance(slice_id, int) or not 0 < slice_id < 2**63:
+                raise OptionsError("slice must be the id of one of the project's slices (a positive integer)")
+            values["slice"] = slice_id
         return cls(**values)
 
     def to_json(self) -> dict:
-        return asdict(self)
+        out = asdict(self)
+        if out["slice"] is None:  # named only on a slice's export: every other bundle's options read as before
+            del out["slice"]
+        return out
 
 
 @dataclass(frozen=True)
@@ -767,12 +777,19 @@ def _chosen(project: Project, annotation_ids: list[int]) -> Iterator[Annotation]
         yield from _first_per_trace(accepted_annotations(project, ids=chunk))
 
 
-def export_plan_annotations(project: Project, already_held: dict[int, int] | None, stats: BuildStats) -> list[int]:
+def export_plan_annotations(
+    project: Project, already_held: dict[int, int] | None, stats: BuildStats, *, slice_id: int | None = None
+) -> list[int]:
     """The ids of the annotations an export takes, in the order its samples are written (by trace): one accepted
-    annotation per trace, less those ``already_held`` at the same version (counted in ``stats``)."""
+    annotation per trace, less those ``already_held`` at the same version (counted in ``stats``); with
+    ``slice_id``, of that slice's annotations only."""
     chosen = []
     last_trace = None
     rows = accepted_annotations(project).values_list("pk", "trace_id", "version")
+    if slice_id is not None:
+        from insights.selectors import slice_annotation_ids
+
+        rows = rows.filter(pk__in=slice_annotation_ids(project=project, slice_id=slice_id))
     for pk, trace_id, version in rows.iterator(chunk_size=5000):
         if trace_id == last_trace:
             continue

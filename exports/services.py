@@ -47,6 +47,7 @@ from exports.writers import (
     image_path,
     write_image_table,
 )
+from insights.selectors import slice_annotation_ids
 from studio.db import atomic_with_retry
 from studio.errors import Invalid, describe_error
 from studio.jobs import JobFailed, job_add_error, job_cancel, job_enqueue, job_progress, job_run, job_start, job_workdir
@@ -580,6 +581,8 @@ def export_job_create(
     parsed = ExportOptions.parse(options)
     if parsed.since_export is not None:
         export_base(project=project, export_id=parsed.since_export)
+    if parsed.slice is not None:
+        slice_annotation_ids(project=project, slice_id=parsed.slice)  # refuses a slice of another project
     job = ExportJob.objects.create(
         project=project, created_by=user, format=fmt, options=parsed.to_json(), split_seed=parsed.split_seed
     )
@@ -620,7 +623,9 @@ def _start(job: ExportJob, *, attempt: int | None = None) -> bool:
         stats = BuildStats()
         base = _export_base_of(job, ExportOptions.parse(job.options))
         held = lineage.sources_pairs(base.sources or []) if base is not None else None
-        pieces = export_plan(export_plan_annotations(job.project, held, stats))
+        pieces = export_plan(
+            export_plan_annotations(job.project, held, stats, slice_id=ExportOptions.parse(job.options).slice)
+        )
         floor = validation_floor(stats.trace_ids, ExportOptions.parse(job.options))
         if floor is not None:  # the shards read the split from the options
             job.options = {**job.options, "validation_trace": floor}

@@ -32,6 +32,8 @@ def export_home(request):
             since_export = form_number(request.POST, "since_export", int, None)
             if since_export is not None:
                 options["since_export"] = since_export
+            if (slice_id := form_number(request.POST, "slice", int, None)) is not None:
+                options["slice"] = slice_id
             job = services.export_job_create(
                 project=project, user=request.user, fmt=request.POST.get("format", ""), options=options
             )
@@ -45,7 +47,8 @@ def export_home(request):
         {
             "projects": projects,
             # The project the form shows chosen: the one posted (a refused form keeps it), else the busiest.
-            "chosen_project": id_from_text(request.POST.get("project", "")) or chosen,
+            "chosen_project": id_from_text(request.POST.get("project", "") or request.GET.get("project", "")) or chosen,
+            "chosen_slice": id_from_text(request.POST.get("slice", "") or request.GET.get("slice", "")),
             "formats": ExportFormat.choices,
             "error": error,
             "jobs": selectors.export_jobs_for_user(request.user)[:50],

@@ -58,6 +58,8 @@ ENTITIES: dict[str, Entity] = {
     "evaluation.EvaluationJob": Entity("evaluation", "project"),
     "webhooks.Webhook": Entity("webhook", "project"),
     "webhooks.Delivery": Entity("delivery", "webhook__project"),
+    "insights.Slice": Entity("slice", "project"),
+    "insights.Cluster": Entity("cluster", "run__project"),
 }
 
 

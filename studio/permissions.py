@@ -88,6 +88,14 @@ RULES: dict[str, Rule] = {
     # On-policy alternatives at a step: the annotation's annotator, and leads on any annotation of their projects
     # (whether the project is blind is prescore.view's to say, as for suggestions).
     "annotation.alternatives": Rule(ANNOTATING, Scope.OWN, "ask the model for alternatives", unless=LEADS),
+    # Search across corrections: every member; annotators find their own corrections only (search.everyone).
+    "search.view": Rule(ALL, Scope.MEMBER, "search this project's corrections"),
+    "search.everyone": Rule(SEES_BLIND, Scope.MEMBER, "search other annotators' corrections"),
+    # Slices (saved searches) and clusters of accepted corrections: the people who study a checkpoint's mistakes.
+    "slice.view": Rule(SEES_BLIND, Scope.MEMBER, "see slices and clusters"),
+    "slice.manage": Rule(SEES_BLIND, Scope.MEMBER, "save slices and cluster corrections"),
+    # Each pre-scoring scorer against the human first errors: it shows pre-scoring, so never to blind annotators.
+    "alignment.view": Rule(SEES_BLIND, Scope.MEMBER, "see judge alignment"),
     # Reading the API's own description and the account pages.
     "api.docs": Rule(ALL, Scope.ANY, "read the API documentation"),
     # Engineers fetch bundles with a token; it is theirs to create and revoke.
@@ -147,6 +155,15 @@ PAGE_PERMISSIONS: dict[str, str] = {
     # evaluation
     "project-evaluations": "evaluation.view",
     "project-evaluations-csv": "evaluation.view",
+    # insights
+    "project-search": "search.view",
+    "project-search-csv": "search.view",
+    "project-slices": "slice.view",
+    "slice-detail": "slice.view",
+    "project-clusters": "slice.view",
+    "cluster-slice": "slice.manage",
+    "project-alignment": "alignment.view",
+    "project-alignment-csv": "alignment.view",
     "project-webhooks": "webhook.manage",
     "webhook-delete": "webhook.manage",
     "webhook-resume": "webhook.manage",

@@ -74,6 +74,7 @@ INSTALLED_APPS = [
     "exports",
     "evaluation",
     "webhooks",
+    "insights",
 ]
 
 MIDDLEWARE = [

@@ -23,11 +23,13 @@ urlpatterns = [
     path("api/", include("exports.api_urls")),
     path("api/", include("evaluation.api_urls")),
     path("api/", include("webhooks.api_urls")),
+    path("api/", include("insights.api_urls")),
     path("", include("traces.urls")),
     path("", include("annotation.urls")),
     path("", include("exports.urls")),
     path("", include("evaluation.urls")),
     path("", include("webhooks.urls")),
+    path("", include("insights.urls")),
 ]
 
 handler404 = "studio.views.not_found"

@@ -183,6 +183,14 @@ def world(db, project, annotator, lead, engineer, admin_user, make_user, tmp_pat
         reply="Action: click(start_box='(10,20)')",
         actions=[{"type": "click", "args": {"start_box": [10, 20]}, "style": "box"}],
     ).pk
+    # A slice (a saved search) and a cluster of a clustering run, for the insights pages.
+    from insights.models import Cluster, ClusterRun, Slice
+
+    a_slice = Slice.objects.create(project=project, name="a slice", query={"q": "click"})
+    objects["slices"] = a_slice.pk
+    run = ClusterRun.objects.create(project=project, status="succeeded")
+    a_cluster = Cluster.objects.create(run=run, kind="text", name="click, button", size=0, annotation_ids=[])
+    objects["clusters"] = a_cluster.pk
     from annotation.models import Lease
     from exports.models import ExportJob
     from prescoring.models import PrescoreJob
@@ -204,6 +212,8 @@ def world(db, project, annotator, lead, engineer, admin_user, make_user, tmp_pat
         "webhooks": hook,
         "deliveries": delivery,
         "evaluations": evaluation,
+        "slices": a_slice,
+        "clusters": a_cluster,
     }
     users = {
         "anonymous": None,

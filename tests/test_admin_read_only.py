@@ -16,7 +16,7 @@ from studio.models import JobBase
 from tests.fixtures_export import REPLIES, accepted_error, make_trace
 from traces.models import CoordinateConvention, Project, Trace
 
-STUDIO_APPS = {"studio", "traces", "annotation", "prescoring", "exports", "evaluation", "webhooks"}
+STUDIO_APPS = {"studio", "traces", "annotation", "prescoring", "exports", "evaluation", "webhooks", "insights"}
 
 
 def _studio_admins():

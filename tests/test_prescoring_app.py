@@ -78,7 +78,7 @@ def test_each_product_app_has_the_same_rooms():
 
     from tests.conftest import REPO
 
-    for app in ("traces", "prescoring", "annotation", "exports", "evaluation", "webhooks"):
+    for app in ("traces", "prescoring", "annotation", "exports", "evaluation", "webhooks", "insights"):
         folder = Path(REPO) / app
         for room in ("models", "services", "selectors", "api", "tasks", "access"):
             assert (folder / f"{room}.py").is_file() or (folder / room).is_dir(), f"{app} has no {room}"

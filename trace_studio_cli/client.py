@@ -109,6 +109,15 @@ class StudioClient:
             body["ran_at"] = ran_at
         return self._json("POST", f"/api/projects/{project_id}/rounds/", json=body)
 
+    def slices(self, project_id: int) -> list[dict]:
+        return self._json("GET", f"/api/projects/{project_id}/slices/")
+
+    def slice(self, slice_id: int) -> dict:
+        return self._json("GET", f"/api/slices/{slice_id}/")
+
+    def slice_create(self, project_id: int, name: str, query: dict) -> dict:
+        return self._json("POST", f"/api/projects/{project_id}/slices/", json={"name": name, "query": query})
+
     def evaluations(self, project_id: int) -> list[dict]:
         return self._json("GET", f"/api/projects/{project_id}/evaluations/")
 

@@ -225,6 +225,62 @@ def rounds_create(ctx: click.Context, name: str, project_ref: str, checkpoint: s
     click.echo(f"round {made['id']} {made['name']} ({made['checkpoint']}) created")
 
 
+@cli.group()
+def slices() -> None:
+    """A project's slices: searches of its corrections saved under a name, counted per round."""
+
+
+def _trend(slice_: dict) -> str:
+    return " → ".join(f"{p['name']} {p['count']}/{p['of']}" for p in slice_.get("trend", []))
+
+
+@slices.command("list")
+@click.option("--project", "project_ref", required=True, help="Project id or name.")
+@click.option("--json", "as_json", is_flag=True, help="Print the API's JSON.")
+@click.pass_context
+def slices_list(ctx: click.Context, project_ref: str, as_json: bool) -> None:
+    """The project's slices with their count per round (oldest round first)."""
+    client = _client(ctx)
+    rows = client.slices(client.project(project_ref)["id"])
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for s in rows:
+        click.echo(f"{s['id']:>5}  {s['name']}  {_trend(s)}")
+
+
+@slices.command("create")
+@click.argument("name")
+@click.option("--project", "project_ref", required=True, help="Project id or name.")
+@click.option("--q", "text", default="", help='Words and "quoted phrases" the corrections must hold.')
+@click.option(
+    "--facet", "facets", multiple=True, help="A facet filter NAME=VALUE (e.g. category='wrong text'); repeat."
+)
+@click.pass_context
+def slices_create(ctx: click.Context, name: str, project_ref: str, text: str, facets: tuple[str, ...]) -> None:
+    """Save a search as slice NAME (leads, engineers, admins)."""
+    client = _client(ctx)
+    query = {name_: str(value) for name_, value in _option_pairs(facets).items()}
+    if text:
+        query["q"] = text
+    made = client.slice_create(client.project(project_ref)["id"], name, query)
+    shown = client.slice(made["id"])
+    click.echo(f"slice {made['id']} {made['name']} created: {shown['count']} corrections ({_trend(shown)})")
+
+
+@slices.command("show")
+@click.argument("slice_id", type=int)
+@click.option("--json", "as_json", is_flag=True, help="Print the API's JSON.")
+@click.pass_context
+def slices_show(ctx: click.Context, slice_id: int, as_json: bool) -> None:
+    """A slice's count and its count per round."""
+    shown = _client(ctx).slice(slice_id)
+    if as_json:
+        click.echo(json.dumps(shown, indent=2))
+        return
+    click.echo(f"{shown['id']}  {shown['name']}: {shown['count']} corrections  {_trend(shown)}")
+
+
 def _option_pairs(pairs: tuple[str, ...]) -> dict:
     options = {}
     for pair in pairs:

@@ -1,0 +1,227 @@
+"""Insights API: search with facets and step cards, slices (saved searches) with their trend, clusters of accepted
+corrections, judge alignment. Thin: selectors and services do the work; bad input is a studio.errors.Invalid (400)."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from insights import selectors, services
+from insights.access import access_cluster, access_slice, slices_for
+from insights.models import Cluster, ClusterRun, Slice
+from studio.access import ActionPermission
+from traces.access import access_project
+
+PAGE_SIZE = 50
+
+SEARCH_PARAMETERS = [
+    OpenApiParameter("q", str, description='Words and "quoted phrases"; each must occur in the correction\'s text.'),
+    *(OpenApiParameter(name, str, description=f"Facet filter on {name}.") for name in selectors.FACETS),
+    OpenApiParameter("ids", str, description="Only these annotation ids (comma-separated)."),
+    OpenApiParameter("page", int, description="1-based page of step cards (50 a page)."),
+]
+
+
+class StepCardSerializer(serializers.Serializer):
+    annotation_id = serializers.IntegerField()
+    trace_id = serializers.IntegerField()
+    instruction = serializers.CharField()
+    tau = serializers.IntegerField()
+    step_count = serializers.IntegerField()
+    round = serializers.CharField()
+    annotator = serializers.CharField()
+    status = serializers.CharField()
+    category = serializers.CharField()
+    displacement = serializers.CharField()
+    direction = serializers.CharField()
+    recorded_thought = serializers.CharField()
+    recorded_action = serializers.CharField()
+    corrected_thought = serializers.CharField()
+    corrected_action = serializers.CharField()
+    note = serializers.CharField()
+    screenshot = serializers.CharField(allow_null=True, help_text="sha256 of the screenshot at τ.")
+    recorded_point = serializers.ListField(child=serializers.FloatField(), allow_null=True, help_text="0..1 x, y")
+    corrected_point = serializers.ListField(child=serializers.FloatField(), allow_null=True, help_text="0..1 x, y")
+
+
+class SearchResultSerializer(serializers.Serializer):
+    count = serializers.IntegerField()
+    facets = serializers.DictField(help_text="facet -> [{value, label, count}] among the results.")
+    results = StepCardSerializer(many=True)
+
+
+def _page(request) -> int:
+    raw = request.query_params.get("page") or "1"
+    if not raw.isdigit() or int(raw) < 1:
+        from studio.errors import Invalid
+
+        raise Invalid("page must be a positive integer", field="page")
+    return int(raw)
+
+
+class ProjectSearch(APIView):
+    """Search the project's corrections (the step at each annotation's first error): text and facet filters;
+    facet counts among the results; step cards, 50 a page. Annotators find their own corrections only."""
+
+    permission_classes = [ActionPermission]
+    permission_action = "search.view"
+
+    @extend_schema(parameters=SEARCH_PARAMETERS, responses={200: SearchResultSerializer})
+    def get(self, request, project_id: int):
+        project = access_project(request.user, project_id, "search.view")
+        query = selectors.search_query_parse(request.query_params)
+        page = _page(request)
+        entries = selectors.search(selectors.entries_for(request.user, project), query)
+        count, facets = selectors.facet_counts(entries, project)
+        return Response(
+            {
+                "count": count,
+                "facets": facets,
+                "results": selectors.step_cards(entries, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE),
+            }
+        )
+
+
+class TrendPointSerializer(serializers.Serializer):
+    round = serializers.IntegerField(allow_null=True)
+    name = serializers.CharField()
+    count = serializers.IntegerField(help_text="The slice's corrections in this round.")
+    of = serializers.IntegerField(help_text="All corrections in this round.")
+
+
+class SliceSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Slice
+        fields = ["id", "project", "name", "query", "created_at"]
+
+
+class SliceCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=120)
+    query = serializers.DictField(help_text="q and facet filters, as the search takes them.")
+
+
+class ProjectSlices(APIView):
+    """GET: the project's slices with their trend. POST: save a search under a name."""
+
+    permission_classes = [ActionPermission]
+    permission_action = {"GET": "slice.view", "POST": "slice.manage"}
+
+    @extend_schema(responses={200: SliceSerializer(many=True)})
+    def get(self, request, project_id: int):
+        project = access_project(request.user, project_id, "slice.view")
+        slices = selectors.slices_of(project, slices_for(request.user))
+        return Response([{**SliceSerializer(s).data, "trend": selectors.slice_trend(s, request.user)} for s in slices])
+
+    @extend_schema(request=SliceCreateSerializer, responses={201: SliceSerializer, 400: dict, 409: dict})
+    def post(self, request, project_id: int):
+        project = access_project(request.user, project_id, "slice.manage")
+        form = SliceCreateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        made = services.slice_create(
+            project=project, user=request.user, name=form.validated_data["name"], query=form.validated_data["query"]
+        )
+        return Response(SliceSerializer(made).data, status=status.HTTP_201_CREATED)
+
+
+class SliceDetailSerializer(SliceSerializer):
+    trend = TrendPointSerializer(many=True)
+    count = serializers.IntegerField()
+
+    class Meta(SliceSerializer.Meta):
+        fields = [*SliceSerializer.Meta.fields, "trend", "count"]
+
+
+class SliceDetail(APIView):
+    """GET: the slice, its count and its count per round (the trend). DELETE: forget it."""
+
+    permission_classes = [ActionPermission]
+    permission_action = {"GET": "slice.view", "DELETE": "slice.manage"}
+
+    @extend_schema(responses={200: SliceDetailSerializer})
+    def get(self, request, pk: int):
+        slice_ = access_slice(request.user, pk, "slice.view")
+        return Response(
+            {
+                **SliceSerializer(slice_).data,
+                "count": selectors.slice_entries(slice_, request.user).count(),
+                "trend": selectors.slice_trend(slice_, request.user),
+            }
+        )
+
+    @extend_schema(responses={204: None})
+    def delete(self, request, pk: int):
+        services.slice_delete(slice_=access_slice(request.user, pk, "slice.manage"))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ClusterSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Cluster
+        fields = ["id", "kind", "name", "terms", "size", "sizes_by_round", "annotation_ids"]
+
+
+class ClusterRunSerializer(serializers.ModelSerializer):
+    clusters = ClusterSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = ClusterRun
+        fields = [
+            "id",
+            "project",
+            "status",
+            "method",
+            "corrections",
+            "message",
+            "created_at",
+            "finished_at",
+            "clusters",
+        ]
+
+
+class ProjectClusters(APIView):
+    """GET: the latest clustering of the project's accepted corrections (404-free: null before the first).
+    POST: cluster them again on the CPU worker."""
+
+    permission_classes = [ActionPermission]
+    permission_action = {"GET": "slice.view", "POST": "slice.manage"}
+
+    @extend_schema(responses={200: ClusterRunSerializer})
+    def get(self, request, project_id: int):
+        project = access_project(request.user, project_id, "slice.view")
+        run = selectors.latest_cluster_run(project)
+        return Response(ClusterRunSerializer(run).data if run else None)
+
+    @extend_schema(request=None, responses={202: ClusterRunSerializer})
+    def post(self, request, project_id: int):
+        project = access_project(request.user, project_id, "slice.manage")
+        run = services.cluster_run_create(project=project, user=request.user)
+        return Response(ClusterRunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+
+class ClusterSlice(APIView):
+    """POST: save the cluster's corrections as a slice (its name: "cluster: <name>", or the body's name)."""
+
+    permission_classes = [ActionPermission]
+    permission_action = "slice.manage"
+
+    @extend_schema(request=None, responses={201: SliceSerializer, 409: dict})
+    def post(self, request, pk: int):
+        cluster = access_cluster(request.user, pk, "slice.manage")
+        name = request.data.get("name", "") if isinstance(request.data, dict) else ""
+        made = services.cluster_slice_create(cluster=cluster, user=request.user, name=str(name or ""))
+        return Response(SliceSerializer(made).data, status=status.HTTP_201_CREATED)
+
+
+class ProjectAlignment(APIView):
+    """Each scorer that pre-scored the project against the accepted human first errors: precision and recall of
+    "first error at τ", exact and within one step, over all traces, per round and per category."""
+
+    permission_classes = [ActionPermission]
+    permission_action = "alignment.view"
+
+    @extend_schema(responses={200: dict})
+    def get(self, request, project_id: int):
+        project = access_project(request.user, project_id, "alignment.view")
+        return Response(selectors.judge_alignment(project))

@@ -1,0 +1,14 @@
+"""API routes of this app (mounted under /api/)."""
+
+from django.urls import path
+
+from insights import api
+
+urlpatterns = [
+    path("projects/<int:project_id>/search/", api.ProjectSearch.as_view(), name="api-project-search"),
+    path("projects/<int:project_id>/slices/", api.ProjectSlices.as_view(), name="api-project-slices"),
+    path("slices/<int:pk>/", api.SliceDetail.as_view(), name="api-slice-detail"),
+    path("projects/<int:project_id>/clusters/", api.ProjectClusters.as_view(), name="api-project-clusters"),
+    path("clusters/<int:pk>/slice/", api.ClusterSlice.as_view(), name="api-cluster-slice"),
+    path("projects/<int:project_id>/alignment/", api.ProjectAlignment.as_view(), name="api-project-alignment"),
+]

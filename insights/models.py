@@ -1,0 +1,94 @@
+"""Search entries (one per annotation with a first error: the step card at τ), saved slices and correction clusters.
+
+A ``SearchEntry`` copies what search filters on out of the annotation, its trace and the step at τ, so a search with
+facets reads one table: ``document`` is the searchable text (lower-cased), the other columns are the facets. It is
+kept by ``services.search_entry_refresh`` after every annotation save (``receivers.py``)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class SearchEntry(models.Model):
+    annotation = models.OneToOneField("annotation.Annotation", on_delete=models.CASCADE, related_name="search_entry")
+    project = models.ForeignKey("traces.Project", on_delete=models.CASCADE, related_name="+")
+    trace = models.ForeignKey("traces.Trace", on_delete=models.CASCADE, related_name="+")
+    step = models.ForeignKey("traces.Step", null=True, on_delete=models.CASCADE, related_name="+")
+    round = models.ForeignKey("traces.Round", null=True, on_delete=models.SET_NULL, related_name="+")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    document = models.TextField(
+        help_text="Instruction, recorded and corrected thoughts and actions, notes; lower-case."
+    )
+    status = models.CharField(max_length=16)
+    verdict = models.CharField(max_length=16, blank=True)
+    category = models.CharField(max_length=80, blank=True)
+    recorded_type = models.CharField(max_length=40, blank=True)
+    corrected_type = models.CharField(max_length=40, blank=True)
+    displacement = models.CharField(max_length=24, blank=True, help_text="How far the point moved: a bucket.")
+    direction = models.CharField(max_length=8, blank=True, help_text="Which way it moved: left, right, up, down.")
+    position = models.CharField(max_length=16, blank=True, help_text="τ/n bucket: early, middle, late.")
+    tau = models.PositiveIntegerField(null=True)
+    step_count = models.PositiveIntegerField(default=0)
+    platform = models.CharField(max_length=40, blank=True)
+    app = models.CharField(max_length=120, blank=True, help_text="The app or site, from the trace's metadata or URL.")
+    annotation_version = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        indexes = [models.Index(fields=["project", "status"]), models.Index(fields=["project", "category"])]
+
+
+class Slice(models.Model):
+    """A search saved under a name: the query string of the search page, re-run each time it is read."""
+
+    project = models.ForeignKey("traces.Project", on_delete=models.CASCADE, related_name="slices")
+    name = models.CharField(max_length=120)
+    query = models.JSONField(default=dict, help_text="The search: q and facet filters (field -> value).")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["project", "name"], name="slice_name_unique_in_project")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ClusterRun(models.Model):
+    """One clustering of a project's accepted corrections (the CPU worker's job)."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+
+    project = models.ForeignKey("traces.Project", on_delete=models.CASCADE, related_name="cluster_runs")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    method = models.CharField(max_length=40, blank=True, help_text="How the text was clustered.")
+    corrections = models.PositiveIntegerField(default=0)
+    message = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+
+class Cluster(models.Model):
+    class Kind(models.TextChoices):
+        SIGNATURE = "signature"  # recorded → corrected action type, displacement, category
+        TEXT = "text"  # TF-IDF of the corrected thoughts and notes
+
+    run = models.ForeignKey(ClusterRun, on_delete=models.CASCADE, related_name="clusters")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    name = models.CharField(max_length=200)
+    terms = models.JSONField(default=list, help_text="Its distinctive terms (text) or signature parts.")
+    size = models.PositiveIntegerField()
+    sizes_by_round = models.JSONField(default=dict, help_text="round name -> corrections in it.")
+    annotation_ids = models.JSONField(default=list)
+
+    class Meta:
+        ordering = ["kind", "-size", "id"]

@@ -1,0 +1,374 @@
+"""Reads of the insights app: search with facets, step cards, slice trends, corrections to cluster, judge alignment."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import Count, QuerySet
+
+from annotation.models import Annotation, AnnotationStatus, Verdict
+from insights.models import ClusterRun, SearchEntry, Slice
+from prescoring.models import PrescoreJob, TraceSuggestion
+from studio.access import can
+from studio.errors import Invalid
+from studio.inputs import id_from_text
+from traces.models import Project, Round
+
+# Facet name -> the search entry's column. Filters and counts use the same table.
+FACETS: dict[str, str] = {
+    "category": "category",
+    "recorded_type": "recorded_type",
+    "corrected_type": "corrected_type",
+    "displacement": "displacement",
+    "direction": "direction",
+    "position": "position",
+    "platform": "platform",
+    "app": "app",
+    "round": "round_id",
+    "annotator": "annotator_id",
+    "verdict": "verdict",
+    "status": "status",
+}
+ID_FACETS = {"round", "annotator"}
+MAX_QUERY = 500
+MAX_IDS = 100_000
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    q: str = ""
+    filters: dict[str, str] = field(default_factory=dict)
+    ids: tuple[int, ...] | None = None
+
+    def to_json(self) -> dict:
+        out: dict[str, Any] = {"q": self.q, **self.filters} if self.q else dict(self.filters)
+        if self.ids is not None:
+            out["ids"] = list(self.ids)
+        return out
+
+    def terms(self) -> list[str]:
+        """The words and "quoted phrases" of ``q``, lower-cased: each must occur in an entry's text."""
+        try:
+            parts = shlex.split(self.q)
+        except ValueError:
+            parts = self.q.replace('"', " ").split()
+        return [p.lower() for p in parts if p.strip()]
+
+
+def search_query_parse(raw: Any) -> SearchQuery:
+    """A search from a query string or JSON: ``q`` and facet filters; an unknown key or a bad id is refused."""
+    if hasattr(raw, "getlist"):
+        raw = {k: raw.get(k) for k in raw}
+    if not isinstance(raw, dict):
+        raise Invalid("a search is an object of q and facet filters")
+    unknown = sorted(set(raw) - {"q", "ids", "page", "format", *FACETS})
+    if unknown:
+        raise Invalid(f"unknown search field(s): {', '.join(unknown)}; facets are {', '.join(FACETS)}")
+    q = raw.get("q") or ""
+    if not isinstance(q, str) or len(q) > MAX_QUERY:
+        raise Invalid(f"q must be text of at most {MAX_QUERY} characters", field="q")
+    filters = {}
+    for name in FACETS:
+        value = raw.get(name)
+        if value in (None, ""):
+            continue
+        value = str(value)
+        if name in ID_FACETS and id_from_text(value) is None:
+            raise Invalid(f"{name} must be an id (a positive integer)", field=name)
+        filters[name] = value
+    ids = raw.get("ids")
+    if ids is not None:
+        if isinstance(ids, str):
+            ids = [p for p in re.split(r"[,\s]+", ids) if p]
+        if not isinstance(ids, list) or len(ids) > MAX_IDS or not all(id_from_text(str(i)) is not None for i in ids):
+            raise Invalid("ids must be a list of annotation ids", field="ids")
+        ids = tuple(int(i) for i in ids)
+    return SearchQuery(q=q.strip(), filters=filters, ids=ids)
+
+
+def entries_for(user, project: Project) -> QuerySet[SearchEntry]:
+    """The entries ``user`` may see: all of the project's for those who see others' corrections, else their own."""
+    entries = SearchEntry.objects.filter(project=project)
+    if not can(user, "search.everyone", project):
+        entries = entries.filter(annotator_id=user.pk)
+    return entries
+
+
+def search(entries: QuerySet[SearchEntry], query: SearchQuery) -> QuerySet[SearchEntry]:
+    for term in query.terms():
+        # ``document`` is lower-case: LIKE by the trigram index on PostgreSQL, FTS-free scan on SQLite.
+        entries = entries.filter(document__contains=term)
+    for name, value in query.filters.items():
+        entries = entries.filter(**{FACETS[name]: int(value) if name in ID_FACETS else value})
+    if query.ids is not None:
+        entries = entries.filter(annotation_id__in=query.ids)
+    return entries
+
+
+# Up to this many matches, the facets are counted from one read of the matches' facet columns; past it, by a
+# GROUP BY per facet (the database counts, nothing large comes back).
+FACETS_IN_ONE_READ = 20_000
+
+
+def facet_counts(entries: QuerySet[SearchEntry], project: Project) -> tuple[int, dict[str, list[dict]]]:
+    """How many entries match, and per facet each value's count among them (the search as filtered), most first;
+    ids get their names."""
+    columns = list(FACETS.values())
+    rows = list(entries.order_by().values_list(*columns)[: FACETS_IN_ONE_READ + 1])
+    counted: dict[str, Counter] = {}
+    if len(rows) <= FACETS_IN_ONE_READ:
+        total = len(rows)
+        for i, name in enumerate(FACETS):
+            counted[name] = Counter(row[i] for row in rows)
+    else:
+        total = entries.count()
+        for name, column in FACETS.items():
+            grouped = entries.order_by().values_list(column).annotate(n=Count("pk"))
+            counted[name] = Counter(dict(grouped))
+    rounds = dict(Round.objects.filter(project=project).values_list("pk", "name"))
+    users: dict[int, str] = {}
+    if counted["annotator"]:
+        from django.contrib.auth import get_user_model
+
+        users = dict(get_user_model().objects.filter(pk__in=list(counted["annotator"])).values_list("pk", "username"))
+    out: dict[str, list[dict]] = {}
+    for name, counts in counted.items():
+        names = rounds if name == "round" else users if name == "annotator" else {}
+        out[name] = [
+            {"value": str(value), "label": names.get(value, str(value)), "count": n}
+            for value, n in sorted(counts.items(), key=lambda item: (-item[1], str(item[0])))
+            if value not in (None, "")
+        ]
+    return total, out
+
+
+def step_cards(entries: QuerySet[SearchEntry], *, limit: int = 50, offset: int = 0) -> list[dict]:
+    """Step cards: the screenshot at τ with the recorded and corrected points, the two actions side by side."""
+    from insights import signature
+
+    rows = entries.select_related("annotation", "trace", "step", "step__screenshot", "round", "annotator").order_by(
+        "-annotation_id"
+    )[offset : offset + limit]
+    cards = []
+    for e in rows:
+        a, step = e.annotation, e.step
+        shot = step.screenshot if step else None
+        recorded = signature.action_point(signature.first_action(step.action_text)) if step else None
+        corrected = signature.action_point(signature.first_action(a.corrected_action))
+        cards.append(
+            {
+                "annotation_id": a.pk,
+                "trace_id": e.trace_id,
+                "instruction": e.trace.instruction,
+                "tau": e.tau,
+                "step_count": e.step_count,
+                "round": e.round.name if e.round else "",
+                "annotator": e.annotator.username,
+                "status": e.status,
+                "category": e.category,
+                "displacement": e.displacement,
+                "direction": e.direction,
+                "recorded_thought": step.thought if step else "",
+                "recorded_action": step.action_text if step else "",
+                "corrected_thought": a.corrected_thought,
+                "corrected_action": a.corrected_action,
+                "note": a.note,
+                "screenshot": shot.sha256 if shot else None,
+                "width": shot.width if shot else None,
+                "height": shot.height if shot else None,
+                "convention": e.trace.coordinate_convention,
+                "recorded_point": _screen_point(recorded, e, shot),
+                "corrected_point": _screen_point(corrected, e, shot),
+            }
+        )
+    return cards
+
+
+def _screen_point(point, entry: SearchEntry, shot) -> list[float] | None:
+    """A point as a share of the screenshot (0..1 on each axis), for drawing over a thumbnail of any size."""
+    from traces import grammar
+
+    if point is None or shot is None:
+        return None
+    x, y = grammar.to_screen_pixels(
+        point, convention=entry.trace.coordinate_convention, width=shot.width, height=shot.height
+    )
+    return [round(x / shot.width, 4), round(y / shot.height, 4)]
+
+
+CSV_HEADER = [
+    "annotation_id",
+    "trace_id",
+    "tau",
+    "step_count",
+    "round",
+    "annotator",
+    "status",
+    "category",
+    "recorded_action",
+    "corrected_action",
+    "displacement",
+    "direction",
+    "corrected_thought",
+    "note",
+]
+
+
+def search_csv_rows(entries: QuerySet[SearchEntry]) -> list[list]:
+    cards = step_cards(entries, limit=MAX_IDS)
+    return [CSV_HEADER, *([card[c] for c in CSV_HEADER] for card in cards)]
+
+
+# --- slices ---------------------------------------------------------------------------------------
+
+
+def slices_of(project: Project, slices: QuerySet[Slice]) -> QuerySet[Slice]:
+    return slices.filter(project=project).order_by("name")
+
+
+def slice_entries(slice_: Slice, user) -> QuerySet[SearchEntry]:
+    return search(entries_for(user, slice_.project), search_query_parse(slice_.query))
+
+
+def slice_trend(slice_: Slice, user) -> list[dict]:
+    """The slice's count per round, rounds in the order they ran (zero where it found nothing); corrections of
+    traces in no round come last as "no round" when there are any."""
+    entries = slice_entries(slice_, user)
+    counts = dict(entries.order_by().values_list("round_id").annotate(n=Count("pk")))
+    totals = dict(entries_for(user, slice_.project).order_by().values_list("round_id").annotate(n=Count("pk")))
+    rounds = Round.objects.filter(project=slice_.project).order_by("ran_at", "id")
+    trend = [{"round": r.pk, "name": r.name, "count": counts.get(r.pk, 0), "of": totals.get(r.pk, 0)} for r in rounds]
+    if counts.get(None):
+        trend.append({"round": None, "name": "no round", "count": counts[None], "of": totals.get(None, 0)})
+    return trend
+
+
+def slice_annotation_ids(*, project: Project, slice_id: int) -> list[int]:
+    """The annotations a slice holds (all of them, whoever asks: an export is the engineers' and leads'), for the
+    export's annotation selection. A slice of another project is refused by name."""
+    slice_ = Slice.objects.filter(pk=slice_id, project=project).first()
+    if slice_ is None:
+        raise Invalid(f"slice {slice_id} is not one of this project's slices", field="slice")
+    entries = search(SearchEntry.objects.filter(project=project), search_query_parse(slice_.query))
+    return sorted(entries.values_list("annotation_id", flat=True))
+
+
+# --- clusters -------------------------------------------------------------------------------------
+
+
+def correction_rows(project: Project) -> list[dict]:
+    """The project's accepted corrections with their signature and text, in annotation order."""
+    rows = (
+        SearchEntry.objects.filter(project=project, status=AnnotationStatus.ACCEPTED)
+        .select_related("annotation", "round")
+        .order_by("annotation_id")
+    )
+    return [
+        {
+            "annotation_id": e.annotation_id,
+            "recorded_type": e.recorded_type,
+            "corrected_type": e.corrected_type,
+            "displacement": e.displacement,
+            "category": e.category,
+            "round": e.round.name if e.round else "",
+            "text": f"{e.annotation.corrected_thought}\n{e.annotation.note}",
+        }
+        for e in rows
+    ]
+
+
+def latest_cluster_run(project: Project) -> ClusterRun | None:
+    return ClusterRun.objects.filter(project=project).order_by("-created_at", "-id").first()
+
+
+# --- judge alignment ------------------------------------------------------------------------------
+
+ALL = "all"
+
+
+def human_first_errors(project: Project) -> dict[int, dict]:
+    """trace id -> the accepted human answer (adjudicated first, then the latest reviewed): tau (None: no error),
+    category, round name."""
+    rows = (
+        Annotation.objects.filter(
+            project=project, status=AnnotationStatus.ACCEPTED, verdict__in=[Verdict.ERROR, Verdict.NO_ERROR]
+        )
+        .order_by("trace_id", "-is_adjudicated", "-reviewed_at", "-id")
+        .values_list("trace_id", "verdict", "tau", "error_category", "trace__round__name")
+    )
+    out: dict[int, dict] = {}
+    for trace_id, verdict, tau, category, round_name in rows:
+        if trace_id in out:
+            continue
+        error = verdict == Verdict.ERROR and tau
+        out[trace_id] = {
+            "tau": tau if error else None,
+            "category": (category or "uncategorised") if error else "",
+            "round": round_name or "no round",
+        }
+    return out
+
+
+def _figures(pairs: list[tuple[int | None, int | None]]) -> dict:
+    """Precision and recall of "first error at τ" over (predicted τ, human τ) pairs, exact and within one step."""
+    predicted = sum(p is not None for p, _ in pairs)
+    actual = sum(h is not None for _, h in pairs)
+    exact = sum(p is not None and h is not None and p == h for p, h in pairs)
+    near = sum(p is not None and h is not None and abs(p - h) <= 1 for p, h in pairs)
+
+    def ratio(a: int, b: int) -> float | None:
+        return round(a / b, 4) if b else None
+
+    return {
+        "traces": len(pairs),
+        "predicted": predicted,
+        "actual": actual,
+        "exact_hits": exact,
+        "near_hits": near,
+        "precision_exact": ratio(exact, predicted),
+        "recall_exact": ratio(exact, actual),
+        "precision_near": ratio(near, predicted),
+        "recall_near": ratio(near, actual),
+    }
+
+
+def judge_alignment(project: Project) -> list[dict]:
+    """Per scorer that pre-scored the project (each succeeded pre-scoring job), its figures over the traces with
+    an accepted human answer: over all of them, per round, and per human error category (a category's rows hold the
+    traces whose human first error is of that category, so they give recall and the precision of τ on them)."""
+    humans = human_first_errors(project)
+    jobs = PrescoreJob.objects.filter(project=project, status="succeeded").order_by("created_at", "id")
+    out = []
+    for job in jobs:
+        predictions = dict(
+            TraceSuggestion.objects.filter(job=job, trace_id__in=list(humans)).values_list("trace_id", "suggested_tau")
+        )
+        pairs = [(trace_id, predictions.get(trace_id), human) for trace_id, human in humans.items()]
+        groups: dict[tuple[str, str], list] = {("all", ALL): [(p, h["tau"]) for _, p, h in pairs]}
+        for _, p, h in pairs:
+            groups.setdefault(("round", h["round"]), []).append((p, h["tau"]))
+            if h["category"]:
+                groups.setdefault(("category", h["category"]), []).append((p, h["tau"]))
+        label = job.scorer if not job.model_name else f"{job.scorer} · {job.model_name}"
+        out.append(
+            {
+                "job": job.pk,
+                "scorer": f"{label} (job {job.pk})",
+                "rows": [{"by": by, "group": group, **_figures(v)} for (by, group), v in sorted(groups.items())],
+            }
+        )
+    return out
+
+
+def alignment_csv_rows(alignment: list[dict]) -> list[list]:
+    keys = ["traces", "predicted", "actual", "exact_hits", "near_hits"]
+    keys += ["precision_exact", "recall_exact", "precision_near", "recall_near"]
+    rows: list[list] = [["scorer", "by", "group", *keys]]
+    for scorer in alignment:
+        for row in scorer["rows"]:
+            rows.append([scorer["scorer"], row["by"], row["group"], *(row[k] for k in keys)])
+    return rows

@@ -1,0 +1,171 @@
+"""Pages: search with facets and step cards (and its CSV), slices with their trend, clusters, judge alignment."""
+
+from __future__ import annotations
+
+import csv
+from urllib.parse import urlencode
+
+from django.http import HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+
+from insights import selectors, services
+from insights.access import access_cluster, access_slice, slices_for
+from studio.access import can
+from studio.errors import Invalid
+from traces.access import access_project
+
+PAGE_SIZE = 50
+FACET_LABELS = {
+    "category": "Error category",
+    "recorded_type": "Recorded action",
+    "corrected_type": "Corrected action",
+    "displacement": "Point moved",
+    "direction": "Moved towards",
+    "position": "Step position (τ/n)",
+    "platform": "Platform",
+    "app": "App or site",
+    "round": "Round",
+    "annotator": "Annotator",
+    "verdict": "Verdict",
+    "status": "Review state",
+}
+
+
+def _query_string(query: selectors.SearchQuery) -> str:
+    """The search as the search page's query string (its ids comma-separated)."""
+    fields = query.to_json()
+    if query.ids is not None:
+        fields["ids"] = ",".join(map(str, query.ids))
+    return urlencode(fields)
+
+
+def _csv_response(rows: list[list], filename: str) -> HttpResponse:
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    csv.writer(response).writerows(rows)
+    return response
+
+
+def project_search(request, project_id: int):
+    project = access_project(request.user, project_id, "search.view")
+    error, status, query = "", 200, selectors.SearchQuery()
+    try:
+        query = selectors.search_query_parse(request.GET)
+    except Invalid as exc:
+        error, status = exc.detail, exc.status
+    entries = selectors.search(selectors.entries_for(request.user, project), query)
+    count, facets = selectors.facet_counts(entries, project)
+    context = {
+        "project": project,
+        "query": query,
+        "query_string": _query_string(query),
+        "count": count,
+        "cards": selectors.step_cards(entries, limit=PAGE_SIZE),
+        "facets": [
+            {"name": name, "label": FACET_LABELS[name], "values": facets[name], "chosen": query.filters.get(name, "")}
+            for name in selectors.FACETS
+        ],
+        "error": error,
+        "can_save": can(request.user, "slice.manage", project),
+    }
+    return render(request, "insights/search.html", context, status=status)
+
+
+def project_search_csv(request, project_id: int):
+    project = access_project(request.user, project_id, "search.view")
+    query = selectors.search_query_parse(request.GET)
+    entries = selectors.search(selectors.entries_for(request.user, project), query)
+    return _csv_response(selectors.search_csv_rows(entries), f"search-project-{project.pk}.csv")
+
+
+@require_http_methods(["GET", "POST"])
+def project_slices(request, project_id: int):
+    project = access_project(request.user, project_id, "slice.view")
+    error, status = "", 200
+    if request.method == "POST":
+        project = access_project(request.user, project_id, "slice.manage")
+        try:
+            fields = {k: request.POST.get(k) for k in request.POST if k not in ("name", "csrfmiddlewaretoken")}
+            query = selectors.search_query_parse(fields).to_json()
+            made = services.slice_create(
+                project=project, user=request.user, name=request.POST.get("name", ""), query=query
+            )
+        except Invalid as exc:
+            error, status = exc.detail, exc.status
+        else:
+            return redirect("slice-detail", pk=made.pk)
+    slices = selectors.slices_of(project, slices_for(request.user))
+    rows = [{"slice": s, "trend": selectors.slice_trend(s, request.user)} for s in slices]
+    return render(request, "insights/slices.html", {"project": project, "rows": rows, "error": error}, status=status)
+
+
+@require_http_methods(["GET", "POST"])
+def slice_detail(request, pk: int):
+    if request.method == "POST":
+        slice_ = access_slice(request.user, pk, "slice.manage")
+        project_id = slice_.project_id
+        services.slice_delete(slice_=slice_)
+        return redirect("project-slices", project_id=project_id)
+    slice_ = access_slice(request.user, pk, "slice.view")
+    entries = selectors.slice_entries(slice_, request.user)
+    trend = selectors.slice_trend(slice_, request.user)
+    peak = max([point["count"] for point in trend] or [0]) or 1
+    context = {
+        "slice": slice_,
+        "project": slice_.project,
+        "count": entries.count(),
+        "search_query": _query_string(selectors.search_query_parse(slice_.query)),
+        # Bars of a small SVG chart, 100 units a round, 90 high at the peak.
+        "trend": [
+            {
+                **point,
+                "x": 100 * i + 10,
+                "mid": 100 * i + 50,
+                "h": round(90 * point["count"] / peak),
+                "y": 100 - round(90 * point["count"] / peak),
+            }
+            for i, point in enumerate(trend)
+        ],
+        "trend_width": 100 * max(1, len(trend)),
+        "cards": selectors.step_cards(entries, limit=PAGE_SIZE),
+        "can_manage": can(request.user, "slice.manage", slice_.project),
+        "can_export": can(request.user, "export.create", slice_.project),
+    }
+    return render(request, "insights/slice.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+def project_clusters(request, project_id: int):
+    project = access_project(request.user, project_id, "slice.view")
+    if request.method == "POST":
+        project = access_project(request.user, project_id, "slice.manage")
+        services.cluster_run_create(project=project, user=request.user)
+        return redirect("project-clusters", project_id=project.pk)
+    run = selectors.latest_cluster_run(project)
+    context = {
+        "project": project,
+        "run": run,
+        "clusters": list(run.clusters.all()) if run else [],
+        "can_manage": can(request.user, "slice.manage", project),
+    }
+    return render(request, "insights/clusters.html", context)
+
+
+@require_POST
+def cluster_slice(request, pk: int):
+    cluster = access_cluster(request.user, pk, "slice.manage")
+    made = services.cluster_slice_create(cluster=cluster, user=request.user)
+    return redirect("slice-detail", pk=made.pk)
+
+
+def project_alignment(request, project_id: int):
+    project = access_project(request.user, project_id, "alignment.view")
+    context = {"project": project, "alignment": selectors.judge_alignment(project)}
+    return render(request, "insights/alignment.html", context)
+
+
+def project_alignment_csv(request, project_id: int):
+    project = access_project(request.user, project_id, "alignment.view")
+    rows = selectors.alignment_csv_rows(selectors.judge_alignment(project))
+    return _csv_response(rows, f"alignment-project-{project.pk}.csv")

@@ -1,0 +1,227 @@
+"""Issue 36: search across corrections (facets, step cards, CSV), slices and their trend, a slice's export, clusters,
+judge alignment, and who sees what."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import zipfile
+
+import pytest
+
+from insights import selectors, services
+from insights.models import SearchEntry, Slice
+from tests.fixtures_annotation import make_traces
+from tests.fixtures_insights import PLANTED_NOTE, plant_corrections
+
+
+@pytest.fixture
+def world(db, project, annotator, lead, engineer, make_user, tmp_path):
+    """Eight traces in two rounds; the planted mistake on three of round 1's four traces and one of round 2's."""
+    from traces.services import round_create
+
+    second = make_user("ann2")
+    project.memberships.create(user=second)
+    traces = make_traces(project, tmp_path, count=8, steps=4)
+    r1 = round_create(project=project, name="r1", checkpoint="agent-v1", actor=lead)
+    r2 = round_create(project=project, name="r2", checkpoint="agent-v2", actor=lead)
+    for i, trace in enumerate(traces):
+        trace.round = r1 if i < 4 else r2
+        trace.save(update_fields=["round"])
+    planted = {traces[0].pk, traces[1].pk, traces[2].pk, traces[4].pk}
+    mine = plant_corrections(project, traces[:6], annotator=annotator, lead=lead, planted=planted)
+    theirs = plant_corrections(project, traces[6:], annotator=second, lead=lead, planted=set())
+    return {
+        "traces": traces,
+        "rounds": (r1, r2),
+        "planted": planted,
+        "annotations": {**mine, **theirs},
+        "second": second,
+    }
+
+
+def _search(client, project, **params):
+    response = client.get(f"/api/projects/{project.pk}/search/", params)
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def test_search_finds_the_phrase_and_facets_count_what_the_search_found(world, project, lead, api_client):
+    client = api_client(lead)
+    every = _search(client, project)
+    assert every["count"] == 8
+    found = _search(client, project, q=f'"{PLANTED_NOTE}"')
+    assert found["count"] == 4
+    assert {c["trace_id"] for c in found["results"]} == world["planted"]
+    categories = {v["label"]: v["count"] for v in found["facets"]["category"]}
+    assert categories == {"wrong action type": 4}
+    rounds = {v["label"]: v["count"] for v in found["facets"]["round"]}
+    assert rounds == {"r1": 3, "r2": 1}
+    # A facet filter narrows, and the counts follow it.
+    r2 = world["rounds"][1]
+    narrowed = _search(client, project, q=f'"{PLANTED_NOTE}"', round=r2.pk)
+    assert narrowed["count"] == 1 and narrowed["facets"]["round"] == [{"value": str(r2.pk), "label": "r2", "count": 1}]
+    card = narrowed["results"][0]
+    assert card["corrected_action"] == "click(start_box='(500,80)')"
+    assert card["recorded_action"].startswith("click(") and card["screenshot"]
+    # The recorded and corrected points, as shares of the screenshot, for drawing on the thumbnail.
+    assert card["corrected_point"] == [0.5, 0.08]
+    assert 0 < card["recorded_point"][0] < 1
+
+
+def test_bad_search_input_is_a_400_naming_the_field(world, project, lead, api_client):
+    client = api_client(lead)
+    response = client.get(f"/api/projects/{project.pk}/search/", {"colour": "red"})
+    assert response.status_code == 400 and "colour" in response.json()["detail"]
+    response = client.get(f"/api/projects/{project.pk}/search/", {"round": "²"})
+    assert response.status_code == 400 and "round" in response.json()["detail"]
+
+
+def test_annotators_find_only_their_own_corrections(world, project, annotator, lead, api_client, client):
+    mine = _search(api_client(annotator), project)
+    assert mine["count"] == 6
+    assert {v["label"] for v in mine["facets"]["annotator"]} == {annotator.username}
+    assert _search(api_client(lead), project)["count"] == 8
+    # The page and its CSV say the same.
+    client.force_login(annotator)
+    page = client.get(f"/projects/{project.pk}/search/")
+    assert page.status_code == 200 and world["second"].username not in page.content.decode()
+    rows = list(csv.reader(io.StringIO(client.get(f"/projects/{project.pk}/search.csv").content.decode())))
+    assert len(rows) == 1 + 6 and rows[0][0] == "annotation_id"
+    # Slices and clusters are for leads and engineers.
+    assert api_client(annotator).get(f"/api/projects/{project.pk}/slices/").status_code == 403
+
+
+def test_the_index_follows_each_save_of_an_annotation(world, project, lead, api_client):
+    from annotation.models import Verdict
+
+    annotation = world["annotations"][world["traces"][3].pk]
+    annotation.note = "clicked the zebra-striped banner"
+    annotation.save()
+    assert _search(api_client(lead), project, q="zebra-striped")["count"] == 1
+    annotation.verdict, annotation.tau = Verdict.NO_ERROR, None
+    annotation.save()
+    assert not SearchEntry.objects.filter(annotation=annotation).exists()
+    assert _search(api_client(lead), project, q="zebra-striped")["count"] == 0
+    assert services.search_index_rebuild(project=project) == 7
+
+
+def test_a_slice_keeps_its_count_per_round_and_exports_exactly_its_annotations(
+    world, project, lead, engineer, api_client, tmp_path
+):
+    from exports import services as export_services
+
+    client = api_client(lead)
+    made = client.post(
+        f"/api/projects/{project.pk}/slices/",
+        {"name": "typed first", "query": {"q": f'"{PLANTED_NOTE}"'}},
+        format="json",
+    )
+    assert made.status_code == 201, made.content
+    again = client.post(f"/api/projects/{project.pk}/slices/", {"name": "typed first", "query": {}}, format="json")
+    assert again.status_code == 409
+    detail = client.get(f"/api/slices/{made.json()['id']}/").json()
+    assert detail["count"] == 4
+    assert [(p["name"], p["count"], p["of"]) for p in detail["trend"]] == [("r1", 3, 4), ("r2", 1, 4)]
+    job = export_services.export_to_path(
+        project=project, user=engineer, fmt="trl", options={"slice": made.json()["id"]}, out=tmp_path / "s.zip"
+    )
+    wanted = sorted(world["annotations"][t].pk for t in world["planted"])
+    assert sorted(pk for pk, _ in job.sources) == wanted
+    with zipfile.ZipFile(tmp_path / "s.zip") as bundle:
+        assert '"slice": ' in bundle.read("manifest.json").decode()
+    # Another project's slice is refused by name, before any job exists.
+    from traces.services import project_create
+
+    other = project_create(name="Elsewhere", members=[engineer])
+    refused = api_client(engineer).post(
+        f"/api/projects/{other.pk}/exports/", {"format": "trl", "options": {"slice": made.json()["id"]}}, format="json"
+    )
+    assert refused.status_code == 400 and "slice" in refused.json()["detail"]
+
+
+def test_clusters_group_the_planted_mistake_and_make_a_slice(world, project, lead, api_client):
+    run = services.cluster_run_create(project=project, user=lead, enqueue=False)
+    run = services.cluster_run_compute(run_id=run.pk)
+    assert run.status == "succeeded" and run.corrections == 8
+    planted_ids = sorted(world["annotations"][t].pk for t in world["planted"])
+    text = [c for c in run.clusters.filter(kind="text") if c.annotation_ids == planted_ids]
+    assert len(text) == 1, [(c.name, c.annotation_ids) for c in run.clusters.all()]
+    assert set(text[0].terms) & {"field", "clicking", "typed", "search", "focused"}
+    assert text[0].sizes_by_round == {"r1": 3, "r2": 1}
+    signature = [c for c in run.clusters.filter(kind="signature") if "wrong action type" in c.name]
+    assert signature and signature[0].annotation_ids == planted_ids
+    made = api_client(lead).post(f"/api/clusters/{text[0].pk}/slice/")
+    assert made.status_code == 201
+    assert selectors.slice_annotation_ids(project=project, slice_id=made.json()["id"]) == planted_ids
+
+
+def test_judge_alignment_matches_a_count_by_hand(world, project, lead, client):
+    """Six traces with a human first error, two without; the rules scorer names τ on five of them."""
+    from annotation.models import Verdict
+    from prescoring.models import PrescoreJob, TraceSuggestion
+
+    traces = world["traces"]
+    humans = world["annotations"]
+    # Two traces become error-free for the human.
+    for trace in traces[6:]:
+        a = humans[trace.pk]
+        a.verdict, a.tau = Verdict.NO_ERROR, None
+        a.save()
+    job = PrescoreJob.objects.create(project=project, scorer="rules", status="succeeded")
+    tau = {t.pk: humans[t.pk].tau for t in traces[:6]}
+    predicted = {
+        traces[0].pk: tau[traces[0].pk],  # exact
+        traces[1].pk: tau[traces[1].pk] + 1,  # off by one
+        traces[2].pk: tau[traces[2].pk] + 2,  # miss
+        traces[6].pk: 2,  # false alarm on an error-free trace
+        traces[4].pk: tau[traces[4].pk] - 1,  # off by one (round 2)
+    }
+    for trace in traces:
+        TraceSuggestion.objects.create(trace=trace, job=job, scorer="rules", suggested_tau=predicted.get(trace.pk))
+    # By hand: 5 predictions, 6 human errors; exact hits 1, within one step 3.
+    expect_all = {"precision_exact": 0.2, "recall_exact": round(1 / 6, 4), "precision_near": 0.6, "recall_near": 0.5}
+    # Round r1 (traces 0-3: four human errors, three predictions): exact 1, near 2.
+    expect_r1 = {
+        "precision_exact": round(1 / 3, 4),
+        "recall_exact": 0.25,
+        "precision_near": round(2 / 3, 4),
+        "recall_near": 0.5,
+    }
+    client.force_login(lead)
+    page = client.get(f"/projects/{project.pk}/alignment/").content.decode()
+
+    def figures(by: str, group: str) -> dict:
+        row = re.search(rf'<tr data-by="{by}" data-group="{re.escape(group)}">(.*?)</tr>', page, re.S).group(1)
+        return {k: float(v) for k, v in re.findall(r'data-figure="(\w+)">([\d.]+)<', row)}
+
+    assert figures("all", "all") == expect_all
+    assert figures("round", "r1") == expect_r1
+    api = client.get(f"/api/projects/{project.pk}/alignment/").json()[0]["rows"]
+    overall = next(r for r in api if r["by"] == "all")
+    assert {k: overall[k] for k in expect_all} == expect_all
+    assert client.get(f"/projects/{project.pk}/alignment.csv").content.decode().count("\n") == 1 + len(api)
+
+
+def test_blind_projects_keep_alignment_from_annotators(world, project, annotator, client):
+    project.blind_prescoring = True
+    project.save(update_fields=["blind_prescoring"])
+    client.force_login(annotator)
+    assert client.get(f"/projects/{project.pk}/alignment/").status_code == 403
+    assert client.get(f"/api/projects/{project.pk}/alignment/").status_code == 403
+
+
+def test_pages_render_for_a_lead(world, project, lead, client):
+    client.force_login(lead)
+    Slice.objects.create(project=project, name="all of it", query={})
+    for url in (
+        f"/projects/{project.pk}/search/?q=field",
+        f"/projects/{project.pk}/slices/",
+        f"/projects/{project.pk}/clusters/",
+        f"/slices/{Slice.objects.get().pk}/",
+    ):
+        assert client.get(url).status_code == 200, url
+    saved = client.post(f"/projects/{project.pk}/slices/", {"name": "from the page", "q": "field"})
+    assert saved.status_code == 302
+    assert Slice.objects.get(name="from the page").query == {"q": "field"}
