@@ -40,14 +40,15 @@ def test_a_full_correction_with_the_keyboard_only(browser, live_server, project,
     page.keyboard.type("I should open the Display page first.")
     press("Tab")
     assert page.evaluate("document.activeElement.dataset.slotType") == "corrected"
-    press("1")  # click: the keyboard cursor starts at the centre
-    press("ArrowLeft", 2)
-    press("ArrowUp", 1)
+    press("1")  # click: the keyboard cursor starts on the recorded point, (200,260)
+    press("ArrowRight")  # half way to the right edge: 600
+    press("ArrowDown")  # half way to the bottom: 630
+    press("Shift+ArrowLeft")  # a fine nudge: 1 % of the view
     press("Enter")
     page.wait_for_selector("[data-errors='corrected'] li.ok")
     canonical = page.inner_text("[data-canonical='corrected']")
     x, y = map(int, re.search(r"\((\d+),(\d+)\)", canonical).groups())
-    assert (x, y) == (480, 490)  # centre, two 1 % steps left, one up (relative-1000)
+    assert (x, y) == (590, 630)  # relative-1000
     page.screenshot(path=str(artifacts_dir / "keyboard-correction-1366.png"))
 
     press("j")  # o_{τ+1}
@@ -63,7 +64,7 @@ def test_a_full_correction_with_the_keyboard_only(browser, live_server, project,
     page.wait_for_selector("#ws-next:not([hidden])")
     stored = Annotation.objects.get(annotator=annotator)
     assert stored.status == AnnotationStatus.SUBMITTED and stored.tau == 2
-    assert stored.corrected_action == "click(start_box='<|box_start|>(480,490)<|box_end|>')"
+    assert stored.corrected_action == "click(start_box='<|box_start|>(590,630)<|box_end|>')"
     assert stored.reflection_action == "hotkey(key='alt left')"
     print(f"\nkeyboard-only correction: {len(keys)} keys besides the typed text: {' '.join(keys)}")
     assert len(keys) == 14

@@ -48,7 +48,7 @@ def fill_correction(page) -> None:
     page.keyboard.press("1")  # the first category; the focus goes on to the corrected thought
     page.keyboard.type("I should open the Display page first.")
     page.keyboard.press("Tab")
-    page.keyboard.press("1")  # click: the keyboard cursor starts at the centre
+    page.keyboard.press("1")  # click: the keyboard cursor starts on the recorded point
     page.keyboard.press("ArrowLeft")
     page.keyboard.press("Enter")
     page.keyboard.press("b")  # a box from the point, sized with the arrows
