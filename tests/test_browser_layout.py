@@ -167,3 +167,87 @@ def test_a_click_outside_the_box_says_so_under_the_stage_and_offers_to_clear_it(
     page.wait_for_selector("#ws-place-hint.ws-place-warning", state="detached", timeout=5000)
     assert hint.is_hidden()
     page.wait_for_selector("#ws-save[data-state='saved']", timeout=15000)
+
+
+@pytest.fixture
+def submitted_with_box(project, annotator, tmp_path):
+    from django.db import transaction
+
+    from annotation.models import Annotation, AnnotationStatus, Verdict
+    from annotation.services import annotation_transition
+    from traces.models import Trace
+
+    import_folder(project, write_native_trace(tmp_path / "t", steps=3, external_id="review-layout"))
+    trace = Trace.objects.get(project=project)
+    with transaction.atomic():
+        annotation = Annotation.objects.create(
+            trace=trace,
+            project=project,
+            annotator=annotator,
+            verdict=Verdict.ERROR,
+            tau=2,
+            error_category=project.error_categories[0],
+            corrected_thought="Open the display page.",
+            corrected_action="click(start_box='<|box_start|>(500,300)<|box_end|>')",
+            editor_state={
+                "corrected": {
+                    "type": "click",
+                    "args": {"start_box": [500, 300]},
+                    "style": "box",
+                    "target_box": [450, 250, 550, 350],
+                }
+            },
+            reflection_thought="Wrong page; back.",
+            reflection_action="click(start_box='<|box_start|>(100,100)<|box_end|>')",
+        )
+        annotation_transition(annotation=annotation, to=AnnotationStatus.SUBMITTED, actor=annotator)
+    return annotation
+
+
+def test_the_review_page_shows_the_evidence_large_with_the_editor_beside_it(
+    browser, live_server, lead, submitted_with_box, viewport, artifacts_dir
+):
+    page = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]}).new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    login(page, live_server.url, lead.username)
+    page.goto(f"{live_server.url}/reviews/{submitted_with_box.pk}/")
+    shots = page.locator(".review-grid .review-shot")
+    assert shots.count() == 2
+    for i in range(2):
+        # Each of o_τ and o_τ+1 takes most of its half of the window (it was 400 px wide on a 1920 screen).
+        assert shots.nth(i).bounding_box()["width"] >= viewport[0] * 0.4, shots.nth(i).bounding_box()
+    # The annotator's point and element box are drawn on o_τ, beside the recorded action.
+    tau_frame = page.locator(".shot-frame[data-markers='error-markers']")
+    assert tau_frame.locator(".marker.original").count() == 1
+    assert tau_frame.locator(".marker.corrected").count() == 1
+    assert tau_frame.locator(".marker-box.corrected").count() == 1
+    page.screenshot(path=str(artifacts_dir / f"layout-review-{viewport[0]}.png"))
+    # Edit, then accept: each action's editor opens under the screenshot it is placed on, not a page below it.
+    assert page.locator("[data-edit-beside]").first.is_hidden()
+    page.click("#edit-accept summary")
+    page.wait_for_selector("#edit-accept[data-ready='1']")
+    for slot, markers in (("corrected", "error-markers"), ("reflection", "reflection-markers")):
+        editor = page.locator(f"[data-review-slot='{slot}']")
+        card = page.locator(f".card:has(.shot-frame[data-markers='{markers}'])")
+        assert card.locator(f"[data-review-slot='{slot}']").count() == 1
+        shot = card.locator(".review-shot").bounding_box()
+        assert 0 <= editor.bounding_box()["y"] - (shot["y"] + shot["height"]) <= 250
+    page.wait_for_selector("[data-review-slot='corrected'] [data-errors='corrected'] li.ok")
+    tau_frame.scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts_dir / f"layout-review-editing-{viewport[0]}.png"))
+    # The fields beside the screenshots are the decision form's: an edit there is what is accepted.
+    box = tau_frame.locator(".zoom-layer").bounding_box()
+    page.mouse.click(box["x"] + box["width"] * 0.48, box["y"] + box["height"] * 0.28)  # inside its element box
+    page.wait_for_function(
+        "() => /\\((4[78]\\d),(2[78]\\d)\\)/.test(document.querySelector('#edit-corrected_action').value)",
+        timeout=10000,
+    )
+    moved = re.search(r"\((\d+),(\d+)\)", page.input_value("#edit-corrected_action"))[0]
+    with page.expect_navigation():
+        page.click("#edit-accept-button")
+    assert page.locator("#edit-error").count() == 0
+    submitted_with_box.refresh_from_db()
+    assert submitted_with_box.status == "accepted"
+    assert moved in submitted_with_box.corrected_action
+    assert errors == []
