@@ -251,3 +251,65 @@ def test_the_review_page_shows_the_evidence_large_with_the_editor_beside_it(
     assert submitted_with_box.status == "accepted"
     assert moved in submitted_with_box.corrected_action
     assert errors == []
+
+
+LONG = "I see the Settings window with the sidebar on the left and the Display page open. " * 12
+
+
+def test_at_tau_the_recorded_step_stays_small_and_in_view_above_the_correction(
+    browser, live_server, project, annotator, tmp_path, viewport, artifacts_dir
+):
+    import_folder(project, write_native_trace(tmp_path / "t", steps=3, thoughts={2: LONG}, external_id="long"))
+    page = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]}).new_page()
+    login(page, live_server.url, annotator.username)
+    open_next_trace(page, live_server.url)
+    page.keyboard.press("j")
+    thought = page.locator("#ws-thought")
+    # Cut to three lines, with a button for the rest.
+    assert thought.bounding_box()["height"] < 80
+    more = page.locator("#ws-thought-more")
+    assert more.is_visible()
+    more.click()
+    assert thought.bounding_box()["height"] > 80 and more.inner_text() == "Show less"
+    more.click()
+    page.keyboard.press("e")
+    page.keyboard.press("1")
+    page.keyboard.press("Tab")
+    page.select_option("[data-slot-type='corrected']", "click")
+    page.keyboard.press("Escape")
+    side = page.locator(".ws-side").bounding_box()
+    inside = lambda selector: (  # noqa: E731
+        lambda b: b is not None and b["y"] >= side["y"] - 1 and b["y"] + b["height"] <= side["y"] + side["height"] + 1
+    )(page.locator(selector).bounding_box())
+    # The correction's action is in view, and so is the recorded action it corrects (the panel stays on top).
+    page.wait_for_selector("[data-errors='corrected'] li")  # checked: the editor is drawn for the last time
+    page.wait_for_timeout(300)
+    page.locator("[data-slot-type='corrected']").scroll_into_view_if_needed()
+    assert inside("[data-slot-type='corrected']")
+    assert inside("#ws-action")
+    page.screenshot(path=str(artifacts_dir / f"layout-workspace-tau-{viewport[0]}.png"))
+    # Measured for the report: how far the side panel must scroll for the verdict, category and action.
+    heights = page.evaluate(
+        "(() => { const s = document.querySelector('.ws-side'); return [s.scrollHeight, s.clientHeight]; })()"
+    )
+    print(f"\nside panel at τ, {viewport}: {heights[0]} px of content in {heights[1]} px")
+    # Another step: the thought is cut again.
+    page.keyboard.press("k")
+    page.keyboard.press("j")
+    assert thought.bounding_box()["height"] < 80
+
+
+def test_a_phone_screenshot_takes_the_panes_height(
+    browser, live_server, project, annotator, tmp_path, viewport, artifacts_dir
+):
+    import_folder(project, write_native_trace(tmp_path / "t", steps=2, size=(1080, 2400), external_id="phone"))
+    page = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]}).new_page()
+    login(page, live_server.url, annotator.username)
+    open_next_trace(page, live_server.url)
+    stage = page.locator("#ws-stage").bounding_box()
+    frame = page.locator(".ws-frame").first.bounding_box()
+    page.screenshot(path=str(artifacts_dir / f"layout-workspace-phone-{viewport[0]}.png"))
+    print(
+        f"\nphone screenshot at {viewport}: {frame['width']:.0f}×{frame['height']:.0f} in a {stage['height']:.0f} px stage"
+    )
+    assert frame["height"] >= stage["height"] * 0.85

@@ -265,8 +265,10 @@ export function install(ws) {
     const side = document.querySelector(".ws-side");
     const panel = $("ws-step-num").closest(".ws-panel");
     const top = (node) => node.getBoundingClientRect().top - side.getBoundingClientRect().top;
-    if (top(panel) >= 0) return;
+    // (While correcting the step's panel is pinned in view, so the suggestions above it are what may be hidden.)
     const suggestions = document.querySelector("#prescore:not([hidden])");
+    const first = side.classList.contains("correcting") && suggestions ? suggestions : panel;
+    if (top(first) >= 0) return;
     side.scrollTop += top(suggestions || panel) - 8;
   }
 
@@ -320,6 +322,7 @@ export function install(ws) {
     const tau = state.form.verdict === "error" ? state.form.tau : null;
     stage.classList.toggle("dimmed", !!tau && i > tau + 1);
     const hint = $("ws-place-hint");
+    document.querySelector(".ws-side").classList.toggle("correcting", !!(slot && ws.editable()));
     if (slot && ws.editable()) {
       const a = state.form.editor_state[slot];
       const points = a ? ws.pointArgsOf(a.type) : [];
