@@ -32,7 +32,9 @@ def test_a_full_correction_with_the_keyboard_only(browser, live_server, project,
 
     press("j")  # to step 2
     thought = page.locator("#ws-thought")
-    assert thought.evaluate("el => el.scrollHeight <= el.clientHeight + 1")  # the long thought is shown whole
+    # The long thought is cut to three lines (the form stays in view), "Show all" opens it (tests/test_browser_layout.py).
+    assert thought.evaluate("el => el.scrollHeight > el.clientHeight + 1")
+    assert page.is_visible("#ws-thought-more")
     press("e")
     assert page.evaluate("document.activeElement.id") == "f-error_category"
     press("1")  # the first category
@@ -40,14 +42,15 @@ def test_a_full_correction_with_the_keyboard_only(browser, live_server, project,
     page.keyboard.type("I should open the Display page first.")
     press("Tab")
     assert page.evaluate("document.activeElement.dataset.slotType") == "corrected"
-    press("1")  # click: the keyboard cursor starts at the centre
-    press("ArrowLeft", 2)
-    press("ArrowUp", 1)
+    press("1")  # click: the keyboard cursor starts on the recorded point, (200,260)
+    press("ArrowRight")  # half way to the right edge: 600
+    press("ArrowDown")  # half way to the bottom: 630
+    press("Shift+ArrowLeft")  # a fine nudge: 1 % of the view
     press("Enter")
     page.wait_for_selector("[data-errors='corrected'] li.ok")
     canonical = page.inner_text("[data-canonical='corrected']")
     x, y = map(int, re.search(r"\((\d+),(\d+)\)", canonical).groups())
-    assert (x, y) == (480, 490)  # centre, two 1 % steps left, one up (relative-1000)
+    assert (x, y) == (590, 630)  # relative-1000
     page.screenshot(path=str(artifacts_dir / "keyboard-correction-1366.png"))
 
     press("j")  # o_{τ+1}
@@ -63,7 +66,7 @@ def test_a_full_correction_with_the_keyboard_only(browser, live_server, project,
     page.wait_for_selector("#ws-next:not([hidden])")
     stored = Annotation.objects.get(annotator=annotator)
     assert stored.status == AnnotationStatus.SUBMITTED and stored.tau == 2
-    assert stored.corrected_action == "click(start_box='<|box_start|>(480,490)<|box_end|>')"
+    assert stored.corrected_action == "click(start_box='<|box_start|>(590,630)<|box_end|>')"
     assert stored.reflection_action == "hotkey(key='alt left')"
     print(f"\nkeyboard-only correction: {len(keys)} keys besides the typed text: {' '.join(keys)}")
     assert len(keys) == 14

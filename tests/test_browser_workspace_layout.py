@@ -177,12 +177,17 @@ def test_stepping_shows_where_the_new_steps_text_starts(browser, live_server, pr
     page.keyboard.press("Escape")
     heading_top = "document.querySelector('#ws-step-num').closest('.ws-panel').getBoundingClientRect().top"
     side_top = "document.querySelector('.ws-side').getBoundingClientRect().top"
-    assert page.evaluate(f"{heading_top} < {side_top}")  # the step's text starts above the panel's top
+    # While correcting, the step as recorded stays pinned at the panel's top (issue 32: the recorded action in view).
+    assert page.evaluate("document.querySelector('.ws-side').scrollTop") > 0
+    assert page.evaluate(f"{heading_top} >= {side_top}")
     page.keyboard.press("j")
     assert page.inner_text("#ws-step-num") == "Step 2 of 3"
     # The next step's text is shown from its start, not cut mid-sentence under the panel's top edge.
     assert page.evaluate(f"{heading_top} >= {side_top}")
+    page.keyboard.press("j")  # after o_τ+1: nothing is corrected here, the panel is no longer pinned
+    assert page.evaluate(f"{heading_top} >= {side_top}")
     scrolled = page.evaluate("document.querySelector('.ws-side').scrollTop")
+    page.keyboard.press("k")
     page.keyboard.press("j")  # already in view: the panel does not move
     assert page.evaluate("document.querySelector('.ws-side').scrollTop") == scrolled
     context.close()

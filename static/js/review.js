@@ -155,9 +155,18 @@ import * as History from "./workspace/history.js";
 
   // --- edit, then accept: the correction's fields are for an error verdict only (the server drops them otherwise) ---
   const verdictSelect = document.getElementById("edit-verdict"), errorFields = document.getElementById("edit-error-fields");
+  // The action editors sit beside the screenshots they are placed on (o_τ, o_τ+1), shown while the edit form is
+  // open for an error verdict.
+  const editDetails = document.getElementById("edit-accept");
+  const showBeside = () => {
+    const on = !!editDetails && editDetails.open && (!verdictSelect || !errorFields || verdictSelect.value === errorFields.dataset.forVerdict);
+    for (const node of document.querySelectorAll("[data-edit-beside]")) node.hidden = !on;
+  };
+  if (editDetails) editDetails.addEventListener("toggle", showBeside);
   if (verdictSelect && errorFields) {
-    verdictSelect.addEventListener("change", () => { errorFields.hidden = verdictSelect.value !== errorFields.dataset.forVerdict; });
+    verdictSelect.addEventListener("change", () => { errorFields.hidden = verdictSelect.value !== errorFields.dataset.forVerdict; showBeside(); });
   }
+  showBeside();
   // --- edit, then accept: the workspace's structured editor (static/js/action_editor.js), checked by the server ---
   const editData = readJSON("review-edit-data");
   if (editData && editData.check_url) {
@@ -180,7 +189,7 @@ import * as History from "./workspace/history.js";
       Editor.render(s.host, {
         table, platform: editData.platform, slot, action: s.action, editable: true, check: s.check,
         fallbackCanonical: s.canonical,
-        pointHint: slot === "corrected" ? "click o_τ above" : "click o_τ+1 above",
+        pointHint: "click the screenshot above",
         onType: (type) => { s.action = type ? { type, args: {}, style: (s.action && s.action.style) || "box" } : null; s.placed = 0; changed(slot); },
         onArg: (name, value, quiet) => {
           if (!s.action) return;
@@ -259,7 +268,7 @@ import * as History from "./workspace/history.js";
       for (const node of named()) if (node.name in form.fields) node.value = form.fields[node.name];
       for (const node of boxInputs()) if (form.boxes[node.id]) [node.value, node.disabled] = form.boxes[node.id];
       for (const slot of Object.keys(slots)) { slots[slot].action = form.actions[slot]; slots[slot].placed = 0; changed(slot); }
-      if (verdictSelect && errorFields) errorFields.hidden = verdictSelect.value !== errorFields.dataset.forVerdict;
+      if (verdictSelect && errorFields) { errorFields.hidden = verdictSelect.value !== errorFields.dataset.forVerdict; showBeside(); }
       restoring = false;
       baseline = JSON.parse(JSON.stringify(snapshot()));
       renderHistory();

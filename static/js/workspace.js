@@ -54,6 +54,7 @@ function start(root) {
       modelStarts: {},  // step index → the pre-scoring model's reply {thought, action}, from static/js/prescore.js
     },
   };
+  thoughtFit(ws);
   for (const part of [autosave, editor, stage, panels, alternatives, keyboard, undo]) part.install(ws);
 
   const state = ws.state;
@@ -81,6 +82,25 @@ function start(root) {
     baseVersion: () => state.version,
     restored: () => { ws.forgetLocalCopy(); window.location.reload(); },
   });
+}
+
+/* A long recorded thought is cut to three lines (the step's panel stays small and in view); a button shows all of
+   it. Cut again on every step. */
+function thoughtFit(ws) {
+  const text = $("ws-thought"), more = $("ws-thought-more");
+  const collapse = () => {
+    text.classList.remove("expanded");
+    more.textContent = "Show all";
+    more.setAttribute("aria-expanded", "false");
+    more.hidden = text.scrollHeight <= text.clientHeight + 1;
+  };
+  more.addEventListener("click", () => {
+    const open = text.classList.toggle("expanded");
+    more.textContent = open ? "Show less" : "Show all";
+    more.setAttribute("aria-expanded", String(open));
+    text.scrollTop = 0;
+  });
+  ws.fitThought = collapse;
 }
 
 /* A long instruction is cut to two lines (the stage keeps its height); a button says there is more and shows all of it. */

@@ -1,9 +1,12 @@
 /* The screenshot viewer's zoom and pan, shared by the workspace and the review page.
-   A view is {scale, ox, oy}: scale 1 = the screenshot fitted to its frame; (ox, oy) = where the image's top-left
+   A view is {scale, ox, oy}: scale 1 = the screenshot fitted to its frame (shown as "Fit"; the percentage shown is of
+   the screenshot's own pixels, ``percentOf``); (ox, oy) = where the image's top-left
    corner sits, in fractions of the frame. Only a CSS transform of one layer (the image and its marks) changes, so
    zooming costs no layout. Wheel (or a trackpad pinch) zooms around the pointer, a drag pans, two fingers pinch.
    An ES module: static/js/workspace.js and review.js import it; clamp, zoomAt and transform are pure. */
 export const MAX = 8;
+// One wheel event (a notch, or a trackpad's burst) changes the zoom by at most a quarter, in or out.
+export const WHEEL_STEP = 1.25;
 
 export function clamp(scale, ox, oy) {
   scale = Math.min(MAX, Math.max(1, scale));
@@ -22,6 +25,26 @@ export function transform(view) {
   return `translate(${view.ox * 100}%, ${view.oy * 100}%) scale(${view.scale})`;
 }
 
+/* The zoom as the annotator reads it: 100 % = one screenshot pixel per screen pixel. ``fitWidth``: the frame's width
+   on the screen; ``imageWidth``: the screenshot's. */
+export function percentOf(view, fitWidth, imageWidth) {
+  return fitWidth && imageWidth ? Math.round(view.scale * fitWidth / imageWidth * 100) : null;
+}
+
+/* The view at 1:1 (the screenshot's own pixels) around the frame's centre; never below fit (a screenshot smaller
+   than its frame is shown fitted). */
+export function actualSize(view, fitWidth, imageWidth) {
+  const scale = Math.min(MAX, Math.max(1, imageWidth / fitWidth));
+  return zoomAt(view, 0.5, 0.5, scale / view.scale);
+}
+
+/* The zoom factor of one wheel event: proportional to the scroll (a trackpad's small deltas zoom smoothly), at most
+   WHEEL_STEP either way (a mouse notch). ``deltaMode`` 1: the delta is in lines. */
+export function wheelFactor(deltaY, deltaMode) {
+  const perLine = deltaMode === 1 ? 40 : 1;
+  return Math.min(WHEEL_STEP, Math.max(1 / WHEEL_STEP, Math.exp(-deltaY * perLine * 0.0015)));
+}
+
 export const FIT = Object.freeze({ scale: 1, ox: 0, oy: 0 });
 
 /* Gestures on ``frame``: ``get()`` reads the current view, ``set(view)`` applies a new one. ``hover(event)`` is
@@ -36,8 +59,7 @@ export function attach(frame, { get, set, hover, leave, draw }) {
   };
   frame.addEventListener("wheel", (event) => {
     event.preventDefault();
-    const perLine = event.deltaMode === 1 ? 40 : 1;
-    set(zoomAt(get(), ...fraction(event.clientX, event.clientY), Math.exp(-event.deltaY * perLine * 0.0015)));
+    set(zoomAt(get(), ...fraction(event.clientX, event.clientY), wheelFactor(event.deltaY, event.deltaMode)));
   }, { passive: false });
   const pointers = new Map();
   let drag = null, pinch = null, swallowClick = false, drawing = null;

@@ -2,7 +2,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { KEYS, commandFor, cursorCommandFor, keysFor } from "../../static/js/workspace/keyboard.js";
+import { KEYS, commandFor, cursorCommandFor, cursorMove, keysFor } from "../../static/js/workspace/keyboard.js";
 
 const key = (k, extra) => Object.assign({ key: k, code: "", ctrlKey: false, metaKey: false, altKey: false, shiftKey: false }, extra);
 
@@ -23,8 +23,8 @@ test("save, submit and escape work while typing; Alt+digit takes an alternative 
   assert.equal(commandFor(key("0", { altKey: true, code: "Digit0" }), false), null);
 });
 
-test("the cursor's keys: arrows move (Shift: bigger), Enter places, b starts a box once, Esc leaves", () => {
-  assert.deepEqual(cursorCommandFor(key("ArrowUp", { shiftKey: true }), false), { name: "move", arg: { d: [0, -1], big: true } });
+test("the cursor's keys: arrows move (Shift: a fine nudge), Enter places, b starts a box once, Esc leaves", () => {
+  assert.deepEqual(cursorCommandFor(key("ArrowUp", { shiftKey: true }), false), { name: "move", arg: { d: [0, -1], fine: true } });
   assert.deepEqual(cursorCommandFor(key("Enter"), false), { name: "place" });
   assert.deepEqual(cursorCommandFor(key("b"), false), { name: "box" });
   assert.equal(cursorCommandFor(key("b"), true), null);
@@ -67,4 +67,40 @@ test("after an action type is picked, the keyboard goes to the text it takes bef
   assert.deepEqual(nextInput(TABLE, "click"), { cursor: true });
   assert.deepEqual(nextInput(TABLE, "scroll"), { cursor: true });
   assert.equal(nextInput(TABLE, "wait"), null);
+});
+
+// Three presses an axis towards ``target`` from ``start`` (each towards where the target is): where the cursor ends.
+function bisect(start, target, presses = 3) {
+  let at = start, range = [[0, 1], [0, 1]];
+  for (let i = 0; i < presses; i++) {
+    for (const axis of [0, 1]) {
+      const sign = Math.sign(target[axis] - at[axis]);
+      if (!sign) continue;
+      const d = axis ? [0, sign] : [sign, 0];
+      ({ at, range } = cursorMove(at, range, d, false, 0.01));
+    }
+  }
+  return at;
+}
+
+test("the keyboard cursor reaches any point of the view in three presses an axis", () => {
+  const corners = [[0, 0], [1, 0], [0, 1], [1, 1], [0.02, 0.97], [0.5, 0.5], [0.31, 0.77]];
+  for (const start of [[0.2, 0.26], [0, 0], [1, 1], [0.5, 0.5], [0.9, 0.1]]) {
+    for (const target of corners) {
+      const at = bisect(start, target);
+      const off = Math.max(Math.abs(at[0] - target[0]), Math.abs(at[1] - target[1]));
+      // Within an eighth of the view from anywhere, a sixteenth from the centre.
+      assert.ok(off <= (start[0] === 0.5 ? 1 / 16 : 1 / 8) + 1e-9, `${start} → ${target}: ${at}`);
+    }
+  }
+  // More presses, finer: five an axis from the worst start, within a thirty-second.
+  const at = bisect([0, 0], [0.97, 0.93], 5);
+  assert.ok(Math.abs(at[0] - 0.97) <= 1 / 32 && Math.abs(at[1] - 0.93) <= 1 / 32, `${at}`);
+  // A press never moves less than the fine step; Shift+arrow moves exactly that, and widens the range if it must.
+  const tiny = cursorMove([0.5, 0.5], [[0.5, 0.501], [0, 1]], [1, 0], false, 0.01);
+  assert.deepEqual(tiny.at, [0.51, 0.5]);
+  assert.deepEqual(tiny.range[0], [0.5, 0.51]);
+  const fine = cursorMove([0.5, 0.5], [[0, 1], [0, 1]], [0, -1], true, 0.01);
+  assert.deepEqual(fine, { at: [0.5, 0.49], range: [[0, 1], [0, 1]] });
+  assert.deepEqual(cursorMove([0, 0], [[0, 1], [0, 1]], [-1, 0], false, 0.01).at, [0, 0]);  // at the edge it stays
 });

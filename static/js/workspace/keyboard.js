@@ -51,7 +51,8 @@ export function keysFor(commands) {
     .map(([key]) => KEY_NAMES[key] || key);
 }
 
-// Keys while the keyboard cursor is out: arrows move it (Shift: bigger steps), Enter places, b starts a box, Esc leaves.
+// Keys while the keyboard cursor is out: arrows move it (each press on an axis half as far as the one before, so
+// any point is a few presses away; Shift: a fine nudge), Enter places, b starts a box, Esc leaves.
 const MOVES = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, -1], ArrowDown: [0, 1] };
 
 /* The page's command for a key press: {name, arg?} or null. ``typing``: a field has the focus. */
@@ -69,11 +70,40 @@ export function commandFor(event, typing) {
 
 /* The cursor's command for a key press: {name, arg?} or null. ``anchored``: a box is being drawn. */
 export function cursorCommandFor(event, anchored) {
-  if (MOVES[event.key]) return { name: "move", arg: { d: MOVES[event.key], big: event.shiftKey } };
+  if (MOVES[event.key]) return { name: "move", arg: { d: MOVES[event.key], fine: event.shiftKey } };
   if (event.key === "Enter") return { name: "place" };
   if (event.key === "b" && !anchored) return { name: "box" };
   if (event.key === "Escape") return { name: "leave" };
   return null;
+}
+
+/* The keyboard cursor bisects: each axis keeps the range the target must lie in (at first, what is in view); an
+   arrow press moves the cursor to the middle of the part of that range on the arrow's side, and that part becomes
+   the range. So the first press goes half way to the view's edge and each further press half as far as the one
+   before: from where it starts (the point placed, else the recorded point, the usual start of a correction, else
+   the centre) three presses an axis reach any point of the view within an eighth of it (a sixteenth from the
+   centre), and each further press halves that. A press never moves less than FINE_STEP of the view; Shift+arrow
+   moves exactly that. Positions and ranges are fractions of the screenshot; ``minStep``: FINE_STEP of the view in
+   those. Pure (tests/js/keyboard.test.mjs). */
+export const FINE_STEP = 0.01;
+
+export function cursorMove(at, range, d, fine, minStep) {
+  const axis = d[0] ? 0 : 1, dir = d[axis];
+  let [lo, hi] = range[axis];
+  const from = at[axis];
+  let to;
+  if (fine) to = from + dir * minStep;
+  else {
+    if (dir > 0) lo = from; else hi = from;
+    to = (lo + hi) / 2;
+    if (Math.abs(to - from) < minStep) to = from + dir * minStep;
+  }
+  to = Math.min(1, Math.max(0, to));
+  const nextRange = range.slice();
+  nextRange[axis] = [Math.min(lo, to), Math.max(hi, to)];
+  const nextAt = at.slice();
+  nextAt[axis] = to;
+  return { at: nextAt, range: nextRange };
 }
 
 export function install(ws) {
@@ -115,7 +145,8 @@ export function install(ws) {
   $("ws-compare-btn").addEventListener("click", toggleCompare);
   $("ws-zoom-in").addEventListener("click", () => ws.zoomAt(0.5, 0.5, 1.5));
   $("ws-zoom-out").addEventListener("click", () => ws.zoomAt(0.5, 0.5, 1 / 1.5));
-  $("ws-zoom-level").addEventListener("click", ws.zoomReset);
+  $("ws-zoom-level").addEventListener("click", () => ws.zoomActual());
+  $("ws-zoom-fit").addEventListener("click", () => ws.zoomReset());
   $("ws-box-btn").addEventListener("click", () => { state.boxMode = !state.boxMode; $("ws-box-btn").setAttribute("aria-pressed", String(state.boxMode)); });
 
   // --- the keyboard path through a correction ---
@@ -131,21 +162,37 @@ export function install(ws) {
     const shot = shotOf(state.current);
     if (!action || !shot || !ws.pointArgsOf(action.type).length || ws.slotAt(state.current) !== slot) return false;
     const placed = ws.pointArgsOf(action.type).map((a) => action.args[a.name]).find((v) => Array.isArray(v));
-    state.cursor = { slot, px: placed ? toPx(shot, placed) : [shot.width / 2, shot.height / 2] };
+    const start = placed || recordedPoint();
+    state.cursor = { slot, px: start ? toPx(shot, start) : [shot.width / 2, shot.height / 2] };
+    ws.keepCursorInView();
+    state.cursor.range = visibleRange();
     if (document.activeElement && document.activeElement !== document.body) document.activeElement.blur();
     ws.keepCursorInView();
     ws.renderStage();
     ws.showCursorLoupe();
     return true;
   }
-  function moveCursor([dx, dy], big) {
+  // The first point the source recorded on this screen (what the correction most often moves a little from).
+  function recordedPoint() {
+    const step = ws.STEPS[state.current - 1];
+    for (const action of (step && step.actions) || []) {
+      const point = ws.pointArgsOf(action.type).map((a) => (action.args || {})[a.name]).find((v) => Array.isArray(v));
+      if (point) return point;
+    }
+    return null;
+  }
+  // What is in view, in fractions of the screenshot, per axis: where the keyboard cursor's bisection starts.
+  function visibleRange() {
+    const z = state.zoom;
+    return [[-z.ox / z.scale, (1 - z.ox) / z.scale], [-z.oy / z.scale, (1 - z.oy) / z.scale]];
+  }
+  function moveCursor(d, fine) {
     const shot = shotOf(state.current);
-    const step = big ? 0.05 : 0.01;
     const [x, y] = state.cursor.px;
     // Steps are fractions of what is in view, so a zoomed-in annotator nudges finely.
-    const visible = 1 / state.zoom.scale;
-    state.cursor.px = [Math.min(shot.width - 1, Math.max(0, x + dx * step * visible * shot.width)),
-      Math.min(shot.height - 1, Math.max(0, y + dy * step * visible * shot.height))];
+    const moved = cursorMove([x / shot.width, y / shot.height], state.cursor.range, d, fine, FINE_STEP / state.zoom.scale);
+    state.cursor.range = moved.range;
+    state.cursor.px = [Math.min(shot.width - 1, moved.at[0] * shot.width), Math.min(shot.height - 1, moved.at[1] * shot.height)];
     ws.keepCursorInView();
     ws.renderStage();
     ws.showCursorLoupe();
@@ -157,6 +204,7 @@ export function install(ws) {
     if (!action || !ws.takesBox(action)) return;
     if (!state.cursor && !startCursor(slot)) return;
     state.cursor.anchor = [...state.cursor.px];
+    state.cursor.range = visibleRange();  // the other corner: found as the point was
     ws.renderStage();
   }
   function placeCursor() {
@@ -193,7 +241,7 @@ export function install(ws) {
   }, true);
 
   const cursorCommands = {
-    move: ({ d, big }) => moveCursor(d, big),
+    move: ({ d, fine }) => moveCursor(d, fine),
     place: placeCursor,
     box: () => startBox(state.cursor.slot),
     leave: () => { state.cursor = null; ws.renderStage(); },

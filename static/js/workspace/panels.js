@@ -34,6 +34,7 @@ export function install(ws) {
     if (tau && i === ws.reflectionScreen(tau)) tags.appendChild(el("span", { class: "ws-tag refl" }, `o${sub(i)} · post-reflection`));
     if (tau && i > tau + 1) tags.appendChild(el("span", { class: "ws-tag after" }, "after τ"));
     $("ws-thought").textContent = step ? (step.thought || "(no thought recorded)") : "—";
+    ws.fitThought();
     $("ws-action").textContent = step ? (step.action_text || "(no action)") : "—";
     const gap = step ? step.missing_before : 0;
     $("ws-gap").hidden = !gap;

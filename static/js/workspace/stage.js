@@ -121,7 +121,7 @@ export function install(ws) {
     const stage = $("ws-stage");
     for (const layer of stage.querySelectorAll(".ws-zoom")) layer.style.transform = Zoom.transform(state.zoom);
     stage.classList.toggle("zoomed", state.zoom.scale > 1);
-    $("ws-zoom-level").textContent = `${Math.round(state.zoom.scale * 100)} %`;
+    showZoomLevel();
     clearTimeout(settleTimer);
     settleTimer = setTimeout(() => {
       ws.redrawOverlays();
@@ -130,11 +130,30 @@ export function install(ws) {
   }
   ws.zoomAt = (u, v, factor) => setZoom(Zoom.zoomAt(state.zoom, u, v, factor));
   ws.zoomReset = () => setZoom({ ...Zoom.FIT });
+  // The frame the zoom is read against: the first pane's (every pane shares the view).
+  const shownFrame = () => {
+    const frame = $("ws-stage").querySelector(".ws-frame"), shot = shotOf(state.current);
+    return frame && frame.clientWidth && shot ? { width: frame.clientWidth, shot } : null;
+  };
+  ws.zoomActual = () => {
+    const shown = shownFrame();
+    if (shown) setZoom(Zoom.actualSize(state.zoom, shown.width, shown.shot.width));
+  };
+  // "100 %" is the screenshot's own pixels; fitted, the level says so ("Fit · 53 %").
+  function showZoomLevel() {
+    const shown = shownFrame();
+    const percent = shown ? Zoom.percentOf(state.zoom, shown.width, shown.shot.width) : null;
+    const text = percent === null ? "Fit" : `${percent} %`;
+    $("ws-zoom-level").textContent = text;
+    $("ws-zoom-fit").setAttribute("aria-pressed", String(state.zoom.scale === 1));
+  }
+  ws.showZoomLevel = showZoomLevel;
   window.wsZoom = () => ({ ...state.zoom });  // for tests
 
   /* Every pane's overlay drawn again (the zoom settled, alternatives arrived), then pre-scoring's ghost into it. */
   ws.redrawOverlays = () => {
     for (const frame of $("ws-stage").querySelectorAll(".ws-frame")) if (frame.redrawOverlay) frame.redrawOverlay();
+    showZoomLevel();
     ws.announceStep();
   };
 
@@ -246,8 +265,10 @@ export function install(ws) {
     const side = document.querySelector(".ws-side");
     const panel = $("ws-step-num").closest(".ws-panel");
     const top = (node) => node.getBoundingClientRect().top - side.getBoundingClientRect().top;
-    if (top(panel) >= 0) return;
+    // (While correcting the step's panel is pinned in view, so the suggestions above it are what may be hidden.)
     const suggestions = document.querySelector("#prescore:not([hidden])");
+    const first = side.classList.contains("correcting") && suggestions ? suggestions : panel;
+    if (top(first) >= 0) return;
     side.scrollTop += top(suggestions || panel) - 8;
   }
 
@@ -297,21 +318,37 @@ export function install(ws) {
     stage.replaceChildren(...panes);
     stage.classList.toggle("compare", state.compare);
     stage.classList.toggle("zoomed", state.zoom.scale > 1);
-    $("ws-zoom-level").textContent = `${Math.round(state.zoom.scale * 100)} %`;
+    showZoomLevel();
     const tau = state.form.verdict === "error" ? state.form.tau : null;
     stage.classList.toggle("dimmed", !!tau && i > tau + 1);
     const hint = $("ws-place-hint");
+    document.querySelector(".ws-side").classList.toggle("correcting", !!(slot && ws.editable()));
     if (slot && ws.editable()) {
       const a = state.form.editor_state[slot];
       const points = a ? ws.pointArgsOf(a.type) : [];
       const pts = points.filter((p) => p.required || points.every((q) => !q.required));
       const name = slot === "corrected" ? "corrected" : "post-reflection";
-      hint.hidden = false;
+      const placed = pts.length && pts.every((p) => Array.isArray(a.args[p.name]));
+      // A point outside the element box drawn for it makes the action invalid, and saves wait: said here, under
+      // the click that did it, with the way out.
+      const outside = a && Array.isArray(a.target_box) && pts.map((p) => a.args[p.name]).find((v) => Array.isArray(v) && !inBox(a.target_box, v));
+      hint.classList.toggle("ws-place-warning", !!outside);
       // A step the source kept without a screenshot has nothing to click: say so rather than ask for a click.
-      hint.textContent = !shotOf(i) ? `This step has no screenshot, so no point can be placed on it: choose an action without a point, or mark the trace unusable.`
+      const text = !shotOf(i) ? `This step has no screenshot, so no point can be placed on it: choose an action without a point, or mark the trace unusable.`
         : !a ? `Choose the ${name} action type, then click the screenshot to place it.`
+        : outside ? `The point is outside the element box drawn for it, so the ${name} action is invalid and saving waits: click inside the box, or clear the box.`
+        : placed ? null
         : pts.length ? `Click the screenshot to place ${pts.map((p) => p.name).join(" then ")} of the ${name} ${a.type}.`
           : `The ${a.type} action has no point to place.`;
+      // Placed, the hint goes but keeps its room: the screenshot must not move under the next click.
+      hint.hidden = false;
+      hint.classList.toggle("ws-place-done", text === null);
+      hint.replaceChildren(text || "\u00a0");
+      if (outside) {
+        const clear = el("button", { type: "button", class: "ws-ghost", id: "ws-hint-clear-box" }, "Clear box");
+        clear.addEventListener("click", () => ws.undoable("Cleared the element box", () => ws.clearBox(slot)));
+        hint.append(" ", clear);
+      }
     } else hint.hidden = true;
   };
 
