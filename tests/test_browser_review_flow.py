@@ -18,7 +18,14 @@ pytestmark = pytest.mark.browser
 
 
 def submitted(project, annotator, external_id: str, *, autosaves: int = 3) -> Annotation:
-    trace = make_trace(project, replies=REPLIES, external_id=external_id, image_seed=len(external_id))
+    # Its own instruction: a trace is known by its content, and ids of one length would share their screens.
+    trace = make_trace(
+        project,
+        replies=REPLIES,
+        external_id=external_id,
+        instruction=f"Open the display settings ({external_id})",
+        image_seed=len(external_id),
+    )
     with transaction.atomic():
         annotation = Annotation.objects.create(
             trace=trace,
