@@ -18,6 +18,8 @@ def test_cli_saves_lists_and_shows_a_slice(live_server, project, annotator, lead
         trace.save(update_fields=["round"])
     plant_corrections(project, traces, annotator=annotator, lead=lead, planted={traces[0].pk, traces[2].pk})
     token = api_token_issue(user=lead)
+    empty = run_cli(live_server, token, "slices", "list", "--project", str(project.pk))
+    assert empty.stdout.startswith(f"no slices yet in project {project.pk}"), empty.stdout
     made = run_cli(
         live_server, token, "slices", "create", "typed first", "--project", project.name, "--q", f'"{PLANTED_NOTE}"'
     )

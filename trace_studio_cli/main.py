@@ -245,6 +245,8 @@ def slices_list(ctx: click.Context, project_ref: str, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
+    if not rows:
+        click.echo(f"no slices yet in project {project_ref} (trace-studio slices create NAME --project ...)")
     for s in rows:
         click.echo(f"{s['id']:>5}  {s['name']}  {_trend(s)}")
 
