@@ -36,9 +36,15 @@ def _document(annotation: Annotation, step: Step | None) -> str:
 
 def search_entry_refresh(*, annotation_id: int) -> SearchEntry | None:
     """Make the annotation's search entry what the annotation says now; an annotation without a first error has
-    none (search finds corrections: a step card needs a τ)."""
+    none (search finds corrections: a step card needs a τ), nor has a draft (search finds corrections handed in;
+    insights.receivers skips a draft's autosaves for that reason)."""
     annotation = Annotation.objects.select_related("trace", "trace__project").filter(pk=annotation_id).first()
-    if annotation is None or annotation.verdict != Verdict.ERROR or not annotation.tau:
+    if (
+        annotation is None
+        or annotation.status == AnnotationStatus.DRAFT
+        or annotation.verdict != Verdict.ERROR
+        or not annotation.tau
+    ):
         SearchEntry.objects.filter(annotation_id=annotation_id).delete()
         return None
     trace = annotation.trace
@@ -84,7 +90,11 @@ def search_index_rebuild(*, project: Project) -> int:
     """Every search entry of the project made again (after an import of annotations, or a change of these rules)."""
     SearchEntry.objects.filter(project=project).delete()
     made = 0
-    ids = Annotation.objects.filter(project=project, verdict=Verdict.ERROR).values_list("pk", flat=True)
+    ids = (
+        Annotation.objects.filter(project=project, verdict=Verdict.ERROR)
+        .exclude(status=AnnotationStatus.DRAFT)
+        .values_list("pk", flat=True)
+    )
     for pk in ids.iterator(chunk_size=2000):
         made += search_entry_refresh(annotation_id=pk) is not None
     return made

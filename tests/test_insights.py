@@ -9,6 +9,7 @@ import re
 import zipfile
 
 import pytest
+from django.core.management import CommandError, call_command
 
 from insights import selectors, services
 from insights.models import SearchEntry, Slice
@@ -105,6 +106,13 @@ def test_the_index_follows_each_save_of_an_annotation(world, project, lead, api_
     assert not SearchEntry.objects.filter(annotation=annotation).exists()
     assert _search(api_client(lead), project, q="zebra-striped")["count"] == 0
     assert services.search_index_rebuild(project=project) == 7
+    SearchEntry.objects.all().delete()  # an index from before search existed, made by the command
+    out = io.StringIO()
+    call_command("search_index_rebuild", "--project", str(project.pk), stdout=out)
+    assert out.getvalue() == f"{project.name}: 7 search entries\n"
+    assert _search(api_client(lead), project, q="zebra-striped")["count"] == 0
+    with pytest.raises(CommandError, match="no project 'nowhere'"):
+        call_command("search_index_rebuild", "--project", "nowhere")
 
 
 def test_a_slice_keeps_its_count_per_round_and_exports_exactly_its_annotations(
