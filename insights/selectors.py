@@ -150,9 +150,9 @@ def step_cards(entries: QuerySet[SearchEntry], *, limit: int = 50, offset: int =
     """Step cards: the screenshot at τ with the recorded and corrected points, the two actions side by side."""
     from insights import signature
 
-    rows = entries.select_related("annotation", "trace", "step", "step__screenshot", "round", "annotator").order_by(
-        "-annotation_id"
-    )[offset : offset + limit]
+    rows = entries.select_related(
+        "annotation", "trace", "trace__project", "step", "step__screenshot", "round", "annotator"
+    ).order_by("-annotation_id")[offset : offset + limit]
     cards = []
     for e in rows:
         a, step = e.annotation, e.step
@@ -181,21 +181,26 @@ def step_cards(entries: QuerySet[SearchEntry], *, limit: int = 50, offset: int =
                 "width": shot.width if shot else None,
                 "height": shot.height if shot else None,
                 "convention": e.trace.coordinate_convention,
-                "recorded_point": _screen_point(recorded, e, shot),
-                "corrected_point": _screen_point(corrected, e, shot),
+                "recorded_point": _screen_point(recorded, e, shot, convention=e.trace.coordinate_convention),
+                "corrected_point": _screen_point(corrected, e, shot, convention=e.trace.project.coordinate_convention),
             }
         )
     return cards
 
 
-def _screen_point(point, entry: SearchEntry, shot) -> list[float] | None:
-    """A point as a share of the screenshot (0..1 on each axis), for drawing over a thumbnail of any size."""
+def _screen_point(point, entry: SearchEntry, shot, *, convention: str) -> list[float] | None:
+    """A point as a share of the screenshot (0..1 on each axis), for drawing over a thumbnail of any size; read in
+    ``convention`` (a recorded step's: its trace's; a correction's: its project's)."""
     from traces import grammar
 
     if point is None or shot is None:
         return None
     x, y = grammar.to_screen_pixels(
-        point, convention=entry.trace.coordinate_convention, width=shot.width, height=shot.height
+        point,
+        convention=convention,
+        width=shot.width,
+        height=shot.height,
+        max_pixels=entry.trace.project.max_pixels,
     )
     return [round(x / shot.width, 4), round(y / shot.height, 4)]
 

@@ -55,7 +55,8 @@ def search_entry_refresh(*, annotation_id: int) -> SearchEntry | None:
     bucket, direction = signature.displacement(
         signature.action_point(recorded),
         signature.action_point(corrected),
-        convention=trace.coordinate_convention,
+        recorded_convention=trace.coordinate_convention,
+        corrected_convention=trace.project.coordinate_convention,
         width=shot.width if shot else 0,
         height=shot.height if shot else 0,
         max_pixels=trace.project.max_pixels,

@@ -40,16 +40,23 @@ def displacement(
     recorded: tuple[float, float] | None,
     corrected: tuple[float, float] | None,
     *,
-    convention: str,
+    recorded_convention: str,
+    corrected_convention: str,
     width: int,
     height: int,
     max_pixels: int | None = None,
 ) -> tuple[str, str]:
-    """(bucket, direction) of the move from the recorded point to the corrected one, in screen pixels."""
+    """(bucket, direction) of the move from the recorded point to the corrected one, in screen pixels. Each point is
+    read in its own convention: a recorded step's is its trace's, a correction's its project's (the editor stores
+    it so)."""
     if recorded is None or corrected is None or not width or not height:
         return NO_POINT, ""
-    a = grammar.to_screen_pixels(recorded, convention=convention, width=width, height=height, max_pixels=max_pixels)
-    b = grammar.to_screen_pixels(corrected, convention=convention, width=width, height=height, max_pixels=max_pixels)
+    a = grammar.to_screen_pixels(
+        recorded, convention=recorded_convention, width=width, height=height, max_pixels=max_pixels
+    )
+    b = grammar.to_screen_pixels(
+        corrected, convention=corrected_convention, width=width, height=height, max_pixels=max_pixels
+    )
     dx, dy = b[0] - a[0], b[1] - a[1]
     share = math.hypot(dx, dy) / math.hypot(width, height)
     bucket = next((name for bound, name in DISPLACEMENT_BUCKETS if share < bound), FAR)

@@ -146,3 +146,15 @@ def test_the_settings_form_refuses_a_budget_under_smart_resizes_minimum(project)
     form = ProjectForm(data={**data, "history_max_pixels": OLDER_PIXELS}, instance=project)
     assert form.is_valid(), form.errors
     assert form.settings()["history_full_images"] == 2
+
+
+@pytest.mark.django_db
+def test_the_project_api_sets_the_budget_by_the_forms_rules(project, lead, api_client):
+    """The settings API takes the image budget as the page does (it refused the two fields as unknown)."""
+    url = f"/api/projects/{project.pk}/"
+    answer = api_client(lead).patch(url, {"history_full_images": 2, "history_max_pixels": 200_704}, format="json")
+    assert answer.status_code == 200, answer.content
+    project.refresh_from_db()
+    assert (project.history_full_images, project.history_max_pixels) == (2, 200_704)
+    refused = api_client(lead).patch(url, {"history_max_pixels": 10}, format="json")
+    assert refused.status_code == 400 and "history_max_pixels" in json.dumps(refused.json())

@@ -106,6 +106,12 @@ def test_the_index_follows_each_save_of_an_annotation(world, project, lead, api_
     assert not SearchEntry.objects.filter(annotation=annotation).exists()
     assert _search(api_client(lead), project, q="zebra-striped")["count"] == 0
     assert services.search_index_rebuild(project=project) == 7
+    # A lead mends the instruction of a trace with a handed-in answer: its entry follows.
+    from traces.services import trace_instruction_set
+
+    mended = world["traces"][4]
+    trace_instruction_set(trace_id=mended.pk, actor=lead, instruction="Find the quokka preferences pane")
+    assert _search(api_client(lead), project, q="quokka")["count"] == 1
     SearchEntry.objects.all().delete()  # an index from before search existed, made by the command
     out = io.StringIO()
     call_command("search_index_rebuild", "--project", str(project.pk), stdout=out)

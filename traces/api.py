@@ -265,6 +265,12 @@ class ProjectSettingsSerializer(serializers.Serializer):
     platform = serializers.CharField(required=False)
     coordinate_convention = serializers.CharField(required=False)
     history_window = serializers.IntegerField(required=False)
+    history_full_images = serializers.IntegerField(
+        required=False, help_text="The image budget: a prompt's last k screenshots at full size (0: all of them)."
+    )
+    history_max_pixels = serializers.IntegerField(
+        required=False, help_text="The pixel budget of the older screenshots under the image budget."
+    )
     error_categories = serializers.ListField(child=serializers.CharField(), required=False)
     double_annotation_share = serializers.FloatField(
         required=False, help_text="0 to 1: the share of traces answered by several annotators (0: off)."

@@ -80,7 +80,8 @@ function start(root) {
   mountVersions($("versions"), {
     beforeRestore: () => ws.save(),
     baseVersion: () => state.version,
-    restored: () => { ws.forgetLocalCopy(); window.location.reload(); },
+    // Blocked first: the reload's pagehide must not flush this page's older form over the restored version.
+    restored: () => { state.blocked = "restored"; ws.forgetLocalCopy(); window.location.reload(); },
   });
 }
 
