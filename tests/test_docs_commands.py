@@ -114,6 +114,7 @@ class Walk:
     def __init__(self, url: str, tokens: dict[str, str], values: dict[str, str]):
         self.url, self.tokens, self.values = url, tokens, values
         self.exports: list[int] = []
+        self.slices: list[int] = []
         self.results: list[tuple[str, subprocess.CompletedProcess]] = []
 
     def run(self, line: str) -> subprocess.CompletedProcess:
@@ -124,12 +125,16 @@ class Walk:
                 self.values[f"--against {example}"] = f"--against {self.exports[index]}"
                 self.values[f"--since {example}"] = f"--since {self.exports[index]}"
                 self.values[f"download {example}"] = f"download {self.exports[index]}"
+        if self.slices:  # the docs' slice 7 is the one the doc's own `slices create` made
+            self.values["slices show 7"] = f"slices show {self.slices[0]}"
         args = written_as(line, self.values)
         role = "lead" if any(" ".join(args).startswith(c) for c in LEAD_COMMANDS) else "engineer"
         result = run_cli(self.url, self.tokens[role], args)
         assert result.returncode == 0, (line, args, result.stdout, result.stderr)
         if args[0] == "export":
             self.exports.append(_export_id(result))
+        if args[:2] == ["slices", "create"]:
+            self.slices.append(int(result.stdout.split()[1]))
         self.results.append((line, result))
         return result
 
@@ -240,6 +245,7 @@ def test_the_cli_doc_as_written(live_server, celery_worker, project, people, tmp
     assert "instructions: 2 instructions set" in out["import runs/week-48/"][1].stdout
     assert "instructions: 0 instructions set, 0 refused, 2 left" in out["instructions instructions.csv"][0].stdout
     assert "double annotation: 20% of traces to 2 annotators each" in out["settings --project"][0].stdout
+    assert "typed first" in out["slices list"][0].stdout and "typed first" in out["slices show"][0].stdout
     other.refresh_from_db()
     assert other.double_annotation_share == 0.2
     refused = run_cli(live_server.url, tokens["engineer"], ["import", f"{runs}/", "--project", str(other.pk)])

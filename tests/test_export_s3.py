@@ -5,6 +5,7 @@ import urllib.request
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+from django.conf import settings as django_settings
 
 from annotation.models import Verdict
 from exports import services
@@ -76,7 +77,8 @@ def test_bundle_stored_on_s3_and_downloaded_by_presigned_url(s3, project, annota
     assert response.status_code == 302
     url = response["Location"]
     query = parse_qs(urlparse(url).query)
-    assert query["X-Amz-Expires"] == ["600"] and "X-Amz-Signature" in query  # SigV4, expiring
+    # SigV4, expiring: a bundle's URL lives a minute (a revoked token's download link dies with it soon).
+    assert query["X-Amz-Expires"] == [str(django_settings.S3_BUNDLE_URL_EXPIRY_S)] and "X-Amz-Signature" in query
     with urllib.request.urlopen(url) as fetched:
         body = fetched.read()
     assert hashlib.sha256(body).hexdigest() == job.bundle_sha256

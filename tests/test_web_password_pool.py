@@ -30,7 +30,20 @@ def _serve(entry: HttpEntry, method: str, path: str) -> None:
         "client": ("127.0.0.1", 5000),
         "server": ("127.0.0.1", 8000),
     }
-    asyncio.run(entry(scope, receive, send))
+    # On a thread of its own: a test before this one in the process may have left an event loop running here.
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            asyncio.run(entry(scope, receive, send))
+        except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
+            failed.append(exc)
+
+    runner = threading.Thread(target=run)
+    runner.start()
+    runner.join()
+    if failed:
+        raise failed[0]
 
 
 def test_login_post_runs_on_the_password_pool_and_the_rest_on_the_request_threads(settings):
