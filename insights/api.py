@@ -12,6 +12,8 @@ from insights import selectors, services
 from insights.access import access_cluster, access_slice, slices_for
 from insights.models import Cluster, ClusterRun, Slice
 from studio.access import ActionPermission
+from studio.errors import Invalid
+from studio.inputs import id_from_text
 from traces.access import access_project
 
 PAGE_SIZE = 50
@@ -159,7 +161,10 @@ class SliceDetail(APIView):
 class ClusterSerializer(serializers.ModelSerializer):
     class Meta:
         model = Cluster
-        fields = ["id", "kind", "name", "terms", "size", "sizes_by_round", "annotation_ids"]
+        fields = ["id", "kind", "name", "label", "display_name", "pinned", "merged", "terms", "size"]
+        fields += ["sizes_by_round", "annotation_ids"]
+        read_only_fields = ["id", "kind", "name", "display_name", "merged", "terms", "size"]
+        read_only_fields += ["sizes_by_round", "annotation_ids"]
 
 
 class ClusterRunSerializer(serializers.ModelSerializer):
@@ -212,6 +217,45 @@ class ClusterSlice(APIView):
         name = request.data.get("name", "") if isinstance(request.data, dict) else ""
         made = services.cluster_slice_create(cluster=cluster, user=request.user, name=str(name or ""))
         return Response(SliceSerializer(made).data, status=status.HTTP_201_CREATED)
+
+
+class ClusterDetail(APIView):
+    """GET: one cluster. PATCH: rename it (``label``; empty: back to its terms) or pin it (``pinned``). A later
+    clustering keeps both on the cluster that covers most of the same corrections."""
+
+    permission_classes = [ActionPermission]
+    permission_action = {"GET": "slice.view", "PATCH": "slice.manage"}
+
+    @extend_schema(responses={200: ClusterSerializer})
+    def get(self, request, pk: int):
+        return Response(ClusterSerializer(access_cluster(request.user, pk, "slice.view")).data)
+
+    @extend_schema(request=ClusterSerializer, responses={200: ClusterSerializer, 400: dict})
+    def patch(self, request, pk: int):
+        cluster = access_cluster(request.user, pk, "slice.manage")
+        body = ClusterSerializer(cluster, data=request.data, partial=True)
+        body.is_valid(raise_exception=True)
+        changed = services.cluster_update(
+            cluster=cluster, label=body.validated_data.get("label"), pinned=body.validated_data.get("pinned")
+        )
+        return Response(ClusterSerializer(changed).data)
+
+
+class ClusterMerge(APIView):
+    """POST {"other": id}: merge another cluster of the same clustering and kind into this one."""
+
+    permission_classes = [ActionPermission]
+    permission_action = "slice.manage"
+
+    @extend_schema(request=dict, responses={200: ClusterSerializer, 400: dict})
+    def post(self, request, pk: int):
+        cluster = access_cluster(request.user, pk, "slice.manage")
+        other = request.data.get("other") if isinstance(request.data, dict) else None
+        other_id = other if isinstance(other, int) and not isinstance(other, bool) else id_from_text(str(other or ""))
+        if other_id is None:
+            raise Invalid("other: the id of the cluster to merge into this one")
+        merged = services.cluster_merge(cluster=cluster, other_id=other_id)
+        return Response(ClusterSerializer(merged).data)
 
 
 class ProjectAlignment(APIView):

@@ -9,6 +9,8 @@ urlpatterns = [
     path("projects/<int:project_id>/slices/", api.ProjectSlices.as_view(), name="api-project-slices"),
     path("slices/<int:pk>/", api.SliceDetail.as_view(), name="api-slice-detail"),
     path("projects/<int:project_id>/clusters/", api.ProjectClusters.as_view(), name="api-project-clusters"),
+    path("clusters/<int:pk>/", api.ClusterDetail.as_view(), name="api-cluster-detail"),
     path("clusters/<int:pk>/slice/", api.ClusterSlice.as_view(), name="api-cluster-slice"),
+    path("clusters/<int:pk>/merge/", api.ClusterMerge.as_view(), name="api-cluster-merge"),
     path("projects/<int:project_id>/alignment/", api.ProjectAlignment.as_view(), name="api-project-alignment"),
 ]

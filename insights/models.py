@@ -89,6 +89,13 @@ class Cluster(models.Model):
     size = models.PositiveIntegerField()
     sizes_by_round = models.JSONField(default=dict, help_text="round name -> corrections in it.")
     annotation_ids = models.JSONField(default=list)
+    label = models.CharField(max_length=200, blank=True, help_text="A lead's name for it (empty: its terms).")
+    pinned = models.BooleanField(default=False, help_text="Shown first, and kept across clusterings.")
+    merged = models.BooleanField(default=False, help_text="A lead merged other clusters into it.")
 
     class Meta:
-        ordering = ["kind", "-size", "id"]
+        ordering = ["-pinned", "kind", "-size", "id"]
+
+    @property
+    def display_name(self) -> str:
+        return self.label or self.name

@@ -12,7 +12,7 @@ from django.db.models import Count, QuerySet
 
 from annotation.models import Annotation, AnnotationStatus, Verdict
 from insights.models import ClusterRun, SearchEntry, Slice
-from prescoring.models import PrescoreJob, TraceSuggestion
+from prescoring.models import PrescoreJob, StepSuggestion, TraceSuggestion
 from studio.access import can
 from studio.errors import Invalid
 from studio.inputs import id_from_text
@@ -286,6 +286,23 @@ def correction_rows(project: Project) -> list[dict]:
     ]
 
 
+CLUSTER_EXAMPLES = 3
+
+
+def cluster_examples(cluster, user, *, limit: int = CLUSTER_EXAMPLES) -> list[dict]:
+    """A cluster's typical corrections as step cards (screenshot at τ with both points): the ones whose text is
+    closest to the cluster's distinctive terms come first, so the examples show what names it."""
+    entries = entries_for(user, cluster.run.project).filter(annotation_id__in=cluster.annotation_ids)
+    terms = [str(t).lower() for t in cluster.terms if isinstance(t, str)]
+    ranked = sorted(
+        entries.values_list("annotation_id", "document"),
+        key=lambda row: (-sum(row[1].count(t) for t in terms), row[0]),
+    )
+    chosen = [annotation_id for annotation_id, _ in ranked[:limit]]
+    cards = {card["annotation_id"]: card for card in step_cards(entries.filter(annotation_id__in=chosen), limit=limit)}
+    return [cards[i] for i in chosen if i in cards]
+
+
 def latest_cluster_run(project: Project) -> ClusterRun | None:
     return ClusterRun.objects.filter(project=project).order_by("-created_at", "-id").first()
 
@@ -359,14 +376,87 @@ def judge_alignment(project: Project) -> list[dict]:
             if h["category"]:
                 groups.setdefault(("category", h["category"]), []).append((p, h["tau"]))
         label = job.scorer if not job.model_name else f"{job.scorer} · {job.model_name}"
+        judged = judged_steps(job, humans)
+        thresholds = threshold_table(judged)
         out.append(
             {
                 "job": job.pk,
                 "scorer": f"{label} (job {job.pk})",
                 "rows": [{"by": by, "group": group, **_figures(v)} for (by, group), v in sorted(groups.items())],
+                "calibration": calibration_bins(judged),
+                "thresholds": thresholds,
+                "best_threshold": best_threshold(thresholds),
             }
         )
     return out
+
+
+# A step is judged against the human answer only up to the human first error: the steps before τ are right, τ is the
+# first error, and an answer says nothing of the steps after it. Every step of a trace without error is right.
+CALIBRATION_BINS = 10
+THRESHOLDS = tuple(i / 10 for i in range(10))
+# "Best" must catch at least this share of the human first errors: otherwise one lucky step read alone would win.
+BEST_THRESHOLD_MIN_RECALL = 0.5
+
+
+def judged_steps(job: PrescoreJob, humans: dict[int, dict]) -> list[tuple[float, bool]]:
+    """(suspicion, is the human first error) for each step the job scored on a trace with an accepted answer, up to
+    the human first error."""
+    rows = StepSuggestion.objects.filter(job=job, step__trace_id__in=list(humans)).values_list(
+        "step__trace_id", "step__index", "suspicion"
+    )
+    out = []
+    for trace_id, index, suspicion in rows:
+        tau = humans[trace_id]["tau"]
+        if tau is not None and index > tau:
+            continue
+        out.append((min(max(float(suspicion), 0.0), 1.0), index == tau))
+    return out
+
+
+def calibration_bins(judged: list[tuple[float, bool]]) -> list[dict]:
+    """Suspicion in tenths against the human verdict: per bin, the steps in it and how many were the first error."""
+    bins = [
+        {"low": i / CALIBRATION_BINS, "high": (i + 1) / CALIBRATION_BINS, "steps": 0, "first_errors": 0}
+        for i in range(CALIBRATION_BINS)
+    ]
+    for suspicion, first in judged:
+        row = bins[min(int(suspicion * CALIBRATION_BINS), CALIBRATION_BINS - 1)]
+        row["steps"] += 1
+        row["first_errors"] += first
+    for row in bins:
+        row["low"], row["high"] = round(row["low"], 2), round(row["high"], 2)
+        row["rate"] = round(row["first_errors"] / row["steps"], 4) if row["steps"] else None
+    return bins
+
+
+def threshold_table(judged: list[tuple[float, bool]]) -> list[dict]:
+    """For each threshold: reading every step whose suspicion is at or above it, how many steps are read, how many
+    human first errors are among them, the share of all first errors (recall) and first errors per hundred steps."""
+    total = sum(first for _, first in judged)
+    rows = []
+    for threshold in THRESHOLDS:
+        read = [first for suspicion, first in judged if suspicion >= threshold]
+        caught = sum(read)
+        rows.append(
+            {
+                "threshold": threshold,
+                "steps_read": len(read),
+                "first_errors_caught": caught,
+                "recall": round(caught / total, 4) if total else None,
+                "per_hundred_steps": round(100 * caught / len(read), 2) if read else None,
+            }
+        )
+    return rows
+
+
+def best_threshold(rows: list[dict]) -> dict | None:
+    """The threshold that catches the most first errors per hundred steps read, among those that catch at least
+    ``BEST_THRESHOLD_MIN_RECALL`` of them; ties go to the lower threshold, which catches more."""
+    eligible = [r for r in rows if r["recall"] is not None and r["recall"] >= BEST_THRESHOLD_MIN_RECALL]
+    if not eligible:
+        return None
+    return max(eligible, key=lambda r: (r["per_hundred_steps"], -r["threshold"]))
 
 
 def alignment_csv_rows(alignment: list[dict]) -> list[list]:

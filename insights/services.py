@@ -253,6 +253,7 @@ def cluster_run_compute(*, run_id: int) -> ClusterRun:
                 continue
             terms = distinctive_terms(texts, indices)
             clusters.append(_cluster(run, Cluster.Kind.TEXT, ", ".join(terms), terms, [rows[i] for i in indices]))
+        clusters = carry_over_lead_choices(run, clusters)
         with transaction.atomic():
             run.clusters.all().delete()
             Cluster.objects.bulk_create(clusters)
@@ -281,11 +282,109 @@ def _cluster(run: ClusterRun, kind: str, name: str, terms: list, members: list[d
     )
 
 
+# A new cluster inherits a lead's name, pin and merge from the previous clustering's cluster that holds at least this
+# share of its corrections: a rerun after new answers must not undo what the lead did.
+CARRY_OVER_SHARE = 0.5
+
+
+def _covering(cluster: Cluster, previous: list[Cluster]) -> Cluster | None:
+    members = set(cluster.annotation_ids)
+    best, best_share = None, 0.0
+    for old in previous:
+        if old.kind != cluster.kind or not (old.label or old.pinned or old.merged):
+            continue
+        share = len(members & set(old.annotation_ids)) / len(members) if members else 0.0
+        if share > best_share:
+            best, best_share = old, share
+    return best if best_share >= CARRY_OVER_SHARE else None
+
+
+def carry_over_lead_choices(run: ClusterRun, clusters: list[Cluster]) -> list[Cluster]:
+    """The clusters of ``run`` with the previous run's labels, pins and merges applied to the clusters they cover."""
+    before = (
+        ClusterRun.objects.filter(project_id=run.project_id, status=ClusterRun.Status.SUCCEEDED)
+        .exclude(pk=run.pk)
+        .order_by("-created_at", "-id")
+        .first()
+    )
+    if before is None:
+        return clusters
+    previous = list(before.clusters.all())
+    out: list[Cluster] = []
+    by_old: dict[int, Cluster] = {}
+    for cluster in clusters:
+        old = _covering(cluster, previous)
+        if old is None:
+            out.append(cluster)
+            continue
+        cluster.label, cluster.pinned = old.label, old.pinned
+        if old.merged and old.pk in by_old:
+            into = by_old[old.pk]
+            _absorb(into, cluster)
+            continue
+        cluster.merged = old.merged
+        by_old[old.pk] = cluster
+        out.append(cluster)
+    return out
+
+
+def _sizes_by_round(annotation_ids: list[int]) -> dict[str, int]:
+    rounds = Counter(
+        name or "no round"
+        for name in Annotation.objects.filter(pk__in=annotation_ids).values_list("trace__round__name", flat=True)
+    )
+    return dict(sorted(rounds.items()))
+
+
+def _absorb(into: Cluster, other: Cluster) -> None:
+    into.annotation_ids = sorted(set(into.annotation_ids) | set(other.annotation_ids))
+    into.size = len(into.annotation_ids)
+    into.terms = list(dict.fromkeys([*into.terms, *other.terms]))[:8]
+    into.sizes_by_round = _sizes_by_round(into.annotation_ids)
+    into.merged = True
+
+
+def cluster_update(*, cluster: Cluster, label: str | None = None, pinned: bool | None = None) -> Cluster:
+    """Rename (an empty label goes back to its terms) or pin/unpin a cluster."""
+    fields = []
+    if label is not None:
+        label = " ".join(label.split())
+        if len(label) > 200:
+            raise Invalid("label: at most 200 characters")
+        cluster.label = label
+        fields.append("label")
+    if pinned is not None:
+        cluster.pinned = pinned
+        fields.append("pinned")
+    if fields:
+        cluster.save(update_fields=fields)
+    return cluster
+
+
+def cluster_merge(*, cluster: Cluster, other_id: int) -> Cluster:
+    """Merge another cluster of the same clustering and kind into ``cluster``: the corrections of both, one row."""
+    with transaction.atomic():
+        other = Cluster.objects.select_for_update().filter(pk=other_id, run_id=cluster.run_id).first()
+        if other is None:
+            raise Invalid(f"other: cluster {other_id} is not in clustering run {cluster.run_id}")
+        if other.pk == cluster.pk:
+            raise Invalid("other: a cluster cannot be merged into itself")
+        if other.kind != cluster.kind:
+            raise Invalid(f"other: a {other.kind} cluster cannot be merged into a {cluster.kind} cluster")
+        cluster = Cluster.objects.select_for_update().get(pk=cluster.pk)
+        _absorb(cluster, other)
+        cluster.pinned = cluster.pinned or other.pinned
+        cluster.label = cluster.label or other.label
+        cluster.save()
+        other.delete()
+    return cluster
+
+
 def cluster_slice_create(*, cluster: Cluster, user, name: str = "") -> Slice:
     """The one-click slice of a cluster: its accepted corrections, by id."""
     return slice_create(
         project=cluster.run.project,
         user=user,
-        name=name or f"cluster: {cluster.name}"[:120],
+        name=name or f"cluster: {cluster.display_name}"[:120],
         query={"ids": cluster.annotation_ids, "status": AnnotationStatus.ACCEPTED},
     )

@@ -11,6 +11,7 @@ urlpatterns = [
     path("slices/<int:pk>/", views.slice_detail, name="slice-detail"),
     path("projects/<int:project_id>/clusters/", views.project_clusters, name="project-clusters"),
     path("clusters/<int:pk>/slice/", views.cluster_slice, name="cluster-slice"),
+    path("clusters/<int:pk>/edit/", views.cluster_edit, name="cluster-edit"),
     path("projects/<int:project_id>/alignment/", views.project_alignment, name="project-alignment"),
     path("projects/<int:project_id>/alignment.csv", views.project_alignment_csv, name="project-alignment-csv"),
 ]

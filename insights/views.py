@@ -13,6 +13,7 @@ from insights import selectors, services
 from insights.access import access_cluster, access_slice, slices_for
 from studio.access import can
 from studio.errors import Invalid
+from studio.inputs import id_from_text
 from traces.access import access_project
 
 PAGE_SIZE = 50
@@ -143,13 +144,38 @@ def project_clusters(request, project_id: int):
         services.cluster_run_create(project=project, user=request.user)
         return redirect("project-clusters", project_id=project.pk)
     run = selectors.latest_cluster_run(project)
+    clusters = list(run.clusters.all()) if run else []
     context = {
         "project": project,
         "run": run,
-        "clusters": list(run.clusters.all()) if run else [],
+        "clusters": [
+            {
+                "cluster": c,
+                "examples": selectors.cluster_examples(c, request.user),
+                "others": [o for o in clusters if o.kind == c.kind and o.pk != c.pk],
+            }
+            for c in clusters
+        ],
         "can_manage": can(request.user, "slice.manage", project),
     }
     return render(request, "insights/clusters.html", context)
+
+
+@require_POST
+def cluster_edit(request, pk: int):
+    """The clusters page's forms: rename (label), pin or unpin, merge another cluster into this one."""
+    cluster = access_cluster(request.user, pk, "slice.manage")
+    form = request.POST
+    if "merge_with" in form:
+        other_id = id_from_text(form.get("merge_with", ""))
+        if other_id is None:
+            raise Invalid("merge_with: choose the cluster to merge into this one")
+        services.cluster_merge(cluster=cluster, other_id=other_id)
+    else:
+        pinned = {"1": True, "0": False}.get(form.get("pinned", ""))
+        label = form.get("label") if "label" in form else None
+        services.cluster_update(cluster=cluster, label=label, pinned=pinned)
+    return redirect("project-clusters", project_id=cluster.run.project_id)
 
 
 @require_POST

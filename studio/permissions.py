@@ -162,6 +162,7 @@ PAGE_PERMISSIONS: dict[str, str] = {
     "slice-detail": "slice.view",
     "project-clusters": "slice.view",
     "cluster-slice": "slice.manage",
+    "cluster-edit": "slice.manage",
     "project-alignment": "alignment.view",
     "project-alignment-csv": "alignment.view",
     "project-webhooks": "webhook.manage",

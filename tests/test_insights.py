@@ -171,6 +171,58 @@ def test_clusters_group_the_planted_mistake_and_make_a_slice(world, project, lea
     assert selectors.slice_annotation_ids(project=project, slice_id=made.json()["id"]) == planted_ids
 
 
+def test_leads_rename_pin_and_merge_clusters_and_a_new_clustering_keeps_it(
+    world, project, lead, annotator, api_client, client
+):
+    run = services.cluster_run_create(project=project, user=lead, enqueue=False)
+    run = services.cluster_run_compute(run_id=run.pk)
+    planted_ids = sorted(a.pk for t, a in world["annotations"].items() if t in world["planted"])
+    planted = next(c for c in run.clusters.filter(kind="text") if c.annotation_ids == planted_ids)
+    api = api_client(lead)
+    renamed = api.patch(f"/api/clusters/{planted.pk}/", {"label": "  typed   before focus "}, format="json")
+    assert renamed.status_code == 200, renamed.content
+    assert renamed.json()["display_name"] == "typed before focus" and renamed.json()["name"] == planted.name
+    assert api.patch(f"/api/clusters/{planted.pk}/", {"pinned": True}, format="json").json()["pinned"] is True
+    assert api.patch(f"/api/clusters/{planted.pk}/", {"label": "x" * 201}, format="json").status_code == 400
+    # An annotator may not rename what leads study.
+    assert api_client(annotator).patch(
+        f"/api/clusters/{planted.pk}/", {"label": "mine"}, format="json"
+    ).status_code in {403, 404}
+    signature = list(run.clusters.filter(kind="signature"))
+    assert len(signature) >= 2, [(c.name, c.annotation_ids) for c in run.clusters.all()]
+    # Merging across kinds, into itself, or an unknown id is refused, naming why; nothing changes.
+    assert api.post(f"/api/clusters/{planted.pk}/merge/", {"other": signature[0].pk}, format="json").status_code == 400
+    assert api.post(f"/api/clusters/{planted.pk}/merge/", {"other": planted.pk}, format="json").status_code == 400
+    assert api.post(f"/api/clusters/{planted.pk}/merge/", {"other": "two"}, format="json").status_code == 400
+    a, b = signature[0], signature[1]
+    union = sorted(set(a.annotation_ids) | set(b.annotation_ids))
+    merged = api.post(f"/api/clusters/{a.pk}/merge/", {"other": b.pk}, format="json")
+    assert merged.status_code == 200, merged.content
+    assert merged.json()["annotation_ids"] == union and merged.json()["size"] == len(union) and merged.json()["merged"]
+    assert not run.clusters.filter(pk=b.pk).exists()
+    rounds = merged.json()["sizes_by_round"]
+    assert sum(rounds.values()) == len(union)
+    # The page shows the pinned cluster first, under its name, with typical examples drawn as step cards.
+    client.force_login(lead)
+    page = client.get(f"/projects/{project.pk}/clusters/").content.decode()
+    first = re.search(r'<section class="cluster card( pinned)?" data-cluster="(\d+)"', page)
+    assert first and first.group(1) and int(first.group(2)) == planted.pk
+    section = page[first.start() : page.index("</section>", first.start())]
+    assert "typed before focus" in section and section.count('class="card step-card"') == 3
+    # Clustering again keeps the name, the pin and the merge on the clusters that cover the same corrections.
+    again = services.cluster_run_create(project=project, user=lead, enqueue=False)
+    again = services.cluster_run_compute(run_id=again.pk)
+    kept = next(c for c in again.clusters.filter(kind="text") if c.annotation_ids == planted_ids)
+    assert (kept.label, kept.pinned) == ("typed before focus", True)
+    assert any(c.annotation_ids == union and c.merged for c in again.clusters.filter(kind="signature"))
+    # The page form does the same as the API.
+    other = next(c for c in again.clusters.filter(kind="signature"))
+    client.post(f"/clusters/{other.pk}/edit/", {"label": "by the form"})
+    client.post(f"/clusters/{other.pk}/edit/", {"pinned": "1"})
+    other.refresh_from_db()
+    assert (other.label, other.pinned) == ("by the form", True)
+
+
 def test_judge_alignment_matches_a_count_by_hand(world, project, lead, client):
     """Six traces with a human first error, two without; the rules scorer names τ on five of them."""
     from annotation.models import Verdict
@@ -216,6 +268,53 @@ def test_judge_alignment_matches_a_count_by_hand(world, project, lead, client):
     overall = next(r for r in api if r["by"] == "all")
     assert {k: overall[k] for k in expect_all} == expect_all
     assert client.get(f"/projects/{project.pk}/alignment.csv").content.decode().count("\n") == 1 + len(api)
+
+
+def test_calibration_and_best_threshold_match_a_count_by_hand(world, project, lead, client):
+    """Steps before τ score 0.15, τ scores 0.85 on three traces and 0.35 on three, steps after τ score 0.95 (they
+    must not count: an answer says nothing of the steps after its first error); two traces have no error."""
+    from annotation.models import Verdict
+    from prescoring.models import PrescoreJob, StepSuggestion
+    from traces.models import Step
+
+    traces = world["traces"]
+    humans = world["annotations"]
+    for trace in traces[6:]:
+        a = humans[trace.pk]
+        a.verdict, a.tau = Verdict.NO_ERROR, None
+        a.save()
+    job = PrescoreJob.objects.create(project=project, scorer="rules", status="succeeded")
+    before_tau = 0
+    for i, trace in enumerate(traces):
+        tau = humans[trace.pk].tau if i < 6 else None
+        for step in Step.objects.filter(trace=trace):
+            if tau is None or step.index < tau:
+                suspicion, before_tau = 0.15, before_tau + 1
+            elif step.index == tau:
+                suspicion = 0.85 if i < 3 else 0.35
+            else:
+                suspicion = 0.95
+            StepSuggestion.objects.create(step=step, job=job, scorer="rules", suspicion=suspicion)
+    # By hand: 8 traces of 4 steps; the error traces' τ is their middle step (3), so 2 steps before each.
+    assert before_tau == 6 * 2 + 2 * 4
+    client.force_login(lead)
+    scorer = client.get(f"/api/projects/{project.pk}/alignment/").json()[0]
+    bins = {b["low"]: (b["steps"], b["first_errors"]) for b in scorer["calibration"] if b["steps"]}
+    assert bins == {0.1: (20, 0), 0.3: (3, 3), 0.8: (3, 3)}
+    table = {
+        r["threshold"]: (r["steps_read"], r["first_errors_caught"], r["per_hundred_steps"])
+        for r in scorer["thresholds"]
+    }
+    assert table[0.0] == (26, 6, round(600 / 26, 2))
+    assert table[0.2] == (6, 6, 100.0)
+    assert table[0.5] == (3, 3, 100.0)
+    assert table[0.9] == (0, 0, None)
+    # 0.2 to 0.8 all catch 100 per hundred steps; 0.2 catches every first error, so it is the best.
+    assert scorer["best_threshold"]["threshold"] == 0.2
+    page = client.get(f"/projects/{project.pk}/alignment/").content.decode()
+    best = re.search(r'<tr data-threshold="([\d.]+)" class="best">', page)
+    assert best and float(best.group(1)) == 0.2
+    assert 'data-low="0.8"' in page
 
 
 def test_blind_projects_keep_alignment_from_annotators(world, project, annotator, client):
