@@ -77,6 +77,22 @@ class Annotation(models.Model):
         return f"annotation {self.pk} of trace {self.trace_id} by {self.annotator_id} ({self.status})"
 
 
+class QueueRequest(models.Model):
+    """A lead's request that a trace get more answers than its project's overlap gives it, first in line: a slice of
+    corrections sent back to the queue for another reading (``annotation.overlap`` adds ``extra_answers`` to the
+    trace's quota; the hand-out offers requested traces before the others)."""
+
+    trace = models.OneToOneField("traces.Trace", on_delete=models.CASCADE, related_name="queue_request")
+    project = models.ForeignKey("traces.Project", on_delete=models.CASCADE, related_name="+")
+    extra_answers = models.PositiveSmallIntegerField(default=1)
+    reason = models.CharField(max_length=200, blank=True, help_text="Why, in the lead's words: e.g. the slice's name.")
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["project", "created_at"])]
+
+
 class Lease(models.Model):
     """A time-limited claim of a trace by one annotator, renewed by the page's heartbeat."""
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import copy
 
-from django.db.models import Count, OuterRef, QuerySet, Subquery
+from django.db.models import Count, F, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotation.access import annotations_for
-from annotation.models import Annotation, AnnotationStatus, AuditEvent, Lease, Verdict
-from annotation.overlap import project_max_quota, trace_annotation_quota
+from annotation.models import Annotation, AnnotationStatus, AuditEvent, Lease, QueueRequest, Verdict
+from annotation.overlap import quota_bound, trace_annotation_quota
 from annotation.workflow import EDITABLE_BY_ANNOTATOR
 from studio.access import can
 from studio.words import in_words
@@ -42,7 +42,7 @@ def traces_awaiting_more_answers(*, project, limit: int = 50) -> tuple[list[dict
 
     An answer is a finished one (submitted, accepted or rejected: a rejected one comes back to its annotator), as
     the hand-out counts it."""
-    if project_max_quota(project) < 2:
+    if project.double_annotation_share <= 0 and not QueueRequest.objects.filter(project=project).exists():
         return [], 0
     answered: dict[int, list[str]] = {}
     rows = (
@@ -107,10 +107,11 @@ def _open_trace_count(*, project, user, now) -> int:
         .annotate(held_by=Coalesce(held, 0) + Coalesce(finished, 0))
     )
     free = candidates.filter(held_by=0).count()
-    max_quota = project_max_quota(project)
-    if max_quota < 2:
-        return free
-    partly = candidates.filter(held_by__gt=0, held_by__lt=max_quota).values_list("pk", "held_by")
+    partly = (
+        candidates.annotate(quota_bound=quota_bound(project))
+        .filter(held_by__gt=0, held_by__lt=F("quota_bound"))
+        .values_list("pk", "held_by")
+    )
     return free + sum(1 for pk, n in partly if n < trace_annotation_quota(trace_id=pk, project=project))
 
 

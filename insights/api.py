@@ -158,6 +158,28 @@ class SliceDetail(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+class SliceQueue(APIView):
+    """GET: how many of the slice's traces were sent back to the queue and still wait. POST: send them back for one
+    more answer each, first in line (``{"withdraw": true}`` takes that back; answers given stay)."""
+
+    permission_classes = [ActionPermission]
+    permission_action = {"GET": "slice.view", "POST": "queue.request"}
+
+    @extend_schema(responses={200: dict})
+    def get(self, request, pk: int):
+        slice_ = access_slice(request.user, pk, "slice.view")
+        return Response(selectors.slice_queue_state(slice_, request.user))
+
+    @extend_schema(request=dict, responses={200: dict, 400: dict})
+    def post(self, request, pk: int):
+        slice_ = access_slice(request.user, pk, "queue.request")
+        withdraw = request.data.get("withdraw", False) if isinstance(request.data, dict) else False
+        if not isinstance(withdraw, bool):
+            raise Invalid("withdraw: true or false")
+        done = services.slice_send_to_queue(slice_=slice_, user=request.user, withdraw=withdraw)
+        return Response({**done, **selectors.slice_queue_state(slice_, request.user)})
+
+
 class ClusterSerializer(serializers.ModelSerializer):
     class Meta:
         model = Cluster

@@ -252,6 +252,23 @@ def slice_trend(slice_: Slice, user) -> list[dict]:
     return trend
 
 
+def slice_queue_state(slice_: Slice, user) -> dict:
+    """How many of the slice's traces a lead sent back to the queue, and how many of those still wait for their
+    extra answer."""
+    from annotation.models import QueueRequest
+    from annotation.overlap import trace_annotation_quota
+
+    trace_ids = set(slice_entries(slice_, user).values_list("trace_id", flat=True))
+    requested = list(QueueRequest.objects.filter(trace_id__in=trace_ids).values_list("trace_id", flat=True))
+    answers = Counter(
+        Annotation.objects.filter(trace_id__in=requested)
+        .exclude(status=AnnotationStatus.DRAFT)
+        .values_list("trace_id", flat=True)
+    )
+    waiting = sum(1 for t in requested if answers[t] < trace_annotation_quota(trace_id=t, project=slice_.project))
+    return {"slice_traces": len(trace_ids), "in_queue": len(requested), "waiting": waiting}
+
+
 def slice_annotation_ids(*, project: Project, slice_id: int) -> list[int]:
     """The annotations a slice holds (all of them, whoever asks: an export is the engineers' and leads'), for the
     export's annotation selection. A slice of another project is refused by name."""

@@ -282,6 +282,18 @@ def _cluster(run: ClusterRun, kind: str, name: str, terms: list, members: list[d
     )
 
 
+def slice_send_to_queue(*, slice_: Slice, user, withdraw: bool = False) -> dict:
+    """Send the traces of a slice's corrections back to the annotation queue for one more answer each, first in
+    line (or take that request back): a second reading of exactly the mistakes under study."""
+    from annotation.services import queue_request_create, queue_request_withdraw
+    from insights.selectors import slice_entries
+
+    trace_ids = set(slice_entries(slice_, user).values_list("trace_id", flat=True))
+    if withdraw:
+        return queue_request_withdraw(project=slice_.project, trace_ids=trace_ids)
+    return queue_request_create(project=slice_.project, trace_ids=trace_ids, user=user, reason=f"slice: {slice_.name}")
+
+
 # A new cluster inherits a lead's name, pin and merge from the previous clustering's cluster that holds at least this
 # share of its corrections: a rerun after new answers must not undo what the lead did.
 CARRY_OVER_SHARE = 0.5

@@ -9,6 +9,7 @@ urlpatterns = [
     path("projects/<int:project_id>/search.csv", views.project_search_csv, name="project-search-csv"),
     path("projects/<int:project_id>/slices/", views.project_slices, name="project-slices"),
     path("slices/<int:pk>/", views.slice_detail, name="slice-detail"),
+    path("slices/<int:pk>/queue/", views.slice_queue, name="slice-queue"),
     path("projects/<int:project_id>/clusters/", views.project_clusters, name="project-clusters"),
     path("clusters/<int:pk>/slice/", views.cluster_slice, name="cluster-slice"),
     path("clusters/<int:pk>/edit/", views.cluster_edit, name="cluster-edit"),

@@ -132,8 +132,18 @@ def slice_detail(request, pk: int):
         "cards": selectors.step_cards(entries, limit=PAGE_SIZE),
         "can_manage": can(request.user, "slice.manage", slice_.project),
         "can_export": can(request.user, "export.create", slice_.project),
+        "can_queue": can(request.user, "queue.request", slice_.project),
+        "queue": selectors.slice_queue_state(slice_, request.user),
     }
     return render(request, "insights/slice.html", context)
+
+
+@require_POST
+def slice_queue(request, pk: int):
+    """The slice page's "send to the queue" and "take back" buttons."""
+    slice_ = access_slice(request.user, pk, "queue.request")
+    services.slice_send_to_queue(slice_=slice_, user=request.user, withdraw=request.POST.get("withdraw") == "1")
+    return redirect("slice-detail", pk=slice_.pk)
 
 
 @require_http_methods(["GET", "POST"])

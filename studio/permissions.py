@@ -94,6 +94,8 @@ RULES: dict[str, Rule] = {
     # Slices (saved searches) and clusters of accepted corrections: the people who study a checkpoint's mistakes.
     "slice.view": Rule(SEES_BLIND, Scope.MEMBER, "see slices and clusters"),
     "slice.manage": Rule(SEES_BLIND, Scope.MEMBER, "save slices and cluster corrections"),
+    # Sending a slice's traces back to the annotation queue for another answer: the queue is the leads'.
+    "queue.request": Rule(LEADS, Scope.MEMBER, "send traces back to the annotation queue"),
     # Each pre-scoring scorer against the human first errors: it shows pre-scoring, so never to blind annotators.
     "alignment.view": Rule(SEES_BLIND, Scope.MEMBER, "see judge alignment"),
     # Reading the API's own description and the account pages.
@@ -163,6 +165,7 @@ PAGE_PERMISSIONS: dict[str, str] = {
     "project-clusters": "slice.view",
     "cluster-slice": "slice.manage",
     "cluster-edit": "slice.manage",
+    "slice-queue": "queue.request",
     "project-alignment": "alignment.view",
     "project-alignment-csv": "alignment.view",
     "project-webhooks": "webhook.manage",

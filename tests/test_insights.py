@@ -223,6 +223,69 @@ def test_leads_rename_pin_and_merge_clusters_and_a_new_clustering_keeps_it(
     assert (other.label, other.pinned) == ("by the form", True)
 
 
+def test_a_slice_sent_to_the_queue_gets_one_more_answer_each_first_in_line(
+    world, project, lead, engineer, make_user, api_client, client, tmp_path
+):
+    from annotation.models import Annotation, AnnotationStatus, Verdict
+    from annotation.services import lease_next_trace
+
+    third = make_user("ann3")
+    project.memberships.create(user=third)
+    fresh, answered = make_traces(project, tmp_path / "more", count=2, steps=4, instruction="Turn on dark mode")
+    Annotation.objects.create(
+        trace=answered,
+        project=project,
+        annotator=world["second"],
+        status=AnnotationStatus.ACCEPTED,
+        verdict=Verdict.ERROR,
+        tau=2,
+        error_category="premature finish",
+        corrected_thought="Not done yet.",
+        corrected_action="click(start_box='(10,10)')",
+    )
+    api = api_client(lead)
+    made = api.post(
+        f"/api/projects/{project.pk}/slices/", {"name": "dark mode", "query": {"q": "not done yet"}}, format="json"
+    )
+    assert made.status_code == 201, made.content
+    slice_id = made.json()["id"]
+    # Engineers study slices but the queue is the leads'.
+    assert api_client(engineer).post(f"/api/slices/{slice_id}/queue/", {}, format="json").status_code == 403
+    assert api.post(f"/api/slices/{slice_id}/queue/", {"withdraw": "yes"}, format="json").status_code == 400
+    sent = api.post(f"/api/slices/{slice_id}/queue/", {}, format="json")
+    assert sent.status_code == 200, sent.content
+    assert sent.json() == {
+        "requested": 1,
+        "already_requested": 0,
+        "traces": 1,
+        "slice_traces": 1,
+        "in_queue": 1,
+        "waiting": 1,
+    }
+    # Sending again asks nothing more.
+    assert api.post(f"/api/slices/{slice_id}/queue/", {}, format="json").json()["requested"] == 0
+    # The sent trace comes before the fresh one although the fresh one is older; the annotator who answered it
+    # never gets it again.
+    annotation, _ = lease_next_trace(user=third, project=project)
+    assert annotation.trace_id == answered.pk
+    assert lease_next_trace(user=world["second"], project=project)[0].trace_id == fresh.pk
+    # The lead sees it wait for its second answer; once given, nothing waits and the trace is closed to others.
+    annotation.status, annotation.verdict = AnnotationStatus.SUBMITTED, Verdict.NO_ERROR
+    annotation.save()
+    state = api.get(f"/api/slices/{slice_id}/queue/").json()
+    assert (state["in_queue"], state["waiting"]) == (1, 0)
+    fourth = make_user("ann4")
+    project.memberships.create(user=fourth)
+    assert lease_next_trace(user=fourth, project=project) is None  # fresh is held by the second annotator
+    # Taking it back leaves the answers given.
+    taken = api.post(f"/api/slices/{slice_id}/queue/", {"withdraw": True}, format="json").json()
+    assert taken["withdrawn"] == 1 and taken["in_queue"] == 0
+    assert Annotation.objects.filter(trace=answered).count() == 2
+    client.force_login(lead)
+    page = client.get(f"/slices/{slice_id}/").content.decode()
+    assert 'id="slice-send-to-queue"' in page
+
+
 def test_judge_alignment_matches_a_count_by_hand(world, project, lead, client):
     """Six traces with a human first error, two without; the rules scorer names τ on five of them."""
     from annotation.models import Verdict

@@ -31,6 +31,7 @@ from annotation.services.leases import (
     lease_take_for_annotation,
     trace_annotation_quota,
 )
+from annotation.services.requests import queue_request_create, queue_request_withdraw
 from annotation.services.transitions import (
     annotation_record_edit,
     annotation_transition,
@@ -70,5 +71,7 @@ __all__ = [
     "restore_refusal",
     "submit_problems",
     "trace_annotation_quota",
+    "queue_request_create",
+    "queue_request_withdraw",
     "trace_recount_standing_annotations",
 ]

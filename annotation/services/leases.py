@@ -11,8 +11,8 @@ from django.utils import timezone
 
 from annotation import events
 from annotation.access import access_lease
-from annotation.models import Annotation, AnnotationStatus, Lease
-from annotation.overlap import project_max_quota, trace_annotation_quota
+from annotation.models import Annotation, AnnotationStatus, Lease, QueueRequest
+from annotation.overlap import quota_bound, trace_annotation_quota
 from annotation.services.errors import LeaseLost
 from studio.access import can
 from studio.db import atomic_with_retry
@@ -109,23 +109,25 @@ def lease_next_trace(*, user, project, most_doubtful_first: bool = False) -> tup
         .annotate(n=Count("annotator", distinct=True))
         .values("n")[:1]
     )
-    max_quota = project_max_quota(project)
+    requested = Exists(QueueRequest.objects.filter(trace=OuterRef("pk")))
     open_traces: QuerySet[Any] = (
         # Traces awaiting their instruction stay out until a lead writes it (traces.selectors).
         traces_ready_to_annotate(Trace.objects.filter(project=project))
         .exclude(pk__in=finished_by_me)
         .exclude(pk__in=skipped_by_me)
-        .annotate(held_by=Coalesce(busy, 0) + Coalesce(done, 0), mine=my_draft)
-        .filter(held_by__lt=max_quota)
+        .annotate(held_by=Coalesce(busy, 0) + Coalesce(done, 0), mine=my_draft, requested=requested)
+        .annotate(quota_bound=quota_bound(project))
+        .filter(held_by__lt=F("quota_bound"))
     )
+    # A trace a lead sent back to the queue comes first, after the user's own drafts.
     ordering: tuple[Any, ...]
     if most_doubtful_first and can(user, "prescore.view", project):
         from prescoring.selectors import traces_by_suspicion
 
-        ordering = ("-mine", F("suspicion").desc(nulls_last=True), "id")
+        ordering = ("-mine", "-requested", F("suspicion").desc(nulls_last=True), "id")
         open_traces = traces_by_suspicion(open_traces, user=user)
     else:
-        ordering = ("-mine", "id")
+        ordering = ("-mine", "-requested", "id")
     candidates = open_traces.order_by(*ordering).values_list("pk", flat=True)
     offset, chunk = 0, 100
     while True:
