@@ -33,6 +33,11 @@ class SearchEntry(models.Model):
     platform = models.CharField(max_length=40, blank=True)
     app = models.CharField(max_length=120, blank=True, help_text="The app or site, from the trace's metadata or URL.")
     annotation_version = models.PositiveIntegerField(default=0)
+    agreement = models.CharField(
+        max_length=16,
+        blank=True,
+        help_text="Against the trace's other handed-in answers: same τ, other τ (or no error); empty: the only one.",
+    )
 
     class Meta:
         indexes = [models.Index(fields=["project", "status"]), models.Index(fields=["project", "category"])]

@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, QuerySet
+from django.db.models import Case, CharField, Count, OuterRef, QuerySet, Subquery, Value, When
 
 from annotation.models import Annotation, AnnotationStatus, Verdict
 from insights.models import ClusterRun, SearchEntry, Slice
@@ -32,6 +32,9 @@ FACETS: dict[str, str] = {
     "annotator": "annotator_id",
     "verdict": "verdict",
     "status": "status",
+    "checkpoint": "round__checkpoint",
+    "agreement": "agreement",
+    "suspicion": "suspicion_bucket",
 }
 ID_FACETS = {"round", "annotator"}
 MAX_QUERY = 500
@@ -91,11 +94,33 @@ def search_query_parse(raw: Any) -> SearchQuery:
 
 
 def entries_for(user, project: Project) -> QuerySet[SearchEntry]:
-    """The entries ``user`` may see: all of the project's for those who see others' corrections, else their own."""
+    """The entries ``user`` may see: all of the project's for those who see others' corrections, else their own;
+    the pre-score suspicion facet only for those who see pre-scoring (a blind project's annotators never do)."""
     entries = SearchEntry.objects.filter(project=project)
     if not can(user, "search.everyone", project):
         entries = entries.filter(annotator_id=user.pk)
-    return entries
+    return with_suspicion(entries, visible=can(user, "prescore.view", project))
+
+
+# The step at τ's pre-score suspicion (the latest scoring of that step), in three buckets for the facet.
+SUSPICION_BUCKETS = ((0.7, "high"), (0.3, "medium"), (0.0, "low"))
+
+
+def with_suspicion(entries: QuerySet[SearchEntry], *, visible: bool) -> QuerySet[SearchEntry]:
+    if not visible:
+        return entries.annotate(suspicion_bucket=Value("", output_field=CharField()))
+    latest = Subquery(
+        StepSuggestion.objects.filter(step_id=OuterRef("step_id"))
+        .order_by("-created_at", "-id")
+        .values("suspicion")[:1]
+    )
+    return entries.annotate(step_suspicion=latest).annotate(
+        suspicion_bucket=Case(
+            *(When(step_suspicion__gte=low, then=Value(name)) for low, name in SUSPICION_BUCKETS),
+            default=Value(""),
+            output_field=CharField(),
+        )
+    )
 
 
 def search(entries: QuerySet[SearchEntry], query: SearchQuery) -> QuerySet[SearchEntry]:
@@ -275,7 +300,9 @@ def slice_annotation_ids(*, project: Project, slice_id: int) -> list[int]:
     slice_ = Slice.objects.filter(pk=slice_id, project=project).first()
     if slice_ is None:
         raise Invalid(f"slice {slice_id} is not one of this project's slices", field="slice")
-    entries = search(SearchEntry.objects.filter(project=project), search_query_parse(slice_.query))
+    entries = search(
+        with_suspicion(SearchEntry.objects.filter(project=project), visible=True), search_query_parse(slice_.query)
+    )
     return sorted(entries.values_list("annotation_id", flat=True))
 
 

@@ -46,6 +46,8 @@ def search_entry_refresh(*, annotation_id: int) -> SearchEntry | None:
         or not annotation.tau
     ):
         SearchEntry.objects.filter(annotation_id=annotation_id).delete()
+        if annotation is not None:
+            search_agreement_refresh(trace_id=annotation.trace_id)
         return None
     trace = annotation.trace
     step = Step.objects.select_related("screenshot").filter(trace_id=trace.pk, index=annotation.tau).first()
@@ -84,7 +86,35 @@ def search_entry_refresh(*, annotation_id: int) -> SearchEntry | None:
         "annotation_version": annotation.version,
     }
     entry, _ = SearchEntry.objects.update_or_create(annotation_id=annotation.pk, defaults=values)
+    search_agreement_refresh(trace_id=trace.pk)
+    entry.refresh_from_db(fields=["agreement"])
     return entry
+
+
+AGREES, DIFFERS = "same τ", "other τ"
+
+
+def search_agreement_refresh(*, trace_id: int) -> None:
+    """Each entry of a trace against the trace's other handed-in answers: ``same τ`` when every other answer names
+    the same first erroneous step, ``other τ`` when one names another step or no error, empty when it is the only
+    answer. Refreshed with any of the trace's entries, so a second answer updates the first's."""
+    answers = dict(
+        Annotation.objects.filter(trace_id=trace_id)
+        .exclude(status=AnnotationStatus.DRAFT)
+        .values_list("pk", "tau")
+        .order_by("pk")
+    )
+    verdict_error = set(
+        Annotation.objects.filter(trace_id=trace_id, verdict=Verdict.ERROR)
+        .exclude(status=AnnotationStatus.DRAFT)
+        .values_list("pk", flat=True)
+    )
+    first_error = {pk: (tau if pk in verdict_error else None) for pk, tau in answers.items()}
+    for entry_id, annotation_id in SearchEntry.objects.filter(trace_id=trace_id).values_list("pk", "annotation_id"):
+        others = [tau for pk, tau in first_error.items() if pk != annotation_id]
+        mine = first_error.get(annotation_id)
+        value = "" if not others else AGREES if all(t == mine for t in others) else DIFFERS
+        SearchEntry.objects.filter(pk=entry_id).exclude(agreement=value).update(agreement=value)
 
 
 def search_index_rebuild(*, project: Project) -> int:

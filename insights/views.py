@@ -30,6 +30,9 @@ FACET_LABELS = {
     "annotator": "Annotator",
     "verdict": "Verdict",
     "status": "Review state",
+    "checkpoint": "Checkpoint",
+    "agreement": "Agreement on τ",
+    "suspicion": "Pre-score suspicion at τ",
 }
 
 

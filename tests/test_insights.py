@@ -380,6 +380,54 @@ def test_calibration_and_best_threshold_match_a_count_by_hand(world, project, le
     assert 'data-low="0.8"' in page
 
 
+def test_checkpoint_agreement_and_suspicion_facets_count_and_filter(world, project, lead, annotator, api_client):
+    from annotation.models import Annotation, AnnotationStatus, Verdict
+    from prescoring.models import PrescoreJob, StepSuggestion
+    from traces.models import Step
+
+    traces, humans = world["traces"], world["annotations"]
+    # A second answer on trace 0 with the same τ, one on trace 1 with another τ (by the second annotator).
+    for trace, shift in ((traces[0], 0), (traces[1], 1)):
+        Annotation.objects.create(
+            trace=trace,
+            project=project,
+            annotator=world["second"],
+            status=AnnotationStatus.SUBMITTED,
+            verdict=Verdict.ERROR,
+            tau=humans[trace.pk].tau + shift,
+            error_category="misread screen",
+            corrected_thought="Another reading.",
+            corrected_action="click(start_box='(1,1)')",
+        )
+    # The step at τ of trace 2 scored 0.9, of trace 3 0.1.
+    job = PrescoreJob.objects.create(project=project, scorer="rules", status="succeeded")
+    for trace, suspicion in ((traces[2], 0.9), (traces[3], 0.1)):
+        step = Step.objects.get(trace=trace, index=humans[trace.pk].tau)
+        StepSuggestion.objects.create(step=step, job=job, scorer="rules", suspicion=suspicion)
+    lead_client = api_client(lead)
+
+    def facet(name, client=lead_client, **params):
+        found = client.get(f"/api/projects/{project.pk}/search/", params).json()
+        return {v["value"]: v["count"] for v in found["facets"][name]}, found["count"]
+
+    assert facet("checkpoint")[0] == {"agent-v1": 4 + 2, "agent-v2": 4}
+    assert facet("checkpoint", checkpoint="agent-v2")[1] == 4
+    # Trace 0's two answers agree on τ; trace 1's do not: two entries each.
+    assert facet("agreement")[0] == {"same τ": 2, "other τ": 2}
+    assert facet("agreement", agreement="other τ")[1] == 2
+    assert facet("suspicion")[0] == {"high": 1, "low": 1}
+    assert {
+        c["trace_id"]
+        for c in lead_client.get(f"/api/projects/{project.pk}/search/", {"suspicion": "high"}).json()["results"]
+    } == {traces[2].pk}
+    # In a blind project the annotator's search shows no suspicion and filters nothing by it.
+    project.blind_prescoring = True
+    project.save(update_fields=["blind_prescoring"])
+    mine, count = facet("suspicion", client=api_client(annotator))
+    assert mine == {} and count == 6
+    assert facet("suspicion", client=api_client(annotator), suspicion="high")[1] == 0
+
+
 def test_blind_projects_keep_alignment_from_annotators(world, project, annotator, client):
     project.blind_prescoring = True
     project.save(update_fields=["blind_prescoring"])
