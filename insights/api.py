@@ -158,6 +158,34 @@ class SliceDetail(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+class SliceCompare(APIView):
+    """GET ?by=round|checkpoint&before=…&after=…: the slice's share of each side's corrections and the change."""
+
+    permission_classes = [ActionPermission]
+    permission_action = "slice.view"
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("by", str, description="round (ids) or checkpoint (names)"),
+            OpenApiParameter("before", str, description="The earlier round's id or checkpoint's name."),
+            OpenApiParameter("after", str, description="The later round's id or checkpoint's name."),
+        ],
+        responses={200: dict, 400: dict},
+    )
+    def get(self, request, pk: int):
+        slice_ = access_slice(request.user, pk, "slice.view")
+        params = request.query_params
+        return Response(
+            selectors.slice_compare(
+                slice_,
+                request.user,
+                by=params.get("by", "round"),
+                before=params.get("before", ""),
+                after=params.get("after", ""),
+            )
+        )
+
+
 class SliceQueue(APIView):
     """GET: how many of the slice's traces were sent back to the queue and still wait. POST: send them back for one
     more answer each, first in line (``{"withdraw": true}`` takes that back; answers given stay)."""

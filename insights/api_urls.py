@@ -9,6 +9,7 @@ urlpatterns = [
     path("projects/<int:project_id>/slices/", api.ProjectSlices.as_view(), name="api-project-slices"),
     path("slices/<int:pk>/", api.SliceDetail.as_view(), name="api-slice-detail"),
     path("slices/<int:pk>/queue/", api.SliceQueue.as_view(), name="api-slice-queue"),
+    path("slices/<int:pk>/compare/", api.SliceCompare.as_view(), name="api-slice-compare"),
     path("projects/<int:project_id>/clusters/", api.ProjectClusters.as_view(), name="api-project-clusters"),
     path("clusters/<int:pk>/", api.ClusterDetail.as_view(), name="api-cluster-detail"),
     path("clusters/<int:pk>/slice/", api.ClusterSlice.as_view(), name="api-cluster-slice"),

@@ -271,10 +271,54 @@ def slice_trend(slice_: Slice, user) -> list[dict]:
     counts = dict(entries.order_by().values_list("round_id").annotate(n=Count("pk")))
     totals = dict(entries_for(user, slice_.project).order_by().values_list("round_id").annotate(n=Count("pk")))
     rounds = Round.objects.filter(project=slice_.project).order_by("ran_at", "id")
-    trend = [{"round": r.pk, "name": r.name, "count": counts.get(r.pk, 0), "of": totals.get(r.pk, 0)} for r in rounds]
+    trend = [
+        {
+            "round": r.pk,
+            "name": r.name,
+            "checkpoint": r.checkpoint,
+            "count": counts.get(r.pk, 0),
+            "of": totals.get(r.pk, 0),
+        }
+        for r in rounds
+    ]
     if counts.get(None):
-        trend.append({"round": None, "name": "no round", "count": counts[None], "of": totals.get(None, 0)})
+        trend.append(
+            {"round": None, "name": "no round", "checkpoint": "", "count": counts[None], "of": totals.get(None, 0)}
+        )
     return trend
+
+
+def slice_compare(slice_: Slice, user, *, by: str, before: str, after: str) -> dict:
+    """The slice between two rounds (``by="round"``: round ids) or two checkpoints (``by="checkpoint"``: the
+    rounds of each checkpoint together): how many of each side's corrections the slice holds, their share, and the
+    change in points — did the newer checkpoint make this mistake less often?"""
+    if by not in {"round", "checkpoint"}:
+        raise Invalid("by: round or checkpoint", field="by")
+    rounds = Round.objects.filter(project=slice_.project)
+    sides = {}
+    for field_name, value in (("before", before), ("after", after)):
+        if by == "round":
+            round_id = id_from_text(str(value or ""))
+            chosen = rounds.filter(pk=round_id) if round_id is not None else rounds.none()
+            if not chosen.exists():
+                raise Invalid(f"{field_name}: no round {value!r} in this project", field=field_name)
+            label = chosen.get().name
+        else:
+            chosen = rounds.filter(checkpoint=str(value or ""))
+            if not chosen.exists():
+                raise Invalid(f"{field_name}: no round of checkpoint {value!r} in this project", field=field_name)
+            label = str(value)
+        ids = list(chosen.values_list("pk", flat=True))
+        count = slice_entries(slice_, user).filter(round_id__in=ids).count()
+        of = entries_for(user, slice_.project).filter(round_id__in=ids).count()
+        sides[field_name] = {"label": label, "count": count, "of": of, "share": round(count / of, 4) if of else None}
+    a, b = sides["before"]["share"], sides["after"]["share"]
+    change = round(100 * (b - a), 2) if a is not None and b is not None else None
+    if change is None:
+        words = "no corrections on one side to compare"
+    else:
+        words = "no change" if change == 0 else f"{'down' if change < 0 else 'up'} {abs(change):g} points"
+    return {"by": by, **sides, "change_points": change, "change_words": words}
 
 
 def slice_queue_state(slice_: Slice, user) -> dict:

@@ -136,9 +136,23 @@ def slice_detail(request, pk: int):
         "can_manage": can(request.user, "slice.manage", slice_.project),
         "can_export": can(request.user, "export.create", slice_.project),
         "can_queue": can(request.user, "queue.request", slice_.project),
+        "checkpoints": sorted({point["checkpoint"] for point in trend if point.get("checkpoint")}),
+        "compare": _slice_compare(request, slice_),
         "queue": selectors.slice_queue_state(slice_, request.user),
     }
     return render(request, "insights/slice.html", context)
+
+
+def _slice_compare(request, slice_) -> dict | None:
+    """The slice page's comparison of two checkpoints (``?before=…&after=…``), or None before one is asked; a bad
+    choice shows its reason in place of the figures."""
+    before, after = request.GET.get("before"), request.GET.get("after")
+    if not before or not after:
+        return None
+    try:
+        return selectors.slice_compare(slice_, request.user, by="checkpoint", before=before, after=after)
+    except Invalid as error:
+        return {"error": str(error)}
 
 
 @require_POST

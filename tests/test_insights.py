@@ -428,6 +428,35 @@ def test_checkpoint_agreement_and_suspicion_facets_count_and_filter(world, proje
     assert facet("suspicion", client=api_client(annotator), suspicion="high")[1] == 0
 
 
+def test_a_slice_compared_between_two_checkpoints_and_two_rounds(world, project, lead, api_client, client):
+    api = api_client(lead)
+    made = api.post(
+        f"/api/projects/{project.pk}/slices/",
+        {"name": "typed first", "query": {"q": f'"{PLANTED_NOTE}"'}},
+        format="json",
+    )
+    slice_id = made.json()["id"]
+    # By hand: agent-v1 (round r1) has the planted mistake on 3 of its 4 corrections, agent-v2 (r2) on 1 of 4.
+    compared = api.get(
+        f"/api/slices/{slice_id}/compare/", {"by": "checkpoint", "before": "agent-v1", "after": "agent-v2"}
+    )
+    assert compared.status_code == 200, compared.content
+    body = compared.json()
+    assert (body["before"]["count"], body["before"]["of"], body["after"]["count"], body["after"]["of"]) == (3, 4, 1, 4)
+    assert body["change_points"] == -50.0
+    r1, r2 = world["rounds"]
+    by_round = api.get(f"/api/slices/{slice_id}/compare/", {"by": "round", "before": r1.pk, "after": r2.pk}).json()
+    assert (by_round["before"]["label"], by_round["after"]["share"]) == ("r1", 0.25)
+    refused = api.get(
+        f"/api/slices/{slice_id}/compare/", {"by": "checkpoint", "before": "agent-v9", "after": "agent-v2"}
+    )
+    assert refused.status_code == 400 and "agent-v9" in refused.json()["detail"]
+    assert api.get(f"/api/slices/{slice_id}/compare/", {"by": "week"}).status_code == 400
+    client.force_login(lead)
+    page = client.get(f"/slices/{slice_id}/", {"before": "agent-v1", "after": "agent-v2"}).content.decode()
+    assert 'data-change="-50.0"' in page and "down 50 points" in page
+
+
 def test_blind_projects_keep_alignment_from_annotators(world, project, annotator, client):
     project.blind_prescoring = True
     project.save(update_fields=["blind_prescoring"])
