@@ -478,3 +478,36 @@ def test_pages_render_for_a_lead(world, project, lead, client):
     saved = client.post(f"/projects/{project.pk}/slices/", {"name": "from the page", "q": "field"})
     assert saved.status_code == 302
     assert Slice.objects.get(name="from the page").query == {"q": "field"}
+
+
+def test_text_clustering_past_the_direct_linkage_limit_finds_the_same_families(monkeypatch):
+    """Past DIRECT_LINKAGE_LIMIT distinct texts, k-means groups first and the linkage joins their centres: the
+    families a direct linkage finds are found again, and texts worded alike share a label."""
+    import random
+
+    rng = random.Random(3)
+    families = [
+        "typed before clicking the search {el}: it is not focused yet, so the text went nowhere; click it first",
+        "the order is not confirmed yet so finishing now leaves the task undone; confirm the order in {app}",
+        "scrolling again repeats the same page of results; the list already ended, stop scrolling in {app}",
+        "the dialog shows a storage quota warning banner that was ignored; read the warning in {app} first",
+    ]
+    texts, family_of = [], []
+    for i in range(240):
+        f = i % len(families)
+        element = rng.choice(["field", "box", "bar", "input", "entry", "slot"])
+        app = rng.choice(["Maps", "Mail", "Notes", "Photos", "Files", "Chrome"])
+        texts.append(families[f].format(el=element, app=app))
+        family_of.append(f)
+    direct, _ = services.text_clusters(texts)
+    assert len({services._normalised(t) for t in texts}) == 24
+    monkeypatch.setattr(services, "DIRECT_LINKAGE_LIMIT", 8)
+    grouped, method = services.text_clusters(texts)
+    assert "k-means" in method
+
+    def partition(labels):
+        return {frozenset(i for i, label in enumerate(labels) if label == value) for value in set(labels)}
+
+    families_partition = partition(family_of)
+    assert partition(direct) == families_partition
+    assert partition(grouped) == families_partition
