@@ -130,7 +130,7 @@ def test_the_embedded_worker_imports_beside_more_trickling_deliveries_than_it_ha
             _hook(project, trickler.url)
         for n in range(2):
             services.event_emit(project=project, event="bundle.ready", payload={"export": {"id": n}})
-        wait_for(lambda: sum(t.open for t in tricklers) == 2, 30, message="two deliveries trickling")
+        wait_for(lambda: sum(t.open for t in tricklers) >= 2, 30, message="deliveries trickling")
         for n in range(3):
             native_trace_folder(tmp_path / "batch" / f"t{n}", external_id=f"one-{n}", steps=1, size=(48, 32))
         job = trace_services.import_job_create(
