@@ -306,7 +306,7 @@ def test_the_embedded_stack_is_a_web_server_and_one_threaded_worker_for_jobs_and
     option = {worker[i]: worker[i + 1] for i in range(len(worker) - 1) if worker[i].startswith("-")}
     assert option["-Q"] == "default,gpu,webhooks" and option["--pool"] == "threads"
     assert int(option["--concurrency"]) == EMBEDDED_JOB_THREADS + 3 and EMBEDDED_JOB_THREADS >= 1
-    assert embedded_worker_environment() == {"STUDIO_WEBHOOKS_DELIVERIES_PER_PROCESS": "3"}
+    assert embedded_worker_environment() == {"STUDIO_WEBHOOKS_DELIVERIES_PER_PROCESS": "3", "CELERY_SKIP_CHECKS": "1"}
     assert "--workers" not in children["web server"]
 
 

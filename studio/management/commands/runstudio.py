@@ -61,8 +61,11 @@ def embedded_delivery_slots() -> int:
 
 
 def embedded_worker_environment() -> dict[str, str]:
-    """What the embedded worker's environment must carry: its cap on deliveries in flight."""
-    return {"STUDIO_WEBHOOKS_DELIVERIES_PER_PROCESS": str(embedded_delivery_slots())}
+    """What the embedded worker's environment carries: its cap on deliveries in flight, and no system checks at its
+    start. Celery runs Django's checks in every worker it starts, and the URL check imports the whole URL conf (every
+    view, API and serializer module, drf-spectacular's schema views: ~23 MB the worker never uses); runstudio is a
+    management command, so the same checks ran before it started the worker."""
+    return {"STUDIO_WEBHOOKS_DELIVERIES_PER_PROCESS": str(embedded_delivery_slots()), "CELERY_SKIP_CHECKS": "1"}
 
 
 def embedded_worker_command(job_queues: str) -> list[str]:
