@@ -1,15 +1,16 @@
-"""Import latency beside two trickling webhook receivers (issue 37).
+"""Import latency beside trickling webhook receivers, in the embedded default's one worker (issue 37).
 
-    .venv/bin/python bench/webhook_isolation.py [--traces 30] [--interval 5] [--events 2]
+    .venv/bin/python bench/webhook_isolation.py [--traces 30] [--interval 5] [--events 2] [--receivers 3]
 
-Two endpoints answer a byte every ``--interval`` seconds (each read gets a byte before any per-read timeout). The
-script starts the studio's two workers as `runstudio` does (a jobs worker on `default,gpu`, a webhooks worker on
-`webhooks`), imports ``--traces`` traces with nobody trickling (the baseline), then fires ``--events`` events to
-both endpoints, waits until deliveries are trickling, and imports as many traces again. It reports both imports'
-latency (queued to succeeded), the deliveries' outcome and whether the second import finished within 1.5× the
-baseline plus 5 s. Broker and database: kombu's filesystem broker and SQLite in a temporary folder, or Redis and
-PostgreSQL when REDIS_URL / DATABASE_URL are set (give them a database of their own: the script migrates it).
-"""
+``--receivers`` endpoints answer a byte every ``--interval`` seconds (each read gets a byte before any per-read
+timeout). The script starts the worker as `runstudio` does (one process, a pool of threads, consuming `default,gpu`
+and `webhooks`, at most STUDIO_WEBHOOKS_DELIVERIES_PER_PROCESS deliveries at once), imports ``--traces`` traces with
+nobody trickling (the baseline), then fires ``--events`` events to every endpoint (3 × 2 deliveries by default:
+more than the delivery slots), waits until deliveries are trickling, and imports as many traces again. It reports
+both imports' latency (queued to succeeded), the deliveries trickling as the second import starts and ends, their
+outcome and whether the second import finished within 1.5× the baseline plus 5 s. Broker and database: kombu's
+filesystem broker and SQLite in a temporary folder, or Redis and PostgreSQL when REDIS_URL / DATABASE_URL are set
+(give them a database of their own: the script migrates it)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,9 @@ def main() -> None:
     parser.add_argument("--traces", type=int, default=30)
     parser.add_argument("--interval", type=float, default=5.0)
     parser.add_argument("--events", type=int, default=2)
+    parser.add_argument(
+        "--receivers", type=int, default=3, help="trickling endpoints (3 × 2 events: more than the slots)"
+    )
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="bench-webhooks-"))
     os.environ.update(
@@ -45,7 +49,7 @@ def main() -> None:
     import django
 
     django.setup()
-    from studio.management.commands.runstudio import worker_command
+    from studio.management.commands.runstudio import embedded_worker_command, embedded_worker_environment
     from studio.permissions import Role
     from studio.services import user_create
     from tests.factories import native_trace_folder
@@ -57,18 +61,17 @@ def main() -> None:
 
     lead = user_create(username=f"bench-lead-{os.getpid()}", role=Role.LEAD, password="bench-Password-0000")
     project = project_create(name=f"webhook bench {os.getpid()}", members=[lead])
+    # The embedded default's one worker, as runstudio starts it: the job queues and `webhooks` in one process.
     workers = [
         subprocess.Popen(
-            worker_command("default,gpu", "bench-jobs"), cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        ),
-        subprocess.Popen(
-            worker_command("webhooks", "bench-webhooks", pool="threads", concurrency=4),
+            embedded_worker_command("default,gpu"),
             cwd=REPO,
+            env={**os.environ, **embedded_worker_environment()},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-        ),
+        )
     ]
-    tricklers = [Trickler(interval_s=args.interval), Trickler(interval_s=args.interval)]
+    tricklers = [Trickler(interval_s=args.interval) for _ in range(args.receivers)]
 
     def timed_import(name: str) -> float:
         folder = scratch / name
@@ -100,6 +103,7 @@ def main() -> None:
             "trickle_interval_s": args.interval,
             "deliveries": Delivery.objects.count(),
             "deliveries_trickling_at_import_start": trickling,
+            "deliveries_trickling_at_import_end": sum(t.open for t in tricklers),
             "import_s_baseline": round(baseline, 2),
             "import_s_beside_trickling_receivers": round(beside, 2),
             "within_normal_time": beside <= 1.5 * baseline + 5,

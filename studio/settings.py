@@ -462,6 +462,9 @@ WEBHOOKS_DEADLINE_S = float(env("STUDIO_WEBHOOKS_DEADLINE_S", "15"))
 # so one slow endpoint holds at most this many of the webhooks workers' processes.
 WEBHOOKS_ENDPOINT_CONCURRENCY = env_int("STUDIO_WEBHOOKS_ENDPOINT_CONCURRENCY", 2)
 WEBHOOKS_BUSY_RETRY_S = float(env("STUDIO_WEBHOOKS_BUSY_RETRY_S", "5"))
+# Deliveries in flight in one worker process at once (0: as many as its pool runs). A worker that also runs jobs
+# (runstudio's, which sets it) gets a pool larger than this, so deliveries never take every thread from the jobs.
+WEBHOOKS_DELIVERIES_PER_PROCESS = env_int("STUDIO_WEBHOOKS_DELIVERIES_PER_PROCESS", 0)
 # The circuit breaker: after this many failed attempts in a row an endpoint is paused for WEBHOOKS_PAUSE_S (its
 # deliveries wait, none is contacted); the first attempt after the pause tries again, and a failure pauses it anew.
 WEBHOOKS_BREAKER_FAILURES = env_int("STUDIO_WEBHOOKS_BREAKER_FAILURES", 5)

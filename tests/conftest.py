@@ -146,18 +146,21 @@ def _worker_env() -> dict:
 
 class WorkerProcess:
     """A `celery worker` child process on the test database; ``kill()`` sends SIGKILL like a crash. ``env``: extra
-    environment variables (the worker's settings, e.g. ``STUDIO_PRESCORE_STATIC_DECODE``)."""
+    environment variables (the worker's settings, e.g. ``STUDIO_PRESCORE_STATIC_DECODE``). ``command``: a whole
+    worker command line instead of the solo pool on ``queues`` (runstudio's, to test what it starts)."""
 
-    def __init__(self, queues: str = "default,gpu,webhooks", env: dict | None = None):
+    def __init__(self, queues: str = "default,gpu,webhooks", env: dict | None = None, command: list | None = None):
         self.queues = queues
         self.env = env or {}
+        self.command = command
         self.proc: subprocess.Popen | None = None
         self.log: list[str] = []
 
     def start(self, timeout: float = 60) -> WorkerProcess:
         ready = threading.Event()
         self.proc = subprocess.Popen(
-            [
+            self.command
+            or [
                 sys.executable,
                 "-m",
                 "celery",

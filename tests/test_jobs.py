@@ -21,7 +21,7 @@ from exports import services as export_services
 from prescoring.models import PrescoreJob
 from prescoring.services import prescore_job_create
 from studio.jobs import job_cancel
-from tests.conftest import REPO, wait_for
+from tests.conftest import REPO, WorkerProcess, purge_broker, wait_for
 from tests.factories import native_trace_folder
 from tests.ports import free_port
 from traces import services as trace_services
@@ -248,10 +248,14 @@ def test_runstudio_brings_back_whichever_child_dies_and_says_so(tmp_path):
         wait_for(lambda: "supervisor.py" in " ".join(psutil.Process(studio.pid).cmdline()), 60, message="supervisor")
         supervisor_rss_mb = psutil.Process(studio.pid).memory_info().rss / 2**20
         assert supervisor_rss_mb < 30, f"the supervisor holds {supervisor_rss_mb:.0f} MB"
+        # Two children and nothing forked below them: one web server, one worker (threads) for jobs and webhooks.
+        wait_for(lambda: children("uvicorn") and children("jobs@%h"), 60, message="both children started")
+        assert sorted(live_processes_below(studio.pid)) == sorted(
+            [children("uvicorn")[0].pid, children("jobs@%h")[0].pid]
+        )
         for marker, name, up in (
             ("uvicorn", "web server", answers),
             ("jobs@%h", "worker", lambda: True),
-            ("webhooks@%h", "webhooks worker", lambda: True),
         ):
             first = wait_for(lambda m=marker: children(m), 60, message=f"{name} started")[0]
             wait_for(answers, 60, message="web server up")
@@ -270,6 +274,53 @@ def test_runstudio_brings_back_whichever_child_dies_and_says_so(tmp_path):
     finally:
         studio.send_signal(signal.SIGTERM)
         studio.wait(30)
+
+
+def live_processes_below(pid: int) -> list[int]:
+    """Every live (not zombie) process below ``pid``, however deep."""
+    import psutil
+
+    found = []
+    for process in psutil.Process(pid).children(recursive=True):
+        try:
+            if process.status() != psutil.STATUS_ZOMBIE:
+                found.append(process.pid)
+        except psutil.Error:
+            pass
+    return found
+
+
+def test_the_embedded_stack_is_a_web_server_and_one_threaded_worker_for_jobs_and_webhooks(settings):
+    """Each Django process is ~90 MB of its own: runstudio starts two, and its worker forks none. Deliveries may take
+    only their slots of its threads, so the jobs keep theirs (tests/test_webhook_isolation.py runs it)."""
+    from studio.management.commands.runstudio import (
+        EMBEDDED_JOB_THREADS,
+        embedded_children,
+        embedded_worker_environment,
+    )
+
+    settings.WEBHOOKS_DELIVERIES_PER_PROCESS = 3
+    children = dict(embedded_children("127.0.0.1", "8000", "default,gpu"))
+    assert list(children) == ["web server", "worker"]
+    worker = children["worker"]
+    option = {worker[i]: worker[i + 1] for i in range(len(worker) - 1) if worker[i].startswith("-")}
+    assert option["-Q"] == "default,gpu,webhooks" and option["--pool"] == "threads"
+    assert int(option["--concurrency"]) == EMBEDDED_JOB_THREADS + 3 and EMBEDDED_JOB_THREADS >= 1
+    assert embedded_worker_environment() == {"STUDIO_WEBHOOKS_DELIVERIES_PER_PROCESS": "3", "CELERY_SKIP_CHECKS": "1"}
+    assert "--workers" not in children["web server"]
+
+
+@pytest.mark.worker
+def test_the_process_count_sees_a_forking_workers_children(transactional_db):
+    """The control for runstudio's count of processes: a prefork worker's children are found below it."""
+    from studio.management.commands.runstudio import worker_command
+
+    purge_broker()
+    worker = WorkerProcess(command=worker_command("default", "fork-control", pool="prefork", concurrency=2)).start()
+    try:
+        wait_for(lambda: len(live_processes_below(worker.proc.pid)) == 2, 30, message="two forked children")
+    finally:
+        worker.stop()
 
 
 @pytest.mark.django_db

@@ -8,7 +8,7 @@ import threading
 import time
 
 import pytest
-from django.test import Client
+from django.test import Client, override_settings
 
 from tests.conftest import TEST_PASSWORD, WorkerProcess, purge_broker, wait_for
 from tests.factories import native_trace_folder
@@ -80,6 +80,74 @@ def test_an_endpoint_gets_at_most_its_concurrency_at_once(transactional_db, proj
         assert trickler.taken == 3
     finally:
         trickler.close()
+
+
+def test_a_process_runs_at_most_its_delivery_slots_at_once(transactional_db, project, settings):
+    """runstudio's one worker runs jobs and deliveries on one pool of threads: past WEBHOOKS_DELIVERIES_PER_PROCESS
+    deliveries in flight, one more (to another endpoint, whose own slots are free) waits without an attempt, so the
+    remaining threads stay the jobs'."""
+    settings.WEBHOOKS_ALLOW_HTTP_HOSTS = ["127.0.0.1"]
+    settings.WEBHOOKS_DEADLINE_S = 3
+    settings.WEBHOOKS_DELIVERIES_PER_PROCESS = 1
+    trickler, receiver = Trickler(interval_s=1), Receiver(answers=(200,))
+    try:
+        slow = Delivery.objects.create(webhook=_hook(project, trickler.url), event="bundle.ready", payload={})
+        other = Delivery.objects.create(webhook=_hook(project, receiver.url), event="bundle.ready", payload={})
+        sending = threading.Thread(target=services.delivery_attempt, kwargs={"delivery_id": slow.pk})
+        sending.start()
+        wait_for(lambda: trickler.taken == 1, 5, message="the slow delivery sending")
+        waiting = services.delivery_attempt(delivery_id=other.pk)
+        assert waiting.retry_in_s is not None and not waiting.delivered
+        assert receiver.requests == [] and Delivery.objects.get(pk=other.pk).attempts == 0  # no attempt spent
+        sending.join(10)
+        # The process's slot is free again: the other endpoint's delivery goes now.
+        assert services.delivery_attempt(delivery_id=other.pk).delivered
+        assert len(receiver.requests) == 1
+    finally:
+        trickler.close()
+        receiver.close()
+
+
+@pytest.mark.worker
+def test_the_embedded_worker_imports_beside_more_trickling_deliveries_than_it_has_threads(
+    transactional_db, project, lead, loopback_hooks, tmp_path
+):
+    """runstudio's one worker (job queues and webhooks, threads) with 2 delivery slots has 4 threads; three endpoints
+    trickling two deliveries each want 6. An import started after them runs while the slots' deliveries still
+    trickle (each attempt may last 60 s here): deliveries never hold the jobs' threads. Without the slots the
+    deliveries took all 4 threads and the import waited for an attempt's deadline."""
+    from studio.management.commands.runstudio import embedded_worker_command
+
+    tricklers = [Trickler(interval_s=5) for _ in range(3)]
+    purge_broker()
+    slots = {"STUDIO_WEBHOOKS_DELIVERIES_PER_PROCESS": "2", "STUDIO_WEBHOOKS_DEADLINE_S": "60"}
+    with override_settings(WEBHOOKS_DELIVERIES_PER_PROCESS=2):
+        command = embedded_worker_command("default,gpu")
+    assert command[command.index("--pool") + 1 :][:3] == ["threads", "--concurrency", "4"]
+    worker = WorkerProcess(command=command, env=slots).start()
+    try:
+        for trickler in tricklers:
+            _hook(project, trickler.url)
+        for n in range(2):
+            services.event_emit(project=project, event="bundle.ready", payload={"export": {"id": n}})
+        wait_for(lambda: sum(t.open for t in tricklers) >= 2, 30, message="deliveries trickling")
+        for n in range(3):
+            native_trace_folder(tmp_path / "batch" / f"t{n}", external_id=f"one-{n}", steps=1, size=(48, 32))
+        job = trace_services.import_job_create(
+            project=project, user=lead, upload_name=str(tmp_path / "batch"), server_path=True
+        )
+        wait_for(
+            lambda: ImportJob.objects.get(pk=job.pk).status in ("succeeded", "failed"), 45, message="the import ended"
+        )
+        job.refresh_from_db()
+        assert job.status == "succeeded", job.errors
+        # The deliveries that held the slots are still trickling, and no more than the slots ever reached a receiver.
+        assert sum(t.open for t in tricklers) == 2 and sum(t.taken for t in tricklers) == 2
+        assert Delivery.objects.filter(status=DeliveryStatus.DELIVERED).count() == 0
+    finally:
+        worker.stop()
+        for trickler in tricklers:
+            trickler.close()
 
 
 def test_repeated_failures_pause_an_endpoint_and_the_lead_is_told(db, project, lead, settings):

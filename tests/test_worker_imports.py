@@ -59,3 +59,33 @@ def test_web_process_start_leaves_out_what_no_request_needs_at_start(tmp_path):
         [sys.executable, "-c", WEB_IMPORT_PATH], cwd=REPO, env=env, check=True, capture_output=True, text=True
     )
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+URLCONF_PROBE = WORKER_IMPORT_PATH.replace(
+    'print(json.dumps(sorted(m for m in ("torch", "transformers", "accelerate", "safetensors") if m in sys.modules)))',
+    'print(json.dumps(sorted(m for m in ("studio.urls", "drf_spectacular.views") if m in sys.modules)))',
+)
+
+
+def _urlconf_modules_at_worker_start(tmp_path, extra_env: dict) -> list[str]:
+    env = dict(os.environ, STUDIO_DATA_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="studio.settings", **extra_env)
+    env.pop("DATABASE_URL", None)
+    if "CELERY_SKIP_CHECKS" not in extra_env:
+        env.pop("CELERY_SKIP_CHECKS", None)
+    out = subprocess.run(
+        [sys.executable, "-c", URLCONF_PROBE], cwd=REPO, env=env, check=True, capture_output=True, text=True
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_the_embedded_worker_starts_without_the_url_conf(tmp_path):
+    """Celery runs Django's system checks as a worker starts, and the URL check imports every view, API and schema
+    module (~23 MB). runstudio ran the checks already, so its worker is started without them."""
+    from studio.management.commands.runstudio import embedded_worker_environment
+
+    assert _urlconf_modules_at_worker_start(tmp_path, embedded_worker_environment()) == []
+
+
+def test_a_worker_started_with_the_checks_imports_the_url_conf(tmp_path):
+    """The control: the probe sees the URL conf when the checks run (a worker started outside runstudio)."""
+    assert _urlconf_modules_at_worker_start(tmp_path, {}) == ["drf_spectacular.views", "studio.urls"]

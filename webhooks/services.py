@@ -7,6 +7,7 @@ import http.client
 import json
 import random
 import secrets
+import threading
 import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -175,17 +176,55 @@ def _seconds_until(moment: datetime.datetime | None) -> float:
     return max(1.0, (moment - timezone.now()).total_seconds()) if moment else 1.0
 
 
+class _ProcessSlots:
+    """At most ``WEBHOOKS_DELIVERIES_PER_PROCESS`` deliveries in flight in this process (0: no bound but the pool's).
+    The worker that also runs jobs (runstudio's) has more threads than this, so a slow receiver never takes the
+    threads the jobs run on; read from the settings at each take, so a test's override applies."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.in_flight = 0
+
+    def take(self) -> bool:
+        with self._lock:
+            bound = settings.WEBHOOKS_DELIVERIES_PER_PROCESS
+            if bound and self.in_flight >= bound:
+                return False
+            self.in_flight += 1
+            return True
+
+    def give_back(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
+
+
+PROCESS_SLOTS = _ProcessSlots()
+
+
+def _busy_retry_s() -> float:
+    return settings.WEBHOOKS_BUSY_RETRY_S * (1 + random.random())
+
+
 def delivery_attempt(*, delivery_id: int) -> AttemptOutcome:
-    """POST the delivery, signed, if its endpoint has a free slot and is not paused. Every attempt is recorded; a
-    delivery waiting for a slot or a pause costs no attempt. Gives up after ``WEBHOOKS_MAX_ATTEMPTS`` attempts,
-    otherwise waits base × 3^(attempts - 1)."""
+    """POST the delivery, signed, if this process and its endpoint have a free slot and the endpoint is not paused.
+    Every attempt is recorded; a delivery waiting for a slot or a pause costs no attempt. Gives up after
+    ``WEBHOOKS_MAX_ATTEMPTS`` attempts, otherwise waits base × 3^(attempts - 1)."""
+    if not PROCESS_SLOTS.take():
+        return AttemptOutcome(retry_in_s=_busy_retry_s())
+    try:
+        return _attempt_in_process_slot(delivery_id=delivery_id)
+    finally:
+        PROCESS_SLOTS.give_back()
+
+
+def _attempt_in_process_slot(*, delivery_id: int) -> AttemptOutcome:
     taken = delivery_slot_take(delivery_id=delivery_id)
     if taken == "done":
         return AttemptOutcome(
             delivered=Delivery.objects.filter(pk=delivery_id, status=DeliveryStatus.DELIVERED).exists()
         )
     if taken == "busy":
-        return AttemptOutcome(retry_in_s=settings.WEBHOOKS_BUSY_RETRY_S * (1 + random.random()))
+        return AttemptOutcome(retry_in_s=_busy_retry_s())
     if taken == "paused":
         paused_until = Webhook.objects.filter(deliveries=delivery_id).values_list("paused_until", flat=True).first()
         return AttemptOutcome(retry_in_s=_seconds_until(paused_until) + random.random())

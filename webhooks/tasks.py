@@ -1,4 +1,5 @@
-"""Deliveries on the ``webhooks`` queue, a worker of their own (a slow receiver never holds an import's process):
+"""Deliveries on the ``webhooks`` queue (a worker of their own on the full stack; runstudio's one worker holds them to
+at most ``WEBHOOKS_DELIVERIES_PER_PROCESS`` of its threads): a slow receiver never holds an import's process or thread;
 retried with exponential backoff (base × 3^attempt); waiting for a slot or a paused endpoint costs no attempt."""
 
 from celery import shared_task

@@ -1,10 +1,15 @@
-"""Serve the whole studio on one machine: the ASGI web server, a Celery worker for the jobs and one for webhooks.
+"""Serve the whole studio on one machine: the ASGI web server and one Celery worker for the jobs and the webhooks.
 
 This command works out the children's commands (it needs the settings) and then replaces itself, same pid, with
 their supervisor, ``studio/supervisor.py``: a plain script of the standard library that restarts whichever child
 dies with a growing pause and says so in the log, and stops them all on Ctrl-C or TERM. A Django process watching
 for the life of the stack held about 75 MB; the script holds a few. A dead worker's job is taken over by the new
 worker's watchdog (studio.jobs).
+
+The embedded worker is one process with a pool of threads (no forked children: each Django process is ~90 MB of
+its own) consuming the job queues and ``webhooks`` together. Deliveries wait on receivers the studio does not run,
+so they may hold at most ``EMBEDDED_DELIVERY_SLOTS`` of its threads (``webhooks.tasks``); the other
+``EMBEDDED_JOB_THREADS`` are always free for the jobs. The full stack (compose) keeps a worker per queue.
 """
 
 from __future__ import annotations
@@ -14,12 +19,17 @@ import os
 import sys
 from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from studio.celery import WORKER_STEPS_OFF
 from studio.webserver import uvicorn_command
 
 SUPERVISOR = Path(__file__).resolve().parents[2] / "supervisor.py"
+# Threads of the embedded worker that deliveries can never take: two jobs run at once, as two processes did.
+EMBEDDED_JOB_THREADS = 2
+# Deliveries in flight in the embedded worker unless STUDIO_WEBHOOKS_DELIVERIES_PER_PROCESS says otherwise.
+EMBEDDED_DELIVERY_SLOTS = 4
 
 
 def worker_command(queues: str, node: str, *, pool: str = "prefork", concurrency: int = 2) -> list[str]:
@@ -46,24 +56,47 @@ def worker_command(queues: str, node: str, *, pool: str = "prefork", concurrency
     ]
 
 
+def embedded_delivery_slots() -> int:
+    return settings.WEBHOOKS_DELIVERIES_PER_PROCESS or EMBEDDED_DELIVERY_SLOTS
+
+
+def embedded_worker_environment() -> dict[str, str]:
+    """What the embedded worker's environment carries: its cap on deliveries in flight, and no system checks at its
+    start. Celery runs Django's checks in every worker it starts, and the URL check imports the whole URL conf (every
+    view, API and serializer module, drf-spectacular's schema views: ~23 MB the worker never uses); runstudio is a
+    management command, so the same checks ran before it started the worker."""
+    return {"STUDIO_WEBHOOKS_DELIVERIES_PER_PROCESS": str(embedded_delivery_slots()), "CELERY_SKIP_CHECKS": "1"}
+
+
+def embedded_worker_command(job_queues: str) -> list[str]:
+    """One worker for the job queues and ``webhooks``: threads, as many as the jobs' and the deliveries' slots, so
+    with every delivery slot taken the jobs still have theirs (run it with ``embedded_worker_environment()``)."""
+    threads = EMBEDDED_JOB_THREADS + embedded_delivery_slots()
+    return worker_command(f"{job_queues},webhooks", "jobs", pool="threads", concurrency=threads)
+
+
+def embedded_children(host: str, port: str, job_queues: str) -> list[tuple[str, list[str]]]:
+    """The supervised processes of the embedded stack: the web server and the worker."""
+    return [
+        ("web server", uvicorn_command(host, port, log_level="info")),
+        ("worker", embedded_worker_command(job_queues)),
+    ]
+
+
 class Command(BaseCommand):
-    help = "Run uvicorn (ASGI: HTTP and WebSockets) and the Celery workers together, restarting any that dies."
+    help = "Run uvicorn (ASGI: HTTP and WebSockets) and a Celery worker together, restarting either if it dies."
 
     def add_arguments(self, parser):
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", default="8000")
-        parser.add_argument("--queues", default="default,gpu", help="queues the embedded jobs worker consumes")
+        parser.add_argument("--queues", default="default,gpu", help="job queues the worker consumes (and webhooks)")
 
     def handle(self, host, port, queues, **options):
-        children = [
-            ("web server", uvicorn_command(host, port, log_level="info")),
-            ("worker", worker_command(queues, "jobs")),
-            # Deliveries wait on receivers the studio does not run: a worker of their own (docs/deploy.md, "Queues").
-            ("webhooks worker", worker_command("webhooks", "webhooks", pool="threads", concurrency=4)),
-        ]
+        children = embedded_children(host, port, queues)
+        os.environ.update(embedded_worker_environment())  # the supervisor passes its environment on
         banner = (
-            f"Trace Studio on http://{host}:{port}/ (worker queues: {queues}; webhooks worker: webhooks); "
-            "Ctrl-C stops all."
+            f"Trace Studio on http://{host}:{port}/ (worker queues: {queues},webhooks, at most "
+            f"{embedded_delivery_slots()} deliveries at once); Ctrl-C stops all."
         )
         sys.stdout.flush()
         sys.stderr.flush()
