@@ -6,8 +6,9 @@ do on the pages (annotate, review) through the same services.
 What the weekly round must show: a round opened, traces imported with their instructions from a file, double
 annotation (every trace to two annotators, never one twice, agreement on the dashboard), a review, a bundle whose
 validation split is not empty, an incremental bundle (--since) whose diff against its base removes nothing and names
-what is already in the base. `evaluate` lines are not run here: tests/test_weekly_round.py evaluates a checkpoint
-(the tiny model on the gpu queue) through the same API."""
+what is already in the base, and the checkpoint evaluated on that bundle's validation split and on the round: the
+docs' checkpoint folders hold the tiny random-weight Qwen2-VL (prescoring/tiny.py) under the studio's
+STUDIO_EVALUATION_CHECKPOINTS_DIR, scored by the worker's gpu queue on the CPU."""
 
 from __future__ import annotations
 
@@ -32,6 +33,11 @@ from tests.factories import native_trace_folder
 from traces import grammar
 from traces.models import Project, Trace
 from traces.services import membership_add, project_create
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from prescoring.tiny import build_tiny_qwen2vl  # noqa: E402
 
 pytestmark = pytest.mark.worker
 
@@ -108,6 +114,20 @@ def _export_id(result: subprocess.CompletedProcess) -> int:
     return int(re.search(r"^export (\d+) ", result.stdout, flags=re.M).group(1))
 
 
+def _checkpoints(settings, folder: Path, names: list[str]) -> None:
+    """The gpu workers' volume as the docs describe it: each checkpoint the docs name, a folder in
+    STUDIO_EVALUATION_CHECKPOINTS_DIR (the live server runs in this process, so the setting reaches it)."""
+    for name in names:
+        build_tiny_qwen2vl(folder / name)
+    settings.EVALUATION_CHECKPOINTS_DIR = str(folder)
+
+
+def _evaluated(result: subprocess.CompletedProcess) -> dict[str, str]:
+    """The figures `evaluate --wait` prints, by their words."""
+    assert re.search(r"^evaluation \d+ succeeded", result.stdout, flags=re.M), result.stdout
+    return dict(re.findall(r"^  ([^:]+): (.+)$", result.stdout, flags=re.M))
+
+
 class Walk:
     """Runs a doc's lines in order; ``before`` hooks do the people's part before the line that needs it."""
 
@@ -146,7 +166,7 @@ def people(project, annotator, lead, engineer, make_user):
     return {"annotators": [annotator, second], "lead": lead, "engineer": engineer}
 
 
-def test_the_weekly_round_as_written(live_server, celery_worker, project, people, tmp_path):
+def test_the_weekly_round_as_written(live_server, celery_worker, project, people, settings, tmp_path):
     lead, engineer = people["lead"], people["engineer"]
     tokens = {"lead": api_token_issue(user=lead), "engineer": api_token_issue(user=engineer)}
     ids = [f"wk48-{n}" for n in range(4)]
@@ -164,8 +184,9 @@ def test_the_weekly_round_as_written(live_server, celery_worker, project, people
         "--double-annotation-share 0.2": "--double-annotation-share 1",
     }
     walk = Walk(live_server.url, tokens, values)
-    lines = [line for line in doc_commands("weekly-round.md") if not line.startswith("trace-studio evaluate")]
-    assert [line.split()[1] for line in lines] == ["rounds", "settings", "import", "export", "export", "diff"]
+    lines = doc_commands("weekly-round.md")
+    steps = ["rounds", "settings", "import", "export", "export", "diff", "evaluate", "evaluate"]
+    assert [line.split()[1] for line in lines] == steps
 
     walk.run(lines[0])  # 1. open the round
     settings = walk.run(lines[1])
@@ -213,6 +234,16 @@ def test_the_weekly_round_as_written(live_server, celery_worker, project, people
     diff = walk.run(lines[5])
     older, newer = walk.exports
     assert f"export {older} -> export {newer}: 1 added, 0 changed, 0 removed, 4 already in the base" in diff.stdout
+
+    # 7. The trained checkpoint evaluated on the corrections: the bundle's validation split, then the whole round.
+    _checkpoints(settings, tmp_path / "checkpoints", ["ui-tars-r3"])
+    on_validation = _evaluated(walk.run(lines[6]))
+    on_round = _evaluated(walk.run(lines[7]))
+    # Each correction gives an error_correction sample, a post_reflection sample and a DPO pair: the validation
+    # split holds at least one trace, the round all five accepted ones.
+    assert 3 <= int(on_validation["samples"]) < int(on_round["samples"]) == 15, (on_validation, on_round)
+    assert int(on_round["pairs"]) == 5 and 0 <= float(on_round["preference accuracy"]) <= 1
+    assert float(on_round["NLL/token corrected"]) > 0
 
 
 def test_the_cli_doc_as_written(live_server, celery_worker, project, people, tmp_path):
