@@ -243,7 +243,7 @@ import * as History from "./workspace/history.js";
     const changed = (slot, quiet) => {
       const s = slots[slot];
       recordEdit(quiet ? `arg:${slot}` : null);
-      if (!quiet) drawEditor(slot);
+      if (!quiet) { drawEditor(slot); drawEdited(slot); }
       clearTimeout(s.timer);
       s.timer = setTimeout(async () => {
         const seq = ++s.seq;
@@ -254,6 +254,23 @@ import * as History from "./workspace/history.js";
         drawEditor(slot);
       }, 120);
     };
+    // The action being edited is drawn where the annotator's was (its point, end and element box, in the project's
+    // convention like the server's markers), so a placed point shows on its pixel at every zoom.
+    const frameOf = { corrected: "error-markers", reflection: "reflection-markers" };
+    function drawEdited(slot) {
+      const frame = document.querySelector(`.shot-frame[data-markers='${frameOf[slot]}']`);
+      const screen = editData.screens[slot], action = slots[slot].action;
+      if (!frame || !screen) return;
+      const served = readJSON(frameOf[slot]), own = served.find((m) => m.kind === slot);
+      const others = served.filter((m) => m !== own);
+      const args = (action && action.args) || {};
+      const edited = action && Array.isArray(args.start_box) ? [{
+        label: `${own ? own.label : slot} (edited)`, kind: slot, type: action.type, text: slots[slot].field.value, extent: screen.extent,
+        start: args.start_box, end: Array.isArray(args.end_box) ? args.end_box : undefined,
+        box: Array.isArray(action.target_box) ? action.target_box : undefined,
+      }] : [];
+      drawMarkers(frame, [...others, ...edited]);
+    }
     // Points are placed on the screens shown above: o_τ for the correction, o_τ+1 for the post-reflection.
     const placeOn = (frame, slot) => {
       if (!frame) return;
