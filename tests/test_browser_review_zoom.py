@@ -172,7 +172,7 @@ def test_the_review_zooms_as_the_workspace_and_marks_stay_on_their_pixels(
     placed = re.search(r"\((\d+),(\d+)\)", page.input_value("#edit-corrected_action")).groups()
     assert all(abs(int(v) - w) <= 1 for v, w in zip(placed, wanted, strict=True)), (placed, wanted)
     # The edited point is drawn where it was placed, on that pixel, and stays there under the wheel.
-    page.wait_for_function("() => /edited/.test(document.querySelector(\".marker.corrected\").title)")
+    page.wait_for_function('() => /edited/.test(document.querySelector(".marker.corrected").title)')
     drawn = centre(ring.bounding_box())
     assert abs(drawn[0] - target[0]) <= 1.5 and abs(drawn[1] - target[1]) <= 1.5, (drawn, target)
     page.mouse.move(box["x"] + box["width"] * 0.7, box["y"] + box["height"] * 0.4)

@@ -236,7 +236,8 @@ def test_the_weekly_round_as_written(live_server, celery_worker, project, people
     older, newer = walk.exports
     assert f"export {older} -> export {newer}: 1 added, 0 changed, 0 removed, 4 already in the base" in diff.stdout
 
-    # 7. The trained checkpoint evaluated on the corrections: the bundle's validation split, then the whole round.
+    # 7. The trained checkpoint evaluated on the corrections: the validation split of the bundle it was trained on
+    # (the full one), then the whole round.
     _checkpoints(settings, tmp_path / "checkpoints", ["ui-tars-r3"])
     on_validation = _evaluated(walk.run(lines[6]))
     on_round = _evaluated(walk.run(lines[7]))
@@ -245,6 +246,12 @@ def test_the_weekly_round_as_written(live_server, celery_worker, project, people
     assert int(on_validation["samples"]) >= 3 and int(on_validation["pairs"]) >= 1, on_validation
     assert int(on_round["samples"]) == 12 and int(on_round["pairs"]) == 4, on_round
     assert 0 <= float(on_round["preference accuracy"]) <= 1
+    # As the doc says, the incremental bundle's own validation split (one new trace) holds nothing to score.
+    incremental = run_cli(
+        live_server.url, tokens["engineer"], written_as(lines[6], walk.values | {"--export 42": f"--export {newer}"})
+    )
+    assert incremental.returncode == 0, incremental.stderr
+    assert "scored no samples" in incremental.stderr and "  samples: 0" in incremental.stdout
     assert float(on_round["NLL/token corrected"]) > 0
 
 
