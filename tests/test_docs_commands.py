@@ -6,8 +6,9 @@ do on the pages (annotate, review) through the same services.
 What the weekly round must show: a round opened, traces imported with their instructions from a file, double
 annotation (every trace to two annotators, never one twice, agreement on the dashboard), a review, a bundle whose
 validation split is not empty, an incremental bundle (--since) whose diff against its base removes nothing and names
-what is already in the base. `evaluate` lines are not run here: tests/test_weekly_round.py evaluates a checkpoint
-(the tiny model on the gpu queue) through the same API."""
+what is already in the base, and the checkpoint evaluated on that bundle's validation split and on the round: the
+docs' checkpoint folders hold the tiny random-weight Qwen2-VL (prescoring/tiny.py) under the studio's
+STUDIO_EVALUATION_CHECKPOINTS_DIR, scored by the worker's gpu queue on the CPU."""
 
 from __future__ import annotations
 
@@ -32,6 +33,11 @@ from tests.factories import native_trace_folder
 from traces import grammar
 from traces.models import Project, Trace
 from traces.services import membership_add, project_create
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from prescoring.tiny import build_tiny_qwen2vl  # noqa: E402
 
 pytestmark = pytest.mark.worker
 
@@ -108,6 +114,20 @@ def _export_id(result: subprocess.CompletedProcess) -> int:
     return int(re.search(r"^export (\d+) ", result.stdout, flags=re.M).group(1))
 
 
+def _checkpoints(settings, folder: Path, names: list[str]) -> None:
+    """The gpu workers' volume as the docs describe it: each checkpoint the docs name, a folder in
+    STUDIO_EVALUATION_CHECKPOINTS_DIR (the live server runs in this process, so the setting reaches it)."""
+    for name in names:
+        build_tiny_qwen2vl(folder / name)
+    settings.EVALUATION_CHECKPOINTS_DIR = str(folder)
+
+
+def _evaluated(result: subprocess.CompletedProcess) -> dict[str, str]:
+    """The figures `evaluate --wait` prints, by their words."""
+    assert re.search(r"^evaluation \d+ succeeded", result.stdout, flags=re.M), result.stdout
+    return dict(re.findall(r"^  ([^:]+): (.+)$", result.stdout, flags=re.M))
+
+
 class Walk:
     """Runs a doc's lines in order; ``before`` hooks do the people's part before the line that needs it."""
 
@@ -121,6 +141,7 @@ class Walk:
         # The docs' 42 and 43 are the first and second export the doc's own lines made.
         for example, index in (("43", 1), ("42", 0)):
             if len(self.exports) > index:
+                self.values[f"--export {example}"] = f"--export {self.exports[index]}"
                 self.values[f"diff {example}"] = f"diff {self.exports[index]}"
                 self.values[f"--against {example}"] = f"--against {self.exports[index]}"
                 self.values[f"--since {example}"] = f"--since {self.exports[index]}"
@@ -146,7 +167,7 @@ def people(project, annotator, lead, engineer, make_user):
     return {"annotators": [annotator, second], "lead": lead, "engineer": engineer}
 
 
-def test_the_weekly_round_as_written(live_server, celery_worker, project, people, tmp_path):
+def test_the_weekly_round_as_written(live_server, celery_worker, project, people, settings, tmp_path):
     lead, engineer = people["lead"], people["engineer"]
     tokens = {"lead": api_token_issue(user=lead), "engineer": api_token_issue(user=engineer)}
     ids = [f"wk48-{n}" for n in range(4)]
@@ -164,12 +185,13 @@ def test_the_weekly_round_as_written(live_server, celery_worker, project, people
         "--double-annotation-share 0.2": "--double-annotation-share 1",
     }
     walk = Walk(live_server.url, tokens, values)
-    lines = [line for line in doc_commands("weekly-round.md") if not line.startswith("trace-studio evaluate")]
-    assert [line.split()[1] for line in lines] == ["rounds", "settings", "import", "export", "export", "diff"]
+    lines = doc_commands("weekly-round.md")
+    steps = ["rounds", "settings", "import", "export", "export", "diff", "evaluate", "evaluate"]
+    assert [line.split()[1] for line in lines] == steps
 
     walk.run(lines[0])  # 1. open the round
-    settings = walk.run(lines[1])
-    assert "double annotation: 100% of traces to 2 annotators each (saved)" in settings.stdout
+    double = walk.run(lines[1])
+    assert "double annotation: 100% of traces to 2 annotators each (saved)" in double.stdout
     project.refresh_from_db()
     imported = walk.run(lines[2])  # 2. import with the instructions the source lacks
     assert "succeeded" in imported.stdout and "round week 48" in imported.stdout, imported.stdout
@@ -214,10 +236,29 @@ def test_the_weekly_round_as_written(live_server, celery_worker, project, people
     older, newer = walk.exports
     assert f"export {older} -> export {newer}: 1 added, 0 changed, 0 removed, 4 already in the base" in diff.stdout
 
+    # 7. The trained checkpoint evaluated on the corrections: the validation split of the bundle it was trained on
+    # (the full one), then the whole round.
+    _checkpoints(settings, tmp_path / "checkpoints", ["ui-tars-r3"])
+    on_validation = _evaluated(walk.run(lines[6]))
+    on_round = _evaluated(walk.run(lines[7]))
+    # Each accepted correction gives an error_correction sample, a post_reflection sample and a DPO pair: the
+    # validation split holds at least one trace; the round, its four traces (the late one came in without a round).
+    assert int(on_validation["samples"]) >= 3 and int(on_validation["pairs"]) >= 1, on_validation
+    assert int(on_round["samples"]) == 12 and int(on_round["pairs"]) == 4, on_round
+    assert 0 <= float(on_round["preference accuracy"]) <= 1
+    # As the doc says, the incremental bundle's own validation split (one new trace) holds nothing to score.
+    incremental = run_cli(
+        live_server.url, tokens["engineer"], written_as(lines[6], walk.values | {"--export 42": f"--export {newer}"})
+    )
+    assert incremental.returncode == 0, incremental.stderr
+    assert "scored no samples" in incremental.stderr and "  samples: 0" in incremental.stdout
+    assert float(on_round["NLL/token corrected"]) > 0
 
-def test_the_cli_doc_as_written(live_server, celery_worker, project, people, tmp_path):
+
+def test_the_cli_doc_as_written(live_server, celery_worker, project, people, settings, tmp_path):
     """docs/cli.md on a project of its own: the engineer's lines first (an empty project: the export warns, the
-    listings say there is nothing yet), then the lead's; an engineer's import is refused as the doc says."""
+    listings say there is nothing yet), then the lead's; an engineer's import is refused as the doc says. The
+    `evaluate` line last: it scores the round the lead's lines made, once its traces are answered and accepted."""
     lead, engineer = people["lead"], people["engineer"]
     tokens = {"lead": api_token_issue(user=lead), "engineer": api_token_issue(user=engineer)}
     other = project_create(name="CLI doc project", members=[lead, engineer])
@@ -233,9 +274,11 @@ def test_the_cli_doc_as_written(live_server, celery_worker, project, people, tmp
         "bundles/": f"{tmp_path / 'bundles'}/",
     }
     walk = Walk(live_server.url, tokens, values)
-    lines = [line for line in doc_commands("cli.md") if not line.startswith("trace-studio evaluate ")]
+    lines = doc_commands("cli.md")
+    evaluations = [line for line in lines if line.startswith("trace-studio evaluate ")]
+    assert len(evaluations) == 1
     out = {}
-    for line in lines:
+    for line in [line for line in lines if line not in evaluations]:
         result = walk.run(line)
         out.setdefault(" ".join(line.split()[1:3]), []).append(result)
     assert f"{other.pk}  CLI doc project" in out["projects"][0].stdout
@@ -252,3 +295,11 @@ def test_the_cli_doc_as_written(live_server, celery_worker, project, people, tmp
     assert refused.returncode == 1 and "HTTP 403" in refused.stderr
     assert Project.objects.get(pk=project.pk).double_annotation_share == 0
     assert not Annotation.objects.filter(status=AnnotationStatus.ACCEPTED, project=other).exists()
+
+    # The round's two traces answered and accepted, then the doc's checkpoint evaluated on them.
+    membership_add(project=other, user=people["annotators"][0])
+    for _ in ids:
+        review_accept(annotation_id=_answer(people["annotators"][0], other).pk, actor=lead)
+    _checkpoints(settings, tmp_path / "checkpoints", ["agent-r2"])
+    figures = _evaluated(walk.run(evaluations[0]))
+    assert int(figures["samples"]) == 6 and int(figures["pairs"]) == 2, figures

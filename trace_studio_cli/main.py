@@ -460,6 +460,10 @@ def evaluate(
     overall = (job.get("metrics") or {}).get("overall") or {}
     for key, words in EVALUATION_FIGURES:
         click.echo(f"  {words}: {_figure(overall.get(key))}")
+    if not overall.get("samples"):
+        # A finished job over an empty selection (an incremental bundle's empty validation split, a round with
+        # nothing accepted yet) has no figures: said where a script watching stderr sees it.
+        click.echo(f"warning: evaluation {job['id']} scored no samples: its selection holds none", err=True)
 
 
 @cli.command()

@@ -80,9 +80,25 @@ import * as History from "./workspace/history.js";
   }
 
   // --- zoom: one view for every screenshot on the page (o_τ and o_τ+1 stay aligned) ---
+  // The rule is static/js/zoom.js's, as in the workspace: a wheel notch at most a quarter, "100 %" the screenshot's
+  // own pixels (the level button), "Fit" apart. The level is read on the frame last zoomed (the first at the start).
   const frames = [...document.querySelectorAll(".shot-frame")];
   let view = { ...Zoom.FIT };
   let settle = null;
+  let measured = frames[0] || null;
+  const levelButton = document.getElementById("review-zoom-level");
+  const fitButton = document.getElementById("review-zoom-fit");
+  // The measured frame's width on the screen and its screenshot's own width; null until its image has loaded.
+  function shownFrame() {
+    const frame = [measured, ...frames].find((f) => f && f.clientWidth && !f.hidden && f.querySelector("img").naturalWidth);
+    return frame ? { width: frame.clientWidth, imageWidth: frame.querySelector("img").naturalWidth } : null;
+  }
+  function showLevel() {
+    if (!levelButton) return;
+    const shown = shownFrame();
+    levelButton.textContent = shown ? Zoom.levelText(view, shown.width, shown.imageWidth) : "Fit";
+    fitButton.setAttribute("aria-pressed", String(view.scale === 1));
+  }
   function setView(next) {
     view = next;
     for (const frame of frames) {
@@ -91,10 +107,26 @@ import * as History from "./workspace/history.js";
       layer.style.setProperty("--zoom", String(view.scale));  // marks keep their size on screen
       frame.classList.toggle("zoomed", view.scale > 1);
     }
+    showLevel();
     clearTimeout(settle);
     settle = setTimeout(() => frames.forEach(separateLabels), 120);
   }
-  for (const frame of frames) Zoom.attach(frame, { get: () => view, set: setView });
+  for (const frame of frames) {
+    Zoom.attach(frame, { get: () => view, set: (next) => { measured = frame; setView(next); } });
+    frame.querySelector("img").addEventListener("load", showLevel);
+  }
+  const zoomBy = (factor) => setView(Zoom.zoomAt(view, 0.5, 0.5, factor));
+  const actualSize = () => {
+    const shown = shownFrame();
+    if (shown) setView(Zoom.actualSize(view, shown.width, shown.imageWidth));
+  };
+  const bind = (id, handler) => { const b = document.getElementById(id); if (b) b.addEventListener("click", handler); };
+  bind("review-zoom-in", () => zoomBy(Zoom.BUTTON_STEP));
+  bind("review-zoom-out", () => zoomBy(1 / Zoom.BUTTON_STEP));
+  bind("review-zoom-level", actualSize);
+  bind("review-zoom-fit", () => setView({ ...Zoom.FIT }));
+  window.addEventListener("resize", showLevel);
+  showLevel();
   window.reviewZoom = () => ({ ...view });  // for tests
 
   document.querySelectorAll(".shot-frame[data-markers]").forEach((frame) => drawMarkers(frame, readJSON(frame.dataset.markers)));
@@ -211,7 +243,7 @@ import * as History from "./workspace/history.js";
     const changed = (slot, quiet) => {
       const s = slots[slot];
       recordEdit(quiet ? `arg:${slot}` : null);
-      if (!quiet) drawEditor(slot);
+      if (!quiet) { drawEditor(slot); drawEdited(slot); }
       clearTimeout(s.timer);
       s.timer = setTimeout(async () => {
         const seq = ++s.seq;
@@ -222,6 +254,23 @@ import * as History from "./workspace/history.js";
         drawEditor(slot);
       }, 120);
     };
+    // The action being edited is drawn where the annotator's was (its point, end and element box, in the project's
+    // convention like the server's markers), so a placed point shows on its pixel at every zoom.
+    const frameOf = { corrected: "error-markers", reflection: "reflection-markers" };
+    function drawEdited(slot) {
+      const frame = document.querySelector(`.shot-frame[data-markers='${frameOf[slot]}']`);
+      const screen = editData.screens[slot], action = slots[slot].action;
+      if (!frame || !screen) return;
+      const served = readJSON(frameOf[slot]), own = served.find((m) => m.kind === slot);
+      const others = served.filter((m) => m !== own);
+      const args = (action && action.args) || {};
+      const edited = action && Array.isArray(args.start_box) ? [{
+        label: `${own ? own.label : slot} (edited)`, kind: slot, type: action.type, text: slots[slot].field.value, extent: screen.extent,
+        start: args.start_box, end: Array.isArray(args.end_box) ? args.end_box : undefined,
+        box: Array.isArray(action.target_box) ? action.target_box : undefined,
+      }] : [];
+      drawMarkers(frame, [...others, ...edited]);
+    }
     // Points are placed on the screens shown above: o_τ for the correction, o_τ+1 for the post-reflection.
     const placeOn = (frame, slot) => {
       if (!frame) return;
@@ -316,8 +365,8 @@ import * as History from "./workspace/history.js";
       return;
     }
     if (event.ctrlKey) return;
-    const zoomKeys = { "+": 1.5, "=": 1.5, "-": 1 / 1.5 };
-    if (zoomKeys[event.key] && frames.length) { event.preventDefault(); setView(Zoom.zoomAt(view, 0.5, 0.5, zoomKeys[event.key])); return; }
+    const zoomKeys = { "+": Zoom.BUTTON_STEP, "=": Zoom.BUTTON_STEP, "-": 1 / Zoom.BUTTON_STEP };
+    if (zoomKeys[event.key] && frames.length) { event.preventDefault(); zoomBy(zoomKeys[event.key]); return; }
     if (event.key === "0" && frames.length) { event.preventDefault(); setView({ ...Zoom.FIT }); return; }
     if ((event.key === "j" || event.key === "k") && screens.length) { event.preventDefault(); showScreen(shown + (event.key === "j" ? 1 : -1)); return; }
     if (event.key === "a" && acceptButton) { event.preventDefault(); acceptButton.click(); }

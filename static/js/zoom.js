@@ -7,6 +7,8 @@
 export const MAX = 8;
 // One wheel event (a notch, or a trackpad's burst) changes the zoom by at most a quarter, in or out.
 export const WHEEL_STEP = 1.25;
+// The + and - buttons and keys: a bigger step than a notch, as few presses reach a detail.
+export const BUTTON_STEP = 1.5;
 
 export function clamp(scale, ox, oy) {
   scale = Math.min(MAX, Math.max(1, scale));
@@ -29,6 +31,12 @@ export function transform(view) {
    on the screen; ``imageWidth``: the screenshot's. */
 export function percentOf(view, fitWidth, imageWidth) {
   return fitWidth && imageWidth ? Math.round(view.scale * fitWidth / imageWidth * 100) : null;
+}
+
+/* The level button's words: the percentage of the screenshot's own pixels, or "Fit" while the frame is unmeasured. */
+export function levelText(view, fitWidth, imageWidth) {
+  const percent = percentOf(view, fitWidth, imageWidth);
+  return percent === null ? "Fit" : `${percent} %`;
 }
 
 /* The view at 1:1 (the screenshot's own pixels) around the frame's centre; never below fit (a screenshot smaller

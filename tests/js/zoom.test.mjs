@@ -1,7 +1,7 @@
 // The viewer's zoom arithmetic (static/js/zoom.js), shared by the workspace and the review page.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { actualSize, clamp, FIT, MAX, percentOf, transform, wheelFactor, WHEEL_STEP, zoomAt } from "../../static/js/zoom.js";
+import { actualSize, BUTTON_STEP, clamp, FIT, levelText, MAX, percentOf, transform, wheelFactor, WHEEL_STEP, zoomAt } from "../../static/js/zoom.js";
 
 test("zooming keeps the point under the pointer in place", () => {
   const view = zoomAt(FIT, 0.25, 0.75, 2);
@@ -34,4 +34,13 @@ test("100 % is the screenshot's own pixels, fit is separate", () => {
   // A phone screenshot smaller than its frame stays fitted (never zoomed below the fit).
   assert.equal(actualSize(FIT, 960, 720).scale, 1);
   assert.equal(percentOf({ scale: 1, ox: 0, oy: 0 }, 0, 720), null);
+});
+
+test("the level button's words: the percentage of the screenshot's pixels, Fit while unmeasured", () => {
+  assert.equal(levelText(FIT, 775, 1920), "40 %");
+  assert.equal(levelText(actualSize(FIT, 775, 1920), 775, 1920), "100 %");
+  assert.equal(levelText(FIT, 0, 1920), "Fit");
+  // A button press is a bigger step than a wheel notch, both ways.
+  assert.ok(BUTTON_STEP > WHEEL_STEP);
+  assert.equal(zoomAt(FIT, 0.5, 0.5, BUTTON_STEP).scale, BUTTON_STEP);
 });

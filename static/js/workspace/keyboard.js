@@ -4,6 +4,7 @@
    command; its keys come from KEYS (``keysFor``), so a key changed here is the key the help shows. */
 import { $ } from "../dom.js";
 import { toModel, toPx } from "../geometry.js";
+import { BUTTON_STEP as ZOOM_STEP } from "../zoom.js";
 
 // Keys of the page, when no field has the focus and no modifier is held.
 export const KEYS = {
@@ -143,8 +144,8 @@ export function install(ws) {
   for (const b of document.querySelectorAll("[data-close]")) b.addEventListener("click", () => toggleHelp(false));
   $("ws-overlay-btn").addEventListener("click", toggleOverlay);
   $("ws-compare-btn").addEventListener("click", toggleCompare);
-  $("ws-zoom-in").addEventListener("click", () => ws.zoomAt(0.5, 0.5, 1.5));
-  $("ws-zoom-out").addEventListener("click", () => ws.zoomAt(0.5, 0.5, 1 / 1.5));
+  $("ws-zoom-in").addEventListener("click", () => ws.zoomAt(0.5, 0.5, ZOOM_STEP));
+  $("ws-zoom-out").addEventListener("click", () => ws.zoomAt(0.5, 0.5, 1 / ZOOM_STEP));
   $("ws-zoom-level").addEventListener("click", () => ws.zoomActual());
   $("ws-zoom-fit").addEventListener("click", () => ws.zoomReset());
   $("ws-box-btn").addEventListener("click", () => { state.boxMode = !state.boxMode; $("ws-box-btn").setAttribute("aria-pressed", String(state.boxMode)); });
@@ -288,8 +289,8 @@ export function install(ws) {
     wrong: () => { const hot = ws.hotAlternative(); if (hot) ws.markAlternative(hot, "wrong"); },
     overlay: toggleOverlay,
     compare: toggleCompare,
-    zoom_in: () => ws.zoomAt(0.5, 0.5, 1.5),
-    zoom_out: () => ws.zoomAt(0.5, 0.5, 1 / 1.5),
+    zoom_in: () => ws.zoomAt(0.5, 0.5, ZOOM_STEP),
+    zoom_out: () => ws.zoomAt(0.5, 0.5, 1 / ZOOM_STEP),
     zoom_reset: () => ws.zoomReset(),
     help: () => toggleHelp(),
   };

@@ -142,9 +142,7 @@ export function install(ws) {
   // "100 %" is the screenshot's own pixels; fitted, the level says so ("Fit · 53 %").
   function showZoomLevel() {
     const shown = shownFrame();
-    const percent = shown ? Zoom.percentOf(state.zoom, shown.width, shown.shot.width) : null;
-    const text = percent === null ? "Fit" : `${percent} %`;
-    $("ws-zoom-level").textContent = text;
+    $("ws-zoom-level").textContent = shown ? Zoom.levelText(state.zoom, shown.width, shown.shot.width) : "Fit";
     $("ws-zoom-fit").setAttribute("aria-pressed", String(state.zoom.scale === 1));
   }
   ws.showZoomLevel = showZoomLevel;
