@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/labelstudio.py [--stack both|studio|labelstudio] [--annotators 50] [--solo-saves 1000]
         [--autosave-s 60] [--label-studio-venv /tmp/label-studio-venv] [--out report.json]
+        [--no-login-burst] [--studio-database-url postgres://…/NAME --studio-redis-url redis://…/N]
 
 Each stack runs on its own fresh data folder and its default single-machine server: Trace Studio's
 ``manage.py runstudio`` (the supervisor, uvicorn, the Celery worker and its two children; DEBUG off) and
@@ -17,7 +18,10 @@ Phases, the same for both stacks (users and tasks are made before the server sta
    p50/p95, served and errors; every acknowledged save is read back afterwards (its text is the draft's);
 4. idle memory again, after the load;
 5. a login burst: as many new logins as annotators, all at once through the login form, while the autosavers go on
-   saving: login p50/p95/max and the saves' p95 during the burst.
+   saving: login p50/p95/max and the saves' p95 during the burst (``--no-login-burst`` leaves it out).
+
+Trace Studio runs on SQLite and the filesystem broker unless ``--studio-database-url`` (an empty PostgreSQL database
+it migrates) and ``--studio-redis-url`` put it on the full stack's services.
 """
 
 from __future__ import annotations
@@ -189,7 +193,7 @@ class Browser:
 class Studio:
     name = "Trace Studio"
 
-    def __init__(self, root: Path, users: int):
+    def __init__(self, root: Path, users: int, database_url: str = "", redis_url: str = ""):
         self.data = root / "studio"
         self.env = dict(
             os.environ,
@@ -201,6 +205,10 @@ class Studio:
         )
         self.env.pop("DATABASE_URL", None)
         self.env.pop("REDIS_URL", None)
+        if database_url:
+            self.env["DATABASE_URL"] = database_url
+        if redis_url:
+            self.env["REDIS_URL"] = redis_url
         self.python = sys.executable
         self.users = users
 
@@ -513,6 +521,8 @@ def run_stack(stack, args) -> dict:
         report["idle_after_load"] = memory(server.pid)
         print(f"[{stack.name}] idle after the load: {memory_line(report['idle_after_load'])}", flush=True)
 
+        if not args.login_burst:
+            return report
         # 5. a login burst beside the autosavers
         burst_sessions = [Browser(port) for _ in range(n)]
         stop = threading.Event()
@@ -593,8 +603,9 @@ def table(reports: list[dict]) -> str:
     row("idle PSS after start, all processes", f, "MB", lambda r: mem(r, "idle_start", "pss_mb"))
     row("RSS after the autosave load", f, "MB", lambda r: mem(r, "idle_after_load", "rss_mb"))
     row("PSS after the autosave load", f, "MB", lambda r: mem(r, "idle_after_load", "pss_mb"))
-    row("login burst: login p95", f, "s", lambda r: r["login_burst"]["login_p95_s"])
-    row("login burst: saves' p95 meanwhile", f, "ms", lambda r: r["login_burst"]["save_p95_ms"])
+    if all("login_burst" in r for r in reports):
+        row("login burst: login p95", f, "s", lambda r: r["login_burst"]["login_p95_s"])
+        row("login burst: saves' p95 meanwhile", f, "ms", lambda r: r["login_burst"]["save_p95_ms"])
     for r in reports:
         lines.append("")
         lines.append(
@@ -617,11 +628,14 @@ def main() -> int:
     parser.add_argument("--settle-s", type=float, default=10)
     parser.add_argument("--label-studio-venv", default=str(Path(tempfile.gettempdir()) / "label-studio-venv"))
     parser.add_argument("--out", default="")
+    parser.add_argument("--no-login-burst", dest="login_burst", action="store_false")
+    parser.add_argument("--studio-database-url", default="", help="Trace Studio's database (default: SQLite)")
+    parser.add_argument("--studio-redis-url", default="", help="Trace Studio's Redis (default: none)")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="bench-side-by-side-"))
     stacks = []
     if args.stack in ("both", "studio"):
-        stacks.append(Studio(root, args.annotators))
+        stacks.append(Studio(root, args.annotators, args.studio_database_url, args.studio_redis_url))
     if args.stack in ("both", "labelstudio"):
         stacks.append(LabelStudio(root, args.annotators, Path(args.label_studio_venv)))
     reports = [run_stack(stack, args) for stack in stacks]

@@ -160,7 +160,8 @@ class HttpEntry:
             declared = _declared_length(scope)
         except ValueError:
             return await _answer(send, 400, "The Content-Length header is not a number.")
-        match = _route(scope)
+        # Only a POST can be an upload or a password check; any other method has the one default body cap.
+        match = _route(scope) if scope["method"] == "POST" else None
         route_name = match.url_name if match else None
         cap = body_cap(route_name, scope["method"])
         if declared is not None and declared > cap:
@@ -206,7 +207,8 @@ class HttpEntry:
                 expected = declared if declared is not None else received
                 deadline = started + settings.REQUEST_BODY_DEADLINE_S + expected / rate
                 try:
-                    message = await asyncio.wait_for(receive(), max(0.0, deadline - loop.time()))
+                    async with asyncio.timeout(max(0.0, deadline - loop.time())):
+                        message = await receive()
                 except TimeoutError:
                     await _answer(
                         send,
@@ -234,38 +236,61 @@ class HttpEntry:
 
 
 class _Response:
-    """One response: the view's thread queues messages; the loop sends them, and streams a file response."""
+    """One response. A response whose body is already in memory (Django's ``HttpResponse``: the API's answers, the
+    pages) comes back from the view's thread with its result and is sent from the loop in one piece, with no hand-over
+    per message. A streaming one is queued by the view's thread message by message, and a file response is streamed
+    from the loop."""
 
     def __init__(self, loop, send, executor, readers):
         self.loop, self.send, self.executor, self.readers = loop, send, executor, readers
         self.queue: asyncio.Queue = asyncio.Queue()
         self.unsent = 0
         self.room = asyncio.Condition()
+        self.sender: asyncio.Future | None = None  # started by the first queued message
         self.file: FileToStream | None = None
+        self.start: dict | None = None  # the start message, until it is sent or queued
         self.started = False
+        self.whole_body: bytes | None = None
         self.failed: BaseException | None = None
 
     async def run(self, wsgi_app, environ) -> None:
-        sender = asyncio.ensure_future(self._sender())
         try:
             await self.loop.run_in_executor(
                 self.executor, contextvars.copy_context().run, self._wsgi, wsgi_app, environ
             )
+            if self.whole_body is not None:
+                return await self._send_whole(self.whole_body)
+            if self.start is not None:
+                await self._queue(self.start)
+                self.start = None
             if self.file is not None:
                 await self._stream_file()
+            if self.sender is None:
+                self.sender = asyncio.ensure_future(self._sender())
             self.queue.put_nowait(None)
-            await sender
+            await self.sender
         finally:
-            if not sender.done():
-                sender.cancel()
+            if self.sender is not None and not self.sender.done():
+                self.sender.cancel()
             if self.file is not None:
                 await self.loop.run_in_executor(self.readers, self.file.close)
+
+    async def _send_whole(self, body: bytes) -> None:
+        try:
+            async with asyncio.timeout(settings.RESPONSE_SEND_TIMEOUT_S):
+                await self.send(self.start)
+                await self.send({"type": "http.response.body", "body": body, "more_body": False})
+        except TimeoutError:
+            raise ClientTooSlow(f"no byte taken for {settings.RESPONSE_SEND_TIMEOUT_S} s") from None
 
     # --- the view's thread -------------------------------------------------------------------------
 
     def _push(self, message) -> None:
         """Queue a message; wait (at most RESPONSE_SEND_TIMEOUT_S) only while the client is behind by more
         than RESPONSE_BUFFER_BYTES."""
+        if self.start is not None:  # the start message goes first
+            start, self.start = self.start, None
+            self._push(start)
         future = asyncio.run_coroutine_threadsafe(self._queue(message), self.loop)
         try:
             future.result(timeout=settings.RESPONSE_SEND_TIMEOUT_S)
@@ -277,13 +302,11 @@ class _Response:
         if exc_info and self.started:
             raise exc_info[1].with_traceback(exc_info[2])
         self.started = True
-        self._push(
-            {
-                "type": "http.response.start",
-                "status": int(status.split(" ", 1)[0]),
-                "headers": [(k.strip().lower().encode("latin1"), v.strip().encode("latin1")) for k, v in headers],
-            }
-        )
+        self.start = {
+            "type": "http.response.start",
+            "status": int(status.split(" ", 1)[0]),
+            "headers": [(k.strip().lower().encode("latin1"), v.strip().encode("latin1")) for k, v in headers],
+        }
         return lambda chunk: self._push({"type": "http.response.body", "body": chunk, "more_body": True})
 
     def _wsgi(self, wsgi_app, environ) -> None:
@@ -292,6 +315,10 @@ class _Response:
             self.file = iterable  # sent from the loop; closed there too
             return
         try:
+            if getattr(iterable, "streaming", True) is False and self.start is not None:
+                # Django's HttpResponse: its content is in memory already; the loop sends it in one piece.
+                self.whole_body = b"".join(iterable)
+                return
             for chunk in iterable:
                 if chunk:
                     self._push({"type": "http.response.body", "body": chunk, "more_body": True})
@@ -303,6 +330,8 @@ class _Response:
     # --- the loop ----------------------------------------------------------------------------------
 
     async def _queue(self, message) -> None:
+        if self.sender is None:
+            self.sender = asyncio.ensure_future(self._sender())
         size = len(message.get("body", b""))
         async with self.room:
             await self.room.wait_for(lambda: self.unsent < RESPONSE_BUFFER_BYTES or self.failed is not None)

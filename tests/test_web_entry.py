@@ -129,6 +129,20 @@ def test_pages_answer_through_the_web_entry_point(annotator):
     assert icon_body.startswith(b"<svg")
 
 
+@pytest.mark.django_db(transaction=True)
+def test_an_answer_held_in_memory_goes_out_as_one_body_message(annotator):
+    """A page or an API answer (Django's HttpResponse) is sent whole from the event loop once the view's thread is
+    done: one body message, the last, rather than each message handed over from the thread and an empty last one."""
+    from studio.asgi import application
+
+    messages: list[dict] = []
+    start = call(application, http_scope("/login/", []), messages.append)
+    assert start["status"] == 200
+    assert [m["more_body"] for m in messages] == [False], [(len(m["body"]), m["more_body"]) for m in messages]
+    assert b"csrfmiddlewaretoken" in messages[0]["body"]
+    assert dict(start["headers"])[b"content-length"] == str(len(messages[0]["body"])).encode()
+
+
 def test_cache_objects_of_a_process_share_one_redis_pool():
     """Django makes a cache object per request context; each would open its own Redis connection."""
     from studio.cache import SharedPoolRedisCache
