@@ -5,8 +5,8 @@ time, CPU time and peak RSS of the process that runs ``insights.services.cluster
     .venv/bin/python bench/cluster.py --database-url postgres://postgres@127.0.0.1:5432/trace_bench_cluster
 
 Generates (once; kept for reruns) a project with ``--corrections`` accepted corrections in four rounds, each worded
-from one of a dozen mistake families with its own words filled in (apps, elements, numbers), so that text clustering
-has families to find, and a search entry each (written in bulk as ``search_entry_refresh`` would). Then a fresh
+from one of a dozen mistake families with its own words filled in (apps, elements, numbers) and a note of three
+free words (so nearly every text is distinct, as real ones are), so that text clustering has families to find, and a search entry each (written in bulk as ``search_entry_refresh`` would). Then a fresh
 process (so its peak RSS is the clustering's, Django included) runs the clustering and prints the figures. Target
 (issue 36): 100,000 corrections in ≤ 2 minutes with peak RSS ≤ 1 GB. Reported, not asserted.
 """
@@ -42,6 +42,10 @@ FAMILIES = [
     ("wrong element / grounding", "The keyboard covers the {el}; close it before tapping, or I hit a key in {app}."),
     ("misread screen", "The {el} is disabled (greyed out) in {app} until the form is filled in."),
 ]
+# Free words of the annotator's own (letters only, as the tokenizer reads them): nearly every correction's text is
+# then distinct, as real ones are, and the clustering cannot lean on exact repeats.
+SYLLABLES = ["ka", "lo", "mi", "ru", "se", "ta", "ve", "no", "pi", "do", "fa", "ge", "hu", "ji", "be", "zo"]
+FREE_WORDS = [a + b + c for a in SYLLABLES for b in SYLLABLES for c in SYLLABLES][:3000]
 DISPLACEMENTS = ("no point", "under 2%", "2–10%", "10–30%", "over 30%")
 TYPES = ("click", "type", "scroll", "finished", "long_press", "wait", "hotkey")
 
@@ -71,7 +75,7 @@ def generate(n: int) -> None:
 
     existing = Project.objects.filter(name=PROJECT_NAME).first()
     if existing is not None:
-        if SearchEntry.objects.filter(project=existing, status="accepted").count() >= n:
+        if SearchEntry.objects.filter(project=existing, status="accepted").count() == n:
             return
         existing.delete()
     rng = random.Random(36)
@@ -114,7 +118,7 @@ def generate(n: int) -> None:
                 error_category=category,
                 corrected_thought=thought,
                 corrected_action="click(start_box='(500,80)')",
-                note="",
+                note=" ".join(rng.choice(FREE_WORDS) for _ in range(3)),
                 submitted_at=now,
             )
         )

@@ -5,7 +5,7 @@
         [--no-login-burst] [--studio-database-url postgres://…/NAME --studio-redis-url redis://…/N]
 
 Each stack runs on its own fresh data folder and its default single-machine server: Trace Studio's
-``manage.py runstudio`` (the supervisor, uvicorn, the Celery worker and its two children; DEBUG off) and
+``manage.py runstudio`` (the supervisor, uvicorn and one threaded Celery worker for jobs and webhook deliveries; DEBUG off) and
 ``label-studio start`` (one process). Label Studio is installed by pip into its own virtualenv (``--label-studio-venv``,
 made when missing; never a project dependency). With ``--stack both`` the two run back to back, Trace Studio first,
 and the load average is printed beside every phase: the machine is shared, and CPU time summed from

@@ -199,9 +199,10 @@ def _cosine(a: dict[str, float], b: dict[str, float]) -> float:
 
 
 # Up to this many distinct texts, average linkage runs on every pair of them; past it (it is quadratic in time and
-# memory), the texts are first gathered into this many k-means groups of their TF-IDF vectors, and the linkage runs
-# on the groups' centres: 100,000 corrections in about a minute and a few hundred MB (bench/cluster.py).
+# memory), the texts are first gathered into KMEANS_GROUPS k-means groups of their TF-IDF vectors, and the linkage
+# runs on the groups' centres (bench/cluster.py: 100,000 distinct corrections, figures in docs/architecture.md).
 DIRECT_LINKAGE_LIMIT = 2_000
+KMEANS_GROUPS = 500
 
 
 def _normalised(text: str) -> str:
@@ -237,15 +238,15 @@ def text_clusters(texts: list[str]) -> tuple[list[int], str]:
     if len(unique) <= DIRECT_LINKAGE_LIMIT:
         labels = [int(v) for v in linkage.fit_predict(matrix.toarray())]
         return [labels[p] for p in position], "tf-idf average linkage (scikit-learn)"
-    groups = MiniBatchKMeans(
-        n_clusters=DIRECT_LINKAGE_LIMIT, batch_size=4096, n_init=1, random_state=0, max_iter=20
-    ).fit(matrix)
+    groups = MiniBatchKMeans(n_clusters=KMEANS_GROUPS, batch_size=4096, n_init=1, random_state=0, max_iter=20).fit(
+        matrix
+    )
     centres = groups.cluster_centers_
     used = sorted(set(int(g) for g in groups.labels_))
     centre_labels = [int(v) for v in linkage.fit_predict(centres[used])]
     label_of_group = dict(zip(used, centre_labels, strict=True))
     labels = [label_of_group[int(g)] for g in groups.labels_]
-    method = f"tf-idf k-means ({DIRECT_LINKAGE_LIMIT} groups) then average linkage (scikit-learn)"
+    method = f"tf-idf k-means ({KMEANS_GROUPS} groups) then average linkage (scikit-learn)"
     return [labels[p] for p in position], method
 
 

@@ -502,6 +502,7 @@ def test_text_clustering_past_the_direct_linkage_limit_finds_the_same_families(m
     direct, _ = services.text_clusters(texts)
     assert len({services._normalised(t) for t in texts}) == 24
     monkeypatch.setattr(services, "DIRECT_LINKAGE_LIMIT", 8)
+    monkeypatch.setattr(services, "KMEANS_GROUPS", 8)
     grouped, method = services.text_clusters(texts)
     assert "k-means" in method
 
