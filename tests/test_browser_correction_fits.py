@@ -101,8 +101,9 @@ def test_at_tau_the_verdict_category_and_action_editor_are_in_view(
     import_folder(project, write_native_trace(tmp_path / "t", steps=3, size=size, thoughts={2: LONG}, external_id=case))
     context, page, errors = open_workspace(browser, live_server, annotator, viewport)
     correct_at_tau(page, 2)
-    assert out_of_view(page) == {}
+    missing = out_of_view(page)
     measure(page, case, viewport, artifacts_dir)
+    assert missing == {}
     # A phone's portrait screenshot takes the pane's height.
     stage = page.locator("#ws-stage").bounding_box()
     frame = page.locator(".ws-frame").first.bounding_box()
@@ -132,8 +133,9 @@ def test_a_screenagent_step_at_tau_fits(
     tau = max(range(len(lengths)), key=lambda i: lengths[i]) + 1
     assert lengths[tau - 1] > 300, lengths
     correct_at_tau(page, tau)
-    assert out_of_view(page) == {}
+    missing = out_of_view(page)
     measure(page, "screenagent", viewport, artifacts_dir)
+    assert missing == {}
     context.close()
     assert errors == []
 

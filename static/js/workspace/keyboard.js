@@ -187,9 +187,11 @@ export function install(ws) {
   // --- the keyboard path through a correction ---
   // e focuses the form; digits pick an option in a focused select; an action type that needs a point starts the
   // keyboard cursor; f focuses the thought of the screen's slot; p starts the cursor again to move a point.
+  // Scrolled only as far as it takes: a field already in view leaves the panel where it is (the verdict and the
+  // category above it stay in view).
   function focusField(node) {
     if (!node) return;
-    node.scrollIntoView({ block: "center" });
+    node.scrollIntoView({ block: "nearest" });
     node.focus({ preventScroll: true });
   }
   function startCursor(slot) {
