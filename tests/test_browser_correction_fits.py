@@ -120,16 +120,16 @@ def test_at_tau_the_verdict_category_and_action_editor_are_in_view(
     assert errors == []
 
 
-def test_a_screenagent_step_at_tau_fits(
-    browser, live_server, project, annotator, viewport, realtraces, artifacts_dir
-):
+def test_a_screenagent_step_at_tau_fits(browser, live_server, project, annotator, viewport, realtraces, artifacts_dir):
     from tests.test_importers import run_import
 
     job = run_import(project, realtraces / SCREENAGENT_SESSION)
     assert job.status == "succeeded", job.message
     context, page, errors = open_workspace(browser, live_server, annotator, viewport)
     # The step with the longest recorded thought (ScreenAgent's are paragraphs), with its human-edited reply.
-    lengths = page.evaluate("JSON.parse(document.getElementById('ws-data').textContent).steps.map(s => (s.thought || '').length)")
+    lengths = page.evaluate(
+        "JSON.parse(document.getElementById('ws-data').textContent).steps.map(s => (s.thought || '').length)"
+    )
     tau = max(range(len(lengths)), key=lambda i: lengths[i]) + 1
     assert lengths[tau - 1] > 300, lengths
     correct_at_tau(page, tau)
@@ -158,7 +158,8 @@ def test_a_point_on_a_recorded_element_is_a_few_key_presses_away(
     page.keyboard.press("Enter")
     # As a click on the element: its box is the target's, the point at the box's centre.
     page.wait_for_function(
-        "b => (document.querySelector(\"[data-box='corrected']\") || {}).textContent === b", arg=f"[{', '.join(map(str, SAVE))}]"
+        "b => (document.querySelector(\"[data-box='corrected']\") || {}).textContent === b",
+        arg=f"[{', '.join(map(str, SAVE))}]",
     )
     page.wait_for_function(
         "() => document.querySelector(\"[data-canonical='corrected']\").innerText.includes('(200,230)')"
