@@ -173,12 +173,16 @@ def test_stepping_shows_where_the_new_steps_text_starts(browser, live_server, pr
     page = context.new_page()
     login(page, live_server.url, "ann")
     open_next_trace(page, live_server.url)
-    page.keyboard.press("e")  # the category takes the focus: the side panel scrolls down to it, past the thought
+    page.keyboard.press("e")  # the category takes the focus: in view already (the compact panel at τ), no scroll
     page.keyboard.press("Escape")
     heading_top = "document.querySelector('#ws-step-num').closest('.ws-panel').getBoundingClientRect().top"
     side_top = "document.querySelector('.ws-side').getBoundingClientRect().top"
-    # While correcting, the step as recorded stays pinned at the panel's top (issue 32: the recorded action in view).
+    assert page.evaluate("document.querySelector('.ws-side').scrollTop") == 0
+    # The whole thought shown and the panel scrolled down to the foot of the form:
+    page.click("#ws-thought-more")
+    page.evaluate("(s => { s.scrollTop = s.scrollHeight; })(document.querySelector('.ws-side'))")
     assert page.evaluate("document.querySelector('.ws-side').scrollTop") > 0
+    # While correcting, the step as recorded stays pinned at the panel's top (issue 32: the recorded action in view).
     assert page.evaluate(f"{heading_top} >= {side_top}")
     page.keyboard.press("j")
     assert page.inner_text("#ws-step-num") == "Step 2 of 3"

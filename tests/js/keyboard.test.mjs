@@ -104,3 +104,83 @@ test("the keyboard cursor reaches any point of the view in three presses an axis
   assert.deepEqual(fine, { at: [0.5, 0.49], range: [[0, 1], [0, 1]] });
   assert.deepEqual(cursorMove([0, 0], [[0, 1], [0, 1]], [-1, 0], false, 0.01).at, [0, 0]);  // at the edge it stays
 });
+
+test("Ctrl+arrow (⌘+arrow) jumps to a recorded element; not while a box's corner is moved", () => {
+  assert.deepEqual(cursorCommandFor(key("ArrowRight", { ctrlKey: true }), false), { name: "jump", arg: { d: [1, 0] } });
+  assert.deepEqual(cursorCommandFor(key("ArrowUp", { metaKey: true }), false), { name: "jump", arg: { d: [0, -1] } });
+  assert.equal(cursorCommandFor(key("ArrowUp", { ctrlKey: true }), true), null);
+});
+
+test("a jump goes to the element nearest ahead as the eye goes, never to one behind or under the cursor", async () => {
+  const { elementInDirection } = await import("../../static/js/workspace/keyboard.js");
+  // A 1920×1080 screen: a toolbar row (three buttons), a wide search field under it, a dialog's OK far right.
+  const boxes = [
+    [100, 40, 180, 80],     // 0: back
+    [200, 40, 280, 80],     // 1: forward
+    [300, 40, 380, 80],     // 2: reload
+    [100, 120, 1800, 160],  // 3: search field, the whole width
+    [1700, 900, 1800, 950], // 4: OK
+  ];
+  const centre = (i) => [(boxes[i][0] + boxes[i][2]) / 2, (boxes[i][1] + boxes[i][3]) / 2];
+  assert.equal(elementInDirection(boxes, centre(0), [1, 0]), 1);   // along the row, the next button
+  assert.equal(elementInDirection(boxes, centre(1), [1, 0]), 2);
+  assert.equal(elementInDirection(boxes, centre(1), [-1, 0]), 0);
+  // Down from a button: the wide field right under it (its box crosses the cursor's line), not OK further right.
+  assert.equal(elementInDirection(boxes, centre(0), [0, 1]), 3);
+  assert.equal(elementInDirection(boxes, centre(3), [0, 1]), 4);
+  assert.equal(elementInDirection(boxes, centre(4), [0, 1]), null);  // nothing below the lowest
+  assert.equal(elementInDirection(boxes, centre(0), [0, -1]), null);
+  assert.equal(elementInDirection([], [10, 10], [1, 0]), null);
+  assert.equal(elementInDirection(undefined, [10, 10], [1, 0]), null);
+  // Nested boxes with one centre: the smaller one (what a click there meant).
+  assert.equal(elementInDirection([[0, 0, 400, 400], [150, 150, 250, 250]], [10, 200], [1, 0]), 1);
+});
+
+test("any recorded element is reached in six presses or fewer, mixing halving arrows and jumps", async () => {
+  const { cursorJump } = await import("../../static/js/workspace/keyboard.js");
+  const size = [1920, 1080];
+  // A dense screen: 48 small elements (8 columns × 6 rows, 40×24 px each: a settings page's toggles).
+  const boxes = [];
+  for (let r = 0; r < 6; r++) for (let c = 0; c < 8; c++) {
+    const x = (60 + c * 240) / size[0], y = (60 + r * 170) / size[1];
+    boxes.push([x, y, x + 40 / size[0], y + 24 / size[1]]);
+  }
+  const on = (at, b) => at[0] >= b[0] && at[0] <= b[2] && at[1] >= b[1] && at[1] <= b[3];
+  const arrows = [[1, 0], [-1, 0], [0, 1], [0, -1]];
+  // (From the very corner opposite an element, the farthest one takes seven.)
+  for (const start of [[0.1, 0.2], [0.5, 0.5], [0.3, 0.8], [0, 0]]) {
+    // Breadth first over what six presses can do (an arrow halves, Ctrl+arrow jumps): which elements the point lands on.
+    const reached = new Set();
+    let frontier = [{ at: start, range: [[0, 1], [0, 1]] }];
+    for (let n = 1; n <= 6; n++) {
+      const next = [];
+      for (const s of frontier) {
+        for (const d of arrows) {
+          next.push(cursorMove(s.at, s.range, d, false, 0.01));
+          const j = cursorJump(boxes, s.at, d, size);
+          if (j) next.push(j);
+        }
+      }
+      for (const s of next) boxes.forEach((b, i) => { if (on(s.at, b)) reached.add(i); });
+      // Same place, same range: one state (the walk stays small).
+      const seen = new Map(next.map((s) => [JSON.stringify([s.at, s.range]), s]));
+      frontier = [...seen.values()];
+    }
+    assert.equal(reached.size, boxes.length, `from ${start}: ${boxes.length - reached.size} not reached`);
+  }
+  // Without the jumps, the halving alone lands on few of these small elements in six presses.
+  let frontier = [{ at: [0.5, 0.5], range: [[0, 1], [0, 1]] }];
+  const halvingOnly = new Set();
+  for (let n = 1; n <= 6; n++) {
+    frontier = frontier.flatMap((s) => arrows.map((d) => cursorMove(s.at, s.range, d, false, 0.01)));
+    for (const s of frontier) boxes.forEach((b, i) => { if (on(s.at, b)) halvingOnly.add(i); });
+  }
+  assert.ok(halvingOnly.size < boxes.length / 2, `${halvingOnly.size}`);
+  // A jump lands on the element's centre and keeps the arrows within it.
+  const j = cursorJump(boxes, [0.01, (60 + 12) / size[1]], [1, 0], size);
+  assert.equal(j.element, 0);
+  assert.deepEqual(j.range, [[boxes[0][0], boxes[0][2]], [boxes[0][1], boxes[0][3]]]);
+  const inside = cursorMove(j.at, j.range, [1, 0], false, 0.001);
+  assert.ok(on(inside.at, boxes[0]));
+  assert.equal(cursorJump([], [0.5, 0.5], [1, 0], size), null);
+});

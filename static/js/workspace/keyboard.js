@@ -3,7 +3,7 @@
    a box without the mouse), and the buttons that do the same. The help overlay in workspace.html describes each
    command; its keys come from KEYS (``keysFor``), so a key changed here is the key the help shows. */
 import { $ } from "../dom.js";
-import { toModel, toPx } from "../geometry.js";
+import { boxToPx, toModel, toPx } from "../geometry.js";
 import { BUTTON_STEP as ZOOM_STEP } from "../zoom.js";
 
 // Keys of the page, when no field has the focus and no modifier is held.
@@ -69,8 +69,10 @@ export function commandFor(event, typing) {
   return KEYS[event.key] ? { name: KEYS[event.key] } : null;
 }
 
-/* The cursor's command for a key press: {name, arg?} or null. ``anchored``: a box is being drawn. */
+/* The cursor's command for a key press: {name, arg?} or null. ``anchored``: a box is being drawn.
+   Ctrl+arrow (⌘+arrow) jumps to the next element the source recorded that way (``elementInDirection``). */
 export function cursorCommandFor(event, anchored) {
+  if (MOVES[event.key] && (event.ctrlKey || event.metaKey)) return anchored ? null : { name: "jump", arg: { d: MOVES[event.key] } };
   if (MOVES[event.key]) return { name: "move", arg: { d: MOVES[event.key], fine: event.shiftKey } };
   if (event.key === "Enter") return { name: "place" };
   if (event.key === "b" && !anchored) return { name: "box" };
@@ -105,6 +107,39 @@ export function cursorMove(at, range, d, fine, minStep) {
   const nextAt = at.slice();
   nextAt[axis] = to;
   return { at: nextAt, range: nextRange };
+}
+
+/* The element to jump to from ``at`` in direction ``d`` (an arrow's [dx, dy]): of the boxes ([x1, y1, x2, y2], in
+   the same units as ``at``, the screenshot's pixels so that both axes weigh alike) whose centre lies ahead on the
+   arrow's axis, the one nearest as the eye goes: the distance ahead to its centre plus twice how far its box lies
+   to the side (nothing when the cursor's line crosses it), the smaller box on a tie. Its index, or null when no
+   element lies that way. Pure (tests/js/keyboard.test.mjs). */
+export function elementInDirection(boxes, at, d) {
+  const axis = d[0] ? 0 : 1, side = 1 - axis, dir = d[axis];
+  let best = null, bestCost = Infinity, bestArea = Infinity;
+  (boxes || []).forEach((b, i) => {
+    const ahead = ((b[axis] + b[axis + 2]) / 2 - at[axis]) * dir;
+    if (!(ahead > 0.5)) return;  // its centre is not ahead (under half a pixel: where the cursor is)
+    const aside = Math.max(0, b[side] - at[side], at[side] - b[side + 2]);
+    const cost = ahead + 2 * aside, area = (b[2] - b[0]) * (b[3] - b[1]);
+    if (cost < bestCost || (cost === bestCost && area < bestArea)) { best = i; bestCost = cost; bestArea = area; }
+  });
+  return best;
+}
+
+/* A jump of the keyboard cursor (Ctrl+arrow): to the centre of the element ``elementInDirection`` finds, and the
+   arrows' range becomes that element's box, so the presses after it halve within the element (the point stays on
+   it while it is fine-tuned). The arrows and jumps mix: a press or two of halving brings the cursor near a region,
+   a jump lands on the element there. ``at`` and ``boxes`` in fractions of the screenshot, ``size`` its [width,
+   height] in pixels (the distances are weighed on the screen, not in fractions). {at, range, element} or null.
+   Pure (tests/js/keyboard.test.mjs). */
+export function cursorJump(boxes, at, d, size) {
+  const [w, h] = size;
+  const px = (boxes || []).map((b) => [b[0] * w, b[1] * h, b[2] * w, b[3] * h]);
+  const element = elementInDirection(px, [at[0] * w, at[1] * h], d);
+  if (element === null) return null;
+  const b = boxes[element];
+  return { at: [(b[0] + b[2]) / 2, (b[1] + b[3]) / 2], range: [[b[0], b[2]], [b[1], b[3]]], element };
 }
 
 export function install(ws) {
@@ -153,9 +188,11 @@ export function install(ws) {
   // --- the keyboard path through a correction ---
   // e focuses the form; digits pick an option in a focused select; an action type that needs a point starts the
   // keyboard cursor; f focuses the thought of the screen's slot; p starts the cursor again to move a point.
+  // Scrolled only as far as it takes: a field already in view leaves the panel where it is (the verdict and the
+  // category above it stay in view).
   function focusField(node) {
     if (!node) return;
-    node.scrollIntoView({ block: "center" });
+    node.scrollIntoView({ block: "nearest" });
     node.focus({ preventScroll: true });
   }
   function startCursor(slot) {
@@ -193,7 +230,30 @@ export function install(ws) {
     // Steps are fractions of what is in view, so a zoomed-in annotator nudges finely.
     const moved = cursorMove([x / shot.width, y / shot.height], state.cursor.range, d, fine, FINE_STEP / state.zoom.scale);
     state.cursor.range = moved.range;
+    state.cursor.element = null;
     state.cursor.px = [Math.min(shot.width - 1, moved.at[0] * shot.width), Math.min(shot.height - 1, moved.at[1] * shot.height)];
+    ws.keepCursorInView();
+    ws.renderStage();
+    ws.showCursorLoupe();
+  }
+  // Ctrl+arrow: to the centre of the next recorded element that way; the arrows then halve within that element's
+  // box (the point stays on it while it is fine-tuned), and Enter places the point as a click there would (snapping
+  // the element's box where a click snaps). p starts the cursor over, with the whole view for the arrows.
+  function jumpCursor(d) {
+    const shot = shotOf(state.current);
+    const elements = (ws.STEPS[state.current - 1] || {}).elements || [];
+    const boxes = elements.map((e) => boxToPx(shot, e.box)).map((b) => [b[0] / shot.width, b[1] / shot.height, b[2] / shot.width, b[3] / shot.height]);
+    const jump = cursorJump(boxes, [state.cursor.px[0] / shot.width, state.cursor.px[1] / shot.height], d, [shot.width, shot.height]);
+    if (!jump) {
+      // Said under the screenshot, where the eye is (the next drawing of the stage puts its hint back).
+      const hint = $("ws-place-hint");
+      hint.classList.remove("ws-place-done");
+      hint.textContent = elements.length ? "No recorded element lies that way." : "The source recorded no elements on this screen: the arrows alone move the point.";
+      return;
+    }
+    state.cursor.px = [Math.min(shot.width - 1, jump.at[0] * shot.width), Math.min(shot.height - 1, jump.at[1] * shot.height)];
+    state.cursor.range = jump.range;
+    state.cursor.element = jump.element;
     ws.keepCursorInView();
     ws.renderStage();
     ws.showCursorLoupe();
@@ -215,8 +275,9 @@ export function install(ws) {
       ws.drawBox(slot, shotOf(state.current), anchor, px);
       return;
     }
-    const { slot, px } = state.cursor;
-    ws.placePoint(slot, toModel(shotOf(state.current), px));
+    const { slot, px, element } = state.cursor;
+    if (element != null) ws.placeOnElement(slot, state.current, element, px);
+    else ws.placePoint(slot, toModel(shotOf(state.current), px));
     const action = state.form.editor_state[slot];
     const required = ws.pointArgsOf(action.type).filter((a) => a.required);
     const done = required.every((a) => Array.isArray(action.args[a.name]));
@@ -243,6 +304,7 @@ export function install(ws) {
 
   const cursorCommands = {
     move: ({ d, fine }) => moveCursor(d, fine),
+    jump: ({ d }) => jumpCursor(d),
     place: placeCursor,
     box: () => startBox(state.cursor.slot),
     leave: () => { state.cursor = null; ws.renderStage(); },

@@ -44,6 +44,8 @@ export function install(ws) {
     $("ws-parse-error").textContent = step && step.parse_error ? "Does not parse: " + step.parse_error : "";
     $("ws-off-screen").hidden = !(step && step.off_screen);
     $("ws-off-screen").textContent = step && step.off_screen ? "Off the screen: " + step.off_screen : "";
+    // While correcting each of these notes is cut to a line (workspace.css): the whole text on hover.
+    for (const id of ["ws-gap", "ws-parse-error", "ws-off-screen"]) $(id).title = $(id).textContent;
     const human = step && step.human_edit;
     $("ws-human").hidden = !human;
     $("ws-human-text").textContent = human ? human.raw : "";

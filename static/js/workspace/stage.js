@@ -33,9 +33,12 @@ export function install(ws) {
     }));
     // The element under the pointer, of those the source recorded on this screen (on a correction's screen: what a
     // click snaps to; on any other, what the recorded action was meant to hit).
+    // The element the keyboard cursor jumped to is outlined as the hovered one is.
     const elements = index <= N ? STEPS[index - 1].elements || [] : [];
-    if (state.hoverElement !== null && state.hoverElement.index === index && elements[state.hoverElement.element]) {
-      const e = boxToPx(shot, elements[state.hoverElement.element].box);
+    const jumped = state.cursor && slot && state.cursor.slot === slot && state.cursor.element != null ? { index, element: state.cursor.element } : null;
+    const outlined = jumped || state.hoverElement;
+    if (outlined !== null && outlined.index === index && elements[outlined.element]) {
+      const e = boxToPx(shot, elements[outlined.element].box);
       box(e.slice(0, 2), e.slice(2), "ws-element-hover");
     }
     if (state.boxDrag && slot && state.boxDrag.slot === slot) box(state.boxDrag.a, state.boxDrag.b, "ws-box-draft");
@@ -98,11 +101,7 @@ export function install(ws) {
       frame.addEventListener("click", (event) => {
         // (The click that ends a drag never reaches here: static/js/zoom.js swallows it.) Measured on the transformed layer: exact at every zoom and pan.
         const px = pxAt(view, shot, event);
-        const element = elementAt(elementsOf(index), shot, px);
-        const action = state.form.editor_state[slot];
-        if (element !== null && action && !inBox(action.target_box, toModel(shot, px)) && ws.snaps(action)) {
-          ws.setTargetBox(slot, STEPS[index - 1].elements[element].box.slice());
-        } else ws.placePoint(slot, toModel(shot, px));
+        ws.placeOnElement(slot, index, elementAt(elementsOf(index), shot, px), px);
       });
     }
     attachZoomGestures(frame, view, loupe, !!(slot && ws.editable()), { index, shot, slot });
@@ -110,6 +109,16 @@ export function install(ws) {
     pane.appendChild(caption);
     return pane;
   }
+
+  /* A point placed at ``px`` (screenshot pixels) on screen ``index``, over recorded element ``element`` (its index,
+     or null): a click, or Enter after the keyboard cursor jumped to an element. On an element outside the action's
+     box, an action that snaps takes the element's box (its point goes to the box's centre); else the point is placed. */
+  ws.placeOnElement = (slot, index, element, px) => {
+    const shot = shotOf(index), action = state.form.editor_state[slot];
+    if (element !== null && action && !inBox(action.target_box, toModel(shot, px)) && ws.snaps(action)) {
+      ws.setTargetBox(slot, STEPS[index - 1].elements[element].box.slice());
+    } else ws.placePoint(slot, toModel(shot, px));
+  };
 
   // --- zoom, pan and the loupe ---
   // Gestures and the zoom arithmetic are static/js/zoom.js's (shared with the review page); + - 0 from the keyboard.
@@ -263,10 +272,10 @@ export function install(ws) {
     const side = document.querySelector(".ws-side");
     const panel = $("ws-step-num").closest(".ws-panel");
     const top = (node) => node.getBoundingClientRect().top - side.getBoundingClientRect().top;
-    // (While correcting the step's panel is pinned in view, so the suggestions above it are what may be hidden.)
+    // (While correcting the step's panel is pinned in view and the suggestions go below the form: nothing to show.)
+    if (side.classList.contains("correcting")) return;
     const suggestions = document.querySelector("#prescore:not([hidden])");
-    const first = side.classList.contains("correcting") && suggestions ? suggestions : panel;
-    if (top(first) >= 0) return;
+    if (top(panel) >= 0) return;
     side.scrollTop += top(suggestions || panel) - 8;
   }
 
