@@ -307,7 +307,9 @@ def workspace_strip(trace: Trace) -> dict:
     """What the step strip marks on every step, for the whole trace in a few bytes (the steps' own data comes in
     windows): the steps without a screenshot, those with a recorded point off the screen, and the gaps the source
     left before a step (with the words the page shows)."""
-    without_shot, off_screen, gaps = [], [], {}
+    without_shot: list[int] = []
+    off_screen: list[int] = []
+    gaps: dict[int, dict] = {}
     rows = trace.steps.order_by("index").values_list(
         "index", "screenshot_id", "off_screen_point", "context__missing_before"
     )

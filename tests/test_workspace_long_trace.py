@@ -1,6 +1,6 @@
 """A 5,000-step trace in the workspace: the page carries the strip's marks and a window of steps, not every step's
-data (it was 3.6 MB), and the step window API serves the rest to the annotation's annotator only, refusing bad
-ranges with a 400 that says why."""
+data (it was 3.4 MB), and the step window API serves the rest to the annotation's annotator only, refusing bad
+ranges with a 400 that says why. Its trace page lists its steps a page at a time (it was 3.3 MB)."""
 
 from __future__ import annotations
 
@@ -67,6 +67,20 @@ def test_the_workspace_page_of_a_5000_step_trace_stays_small(long_annotation, an
     carried = [step["index"] for step in _payload(page)["steps"]]
     assert carried[0] <= 4000 - STEPS_WINDOW // 2 and carried[-1] >= 4000 + STEPS_WINDOW // 2
     assert carried == list(range(carried[0], carried[-1] + 1))
+
+
+def test_the_trace_page_of_a_5000_step_trace_lists_its_steps_a_page_at_a_time(long_annotation, lead):
+    client = _client(lead)
+    url = f"/traces/{long_annotation.trace_id}/"
+    page = client.get(url)
+    assert page.status_code == 200 and len(page.content) < PAGE_BYTES_BAR, len(page.content)
+    text = page.content.decode()
+    assert 'id="step-1"' in text and 'id="step-100"' in text and 'id="step-101"' not in text
+    assert "Steps 1–100 of 5000" in text and 'href="?page=2"' in text
+    # ?step=N opens the page holding step N.
+    text = client.get(url, {"step": 4000}).content.decode()
+    assert 'id="step-4000"' in text and 'id="step-3901"' in text and 'id="step-1"' not in text
+    assert "Steps 3901–4000 of 5000" in text
 
 
 BAD_RANGES = [
