@@ -61,6 +61,21 @@ class AnnotationDetail(WorkView):
         return Response(selectors.annotation_json(self.own_annotation(pk)))
 
 
+class AnnotationSteps(WorkView):
+    """A window of the annotated trace's steps, as the workspace shows them (its page carries the steps around the
+    one it opens on; the rest come from here). ``?first=&last=`` (1-based, inclusive, at most
+    ``selectors.STEPS_MAX_SPAN`` steps); none given: the first window."""
+
+    @extend_schema(responses={200: dict, 400: dict, 404: dict})
+    def get(self, request, pk: int):
+        trace = self.own_annotation(pk).trace
+        first, last = selectors.workspace_steps_range(
+            trace, request.query_params.get("first"), request.query_params.get("last")
+        )
+        steps = selectors.workspace_steps(trace, first, last) if last >= first else []
+        return Response({"first": first, "last": last, "step_count": trace.step_count, "steps": steps})
+
+
 class DraftSerializer(serializers.Serializer):
     version = serializers.IntegerField(min_value=1, help_text="The version this edit was based on.")
     verdict = serializers.ChoiceField(choices=Verdict.values, required=False, allow_blank=True)

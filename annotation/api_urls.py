@@ -11,6 +11,7 @@ urlpatterns = [
     path("leases/<int:pk>/heartbeat/", api.LeaseHeartbeat.as_view(), name="api-lease-heartbeat"),
     path("leases/<int:pk>/release/", api.LeaseRelease.as_view(), name="api-lease-release"),
     path("annotations/<int:pk>/", api.AnnotationDetail.as_view(), name="api-annotation-detail"),
+    path("annotations/<int:pk>/steps/", api.AnnotationSteps.as_view(), name="api-annotation-steps"),
     path("annotations/<int:pk>/draft/", api.AnnotationDraft.as_view(), name="api-annotation-draft"),
     path("annotations/<int:pk>/check-action/", api.ActionCheck.as_view(), name="api-annotation-check-action"),
     path("annotations/<int:pk>/submit/", api.AnnotationSubmit.as_view(), name="api-annotation-submit"),

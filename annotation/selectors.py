@@ -6,6 +6,7 @@ import copy
 
 from django.db.models import Count, F, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
+from django.urls import reverse
 from django.utils import timezone
 
 from annotation.access import annotations_for
@@ -13,6 +14,7 @@ from annotation.models import Annotation, AnnotationStatus, AuditEvent, Lease, Q
 from annotation.overlap import quota_bound, trace_annotation_quota
 from annotation.workflow import EDITABLE_BY_ANNOTATOR
 from studio.access import can
+from studio.errors import Invalid
 from studio.words import in_words
 from traces import grammar, prompting
 from traces.access import projects_for
@@ -227,35 +229,111 @@ def _human_edit(step) -> dict | None:
     }
 
 
+# The workspace's step data comes in windows of this many steps (aligned: steps 1-50, 51-100, …): the page carries
+# the windows around the step it opens on and asks GET /api/annotations/<id>/steps/ for the others as the annotator
+# moves, so a 5,000-step trace is not one multi-megabyte page. The API answers at most STEPS_MAX_SPAN steps at once.
+STEPS_WINDOW = 50
+STEPS_MAX_SPAN = 200
+
+
+def _workspace_step_json(step, trace, project, screens: dict) -> dict:
+    return {
+        "index": step.index,
+        "thought": step.thought,
+        "reflection": step.reflection,
+        "action_text": step.action_text,
+        "actions": _display_actions(step, trace),
+        "parse_error": step.parse_error,
+        "off_screen": step.off_screen_point,
+        "shot": _shot(project, step.screenshot),
+        "human_edit": _human_edit(step),
+        **_gap(step),
+        # The source's element boxes on o_i, in the project's convention: the editor's snap targets.
+        "elements": step_elements_json(step, convention=trace.coordinate_convention, project=project),
+        # Where a post-reflection for a first error here is written (o_{i+1}), or None when that screen was not
+        # kept: the page reads it, it has no copy of the rule.
+        "reflection_screen": step.index + 1 if screens.get(step.index + 1) is not None else None,
+        # What the server records as the reason there is no post-reflection for a first error here ("" when it
+        # records none): the page hides the annotator's reason field then, it has no copy of the rule.
+        "server_no_reflection_reason": server_no_reflection_reason(step.index, screens.get(step.index + 1)),
+    }
+
+
+def workspace_steps(trace: Trace, first: int, last: int) -> list[dict]:
+    """The workspace's data of steps ``first``..``last`` (1-based, inclusive, within the trace)."""
+    project = trace.project
+    # The step after the last one is read too: whether its screen was kept says where a first error at ``last``
+    # has its post-reflection.
+    rows = list(trace_steps(trace).filter(index__gte=first, index__lte=last + 1))
+    screens = observations(trace, rows)
+    return [_workspace_step_json(step, trace, project, screens) for step in rows if step.index <= last]
+
+
+def workspace_steps_range(trace: Trace, first_text, last_text) -> tuple[int, int]:
+    """The steps a request for ``first``..``last`` names (query texts; none given: the first window), or Invalid
+    saying what is wrong with them."""
+    count = trace.step_count
+    if first_text in (None, "") and last_text in (None, ""):
+        return (1, min(count, STEPS_WINDOW)) if count else (1, 0)
+    try:
+        first, last = int(str(first_text)), int(str(last_text))
+    except ValueError:
+        raise Invalid(
+            "first and last must be step numbers (whole numbers)", first=str(first_text)[:40], last=str(last_text)[:40]
+        ) from None
+    if not 1 <= first <= last <= count:
+        raise Invalid(f"first and last must satisfy 1 ≤ first ≤ last ≤ {count} (the trace's steps)", step_count=count)
+    if last - first + 1 > STEPS_MAX_SPAN:
+        raise Invalid(f"at most {STEPS_MAX_SPAN} steps at a time", max_span=STEPS_MAX_SPAN)
+    return first, last
+
+
+def _window_of(index: int) -> tuple[int, int]:
+    start = (index - 1) // STEPS_WINDOW * STEPS_WINDOW + 1
+    return start, start + STEPS_WINDOW - 1
+
+
+def workspace_opening_range(trace: Trace, annotation: Annotation) -> tuple[int, int]:
+    """The steps the page carries itself: the windows around the step it opens on (τ when marked, else the first),
+    so that step and its neighbours on either side show without a request."""
+    count = trace.step_count
+    opening = annotation.tau if annotation.verdict == Verdict.ERROR and annotation.tau else 1
+    opening = max(1, min(opening, count or 1))
+    first = _window_of(max(1, opening - STEPS_WINDOW // 2))[0]
+    last = _window_of(min(count or 1, opening + STEPS_WINDOW // 2))[1]
+    return first, min(last, count)
+
+
+def workspace_strip(trace: Trace) -> dict:
+    """What the step strip marks on every step, for the whole trace in a few bytes (the steps' own data comes in
+    windows): the steps without a screenshot, those with a recorded point off the screen, and the gaps the source
+    left before a step (with the words the page shows)."""
+    without_shot: list[int] = []
+    off_screen: list[int] = []
+    gaps: dict[int, dict] = {}
+    rows = trace.steps.order_by("index").values_list(
+        "index", "screenshot_id", "off_screen_point", "context__missing_before"
+    )
+    for index, screenshot_id, off_screen_point, missing_before in rows:
+        if screenshot_id is None:
+            without_shot.append(index)
+        if off_screen_point:
+            off_screen.append(index)
+        try:
+            dropped = int(missing_before or 0)
+        except (TypeError, ValueError):
+            dropped = 0
+        if dropped:
+            gaps[index] = {"missing_before": dropped, "missing_before_words": in_words(dropped, "step", "steps")}
+    return {"without_shot": without_shot, "off_screen": off_screen, "gaps": gaps}
+
+
 def workspace_payload(*, annotation: Annotation, lease: Lease | None) -> dict:
-    """Everything the workspace page needs in one document (rendered as JSON data, never as HTML)."""
+    """What the workspace page carries (rendered as JSON data, never as HTML): the answer, the trace's strip marks and
+    the data of the steps around the one it opens on; the others come from the step window API."""
     trace = annotation.trace
     project = trace.project
-    rows = list(trace_steps(trace))
-    screens = observations(trace, rows)
-    steps = [
-        {
-            "index": step.index,
-            "thought": step.thought,
-            "reflection": step.reflection,
-            "action_text": step.action_text,
-            "actions": _display_actions(step, trace),
-            "parse_error": step.parse_error,
-            "off_screen": step.off_screen_point,
-            "shot": _shot(project, step.screenshot),
-            "human_edit": _human_edit(step),
-            **_gap(step),
-            # The source's element boxes on o_i, in the project's convention: the editor's snap targets.
-            "elements": step_elements_json(step, convention=trace.coordinate_convention, project=project),
-            # Where a post-reflection for a first error here is written (o_{i+1}), or None when that screen was not
-            # kept: the page reads it, it has no copy of the rule.
-            "reflection_screen": step.index + 1 if screens.get(step.index + 1) is not None else None,
-            # What the server records as the reason there is no post-reflection for a first error here ("" when it
-            # records none): the page hides the annotator's reason field then, it has no copy of the rule.
-            "server_no_reflection_reason": server_no_reflection_reason(step.index, screens.get(step.index + 1)),
-        }
-        for step in rows
-    ]
+    first, last = workspace_opening_range(trace, annotation)
     return {
         "annotation": annotation_json(annotation),
         "lease": {"id": lease.pk, "expires_at": lease.expires_at.isoformat(), "page": lease.page} if lease else None,
@@ -275,7 +353,10 @@ def workspace_payload(*, annotation: Annotation, lease: Lease | None) -> dict:
             "error_categories": project.error_categories,
             "lease_idle_minutes": project.lease_idle_minutes,
         },
-        "steps": steps,
+        "strip": workspace_strip(trace),
+        "steps": workspace_steps(trace, first, last) if last >= first else [],
+        "steps_url": reverse("api-annotation-steps", args=[annotation.pk]),
+        "steps_window": STEPS_WINDOW,
     }
 
 

@@ -40,16 +40,21 @@ def write_native_trace(
     human_edited: dict | None = None,
     platform: str | None = None,
     variant: int = 0,
+    shared_screen: bool = False,
 ) -> Path:
     """A native trace folder; ``variant`` moves every recorded click ``variant`` pixels right, so that traces of one
-    task on the same screens are still different traces (a trace is known by its content)."""
+    task on the same screens are still different traces (a trace is known by its content). ``shared_screen``: every
+    step on one screenshot file (a trace of thousands of steps imports in seconds), its clicks still apart."""
     folder.mkdir(parents=True, exist_ok=True)
     doc_steps = []
+    if shared_screen:
+        (folder / "screen.png").write_bytes(_screen_png(tuple(size), 1))
     for i in range(1, steps + 1):
-        (folder / f"step_{i}.png").write_bytes(_screen_png(tuple(size), i))
-        x, y = 100 + 50 * i + variant, 200 + 30 * i
+        if not shared_screen:
+            (folder / f"step_{i}.png").write_bytes(_screen_png(tuple(size), i))
+        x, y = (100 + 50 * i + variant, 200 + 30 * i) if not shared_screen else (10 + i % 300, 10 + i // 300)
         step = {
-            "screenshot": f"step_{i}.png",
+            "screenshot": "screen.png" if shared_screen else f"step_{i}.png",
             "thought": (thoughts or {}).get(i, f"I will click item {i}."),
             "action": f"click(start_box='<|box_start|>({x},{y})<|box_end|>')",
         }

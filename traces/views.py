@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.core.paginator import Paginator
+from django.core.paginator import Page, Paginator
 from django.db.models import Q
 from django.http import Http404
 from django.shortcuts import redirect, render
@@ -117,10 +117,23 @@ def trace_list(request, project_id: int):
 
 def trace_detail(request, trace_id: int):
     trace = access_trace(request.user, trace_id, "trace.view")
-    return render(request, "traces/trace_detail.html", _trace_page(request.user, trace))
+    return render(request, "traces/trace_detail.html", _trace_page(request.user, trace, query=request.GET))
 
 
-def _trace_page(user, trace: Trace, *, instruction_form: TraceInstructionForm | None = None) -> dict:
+# The trace page lists this many steps at a time: a trace of thousands of steps is not one page of megabytes.
+TRACE_PAGE_STEPS = 100
+
+
+def _steps_page(trace: Trace, query) -> Page:
+    """The page of the trace's steps that ``query`` asks for: the one holding ``?step=N``, else ``?page=N``."""
+    paginator = Paginator(selectors.trace_steps(trace), TRACE_PAGE_STEPS)
+    step = query.get("step", "") if query else ""
+    if step.isdigit() and 1 <= len(step) <= 9:
+        return paginator.get_page((int(step) - 1) // TRACE_PAGE_STEPS + 1)
+    return paginator.get_page(query.get("page") if query else None)
+
+
+def _trace_page(user, trace: Trace, *, instruction_form: TraceInstructionForm | None = None, query=None) -> dict:
     from annotation.review.selectors import history_rows, trace_history_visible
 
     can_edit = can(user, "trace.edit", trace)
@@ -129,7 +142,7 @@ def _trace_page(user, trace: Trace, *, instruction_form: TraceInstructionForm | 
     return {
         "trace": trace,
         "project": trace.project,
-        "steps": list(selectors.trace_steps(trace)),
+        "steps": _steps_page(trace, query),
         "history": history_rows(trace_history_visible(user, trace)),
         "awaits_instruction": selectors.awaits_instruction(trace),
         "instruction_form": instruction_form if can_edit else None,

@@ -3,6 +3,7 @@
    each of which adds its part to one shared object ``ws`` (state, the served data, and the functions the others
    call):
      workspace/autosave.js     the draft (autosave, version checks, local copy, conflicts) and the lease heartbeat
+     workspace/steps.js        the steps' data, carried for the steps around the opening one, fetched in windows
      workspace/stage.js        screenshot panes, overlays, zoom and loupe, element boxes, filmstrip, stepping
      workspace/overlay.js      drawing an action from the served action table (pure part tested by node)
      workspace/editor.js       slots (the served o_{τ+1} rule), the structured editor, points, boxes, server checks
@@ -14,6 +15,7 @@
    Everything imported is rendered with textContent; the action grammar comes from the server's table. */
 import { $, el, readJSON } from "./dom.js";
 import * as autosave from "./workspace/autosave.js";
+import * as steps from "./workspace/steps.js";
 import * as editor from "./workspace/editor.js";
 import * as stage from "./workspace/stage.js";
 import * as panels from "./workspace/panels.js";
@@ -27,8 +29,10 @@ if (root) start(root);
 
 function start(root) {
   const DATA = readJSON("ws-data", null);
-  const STEPS = DATA.steps;
-  const N = STEPS.length;
+  // Screen i's step data is STEPS[i - 1] once here: the page carries a few windows of it, workspace/steps.js the rest.
+  const N = DATA.trace.step_count;
+  const STEPS = new Array(N);
+  for (const step of DATA.steps) STEPS[step.index - 1] = step;
   const FINAL = DATA.trace.final_shot;
   const ann = DATA.annotation;
   const ws = {
@@ -55,15 +59,18 @@ function start(root) {
     },
   };
   thoughtFit(ws);
-  for (const part of [autosave, editor, stage, panels, alternatives, keyboard, undo]) part.install(ws);
+  for (const part of [autosave, steps, editor, stage, panels, alternatives, keyboard, undo]) part.install(ws);
 
   const state = ws.state;
   const categories = $("f-error_category");
   for (const c of DATA.project.error_categories) categories.appendChild(el("option", { value: c }, c));
   const restored = ws.restoreLocalCopy();
   ws.resetHistory();  // the history starts from the form as opened (with the edits kept in this browser)
-  state.current = state.form.verdict === "error" && state.form.tau ? state.form.tau : 1;
+  const opening = state.form.verdict === "error" && state.form.tau ? state.form.tau : 1;
+  // The page carries the steps around the step the server opens on; edits kept in this browser may name another τ.
+  state.current = ws.hasStep(opening) ? opening : DATA.steps.length ? DATA.steps[0].index : 1;
   ws.renderAll();
+  if (opening !== state.current) ws.goTo(opening);
   ws.prefetch(state.current);
   fetch(root.dataset.tableUrl, { credentials: "same-origin" }).then((r) => r.json()).then((table) => {
     state.table = table;

@@ -69,6 +69,9 @@ export function install(ws) {
     }
     const i = state.current;
     const tau = f.verdict === "error" ? f.tau : null;
+    // τ's step says where its post-reflection goes: a τ far from the steps here (a version restored, an undo) waits
+    // for its window, then everything is drawn again.
+    if (tau && !ws.hasStep(tau)) ws.loadAround(tau).then((loaded) => { if (loaded) ws.renderAll(); });
     const after = ws.reflectionScreen(tau);  // o_{τ+1}, or null when it was not kept (the server's rule)
     const missing = !!tau && after === null;
     const showCorrection = tau && i === tau;

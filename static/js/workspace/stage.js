@@ -14,6 +14,8 @@ export function install(ws) {
   const { state, STEPS, N, LAST_VIEW } = ws;
   const shotOf = ws.shotOf;
 
+  const elementsOf = (index) => (index <= N ? (STEPS[index - 1] || {}).elements || [] : []);
+
   // --- overlay drawing ---
   /* ``frame``: the pane's frame, whose width is the screenshot's on the screen at fit (0 before it is laid out). */
   function overlayLayer(index, options, shot, frame) {
@@ -22,7 +24,7 @@ export function install(ws) {
     const imagePerScreen = frame && frame.clientWidth ? shot.width / frame.clientWidth : 0;
     const unit = markUnit(shot, state.zoom.scale, imagePerScreen);
     const draw = (action, tone, extra) => drawAction(layer, state.table, shot, action, tone, Object.assign({ zoom: state.zoom.scale, imagePerScreen }, extra));
-    if (state.overlay && options.drawRecorded && index <= N) for (const a of STEPS[index - 1].actions || []) draw(a, "recorded");
+    if (state.overlay && options.drawRecorded && index <= N) for (const a of (STEPS[index - 1] || {}).actions || []) draw(a, "recorded");
     const slot = options.slot;
     // The alternatives under the correction: one taken sits where the correction starts, which stays on top.
     if (state.overlay) ws.drawAlternatives(index, draw);
@@ -34,7 +36,7 @@ export function install(ws) {
     // The element under the pointer, of those the source recorded on this screen (on a correction's screen: what a
     // click snaps to; on any other, what the recorded action was meant to hit).
     // The element the keyboard cursor jumped to is outlined as the hovered one is.
-    const elements = index <= N ? STEPS[index - 1].elements || [] : [];
+    const elements = elementsOf(index);
     const jumped = state.cursor && slot && state.cursor.slot === slot && state.cursor.element != null ? { index, element: state.cursor.element } : null;
     const outlined = jumped || state.hoverElement;
     if (outlined !== null && outlined.index === index && elements[outlined.element]) {
@@ -56,14 +58,15 @@ export function install(ws) {
 
   // A point on the transformed layer, in screenshot pixels (exact at every zoom and pan).
   const pxAt = (view, shot, event) => pixelAt(view.getBoundingClientRect(), shot, event.clientX, event.clientY);
-  const elementsOf = (index) => (index <= N ? STEPS[index - 1].elements || [] : []);
 
   function shotPane(index, options) {
     const shot = shotOf(index);
     const pane = el("figure", { class: "ws-pane" });
     const caption = el("figcaption", {}, index === N + 1 ? `o${sub(N + 1)} · final screen` : `o${sub(index)} · step ${index}`);
     if (!shot) {
-      pane.appendChild(el("div", { class: "ws-missing" }, index > N ? "No screen after the last step was kept." : "No screenshot was recorded for this step."));
+      const text = index > N ? "No screen after the last step was kept."
+        : !ws.hasStep(index) ? "Loading this step…" : "No screenshot was recorded for this step.";
+      pane.appendChild(el("div", { class: "ws-missing" }, text));
       pane.appendChild(caption);
       return pane;
     }
@@ -116,7 +119,7 @@ export function install(ws) {
   ws.placeOnElement = (slot, index, element, px) => {
     const shot = shotOf(index), action = state.form.editor_state[slot];
     if (element !== null && action && !inBox(action.target_box, toModel(shot, px)) && ws.snaps(action)) {
-      ws.setTargetBox(slot, STEPS[index - 1].elements[element].box.slice());
+      ws.setTargetBox(slot, elementsOf(index)[element].box.slice());
     } else ws.placePoint(slot, toModel(shot, px));
   };
 
@@ -243,6 +246,7 @@ export function install(ws) {
   // --- step switch ---
   const prefetched = new Set();
   function prefetch(index) {
+    ws.loadAround(index);  // the step data half a window either way (workspace/steps.js)
     for (const i of [index + 1, index - 1, index + 2]) {
       const shot = shotOf(i);
       if (shot && !prefetched.has(shot.url)) { prefetched.add(shot.url); const im = new Image(); im.decoding = "async"; im.src = shot.url; }
@@ -251,8 +255,21 @@ export function install(ws) {
   ws.prefetch = prefetch;
 
   ws.goTo = (index) => {
-    state.cursor = null;
     index = Math.max(1, Math.min(LAST_VIEW, index));
+    // A step whose data is not here yet (a jump far away) is shown once its window arrives, unless the annotator
+    // has gone elsewhere meanwhile.
+    state.wanted = index;
+    if (!ws.hasStep(index)) {
+      ws.root.dataset.loadingStep = String(index);
+      ws.loadAround(index).then((loaded) => {
+        if (state.wanted !== index) return;
+        delete ws.root.dataset.loadingStep;
+        if (loaded) ws.goTo(index);
+      });
+      return;
+    }
+    delete ws.root.dataset.loadingStep;
+    state.cursor = null;
     performance.mark("ws-step-start");
     if (index !== state.current && ws.dirty()) ws.save();
     const moved = index !== state.current;
@@ -279,40 +296,69 @@ export function install(ws) {
     side.scrollTop += top(suggestions || panel) - 8;
   }
 
+  // What the strip marks on every step comes with the page (annotation.selectors.workspace_strip); the thumbnails
+  // come with each step's data, filled in as its window arrives (the strip asks for the windows scrolled into view).
+  const marks = ws.DATA.strip || { without_shot: [], off_screen: [], gaps: {} };
+  const withoutShot = new Set(marks.without_shot), offScreen = new Set(marks.off_screen);
+  const thumbs = [];  // thumbs[i - 1]: the strip's button of screen i
+  function fillThumb(b, i) {
+    if (b.dataset.filled) return;
+    const shot = shotOf(i);
+    if (shot) {
+      const im = el("img", { src: shot.thumb, alt: "", loading: "lazy", decoding: "async" });
+      // Sized before it loads, so the strip keeps its layout while thumbnails stream in.
+      im.height = 60; im.width = Math.round(60 * shot.width / shot.height);
+      b.prepend(im);
+    } else if (i > N || withoutShot.has(i)) b.prepend(el("span", { class: "ws-thumb-missing" }, "—"));
+    else return;  // its window has not arrived yet
+    b.dataset.filled = "1";
+    seen.unobserve(b);
+  }
+  const seen = new IntersectionObserver((entries) => {
+    for (const entry of entries) if (entry.isIntersecting) ws.loadAround(+entry.target.dataset.step);
+  }, { root: $("ws-strip") });
+  ws.stepsLoaded = (first, last) => {
+    for (let i = first; i <= last; i++) if (thumbs[i - 1]) fillThumb(thumbs[i - 1], i);
+    // o_{i+1} beside the step shown was waiting for its window.
+    if (state.compare && state.current + 1 >= first && state.current + 1 <= last) ws.renderStage();
+  };
+  let marked = { current: null, tau: undefined };  // what the strip's classes show now
+  const markThumb = (i, tau) => {
+    const b = thumbs[i - 1];
+    if (!b) return;
+    b.classList.toggle("current", i === state.current);
+    b.classList.toggle("tau", i === tau);
+    b.classList.toggle("after-tau", !!tau && i > tau);
+    if (i === state.current) b.setAttribute("aria-current", "step"); else b.removeAttribute("aria-current");
+  };
+
   ws.renderStrip = () => {
     const strip = $("ws-strip");
     if (!strip.childElementCount) {
       for (let i = 1; i <= LAST_VIEW; i++) {
-        const shot = shotOf(i);
         // Out of the Tab order (j/k and the digits reach every step): Tab walks the form, not 30 thumbnails.
         const b = el("button", { type: "button", class: "ws-thumb", "data-step": i, title: i > N ? "final screen" : `step ${i}`, tabIndex: -1 });
-        if (shot) {
-          const im = el("img", { src: shot.thumb, alt: "", loading: "lazy", decoding: "async" });
-          // Sized before it loads, so the strip keeps its layout while thumbnails stream in.
-          im.height = 60; im.width = Math.round(60 * shot.width / shot.height);
-          b.appendChild(im);
-        } else b.appendChild(el("span", { class: "ws-thumb-missing" }, "—"));
         b.appendChild(el("span", { class: "ws-thumb-num" }, i > N ? "end" : i));
         // A recorded point off the screen (the server measured it at import): marked on its thumbnail.
-        if (i <= N && STEPS[i - 1].off_screen) b.appendChild(el("span", { class: "ws-off-screen-mark", title: "a recorded point outside the screen" }, "off"));
+        if (offScreen.has(i)) b.appendChild(el("span", { class: "ws-off-screen-mark", title: "a recorded point outside the screen" }, "off"));
         b.addEventListener("click", () => ws.goTo(i));
-        const dropped = i <= N ? STEPS[i - 1].missing_before : 0;
-        if (dropped) {
+        const gap = marks.gaps[i];
+        if (gap) {
           // A gap in the recording: a visible break in the strip before this step.
-          strip.appendChild(el("span", { class: "ws-gap-mark", title: `${STEPS[i - 1].missing_before_words} missing here` }, `⋯ ${dropped}`));
+          strip.appendChild(el("span", { class: "ws-gap-mark", title: `${gap.missing_before_words} missing here` }, `⋯ ${gap.missing_before}`));
         }
         strip.appendChild(b);
+        thumbs.push(b);
+        fillThumb(b, i);
+        if (!b.dataset.filled) seen.observe(b);
       }
     }
     const tau = state.form.verdict === "error" ? state.form.tau : null;
-    for (const b of strip.querySelectorAll(".ws-thumb")) {
-      const i = +b.dataset.step;
-      b.classList.toggle("current", i === state.current);
-      b.classList.toggle("tau", i === tau);
-      b.classList.toggle("after-tau", !!tau && i > tau);
-      if (i === state.current) b.setAttribute("aria-current", "step"); else b.removeAttribute("aria-current");
-    }
-    const cur = strip.querySelector(".current");
+    // Only the thumbnails whose marks change are touched: a long trace's strip has thousands.
+    if (tau !== marked.tau) for (let i = 1; i <= LAST_VIEW; i++) markThumb(i, tau);
+    else for (const i of new Set([marked.current, state.current])) markThumb(i, tau);
+    marked = { current: state.current, tau };
+    const cur = thumbs[state.current - 1];
     if (cur) cur.scrollIntoView({ block: "nearest", inline: "nearest" });
   };
 
