@@ -181,7 +181,8 @@ def export_part_build(
     """Write the data files of one shard of an export (``annotation_ids``, in trace order) into ``workdir`` (emptied
     first), each beside its deflated stream (``deflated_path``); returns what the bundle's assembly needs of it
     (JSON): per file (its stem) the samples, sha256 and size, the deflated stream's CRC-32 and size, and the shard's
-    counts, skips, sources, images and the format's own figures (``Writer.part_figures``). The same annotations give the same bytes.
+    counts, skips, sources, images and the format's own figures (``Writer.part_figures``). The same annotations give
+    the same bytes.
 
     Streaming: samples go straight to the files. ``on_batch(annotations done)`` may raise JobCancelled."""
     writer_class = export_format(fmt).writer

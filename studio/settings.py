@@ -395,6 +395,7 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
         "ImportFormatEnum": "traces.api.import_format_choices",
+        "ExportFormatEnum": "exports.formats.format_choices",
         "DeliveryStatusEnum": "webhooks.models.DeliveryStatus",
         "JobStatusEnum": "studio.models.JobStatus",
     },
