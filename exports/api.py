@@ -54,8 +54,16 @@ class ExportJobSerializer(serializers.ModelSerializer):
         return f"/api/exports/{job.pk}/bundle" if job.status == JobStatus.SUCCEEDED and job.bundle_name else None
 
 
+class _ExportFormatField(serializers.ChoiceField):
+    """The declared formats (exports.formats), read each time a request is (DRF makes its fields anew per
+    serializer)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(choices=format_choices(), **kwargs)
+
+
 class ExportCreateSerializer(serializers.Serializer):
-    format = serializers.ChoiceField(choices=[], help_text="A format's name (GET /api/exports/formats/ lists them).")
+    format = _ExportFormatField(help_text="A format's name (GET /api/exports/formats/ lists them).")
     options = serializers.DictField(
         required=False,
         default=dict,
@@ -65,10 +73,6 @@ class ExportCreateSerializer(serializers.Serializer):
             "since_export (id of an earlier export: only annotations new or changed since it)"
         ),
     )
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.fields["format"].choices = format_choices()  # the declared formats, read when asked (exports.formats)
 
 
 class ExportFormatSerializer(serializers.Serializer):

@@ -22,6 +22,7 @@ from studio.security import api_token_issue
 from tests.conftest import REPO
 from tests.fixtures_export import REPLIES, accepted_error, make_trace, png
 from traces import importers
+from traces.api import ImportUploadSerializer, TracePushSerializer
 from traces.importers import registry
 from traces.models import Trace
 
@@ -193,6 +194,9 @@ def test_an_importer_module_reaches_the_api_the_page_and_the_import(
     names = [row["name"] for row in listed.json()]
     assert names[-2:] == ["toy-lines", "native"]  # tried after the stricter layouts, before the loosest
     assert {"name": "toy-lines", "label": toy_importer.label} in listed.json()
+    # The upload's and the push's format fields take it (the page's form is checked against the registry too).
+    assert "toy-lines" in ImportUploadSerializer().fields["format"].choices
+    assert "toy-lines" in TracePushSerializer().fields["format"].choices
 
     client.force_login(lead)
     page = client.get(f"/projects/{project.pk}/import/")

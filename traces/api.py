@@ -36,6 +36,8 @@ def import_format_choices() -> list[str]:
 
 
 class _ImportFormatField(serializers.ChoiceField):
+    """The registered importers, read each time a request is (DRF makes its fields anew per serializer)."""
+
     def __init__(self, **kwargs):
         super().__init__(choices=import_format_choices(), required=False, default="", **kwargs)
 
