@@ -11,7 +11,8 @@ from rest_framework.views import APIView
 
 from exports import selectors, services
 from exports.access import access_export_job
-from exports.models import ExportFormat, ExportJob
+from exports.formats import export_formats, format_choices
+from exports.models import ExportJob
 from exports.storage import bundle_response
 from studio.access import AccessedObjectMixin, ActionPermission
 from studio.errors import Conflict, Invalid
@@ -53,8 +54,16 @@ class ExportJobSerializer(serializers.ModelSerializer):
         return f"/api/exports/{job.pk}/bundle" if job.status == JobStatus.SUCCEEDED and job.bundle_name else None
 
 
+class _ExportFormatField(serializers.ChoiceField):
+    """The declared formats (exports.formats), read each time a request is (DRF makes its fields anew per
+    serializer)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(choices=format_choices(), **kwargs)
+
+
 class ExportCreateSerializer(serializers.Serializer):
-    format = serializers.ChoiceField(choices=ExportFormat.values)
+    format = _ExportFormatField(help_text="A format's name (GET /api/exports/formats/ lists them).")
     options = serializers.DictField(
         required=False,
         default=dict,
@@ -64,6 +73,28 @@ class ExportCreateSerializer(serializers.Serializer):
             "since_export (id of an earlier export: only annotations new or changed since it)"
         ),
     )
+
+
+class ExportFormatSerializer(serializers.Serializer):
+    name = serializers.CharField(help_text="What an export's `format` takes.")
+    label = serializers.CharField()
+    sample_set = serializers.CharField(help_text="The samples it holds: sft_dpo, process or rl.")
+    suffix = serializers.CharField(help_text="Its data files' suffix.")
+
+
+class ExportFormats(APIView):
+    """GET: the export formats, in the order declared (exports.formats); the command line lists them from here."""
+
+    permission_classes = [ActionPermission]
+    permission_action = "export.view"
+
+    @extend_schema(responses={200: ExportFormatSerializer(many=True)})
+    def get(self, request):
+        rows = [
+            {"name": f.name, "label": f.label, "sample_set": f.writer.sample_set, "suffix": f.writer.suffix}
+            for f in export_formats()
+        ]
+        return Response(ExportFormatSerializer(rows, many=True).data)
 
 
 class ProjectExports(APIView):

@@ -14,7 +14,7 @@ import shutil
 import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -214,7 +214,7 @@ processor.image_processor = AutoImageProcessor.from_pretrained(
 `AutoProcessor.from_pretrained(checkpoint, min_pixels=…, max_pixels=…)`.) Then build the trainers:"""
 
 
-def _trl_section(data_files: list[str], pixels: dict | None = None, sequence: dict | None = None) -> str:
+def trl_section(data_files: list[str], pixels: dict | None = None, sequence: dict | None = None) -> str:
     """The TRL example, written for the files this bundle holds: every line runs as it is (a test executes it)."""
     trainers = []
     max_length = (sequence or {}).get("max_length")
@@ -266,7 +266,7 @@ processor with the pixel bounds below), and a head that reads a score at the las
 (labels there, -100 elsewhere)."""
 
 
-def _parquet_section(data_files: list[str]) -> str:
+def parquet_section(data_files: list[str]) -> str:
     """How to load a ``parquet`` bundle: the data files, and each row's screenshots from ``images.parquet``, where
     every screenshot is stored once (a row's ``images`` names them by sha256)."""
     loads = _load_lines(data_files, "parquet")
@@ -301,7 +301,7 @@ Columns as in the TRL format.
 """
 
 
-def _prm_section(data_files: list[str]) -> str:
+def prm_section(data_files: list[str]) -> str:
     return f"""## Load the process labels
 Unzip the bundle, then run from its folder (image paths are relative to it):
 ```python
@@ -342,7 +342,7 @@ for path, reply in zip(record["images"], record["completions"]):
 """
 
 
-def _verl_section(data_files: list[str], reward: dict | None) -> str:
+def verl_section(data_files: list[str], reward: dict | None) -> str:
     reward = reward or {}
     splits = _splits(data_files, "rl", "parquet")
     files = "\n".join(
@@ -422,10 +422,7 @@ def _prompt_budget(image_tokens: int) -> int:
     return max(4096, (image_tokens + 4096 + 1023) // 1024 * 1024)
 
 
-_WHERE_BOUNDS_GO = {
-    "llamafactory": "LLaMA-Factory (`image_min_pixels`, `image_max_pixels`, already in the configs)",
-    "verl": "verl (every image of `images` carries them, and verl's image loader applies them)",
-}
+BOUNDS_GO_DEFAULT = "LLaMA-Factory (`image_min_pixels`, `image_max_pixels`)"
 
 
 # What a point means in each coordinate convention, for the README (traces/grammar.py converts).
@@ -448,10 +445,10 @@ def _budget_words(pixels: dict) -> str:
     )
 
 
-def _pixels_section(pixels: dict | None, fmt: str = "trl") -> str:
+def _pixels_section(pixels: dict | None, where: str = BOUNDS_GO_DEFAULT) -> str:
+    """``where``: besides the Qwen2-VL processor, where a trainer of the format takes the pixel bounds."""
     if not pixels:
         return ""
-    where = _WHERE_BOUNDS_GO.get(fmt, "LLaMA-Factory (`image_min_pixels`, `image_max_pixels`)")
     resize = pixels["resize"]
     factor = resize["factor"]
     family = MODEL_FAMILIES.get(pixels["model_family"], (pixels["model_family"], ""))[0]
@@ -482,17 +479,9 @@ def _split_note(options: dict, counts: dict) -> str:
     return ""
 
 
-_WHERE_LIMIT_GOES = {
-    "trl": "`max_length` of `SFTConfig` / `DPOConfig` (the code above sets it)",
-    "parquet": "`max_length` of TRL's `SFTConfig` / `DPOConfig`",
-    "llamafactory": "`cutoff_len` (`sft.yaml` and `dpo.yaml` set it)",
-    "prm": "your trainer's sequence limit",
-    "verl": "`max_prompt_length` plus `max_response_length`",
-}
-
-
-def _sequence_section(sequence: dict | None, fmt: str) -> str:
-    """What the longest sample costs the trainer: its tokens, the limit set, and the memory that limit takes."""
+def _sequence_section(sequence: dict | None, limit_goes: str) -> str:
+    """What the longest sample costs the trainer: its tokens, the limit set (in ``limit_goes``, where the format's
+    trainer takes it), and the memory that limit takes."""
     if not sequence:
         return ""
     longest = sequence.get("longest")
@@ -508,7 +497,7 @@ The longest sample is **{longest["tokens"]} tokens**: row {longest["row"]} of `{
 annotation {longest["annotation_id"]}), {longest["images"]} screenshots of {longest["image_tokens"]} image tokens and
 {longest["text_tokens"]} text tokens. Image tokens are exact: {sequence["image_tokens"]}; text is counted with
 {counted}. A trainer cuts longer sequences without a word, and a cut inside a screenshot's tokens fails the forward
-pass ("Image features and image tokens do not match"): set {_WHERE_LIMIT_GOES[fmt]} to at least
+pass ("Image features and image tokens do not match"): set {limit_goes} to at least
 **{sequence["max_length"]}** (`manifest.json` → `tokens`: `cutoff_len`, `max_length`).
 
 What a sequence costs in memory grows with its tokens (docs/formats.md, "Sequence length"): a 1920×1080 screenshot is
@@ -550,23 +539,19 @@ def _lineage_section(lineage: dict | None) -> str:
     return "\n".join(lines) + "\n"
 
 
-_INTRO_SFT = """SFT and DPO samples built from accepted annotations of UI-TARS GUI-agent traces (UI-TARS "reflection
+INTRO_SFT = """SFT and DPO samples built from accepted annotations of UI-TARS GUI-agent traces (UI-TARS "reflection
 tuning"): for a first error at step τ, **error_correction** (input s_τ, target the corrected thought and
 action), **post_reflection** (input: history through the original wrong step and o_(τ+1); target the recovery
 step) and **dpo** pairs (chosen = correction, rejected = the recorded step). Optional: **valid_prefix** and
 **error_free** plain SFT samples."""
 
-_INTRO = {
-    "prm": """Process supervision built from accepted annotations of UI-TARS GUI-agent traces: per trace, the recorded
+INTRO_PRM = """Process supervision built from accepted annotations of UI-TARS GUI-agent traces: per trace, the recorded
 steps up to and including the first error τ with a label each (correct before τ, wrong at τ), or every step of a
-trace answered "no error", all correct (**prm** records).""",
-    "verl": """RL prompts built from accepted annotations of UI-TARS GUI-agent traces, with a rule reward: for a first
+trace answered "no error", all correct (**prm** records)."""
+
+INTRO_VERL = """RL prompts built from accepted annotations of UI-TARS GUI-agent traces, with a rule reward: for a first
 error at step τ, the state s_τ (**error_correction**) and, where the annotator gave one, s_(τ+1) after the original
-wrong step (**post_reflection**), each with the annotated action as the reward's ground truth.""",
-}
-
-
-_TITLE = {"prm": "Process-supervision dataset", "verl": "RL dataset"}
+wrong step (**post_reflection**), each with the annotated action as the reward's ground truth."""
 
 _SFT_RULES = """Recorded steps whose action did not parse (e.g. a web agent's `Click [16]`) are never a target and never the
 rejected side of a pair. {unparsed_note} A recorded step with a point outside the screen in its trace's own
@@ -574,7 +559,7 @@ coordinates (flagged at import) is never a target, and a sample whose history ho
 annotator's correction replaced that very step (it is τ: the correction is the target, and the recorded step stays
 only as the rejected side and in the history of the post-reflection sample, as what happened)."""
 
-_PRM_RULES = """A step labelled correct follows the rules of an SFT target: when one did not parse (e.g. a web agent's
+PRM_RULES = """A step labelled correct follows the rules of an SFT target: when one did not parse (e.g. a web agent's
 `Click [16]`) or has a point outside the screen in its trace's own coordinates (flagged at import), the trace is left
 out (`unparsed_target`, unless exported with `unparsed_history=verbatim`, which keeps the step as recorded;
 `off_screen_target`). The wrong step τ is kept when its point lies outside the screen (it is what happened), and the
@@ -585,24 +570,45 @@ _SKIP_COUNTS = """ Skips are counted by reason in `manifest.json` (`counts.skipp
 steps right after τ, so no true o_(τ+1) exists), `other`) and listed one by one under `skipped`."""
 
 
-def readme_text(
-    *,
-    project_name: str,
-    fmt: str,
-    data_files: list[str],
-    counts: dict,
-    options: dict,
-    pixels: dict | None = None,
-    lineage: dict | None = None,
-    reward: dict | None = None,
-    sequence: dict | None = None,
-) -> str:
-    """The dataset card: what is inside and how to load it in TRL and LLaMA-Factory."""
-    kinds = "\n".join(f"| {kind} | {n} |" for kind, n in sorted(counts.get("by_kind", {}).items())) or "| (none) | 0 |"
-    files = "\n".join(f"- `{name}`" for name in data_files) or "- (no samples)"
-    sections = {
-        "trl": _trl_section(data_files, pixels, sequence),
-        "llamafactory": """## Train with LLaMA-Factory
+def sft_rules(options: dict) -> str:
+    """The skip rules of SFT and DPO samples, with what the export's ``unparsed_history`` option did."""
+    unparsed_note = (
+        "Samples whose history holds such a step are kept with that step **as it was recorded** (export option "
+        "`unparsed_history=verbatim`)."
+        if options.get("unparsed_history") == "verbatim"
+        else "Samples whose history holds such a step are left out (export option `unparsed_history=skip`, the default)."
+    )
+    return _SFT_RULES.format(unparsed_note=unparsed_note)
+
+
+@dataclass(frozen=True)
+class BundleFacts:
+    """What a format's README section reads of its bundle: the data and extra files, the pixel contract, the
+    sequence lengths and the format's own manifest sections (``Writer.manifest_sections``)."""
+
+    data_files: list[str]
+    pixels: dict | None = None
+    sequence: dict | None = None
+    sections: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ReadmeText:
+    """A format's parts of the bundle's README (exports.formats declares one per format): ``training`` the section
+    that says how to load and train on the bundle; ``limit_goes`` where its trainer takes the sequence limit;
+    ``bounds_go`` where, besides the Qwen2-VL processor, it takes the pixel bounds; ``rules`` the skip rules, given
+    the export's options."""
+
+    training: Callable[[BundleFacts], str]
+    limit_goes: str
+    title: str = "Reflection-tuning dataset"
+    intro: str = INTRO_SFT
+    rules: Callable[[dict], str] = sft_rules
+    bounds_go: str = BOUNDS_GO_DEFAULT
+
+
+def llamafactory_section(facts: BundleFacts) -> str:
+    return """## Train with LLaMA-Factory
 Unzip the bundle; `dataset_info.json` names each data file (`uitars_sft_train-00000-of-00001` for
 `data/sft/train-00000-of-00001.json`, …; a large export has several shards per split) and the bundle carries ready
 configs listing every shard of a split: set `model_name_or_path`, then run `llamafactory-cli train sft.yaml` (and `dpo.yaml`) from the
@@ -612,22 +618,31 @@ history replies are assistant turns in the conversation, and without it LLaMA-Fa
 including the original wrong step of post-reflection samples.
 Records are sharegpt with strictly alternating turns (consecutive history replies merged), `<image>` tokens equal to
 `len(images)`; DPO records are `ranking` (the conversation ends with the user turn, then `chosen`/`rejected`).
-""",
-        "parquet": _parquet_section(data_files),
-        "prm": _prm_section(data_files),
-        "verl": _verl_section(data_files, reward),
-    }
-    unparsed_note = (
-        "Samples whose history holds such a step are kept with that step **as it was recorded** (export option "
-        "`unparsed_history=verbatim`)."
-        if options.get("unparsed_history") == "verbatim"
-        else "Samples whose history holds such a step are left out (export option `unparsed_history=skip`, the default)."
-    )
-    rules = _PRM_RULES if fmt == "prm" else _SFT_RULES.format(unparsed_note=unparsed_note)
-    rules += _SKIP_COUNTS
-    return f"""{dataset_card_header(data_files)}# {_TITLE.get(fmt, "Reflection-tuning dataset")}: {project_name}
+"""
 
-{_INTRO.get(fmt, _INTRO_SFT)}
+
+def readme_text(
+    *,
+    project_name: str,
+    fmt: str,
+    text: ReadmeText,
+    data_files: list[str],
+    counts: dict,
+    options: dict,
+    pixels: dict | None = None,
+    lineage: dict | None = None,
+    sections: dict | None = None,
+    sequence: dict | None = None,
+) -> str:
+    """The dataset card of a bundle of format ``fmt``: what is inside and how to load and train on it (``text``, the
+    format's parts); ``sections`` are the format's own manifest sections (the verl reward)."""
+    kinds = "\n".join(f"| {kind} | {n} |" for kind, n in sorted(counts.get("by_kind", {}).items())) or "| (none) | 0 |"
+    files = "\n".join(f"- `{name}`" for name in data_files) or "- (no samples)"
+    facts = BundleFacts(data_files=data_files, pixels=pixels, sequence=sequence, sections=sections or {})
+    rules = text.rules(options) + _SKIP_COUNTS
+    return f"""{dataset_card_header(data_files)}# {text.title}: {project_name}
+
+{text.intro}
 
 Format: `{fmt}`. Split by trace (seed {options.get("split_seed")}, validation fraction
 {options.get("validation_fraction")}){_split_note(options, counts)}. `manifest.json` lists the options, counts, source
@@ -642,7 +657,7 @@ annotations (id, version) and the sha256 of every file.
 Data files:
 {files}
 
-{sections[fmt]}
-{_pixels_section(pixels, fmt)}
-{_sequence_section(sequence, fmt)}
+{text.training(facts)}
+{_pixels_section(pixels, text.bounds_go)}
+{_sequence_section(sequence, text.limit_goes)}
 {_lineage_section(lineage)}"""

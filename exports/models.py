@@ -5,20 +5,28 @@ from __future__ import annotations
 
 from django.db import models
 
+from exports.formats import FORMAT_NAME_MAX, format_choices
 from studio.models import JobBase
 
 
-class ExportFormat(models.TextChoices):
-    TRL = "trl", "TRL (JSONL, conversational)"
-    LLAMAFACTORY = "llamafactory", "LLaMA-Factory (sharegpt JSON)"
-    PARQUET = "parquet", "Parquet (images embedded)"
-    PRM = "prm", "Process supervision (TRL stepwise layout, JSONL)"
-    VERL = "verl", "RL prompts with a reward (verl Parquet)"
+class FormatField(models.CharField):
+    """A format's name. Its choices are the declared formats (exports.formats), read when asked for: a new format
+    is no schema change, so the choices stay out of migrations."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("max_length", FORMAT_NAME_MAX)
+        kwargs.setdefault("choices", format_choices)
+        super().__init__(*args, **kwargs)
+
+    def deconstruct(self):
+        name, _path, args, kwargs = super().deconstruct()
+        kwargs.pop("choices", None)
+        return name, "django.db.models.CharField", args, kwargs
 
 
 class ExportJob(JobBase):
     project = models.ForeignKey("traces.Project", on_delete=models.CASCADE, related_name="export_jobs")
-    format = models.CharField(max_length=16, choices=ExportFormat.choices)
+    format = FormatField()
     options = models.JSONField(
         default=dict, blank=True, help_text="Normalised export options (exports.builders.ExportOptions)."
     )

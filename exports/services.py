@@ -23,7 +23,7 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 
 from exports import bundle as archive
-from exports import lineage, tokens, uitars_reward
+from exports import lineage, tokens
 from exports.builders import (
     SCHEMA_VERSION,
     BuildStats,
@@ -35,18 +35,10 @@ from exports.builders import (
     validation_empty_reason,
     validation_floor,
 )
-from exports.models import ExportFormat, ExportJob
+from exports.formats import export_format
+from exports.models import ExportJob
 from exports.storage import bundle_delete, bundle_part_save, bundle_save
-from exports.writers import (
-    GRAMMAR_MODULE,
-    IMAGE_TABLE,
-    REWARD_MODULE,
-    WRITERS,
-    VerlWriter,
-    data_file_name,
-    image_path,
-    write_image_table,
-)
+from exports.writers import IMAGE_TABLE, data_file_name, image_path, write_image_table
 from insights.selectors import slice_annotation_ids
 from studio.db import atomic_with_retry
 from studio.errors import Invalid, describe_error
@@ -109,34 +101,6 @@ def pixel_contract(project: Project) -> dict:
         },
         # Each sample's ``target_box``: the element box of its trained target, in the same space as the points.
         "target_box": f"[x1, y1, x2, y2] in {project.coordinate_convention}, or null when none was drawn",
-    }
-
-
-# What a `prm` record's labels mean (manifest and README).
-PRM_LABELS = {
-    "per": "trace: steps 1..τ of an accepted `error` answer, every step of an accepted `no_error` answer",
-    "true": "the step is correct (before τ, or any step of a `no_error` trace)",
-    "false": "the step is the first error τ (its recorded action)",
-    "images": "images[k] is o_k, the screenshot completions[k] acted on",
-}
-
-
-def reward_contract(writer) -> dict | None:
-    """The reward a `verl` bundle ships (manifest and README): its files, entry point, scoring and point radius."""
-    if not isinstance(writer, VerlWriter):
-        return None
-    return {
-        "module": REWARD_MODULE,
-        "function": "compute_score",
-        "grammar": GRAMMAR_MODULE,
-        "grammar_source": "traces/grammar.py, copied byte for byte",
-        "radius_px": uitars_reward.DEFAULT_RADIUS_PX,
-        "scoring": "0 if the reply does not parse; per action in order: 0 for another type, else "
-        "(1 + matched arguments) / (1 + scored arguments); summed and divided by the larger action count; the target "
-        "point inside ground_truth.box when there is one, other points within radius_px",
-        "rows_with_box": writer.rows_with_box,
-        "max_image_tokens": writer.max_image_tokens,
-        "recorded_step_scores_1": writer.indistinct,
     }
 
 
@@ -217,11 +181,11 @@ def export_part_build(
     """Write the data files of one shard of an export (``annotation_ids``, in trace order) into ``workdir`` (emptied
     first), each beside its deflated stream (``deflated_path``); returns what the bundle's assembly needs of it
     (JSON): per file (its stem) the samples, sha256 and size, the deflated stream's CRC-32 and size, and the shard's
-    counts, skips, sources, images and reward figures. The same annotations give the same bytes.
+    counts, skips, sources, images and the format's own figures (``Writer.part_figures``). The same annotations give
+    the same bytes.
 
     Streaming: samples go straight to the files. ``on_batch(annotations done)`` may raise JobCancelled."""
-    if fmt not in WRITERS:
-        raise ExportError(f"unknown format {fmt!r}; use one of {', '.join(WRITERS)}")
+    writer_class = export_format(fmt).writer
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
     throttle = settings.EXPORT_THROTTLE_S
@@ -250,7 +214,7 @@ def export_part_build(
         return data
 
     pixels = pixel_contract(project)
-    writer = WRITERS[fmt](workdir, image_bytes=image_bytes, pixels=pixels)
+    writer = writer_class(workdir, image_bytes=image_bytes, pixels=pixels)
     counter = tokens.token_counter(pixels, settings.EXPORT_TOKENIZER_DIR)
     longest: dict | None = None  # the shard's longest sample in tokens, with where it lies
     stats = BuildStats()
@@ -310,13 +274,8 @@ def export_part_build(
         "by_round": [[round_id, n] for round_id, n in stats.by_round.items()],
         "tokens": {"counted_with": counter.counted_with, "longest": longest},
         "rounded_points": stats.rounded_points,
+        "figures": writer.part_figures(),
     }
-    if isinstance(writer, VerlWriter):
-        result["reward"] = {
-            "max_image_tokens": writer.max_image_tokens,
-            "rows_with_box": writer.rows_with_box,
-            "indistinct": writer.indistinct,
-        }
     return result
 
 
@@ -345,14 +304,13 @@ def export_assemble(
     Deterministic: the data files are named from the shard order alone (``data_file_name``), every other file
     is made from the merged results, and the archive fixes entry order, timestamps and compression
     (``bundle.write_archive``), so the bytes do not depend on which worker built which shard, or when."""
-    if fmt not in WRITERS:
-        raise ExportError(f"unknown format {fmt!r}; use one of {', '.join(WRITERS)}")
+    declared = export_format(fmt)
     shutil.rmtree(workdir, ignore_errors=True)
     out = workdir / "bundle"
     out.mkdir(parents=True)
     progress = progress or (lambda done, total: None)
     pixels = pixel_contract(project)
-    writer = WRITERS[fmt](out, image_bytes=None, pixels=pixels)
+    writer = declared.writer(out, image_bytes=None, pixels=pixels)
 
     by_kind: dict[str, int] = {}
     by_split: dict[str, int] = {}
@@ -391,10 +349,7 @@ def export_assemble(
             longest = tokens.longer(longest, record)
         if part_tokens.get("counted_with"):
             counted_with.add(part_tokens["counted_with"])
-        if isinstance(writer, VerlWriter):
-            writer.max_image_tokens = max(writer.max_image_tokens, part["reward"]["max_image_tokens"])
-            writer.rows_with_box += part["reward"]["rows_with_box"]
-            writer.indistinct += part["reward"]["indistinct"]
+        writer.add_part_figures(part.get("figures") or {})
     annotations = len(sources)
     progress(annotations, None)
 
@@ -447,16 +402,17 @@ def export_assemble(
         "already_exported": already_exported,
         "rounds": rounds_of_sources(by_round),
     }
-    reward = reward_contract(writer)
+    sections = writer.manifest_sections()
     readme = archive.readme_text(
         project_name=project.name,
         fmt=fmt,
+        text=declared.readme,
         data_files=data_files + extra_files,
         counts=counts,
         options=options.to_json(),
         pixels=pixels,
         lineage=lineage_block,
-        reward=reward,
+        sections=sections,
         sequence=sequence,
     )
     (out / "README.md").write_text(readme, encoding="utf-8")
@@ -486,7 +442,7 @@ def export_assemble(
         },
         "counts": counts,
         "tokens": sequence,
-        **({"reward": reward} if reward else {}),
+        **sections,
         # Pairs whose rejected side a checkpoint sampled (kind dpo_on_policy): on-policy for that checkpoint only.
         **(
             {
@@ -502,7 +458,6 @@ def export_assemble(
             if on_policy
             else {}
         ),
-        **({"labels": PRM_LABELS} if fmt == ExportFormat.PRM else {}),
         "sources": archive.Rows(sources, lambda source: {"annotation_id": source[0], "version": source[1]}),
         "lineage": lineage_block,
         "skipped": [
@@ -576,8 +531,7 @@ def export_job_create(
     *, project: Project, user, fmt: str, options: dict | None = None, enqueue: bool = True
 ) -> ExportJob:
     """Validate and queue an export; raises ExportError / OptionsError naming a bad field."""
-    if fmt not in ExportFormat.values:
-        raise ExportError(f"unknown format {fmt!r}; use one of {', '.join(ExportFormat.values)}")
+    export_format(fmt)  # refuses a format that is not declared (exports.formats)
     parsed = ExportOptions.parse(options)
     if parsed.since_export is not None:
         export_base(project=project, export_id=parsed.since_export)

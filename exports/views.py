@@ -8,7 +8,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from exports import selectors, services
 from exports.access import access_export_job
-from exports.models import ExportFormat
+from exports.formats import format_choices
 from studio.access import can
 from studio.errors import Invalid
 from studio.inputs import form_number, id_from_text
@@ -49,7 +49,7 @@ def export_home(request):
             # The project the form shows chosen: the one posted (a refused form keeps it), else the busiest.
             "chosen_project": id_from_text(request.POST.get("project", "") or request.GET.get("project", "")) or chosen,
             "chosen_slice": id_from_text(request.POST.get("slice", "") or request.GET.get("slice", "")),
-            "formats": ExportFormat.choices,
+            "formats": format_choices(),
             "error": error,
             "jobs": selectors.export_jobs_for_user(request.user)[:50],
             "can_create": can(request.user, "export.create"),

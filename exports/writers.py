@@ -170,6 +170,18 @@ class Writer:
         returns their names."""
         return []
 
+    def part_figures(self) -> dict:
+        """What the format counts in a shard beyond its files and samples (JSON; stored with the shard's result),
+        for ``add_part_figures`` at the assembly."""
+        return {}
+
+    def add_part_figures(self, figures: dict) -> None:
+        """Take in one shard's ``part_figures`` (the assembly's writer, shard by shard)."""
+
+    def manifest_sections(self) -> dict:
+        """The format's own sections of ``manifest.json`` (the README reads them too), from the figures taken in."""
+        return {}
+
 
 class TrlWriter(Writer):
     suffix = ".jsonl"
@@ -410,11 +422,23 @@ def prm_record(sample: Sample) -> dict:
     }
 
 
+# What a `prm` record's labels mean (manifest and README).
+PRM_LABELS = {
+    "per": "trace: steps 1..τ of an accepted `error` answer, every step of an accepted `no_error` answer",
+    "true": "the step is correct (before τ, or any step of a `no_error` trace)",
+    "false": "the step is the first error τ (its recorded action)",
+    "images": "images[k] is o_k, the screenshot completions[k] acted on",
+}
+
+
 class PrmWriter(Writer):
     """``prm_{split}.jsonl``: one stepwise-supervision record per trace, screenshots in ``images/``."""
 
     suffix = ".jsonl"
     sample_set = "process"
+
+    def manifest_sections(self) -> dict:
+        return {"labels": PRM_LABELS}
 
     def stem(self, sample):
         return f"prm_{sample.split}"
@@ -561,11 +585,32 @@ class VerlWriter(ParquetWriter):
             (self.workdir / name).write_bytes(Path(module.__file__).read_bytes())
         return [REWARD_MODULE, GRAMMAR_MODULE]
 
+    def part_figures(self) -> dict:
+        return {
+            "max_image_tokens": self.max_image_tokens,
+            "rows_with_box": self.rows_with_box,
+            "indistinct": self.indistinct,
+        }
 
-WRITERS: dict[str, type[Writer]] = {
-    "trl": TrlWriter,
-    "llamafactory": LlamaFactoryWriter,
-    "parquet": ParquetWriter,
-    "prm": PrmWriter,
-    "verl": VerlWriter,
-}
+    def add_part_figures(self, figures: dict) -> None:
+        self.max_image_tokens = max(self.max_image_tokens, figures.get("max_image_tokens", 0))
+        self.rows_with_box += figures.get("rows_with_box", 0)
+        self.indistinct += figures.get("indistinct", [])
+
+    def manifest_sections(self) -> dict:
+        """The reward the bundle ships (manifest and README): its files, entry point, scoring and point radius."""
+        return {
+            "reward": {
+                "module": REWARD_MODULE,
+                "function": "compute_score",
+                "grammar": GRAMMAR_MODULE,
+                "grammar_source": "traces/grammar.py, copied byte for byte",
+                "radius_px": uitars_reward.DEFAULT_RADIUS_PX,
+                "scoring": "0 if the reply does not parse; per action in order: 0 for another type, else "
+                "(1 + matched arguments) / (1 + scored arguments); summed and divided by the larger action count; the "
+                "target point inside ground_truth.box when there is one, other points within radius_px",
+                "rows_with_box": self.rows_with_box,
+                "max_image_tokens": self.max_image_tokens,
+                "recorded_step_scores_1": self.indistinct,
+            }
+        }

@@ -4,7 +4,7 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import OperationalError
 from rest_framework import status
-from rest_framework.exceptions import ParseError
+from rest_framework.exceptions import AuthenticationFailed, NotAuthenticated, ParseError
 from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -12,6 +12,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from studio.errors import ErrorKind, StudioError, error_body
 from studio.inputs import input_problem
 from studio.jobs import JobQueueUnavailable, job_cancel
+from studio.security import CsrfRefused
 
 
 def job_cancel_response(job) -> Response:
@@ -31,6 +32,8 @@ def exception_handler(exc, context):
         return Response(error_body(exc), status=exc.status)
     response = drf_exception_handler(exc, context)
     if response is not None:
+        if isinstance(exc, (NotAuthenticated, AuthenticationFailed, CsrfRefused)) and isinstance(response.data, dict):
+            response.data["kind"] = ErrorKind.SIGNED_OUT.value  # the page offers a new login by this kind
         return response
     if isinstance(exc, RequestDataTooBig):
         return Response(
@@ -90,7 +93,8 @@ def add_common_error_responses(result, generator, request, public):
             "type": "object",
             "properties": {
                 "detail": {"type": "string"},
-                # studio.errors.ErrorKind of an application error (absent on framework answers such as 401, 503)
+                # studio.errors.ErrorKind: of an application error, and signed_out on an authentication answer (absent
+                # on other framework answers such as 503)
                 "kind": {"type": "string", "enum": [kind.value for kind in ErrorKind]},
                 "retryable": {"type": "boolean"},
             },

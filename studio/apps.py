@@ -12,7 +12,10 @@ class StudioConfig(AppConfig):
     verbose_name = "Trace Studio"
 
     def ready(self):
-        from . import checks  # noqa: F401  (registers system checks)
+        from . import (
+            checks,  # noqa: F401  (registers system checks)
+            schema,  # noqa: F401  (registers the API schema's extensions)
+        )
 
         # Large request bodies spool here (under the data dir, where the sweep looks), so the folder must exist;
         # a process with no writable data dir (collectstatic at image build) needs none.

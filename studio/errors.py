@@ -25,6 +25,9 @@ class ErrorKind(enum.Enum):
     NOT_FOUND = "not_found"
     FORBIDDEN = "forbidden"
     TOO_LARGE = "too_large"
+    # No session or token, an expired one, or the session's CSRF cookie gone with it: the person must log in again
+    # (pages read this kind, never the words, to offer that).
+    SIGNED_OUT = "signed_out"
 
 
 # The one place a kind becomes an HTTP status; services raise kinds and never name a status.
@@ -34,6 +37,7 @@ STATUS_BY_KIND: dict[ErrorKind, int] = {
     ErrorKind.NOT_FOUND: 404,
     ErrorKind.CONFLICT: 409,
     ErrorKind.TOO_LARGE: 413,
+    ErrorKind.SIGNED_OUT: 401,
 }
 
 
@@ -83,6 +87,13 @@ class TooLarge(StudioError):
     """An upload over the configured size limit."""
 
     kind = ErrorKind.TOO_LARGE
+
+
+class SignedOut(StudioError):
+    """The request carries no valid login. The API's authentication answers carry this kind too (studio.api), with
+    DRF's status: 401, or 403 for a session whose CSRF check failed."""
+
+    kind = ErrorKind.SIGNED_OUT
 
 
 def error_body(exc: StudioError) -> dict[str, Any]:

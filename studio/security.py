@@ -7,11 +7,13 @@ from datetime import timedelta
 from django.contrib.auth.views import redirect_to_login
 from django.http import JsonResponse
 from django.utils import timezone
+from rest_framework import authentication
 from rest_framework.authentication import TokenAuthentication
-from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.exceptions import AuthenticationFailed, PermissionDenied
 
 from studio.access import AccessRefused, can, method_refused, methods_taken
 from studio.db import atomic_with_retry
+from studio.errors import SignedOut, error_body
 from studio.inputs import text_problem
 from studio.middleware import error_response, wants_json
 from studio.models import LoginFailure
@@ -72,6 +74,21 @@ def login_failures_clear(*, username: str, ip: str | None) -> None:
 
 
 # --- API tokens ---------------------------------------------------------------------------------
+
+
+class CsrfRefused(PermissionDenied):
+    """The session's CSRF check failed: its cookie is gone or belongs to another login, so the page must log in
+    again (studio.api answers it with the kind ``signed_out``, and DRF's 403)."""
+
+
+class SessionAuthentication(authentication.SessionAuthentication):
+    """DRF's session login, its CSRF refusal raised as ``CsrfRefused`` (answered with the kind ``signed_out``)."""
+
+    def enforce_csrf(self, request):
+        try:
+            super().enforce_csrf(request)
+        except PermissionDenied as exc:
+            raise CsrfRefused(exc.detail) from None
 
 
 class ApiTokenAuthentication(TokenAuthentication):
@@ -150,10 +167,10 @@ class PageActionMiddleware:
             return None
         if not request.user.is_authenticated:
             if wants_json(request):
-                return JsonResponse(
-                    {"detail": "Not logged in (or the session expired): log in again. Drafts are kept on the server."},
-                    status=401,
+                refused = SignedOut(
+                    "Not logged in (or the session expired): log in again. Drafts are kept on the server."
                 )
+                return JsonResponse(error_body(refused), status=refused.status)
             return redirect_to_login(request.get_full_path())
         if not can(request.user, action):
             return error_response(request, AccessRefused(action))

@@ -371,7 +371,7 @@ REST_FRAMEWORK = {
     # or revoked token is 401 with `WWW-Authenticate: Token` (the session's class has no challenge: it was 403).
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "studio.security.ApiTokenAuthentication",
-        "rest_framework.authentication.SessionAuthentication",
+        "studio.security.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PARSER_CLASSES": [
@@ -394,7 +394,8 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
-        "ImportFormatEnum": "traces.api.IMPORT_FORMATS",
+        "ImportFormatEnum": "traces.api.import_format_choices",
+        "ExportFormatEnum": "exports.formats.format_choices",
         "DeliveryStatusEnum": "webhooks.models.DeliveryStatus",
         "JobStatusEnum": "studio.models.JobStatus",
     },

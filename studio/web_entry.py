@@ -117,7 +117,11 @@ def upload_refusal(environ: dict, action: str, project_id) -> tuple[int, str] | 
 
 
 async def _answer(send, status: int, detail: str, *, close: bool = True) -> None:
-    body = json.dumps({"detail": detail}).encode()
+    from studio.errors import STATUS_BY_KIND
+
+    # The kind of the refusal (studio.errors), as every other surface sends it: a page reads the kind, not the words.
+    kind = next((k.value for k, answered in STATUS_BY_KIND.items() if answered == status), None)
+    body = json.dumps({"detail": detail, **({"kind": kind} if kind else {})}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     if close:  # the body was not read: this connection cannot carry another request
         headers.append((b"connection", b"close"))

@@ -120,7 +120,7 @@ def test_set_up_pages_are_walked_under_their_actions():
 def world(db, project, annotator, lead, engineer, admin_user, make_user, tmp_path):
     from annotation.services import lease_next_trace
     from evaluation.models import EvaluationJob
-    from exports.models import ExportFormat
+    from exports.formats import format_names
     from exports.services import export_job_create
     from prescoring.services import prescore_job_create
     from traces.services import import_job_create, project_create, round_create
@@ -159,7 +159,7 @@ def world(db, project, annotator, lead, engineer, admin_user, make_user, tmp_pat
         "external_id": traces[0].external_id,
         "imports": import_job_create(project=project, user=lead, upload_name="none.zip", original_name="none.zip").pk,
         "jobs": prescore_job_create(project=project, user=lead, scorer="rules", enqueue=False).pk,
-        "exports": export_job_create(project=project, user=engineer, fmt=ExportFormat.values[0], enqueue=False).pk,
+        "exports": export_job_create(project=project, user=engineer, fmt=format_names()[0], enqueue=False).pk,
     }
     from webhooks.models import Delivery, Webhook
 

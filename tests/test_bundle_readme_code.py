@@ -16,6 +16,7 @@ import yaml
 
 from annotation.models import Verdict
 from exports import services
+from exports.formats import format_names
 from tests.factories import split_seed_with_both_splits
 from tests.fixtures_export import REPLIES, accepted_annotation, make_trace
 from tests.test_export_trl import tiny_qwen2vl
@@ -55,7 +56,7 @@ def bundle(project, tmp_path, fmt: str, validation: float):
     return folder
 
 
-@pytest.mark.parametrize("fmt", ["trl", "parquet", "llamafactory", "prm", "verl"])
+@pytest.mark.parametrize("fmt", format_names())
 @pytest.mark.parametrize("validation", [0.0, 0.5])
 def test_every_readme_block_runs(annotated, tmp_path, monkeypatch, fmt, validation):
     folder = bundle(annotated, tmp_path, fmt, validation)

@@ -282,6 +282,7 @@ def test_the_cli_doc_as_written(live_server, celery_worker, project, people, set
         result = walk.run(line)
         out.setdefault(" ".join(line.split()[1:3]), []).append(result)
     assert f"{other.pk}  CLI doc project" in out["projects"][0].stdout
+    assert "  llamafactory    LLaMA-Factory (sharegpt JSON)" in out["formats #"][0].stdout  # the server's list
     assert "holds no samples" in out["export --project"][0].stderr  # nothing accepted yet, said on stderr
     assert "no rounds yet in project" in out["rounds list"][0].stdout
     assert "no evaluations yet in project" in out["evaluations --project"][0].stdout

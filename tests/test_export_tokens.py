@@ -12,7 +12,7 @@ import yaml
 
 from annotation.models import Verdict
 from exports import services, tokens
-from exports.writers import WRITERS
+from exports.formats import format_names
 from tests.fixtures_export import REPLIES, accepted_annotation, make_trace
 
 pytestmark = pytest.mark.django_db
@@ -60,7 +60,7 @@ def sample_at(archive: zipfile.ZipFile, fmt: str, where: dict) -> dict:
     return json.loads(data.decode().splitlines()[where["row"]])
 
 
-@pytest.mark.parametrize("fmt", sorted(WRITERS))
+@pytest.mark.parametrize("fmt", format_names())
 def test_every_bundle_names_its_longest_sample_and_the_limit(annotated, tmp_path, fmt, settings):
     settings.EXPORT_SHARD_ANNOTATIONS = 1  # two shards: the longest is the second shard's, in its own file
     manifest, archive = export(annotated, tmp_path, fmt)

@@ -518,7 +518,7 @@ CASES = [
 @pytest.fixture
 def world(db, project, annotator, lead, engineer, tmp_path):
     from annotation.services import lease_next_trace
-    from exports.models import ExportFormat
+    from exports.formats import format_names
 
     traces = make_traces(project, tmp_path, count=1, steps=3)
     annotation, _ = lease_next_trace(user=annotator, project=project)
@@ -531,7 +531,7 @@ def world(db, project, annotator, lead, engineer, tmp_path):
             "project": project.pk,
             "trace": traces[0].pk,
             "sha": step.screenshot.sha256,
-            "export_format": ExportFormat.values[0],
+            "export_format": format_names()[0],
         },
         "annotation": annotation,
     }

@@ -1,6 +1,7 @@
 """The page's pure JavaScript modules (static/js/geometry.js, zoom.js, action_editor.js, workspace/overlay.js,
-editor.js, keyboard.js, autosave.js, versions.js) under Node's own test runner, without a browser: tests/js/*.test.mjs, against
-the action table exactly as the server serves it. Node is Debian's ``nodejs`` (.ci/run installs it)."""
+editor.js, keyboard.js, autosave.js, versions.js, api.js, prescore.js, presence.js, csv.js, figures.js and the
+dashboards) under Node's own test runner, without a browser: tests/js/*.test.mjs, against the action table exactly
+as the server serves it and the server's own error answers. Node is Debian's ``nodejs`` (.ci/run installs it)."""
 
 from __future__ import annotations
 
@@ -25,10 +26,17 @@ def test_the_page_modules_pass_their_node_tests(tmp_path):
     table.write_text(json.dumps(grammar.action_table_json()), encoding="utf-8")
     points = tmp_path / "grammar-points.json"
     points.write_text(json.dumps(_grammar_points()), encoding="utf-8")
+    errors = tmp_path / "error-answers.json"
+    errors.write_text(json.dumps(_error_answers()), encoding="utf-8")
     result = subprocess.run(
         [NODE, "--test", *map(str, TESTS)],
         cwd=REPO,
-        env={"PATH": "/usr/bin:/bin", "STUDIO_ACTION_TABLE": str(table), "STUDIO_GRAMMAR_POINTS": str(points)},
+        env={
+            "PATH": "/usr/bin:/bin",
+            "STUDIO_ACTION_TABLE": str(table),
+            "STUDIO_GRAMMAR_POINTS": str(points),
+            "STUDIO_ERROR_ANSWERS": str(errors),
+        },
         capture_output=True,
         text=True,
         timeout=120,
@@ -36,6 +44,43 @@ def test_the_page_modules_pass_their_node_tests(tmp_path):
     assert result.returncode == 0, result.stdout[-8000:] + result.stderr[-4000:]
     passed = [line for line in result.stdout.splitlines() if line.startswith("# pass ")]
     assert passed and int(passed[0].split()[-1]) >= 25, result.stdout[-2000:]
+
+
+def _error_answers() -> dict:
+    """The server's error kinds and its own answers (studio.api.exception_handler, the API's one error path) to a
+    refusal of every kind and to every way a login is lost, each marked with whether it is a lost login: what the
+    page's ``isAuthProblem`` must tell apart."""
+    from rest_framework.exceptions import AuthenticationFailed, NotAuthenticated, PermissionDenied
+
+    from studio import errors
+    from studio.access import AccessRefused
+    from studio.api import exception_handler
+    from studio.security import CsrfRefused
+
+    raised = [
+        (NotAuthenticated(), True),
+        (AuthenticationFailed("Invalid token."), True),
+        (CsrfRefused("CSRF Failed: CSRF token missing."), True),
+        (errors.SignedOut("Not logged in (or the session expired): log in again."), True),
+        (AccessRefused("annotation.review"), False),
+        (errors.Forbidden("These credentials reach another project; log in as one of this project's leads."), False),
+        (PermissionDenied(), False),
+        (errors.Invalid("format: unknown format 'csv'", field="format"), False),
+        (errors.Conflict("The annotation changed since you loaded it.", current_version=7), False),
+        (errors.NotFound("No such trace."), False),
+        (errors.TooLarge("The upload is over 2 GB."), False),
+    ]
+    answers = []
+    for exc, signed_out in raised:
+        response = exception_handler(exc, {})
+        answers.append(
+            {"what": repr(exc), "status": response.status_code, "data": response.data, "signed_out": signed_out}
+        )
+    return {
+        "kinds": {kind.value: status for kind, status in errors.STATUS_BY_KIND.items()},
+        "signed_out": errors.ErrorKind.SIGNED_OUT.value,
+        "answers": answers,
+    }
 
 
 class _Project:

@@ -78,3 +78,37 @@ def test_production_code_does_not_import_the_test_model_builder() -> None:
         path for path in files if re.search(r"prescoring\.tiny|prescoring import tiny", (REPO / path).read_text())
     ]
     assert offenders == []
+
+
+# An export format and an importer are declared once (exports/formats/, traces/importers/registry.py); code that
+# tests which one it holds instead of asking the writer or the registry is a second copy of the declaration.
+_FORMAT_PLACES = ("exports/", "traces/importers/", "traces/api.py", "traces/views.py", "trace_studio_cli/")
+_FORMAT_BRANCH = re.compile(
+    r"isinstance\([^)]*Writer\)|\bfmt\s*(==|!=)|\bname\s*!=\s*[\"']native[\"']|EXPORT_FORMATS\s*=|\bWRITERS\s*[:=]"
+)
+
+
+def test_no_code_branches_on_which_format_or_importer_it_holds() -> None:
+    files = [path for path in _tracked("*.py") if path.startswith(_FORMAT_PLACES)]
+    assert any(path.startswith("exports/formats/") for path in files), files
+    offenders = []
+    for path in files:
+        for n, line in enumerate((REPO / path).read_text(encoding="utf-8").splitlines(), 1):
+            if _FORMAT_BRANCH.search(line):
+                offenders.append(f"{path}:{n}: {line.strip()}")
+    assert offenders == [], "a format or importer named outside its declaration (give the writer a method):\n" + (
+        "\n".join(offenders)
+    )
+
+
+def test_the_format_pattern_catches_the_branches_it_replaces() -> None:
+    for line in (
+        "if isinstance(writer, VerlWriter):",
+        '**({"labels": PRM_LABELS} if fmt == ExportFormat.PRM else {}),',
+        'rules = _PRM_RULES if fmt == "prm" else _SFT_RULES',
+        'ordered = [name for name in IMPORTERS if name != "native"] + ["native"]',
+        'EXPORT_FORMATS = ("trl", "llamafactory", "parquet", "prm", "verl")',
+        "WRITERS: dict[str, type[Writer]] = {",
+    ):
+        assert _FORMAT_BRANCH.search(line), line
+    assert not _FORMAT_BRANCH.search("writer = export_format(fmt).writer")

@@ -110,7 +110,14 @@ def test_vendored_assets_name_no_missing_source_map(name):
 
 
 # The entry modules the templates load with <script type="module">.
-MODULE_ENTRIES = ("js/workspace.js", "js/review.js", "js/prescore.js")
+MODULE_ENTRIES = (
+    "js/workspace.js",
+    "js/review.js",
+    "js/prescore.js",
+    "js/live.js",
+    "js/dashboard.js",
+    "js/round_dashboard.js",
+)
 _MODULE_SPECIFIER = re.compile(
     r"""\b(?:import|export)\b[^;'"]*?\bfrom\s*["']([^"']+)["']|\bimport\s*["']([^"']+)["']"""
 )

@@ -130,6 +130,12 @@ class StudioClient:
     def export_job(self, job_id: int) -> dict:
         return self._json("GET", f"/api/exports/{job_id}/")
 
+    def export_formats(self) -> list[dict]:
+        return self._json("GET", "/api/exports/formats/")
+
+    def import_formats(self) -> list[dict]:
+        return self._json("GET", "/api/imports/formats/")
+
     # --- writes --------------------------------------------------------------------------------
     def import_start(self, project_id: int, archive: Path, *, fmt: str = "", round_ref: str = "") -> dict:
         with archive.open("rb") as handle:

@@ -12,8 +12,6 @@ import click
 
 from trace_studio_cli.client import FINISHED, ApiError, StudioClient, bundle_verify
 
-EXPORT_FORMATS = ("trl", "llamafactory", "parquet", "prm", "verl")
-
 
 def _client(ctx: click.Context) -> StudioClient:
     return ctx.obj["client_factory"]()
@@ -41,6 +39,24 @@ def projects(ctx: click.Context, as_json: bool) -> None:
         click.echo("no projects yet visible to this token (a lead or admin adds you to a project)")
     for p in rows:
         click.echo(f"{p['id']:>5}  {p['name']}  ({p.get('platform', '?')}, {p.get('coordinate_convention', '?')})")
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the API's JSON.")
+@click.pass_context
+def formats(ctx: click.Context, as_json: bool) -> None:
+    """The export formats and trace layouts this studio takes (from its API: a format the server adds shows here)."""
+    client = _client(ctx)
+    exports, imports = client.export_formats(), client.import_formats()
+    if as_json:
+        click.echo(json.dumps({"exports": exports, "imports": imports}, indent=2))
+        return
+    click.echo("export formats (trace-studio export --format NAME):")
+    for f in exports:
+        click.echo(f"  {f['name']:<14}  {f['label']}")
+    click.echo("trace layouts (trace-studio import --format NAME; detected when left out, in this order):")
+    for f in imports:
+        click.echo(f"  {f['name']:<14}  {f['label']}")
 
 
 @cli.command()
@@ -114,7 +130,9 @@ def _finished_or_exit(kind: str, job: dict) -> None:
 @cli.command("import")
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
 @click.option("--project", "project_ref", required=True, help="Project id or name.")
-@click.option("--format", "fmt", default="", help="Importer to use (default: detected).")
+@click.option(
+    "--format", "fmt", default="", help="Importer to use (default: detected; `trace-studio formats` lists them)."
+)
 @click.option("--round", "round_ref", default="", help="The round (name or id) the new traces go in.")
 @click.option("--wait/--no-wait", default=False, help="Follow the job until it ends (implied by --instructions).")
 @click.option(
@@ -298,7 +316,7 @@ def _option_pairs(pairs: tuple[str, ...]) -> dict:
 
 @cli.command()
 @click.option("--project", "project_ref", required=True, help="Project id or name.")
-@click.option("--format", "fmt", type=click.Choice(EXPORT_FORMATS), required=True)
+@click.option("--format", "fmt", required=True, help="The bundle's format (`trace-studio formats` lists the studio's).")
 @click.option(
     "--option",
     "option_pairs",

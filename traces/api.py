@@ -23,13 +23,23 @@ from traces.access import (
     traces_for,
 )
 from traces.forms import form_errors_text, project_form_for_change
-from traces.importers import IMPORTERS
+from traces.importers import IMPORTERS, importers_in_detect_order
 from traces.instructions import InstructionRow, instructions_read
 from traces.models import CoordinateConvention, ImportJob, Outcome, Project, Round, Step, Trace
 
-# The importers a request may name ("": detect); one choice set, named once in the schema (settings
-# SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"]) though two requests carry it.
-IMPORT_FORMATS = ["", *sorted(IMPORTERS)]
+
+def import_format_choices() -> list[str]:
+    """The importers a request may name ("": detect), read from the registry (traces.importers) when asked; one
+    choice set, named once in the schema (settings SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"]) though two
+    requests carry it."""
+    return ["", *sorted(IMPORTERS)]
+
+
+class _ImportFormatField(serializers.ChoiceField):
+    """The registered importers, read each time a request is (DRF makes its fields anew per serializer)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(choices=import_format_choices(), required=False, default="", **kwargs)
 
 
 class ProjectSerializer(serializers.ModelSerializer):
@@ -323,7 +333,7 @@ class TracePushSerializer(serializers.Serializer):
     trace = serializers.CharField(required=False, help_text="A native trace object (docs/formats.md §1), as JSON.")
     screenshots = serializers.ListField(child=serializers.FileField(), required=False)
     round = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
-    format = serializers.ChoiceField(choices=IMPORT_FORMATS, required=False, default="")
+    format = _ImportFormatField()
 
 
 class TraceList(generics.ListAPIView):
@@ -526,7 +536,7 @@ class TraceDetail(AccessedObjectMixin, generics.RetrieveAPIView):
 
 class ImportUploadSerializer(serializers.Serializer):
     file = serializers.FileField(help_text="A .zip of traces (any supported layout) or a .jsonl of native traces.")
-    format = serializers.ChoiceField(choices=IMPORT_FORMATS, required=False, default="")
+    format = _ImportFormatField()
     coordinates = serializers.ChoiceField(
         choices=["", *CoordinateConvention.values],
         required=False,
@@ -541,6 +551,24 @@ class ImportUploadSerializer(serializers.Serializer):
         max_length=200,
         help_text="The round (name, or id) every new trace goes into; an unknown round is a 400 naming it.",
     )
+
+
+class ImportFormatSerializer(serializers.Serializer):
+    name = serializers.CharField(help_text="What an import's `format` takes.")
+    label = serializers.CharField()
+
+
+class ImportFormats(APIView):
+    """GET: the trace layouts the studio reads, in the order detection tries them (traces.importers); the command
+    line lists them from here."""
+
+    permission_classes = [ActionPermission]
+    permission_action = "trace.view"
+
+    @extend_schema(responses={200: ImportFormatSerializer(many=True)})
+    def get(self, request):
+        rows = [{"name": i.format_name, "label": i.label} for i in importers_in_detect_order()]
+        return Response(ImportFormatSerializer(rows, many=True).data)
 
 
 class ImportCreate(APIView):

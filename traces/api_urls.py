@@ -17,6 +17,7 @@ urlpatterns = [
     path("projects/<int:project_id>/rounds/", api.RoundList.as_view(), name="api-round-list"),
     path("rounds/<int:pk>/", api.RoundDetail.as_view(), name="api-round-detail"),
     path("traces/<int:pk>/", api.TraceDetail.as_view(), name="api-trace-detail"),
+    path("imports/formats/", api.ImportFormats.as_view(), name="api-import-formats"),
     path("imports/<int:pk>/", api.ImportJobDetail.as_view(), name="api-import-detail"),
     path("imports/<int:pk>/cancel/", api.ImportJobCancel.as_view(), name="api-import-cancel"),
     path("actions/table/", api.ActionTable.as_view(), name="api-action-table"),

@@ -20,7 +20,7 @@ from studio.words import counted
 from traces import selectors, services
 from traces.access import access_import_job, access_project, access_trace, projects_for
 from traces.forms import ProjectForm, TraceInstructionForm
-from traces.importers import IMPORTERS
+from traces.importers import IMPORTERS, importers_in_detect_order
 from traces.instructions import instructions_read
 from traces.models import Project, Screenshot, Step, Trace
 
@@ -256,7 +256,7 @@ def import_upload(request, project_id: int):
         "traces/import_upload.html",
         {
             "project": project,
-            "formats": sorted(IMPORTERS),
+            "formats": [(i.format_name, i.label) for i in importers_in_detect_order()],
             "rounds": list(selectors.rounds_of(project).order_by("-ran_at", "-id")),
             "chosen_round": request.POST.get("round", ""),
             "error": error,

@@ -24,10 +24,14 @@ export async function api(method, url, body, options) {
   return { status: response.status, data: data || {} };
 }
 
-/* The session is gone (logged out, expired, or the CSRF cookie with it): a 401, or a 403 that says so. A 403 that
-   refuses the action itself (a blind project, a role) is not one. */
-export const isAuthProblem = (res) => res.status === 401 || (res.status === 403 &&
-  /credentials|authenticat|csrf|log in/i.test(String(res.data.detail || "")));
+/* The kind the server gives an answer whose login is gone (studio.errors.ErrorKind.SIGNED_OUT). */
+export const SIGNED_OUT = "signed_out";
+
+/* The session is gone (logged out, expired, or the CSRF cookie with it): the answer's kind says so (a 401 or, for a
+   failed CSRF check, a 403), or a 401 that came without a body of the studio's. A 403 that refuses the action itself
+   (a blind project, a role) is not one, whatever its words. */
+export const isAuthProblem = (res) => (res.data && res.data.kind === SIGNED_OUT) || (res.status === 401 &&
+  !(res.data && res.data.kind));
 
 /* A refusal's words: its detail, else its field errors ("field: message; …"). */
 export function describeErrors(data) {

@@ -1,15 +1,19 @@
 // Live events from /ws/live/: keeps a presence map (who has which trace open), fills every
 // [data-presence-trace] / [data-presence-project] element, and re-dispatches each event as a
-// "studio:live" DOM event for the page's own script. Text only ever goes in via textContent.
-(function () {
+// "studio:live" DOM event for the page's own script. Text only ever goes in via textContent. An ES module: what it
+// keeps of who is where is presence.js's (pure).
+import { ageText, holdersOf, presenceApply, presenceState, projectLeases } from "./presence.js";
+
+start();
+
+function start() {
   const box = document.getElementById("live");
   if (!box) return;
   const statusEl = document.getElementById("live-status");
   const canRelease = box.dataset.canRelease === "1";
   const ownTrace = box.dataset.traceId ? Number(box.dataset.traceId) : null;
   const query = box.dataset.projectId ? "?project=" + encodeURIComponent(box.dataset.projectId) : "";
-  const leases = new Map();   // lease_id -> {trace_id, user, project_id}
-  const viewers = new Map();  // "trace:user" -> {trace_id, user}
+  const presence = presenceState();
   let socket = null;
   let retry = 1000;
 
@@ -19,20 +23,6 @@
     statusEl.classList.toggle("live-on", !!ok);
   }
 
-  function holdersOf(traceId) {
-    const out = [];
-    for (const [id, l] of leases) if (l.trace_id === traceId) out.push({ user: l.user, lease_id: id, heartbeat_at: l.heartbeat_at });
-    for (const v of viewers.values()) {
-      if (v.trace_id === traceId && !out.some((o) => o.user === v.user)) out.push({ user: v.user, lease_id: null });
-    }
-    return out;
-  }
-
-  function ageText(iso) {
-    const seconds = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
-    if (seconds < 60) return "active " + seconds + " s ago";
-    return "active " + Math.round(seconds / 60) + " min ago";
-  }
   setInterval(() => document.querySelectorAll(".heartbeat-age").forEach((el) => {
     el.textContent = " · " + ageText(el.dataset.heartbeatAt);
   }), 10000);
@@ -64,17 +54,15 @@
 
   function render() {
     document.querySelectorAll("[data-presence-trace]").forEach((el) => {
-      el.replaceChildren(...holdersOf(Number(el.dataset.presenceTrace)).map((h) => holderNode(h)));
+      el.replaceChildren(...holdersOf(presence, Number(el.dataset.presenceTrace)).map((h) => holderNode(h)));
     });
     document.querySelectorAll("[data-presence-project]").forEach((el) => {
       const projectId = Number(el.dataset.presenceProject);
-      const items = [];
-      for (const [id, l] of leases) {
-        if (l.project_id !== projectId) continue;
+      const items = projectLeases(presence, projectId).map((held) => {
         const li = document.createElement("li");
-        li.append(holderNode({ user: l.user, lease_id: id, heartbeat_at: l.heartbeat_at }, l.external_id || String(l.trace_id)));
-        items.push(li);
-      }
+        li.append(holderNode(held, held.trace));
+        return li;
+      });
       if (!items.length) {
         const li = document.createElement("li");
         li.className = "muted";
@@ -85,29 +73,14 @@
     });
   }
 
-  function loadSnapshot(list) {
-    leases.clear();
-    for (const l of list || []) leases.set(l.lease_id, l);
-  }
-
   function send(message) {
     if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(message));
   }
 
   function onEvent(event) {
-    if (event.type === "hello" || event.type === "presence.snapshot") {
-      loadSnapshot(event.presence);
-    } else if (event.type === "presence") {
-      const key = event.trace_id + ":" + event.user;
-      if (event.state === "open") viewers.set(key, { trace_id: event.trace_id, user: event.user });
-      else viewers.delete(key);
-    } else if (event.type === "lease" && event.state === "released") {
-      leases.delete(event.lease_id);
-    } else if (event.type === "lease" || event.type === "annotation") {
-      send({ type: "presence.snapshot" });  // leases change on claim and submit: ask for the truth
-    } else if (event.type === "error") {
-      setStatus(event.detail, true);
-    }
+    const reply = presenceApply(presence, event);
+    if (reply) send(reply);
+    if (event.type === "error") setStatus(event.detail, true);
     render();
     document.dispatchEvent(new CustomEvent("studio:live", { detail: event }));
   }
@@ -134,4 +107,4 @@
 
   window.studioLive = { send };
   connect();
-})();
+}

@@ -6,7 +6,73 @@
 // An ES module, loaded before the workspace's (document order), so it hears the first step.
 import { toPx } from "./geometry.js";
 
-start();
+/* Per step: the highest suspicion of any scorer, the flags (the rules scorer's) and the model's row (any other
+   scorer's). */
+export function byStep(data) {
+  const steps = new Map();
+  for (const [scorer, run] of Object.entries(data.scorers || {})) {
+    for (const row of run.steps) {
+      const entry = steps.get(row.index) || { suspicion: 0, flags: [], model: null };
+      entry.suspicion = Math.max(entry.suspicion, row.suspicion);
+      if (scorer === "rules") entry.flags = row.flags;
+      else entry.model = row;
+      steps.set(row.index, entry);
+    }
+  }
+  return steps;
+}
+
+/* The suggested first error: the model's when it ran, else the rules'; null when neither did. */
+export function firstError(data) {
+  const runs = data.scorers || {};
+  const run = runs.qwen2vl || runs.rules;
+  return run ? run.suggested_tau : null;
+}
+
+/* The strip's cells, one per step (the trace's steps, or as many as were scored): what each shows and says. */
+export function stripCells(data, steps, current, stepCount) {
+  const tau = firstError(data);
+  const count = Math.max(stepCount || 0, ...steps.keys());
+  const cells = [];
+  for (let i = 1; i <= count; i++) {
+    const entry = steps.get(i);
+    const label = entry ? `step ${i}: suspicion ${entry.suspicion.toFixed(2)}` : `step ${i}: not scored`;
+    cells.push({
+      index: i,
+      className: "cell" + (entry ? "" : " unscored") + (i === current ? " current" : "") + (i === tau ? " first-error" : ""),
+      opacity: entry ? 0.12 + 0.88 * entry.suspicion : null,
+      title: label + (i === tau ? " (suggested first error)" : ""),
+    });
+  }
+  return cells;
+}
+
+/* The line under the badges: the model's own action, whether it agrees with the recorded one, and the mean
+   log-likelihood of the recorded reply when it could be scored; "" without a model row. */
+export function modelLine(model) {
+  if (!model) return "";
+  const agree = model.agrees === null ? "" : model.agrees ? " (agrees)" : " (differs)";
+  const loglik =
+    typeof model.loglik_mean === "number"
+      ? ` · mean log-likelihood of the recorded reply ${model.loglik_mean.toFixed(3)}`
+      : "";
+  return `Model's own action: ${model.model_action || "—"}${agree}${loglik}`;
+}
+
+/* The model's own reply per step that has one ({index: text}), offered to the workspace as a correction's start. */
+export function modelStarts(steps) {
+  const starts = {};
+  for (const [index, entry] of steps) if (entry.model && entry.model.model_start) starts[index] = entry.model.model_start;
+  return starts;
+}
+
+/* The ghost's points in the screenshot's pixels: the model's points (project convention) placed on ``shot``. */
+export function ghostPoints(shot, entry) {
+  if (!shot) return [];
+  return ((entry && entry.model && entry.model.model_points) || []).map((p) => toPx(shot, p));
+}
+
+if (typeof document !== "undefined") start();
 
 function start() {
   const box = document.getElementById("prescore");
@@ -30,44 +96,19 @@ function start() {
     return promise;
   }
 
-  // Per step: the highest suspicion of any scorer, the flags (rules) and the model row (qwen2vl).
-  function byStep(data) {
-    const steps = new Map();
-    for (const [scorer, run] of Object.entries(data.scorers || {})) {
-      for (const row of run.steps) {
-        const entry = steps.get(row.index) || { suspicion: 0, flags: [], model: null };
-        entry.suspicion = Math.max(entry.suspicion, row.suspicion);
-        if (scorer === "rules") entry.flags = row.flags;
-        else entry.model = row;
-        steps.set(row.index, entry);
-      }
-    }
-    return steps;
-  }
-
-  function firstError(data) {
-    const runs = data.scorers || {};
-    const run = runs.qwen2vl || runs.rules;
-    return run ? run.suggested_tau : null;
-  }
-
   function drawStrip(data, steps, current, stepCount) {
-    const tau = firstError(data);
-    const count = Math.max(stepCount || 0, ...steps.keys());
-    const cells = [];
-    for (let i = 1; i <= count; i++) {
-      const entry = steps.get(i);
+    const cells = stripCells(data, steps, current, stepCount).map((c) => {
       const cell = document.createElement("button");
       cell.type = "button";
-      cell.className = "cell" + (entry ? "" : " unscored") + (i === current ? " current" : "") + (i === tau ? " first-error" : "");
+      cell.className = c.className;
       cell.setAttribute("role", "listitem");
-      if (entry) cell.style.opacity = String(0.12 + 0.88 * entry.suspicion);
-      const label = entry ? `step ${i}: suspicion ${entry.suspicion.toFixed(2)}` : `step ${i}: not scored`;
-      cell.title = label + (i === tau ? " (suggested first error)" : "");
-      cell.setAttribute("aria-label", cell.title);
-      cell.addEventListener("click", () => document.dispatchEvent(new CustomEvent("workspace:goto", { detail: { index: i } })));
-      cells.push(cell);
-    }
+      if (c.opacity !== null) cell.style.opacity = String(c.opacity);
+      cell.title = c.title;
+      cell.setAttribute("aria-label", c.title);
+      cell.addEventListener("click", () =>
+        document.dispatchEvent(new CustomEvent("workspace:goto", { detail: { index: c.index } })));
+      return cell;
+    });
     strip.replaceChildren(...cells);
   }
 
@@ -87,25 +128,13 @@ function start() {
       badges.push(b);
     }
     flagsBox.replaceChildren(...badges);
-    const model = entry && entry.model;
-    if (model) {
-      const agree = model.agrees === null ? "" : model.agrees ? " (agrees)" : " (differs)";
-      // A step scored without a likelihood (the recorded reply could not be scored) has none to show.
-      const loglik =
-        typeof model.loglik_mean === "number"
-          ? ` · mean log-likelihood of the recorded reply ${model.loglik_mean.toFixed(3)}`
-          : "";
-      modelBox.textContent = `Model's own action: ${model.model_action || "—"}${agree}${loglik}`;
-    } else {
-      modelBox.textContent = "";
-    }
+    modelBox.textContent = modelLine(entry && entry.model);
   }
 
   function drawGhost(svg, shot, entry) {
     if (!svg) return;
     svg.querySelectorAll(".prescore-ghost").forEach((g) => g.remove());
-    if (!shot) return;
-    const points = ((entry && entry.model && entry.model.model_points) || []).map((p) => toPx(shot, p));
+    const points = ghostPoints(shot, entry);
     if (!points.length) return;
     const view = svg.viewBox && svg.viewBox.baseVal;
     const scale = view && view.width ? view.width / 1000 : 1;
@@ -129,8 +158,7 @@ function start() {
   function announceStarts(traceId, steps) {
     if (announced === traceId) return;
     announced = traceId;
-    const starts = {};
-    for (const [index, entry] of steps) if (entry.model && entry.model.model_start) starts[index] = entry.model.model_start;
+    const starts = modelStarts(steps);
     document.dispatchEvent(new CustomEvent("prescore:starts", { detail: { traceId, starts } }));
   }
 

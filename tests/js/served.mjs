@@ -11,3 +11,7 @@ function served(variable) {
 }
 export const TABLE = served("STUDIO_ACTION_TABLE");
 export const GRAMMAR_POINTS = served("STUDIO_GRAMMAR_POINTS");
+// The server's error kinds (studio.errors.STATUS_BY_KIND), the one it gives a lost login, and its own answers to
+// refusals of every kind and to lost logins (studio.api.exception_handler), each with whether it is a lost login
+// (STUDIO_ERROR_ANSWERS).
+export const ERRORS = served("STUDIO_ERROR_ANSWERS");

@@ -9,33 +9,9 @@ from pathlib import Path
 
 from .archive import ArchiveError, ExtractReport, safe_extract
 from .base import ImageRef, ImportedStep, ImportedTrace, Importer, TraceOrError, TraceReadError
-from .native import NativeImporter
+from .registry import IMPORTERS, discover, importers_in_detect_order, register, unregister
 
-IMPORTERS: dict[str, Importer] = {"native": NativeImporter()}
-
-
-def register(importer) -> None:
-    IMPORTERS[importer.format_name] = importer
-
-
-def _load_optional_importers() -> None:
-    # Each source format is its own module; a module that is not there yet is simply not offered.
-    import importlib
-
-    for module, cls in (
-        ("traces.importers.uitars_messages", "UITarsMessagesImporter"),
-        ("traces.importers.osworld", "OSWorldImporter"),
-        ("traces.importers.screenagent", "ScreenAgentImporter"),
-        ("traces.importers.mobile_agent", "MobileAgentImporter"),
-    ):
-        try:
-            register(getattr(importlib.import_module(module), cls)())
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
-
-
-_load_optional_importers()
+discover()
 
 
 class UnknownFormat(Exception):
@@ -43,8 +19,8 @@ class UnknownFormat(Exception):
 
 
 def detect_format(root: Path) -> str:
-    """The first importer that recognises ``root``; native last, since its markers are the loosest."""
-    ordered = [name for name in IMPORTERS if name != "native"] + ["native"]
+    """The first importer that recognises ``root``, in detection order (``importers_in_detect_order``)."""
+    ordered = [importer.format_name for importer in importers_in_detect_order()]
     for name in ordered:
         if IMPORTERS[name].detect(root):
             return name
@@ -134,13 +110,18 @@ __all__ = [
     "ImageRef",
     "ImportedStep",
     "ImportedTrace",
+    "Importer",
     "TraceReadError",
     "UnknownFormat",
     "archive_folder_name",
     "detect_format",
+    "discover",
     "importer_for",
+    "importers_in_detect_order",
     "iter_traces",
     "matching_formats",
     "opened_source",
+    "register",
     "unit_files",
+    "unregister",
 ]

@@ -85,7 +85,11 @@ TraceOrError = ImportedTrace | TraceReadError
 
 
 class Importer(Protocol):
-    format_name: str
+    format_name: str  # what an import's ``format`` takes
+    label: str  # what the import page and the command line show
+    # Detection tries importers by this number, then in the order declared: a layout whose markers are loose
+    # (native: any ``*.jsonl``) goes after the stricter ones.
+    detect_order: int
 
     def detect(self, root: Path) -> bool: ...
 
@@ -96,12 +100,17 @@ class Importer(Protocol):
     def read(self, root: Path) -> Iterator[TraceOrError]: ...
 
 
+DETECT_ORDER_DEFAULT = 100
+
+
 class UnitImporter:
     """An importer reads ``root`` as a list of units (a trace folder, a trace file, a JSONL of traces), each read
     on its own: a sharded import (``traces.services``) gives each shard some of the units that ``units`` found, in
     order, and reading them all one shard after the other gives what ``read`` gives. ``detect`` and ``units`` look
     at names, folders and trace files only: in an import's plan a screenshot is an empty file (its bytes reach the
     shard that reads it, ``traces.services.IMPORT_PLAN_PLACEHOLDERS``)."""
+
+    detect_order = DETECT_ORDER_DEFAULT
 
     def units(self, root: Path) -> list[Path]:
         raise NotImplementedError

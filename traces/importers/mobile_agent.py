@@ -29,6 +29,7 @@ from .base import (
     optional,
     read_json,
 )
+from .registry import register
 
 CALL = re.compile(r"^(?P<verb>[a-zA-Z ]+?)\s*(?:\((?P<arg>.*)\))?\s*$", re.S)
 CENTRE = (500, 500)  # relative-1000: the screen's centre, for scrolls that name no position
@@ -64,6 +65,8 @@ def _convert(action: str) -> tuple[str, str, dict]:
 
 class MobileAgentImporter(FolderImporter):
     format_name = "mobile-agent"
+    label = "Mobile-Agent v1 runs"
+    detect_order = 40
 
     def folders(self, root: Path, *, first_only: bool = False) -> list[Path]:
         return find_folders(root, "data.json", max_depth=3, accept=_looks_like_run, first_only=first_only)
@@ -152,3 +155,6 @@ def trace_from_run(folder: Path, *, root: Path) -> ImportedTrace:
         final_screenshot=final,
         warnings=warnings,
     )
+
+
+register(MobileAgentImporter())

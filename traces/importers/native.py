@@ -23,6 +23,7 @@ from .base import (
     require,
     safe_child,
 )
+from .registry import register
 
 FORMAT_TAG = "trace-studio/v1"
 OUTCOMES = {"success", "failure", "unknown"}
@@ -30,6 +31,8 @@ OUTCOMES = {"success", "failure", "unknown"}
 
 class NativeImporter(UnitImporter):
     format_name = "native"
+    label = "Trace Studio native (trace.json or JSONL)"
+    detect_order = 1000  # its markers (any *.jsonl, any trace.json) are the loosest: tried last
 
     def detect(self, root: Path) -> bool:
         if root.is_file():
@@ -157,3 +160,6 @@ def _holds_a_record(path: Path) -> bool:
             if chunk.strip():
                 return True
     return False
+
+
+register(NativeImporter())

@@ -29,6 +29,7 @@ from .base import (
     read_json,
     safe_child,
 )
+from .registry import register
 
 TRAJECTORY_FILE = "traj.jsonl"
 INITIAL_SCREENSHOTS = ("step_0.png", "initial_state.png", "step_0.jpg", "initial_state.jpg")
@@ -38,6 +39,8 @@ MAX_DEPTH = 6
 
 class OSWorldImporter(UnitImporter):
     format_name = "osworld"
+    label = "OSWorld result folders"
+    detect_order = 20
 
     def detect(self, root: Path) -> bool:
         return root.is_dir() and bool(_trajectory_files(root, first_only=True))
@@ -202,3 +205,6 @@ def trace_from_folder(folder: Path, *, root: Path, where: str) -> ImportedTrace:
         final_screenshot=ImageRef.from_path(final, root=root.parent) if final else None,
         warnings=warnings,
     )
+
+
+register(OSWorldImporter())

@@ -32,6 +32,7 @@ from .base import (
     read_json,
     safe_child,
 )
+from .registry import register
 
 STEP_SUFFIX = "_translate.json"
 NEGATIVE_SUFFIXES = ("_translate_neg_plan.json", "_translate_neg_eval.json")
@@ -69,6 +70,8 @@ class ActionConversionError(ValueError):
 
 class ScreenAgentImporter(FolderImporter):
     format_name = "screenagent"
+    label = "ScreenAgent sessions"
+    detect_order = 30
 
     def folders(self, root: Path, *, first_only: bool = False) -> list[Path]:
         return find_folders(root, f"*{STEP_SUFFIX}", max_depth=4, first_only=first_only)
@@ -357,3 +360,6 @@ def _execution_step(
         context=context,
         parse_error=parse_error,
     )
+
+
+register(ScreenAgentImporter())

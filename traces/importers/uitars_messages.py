@@ -24,6 +24,7 @@ from .base import (
     read_json,
     safe_child,
 )
+from .registry import register
 
 MESSAGES_FILE = "final_messages.json"
 IMAGE_SUFFIXES = ("", ".png", ".jpg", ".jpeg", ".webp")
@@ -32,6 +33,8 @@ INSTRUCTION_HEADING = "## User Instruction"
 
 class UITarsMessagesImporter(UnitImporter):
     format_name = "uitars-messages"
+    label = "UI-TARS chat messages (JSONL)"
+    detect_order = 10
 
     def detect(self, root: Path) -> bool:
         return root.is_dir() and ((root / MESSAGES_FILE).is_file() or any(root.glob(f"*/{MESSAGES_FILE}")))
@@ -160,3 +163,6 @@ def trace_from_messages(messages, folder: Path, *, where: str, digest: str) -> I
         final_screenshot=current,
         warnings=warnings,
     )
+
+
+register(UITarsMessagesImporter())

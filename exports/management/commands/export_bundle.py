@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from exports import services
 from exports.builders import OptionsError
-from exports.models import ExportFormat
+from exports.formats import format_names
 from traces.models import Project
 
 
@@ -16,7 +16,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--project", required=True, help="Project name")
-        parser.add_argument("--format", required=True, choices=ExportFormat.values)
+        parser.add_argument("--format", required=True, choices=format_names())
         parser.add_argument("--out", required=True, help="Path of the .zip to write")
         parser.add_argument("--valid-prefix", action="store_true", help="Add steps 1..τ-1 as plain SFT samples")
         parser.add_argument("--error-free", action="store_true", help="Add error-free traces as plain SFT samples")

@@ -1,0 +1,113 @@
+// The dashboards' pure parts: the CSV writer (static/js/csv.js), the figures' words (figures.js) and what the
+// quality dashboard (dashboard.js) and the round dashboard (round_dashboard.js) make of the server's figures
+// (annotation.dashboards: project_dashboard and round_dashboard).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { csvCell, csvText } from "../../static/js/csv.js";
+import { agreementRows, dashboardFigures, dashboardTables } from "../../static/js/dashboard.js";
+import { change, num, pct } from "../../static/js/figures.js";
+import { categoryShare, roundRow, roundTables } from "../../static/js/round_dashboard.js";
+
+test("a CSV cell: numbers as they are, text quoted when it must be, formulas defused", () => {
+  assert.equal(csvCell(-0.25), "-0.25");  // a negative α stays a number
+  assert.equal(csvCell(null), "");
+  assert.equal(csvCell("=HYPERLINK(\"x\")"), "\"'=HYPERLINK(\"\"x\"\")\"");
+  assert.equal(csvCell("-1"), "\"'-1\"");
+  assert.equal(csvCell("@sum"), "\"'@sum\"");
+  assert.equal(csvCell("a,b"), "\"a,b\"");
+  assert.equal(csvCell("plain"), "plain");
+  assert.equal(csvText({ header: ["a", "b"], rows: [[1, "x"], [null, "y\nz"]] }), "a,b\r\n1,x\r\n,\"y\nz\"\r\n");
+});
+
+test("figures: a share, a number, a change from the round before", () => {
+  assert.equal(pct(0.1234), "12.3 %");
+  assert.equal(pct(null), "–");
+  assert.equal(num(2.5, 0), "3");
+  assert.equal(num(undefined, 2), "–");
+  assert.equal(change(0.015, "pp"), " (+1.5 pp)");
+  assert.equal(change(-12.4, "s"), " (−12 s)");
+  assert.equal(change(0, "ratio"), " (±0.000)");
+  assert.equal(change(-0.5, "step"), " (−0.5)");
+  assert.equal(change(null, "pp"), "");
+});
+
+const project = {
+  counters: { unassigned: 3, in_progress: 1, submitted: 2, accepted: 5 },
+  range: { from: "2026-11-01", to: "2026-11-28" },
+  done_per_day: [{ day: "2026-11-27", annotator: "ann", done: 2 }, { day: "2026-11-28", annotator: "bob", done: 1 }],
+  review: { accepted: 5, rejected: 1, acceptance_rate: 5 / 6, rejection_rate: 1 / 6,
+    per_annotator: [{ annotator: "ann", accepted: 4, rejected: 1, acceptance_rate: 0.8 }] },
+  median_time: { overall_s: 95.4, per_annotator_s: { ann: 80, bob: 120.5 } },
+  error_categories: [{ category: "wrong element", count: 3 }, { category: "=cmd", count: 1 }],
+  first_error_position: [{ bucket: "0-0.25", count: 2 }],
+  agreement: { first_error_exact: 0.5, first_error_within_one: 1, category_alpha: -0.125, action_type_agreement: 0.75,
+    click_distance_median: 0.0123, click_distance_mean: 0.02, box_iou_median: null, box_iou_mean: null, box_pairs: 0,
+    pairs: 4, open_disagreements: 1 },
+  agreement_words: { action_type_pairs: "4 pairs", click_pairs: "3 pairs", box_pairs: "no pairs" },
+  suggestion_match: null,
+};
+
+test("the quality dashboard's figures in words", () => {
+  const figures = dashboardFigures(project);
+  assert.equal(figures.median_time, "95 s");
+  assert.equal(figures.acceptance_rate, "83.3 % (5)");
+  assert.equal(figures.first_error, "50.0 % / 100.0 %");
+  assert.equal(figures.alpha, "-0.125");
+  assert.equal(figures.box_iou, "– (no pairs)");
+  assert.equal(figures.pairs, "4 / 1");
+  assert.equal(figures.suggestion, "no pre-scoring yet");
+  assert.equal(dashboardFigures({ ...project, suggestion_match: { rate: 0.5, compared: 8 } }).suggestion, "50.0 % of 8");
+  assert.equal(dashboardFigures({ ...project, median_time: { overall_s: null, per_annotator_s: {} } }).median_time, "–");
+});
+
+test("the quality dashboard's CSV tables hold each chart's numbers", () => {
+  const tables = dashboardTables(project);
+  assert.deepEqual(Object.keys(tables).sort(),
+    ["agreement", "done_per_day", "error_categories", "first_error_position", "median_time", "review"]);
+  assert.deepEqual(tables.median_time.rows, [["(all)", 95.4], ["ann", 80], ["bob", 120.5]]);
+  assert.deepEqual(tables.agreement.rows.slice(0, 4), agreementRows(project.agreement));
+  assert.ok(csvText(tables.error_categories).includes("\"'=cmd\",1"));
+});
+
+const round = (name, extra) => ({
+  name, checkpoint: "ckpt-" + name, weights_hash: "ab".repeat(32), ran_at: "2026-11-20T10:00:00+00:00",
+  traces: 10, answers: 8, verdicts: { error: 4, no_error: 3, unusable: 1 }, error_share: 0.5, unusable_share: 0.125,
+  first_error_step: { median: 2, mean: 2.5, mean_relative: 0.4, histogram: [{ step: 1, count: 1 }, { step: 2, count: 3 }] },
+  first_error_position: [{ bucket: "0-0.5", count: 4 }],
+  error_categories: [{ category: "wrong element", count: 3 }, { category: "typo", count: 1 }],
+  median_time_s: 61, suggestion_match: null,
+  change: { error_share: null, unusable_share: null, first_error_step_median: null, first_error_relative_mean: null,
+    median_time_s: null, suggestion_match_rate: null },
+  ...extra,
+});
+
+test("a round's row: its figures with the change from the round before", () => {
+  const later = round("r2", {
+    weights_hash: "", ran_at: null, suggestion_match: { compared: 4, matched: 3, rate: 0.75 },
+    change: { error_share: -0.1, unusable_share: 0, first_error_step_median: 1, first_error_relative_mean: 0.05,
+      median_time_s: -4, suggestion_match_rate: 0.25 },
+  });
+  assert.deepEqual(roundRow(later).map((c) => c.text), [
+    "r2", "ckpt-r2", "–", "10", "8", "50.0 % (−10.0 pp)", "12.5 % (±0.0 pp)", "2.0 (+1.0)", "0.400 (+0.050)", "61 s (−4 s)",
+    "75.0 % of 4 (+25.0 pp)",
+  ]);
+  assert.deepEqual(roundRow(round("r1")).slice(1, 3).map((c) => c.text), ["ckpt-r1 · abababababab", "2026-11-20"]);
+  assert.equal(roundRow(round("r1")).at(-1).text, "no pre-scoring");
+  assert.equal(roundRow(round("r1", { suggestion_match: { compared: 0, matched: 0, rate: null } })).at(-1).text,
+    "no suggestion on its errors");
+  assert.deepEqual(roundRow(round("r1")).filter((c) => c.figure).map((c) => c.figure), ["error_share", "unusable_share",
+    "first_error_step", "first_error_relative", "median_time", "suggestion_match"]);
+});
+
+test("the round dashboard's CSV tables and category shares", () => {
+  const r = round("r1");
+  assert.equal(categoryShare(r, "wrong element"), 0.75);
+  assert.equal(categoryShare(r, "absent"), 0);
+  assert.equal(categoryShare(round("r0", { error_categories: [] }), "typo"), 0);
+  const tables = roundTables({ rounds: [r, round("r2")] });
+  assert.equal(tables.summary.header.length, tables.summary.rows[0].length);
+  assert.deepEqual(tables.first_error_step.rows, [["r1", 1, 1], ["r1", 2, 3], ["r2", 1, 1], ["r2", 2, 3]]);
+  assert.deepEqual(tables.error_categories.rows[0], ["r1", "wrong element", 3, 0.75]);
+  assert.deepEqual(tables.suggestion_match.rows, [["r1", null, null, null], ["r2", null, null, null]]);
+  assert.deepEqual(roundTables({ rounds: [] }).summary.rows, []);
+});
