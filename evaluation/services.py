@@ -22,8 +22,9 @@ from exports.builders import BuildStats, ExportOptions, OptionsError, Sample, Sk
 from exports.models import ExportJob
 from prescoring.qwen2vl import ModelLoadError, read_model_config
 from prescoring.services import image_inputs, model_image_budget
+from studio.engine import job_enqueue
 from studio.errors import Invalid
-from studio.jobs import JobFailed, job_add_error, job_enqueue, job_progress, job_run
+from studio.jobs import JobFailed, job_add_error, job_progress, job_run
 from traces import prompting
 from traces.models import Project
 from traces.selectors import round_resolve
@@ -173,9 +174,7 @@ def evaluation_job_create(
         selection=selection,
     )
     if enqueue:
-        from evaluation.tasks import run_evaluation
-
-        job_enqueue(run_evaluation, job)
+        job_enqueue(job)
     return job
 
 

@@ -28,8 +28,9 @@ from annotation.workflow import EDITABLE_BY_ANNOTATOR
 from prescoring import assess
 from prescoring.qwen2vl import ModelLoadError, read_model_config
 from prescoring.services import configured_model_dir, image_inputs, model_image_budget
+from studio.engine import job_enqueue
 from studio.errors import Conflict, Invalid, NotFound
-from studio.jobs import JobFailed, job_enqueue, job_progress, job_run
+from studio.jobs import JobFailed, job_progress, job_run
 from studio.models import JobStatus
 from traces import grammar, prompting
 from traces.models import Step
@@ -122,9 +123,7 @@ def alternatives_request(
             settings=resolved,
             settings_key=key,
         )
-        from annotation.tasks import sample_alternatives
-
-        job_enqueue(sample_alternatives, job)
+        job_enqueue(job)
     return job
 
 
