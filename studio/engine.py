@@ -14,6 +14,10 @@ A product app declares its kinds in its ``jobs`` module (``traces/jobs.py``: imp
   completes the last one sends the job's task again, as the next attempt, and that run assembles (``job_run``).
 - ``queue(job)``: where the job's task and its shards go (model scoring: ``gpu``).
 
+A kind without shards (an evaluation, a step's alternatives: one model pass on one gpu worker) says ``run(job)``
+instead, the whole work returning its summary, run by ``studio.jobs.job_run`` (claim, heartbeat, retries on a lost
+database connection, cancel, failure).
+
 What every kind gets from the engine (``studio.jobs`` is the state machine, ``studio.shards`` the shards'):
 claiming a run (``job_start``), heartbeats, take-over (a job taken over gets its running shards back: they lost
 their worker), retries of a failed shard, cancel, failure, runs in this process (``job_run_here``: the
@@ -68,8 +72,8 @@ class JobKind:
 
     name: str
     model: str  # the job model's label, e.g. "traces.ImportJob"
-    plan: Callable[[Any, Path], Pieces]
-    work: Callable[[Any, JobShard, ShardProgress], None]
+    plan: Callable[[Any, Path], Pieces] | None = None
+    work: Callable[[Any, JobShard, ShardProgress], None] | None = None
     summarize: Callable[[Any, list[JobShard]], str] | None = None
     assemble: Callable[[Any], str] | None = None
     queue: Callable[[Any], str] = _default_queue
@@ -77,9 +81,21 @@ class JobKind:
     old_task_names: tuple[str, ...] = ()  # the job's task under the names of older releases
     old_shard_task_names: tuple[str, ...] = ()
 
+    run: Callable[[Any], str] | None = None  # a kind without shards: its whole work
+
     def __post_init__(self) -> None:
+        if self.run is not None:
+            if any(part is not None for part in (self.plan, self.work, self.summarize, self.assemble)):
+                raise ValueError(f"job kind {self.name!r}: a kind runs whole (run) or in shards (plan, work), not both")
+            return
+        if self.plan is None or self.work is None:
+            raise ValueError(f"job kind {self.name!r}: a sharded kind needs plan and work")
         if (self.summarize is None) == (self.assemble is None):
             raise ValueError(f"job kind {self.name!r}: a job ends by summarize or by assemble, one of them")
+
+    @property
+    def sharded(self) -> bool:
+        return self.run is None
 
     @property
     def task_name(self) -> str:
@@ -161,10 +177,10 @@ def _tasks_make(kind: JobKind) -> None:
     def shard(job_id: int, index: int) -> str:
         return job_shard_run(kind, job_id=job_id, index=index)
 
-    for names, function in (
-        ((kind.task_name, *kind.old_task_names), run),
-        ((kind.shard_task_name, *kind.old_shard_task_names), shard),
-    ):
+    made = [((kind.task_name, *kind.old_task_names), run)]
+    if kind.sharded:
+        made.append(((kind.shard_task_name, *kind.old_shard_task_names), shard))
+    for names, function in made:
         for name in names:
             if name not in _TASKS:
                 _TASKS[name] = celery_app.task(name=name, acks_late=True)(function)
@@ -205,6 +221,7 @@ def job_begin(kind: JobKind, job, *, attempt: int | None = None) -> bool:
     """Claim the job and plan its shards (once: a resumed job keeps its plan); False when this run must not go on.
     A job taken over (its heartbeat went stale) had no shard alive, for a live shard keeps it fresh: its running
     shards' workers are gone, and they go back to the queue."""
+    assert kind.plan is not None, f"job kind {kind.name!r} has no shards to plan"
     taken_over = job.status == JobStatus.RUNNING
     if not job_start(job, attempt=attempt):
         return False
@@ -239,6 +256,8 @@ def job_dispatch(kind: JobKind, *, job_id: int, attempt: int | None = None):
     kind's queue. A kind with an assembly: once every shard is done (the last shard sent the task again; the job
     watchdog does when that message is lost), assemble and end the job, once."""
     job = kind.load(job_id)
+    if kind.run is not None:
+        return job_run(job, kind.run, attempt=attempt)
     if kind.assemble is not None and shards_all_done(job):
         return job_run(job, kind.assemble, attempt=attempt)
     if job_begin(kind, job, attempt=attempt):
@@ -250,6 +269,7 @@ def job_shard_run(kind: JobKind, *, job_id: int, index: int) -> str:
     """One shard of a job, in whichever worker took it; the run that completes the last shard ends the job (or
     sends it on to its assembly)."""
     job = kind.load(job_id)
+    assert kind.work is not None, f"job kind {kind.name!r} has no shards"
     if kind.assemble is not None:
         return shard_run(job, index, kind.work, on_complete=lambda job: _assemble_later(kind, job))
     return shard_run(job, index, kind.work, summarize=kind.summarize)
@@ -268,6 +288,11 @@ def job_run_here(job, *, attempt: int | None = None, on_progress: Callable | Non
     job as it ended."""
     kind = job_kind_of(job)
     job = kind.load(job.pk)
+    if kind.run is not None:
+        job_run(job, kind.run, attempt=attempt)
+        job.refresh_from_db()
+        return job
+    assert kind.work is not None
     if job_begin(kind, job, attempt=attempt):
         if kind.assemble is not None:
             shards_run_here(job, kind.work, on_progress=on_progress, on_complete=lambda job: None)

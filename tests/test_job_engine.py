@@ -81,17 +81,24 @@ def replaced(monkeypatch):
     return replace
 
 
-def test_every_job_model_with_shards_is_a_declared_kind_with_its_tasks_and_old_names():
+def test_every_job_model_is_a_declared_kind_with_its_tasks_under_their_old_names_too():
+    from evaluation.models import EvaluationJob
+    from studio.jobs import job_models
+
     kinds = engine.job_kinds()
-    assert {kind.model for kind in kinds.values()} == {
-        "traces.ImportJob",
-        "prescoring.PrescoreJob",
-        "exports.ExportJob",
-    }
+    assert {kind.model for kind in kinds.values()} == {model._meta.label for model in job_models()}
+    assert sorted(name for name, kind in kinds.items() if kind.sharded) == sorted(KINDS)
+    celery_app.loader.import_default_modules()  # what a worker does at start
     registered = set(celery_app.tasks)
     for kind in kinds.values():
-        assert {kind.task_name, kind.shard_task_name, *kind.old_task_names, *kind.old_shard_task_names} <= registered
+        names = {kind.task_name, *kind.old_task_names}
+        if kind.sharded:
+            names |= {kind.shard_task_name, *kind.old_shard_task_names}
+        assert names <= registered, kind.name
     assert kinds["prescore"].old_task_names == ("traces.tasks.prescore_rules", "traces.tasks.prescore_with_model")
+    assert kinds["evaluation"].old_task_names == ("evaluation.tasks.run_evaluation",)
+    assert kinds["alternatives"].old_task_names == ("annotation.tasks.sample_alternatives",)
+    assert EvaluationJob().queue_name() == "gpu"  # a checkpoint's kinds go where the model stays loaded
 
 
 def test_a_kind_is_declared_once():
@@ -100,6 +107,8 @@ def test_a_kind_is_declared_once():
         engine.job_kind_register(dataclasses.replace(kind, model="exports.ExportJob"))
     with pytest.raises(ValueError, match="summarize or by assemble"):
         dataclasses.replace(kind, assemble=lambda job: "")
+    with pytest.raises(ValueError, match="not both"):
+        dataclasses.replace(kind, run=lambda job: "")
 
 
 def test_each_kind_runs_in_process_to_the_summary_of_its_shards(kind_job):

@@ -1,9 +1,10 @@
-"""Celery tasks: thin wrappers that call services. The import job's tasks are made by the job engine from its kind
-(traces/jobs.py, studio/engine.py)."""
+"""Celery tasks: thin wrappers that call services. The import job's tasks (``jobs.import.run``, ``jobs.import.shard``,
+and the same under the names older releases queued them by) are made by the job engine (studio/engine.py) from the
+kind declared in traces/jobs.py; importing it here registers them in a worker."""
 
 from celery import shared_task
 
-from traces import services
+from traces import jobs, services  # noqa: F401  (jobs: the import kind's tasks)
 
 
 # A screenshot stored before imports made thumbnails, asked for by a page (traces.views.screenshot_file).
