@@ -104,12 +104,12 @@ def projects_scoped(user, action: str = "project.view") -> QuerySet[Any]:
 
 def member_projects(user) -> QuerySet[Any]:
     """The projects ``user`` belongs to (admins: all of them)."""
-    Project = project_model()
+    projects = project_model()._default_manager
     if Role.ADMIN in user_roles(user):
-        return Project.objects.all()
+        return projects.all()
     if not getattr(user, "is_authenticated", False):
-        return Project.objects.none()
-    return Project.objects.filter(memberships__user=user)
+        return projects.none()
+    return projects.filter(memberships__user=user)
 
 
 def is_member(user, project) -> bool:

@@ -32,6 +32,7 @@ app's services and tasks import each other.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,6 +117,8 @@ class JobKind:
 
 _KINDS: dict[str, JobKind] = {}
 _discovered = False
+# A web process's request threads may ask at once: one discovers, the others wait for the whole registry.
+_discovering = threading.RLock()
 
 
 def job_kind_register(kind: JobKind) -> JobKind:
@@ -131,9 +134,10 @@ def job_kind_register(kind: JobKind) -> JobKind:
 def job_kinds() -> dict[str, JobKind]:
     """Every declared kind, by name (each installed app's ``jobs`` module is imported once, first)."""
     global _discovered
-    if not _discovered:
-        _discovered = True
-        autodiscover_modules("jobs")
+    with _discovering:
+        if not _discovered:
+            autodiscover_modules("jobs")
+            _discovered = True
     return dict(_KINDS)
 
 
