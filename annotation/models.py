@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from studio.engine import KindJob
 from studio.models import JobBase
 
 
@@ -153,7 +154,7 @@ class AuditEvent(models.Model):
         ]
 
 
-class AlternativesJob(JobBase):
+class AlternativesJob(KindJob, JobBase):
     """k replies of the configured checkpoint sampled at one step's state s_i of an annotation's trace (the gpu
     queue). The replies are stored per (step, weights hash, settings) in StepAlternative and re-used: a job that finds
     them already there samples nothing."""
@@ -166,9 +167,6 @@ class AlternativesJob(JobBase):
     settings = models.JSONField(default=dict, blank=True, help_text="Sampling settings (k, temperature, top_p, …).")
     settings_key = models.CharField(max_length=64, help_text="sha256 of the settings that change the replies.")
     reused = models.BooleanField(default=False, help_text="The replies were already stored; nothing was sampled.")
-
-    def task_name(self) -> str:
-        return "annotation.tasks.sample_alternatives"
 
 
 class StepAlternative(models.Model):

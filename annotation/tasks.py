@@ -1,11 +1,5 @@
-"""Celery tasks: thin wrappers that call services."""
+"""Celery tasks. The alternatives job's task (``jobs.alternatives.run``, and the same under the name older releases
+queued it by) is made by the job engine (studio/engine.py) from the kind declared in annotation/jobs.py; a worker's
+autodiscovery imports this module, which registers it."""
 
-from celery import shared_task
-
-
-# Routed to the `gpu` queue by settings.CELERY_TASK_ROUTES; the model stays loaded in the worker process.
-@shared_task(name="annotation.tasks.sample_alternatives", acks_late=True)
-def sample_alternatives(job_id: int, attempt: int | None = None) -> None:
-    from annotation.alternatives import services
-
-    services.alternatives_job_run(job_id=job_id, attempt=attempt)
+from annotation import jobs  # noqa: F401

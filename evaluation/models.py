@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.db import models
 
 from annotation.models import Annotation
+from studio.engine import KindJob
 from studio.models import JobBase
 from traces.models import Project, Round
 
@@ -17,7 +18,7 @@ class SampleKind(models.TextChoices):
     DPO = "dpo", "Preference pair (corrected vs recorded step at s_τ)"
 
 
-class EvaluationJob(JobBase):
+class EvaluationJob(KindJob, JobBase):
     """One checkpoint scored on the accepted corrections of one selection (the bundle split or a round)."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="evaluation_jobs")
@@ -34,9 +35,6 @@ class EvaluationJob(JobBase):
     samples_failed = models.PositiveIntegerField(default=0)
     samples_skipped = models.PositiveIntegerField(default=0, help_text="Samples the builder could not make.")
     metrics = models.JSONField(default=dict, blank=True, help_text="evaluation.metrics.summarize of the stored rows.")
-
-    def task_name(self) -> str:
-        return "evaluation.tasks.run_evaluation"
 
 
 class EvaluationSample(models.Model):

@@ -22,8 +22,9 @@ from exports.builders import BuildStats, ExportOptions, OptionsError, Sample, Sk
 from exports.models import ExportJob
 from prescoring.qwen2vl import ModelLoadError, read_model_config
 from prescoring.services import image_inputs, model_image_budget
+from studio.engine import job_enqueue, job_run_here
 from studio.errors import Invalid
-from studio.jobs import JobFailed, job_add_error, job_enqueue, job_progress, job_run
+from studio.jobs import JobFailed, job_add_error, job_progress
 from traces import prompting
 from traces.models import Project
 from traces.selectors import round_resolve
@@ -173,9 +174,7 @@ def evaluation_job_create(
         selection=selection,
     )
     if enqueue:
-        from evaluation.tasks import run_evaluation
-
-        job_enqueue(run_evaluation, job)
+        job_enqueue(job)
     return job
 
 
@@ -213,8 +212,7 @@ def selected_samples(job: EvaluationJob) -> _Selected:
 
 def evaluation_job_run(*, job_id: int, attempt: int | None = None) -> EvaluationJob:
     """Run an evaluation job; a run taken over keeps the rows already stored and scores the rest."""
-    job = EvaluationJob.objects.select_related("project").get(pk=job_id)
-    return job_run(job, _work, attempt=attempt)
+    return job_run_here(EvaluationJob.objects.get(pk=job_id), attempt=attempt)
 
 
 def _targets(sample: Sample) -> list[str]:
@@ -240,7 +238,7 @@ def _row(job: EvaluationJob, sample: Sample, scored: list, version: int, info: M
     )
 
 
-def _work(job: EvaluationJob) -> str:
+def evaluation_work(job: EvaluationJob) -> str:
     from prescoring.qwen2vl import ScoreRequest, load_scorer
 
     opts = job.settings

@@ -1,11 +1,5 @@
-"""Celery tasks: thin wrappers that call services."""
+"""Celery tasks. The evaluation job's task (``jobs.evaluation.run``, and the same under the name older releases
+queued it by) is made by the job engine (studio/engine.py) from the kind declared in evaluation/jobs.py; a worker's
+autodiscovery imports this module, which registers it."""
 
-from celery import shared_task
-
-
-# Routed to the `gpu` queue by settings.CELERY_TASK_ROUTES; the model stays loaded in the worker process.
-@shared_task(name="evaluation.tasks.run_evaluation", acks_late=True)
-def run_evaluation(job_id: int, attempt: int | None = None) -> None:
-    from evaluation import services
-
-    services.evaluation_job_run(job_id=job_id, attempt=attempt)
+from evaluation import jobs  # noqa: F401

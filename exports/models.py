@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.db import models
 
 from exports.formats import FORMAT_NAME_MAX, format_choices
+from studio.engine import KindJob
 from studio.models import JobBase
 
 
@@ -24,7 +25,7 @@ class FormatField(models.CharField):
         return name, "django.db.models.CharField", args, kwargs
 
 
-class ExportJob(JobBase):
+class ExportJob(KindJob, JobBase):
     project = models.ForeignKey("traces.Project", on_delete=models.CASCADE, related_name="export_jobs")
     format = FormatField()
     options = models.JSONField(
@@ -48,18 +49,6 @@ class ExportJob(JobBase):
 
     class Meta(JobBase.Meta):
         indexes = [models.Index(fields=["project", "created_at"])]
-
-    def task_name(self) -> str:
-        return "exports.tasks.run_export"
-
-    def shard_task(self):
-        """The task that builds one shard's data files (studio.shards); any worker on the queue takes it."""
-        from exports.tasks import export_shard
-
-        return export_shard
-
-    def shard_queue(self) -> str:
-        return self.queue_name()
 
     def release_files(self) -> None:
         # The shards' stored data files: the bundle holds them now, or the export ended without one.

@@ -1,7 +1,7 @@
 """Writes for exports: create, run, cancel and recover export jobs; build a bundle.
 
-An export is a sharded job (studio.shards): its plan cuts its annotations, in trace order, into shards of
-``EXPORT_SHARD_ANNOTATIONS``; any worker builds a shard's data files (``export_part_build``) and stores them with
+An export is a sharded job (its kind: exports/jobs.py, run by studio/engine.py): its plan cuts its annotations, in
+trace order, into shards of ``EXPORT_SHARD_ANNOTATIONS``; any worker builds a shard's data files (``export_part_build``) and stores them with
 the shard's result; when the last shard is done the export's own task runs again and assembles the one bundle
 (``export_assemble``), deterministically, then ends the job once (studio.jobs.job_run)."""
 
@@ -41,20 +41,11 @@ from exports.storage import bundle_delete, bundle_part_save, bundle_save
 from exports.writers import IMAGE_TABLE, data_file_name, image_path, write_image_table
 from insights.selectors import slice_annotation_ids
 from studio.db import atomic_with_retry
-from studio.errors import Invalid, describe_error
-from studio.jobs import JobFailed, job_add_error, job_cancel, job_enqueue, job_progress, job_run, job_start, job_workdir
+from studio.engine import job_enqueue, job_run_here
+from studio.errors import Invalid
+from studio.jobs import JobFailed, job_add_error, job_cancel, job_progress, job_workdir
 from studio.models import JobShard, JobStatus
-from studio.shards import (
-    ShardProgress,
-    shard_run,
-    shards_all_done,
-    shards_dispatch,
-    shards_job_end,
-    shards_of,
-    shards_plan,
-    shards_results,
-    shards_run_here,
-)
+from studio.shards import ShardProgress, shards_results
 from studio.words import in_words
 from traces import grammar, prompting
 from traces.models import Project, Round
@@ -541,9 +532,7 @@ def export_job_create(
         project=project, created_by=user, format=fmt, options=parsed.to_json(), split_seed=parsed.split_seed
     )
     if enqueue:
-        from exports.tasks import run_export
-
-        job_enqueue(run_export, job)
+        job_enqueue(job)
     return job
 
 
@@ -568,85 +557,31 @@ def _export_base_of(job: ExportJob, options: ExportOptions) -> ExportJob | None:
     return export_base(project=job.project, export_id=options.since_export)
 
 
-def _start(job: ExportJob, *, attempt: int | None = None) -> bool:
-    """Claim the job and record its shards (once; a resumed job keeps its plan); False when this run must not go
-    on. The plan's count of annotations an incremental export leaves out waits in ``counts`` for the assembly."""
-    if not job_start(job, attempt=attempt):
-        return False
-    if not shards_of(job):
-        stats = BuildStats()
-        base = _export_base_of(job, ExportOptions.parse(job.options))
-        held = lineage.sources_pairs(base.sources or []) if base is not None else None
-        pieces = export_plan(
-            export_plan_annotations(job.project, held, stats, slice_id=ExportOptions.parse(job.options).slice)
-        )
-        floor = validation_floor(stats.trace_ids, ExportOptions.parse(job.options))
-        if floor is not None:  # the shards read the split from the options
-            job.options = {**job.options, "validation_trace": floor}
-        ExportJob.objects.filter(pk=job.pk).update(
-            counts={"already_exported": stats.already_exported}, options=job.options
-        )
-        shards_plan(job, pieces)
-    job.progress_total = sum(shard.size for shard in shards_of(job))
-    ExportJob.objects.filter(pk=job.pk).update(progress_total=job.progress_total)
-    return True
-
-
-def _fail_planning(job: ExportJob, exc: Exception) -> None:
-    if isinstance(exc, (ExportError, OptionsError)):
-        shards_job_end(job, JobStatus.FAILED, str(exc))
-    else:  # the worker log keeps the traceback; the job page says what happened
-        log.exception("export %s could not be planned", job.pk)
-        shards_job_end(job, JobStatus.FAILED, describe_error(exc))
-
-
-def export_job_dispatch(*, job_id: int, attempt: int | None = None) -> ExportJob:
-    """What a worker does with an export's task. First: claim the job, plan its shards and send them to every
-    worker (studio.shards). Once every shard is done (the last shard sends the task again, like a chord's
-    callback; the job watchdog does when that message is lost): assemble the bundle and end the job, once."""
-    job = ExportJob.objects.select_related("project").get(pk=job_id)
-    if shards_all_done(job):
-        return job_run(job, _assemble_work, attempt=attempt)
+def export_plan_make(job: ExportJob) -> list[tuple[list[int], int]]:
+    """The export's shards (the export job kind's plan, exports/jobs.py). The plan's count of annotations an
+    incremental export leaves out waits in ``counts`` for the assembly; a bad base or slice fails the job, said why."""
     try:
-        if _start(job, attempt=attempt):
-            shards_dispatch(job)
-    except Exception as exc:  # noqa: BLE001 - every failure to plan ends the job, said why
-        _fail_planning(job, exc)
-    return job
+        stats = BuildStats()
+        options = ExportOptions.parse(job.options)
+        base = _export_base_of(job, options)
+        held = lineage.sources_pairs(base.sources or []) if base is not None else None
+        pieces = export_plan(export_plan_annotations(job.project, held, stats, slice_id=options.slice))
+        floor = validation_floor(stats.trace_ids, options)
+    except (ExportError, OptionsError) as exc:
+        raise JobFailed(str(exc)) from exc
+    if floor is not None:  # the shards read the split from the options
+        job.options = {**job.options, "validation_trace": floor}
+    ExportJob.objects.filter(pk=job.pk).update(counts={"already_exported": stats.already_exported}, options=job.options)
+    return pieces
 
 
 def export_job_run(*, job_id: int) -> ExportJob:
     """Run an export in this process (the management command, tests): the same plan, shard runs and assembly a
     worker makes, the shards one after the other."""
-    job = ExportJob.objects.select_related("project").get(pk=job_id)
-    try:
-        if _start(job):
-            shards_run_here(job, _shard_work, on_complete=lambda job: None)
-    except Exception as exc:  # noqa: BLE001 - as export_job_dispatch
-        _fail_planning(job, exc)
-    job.refresh_from_db()
-    if not job.is_finished and shards_all_done(job):
-        job_run(job, _assemble_work, attempt=job.attempts + 1)
-    job.refresh_from_db()
-    return job
+    return job_run_here(ExportJob.objects.get(pk=job_id))
 
 
-def export_shard_run(*, job_id: int, index: int) -> str:
-    """One shard of an export, in whichever worker took it."""
-    job = ExportJob.objects.select_related("project").get(pk=job_id)
-    return shard_run(job, index, _shard_work, on_complete=_assemble_later)
-
-
-def _assemble_later(job: ExportJob) -> None:
-    """The last shard is done: send the export's task again to assemble the bundle, as the next attempt (two last
-    shards may both send it; job_start lets one claim it)."""
-    from exports.tasks import run_export
-
-    job.refresh_from_db()
-    run_export.apply_async(args=[job.pk], kwargs={"attempt": job.attempts + 1}, queue=job.queue_name())
-
-
-def _shard_work(job: ExportJob, shard: JobShard, progress: ShardProgress) -> None:
+def export_shard_work(job: ExportJob, shard: JobShard, progress: ShardProgress) -> None:
     """Build the shard's data files from its start (a re-run replaces nothing: each run stores its files under its
     own attempt), then store them and record the shard's result in one guarded transaction: nothing is stored
     after a cancel was acknowledged, and the bundle takes exactly the files of the run that recorded its result."""
@@ -679,7 +614,8 @@ def _shard_work(job: ExportJob, shard: JobShard, progress: ShardProgress) -> Non
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _assemble_work(job: ExportJob) -> str:
+def export_assemble_work(job: ExportJob) -> str:
+    """The export's last step, after its shards (the job kind's assembly): the bundle from the shards' files."""
     workdir = job_workdir(job) / "assembly"  # job_run removes the attempt's folder when it ends
     job.errors = []
     ExportJob.objects.filter(pk=job.pk).update(errors=[])

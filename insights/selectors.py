@@ -295,7 +295,8 @@ def slice_compare(slice_: Slice, user, *, by: str, before: str, after: str) -> d
     if by not in {"round", "checkpoint"}:
         raise Invalid("by: round or checkpoint", field="by")
     rounds = Round.objects.filter(project=slice_.project)
-    sides = {}
+    sides: dict[str, dict[str, Any]] = {}
+    shares: dict[str, float | None] = {}
     for field_name, value in (("before", before), ("after", after)):
         if by == "round":
             round_id = id_from_text(str(value or ""))
@@ -311,8 +312,9 @@ def slice_compare(slice_: Slice, user, *, by: str, before: str, after: str) -> d
         ids = list(chosen.values_list("pk", flat=True))
         count = slice_entries(slice_, user).filter(round_id__in=ids).count()
         of = entries_for(user, slice_.project).filter(round_id__in=ids).count()
-        sides[field_name] = {"label": label, "count": count, "of": of, "share": round(count / of, 4) if of else None}
-    a, b = sides["before"]["share"], sides["after"]["share"]
+        shares[field_name] = round(count / of, 4) if of else None
+        sides[field_name] = {"label": label, "count": count, "of": of, "share": shares[field_name]}
+    a, b = shares["before"], shares["after"]
     change = round(100 * (b - a), 2) if a is not None and b is not None else None
     if change is None:
         words = "no corrections on one side to compare"
@@ -516,7 +518,7 @@ def judged_steps(job: PrescoreJob, humans: dict[int, dict]) -> list[tuple[float,
 
 def calibration_bins(judged: list[tuple[float, bool]]) -> list[dict]:
     """Suspicion in tenths against the human verdict: per bin, the steps in it and how many were the first error."""
-    bins = [
+    bins: list[dict[str, Any]] = [
         {"low": i / CALIBRATION_BINS, "high": (i + 1) / CALIBRATION_BINS, "steps": 0, "first_errors": 0}
         for i in range(CALIBRATION_BINS)
     ]

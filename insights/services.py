@@ -12,6 +12,7 @@ from django.utils import timezone
 from annotation.models import Annotation, AnnotationStatus, Verdict
 from insights import signature
 from insights.models import Cluster, ClusterRun, SearchEntry, Slice
+from studio.engine import task_send
 from studio.errors import Conflict, Invalid
 from traces.models import Project, Step
 
@@ -168,9 +169,7 @@ MIN_TEXT_CLUSTER = 2
 def cluster_run_create(*, project: Project, user, enqueue: bool = True) -> ClusterRun:
     run = ClusterRun.objects.create(project=project, created_by=user)
     if enqueue:
-        from insights.tasks import run_clustering
-
-        transaction.on_commit(lambda: run_clustering.delay(run.pk))
+        transaction.on_commit(lambda: task_send("insights.tasks.run_clustering", args=[run.pk]))
     return run
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from django.db import models
 
+from studio.engine import KindJob
 from studio.models import JobBase
 from traces.models import Project, Step, Trace
 
@@ -17,7 +18,7 @@ class Scorer(models.TextChoices):
     QWEN2VL = "qwen2vl", "Qwen2-VL model"
 
 
-class PrescoreJob(JobBase):
+class PrescoreJob(KindJob, JobBase):
     """One scoring run over a project's traces. Every run keeps its own suggestions: re-scoring with
     another model adds rows and never overwrites earlier ones."""
 
@@ -33,18 +34,6 @@ class PrescoreJob(JobBase):
 
     class Meta(JobBase.Meta):
         db_table = "traces_prescorejob"  # kept from when these models were in the traces app (module docstring)
-
-    def task_name(self) -> str:
-        return "traces.tasks.prescore_with_model" if self.scorer == Scorer.QWEN2VL else "traces.tasks.prescore_rules"
-
-    def shard_task(self):
-        """The task that runs one shard (studio.shards); it goes to the queue of the job's own task."""
-        from prescoring.tasks import prescore_shard
-
-        return prescore_shard
-
-    def shard_queue(self) -> str:
-        return "gpu" if self.scorer == Scorer.QWEN2VL else "default"
 
 
 class StepSuggestion(models.Model):

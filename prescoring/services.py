@@ -22,18 +22,11 @@ from prescoring import assess, rules
 from prescoring.models import PrescoreJob, Scorer, StepSuggestion, TraceSuggestion
 from prescoring.qwen2vl import ModelLoadError, read_model_config
 from studio.db import atomic_with_retry
+from studio.engine import job_enqueue, job_run_here
 from studio.errors import Invalid, describe_error
-from studio.jobs import job_add_error, job_enqueue, job_start
+from studio.jobs import job_add_error
 from studio.models import JobStatus
-from studio.shards import (
-    ShardFatal,
-    ShardProgress,
-    shard_run,
-    shards_dispatch,
-    shards_job_end,
-    shards_plan,
-    shards_run_here,
-)
+from studio.shards import ShardFatal, ShardProgress
 from traces import grammar, prompting
 from traces.models import Project, Step, Trace
 from traces.selectors import step_element_boxes
@@ -149,9 +142,7 @@ def prescore_job_create(
         errors=warnings,
     )
     if enqueue:
-        from prescoring.tasks import prescore_rules, prescore_with_model
-
-        job_enqueue(prescore_rules if scorer == Scorer.RULES else prescore_with_model, job)
+        job_enqueue(job)
     return job
 
 
@@ -163,7 +154,7 @@ def _job_traces(job: PrescoreJob):
     return traces.filter(pk__in=job.trace_ids) if job.trace_ids else traces
 
 
-def _plan(job: PrescoreJob) -> list[tuple[list[int], int]]:
+def prescore_plan(job: PrescoreJob) -> list[tuple[list[int], int]]:
     """Whole traces in id order, packed up to PRESCORE_SHARD_STEPS steps a shard: a trace never splits, because
     its steps' history windows and its summary need all of it."""
     pieces: list[tuple[list[int], int]] = []
@@ -181,50 +172,18 @@ def _plan(job: PrescoreJob) -> list[tuple[list[int], int]]:
     return pieces
 
 
-def _start(job: PrescoreJob, *, attempt: int | None = None) -> bool:
-    """Claim the job and record its shards (once; a resumed job keeps its plan); False when nothing is left to run.
-    ``attempt``: the run the job watchdog sent (studio.jobs), when the job's own task died before its shards ran."""
-    if not job_start(job, attempt=attempt):
-        return False
-    shards = shards_plan(job, _plan(job))
-    job.progress_total = sum(s.size for s in shards)
-    PrescoreJob.objects.filter(pk=job.pk).update(progress_total=job.progress_total)
-    if not shards:
-        shards_job_end(job, JobStatus.SUCCEEDED, "0 steps scored, 0 failed")
-        return False
-    return True
-
-
-def prescore_job_dispatch(*, job_id: int, attempt: int | None = None) -> PrescoreJob:
-    """What a worker does with a scoring job: claim it, plan its shards and send them to every worker on the job's
-    queue (studio.shards); the run that completes the last shard ends the job."""
-    job = PrescoreJob.objects.select_related("project").get(pk=job_id)
-    try:
-        if _start(job, attempt=attempt):
-            shards_dispatch(job)
-    except Exception as exc:  # the worker log keeps the traceback; the job page says what happened
-        log.exception("prescore job %s could not be planned", job.pk)
-        shards_job_end(job, JobStatus.FAILED, describe_error(exc))
-    return job
-
-
 def prescore_job_run(*, job_id: int, on_progress: Callable[[PrescoreJob], None] | None = None) -> PrescoreJob:
     """Run a scoring job in this process, shard by shard, with the shard runs a worker makes (the ``prescore``
     command, tests). Steps already scored by the job are kept."""
-    job = PrescoreJob.objects.select_related("project").get(pk=job_id)
-    if _start(job):
-        shards_run_here(job, _shard_work, summarize=_summary, on_progress=on_progress)
-    job.refresh_from_db()
-    return job
+    return job_run_here(PrescoreJob.objects.get(pk=job_id), on_progress=on_progress)
 
 
-def prescore_shard_run(*, job_id: int, index: int) -> str:
-    """One shard of a scoring job, in whichever worker took it."""
-    job = PrescoreJob.objects.select_related("project").get(pk=job_id)
-    return shard_run(job, index, _shard_work, summarize=_summary)
+def prescore_queue(job: PrescoreJob) -> str:
+    """Model scoring runs on the ``gpu`` workers (the model stays loaded there); rule scoring on the default queue."""
+    return "gpu" if job.scorer == Scorer.QWEN2VL else "default"
 
 
-def _summary(job: PrescoreJob, shards) -> str:
+def prescore_summarize(job: PrescoreJob, shards) -> str:
     """The final state's counts (rows stored once, whatever the runs and retries), not a sum over attempts."""
     scored = StepSuggestion.objects.filter(job=job).count()
     failed = sum(shard.failed for shard in shards)
@@ -232,7 +191,7 @@ def _summary(job: PrescoreJob, shards) -> str:
     return f"{scored} steps scored, {failed} failed"
 
 
-def _shard_work(job: PrescoreJob, shard, progress: ShardProgress) -> None:
+def prescore_shard_work(job: PrescoreJob, shard, progress: ShardProgress) -> None:
     traces = list(
         Trace.objects.filter(project=job.project, pk__in=shard.items).select_related("final_screenshot").order_by("id")
     )

@@ -88,15 +88,28 @@ def entity_of(model: type[Model]) -> Entity:
     return ENTITIES[model._meta.label]
 
 
+def project_model() -> type[Model]:
+    """The project model: the one entity that is its own project (``ENTITIES``), by its label. The access engine
+    is platform; it reaches the product's models through its table, never by importing a product app."""
+    from django.apps import apps
+
+    (label,) = [label for label, entity in ENTITIES.items() if entity.project is None]
+    return apps.get_model(label)
+
+
+def projects_scoped(user, action: str = "project.view") -> QuerySet[Any]:
+    """The projects ``user`` reaches for ``action``."""
+    return scoped(user, project_model()._default_manager.all(), action)
+
+
 def member_projects(user) -> QuerySet[Any]:
     """The projects ``user`` belongs to (admins: all of them)."""
-    from traces.models import Project
-
+    projects = project_model()._default_manager
     if Role.ADMIN in user_roles(user):
-        return Project.objects.all()
+        return projects.all()
     if not getattr(user, "is_authenticated", False):
-        return Project.objects.none()
-    return Project.objects.filter(memberships__user=user)
+        return projects.none()
+    return projects.filter(memberships__user=user)
 
 
 def is_member(user, project) -> bool:

@@ -1,10 +1,9 @@
 """The Celery app. Queues: ``default`` (imports, exports, rule scoring) and ``gpu`` (model scoring)."""
 
-import logging
 import os
 
 from celery import Celery
-from celery.signals import task_prerun, worker_ready
+from celery.signals import task_prerun
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studio.settings")
 
@@ -21,24 +20,6 @@ def _make_broker_folders(sender, **kwargs):
     if settings.CELERY_BROKER_URL.startswith("filesystem://"):
         for key in ("data_folder_in", "data_folder_out", "control_folder"):
             os.makedirs(settings.CELERY_BROKER_TRANSPORT_OPTIONS[key], exist_ok=True)
-
-
-@worker_ready.connect
-def _start_job_watchdog(sender=None, **kwargs):
-    """Every worker watches for jobs whose worker died (stale heartbeat) and sends them again: with any broker,
-    a killed worker's job is taken over within a minute or two, not when a message times out an hour later."""
-    from studio.jobs import watchdog_start
-
-    watchdog_start()
-    logging.getLogger(__name__).info("job watchdog started")
-
-
-@worker_ready.connect
-def _start_shard_watchdog(sender=None, **kwargs):
-    """Every worker takes back the shards whose worker died and sends them again (studio.shards)."""
-    from studio.shards import shards_watch_start
-
-    shards_watch_start()
 
 
 @task_prerun.connect

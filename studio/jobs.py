@@ -445,13 +445,15 @@ def job_delete(job, *, batch: int = JOB_DELETE_BATCH) -> dict[str, int]:
 # --- queueing --------------------------------------------------------------------------------------------
 
 
-def job_enqueue(task, job) -> None:
-    """Send the job's task once the row that names it is committed; a broker that cannot be reached marks the
-    job failed and raises JobQueueUnavailable (the request answers 503), instead of a job "queued" for ever."""
+def job_task_send(task, job, *, queue: str | None = None) -> None:
+    """Send the job's task (to ``queue``, else the task's route) once the row that names it is committed; a broker
+    that cannot be reached marks the job failed and raises JobQueueUnavailable (the request answers 503), instead of
+    a job "queued" for ever. Services call it through ``studio.engine.job_enqueue``."""
+    where = {"queue": queue} if queue else {}
 
     def send() -> None:
         try:
-            task.apply_async(args=[job.pk], retry=True, retry_policy=settings.JOB_PUBLISH_RETRY_POLICY)
+            task.apply_async(args=[job.pk], retry=True, retry_policy=settings.JOB_PUBLISH_RETRY_POLICY, **where)
         except Exception as exc:  # noqa: BLE001 - kombu raises several types for an unreachable broker
             log.warning("could not queue %s %s: %s", type(job).__name__, job.pk, exc)
             job.refresh_from_db()
@@ -599,7 +601,7 @@ __all__ = [
     "JobTransitionError",
     "job_add_error",
     "job_cancel",
-    "job_enqueue",
+    "job_task_send",
     "job_progress",
     "job_run",
     "job_start",

@@ -214,6 +214,8 @@ else:
 
 CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_ROUTES = {
+    # A job's tasks go to the queue its kind names (studio/engine.py, JobKind.queue); these route a message sent by
+    # a job's older task name (an older release's web process during an upgrade) where its kind would send it.
     "traces.tasks.prescore_with_model": {"queue": "gpu"},
     "evaluation.tasks.run_evaluation": {"queue": "gpu"},
     "annotation.tasks.sample_alternatives": {"queue": "gpu"},

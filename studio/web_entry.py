@@ -87,9 +87,8 @@ def upload_refusal(environ: dict, action: str, project_id) -> tuple[int, str] | 
     from django.db import close_old_connections
     from rest_framework.exceptions import AuthenticationFailed
 
-    from studio.access import can, refusal
+    from studio.access import can, projects_scoped, refusal
     from studio.security import ApiTokenAuthentication
-    from traces.access import projects_for
 
     request = WSGIRequest({**environ, "wsgi.input": io.BytesIO(), "CONTENT_LENGTH": "0"})
     try:
@@ -109,7 +108,7 @@ def upload_refusal(environ: dict, action: str, project_id) -> tuple[int, str] | 
             return 401, "Not logged in (or the session expired): log in again before uploading."
         if not can(user, action):
             return 403, refusal(action)
-        if project_id is not None and not projects_for(user, action).filter(pk=project_id).exists():
+        if project_id is not None and not projects_scoped(user, action).filter(pk=project_id).exists():
             return 404, "No such project among yours."
         return None
     finally:

@@ -280,7 +280,7 @@ def test_a_worker_on_the_gpu_queue_samples_them(
     )
     log = "".join(celery_worker.log[-80:])
     assert job.status == "succeeded", (job.message, log)
-    assert "annotation.tasks.sample_alternatives" in log
+    assert "jobs.alternatives.run" in log
     body = client.get(url).json()
     assert body["job"]["status"] == "succeeded" and body["job"]["step"] == 2 and len(body["alternatives"]) == 3
     assert body["job"]["weights_hash"] == qwen2vl.weights_sha256(tiny_model)

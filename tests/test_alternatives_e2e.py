@@ -109,9 +109,7 @@ def test_request_job_markers_take_wrong_submit_accept_export_on_a_real_worker(
     )
     log = "".join(celery_worker.log[-80:])
     assert job.status == "succeeded", (job.message, log)
-    assert "annotation.tasks.sample_alternatives" in log and job.message == (
-        "4 alternatives sampled, 4 parsed, 0 kept as text"
-    )
+    assert "jobs.alternatives.run" in log and job.message == ("4 alternatives sampled, 4 parsed, 0 kept as text")
 
     # What the page draws: four parsed replies at step 3, each the checkpoint's click in the project's convention.
     shown = work.get(url).json()

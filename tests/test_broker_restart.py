@@ -70,10 +70,10 @@ def _import(project, lead, folder: Path, url: str, count: int) -> ImportJob:
     job = trace_services.import_job_create(
         project=project, user=lead, upload_name=str(folder), server_path=True, enqueue=False
     )
-    from traces.tasks import run_import
+    from studio.celery import app
 
-    with Connection(url) as connection:
-        run_import.apply_async((job.pk,), connection=connection, queue="default")
+    with Connection(url) as connection:  # by the name an older release queued it under: the engine's alias runs it
+        app.send_task("traces.tasks.run_import", args=(job.pk,), connection=connection, queue="default")
     return job
 
 

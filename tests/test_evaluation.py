@@ -429,7 +429,7 @@ def test_a_worker_on_the_gpu_queue_runs_it_from_the_cli(
     done = EvaluationJob.objects.get(project=project)
     log = "".join(celery_worker.log[-80:])
     assert done.status == "succeeded", (done.message, log)
-    assert "evaluation.tasks.run_evaluation" in log
+    assert "jobs.evaluation.run" in log
     assert done.metrics["overall"]["preference_accuracy"] == 1.0
     assert EvaluationSample.objects.filter(job=done).count() == 2
     listed = run_cli(live_server, token, "evaluations", "--project", str(project.pk))

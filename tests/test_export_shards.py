@@ -241,7 +241,7 @@ def _stop(workers) -> None:
 
 
 def _took_shards(worker: WorkerProcess) -> int:
-    return sum(1 for line in worker.log if "exports.tasks.export_shard[" in line and "succeeded" in line)
+    return sum(1 for line in worker.log if "jobs.export.shard[" in line and "succeeded" in line)
 
 
 @pytest.mark.worker

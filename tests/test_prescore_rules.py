@@ -157,13 +157,15 @@ def test_bad_job_input_is_named(project, lead):
         services.prescore_job_create(project=project, user=lead, scorer="rules", trace_ids=[999999])
 
 
-def test_model_task_is_routed_to_the_gpu_queue():
-    from prescoring.tasks import prescore_rules, prescore_with_model
+def test_model_scoring_goes_to_the_gpu_queue_and_rule_scoring_to_the_default_one():
+    from prescoring.models import PrescoreJob
     from studio.celery import app
 
-    router = app.amqp.router
-    assert router.route({}, prescore_with_model.name)["queue"].name == "gpu"
-    assert router.route({}, prescore_rules.name)["queue"].name == "default"
+    model_job, rules_job = PrescoreJob(scorer="qwen2vl"), PrescoreJob(scorer="rules")
+    assert (model_job.queue_name(), model_job.shard_queue()) == ("gpu", "gpu")
+    assert (rules_job.queue_name(), rules_job.shard_queue()) == ("default", "default")
+    # A model job's message queued by an older release under its task's old name is routed to gpu, too.
+    assert app.amqp.router.route({}, "traces.tasks.prescore_with_model")["queue"].name == "gpu"
 
 
 def test_prescore_command_reports_progress(dart_trace, project):

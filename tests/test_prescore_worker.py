@@ -55,7 +55,7 @@ def test_worker_runs_rule_and_model_jobs(celery_worker, project, lead, tmp_path,
     assert model_done.weights_hash == qwen2vl.weights_sha256(worker_tiny_model)
     assert StepSuggestion.objects.filter(job=model_done, loglik_sum__isnull=False).count() == 3
     assert StepSuggestion.objects.filter(job=rules_done).count() == 3
-    assert "traces.tasks.prescore_with_model" in log and "traces.tasks.prescore_rules" in log
+    assert "jobs.prescore.run" in log and "jobs.prescore.shard" in log
 
 
 SPOKEN = Reply()  # its greedy reply: Thought: … Action: click(start_box='<|box_start|>(500,500)<|box_end|>')
@@ -102,7 +102,7 @@ def test_the_model_s_greedy_action_comes_back_parsed_from_a_job_on_a_worker(
     done = wait_for(lambda: finished(started.json()["id"]), timeout=240, message="the model job")
     log = "".join(decoding_worker.log[-60:])
     assert done.status == "succeeded", (done.message, log)
-    assert "traces.tasks.prescore_with_model" in log
+    assert "jobs.prescore.shard" in log
     decoding = "static" if request.node.callspec.params["decoding_worker"] else "dynamic"
     assert f"loaded {speaking_model.resolve()} on cpu (float32, {decoding} greedy decoding)" in log, log
 

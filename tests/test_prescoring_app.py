@@ -67,7 +67,7 @@ def test_task_names_and_api_addresses_are_those_before_the_move():
 
     app.loader.import_default_modules()  # what a worker does at start: every installed app's tasks module
     for name in ("traces.tasks.prescore_rules", "traces.tasks.prescore_with_model", "traces.tasks.prescore_shard"):
-        assert app.tasks[name].__module__ == "prescoring.tasks"
+        assert app.tasks[name].__module__ == "studio.engine"  # the pre-scoring kind's aliases (prescoring/jobs.py)
     assert reverse("api-prescore-start", args=[3]) == "/api/projects/3/prescore/"
     assert reverse("api-prescore-job", args=[4]) == "/api/prescore/jobs/4/"
     assert reverse("api-trace-suggestions", args=[5]) == "/api/traces/5/suggestions/"

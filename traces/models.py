@@ -6,6 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.urls import reverse
 
+from studio.engine import KindJob
 from studio.models import JobBase
 from traces.prompting import PROMPT_DEFAULTS
 from traces.vocabulary import ERROR_CATEGORIES
@@ -237,7 +238,7 @@ class Step(models.Model):
         return f"{self.trace_id}#{self.index}"
 
 
-class ImportJob(JobBase):
+class ImportJob(KindJob, JobBase):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="import_jobs")
     upload = models.CharField(max_length=500, help_text="Storage name of the uploaded archive, or a server path.")
     upload_is_server_path = models.BooleanField(default=False)
@@ -265,18 +266,6 @@ class ImportJob(JobBase):
     # The sharded import's plan (traces.services.import_plan_make): the format read, the name of the folder the
     # traces are read from, the storage names of the shards' archive parts, the problems met unpacking.
     plan = models.JSONField(default=dict, blank=True)
-
-    def task_name(self) -> str:
-        return "traces.tasks.run_import"
-
-    def shard_task(self):
-        """The task that imports one shard's trace folders (studio.shards); any worker on the queue takes it."""
-        from traces.tasks import import_shard
-
-        return import_shard
-
-    def shard_queue(self) -> str:
-        return self.queue_name()
 
     def release_files(self) -> None:
         from traces.services import import_upload_release

@@ -24,29 +24,12 @@ from django.db.models import Count, Sum
 from django.utils import timezone
 
 from studio.db import atomic_with_retry
-from studio.errors import Conflict, Invalid, NotFound, TooLarge, describe_error
+from studio.engine import job_enqueue, job_run_here, task_send
+from studio.errors import Conflict, Invalid, NotFound, TooLarge
 from studio.inputs import input_problem
-from studio.jobs import (
-    JobCancelled,
-    JobFailed,
-    job_attempt_running,
-    job_delete,
-    job_enqueue,
-    job_start,
-    job_workdir,
-)
+from studio.jobs import JobCancelled, JobFailed, job_delete, job_workdir
 from studio.models import JobShard, JobStatus
-from studio.shards import (
-    ShardFatal,
-    ShardProgress,
-    shard_run,
-    shards_dispatch,
-    shards_job_end,
-    shards_of,
-    shards_plan,
-    shards_run_here,
-    shards_take_back,
-)
+from studio.shards import ShardFatal, ShardProgress, shards_of
 from studio.signals import round_annotated
 from studio.storage import stored_file_fetch, stored_file_save_moved, stored_folder_delete
 from studio.words import counted, in_words
@@ -459,11 +442,9 @@ def screenshot_thumbnail_request(*, screenshot: Screenshot) -> None:
     reloads. Best effort: the page has the image itself meanwhile, and ``make_thumbnails`` makes any that remain."""
     from django.core.cache import cache
 
-    from traces.tasks import make_thumbnail as task
-
     try:
         if cache.add(f"thumbnail-asked:{screenshot.sha256}", 1, timeout=THUMBNAIL_ASK_AGAIN_S):
-            task.apply_async(args=[screenshot.sha256], retry=False)
+            task_send("traces.tasks.make_thumbnail", args=[screenshot.sha256], retry=False)
     except Exception as exc:  # noqa: BLE001 - a broker or cache outage must not cost the page its image
         log.warning("could not ask for the thumbnail of %s: %s", screenshot.sha256[:12], exc)
 
@@ -1147,9 +1128,7 @@ def import_job_create(
         round=round,
     )
     if enqueue:
-        from traces.tasks import run_import
-
-        job_enqueue(run_import, job)
+        job_enqueue(job)
     return job
 
 
@@ -1224,9 +1203,9 @@ def _job_source(job: ImportJob, scratch: Path):
         yield local
 
 
-# --- Sharded imports (studio/shards.py) ------------------------------------------------------------------------
+# --- Sharded imports (the import job kind, traces/jobs.py; run by studio/engine.py) ------------------------------------------------------------------------
 #
-# The job's task claims the job and plans it once (import_plan_make): it unpacks the upload, finds the trace units
+# The engine claims the job and has it planned once (import_plan_make): it unpacks the upload, finds the trace units
 # its importer reads (a trace folder, a trace file, a JSONL of traces) and cuts them, in order, into shards of
 # IMPORT_SHARD_TRACES. For an archive it stores each shard's part (the files its units may open: unit_files) in
 # storage, so a shard on any machine reads its traces from there, never from the planning worker's disk; a server
@@ -1336,9 +1315,10 @@ def _import_part_refusals(plan: dict, refused: list[dict]) -> list[dict]:
     return named
 
 
-def import_plan_make(*, job: ImportJob, scratch: Path) -> None:
-    """Plan the import: its format, its trace units cut into shards, each shard's part stored. Raises JobFailed
-    with the reason when the upload cannot be read (not an archive, no known layout, a format that finds nothing)."""
+def import_plan_make(*, job: ImportJob, scratch: Path) -> list[tuple[list[str], int]]:
+    """Plan the import: its format, its trace units cut into shards (returned: each shard's unit names and count),
+    each shard's part stored. Raises JobFailed with the reason when the upload cannot be read (not an archive, no
+    known layout, a format that finds nothing)."""
     upload = job.original_name or Path(job.upload).name
     local: Path | None = None
     unpacked: tuple[Path, ExtractReport | None] | None = None
@@ -1381,60 +1361,17 @@ def import_plan_make(*, job: ImportJob, scratch: Path) -> None:
             ImportJob.objects.filter(pk=job.pk).update(errors=job.errors)
             message = _refused_phrase(upload, unpacking) + "; " + message
         raise JobFailed(message) from exc
-    with transaction.atomic():
-        job.plan, job.errors, job.progress_total = plan, plan["errors"], len(units)
-        ImportJob.objects.filter(pk=job.pk).update(
-            plan=plan, errors=plan["errors"], progress_total=len(units), progress_done=0
-        )
-        shards_plan(job, pieces)
-
-
-def _import_start(job: ImportJob, *, attempt: int | None = None) -> bool:
-    """Claim the job and plan its shards (once: a resumed job keeps its plan); False when this run must not go on.
-    A job taken over (its heartbeat went stale) had no shard alive, for a live shard keeps it fresh: its running
-    shards' workers are gone, and they go back to the queue."""
-    taken_over = job.status == JobStatus.RUNNING
-    if not job_start(job, attempt=attempt):
-        return False
-    if shards_of(job):
-        if taken_over:
-            shards_take_back(job)
-        return True
-    try:
-        with job_attempt_running(job) as scratch:
-            import_plan_make(job=job, scratch=scratch)
-    except JobFailed as exc:
-        shards_job_end(job, JobStatus.FAILED, str(exc))
-        return False
-    except Exception as exc:  # noqa: BLE001 - every failure to plan ends the job, said why; the log keeps the rest
-        log.exception("import %s could not be planned", job.pk)
-        shards_job_end(job, JobStatus.FAILED, describe_error(exc))
-        return False
-    return True
-
-
-def import_job_dispatch(*, job_id: int, attempt: int | None = None) -> ImportJob:
-    """What a worker does with an import's task: claim the job, plan it, and send its shards to every worker."""
-    job = ImportJob.objects.select_related("project", "round").get(pk=job_id)
-    if _import_start(job, attempt=attempt):
-        shards_dispatch(job)
-    return job
+    job.plan, job.errors, job.progress_total = plan, plan["errors"], len(units)
+    ImportJob.objects.filter(pk=job.pk).update(
+        plan=plan, errors=plan["errors"], progress_total=len(units), progress_done=0
+    )
+    return pieces
 
 
 def import_job_run(*, job_id: int, attempt: int | None = None) -> ImportJob:
     """Run (or take over, after a worker died) an import in this process (the import command, tests): the same
     plan and shard runs a worker makes, one shard after the other. Each trace is stored whole or reported."""
-    job = ImportJob.objects.select_related("project", "round").get(pk=job_id)
-    if _import_start(job, attempt=attempt):
-        shards_run_here(job, _import_shard_work, summarize=_import_summarize)
-    job.refresh_from_db()
-    return job
-
-
-def import_shard_run(*, job_id: int, index: int) -> str:
-    """One shard of an import, in whichever worker took it; the run that completes the last shard ends the job."""
-    job = ImportJob.objects.select_related("project", "round").get(pk=job_id)
-    return shard_run(job, index, _import_shard_work, summarize=_import_summarize)
+    return job_run_here(ImportJob.objects.get(pk=job_id), attempt=attempt)
 
 
 @contextlib.contextmanager
@@ -1476,7 +1413,7 @@ class ImportTally:
         }
 
 
-def _import_shard_work(job: ImportJob, shard: JobShard, progress: ShardProgress) -> None:
+def import_shard_work(job: ImportJob, shard: JobShard, progress: ShardProgress) -> None:
     """Import the shard's units from its start. Problems met are reported again by a re-run (its report replaces
     the killed run's); the screenshots an earlier run stored are counted on (the re-run finds them stored)."""
     scratch = job_workdir(job) / f"shard-{shard.index:05d}-{shard.attempts}"
@@ -1527,7 +1464,7 @@ def _import_tallies_record(job: ImportJob, shards: list[JobShard] | None = None)
     _import_job_count(job)
 
 
-def _import_summarize(job, shards: list[JobShard]) -> str:
+def import_summarize(job, shards: list[JobShard]) -> str:
     """The job's end, when its last shard completed (the job row is locked): the summary an unsharded run gave."""
     _import_tallies_record(job, shards)
     return import_job_summary(job)

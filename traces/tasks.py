@@ -1,19 +1,10 @@
-"""Celery tasks: thin wrappers that call services."""
+"""Celery tasks: thin wrappers that call services. The import job's tasks (``jobs.import.run``, ``jobs.import.shard``,
+and the same under the names older releases queued them by) are made by the job engine (studio/engine.py) from the
+kind declared in traces/jobs.py; importing it here registers them in a worker."""
 
 from celery import shared_task
 
-from traces import services
-
-
-@shared_task(name="traces.tasks.run_import", acks_late=True)
-def run_import(job_id: int, attempt: int | None = None) -> None:
-    services.import_job_dispatch(job_id=job_id, attempt=attempt)
-
-
-# One shard of an import: its trace folders, read from its part of the stored upload; the last one ends the job.
-@shared_task(name="traces.tasks.import_shard", acks_late=True)
-def import_shard(job_id: int, index: int) -> None:
-    services.import_shard_run(job_id=job_id, index=index)
+from traces import jobs, services  # noqa: F401  (jobs: the import kind's tasks)
 
 
 # A screenshot stored before imports made thumbnails, asked for by a page (traces.views.screenshot_file).

@@ -18,6 +18,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from studio.db import atomic_with_retry
+from studio.engine import task_send
 from studio.errors import Invalid
 from webhooks import network, signing
 from webhooks.models import URL_MAX_CHARS, Delivery, DeliveryStatus, Webhook, WebhookEvent
@@ -69,9 +70,7 @@ def webhook_delete(*, webhook: Webhook) -> None:
 
 
 def _enqueue(delivery: Delivery) -> None:
-    from webhooks.tasks import deliver_webhook
-
-    transaction.on_commit(lambda: deliver_webhook.delay(delivery.pk))
+    transaction.on_commit(lambda: task_send("webhooks.tasks.deliver_webhook", args=[delivery.pk]))
 
 
 @atomic_with_retry

@@ -28,8 +28,9 @@ from annotation.workflow import EDITABLE_BY_ANNOTATOR
 from prescoring import assess
 from prescoring.qwen2vl import ModelLoadError, read_model_config
 from prescoring.services import configured_model_dir, image_inputs, model_image_budget
+from studio.engine import job_enqueue, job_run_here
 from studio.errors import Conflict, Invalid, NotFound
-from studio.jobs import JobFailed, job_enqueue, job_progress, job_run
+from studio.jobs import JobFailed, job_progress
 from studio.models import JobStatus
 from traces import grammar, prompting
 from traces.models import Step
@@ -122,20 +123,17 @@ def alternatives_request(
             settings=resolved,
             settings_key=key,
         )
-        from annotation.tasks import sample_alternatives
-
-        job_enqueue(sample_alternatives, job)
+        job_enqueue(job)
     return job
 
 
 def alternatives_job_run(*, job_id: int, attempt: int | None = None) -> AlternativesJob:
     """What a gpu worker does with the job: load the model (kept by the worker), then re-use the stored replies for
     (step, weights hash, settings) or sample and store them."""
-    job = AlternativesJob.objects.select_related("annotation__project", "step__trace").get(pk=job_id)
-    return job_run(job, _sample, attempt=attempt)
+    return job_run_here(AlternativesJob.objects.get(pk=job_id), attempt=attempt)
 
 
-def _sample(job: AlternativesJob) -> str:
+def alternatives_sample(job: AlternativesJob) -> str:
     from prescoring.qwen2vl import ScoreRequest, load_scorer
 
     opts = job.settings

@@ -1,0 +1,325 @@
+"""The job engine: each kind of background job is declared once (a ``JobKind``) and run by one engine.
+
+A product app declares its kinds in its ``jobs`` module (``traces/jobs.py``: imports; ``prescoring/jobs.py``;
+``exports/jobs.py``) with ``job_kind_register``; the engine finds them the way Django finds admin modules
+(``job_kinds``). A kind says what is particular to it, and nothing else:
+
+- ``plan(job, scratch)``: the job's shards, ``(items, size)`` each; called once, on the claimed job, in a scratch
+  folder and with the job beating (an import unpacks its upload). ``JobFailed`` ends the job with its message as it
+  is; any other exception ends it with ``describe_error``'s words (the worker log keeps the traceback).
+- ``work(job, shard, progress)``: one shard, on whichever worker took it (``studio.shards.shard_run``).
+- ``summarize(job, shards)``: the job's summary when its last shard completed (the job row is locked), or when
+  its plan holds no shard.
+- ``assemble(job)``, optional: a last step after the shards (an export builds its bundle): the shard that
+  completes the last one sends the job's task again, as the next attempt, and that run assembles (``job_run``).
+- ``queue(job)``: where the job's task and its shards go (model scoring: ``gpu``).
+
+A kind without shards (an evaluation, a step's alternatives: one model pass on one gpu worker) says ``run(job)``
+instead, the whole work returning its summary, run by ``studio.jobs.job_run`` (claim, heartbeat, retries on a lost
+database connection, cancel, failure).
+
+What every kind gets from the engine (``studio.jobs`` is the state machine, ``studio.shards`` the shards'):
+claiming a run (``job_start``), heartbeats, take-over (a job taken over gets its running shards back: they lost
+their worker), retries of a failed shard, cancel, failure, runs in this process (``job_run_here``: the
+management commands, tests, the embedded default's commands) and assembly. Each kind's Celery tasks are made
+here: ``jobs.<name>.run`` and ``jobs.<name>.shard``, and, under the names they had before the engine, aliases
+(``old_task_names``), so messages already queued by an older release still run.
+
+Services enqueue through the engine (``job_enqueue``, ``task_send``), never by importing a tasks module, so no
+app's services and tasks import each other.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils.module_loading import autodiscover_modules
+
+from studio.celery import app as celery_app
+from studio.errors import describe_error
+from studio.jobs import JobFailed, job_attempt_running, job_run, job_start, job_task_send
+from studio.models import JobShard, JobStatus
+from studio.shards import (
+    ShardProgress,
+    shard_run,
+    shards_all_done,
+    shards_dispatch,
+    shards_job_end,
+    shards_of,
+    shards_plan,
+    shards_run_here,
+    shards_take_back,
+)
+
+log = logging.getLogger(__name__)
+
+Pieces = list[tuple[list, int]]
+
+
+def _default_queue(job) -> str:
+    return settings.CELERY_TASK_DEFAULT_QUEUE
+
+
+@dataclass(frozen=True)
+class JobKind:
+    """One kind of sharded background job, declared once (module docstring)."""
+
+    name: str
+    model: str  # the job model's label, e.g. "traces.ImportJob"
+    plan: Callable[[Any, Path], Pieces] | None = None
+    work: Callable[[Any, JobShard, ShardProgress], None] | None = None
+    summarize: Callable[[Any, list[JobShard]], str] | None = None
+    assemble: Callable[[Any], str] | None = None
+    queue: Callable[[Any], str] = _default_queue
+    related: tuple[str, ...] = ()  # what loading a job selects with it (its project)
+    old_task_names: tuple[str, ...] = ()  # the job's task under the names of older releases
+    old_shard_task_names: tuple[str, ...] = ()
+
+    run: Callable[[Any], str] | None = None  # a kind without shards: its whole work
+
+    def __post_init__(self) -> None:
+        if self.run is not None:
+            if any(part is not None for part in (self.plan, self.work, self.summarize, self.assemble)):
+                raise ValueError(f"job kind {self.name!r}: a kind runs whole (run) or in shards (plan, work), not both")
+            return
+        if self.plan is None or self.work is None:
+            raise ValueError(f"job kind {self.name!r}: a sharded kind needs plan and work")
+        if (self.summarize is None) == (self.assemble is None):
+            raise ValueError(f"job kind {self.name!r}: a job ends by summarize or by assemble, one of them")
+
+    @property
+    def sharded(self) -> bool:
+        return self.run is None
+
+    @property
+    def task_name(self) -> str:
+        return f"jobs.{self.name}.run"
+
+    @property
+    def shard_task_name(self) -> str:
+        return f"jobs.{self.name}.shard"
+
+    def load(self, job_id: int):
+        from django.apps import apps
+
+        model = apps.get_model(self.model)
+        return model.objects.select_related(*self.related).get(pk=job_id)
+
+
+# --- the registry ----------------------------------------------------------------------------------------------
+
+_KINDS: dict[str, JobKind] = {}
+_discovered = False
+# A web process's request threads may ask at once: one discovers, the others wait for the whole registry.
+_discovering = threading.RLock()
+
+
+def job_kind_register(kind: JobKind) -> JobKind:
+    """Add ``kind`` to the registry (from its app's ``jobs`` module) and make its Celery tasks."""
+    known = _KINDS.get(kind.name)
+    if known is not None and known is not kind and known.model != kind.model:
+        raise ValueError(f"job kind {kind.name!r} is declared twice ({known.model}, {kind.model})")
+    _KINDS[kind.name] = kind
+    _tasks_make(kind)
+    return kind
+
+
+def job_kinds() -> dict[str, JobKind]:
+    """Every declared kind, by name (each installed app's ``jobs`` module is imported once, first)."""
+    global _discovered
+    with _discovering:
+        if not _discovered:
+            autodiscover_modules("jobs")
+            _discovered = True
+    return dict(_KINDS)
+
+
+def job_kind_of(job_or_model) -> JobKind:
+    """The kind of a job (or of a job model)."""
+    label = job_or_model._meta.label
+    for kind in job_kinds().values():
+        if kind.model == label:
+            return kind
+    raise LookupError(f"{label} is not a registered job kind (studio.engine.job_kind_register)")
+
+
+class KindJob:
+    """A job model's answers about its tasks and queue, from its registered kind: the job watchdogs
+    (``studio.jobs.jobs_watch_once``, ``studio.shards``) send its tasks through them."""
+
+    def task_name(self) -> str:
+        return job_kind_of(self).task_name
+
+    def queue_name(self) -> str:
+        return job_kind_of(self).queue(self)
+
+    def shard_task(self):
+        return _TASKS[job_kind_of(self).shard_task_name]
+
+    def shard_queue(self) -> str:
+        return self.queue_name()
+
+
+# --- the Celery tasks ------------------------------------------------------------------------------------------
+
+_TASKS: dict[str, Any] = {}
+
+
+def _tasks_make(kind: JobKind) -> None:
+    """The kind's run and shard tasks, and an alias of each under its older names."""
+
+    def run(job_id: int, attempt: int | None = None) -> None:
+        job_dispatch(kind, job_id=job_id, attempt=attempt)
+
+    def shard(job_id: int, index: int) -> str:
+        return job_shard_run(kind, job_id=job_id, index=index)
+
+    made = [((kind.task_name, *kind.old_task_names), run)]
+    if kind.sharded:
+        made.append(((kind.shard_task_name, *kind.old_shard_task_names), shard))
+    for names, function in made:
+        for name in names:
+            if name not in _TASKS:
+                _TASKS[name] = celery_app.task(name=name, acks_late=True)(function)
+
+
+def tasks_register() -> list[str]:
+    """Make every kind's tasks (a worker does at start, through ``studio.tasks``); returns their names."""
+    job_kinds()
+    return sorted(_TASKS)
+
+
+def task_send(name: str, *, args: list | None = None, kwargs: dict | None = None, **options) -> None:
+    """Send the task registered as ``name`` through its task object (an eager setting runs it here): how services
+    ask for a task without importing their app's tasks module."""
+    _task(name).apply_async(args=args or [], kwargs=kwargs or {}, **options)
+
+
+def _task(name: str):
+    if name not in _TASKS:
+        tasks_register()
+    if name not in _TASKS:
+        celery_app.loader.import_default_modules()  # every installed app's tasks module, as a worker at start
+        _TASKS[name] = celery_app.tasks[name]
+    return _TASKS[name]
+
+
+def job_enqueue(job) -> None:
+    """Queue ``job``'s task once its row is committed (``studio.jobs.job_task_send``: a broker that cannot be
+    reached fails the job and the request answers 503). Any job model: a registered kind, or one whose model
+    names its task (``JobBase.task_name``)."""
+    job_task_send(_task(job.task_name()), job, queue=job.queue_name())
+
+
+# --- running a job of a kind -----------------------------------------------------------------------------------
+
+
+def job_begin(kind: JobKind, job, *, attempt: int | None = None) -> bool:
+    """Claim the job and plan its shards (once: a resumed job keeps its plan); False when this run must not go on.
+    A job taken over (its heartbeat went stale) had no shard alive, for a live shard keeps it fresh: its running
+    shards' workers are gone, and they go back to the queue."""
+    assert kind.plan is not None, f"job kind {kind.name!r} has no shards to plan"
+    taken_over = job.status == JobStatus.RUNNING
+    if not job_start(job, attempt=attempt):
+        return False
+    if shards_of(job):
+        if taken_over:
+            shards_take_back(job)
+    else:
+        try:
+            with job_attempt_running(job) as scratch:
+                pieces = kind.plan(job, scratch)
+                with transaction.atomic():
+                    shards_plan(job, pieces)
+        except JobFailed as exc:
+            shards_job_end(job, JobStatus.FAILED, str(exc))
+            return False
+        except Exception as exc:  # noqa: BLE001 - every failure to plan ends the job, said why; the log keeps the rest
+            log.exception("%s job %s could not be planned", kind.name, job.pk)
+            shards_job_end(job, JobStatus.FAILED, describe_error(exc))
+            return False
+    shards = shards_of(job)
+    job.progress_total = sum(shard.size for shard in shards)
+    type(job).objects.filter(pk=job.pk).update(progress_total=job.progress_total)
+    if not shards:
+        assert kind.summarize is not None, f"job kind {kind.name!r}: a plan without shards needs summarize"
+        shards_job_end(job, JobStatus.SUCCEEDED, kind.summarize(job, []))
+        return False
+    return True
+
+
+def job_dispatch(kind: JobKind, *, job_id: int, attempt: int | None = None):
+    """What a worker does with a job's task: claim the job, plan it and send its shards to every worker on the
+    kind's queue. A kind with an assembly: once every shard is done (the last shard sent the task again; the job
+    watchdog does when that message is lost), assemble and end the job, once."""
+    job = kind.load(job_id)
+    if kind.run is not None:
+        return job_run(job, kind.run, attempt=attempt)
+    if kind.assemble is not None and shards_all_done(job):
+        return job_run(job, kind.assemble, attempt=attempt)
+    if job_begin(kind, job, attempt=attempt):
+        shards_dispatch(job)
+    return job
+
+
+def job_shard_run(kind: JobKind, *, job_id: int, index: int) -> str:
+    """One shard of a job, in whichever worker took it; the run that completes the last shard ends the job (or
+    sends it on to its assembly)."""
+    job = kind.load(job_id)
+    assert kind.work is not None, f"job kind {kind.name!r} has no shards"
+    if kind.assemble is not None:
+        return shard_run(job, index, kind.work, on_complete=lambda job: _assemble_later(kind, job))
+    return shard_run(job, index, kind.work, summarize=kind.summarize)
+
+
+def _assemble_later(kind: JobKind, job) -> None:
+    """The last shard is done: send the job's task again to assemble, as the next attempt (two last shards may
+    both send it; job_start lets one claim it)."""
+    job.refresh_from_db()
+    _task(kind.task_name).apply_async(args=[job.pk], kwargs={"attempt": job.attempts + 1}, queue=kind.queue(job))
+
+
+def job_run_here(job, *, attempt: int | None = None, on_progress: Callable | None = None):
+    """Run (or take over, after a worker died) a job in this process: the same plan, shard runs and assembly a
+    worker makes, the shards one after the other (failed ones retried here up to the attempt limit). Returns the
+    job as it ended."""
+    kind = job_kind_of(job)
+    job = kind.load(job.pk)
+    if kind.run is not None:
+        job_run(job, kind.run, attempt=attempt)
+        job.refresh_from_db()
+        return job
+    assert kind.work is not None
+    if job_begin(kind, job, attempt=attempt):
+        if kind.assemble is not None:
+            shards_run_here(job, kind.work, on_progress=on_progress, on_complete=lambda job: None)
+        else:
+            shards_run_here(job, kind.work, summarize=kind.summarize, on_progress=on_progress)
+    job.refresh_from_db()
+    if kind.assemble is not None and not job.is_finished and shards_all_done(job):
+        job_run(job, kind.assemble, attempt=job.attempts + 1)
+        job.refresh_from_db()
+    return job
+
+
+__all__ = [
+    "JobKind",
+    "KindJob",
+    "job_enqueue",
+    "job_begin",
+    "job_dispatch",
+    "job_kind_of",
+    "job_kind_register",
+    "job_kinds",
+    "job_run_here",
+    "job_shard_run",
+    "task_send",
+    "tasks_register",
+]
