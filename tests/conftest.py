@@ -353,7 +353,21 @@ def artifacts_dir() -> Path:
     return path
 
 
-def login(page, base_url: str, username: str, password: str = TEST_PASSWORD) -> None:
+def login(page, base_url: str, username: str) -> None:
+    """Log ``page``'s browser in as ``username`` by its session cookie (Django's ``force_login`` on the test
+    database), then open the page a login lands on. ``login_by_form`` types the form, as a person does."""
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    client = Client()
+    client.force_login(get_user_model().objects.get(username=username))
+    cookie = client.cookies[settings.SESSION_COOKIE_NAME]
+    page.context.add_cookies([{"name": cookie.key, "value": cookie.value, "url": base_url}])
+    page.goto(f"{base_url}/")
+    page.wait_for_url(lambda url: "/login/" not in url)
+
+
+def login_by_form(page, base_url: str, username: str, password: str = TEST_PASSWORD) -> None:
     page.goto(f"{base_url}/login/")
     page.fill("input[name=username]", username)
     page.fill("input[name=password]", password)
