@@ -38,6 +38,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.subprocess
 def test_production_pages_and_their_static_files_answer_200(tmp_path, collected_static):
     assert (collected_static / "staticfiles.json").is_file()
     env = production_env(tmp_path, collected_static)
@@ -91,6 +92,7 @@ def test_production_pages_and_their_static_files_answer_200(tmp_path, collected_
         server.wait(20)
 
 
+@pytest.mark.subprocess
 def test_without_the_manifest_production_refuses_to_start(tmp_path):
     env = production_env(tmp_path, tmp_path / "empty-static")
     check = subprocess.run(
