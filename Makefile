@@ -1,4 +1,4 @@
-# Trace Studio. `make demo` runs everything on one machine; `make test` runs the suite.
+# Trace Studio. `make demo` runs everything on one machine; `make test` runs the fast tier of the suite.
 PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -8,7 +8,7 @@ PORT ?= 8000
 HOST ?= 127.0.0.1
 DEMO_ENV := STUDIO_MODE=demo STUDIO_DEMO_PASSWORD=$${STUDIO_DEMO_PASSWORD:-demo-pass-1234} STUDIO_DATA_DIR=$(CURDIR)/var/demo
 
-.PHONY: demo install test test-fast lint typecheck migrations-check bench-import compose-check clean
+.PHONY: demo install test test-integration test-release test-all lint typecheck migrations-check bench-import compose-check clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,14 +28,22 @@ demo: install
 # data folder and Redis database); a file's tests stay in one process, so module fixtures are made once.
 # `make test TEST_PROCESSES=0` runs it in this process alone. The 15 slowest tests are listed at the end.
 # At most 8: each process takes a Redis database of its own (tests/parallel.py), and a Redis server has 16.
+# Three tiers, decided by markers in tests/tiers.py: `make test` (unit, service, API, node: minutes),
+# `make test-integration` (browser, Celery workers, servers and other child processes) and `make test-release`
+# (the full stack, its outages, LLaMA-Factory). `.ci/run` runs all three; `make test-all` too.
 TEST_PROCESSES ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 8 ] && n=8; echo $$n)
 PYTEST := $(PY) -m pytest -q -n $(TEST_PROCESSES) --dist loadfile --durations=15
 
 test: install
-	$(PYTEST) $(PYTEST_ARGS)
+	$(PYTEST) --tier test $(PYTEST_ARGS)
 
-test-fast: install
-	$(PYTEST) -m "not browser and not worker and not fullstack and not llamafactory" $(PYTEST_ARGS)
+test-integration: install
+	$(PYTEST) --tier integration $(PYTEST_ARGS)
+
+test-release: install
+	$(PYTEST) --tier release $(PYTEST_ARGS)
+
+test-all: test test-integration test-release
 
 # ruff (lint and format; the rules and line length are in pyproject.toml) and mypy with django-stubs on the services,
 # selectors and grammar (the file list is in pyproject.toml).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -223,12 +224,85 @@ def purge_broker() -> None:
                 pass
 
 
+class _SharedWorker:
+    """The one Celery worker of this test process that ``celery_worker`` lends to consecutive tests (a worker's start
+    is seconds of CPU). It is stopped before any test that does not ask for it, so no other test's queued message
+    is ever run by it, and it is lent again only once it has finished every task it took; else the next test gets a
+    fresh one, as before sharing."""
+
+    TASK_LINE = re.compile(r"Task [\w.]+\[([0-9a-f-]+)\] (received|succeeded|raised|failed|ignored|rejected)")
+
+    def __init__(self) -> None:
+        self.worker: WorkerProcess | None = None
+
+    def running(self) -> bool:
+        return self.worker is not None and self.worker.proc is not None and self.worker.proc.poll() is None
+
+    def idle(self) -> bool:
+        received, ended = set(), set()
+        for line in list(self.worker.log if self.worker else []):
+            match = self.TASK_LINE.search(line)
+            if match:
+                (received if match.group(2) == "received" else ended).add(match.group(1))
+        return received <= ended
+
+    def lend(self) -> WorkerProcess:
+        if not self.running():
+            self.worker = WorkerProcess().start()
+        return self.worker
+
+    def settle(self, timeout: float = 20) -> None:
+        """After a test: wait for the worker's last task (as stopping it did), or stop it if it does not end."""
+        deadline = time.monotonic() + timeout
+        while self.running() and not self.idle():
+            if time.monotonic() > deadline:
+                self.stop()
+                return
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        if self.worker is not None:
+            self.worker.stop()
+        self.worker = None
+
+
+class _WorkerLease:
+    """What a test sees of the shared worker: its log since the test began."""
+
+    def __init__(self, worker: WorkerProcess) -> None:
+        self.worker, self.start = worker, len(worker.log)
+
+    @property
+    def log(self) -> list[str]:
+        return self.worker.log[self.start :]
+
+
+_shared_worker = _SharedWorker()
+
+
+@pytest.fixture(autouse=True)
+def _shared_worker_only_for_its_tests(request):
+    """Stops the shared worker before a test that does not ask for ``celery_worker``: a worker must never run what
+    another test queued on purpose, and tests that kill workers start their own (``WorkerProcess``)."""
+    if "celery_worker" not in request.fixturenames:
+        _shared_worker.stop()
+    yield
+
+
+@pytest.fixture(scope="session")
+def _shared_worker_stopped_at_the_end():
+    yield
+    _shared_worker.stop()
+
+
 @pytest.fixture
-def celery_worker(transactional_db):
+def celery_worker(transactional_db, _shared_worker_stopped_at_the_end):
+    """A real Celery worker on the test database, shared by consecutive tests that only need one (_SharedWorker);
+    the broker's queues are emptied before each test and the worker's last task ends before the database flush."""
     purge_broker()
-    worker = WorkerProcess().start()
-    yield worker
-    worker.stop()
+    lease = _WorkerLease(_shared_worker.lend())
+    yield lease
+    _shared_worker.settle()
 
 
 def wait_for(predicate, timeout: float = 60, interval: float = 0.2, message: str = "condition"):
@@ -356,7 +430,21 @@ def artifacts_dir() -> Path:
     return path
 
 
-def login(page, base_url: str, username: str, password: str = TEST_PASSWORD) -> None:
+def login(page, base_url: str, username: str) -> None:
+    """Log ``page``'s browser in as ``username`` by its session cookie (Django's ``force_login`` on the test
+    database), then open the page a login lands on. ``login_by_form`` types the form, as a person does."""
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    client = Client()
+    client.force_login(get_user_model().objects.get(username=username))
+    cookie = client.cookies[settings.SESSION_COOKIE_NAME]
+    page.context.add_cookies([{"name": cookie.key, "value": cookie.value, "url": base_url}])
+    page.goto(f"{base_url}/")
+    page.wait_for_url(lambda url: "/login/" not in url)
+
+
+def login_by_form(page, base_url: str, username: str, password: str = TEST_PASSWORD) -> None:
     page.goto(f"{base_url}/login/")
     page.fill("input[name=username]", username)
     page.fill("input[name=password]", password)

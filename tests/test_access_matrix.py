@@ -493,6 +493,7 @@ def test_engineer_issues_and_revokes_an_api_token(engineer, annotator, project):
     assert ann.post("/api/token/").status_code == 403
 
 
+@pytest.mark.subprocess
 def test_check_deploy_is_clean_in_production_mode(tmp_path, collected_static):
     env = {
         "PATH": "/usr/bin:/bin",

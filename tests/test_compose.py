@@ -64,6 +64,7 @@ def test_only_the_proxy_is_trusted_for_forwarded_headers_and_only_it_is_publishe
     )  # the console stays on the host
 
 
+@pytest.mark.subprocess
 def test_compose_defaults_pass_check_deploy_at_warning_level(compose, tmp_path, collected_static):
     web_env = {k: str(v) for k, v in compose["services"]["web"]["environment"].items()}
     assert web_env["STUDIO_SSL_REDIRECT"] == "true"

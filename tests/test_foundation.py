@@ -36,6 +36,7 @@ PRODUCTION_ENV = {
 
 
 class TestSettings:
+    @pytest.mark.subprocess
     def test_production_check_deploy_is_clean(self, tmp_path, collected_static):
         result = run_manage(
             "check",

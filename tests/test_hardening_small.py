@@ -36,6 +36,7 @@ def _zip(path, members: dict[str, bytes]):
     return path
 
 
+@pytest.mark.subprocess
 @pytest.mark.django_db
 def test_bundle_diff_names_a_malformed_bundle_without_a_traceback(tmp_path):
     import subprocess

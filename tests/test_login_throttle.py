@@ -96,6 +96,7 @@ def login_attempt(port: int, username: str, password: str, forwarded_for: str) -
         connection.close()
 
 
+@pytest.mark.subprocess
 def test_a_same_host_client_rotating_forwarded_for_is_still_throttled(web_server, annotator):
     port = web_server()
     for i in range(LOGIN_MAX_FAILURES):

@@ -177,6 +177,7 @@ def test_api_start_status_suggestions_and_blind(scored_project, lead, annotator,
     assert APIClient().get(f"/api/traces/{trace.pk}/suggestions/").status_code in (401, 403)
 
 
+@pytest.mark.subprocess
 def test_web_process_does_not_import_torch():
     code = (
         "import django, os, sys; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'studio.settings'); django.setup(); "

@@ -136,6 +136,7 @@ def _episode(folder: Path, *, steps: int, task: str) -> Path:
     return folder
 
 
+@pytest.mark.subprocess
 def test_the_docs_examples_push_into_a_round_on_a_live_server(live_server, project, lead, tmp_path):
     token = api_token_issue(user=lead)
     env = {
@@ -192,6 +193,7 @@ def test_the_docs_examples_push_into_a_round_on_a_live_server(live_server, proje
     assert trace.round.name == "week 48" and trace.step_count == 2
 
 
+@pytest.mark.subprocess
 @pytest.mark.django_db(transaction=True)
 def test_push_through_the_web_entry_takes_an_upload_sized_body_and_refuses_annotators_first(
     web_server, project, lead, annotator, tmp_path

@@ -211,6 +211,7 @@ def _doc_block(language: str, after: str) -> str:
     return re.search(rf"```{language}\n(.*?)```", section, re.S).group(1)
 
 
+@pytest.mark.subprocess
 def test_the_docs_step_by_step_example_runs_on_a_live_server(live_server, project, lead, tmp_path):
     if shutil.which("curl") is None:
         pytest.skip("curl is not installed: the docs example is a curl script")
@@ -236,6 +237,7 @@ def test_the_docs_step_by_step_example_runs_on_a_live_server(live_server, projec
     )
 
 
+@pytest.mark.subprocess
 @pytest.mark.django_db(transaction=True)
 def test_step_push_through_the_web_entry_is_an_upload_route(web_server, project, lead, annotator, tmp_path):
     """Through real uvicorn: the step route is an upload route (studio.web_entry.UPLOAD_ROUTES), so a step whose

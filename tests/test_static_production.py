@@ -16,7 +16,7 @@ import urllib.request
 
 import pytest
 
-from tests.conftest import REPO, TEST_PASSWORD, login
+from tests.conftest import REPO, TEST_PASSWORD, login_by_form
 from tests.fixtures_annotation import write_native_trace
 
 
@@ -38,6 +38,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.subprocess
 def test_production_pages_and_their_static_files_answer_200(tmp_path, collected_static):
     assert (collected_static / "staticfiles.json").is_file()
     env = production_env(tmp_path, collected_static)
@@ -91,6 +92,7 @@ def test_production_pages_and_their_static_files_answer_200(tmp_path, collected_
         server.wait(20)
 
 
+@pytest.mark.subprocess
 def test_without_the_manifest_production_refuses_to_start(tmp_path):
     env = production_env(tmp_path, tmp_path / "empty-static")
     check = subprocess.run(
@@ -216,7 +218,7 @@ def test_production_workspace_runs_on_its_hashed_modules(tmp_path, collected_sta
         page.on("console", lambda message: message.type == "error" and problems.append(f"console: {message.text}"))
         page.on("response", lambda r: r.status >= 400 and problems.append(f"{r.status} {r.url}"))
         page.on("request", lambda r: r.resource_type == "script" and scripts.append(r.url))
-        login(page, base, "ann")
+        login_by_form(page, base, "ann")  # the one browser login that types the form (production hasher)
         page.goto(f"{base}/queue/")
         page.click("[data-next-trace]")
         page.wait_for_url(re.compile(r"/annotations/\d+/$"))

@@ -73,6 +73,7 @@ def timed_get(port: int, path: str = "/login/") -> float:
     return time.monotonic() - started
 
 
+@pytest.mark.subprocess
 def test_a_3_gb_login_post_is_refused_before_its_body_is_read(web_server):
     port = web_server()
     sock = connect(port)
@@ -88,6 +89,7 @@ def test_a_3_gb_login_post_is_refused_before_its_body_is_read(web_server):
     sock.close()
 
 
+@pytest.mark.subprocess
 def test_an_annotator_upload_is_refused_before_its_body_is_read(web_server, project, annotator, lead):
     port = web_server()
     headers = {"Content-Length": str(100 * 1024**2), "Content-Type": "multipart/form-data; boundary=x"}
@@ -113,6 +115,7 @@ def test_an_annotator_upload_is_refused_before_its_body_is_read(web_server, proj
     sock.close()
 
 
+@pytest.mark.subprocess
 def test_a_chunked_body_is_cut_off_at_the_cap(web_server, lead):
     port = web_server()
     sock = connect(port)
@@ -156,6 +159,7 @@ def bundle(project, engineer):
     default_storage.delete(name)
 
 
+@pytest.mark.subprocess
 def test_slow_senders_and_stalled_downloads_leave_the_server_answering(web_server, bundle):
     """8 connections trickling a body (1 byte a second) and 8 downloads that stop reading, on a server with
     8 request threads: before, every other request waited (probes timed out at 10 s)."""

@@ -9,6 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.subprocess  # each test starts a Python that sets Django up
+
 REPO = Path(__file__).resolve().parent.parent
 
 # What `celery -A studio worker` does before it consumes: Django set up, the app and every task module loaded.

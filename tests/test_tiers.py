@@ -1,0 +1,87 @@
+"""The suite's tiers (tests/tiers.py): every collected test runs in exactly one of them, and CI runs all three."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tomllib
+
+import pytest
+
+from tests.conftest import REPO
+from tests.tiers import TIER_MARKERS, TIERS, tier_of
+
+
+def partition_problems(collected: set[str], by_tier: dict[str, set[str]]) -> list[str]:
+    """What keeps ``by_tier`` from being a partition of ``collected``: tests in no tier, in two, or unknown."""
+    problems = []
+    seen: dict[str, str] = {}
+    for tier, tests in by_tier.items():
+        for test in sorted(tests):
+            if test in seen:
+                problems.append(f"{test} runs in {seen[test]} and {tier}")
+            seen[test] = tier
+    problems += [f"{test} runs in no tier" for test in sorted(collected - seen.keys())]
+    problems += [f"{test} is not collected" for test in sorted(seen.keys() - collected)]
+    return problems
+
+
+def test_a_test_goes_to_the_latest_tier_its_markers_name():
+    assert tier_of([]) == "test"
+    assert tier_of(["django_db", "parametrize"]) == "test"
+    assert tier_of(["browser"]) == tier_of(["worker"]) == tier_of(["subprocess"]) == "integration"
+    assert tier_of(["fullstack"]) == tier_of(["llamafactory"]) == "release"
+    assert tier_of(["browser", "fullstack"]) == "release"
+
+
+def test_every_registered_marker_has_its_tier():
+    """A marker added to pyproject without a tier would leave its tests in `make test`: name its tier here."""
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+    registered = {line.split(":", 1)[0] for line in pyproject["tool"]["pytest"]["ini_options"]["markers"]}
+    assert registered == set().union(*TIER_MARKERS.values())
+
+
+def test_ci_runs_every_tier():
+    makefile = (REPO / "Makefile").read_text()
+    ci = (REPO / ".ci" / "run").read_text().splitlines()
+    for tier in TIERS:
+        target = "test" if tier == "test" else f"test-{tier}"
+        assert f"\n{target}: install\n\t$(PYTEST) --tier {tier} " in makefile, target
+        assert f"make {target}" in ci, target
+
+
+def test_the_partition_check_finds_a_test_in_no_tier_and_one_in_two():
+    collected = {"a", "b", "c"}
+    assert partition_problems(collected, {"test": {"a"}, "integration": {"b"}, "release": {"c"}}) == []
+    assert partition_problems(collected, {"test": {"a"}, "integration": {"b"}, "release": set()}) == [
+        "c runs in no tier"
+    ]
+    assert partition_problems(collected, {"test": {"a", "b"}, "integration": {"b"}, "release": {"c"}}) == [
+        "b runs in test and integration"
+    ]
+
+
+def collect(*args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", *args],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def collected_ids(proc: subprocess.Popen) -> set[str]:
+    out, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0, out[-3000:]
+    return {line for line in out.splitlines() if "::" in line}
+
+
+@pytest.mark.subprocess
+def test_the_tiers_partition_the_collected_suite():
+    """Collects the whole suite, then each tier: each test is in exactly one tier, and every tier has tests."""
+    runs = {"all": collect(), **{tier: collect("--tier", tier) for tier in TIERS}}
+    everything = collected_ids(runs.pop("all"))
+    by_tier = {tier: collected_ids(proc) for tier, proc in runs.items()}
+    assert all(by_tier.values()), {tier: len(tests) for tier, tests in by_tier.items()}
+    assert partition_problems(everything, by_tier) == []

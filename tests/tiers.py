@@ -1,0 +1,57 @@
+"""The suite's three tiers, decided here and nowhere else, from each test's markers (pyproject's list):
+
+- ``test`` (``make test``, the README's command): unit, service, API and the page's node tests; no browser, no
+  worker or server process, no full stack. A few minutes on 2 cores.
+- ``integration`` (``make test-integration``): Chromium (``browser``), real Celery workers (``worker``) and tests
+  that start servers or other long child processes (``subprocess``).
+- ``release`` (``make test-release``): the production stack as child processes (``fullstack``, outages included)
+  and LLaMA-Factory's own preprocessing and training (``llamafactory``).
+
+A test with markers of two tiers runs in the later one. ``pytest --tier NAME`` keeps one tier's tests (the others are
+reported as deselected); without ``--tier`` every test runs, so ``pytest tests/test_x.py`` runs a whole file.
+Loaded with ``-p tests.tiers`` (pyproject's addopts); ``.ci/run`` runs the three tiers one after another."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pytest
+
+TIERS = ("test", "integration", "release")
+TIER_MARKERS = {
+    "integration": frozenset({"browser", "worker", "subprocess"}),
+    "release": frozenset({"fullstack", "llamafactory"}),
+}
+COLLECTED_TIERS = pytest.StashKey[dict[str, str]]()
+
+
+def tier_of(marker_names: Iterable[str]) -> str:
+    """The tier a test with these markers runs in: the latest tier any of its markers names, else ``test``."""
+    names = set(marker_names)
+    for tier in reversed(TIERS):
+        if names & TIER_MARKERS.get(tier, frozenset()):
+            return tier
+    return "test"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--tier",
+        choices=TIERS,
+        default=None,
+        help="run one tier of the suite (tests/tiers.py): test, integration or release; every test without it",
+    )
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    tiers = {item.nodeid: tier_of(mark.name for mark in item.iter_markers()) for item in items}
+    config.stash[COLLECTED_TIERS] = tiers
+    wanted = config.getoption("tier")
+    if wanted is None:
+        return
+    kept = [item for item in items if tiers[item.nodeid] == wanted]
+    left = [item for item in items if tiers[item.nodeid] != wanted]
+    if left:
+        config.hook.pytest_deselected(items=left)
+    items[:] = kept
