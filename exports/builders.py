@@ -80,6 +80,9 @@ class ExportOptions:
     validation_trace: int | None = None
     # Only the annotations of this slice (insights.Slice, a saved search of the same project).
     slice: int | None = None
+    # Set by the export's plan when the bundle holds fewer than VALIDATION_MIN_TRACES traces: one trace cannot be
+    # split, so it trains, whatever its seeded score (else a one-trace bundle could be all validation, no train).
+    train_only: bool = False
 
     @classmethod
     def parse(cls, raw: dict | None) -> ExportOptions:
@@ -89,7 +92,7 @@ class ExportOptions:
         if unknown:
             raise OptionsError(f"unknown export option(s): {', '.join(unknown)}")
         values: dict[str, Any] = {}
-        for name in ("include_valid_prefix", "include_error_free"):
+        for name in ("include_valid_prefix", "include_error_free", "train_only"):
             if name in raw:
                 if not isinstance(raw[name], bool):
                     raise OptionsError(f"{name} must be true or false")
@@ -129,6 +132,8 @@ class ExportOptions:
         out = asdict(self)
         if out["slice"] is None:  # named only on a slice's export: every other bundle's options read as before
             del out["slice"]
+        if not out["train_only"]:  # named only where the plan set it, for the same reason
+            del out["train_only"]
         return out
 
 
@@ -200,6 +205,8 @@ def _split_score(trace_id: int, seed: int) -> float:
 def split_of(trace_id: int, options: ExportOptions) -> str:
     """Train or validation, by trace (every sample of a trace lands in the same split), seeded; the plan's
     ``validation_trace`` goes to validation too."""
+    if options.train_only:
+        return "train"
     if trace_id == options.validation_trace:
         return "validation"
     return "validation" if _split_score(trace_id, options.split_seed) < options.validation_fraction else "train"

@@ -26,6 +26,7 @@ from exports import bundle as archive
 from exports import lineage, tokens
 from exports.builders import (
     SCHEMA_VERSION,
+    VALIDATION_MIN_TRACES,
     BuildStats,
     ExportOptions,
     OptionsError,
@@ -571,6 +572,8 @@ def export_plan_make(job: ExportJob) -> list[tuple[list[int], int]]:
         raise JobFailed(str(exc)) from exc
     if floor is not None:  # the shards read the split from the options
         job.options = {**job.options, "validation_trace": floor}
+    elif options.validation_fraction > 0 and len(set(stats.trace_ids)) < VALIDATION_MIN_TRACES:
+        job.options = {**job.options, "train_only": True}
     ExportJob.objects.filter(pk=job.pk).update(counts={"already_exported": stats.already_exported}, options=job.options)
     return pieces
 

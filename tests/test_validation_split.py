@@ -72,3 +72,21 @@ def test_an_empty_validation_split_is_said_with_its_reason(project, annotator, l
     off = {"validation_fraction": 0.0, "include_error_free": True}
     job = services.export_to_path(project=project, user=None, fmt="trl", options=off, out=tmp_path / "off.zip")
     assert job.counts["validation_empty"] == "validation_fraction is 0"
+
+
+@pytest.mark.django_db
+def test_a_one_trace_bundle_trains_even_when_its_seeded_score_says_validation(project, annotator, lead, tmp_path):
+    """The split is seeded by trace id: a lone trace whose score falls under the fraction went to validation, leaving
+    nothing to train on. One trace cannot be split, so it trains."""
+    from exports.builders import ExportOptions, split_of
+
+    annotation = _annotated(project, 0, annotator=annotator, lead=lead)
+    seed = next(
+        s
+        for s in range(10_000)
+        if split_of(annotation.trace_id, ExportOptions(validation_fraction=0.1, split_seed=s)) == "validation"
+    )
+    options = {"validation_fraction": 0.1, "include_error_free": True, "split_seed": seed}
+    job = services.export_to_path(project=project, user=None, fmt="trl", options=options, out=tmp_path / "one.zip")
+    assert job.counts["by_split"].get("validation", 0) == 0 and job.counts["by_split"]["train"] > 0
+    assert "a validation split needs 2 or more" in job.counts["validation_empty"]
