@@ -7,7 +7,6 @@ from rest_framework import status
 from rest_framework.exceptions import AuthenticationFailed, NotAuthenticated, ParseError
 from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
-from rest_framework.views import exception_handler as drf_exception_handler
 
 from studio.errors import ErrorKind, StudioError, error_body
 from studio.inputs import input_problem
@@ -30,6 +29,10 @@ def exception_handler(exc, context):
     # Application errors first: their kind names the status (studio.errors.STATUS_BY_KIND), in one place.
     if isinstance(exc, StudioError):
         return Response(error_body(exc), status=exc.status)
+    # Imported here: loading rest_framework.views reads DEFAULT_PARSER_CLASSES, which names this module's
+    # SafeJSONParser, so importing it at the top breaks whenever this module is the first of the two imported.
+    from rest_framework.views import exception_handler as drf_exception_handler
+
     response = drf_exception_handler(exc, context)
     if response is not None:
         if isinstance(exc, (NotAuthenticated, AuthenticationFailed, CsrfRefused)) and isinstance(response.data, dict):

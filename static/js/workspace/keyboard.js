@@ -5,11 +5,15 @@
 import { $ } from "../dom.js";
 import { boxToPx, toModel, toPx } from "../geometry.js";
 import { BUTTON_STEP as ZOOM_STEP } from "../zoom.js";
+import { assignHints, gridCells, hintCommandFor, hintTyped } from "./hints.js";
 
 // Keys of the page, when no field has the focus and no modifier is held.
 export const KEYS = {
   ArrowLeft: "previous", k: "previous", ArrowRight: "next", j: "next", Home: "first", End: "last",
   t: "tau", e: "error", n: "no_error", u: "unusable", f: "thought", p: "point", b: "box",
+  // Labels on the screen's recorded elements (or the view's nine cells), typed to put the keyboard point there
+  // (workspace/hints.js); with the cursor out too.
+  g: "hints",
   // The first starting point offered (the source's human-edited reply, else the model's reply, else the
   // recorded action) is copied into the correction.
   s: "start", w: "wrong", o: "overlay", c: "compare", Delete: "delete_box",
@@ -18,7 +22,7 @@ export const KEYS = {
 
 // Keys act where the eye is: a command that writes a slot's thought or action acts only on the screen that slot is
 // placed on ("corrected": o_τ only; "any": o_τ or o_{τ+1}, whichever is shown). ``take`` is Alt+digit.
-export const SLOT_COMMANDS = { start: "corrected", take: "corrected", thought: "any", point: "any", box: "any", delete_box: "any" };
+export const SLOT_COMMANDS = { start: "corrected", take: "corrected", thought: "any", point: "any", box: "any", hints: "any", delete_box: "any" };
 
 /* Whether ``command`` may run with ``slotOnScreen`` (the editor slot of the screen shown, or null). */
 export function actsOnScreen(command, slotOnScreen) {
@@ -53,7 +57,8 @@ export function keysFor(commands) {
 }
 
 // Keys while the keyboard cursor is out: arrows move it (each press on an axis half as far as the one before, so
-// any point is a few presses away; Shift: a fine nudge), Enter places, b starts a box, Esc leaves.
+// any point is a few presses away; Shift: a fine nudge), Enter places, b starts a box, the hints key shows the
+// labels, Esc leaves.
 const MOVES = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, -1], ArrowDown: [0, 1] };
 
 /* The page's command for a key press: {name, arg?} or null. ``typing``: a field has the focus. */
@@ -76,6 +81,7 @@ export function cursorCommandFor(event, anchored) {
   if (MOVES[event.key]) return { name: "move", arg: { d: MOVES[event.key], fine: event.shiftKey } };
   if (event.key === "Enter") return { name: "place" };
   if (event.key === "b" && !anchored) return { name: "box" };
+  if (KEYS[event.key] === "hints" && !anchored && !(event.ctrlKey || event.metaKey || event.altKey)) return { name: "hints" };
   if (event.key === "Escape") return { name: "leave" };
   return null;
 }
@@ -239,11 +245,28 @@ export function install(ws) {
   // Ctrl+arrow: to the centre of the next recorded element that way; the arrows then halve within that element's
   // box (the point stays on it while it is fine-tuned), and Enter places the point as a click there would (snapping
   // the element's box where a click snaps). p starts the cursor over, with the whole view for the arrows.
+  const elementsHere = () => (ws.STEPS[state.current - 1] || {}).elements || [];
+  // The recorded elements' boxes on the screen shown, in fractions of the screenshot.
+  function elementBoxes() {
+    const shot = shotOf(state.current);
+    return elementsHere().map((e) => boxToPx(shot, e.box)).map((b) => [b[0] / shot.width, b[1] / shot.height, b[2] / shot.width, b[3] / shot.height]);
+  }
+  const cursorAt = () => { const shot = shotOf(state.current); return [state.cursor.px[0] / shot.width, state.cursor.px[1] / shot.height]; };
+  // The cursor to ``at`` (fractions), the arrows' range ``range``, on recorded element ``element`` (or null).
+  function putCursor(at, range, element) {
+    const shot = shotOf(state.current);
+    state.cursor.px = [Math.min(shot.width - 1, at[0] * shot.width), Math.min(shot.height - 1, at[1] * shot.height)];
+    state.cursor.range = range;
+    state.cursor.element = element;
+    state.cursor.hints = null;
+    ws.keepCursorInView();
+    ws.renderStage();
+    ws.showCursorLoupe();
+  }
   function jumpCursor(d) {
     const shot = shotOf(state.current);
-    const elements = (ws.STEPS[state.current - 1] || {}).elements || [];
-    const boxes = elements.map((e) => boxToPx(shot, e.box)).map((b) => [b[0] / shot.width, b[1] / shot.height, b[2] / shot.width, b[3] / shot.height]);
-    const jump = cursorJump(boxes, [state.cursor.px[0] / shot.width, state.cursor.px[1] / shot.height], d, [shot.width, shot.height]);
+    const elements = elementsHere();
+    const jump = cursorJump(elementBoxes(), cursorAt(), d, [shot.width, shot.height]);
     if (!jump) {
       // Said under the screenshot, where the eye is (the next drawing of the stage puts its hint back).
       const hint = $("ws-place-hint");
@@ -251,13 +274,33 @@ export function install(ws) {
       hint.textContent = elements.length ? "No recorded element lies that way." : "The source recorded no elements on this screen: the arrows alone move the point.";
       return;
     }
-    state.cursor.px = [Math.min(shot.width - 1, jump.at[0] * shot.width), Math.min(shot.height - 1, jump.at[1] * shot.height)];
-    state.cursor.range = jump.range;
-    state.cursor.element = jump.element;
-    ws.keepCursorInView();
-    ws.renderStage();
-    ws.showCursorLoupe();
+    putCursor(jump.at, jump.range, jump.element);
   }
+  // The hints key: a label on every recorded element of the screen, nearest the cursor first (one letter for the
+  // nearest 26); typed, the cursor goes onto that element as Ctrl+arrow takes it there (the arrows then halve
+  // within it, Enter places as a click on it would). A screen without elements: the view's cells 1–9, and the
+  // arrows then halve within the cell typed. Drawn by the stage (stage.js) from state.cursor.hints.
+  function showHints() {
+    const shot = shotOf(state.current);
+    const boxes = elementBoxes();
+    state.cursor.hints = boxes.length
+      ? { kind: "elements", items: assignHints(boxes, cursorAt(), [shot.width, shot.height]), typed: "" }
+      : { kind: "cells", items: gridCells(visibleRange()), typed: "" };
+    ws.renderStage();
+  }
+  const hintCommands = {
+    close: () => { state.cursor.hints = null; ws.renderStage(); },
+    back: () => { state.cursor.hints.typed = state.cursor.hints.typed.slice(0, -1); ws.renderStage(); },
+    type: (key) => {
+      const hints = state.cursor.hints, typed = hints.typed + key.toLowerCase();
+      const found = hintTyped(hints.items, typed);
+      if (found.miss) return;  // not a label: the labels stay as they are
+      if (found.prefix) { hints.typed = typed; ws.renderStage(); return; }
+      if (hints.kind === "cells") { putCursor(found.hit.at, found.hit.range, null); return; }
+      const b = elementBoxes()[found.hit.element];
+      putCursor([(b[0] + b[2]) / 2, (b[1] + b[3]) / 2], [[b[0], b[2]], [b[1], b[3]]], found.hit.element);
+    },
+  };
   // b: a box from the keyboard. Its first corner is the keyboard point (started where the point is, or in the middle);
   // arrows move the other corner, Enter draws it.
   function startBox(slot) {
@@ -305,12 +348,24 @@ export function install(ws) {
   const cursorCommands = {
     move: ({ d, fine }) => moveCursor(d, fine),
     jump: ({ d }) => jumpCursor(d),
+    hints: showHints,
     place: placeCursor,
     box: () => startBox(state.cursor.slot),
     leave: () => { state.cursor = null; ws.renderStage(); },
   };
   document.addEventListener("keydown", (event) => {
     if (!state.cursor || helpOpen()) return;
+    if (state.cursor.hints) {
+      // While the labels are shown the letters are theirs; any other key closes them and acts as it does.
+      const typed = hintCommandFor(event);
+      if (typed) {
+        event.preventDefault(); event.stopPropagation();
+        hintCommands[typed.name](typed.arg);
+        return;
+      }
+      state.cursor.hints = null;
+      ws.renderStage();
+    }
     const command = cursorCommandFor(event, !!state.cursor.anchor);
     if (!command) return;
     event.preventDefault(); event.stopPropagation();  // arrows move the cursor, not the step
@@ -343,6 +398,8 @@ export function install(ws) {
     },
     point: () => { const slot = slotHere(); if (slot) startCursor(slot); },
     box: () => { const slot = slotHere(); if (slot) startBox(slot); },
+    // (With the cursor out it is the cursor's key; here only while a box's corner is moved, which it leaves alone.)
+    hints: () => { const slot = slotHere(); if (!state.cursor && slot && startCursor(slot)) showHints(); },
     start: () => { const first = document.querySelector('[data-starts="corrected"] .ws-start'); if (first) first.click(); },
     delete_box: () => {
       const slot = slotHere(), action = state.form.editor_state[slot];

@@ -53,7 +53,45 @@ export function install(ws) {
       g.appendChild(svg("circle", { cx, cy, r: arm / 3 }));
       layer.appendChild(g);
     }
+    if (state.cursor && slot && state.cursor.slot === slot && state.cursor.hints) drawHints(layer, shot, elements, state.cursor.hints, unit);
     return layer;
+  }
+
+  /* The hint labels (keyboard.js's hints key; workspace/hints.js): each at its element's top left corner, inside
+     its box, the element's box outlined thinly so the label's element is plain; the cells' labels at their centres
+     with the grid drawn. Only the labels that the keys typed so far begin stay, the typed part dimmed. */
+  function drawHints(layer, shot, elements, hints, unit) {
+    // A cell's number is read from across the view: larger than an element's label.
+    const font = (hints.kind === "cells" ? 24 : 14) * unit, pad = 3 * unit;
+    const group = svg("g", { class: "ws-hints" });
+    const label = (x, y, text, element) => {
+      const g = svg("g", { class: "ws-hint", "data-label": text });
+      if (element !== undefined) g.dataset.element = String(element);
+      g.appendChild(svg("rect", { x, y, width: text.length * font * 0.72 + 2 * pad, height: font * 1.25, rx: 2 * unit, "stroke-width": unit }));
+      const t = svg("text", { x: x + pad, y: y + font * 0.98, "font-size": font });
+      const done = svg("tspan", { class: "ws-hint-typed" });
+      done.textContent = text.slice(0, hints.typed.length).toUpperCase();
+      const rest = svg("tspan", {});
+      rest.textContent = text.slice(hints.typed.length).toUpperCase();
+      t.append(done, rest);
+      g.appendChild(t);
+      group.appendChild(g);
+    };
+    const open = hints.items.filter((h) => h.label.startsWith(hints.typed));
+    if (hints.kind === "cells") {
+      for (const cell of hints.items) {
+        const [[x0, x1], [y0, y1]] = cell.range;
+        group.appendChild(svg("rect", { x: x0 * shot.width, y: y0 * shot.height, width: (x1 - x0) * shot.width, height: (y1 - y0) * shot.height, class: "ws-hint-cell", "stroke-width": unit }));
+      }
+      for (const cell of open) label(cell.at[0] * shot.width - font * 0.5, cell.at[1] * shot.height - font * 0.6, cell.label);
+    } else {
+      for (const h of open) {
+        const b = boxToPx(shot, elements[h.element].box);
+        group.appendChild(svg("rect", { x: b[0], y: b[1], width: b[2] - b[0], height: b[3] - b[1], class: "ws-hint-box", "stroke-width": unit }));
+      }
+      for (const h of open) { const b = boxToPx(shot, elements[h.element].box); label(b[0], b[1], h.label, h.element); }
+    }
+    layer.appendChild(group);
   }
 
   // A point on the transformed layer, in screenshot pixels (exact at every zoom and pan).
@@ -387,7 +425,11 @@ export function install(ws) {
       const outside = a && Array.isArray(a.target_box) && pts.map((p) => a.args[p.name]).find((v) => Array.isArray(v) && !inBox(a.target_box, v));
       hint.classList.toggle("ws-place-warning", !!outside);
       // A step the source kept without a screenshot has nothing to click: say so rather than ask for a click.
-      const text = !shotOf(i) ? `This step has no screenshot, so no point can be placed on it: choose an action without a point, or mark the trace unusable.`
+      const hints = state.cursor && state.cursor.slot === slot && state.cursor.hints;
+      const text = hints ? (hints.kind === "cells"
+        ? "Type a cell's number to move the point into it (the arrows then halve within it); Esc closes the labels."
+        : "Type an element's label to move the point onto it (Enter then places it as a click there would); Esc closes the labels.")
+        : !shotOf(i) ? `This step has no screenshot, so no point can be placed on it: choose an action without a point, or mark the trace unusable.`
         : !a ? `Choose the ${name} action type, then click the screenshot to place it.`
         : outside ? `The point is outside the element box drawn for it, so the ${name} action is invalid and saving waits: click inside the box, or clear the box.`
         : placed ? null
