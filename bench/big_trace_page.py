@@ -6,9 +6,10 @@ window API, for one trace of ``--steps`` steps (5,000 by default).
 Imports the trace through the real importer into a fresh embedded (SQLite) data folder (every step on one small
 screenshot, so the import takes seconds), leases it to an annotator and times, through Django's request handling
 (``django.test.Client``, DEBUG off): the workspace page opened on step 1, the same page once τ is marked at 4/5 of
-the trace (its window is carried instead), one window of the step API, the trace page (as its lead) and the review
-page of the submitted answer. Each is requested ``--repeat`` times after one warm-up; reported: the page's bytes and
-the median and slowest server time. The workspace's bar (issue 37): under 300 KB at 5,000 steps.
+the trace (its window is carried instead), one window of the step API, the trace page (as its lead), the review page
+of the answer with that τ and one window of the review step API, and the review page of the submitted "no error"
+answer. Each is requested ``--repeat`` times after one warm-up; reported: the page's bytes and the median and slowest
+server time. The bar of every page: under 300 KB at 5,000 steps.
 """
 
 from __future__ import annotations
@@ -92,6 +93,9 @@ def main() -> None:
         if as_annotator.get(window).status_code == 200:
             rows["step window API (50 steps)"] = _timed(as_annotator, window, args.repeat)
         rows["trace page (lead)"] = _timed(as_lead, f"/traces/{trace.pk}/", args.repeat)
+        rows[f"review page (τ = {tau}, lead)"] = _timed(as_lead, f"/reviews/{annotation.pk}/", args.repeat)
+        review_window = f"/api/reviews/{annotation.pk}/steps/?first={tau - 49}&last={tau}"
+        rows["review step API (50 steps)"] = _timed(as_lead, review_window, args.repeat)
         annotation = services.annotation_save_draft(
             annotation_id=annotation.pk, user=annotator, base_version=annotation.version, fields={"verdict": "no_error"}
         )

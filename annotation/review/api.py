@@ -17,7 +17,8 @@ from annotation.api import ActionCheckSerializer
 from annotation.models import AnnotationStatus
 from annotation.review import selectors as review_selectors
 from annotation.review import services as review
-from annotation.selectors import annotation_fields_json, verdict_words
+from annotation.selectors import annotation_fields_json, verdict_words, workspace_steps_range
+from annotation.services import answer_for_verdict
 from studio.access import ActionPermission
 from traces.access import access_project, access_trace
 
@@ -98,6 +99,22 @@ class ReviewDetail(LeadView):
                 "siblings": [annotation_summary(a) for a in context["siblings"]],
             }
         )
+
+
+class ReviewSteps(LeadView):
+    """The review viewer's screens of steps ``?first=&last=`` (1-based, inclusive, at most
+    ``annotation.selectors.STEPS_MAX_SPAN`` steps; none given: the first window), the final screen with the last step:
+    the review page carries the screens around τ, the rest come from here."""
+
+    @extend_schema(responses={200: dict, 400: dict, 404: dict})
+    def get(self, request, pk: int):
+        annotation = self.annotation(pk)
+        trace = annotation.trace
+        first, last = workspace_steps_range(trace, request.query_params.get("first"), request.query_params.get("last"))
+        # τ as the page shows it: an answer whose verdict has no τ marks none.
+        tau = answer_for_verdict(annotation.verdict).get("tau", annotation.tau)
+        screens = review_selectors.trace_viewer_screens(trace, first, last, tau=tau)
+        return Response({"first": first, "last": last, "step_count": trace.step_count, "screens": screens})
 
 
 class DecisionSerializer(serializers.Serializer):

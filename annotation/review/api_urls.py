@@ -7,6 +7,7 @@ from annotation.review import api as review_api
 urlpatterns = [
     path("reviews/", review_api.ReviewQueue.as_view(), name="api-review-queue"),
     path("reviews/<int:pk>/", review_api.ReviewDetail.as_view(), name="api-review-detail"),
+    path("reviews/<int:pk>/steps/", review_api.ReviewSteps.as_view(), name="api-review-steps"),
     path("reviews/<int:pk>/accept/", review_api.ReviewAccept.as_view(), name="api-review-accept"),
     path("reviews/<int:pk>/reject/", review_api.ReviewReject.as_view(), name="api-review-reject"),
     path("reviews/<int:pk>/edit-accept/", review_api.ReviewEditAccept.as_view(), name="api-review-edit-accept"),

@@ -15,11 +15,21 @@ from annotation.access import annotations_for, history_for
 from annotation.alternatives.selectors import marked_alternatives
 from annotation.models import Annotation, AnnotationStatus, AuditEvent
 from annotation.review.services import REVIEW_EDITABLE_FIELDS
-from annotation.selectors import FIELD_LABELS, action_target_box, model_extent, observations, open_leases
+from annotation.selectors import (
+    FIELD_LABELS,
+    STEPS_MAX_SPAN,
+    STEPS_WINDOW,
+    action_target_box,
+    model_extent,
+    observations,
+    open_leases,
+    workspace_opening_range,
+)
 from annotation.services import answer_for_verdict
 from traces import grammar
 from traces.access import projects_for
 from traces.models import Project
+from traces.selectors import trace_steps
 
 _WORDS = re.compile(r"\s+|[^\s]+")
 
@@ -209,12 +219,13 @@ def _marker(
     return marker
 
 
-def trace_viewer_steps(trace, steps, *, tau: int | None) -> list[dict]:
-    """Every screen of the trace for the review page's filmstrip and viewer: each step's screenshot with its
-    recorded action marked (in the trace's convention, placed by the one grammar), then the final screen if kept."""
+def trace_viewer_screens(trace, first: int, last: int, *, tau: int | None) -> list[dict]:
+    """The screens of steps ``first``..``last`` for the review page's filmstrip and viewer: each step's screenshot with
+    its recorded action marked (in the trace's convention, placed by the one grammar), then the final screen when
+    ``last`` is the trace's last step and the final screen was kept."""
     project = trace.project
     screens = []
-    for step in steps:
+    for step in trace_steps(trace).filter(index__gte=first, index__lte=last):
         shot = step.screenshot
         marker = _marker(
             step.action_text,
@@ -237,10 +248,10 @@ def trace_viewer_steps(trace, steps, *, tau: int | None) -> list[dict]:
             }
         )
     final = trace.final_screenshot
-    if final is not None:
+    if final is not None and last >= trace.step_count:
         screens.append(
             {
-                "index": len(steps) + 1,
+                "index": trace.step_count + 1,
                 "title": "final screen",
                 "image": final.image_url,
                 "thumb": final.thumbnail_url,
@@ -251,6 +262,50 @@ def trace_viewer_steps(trace, steps, *, tau: int | None) -> list[dict]:
             }
         )
     return screens
+
+
+# The review page's step list shows this many steps (the hundred holding τ, as the trace page pages them); its viewer
+# is carried whole for a trace of at most STEPS_MAX_SPAN steps, else the step windows around τ, and asks
+# GET /api/reviews/<id>/steps/ for the others: a 5,000-step trace is not a page of megabytes.
+REVIEW_LIST_STEPS = 100
+
+
+def review_viewer_range(trace, annotation: Annotation) -> tuple[int, int]:
+    """The steps whose screens the review page carries itself (the viewer opens on τ, else on step 1)."""
+    if trace.step_count <= STEPS_MAX_SPAN:
+        return 1, trace.step_count
+    return workspace_opening_range(trace, annotation)
+
+
+def review_viewer(trace, annotation: Annotation, *, tau: int | None) -> dict:
+    """What the review page's viewer starts from: how many screens the trace has (its steps, and the final screen when
+    kept), the carried screens, and where the others are read (``steps_url``, ``window`` steps at a time)."""
+    first, last = review_viewer_range(trace, annotation)
+    return {
+        "step_count": trace.step_count,
+        "has_final": trace.final_screenshot_id is not None,
+        "tau": tau,
+        "steps_url": reverse("api-review-steps", args=[annotation.pk]),
+        "window": STEPS_WINDOW,
+        "screens": trace_viewer_screens(trace, first, last, tau=tau),
+    }
+
+
+def review_step_list(trace, tau: int | None) -> dict:
+    """The hundred steps of the review page's list (those holding τ, else the first), and where the trace page lists
+    the ones before and after them."""
+    count = trace.step_count
+    first = ((tau or 1) - 1) // REVIEW_LIST_STEPS * REVIEW_LIST_STEPS + 1
+    last = min(count, first + REVIEW_LIST_STEPS - 1)
+    trace_url = reverse("trace-detail", args=[trace.pk])
+    return {
+        "steps": list(trace_steps(trace).filter(index__gte=first, index__lte=last)),
+        "first": first,
+        "last": last,
+        "is_whole": first == 1 and last >= count,
+        "previous_url": f"{trace_url}?step={first - 1}" if first > 1 else "",
+        "next_url": f"{trace_url}?step={last + 1}" if last < count else "",
+    }
 
 
 def _editor_action(action_text: str, project) -> dict | None:
@@ -296,24 +351,26 @@ def review_edit_data(annotation: Annotation, *, error_shot, reflection_shot, val
 
 def review_context(annotation: Annotation) -> dict:
     """The annotation over its trace: o_τ with the original and corrected actions, o_{τ+1} with the
-    post-reflection, thoughts word-diffed, every step for context, and the trace's history."""
+    post-reflection, thoughts word-diffed, the trace's screens and steps around τ for context (the viewer reads the
+    others from the review step API), and the trace's history."""
     trace = annotation.trace
     project = trace.project
-    steps = list(trace.steps.select_related("screenshot").order_by("index"))
     if trace.final_screenshot_id:
         trace = type(trace).objects.select_related("final_screenshot", "project").get(pk=trace.pk)
-    by_index = {s.index: s for s in steps}
     # The page shows the answer as its verdict allows it (no τ, category or correction on "no error" or
     # "unusable", whatever an old row holds): exactly what review_accept stores.
     annotation = copy.copy(annotation)
     for name, value in answer_for_verdict(annotation.verdict).items():
         setattr(annotation, name, value)
     tau = annotation.tau
+    # o_τ and o_{τ+1}: the steps at τ and after it.
+    steps = list(trace_steps(trace).filter(index__gte=tau, index__lte=tau + 1)) if tau else []
+    by_index = {s.index: s for s in steps}
     context = {
         "annotation": annotation,
         "trace": trace,
         "project": project,
-        "steps": steps,
+        "step_list": review_step_list(trace, tau),
         "tau": tau,
         "error_step": None,
         "reflection_shot": None,
@@ -323,7 +380,7 @@ def review_context(annotation: Annotation) -> dict:
         "thought_diff": [],
         "siblings": [],
         "history": history_rows(trace_history(trace)),
-        "trace_screens": trace_viewer_steps(trace, steps, tau=tau),
+        "trace_viewer": review_viewer(trace, annotation, tau=tau),
         "alternatives_marked": marked_alternatives(annotation),
     }
     if tau and tau in by_index:

@@ -9,6 +9,7 @@ import { fractionToModel, toFraction } from "./geometry.js";
 import * as Zoom from "./zoom.js";
 import * as Editor from "./action_editor.js";
 import * as History from "./workspace/history.js";
+import { windowsToLoad } from "./workspace/steps.js";
 
 {
   // --- markers over o_τ and o_{τ+1} ---
@@ -132,56 +133,115 @@ import * as History from "./workspace/history.js";
   document.querySelectorAll(".shot-frame[data-markers]").forEach((frame) => drawMarkers(frame, readJSON(frame.dataset.markers)));
 
   // --- the whole trace: filmstrip and viewer (every verdict; the only screens of a "no error" answer) ---
-  const screens = readJSON("trace-screens");
+  // The page carries the screens around τ (annotation.review.selectors.review_viewer: a short trace's whole); the
+  // others come from GET /api/reviews/<id>/steps/ a window at a time, half a window kept loaded on either side of the
+  // screen shown (the workspace's rule, workspace/steps.js windowsToLoad), and are kept for the page's life.
+  const viewer = readData("trace-viewer-data", null);
+  const stepCount = viewer ? viewer.step_count : 0;
+  const total = viewer ? stepCount + (viewer.has_final ? 1 : 0) : 0;
+  const screens = new Array(total);  // position (step index - 1; the final screen last) → its screen, once here
+  if (viewer) for (const screen of viewer.screens) screens[screen.index - 1] = screen;
   const strip = document.getElementById("viewer-strip");
   const viewerFrame = document.getElementById("viewer-frame");
+  const pending = new Map();  // window start → its request
   let shown = 0;
-  function showScreen(position) {
-    if (!screens.length) return;
-    shown = Math.max(0, Math.min(screens.length - 1, position));
-    const screen = screens[shown];
+  // The final screen comes with the last step's window.
+  const hasScreen = (index) => !!screens[index - 1] && (index < stepCount || !viewer.has_final || !!screens[stepCount]);
+  function fetchWindow([first, last]) {
+    if (pending.has(first)) return pending.get(first);
+    const request = api("GET", `${viewer.steps_url}?first=${first}&last=${last}`).then((res) => {
+      pending.delete(first);
+      if (res.status !== 200) return (res.data && res.data.detail) || `status ${res.status || "offline"}`;
+      for (const screen of res.data.screens) { screens[screen.index - 1] = screen; addThumb(screen.index - 1); }
+      keepCurrentInView();
+      return "";
+    });
+    pending.set(first, request);
+    return request;
+  }
+  // Loads what is missing around ``position``; resolves to "" once its screen is here, else why it is not.
+  function loadAround(position) {
+    const index = Math.min(position + 1, stepCount);
+    const requests = windowsToLoad(hasScreen, index, stepCount, viewer.window).map(fetchWindow);
+    if (screens[position]) return Promise.resolve("");
+    return requests[0] || Promise.resolve("not found");
+  }
+  const titleOf = (position) => (position < stepCount ? `step ${position + 1}` : "final screen");
+  function markCurrent() {
+    if (!strip) return;
+    const previous = strip.querySelector("button[aria-current]");
+    if (previous) { previous.classList.remove("current"); previous.removeAttribute("aria-current"); }
+    const b = strip.children[shown];
+    if (!b) return;
+    b.classList.add("current");
+    b.setAttribute("aria-current", "step");
+    keepCurrentInView();
+  }
+  // The strip scrolls to the current screen; the page itself never jumps. Redone as thumbnails arrive (a button
+  // widens when its thumbnail is added).
+  function keepCurrentInView() {
+    const b = strip && strip.children[shown];
+    if (b && (b.offsetLeft < strip.scrollLeft || b.offsetLeft + b.offsetWidth > strip.scrollLeft + strip.clientWidth)) {
+      strip.scrollLeft = b.offsetLeft - strip.clientWidth / 2;
+    }
+  }
+  function render(position, problem) {
+    const screen = screens[position];
     const image = document.getElementById("viewer-image");
+    const title = document.getElementById("viewer-title");
+    if (!screen) {
+      viewerFrame.hidden = true;
+      title.textContent = titleOf(position) + (problem ? ` — could not be loaded (${problem}): go to it again to retry` : " — loading…");
+      document.getElementById("viewer-thought").textContent = "";
+      document.getElementById("viewer-action").textContent = "";
+      drawMarkers(viewerFrame, []);
+      return;
+    }
     if (screen.image) {
       image.src = screen.image;
       image.alt = "Screenshot of " + screen.title;
       viewerFrame.hidden = false;
     } else viewerFrame.hidden = true;
-    document.getElementById("viewer-title").textContent = screen.title + (screen.is_tau ? " (τ)" : "") + (screen.image ? "" : " — no screenshot");
+    title.textContent = screen.title + (screen.is_tau ? " (τ)" : "") + (screen.image ? "" : " — no screenshot");
     document.getElementById("viewer-thought").textContent = screen.thought;
     document.getElementById("viewer-action").textContent = screen.action;
     drawMarkers(viewerFrame, screen.markers);
-    strip.querySelectorAll("button").forEach((b, i) => {
-      b.classList.toggle("current", i === shown);
-      if (i === shown) {
-        b.setAttribute("aria-current", "step");
-        // The strip scrolls to the current screen; the page itself never jumps.
-        if (b.offsetLeft < strip.scrollLeft || b.offsetLeft + b.offsetWidth > strip.scrollLeft + strip.clientWidth) {
-          strip.scrollLeft = b.offsetLeft - strip.clientWidth / 2;
-        }
-      }
-      else b.removeAttribute("aria-current");
-    });
   }
-  if (strip && screens.length) {
-    screens.forEach((screen, i) => {
+  // Shows the screen at ``position`` (its step's index - 1), reading its window first when the page lacks it.
+  function showScreen(position) {
+    if (!total) return Promise.resolve();
+    shown = Math.max(0, Math.min(total - 1, position));
+    const wanted = shown;
+    markCurrent();
+    render(wanted, "");
+    return loadAround(wanted).then((problem) => { if (shown === wanted) render(wanted, problem); });
+  }
+  // A screen's thumbnail once its data is here (the strip has a numbered button for every screen from the start).
+  function addThumb(position) {
+    const b = strip && strip.children[position], screen = screens[position];
+    if (!b || !screen || !screen.thumb || b.querySelector("img")) return;
+    const im = document.createElement("img");
+    im.src = screen.thumb; im.alt = ""; im.loading = "lazy"; im.height = 54;
+    im.addEventListener("load", keepCurrentInView);
+    b.prepend(im);
+  }
+  if (strip && total) {
+    const buttons = [];
+    for (let i = 0; i < total; i++) {
       const b = document.createElement("button");
       b.type = "button";
-      b.className = "viewer-thumb" + (screen.is_tau ? " tau" : "");
-      b.title = screen.title;
-      if (screen.thumb) {
-        const im = document.createElement("img");
-        im.src = screen.thumb; im.alt = ""; im.loading = "lazy"; im.height = 54;
-        b.append(im);
-      }
+      b.className = "viewer-thumb" + (viewer.tau && i + 1 === viewer.tau ? " tau" : "");
+      b.title = titleOf(i);
       const n = document.createElement("span");
       n.className = "viewer-num";
-      n.textContent = screen.title === "final screen" ? "end" : String(screen.index);
+      n.textContent = i < stepCount ? String(i + 1) : "end";
       b.append(n);
       b.addEventListener("click", () => showScreen(i));
-      strip.append(b);
-    });
-    const tauAt = screens.findIndex((screen) => screen.is_tau);
-    showScreen(tauAt >= 0 ? tauAt : 0);
+      buttons.push(b);
+    }
+    strip.append(...buttons);
+    screens.forEach((_, i) => addThumb(i));
+    showScreen(viewer.tau && viewer.tau <= stepCount ? viewer.tau - 1 : 0);
   }
   window.reviewShowScreen = (position) => showScreen(position);  // for tests
 
@@ -368,7 +428,7 @@ import * as History from "./workspace/history.js";
     const zoomKeys = { "+": Zoom.BUTTON_STEP, "=": Zoom.BUTTON_STEP, "-": 1 / Zoom.BUTTON_STEP };
     if (zoomKeys[event.key] && frames.length) { event.preventDefault(); zoomBy(zoomKeys[event.key]); return; }
     if (event.key === "0" && frames.length) { event.preventDefault(); setView({ ...Zoom.FIT }); return; }
-    if ((event.key === "j" || event.key === "k") && screens.length) { event.preventDefault(); showScreen(shown + (event.key === "j" ? 1 : -1)); return; }
+    if ((event.key === "j" || event.key === "k") && total) { event.preventDefault(); showScreen(shown + (event.key === "j" ? 1 : -1)); return; }
     if (event.key === "a" && acceptButton) { event.preventDefault(); acceptButton.click(); }
     else if (event.key === "r" && comment && rejectButton) { event.preventDefault(); comment.focus(); }
     else if (event.key === "ArrowRight" && nextLink) { event.preventDefault(); nextLink.click(); }
