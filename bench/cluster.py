@@ -23,6 +23,8 @@ import sys
 import time
 from pathlib import Path
 
+from database import ensure_database
+
 REPO = Path(__file__).resolve().parent.parent
 PROJECT_NAME = "bench-cluster"
 ROUNDS = 4
@@ -48,19 +50,6 @@ SYLLABLES = ["ka", "lo", "mi", "ru", "se", "ta", "ve", "no", "pi", "do", "fa", "
 FREE_WORDS = [a + b + c for a in SYLLABLES for b in SYLLABLES for c in SYLLABLES][:3000]
 DISPLACEMENTS = ("no point", "under 2%", "2–10%", "10–30%", "over 30%")
 TYPES = ("click", "type", "scroll", "finished", "long_press", "wait", "hotkey")
-
-
-def ensure_database(url: str) -> None:
-    from urllib.parse import urlparse
-
-    import psycopg
-
-    parsed = urlparse(url)
-    name = parsed.path.lstrip("/")
-    admin = parsed._replace(path="/postgres").geturl()
-    with psycopg.connect(admin, autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
-            conn.execute(f'CREATE DATABASE "{name}"')
 
 
 def generate(n: int) -> None:

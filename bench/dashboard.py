@@ -21,23 +21,12 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+from database import ensure_database
+
 REPO = Path(__file__).resolve().parent.parent
 TARGET_MS = 300
 PROJECT_NAME = "bench-dashboard"
 ROUNDS = 8
-
-
-def ensure_database(url: str) -> None:
-    from urllib.parse import urlparse
-
-    import psycopg
-
-    parsed = urlparse(url)
-    name = parsed.path.lstrip("/")
-    admin = parsed._replace(path="/postgres").geturl()
-    with psycopg.connect(admin, autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
-            conn.execute(f'CREATE DATABASE "{name}"')
 
 
 def generate(n_annotations: int) -> None:

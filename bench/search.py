@@ -24,6 +24,8 @@ import sys
 import time
 from pathlib import Path
 
+from database import ensure_database
+
 REPO = Path(__file__).resolve().parent.parent
 PROJECT_NAME = "bench-search"
 ROUNDS = 4
@@ -33,19 +35,6 @@ WORDS = (
     "confirm order cart login password email address folder file share upload download"
 ).split()
 DISPLACEMENTS = ("no point", "under 2%", "2–10%", "10–30%", "over 30%")
-
-
-def ensure_database(url: str) -> None:
-    from urllib.parse import urlparse
-
-    import psycopg
-
-    parsed = urlparse(url)
-    name = parsed.path.lstrip("/")
-    admin = parsed._replace(path="/postgres").geturl()
-    with psycopg.connect(admin, autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
-            conn.execute(f'CREATE DATABASE "{name}"')
 
 
 def _sentence(rng: random.Random, n: int) -> str:
