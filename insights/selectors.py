@@ -327,17 +327,18 @@ def slice_queue_state(slice_: Slice, user) -> dict:
     """How many of the slice's traces a lead sent back to the queue, and how many of those still wait for their
     extra answer."""
     from annotation.models import QueueRequest
-    from annotation.overlap import trace_annotation_quota
+    from annotation.overlap import project_quota
 
     trace_ids = set(slice_entries(slice_, user).values_list("trace_id", flat=True))
-    requested = list(QueueRequest.objects.filter(trace_id__in=trace_ids).values_list("trace_id", flat=True))
+    # Each request's quota from the row read here (the project's overlap plus its extra answers): no read per trace.
+    extra = dict(QueueRequest.objects.filter(trace_id__in=trace_ids).values_list("trace_id", "extra_answers"))
     answers = Counter(
-        Annotation.objects.filter(trace_id__in=requested)
+        Annotation.objects.filter(trace_id__in=list(extra))
         .exclude(status=AnnotationStatus.DRAFT)
         .values_list("trace_id", flat=True)
     )
-    waiting = sum(1 for t in requested if answers[t] < trace_annotation_quota(trace_id=t, project=slice_.project))
-    return {"slice_traces": len(trace_ids), "in_queue": len(requested), "waiting": waiting}
+    waiting = sum(1 for t, n in extra.items() if answers[t] < project_quota(trace_id=t, project=slice_.project) + n)
+    return {"slice_traces": len(trace_ids), "in_queue": len(extra), "waiting": waiting}
 
 
 def slice_annotation_ids(*, project: Project, slice_id: int) -> list[int]:
@@ -389,12 +390,16 @@ def correction_rows(project: Project) -> list[dict]:
 
 
 CLUSTER_EXAMPLES = 3
+# The examples are ranked among this many of a cluster's corrections (its oldest): the clusters page shows every
+# cluster's examples, and a cluster of 10,000 corrections need not have all its texts read to show three.
+CLUSTER_EXAMPLES_RANKED = 300
 
 
 def cluster_examples(cluster, user, *, limit: int = CLUSTER_EXAMPLES) -> list[dict]:
     """A cluster's typical corrections as step cards (screenshot at τ with both points): the ones whose text is
     closest to the cluster's distinctive terms come first, so the examples show what names it."""
-    entries = entries_for(user, cluster.run.project).filter(annotation_id__in=cluster.annotation_ids)
+    members = sorted(cluster.annotation_ids)[:CLUSTER_EXAMPLES_RANKED]
+    entries = entries_for(user, cluster.run.project).filter(annotation_id__in=members)
     terms = [str(t).lower() for t in cluster.terms if isinstance(t, str)]
     ranked = sorted(
         entries.values_list("annotation_id", "document"),

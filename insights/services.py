@@ -99,18 +99,12 @@ def search_agreement_refresh(*, trace_id: int) -> None:
     """Each entry of a trace against the trace's other handed-in answers: ``same τ`` when every other answer names
     the same first erroneous step, ``other τ`` when one names another step or no error, empty when it is the only
     answer. Refreshed with any of the trace's entries, so a second answer updates the first's."""
-    answers = dict(
-        Annotation.objects.filter(trace_id=trace_id)
+    first_error = {
+        pk: (tau if verdict == Verdict.ERROR else None)
+        for pk, verdict, tau in Annotation.objects.filter(trace_id=trace_id)
         .exclude(status=AnnotationStatus.DRAFT)
-        .values_list("pk", "tau")
-        .order_by("pk")
-    )
-    verdict_error = set(
-        Annotation.objects.filter(trace_id=trace_id, verdict=Verdict.ERROR)
-        .exclude(status=AnnotationStatus.DRAFT)
-        .values_list("pk", flat=True)
-    )
-    first_error = {pk: (tau if pk in verdict_error else None) for pk, tau in answers.items()}
+        .values_list("pk", "verdict", "tau")
+    }
     for entry_id, annotation_id in SearchEntry.objects.filter(trace_id=trace_id).values_list("pk", "annotation_id"):
         others = [tau for pk, tau in first_error.items() if pk != annotation_id]
         mine = first_error.get(annotation_id)
