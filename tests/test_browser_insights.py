@@ -59,5 +59,23 @@ def test_search_page_finds_filters_draws_points_and_saves_a_slice(
     bars = page.locator("#slice-trend .trend-bar")
     expect(bars).to_have_count(2)
     assert [bars.nth(i).get_attribute("data-count") for i in range(2)] == ["2", "1"]
+    # Compared between the two checkpoints (r1: 2 of 3 corrections, r2: 1 of 2), and sent back to the queue.
+    page.click("#slice-compare button[type=submit]")
+    expect(page.locator("#slice-compare-result")).to_contain_text("down 16.67 points")
+    page.click("#slice-send-to-queue")
+    expect(page.locator("#slice-queue")).to_contain_text("3 of 3 traces sent back to the queue")
     page.screenshot(path=str(artifacts_dir / "insights-slice.png"), full_page=True)
+    # Clusters: run here (the worker's job, in this process), renamed and pinned from the page, examples drawn.
+    from insights import services
+
+    services.cluster_run_compute(run_id=services.cluster_run_create(project=project, user=lead, enqueue=False).pk)
+    page.goto(f"{live_server.url}/projects/{project.pk}/clusters/")
+    first = page.locator("section.cluster").first
+    expect(first.locator(".step-card").first).to_be_visible()
+    last = page.locator("section.cluster").last
+    last.locator("form.rename input[name=label]").fill("renamed by the lead")
+    last.locator("form.rename button").click()
+    page.locator("section.cluster", has_text="renamed by the lead").locator("form.pin button").click()
+    expect(page.locator("section.cluster").first.locator(".cluster-name")).to_contain_text("renamed by the lead")
+    page.screenshot(path=str(artifacts_dir / "insights-clusters.png"), full_page=True)
     page.close()
