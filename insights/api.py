@@ -219,6 +219,7 @@ class ClusterSerializer(serializers.ModelSerializer):
 
 class ClusterRunSerializer(serializers.ModelSerializer):
     clusters = ClusterSerializer(many=True, read_only=True)
+    model_name = serializers.CharField(read_only=True, help_text="The checkpoint's folder name (model embeddings).")
 
     class Meta:
         model = ClusterRun
@@ -227,6 +228,8 @@ class ClusterRunSerializer(serializers.ModelSerializer):
             "project",
             "status",
             "method",
+            "representation",
+            "model_name",
             "corrections",
             "message",
             "created_at",
@@ -237,7 +240,8 @@ class ClusterRunSerializer(serializers.ModelSerializer):
 
 class ProjectClusters(APIView):
     """GET: the latest clustering of the project's accepted corrections (404-free: null before the first).
-    POST: cluster them again on the CPU worker."""
+    POST: cluster them again: on the CPU worker by TF-IDF, on the gpu worker by the pre-scoring model's embeddings
+    where a model is configured (the run's ``representation``)."""
 
     permission_classes = [ActionPermission]
     permission_action = {"GET": "slice.view", "POST": "slice.manage"}

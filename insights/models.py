@@ -6,6 +6,8 @@ kept by ``services.search_entry_refresh`` after every annotation save (``receive
 
 from __future__ import annotations
 
+from pathlib import PurePath
+
 from django.conf import settings
 from django.db import models
 
@@ -61,7 +63,12 @@ class Slice(models.Model):
 
 
 class ClusterRun(models.Model):
-    """One clustering of a project's accepted corrections (the CPU worker's job)."""
+    """One clustering of a project's accepted corrections: the CPU worker's job with TF-IDF vectors of the texts, the
+    gpu worker's with the pre-scoring model's embeddings where a model is configured (``representation``)."""
+
+    class Representation(models.TextChoices):
+        TFIDF = "tfidf", "TF-IDF"
+        MODEL = "model", "model embeddings"
 
     class Status(models.TextChoices):
         QUEUED = "queued"
@@ -71,7 +78,16 @@ class ClusterRun(models.Model):
 
     project = models.ForeignKey("traces.Project", on_delete=models.CASCADE, related_name="cluster_runs")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
-    method = models.CharField(max_length=40, blank=True, help_text="How the text was clustered.")
+    method = models.CharField(max_length=120, blank=True, help_text="How the text was clustered.")
+    representation = models.CharField(
+        max_length=16,
+        choices=Representation.choices,
+        default=Representation.TFIDF,
+        help_text="What the texts were compared by: TF-IDF vectors, or the model's embeddings.",
+    )
+    model_path = models.CharField(
+        max_length=500, blank=True, help_text="The checkpoint whose embeddings were compared (representation: model)."
+    )
     corrections = models.PositiveIntegerField(default=0)
     message = models.TextField(blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
@@ -81,11 +97,15 @@ class ClusterRun(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
 
+    @property
+    def model_name(self) -> str:
+        return PurePath(self.model_path).name if self.model_path else ""
+
 
 class Cluster(models.Model):
     class Kind(models.TextChoices):
         SIGNATURE = "signature"  # recorded → corrected action type, displacement, category
-        TEXT = "text"  # TF-IDF of the corrected thoughts and notes
+        TEXT = "text"  # the corrected thoughts and notes: TF-IDF or the model's embeddings (the run says which)
 
     run = models.ForeignKey(ClusterRun, on_delete=models.CASCADE, related_name="clusters")
     kind = models.CharField(max_length=16, choices=Kind.choices)

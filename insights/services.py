@@ -5,7 +5,10 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter, defaultdict
+from collections.abc import Callable
+from typing import Any
 
+from django.conf import settings as django_settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -161,10 +164,27 @@ MIN_TEXT_CLUSTER = 2
 
 
 def cluster_run_create(*, project: Project, user, enqueue: bool = True) -> ClusterRun:
-    run = ClusterRun.objects.create(project=project, created_by=user)
+    """Queue a clustering. With a pre-scoring model configured (STUDIO_PRESCORE_MODEL_DIR) the texts are compared
+    by that model's embeddings, on the ``gpu`` queue where the model stays loaded; without one, by TF-IDF on the
+    ``default`` queue. The run records which, so a worker that picks it up later does what the run says."""
+    from prescoring.services import configured_model_dir
+
+    model_dir = configured_model_dir()
+    run = ClusterRun.objects.create(
+        project=project,
+        created_by=user,
+        representation=ClusterRun.Representation.MODEL if model_dir else ClusterRun.Representation.TFIDF,
+        model_path=model_dir,
+    )
     if enqueue:
-        transaction.on_commit(lambda: task_send("insights.tasks.run_clustering", args=[run.pk]))
+        queue = cluster_run_queue(run)
+        transaction.on_commit(lambda: task_send("insights.tasks.run_clustering", args=[run.pk], queue=queue))
     return run
+
+
+def cluster_run_queue(run: ClusterRun) -> str:
+    """The CPU worker never loads torch: a run by the model's embeddings goes to the ``gpu`` workers."""
+    return "gpu" if run.representation == ClusterRun.Representation.MODEL else "default"
 
 
 def _tokens(text: str) -> list[str]:
@@ -202,10 +222,24 @@ def _normalised(text: str) -> str:
     return " ".join(_tokens(text))
 
 
-def text_clusters(texts: list[str]) -> tuple[list[int], str]:
+# Cosine similarity above which two corrections' texts join one cluster when they are compared by the model's
+# embeddings, centred first (the mean of the distinct texts' embeddings taken off, rows made unit length again): a
+# decoder's mean-pooled states share one large direction whatever the text, so raw cosines of unrelated texts sit
+# well above any useful cut (0.5 to 0.7 on the tests' tiny checkpoint); centred, they fall below 0 and rewordings
+# of one mistake stay above. The cut is TF-IDF's; no real checkpoint has been measured with it yet.
+EMBEDDING_SIMILARITY = 0.3
+
+
+def text_clusters(
+    texts: list[str], *, embed: Callable[[list[str]], Any] | None = None, embedding_name: str = "model"
+) -> tuple[list[int], str]:
     """A cluster label per text (-1: alone) and the method's name. Average-linkage agglomerative clustering on the
     TF-IDF cosine distance (scikit-learn's where it is installed, else the same linkage in plain Python), over the
-    distinct texts (corrections worded alike count once each in the linkage and all get its label)."""
+    distinct texts (corrections worded alike count once each in the linkage and all get its label). With
+    ``embed`` (distinct texts -> unit vectors, one row each: the model's embeddings) the linkage runs on the
+    centred embeddings at EMBEDDING_SIMILARITY instead (:func:`embedded_text_clusters`)."""
+    if embed is not None:
+        return embedded_text_clusters(texts, embed, name=embedding_name)
     if len(texts) < 2:
         return [-1] * len(texts), "none"
     distinct: dict[str, int] = {}
@@ -214,7 +248,6 @@ def text_clusters(texts: list[str]) -> tuple[list[int], str]:
     if len(unique) < 2:
         return [0] * len(texts), "identical texts"
     try:
-        from sklearn.cluster import AgglomerativeClustering, MiniBatchKMeans
         from sklearn.feature_extraction.text import TfidfVectorizer
     except ImportError:
         if len(unique) > DIRECT_LINKAGE_LIMIT:
@@ -225,12 +258,21 @@ def text_clusters(texts: list[str]) -> tuple[list[int], str]:
         labels = _agglomerate(unique)
         return [labels[p] for p in position], "tf-idf average linkage (python)"
     matrix = TfidfVectorizer(token_pattern=TOKEN.pattern, stop_words=sorted(STOP_WORDS)).fit_transform(unique)
+    labels, how = _linkage_labels(matrix, similarity=TEXT_SIMILARITY)
+    return [labels[p] for p in position], f"tf-idf {how}"
+
+
+def _linkage_labels(matrix, *, similarity: float) -> tuple[list[int], str]:
+    """Average-linkage labels of the rows of ``matrix`` (sparse or dense) at cosine ``similarity``: on every pair of
+    rows up to DIRECT_LINKAGE_LIMIT rows, past it on the centres of KMEANS_GROUPS k-means groups of the rows."""
+    from sklearn.cluster import AgglomerativeClustering, MiniBatchKMeans
+
     linkage = AgglomerativeClustering(
-        n_clusters=None, metric="cosine", linkage="average", distance_threshold=1 - TEXT_SIMILARITY
+        n_clusters=None, metric="cosine", linkage="average", distance_threshold=1 - similarity
     )
-    if len(unique) <= DIRECT_LINKAGE_LIMIT:
-        labels = [int(v) for v in linkage.fit_predict(matrix.toarray())]
-        return [labels[p] for p in position], "tf-idf average linkage (scikit-learn)"
+    if matrix.shape[0] <= DIRECT_LINKAGE_LIMIT:
+        dense = matrix.toarray() if hasattr(matrix, "toarray") else matrix
+        return [int(v) for v in linkage.fit_predict(dense)], "average linkage (scikit-learn)"
     groups = MiniBatchKMeans(n_clusters=KMEANS_GROUPS, batch_size=4096, n_init=1, random_state=0, max_iter=20).fit(
         matrix
     )
@@ -239,8 +281,45 @@ def text_clusters(texts: list[str]) -> tuple[list[int], str]:
     centre_labels = [int(v) for v in linkage.fit_predict(centres[used])]
     label_of_group = dict(zip(used, centre_labels, strict=True))
     labels = [label_of_group[int(g)] for g in groups.labels_]
-    method = f"tf-idf k-means ({KMEANS_GROUPS} groups) then average linkage (scikit-learn)"
-    return [labels[p] for p in position], method
+    return labels, f"k-means ({KMEANS_GROUPS} groups) then average linkage (scikit-learn)"
+
+
+def embedded_text_clusters(
+    texts: list[str], embed: Callable[[list[str]], Any], *, name: str = "model"
+) -> tuple[list[int], str]:
+    """:func:`text_clusters` by embeddings: the distinct texts (whitespace aside; a text with no words stays alone)
+    embedded once each by ``embed``, centred (EMBEDDING_SIMILARITY says why), then the same average linkage."""
+    import numpy as np
+
+    labels = [-1] * len(texts)
+    distinct: dict[str, int] = {}
+    position: dict[int, int] = {}
+    for i, text in enumerate(texts):
+        key = " ".join(text.split())
+        if TOKEN.search(key.lower()):
+            position[i] = distinct.setdefault(key, len(distinct))
+    unique = list(distinct)
+    if len(unique) < 2:
+        for i in position:
+            labels[i] = 0
+        return labels, "none" if len(position) < 2 else "identical texts"
+    try:
+        import sklearn  # noqa: F401
+    except ImportError:
+        raise RuntimeError(
+            "clustering by the model's embeddings needs scikit-learn on the worker (the studio's main dependencies "
+            "install it)"
+        ) from None
+    vectors = np.asarray(embed(unique), dtype=np.float32)
+    if vectors.shape[0] != len(unique):
+        raise RuntimeError(f"{vectors.shape[0]} embeddings for {len(unique)} texts")
+    centred = vectors - vectors.mean(axis=0)
+    norms = np.linalg.norm(centred, axis=1, keepdims=True)
+    centred = centred / np.where(norms > 0, norms, 1.0)
+    unique_labels, how = _linkage_labels(centred, similarity=EMBEDDING_SIMILARITY)
+    for i, p in position.items():
+        labels[i] = unique_labels[p]
+    return labels, f"{name} embeddings, {how}"[:120]
 
 
 def _agglomerate(texts: list[str]) -> list[int]:
@@ -311,7 +390,10 @@ def cluster_run_compute(*, run_id: int) -> ClusterRun:
                 continue
             clusters.append(_cluster(run, Cluster.Kind.SIGNATURE, " · ".join(k for k in key if k), list(key), members))
         texts = [row["text"] for row in rows]
-        labels, method = text_clusters(texts)
+        if run.representation == ClusterRun.Representation.MODEL:
+            labels, method = text_clusters(texts, embed=_model_embedder(run.model_path), embedding_name=run.model_name)
+        else:
+            labels, method = text_clusters(texts)
         groups: dict[int, list[int]] = defaultdict(list)
         for i, label in enumerate(labels):
             if label >= 0:
@@ -335,6 +417,20 @@ def cluster_run_compute(*, run_id: int) -> ClusterRun:
         raise
     run.refresh_from_db()
     return run
+
+
+def _model_embedder(model_path: str) -> Callable[[list[str]], Any]:
+    """The texts' embeddings by the pre-scoring model (prescoring.qwen2vl, loaded on first use and kept by the gpu
+    worker, shared with the scoring jobs): torch is imported here, on the worker that runs the job, never at import."""
+
+    def embed(texts: list[str]):
+        from prescoring.qwen2vl import load_scorer
+
+        scorer = load_scorer(model_path, static_decode=django_settings.PRESCORE_STATIC_DECODE)
+        with scorer.lock:
+            return scorer.text_embeddings(texts)
+
+    return embed
 
 
 def _cluster(run: ClusterRun, kind: str, name: str, terms: list, members: list[dict]) -> Cluster:

@@ -42,6 +42,10 @@ PREPROCESS_THREADS = min(8, os.cpu_count() or 1)
 GPU_MAX_BATCH = 48
 GPU_BATCH_TOKENS = 327_680
 CPU_BATCH_TOKENS = 16_384
+# Text embeddings (Qwen2VLScorer.text_embeddings): texts a forward pass, and tokens kept of each text; a corrected
+# thought and note fit in 256 tokens, so the padded batch is at most 32 × 256 tokens on any device.
+EMBEDDING_BATCH = 32
+EMBEDDING_MAX_TOKENS = 256
 # The static decoding's KV cache width (prompt + new tokens) is rounded up to a multiple of this
 # (Qwen2VLScorer._static_steps says why).
 STATIC_CACHE_COLUMNS = 256
@@ -741,6 +745,45 @@ class Qwen2VLScorer:
             for result in self._score_batch(batch, generate=generate, max_new_tokens=max_new_tokens):
                 results[result.key] = result
         return [results[request.key] for request in requests]
+
+    def text_embeddings(
+        self,
+        texts: Sequence[str],
+        *,
+        batch_size: int = EMBEDDING_BATCH,
+        max_tokens: int = EMBEDDING_MAX_TOKENS,
+    ):
+        """One vector per text: the decoder's last hidden state averaged over the text's tokens (the plain text, no
+        chat template, its first ``max_tokens`` tokens), L2-normalised, as a float32 numpy array (texts × hidden).
+        A text without tokens gets zeros. Texts are sorted by length and run ``batch_size`` at a time, right-padded:
+        a token attends only to the tokens before it, so padding changes no row (batched equals one by one up to
+        float rounding), and the result does not depend on how the texts were batched."""
+        import numpy as np
+        import torch
+
+        if batch_size < 1 or max_tokens < 1:
+            raise ValueError("batch_size and max_tokens must be positive")
+        hidden_size = self.model.config.get_text_config().hidden_size
+        out = np.zeros((len(texts), hidden_size), dtype=np.float32)
+        ids = [self._ids(text)[:max_tokens] if text else [] for text in texts]
+        order = sorted((i for i in range(len(texts)) if ids[i]), key=lambda i: len(ids[i]))
+        for start in range(0, len(order), batch_size):
+            rows = order[start : start + batch_size]
+            width = len(ids[rows[-1]])
+            input_ids = torch.full((len(rows), width), self.pad_token_id, dtype=torch.long)
+            mask = torch.zeros((len(rows), width), dtype=torch.long)
+            for row, i in enumerate(rows):
+                input_ids[row, : len(ids[i])] = torch.tensor(ids[i])
+                mask[row, : len(ids[i])] = 1
+            with torch.inference_mode():
+                hidden = self.model.model(
+                    input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device), use_cache=False
+                ).last_hidden_state.float()
+                weights = mask.to(hidden.device, torch.float32)[:, :, None]
+                pooled = (hidden * weights).sum(1) / weights.sum(1)
+                pooled = torch.nn.functional.normalize(pooled, dim=-1)
+            out[rows] = pooled.cpu().numpy()
+        return out
 
     def _score_and_generate(self, batch: list[Encoded], *, max_new_tokens: int) -> list[ScoreResult]:
         width = _static_cache_width(max(e.n_prompt for e in batch), max_new_tokens)

@@ -68,3 +68,33 @@ def plant_corrections(project, traces, *, annotator, lead, planted: set[int], se
             reviewed_by=lead,
         )
     return out
+
+
+def plant_wordings(project, traces, *, annotator, lead, wordings: list[tuple[str, str]]):
+    """One accepted correction per trace at its middle step, trace i worded ``wordings[i]`` (thought, note), all of
+    one category and action: only their texts tell them apart. Returns [annotation] in trace order."""
+    from annotation.models import Annotation, AnnotationStatus, Verdict
+    from traces.models import Step
+
+    made = []
+    for trace, (thought, note) in zip(traces, wordings, strict=True):
+        steps = list(Step.objects.filter(trace=trace).order_by("index"))
+        now = timezone.now()
+        made.append(
+            Annotation.objects.create(
+                trace=trace,
+                project=project,
+                annotator=annotator,
+                status=AnnotationStatus.ACCEPTED,
+                verdict=Verdict.ERROR,
+                tau=steps[len(steps) // 2].index,
+                error_category=PLANTED_CATEGORY,
+                corrected_thought=thought,
+                corrected_action="click(start_box='(500,80)')",
+                note=note,
+                submitted_at=now,
+                reviewed_at=now,
+                reviewed_by=lead,
+            )
+        )
+    return made
