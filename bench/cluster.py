@@ -7,8 +7,8 @@ time, CPU time and peak RSS of the process that runs ``insights.services.cluster
 Generates (once; kept for reruns) a project with ``--corrections`` accepted corrections in four rounds, each worded
 from one of a dozen mistake families with its own words filled in (apps, elements, numbers) and a note of three
 free words (so nearly every text is distinct, as real ones are), so that text clustering has families to find, and a search entry each (written in bulk as ``search_entry_refresh`` would). Then a fresh
-process (so its peak RSS is the clustering's, Django included) runs the clustering and prints the figures. Target
-(issue 36): 100,000 corrections in ≤ 2 minutes with peak RSS ≤ 1 GB. Reported, not asserted.
+process (so its peak RSS is the clustering's, Django included) runs the clustering and prints the figures. Target:
+100,000 corrections in ≤ 2 minutes with peak RSS ≤ 1 GB. Reported, not asserted.
 """
 
 from __future__ import annotations

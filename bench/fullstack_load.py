@@ -1,4 +1,4 @@
-"""The load benchmark through the production stack's proxy (issue 20, "Done when"): the stack of the full-stack
+"""The load benchmark through the production stack's proxy: the stack of the full-stack
 tests (tests/stack.py: Caddy with TLS in front of uvicorn in production mode, Celery over Redis, S3 on a loopback
 moto server, PostgreSQL; static files collected as the Dockerfile does), seeded with annotators and traces, and
 ``bench/load.py --url`` run against it as against any deployment: 50 autosaving annotators, first alone, then beside

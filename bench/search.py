@@ -10,7 +10,7 @@ Generates (once; kept for reruns) one project with ``--steps`` steps over traces
 with the text and facets ``insights.services.search_entry_refresh`` would give them (one by one it takes minutes at
 this size). 3 % of the corrections carry a planted phrase. Then times GET /api/projects/<id>/search/ through Django's
 request handling: 40 searches (q plus category, round and displacement, varied), after two warm-up requests.
-Targets (issue 36): embedded, 50,000 steps, p95 ≤ 200 ms; PostgreSQL, 1,000,000 steps and 100,000 annotations,
+Targets: embedded, 50,000 steps, p95 ≤ 200 ms; PostgreSQL, 1,000,000 steps and 100,000 annotations,
 p95 ≤ 300 ms. Reported, not asserted.
 """
 

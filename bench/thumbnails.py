@@ -1,4 +1,4 @@
-"""Web memory for first views of large screenshots' thumbnails (issue 18, item 8).
+"""Web memory for first views of large screenshots' thumbnails.
 
     .venv/bin/python bench/thumbnails.py [--count 8] [--width 3840] [--height 2160] [--forget-thumbnails]
 

@@ -1,4 +1,4 @@
-"""Import latency beside trickling webhook receivers, in the embedded default's one worker (issue 37).
+"""Import latency beside trickling webhook receivers, in the embedded default's one worker.
 
     .venv/bin/python bench/webhook_isolation.py [--traces 30] [--interval 5] [--events 2] [--receivers 3]
 

@@ -5,7 +5,7 @@ When Redis goes away, Celery's consumer closes its broker connection; kombu firs
 channel restores the running tasks' unacknowledged messages (kombu's ``QoS.restore_unacked_once``), and a task that
 ends acknowledges its message. Building that client reads ``self.connection.client.hostname`` on None, an
 ``AttributeError`` that no connection-error handler catches, so the worker stopped with "Unrecoverable error"
-(a busy worker only: an idle one holds no unacknowledged message; issue 37). Here that moment is the connection
+(a busy worker only: an idle one holds no unacknowledged message). Here that moment is the connection
 error it is: Celery ignores it while closing and reconnects, the messages stay in Redis's unacknowledged set
 (given back after the visibility timeout) and the studio's watchdogs take the jobs over sooner.
 """

@@ -2,7 +2,7 @@
 
 channels_redis keeps a pool of connections per event loop. After Redis restarts, every pooled connection is dead,
 and redis-py's default is to fail the first command on each (the first WebSocket handshakes after Redis came back
-answered 500, issue 20 item 5). With these options a command that meets a dead connection reconnects and is sent
+answered 500). With these options a command that meets a dead connection reconnects and is sent
 again, a few times with a short backoff, before the error reaches a consumer.
 """
 

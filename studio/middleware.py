@@ -129,8 +129,8 @@ def unreachable_dependency(exc: BaseException) -> str | None:
 
 class DependencyOutageMiddleware:
     """A request that meets a Redis or S3 outage answers 503 with ``Retry-After``: JSON with ``retryable`` for
-    the API (as a database outage does), a short page for pages. Before, each was an HTML 500 (issue 20,
-    items 5 and 7) that clients could not tell from a bug, and that told them not to retry."""
+    the API (as a database outage does), a short page for pages. Before, each was an HTML 500
+    that clients could not tell from a bug, and that told them not to retry."""
 
     RETRY_AFTER_S = 5
 

@@ -1,7 +1,7 @@
 """S3 storage for the full stack: an S3 that hangs or refuses costs a request seconds, never a thread for minutes.
 
 botocore's defaults are a 60 s connect timeout, a 60 s read timeout and up to 5 attempts ("legacy" retries), so
-one stalled S3 held a web thread for minutes (issue 20, item 7). Here every call has short timeouts and a bounded
+one stalled S3 held a web thread for minutes. Here every call has short timeouts and a bounded
 number of attempts; the error that remains is answered 503 by ``studio.middleware.DependencyOutageMiddleware``.
 
 Presigned URLs are signed for the endpoint that browsers reach (``STUDIO_S3_PUBLIC_ENDPOINT_URL``), which in

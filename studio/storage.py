@@ -1,8 +1,8 @@
 """Stored files that pages show (screenshots), served without a web thread holding a remote read.
 
 On S3 the answer is a redirect to a presigned URL: the browser fetches the bytes from S3 itself, so a slow or
-hung S3 costs the image that waits for it, never a web thread that login pages and autosaves need (issue 20,
-item 7). Signing needs no S3 round trip. Local files are streamed by the web process, with no network between.
+hung S3 costs the image that waits for it, never a web thread that login pages and autosaves need.
+Signing needs no S3 round trip. Local files are streamed by the web process, with no network between.
 """
 
 from __future__ import annotations

@@ -2,10 +2,10 @@
 
 The event loop reads the whole request body before a thread is taken, and it writes the response: a client
 that trickles its body, or stops reading its download, holds a connection and a little memory, never one of the
-``STUDIO_WEB_THREADS`` request threads (issue 18.2 / 20.11: eight such clients used to hang every request).
+``STUDIO_WEB_THREADS`` request threads (eight such clients used to hang every request).
 Before a byte of the body is read, the request is refused when its Content-Length passes its route's cap, and a
-POST to an upload route is refused unless the sender may import (issue 18.4: 3 GB were written to disk for an
-anonymous POST /login/). A chunked body is cut off as soon as it passes the cap.
+POST to an upload route is refused unless the sender may import (else an anonymous POST /login/ could
+write gigabytes to disk). A chunked body is cut off as soon as it passes the cap.
 
 - Body caps: the upload routes (``UPLOAD_ROUTES``) take ``IMPORT_MAX_UPLOAD_BYTES`` plus the multipart framing;
   every other route ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (Django refuses more than that in a form or JSON body anyway).

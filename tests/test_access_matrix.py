@@ -106,7 +106,7 @@ def test_every_url_and_socket_declares_a_known_action():
 
 
 def test_set_up_pages_are_walked_under_their_actions():
-    """Issue 13: project creation and settings (leads and admins) and a trace's instruction form."""
+    """Project creation and settings (leads and admins) and a trace's instruction form."""
     actions = {r.name: r.action("post") for r in ROUTES}
     assert actions["project-create"] == actions["project-settings"] == "project.manage"
     assert actions["trace-instruction"] == "trace.edit"
@@ -523,7 +523,7 @@ def _allowed_methods(response) -> set[str]:
 
 @pytest.mark.django_db
 def test_a_method_no_view_takes_is_405_with_allow_for_everyone(world):
-    """Issue 37: PUT, POST or PATCH on /api/traces/<id>/ answered 500 to anyone (the permission lookup's KeyError),
+    """PUT, POST or PATCH on /api/traces/<id>/ once answered 500 to anyone (the permission lookup's KeyError),
     and so did a POST with X-HTTP-Method-Override. Every method on every URL, for every role: never a 5xx; a method
     the view does not take is 405 naming the ones it does (`Allow`), decided before the role (an anonymous caller
     gets the same 405, not a 401 that would send it to log in for a method that cannot work)."""

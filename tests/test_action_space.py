@@ -1,4 +1,4 @@
-"""The served action table is the single source (issue 14, annotators item 6): what the editor offers, what the
+"""The served action table is the single source: what the editor offers, what the
 validator accepts in a correction and what the exported prompt lists agree on every platform; a correction follows
 the prompt's rules (at most 3 lowercase known keys, a scroll with a direction)."""
 

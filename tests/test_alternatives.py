@@ -1,4 +1,4 @@
-"""On-policy alternatives (issue 21 §4) with the tiny random-weight Qwen2-VL saved to disk and loaded like real weights:
+"""On-policy alternatives with the tiny random-weight Qwen2-VL saved to disk and loaded like real weights:
 k replies from one prefill, stored per (step, weights hash, settings) and re-used, unparsed replies kept as text, the
 blind rule, no model → 400 naming the setting, a marked-wrong alternative → a dpo_on_policy pair in the TRL bundle.
 

@@ -1,4 +1,4 @@
-"""On-policy alternatives end to end (issue 21 §4, "Done when"), with a tiny Qwen2-VL whose replies parse
+"""On-policy alternatives end to end, with a tiny Qwen2-VL whose replies parse
 (prescoring.tiny's speaking checkpoint: saved to a directory and loaded like real weights) and a real `celery worker` process on the
 broker the run names (SQLite + filesystem broker by default; PostgreSQL + Redis with DATABASE_URL / REDIS_URL):
 an annotator asks for alternatives at τ through the API, the gpu-queue job samples them, the API serves the parsed

@@ -1,4 +1,4 @@
-"""An annotation is consistent with its verdict (issue 13, item 3): "no error" and "unusable" keep no τ, category,
+"""An annotation is consistent with its verdict: "no error" and "unusable" keep no τ, category,
 correction or post-reflection, whoever writes (annotator's draft and submit, a lead's edit); moving τ takes off
 the points placed on the old step; migration 0005 repairs stored answers."""
 

@@ -1,4 +1,4 @@
-"""Issue 37: killing Redis killed the CPU worker on 2 of 3 `kill -9` (kombu's Redis transport, reconnecting:
+"""Killing Redis killed the CPU worker on 2 of 3 `kill -9` (kombu's Redis transport, reconnecting:
 `AttributeError("'NoneType' object has no attribute 'hostname'")`); the GPU worker, idle, survived. The cause: on the
 lost connection Celery's consumer closes its broker connection; kombu has already cleared the transport's ``client``
 and the channel's close restores the running tasks' unacknowledged messages, which needs a Redis client built from

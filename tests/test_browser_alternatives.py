@@ -1,4 +1,4 @@
-"""On-policy alternatives in the workspace (issue 21 §4), in Debian's Chromium: the stored replies of a checkpoint at τ
+"""On-policy alternatives in the workspace, in Debian's Chromium: the stored replies of a checkpoint at τ
 drawn as numbered markers at their pixel (parsed ones only; a reply that does not parse is listed as text), Alt+N
 takes one as the correction's starting point (the draft saves it; the server holds the mark), w marks the hovered one
 wrong (checked in the database); with no model configured the panel says what to set (and is not shown at all while

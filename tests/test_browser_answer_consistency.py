@@ -1,4 +1,4 @@
-"""Issue 13 item 3 in Chromium: a correction written before pressing `n` is not stored nor shown to the lead;
+"""An answer consistent with its verdict, in Chromium: a correction written before pressing `n` is not stored nor shown to the lead;
 moving τ takes the placed point off the old step."""
 
 from __future__ import annotations

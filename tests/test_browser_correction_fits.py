@@ -1,4 +1,4 @@
-"""The workspace at τ fits a laptop's window (issue 32): at 1366×768 and 1920×1080 the verdict, the error category,
+"""The workspace at τ fits a laptop's window: at 1366×768 and 1920×1080 the verdict, the error category,
 the correction's whole action editor and the recorded action being corrected are all in the side panel's view
 without scrolling it, for a long recorded thought, a phone screenshot and a real ScreenAgent step (long thought,
 human-edited reply); and a point on an element the source recorded is reached from the keyboard in a few presses

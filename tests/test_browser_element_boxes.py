@@ -1,4 +1,4 @@
-"""Element boxes in the workspace and on the review page (issue 21 §2), in Debian's Chromium: a box drawn with the
+"""Element boxes in the workspace and on the review page, in Debian's Chromium: a box drawn with the
 mouse at zoom 2.25 (exact through the zoom transform, as point placement is) and from the keyboard; the point at the
 box's centre and moved inside it; a point outside its box refused by the server beside the field; an imported
 element outlined on hover and snapped to on click; the stored boxes checked in the database; the review page draws

@@ -1,4 +1,4 @@
-"""Issue 36: the search page in Chromium: a phrase and a facet, step cards with the two points drawn on the
+"""The search page in Chromium: a phrase and a facet, step cards with the two points drawn on the
 screenshot, and the search saved as a slice whose page shows its count per round."""
 
 from __future__ import annotations

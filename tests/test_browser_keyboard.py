@@ -1,5 +1,5 @@
-"""One full correction with the keyboard only (issue 14, annotators items 2-4): τ, category, corrected thought, a
-click placed from the keyboard, post-reflection, submit. Counts the keys (reported in the issue note), at 1366×768
+"""One full correction with the keyboard only: τ, category, corrected thought, a
+click placed from the keyboard, post-reflection, submit. Counts the keys (reported, not asserted), at 1366×768
 with a long real thought shown whole."""
 
 from __future__ import annotations

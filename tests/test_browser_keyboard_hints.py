@@ -1,4 +1,4 @@
-"""Hint labels for keyboard point placement (issue 32), in Debian's Chromium at 1366×768: on a screen with 36 imported
+"""Hint labels for keyboard point placement, in Debian's Chromium at 1366×768: on a screen with 36 imported
 elements, from the corner opposite the target, the hints key labels every element (nearest the cursor first), the
 target's label typed puts the cursor on it and Enter places the point as a click on it would: ≤ 6 presses, checked in
 the saved answer. On a screen without imported elements the same key labels the view's nine cells, and a cell then

@@ -1,4 +1,4 @@
-"""The page layout of issue 32 (items 6-8) at 1366×768 and 1920×1080: the workspace's zoom (a quarter a wheel notch,
+"""The page layout at 1366×768 and 1920×1080: the workspace's zoom (a quarter a wheel notch,
 "100 %" the screenshot's own pixels, "Fit" apart), the keyboard point reached in a few presses from the recorded
 point, the hint under the stage (gone once the point is placed; a point outside its box said there, with "Clear
 box"). Screenshots go to test-artifacts/."""

@@ -1,4 +1,4 @@
-"""Edit, then accept (issue 14, leads item 4): the lead edits actions with the workspace's structured editor (shared
+"""Edit, then accept: the lead edits actions with the workspace's structured editor (shared
 static/js/action_editor.js, checked by the server's grammar through the review check endpoint), places points on
 o_τ by clicking, keeps the focus while typing, and a refused edit comes back with what was typed and the problem."""
 

@@ -1,4 +1,4 @@
-"""The review page's screenshots (issue 14, leads items 1-2): the workspace's zoomable viewer (static/js/zoom.js),
+"""The review page's screenshots: the workspace's zoomable viewer (static/js/zoom.js),
 fitted to the viewport (a phone screenshot no longer pushes the decision down), marks that keep their size and labels
 that never overlap; and every answer, "no error" included, shows the whole trace as a filmstrip and a viewer."""
 

@@ -1,4 +1,4 @@
-"""The review page's zoom, as the workspace's (static/js/zoom.js, issue 32): the level button reads the zoom in the
+"""The review page's zoom, as the workspace's (static/js/zoom.js): the level button reads the zoom in the
 screenshot's own pixels and shows them 1:1, "Fit" is apart, a wheel notch zooms at most a quarter around the pointer,
 a drag pans; the annotator's point and element box stay on their screenshot pixels at every zoom, a point placed at
 1:1 lands on the pixel clicked, and the edit form's action editors stay under the screenshot they refer to."""

@@ -1,4 +1,4 @@
-"""Start from what exists (issue 14, annotators item 7): one key (s) copies the first starting point into the
+"""Start from what exists: one key (s) copies the first starting point into the
 correction: the source's human-edited reply, else the pre-scoring model's own reply, else the recorded action. The
 model's reply is read by the server's grammar (``model_start`` in the suggestions API); a blind project offers none."""
 

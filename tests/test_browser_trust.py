@@ -1,4 +1,4 @@
-"""Nothing a person does is lost or changed behind their back (issue 31, the workspace's half), in Chromium at
+"""Nothing a person does is lost or changed behind their back (the workspace's half), in Chromium at
 1920×1080 and 1366×768: every destructive key (n, u, e over a filled answer, s, taking an alternative, Delete on a
 box) is undone by one key and the server holds the restored correction; keys act only on the screen shown (s on
 τ+1 leaves τ's correction byte-identical); a key that opens a text field puts the focus in it; 50+ steps of undo

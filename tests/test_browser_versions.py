@@ -1,4 +1,4 @@
-"""The Versions panel (issue 31) in Chromium at 1920×1080 and 1366×768: the annotator restores the correction a
+"""The Versions panel in Chromium at 1920×1080 and 1366×768: the annotator restores the correction a
 stray "no error" erased, from the workspace; a lead restores an older version of a submitted answer from the review
 page; each time the server holds the restored answer as a new, audited version and the page shows it."""
 

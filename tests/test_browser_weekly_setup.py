@@ -1,4 +1,4 @@
-"""The lead's set-up for a weekly round in Chromium at 1366x768 and 1920x1080 (issue 32): double annotation on the
+"""The lead's set-up for a weekly round in Chromium at 1366x768 and 1920x1080: double annotation on the
 settings page, instructions for many traces from one file, and the Account menu that leads to the API token page."""
 
 from __future__ import annotations

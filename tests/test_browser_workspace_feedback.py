@@ -1,4 +1,4 @@
-"""Issue 14, annotators item 5 in Chromium: feedback where the eye is. Submit problems appear at the top and the
+"""The workspace in Chromium: feedback where the eye is. Submit problems appear at the top and the
 fields concerned are highlighted; a returned annotation shows the lead's comment; Skip asks first and the queue
 confirms it; after Submit the lease heartbeat stops (no 409s)."""
 

@@ -182,7 +182,7 @@ def test_stepping_shows_where_the_new_steps_text_starts(browser, live_server, pr
     page.click("#ws-thought-more")
     page.evaluate("(s => { s.scrollTop = s.scrollHeight; })(document.querySelector('.ws-side'))")
     assert page.evaluate("document.querySelector('.ws-side').scrollTop") > 0
-    # While correcting, the step as recorded stays pinned at the panel's top (issue 32: the recorded action in view).
+    # While correcting, the step as recorded stays pinned at the panel's top (the recorded action in view).
     assert page.evaluate(f"{heading_top} >= {side_top}")
     page.keyboard.press("j")
     assert page.inner_text("#ws-step-num") == "Step 2 of 3"

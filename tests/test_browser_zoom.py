@@ -1,7 +1,7 @@
-"""Zoom and pan in the workspace (issue 14, annotators item 1): wheel zoom around the pointer, drag to pan, + - 0,
+"""Zoom and pan in the workspace: wheel zoom around the pointer, drag to pan, + - 0,
 a loupe while placing a point, markers that keep their size on screen, click-to-place exact at every zoom, and a
-zoom that stays while stepping. The frame rate of zooming a 1920×1080 screenshot is measured and printed (reported in
-the issue note, not asserted)."""
+zoom that stays while stepping. The frame rate of zooming a 1920×1080 screenshot is measured and printed (reported,
+not asserted)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Bulk instructions (issue 32 §2): a lead fills many traces' missing instructions from one CSV or JSONL file, on
+"""Bulk instructions: a lead fills many traces' missing instructions from one CSV or JSONL file, on
 the project's page, through the API and the command line; the report says what was set, refused and left."""
 
 from __future__ import annotations

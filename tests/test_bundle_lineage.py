@@ -1,4 +1,4 @@
-"""Bundle lineage (issue 17): every bundle keeps the (annotation id, version) pairs it was built from; two bundles
+"""Bundle lineage: every bundle keeps the (annotation id, version) pairs it was built from; two bundles
 are compared (API, page, `bundle_diff` on ids and on downloaded zips); an export can hold only what changed since
 an earlier one."""
 
@@ -142,7 +142,7 @@ def test_an_incremental_export_holds_only_new_and_changed_annotations(two_rounds
     assert manifest["lineage"]["since_export"]["id"] == old.pk
     assert manifest["lineage"]["already_exported"] == two_rounds["unchanged"]
     # Against its base, the incremental bundle removed only the deleted trace's annotation: the two it left out
-    # because the base holds them are "already in the base" (issue 32 §3: every one of them read "removed").
+    # because the base holds them are "already in the base" (not "removed").
     diff = selectors.export_diff(old, since)
     assert [pair for pair in diff.removed] == [two_rounds["gone"]]
     assert len(diff.in_base) == two_rounds["unchanged"]

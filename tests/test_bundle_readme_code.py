@@ -1,4 +1,4 @@
-"""Every code block of every bundle README runs as it is (issue 13, item 5): on bundles with and without a
+"""Every code block of every bundle README runs as it is: on bundles with and without a
 validation split, for each format. Python blocks are executed from the unzipped bundle's folder (TRL's trainers are
 built with a tiny random Qwen2-VL standing for the reader's checkpoint); YAML blocks must parse and name datasets
 that `dataset_info.json` defines."""

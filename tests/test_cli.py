@@ -140,7 +140,7 @@ def test_import_export_download_resume_and_checksum(
     new_id = int(re.search(r"export (\d+) succeeded", incremental.stdout).group(1))
     assert ExportJob.objects.get(pk=new_id).sources == [[second.pk, second.version]]
     diffed = run_cli(live_server, engineer_token, "diff", str(new_id), "--against", str(job_id))
-    # The base's annotation is left out because the base holds it, not removed (issue 32 §3).
+    # The base's annotation is left out because the base holds it, not removed.
     assert (
         f"export {job_id} -> export {new_id}: 1 added, 0 changed, 0 removed, 1 already in the base" in diffed.stdout
     ), diffed.stdout

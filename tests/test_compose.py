@@ -1,4 +1,4 @@
-"""The compose deployment as `docker-compose config` resolves it with its defaults (issue 20, item 10): a proxy in
+"""The compose deployment as `docker-compose config` resolves it with its defaults: a proxy in
 front that is the only address uvicorn believes forwarded headers from, restart policies, HTTPS cookies that
 pass `check --deploy --fail-level WARNING`, a public S3 endpoint, and a Caddyfile that Caddy accepts."""
 
@@ -114,7 +114,7 @@ def test_the_image_leaves_local_state_out():
 
 
 def test_each_queue_has_its_workers_and_each_worker_its_own_name(compose):
-    """Issue 37: webhook deliveries shared the `default` workers with imports and exports, so two slow receivers
+    """Webhook deliveries once shared the `default` workers with imports and exports, so two slow receivers
     stopped every import; each worker is named (`-n name@%h`) so two on one host never clash, and its healthcheck
     pings that name."""
     from django.conf import settings

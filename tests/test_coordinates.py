@@ -1,4 +1,4 @@
-"""Coordinates are a property of the trace (issue 13, item 1): real traces recorded in screen pixels, imported into
+"""Coordinates are a property of the trace: real traces recorded in screen pixels, imported into
 projects of every convention, are drawn where the agent clicked and exported in the project's convention at the
 pixel the recorded action meant."""
 

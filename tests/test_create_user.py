@@ -1,4 +1,4 @@
-"""`manage.py create_user` (issue 20, item 12): the first lead, admin and people of a deployment without the admin
+"""`manage.py create_user`: the first lead, admin and people of a deployment without the admin
 site, with the role the permission table knows, a validated password that never appears on the command line."""
 
 from __future__ import annotations

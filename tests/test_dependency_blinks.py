@@ -1,4 +1,4 @@
-"""Dependencies blink, the studio stays up (issue 20, items 5 and 6): sessions do not depend on Redis, and pooled
+"""Dependencies blink, the studio stays up: sessions do not depend on Redis, and pooled
 PostgreSQL connections that the server dropped are replaced before a request gets one."""
 
 from __future__ import annotations

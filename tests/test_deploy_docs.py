@@ -1,4 +1,4 @@
-"""docs/deploy.md's host-without-Docker block, run as written (issue 37: `migrate` came before `collectstatic` and
+"""docs/deploy.md's host-without-Docker block, run as written (a `migrate` before `collectstatic` and
 failed with studio.E002, no static manifest). Each line of the block in its order: the install and the exports are
 the test's environment (SQLite and local files in a temporary folder, the filesystem broker), the one-shot commands
 run as they are, the long-running ones are started and must come up (the web server answers a page with its hashed

@@ -1,4 +1,4 @@
-"""Disk is given back (issue 18.6): scratch work lives in per-attempt folders under the data dir and is removed when
+"""Disk is given back: scratch work lives in per-attempt folders under the data dir and is removed when
 the attempt or the job ends; uploads follow the documented retention; what a killed process left is swept.
 (The kill + recovery cycle on a real worker is tests/test_faults.py::test_worker_killed_mid_import_...)"""
 

@@ -1,5 +1,5 @@
-"""The commands of docs/weekly-round.md and docs/cli.md, run as written against a live server and a real worker
-(issue 32 §5): each `trace-studio` line of their `sh` blocks, in order, with the role the docs give it, and only the
+"""The commands of docs/weekly-round.md and docs/cli.md, run as written against a live server and a real worker:
+each `trace-studio` line of their `sh` blocks, in order, with the role the docs give it, and only the
 server's ids and this test's paths put in for the docs' examples. Between the doc's steps the test does what people
 do on the pages (annotate, review) through the same services.
 

@@ -1,4 +1,4 @@
-"""Double annotation as a project setting (issue 32 §1): the settings page, the project API's PATCH, `create_project`,
+"""Double annotation as a project setting: the settings page, the project API's PATCH, `create_project`,
 the hand-out to distinct annotators and the leads' list of shared traces waiting for another answer."""
 
 from __future__ import annotations

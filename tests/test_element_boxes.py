@@ -1,4 +1,4 @@
-"""Element boxes (issue 21 §2): the box of an action's target element, beside its point, through the one action
+"""Element boxes: the box of an action's target element, beside its point, through the one action
 check (workspace draft, check-action, submit, a lead's review edit) and into the exported samples."""
 
 from __future__ import annotations

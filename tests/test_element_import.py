@@ -1,4 +1,4 @@
-"""Element boxes a source recorded (issue 21 §2): imported onto the step's context, served to the workspace as snap
+"""Element boxes a source recorded: imported onto the step's context, served to the workspace as snap
 targets in the project's convention, and a recorded click that hits none of them flagged by the rules pre-scorer."""
 
 from __future__ import annotations

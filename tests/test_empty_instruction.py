@@ -1,4 +1,4 @@
-"""Traces without an instruction (issue 13, item 7): the import says so on the job, the annotation queue keeps them
+"""Traces without an instruction: the import says so on the job, the annotation queue keeps them
 out until a lead writes the instruction on the trace page, and no page shows an empty task."""
 
 from __future__ import annotations

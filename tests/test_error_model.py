@@ -1,4 +1,4 @@
-"""One error model (issue 16 item 2): studio.errors kinds, one kind→status table, one body shape, answered the
+"""One error model: studio.errors kinds, one kind→status table, one body shape, answered the
 same by the API, the pages and the sockets; a bug is a 500, never a 400."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Checkpoint evaluation on corrections (issue 17) with the tiny random-weight Qwen2-VL, saved to disk and loaded
+"""Checkpoint evaluation on corrections with the tiny random-weight Qwen2-VL, saved to disk and loaded
 like real weights: the rows a run stores, the figures from them, the table across checkpoints, the gpu queue.
 
 The service tests run on the database the run names (SQLite by default; DATABASE_URL for PostgreSQL)."""

@@ -1,4 +1,4 @@
-"""Process and RL signals from the same annotation (issue 21 §3): the `prm` bundle (TRL's stepwise layout with the
+"""Process and RL signals from the same annotation: the `prm` bundle (TRL's stepwise layout with the
 screenshots) and the `verl` bundle (verl's RL layout, a rule reward that reads replies with the project's one
 grammar). Both load with `datasets` as they are and are byte-identical for the same inputs."""
 

@@ -1,4 +1,4 @@
-"""Every bundle names its longest sample in tokens and the limit it set (issue 33): the manifest's ``tokens`` in each
+"""Every bundle names its longest sample in tokens and the limit it set: the manifest's ``tokens`` in each
 format, the sample it names found where it says, the byte bound above the tokenizer's count, the limit in the
 LLaMA-Factory configs and the TRL code."""
 

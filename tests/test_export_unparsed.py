@@ -1,4 +1,4 @@
-"""Unparsed recorded steps are never trained on by accident (issue 13, item 2): not an SFT target, not the DPO
+"""Unparsed recorded steps are never trained on by accident: not an SFT target, not the DPO
 rejected side, and a history that holds one is skipped by default or kept verbatim when asked; every skip is
 counted by reason in the manifest and the job message."""
 

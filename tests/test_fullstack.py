@@ -1,4 +1,4 @@
-"""The full stack, for real (issue 20, "Done when"): production settings, static files collected as the Dockerfile
+"""The full stack, for real: production settings, static files collected as the Dockerfile
 collects them, Caddy in front, uvicorn with 2 processes, a Celery worker over Redis, S3 on a loopback moto server,
 PostgreSQL (tests/stack.py). Through HTTP: an import, an annotation a lead accepts, an export downloaded through
 its presigned URL; Chromium loads the main pages with no failed request."""

@@ -1,4 +1,4 @@
-"""Gaps in a recording (issue 13, item 6): the native format says steps are missing before a step; the workspace
+"""Gaps in a recording: the native format says steps are missing before a step; the workspace
 shows the gap; a post-reflection sample whose next screen is not the one right after step τ is refused, named in
 the manifest."""
 

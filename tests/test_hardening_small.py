@@ -1,4 +1,4 @@
-"""Issue 37, item 7: the lower-harm findings, each with the test that failed before its fix."""
+"""The lower-harm findings of a security review, each with the test that failed before its fix."""
 
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ def test_the_cli_refuses_to_append_to_a_symlinked_part_file(tmp_path):
 
 
 def test_the_full_stack_caddy_takes_an_admin_address_of_its_own():
-    """Issue 37: the full-stack test's Caddy took the default admin port 2019, so it could not start beside another
+    """The full-stack test's Caddy once took the default admin port 2019, so it could not start beside another
     Caddy on the same host. The Caddyfile reads the admin address from STUDIO_PROXY_ADMIN, the stack gives it a free
     port (where caddy is installed, tests/test_compose.py validates the Caddyfile)."""
     import re
@@ -105,7 +105,7 @@ def test_the_full_stack_caddy_takes_an_admin_address_of_its_own():
 
 
 def test_a_bundle_url_outlives_a_revoked_token_by_a_minute_at_most(settings, monkeypatch):
-    """Issue 37: a presigned URL kept working up to 900 s after the token that asked for it was revoked; a signed
+    """A presigned URL once kept working up to 900 s after the token that asked for it was revoked; a signed
     URL cannot be withdrawn, so a bundle's lives STUDIO_S3_BUNDLE_URL_EXPIRY_S (60 s) and screenshots keep theirs."""
     from urllib.parse import parse_qs, urlsplit
 

@@ -1,4 +1,4 @@
-"""The project's image budget (issue 33): a prompt's last k screenshots at the project's bounds, older ones smaller,
+"""The project's image budget: a prompt's last k screenshots at the project's bounds, older ones smaller,
 each history action's points in the size of the screenshot as it is sent, so a 1920×1080 history fits a chosen
 context. Checked in the prompt (all three conventions), in a bundle (the resized files, their token count through
 transformers' processor, the limit) and in pre-scoring's image loader."""

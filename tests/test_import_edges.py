@@ -1,4 +1,4 @@
-"""Import edges (issue 18, items 7, 10, 11): an undecodable PNG with valid checksums is refused on its trace; a long
+"""Import edges: an undecodable PNG with valid checksums is refused on its trace; a long
 non-ASCII upload name imports and messages name the upload, never a server path; a wrong explicit format that finds
 nothing fails and names the formats that match."""
 

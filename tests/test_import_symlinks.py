@@ -1,6 +1,6 @@
 """Import roots and trace folders reached through symbolic links import through every entry point; a link inside a
 trace that points outside it is still refused; an unexpected error in one trace is reported on it and the batch
-goes on (issue 13, item 8)."""
+goes on."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The input rules at every entry (issue 18 item 3, issue 20 item 8): NUL characters, lone surrogates and NaN are
+"""The input rules at every entry: NUL characters, lone surrogates and NaN are
 refused with a 400 naming the field, the same on SQLite and PostgreSQL; an imported trace holding one is reported
 on that trace and the batch goes on; no answer shows SQL."""
 

@@ -1,4 +1,4 @@
-"""Issue 36: search across corrections (facets, step cards, CSV), slices and their trend, a slice's export, clusters,
+"""Search across corrections (facets, step cards, CSV), slices and their trend, a slice's export, clusters,
 judge alignment, and who sees what."""
 
 from __future__ import annotations

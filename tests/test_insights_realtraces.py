@@ -1,9 +1,9 @@
-"""Issue 36, done when: on the real traces (../shared/realtraces) plus generated corrections, a planted failure mode
+"""Insights on real data: on the real traces (../shared/realtraces) plus generated corrections, a planted failure mode
 ("typed before clicking the field") is found through search, as a cluster, and as a slice whose trend across two
 rounds shows it shrinking; the slice's bundle holds exactly those annotations.
 
 Scaled to the 40 real traces of two sources (33 Mobile-Agent runs, 7 ScreenAgent sessions): the mode is planted in
-6 of round 1's 20 traces and 2 of round 2's 20 (the issue's 30 of 200 is the same share at five times the size)."""
+6 of round 1's 20 traces and 2 of round 2's 20 (30 of 200 is the same share at five times the size)."""
 
 from __future__ import annotations
 

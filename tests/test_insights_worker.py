@@ -1,4 +1,4 @@
-"""Issue 36: clustering is a job of the CPU worker: the API queues it, a real worker (default queue) runs it."""
+"""Clustering is a job of the CPU worker: the API queues it, a real worker (default queue) runs it."""
 
 from __future__ import annotations
 

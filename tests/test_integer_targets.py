@@ -1,4 +1,4 @@
-"""Issue 33, items 2 and 3: a model learns only numbers it emits, and a recorded step is rendered one way.
+"""A model learns only numbers it emits, and a recorded step is rendered one way.
 
 * Every point of every bundle format is an integer in relative-1000, smart-resize-pixels and screen-pixels projects:
   an annotator's box centre (rounded when the check answers and when the draft is stored), a point converted from the

@@ -1,4 +1,4 @@
-"""Jobs tell the truth (issue 20 items 3 and 4, issue 18 item 5): Cancel in every state of every kind, a
+"""Jobs tell the truth: Cancel in every state of every kind, a
 taken-over run reports the final counts (not a sum), a dropped database connection is retried and the end is
 recorded, a job that cannot be queued fails with 503, runstudio brings a dead worker back."""
 
@@ -198,7 +198,7 @@ def test_prescore_job_that_fails_says_why_without_sql(project, lead, monkeypatch
 
 @pytest.mark.worker
 def test_runstudio_brings_back_whichever_child_dies_and_says_so(tmp_path):
-    """Issue 37: a dead worker was restarted, a dead web server was not (runstudio stopped the worker and exited:
+    """A dead worker was restarted, a dead web server once was not (runstudio stopped the worker and exited:
     nothing answered until someone restarted it by hand). Each child is killed in turn and comes back, logged."""
     import psutil
 
@@ -342,7 +342,7 @@ def test_each_task_starts_with_an_empty_query_log():
 
 
 def test_cancel_on_a_job_whose_worker_died_is_truthful_and_prompt(project, lead, engineer, tmp_path, settings):
-    """Issue 37: Cancel on a job whose worker had died answered 200 "running", saying the worker stops within
+    """Cancel on a job whose worker had died once answered 200 "running", saying the worker stops within
     seconds, and took effect only when the heartbeat was stale (~60 s). A job someone cancels is cancelled once its
     heartbeat misses beats (30 s with the defaults), at the click or by the next watchdog pass."""
     from studio.jobs import jobs_watch_once

@@ -1,4 +1,4 @@
-"""Issue 14, leads item 7: a bad dashboard date is said in words beside the dates (the page and its API read dates
+"""A bad dashboard date is said in words beside the dates (the page and its API read dates
 through one parser), and "Pre-score: model" is only offered when a model is configured; otherwise the page says
 what to set."""
 

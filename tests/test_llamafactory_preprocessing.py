@@ -1,5 +1,4 @@
-"""LLaMA-Factory's own data preprocessing, run on a real LLaMA-Factory bundle, puts loss on the target step only
-(issue 13, item 4).
+"""LLaMA-Factory's own data preprocessing, run on a real LLaMA-Factory bundle, puts loss on the target step only.
 
 The bundle's sharegpt conversations hold the history replies as assistant turns (in post-reflection samples that
 includes the original wrong step τ). LLaMA-Factory labels every assistant turn unless ``mask_history: true``, which

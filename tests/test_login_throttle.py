@@ -1,5 +1,5 @@
-"""The login throttle counts what the login form authenticates (issue 18.1) from the address the web entry
-trusts (issue 20.10): padded or full-width variants of a name share its counter, and a client that writes its own
+"""The login throttle counts what the login form authenticates from the address the web entry
+trusts: padded or full-width variants of a name share its counter, and a client that writes its own
 X-Forwarded-For does not get a fresh address unless it is a trusted proxy."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A recorded point outside the screen in its trace's own convention (issue 13, item 1): flagged at import (counted
+"""A recorded point outside the screen in its trace's own convention: flagged at import (counted
 on the job, listed on the job page and in the CLI output), shown in the workspace, and refused at export unless the
 annotator corrected that very step, in which case the correction is what gets trained on."""
 

@@ -1,4 +1,4 @@
-"""Rules that exist once: greps that fail when a second, hand-made copy comes back (issue 16 item 5)."""
+"""Rules that exist once: greps that fail when a second, hand-made copy comes back."""
 
 from __future__ import annotations
 
@@ -112,3 +112,38 @@ def test_the_format_pattern_catches_the_branches_it_replaces() -> None:
     ):
         assert _FORMAT_BRANCH.search(line), line
     assert not _FORMAT_BRANCH.search("writer = export_format(fmt).writer")
+
+
+# History lives in the commits: a name, comment, docstring or doc that says which issue asked for it tells a reader
+# nothing about what the code does, and goes stale with the tracker.
+_ISSUE_REFERENCE = re.compile(r"\bissues? #?\d+", re.I)
+_PROSE_AND_CODE = ("*.py", "*.js", "*.mjs", "*.html", "*.css", "*.md", "*.toml", "*.yml", "Makefile", "Dockerfile")
+
+
+def test_no_file_names_the_issue_it_came_from() -> None:
+    out = subprocess.run(
+        ["git", "ls-files", "--", *_PROSE_AND_CODE, ".ci/run"], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    files = out.stdout.splitlines()
+    assert {"tests/test_one_copy.py", "docs/architecture.md", "studio/web_entry.py"} <= set(files), files[:5]
+    offenders = []
+    for path in files:
+        for n, line in enumerate((REPO / path).read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            if _ISSUE_REFERENCE.search(line):
+                offenders.append(f"{path}:{n}: {line.strip()}")
+    assert offenders == [], "say what the code does; which issue asked for it belongs in the commit:\n" + (
+        "\n".join(offenders)
+    )
+
+
+def test_the_issue_pattern_catches_the_references_it_replaces() -> None:
+    # Built with f-strings so that this file's own lines hold no reference for the scan above to find.
+    for line in (
+        f'"""Issue {36}: search across corrections (facets, step cards, CSV)."""',
+        f"Gaps in a recording (issue {13}, item {6}): the native format says steps are missing",
+        f"## Real data, second pass (issues {13}, {18}, {20})",
+        f"// see issue #{21}",
+    ):
+        assert _ISSUE_REFERENCE.search(line), line
+    for line in ("a native trace object (docs/formats.md §1)", "the import's issues: 3 traces refused", "tissue 4"):
+        assert not _ISSUE_REFERENCE.search(line), line

@@ -1,4 +1,4 @@
-"""Faults on the full stack (issue 20, "Done when"; tests/stack.py): Redis SIGKILLed and restarted during
+"""Faults on the full stack (tests/stack.py): Redis SIGKILLed and restarted during
 autosaves, S3 hung while screenshots are read, every PostgreSQL connection of the stack terminated. The stack's
 Redis and S3 are private processes this test starts; the database is its own."""
 
@@ -115,7 +115,7 @@ def test_pages_answer_within_a_second_while_s3_hangs(stack, imported):
     lead = stack.login("lead")
     trace = lead.get(f"/api/traces/{imported[0]}/").json()
     shots = [step["screenshot_url"] for step in trace["steps"]]
-    stack.s3.pause()  # accepts connections, answers nothing: the stall of the issue
+    stack.s3.pause()  # accepts connections, answers nothing: a hung S3
     stalled: list = []
     # More readers than the stack has web threads (2 processes x 4): had a web thread read S3, none would be left.
     readers = [threading.Thread(target=lambda url=url: stalled.append(_read_image(lead, url))) for url in shots * 4]
@@ -187,7 +187,7 @@ def test_stack_is_still_whole(stack: Stack):
 
 
 def test_redis_killed_and_restarted_during_an_import(stack, imported):
-    """The worker of the issue exited (`'NoneType' object has no attribute 'hostname'`) when Redis went away while
+    """A worker once exited (`'NoneType' object has no attribute 'hostname'`) when Redis went away while
     it ran an import; it must stay alive and the job must end."""
     lead = stack.login("lead")
     job = stack.import_traces(lead, 24, "during-redis-")

@@ -1,4 +1,4 @@
-"""Issue 33, items 4 and 5: a Parquet bundle stores each screenshot once (``images.parquet``, keyed by sha256; rows
+"""A Parquet bundle stores each screenshot once (``images.parquet``, keyed by sha256; rows
 name theirs), so it is about as large as the TRL bundle of the same samples; and the verl reward reads a ground truth
 as pandas gives it (numpy arrays and scalars) as well as lists and tuples."""
 

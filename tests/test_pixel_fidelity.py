@@ -1,4 +1,4 @@
-"""Training sees the pixels the labels assume (issue 21, section 1).
+"""Training sees the pixels the labels assume.
 
 For a ``smart-resize-pixels`` project (UI-TARS-1.5: pixels of the smart-resized screenshot) and a ``relative-1000``
 project (UI-TARS v1: 0–1000), annotators correct steps on screenshots of sizes that are no multiple of 28

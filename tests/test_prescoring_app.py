@@ -1,4 +1,4 @@
-"""Pre-scoring is its own app (issue 16): the move from the traces app changed Django's state, not the database,
+"""Pre-scoring is its own app: the move from the traces app changed Django's state, not the database,
 not the task names queued messages carry, not the API's addresses."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Setting a project up (issue 13, item 9): `create_project`, `import_traces --create`, the project creation and
+"""Setting a project up: `create_project`, `import_traces --create`, the project creation and
 settings pages for leads and admins, `/admin/` answering a non-admin with a 403 page, `make compose-check` with no
 environment."""
 

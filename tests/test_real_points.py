@@ -1,4 +1,4 @@
-"""Issue 13, "Done when": the three real sources (dart-gui, ScreenAgent, Mobile-Agent), imported into projects of every
+"""The three real sources (dart-gui, ScreenAgent, Mobile-Agent), imported into projects of every
 coordinate convention, export every sample's point inside the screen and on the pixel the recorded action meant."""
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def test_every_exported_point_is_on_the_recorded_pixel(
     checked = 0
     position = dict.fromkeys(steps_of, 0)
     for record in records:
-        # A model emits integers (issue 33): every point of the target and of the history's replies is one.
+        # A model emits integers: every point of the target and of the history's replies is one.
         texts = [part.get("text", "") for turn in record["prompt"] + record["completion"] for part in turn["content"]]
         assert all("." not in number for text in texts for pair in POINT.findall(text) for number in pair), (
             source,

@@ -1,4 +1,4 @@
-"""The round dashboard (issue 17): every round side by side, from the project dashboard's grouped scans grouped by
+"""The round dashboard: every round side by side, from the project dashboard's grouped scans grouped by
 round; numbers checked against a small world computed by hand; and the page in a real Chromium."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Rounds (issue 17): a project's rounds name the checkpoint that produced their traces; imports and runners put
+"""Rounds: a project's rounds name the checkpoint that produced their traces; imports and runners put
 traces in a round."""
 
 from __future__ import annotations

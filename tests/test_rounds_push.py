@@ -1,4 +1,4 @@
-"""Runners push a trace into a round (issue 17): POST /api/projects/<id>/traces/, idempotent by external_id,
+"""Runners push a trace into a round: POST /api/projects/<id>/traces/, idempotent by external_id,
 through the importers' own path; and docs/rounds.md's curl and Python examples, run as written against a live
 server."""
 

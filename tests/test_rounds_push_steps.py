@@ -1,4 +1,4 @@
-"""Runners push a trace into a round step by step while they run (issue 17): POST
+"""Runners push a trace into a round step by step while they run: POST
 /api/projects/<id>/traces/<external_id>/steps/ then .../end/. Each step is read by the native importer's step reader
 and stored as an import stores it; the trace receives steps (out of the annotation queue and pre-scoring) until it
 is ended."""

@@ -1,4 +1,4 @@
-"""S3 for the full stack (issue 20, items 7 and 9): bounded calls, screenshots by presigned redirect, presigned URLs
+"""S3 for the full stack: bounded calls, screenshots by presigned redirect, presigned URLs
 for the public endpoint, and 503 (JSON on the API) while S3 refuses or hangs. S3 is a moto server on loopback."""
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def moto_endpoint():
 
 @pytest.fixture
 def hung_endpoint():
-    """An "S3" that accepts connections and never answers, like the stalled one of the issue."""
+    """An "S3" that accepts connections and never answers, like a stalled one."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(64)
@@ -121,7 +121,7 @@ def test_screenshots_are_a_presigned_redirect_for_the_public_endpoint(settings, 
     trace = make_trace(project, replies=REPLIES[:2], external_id="s3-shots")
     shot = trace.steps.order_by("index").first().screenshot
     client = login(Client(), annotator)
-    # The import wrote the thumbnail to S3 beside the screenshot (issue 18, item 8): both are a redirect.
+    # The import wrote the thumbnail to S3 beside the screenshot: both are a redirect.
     for url, key, content_type in (
         (shot.image_url, shot.image.name, f"image/{shot.format.lower()}"),
         (shot.thumbnail_url, shot.thumbnail.name, "image/webp"),

@@ -1,4 +1,4 @@
-"""Issue 14, annotators item 8: an empty hotkey badge is not drawn over the recorded one (the correction's badge sits
+"""An empty hotkey badge is not drawn over the recorded one (the correction's badge sits
 on its own row), a wrong password keeps the username, and the trace list shows each trace's annotation status."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Production serves its pages (issue 20, item 1): static files collected exactly as the Dockerfile does, pages
+"""Production serves its pages: static files collected exactly as the Dockerfile does, pages
 answer 200 with hashed static names that resolve; without the manifest the studio refuses to start. The pages'
 ES modules import each other by hashed name too (studio/staticfiles.py), and the workspace runs on them."""
 

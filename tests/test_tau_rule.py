@@ -1,4 +1,4 @@
-"""A point belongs to its screenshot (issue 31): moving τ by any path (the annotator's draft, the lead's edit form,
+"""A point belongs to its screenshot: moving τ by any path (the annotator's draft, the lead's edit form,
 the review API's edit-accept and adjudicate) never keeps a point or element box placed on the old step's screenshot;
 the rule is one function (services.answer_after_tau_move); an export after either path trains each point on the
 screenshot it was drawn on; ``tau_moved_points`` reports accepted answers from before the rule."""

@@ -1,4 +1,4 @@
-"""Thumbnails are made at import, on the worker, never in a web request (issue 18, item 8).
+"""Thumbnails are made at import, on the worker, never in a web request.
 
 Eight first views of large screenshots took the web process from 162 MB to 1,664 MB, because each thumbnail was
 decoded from the full image in the request. Now the import writes the thumbnail beside the screenshot; the web

@@ -1,4 +1,4 @@
-"""Leads and admins can delete a trace (issue 18 item 3): audited with a reason, refused to other roles and without
+"""Leads and admins can delete a trace: audited with a reason, refused to other roles and without
 a reason, through the API and the trace page."""
 
 from __future__ import annotations

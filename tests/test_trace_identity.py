@@ -1,8 +1,8 @@
-"""A trace is known by its content (issue 31, item 5): its instruction and each step's screenshot and action, in
+"""A trace is known by its content: its instruction and each step's screenshot and action, in
 order, whatever its folder or zip is called. The same run again through the CLI, a hand-made zip or the upload page
 is one trace; two different runs in folders of the same name are two, through an import (a distinct id, said so) and
 through a push (409 naming what differs, never 200 with the other trace). And one line of an import never costs the
-others (issue 37, item 6): a huge integer fails its trace only, a repeated external_id with other content is
+others: a huge integer fails its trace only, a repeated external_id with other content is
 reported and counted, and an archive whose every entry is refused says which and why."""
 
 from __future__ import annotations
@@ -207,7 +207,7 @@ def test_a_push_whose_id_differs_in_one_step_names_that_step(project, lead, api_
     )
 
 
-# --- one line never costs the others (issue 37, item 6) -----------------------------------------------------------
+# --- one line never costs the others -----------------------------------------------------------
 
 
 def native_line(external_id: str, instruction: str, **extra) -> bytes:

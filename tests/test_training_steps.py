@@ -1,4 +1,4 @@
-"""A real training step on bundles of 1920×1080 five-screenshot histories (issue 33): one LLaMA-Factory SFT step and
+"""A real training step on bundles of 1920×1080 five-screenshot histories: one LLaMA-Factory SFT step and
 one DPO step with the bundle's own configs, and one TRL SFT and DPO step with the limit the bundle's README sets,
 on the tiny random-weight Qwen2-VL of prescoring/tiny.py.
 

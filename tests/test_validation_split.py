@@ -1,4 +1,4 @@
-"""The validation split of small bundles (issue 32 §3): with a fraction above 0 and 2 or more traces, one trace at
+"""The validation split of small bundles: with a fraction above 0 and 2 or more traces, one trace at
 least goes to validation (seeded, by trace); otherwise the manifest, the README and the command line say that the
 split is empty and why."""
 

@@ -1,4 +1,4 @@
-"""An annotation's versions (issue 31): every saved version listed (who, when, number, what changed in words) to its
+"""An annotation's versions: every saved version listed (who, when, number, what changed in words) to its
 annotator and the project's leads, and one restored as a new, audited version through the draft's write (409 on a
 stale base; the status rules of editing)."""
 

@@ -1,4 +1,4 @@
-"""What a client can make the web server hold (issues 18.2, 18.4, 20.11), against real uvicorn started as every
+"""What a client can make the web server hold, against real uvicorn started as every
 launcher starts it: bodies refused by Content-Length and by role before a byte is read, chunked bodies cut off
 at the route's cap, trickled bodies answered 408, and 8 slow senders + 8 stalled downloads leave every request
 thread free for everyone else."""

@@ -1,4 +1,4 @@
-"""Issue 37: nothing one webhook receiver does stops the others. Deliveries run on the `webhooks` queue (workers of
+"""Nothing one webhook receiver does stops the others. Deliveries run on the `webhooks` queue (workers of
 their own), each attempt ends by an overall deadline (a receiver answering a byte every few seconds is cut off), an
 endpoint gets at most a few deliveries at once, and after repeated failures it is paused and the lead is told."""
 
@@ -190,7 +190,7 @@ def test_repeated_failures_pause_an_endpoint_and_the_lead_is_told(db, project, l
 
 @pytest.mark.worker
 def test_an_import_is_not_held_by_two_trickling_receivers(transactional_db, project, lead, loopback_hooks, tmp_path):
-    """The issue's attack: two endpoints answering a byte every 5 s, two events each; an import started after them
+    """The attack: two endpoints answering a byte every 5 s, two events each; an import started after them
     stayed queued for 5 minutes. The import runs on `default`, the deliveries wait on `webhooks`."""
     tricklers = [Trickler(interval_s=5), Trickler(interval_s=5)]
     purge_broker()
@@ -236,7 +236,7 @@ def test_an_import_is_not_held_by_two_trickling_receivers(transactional_db, proj
     ],
 )
 def test_ipv6_spellings_that_carry_an_inside_address_are_refused(db, project, lead, settings, host, carried):
-    """Issue 37: `ipaddress` calls 6to4, NAT64 and IPv4-compatible addresses global, so registration took them."""
+    """`ipaddress` calls 6to4, NAT64 and IPv4-compatible addresses global; registration refuses them all the same."""
     from webhooks.services import WebhookRefused, webhook_create
 
     settings.WEBHOOKS_ALLOW_HTTP_HOSTS = []

@@ -1,4 +1,4 @@
-"""Issue 17's loop end to end, through the API and a real worker: round 1's traces pushed as a runner pushes them,
+"""The weekly round's loop end to end, through the API and a real worker: round 1's traces pushed as a runner pushes them,
 annotated and accepted, exported; a checkpoint trained on it registered and evaluated (tiny random-weight Qwen2-VL,
 the gpu queue); round 2 pushed, annotated, exported; the round dashboard shows both rounds, the diff of the two
 bundles lists exactly round 2's annotations, and the leads' receiver got every event, signed."""

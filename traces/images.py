@@ -23,7 +23,7 @@ class ImageInfo:
     width: int
     height: int
     # The page's thumbnail (WEBP), made from the decode that checked the image: no second decode, and none in a
-    # web request (issue 18, item 8).
+    # web request.
     thumbnail: bytes = b""
 
 

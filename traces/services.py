@@ -345,7 +345,7 @@ def screenshots_store(*, images: list[tuple[bytes, str]], decode: bool = True) -
         new[digest] = shot
 
     # Creating files is slow on a busy disk (and S3 is a round trip each): the writes run side by side. The
-    # thumbnail goes beside its screenshot, so pages never make one in a web request (issue 18, item 8).
+    # thumbnail goes beside its screenshot, so pages never make one in a web request.
     def write(shot: Screenshot) -> tuple[str, str]:
         image_name, data, thumb_name, thumb = files[shot.sha256]
         return _screenshot_file_write(image_name, data), _screenshot_file_write(thumb_name, thumb) if thumb else ""

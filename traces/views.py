@@ -303,7 +303,7 @@ def screenshot_file(request, sha256: str, kind: str):
         if shot.thumbnail:
             return stored_file_response(shot.thumbnail.name, content_type="image/webp", etag=f"{shot.sha256}-thumb")
         # Stored before imports made thumbnails: a worker makes it; meanwhile the page gets the image itself, sent
-        # as stored (decoding it here is what took the web process to 1.6 GB, issue 18 item 8).
+        # as stored (decoding it here is what took the web process to 1.6 GB).
         services.screenshot_thumbnail_request(screenshot=shot)
         return stored_file_response(
             shot.image.name, content_type=f"image/{shot.format.lower()}", etag=None, cache_control=SHORT_LIVED

@@ -1,4 +1,4 @@
-"""The pre-scoring models move here from the traces app (issue 16: pre-scoring is its own app).
+"""The pre-scoring models move here from the traces app: pre-scoring is its own app.
 
 Their tables keep their names (each model's Meta.db_table), so this migration changes Django's state only: the
 database already holds the tables, created by traces 0002 and altered by traces 0003. traces 0014 removes the

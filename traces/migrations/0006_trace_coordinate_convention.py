@@ -1,4 +1,4 @@
-"""Each trace carries the convention of its points (issue 13): nullable, backfilled, then required.
+"""Each trace carries the convention of its points: nullable, backfilled, then required.
 
 Backfill: the importer's hint where it names one convention (dart-gui / UI-TARS message runs and ScreenAgent are
 screen pixels), else the project's convention, which is how the trace was read until now.

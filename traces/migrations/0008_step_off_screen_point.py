@@ -1,4 +1,4 @@
-"""A recorded point outside the screen is flagged on its step (issue 13): nullable, backfilled here, required in 0009.
+"""A recorded point outside the screen is flagged on its step: nullable, backfilled here, required in 0009.
 
 Backfill: each stored step with a screenshot and parsed actions is measured against its screenshot in its trace's
 convention by the grammar's own bounds (`traces.grammar.off_screen_points`; the grammar is plain Python without

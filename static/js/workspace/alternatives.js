@@ -1,4 +1,4 @@
-/* On-policy alternatives (issue 21 §4; annotation/alternatives/api.py). The server samples them, parses them and
+/* On-policy alternatives (annotation/alternatives/api.py). The server samples them, parses them and
    says whether a model is configured (else what to set); the page lists every reply, draws the parsed ones as
    numbered markers on their step with the overlay's drawAction (the served actions are in the project's convention,
    like the recorded ones) and sends marks. A 403 (a blind project for annotators) hides it. */

@@ -1,6 +1,6 @@
 """``manage.py make_thumbnails``: make the thumbnails of screenshots imported before imports made them.
 
-Pages never decode a screenshot (issue 18, item 8): until its thumbnail exists, a page gets the image itself and
+Pages never decode a screenshot: until its thumbnail exists, a page gets the image itself and
 asks a worker for the thumbnail. This makes all that remain at once, a few side by side (IMPORT_WRITE_THREADS).
 Safe to run again, and beside running workers: a thumbnail is made once, by content hash.
 """
