@@ -313,3 +313,23 @@ def test_a_delivery_whose_worker_is_killed_during_its_try_is_taken_over_and_sent
     delivery.refresh_from_db()
     assert (delivery.status, delivery.attempts) == (DeliveryStatus.DELIVERED, 2)
     assert [r["headers"][signing.DELIVERY_HEADER] for r in receiver.requests] == [str(delivery.pk)] * 2
+
+
+def test_a_waiting_delivery_is_cancelled_and_its_log_says_so(db, project, django_capture_on_commit_callbacks):
+    from webhooks.models import DeliveryJob
+    from webhooks.services import delivery_cancel
+
+    hook = Webhook.objects.create(project=project, url="https://ci.example.org/h", events=["bundle.ready"], secret="s")
+    waiting = Delivery.objects.create(webhook=hook, event="bundle.ready", payload={})
+    DeliveryJob.objects.create(delivery=waiting)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert delivery_cancel(delivery=waiting) == (True, "Cancelled before it started.")
+    assert DeliveryJob.objects.get(pk=waiting.pk).status == "cancelled"
+    waiting.refresh_from_db()
+    assert (waiting.status, waiting.last_error) == (DeliveryStatus.FAILED, "Cancelled before it started.")
+    # A delivery without a job (a row made outside the services) and one already delivered.
+    jobless = Delivery.objects.create(webhook=hook, event="bundle.ready", payload={})
+    assert delivery_cancel(delivery=jobless) == (True, "Cancelled.")
+    assert Delivery.objects.get(pk=jobless.pk).status == DeliveryStatus.FAILED
+    done = Delivery.objects.create(webhook=hook, event="bundle.ready", payload={}, status=DeliveryStatus.DELIVERED)
+    assert delivery_cancel(delivery=done) == (False, "Nothing to cancel: the delivery is delivered.")

@@ -20,7 +20,7 @@ DELIVERY = job_kind_register(
         queue=lambda job: WEBHOOKS_QUEUE,
         related=("delivery__webhook",),
         exhausted=delivery_tries_exhausted,
-        # Its task before deliveries ran on the engine, queued with the delivery's id, which is its job's.
+        # The name older releases queued a delivery by, with the delivery's id, which is its job's.
         old_task_names=("webhooks.tasks.deliver_webhook",),
     )
 )

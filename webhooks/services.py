@@ -343,7 +343,7 @@ def delivery_cancel(*, delivery: Delivery) -> tuple[bool, str]:
     job = DeliveryJob.objects.filter(pk=delivery.pk).first()
     if job is not None:
         return job_cancel(job)
-    # A delivery without a job (one made before deliveries ran as jobs and no longer pending has none either).
+    # A delivery without a job: its row was made outside event_emit and delivery_resend.
     changed = Delivery.objects.filter(pk=delivery.pk, status=DeliveryStatus.PENDING).update(
         status=DeliveryStatus.FAILED, last_error="Cancelled on request."
     )
