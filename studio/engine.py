@@ -14,9 +14,13 @@ A product app declares its kinds in its ``jobs`` module (``traces/jobs.py``: imp
   completes the last one sends the job's task again, as the next attempt, and that run assembles (``job_run``).
 - ``queue(job)``: where the job's task and its shards go (model scoring: ``gpu``).
 
-A kind without shards (an evaluation, a step's alternatives: one model pass on one gpu worker) says ``run(job)``
-instead, the whole work returning its summary, run by ``studio.jobs.job_run`` (claim, heartbeat, retries on a lost
-database connection, cancel, failure).
+A kind without shards (an evaluation, a step's alternatives: one model pass on one gpu worker; a webhook delivery:
+one POST) says ``run(job)`` instead, the whole work returning its summary, run by ``studio.jobs.job_run`` (claim,
+heartbeat, retries on a lost database connection, cancel, failure). Its work may end a run without ending the job
+(``JobDeferred``: a delivery whose receiver failed waits for its next try, one whose receiver is busy or paused
+waits its turn): the job goes back to the queue and the engine sends its task again after the wait, so no worker
+thread sleeps through it. Such a kind counts its own tries, so it says when a job whose worker stopped is given up
+(``exhausted(job)``): the engine's default, ``JOB_MAX_ATTEMPTS`` runs, would count its waits too.
 
 What every kind gets from the engine (``studio.jobs`` is the state machine, ``studio.shards`` the shards'):
 claiming a run (``job_start``), heartbeats, take-over (a job taken over gets its running shards back: they lost
@@ -45,7 +49,7 @@ from django.utils.module_loading import autodiscover_modules
 from studio.celery import app as celery_app
 from studio.errors import describe_error
 from studio.jobs import JobFailed, job_attempt_running, job_run, job_start, job_task_send
-from studio.models import JobShard, JobStatus
+from studio.models import JobBase, JobShard, JobStatus
 from studio.shards import (
     ShardProgress,
     shard_run,
@@ -83,8 +87,12 @@ class JobKind:
     old_shard_task_names: tuple[str, ...] = ()
 
     run: Callable[[Any], str] | None = None  # a kind without shards: its whole work
+    # A kind whose runs defer (studio.jobs.JobDeferred): whether a job whose worker stopped is given up, not sent again.
+    exhausted: Callable[[Any], bool] | None = None
 
     def __post_init__(self) -> None:
+        if self.exhausted is not None and self.run is None:
+            raise ValueError(f"job kind {self.name!r}: only a kind that runs whole defers, and counts its own tries")
         if self.run is not None:
             if any(part is not None for part in (self.plan, self.work, self.summarize, self.assemble)):
                 raise ValueError(f"job kind {self.name!r}: a kind runs whole (run) or in shards (plan, work), not both")
@@ -165,6 +173,12 @@ class KindJob:
 
     def shard_queue(self) -> str:
         return self.queue_name()
+
+    def attempts_exhausted(self) -> bool:
+        exhausted = job_kind_of(self).exhausted
+        if exhausted is not None:
+            return exhausted(self)
+        return JobBase.attempts_exhausted(self)  # type: ignore[arg-type]  # (a KindJob is always a JobBase)
 
 
 # --- the Celery tasks ------------------------------------------------------------------------------------------
@@ -261,7 +275,7 @@ def job_dispatch(kind: JobKind, *, job_id: int, attempt: int | None = None):
     watchdog does when that message is lost), assemble and end the job, once."""
     job = kind.load(job_id)
     if kind.run is not None:
-        return job_run(job, kind.run, attempt=attempt)
+        return job_run(job, kind.run, attempt=attempt, on_defer=lambda job, after_s: _send_later(kind, job, after_s))
     if kind.assemble is not None and shards_all_done(job):
         return job_run(job, kind.assemble, attempt=attempt)
     if job_begin(kind, job, attempt=attempt):
@@ -277,6 +291,18 @@ def job_shard_run(kind: JobKind, *, job_id: int, index: int) -> str:
     if kind.assemble is not None:
         return shard_run(job, index, kind.work, on_complete=lambda job: _assemble_later(kind, job))
     return shard_run(job, index, kind.work, summarize=kind.summarize)
+
+
+def _send_later(kind: JobKind, job, after_s: float) -> None:
+    """A deferred job's next run, in ``after_s`` seconds. Not with an eager setting, which would run it here at once
+    (a loop while a receiver stays busy), nor when the broker cannot take it: the job stays queued, due then, and the
+    lost-message watchdog (``studio.jobs.jobs_resend_lost``) sends it once it is overdue."""
+    if celery_app.conf.task_always_eager:
+        return
+    try:
+        _task(kind.task_name).apply_async(args=[job.pk], countdown=after_s, queue=kind.queue(job))
+    except Exception as exc:  # noqa: BLE001 - kombu raises several types for an unreachable broker
+        log.warning("could not send %s job %s again: %s; the watchdog will", kind.name, job.pk, exc)
 
 
 def _assemble_later(kind: JobKind, job) -> None:

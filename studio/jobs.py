@@ -1,7 +1,8 @@
 """The background-job state machine, shared by imports, exports and pre-scoring, and how a job runs.
 
 queued → running → succeeded | failed | cancelled; queued → cancelled (before it started); queued → failed (it
-could not be queued: the broker was down); running → running when a run is taken over (its worker died).
+could not be queued: the broker was down); running → running when a run is taken over (its worker died); running →
+queued when a run defers its job (``JobDeferred``: a webhook delivery waits for its receiver's next try).
 
 Every job task calls ``job_run(job, work)``: it claims the run (an attempt number, compare-and-swap, so two
 deliveries of one job never run together), beats from a thread while ``work`` runs, retries ``work`` when the
@@ -43,7 +44,9 @@ J = TypeVar("J", bound=JobBase)
 
 JOB_TRANSITIONS: dict[str, frozenset[str]] = {
     JobStatus.QUEUED: frozenset({JobStatus.RUNNING, JobStatus.CANCELLED, JobStatus.FAILED}),
-    JobStatus.RUNNING: frozenset({JobStatus.RUNNING, JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED}),
+    JobStatus.RUNNING: frozenset(
+        {JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED}
+    ),
     JobStatus.SUCCEEDED: frozenset(),
     JobStatus.FAILED: frozenset(),
     JobStatus.CANCELLED: frozenset(),
@@ -64,6 +67,16 @@ class JobSuperseded(Exception):
 
 class JobFailed(Exception):
     """A job's work ends in failure for a reason people can act on; the message is shown as it is."""
+
+
+class JobDeferred(Exception):
+    """Raised by a job's work when this run ends without ending the job: the job goes back to the queue, to be run
+    again in ``after_s`` seconds (``job_run``'s ``on_defer`` sends it). ``message`` says why, on the queued job."""
+
+    def __init__(self, after_s: float, message: str):
+        super().__init__(message)
+        self.after_s = max(0.0, after_s)
+        self.message = message
 
 
 class JobQueueUnavailable(Exception):
@@ -227,17 +240,28 @@ def _end(job, status: str, message: str) -> None:
             _fresh_connection()
 
 
-def job_run(job: J, work: Callable[[J], str], *, attempt: int | None = None) -> J:
+def job_run(
+    job: J,
+    work: Callable[[J], str],
+    *,
+    attempt: int | None = None,
+    on_defer: Callable[[J, float], None] | None = None,
+) -> J:
     """Run ``work(job)`` (it returns the summary shown on success) as one attempt of ``job``; returns the job.
 
-    ``work`` keeps its scratch files in ``job_workdir(job)``, made empty for it and removed afterwards."""
+    ``work`` keeps its scratch files in ``job_workdir(job)``, made empty for it and removed afterwards. Work that
+    raises ``JobDeferred`` puts the job back in the queue (``job_defer``), and ``on_defer(job, after_s)`` sends it
+    again; without ``on_defer`` (a run in this process) the job stays queued for whoever runs it next."""
     if not job_start(job, attempt=attempt):
         return job
     tries = 0
+    deferred: JobDeferred | None = None
     with job_attempt_running(job):
         while True:
             try:
                 outcome = (JobStatus.SUCCEEDED, work(job))
+            except JobDeferred as exc:
+                deferred = exc
             except JobCancelled:
                 outcome = (JobStatus.CANCELLED, "Cancelled on request.")
             except JobSuperseded:
@@ -262,8 +286,27 @@ def job_run(job: J, work: Callable[[J], str], *, attempt: int | None = None) -> 
                 log.exception("%s %s failed", type(job).__name__, job.pk)
                 outcome = (JobStatus.FAILED, describe_error(exc))
             break
+    if deferred is not None:
+        if job_defer(job, after_s=deferred.after_s, message=deferred.message) and on_defer is not None:
+            on_defer(job, deferred.after_s)
+        return job
     _end(job, *outcome)
     return job
+
+
+def job_defer(job, *, after_s: float, message: str) -> bool:
+    """This run ends and its job goes back to the queue, due in ``after_s`` seconds; True when it did. A queued
+    job's ``heartbeat_at`` says when it was (or will be) sent again, so the lost-message watchdog
+    (``jobs_resend_lost``) waits for the due time before it counts the job's message lost. A cancel requested
+    meanwhile ends the job instead; a run taken over meanwhile writes nothing."""
+    due = timezone.now() + timedelta(seconds=after_s)
+    mine = type(job).objects.filter(pk=job.pk, attempts=job.attempts, status=JobStatus.RUNNING)
+    if mine.filter(cancel_requested=False).update(status=JobStatus.QUEUED, heartbeat_at=due, message=message):
+        job.status, job.heartbeat_at, job.message = JobStatus.QUEUED, due, message
+        return True
+    if mine.exists():  # a cancel was requested while it ran
+        _end(job, JobStatus.CANCELLED, "Cancelled on request.")
+    return False
 
 
 @contextlib.contextmanager
@@ -379,8 +422,11 @@ def job_cancel(job) -> tuple[bool, str]:
         job.cancel_requested = True
         now = timezone.now()
         if job.status == JobStatus.QUEUED:
-            _transition(job, JobStatus.CANCELLED, finished_at=now, message="Cancelled before it started.")
-            return True, "Cancelled before it started."
+            said = (
+                "Cancelled before it started." if job.started_at is None else "Cancelled while it waited to run again."
+            )
+            _transition(job, JobStatus.CANCELLED, finished_at=now, message=said)
+            return True, said
         if job.heartbeat_at is None or now - job.heartbeat_at >= _beats_missed_after():
             _transition(job, JobStatus.CANCELLED, finished_at=now, message="Cancelled; its worker had stopped.")
             return True, "Cancelled: its worker had stopped, so it ended at once."
@@ -500,7 +546,7 @@ def jobs_watch_once() -> list[tuple[str, int, str]]:
                 job.status = JobStatus.RUNNING
                 _transition(job, JobStatus.CANCELLED, finished_at=now, message="Cancelled; its worker had stopped.")
                 acted.append((model._meta.label, job.pk, "cancelled"))
-            elif job.attempts >= settings.JOB_MAX_ATTEMPTS:
+            elif job.attempts_exhausted():
                 job.status = JobStatus.RUNNING
                 _transition(
                     job,
@@ -595,12 +641,14 @@ def watchdog_start() -> threading.Thread:
 __all__ = [
     "JOB_TRANSITIONS",
     "JobCancelled",
+    "JobDeferred",
     "JobFailed",
     "JobQueueUnavailable",
     "JobSuperseded",
     "JobTransitionError",
     "job_add_error",
     "job_cancel",
+    "job_defer",
     "job_task_send",
     "job_progress",
     "job_run",

@@ -47,6 +47,11 @@ class JobBase(models.Model):
         route = django_settings.CELERY_TASK_ROUTES.get(self.task_name())
         return route["queue"] if route else django_settings.CELERY_TASK_DEFAULT_QUEUE
 
+    def attempts_exhausted(self) -> bool:
+        """Whether the watchdog gives up on this job, running with a stale heartbeat, instead of sending it again:
+        its worker stopped ``JOB_MAX_ATTEMPTS`` times (each run is an attempt)."""
+        return self.attempts >= settings.JOB_MAX_ATTEMPTS
+
     @property
     def is_finished(self) -> bool:
         return self.status in (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)

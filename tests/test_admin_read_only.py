@@ -90,7 +90,7 @@ def test_every_studio_model_an_operator_looks_up_has_pages_that_answer(client, a
     from annotation.models import AlternativesJob
     from evaluation.models import EvaluationJob
     from traces.models import Round, TraceDeletion
-    from webhooks.models import Delivery, Webhook
+    from webhooks.models import Delivery, DeliveryJob, Webhook
 
     trace = make_trace(project, replies=REPLIES, external_id="t0")
     annotation = accepted_error(trace, annotator=annotator, reviewer=lead)
@@ -101,10 +101,11 @@ def test_every_studio_model_an_operator_looks_up_has_pages_that_answer(client, a
     hook = Webhook.objects.create(
         project=project, url="https://ci.example.org/h", events=["bundle.ready"], secret="s3cr3t-value"
     )
-    Delivery.objects.create(webhook=hook, event="bundle.ready", payload={"export": {"id": 1}})
+    delivery = Delivery.objects.create(webhook=hook, event="bundle.ready", payload={"export": {"id": 1}})
+    DeliveryJob.objects.create(delivery=delivery)
     client.force_login(admin_user)
     registered = {model for model, _ in _studio_admins()}
-    assert {AlternativesJob, EvaluationJob, Round, TraceDeletion, Webhook, Delivery} <= registered
+    assert {AlternativesJob, EvaluationJob, Round, TraceDeletion, Webhook, Delivery, DeliveryJob} <= registered
     for model in registered:
         prefix = f"admin:{model._meta.app_label}_{model._meta.model_name}"
         listing = client.get(reverse(f"{prefix}_changelist"))

@@ -129,11 +129,27 @@ def test_refused_while_a_job_has_not_ended(project, lead, status):
     assert Trace.objects.filter(project=project).count() == 1
 
 
+def _deleted_with_the_project(model, depth: int = 3) -> bool:
+    """``model``'s rows go when their project is deleted: a chain of cascading foreign keys leads to it."""
+    from django.db import models
+
+    for field in model._meta.fields:
+        if field.is_relation and field.remote_field.on_delete is models.CASCADE:
+            if field.related_model is Project or (depth and _deleted_with_the_project(field.related_model, depth - 1)):
+                return True
+    return False
+
+
 def test_every_job_kind_is_found_from_its_project():
-    # project_jobs reaches a job through its project, or its annotation's: a job kind with neither would be missed.
+    # project_jobs reaches a job through its project, or its annotation's: a job kind with neither would be missed,
+    # unless its jobs go with the project by cascade (a webhook delivery's, through its endpoint).
     for model in job_models():
         names = {f.name for f in model._meta.fields}
-        assert "project" in names or "annotation" in names, model
+        assert "project" in names or "annotation" in names or _deleted_with_the_project(model), model
+    from webhooks.models import DeliveryJob
+
+    # (The control: a shard names its job by model and id, no foreign key; its job's deletion removes it.)
+    assert _deleted_with_the_project(DeliveryJob) and not _deleted_with_the_project(JobShard)
 
 
 @pytest.mark.django_db

@@ -274,3 +274,62 @@ def test_a_named_host_is_reached_through_the_address_the_worker_checked(db, proj
         assert json.loads(receiver.requests[0]["body"]) == {"a": 1}
     finally:
         receiver.close()
+
+
+@pytest.mark.worker
+def test_a_delivery_whose_worker_is_killed_during_its_try_is_taken_over_and_sent_again(
+    transactional_db, project, loopback_hooks, monkeypatch
+):
+    """The engine runs a delivery: its worker dies while the receiver is answering; another worker's watchdog finds
+    the job's heartbeat stale and runs it again. The receiver gets the delivery twice (at least once) with the same
+    delivery id, and the dead worker's try counts."""
+    from webhooks.models import DeliveryJob
+    from webhooks.services import event_emit
+
+    monkeypatch.setenv("STUDIO_JOB_STALE_AFTER_S", "2")
+    monkeypatch.setenv("STUDIO_JOB_WATCH_INTERVAL_S", "1")
+    monkeypatch.setenv("STUDIO_REDIS_VISIBILITY_TIMEOUT_S", "3600")  # recovery must not wait for the broker
+    receiver = Receiver(delay_s=2)
+    Webhook.objects.create(project=project, url=receiver.url, events=["bundle.ready"], secret="s" * 64)
+    purge_broker()
+    victim = WorkerProcess().start()
+    survivor = None
+    try:
+        (delivery,) = event_emit(project=project, event="bundle.ready", payload={"export": {"id": 1}})
+        wait_for(lambda: receiver.requests, 60, 0.05, "the first try under way")
+        victim.kill()
+        assert Delivery.objects.get(pk=delivery.pk).status == DeliveryStatus.PENDING
+        survivor = WorkerProcess().start()
+        job = wait_for(
+            lambda: (j := DeliveryJob.objects.get(pk=delivery.pk)).is_finished and j, 60, 0.2, "the job ended"
+        )
+    finally:
+        victim.kill()
+        if survivor is not None:
+            survivor.stop()
+        receiver.close()
+    assert (job.status, job.message) == ("succeeded", "Delivered on try 2 (HTTP 200)."), job.message
+    assert job.attempts == 2  # the dead worker's run, and the one that took it over
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts) == (DeliveryStatus.DELIVERED, 2)
+    assert [r["headers"][signing.DELIVERY_HEADER] for r in receiver.requests] == [str(delivery.pk)] * 2
+
+
+def test_a_waiting_delivery_is_cancelled_and_its_log_says_so(db, project, django_capture_on_commit_callbacks):
+    from webhooks.models import DeliveryJob
+    from webhooks.services import delivery_cancel
+
+    hook = Webhook.objects.create(project=project, url="https://ci.example.org/h", events=["bundle.ready"], secret="s")
+    waiting = Delivery.objects.create(webhook=hook, event="bundle.ready", payload={})
+    DeliveryJob.objects.create(delivery=waiting)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert delivery_cancel(delivery=waiting) == (True, "Cancelled before it started.")
+    assert DeliveryJob.objects.get(pk=waiting.pk).status == "cancelled"
+    waiting.refresh_from_db()
+    assert (waiting.status, waiting.last_error) == (DeliveryStatus.FAILED, "Cancelled before it started.")
+    # A delivery without a job (a row made outside the services) and one already delivered.
+    jobless = Delivery.objects.create(webhook=hook, event="bundle.ready", payload={})
+    assert delivery_cancel(delivery=jobless) == (True, "Cancelled.")
+    assert Delivery.objects.get(pk=jobless.pk).status == DeliveryStatus.FAILED
+    done = Delivery.objects.create(webhook=hook, event="bundle.ready", payload={}, status=DeliveryStatus.DELIVERED)
+    assert delivery_cancel(delivery=done) == (False, "Nothing to cancel: the delivery is delivered.")

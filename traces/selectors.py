@@ -141,12 +141,20 @@ def step_elements_json(step: Step, *, convention: str, project: Project) -> list
 
 
 def project_jobs(project: Project) -> list:
-    """Every job of the project, of every job kind (imports, exports, pre-scoring, evaluation, alternatives)."""
+    """Every job of the project, of every job kind that works on it (imports, exports, pre-scoring, evaluation,
+    alternatives). A webhook delivery's job is not one: it goes with its endpoint when the project is deleted
+    (cascade), and a receiver that keeps failing never holds the project's deletion."""
     from studio.jobs import job_models
 
     jobs: list = []
     for model in job_models():
-        path = "project" if any(f.name == "project" for f in model._meta.fields) else "annotation__project"
+        names = {f.name for f in model._meta.fields}
+        if "project" in names:
+            path = "project"
+        elif "annotation" in names:
+            path = "annotation__project"
+        else:
+            continue
         jobs.extend(model.objects.filter(**{path: project}).order_by("pk"))
     return jobs
 

@@ -4,8 +4,8 @@ registered, here neither."""
 
 from django.contrib import admin
 
-from studio.admin import ReadOnlyAdmin
-from webhooks.models import Delivery, Webhook
+from studio.admin import JobAdmin, ReadOnlyAdmin
+from webhooks.models import Delivery, DeliveryJob, Webhook
 
 
 @admin.register(Webhook)
@@ -20,3 +20,9 @@ class DeliveryAdmin(ReadOnlyAdmin):
     list_display = ["id", "webhook", "event", "status", "attempts", "response_status", "created_at", "delivered_at"]
     list_filter = ["status", "event"]
     raw_id_fields = ["webhook", "resent_from"]
+
+
+@admin.register(DeliveryJob)
+class DeliveryJobAdmin(JobAdmin):
+    list_display = ["delivery", "status", "attempts", "heartbeat_at", "message", "created_at", "finished_at"]
+    raw_id_fields = ["delivery"]

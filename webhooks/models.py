@@ -1,10 +1,14 @@
-"""Endpoints a project's leads registered, and every delivery made to them (the log the page shows)."""
+"""Endpoints a project's leads registered, every delivery made to them (the log the page shows), and each delivery's
+job (the engine's row: claim, heartbeat, waits between tries, cancel, end)."""
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+
+from studio.engine import KindJob
+from studio.models import JobBase
 
 
 class WebhookEvent(models.TextChoices):
@@ -72,3 +76,15 @@ class Delivery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event} #{self.pk}: {self.status}"
+
+
+class DeliveryJob(KindJob, JobBase):
+    """A delivery run by the job engine (the ``delivery`` kind, webhooks/jobs.py): each run is one try, or a wait for
+    a slot or the end of a pause, and the job goes back to the queue between them (``studio.jobs.JobDeferred``).
+    Keyed by its delivery: a delivery's id is its job's, so a task queued with a delivery id (the name older releases
+    used) runs it. The delivery stays the log people read; the job is how it is run."""
+
+    delivery = models.OneToOneField(Delivery, primary_key=True, on_delete=models.CASCADE, related_name="job")
+
+    def __str__(self) -> str:
+        return f"delivery job #{self.pk}: {self.status}"

@@ -8,8 +8,8 @@ from django.urls import reverse
 
 from studio.models import JobStatus
 from studio.signals import job_ended, round_annotated
-from webhooks.models import WebhookEvent
-from webhooks.services import event_emit
+from webhooks.models import DeliveryJob, WebhookEvent
+from webhooks.services import delivery_job_ended, event_emit
 
 
 def _event_for(job) -> tuple[str, dict] | None:
@@ -61,6 +61,9 @@ def _event_for(job) -> tuple[str, dict] | None:
 
 @receiver(job_ended)
 def job_ended_to_webhooks(sender, job, **kwargs) -> None:
+    if isinstance(job, DeliveryJob):  # a delivery's own end is no event; its log follows it
+        delivery_job_ended(job=job)
+        return
     found = _event_for(job)
     if found is not None:
         event, payload = found

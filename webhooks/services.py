@@ -1,4 +1,8 @@
-"""Writes: register an endpoint, record an event for every endpoint that wants it, deliver, re-send."""
+"""Writes: register an endpoint, record an event for every endpoint that wants it, deliver, re-send, cancel.
+
+A delivery runs as a job of the engine (the ``delivery`` kind, webhooks/jobs.py; ``DeliveryJob``): the engine
+claims each run (one at a time per delivery), beats, takes over a run whose worker stopped and ends the job; this
+module says what one run does (``delivery_job_work``: a try, or a wait) and keeps the delivery's log."""
 
 from __future__ import annotations
 
@@ -13,15 +17,16 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from django.conf import settings
-from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
 from studio.db import atomic_with_retry
-from studio.engine import task_send
+from studio.engine import job_enqueue
 from studio.errors import Invalid
+from studio.jobs import JobDeferred, JobFailed, job_cancel
+from studio.models import JobStatus
 from webhooks import network, signing
-from webhooks.models import URL_MAX_CHARS, Delivery, DeliveryStatus, Webhook, WebhookEvent
+from webhooks.models import URL_MAX_CHARS, Delivery, DeliveryJob, DeliveryStatus, Webhook, WebhookEvent
 
 
 class WebhookRefused(Invalid):
@@ -70,7 +75,8 @@ def webhook_delete(*, webhook: Webhook) -> None:
 
 
 def _enqueue(delivery: Delivery) -> None:
-    transaction.on_commit(lambda: task_send("webhooks.tasks.deliver_webhook", args=[delivery.pk]))
+    """The delivery's job, queued once the delivery's row is committed (``studio.engine.job_enqueue``)."""
+    job_enqueue(DeliveryJob.objects.create(delivery=delivery))
 
 
 @atomic_with_retry
@@ -104,10 +110,12 @@ def delivery_resend(*, delivery: Delivery) -> Delivery:
 
 @dataclass(frozen=True)
 class AttemptOutcome:
-    """What a delivery task does next: done (``delivered`` or given up), or run again in ``retry_in_s`` seconds."""
+    """What a delivery's job does next: done (``delivered`` or given up), or run again in ``retry_in_s`` seconds,
+    ``waiting`` saying why (shown on the queued job)."""
 
     delivered: bool = False
     retry_in_s: float | None = None
+    waiting: str = ""
 
 
 def _slot_expired_before() -> datetime.datetime:
@@ -209,7 +217,7 @@ def delivery_attempt(*, delivery_id: int) -> AttemptOutcome:
     Every attempt is recorded; a delivery waiting for a slot or a pause costs no attempt. Gives up after
     ``WEBHOOKS_MAX_ATTEMPTS`` attempts, otherwise waits base × 3^(attempts - 1)."""
     if not PROCESS_SLOTS.take():
-        return AttemptOutcome(retry_in_s=_busy_retry_s())
+        return AttemptOutcome(retry_in_s=_busy_retry_s(), waiting="Waits for a delivery slot of its worker.")
     try:
         return _attempt_in_process_slot(delivery_id=delivery_id)
     finally:
@@ -223,10 +231,15 @@ def _attempt_in_process_slot(*, delivery_id: int) -> AttemptOutcome:
             delivered=Delivery.objects.filter(pk=delivery_id, status=DeliveryStatus.DELIVERED).exists()
         )
     if taken == "busy":
-        return AttemptOutcome(retry_in_s=_busy_retry_s())
+        return AttemptOutcome(retry_in_s=_busy_retry_s(), waiting="Waits: its endpoint has every slot in use.")
     if taken == "paused":
         paused_until = Webhook.objects.filter(deliveries=delivery_id).values_list("paused_until", flat=True).first()
-        return AttemptOutcome(retry_in_s=_seconds_until(paused_until) + random.random())
+        return AttemptOutcome(
+            retry_in_s=_seconds_until(paused_until) + random.random(),
+            waiting=f"Waits: its endpoint is paused until {paused_until:%Y-%m-%d %H:%M:%S} UTC."
+            if paused_until
+            else "Waits: its endpoint is paused.",
+        )
     assert isinstance(taken, Delivery)
     delivery = taken
     body = json.dumps(delivery.payload, sort_keys=True, separators=(",", ":")).encode()
@@ -259,16 +272,97 @@ def _attempt_in_process_slot(*, delivery_id: int) -> AttemptOutcome:
     wait = settings.WEBHOOKS_RETRY_BASE_S * 3 ** (attempts - 1)
     if paused:
         wait = max(wait, settings.WEBHOOKS_PAUSE_S)
-    return AttemptOutcome(retry_in_s=wait)
+    return AttemptOutcome(retry_in_s=wait, waiting=f"Try {attempts} failed ({error[:200]}); the next in {wait:g} s.")
+
+
+# --- the delivery's job (studio.engine: the ``delivery`` kind) --------------------------------------------------
+
+
+def delivery_job_work(job: DeliveryJob) -> str:
+    """One run of a delivery's job: a try, or a wait (a slot, a pause, the backoff after a failed try) after which
+    the engine runs the job again (``JobDeferred``: no worker thread sleeps through it). Returns the summary once
+    delivered; ``JobFailed`` once it gives up after ``WEBHOOKS_MAX_ATTEMPTS`` tries."""
+    delivery_lost_try_record(delivery_id=job.pk)
+    outcome = delivery_attempt(delivery_id=job.pk)
+    if outcome.retry_in_s is not None:
+        raise JobDeferred(outcome.retry_in_s, outcome.waiting)
+    delivery = Delivery.objects.filter(pk=job.pk).first()
+    if delivery is None:
+        raise JobFailed("Not delivered: its endpoint was removed.")
+    if delivery.status == DeliveryStatus.DELIVERED:
+        return f"Delivered on try {delivery.attempts} (HTTP {delivery.response_status})."
+    raise JobFailed(f"Not delivered: {delivery.attempts} tries failed, the last: {delivery.last_error}")
+
+
+@atomic_with_retry
+def delivery_lost_try_record(*, delivery_id: int) -> bool:
+    """Count the try of a run whose worker stopped during it (the receiver may have had it: deliveries are at least
+    once, and its ``X-Trace-Studio-Delivery`` id says it is the same delivery). The engine runs a delivery's job one
+    run at a time, so an endpoint slot the delivery still holds when a run starts is a stopped run's; it is given
+    back. Not counted against the endpoint's breaker: the worker stopped, not the receiver. True when one was found."""
+    lost = (
+        Delivery.objects.select_for_update()
+        .filter(pk=delivery_id, status=DeliveryStatus.PENDING, sending_since__isnull=False)
+        .first()
+    )
+    if lost is None:
+        return False
+    lost.attempts += 1
+    lost.last_error = "its worker stopped during the try"
+    lost.sending_since = None
+    if lost.attempts >= settings.WEBHOOKS_MAX_ATTEMPTS:
+        lost.status = DeliveryStatus.FAILED
+    lost.save(update_fields=["attempts", "last_error", "sending_since", "status"])
+    return True
+
+
+def delivery_tries_exhausted(job: DeliveryJob) -> bool:
+    """The watchdog's question for a delivery's job whose worker stopped: give up instead of running it again? Only
+    when the delivery is still pending with every try spent; a delivered or given-up delivery's job is run once more,
+    to end it as its delivery did. (The engine's default, its runs, would count the waits between tries.)"""
+    row = Delivery.objects.filter(pk=job.pk).values("status", "attempts").first()
+    return (
+        row is not None
+        and row["status"] == DeliveryStatus.PENDING
+        and row["attempts"] >= settings.WEBHOOKS_MAX_ATTEMPTS
+    )
+
+
+def delivery_job_ended(*, job: DeliveryJob) -> None:
+    """A delivery's job ended without its work saying so (cancelled, failed by the watchdog, not queued): its pending
+    delivery ends failed, with the job's words, so the log never shows a delivery pending for ever."""
+    if job.status in (JobStatus.FAILED, JobStatus.CANCELLED):
+        Delivery.objects.filter(pk=job.pk, status=DeliveryStatus.PENDING).update(
+            status=DeliveryStatus.FAILED, last_error=job.message[:500], sending_since=None
+        )
+
+
+def delivery_cancel(*, delivery: Delivery) -> tuple[bool, str]:
+    """Stop a pending delivery: a waiting one ends now; a try under way ends (the receiver may still get it), and
+    no other follows. Returns (changed, what happened, in words)."""
+    job = DeliveryJob.objects.filter(pk=delivery.pk).first()
+    if job is not None:
+        return job_cancel(job)
+    # A delivery without a job: its row was made outside event_emit and delivery_resend.
+    changed = Delivery.objects.filter(pk=delivery.pk, status=DeliveryStatus.PENDING).update(
+        status=DeliveryStatus.FAILED, last_error="Cancelled on request."
+    )
+    return bool(changed), "Cancelled." if changed else f"Nothing to cancel: the delivery is {delivery.status}."
 
 
 @atomic_with_retry
 def webhook_resume(*, webhook: Webhook) -> Webhook:
-    """The lead's "Try again now": the pause ends, and the next delivery is the endpoint's trial."""
+    """The lead's "Try again now": the pause ends, and the endpoint's waiting deliveries are sent now (their jobs
+    are due now; one whose try is under way goes on)."""
     Webhook.objects.filter(pk=webhook.pk).update(paused_until=None, failures_in_a_row=0, pause_reason="")
     webhook.refresh_from_db()
-    for delivery in Delivery.objects.filter(webhook=webhook, status=DeliveryStatus.PENDING):
-        _enqueue(delivery)
+    for delivery in Delivery.objects.filter(webhook=webhook, status=DeliveryStatus.PENDING).select_related("job"):
+        job = getattr(delivery, "job", None)
+        if job is None:
+            _enqueue(delivery)
+        elif job.status == JobStatus.QUEUED:
+            DeliveryJob.objects.filter(pk=job.pk, status=JobStatus.QUEUED).update(heartbeat_at=timezone.now())
+            job_enqueue(job)
     return webhook
 
 

@@ -1,15 +1,7 @@
-"""Deliveries on the ``webhooks`` queue (a worker of their own on the full stack; runstudio's one worker holds them to
-at most ``WEBHOOKS_DELIVERIES_PER_PROCESS`` of its threads): a slow receiver never holds an import's process or thread;
-retried with exponential backoff (base × 3^attempt); waiting for a slot or a paused endpoint costs no attempt."""
+"""Deliveries' tasks (``jobs.delivery.run``, and ``webhooks.tasks.deliver_webhook``, the name older releases queued
+them by) are made by the job engine (studio/engine.py) from the kind declared in webhooks/jobs.py; importing it here
+registers them in a worker. They run on the ``webhooks`` queue (a worker of their own on the full stack; runstudio's
+one worker holds them to at most ``WEBHOOKS_DELIVERIES_PER_PROCESS`` of its threads, ``services.PROCESS_SLOTS``): a
+slow receiver never holds an import's process or thread."""
 
-from celery import shared_task
-
-from webhooks import services
-
-
-@shared_task(bind=True, acks_late=True, max_retries=None)
-def deliver_webhook(self, delivery_id: int) -> bool:
-    outcome = services.delivery_attempt(delivery_id=delivery_id)
-    if outcome.retry_in_s is not None:
-        raise self.retry(countdown=outcome.retry_in_s)
-    return outcome.delivered
+from webhooks import jobs  # noqa: F401  (the delivery kind's tasks)

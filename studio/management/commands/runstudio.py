@@ -8,7 +8,7 @@ worker's watchdog (studio.jobs).
 
 The embedded worker is one process with a pool of threads (no forked children: each Django process is ~90 MB of
 its own) consuming the job queues and ``webhooks`` together. Deliveries wait on receivers the studio does not run,
-so they may hold at most ``EMBEDDED_DELIVERY_SLOTS`` of its threads (``webhooks.tasks``); the other
+so they may hold at most ``EMBEDDED_DELIVERY_SLOTS`` of its threads (``webhooks.services.PROCESS_SLOTS``); the other
 ``EMBEDDED_JOB_THREADS`` are always free for the jobs. The full stack (compose) keeps a worker per queue.
 """
 
