@@ -172,6 +172,7 @@ PAGE_PERMISSIONS: dict[str, str] = {
     "webhook-delete": "webhook.manage",
     "webhook-resume": "webhook.manage",
     "webhook-delivery-resend": "webhook.manage",
+    "webhook-delivery-cancel": "webhook.manage",
 }
 
 # WebSocket routes -> action (the consumer also checks membership per project).

@@ -333,3 +333,39 @@ def test_a_waiting_delivery_is_cancelled_and_its_log_says_so(db, project, django
     assert Delivery.objects.get(pk=jobless.pk).status == DeliveryStatus.FAILED
     done = Delivery.objects.create(webhook=hook, event="bundle.ready", payload={}, status=DeliveryStatus.DELIVERED)
     assert delivery_cancel(delivery=done) == (False, "Nothing to cancel: the delivery is delivered.")
+
+
+def test_a_lead_cancels_a_waiting_delivery_from_the_api_and_the_page(
+    db, project, lead, annotator, api_client, client, django_capture_on_commit_callbacks
+):
+    """The API and the page's "cancel" stop a pending delivery; an ended one is left as it is and said so; an
+    annotator may not cancel."""
+    from webhooks.models import DeliveryJob
+
+    hook = Webhook.objects.create(project=project, url="https://ci.example.org/h", events=["bundle.ready"], secret="s")
+    waiting = Delivery.objects.create(webhook=hook, event="bundle.ready", payload={})
+    DeliveryJob.objects.create(delivery=waiting)
+    assert api_client(annotator).post(f"/api/deliveries/{waiting.pk}/cancel/").status_code == 403
+    assert Delivery.objects.get(pk=waiting.pk).status == DeliveryStatus.PENDING
+
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = api_client(lead).post(f"/api/deliveries/{waiting.pk}/cancel/")
+    assert answer.status_code == 200, answer.content
+    body = answer.json()
+    assert body["cancelled"] is True and body["message"] == "Cancelled before it started."
+    assert body["delivery"]["id"] == waiting.pk
+    assert Delivery.objects.get(pk=waiting.pk).status == DeliveryStatus.FAILED
+    again = api_client(lead).post(f"/api/deliveries/{waiting.pk}/cancel/").json()
+    assert again["cancelled"] is False and "Nothing to cancel" in again["message"]
+
+    # The page offers "cancel" on pending deliveries only, and its form does what the API does.
+    pending = Delivery.objects.create(webhook=hook, event="bundle.ready", payload={})
+    DeliveryJob.objects.create(delivery=pending)
+    client.force_login(lead)
+    page = client.get(f"/projects/{project.pk}/webhooks/").content.decode()
+    assert f"/webhooks/deliveries/{pending.pk}/cancel/" in page
+    assert f"/webhooks/deliveries/{waiting.pk}/cancel/" not in page
+    with django_capture_on_commit_callbacks(execute=True):
+        done = client.post(f"/webhooks/deliveries/{pending.pk}/cancel/", follow=True)
+    assert f"Delivery {pending.pk}: Cancelled before it started." in done.content.decode()
+    assert Delivery.objects.get(pk=pending.pk).status == DeliveryStatus.FAILED

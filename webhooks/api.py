@@ -3,7 +3,7 @@ and selectors do the work; the secret is in the answer to the registration only,
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -113,3 +113,30 @@ class DeliveryResend(APIView):
         delivery = access_delivery(request.user, pk, "webhook.manage")
         again = services.delivery_resend(delivery=delivery)
         return Response(DeliverySerializer(again).data, status=status.HTTP_201_CREATED)
+
+
+class DeliveryCancel(APIView):
+    """Stop a pending delivery (a waiting one ends now; a try under way may still reach the receiver, and no other
+    follows). 200 with the delivery and what happened, in words; a delivery that has ended is left as it is."""
+
+    permission_classes = [ActionPermission]
+    permission_action = "webhook.manage"
+
+    @extend_schema(
+        request=None,
+        responses={
+            200: inline_serializer(
+                "DeliveryCancelled",
+                {
+                    "cancelled": serializers.BooleanField(),
+                    "message": serializers.CharField(),
+                    "delivery": DeliverySerializer(),
+                },
+            )
+        },
+    )
+    def post(self, request, pk: int):
+        delivery = access_delivery(request.user, pk, "webhook.manage")
+        changed, what = services.delivery_cancel(delivery=delivery)
+        delivery.refresh_from_db()
+        return Response({"cancelled": changed, "message": what, "delivery": DeliverySerializer(delivery).data})

@@ -7,4 +7,5 @@ urlpatterns = [
     path("webhooks/<int:webhook_id>/delete/", views.webhook_delete, name="webhook-delete"),
     path("webhooks/<int:webhook_id>/resume/", views.webhook_resume, name="webhook-resume"),
     path("webhooks/deliveries/<int:delivery_id>/resend/", views.delivery_resend, name="webhook-delivery-resend"),
+    path("webhooks/deliveries/<int:delivery_id>/cancel/", views.delivery_cancel, name="webhook-delivery-cancel"),
 ]

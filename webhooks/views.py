@@ -68,3 +68,11 @@ def delivery_resend(request, delivery_id: int):
     again = services.delivery_resend(delivery=delivery)
     messages.success(request, f"Delivery {delivery.pk} queued again as {again.pk}.")
     return redirect("project-webhooks", project_id=delivery.webhook.project_id)
+
+
+@require_POST
+def delivery_cancel(request, delivery_id: int):
+    delivery = access_delivery(request.user, delivery_id, "webhook.manage")
+    changed, what = services.delivery_cancel(delivery=delivery)
+    (messages.success if changed else messages.info)(request, f"Delivery {delivery.pk}: {what}")
+    return redirect("project-webhooks", project_id=delivery.webhook.project_id)
