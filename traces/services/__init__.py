@@ -46,7 +46,7 @@ from traces.services.projects import (
     project_save,
 )
 from traces.services.push import PUSH_FOLDER_PREFIX, PUSH_TRACE_FILE, trace_push
-from traces.services.rounds import CHECKPOINT_MAX, ROUND_NAME_MAX, WEIGHTS_HASH_MAX, round_create, round_mark_annotated
+from traces.services.rounds import CHECKPOINT_MAX, ROUND_NAME_MAX, WEIGHTS_HASH_MAX, round_create
 from traces.services.screenshots import (
     SCREENSHOT_BATCH,
     THUMBNAIL_ASK_AGAIN_S,
@@ -142,7 +142,6 @@ __all__ = [
     "reply_from_parts",
     "reply_parse",
     "round_create",
-    "round_mark_annotated",
     "screenshot_store",
     "screenshot_thumbnail_make",
     "screenshot_thumbnail_make_by_hash",

@@ -72,17 +72,13 @@ def project_save(*, actor, fields: dict, members=None, project: Project | None =
             c for c in project.error_categories if c not in fields.get("error_categories", project.error_categories)
         ]
         if dropped:
-            from annotation.models import Annotation
+            from annotation.selectors import error_categories_in_use
 
-            in_use = (
-                Annotation.objects.filter(project=project, error_category__in=dropped)
-                .values_list("error_category", flat=True)
-                .distinct()
-            )
+            in_use = error_categories_in_use(project=project, categories=dropped)
             if in_use:
                 raise ProjectRefused(
                     "error_categories",
-                    "Annotations use these categories; keep them: " + ", ".join(sorted(in_use)) + ".",
+                    "Annotations use these categories; keep them: " + ", ".join(in_use) + ".",
                 )
     else:
         project = Project()

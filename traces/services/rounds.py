@@ -1,40 +1,17 @@
-"""Writes for rounds: a project's rounds (the checkpoint that produced their traces), and the first time one is annotated."""
+"""Writes for rounds: a project's rounds, each the run of the checkpoint that produced its traces."""
 
 from __future__ import annotations
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from studio.db import atomic_with_retry
 from studio.errors import Conflict, Invalid
 from studio.inputs import input_problem
-from studio.signals import round_annotated
-from traces.models import Project, Round, Trace
+from traces.models import Project, Round
 
 ROUND_NAME_MAX: int = Round._meta.get_field("name").max_length or 0
 CHECKPOINT_MAX: int = Round._meta.get_field("checkpoint").max_length or 0
 WEIGHTS_HASH_MAX: int = Round._meta.get_field("weights_hash").max_length or 0
-
-
-@atomic_with_retry
-def round_mark_annotated(*, round_id: int) -> Round | None:
-    """Record that every trace of the round has an accepted answer, the first time it is so; returns the round
-    then (and sends ``studio.signals.round_annotated`` after the commit), else None. A round with no traces is not
-    annotated. Later imports into the round or answers sent back do not send it again: it is the first completion."""
-    from annotation.models import Annotation, AnnotationStatus
-
-    with transaction.atomic():
-        round_ = Round.objects.select_for_update().filter(pk=round_id, annotated_at__isnull=True).first()
-        if round_ is None:
-            return None
-        traces = Trace.objects.filter(round_id=round_id)
-        accepted = Annotation.objects.filter(trace__round_id=round_id, status=AnnotationStatus.ACCEPTED)
-        if not traces.exists() or traces.exclude(pk__in=accepted.values("trace_id")).exists():
-            return None
-        round_.annotated_at = timezone.now()
-        round_.save(update_fields=["annotated_at"])
-        transaction.on_commit(lambda: round_annotated.send(sender=Round, round=round_))
-    return round_
 
 
 def round_create(
