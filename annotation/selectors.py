@@ -86,6 +86,16 @@ def annotation_status_counts(trace_ids) -> dict[int, list[tuple[str, str, int]]]
     }
 
 
+def error_categories_in_use(*, project, categories) -> list[str]:
+    """Which of ``categories`` the project's annotations name as their error category, sorted: those a project's
+    settings cannot drop (``traces.services.project_save``)."""
+    return sorted(
+        Annotation.objects.filter(project=project, error_category__in=categories)
+        .values_list("error_category", flat=True)
+        .distinct()
+    )
+
+
 def _open_trace_count(*, project, user, now) -> int:
     """Traces the hand-out could give ``user``: ready, not theirs yet, and held (leased or answered) by fewer other
     annotators than the trace's quota (``annotation.overlap``: a shared trace stays open for its next annotator)."""

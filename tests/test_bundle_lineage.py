@@ -13,6 +13,7 @@ from django.core.management import call_command
 from annotation.models import Verdict
 from annotation.review.services import review_adjudicate
 from exports import selectors, services
+from exports.builders import OptionsError
 from exports.models import ExportJob
 from tests.fixtures_export import REPLIES, accepted_annotation, make_trace
 from traces.models import Trace
@@ -151,15 +152,15 @@ def test_an_incremental_export_holds_only_new_and_changed_annotations(two_rounds
     assert "1 removed, 2 already in the base, 0 unchanged" in capsys.readouterr().out
     assert manifest["counts"]["by_kind"]["dpo"] == 3 and "manifest.json" in names
     # An unknown base, an unfinished one and one without lineage are refused, each naming why.
-    with pytest.raises(services.OptionsError, match="has no export 999999"):
+    with pytest.raises(OptionsError, match="has no export 999999"):
         services.export_job_create(project=old.project, user=None, fmt="trl", options={"since_export": 999999})
     queued = services.export_job_create(project=old.project, user=None, fmt="trl", enqueue=False)
-    with pytest.raises(services.OptionsError, match="is queued"):
+    with pytest.raises(OptionsError, match="is queued"):
         services.export_job_create(project=old.project, user=None, fmt="trl", options={"since_export": queued.pk})
     ExportJob.objects.filter(pk=new.pk).update(sources=None)
-    with pytest.raises(services.OptionsError, match="before bundle lineage was kept"):
+    with pytest.raises(OptionsError, match="before bundle lineage was kept"):
         services.export_job_create(project=old.project, user=None, fmt="trl", options={"since_export": new.pk})
-    with pytest.raises(services.OptionsError, match="since_export must be"):
+    with pytest.raises(OptionsError, match="since_export must be"):
         services.export_job_create(project=old.project, user=None, fmt="trl", options={"since_export": "7"})
 
 

@@ -42,7 +42,7 @@ def test_an_import_works_in_its_attempt_folder_and_leaves_nothing(project, lead,
         seen.append(scratch)
         return real_opened_source(path, scratch=scratch, **options)
 
-    monkeypatch.setattr("traces.services.opened_source", watching)
+    monkeypatch.setattr("traces.services.import_shards.opened_source", watching)
     job = stored_upload(project, lead)
     with_captured = import_job_run(job_id=job.pk)
     assert with_captured.status == "succeeded", with_captured.message

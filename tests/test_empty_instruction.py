@@ -11,8 +11,8 @@ from annotation.services import lease_next_trace
 from tests.conftest import login
 from tests.fixtures_annotation import import_folder, write_native_trace
 from traces.models import Trace
-from traces.selectors import traces_awaiting_instruction
-from traces.services import INSTRUCTION_MISSING, import_job_create, import_job_run
+from traces.selectors import INSTRUCTION_MISSING, traces_awaiting_instruction
+from traces.services import import_job_create, import_job_run
 
 
 @pytest.fixture

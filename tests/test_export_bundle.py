@@ -203,6 +203,7 @@ def test_cancel_before_start_and_pages(annotated, engineer, annotator, client):
 @pytest.mark.django_db
 def test_cancel_mid_run_leaves_no_bundle_and_failure_is_explained(annotated, engineer, monkeypatch):
     from exports import builders
+    from exports.services import export_jobs
 
     job = services.export_job_create(project=annotated, user=engineer, fmt="trl", enqueue=False)
     real_plan = services.export_plan
@@ -211,11 +212,11 @@ def test_cancel_mid_run_leaves_no_bundle_and_failure_is_explained(annotated, eng
         ExportJob.objects.filter(pk=job.pk).update(cancel_requested=True)  # someone clicks Cancel meanwhile
         return real_plan(annotation_ids)
 
-    monkeypatch.setattr(services, "export_plan", plan_then_cancel)
+    monkeypatch.setattr(export_jobs, "export_plan", plan_then_cancel)
     job = services.export_job_run(job_id=job.pk)
     assert job.status == "cancelled" and not job.bundle_name
 
-    monkeypatch.setattr(services, "export_plan", real_plan)
+    monkeypatch.setattr(export_jobs, "export_plan", real_plan)
     broken = services.export_job_create(project=annotated, user=engineer, fmt="trl", enqueue=False)
 
     def explode(*args, **kwargs):

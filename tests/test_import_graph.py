@@ -5,6 +5,9 @@
 - studio/ is the platform and the project's configuration: nothing in it imports a product app, except the
   configuration modules that gather the apps (the WebSocket routes, the URL conf). The access engine takes the
   project model through its entity table (studio.access.ENTITIES, project_model), not by importing traces.
+- A services package (traces/services/, exports/services/, annotation/services/) re-exports its rooms' names; the
+  rooms import each other directly, never their package, and never in a circle, so each can be read and imported
+  on its own.
 
 Each rule has a control: the same check finds the fault in a graph that holds it."""
 
@@ -123,6 +126,17 @@ def platform_imports_of_products(graph: dict[str, set[str]]) -> list[str]:
     )
 
 
+def services_room_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The circles among a services package and its rooms (its submodules): a room that imports its package, or
+    rooms that import each other round."""
+    found = []
+    for package in sorted(m for m in graph if m.endswith(".services")):
+        rooms = {m for m in graph if m.startswith(f"{package}.")} | {package}
+        if len(rooms) > 1:
+            found += circles({m: graph[m] & rooms for m in sorted(rooms)})
+    return found
+
+
 def test_no_circle_runs_through_a_tasks_module_or_the_job_platform():
     graph = import_graph(production_modules())
     assert {"traces.services", "studio.engine", "exports.services", "webhooks.tasks"} <= set(graph)
@@ -135,6 +149,13 @@ def test_studio_imports_no_product_app():
     assert platform_imports_of_products(graph) == []
 
 
+def test_the_rooms_of_a_services_package_import_each_other_in_no_circle():
+    graph = import_graph(production_modules())
+    assert {"traces.services.import_shards", "exports.services.assembly", "annotation.services.drafts"} <= set(graph)
+    assert "traces.services.trace_import" in graph["traces.services.import_shards"]  # the graph sees the rooms' imports
+    assert services_room_circles(graph) == []
+
+
 def test_the_checks_find_a_services_tasks_circle_and_a_platform_import_of_a_product(tmp_path):
     # The control: a tree with the faults these rules forbid, written out and read the same way.
     files = {
@@ -144,6 +165,12 @@ def test_the_checks_find_a_services_tasks_circle_and_a_platform_import_of_a_prod
         "studio/__init__.py": "",
         "studio/access.py": "def projects():\n    from shop.models import Project\n",
         "shop/models.py": "",
+        # A services package whose rooms import each other round, one of them through the package.
+        "cart/__init__.py": "",
+        "cart/services/__init__.py": "from cart.services.orders import order_create\n",
+        "cart/services/orders.py": "from cart.services.payments import pay\n",
+        "cart/services/payments.py": "def pay():\n    from cart.services import order_create\n",
+        "cart/services/receipts.py": "from cart.services.orders import order_create\n",
     }
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
@@ -154,3 +181,4 @@ def test_the_checks_find_a_services_tasks_circle_and_a_platform_import_of_a_prod
     assert graph["shop.services"] == {"shop.tasks"} and graph["shop.tasks"] == {"shop.services"}
     assert job_circles(graph) == [["shop.services", "shop.tasks"]]
     assert platform_imports_of_products(graph) == ["studio.access -> shop.models"]
+    assert services_room_circles(graph) == [["cart.services", "cart.services.orders", "cart.services.payments"]]

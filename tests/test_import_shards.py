@@ -23,6 +23,7 @@ from tests.conftest import WorkerProcess, purge_broker, wait_for
 from tests.factories import native_trace_folder
 from traces import services
 from traces.models import ImportJob, Screenshot, Step, Trace
+from traces.services import import_shards
 
 TRACES, STEPS, SHARD = 8, 2, 2  # eight good traces and a broken one: nine folders, five shards
 
@@ -137,7 +138,7 @@ def test_a_failed_shard_is_run_again_without_a_duplicate_trace(project, lead, se
             raise OSError("storage hiccup")
         return real(**kwargs)
 
-    monkeypatch.setattr(services, "trace_import_one", fails_once_mid_shard)
+    monkeypatch.setattr(import_shards, "trace_import_one", fails_once_mid_shard)
     job = _in_process(project, lead, data)
     assert job.status == "succeeded", job.message
     assert [shard.attempts for shard in _shards(job)] == [1, 1, 2, 1, 1] and not broken["left"]

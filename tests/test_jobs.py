@@ -26,6 +26,7 @@ from tests.factories import native_trace_folder
 from tests.ports import free_port
 from traces import services as trace_services
 from traces.models import ImportJob
+from traces.services import import_shards
 
 pytestmark = pytest.mark.django_db
 
@@ -93,7 +94,7 @@ def test_a_running_job_stops_at_its_next_checkpoint(project, lead, tmp_path, mon
         ImportJob.objects.filter(pk=kwargs["job"].pk).update(cancel_requested=True)
         return result
 
-    monkeypatch.setattr(trace_services, "trace_import_one", cancel_after_first)
+    monkeypatch.setattr(import_shards, "trace_import_one", cancel_after_first)
     job = trace_services.import_job_run(job_id=job.pk)
     assert job.status == "cancelled" and job.traces_imported == 1 and job.message == "Cancelled on request."
 
@@ -111,10 +112,10 @@ def test_a_taken_over_import_reports_the_final_counts_not_a_sum(project, lead, t
         calls.append(1)
         return real(**kwargs)
 
-    monkeypatch.setattr(trace_services, "trace_import_one", dies_after_three)
+    monkeypatch.setattr(import_shards, "trace_import_one", dies_after_three)
     with pytest.raises(KeyboardInterrupt):
         trace_services.import_job_run(job_id=job.pk)
-    monkeypatch.setattr(trace_services, "trace_import_one", real)
+    monkeypatch.setattr(import_shards, "trace_import_one", real)
     ImportJob.objects.filter(pk=job.pk).update(heartbeat_at=timezone.now() - timedelta(hours=1))
     job = trace_services.import_job_run(job_id=job.pk, attempt=2)  # as the watchdog sends it
     assert job.status == "succeeded" and job.attempts == 2

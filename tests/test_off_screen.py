@@ -21,6 +21,7 @@ from tests.fixtures_export import accepted_annotation
 from tests.test_browser_workspace import open_next_trace
 from traces import grammar, services
 from traces.models import ImportJob, Step, Trace
+from traces.selectors import OFF_SCREEN_POINT
 
 OFF_SCREEN = "click(start_box='<|box_start|>(2500,300)<|box_end|>')"  # x past a 1920-wide screen
 ACTIONS = [
@@ -90,7 +91,7 @@ def test_import_flags_counts_and_lists_the_off_screen_step(project, tmp_path, le
     assert "[0, 1919] x [0, 1079]" in steps[2].off_screen_point
     assert [i for i, s in steps.items() if s.off_screen_point] == [2]  # (1919,1079) is the last pixel: inside
 
-    (entry,) = [e for e in job.errors if e.get("kind") == services.OFF_SCREEN_POINT]
+    (entry,) = [e for e in job.errors if e.get("kind") == OFF_SCREEN_POINT]
     assert entry["steps"] == [2] and entry["trace"] == steps[2].trace_id
     assert "step 2: click start_box (2500, 300) is outside the screen" in entry["error"]
     assert "1 off-screen step" in job.message
@@ -110,7 +111,7 @@ def test_the_import_command_reports_the_off_screen_point(project, tmp_path, caps
     call_command("import_traces", str(folder.parent), "--project", project.name, "--coordinates", "screen-pixels")
     out, err = capsys.readouterr()
     assert "1 off-screen step" in out
-    assert f"{services.OFF_SCREEN_POINT}: " in err and "step 2: click start_box (2500, 300)" in err
+    assert f"{OFF_SCREEN_POINT}: " in err and "step 2: click start_box (2500, 300)" in err
 
 
 @pytest.mark.django_db
@@ -118,7 +119,7 @@ def test_a_retried_import_lists_the_point_again(project, tmp_path):
     job = import_off_screen(project, tmp_path)
     job = services.import_job_run(job_id=job.pk)  # a redelivery reads the source again; the trace is stored
     assert job.off_screen_steps == 1
-    assert [e["steps"] for e in job.errors if e.get("kind") == services.OFF_SCREEN_POINT] == [[2]]
+    assert [e["steps"] for e in job.errors if e.get("kind") == OFF_SCREEN_POINT] == [[2]]
 
 
 @pytest.mark.django_db
@@ -156,7 +157,7 @@ def test_real_traces_raise_no_false_flag(project, realtraces, source, fmt, steps
     job = services.import_job_run(job_id=job.pk)
     assert job.status == "succeeded" and job.steps_imported == steps
     assert job.off_screen_steps == 0 and "0 off-screen steps" in job.message
-    assert not [e for e in job.errors if e.get("kind") == services.OFF_SCREEN_POINT]
+    assert not [e for e in job.errors if e.get("kind") == OFF_SCREEN_POINT]
     measured = Step.objects.filter(trace__project=project, screenshot__isnull=False).exclude(parsed_actions=[])
     assert measured.exists() and not Step.objects.exclude(off_screen_point="").exists()
 

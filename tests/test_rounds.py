@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from annotation.services import round_mark_annotated
 from studio.errors import Conflict, Invalid
 from tests.fixtures_annotation import make_traces
 from traces import selectors, services
@@ -244,9 +245,9 @@ def test_a_round_is_annotated_once_when_its_last_trace_is_accepted(project, anno
     accept(traces[1])  # the last one: marked by the accept's commit
     marked = Round.objects.get(pk=week.pk).annotated_at
     assert marked is not None
-    assert services.round_mark_annotated(round_id=week.pk) is None  # only the first completion counts
+    assert round_mark_annotated(round_id=week.pk) is None  # only the first completion counts
     assert Round.objects.get(pk=week.pk).annotated_at == marked
-    assert services.round_mark_annotated(round_id=empty.pk) is None  # no traces: nothing is annotated
+    assert round_mark_annotated(round_id=empty.pk) is None  # no traces: nothing is annotated
 
     # The migration gives a round completed before it existed its completion time (no event is sent later).
     Round.objects.filter(pk=week.pk).update(annotated_at=None)

@@ -268,18 +268,18 @@ class ImportJob(KindJob, JobBase):
     plan = models.JSONField(default=dict, blank=True)
 
     def release_files(self) -> None:
-        from traces.services import import_upload_release
+        from traces.services.import_jobs import import_upload_release
 
         import_upload_release(job=self)
 
     def files_delete(self) -> None:
-        from traces.services import import_job_files_delete
+        from traces.services.import_jobs import import_job_files_delete
 
         import_job_files_delete(job=self)
 
     @classmethod
     def sweep_expired_files(cls, *, now) -> int:
-        from traces.services import import_uploads_sweep
+        from traces.services.import_jobs import import_uploads_sweep
 
         return import_uploads_sweep(now=now)
 

@@ -35,6 +35,7 @@ from annotation.services.requests import queue_request_create, queue_request_wit
 from annotation.services.transitions import (
     annotation_record_edit,
     annotation_transition,
+    round_mark_annotated,
     trace_recount_standing_annotations,
 )
 from annotation.services.versions import annotation_restore_version, restore_refusal
@@ -69,6 +70,7 @@ __all__ = [
     "lease_take_for_annotation",
     "observation_for",
     "restore_refusal",
+    "round_mark_annotated",
     "submit_problems",
     "trace_annotation_quota",
     "queue_request_create",

@@ -1,5 +1,7 @@
 """Status changes and edits of an annotation. Every status change goes through ``annotation_transition`` and every
-edit through ``annotation_record_edit``, so the audit trail is written in the same transaction as the change."""
+edit through ``annotation_record_edit``, so the audit trail is written in the same transaction as the change. An
+accept may complete its trace's round: ``round_mark_annotated`` (the rule reads annotations, so it lives here, not in
+traces/)."""
 
 from __future__ import annotations
 
@@ -11,8 +13,9 @@ from django.utils import timezone
 from annotation import events
 from annotation.models import Annotation, AnnotationStatus, AuditEvent
 from annotation.workflow import STANDING, check_transition
-from traces.models import Trace
-from traces.services import round_mark_annotated
+from studio.db import atomic_with_retry
+from studio.signals import round_annotated
+from traces.models import Round, Trace
 
 
 def annotation_transition(
@@ -56,6 +59,25 @@ def annotation_transition(
         # After the commit, so the round is judged on what is stored (and a rolled-back accept changes nothing).
         transaction.on_commit(lambda: round_mark_annotated(round_id=round_id))
     return annotation
+
+
+@atomic_with_retry
+def round_mark_annotated(*, round_id: int) -> Round | None:
+    """Record that every trace of the round has an accepted answer, the first time it is so; returns the round
+    then (and sends ``studio.signals.round_annotated`` after the commit), else None. A round with no traces is not
+    annotated. Later imports into the round or answers sent back do not send it again: it is the first completion."""
+    with transaction.atomic():
+        round_ = Round.objects.select_for_update().filter(pk=round_id, annotated_at__isnull=True).first()
+        if round_ is None:
+            return None
+        traces = Trace.objects.filter(round_id=round_id)
+        accepted = Annotation.objects.filter(trace__round_id=round_id, status=AnnotationStatus.ACCEPTED)
+        if not traces.exists() or traces.exclude(pk__in=accepted.values("trace_id")).exists():
+            return None
+        round_.annotated_at = timezone.now()
+        round_.save(update_fields=["annotated_at"])
+        transaction.on_commit(lambda: round_annotated.send(sender=Round, round=round_))
+    return round_
 
 
 def trace_recount_standing_annotations(*, traces) -> int:

@@ -1,0 +1,111 @@
+"""What an import says: its entry for each trace kept with a note (off-screen points, a distinct id, already
+present, no instruction) and the job's summary."""
+
+from __future__ import annotations
+
+from studio.words import in_words
+from traces.importers import ImportedTrace
+from traces.models import ImportJob, Trace
+from traces.selectors import (
+    ALREADY_PRESENT,
+    INSTRUCTION_MISSING,
+    OFF_SCREEN_POINT,
+    STORED_UNDER_DISTINCT_ID,
+    import_job_report,
+    traces_awaiting_instruction,
+)
+
+
+def import_job_summary(job: ImportJob) -> str:
+    """The job's message when it ran to its end: what was lost first (a lead must not read "succeeded" past five
+    failed traces), then the counts. Notes on kept traces are counted by what they say (awaiting an instruction,
+    off-screen steps), never as errors."""
+    awaiting = traces_awaiting_instruction(job.traces.all()).count()
+    report = import_job_report(job)
+    attention = report.attention
+    distinct = sum(note.get("kind") == STORED_UNDER_DISTINCT_ID for note in report.notes)
+    return (
+        (f"{attention}. " if attention else "")
+        + f"{in_words(job.traces_imported, 'trace', 'traces')}, {in_words(job.steps_imported, 'step', 'steps')}, "
+        f"{in_words(job.screenshots_stored, 'screenshot', 'screenshots')} stored, "
+        f"{in_words(job.traces_skipped, 'trace', 'traces')} already present, {job.traces_failed} failed, "
+        f"{in_words(job.unparsed_actions, 'unparsed action', 'unparsed actions')}, "
+        f"{off_screen_phrase(job.off_screen_steps)}"
+        + (f", {awaiting} awaiting an instruction" if awaiting else "")
+        + (f", {distinct} stored under a distinct id (its own was taken by other content)" if distinct else "")
+    )
+
+
+def off_screen_phrase(count: int) -> str:
+    return in_words(count, "off-screen step", "off-screen steps")
+
+
+OFF_SCREEN_LISTED = 5  # steps named in one trace's entry; the trace page lists them all
+
+
+def trace_off_screen_steps(trace: Trace) -> list[tuple[int, str]]:
+    return list(trace.steps.exclude(off_screen_point="").order_by("index").values_list("index", "off_screen_point"))
+
+
+def off_screen_report(imported: ImportedTrace, trace: Trace, off_screen: list[tuple[int, str]]) -> dict:
+    """The job's entry for a trace with recorded points off the screen: which steps, why, and what follows (shown
+    to annotators, never trained on unless corrected)."""
+    where = imported.source_path or imported.external_id
+    named = "; ".join(f"step {index}: {why}" for index, why in off_screen[:OFF_SCREEN_LISTED])
+    more = len(off_screen) - OFF_SCREEN_LISTED
+    return {
+        "file": where,
+        "kind": OFF_SCREEN_POINT,
+        "trace": trace.pk,
+        "steps": [index for index, _ in off_screen],
+        "error": (
+            f"{where}: {off_screen_phrase(len(off_screen))} ({named}"
+            + (f"; and {more} more steps, listed on the trace page" if more > 0 else "")
+            + "); annotators see the step flagged, and exports never train on it unless the annotator corrects it"
+        ),
+    }
+
+
+def distinct_id_report(imported: ImportedTrace, trace: Trace, differs: str) -> dict:
+    """The job's entry for a trace stored under a distinct external_id: its own names another trace of the project,
+    whose content differs (two traces are never merged)."""
+    where = imported.source_path or imported.external_id
+    return {
+        "file": where,
+        "kind": STORED_UNDER_DISTINCT_ID,
+        "trace": trace.pk,
+        "error": f"{where}: stored as {trace.external_id!r}, because {differs}",
+    }
+
+
+def already_present_report(imported: ImportedTrace, trace: Trace) -> dict:
+    """The job's entry for a trace whose content the project holds under another external_id (another folder or zip
+    name): nothing was stored."""
+    where = imported.source_path or imported.external_id
+    return {
+        "file": where,
+        "kind": ALREADY_PRESENT,
+        "trace": trace.pk,
+        "error": (
+            f"{where}: already present as trace {trace.external_id!r} (the same instruction, screenshots and "
+            "actions); nothing stored"
+        ),
+    }
+
+
+def instruction_missing_report(imported: ImportedTrace, trace: Trace) -> dict:
+    """The job's entry for a trace stored without its instruction: what is missing, what the importer said about
+    where it looked, and what happens now (kept out of the queue until a lead writes it on the trace page)."""
+    where = imported.source_path or imported.external_id
+    said = [w for w in imported.warnings if "instruction" in w.lower()]
+    return {
+        "file": where,
+        "kind": INSTRUCTION_MISSING,
+        "trace": trace.pk,
+        "error": (
+            f"{where}: no instruction found in the source"
+            + (f" ({'; '.join(said)})" if said else "")
+            + "; the trace is kept out of the annotation queue until a lead writes its instruction on the "
+            "trace page"
+        ),
+    }

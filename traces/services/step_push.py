@@ -1,0 +1,228 @@
+"""Runners push a trace step by step: step 1 makes the trace, receiving steps; each next index appends; the end
+settles its identity."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import IntegrityError, transaction
+
+from studio.db import atomic_with_retry
+from studio.errors import Conflict, Invalid, NotFound
+from studio.inputs import input_problem
+from traces.importers import TraceReadError
+from traces.importers.base import parse_json_bytes
+from traces.importers.native import step_from_document
+from traces.models import CoordinateConvention, Outcome, Project, Round, Screenshot, Step, Trace
+from traces.services.screenshots import ScreenshotProblem, screenshots_store
+from traces.services.steps import step_build
+from traces.services.trace_import import _imported_step_fields, trace_stored_content
+
+
+@dataclass
+class StepPushResult:
+    trace: Trace
+    step: Step
+    created: bool  # False: the same step was stored already (a retried push)
+
+
+def _pushed_image(upload, label: str) -> Screenshot:
+    """An uploaded screenshot kept by content hash like an import's; Invalid naming ``label`` when unusable."""
+    data = upload if isinstance(upload, bytes | bytearray) else b"".join(upload.chunks())
+    try:
+        [shot], _ = screenshots_store(images=[(bytes(data), getattr(upload, "name", "") or label)], decode=False)
+    except ScreenshotProblem as exc:
+        raise Invalid(f"{label}: {exc.message}", field=label) from None
+    return shot
+
+
+def _pushed_trace(project: Project, external_id: str) -> Trace | None:
+    return Trace.objects.select_for_update().filter(project=project, external_id=external_id).first()
+
+
+# What makes a pushed step the same step (with its screenshot's hash); raw_response last: it is made of the others
+# and named only when nothing else tells the difference (reflection, action_summary).
+STEP_PUSH_COMPARED = ("thought", "action_text", "human_edited_response", "context", "raw_response")
+
+
+def trace_step_push(
+    *,
+    project: Project,
+    external_id: str,
+    index,
+    step,
+    screenshot=None,
+    instruction: str = "",
+    round: Round | None = None,
+    coordinates: str = "",
+    source: str = "",
+    metadata=None,
+) -> StepPushResult:
+    """Store step ``index`` (1-based) of a trace its runner sends while it runs: ``step`` is one step object of the
+    native format (docs/formats.md §1, JSON), ``screenshot`` its image (an uploaded file or bytes). Step 1 makes
+    the trace, receiving steps (``instruction``, ``round``, ``coordinates``, ``source`` and ``metadata``, a JSON
+    object as text or a dict, as an import's trace has them, are read then); each next index appends.
+
+    The same index again with the same content (screenshot and texts) answers the stored step (``created`` False: a
+    retried push, also after the trace was ended). Conflict for other content at a stored index, for a gap (naming
+    the missing step), for a new step of an ended trace and for a trace of another round; Invalid for what cannot be
+    read."""
+    external_id = (external_id or "").strip()
+    problem = input_problem(external_id, name="external_id") if external_id else None
+    if not external_id or len(external_id) > 255 or problem:
+        raise Invalid(problem or "external_id must be 1 to 255 characters", field="external_id")
+    try:
+        number = int(str(index).strip())
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise Invalid(f"index: the step's 1-based position in the trace, not {str(index)[:40]!r}", field="index")
+    if coordinates and coordinates not in CoordinateConvention.values:
+        raise Invalid(
+            f"coordinates: one of {', '.join(CoordinateConvention.values)}, not {coordinates[:40]!r}",
+            field="coordinates",
+        )
+    problem = input_problem(instruction or "", name="instruction")
+    if problem:
+        raise Invalid(problem, field="instruction")
+    source, metadata = pushed_source_and_metadata(source, metadata)
+    if isinstance(step, str):
+        step = step.encode("utf-8")
+    where = f"step {number}"
+    try:
+        document = parse_json_bytes(step or b"", where)
+        # The screenshot travels apart (stored below), not by the path a trace folder would give.
+        imported = step_from_document(document, where=where, screenshot=None)
+    except TraceReadError as exc:
+        raise Invalid(str(exc), field="step") from None
+    problem = input_problem(_imported_step_fields(imported), name=where)
+    if problem:
+        raise Invalid(problem, field="step")
+    # The image first, outside the transaction: content-addressed, so a retry or a refused push reuses it.
+    shot = _pushed_image(screenshot, "screenshot") if screenshot is not None else None
+    if round is not None and round.project_id != project.pk:
+        raise Invalid(f"round: {round.name!r} is a round of another project", field="round")
+
+    @atomic_with_retry
+    def save() -> StepPushResult:
+        trace = _pushed_trace(project, external_id)
+        if trace is None and number == 1:
+            trace = Trace(
+                project=project,
+                external_id=external_id,
+                instruction=instruction or "",
+                source=source or "native",
+                metadata=metadata,
+                coordinate_convention=coordinates or project.coordinate_convention,
+                round=round,
+                receiving=True,
+            )
+            try:
+                with transaction.atomic():
+                    trace.save()
+            except IntegrityError:  # the same first step pushed twice at once: the other request made it
+                trace = _pushed_trace(project, external_id)
+        count = trace.step_count if trace is not None else 0
+        if trace is not None and round is not None and trace.round_id != round.pk:
+            held = trace.round.name if trace.round is not None else "no round"
+            raise Conflict(f"trace {external_id!r} is in {held}, not in {round.name}", trace=trace.pk)
+        if number > count + 1:
+            raise Conflict(
+                f"step {number} of {external_id!r} cannot come yet: step {count + 1} is missing "
+                f"(the trace has {count} step{'s' if count != 1 else ''})",
+                step_count=count,
+            )
+        assert trace is not None  # number <= count + 1 with no trace means number == 1, which made it
+        built = step_build(
+            index=number, imported=imported, screenshot=shot, convention=trace.coordinate_convention, project=project
+        )
+        built.trace = trace
+        if number <= count:
+            stored = trace.steps.select_related("screenshot").get(index=number)
+            differs = [name for name in STEP_PUSH_COMPARED if getattr(stored, name) != getattr(built, name)]
+            if stored.screenshot_id != built.screenshot_id:
+                differs.insert(0, "screenshot")
+            if len(differs) > 1 and differs[-1] == "raw_response":
+                differs.pop()
+            if differs:
+                raise Conflict(
+                    f"step {number} of {external_id!r} is stored already with another {', '.join(differs)}; "
+                    f"the next step is {count + 1}",
+                    step_count=count,
+                )
+            return StepPushResult(trace, stored, created=False)
+        if not trace.receiving:
+            raise Conflict(
+                f"trace {external_id!r} was ended (it has {count} steps): it takes no more steps", trace=trace.pk
+            )
+        built.save()
+        trace.step_count = number
+        trace.save(update_fields=["step_count"])
+        return StepPushResult(trace, built, created=True)
+
+    return save()
+
+
+SOURCE_MAX: int = Trace._meta.get_field("source").max_length or 0
+
+
+def pushed_source_and_metadata(source, metadata) -> tuple[str, dict]:
+    """A runner's ``source`` (the agent or format its trace comes from, as an importer names it) and ``metadata``
+    (a JSON object, as text or parsed) for a pushed trace, checked as an import's are; Invalid naming the field."""
+    source = (source or "").strip()
+    problem = input_problem(source, name="source")
+    if problem or len(source) > SOURCE_MAX:
+        raise Invalid(problem or f"source: at most {SOURCE_MAX} characters", field="source")
+    if isinstance(metadata, bytes | bytearray):
+        metadata = metadata.decode("utf-8", "replace")
+    if isinstance(metadata, str):
+        try:
+            metadata = parse_json_bytes(metadata.encode("utf-8", "surrogatepass"), "metadata") if metadata else {}
+        except TraceReadError as exc:
+            raise Invalid(str(exc), field="metadata") from None
+    metadata = {} if metadata is None else metadata
+    if not isinstance(metadata, dict):
+        raise Invalid(f"metadata: a JSON object, not {type(metadata).__name__}", field="metadata")
+    problem = input_problem(metadata, name="metadata")
+    if problem:
+        raise Invalid(problem, field="metadata")
+    return source, metadata
+
+
+def trace_end(*, project: Project, external_id: str, final_screenshot=None, outcome: str = "") -> Trace:
+    """The runner is done: the trace stops receiving steps and joins the annotation queue and pre-scoring, with its
+    ``final_screenshot`` (the screen after the last action) and ``outcome`` when sent. Ending an ended trace again
+    answers it as it is; Conflict when that asks for another outcome or final screenshot than the stored ones."""
+    if outcome and outcome not in Outcome.values:
+        raise Invalid(f"outcome: one of {', '.join(Outcome.values)}, not {outcome[:40]!r}", field="outcome")
+    shot = _pushed_image(final_screenshot, "final_screenshot") if final_screenshot is not None else None
+
+    @atomic_with_retry
+    def save() -> Trace:
+        trace = _pushed_trace(project, (external_id or "").strip())
+        if trace is None:
+            raise NotFound(f"{project.name} has no trace {external_id[:255]!r}: push its step 1 first")
+        if not trace.receiving:
+            differs = [
+                name
+                for name, asked, stored in (
+                    ("outcome", outcome, trace.outcome),
+                    ("final_screenshot", shot.pk if shot else None, trace.final_screenshot_id),
+                )
+                if asked and asked != stored
+            ]
+            if differs:
+                raise Conflict(
+                    f"trace {trace.external_id!r} was ended already with another {', '.join(differs)}", trace=trace.pk
+                )
+            return trace
+        trace.receiving = False
+        trace.outcome = outcome or trace.outcome
+        trace.final_screenshot = shot or trace.final_screenshot
+        # Its identity is settled now that its steps are (traces/identity.py); a copy of a trace the project holds
+        # is listed by the trace_duplicates command.
+        trace.content_hash = trace_stored_content(trace).hash
+        trace.save(update_fields=["receiving", "outcome", "final_screenshot", "content_hash"])
+        return trace
+
+    return save()
