@@ -1,6 +1,6 @@
-"""The page's pure JavaScript modules (static/js/geometry.js, zoom.js, action_editor.js, workspace/overlay.js,
-editor.js, keyboard.js, hints.js, autosave.js, versions.js, api.js, prescore.js, presence.js, csv.js, figures.js and
-the dashboards) under Node's own test runner, without a browser: tests/js/*.test.mjs, against the action table exactly
+"""The page's pure JavaScript modules (static/js/geometry.js, zoom.js, action_editor.js, the workspace's state.js,
+steps.js, overlay.js, editor.js, keyboard.js, hints.js, autosave.js, alternatives.js, history.js, versions.js,
+api.js, prescore.js, presence.js, csv.js, figures.js and the dashboards) under Node's own test runner, without a browser: tests/js/*.test.mjs, against the action table exactly
 as the server serves it and the server's own error answers. Node is Debian's ``nodejs`` (.ci/run installs it)."""
 
 from __future__ import annotations

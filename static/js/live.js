@@ -4,7 +4,20 @@
 // keeps of who is where is presence.js's (pure).
 import { ageText, holdersOf, presenceApply, presenceState, projectLeases } from "./presence.js";
 
-start();
+/* The live socket's address for a page at ``location`` ({protocol, host}): wss on an https page; narrowed to one
+   project's events when ``projectId`` is given. Pure (tests/js/live.test.mjs). */
+export function liveSocketUrl(location, projectId) {
+  const scheme = location.protocol === "https:" ? "wss://" : "ws://";
+  const query = projectId ? "?project=" + encodeURIComponent(projectId) : "";
+  return scheme + location.host + "/ws/live/" + query;
+}
+
+/* A lost socket is opened again after FIRST_RECONNECT_MS, then twice as long each time, up to LAST_RECONNECT_MS. */
+export const FIRST_RECONNECT_MS = 1000, LAST_RECONNECT_MS = 15000;
+export const nextReconnectDelay = (delay) => Math.min(delay * 2, LAST_RECONNECT_MS);
+
+// On a page (under Node's test runner there is none: only the pure functions above are used).
+if (typeof document !== "undefined") start();
 
 function start() {
   const box = document.getElementById("live");
@@ -12,10 +25,9 @@ function start() {
   const statusEl = document.getElementById("live-status");
   const canRelease = box.dataset.canRelease === "1";
   const ownTrace = box.dataset.traceId ? Number(box.dataset.traceId) : null;
-  const query = box.dataset.projectId ? "?project=" + encodeURIComponent(box.dataset.projectId) : "";
   const presence = presenceState();
   let socket = null;
-  let retry = 1000;
+  let retry = FIRST_RECONNECT_MS;
 
   function setStatus(text, ok) {
     if (!statusEl) return;
@@ -86,10 +98,9 @@ function start() {
   }
 
   function connect() {
-    const scheme = location.protocol === "https:" ? "wss://" : "ws://";
-    socket = new WebSocket(scheme + location.host + "/ws/live/" + query);
+    socket = new WebSocket(liveSocketUrl(location, box.dataset.projectId));
     socket.addEventListener("open", () => {
-      retry = 1000;
+      retry = FIRST_RECONNECT_MS;
       setStatus("live", true);
       box.dataset.connected = "1";
       if (ownTrace) send({ type: "presence.open", trace_id: ownTrace });
@@ -101,7 +112,7 @@ function start() {
       box.dataset.connected = "";
       setStatus("offline — reconnecting", false);
       setTimeout(connect, retry);
-      retry = Math.min(retry * 2, 15000);
+      retry = nextReconnectDelay(retry);
     });
   }
 

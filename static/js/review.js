@@ -10,6 +10,7 @@ import * as Zoom from "./zoom.js";
 import * as Editor from "./action_editor.js";
 import * as History from "./workspace/history.js";
 import { windowsToLoad } from "./workspace/steps.js";
+import { queueRowTexts, reviewCommandFor } from "./review_keys.js";
 
 {
   // --- markers over o_τ and o_{τ+1} ---
@@ -414,24 +415,26 @@ import { windowsToLoad } from "./workspace/steps.js";
   const rejectButton = document.getElementById("reject-button");
   const comment = document.getElementById("review-comment");
   const nextLink = document.getElementById("next-review");
+  // Each command: [whether its control is on this page, what it does]. A key whose control is not here is left alone.
+  const reviewCommands = {
+    reject_send: [() => !!rejectButton, () => rejectButton.click()],
+    zoom_in: [() => frames.length > 0, () => zoomBy(Zoom.BUTTON_STEP)],
+    zoom_out: [() => frames.length > 0, () => zoomBy(1 / Zoom.BUTTON_STEP)],
+    zoom_reset: [() => frames.length > 0, () => setView({ ...Zoom.FIT })],
+    screen_next: [() => !!total, () => showScreen(shown + 1)],
+    screen_previous: [() => !!total, () => showScreen(shown - 1)],
+    accept: [() => !!acceptButton, () => acceptButton.click()],
+    reject: [() => !!(comment && rejectButton), () => comment.focus()],
+    next: [() => !!nextLink, () => nextLink.click()],
+  };
   document.addEventListener("keydown", (event) => {
-    if (event.defaultPrevented || event.altKey || event.metaKey) return;
-    const typing = event.target.closest && event.target.closest("input, textarea, select, [contenteditable]");
-    if (typing) {
-      if (event.target === comment && event.key === "Enter" && event.ctrlKey && rejectButton) {
-        event.preventDefault();
-        rejectButton.click();
-      }
-      return;
-    }
-    if (event.ctrlKey) return;
-    const zoomKeys = { "+": Zoom.BUTTON_STEP, "=": Zoom.BUTTON_STEP, "-": 1 / Zoom.BUTTON_STEP };
-    if (zoomKeys[event.key] && frames.length) { event.preventDefault(); zoomBy(zoomKeys[event.key]); return; }
-    if (event.key === "0" && frames.length) { event.preventDefault(); setView({ ...Zoom.FIT }); return; }
-    if ((event.key === "j" || event.key === "k") && total) { event.preventDefault(); showScreen(shown + (event.key === "j" ? 1 : -1)); return; }
-    if (event.key === "a" && acceptButton) { event.preventDefault(); acceptButton.click(); }
-    else if (event.key === "r" && comment && rejectButton) { event.preventDefault(); comment.focus(); }
-    else if (event.key === "ArrowRight" && nextLink) { event.preventDefault(); nextLink.click(); }
+    const typing = !!(event.target.closest && event.target.closest("input, textarea, select, [contenteditable]"));
+    const command = reviewCommandFor(event, { typing, inComment: !!comment && event.target === comment });
+    if (!command) return;
+    const [available, run] = reviewCommands[command];
+    if (!available()) return;
+    event.preventDefault();
+    run();
   });
 
   // --- the queue: rebuild a project's rows when an annotation of it changes ---
@@ -460,8 +463,7 @@ import { windowsToLoad } from "./workspace/steps.js";
       link.href = a.review_url;
       link.textContent = "Review";
       action.append(link);
-      tr.append(cell(a.external_id), cell(a.annotator), cell(a.verdict_text),
-        cell(a.submitted_at ? a.submitted_at.slice(0, 16).replace("T", " ") : ""), presence, action);
+      tr.append(...queueRowTexts(a).map(cell), presence, action);
       return tr;
     });
     if (!trs.length) {

@@ -1,8 +1,12 @@
-// The draft's rule of adoption (static/js/workspace/autosave.js): what the server cleared in its answer, and the
-// user has not touched since sending, the page takes over; it keeps no copy of the server's answer rules.
+// The draft (static/js/workspace/autosave.js): its rule of adoption (what the server cleared in its answer, and the
+// user has not touched since sending, the page takes over; it keeps no copy of the server's answer rules), how it
+// reads a save's answer, how long it waits to retry, and what it sends when the page is hidden or left.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { adoptCleared, pickFields } from "../../static/js/workspace/autosave.js";
+import {
+  FIRST_RETRY_MS, LAST_RETRY_MS, adoptCleared, flushPlan, nextRetryDelay, pickFields, readSaveAnswer,
+} from "../../static/js/workspace/autosave.js";
+import { ERRORS } from "./served.mjs";
 
 const form = (fields) => pickFields(Object.assign({ verdict: "error", tau: 3, corrected_thought: "t" }, fields));
 
@@ -36,4 +40,41 @@ test("pickFields keeps only the answer's fields and always has both editor slots
   const picked = pickFields({ verdict: "error", tau: 2, id: 7, editor_state: null });
   assert.equal("id" in picked, false);
   assert.deepEqual(picked.editor_state, { corrected: null, reflection: null });
+});
+
+test("retries while offline wait twice as long each time, never more than half a minute", () => {
+  const waits = [FIRST_RETRY_MS];
+  for (let i = 0; i < 8; i++) waits.push(nextRetryDelay(waits[waits.length - 1]));
+  assert.deepEqual(waits, [1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000, 30000]);
+  assert.equal(LAST_RETRY_MS, 30000);
+});
+
+test("a save's answer: saved, a conflict only with the newer version named, retried only when offline or failed", () => {
+  assert.equal(readSaveAnswer({ status: 200, data: { version: 3 } }), "saved");
+  assert.equal(readSaveAnswer({ status: 409, data: { detail: "changed", current: { version: 4 } } }), "conflict");
+  assert.equal(readSaveAnswer({ status: 0, data: {} }), "retry");
+  assert.equal(readSaveAnswer({ status: 502, data: {} }), "retry");
+  assert.equal(readSaveAnswer({ status: 500, data: { detail: "boom" } }), "retry");
+});
+
+test("the server's own refusals: a lost login asks to log in again, every other refusal is said and not retried", () => {
+  assert.ok(ERRORS.answers.length >= 8);
+  for (const answer of ERRORS.answers) {
+    const read = readSaveAnswer({ status: answer.status, data: answer.data });
+    // A conflict without the newer version in it is a refusal like any other (nothing to offer to load).
+    const expected = answer.signed_out ? "signed_out" : answer.status >= 500 ? "retry" : "refused";
+    assert.equal(read, expected, answer.what);
+  }
+});
+
+test("leaving or hiding the page: what is sent depends on whether a save is under way", () => {
+  const base = { editable: true, blocked: null, dirty: true, saving: false, leaving: true };
+  assert.equal(flushPlan(base), "save");
+  assert.equal(flushPlan({ ...base, leaving: false }), "save");
+  assert.equal(flushPlan({ ...base, saving: true }), "next_version");
+  assert.equal(flushPlan({ ...base, saving: true, leaving: false }), "again");
+  assert.equal(flushPlan({ ...base, dirty: false }), "none");
+  assert.equal(flushPlan({ ...base, blocked: "conflict" }), "none");
+  assert.equal(flushPlan({ ...base, blocked: "restored" }), "none");
+  assert.equal(flushPlan({ ...base, editable: false }), "none");
 });

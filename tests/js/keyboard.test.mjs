@@ -2,7 +2,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { KEYS, commandFor, cursorCommandFor, cursorMove, keysFor } from "../../static/js/workspace/keyboard.js";
+import {
+  KEYS, commandFor, cursorCommandFor, cursorMove, helpKey, keysFor, offScreenWords,
+} from "../../static/js/workspace/keyboard.js";
 
 const key = (k, extra) => Object.assign({ key: k, code: "", ctrlKey: false, metaKey: false, altKey: false, shiftKey: false }, extra);
 
@@ -183,4 +185,22 @@ test("any recorded element is reached in six presses or fewer, mixing halving ar
   const inside = cursorMove(j.at, j.range, [1, 0], false, 0.001);
   assert.ok(on(inside.at, boxes[0]));
   assert.equal(cursorJump([], [0.5, 0.5], [1, 0], size), null);
+});
+
+test("while the help is open: Tab stays in it, ? and Esc close it, the page's other keys wait, the rest pass", () => {
+  assert.equal(helpKey(key("Tab")), "trap");
+  assert.equal(helpKey(key("?")), "close");
+  assert.equal(helpKey(key("Escape")), "close");
+  assert.equal(helpKey(key("e")), "wait");  // would mark τ behind the dialog, unseen
+  assert.equal(helpKey(key("s", { ctrlKey: true })), "wait");
+  assert.equal(helpKey(key("q")), null);
+  assert.equal(helpKey(key("c", { ctrlKey: true })), null);  // copying from the help stays the browser's
+});
+
+test("a key refused off its screen says where it works: s and Alt+digit on τ, the others on τ or τ+1", () => {
+  assert.match(offScreenWords("start"), /works on the correction's screen \(τ; t goes there\)/);
+  assert.match(offScreenWords("take"), /correction's screen/);
+  for (const command of ["thought", "point", "box", "hints", "delete_box"]) {
+    assert.match(offScreenWords(command), /works on τ or the screen after it/);
+  }
 });

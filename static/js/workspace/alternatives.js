@@ -8,92 +8,99 @@ import { api, describeErrors, isAuthProblem } from "../api.js";
 const JOB_ENDED = ["succeeded", "failed", "cancelled"];
 const done = (job) => !job || JOB_ENDED.includes(job.status);
 
-export function install(ws) {
-  const { state, ANN_ID } = ws;
+/* The markers of the parsed alternatives ``data`` (the server's answer) sampled at step ``index``, ``hot``: the
+   number of the one pointed at: [{action, extra}] (extra: what overlay.js's drawAction takes: the numbers as its
+   label, its row of badges, its attributes). Replies that act the same (a checkpoint sampling at a low temperature
+   repeats itself) share one marker numbered with all of them: drawn one over the other, the last would hide the
+   rest. Pure (tests/js/alternatives.test.mjs). */
+export function alternativeMarks(data, index, hot) {
+  if (!data || !data.job || data.job.step !== index) return [];
+  const groups = new Map();
+  for (const row of data.alternatives || []) {
+    if (!row.parsed) continue;  // listed as text, never drawn
+    for (const action of row.actions || []) {
+      const key = JSON.stringify(action);
+      if (!groups.has(key)) groups.set(key, { action, rows: [] });
+      groups.get(key).rows.push(row);
+    }
+  }
+  return [...groups.values()].map(({ action, rows }) => {
+    const numbers = rows.map((row) => row.number);
+    const marks = new Set(rows.map((row) => row.mark || ""));
+    const mark = marks.size === 1 ? [...marks][0] : "";  // a mark the group's replies share
+    return { action, extra: { label: numbers.join(","), row: 2 + numbers[0],
+      attrs: { "data-alt": numbers.join(" "), class: `mark alt${mark ? " " + mark : ""}${numbers.includes(hot) ? " hot" : ""}` } } };
+  });
+}
+
+/* The alternatives. ``page``: {annotationId, editable()}; ``store``: the workspace's state (form); ``draft``:
+   autosave.js's banner(kind, message) and sessionExpired(); ``editor``: editor.js's startSlot(slot, action);
+   ``undoable(label, change)``: undo.js's; ``hooks``: redrawOverlays(). Returns load(), drawAlternatives(index,
+   draw), hotAlternative(), markAlternative(number, verdict), takeAlternative(number). */
+export function createAlternatives({ page, store, draft, editor, undoable, hooks }) {
+  const ANN_ID = page.annotationId;
+  const form = () => store.get("form");
   const URL = `/api/annotations/${ANN_ID}/alternatives/`;
   const alts = { data: null, hidden: false, hot: null, timer: null };
-  ws.hotAlternative = () => alts.hot;
 
   async function load() {
     const res = await api("GET", URL);
     if (res.status === 403 && !isAuthProblem(res)) { alts.hidden = true; render(); return; }
     if (res.status === 200) show(res.data);
   }
-  ws.loadAlternatives = load;
   function show(data) {
     alts.data = Object.assign({}, alts.data || {}, data);
     render();
-    ws.redrawOverlays();
+    hooks.redrawOverlays();
     clearTimeout(alts.timer);
     if (!done(alts.data.job)) alts.timer = setTimeout(load, 1500);  // a job on the gpu queue: poll
   }
   /* The parsed alternatives sampled at step ``index``, each drawn with ``draw(action, tone, extra)``. */
-  ws.drawAlternatives = (index, draw) => {
-    const data = alts.data;
-    if (!data || alts.hidden || !data.job || data.job.step !== index) return;
-    // Replies that act the same (a checkpoint sampling at a low temperature repeats itself) share one marker
-    // numbered with all of them: drawn one over the other, the last would hide the rest.
-    const groups = new Map();
-    for (const row of data.alternatives) {
-      if (!row.parsed) continue;  // listed as text, never drawn
-      for (const action of row.actions || []) {
-        const key = JSON.stringify(action);
-        if (!groups.has(key)) groups.set(key, { action, rows: [] });
-        groups.get(key).rows.push(row);
-      }
-    }
-    for (const { action, rows } of groups.values()) {
-      const numbers = rows.map((row) => row.number);
-      const marks = new Set(rows.map((row) => row.mark || ""));
-      const mark = marks.size === 1 ? [...marks][0] : "";  // a mark the group's replies share
-      draw(action, "alt", { label: numbers.join(","), row: 2 + numbers[0],
-        attrs: { "data-alt": numbers.join(" "), class: `mark alt${mark ? " " + mark : ""}${numbers.includes(alts.hot) ? " hot" : ""}` } });
-    }
-  };
+  function drawAlternatives(index, draw) {
+    if (alts.hidden) return;
+    for (const mark of alternativeMarks(alts.data, index, alts.hot)) draw(mark.action, "alt", mark.extra);
+  }
   async function ask() {
-    const res = await api("POST", URL, { step: state.form.tau });
+    const res = await api("POST", URL, { step: form().tau });
     if (res.status === 202) { show(res.data); return; }
-    if (isAuthProblem(res)) return ws.sessionExpired();
-    ws.banner("error", "No alternatives: " + (describeErrors(res.data) || "the server could not be reached"));
+    if (isAuthProblem(res)) return draft.sessionExpired();
+    draft.banner("error", "No alternatives: " + (describeErrors(res.data) || "the server could not be reached"));
   }
   const rowOf = (number) => (alts.data ? alts.data.alternatives.find((r) => r.number === number) : null);
   async function mark(number, verdict) {
     const row = rowOf(number);
-    if (!row || !row.parsed || !ws.editable()) return null;
+    if (!row || !row.parsed || !page.editable()) return null;
     const res = await api("POST", `${URL}${row.id}/mark/`, { verdict });
     if (res.status !== 200) {
-      if (isAuthProblem(res)) ws.sessionExpired();
-      else ws.banner("error", `Alternative ${number} not marked: ${describeErrors(res.data) || "the server could not be reached"}`);
+      if (isAuthProblem(res)) draft.sessionExpired();
+      else draft.banner("error", `Alternative ${number} not marked: ${describeErrors(res.data) || "the server could not be reached"}`);
       return null;
     }
     show(res.data);
     return res.data;
   }
-  ws.markAlternative = mark;
   // Taking one: the server marks it (one per annotation) and answers the starting point's thought; the editor gets
   // the served action, and the draft saves it as any edit.
-  ws.takeAlternative = async (number) => {
+  async function takeAlternative(number) {
     const row = rowOf(number), job = alts.data && alts.data.job;
-    if (!row || !row.parsed || !ws.editable() || !job) return;
-    if (state.form.verdict !== "error" || job.step !== state.form.tau) {
-      ws.banner("error", `The alternatives are for step ${job.step}; τ is ${state.form.tau || "not set"}: ask again at τ.`);
+    if (!row || !row.parsed || !page.editable() || !job) return;
+    if (form().verdict !== "error" || job.step !== form().tau) {
+      draft.banner("error", `The alternatives are for step ${job.step}; τ is ${form().tau || "not set"}: ask again at τ.`);
       return;
     }
     const answer = await mark(number, "taken");
     if (!answer) return;
     const start = answer.starting_point || {};
-    ws.undoable(`Took alternative ${number} as the correction`, () => {
-      if (start.thought) state.form.corrected_thought = start.thought;
-      state.form.editor_state.corrected = JSON.parse(JSON.stringify(row.actions[0]));
-      state.placeIndex.corrected = 0;
-      ws.changed("corrected");
+    undoable(`Took alternative ${number} as the correction`, () => {
+      if (start.thought) form().corrected_thought = start.thought;
+      editor.startSlot("corrected", JSON.parse(JSON.stringify(row.actions[0])));
     });
-  };
+  }
   function setHot(number) {
     if (alts.hot === number) return;
     alts.hot = number;
     for (const li of document.querySelectorAll("#ws-alts-list li")) li.classList.toggle("hot", Number(li.dataset.alt) === number);
-    ws.redrawOverlays();
+    hooks.redrawOverlays();
   }
   function render() {
     const box = $("ws-alts");
@@ -106,7 +113,7 @@ export function install(ws) {
     const askBox = $("ws-alts-ask");
     askBox.replaceChildren();
     if (!model.configured) askBox.appendChild(el("p", { class: "notice small", id: "ws-alts-problem" }, model.problem));
-    else if (ws.editable()) {
+    else if (page.editable()) {
       const k = job && job.settings && job.settings.k;
       const b = el("button", { type: "button", id: "ws-alts-ask-btn", disabled: !done(job) },
         job ? `Ask the model again${k ? ` (${k})` : ""}` : "Ask the model");
@@ -127,11 +134,11 @@ export function install(ws) {
       const side = el("span", { class: "ws-alt-side" });
       side.appendChild(el("span", { class: "ws-alt-mark", "data-alt-mark": row.number },
         !row.parsed ? "not an action: text only" : row.mark === "taken" ? "taken" : row.mark === "wrong" ? "wrong" : ""));
-      if (row.parsed && ws.editable()) {
+      if (row.parsed && page.editable()) {
         const take = el("button", { type: "button", class: "ws-ghost small", "data-alt-take": row.number }, "Take ");
         take.appendChild(el("kbd", {}, `Alt+${row.number}`));
         take.title = `Start the correction from alternative ${row.number} (Alt+${row.number})`;
-        take.addEventListener("click", () => ws.takeAlternative(row.number));
+        take.addEventListener("click", () => takeAlternative(row.number));
         const wrong = el("button", { type: "button", class: "ws-ghost small", "data-alt-wrong": row.number }, row.mark === "wrong" ? "Not wrong" : "Wrong");
         wrong.title = "Mark it wrong: it becomes a rejected side of a DPO pair (w on the hovered or focused one)";
         wrong.addEventListener("click", () => mark(row.number, row.mark === "wrong" ? "" : "wrong"));
@@ -143,4 +150,5 @@ export function install(ws) {
       list.appendChild(li);
     }
   }
+  return { load, drawAlternatives, hotAlternative: () => alts.hot, markAlternative: mark, takeAlternative };
 }

@@ -46,11 +46,46 @@ export function adoptCleared(form, sent, server) {
   return adopted;
 }
 
-export function install(ws) {
-  const { state, ANN_ID } = ws;
+/* Retries while offline wait twice as long each time, up to half a minute. */
+export const FIRST_RETRY_MS = 1000, LAST_RETRY_MS = 30000;
+export const nextRetryDelay = (delay) => Math.min(delay * 2, LAST_RETRY_MS);
+
+/* What a save's answer ({status, data}) calls for: "saved", "conflict" (a newer version is on the server: its
+   409 names it), "signed_out" (log in again), "retry" (offline or the server failed: the same edit again later)
+   or "refused" (the server will not take it: said in words, nothing retried). */
+export function readSaveAnswer(res) {
+  if (res.status === 200) return "saved";
+  if (res.status === 409 && res.data && res.data.current) return "conflict";
+  if (isAuthProblem(res)) return "signed_out";
+  if (res.status === 0 || res.status >= 500) return "retry";
+  return "refused";
+}
+
+/* What the page does with edits not yet saved when it is hidden or left (``leaving``): "none" (nothing to send,
+   or it may not send), "save" (a save as any, outliving the page), "again" (a save is under way: the rest goes
+   when it answers) or "next_version" (a save is under way whose answer the page will not read: the rest is sent
+   now, based on the version that save makes). */
+export function flushPlan({ editable, blocked, dirty, saving, leaving }) {
+  if (!editable || blocked || !dirty) return "none";
+  if (!saving) return "save";
+  return leaving ? "next_version" : "again";
+}
+
+/* The draft. ``page``: {annotationId, editable() (whether this page may still change the annotation), lease (the
+   served lease or null)}; ``store``: the workspace's state (state.js: form, version, blocked); ``hooks``: what the
+   draft tells the rest of the page: recordChange(group) (an edit, for undo), foldChange() (what the server took
+   away belongs to the last change), resetHistory() (the form was replaced), renderAll(), checkActions() (the
+   correction checked again by the server). Returns the draft's functions (below). */
+export function createDraft({ page, store, hooks }) {
+  const ANN_ID = page.annotationId;
+  const editable = page.editable;
+  const form = () => store.get("form");
+  let serverForm = copy(form());
+  let saving = false, pendingAgain = false, savePromise = null;
+  let retryDelay = FIRST_RETRY_MS, retryUntil = 0, retryTimer = null;
+  let lastInput = Date.now(), leaseEnded = false;
   const LOCAL_KEY = "ws-draft-" + ANN_ID;
-  const dirty = () => !same(state.form, state.serverForm);
-  ws.dirty = dirty;
+  const dirty = () => !same(form(), serverForm);
 
   function setSaveState(kind, text) {
     const node = $("ws-save");
@@ -70,138 +105,142 @@ export function install(ws) {
     }
     node.hidden = false;
   }
-  ws.setSaveState = setSaveState;
-  ws.banner = banner;
 
   // A safety copy survives a crash or a closed tab; the server stays the source of truth.
   function keepLocalCopy() {
-    try { localStorage.setItem(LOCAL_KEY, JSON.stringify({ version: state.version, form: state.form, at: Date.now() })); }
+    try { localStorage.setItem(LOCAL_KEY, JSON.stringify({ version: store.get("version"), form: form(), at: Date.now() })); }
     catch (e) { /* storage full or disabled: the in-memory copy still holds the work */ }
   }
-  ws.restoreLocalCopy = () => {
+  /* Edits kept in this browser that never reached the server, taken into the form: whether there were any (the
+     caller saves them). */
+  function restoreLocalCopy() {
     let saved = null;
     try { saved = JSON.parse(localStorage.getItem(LOCAL_KEY) || "null"); } catch (e) { saved = null; }
-    if (!saved || !ws.editable()) return false;
-    if (saved.version === state.version && !same(saved.form, state.form)) {
-      state.form = pickFields(Object.assign(copy(state.form), saved.form));
+    if (!saved || !editable()) return false;
+    if (saved.version === store.get("version") && !same(saved.form, form())) {
+      store.set("form", pickFields(Object.assign(copy(form()), saved.form)));
       return true; // edits that never reached the server: save them now
     }
     localStorage.removeItem(LOCAL_KEY);
     return false;
-  };
-  ws.forgetLocalCopy = () => localStorage.removeItem(LOCAL_KEY);
+  }
+  const forgetLocalCopy = () => localStorage.removeItem(LOCAL_KEY);
 
   let debounceTimer = null;
   // Every change of the form ends here: recorded for undo (``group``: a field being typed in, one step per pause;
   // undo.js), kept locally, and saved after a pause.
-  ws.edited = (group) => {
-    if (ws.recordChange) ws.recordChange(group);
-    state.lastInput = Date.now();
+  function edited(group) {
+    hooks.recordChange(group);
+    lastInput = Date.now();
     keepLocalCopy();
-    if (!ws.editable()) return;
+    if (!editable()) return;
     // Blocked (logged out, a conflict), the status keeps saying why nothing is saved.
-    if (!state.blocked) setSaveState("dirty", "Unsaved changes");
+    if (!store.get("blocked")) setSaveState("dirty", "Unsaved changes");
     clearTimeout(debounceTimer);
     debounceTimer = setTimeout(save, 700);
-  };
+  }
 
   function save(options) {
     clearTimeout(debounceTimer);
-    if (state.saving) { state.pendingAgain = true; return state.savePromise; }
-    state.savePromise = saveNow(options);
-    return state.savePromise;
+    if (saving) { pendingAgain = true; return savePromise; }
+    savePromise = saveNow(options);
+    return savePromise;
   }
-  ws.save = save;
+  /* Saves until nothing is pending (a few tries): whether the form is then saved. */
+  async function saveAll() {
+    for (let attempt = 0; attempt < 3 && (dirty() || saving) && !store.get("blocked"); attempt++) await save();
+    return !dirty() && !store.get("blocked");
+  }
 
   async function saveNow(options) {
-    if (!ws.editable() || state.blocked) return;
+    if (!editable() || store.get("blocked")) return;
     if (!dirty()) { setSaveState("saved", "Saved"); return; }
-    state.saving = true;
-    const sent = copy(state.form);
+    saving = true;
+    const sent = copy(form());
     setSaveState("saving", "Saving…");
-    const res = await api("PUT", `/api/annotations/${ANN_ID}/draft/`, Object.assign({ version: state.version }, sent), options);
-    state.saving = false;
-    if (res.status === 200) {
-      state.version = res.data.version;
-      state.serverForm = pickFields(res.data);
+    const res = await api("PUT", `/api/annotations/${ANN_ID}/draft/`, Object.assign({ version: store.get("version") }, sent), options);
+    saving = false;
+    const answer = readSaveAnswer(res);
+    if (answer === "saved") {
+      store.set("version", res.data.version);
+      serverForm = pickFields(res.data);
       // The server owns the answer's rules (a verdict without τ keeps no correction; a moved τ drops the points
       // placed on the old step): what it took away, the page takes away too. Otherwise the editor state stays as
       // sent (the server only renders the canonical action strings from it).
-      const unchanged = same(sent, state.form);
-      const adopted = adoptCleared(state.form, sent, state.serverForm);
-      state.retryDelay = 1000;
+      const unchanged = same(sent, form());
+      const adopted = adoptCleared(form(), sent, serverForm);
+      retryDelay = FIRST_RETRY_MS;
       keepLocalCopy();
-      if (unchanged) state.serverForm = copy(state.form);
+      if (unchanged) serverForm = copy(form());
       if (adopted) {
-        ws.foldChange();  // what the server took away belongs to the change that caused it (one undo)
-        ws.renderAll();
-        if (state.form.verdict === "error" && state.form.tau) { ws.checkAction("corrected"); ws.checkAction("reflection"); }
+        hooks.foldChange();  // what the server took away belongs to the change that caused it (one undo)
+        hooks.renderAll();
+        hooks.checkActions();
       }
-      if (dirty() || state.pendingAgain) { state.pendingAgain = false; return save(); }
+      if (dirty() || pendingAgain) { pendingAgain = false; return save(); }
       setSaveState("saved", "Saved");
       if (!$("ws-banner").classList.contains("conflict")) banner("", "");
       return;
     }
-    if (res.status === 409 && res.data.current) return conflict(res.data);
-    if (isAuthProblem(res)) return sessionExpired();
-    if (res.status === 0 || res.status >= 500) return retryLater();
-    state.blocked = null;
+    if (answer === "conflict") return conflict(res.data);
+    if (answer === "signed_out") return sessionExpired();
+    if (answer === "retry") return retryLater();
+    store.set("blocked", null);
     setSaveState("error", "Not saved");
     banner("error", "Not saved: " + describeErrors(res.data));
   }
   function retryLater() {
-    const wait = state.retryDelay;
-    state.retryDelay = Math.min(state.retryDelay * 2, 30000);
+    const wait = retryDelay;
+    retryDelay = nextRetryDelay(retryDelay);
     setSaveState("offline", `Offline — retrying in ${Math.round(wait / 1000)} s`);
-    state.retryUntil = Date.now() + wait;
-    clearTimeout(state.retryTimer);
-    state.retryTimer = setTimeout(save, wait);
+    retryUntil = Date.now() + wait;
+    clearTimeout(retryTimer);
+    retryTimer = setTimeout(save, wait);
   }
   function sessionExpired() {
-    state.blocked = "login";
+    store.set("blocked", "login");
     setSaveState("offline", "Not saved — log in again");
     // The dialog covers the page: its first control takes the focus (from a field behind it, Tab went on through the
     // form and never reached the dialog, which comes last in the page).
     if ($("ws-login").hidden) { $("ws-login").hidden = false; $("ws-login").querySelector("a").focus(); }
   }
-  ws.sessionExpired = sessionExpired;
   function conflict(data) {
-    state.blocked = "conflict";
+    store.set("blocked", "conflict");
     const newer = data.current;
     setSaveState("error", "Conflict");
     banner("conflict", data.detail + " Your version is kept in this page.", [
       ["Load the newer version", () => {
-        state.blocked = null;
-        state.version = newer.version;
-        state.form = pickFields(newer);
-        state.serverForm = copy(state.form);
-        ws.resetHistory();
-        keepLocalCopy(); banner("", ""); ws.renderAll(); setSaveState("saved", "Saved");
+        store.set("blocked", null);
+        store.set("version", newer.version);
+        store.set("form", pickFields(newer));
+        serverForm = copy(form());
+        hooks.resetHistory();
+        keepLocalCopy(); banner("", ""); hooks.renderAll(); setSaveState("saved", "Saved");
       }],
       ["Keep mine (overwrite)", () => {
-        state.blocked = null;
-        state.version = newer.version;
-        state.serverForm = pickFields(newer);
+        store.set("blocked", null);
+        store.set("version", newer.version);
+        serverForm = pickFields(newer);
         banner("", ""); save();
       }],
     ]);
   }
-  ws.conflict = conflict;
   $("ws-login-retry").addEventListener("click", () => {
-    $("ws-login").hidden = true; state.blocked = null; state.retryDelay = 1000; save();
+    $("ws-login").hidden = true; store.set("blocked", null); retryDelay = FIRST_RETRY_MS; save();
     document.activeElement.blur();  // the page's keys work again
   });
-  window.addEventListener("online", () => { if (!state.blocked) save(); });
+  window.addEventListener("online", () => { if (!store.get("blocked")) save(); });
 
   // Leaving (the tab closed, the window hidden, a link followed): an edit still waiting for its pause is sent now,
   // in a request that outlives the page (keepalive), based on the version it was made on: a stale one gets its 409
   // and overwrites nothing. While the page lives on (only hidden), its answer is read as any save's.
   function flush(leaving) {
     clearTimeout(debounceTimer);
-    if (!ws.editable() || state.blocked || !dirty()) return;
-    if (!state.saving) { save({ keepalive: true }); return; }
+    const plan = flushPlan({ editable: editable(), blocked: store.get("blocked"), dirty: dirty(), saving, leaving });
+    if (plan === "none") return;
+    if (plan === "save") { save({ keepalive: true }); return; }
     // Only hidden, the page sends the rest itself when that save answers.
-    if (!leaving) { state.pendingAgain = true; return; }
+    if (plan === "again") { pendingAgain = true; return; }
     // A save is on its way with an older form, and the page will not read its answer: the rest goes too, based on
     // the version that save makes (the edits were made on top of it). Should that save not land, or land after this
     // one, this one is refused as stale and overwrites nothing.
@@ -209,44 +248,48 @@ export function install(ws) {
     fetch(`/api/annotations/${ANN_ID}/draft/`, {
       method: "PUT", credentials: "same-origin", keepalive: true,
       headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken(), Accept: "application/json" },
-      body: JSON.stringify(Object.assign({ version: state.version + 1 }, state.form)),
+      body: JSON.stringify(Object.assign({ version: store.get("version") + 1 }, form())),
     }).catch(() => { /* the page is going away: the local copy keeps the edit */ });
   }
   window.addEventListener("pagehide", () => flush(true));
   document.addEventListener("visibilitychange", () => { if (document.visibilityState === "hidden") flush(false); });
   window.addEventListener("beforeunload", (event) => {
     keepLocalCopy();
-    if (ws.editable() && dirty()) { event.preventDefault(); event.returnValue = ""; }
+    if (editable() && dirty()) { event.preventDefault(); event.returnValue = ""; }
   });
-  setInterval(() => { if (ws.editable() && dirty() && !state.saving && !state.blocked && Date.now() >= state.retryUntil) save(); }, 4000);
+  setInterval(() => { if (editable() && dirty() && !saving && !store.get("blocked") && Date.now() >= retryUntil) save(); }, 4000);
 
   // --- lease heartbeat (the active time is credited by the server) ---
   // Submit, skip and a lost lease end the lease: from then on nothing beats or sends a farewell for it.
   let heartbeatTimer = null;
-  ws.leaseEnded = () => {
+  function endLease() {
     clearInterval(heartbeatTimer);
     heartbeatTimer = null;
-    state.leaseEnded = true;
-  };
-  const lease = ws.DATA.lease;
-  if (lease && ws.editable()) {
+    leaseEnded = true;
+  }
+  const lease = page.lease;
+  if (lease && editable()) {
     const beat = async () => {
-      if (state.leaseEnded || document.hidden || Date.now() - state.lastInput > 5 * 60 * 1000) return;
+      if (leaseEnded || document.hidden || Date.now() - lastInput > 5 * 60 * 1000) return;
       const res = await api("POST", `/api/leases/${lease.id}/heartbeat/`);
-      if (res.status === 409) { ws.leaseEnded(); banner("error", res.data.detail); }
+      if (res.status === 409) { endLease(); banner("error", res.data.detail); }
       else if (isAuthProblem(res)) sessionExpired();
       // status 0 (offline): the save status already tells
     };
     heartbeatTimer = setInterval(beat, 30000);
-    ["keydown", "mousedown", "input"].forEach((t) => document.addEventListener(t, () => { state.lastInput = Date.now(); }, true));
+    ["keydown", "mousedown", "input"].forEach((t) => document.addEventListener(t, () => { lastInput = Date.now(); }, true));
     // Closing the tab frees the trace at once (leads stop seeing "open now"); the draft is kept and opening the
     // annotation again takes a new lease. A beacon survives the page going away; a fetch would not.
     window.addEventListener("pagehide", () => {
-      if (state.leaseEnded) return;
-      const form = new FormData();
-      form.append("csrfmiddlewaretoken", csrfToken());
-      form.append("page", lease.page);
-      navigator.sendBeacon(`/api/leases/${lease.id}/release/`, form);
+      if (leaseEnded) return;
+      const beacon = new FormData();
+      beacon.append("csrfmiddlewaretoken", csrfToken());
+      beacon.append("page", lease.page);
+      navigator.sendBeacon(`/api/leases/${lease.id}/release/`, beacon);
     });
   }
+  return {
+    dirty, save, saveAll, edited, setSaveState, banner, restoreLocalCopy, forgetLocalCopy, sessionExpired, conflict,
+    leaseEnded: endLease,
+  };
 }

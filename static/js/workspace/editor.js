@@ -39,103 +39,125 @@ export const snaps = (table, action) => {
   return p.length === 1 && p[0].name === "start_box";
 };
 
-export function install(ws) {
-  const { state, STEPS, ANN_ID, DATA } = ws;
-  const ann = DATA.annotation;
+/* The correction's editor. ``page``: {annotationId, platform, editable(), canonical: {corrected, reflection} (the
+   served canonical strings, shown until the server checks an edit)}; ``store``: the workspace's state (form, table);
+   ``steps``: steps.js's; ``draft``: autosave.js's edited(group) and banner(kind, message); ``hooks``: renderAll(),
+   renderStage(), renderPanels(), foldChange() (undo.js: what the server derived joins the last change).
+   Returns the editor's functions (below). */
+export function createEditor({ page, store, steps, draft, hooks }) {
+  const ANN_ID = page.annotationId;
+  const form = () => store.get("form");
+  const table = () => store.get("table");
   const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
-  ws.slotAt = (index) => slotAt(STEPS, state.form, index);
-  ws.reflectionScreen = (tau) => reflectionScreen(STEPS, tau);
-  ws.serverNoReflectionReason = (tau) => serverNoReflectionReason(STEPS, tau);
-  ws.pointArgsOf = (type) => Editor.pointArgs(state.table, type);
-  ws.takesBox = (action) => takesBox(state.table, action);
-  ws.snaps = (action) => snaps(state.table, action);
+  // Which point of each slot's action a click places next.
+  const placeIndex = { corrected: 0, reflection: 0 };
+  const slotAtScreen = (index) => slotAt(steps.list(), form(), index);
+  const reflectionScreenOf = (tau) => reflectionScreen(steps.list(), tau);
+  const serverNoReflectionReasonOf = (tau) => serverNoReflectionReason(steps.list(), tau);
+  const pointArgsOf = (type) => Editor.pointArgs(table(), type);
+  const takesBoxOf = (action) => takesBox(table(), action);
+  const snapsOf = (action) => snaps(table(), action);
 
-  const changed = (slot) => { ws.renderAll(); ws.edited(); ws.checkAction(slot); };
+  const changed = (slot) => { hooks.renderAll(); draft.edited(); checkAction(slot); };
 
   const checks = { corrected: null, reflection: null };
-  ws.renderEditor = (slot) => {
+  function renderEditor(slot) {
     Editor.render(document.querySelector(`.ws-action-editor[data-slot="${slot}"]`), {
-      table: state.table,
-      platform: DATA.project.platform,
+      table: table(),
+      platform: page.platform,
       slot,
-      action: state.form.editor_state[slot],
-      editable: ws.editable(),
+      action: form().editor_state[slot],
+      editable: page.editable(),
       check: checks[slot],
-      fallbackCanonical: slot === "corrected" ? ann.corrected_action : ann.reflection_action,
+      fallbackCanonical: page.canonical[slot],
       onType: (type) => {
         // A new type starts empty: a point placed for the old action means nothing for the new one.
-        const old = state.form.editor_state[slot];
-        state.form.editor_state[slot] = type ? { type, args: {}, style: (old && old.style) || "box" } : null;
-        state.placeIndex[slot] = 0;
+        const old = form().editor_state[slot];
+        form().editor_state[slot] = type ? { type, args: {}, style: (old && old.style) || "box" } : null;
+        placeIndex[slot] = 0;
         changed(slot);
       },
       onArg: (name, value, quiet) => setArg(slot, name, value, quiet),
-      onClearPoint: (name) => { delete state.form.editor_state[slot].args[name]; changed(slot); },
+      onClearPoint: (name) => { delete form().editor_state[slot].args[name]; changed(slot); },
       onClearBox: () => clearBox(slot),
       boxHint: "Shift+drag on the screenshot, b from the keyboard, or click an outlined element",
     });
-  };
-
-  function setArg(slot, name, value, quiet) {
-    const action = state.form.editor_state[slot];
-    if (!action) return;
-    if (value === undefined) delete action.args[name]; else action.args[name] = value;
-    if (!quiet) ws.renderAll(); else ws.renderStage();
-    ws.edited(quiet ? `arg:${slot}:${name}` : undefined); ws.checkAction(slot);
   }
 
-  ws.placePoint = (slot, point) => {
-    const action = state.form.editor_state[slot];
-    if (!action) { ws.banner("error", "Choose the action type first, then click to place it."); return; }
-    if (!Editor.placeablePoints(state.table, action.type).length) return;
-    state.placeIndex[slot] = Editor.place(state.table, action, state.placeIndex[slot], point);
+  function setArg(slot, name, value, quiet) {
+    const action = form().editor_state[slot];
+    if (!action) return;
+    if (value === undefined) delete action.args[name]; else action.args[name] = value;
+    if (!quiet) hooks.renderAll(); else hooks.renderStage();
+    draft.edited(quiet ? `arg:${slot}:${name}` : undefined); checkAction(slot);
+  }
+
+  function placePoint(slot, point) {
+    const action = form().editor_state[slot];
+    if (!action) { draft.banner("error", "Choose the action type first, then click to place it."); return; }
+    if (!Editor.placeablePoints(table(), action.type).length) return;
+    placeIndex[slot] = Editor.place(table(), action, placeIndex[slot], point);
     changed(slot);
-  };
+  }
 
   // A new box: the point goes back to the server's default, the box's centre (and can then be moved inside it).
-  ws.setTargetBox = (slot, box) => {
-    const action = state.form.editor_state[slot];
+  function setTargetBox(slot, box) {
+    const action = form().editor_state[slot];
     if (!action) return;
     action.target_box = box;
     delete action.args.start_box;
-    state.placeIndex[slot] = 1;
+    placeIndex[slot] = 1;
     changed(slot);
-  };
+  }
   /* A box drawn between two corners in screenshot pixels (a drag, or the keyboard's anchor and cursor). */
-  ws.drawBox = (slot, shot, a, b) => {
+  function drawBox(slot, shot, a, b) {
     const box = boxOf(toModel(shot, a), toModel(shot, b));
-    if (isEmptyBox(box)) { ws.renderStage(); return; }  // a press without a drag draws nothing
-    ws.setTargetBox(slot, box);
-  };
+    if (isEmptyBox(box)) { hooks.renderStage(); return; }  // a press without a drag draws nothing
+    setTargetBox(slot, box);
+  }
   function clearBox(slot) {
-    const action = state.form.editor_state[slot];
+    const action = form().editor_state[slot];
     if (!action) return;
     delete action.target_box;
     changed(slot);
   }
-  ws.clearBox = clearBox;
+  /* A slot's action replaced from outside the editor (a starting point, an alternative taken): ``action`` is
+     taken as the slot's, its points placed from the first again; drawn, saved and checked. */
+  function startSlot(slot, action) {
+    form().editor_state[slot] = action;
+    placeIndex[slot] = 0;
+    changed(slot);
+  }
 
   const checkTimers = {}, checkSeq = { corrected: 0, reflection: 0 };
-  ws.checkAction = (slot) => {
+  function checkAction(slot) {
     clearTimeout(checkTimers[slot]);
     checkTimers[slot] = setTimeout(async () => {
-      const action = state.form.editor_state[slot];
+      const action = form().editor_state[slot];
       const seq = ++checkSeq[slot]; // answers can overtake each other: only the latest counts
-      const res = await api("POST", `/api/annotations/${ANN_ID}/check-action/`, { slot, action, tau: state.form.tau });
+      const res = await api("POST", `/api/annotations/${ANN_ID}/check-action/`, { slot, action, tau: form().tau });
       if (res.status !== 200 || seq !== checkSeq[slot]) return;  // offline: checked again on the next edit
       checks[slot] = res.data;
       // The point a box gives by default (its centre) is the server's: take it over while the box is unchanged.
-      const now = state.form.editor_state[slot], served = res.data.action;
+      const now = form().editor_state[slot], served = res.data.action;
       if (now && served && Array.isArray(now.target_box) && !now.args.start_box && served.args.start_box
         && same(now.target_box, served.target_box)) {
         now.args.start_box = served.args.start_box;
-        ws.foldChange();  // part of drawing the box: one undo takes both
-        ws.renderAll(); ws.edited();
-      } else ws.renderPanels();
+        hooks.foldChange();  // part of drawing the box: one undo takes both
+        hooks.renderAll(); draft.edited();
+      } else hooks.renderPanels();
     }, 120);
-  };
+  }
+  /* Both slots checked again by the server, when the form has a first error (after the form was replaced). */
+  function checkActions() {
+    if (form().verdict === "error" && form().tau) { checkAction("corrected"); checkAction("reflection"); }
+  }
 
-  /* After the editor's action or the thoughts were changed from outside the editor (a starting point, an
-     alternative taken): draw, save and check. */
-  ws.changed = changed;
+  return {
+    slotAt: slotAtScreen, reflectionScreen: reflectionScreenOf, serverNoReflectionReason: serverNoReflectionReasonOf,
+    pointArgsOf, takesBox: takesBoxOf, snaps: snapsOf, renderEditor, placePoint, setTargetBox, drawBox, clearBox,
+    startSlot, checkAction, checkActions,
+    /* After the editor's action or the thoughts were changed from outside the editor: draw, save and check. */
+    changed,
+  };
 }

@@ -31,6 +31,21 @@ export function actsOnScreen(command, slotOnScreen) {
   return needs === "any" ? !!slotOnScreen : slotOnScreen === needs;
 }
 
+/* Why a key that writes a correction did nothing on the screen shown (``actsOnScreen`` said no). */
+export function offScreenWords(command) {
+  const where = SLOT_COMMANDS[command] === "corrected" ? "the correction's screen (τ; t goes there)" : "τ or the screen after it (t goes to τ)";
+  return `That key edits the correction: it works on ${where}.`;
+}
+
+/* A key press while the help is open: "trap" (Tab stays in the dialog, on its one control), "close" (? and Esc),
+   "wait" (any other key of the page: it does nothing behind the dialog), or null (not a key of the page). */
+export function helpKey(event) {
+  if (event.key === "Tab") return "trap";
+  const command = commandFor(event, false);
+  if (command && (command.name === "help" || command.name === "escape")) return "close";
+  return command ? "wait" : null;
+}
+
 /* Where the keyboard goes after an action type is picked: {field: arg name} when the action takes text (a type's
    content, a hotkey's key: the letters typed next are for it), else {cursor: true} when it takes a point to place,
    else {field} of its first other argument, else null. An optional point (where a type action types) waits for p. */
@@ -148,9 +163,18 @@ export function cursorJump(boxes, at, d, size) {
   return { at: [(b[0] + b[2]) / 2, (b[1] + b[3]) / 2], range: [[b[0], b[2]], [b[1], b[3]]], element };
 }
 
-export function install(ws) {
-  const { state, LAST_VIEW } = ws;
-  const shotOf = ws.shotOf;
+/* The keys' wiring. ``store``: the workspace's state (current, form, cursor: the keyboard's own, zoom, overlay,
+   compare, boxMode, table); ``steps``: steps.js's; ``editor``: editor.js's slotAt, pointArgsOf, takesBox, placePoint,
+   drawBox, clearBox; ``stage``: stage.js's goTo, renderStage, placeOnElement, zoomAt, zoomReset, zoomActual,
+   keepCursorInView, showCursorLoupe; ``draft``: autosave.js's save() and banner(kind, message); ``panels``:
+   panels.js's setVerdict(verdict) and submit(); ``alternatives``: alternatives.js's takeAlternative(number),
+   hotAlternative(), markAlternative(number, verdict); ``undoable(label, change)``: undo.js's. */
+export function installKeyboard({ store, steps, editor, stage, draft, panels, alternatives, undoable }) {
+  const LAST_VIEW = steps.lastView;
+  const shotOf = steps.shotOf;
+  const current = () => store.get("current");
+  const form = () => store.get("form");
+  const cursor = () => store.get("cursor");
 
   for (const row of document.querySelectorAll("#ws-help tr[data-command]")) {
     const cell = row.querySelector(".ws-keys-of");
@@ -179,17 +203,19 @@ export function install(ws) {
       else document.activeElement.blur();
     }
   }
-  const toggleOverlay = () => { state.overlay = !state.overlay; ws.renderStage(); };
-  const toggleCompare = () => { state.compare = !state.compare; ws.renderStage(); };
+  // The stage draws itself again on a change of these (stage.js subscribes).
+  const toggleOverlay = () => store.update("overlay", (on) => !on);
+  const toggleCompare = () => store.update("compare", (on) => !on);
   $("ws-help-btn").addEventListener("click", () => toggleHelp());
   for (const b of document.querySelectorAll("[data-close]")) b.addEventListener("click", () => toggleHelp(false));
   $("ws-overlay-btn").addEventListener("click", toggleOverlay);
   $("ws-compare-btn").addEventListener("click", toggleCompare);
-  $("ws-zoom-in").addEventListener("click", () => ws.zoomAt(0.5, 0.5, ZOOM_STEP));
-  $("ws-zoom-out").addEventListener("click", () => ws.zoomAt(0.5, 0.5, 1 / ZOOM_STEP));
-  $("ws-zoom-level").addEventListener("click", () => ws.zoomActual());
-  $("ws-zoom-fit").addEventListener("click", () => ws.zoomReset());
-  $("ws-box-btn").addEventListener("click", () => { state.boxMode = !state.boxMode; $("ws-box-btn").setAttribute("aria-pressed", String(state.boxMode)); });
+  $("ws-zoom-in").addEventListener("click", () => stage.zoomAt(0.5, 0.5, ZOOM_STEP));
+  $("ws-zoom-out").addEventListener("click", () => stage.zoomAt(0.5, 0.5, 1 / ZOOM_STEP));
+  $("ws-zoom-level").addEventListener("click", () => stage.zoomActual());
+  $("ws-zoom-fit").addEventListener("click", () => stage.zoomReset());
+  $("ws-box-btn").addEventListener("click", () => store.update("boxMode", (on) => !on));
+  store.subscribe("boxMode", (on) => $("ws-box-btn").setAttribute("aria-pressed", String(on)));
 
   // --- the keyboard path through a correction ---
   // e focuses the form; digits pick an option in a focused select; an action type that needs a point starts the
@@ -202,69 +228,69 @@ export function install(ws) {
     node.focus({ preventScroll: true });
   }
   function startCursor(slot) {
-    const action = state.form.editor_state[slot];
-    const shot = shotOf(state.current);
-    if (!action || !shot || !ws.pointArgsOf(action.type).length || ws.slotAt(state.current) !== slot) return false;
-    const placed = ws.pointArgsOf(action.type).map((a) => action.args[a.name]).find((v) => Array.isArray(v));
+    const action = form().editor_state[slot];
+    const shot = shotOf(current());
+    if (!action || !shot || !editor.pointArgsOf(action.type).length || editor.slotAt(current()) !== slot) return false;
+    const placed = editor.pointArgsOf(action.type).map((a) => action.args[a.name]).find((v) => Array.isArray(v));
     const start = placed || recordedPoint();
-    state.cursor = { slot, px: start ? toPx(shot, start) : [shot.width / 2, shot.height / 2] };
-    ws.keepCursorInView();
-    state.cursor.range = visibleRange();
+    store.set("cursor", { slot, px: start ? toPx(shot, start) : [shot.width / 2, shot.height / 2] });
+    stage.keepCursorInView();
+    cursor().range = visibleRange();
     if (document.activeElement && document.activeElement !== document.body) document.activeElement.blur();
-    ws.keepCursorInView();
-    ws.renderStage();
-    ws.showCursorLoupe();
+    stage.keepCursorInView();
+    stage.renderStage();
+    stage.showCursorLoupe();
     return true;
   }
   // The first point the source recorded on this screen (what the correction most often moves a little from).
   function recordedPoint() {
-    const step = ws.STEPS[state.current - 1];
+    const step = steps.step(current());
     for (const action of (step && step.actions) || []) {
-      const point = ws.pointArgsOf(action.type).map((a) => (action.args || {})[a.name]).find((v) => Array.isArray(v));
+      const point = editor.pointArgsOf(action.type).map((a) => (action.args || {})[a.name]).find((v) => Array.isArray(v));
       if (point) return point;
     }
     return null;
   }
   // What is in view, in fractions of the screenshot, per axis: where the keyboard cursor's bisection starts.
   function visibleRange() {
-    const z = state.zoom;
+    const z = store.get("zoom");
     return [[-z.ox / z.scale, (1 - z.ox) / z.scale], [-z.oy / z.scale, (1 - z.oy) / z.scale]];
   }
   function moveCursor(d, fine) {
-    const shot = shotOf(state.current);
-    const [x, y] = state.cursor.px;
+    const shot = shotOf(current());
+    const [x, y] = cursor().px;
     // Steps are fractions of what is in view, so a zoomed-in annotator nudges finely.
-    const moved = cursorMove([x / shot.width, y / shot.height], state.cursor.range, d, fine, FINE_STEP / state.zoom.scale);
-    state.cursor.range = moved.range;
-    state.cursor.element = null;
-    state.cursor.px = [Math.min(shot.width - 1, moved.at[0] * shot.width), Math.min(shot.height - 1, moved.at[1] * shot.height)];
-    ws.keepCursorInView();
-    ws.renderStage();
-    ws.showCursorLoupe();
+    const moved = cursorMove([x / shot.width, y / shot.height], cursor().range, d, fine, FINE_STEP / store.get("zoom").scale);
+    cursor().range = moved.range;
+    cursor().element = null;
+    cursor().px = [Math.min(shot.width - 1, moved.at[0] * shot.width), Math.min(shot.height - 1, moved.at[1] * shot.height)];
+    stage.keepCursorInView();
+    stage.renderStage();
+    stage.showCursorLoupe();
   }
   // Ctrl+arrow: to the centre of the next recorded element that way; the arrows then halve within that element's
   // box (the point stays on it while it is fine-tuned), and Enter places the point as a click there would (snapping
   // the element's box where a click snaps). p starts the cursor over, with the whole view for the arrows.
-  const elementsHere = () => (ws.STEPS[state.current - 1] || {}).elements || [];
+  const elementsHere = () => (steps.step(current()) || {}).elements || [];
   // The recorded elements' boxes on the screen shown, in fractions of the screenshot.
   function elementBoxes() {
-    const shot = shotOf(state.current);
+    const shot = shotOf(current());
     return elementsHere().map((e) => boxToPx(shot, e.box)).map((b) => [b[0] / shot.width, b[1] / shot.height, b[2] / shot.width, b[3] / shot.height]);
   }
-  const cursorAt = () => { const shot = shotOf(state.current); return [state.cursor.px[0] / shot.width, state.cursor.px[1] / shot.height]; };
+  const cursorAt = () => { const shot = shotOf(current()); return [cursor().px[0] / shot.width, cursor().px[1] / shot.height]; };
   // The cursor to ``at`` (fractions), the arrows' range ``range``, on recorded element ``element`` (or null).
   function putCursor(at, range, element) {
-    const shot = shotOf(state.current);
-    state.cursor.px = [Math.min(shot.width - 1, at[0] * shot.width), Math.min(shot.height - 1, at[1] * shot.height)];
-    state.cursor.range = range;
-    state.cursor.element = element;
-    state.cursor.hints = null;
-    ws.keepCursorInView();
-    ws.renderStage();
-    ws.showCursorLoupe();
+    const shot = shotOf(current());
+    cursor().px = [Math.min(shot.width - 1, at[0] * shot.width), Math.min(shot.height - 1, at[1] * shot.height)];
+    cursor().range = range;
+    cursor().element = element;
+    cursor().hints = null;
+    stage.keepCursorInView();
+    stage.renderStage();
+    stage.showCursorLoupe();
   }
   function jumpCursor(d) {
-    const shot = shotOf(state.current);
+    const shot = shotOf(current());
     const elements = elementsHere();
     const jump = cursorJump(elementBoxes(), cursorAt(), d, [shot.width, shot.height]);
     if (!jump) {
@@ -279,23 +305,23 @@ export function install(ws) {
   // The hints key: a label on every recorded element of the screen, nearest the cursor first (one letter for the
   // nearest 26); typed, the cursor goes onto that element as Ctrl+arrow takes it there (the arrows then halve
   // within it, Enter places as a click on it would). A screen without elements: the view's cells 1–9, and the
-  // arrows then halve within the cell typed. Drawn by the stage (stage.js) from state.cursor.hints.
+  // arrows then halve within the cell typed. Drawn by the stage (stage.js) from the cursor's hints.
   function showHints() {
-    const shot = shotOf(state.current);
+    const shot = shotOf(current());
     const boxes = elementBoxes();
-    state.cursor.hints = boxes.length
+    cursor().hints = boxes.length
       ? { kind: "elements", items: assignHints(boxes, cursorAt(), [shot.width, shot.height]), typed: "" }
       : { kind: "cells", items: gridCells(visibleRange()), typed: "" };
-    ws.renderStage();
+    stage.renderStage();
   }
   const hintCommands = {
-    close: () => { state.cursor.hints = null; ws.renderStage(); },
-    back: () => { state.cursor.hints.typed = state.cursor.hints.typed.slice(0, -1); ws.renderStage(); },
+    close: () => { cursor().hints = null; stage.renderStage(); },
+    back: () => { cursor().hints.typed = cursor().hints.typed.slice(0, -1); stage.renderStage(); },
     type: (key) => {
-      const hints = state.cursor.hints, typed = hints.typed + key.toLowerCase();
+      const hints = cursor().hints, typed = hints.typed + key.toLowerCase();
       const found = hintTyped(hints.items, typed);
       if (found.miss) return;  // not a label: the labels stay as they are
-      if (found.prefix) { hints.typed = typed; ws.renderStage(); return; }
+      if (found.prefix) { hints.typed = typed; stage.renderStage(); return; }
       if (hints.kind === "cells") { putCursor(found.hit.at, found.hit.range, null); return; }
       const b = elementBoxes()[found.hit.element];
       putCursor([(b[0] + b[2]) / 2, (b[1] + b[3]) / 2], [[b[0], b[2]], [b[1], b[3]]], found.hit.element);
@@ -304,27 +330,27 @@ export function install(ws) {
   // b: a box from the keyboard. Its first corner is the keyboard point (started where the point is, or in the middle);
   // arrows move the other corner, Enter draws it.
   function startBox(slot) {
-    const action = state.form.editor_state[slot];
-    if (!action || !ws.takesBox(action)) return;
-    if (!state.cursor && !startCursor(slot)) return;
-    state.cursor.anchor = [...state.cursor.px];
-    state.cursor.range = visibleRange();  // the other corner: found as the point was
-    ws.renderStage();
+    const action = form().editor_state[slot];
+    if (!action || !editor.takesBox(action)) return;
+    if (!cursor() && !startCursor(slot)) return;
+    cursor().anchor = [...cursor().px];
+    cursor().range = visibleRange();  // the other corner: found as the point was
+    stage.renderStage();
   }
   function placeCursor() {
-    if (state.cursor.anchor) {
-      const { slot, anchor, px } = state.cursor;
-      state.cursor = null;
-      ws.drawBox(slot, shotOf(state.current), anchor, px);
+    if (cursor().anchor) {
+      const { slot, anchor, px } = cursor();
+      store.set("cursor", null);
+      editor.drawBox(slot, shotOf(current()), anchor, px);
       return;
     }
-    const { slot, px, element } = state.cursor;
-    if (element != null) ws.placeOnElement(slot, state.current, element, px);
-    else ws.placePoint(slot, toModel(shotOf(state.current), px));
-    const action = state.form.editor_state[slot];
-    const required = ws.pointArgsOf(action.type).filter((a) => a.required);
+    const { slot, px, element } = cursor();
+    if (element != null) stage.placeOnElement(slot, current(), element, px);
+    else editor.placePoint(slot, toModel(shotOf(current()), px));
+    const action = form().editor_state[slot];
+    const required = editor.pointArgsOf(action.type).filter((a) => a.required);
     const done = required.every((a) => Array.isArray(action.args[a.name]));
-    if (done) { state.cursor = null; ws.renderStage(); }  // a drag wants its end point next: the cursor stays
+    if (done) { store.set("cursor", null); stage.renderStage(); }  // a drag wants its end point next: the cursor stays
   }
 
   document.addEventListener("keydown", (event) => {
@@ -337,10 +363,10 @@ export function install(ws) {
     target.dispatchEvent(new Event("change", { bubbles: true }));
     const slot = target.dataset.slotType;
     if (slot) {
-      const next = nextInput(state.table, option.value);
-      const editor = `.ws-action-editor[data-slot="${slot}"]`;
+      const next = nextInput(store.get("table"), option.value);
+      const slotEditor = `.ws-action-editor[data-slot="${slot}"]`;
       if (next && next.cursor && startCursor(slot)) return;
-      focusField(document.querySelector(next && next.field ? `${editor} [data-arg="${next.field}"]` : `${editor} [data-arg]`));
+      focusField(document.querySelector(next && next.field ? `${slotEditor} [data-arg="${next.field}"]` : `${slotEditor} [data-arg]`));
     }
     if (target.id === "f-error_category") focusField($("f-corrected_thought"));
   }, true);
@@ -350,12 +376,12 @@ export function install(ws) {
     jump: ({ d }) => jumpCursor(d),
     hints: showHints,
     place: placeCursor,
-    box: () => startBox(state.cursor.slot),
-    leave: () => { state.cursor = null; ws.renderStage(); },
+    box: () => startBox(cursor().slot),
+    leave: () => { store.set("cursor", null); stage.renderStage(); },
   };
   document.addEventListener("keydown", (event) => {
-    if (!state.cursor || helpOpen()) return;
-    if (state.cursor.hints) {
+    if (!cursor() || helpOpen()) return;
+    if (cursor().hints) {
       // While the labels are shown the letters are theirs; any other key closes them and acts as it does.
       const typed = hintCommandFor(event);
       if (typed) {
@@ -363,35 +389,35 @@ export function install(ws) {
         hintCommands[typed.name](typed.arg);
         return;
       }
-      state.cursor.hints = null;
-      ws.renderStage();
+      cursor().hints = null;
+      stage.renderStage();
     }
-    const command = cursorCommandFor(event, !!state.cursor.anchor);
+    const command = cursorCommandFor(event, !!cursor().anchor);
     if (!command) return;
     event.preventDefault(); event.stopPropagation();  // arrows move the cursor, not the step
     cursorCommands[command.name](command.arg);
   }, true);
 
-  const slotHere = () => ws.slotAt(state.current);
+  const slotHere = () => editor.slotAt(current());
   const commands = {
-    save: () => ws.save(),
-    submit: () => ws.submit(),
-    take: (n) => ws.takeAlternative(n),
-    previous: () => ws.goTo(state.current - 1),
-    next: () => ws.goTo(state.current + 1),
-    first: () => ws.goTo(1),
-    last: () => ws.goTo(LAST_VIEW),
-    tau: () => { if (state.form.tau) ws.goTo(state.form.tau); },
+    save: () => draft.save(),
+    submit: () => panels.submit(),
+    take: (n) => alternatives.takeAlternative(n),
+    previous: () => stage.goTo(current() - 1),
+    next: () => stage.goTo(current() + 1),
+    first: () => stage.goTo(1),
+    last: () => stage.goTo(LAST_VIEW),
+    tau: () => { if (form().tau) stage.goTo(form().tau); },
     // The category takes the focus only when this press marked τ: refused (on the final screen) the focus stays,
     // else the next t or j would pick a category in the focused list instead of moving.
     // Marked (or τ already): the category when none is chosen, else the corrected thought, so the letters typed
     // next are written, not taken as keys.
     error: () => {
-      if (!ws.setVerdict("error")) return;
-      focusField(state.form.error_category ? $("f-corrected_thought") : $("f-error_category"));
+      if (!panels.setVerdict("error")) return;
+      focusField(form().error_category ? $("f-corrected_thought") : $("f-error_category"));
     },
-    no_error: () => ws.setVerdict("no_error"),
-    unusable: () => ws.setVerdict("unusable"),
+    no_error: () => panels.setVerdict("no_error"),
+    unusable: () => panels.setVerdict("unusable"),
     thought: () => {
       const slot = slotHere();
       focusField(slot === "reflection" ? $("f-reflection_thought") : slot === "corrected" ? $("f-corrected_thought") : null);
@@ -399,27 +425,26 @@ export function install(ws) {
     point: () => { const slot = slotHere(); if (slot) startCursor(slot); },
     box: () => { const slot = slotHere(); if (slot) startBox(slot); },
     // (With the cursor out it is the cursor's key; here only while a box's corner is moved, which it leaves alone.)
-    hints: () => { const slot = slotHere(); if (!state.cursor && slot && startCursor(slot)) showHints(); },
+    hints: () => { const slot = slotHere(); if (!cursor() && slot && startCursor(slot)) showHints(); },
     start: () => { const first = document.querySelector('[data-starts="corrected"] .ws-start'); if (first) first.click(); },
     delete_box: () => {
-      const slot = slotHere(), action = state.form.editor_state[slot];
-      if (action && Array.isArray(action.target_box)) ws.undoable("Deleted the element box", () => ws.clearBox(slot));
+      const slot = slotHere(), action = form().editor_state[slot];
+      if (action && Array.isArray(action.target_box)) undoable("Deleted the element box", () => editor.clearBox(slot));
     },
-    wrong: () => { const hot = ws.hotAlternative(); if (hot) ws.markAlternative(hot, "wrong"); },
+    wrong: () => { const hot = alternatives.hotAlternative(); if (hot) alternatives.markAlternative(hot, "wrong"); },
     overlay: toggleOverlay,
     compare: toggleCompare,
-    zoom_in: () => ws.zoomAt(0.5, 0.5, ZOOM_STEP),
-    zoom_out: () => ws.zoomAt(0.5, 0.5, 1 / ZOOM_STEP),
-    zoom_reset: () => ws.zoomReset(),
+    zoom_in: () => stage.zoomAt(0.5, 0.5, ZOOM_STEP),
+    zoom_out: () => stage.zoomAt(0.5, 0.5, 1 / ZOOM_STEP),
+    zoom_reset: () => stage.zoomReset(),
     help: () => toggleHelp(),
   };
   document.addEventListener("keydown", (event) => {
     if (helpOpen()) {
-      // Tab stays in the dialog (its one control); ? and Esc close it; every other key of the page waits.
-      if (event.key === "Tab") { event.preventDefault(); $("ws-help").querySelector("[data-close]").focus(); return; }
-      const command = commandFor(event, false);
-      if (command && (command.name === "help" || command.name === "escape")) { event.preventDefault(); toggleHelp(false); }
-      else if (command) event.preventDefault();
+      const action = helpKey(event);
+      if (action) event.preventDefault();
+      if (action === "trap") $("ws-help").querySelector("[data-close]").focus();
+      else if (action === "close") toggleHelp(false);
       return;
     }
     const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(event.target.tagName);
@@ -428,8 +453,7 @@ export function install(ws) {
     if (command.name === "escape") { if (typing) event.target.blur(); return; }
     event.preventDefault();
     if (!actsOnScreen(command.name, slotHere())) {
-      const where = SLOT_COMMANDS[command.name] === "corrected" ? "the correction's screen (τ; t goes there)" : "τ or the screen after it (t goes to τ)";
-      if (state.form.verdict === "error" && state.form.tau) ws.banner("error", `That key edits the correction: it works on ${where}.`);
+      if (form().verdict === "error" && form().tau) draft.banner("error", offScreenWords(command.name));
       return;
     }
     commands[command.name](command.arg);

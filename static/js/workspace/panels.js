@@ -10,16 +10,25 @@ const PROBLEM_TARGETS = {
   corrected_action: ".ws-action-editor[data-slot='corrected']", reflection_action: ".ws-action-editor[data-slot='reflection']",
 };
 
-export function install(ws) {
-  const { state, STEPS, N, ANN_ID, root } = ws;
+/* The side. ``page``: {root, annotationId, traceId, editable(), verdictAnswers (the fields each verdict keeps
+   empty: the server's table)}; ``store``: the workspace's state (current, form, version); ``steps``: steps.js's;
+   ``editor``: editor.js's reflectionScreen, serverNoReflectionReason, renderEditor, checkAction, changed;
+   ``draft``: autosave.js's; ``stage``: stage.js's renderStrip, renderStage, announceStep; ``undoable(label,
+   change)``: undo.js's; ``fitThought()``: the step's thought cut again to its lines. Returns renderAll() (the whole
+   page for the screen shown), renderPanels(), renderStarts(), setVerdict(verdict) and submit(). */
+export function createPanels({ page, store, steps, editor, draft, stage, undoable, fitThought }) {
+  const ANN_ID = page.annotationId, root = page.root, N = steps.count;
+  const form = () => store.get("form");
+  const current = () => store.get("current");
+  // Step index → the pre-scoring model's reply {thought, action}, from static/js/prescore.js.
+  let modelStarts = {};
   const copy = (value) => JSON.parse(JSON.stringify(value));
 
-  ws.renderStep = () => { ws.renderStrip(); ws.renderStage(); renderStepInfo(); ws.renderPanels(); ws.announceStep(); };
-  ws.renderAll = ws.renderStep;
+  const renderAll = () => { stage.renderStrip(); stage.renderStage(); renderStepInfo(); renderPanels(); stage.announceStep(); };
 
   function renderStepInfo() {
-    const i = state.current;
-    const step = STEPS[i - 1];
+    const i = current();
+    const step = steps.step(i);
     // The stage and the step's panel name the screen in the same words (they read "Step 1 of 3" and "Step 1 / 3").
     const title = i > N ? `Final screen (after step ${N})` : `Step ${i} of ${N}`;
     $("ws-step-num").textContent = title;
@@ -28,13 +37,13 @@ export function install(ws) {
     $("ws-step-recorded").hidden = i > N;
     const tags = $("ws-step-tags");
     tags.replaceChildren();
-    const tau = state.form.verdict === "error" ? state.form.tau : null;
+    const tau = form().verdict === "error" ? form().tau : null;
     if (tau && i === tau) tags.appendChild(el("span", { class: "ws-tag tau" }, "τ · first error"));
     // Written as the screen's caption writes it (o₄), not in the underscore notation no other label uses.
-    if (tau && i === ws.reflectionScreen(tau)) tags.appendChild(el("span", { class: "ws-tag refl" }, `o${sub(i)} · post-reflection`));
+    if (tau && i === editor.reflectionScreen(tau)) tags.appendChild(el("span", { class: "ws-tag refl" }, `o${sub(i)} · post-reflection`));
     if (tau && i > tau + 1) tags.appendChild(el("span", { class: "ws-tag after" }, "after τ"));
     $("ws-thought").textContent = step ? (step.thought || "(no thought recorded)") : "—";
-    ws.fitThought();
+    fitThought();
     $("ws-action").textContent = step ? (step.action_text || "(no action)") : "—";
     const gap = step ? step.missing_before : 0;
     $("ws-gap").hidden = !gap;
@@ -51,11 +60,11 @@ export function install(ws) {
     $("ws-human-text").textContent = human ? human.raw : "";
   }
 
-  ws.renderPanels = () => {
-    const f = state.form;
+  function renderPanels() {
+    const f = form();
     for (const b of document.querySelectorAll("[data-verdict]")) {
       b.classList.toggle("active", b.dataset.verdict === f.verdict);
-      b.disabled = !ws.editable();
+      b.disabled = !page.editable();
     }
     const vt = $("ws-verdict-text");
     vt.textContent = f.verdict === "error" ? `First error at step ${f.tau} (τ).` : f.verdict === "no_error" ? "The trace has no error."
@@ -65,14 +74,14 @@ export function install(ws) {
     for (const node of document.querySelectorAll("[data-field]")) {
       const v = f[node.dataset.field];
       if (document.activeElement !== node && node.value !== (v || "")) node.value = v || "";
-      node.disabled = !ws.editable();
+      node.disabled = !page.editable();
     }
-    const i = state.current;
+    const i = current();
     const tau = f.verdict === "error" ? f.tau : null;
     // τ's step says where its post-reflection goes: a τ far from the steps here (a version restored, an undo) waits
     // for its window, then everything is drawn again.
-    if (tau && !ws.hasStep(tau)) ws.loadAround(tau).then((loaded) => { if (loaded) ws.renderAll(); });
-    const after = ws.reflectionScreen(tau);  // o_{τ+1}, or null when it was not kept (the server's rule)
+    if (tau && !steps.hasStep(tau)) steps.loadAround(tau).then((loaded) => { if (loaded) renderAll(); });
+    const after = editor.reflectionScreen(tau);  // o_{τ+1}, or null when it was not kept (the server's rule)
     const missing = !!tau && after === null;
     const showCorrection = tau && i === tau;
     // Without o_{τ+1} the reason there is no post-reflection is given beside the correction.
@@ -82,7 +91,7 @@ export function install(ws) {
     for (const node of document.querySelectorAll(".ws-tau")) node.textContent = tau || "";
     $("ws-reflection-missing").hidden = !missing;
     // Where the server records the reason itself (o_{τ+1} not kept), the annotator is not asked for one.
-    $("ws-no-reflection-wrap").hidden = !!ws.serverNoReflectionReason(tau);
+    $("ws-no-reflection-wrap").hidden = !!editor.serverNoReflectionReason(tau);
     $("ws-reflection-body").hidden = missing;
     if (missing) {
       $("ws-reflection-missing").textContent = tau === N
@@ -95,50 +104,50 @@ export function install(ws) {
     const why = tau === N ? "no screen was kept after the last step" : `step ${tau + 1} has no screenshot`;
     $("ws-goto-text").textContent = !tau ? "" : missing ? `τ = ${tau}. Press t to go to the correction (no post-reflection: ${why}).`
       : `τ = ${tau}. Press t to go to the correction, then → for the post-reflection.`;
-    if (showCorrection) ws.renderEditor("corrected");
-    if (showReflection && !missing) ws.renderEditor("reflection");
-    ws.renderStarts();
-  };
+    if (showCorrection) editor.renderEditor("corrected");
+    if (showReflection && !missing) editor.renderEditor("reflection");
+    renderStarts();
+  }
 
-  ws.renderStarts = () => {
+  function renderStarts() {
     const box = document.querySelector('[data-starts="corrected"]');
     box.replaceChildren();
-    const tau = state.form.tau;
-    const step = tau ? STEPS[tau - 1] : null;
-    if (!step || !ws.editable()) return;
+    const tau = form().tau;
+    const step = tau ? steps.step(tau) : null;
+    if (!step || !page.editable()) return;
     const start = (cls, text, title, use) => {
       const b = el("button", { type: "button", class: cls }, text);
       if (title) b.title = title;
       // Starting over replaces what was written: one destructive change, with the undo banner (undo.js).
-      b.addEventListener("click", () => ws.undoable(`Started the correction from ${text.replace(/^Start from /, "")}`, () => { use(); ws.changed("corrected"); }));
+      b.addEventListener("click", () => undoable(`Started the correction from ${text.replace(/^Start from /, "")}`, () => { use(); editor.changed("corrected"); }));
       box.appendChild(b);
     };
     if (step.human_edit && step.human_edit.action) {
       start("ws-start human", "Start from the human-edited reply", "The source kept a human correction of this step", () => {
-        state.form.corrected_thought = step.human_edit.thought;
-        state.form.editor_state.corrected = copy(step.human_edit.action);
+        form().corrected_thought = step.human_edit.thought;
+        form().editor_state.corrected = copy(step.human_edit.action);
       });
     }
-    const suggestion = state.modelStarts[tau];
+    const suggestion = modelStarts[tau];
     if (suggestion) {
       start("ws-start model", "Start from the model's reply", "The pre-scoring model's own thought and action at this step", () => {
-        state.form.corrected_thought = suggestion.thought || state.form.corrected_thought;
-        state.form.editor_state.corrected = copy(suggestion.action);
+        form().corrected_thought = suggestion.thought || form().corrected_thought;
+        form().editor_state.corrected = copy(suggestion.action);
       });
     }
     if ((step.actions || []).length) {
       start("ws-start", "Start from the recorded action", "", () => {
-        state.form.editor_state.corrected = copy(step.actions[0]);
-        if (!state.form.corrected_thought) state.form.corrected_thought = step.thought;
+        form().editor_state.corrected = copy(step.actions[0]);
+        if (!form().corrected_thought) form().corrected_thought = step.thought;
       });
     }
     const first = box.querySelector(".ws-start");
     if (first) { first.append(" "); first.appendChild(el("kbd", {}, "s")); }
-  };
+  }
   document.addEventListener("prescore:starts", (event) => {
-    if (String(event.detail.traceId) !== String(ws.DATA.trace.id)) return;
-    state.modelStarts = event.detail.starts || {};
-    ws.renderStarts();
+    if (String(event.detail.traceId) !== String(page.traceId)) return;
+    modelStarts = event.detail.starts || {};
+    renderStarts();
   });
 
   // --- marking ---
@@ -146,32 +155,32 @@ export function install(ws) {
   // The fields a verdict keeps empty are emptied in the page at once, from the server's own table
   // (``verdict_answers``: annotation.services.answer_for_verdict), so the undo banner can say what went.
   function setVerdict(verdict) {
-    if (!ws.editable()) return false;
-    const f = state.form;
+    if (!page.editable()) return false;
+    const f = form();
     if (verdict === "error") {
-      if (state.current > N) { ws.banner("error", "The final screen is not a step: mark τ on a step."); return false; }
-      f.verdict = "error"; f.tau = state.current;
+      if (current() > N) { draft.banner("error", "The final screen is not a step: mark τ on a step."); return false; }
+      f.verdict = "error"; f.tau = current();
     } else {
       f.verdict = verdict;
     }
-    for (const [name, empty] of Object.entries((ws.DATA.verdict_answers || {})[verdict] || {})) {
+    for (const [name, empty] of Object.entries((page.verdictAnswers || {})[verdict] || {})) {
       if (name in f) f[name] = copy(empty);
     }
-    ws.renderAll(); ws.edited();
-    if (verdict === "error") { ws.checkAction("corrected"); if (ws.reflectionScreen(f.tau)) ws.checkAction("reflection"); }
+    renderAll(); draft.edited();
+    if (verdict === "error") { editor.checkAction("corrected"); if (editor.reflectionScreen(f.tau)) editor.checkAction("reflection"); }
     if (verdict === "unusable") $("f-unusable_reason").focus();
     return true;
   }
   const VERDICT_WORDS = { no_error: "Marked No error", unusable: "Marked Unusable" };
   /* Set the verdict (a key or a button): one destructive change, with the undo banner (undo.js). Returns whether it
      was set (read only, or τ asked for on the final screen: not). */
-  ws.setVerdict = (verdict) => ws.undoable(() => VERDICT_WORDS[verdict] || `Marked the first error at step ${state.form.tau}`,
+  const setVerdictUndoably = (verdict) => undoable(() => VERDICT_WORDS[verdict] || `Marked the first error at step ${form().tau}`,
     () => setVerdict(verdict));
-  for (const b of document.querySelectorAll("[data-verdict]")) b.addEventListener("click", () => ws.setVerdict(b.dataset.verdict));
+  for (const b of document.querySelectorAll("[data-verdict]")) b.addEventListener("click", () => setVerdictUndoably(b.dataset.verdict));
   for (const node of document.querySelectorAll("[data-field]")) {
     node.addEventListener(node.tagName === "SELECT" ? "change" : "input", () => {
-      state.form[node.dataset.field] = node.value;
-      ws.edited(`field:${node.dataset.field}`);
+      form()[node.dataset.field] = node.value;
+      draft.edited(`field:${node.dataset.field}`);
     });
   }
 
@@ -206,26 +215,25 @@ export function install(ws) {
   document.addEventListener("input", unmark, true);
   document.addEventListener("change", unmark, true);
 
-  ws.submit = async () => {
-    if (!ws.editable()) return;  // read only, or already submitted
-    for (let attempt = 0; attempt < 3 && (ws.dirty() || state.saving) && !state.blocked; attempt++) await ws.save();
-    if (ws.dirty() || state.blocked) { ws.banner("error", "Save the draft first (see the status above), then submit."); return; }
-    const res = await api("POST", `/api/annotations/${ANN_ID}/submit/`, { version: state.version });
+  async function submit() {
+    if (!page.editable()) return;  // read only, or already submitted
+    if (!(await draft.saveAll())) { draft.banner("error", "Save the draft first (see the status above), then submit."); return; }
+    const res = await api("POST", `/api/annotations/${ANN_ID}/submit/`, { version: store.get("version") });
     if (res.status === 200) {
-      ws.leaseEnded();
+      draft.leaseEnded();
       clearProblems();
-      ws.forgetLocalCopy();
+      draft.forgetLocalCopy();
       // The header says once what happened (the status, as the server names it) and offers what comes next; what
       // the annotator may still do is the server's answer, not a rule of the page.
       const answer = res.data;
       $("ws-status-pill").textContent = answer.status_display;
       $("ws-status-pill").className = "pill " + answer.status;
-      ws.banner("", "");
-      ws.setSaveState("saved", "");
+      draft.banner("", "");
+      draft.setSaveState("saved", "");
       if (!answer.editable) {
         root.dataset.editable = "0";
         for (const id of ["ws-save", "ws-skip", "ws-submit", "ws-undo", "ws-redo"]) { const node = $(id); if (node) node.hidden = true; }
-        ws.renderAll();  // every control drawn again as read only
+        renderAll();  // every control drawn again as read only
         const next = $("ws-next");
         next.hidden = false;
         next.querySelector("button").focus();
@@ -234,30 +242,31 @@ export function install(ws) {
       if (returned) returned.hidden = true;
       return;
     }
-    if (res.status === 409 && res.data.current) return ws.conflict(res.data);
-    if (isAuthProblem(res)) return ws.sessionExpired();
+    if (res.status === 409 && res.data.current) return draft.conflict(res.data);
+    if (isAuthProblem(res)) return draft.sessionExpired();
     showProblems(res.data.errors || { detail: res.data.detail || "the server could not be reached" });
-  };
+  }
   const submitBtn = $("ws-submit");
-  if (submitBtn) submitBtn.addEventListener("click", ws.submit);
+  if (submitBtn) submitBtn.addEventListener("click", submit);
   // Skipping gives the trace back for good (it is not offered to this annotator again): asked first, in the page.
   async function skip() {
-    await ws.save();
+    await draft.save();
     const res = await api("POST", `/api/annotations/${ANN_ID}/skip/`);
     if (res.status === 200) {
-      ws.leaseEnded();
+      draft.leaseEnded();
       window.location.href = `${root.dataset.queueUrl}?skipped=${encodeURIComponent(ANN_ID)}`;
       return;
     }
-    if (isAuthProblem(res)) return ws.sessionExpired();
-    ws.banner("error", "Not skipped: " + (res.data.detail || "the server could not be reached; try again."));
+    if (isAuthProblem(res)) return draft.sessionExpired();
+    draft.banner("error", "Not skipped: " + (res.data.detail || "the server could not be reached; try again."));
   }
   const skipBtn = $("ws-skip");
   if (skipBtn) skipBtn.addEventListener("click", () => {
-    ws.banner("conflict", "Skip this trace? It goes back to the pool and is not offered to you again; your draft is kept.", [
-      ["Skip it", skip], ["Keep working", () => ws.banner("", "")],
+    draft.banner("conflict", "Skip this trace? It goes back to the pool and is not offered to you again; your draft is kept.", [
+      ["Skip it", skip], ["Keep working", () => draft.banner("", "")],
     ]);
     const confirmBtn = $("ws-banner").querySelector("button");
     if (confirmBtn) confirmBtn.focus();
   });
+  return { renderAll, renderPanels, renderStarts, setVerdict: setVerdictUndoably, submit };
 }

@@ -10,11 +10,23 @@ export { sub };
 
 const LOUPE_RADIUS = 75, LOUPE_POWER = 3;
 
-export function install(ws) {
-  const { state, STEPS, N, LAST_VIEW } = ws;
-  const shotOf = ws.shotOf;
-
-  const elementsOf = (index) => (index <= N ? (STEPS[index - 1] || {}).elements || [] : []);
+/* The stage. ``page``: {root (the workspace's element), editable(), traceId, strip (the served marks of the
+   filmstrip)}; ``store``: the workspace's state (current, form, cursor, zoom, overlay, compare, boxMode, table);
+   ``steps``: steps.js's; ``editor``: editor.js's slotAt, pointArgsOf, takesBox, snaps, placePoint, setTargetBox,
+   drawBox, clearBox; ``draft``: autosave.js's dirty() and save(); ``drawAlternatives(index, draw)``:
+   alternatives.js's; ``undoable(label, change)``: undo.js's; ``hooks``: renderStep() (the whole page drawn for the
+   screen shown: panels.js). Returns the functions below. */
+export function createStage({ page, store, steps, editor, draft, drawAlternatives, undoable, hooks }) {
+  const N = steps.count, LAST_VIEW = steps.lastView;
+  const shotOf = steps.shotOf, elementsOf = steps.elementsOf;
+  const current = () => store.get("current");
+  const form = () => store.get("form");
+  const cursor = () => store.get("cursor");
+  const zoom = () => store.get("zoom");
+  // An element box being drawn with the mouse ({slot, a, b}: corners in screenshot pixels), and the imported
+  // element under the pointer ({index, element}: the screen and its element's index) that a click would snap to.
+  let boxDrag = null, hoverElementAt = null;
+  let wanted = null;  // the screen last asked for (shown once its window arrives, unless another was asked for since)
 
   // --- overlay drawing ---
   /* ``frame``: the pane's frame, whose width is the screenshot's on the screen at fit (0 before it is laid out). */
@@ -22,13 +34,13 @@ export function install(ws) {
     const layer = svg("svg", { viewBox: `0 0 ${shot.width} ${shot.height}`, class: "ws-overlay", preserveAspectRatio: "none" });
     layer.appendChild(arrowHeads());
     const imagePerScreen = frame && frame.clientWidth ? shot.width / frame.clientWidth : 0;
-    const unit = markUnit(shot, state.zoom.scale, imagePerScreen);
-    const draw = (action, tone, extra) => drawAction(layer, state.table, shot, action, tone, Object.assign({ zoom: state.zoom.scale, imagePerScreen }, extra));
-    if (state.overlay && options.drawRecorded && index <= N) for (const a of (STEPS[index - 1] || {}).actions || []) draw(a, "recorded");
+    const unit = markUnit(shot, zoom().scale, imagePerScreen);
+    const draw = (action, tone, extra) => drawAction(layer, store.get("table"), shot, action, tone, Object.assign({ zoom: zoom().scale, imagePerScreen }, extra));
+    if (store.get("overlay") && options.drawRecorded && index <= N) for (const a of (steps.step(index) || {}).actions || []) draw(a, "recorded");
     const slot = options.slot;
     // The alternatives under the correction: one taken sits where the correction starts, which stays on top.
-    if (state.overlay) ws.drawAlternatives(index, draw);
-    if (state.overlay && slot && state.form.editor_state[slot]) draw(state.form.editor_state[slot], "fix");
+    if (store.get("overlay")) drawAlternatives(index, draw);
+    if (store.get("overlay") && slot && form().editor_state[slot]) draw(form().editor_state[slot], "fix");
     const box = (a, b, cls) => layer.appendChild(svg("rect", {
       x: Math.min(a[0], b[0]), y: Math.min(a[1], b[1]), width: Math.abs(b[0] - a[0]), height: Math.abs(b[1] - a[1]),
       "stroke-width": unit * 2, class: cls,
@@ -37,23 +49,23 @@ export function install(ws) {
     // click snaps to; on any other, what the recorded action was meant to hit).
     // The element the keyboard cursor jumped to is outlined as the hovered one is.
     const elements = elementsOf(index);
-    const jumped = state.cursor && slot && state.cursor.slot === slot && state.cursor.element != null ? { index, element: state.cursor.element } : null;
-    const outlined = jumped || state.hoverElement;
+    const jumped = cursor() && slot && cursor().slot === slot && cursor().element != null ? { index, element: cursor().element } : null;
+    const outlined = jumped || hoverElementAt;
     if (outlined !== null && outlined.index === index && elements[outlined.element]) {
       const e = boxToPx(shot, elements[outlined.element].box);
       box(e.slice(0, 2), e.slice(2), "ws-element-hover");
     }
-    if (state.boxDrag && slot && state.boxDrag.slot === slot) box(state.boxDrag.a, state.boxDrag.b, "ws-box-draft");
-    if (state.cursor && slot && state.cursor.slot === slot && state.cursor.anchor) box(state.cursor.anchor, state.cursor.px, "ws-box-draft");
-    if (state.cursor && slot && state.cursor.slot === slot) {
-      const [cx, cy] = state.cursor.px, arm = unit * 25;
+    if (boxDrag && slot && boxDrag.slot === slot) box(boxDrag.a, boxDrag.b, "ws-box-draft");
+    if (cursor() && slot && cursor().slot === slot && cursor().anchor) box(cursor().anchor, cursor().px, "ws-box-draft");
+    if (cursor() && slot && cursor().slot === slot) {
+      const [cx, cy] = cursor().px, arm = unit * 25;
       const g = svg("g", { class: "ws-cursor", "stroke-width": unit * 3 });
       g.appendChild(svg("line", { x1: cx - arm, y1: cy, x2: cx + arm, y2: cy }));
       g.appendChild(svg("line", { x1: cx, y1: cy - arm, x2: cx, y2: cy + arm }));
       g.appendChild(svg("circle", { cx, cy, r: arm / 3 }));
       layer.appendChild(g);
     }
-    if (state.cursor && slot && state.cursor.slot === slot && state.cursor.hints) drawHints(layer, shot, elements, state.cursor.hints, unit);
+    if (cursor() && slot && cursor().slot === slot && cursor().hints) drawHints(layer, shot, elements, cursor().hints, unit);
     return layer;
   }
 
@@ -103,7 +115,7 @@ export function install(ws) {
     const caption = el("figcaption", {}, index === N + 1 ? `o${sub(N + 1)} · final screen` : `o${sub(index)} · step ${index}`);
     if (!shot) {
       const text = index > N ? "No screen after the last step was kept."
-        : !ws.hasStep(index) ? "Loading this step…" : "No screenshot was recorded for this step.";
+        : !steps.hasStep(index) ? "Loading this step…" : "No screenshot was recorded for this step.";
       pane.appendChild(el("div", { class: "ws-missing" }, text));
       pane.appendChild(caption);
       return pane;
@@ -113,7 +125,7 @@ export function install(ws) {
     frame.style.setProperty("--shot-ratio", `${shot.width} / ${shot.height}`);  // fits it to the pane (workspace.css)
     // The image and its overlay move together inside the frame: zoom and pan transform this layer only.
     const view = el("div", { class: "ws-zoom" });
-    view.style.transform = Zoom.transform(state.zoom);
+    view.style.transform = Zoom.transform(zoom());
     const img = el("img", { src: shot.url, alt: `screenshot of step ${index}`, draggable: false, decoding: "async" });
     img.width = shot.width; img.height = shot.height;
     view.appendChild(img);
@@ -121,14 +133,14 @@ export function install(ws) {
     frame.appendChild(view);
     frame.redrawOverlay = () => view.replaceChild(overlayLayer(index, options, shot, frame), view.querySelector(".ws-overlay"));
     // Marker sizes depend on the screenshot's size on the screen, known once the frame is laid out (and again when
-    // the window changes it); every overlay is redrawn, and pre-scoring's ghost into it (ws.redrawOverlays).
+    // the window changes it); every overlay is redrawn, and pre-scoring's ghost into it (redrawOverlays).
     // Only a change of the frame's width changes marker sizes: a redraw on any other notice would replace the
     // overlay (and the keyboard cursor in it) for nothing.
     let drawnForWidth = null;  // the first notice, once the frame is laid out, always redraws
     new ResizeObserver(() => {
       if (frame.clientWidth === drawnForWidth) return;
       drawnForWidth = frame.clientWidth;
-      ws.redrawOverlays();
+      redrawOverlays();
     }).observe(frame);
     const loupe = el("div", { class: "ws-loupe" });
     loupe.setAttribute("aria-hidden", "true");
@@ -136,16 +148,16 @@ export function install(ws) {
     loupe.style.backgroundImage = `url("${shot.url}")`;
     frame.appendChild(loupe);
     const slot = options.slot;
-    if (slot && ws.editable()) {
+    if (slot && page.editable()) {
       frame.classList.add("placing");
       frame.dataset.slot = slot;
       frame.addEventListener("click", (event) => {
         // (The click that ends a drag never reaches here: static/js/zoom.js swallows it.) Measured on the transformed layer: exact at every zoom and pan.
         const px = pxAt(view, shot, event);
-        ws.placeOnElement(slot, index, elementAt(elementsOf(index), shot, px), px);
+        placeOnElement(slot, index, elementAt(elementsOf(index), shot, px), px);
       });
     }
-    attachZoomGestures(frame, view, loupe, !!(slot && ws.editable()), { index, shot, slot });
+    attachZoomGestures(frame, view, loupe, !!(slot && page.editable()), { index, shot, slot });
     pane.appendChild(frame);
     pane.appendChild(caption);
     return pane;
@@ -154,85 +166,84 @@ export function install(ws) {
   /* A point placed at ``px`` (screenshot pixels) on screen ``index``, over recorded element ``element`` (its index,
      or null): a click, or Enter after the keyboard cursor jumped to an element. On an element outside the action's
      box, an action that snaps takes the element's box (its point goes to the box's centre); else the point is placed. */
-  ws.placeOnElement = (slot, index, element, px) => {
-    const shot = shotOf(index), action = state.form.editor_state[slot];
-    if (element !== null && action && !inBox(action.target_box, toModel(shot, px)) && ws.snaps(action)) {
-      ws.setTargetBox(slot, elementsOf(index)[element].box.slice());
-    } else ws.placePoint(slot, toModel(shot, px));
-  };
+  function placeOnElement(slot, index, element, px) {
+    const shot = shotOf(index), action = form().editor_state[slot];
+    if (element !== null && action && !inBox(action.target_box, toModel(shot, px)) && editor.snaps(action)) {
+      editor.setTargetBox(slot, elementsOf(index)[element].box.slice());
+    } else editor.placePoint(slot, toModel(shot, px));
+  }
 
   // --- zoom, pan and the loupe ---
   // Gestures and the zoom arithmetic are static/js/zoom.js's (shared with the review page); + - 0 from the keyboard.
-  // Every pane shares state.zoom, so o_i | o_i+1 stay aligned. While the view moves only a CSS transform changes
-  // (cheap, every frame); the markers are redrawn at their on-screen size once it settles.
+  // Every pane shares the one zoom (the store's), so o_i | o_i+1 stay aligned. While the view moves only a CSS
+  // transform changes (cheap, every frame); the markers are redrawn at their on-screen size once it settles.
   let settleTimer = null;
   function setZoom(view) {
-    state.zoom = view;
+    store.set("zoom", view);
     const stage = $("ws-stage");
-    for (const layer of stage.querySelectorAll(".ws-zoom")) layer.style.transform = Zoom.transform(state.zoom);
-    stage.classList.toggle("zoomed", state.zoom.scale > 1);
+    for (const layer of stage.querySelectorAll(".ws-zoom")) layer.style.transform = Zoom.transform(zoom());
+    stage.classList.toggle("zoomed", zoom().scale > 1);
     showZoomLevel();
     clearTimeout(settleTimer);
     settleTimer = setTimeout(() => {
-      ws.redrawOverlays();
-      if (state.cursor) showCursorLoupe();
+      redrawOverlays();
+      if (cursor()) showCursorLoupe();
     }, 120);
   }
-  ws.zoomAt = (u, v, factor) => setZoom(Zoom.zoomAt(state.zoom, u, v, factor));
-  ws.zoomReset = () => setZoom({ ...Zoom.FIT });
+  const zoomAt = (u, v, factor) => setZoom(Zoom.zoomAt(zoom(), u, v, factor));
+  const zoomReset = () => setZoom({ ...Zoom.FIT });
   // The frame the zoom is read against: the first pane's (every pane shares the view).
   const shownFrame = () => {
-    const frame = $("ws-stage").querySelector(".ws-frame"), shot = shotOf(state.current);
+    const frame = $("ws-stage").querySelector(".ws-frame"), shot = shotOf(current());
     return frame && frame.clientWidth && shot ? { width: frame.clientWidth, shot } : null;
   };
-  ws.zoomActual = () => {
+  function zoomActual() {
     const shown = shownFrame();
-    if (shown) setZoom(Zoom.actualSize(state.zoom, shown.width, shown.shot.width));
-  };
+    if (shown) setZoom(Zoom.actualSize(zoom(), shown.width, shown.shot.width));
+  }
   // "100 %" is the screenshot's own pixels; fitted, the level says so ("Fit · 53 %").
   function showZoomLevel() {
     const shown = shownFrame();
-    $("ws-zoom-level").textContent = shown ? Zoom.levelText(state.zoom, shown.width, shown.shot.width) : "Fit";
-    $("ws-zoom-fit").setAttribute("aria-pressed", String(state.zoom.scale === 1));
+    $("ws-zoom-level").textContent = shown ? Zoom.levelText(zoom(), shown.width, shown.shot.width) : "Fit";
+    $("ws-zoom-fit").setAttribute("aria-pressed", String(zoom().scale === 1));
   }
-  ws.showZoomLevel = showZoomLevel;
-  window.wsZoom = () => ({ ...state.zoom });  // for tests
+  window.wsZoom = () => ({ ...zoom() });  // for tests
 
   /* Every pane's overlay drawn again (the zoom settled, alternatives arrived), then pre-scoring's ghost into it. */
-  ws.redrawOverlays = () => {
+  function redrawOverlays() {
     for (const frame of $("ws-stage").querySelectorAll(".ws-frame")) if (frame.redrawOverlay) frame.redrawOverlay();
     showZoomLevel();
-    ws.announceStep();
-  };
+    announceStep();
+  }
 
   function attachZoomGestures(frame, view, loupe, placing, pane) {
     Zoom.attach(frame, {
-      get: () => state.zoom,
+      get: () => zoom(),
       set: setZoom,
       hover: (event) => {
-        if (placing && !state.cursor) showLoupe(frame, view, loupe, event.clientX, event.clientY);
+        if (placing && !cursor()) showLoupe(frame, view, loupe, event.clientX, event.clientY);
         hoverElement(frame, pane.index, pane.shot, pxAt(view, pane.shot, event));
       },
       leave: () => {
-        if (!state.cursor) loupe.hidden = true;
-        if (state.hoverElement !== null) { state.hoverElement = null; if (frame.redrawOverlay) frame.redrawOverlay(); }
+        if (!cursor()) loupe.hidden = true;
+        if (hoverElementAt !== null) { hoverElementAt = null; if (frame.redrawOverlay) frame.redrawOverlay(); }
       },
       // Shift+drag (or any drag while "Draw box" is on) draws the target's element box instead of panning.
       draw: placing ? {
         start: (event) => {
-          const action = state.form.editor_state[pane.slot];
-          if (!(event.shiftKey || state.boxMode) || !action || !ws.takesBox(action)) return false;
+          const action = form().editor_state[pane.slot];
+          if (!(event.shiftKey || store.get("boxMode")) || !action || !editor.takesBox(action)) return false;
           const px = pxAt(view, pane.shot, event);
-          state.boxDrag = { slot: pane.slot, a: px, b: px };
+          boxDrag = { slot: pane.slot, a: px, b: px };
           return true;
         },
-        move: (event) => { state.boxDrag.b = pxAt(view, pane.shot, event); frame.redrawOverlay(); },
+        move: (event) => { boxDrag.b = pxAt(view, pane.shot, event); frame.redrawOverlay(); },
         end: (event, cancelled) => {
-          const drag = state.boxDrag;
-          state.boxDrag = null;
+          const drag = boxDrag;
+          boxDrag = null;
           if (cancelled) { frame.redrawOverlay(); return; }
           drag.b = pxAt(view, pane.shot, event);
-          ws.drawBox(pane.slot, pane.shot, drag.a, drag.b);
+          editor.drawBox(pane.slot, pane.shot, drag.a, drag.b);
         },
       } : null,
     });
@@ -240,9 +251,9 @@ export function install(ws) {
 
   function hoverElement(frame, index, shot, px) {
     const found = elementAt(elementsOf(index), shot, px);
-    const now = state.hoverElement;
+    const now = hoverElementAt;
     if ((found === null && now === null) || (now && now.index === index && now.element === found)) return;
-    state.hoverElement = found === null ? null : { index, element: found };
+    hoverElementAt = found === null ? null : { index, element: found };
     frame.redrawOverlay();
   }
 
@@ -264,61 +275,59 @@ export function install(ws) {
   }
   function showCursorLoupe() {
     const frame = document.querySelector("#ws-stage .ws-frame.placing");
-    const shot = shotOf(state.current);
-    if (!frame || !state.cursor || !shot) return;
+    const shot = shotOf(current());
+    if (!frame || !cursor() || !shot) return;
     const view = frame.querySelector(".ws-zoom"), image = view.getBoundingClientRect();
-    const [x, y] = state.cursor.px;
+    const [x, y] = cursor().px;
     showLoupe(frame, view, frame.querySelector(".ws-loupe"), image.left + x / shot.width * image.width, image.top + y / shot.height * image.height);
   }
-  ws.showCursorLoupe = showCursorLoupe;
   // The keyboard cursor stays in view: when it leaves the zoomed region, the view centres on it.
-  ws.keepCursorInView = () => {
-    const shot = shotOf(state.current), z = state.zoom;
-    if (!state.cursor || !shot || z.scale === 1) return;
-    const fx = state.cursor.px[0] / shot.width, fy = state.cursor.px[1] / shot.height;
+  function keepCursorInView() {
+    const shot = shotOf(current()), z = zoom();
+    if (!cursor() || !shot || z.scale === 1) return;
+    const fx = cursor().px[0] / shot.width, fy = cursor().px[1] / shot.height;
     const u = fx * z.scale + z.ox, v = fy * z.scale + z.oy;
     if (u > 0.05 && u < 0.95 && v > 0.05 && v < 0.95) return;
-    state.zoom = Zoom.clamp(z.scale, 0.5 - fx * z.scale, 0.5 - fy * z.scale);
-  };
+    store.set("zoom", Zoom.clamp(z.scale, 0.5 - fx * z.scale, 0.5 - fy * z.scale));
+  }
 
   // --- step switch ---
   const prefetched = new Set();
   function prefetch(index) {
-    ws.loadAround(index);  // the step data half a window either way (workspace/steps.js)
+    steps.loadAround(index);  // the step data half a window either way (workspace/steps.js)
     for (const i of [index + 1, index - 1, index + 2]) {
       const shot = shotOf(i);
       if (shot && !prefetched.has(shot.url)) { prefetched.add(shot.url); const im = new Image(); im.decoding = "async"; im.src = shot.url; }
     }
   }
-  ws.prefetch = prefetch;
 
-  ws.goTo = (index) => {
+  function goTo(index) {
     index = Math.max(1, Math.min(LAST_VIEW, index));
     // A step whose data is not here yet (a jump far away) is shown once its window arrives, unless the annotator
     // has gone elsewhere meanwhile.
-    state.wanted = index;
-    if (!ws.hasStep(index)) {
-      ws.root.dataset.loadingStep = String(index);
-      ws.loadAround(index).then((loaded) => {
-        if (state.wanted !== index) return;
-        delete ws.root.dataset.loadingStep;
-        if (loaded) ws.goTo(index);
+    wanted = index;
+    if (!steps.hasStep(index)) {
+      page.root.dataset.loadingStep = String(index);
+      steps.loadAround(index).then((loaded) => {
+        if (wanted !== index) return;
+        delete page.root.dataset.loadingStep;
+        if (loaded) goTo(index);
       });
       return;
     }
-    delete ws.root.dataset.loadingStep;
-    state.cursor = null;
+    delete page.root.dataset.loadingStep;
+    store.set("cursor", null);
     performance.mark("ws-step-start");
-    if (index !== state.current && ws.dirty()) ws.save();
-    const moved = index !== state.current;
-    state.current = index;
-    ws.renderStep();
+    if (index !== current() && draft.dirty()) draft.save();
+    const moved = index !== current();
+    store.set("current", index);
+    hooks.renderStep();
     if (moved) revealStepText();
     performance.mark("ws-step-end");
     performance.measure("ws-step-switch", "ws-step-start", "ws-step-end");
     prefetch(index);
-  };
-  window.wsGoTo = ws.goTo; // for the benchmark and tests
+  }
+  window.wsGoTo = goTo; // for the benchmark and tests
 
   /* The side panel keeps its scroll from step to step, so the new step's text could start above its top, cut
      mid-sentence: scrolled back to show where it starts, with the step's suggestions above it when shown (nothing
@@ -336,7 +345,7 @@ export function install(ws) {
 
   // What the strip marks on every step comes with the page (annotation.selectors.workspace_strip); the thumbnails
   // come with each step's data, filled in as its window arrives (the strip asks for the windows scrolled into view).
-  const marks = ws.DATA.strip || { without_shot: [], off_screen: [], gaps: {} };
+  const marks = page.strip || { without_shot: [], off_screen: [], gaps: {} };
   const withoutShot = new Set(marks.without_shot), offScreen = new Set(marks.off_screen);
   const thumbs = [];  // thumbs[i - 1]: the strip's button of screen i
   function fillThumb(b, i) {
@@ -353,24 +362,24 @@ export function install(ws) {
     seen.unobserve(b);
   }
   const seen = new IntersectionObserver((entries) => {
-    for (const entry of entries) if (entry.isIntersecting) ws.loadAround(+entry.target.dataset.step);
+    for (const entry of entries) if (entry.isIntersecting) steps.loadAround(+entry.target.dataset.step);
   }, { root: $("ws-strip") });
-  ws.stepsLoaded = (first, last) => {
+  function stepsLoaded(first, last) {
     for (let i = first; i <= last; i++) if (thumbs[i - 1]) fillThumb(thumbs[i - 1], i);
     // o_{i+1} beside the step shown was waiting for its window.
-    if (state.compare && state.current + 1 >= first && state.current + 1 <= last) ws.renderStage();
-  };
+    if (store.get("compare") && current() + 1 >= first && current() + 1 <= last) renderStage();
+  }
   let marked = { current: null, tau: undefined };  // what the strip's classes show now
   const markThumb = (i, tau) => {
     const b = thumbs[i - 1];
     if (!b) return;
-    b.classList.toggle("current", i === state.current);
+    b.classList.toggle("current", i === current());
     b.classList.toggle("tau", i === tau);
     b.classList.toggle("after-tau", !!tau && i > tau);
-    if (i === state.current) b.setAttribute("aria-current", "step"); else b.removeAttribute("aria-current");
+    if (i === current()) b.setAttribute("aria-current", "step"); else b.removeAttribute("aria-current");
   };
 
-  ws.renderStrip = () => {
+  function renderStrip() {
     const strip = $("ws-strip");
     if (!strip.childElementCount) {
       for (let i = 1; i <= LAST_VIEW; i++) {
@@ -379,7 +388,7 @@ export function install(ws) {
         b.appendChild(el("span", { class: "ws-thumb-num" }, i > N ? "end" : i));
         // A recorded point off the screen (the server measured it at import): marked on its thumbnail.
         if (offScreen.has(i)) b.appendChild(el("span", { class: "ws-off-screen-mark", title: "a recorded point outside the screen" }, "off"));
-        b.addEventListener("click", () => ws.goTo(i));
+        b.addEventListener("click", () => goTo(i));
         const gap = marks.gaps[i];
         if (gap) {
           // A gap in the recording: a visible break in the strip before this step.
@@ -391,32 +400,32 @@ export function install(ws) {
         if (!b.dataset.filled) seen.observe(b);
       }
     }
-    const tau = state.form.verdict === "error" ? state.form.tau : null;
+    const tau = form().verdict === "error" ? form().tau : null;
     // Only the thumbnails whose marks change are touched: a long trace's strip has thousands.
     if (tau !== marked.tau) for (let i = 1; i <= LAST_VIEW; i++) markThumb(i, tau);
-    else for (const i of new Set([marked.current, state.current])) markThumb(i, tau);
-    marked = { current: state.current, tau };
-    const cur = thumbs[state.current - 1];
+    else for (const i of new Set([marked.current, current()])) markThumb(i, tau);
+    marked = { current: current(), tau };
+    const cur = thumbs[current() - 1];
     if (cur) cur.scrollIntoView({ block: "nearest", inline: "nearest" });
-  };
+  }
 
-  ws.renderStage = () => {
+  function renderStage() {
     const stage = $("ws-stage");
-    const i = state.current;
-    const slot = ws.slotAt(i);
+    const i = current();
+    const slot = editor.slotAt(i);
     const panes = [shotPane(i, { drawRecorded: true, slot })];
-    if (state.compare && i < LAST_VIEW) panes.push(shotPane(i + 1, { drawRecorded: false, slot: null }));
+    if (store.get("compare") && i < LAST_VIEW) panes.push(shotPane(i + 1, { drawRecorded: false, slot: null }));
     stage.replaceChildren(...panes);
-    stage.classList.toggle("compare", state.compare);
-    stage.classList.toggle("zoomed", state.zoom.scale > 1);
+    stage.classList.toggle("compare", store.get("compare"));
+    stage.classList.toggle("zoomed", zoom().scale > 1);
     showZoomLevel();
-    const tau = state.form.verdict === "error" ? state.form.tau : null;
+    const tau = form().verdict === "error" ? form().tau : null;
     stage.classList.toggle("dimmed", !!tau && i > tau + 1);
     const hint = $("ws-place-hint");
-    document.querySelector(".ws-side").classList.toggle("correcting", !!(slot && ws.editable()));
-    if (slot && ws.editable()) {
-      const a = state.form.editor_state[slot];
-      const points = a ? ws.pointArgsOf(a.type) : [];
+    document.querySelector(".ws-side").classList.toggle("correcting", !!(slot && page.editable()));
+    if (slot && page.editable()) {
+      const a = form().editor_state[slot];
+      const points = a ? editor.pointArgsOf(a.type) : [];
       const pts = points.filter((p) => p.required || points.every((q) => !q.required));
       const name = slot === "corrected" ? "corrected" : "post-reflection";
       const placed = pts.length && pts.every((p) => Array.isArray(a.args[p.name]));
@@ -425,7 +434,7 @@ export function install(ws) {
       const outside = a && Array.isArray(a.target_box) && pts.map((p) => a.args[p.name]).find((v) => Array.isArray(v) && !inBox(a.target_box, v));
       hint.classList.toggle("ws-place-warning", !!outside);
       // A step the source kept without a screenshot has nothing to click: say so rather than ask for a click.
-      const hints = state.cursor && state.cursor.slot === slot && state.cursor.hints;
+      const hints = cursor() && cursor().slot === slot && cursor().hints;
       const text = hints ? (hints.kind === "cells"
         ? "Type a cell's number to move the point into it (the arrows then halve within it); Esc closes the labels."
         : "Type an element's label to move the point onto it (Enter then places it as a click there would); Esc closes the labels.")
@@ -441,19 +450,23 @@ export function install(ws) {
       hint.replaceChildren(text || "\u00a0");
       if (outside) {
         const clear = el("button", { type: "button", class: "ws-ghost", id: "ws-hint-clear-box" }, "Clear box");
-        clear.addEventListener("click", () => ws.undoable("Cleared the element box", () => ws.clearBox(slot)));
+        clear.addEventListener("click", () => undoable("Cleared the element box", () => editor.clearBox(slot)));
         hint.append(" ", clear);
       }
     } else hint.hidden = true;
-  };
+  }
 
   // Pre-scoring (static/js/prescore.js) listens for this to draw its strip, badges and ghost action.
-  ws.announceStep = () => {
+  function announceStep() {
     const layer = document.querySelector("#ws-stage .ws-overlay");
-    const shot = shotOf(state.current);
+    const shot = shotOf(current());
     document.dispatchEvent(new CustomEvent("workspace:step", { detail: {
-      traceId: ws.DATA.trace.id, index: state.current, stepCount: N, svg: layer, shot,
+      traceId: page.traceId, index: current(), stepCount: N, svg: layer, shot,
     } }));
+  }
+  document.addEventListener("workspace:goto", (event) => goTo(event.detail.index));
+  return {
+    renderStage, renderStrip, redrawOverlays, announceStep, goTo, prefetch, stepsLoaded, placeOnElement,
+    zoomAt, zoomReset, zoomActual, showCursorLoupe, keepCursorInView,
   };
-  document.addEventListener("workspace:goto", (event) => ws.goTo(event.detail.index));
 }

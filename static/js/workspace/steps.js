@@ -26,24 +26,36 @@ function range(low, high) {
   return out;
 }
 
-export function install(ws) {
-  const { STEPS, N, DATA } = ws;
-  const size = DATA.steps_window || 50;
+/* The steps the page holds: screen i's data is ``step(i)`` once here. ``initial``: the steps the page came with;
+   ``count``: the trace's steps; ``finalShot``: o_{n+1}, the final screen, when the runner kept it (else null);
+   ``size`` and ``url``: the served window and where to ask for one; ``fetchWindow(first, last)``: asks the server
+   ({status, data}); ``loaded(first, last)``: told when a window arrived; ``failed(message)``: when one could not
+   be loaded. */
+export function createSteps({ initial, count, finalShot, size, url, fetchWindow, loaded, failed }) {
+  const steps = new Array(count);
+  for (const step of initial) steps[step.index - 1] = step;
+  const windowSize = size || 50;
+  const ask = fetchWindow || ((first, last) => api("GET", `${url}?first=${first}&last=${last}`));
   const pending = new Map();  // window start → its request
 
+  const step = (index) => steps[index - 1];
   // Whether screen ``index`` can be shown now: its step's data is here (the final screen always is).
-  ws.hasStep = (index) => index < 1 || index > N || !!STEPS[index - 1];
+  const hasStep = (index) => index < 1 || index > count || !!steps[index - 1];
+  // The screenshot o_index: a step's, or the final screen after the last step.
+  const shotOf = (index) => (index === count + 1 ? finalShot : (steps[index - 1] || {}).shot || null);
+  // The elements the source recorded on screen ``index`` (none on the final screen).
+  const elementsOf = (index) => (index <= count ? (steps[index - 1] || {}).elements || [] : []);
 
-  function fetchWindow([first, last]) {
+  function load([first, last]) {
     if (pending.has(first)) return pending.get(first);
-    const request = api("GET", `${DATA.steps_url}?first=${first}&last=${last}`).then((res) => {
+    const request = ask(first, last).then((res) => {
       pending.delete(first);
       if (res.status !== 200) {
-        ws.banner("error", `Steps ${first}–${last} could not be loaded (${res.data.detail || `status ${res.status || "offline"}`}): go to one of them again to retry.`);
+        failed(`Steps ${first}–${last} could not be loaded (${res.data.detail || `status ${res.status || "offline"}`}): go to one of them again to retry.`);
         return false;
       }
-      for (const step of res.data.steps) STEPS[step.index - 1] = step;
-      ws.stepsLoaded(first, last);
+      for (const one of res.data.steps) steps[one.index - 1] = one;
+      loaded(first, last);
       return true;
     });
     pending.set(first, request);
@@ -52,10 +64,19 @@ export function install(ws) {
 
   /* Loads what is missing within half a window of ``index``; resolves once the step ``index`` itself is here (true)
      or could not be loaded (false). */
-  ws.loadAround = (index) => {
-    const windows = windowsToLoad(ws.hasStep, index, N, size);
-    const requests = windows.map(fetchWindow);
-    if (ws.hasStep(index)) return Promise.resolve(true);
-    return (requests[0] || Promise.resolve(false)).then(() => ws.hasStep(index));
+  function loadAround(index) {
+    const requests = windowsToLoad(hasStep, index, count, windowSize).map(load);
+    if (hasStep(index)) return Promise.resolve(true);
+    return (requests[0] || Promise.resolve(false)).then(() => hasStep(index));
+  }
+
+  return {
+    count,
+    // o_{n+1}, the final screen, when the runner kept it: the last screen to step to.
+    lastView: finalShot ? count + 1 : count,
+    step, hasStep, shotOf, elementsOf, loadAround,
+    // The steps as an array (index i - 1: step i; a hole where one is not here yet), for the pure rules of editor.js.
+    // Read only: steps arrive through ``loadAround``.
+    list: () => steps,
   };
 }

@@ -1,5 +1,5 @@
 /* Undo and redo in the workspace (the history itself: ./history.js, pure), and the banner that follows every
-   destructive key. Every change to the form goes through ``ws.edited`` (autosave.js), which records it here; what
+   destructive key. Every change to the form goes through the draft's ``edited`` (autosave.js), which records it here; what
    the server took away in its answer (``adoptCleared``) joins the step that caused it. An undo or redo puts the
    whole form back and saves it at once through the draft's save path (a new version: the server holds the restored
    values). Destructive keys (n, u, e, s, taking an alternative, Delete on a box) all follow one design: the change
@@ -25,24 +25,27 @@ export function fieldWords(before) {
   };
 }
 
-export function install(ws) {
-  const { state } = ws;
+/* Undo and redo. ``page``: {editable()}; ``store``: the workspace's state (form, cursor, blocked); ``draft``:
+   autosave.js's edited(), save() and setSaveState(kind, text); ``hooks``: renderAll(), checkActions().
+   Returns the functions below. */
+export function createUndo({ page, store, draft, hooks }) {
+  const form = () => store.get("form");
   let history = H.createHistory();
-  let baseline = copy(state.form);
+  let baseline = copy(form());
   let note = null;  // the banner's change: {label, before}
 
   const undoButton = $("ws-undo"), redoButton = $("ws-redo");
   function renderButtons() {
     if (!undoButton) return;
-    undoButton.disabled = !ws.editable() || !H.canUndo(history);
-    redoButton.disabled = !ws.editable() || !H.canRedo(history);
+    undoButton.disabled = !page.editable() || !H.canUndo(history);
+    redoButton.disabled = !page.editable() || !H.canRedo(history);
   }
 
   function renderNote() {
     const box = $("ws-undo-note");
     box.replaceChildren();
     if (!note) { box.hidden = true; return; }
-    const lost = H.discardedWords(H.discarded(note.before, state.form, fieldWords(note.before)));
+    const lost = H.discardedWords(H.discarded(note.before, form(), fieldWords(note.before)));
     box.appendChild(el("strong", {}, note.label + "."));
     if (lost) box.append(" ", lost);
     const b = el("button", { type: "button", id: "ws-undo-note-btn", class: "ws-ghost small" }, "Undo ");
@@ -53,47 +56,47 @@ export function install(ws) {
   }
   const hideNote = () => { if (note) { note = null; renderNote(); } };
 
-  // Called by ws.edited (autosave.js) after every change of the form; ``group`` joins typing in one field.
-  ws.recordChange = (group) => {
-    if (same(baseline, state.form)) return;
-    history = H.record(history, baseline, state.form, { group, at: Date.now() });
-    baseline = copy(state.form);
+  // Called by the draft's edited (autosave.js) after every change of the form; ``group`` joins typing in one field.
+  function recordChange(group) {
+    if (same(baseline, form())) return;
+    history = H.record(history, baseline, form(), { group, at: Date.now() });
+    baseline = copy(form());
     // Typing keeps the banner (letters typed into the field a key opened, u's reason: still undone by it); any
     // other change ends it.
     if (group) { if (note) note.typed = true; } else hideNote();
     renderButtons();
-  };
+  }
   // What the server derived from the last change (a field it emptied, the box's centre as the point): part of that
   // step, not one of its own.
-  ws.foldChange = () => { baseline = copy(state.form); if (note) renderNote(); };
+  const foldChange = () => { baseline = copy(form()); if (note) renderNote(); };
   // The form replaced by the server's version (a conflict resolved by loading it): the steps before it are gone.
-  ws.resetHistory = () => { history = H.createHistory(); baseline = copy(state.form); hideNote(); renderButtons(); };
+  const resetHistory = () => { history = H.createHistory(); baseline = copy(form()); hideNote(); renderButtons(); };
 
   /* Run a destructive ``change`` (it returns false when refused; it saves as any edit): when it changed the form,
      the banner names what it threw away, with its undo. Returns what ``change`` returned. */
-  ws.undoable = (label, change) => {
-    const before = copy(state.form);
+  function undoable(label, change) {
+    const before = copy(form());
     const done = change();
-    if (done === false || same(before, state.form)) return done;
+    if (done === false || same(before, form())) return done;
     note = { label: typeof label === "function" ? label() : label, before, depth: history.past.length, typed: false };
     renderNote();
     return done;
-  };
+  }
 
   function step(direction) {
-    if (!ws.editable() || state.blocked === "conflict") return;
-    const result = direction === "undo" ? H.undo(history, state.form) : H.redo(history, state.form);
+    if (!page.editable() || store.get("blocked") === "conflict") return;
+    const result = direction === "undo" ? H.undo(history, form()) : H.redo(history, form());
     if (!result) return;
     history = result.history;
-    state.form = result.form;
-    baseline = copy(state.form);
-    state.cursor = null;
+    store.set("form", result.form);
+    baseline = copy(form());
+    store.set("cursor", null);
     hideNote();
-    ws.renderAll();
-    if (state.form.verdict === "error" && state.form.tau) { ws.checkAction("corrected"); ws.checkAction("reflection"); }
-    ws.edited();
-    ws.setSaveState("dirty", direction === "undo" ? "Undone — saving…" : "Redone — saving…");
-    ws.save();  // says Saved at once when the form is back to what the server holds
+    hooks.renderAll();
+    hooks.checkActions();
+    draft.edited();
+    draft.setSaveState("dirty", direction === "undo" ? "Undone — saving…" : "Redone — saving…");
+    draft.save();  // says Saved at once when the form is back to what the server holds
     renderButtons();
   }
   // The banner's undo: back to the form before its change, the letters typed since with it.
@@ -101,13 +104,13 @@ export function install(ws) {
     const depth = note ? note.depth : 0;
     while (depth && history.past.length >= depth) step("undo");
   }
-  ws.undo = () => step("undo");
-  ws.redo = () => step("redo");
+  const undo = () => step("undo");
+  const redo = () => step("redo");
   window.wsHistory = () => ({ past: history.past.length, future: history.future.length });  // for tests
 
   if (undoButton) {
-    undoButton.addEventListener("click", ws.undo);
-    redoButton.addEventListener("click", ws.redo);
+    undoButton.addEventListener("click", undo);
+    redoButton.addEventListener("click", redo);
   }
   // Ctrl+Z / Ctrl+Shift+Z / Ctrl+Y on the page; inside a text field the browser's own text undo runs.
   document.addEventListener("keydown", (event) => {
@@ -122,4 +125,5 @@ export function install(ws) {
     if (command === "undo" && note) undoNote(); else step(command);
   });
   renderButtons();
+  return { recordChange, foldChange, resetHistory, undoable, undo, redo };
 }
