@@ -9,7 +9,8 @@ Generates (once; kept for reruns) one project with ``--steps`` steps over traces
 ``--annotations`` annotations (60 % with a first error, so a search entry each), their search entries written in bulk
 with the text and facets ``insights.services.search_entry_refresh`` would give them (one by one it takes minutes at
 this size). 3 % of the corrections carry a planted phrase. Then times GET /api/projects/<id>/search/ through Django's
-request handling: 40 searches (q plus category, round and displacement, varied), after two warm-up requests.
+request handling: 40 searches (q plus category, round and displacement, varied), after two warm-up requests; then
+the same 40 with q alone (every match ranked best first, the facets counted over all of them).
 Targets (issue 36): embedded, 50,000 steps, p95 ≤ 200 ms; PostgreSQL, 1,000,000 steps and 100,000 annotations,
 p95 ≤ 300 ms. Reported, not asserted.
 """
@@ -164,7 +165,7 @@ def generate(n_steps: int, n_annotations: int) -> None:
         SearchEntry.objects.bulk_create(entries, batch_size=5000)
 
 
-def measure() -> dict:
+def measure(*, facets: bool = True) -> dict:
     from django.contrib.auth import get_user_model
     from django.test import Client
 
@@ -185,6 +186,8 @@ def measure() -> dict:
             "round": rng.choice(rounds),
             "displacement": rng.choice(DISPLACEMENTS),
         }
+        if not facets:  # the text alone: every match ranked, the facets counted over all of them
+            params = {"q": params["q"]}
         started = time.perf_counter()
         response = client.get(f"/api/projects/{project.pk}/search/", params)
         elapsed = (time.perf_counter() - started) * 1000
@@ -231,13 +234,15 @@ def main() -> None:
     started = time.perf_counter()
     generate(args.steps, args.annotations)
     print(f"data ready in {time.perf_counter() - started:.1f} s")
-    r = measure()
-    verdict = "OK" if r["p95_ms"] <= target else "OVER TARGET"
-    print(
-        f"search ({'PostgreSQL' if args.database_url else 'SQLite'}): {r['steps']} steps, {r['entries']} search "
-        f"entries; q + 3 facets, {r['mean_found']:.1f} found on average; server time median {r['median_ms']:.0f} ms, "
-        f"p95 {r['p95_ms']:.0f} ms, max {r['max_ms']:.0f} ms (target ≤{target} ms: {verdict})"
-    )
+    for facets in (True, False):
+        r = measure(facets=facets)
+        verdict = "OK" if r["p95_ms"] <= target else "OVER TARGET"
+        print(
+            f"search ({'PostgreSQL' if args.database_url else 'SQLite'}): {r['steps']} steps, {r['entries']} search "
+            f"entries; q{' + 3 facets' if facets else ' alone'}, {r['mean_found']:.1f} found on average; server "
+            f"time median {r['median_ms']:.0f} ms, p95 {r['p95_ms']:.0f} ms, max {r['max_ms']:.0f} ms"
+            + (f" (target ≤{target} ms: {verdict})" if facets else " (no target: every match ranked)")
+        )
 
 
 if __name__ == "__main__":

@@ -413,7 +413,7 @@ def slice_queue_state(slice_: Slice, user) -> dict:
     from annotation.models import QueueRequest
     from annotation.overlap import project_quota
 
-    trace_ids = set(slice_entries(slice_, user).values_list("trace_id", flat=True))
+    trace_ids = set(slice_entries(slice_, user).order_by().values_list("trace_id", flat=True))
     # Each request's quota from the row read here (the project's overlap plus its extra answers): no read per trace.
     extra = dict(QueueRequest.objects.filter(trace_id__in=trace_ids).values_list("trace_id", "extra_answers"))
     answers = Counter(
@@ -434,7 +434,7 @@ def slice_annotation_ids(*, project: Project, slice_id: int) -> list[int]:
     entries = search(
         with_suspicion(SearchEntry.objects.filter(project=project), visible=True), search_query_parse(slice_.query)
     )
-    return sorted(entries.values_list("annotation_id", flat=True))
+    return sorted(entries.order_by().values_list("annotation_id", flat=True))
 
 
 # --- clusters -------------------------------------------------------------------------------------
