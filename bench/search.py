@@ -178,7 +178,7 @@ def measure(*, facets: bool = True) -> dict:
     client = Client()
     client.force_login(get_user_model().objects.get(username="bench-search-lead"))
     rng = random.Random(5)
-    timings, found = [], []
+    timings, cpu_timings, found = [], [], []
     for i in range(42):
         params = {
             "q": rng.choice([f'"{PHRASE}"', "field", rng.choice(WORDS) + " " + rng.choice(WORDS)]),
@@ -188,20 +188,26 @@ def measure(*, facets: bool = True) -> dict:
         }
         if not facets:  # the text alone: every match ranked, the facets counted over all of them
             params = {"q": params["q"]}
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         response = client.get(f"/api/projects/{project.pk}/search/", params)
         elapsed = (time.perf_counter() - started) * 1000
+        cpu = (time.process_time() - cpu_started) * 1000
         assert response.status_code == 200, response.content[:500]
         if i >= 2:
             timings.append(elapsed)
+            cpu_timings.append(cpu)
             found.append(response.json()["count"])
     timings.sort()
+    cpu_timings.sort()
     return {
         "steps": Step.objects.filter(trace__project=project).count(),
         "entries": SearchEntry.objects.filter(project=project).count(),
         "median_ms": statistics.median(timings),
         "p95_ms": timings[int(0.95 * (len(timings) - 1))],
         "max_ms": timings[-1],
+        # This process's CPU time (the SQLite query runs in it; PostgreSQL's work does not count): under a loaded
+        # machine the wall time waits for a core, this does not.
+        "cpu_p95_ms": cpu_timings[int(0.95 * (len(cpu_timings) - 1))],
         "mean_found": statistics.mean(found),
     }
 
@@ -240,7 +246,8 @@ def main() -> None:
         print(
             f"search ({'PostgreSQL' if args.database_url else 'SQLite'}): {r['steps']} steps, {r['entries']} search "
             f"entries; q{' + 3 facets' if facets else ' alone'}, {r['mean_found']:.1f} found on average; server "
-            f"time median {r['median_ms']:.0f} ms, p95 {r['p95_ms']:.0f} ms, max {r['max_ms']:.0f} ms"
+            f"time median {r['median_ms']:.0f} ms, p95 {r['p95_ms']:.0f} ms, max {r['max_ms']:.0f} ms, "
+            f"CPU p95 {r['cpu_p95_ms']:.0f} ms"
             + (f" (target ≤{target} ms: {verdict})" if facets else " (no target: every match ranked)")
         )
 
