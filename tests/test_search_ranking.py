@@ -219,3 +219,13 @@ def test_the_migration_indexes_the_entries_already_there(project, annotator, lea
     finally:
         call_command("migrate", "insights", verbosity=0)
     assert _found(api_client(lead), project, '"submit then field"') == [first.pk]
+
+
+def test_facets_past_one_read_count_the_same(corrections, project, lead, monkeypatch):
+    from insights import selectors
+
+    entries = selectors.search(selectors.entries_for(lead, project), selectors.search_query_parse({"q": "the"}))
+    read = selectors.facet_counts(entries, project)
+    monkeypatch.setattr(selectors, "FACETS_IN_ONE_READ", 2)
+    grouped = selectors.facet_counts(entries, project)
+    assert read[0] > 2 and grouped == read
