@@ -19,7 +19,13 @@ from traces.access import access_project
 PAGE_SIZE = 50
 
 SEARCH_PARAMETERS = [
-    OpenApiParameter("q", str, description='Words and "quoted phrases"; each must occur in the correction\'s text.'),
+    OpenApiParameter(
+        "q",
+        str,
+        description='Words and "double-quoted phrases" (at most 32); each must occur in the correction\'s text (as '
+        "written, or its words in that order). With q, results come best match first (the instruction weighs "
+        "most, then how often the words occur), ties newest first; without q, newest first.",
+    ),
     *(OpenApiParameter(name, str, description=f"Facet filter on {name}.") for name in selectors.FACETS),
     OpenApiParameter("ids", str, description="Only these annotation ids (comma-separated)."),
     OpenApiParameter("page", int, description="1-based page of step cards (50 a page)."),
@@ -65,7 +71,8 @@ def _page(request) -> int:
 
 class ProjectSearch(APIView):
     """Search the project's corrections (the step at each annotation's first error): text and facet filters;
-    facet counts among the results; step cards, 50 a page. Annotators find their own corrections only."""
+    facet counts among the results; step cards, 50 a page, best match first when q is given, else newest first.
+    Annotators find their own corrections only."""
 
     permission_classes = [ActionPermission]
     permission_action = "search.view"

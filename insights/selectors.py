@@ -3,12 +3,25 @@
 from __future__ import annotations
 
 import re
-import shlex
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Case, CharField, Count, OuterRef, QuerySet, Subquery, Value, When
+from django.db import connections
+from django.db.models import (
+    BooleanField,
+    Case,
+    CharField,
+    Count,
+    FloatField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
+from django.db.models.expressions import RawSQL
 
 from annotation.models import Annotation, AnnotationStatus, Verdict
 from insights.models import ClusterRun, SearchEntry, Slice
@@ -38,6 +51,7 @@ FACETS: dict[str, str] = {
 }
 ID_FACETS = {"round", "annotator"}
 MAX_QUERY = 500
+MAX_TERMS = 32
 MAX_IDS = 100_000
 
 
@@ -54,12 +68,25 @@ class SearchQuery:
         return out
 
     def terms(self) -> list[str]:
-        """The words and "quoted phrases" of ``q``, lower-cased: each must occur in an entry's text."""
-        try:
-            parts = shlex.split(self.q)
-        except ValueError:
-            parts = self.q.replace('"', " ").split()
-        return [p.lower() for p in parts if p.strip()]
+        """The words and "quoted phrases" of ``q``, lower-cased, each once: each must occur in an entry's text."""
+        return _terms(self.q)
+
+
+# A "quoted phrase" or a run of other characters: single quotes and backslashes stay text (action syntax holds
+# them: ``start_box='(500``), a double quote without its pair is dropped.
+_TERM = re.compile(r'"([^"]*)"|([^\s"]+)')
+
+
+def _terms(q: str) -> list[str]:
+    parts = (phrase or word for phrase, word in _TERM.findall(q))
+    return list(dict.fromkeys(" ".join(p.lower().split()) for p in parts if p.strip()))
+
+
+def _clean_text(value: str) -> str:
+    """Text a database takes: no NUL or other control characters (PostgreSQL refuses NUL in text), no lone
+    surrogates (a JSON body may hold one; neither database encodes it)."""
+    value = value.encode("utf-8", "replace").decode("utf-8")
+    return "".join(c if c.isprintable() or c in " \t\n" else " " for c in value)
 
 
 def search_query_parse(raw: Any) -> SearchQuery:
@@ -74,12 +101,15 @@ def search_query_parse(raw: Any) -> SearchQuery:
     q = raw.get("q") or ""
     if not isinstance(q, str) or len(q) > MAX_QUERY:
         raise Invalid(f"q must be text of at most {MAX_QUERY} characters", field="q")
+    q = _clean_text(q)
+    if len(_terms(q)) > MAX_TERMS:
+        raise Invalid(f"q may hold at most {MAX_TERMS} words or quoted phrases", field="q")
     filters = {}
     for name in FACETS:
         value = raw.get(name)
         if value in (None, ""):
             continue
-        value = str(value)
+        value = _clean_text(str(value))
         if name in ID_FACETS and id_from_text(value) is None:
             raise Invalid(f"{name} must be an id (a positive integer)", field=name)
         filters[name] = value
@@ -124,18 +154,73 @@ def with_suspicion(entries: QuerySet[SearchEntry], *, visible: bool) -> QuerySet
 
 
 def search(entries: QuerySet[SearchEntry], query: SearchQuery) -> QuerySet[SearchEntry]:
-    for term in query.terms():
-        # ``document`` is lower-case: LIKE by the trigram index on PostgreSQL, FTS-free scan on SQLite.
-        entries = entries.filter(document__contains=term)
+    """The entries that hold every term of ``q`` and match every facet filter; with ``q``, best match first
+    (``search_rank``, ties newest first), else newest first."""
+    terms = query.terms()
+    for term in terms:
+        entries = entries.filter(_term_matches(term, vendor=connections[entries.db].vendor))
     for name, value in query.filters.items():
         entries = entries.filter(**{FACETS[name]: int(value) if name in ID_FACETS else value})
     if query.ids is not None:
         entries = entries.filter(annotation_id__in=query.ids)
-    return entries
+    if not terms:
+        return entries.order_by("-annotation_id")
+    return entries.annotate(search_rank=_rank(terms, vendor=connections[entries.db].vendor)).order_by(
+        "-search_rank", "-annotation_id"
+    )
 
 
-# Up to this many matches, the facets are counted from one read of the matches' facet columns; past it, by a
-# GROUP BY per facet (the database counts, nothing large comes back).
+# --- full text (migration 0005 keeps the index: a tsvector column on PostgreSQL, an FTS5 table on SQLite) --------
+
+_WORD = re.compile(r"[^\W_]+")
+# On both databases the instruction (the document's first line) weighs more than the rest.
+_PG_MATCH = "insights_searchentry.document_vector @@ phraseto_tsquery('simple', %s)"
+_FTS5_MATCH = "SELECT rowid FROM insights_searchentry_fts WHERE insights_searchentry_fts MATCH %s"
+# The scores of every match once (a materialised CTE, looked up by an automatic index), not an FTS5 query per row:
+# 15 times faster at a thousand matches.
+_FTS5_RANK = (
+    "COALESCE((WITH scores AS MATERIALIZED (SELECT rowid AS id, -bm25(insights_searchentry_fts, 4.0, 1.0) AS score "
+    "FROM insights_searchentry_fts WHERE insights_searchentry_fts MATCH %s) "
+    "SELECT score FROM scores WHERE scores.id = insights_searchentry.id), 0)"
+)
+
+
+def _words(term: str) -> list[str]:
+    return _WORD.findall(term)
+
+
+def _fts5_phrase(term: str) -> str:
+    """``term`` as one FTS5 string: FTS5 splits it into words itself and matches them as a phrase, so quotes,
+    ``*``, ``NEAR``, ``AND``, ``:`` or ``^`` in it are text, never query syntax."""
+    return '"' + term.replace('"', '""') + '"'
+
+
+def _term_matches(term: str, *, vendor: str) -> Q:
+    """A term matches where its text occurs (LIKE: the trigram index on PostgreSQL, a scan on SQLite; partial words,
+    action syntax like ``type(``, scripts without spaces) or, for a term of plain words, where its words occur in
+    that order in the full-text index (also across punctuation and line breaks; on SQLite also without accents)."""
+    contains = Q(document__contains=term)
+    if not _words(term) or term.split() != _words(term) or vendor not in {"postgresql", "sqlite"}:
+        return contains
+    if vendor == "postgresql":
+        return contains | Q(RawSQL(_PG_MATCH, [term], output_field=BooleanField()))
+    return contains | Q(pk__in=RawSQL(_FTS5_MATCH, [_fts5_phrase(term)]))
+
+
+def _rank(terms: list[str], *, vendor: str):
+    """How well an entry matches: PostgreSQL's ``ts_rank`` (length-normalised) or SQLite's ``bm25`` (negated: more
+    is better on both) against any of the terms' words; 0 where only the LIKE found it."""
+    ranked = [t for t in terms if _words(t)]
+    if not ranked or vendor not in {"postgresql", "sqlite"}:
+        return Value(0.0, output_field=FloatField())
+    if vendor == "postgresql":
+        either = " || ".join(["phraseto_tsquery('simple', %s)"] * len(ranked))
+        return RawSQL(f"ts_rank(insights_searchentry.document_vector, {either}, 1)", ranked, output_field=FloatField())
+    return RawSQL(_FTS5_RANK, [" OR ".join(_fts5_phrase(t) for t in ranked)], output_field=FloatField())
+
+
+# Up to this many matches, the facets are counted from one read of the matches' facet columns; past it, by one
+# GROUP BY of all facet columns (the database counts; the distinct combinations come back).
 FACETS_IN_ONE_READ = 20_000
 
 
@@ -150,10 +235,15 @@ def facet_counts(entries: QuerySet[SearchEntry], project: Project) -> tuple[int,
         for i, name in enumerate(FACETS):
             counted[name] = Counter(row[i] for row in rows)
     else:
-        total = entries.count()
-        for name, column in FACETS.items():
-            grouped = entries.order_by().values_list(column).annotate(n=Count("pk"))
-            counted[name] = Counter(dict(grouped))
+        # One GROUP BY over every facet column together (the text matched once, not once a facet); its rows are the
+        # distinct combinations, far fewer than the matches.
+        total = 0
+        counted = {name: Counter() for name in FACETS}
+        grouped = entries.order_by().values_list(*columns).annotate(n=Count("pk"))
+        for *values, n in grouped.iterator(chunk_size=5000):
+            total += n
+            for name, value in zip(FACETS, values, strict=True):
+                counted[name][value] += n
     rounds = dict(Round.objects.filter(project=project).values_list("pk", "name"))
     users: dict[int, str] = {}
     if counted["annotator"]:
@@ -175,9 +265,11 @@ def step_cards(entries: QuerySet[SearchEntry], *, limit: int = 50, offset: int =
     """Step cards: the screenshot at τ with the recorded and corrected points, the two actions side by side."""
     from insights import signature
 
+    if not entries.query.order_by:
+        entries = entries.order_by("-annotation_id")
     rows = entries.select_related(
         "annotation", "trace", "trace__project", "step", "step__screenshot", "round", "annotator"
-    ).order_by("-annotation_id")[offset : offset + limit]
+    )[offset : offset + limit]
     cards = []
     for e in rows:
         a, step = e.annotation, e.step
@@ -329,7 +421,7 @@ def slice_queue_state(slice_: Slice, user) -> dict:
     from annotation.models import QueueRequest
     from annotation.overlap import project_quota
 
-    trace_ids = set(slice_entries(slice_, user).values_list("trace_id", flat=True))
+    trace_ids = set(slice_entries(slice_, user).order_by().values_list("trace_id", flat=True))
     # Each request's quota from the row read here (the project's overlap plus its extra answers): no read per trace.
     extra = dict(QueueRequest.objects.filter(trace_id__in=trace_ids).values_list("trace_id", "extra_answers"))
     answers = Counter(
@@ -350,7 +442,7 @@ def slice_annotation_ids(*, project: Project, slice_id: int) -> list[int]:
     entries = search(
         with_suspicion(SearchEntry.objects.filter(project=project), visible=True), search_query_parse(slice_.query)
     )
-    return sorted(entries.values_list("annotation_id", flat=True))
+    return sorted(entries.order_by().values_list("annotation_id", flat=True))
 
 
 # --- clusters -------------------------------------------------------------------------------------

@@ -452,7 +452,7 @@ def slice_send_to_queue(*, slice_: Slice, user, withdraw: bool = False) -> dict:
     from annotation.services import queue_request_create, queue_request_withdraw
     from insights.selectors import slice_entries
 
-    trace_ids = set(slice_entries(slice_, user).values_list("trace_id", flat=True))
+    trace_ids = set(slice_entries(slice_, user).order_by().values_list("trace_id", flat=True))
     if withdraw:
         return queue_request_withdraw(project=slice_.project, trace_ids=trace_ids)
     return queue_request_create(project=slice_.project, trace_ids=trace_ids, user=user, reason=f"slice: {slice_.name}")
