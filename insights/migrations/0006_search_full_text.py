@@ -71,6 +71,6 @@ def backwards(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("insights", "0004_search_entry_agreement")]
+    dependencies = [("insights", "0005_cluster_run_representation")]
 
     operations = [migrations.RunPython(forwards, backwards)]
