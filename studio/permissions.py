@@ -7,6 +7,7 @@ also need a membership in the project: a user sees only the projects they belong
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -181,13 +182,41 @@ SOCKET_PERMISSIONS: dict[str, str] = {
 }
 
 
+def _group_names(user) -> set[str]:
+    """The names of ``user``'s groups in one parameterised query: the related manager's queryset costs the ORM more
+    CPU to build than the database spends answering it, once per request."""
+    from django.db import connections
+
+    alias, sql = _group_names_sql(user._meta.model)
+    with connections[alias].cursor() as cursor:
+        cursor.execute(sql, [user.pk])
+        return {name for (name,) in cursor.fetchall()}
+
+
+@functools.cache
+def _group_names_sql(user_model) -> tuple[str, str]:
+    from django.db import connections, router
+
+    groups = user_model._meta.get_field("groups")
+    group = groups.related_model._meta
+    through = groups.remote_field.through
+    alias = router.db_for_read(through)
+    quote = connections[alias].ops.quote_name
+    return alias, (
+        f"SELECT g.{quote(group.get_field('name').column)} FROM {quote(group.db_table)} g"
+        f" JOIN {quote(through._meta.db_table)} m ON m.{quote(groups.m2m_reverse_name())} = g.{quote(group.pk.column)}"
+        f" WHERE m.{quote(groups.m2m_column_name())} = %s"
+    )
+
+
 def user_roles(user) -> frozenset[Role]:
+    """The user's roles, read once per user object (a request's user: every check of the request asks again)."""
     if not user or not user.is_authenticated or not user.is_active:
         return frozenset()
     cached = getattr(user, "_studio_roles", None)
     if cached is not None:
         return cached
-    names = set(user.groups.values_list("name", flat=True))
+    names = _group_names(user)
     roles = {role for role in GROUP_ROLES if role.value in names}
     if user.is_superuser:
         roles.add(Role.ADMIN)

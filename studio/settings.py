@@ -126,8 +126,9 @@ TEMPLATES = [
 # --- Database -------------------------------------------------------------------------------
 # Sessions live in the database in every mode: a Redis outage must not log everyone out or answer 500, and a
 # logout made while Redis was down must not come back to life from a cached copy when it returns. The read is a
-# primary-key lookup per request.
-SESSION_ENGINE = "django.contrib.sessions.backends.db"
+# primary-key lookup per request, its SQL compiled once (studio.sessions).
+SESSION_ENGINE = "studio.sessions"
+AUTHENTICATION_BACKENDS = ["studio.auth_backend.ModelBackend"]  # Django's, with the user's read compiled once
 DATABASE_URL = env("DATABASE_URL")
 SQLITE_BUSY_TIMEOUT_S = 30
 if DATABASE_URL:

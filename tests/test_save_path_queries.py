@@ -98,3 +98,43 @@ def test_a_request_thread_keeps_its_sqlite_connection_between_requests():
     with connection.cursor() as cursor:
         cursor.execute("PRAGMA journal_mode")
         assert cursor.fetchone()[0] == "wal"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_compiled_access_read_answers_as_the_orm_for_ids_it_cannot_hold(project, annotator, tmp_path):
+    """The access read compiled once binds its values: an id that is no number, or one past the column's range, is
+    no object (404), as the ORM answers; the compiled read is used again afterwards and still finds the real one."""
+    from annotation.access import access_annotation
+    from studio.access import NotInScope
+
+    make_traces(project, tmp_path, count=1, steps=3)
+    client = _signed_in(annotator)
+    annotation = _claim(client, project)
+    assert access_annotation(annotator, annotation["id"], "annotation.work").pk == annotation["id"]
+    for pk in ("abc", 2**70, -(2**70), None):
+        with pytest.raises(NotInScope):
+            access_annotation(annotator, pk, "annotation.work")
+    found = access_annotation(annotator, str(annotation["id"]), "annotation.work")
+    assert found.pk == annotation["id"]
+    assert found.trace.project.pk == project.pk  # select_related objects made from the same row
+    assert found.annotator_id == annotator.pk
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_session_signed_in_with_djangos_backend_stays_signed_in_and_logout_ends_it(project, annotator, tmp_path):
+    """Sessions made before the studio's backend name Django's ModelBackend: they still sign their user in (the
+    same backend, with the user's read compiled once). A logout still ends the session at the next request."""
+    from django.contrib.auth import BACKEND_SESSION_KEY
+
+    make_traces(project, tmp_path, count=1, steps=3)
+    client = Client()
+    client.force_login(annotator, backend="django.contrib.auth.backends.ModelBackend")
+    session = client.session
+    assert session[BACKEND_SESSION_KEY] == "studio.auth_backend.ModelBackend"  # read as the studio's
+    annotation = _claim(client, project)
+    saved = _save(client, annotation["id"], annotation["version"], "older session")
+    assert saved.status_code == 200, saved.content
+    client.post("/logout/")
+    after = _save(client, annotation["id"], saved.json()["version"], "after logout")
+    assert after.status_code in (401, 403), after.content
+    assert Annotation.objects.get(pk=annotation["id"]).note == "older session"

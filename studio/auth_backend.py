@@ -1,0 +1,30 @@
+"""The authentication backend (settings.AUTHENTICATION_BACKENDS): Django's ModelBackend, with the signed-in user's
+row read by a query compiled once (studio.db.OneRowRead) rather than a queryset built on every request. Passwords,
+permissions and the checks of ``django.contrib.auth.get_user`` (the session's password hash, an inactive user) are
+Django's own. A session signed in before names Django's ModelBackend; ``studio.sessions`` reads it as this one."""
+
+from __future__ import annotations
+
+import functools
+
+from django.contrib.auth import backends, get_user_model
+
+from studio.db import OneRowRead
+
+PATH = "studio.auth_backend.ModelBackend"
+DJANGO_PATH = "django.contrib.auth.backends.ModelBackend"
+
+
+def _user_by_pk(slots):
+    return get_user_model()._default_manager.filter(pk=slots["pk"])[:1]
+
+
+@functools.cache
+def _user_read() -> OneRowRead:
+    return OneRowRead(_user_by_pk, {"pk": get_user_model()._meta.pk})
+
+
+class ModelBackend(backends.ModelBackend):
+    def get_user(self, user_id):
+        user = _user_read().first(pk=user_id)
+        return user if user is not None and self.user_can_authenticate(user) else None
