@@ -8,7 +8,7 @@ on an object they reach (an annotator of another project gets 404 on this projec
 owner 200, another annotator 404); nobody ever gets a 5xx. The same walk checks CSRF on every write and the security headers
 on every page.
 
-The walks are one test per URL (tests/parallel.py spreads them over the test processes). They share one world, built
+The walks are one test per URL (a failure names its URL). They share one world, built
 once per process inside a transaction that each test rolls back to (``TestWalk``), and one session per role: a
 request only carries the role's session cookie (``RoleSessions``).
 """
@@ -35,7 +35,6 @@ from studio.routing import websocket_urlpatterns
 from tests.conftest import REPO
 from tests.fixtures_annotation import make_traces
 
-SPREAD_OVER_TEST_PROCESSES = True  # tests/parallel.py: the per-URL walks go to whichever test process is free
 WRITE_METHODS = ("post", "put", "patch", "delete")
 DENIED = {401, 403, 404}
 
