@@ -7,6 +7,9 @@ prefix names, as long as that hasher is listed. The production hashers stay list
 the production way still checks here. Only the tests name this module: pyproject's pytest settings, and the child
 processes the tests start (a Celery worker, uvicorn, runstudio, ``manage.py``) inherit ``DJANGO_SETTINGS_MODULE`` from
 the test process, so they check the hashes the test wrote. ``studio.settings`` itself never lists the fast hasher.
+
+The static files' middleware is the production WhiteNoise with its scan of the finders made once per test process
+(tests/static_files.py): a test client builds its middleware anew, and the scan was most of a test request's cost.
 """
 
 from django.conf import global_settings
@@ -17,3 +20,9 @@ from studio.settings import *  # noqa: F403  (every production setting, unchange
 PRODUCTION_PASSWORD_HASHERS = list(getattr(production_settings, "PASSWORD_HASHERS", global_settings.PASSWORD_HASHERS))
 FAST_TEST_PASSWORD_HASHER = "django.contrib.auth.hashers.MD5PasswordHasher"
 PASSWORD_HASHERS = [FAST_TEST_PASSWORD_HASHER, *PRODUCTION_PASSWORD_HASHERS]
+
+PRODUCTION_STATIC_MIDDLEWARE = "whitenoise.middleware.WhiteNoiseMiddleware"
+MIDDLEWARE = [
+    "tests.static_files.WhiteNoiseScannedOnceMiddleware" if entry == PRODUCTION_STATIC_MIDDLEWARE else entry
+    for entry in production_settings.MIDDLEWARE
+]

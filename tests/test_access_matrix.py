@@ -7,6 +7,10 @@ a user the rules refuse gets 302-to-login / 401 / 403 / 404; a user they allow n
 on an object they reach (an annotator of another project gets 404 on this project's trace, the annotation's
 owner 200, another annotator 404); nobody ever gets a 5xx. The same walk checks CSRF on every write and the security headers
 on every page.
+
+The walks are one test per URL (a failure names its URL). They share one world, built
+once per process inside a transaction that each test rolls back to (``TestWalk``), and one session per role: a
+request only carries the role's session cookie (``RoleSessions``).
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from dataclasses import dataclass
 
 import pytest
 from asgiref.sync import async_to_sync
+from django.conf import settings
+from django.db import transaction
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
@@ -116,16 +122,25 @@ def test_set_up_pages_are_walked_under_their_actions():
 # --- the world: one object of each kind ---------------------------------------------------------
 
 
-@pytest.fixture
-def world(db, project, annotator, lead, engineer, admin_user, make_user, tmp_path):
+def build_world(tmp_path):
+    from django.contrib.auth import get_user_model
+
     from annotation.services import lease_next_trace
     from evaluation.models import EvaluationJob
     from exports.formats import format_names
     from exports.services import export_job_create
     from prescoring.services import prescore_job_create
+    from studio.demo import user_create_with_role
+    from tests.conftest import TEST_PASSWORD
     from traces.services import import_job_create, project_create, round_create
 
-    outsider = make_user("outsider", Role.ANNOTATOR)
+    # The users and project of tests/conftest.py's fixtures, made here once for the whole walk.
+    annotator = user_create_with_role(username="ann", password=TEST_PASSWORD, role=Role.ANNOTATOR)
+    lead = user_create_with_role(username="leader", password=TEST_PASSWORD, role=Role.LEAD)
+    engineer = user_create_with_role(username="eng", password=TEST_PASSWORD, role=Role.ENGINEER)
+    admin_user = get_user_model().objects.create_superuser("root", "root@example.invalid", TEST_PASSWORD)
+    project = project_create(name="Test project", members=[annotator, lead, engineer])
+    outsider = user_create_with_role(username="outsider", password=TEST_PASSWORD, role=Role.ANNOTATOR)
     other = project_create(name="Other project", members=[outsider])
     make_traces(other, tmp_path / "other", count=1, steps=1)
     traces = make_traces(project, tmp_path / "main", count=2, steps=2)
@@ -226,6 +241,56 @@ def world(db, project, annotator, lead, engineer, admin_user, make_user, tmp_pat
     return {"objects": objects, "instances": instances, "users": users, "project": project}
 
 
+class RoleSessions:
+    """One logged-in session per role, made once with the world: a request carries its cookie instead of logging in
+    again. A request that ends the session (the logout URL) or changes its key gets the role a new one, kept until
+    the test's rollback; ``for_test()`` starts each test from the world's own sessions."""
+
+    def __init__(self, users: dict, keys: dict | None = None):
+        self.users = users
+        self.keys = keys if keys is not None else {role: self._login(user) for role, user in users.items() if user}
+
+    @staticmethod
+    def _login(user) -> str:
+        client = Client()
+        client.force_login(user)
+        return client.cookies[settings.SESSION_COOKIE_NAME].value
+
+    def for_test(self) -> RoleSessions:
+        return RoleSessions(self.users, dict(self.keys))
+
+    def client(self, role: str, **options) -> Client:
+        client = Client(**options)
+        if self.users[role] is not None:
+            client.cookies[settings.SESSION_COOKIE_NAME] = self.keys[role]
+        return client
+
+    def request(self, role: str, method: str, url: str, **options):
+        client = self.client(role, **options)
+        response = _request(client, method, url)
+        if self.users[role] is not None:
+            cookie = client.cookies.get(settings.SESSION_COOKIE_NAME)
+            if cookie is None or cookie.value != self.keys[role]:
+                self.keys[role] = self._login(self.users[role])
+        return response
+
+
+@pytest.fixture(scope="class")
+def walk_world(django_db_setup, django_db_blocker, tmp_path_factory):
+    """The world and the roles' sessions, once for a class's tests, in a transaction rolled back after the last;
+    each test (``db``) runs in a savepoint of it and rolls back to it."""
+    with django_db_blocker.unblock(), transaction.atomic():
+        world = build_world(tmp_path_factory.mktemp("access-world"))
+        world["sessions"] = RoleSessions(world["users"])
+        yield world
+        transaction.set_rollback(True)
+
+
+@pytest.fixture
+def world(walk_world, db):
+    return {**walk_world, "sessions": walk_world["sessions"].for_test()}
+
+
 FIXED_KWARGS = {"kind": "image"}
 
 
@@ -275,24 +340,43 @@ def _is_login_redirect(response) -> bool:
     return response.status_code == 302 and "login" in response.get("Location", "")
 
 
+ALL_METHODS = ("get", "post", "put", "patch", "delete")
+
+
+def _allowed_methods(response) -> set[str]:
+    return {m.strip().upper() for m in response.get("Allow", "").split(",") if m.strip()}
+
+
+def _route_id(route: Route) -> str:
+    return f"{route.name or '-'}:/{route.route}"
+
+
+def test_the_walks_cover_enough_urls_and_methods():
+    """The per-URL walks below check each answer; this keeps the walk from shrinking unnoticed: every role on every
+    method of every URL, the writes without a CSRF token, and the methods the API views do not take."""
+    assert sum(len(route.methods()) for route in ROUTES) * 6 > 200
+    assert len(ROUTES + ADMIN_ROUTES) * len(WRITE_METHODS) > 100
+    undeclared = [m for r in ROUTES if r.drf_class is not None for m in ALL_METHODS if m not in r.methods()]
+    assert len(undeclared) * 3 > 100
+    assert sum(bool(re.search(r"[\w-]+/<", route.route)) for route in ROUTES) > 10
+
+
 @pytest.mark.django_db
-def test_every_url_answers_each_role_as_the_table_says(world):
-    objects, instances = world["objects"], world["instances"]
-    problems, checked, pages, reached = [], 0, [], 0
-    for route in ROUTES:
+class TestWalk:
+    """Every URL against the table, on one world (``walk_world``) that each test rolls back to."""
+
+    @pytest.mark.parametrize("route", ROUTES, ids=_route_id)
+    def test_every_url_answers_each_role_as_the_table_says(self, world, route):
+        objects, instances, sessions = world["objects"], world["instances"], world["sessions"]
+        problems, checked, pages, reached = [], 0, [], 0
         url = url_for(route, objects)
         obj = object_of(route, instances)
         for method in route.methods():
             action = route.action(method)
-            probe = Client()
-            probe.force_login(world["users"]["admin"])
-            if _request(probe, method, url).status_code == 405:
+            if sessions.request("admin", method, url).status_code == 405:
                 continue  # the view does not take this method at all
             for role, user in world["users"].items():
-                client = Client()
-                if user is not None:
-                    client.force_login(user)
-                response = _request(client, method, url)
+                response = sessions.request(role, method, url)
                 checked += 1
                 status = response.status_code
                 reached += obj is not None and allowed(user, action, obj)
@@ -322,57 +406,135 @@ def test_every_url_answers_each_role_as_the_table_says(world):
                         problems.append(f"{where}: refusal is not JSON with a detail")
                 if method == "get" and status == 200 and "text/html" in response.get("Content-Type", ""):
                     pages.append((url, response))
-    assert not problems, f"{len(problems)} of {checked} answers disagree with the table:\n" + "\n".join(problems)
-    assert checked > 200
-    assert reached > 50, "the walk hardly checked allowed users on objects"
-    # Security headers on every page an allowed user saw (the admin and Swagger UI bring their own inline JS).
-    bad = []
-    for url, response in pages:
-        if url.startswith(("/admin/", "/api/docs")):
-            continue
-        csp = response.get("Content-Security-Policy", "")
-        script_src = re.search(r"script-src ([^;]*)", csp)
-        if not script_src or "unsafe-inline" in script_src.group(1) or "'self'" not in script_src.group(1):
-            bad.append(f"{url}: CSP {csp!r}")
-        if response.get("X-Content-Type-Options") != "nosniff" or response.get("X-Frame-Options") != "DENY":
-            bad.append(f"{url}: nosniff/frame headers missing")
-    assert pages and not bad, "\n".join(bad)
+        assert not problems, f"{len(problems)} of {checked} answers disagree with the table:\n" + "\n".join(problems)
+        assert checked, f"/{route.route}: no method of it answered the admin with anything but 405"
+        assert obj is None or reached, f"/{route.route}: no role the rules allow on {obj!r} was walked"
+        # Security headers on every page an allowed user saw (the admin and Swagger UI bring their own inline JS).
+        bad = []
+        for page_url, response in pages:
+            if page_url.startswith(("/admin/", "/api/docs")):
+                continue
+            csp = response.get("Content-Security-Policy", "")
+            script_src = re.search(r"script-src ([^;]*)", csp)
+            if not script_src or "unsafe-inline" in script_src.group(1) or "'self'" not in script_src.group(1):
+                bad.append(f"{page_url}: CSP {csp!r}")
+            if response.get("X-Content-Type-Options") != "nosniff" or response.get("X-Frame-Options") != "DENY":
+                bad.append(f"{page_url}: nosniff/frame headers missing")
+        assert not bad, "\n".join(bad)
 
+    def test_the_walk_sees_pages(self, world):
+        """The header checks above run on the pages allowed users see: there are such pages."""
+        sessions = world["sessions"]
+        response = sessions.request("lead", "get", f"/projects/{world['objects']['projects']}/search/")
+        assert response.status_code == 200 and "text/html" in response["Content-Type"]
 
-@pytest.mark.django_db
-def test_admin_site_is_for_admins_only(world):
-    for route in ADMIN_ROUTES:
-        url = "/" + route.route
-        for role, user in world["users"].items():
-            client = Client()
-            if user is not None:
-                client.force_login(user)
-            response = client.get(url)
-            assert response.status_code < 500, (url, role)
-            if role == "admin":
-                assert not _is_login_redirect(response), (url, role)  # autocomplete may 403 without its parameters
-            else:
-                assert response.status_code in DENIED or _is_login_redirect(response), (url, role, response.status_code)
+    def test_admin_site_is_for_admins_only(self, world):
+        sessions = world["sessions"]
+        for route in ADMIN_ROUTES:
+            url = "/" + route.route
+            for role in world["users"]:
+                response = sessions.request(role, "get", url)
+                assert response.status_code < 500, (url, role)
+                if role == "admin":
+                    assert not _is_login_redirect(response), (url, role)  # autocomplete may 403 without parameters
+                else:
+                    assert response.status_code in DENIED or _is_login_redirect(response), (
+                        url,
+                        role,
+                        response.status_code,
+                    )
 
-
-@pytest.mark.django_db
-def test_every_write_needs_a_csrf_token(world):
-    """A logged-in browser session that sends a write without the CSRF token is refused everywhere."""
-    objects, user = world["objects"], world["users"]["lead"]
-    problems, checked = [], 0
-    for route in ROUTES + ADMIN_ROUTES:
-        url = url_for(route, objects)
+    @pytest.mark.parametrize("route", ROUTES + ADMIN_ROUTES, ids=_route_id)
+    def test_every_write_needs_a_csrf_token(self, world, route):
+        """A logged-in browser session that sends a write without the CSRF token is refused everywhere."""
+        sessions = world["sessions"]
+        url = url_for(route, world["objects"])
+        problems = []
         for method in WRITE_METHODS:
-            client = Client(enforce_csrf_checks=True)
-            client.force_login(user)
-            response = _request(client, method, url)
-            checked += 1
+            response = sessions.request("lead", method, url, enforce_csrf_checks=True)
             if response.status_code == 405 and route.drf_class is not None and method not in route.methods():
                 continue  # a method the view does not take changes nothing: refused before the token matters
             if response.status_code != 403:
                 problems.append(f"{method.upper()} {url}: {response.status_code} without a CSRF token")
-    assert not problems, "\n".join(problems)
-    assert checked > 100
+        assert not problems, "\n".join(problems)
+
+    def test_expired_session_gets_json_401_or_403_and_the_draft_survives(self, world):
+        from annotation.models import Annotation
+
+        annotator = world["users"]["annotator"]
+        annotation = Annotation.objects.get(pk=world["objects"]["annotations"])
+        client = Client()
+        client.force_login(annotator)
+        version = annotation.version
+        saved = client.put(
+            f"/api/annotations/{annotation.pk}/draft/",
+            data={"version": version, "note": "kept through expiry"},
+            content_type="application/json",
+        )
+        assert saved.status_code == 200, saved.content
+        client.session.flush()  # what expiry does: the session row is gone
+        client.cookies.pop("sessionid", None)
+        refused = client.put(
+            f"/api/annotations/{annotation.pk}/draft/",
+            data={"version": version + 1, "note": "after expiry"},
+            content_type="application/json",
+        )
+        assert refused.status_code in (401, 403) and "detail" in refused.json()
+        page = client.get(f"/annotations/{annotation.pk}/")
+        assert _is_login_redirect(page)
+        annotation.refresh_from_db()
+        assert annotation.note == "kept through expiry" and annotation.version == version + 1
+
+    @pytest.mark.parametrize("route", ROUTES, ids=_route_id)
+    def test_a_method_no_view_takes_is_405_with_allow_for_everyone(self, world, route):
+        """PUT, POST or PATCH on /api/traces/<id>/ once answered 500 to anyone (the permission lookup's KeyError),
+        and so did a POST with X-HTTP-Method-Override. Every method on every URL, for every role: never a 5xx; a method
+        the view does not take is 405 naming the ones it does (`Allow`), decided before the role (an anonymous caller
+        gets the same 405, not a 401 that would send it to log in for a method that cannot work)."""
+        sessions = world["sessions"]
+        problems, refused = [], 0
+        url = url_for(route, world["objects"])
+        declared = set(route.methods()) if route.drf_class is not None else None
+        for method in ALL_METHODS:
+            for role in ("anonymous", "annotator", "admin"):
+                response = sessions.request(role, method, url)
+                where = f"{method.upper()} {url} as {role}"
+                if response.status_code >= 500:
+                    problems.append(f"{where}: {response.status_code}")
+                    continue
+                if declared is not None and method not in declared:
+                    if response.status_code != 405 or method.upper() in _allowed_methods(response):
+                        problems.append(f"{where}: {response.status_code}, Allow {response.get('Allow')!r}")
+                    elif not _allowed_methods(response) & {m.upper() for m in declared}:
+                        problems.append(f"{where}: Allow {response.get('Allow')!r} names none of {declared}")
+                    refused += 1
+                if response.status_code == 405:
+                    if not _allowed_methods(response) or method.upper() in _allowed_methods(response):
+                        problems.append(f"{where}: 405 with Allow {response.get('Allow')!r}")
+            if method in ("put", "patch", "delete"):
+                client = sessions.client("admin")
+                response = client.post(
+                    url, data="{}", content_type="application/json", HTTP_X_HTTP_METHOD_OVERRIDE=method
+                )
+                if response.status_code >= 500:
+                    problems.append(f"POST {url} overridden to {method.upper()}: {response.status_code}")
+        assert not problems, f"{len(problems)} answers:\n" + "\n".join(problems)
+        if declared is not None:
+            assert refused == 3 * len(set(ALL_METHODS) - declared)
+
+    def test_a_put_on_a_trace_is_405_for_anyone(self, world, client):
+        url = f"/api/traces/{world['objects']['traces']}/"
+        for role in ("anonymous", "annotator", "lead", "admin"):
+            client = Client()
+            if world["users"][role] is not None:
+                client.force_login(world["users"][role])
+            for method in ("put", "patch", "post"):
+                response = _request(client, method, url)
+                assert response.status_code == 405, (role, method, response.status_code)
+                assert _allowed_methods(response) >= {"GET", "DELETE"} and method.upper() not in _allowed_methods(
+                    response
+                )
+                assert "not allowed" in response.json()["detail"]
 
 
 # --- WebSocket consumers -------------------------------------------------------------------------
@@ -424,35 +586,6 @@ def test_live_socket_follows_the_table(project, annotator, lead, engineer, admin
 
 
 # --- session expiry, login throttling, tokens, deploy check -------------------------------------
-
-
-@pytest.mark.django_db
-def test_expired_session_gets_json_401_or_403_and_the_draft_survives(world):
-    from annotation.models import Annotation
-
-    annotator = world["users"]["annotator"]
-    annotation = Annotation.objects.get(pk=world["objects"]["annotations"])
-    client = Client()
-    client.force_login(annotator)
-    version = annotation.version
-    saved = client.put(
-        f"/api/annotations/{annotation.pk}/draft/",
-        data={"version": version, "note": "kept through expiry"},
-        content_type="application/json",
-    )
-    assert saved.status_code == 200, saved.content
-    client.session.flush()  # what expiry does: the session row is gone
-    client.cookies.pop("sessionid", None)
-    refused = client.put(
-        f"/api/annotations/{annotation.pk}/draft/",
-        data={"version": version + 1, "note": "after expiry"},
-        content_type="application/json",
-    )
-    assert refused.status_code in (401, 403) and "detail" in refused.json()
-    page = client.get(f"/annotations/{annotation.pk}/")
-    assert _is_login_redirect(page)
-    annotation.refresh_from_db()
-    assert annotation.note == "kept through expiry" and annotation.version == version + 1
 
 
 @pytest.mark.django_db
@@ -512,66 +645,3 @@ def test_check_deploy_is_clean_in_production_mode(tmp_path, collected_static):
         timeout=120,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-
-
-ALL_METHODS = ("get", "post", "put", "patch", "delete")
-
-
-def _allowed_methods(response) -> set[str]:
-    return {m.strip().upper() for m in response.get("Allow", "").split(",") if m.strip()}
-
-
-@pytest.mark.django_db
-def test_a_method_no_view_takes_is_405_with_allow_for_everyone(world):
-    """PUT, POST or PATCH on /api/traces/<id>/ once answered 500 to anyone (the permission lookup's KeyError),
-    and so did a POST with X-HTTP-Method-Override. Every method on every URL, for every role: never a 5xx; a method
-    the view does not take is 405 naming the ones it does (`Allow`), decided before the role (an anonymous caller
-    gets the same 405, not a 401 that would send it to log in for a method that cannot work)."""
-    objects = world["objects"]
-    problems, refused = [], 0
-    for route in ROUTES:
-        url = url_for(route, objects)
-        declared = set(route.methods()) if route.drf_class is not None else None
-        for method in ALL_METHODS:
-            for role in ("anonymous", "annotator", "admin"):
-                client = Client()
-                if world["users"][role] is not None:
-                    client.force_login(world["users"][role])
-                response = _request(client, method, url)
-                where = f"{method.upper()} {url} as {role}"
-                if response.status_code >= 500:
-                    problems.append(f"{where}: {response.status_code}")
-                    continue
-                if declared is not None and method not in declared:
-                    if response.status_code != 405 or method.upper() in _allowed_methods(response):
-                        problems.append(f"{where}: {response.status_code}, Allow {response.get('Allow')!r}")
-                    elif not _allowed_methods(response) & {m.upper() for m in declared}:
-                        problems.append(f"{where}: Allow {response.get('Allow')!r} names none of {declared}")
-                    refused += 1
-                if response.status_code == 405:
-                    if not _allowed_methods(response) or method.upper() in _allowed_methods(response):
-                        problems.append(f"{where}: 405 with Allow {response.get('Allow')!r}")
-            if method in ("put", "patch", "delete"):
-                client = Client()
-                client.force_login(world["users"]["admin"])
-                response = client.post(
-                    url, data="{}", content_type="application/json", HTTP_X_HTTP_METHOD_OVERRIDE=method
-                )
-                if response.status_code >= 500:
-                    problems.append(f"POST {url} overridden to {method.upper()}: {response.status_code}")
-    assert not problems, f"{len(problems)} answers:\n" + "\n".join(problems)
-    assert refused > 100
-
-
-@pytest.mark.django_db
-def test_a_put_on_a_trace_is_405_for_anyone(world, client):
-    url = f"/api/traces/{world['objects']['traces']}/"
-    for role in ("anonymous", "annotator", "lead", "admin"):
-        client = Client()
-        if world["users"][role] is not None:
-            client.force_login(world["users"][role])
-        for method in ("put", "patch", "post"):
-            response = _request(client, method, url)
-            assert response.status_code == 405, (role, method, response.status_code)
-            assert _allowed_methods(response) >= {"GET", "DELETE"} and method.upper() not in _allowed_methods(response)
-            assert "not allowed" in response.json()["detail"]

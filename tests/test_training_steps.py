@@ -152,6 +152,7 @@ def labelled_text(batch, tokenizer, row: int = 0) -> str:
 
 
 @pytest.mark.django_db
+@pytest.mark.training
 def test_trl_trains_a_sft_and_a_dpo_step_on_full_hd_histories(
     project, annotator, lead, tmp_path, settings, tiny_checkpoint, monkeypatch
 ):
