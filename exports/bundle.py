@@ -113,7 +113,7 @@ def _copy_deflated(source, sink, entry: Entry) -> None:
     zipfile has no public way to add data compressed elsewhere: its writer's compressor is swapped for one that
     passes the bytes through, and the checksum and size it counted (of the compressed bytes) are set to the
     uncompressed file's before the member is closed; the member's local header, sizes and the central directory
-    are then zipfile's own. tests/test_export_bundle.py compares the bytes with zipfile compressing the same files."""
+    are then zipfile's own. tests/exports/test_export_bundle.py compares the bytes with zipfile compressing the same files."""
     assert entry.deflated is not None
     sink._compressor = _AsItIs()
     shutil.copyfileobj(source, sink, CHUNK)
@@ -198,7 +198,7 @@ MODEL_FAMILIES = {
 
 
 def _processor_block(pixels: dict | None) -> str:
-    """The code that gives the reader's processor the bundle's image bounds (tests/test_pixel_fidelity.py runs it and
+    """The code that gives the reader's processor the bundle's image bounds (tests/exports/test_pixel_fidelity.py runs it and
     checks where the trained points land)."""
     if not pixels:
         return ""

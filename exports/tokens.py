@@ -11,7 +11,7 @@ How a sample is counted:
 - **Images**, exactly: Qwen2-VL cuts the screenshot, resized by ``smart_resize`` within the bundle's pixel bounds,
   into 14 px patches and merges 2×2 of them into one token, so an image of ``h × w`` resized pixels is
   ``(h / 28) · (w / 28)`` ``<|image_pad|>`` tokens (transformers' ``Qwen2VLImageProcessor``: ``image_grid_thw`` =
-  (1, h/14, w/14), tokens = its product / merge_size²; ``tests/test_export_tokens.py`` compares).
+  (1, h/14, w/14), tokens = its product / merge_size²; ``tests/exports/test_export_tokens.py`` compares).
 - **Text**: the sample's messages rendered by the Qwen2-VL chat template (every image as
   ``<|vision_start|><|image_pad|><|vision_end|>``), tokenized by the model's own tokenizer when the studio has one
   (``STUDIO_EXPORT_TOKENIZER_DIR``, a checkpoint folder with its tokenizer files); otherwise an upper bound, the

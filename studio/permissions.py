@@ -114,7 +114,7 @@ PERMISSIONS: dict[str, frozenset[Role]] = {action: rule.roles for action, rule i
 PUBLIC = "public"
 
 # Pages (function views) by URL name -> action. DRF views declare ``permission_action`` on the class
-# instead; a URL with neither fails tests/test_access_matrix.py. The login and role part of the action
+# instead; a URL with neither fails tests/access/test_access_matrix.py. The login and role part of the action
 # is enforced for every page here by PageActionMiddleware; project membership stays in the view.
 PAGE_PERMISSIONS: dict[str, str] = {
     "home": PUBLIC,

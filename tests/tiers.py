@@ -9,7 +9,7 @@
   and LLaMA-Factory's own preprocessing and training (``llamafactory``).
 
 A test with markers of two tiers runs in the later one. ``pytest --tier NAME`` keeps one tier's tests (the others are
-reported as deselected); without ``--tier`` every test runs, so ``pytest tests/test_x.py`` runs a whole file.
+reported as deselected); without ``--tier`` every test runs, so ``pytest tests/<area>/test_x.py`` runs a whole file.
 Loaded with ``-p tests.tiers`` (pyproject's addopts); ``.ci/run`` runs the three tiers one after another."""
 
 from __future__ import annotations

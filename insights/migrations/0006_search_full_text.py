@@ -9,7 +9,7 @@ never fail on a long note (the trigram LIKE of migration 0002 still sees the who
 SQLite: a contentless FTS5 table (``insights_searchentry_fts``: ``head`` the first line, ``body`` the whole
 document, rowid the entry's id) kept by three triggers. Django remakes an SQLite table to alter one of its columns
 (a copy under a new name): the triggers go with the old table, so a later migration that alters
-``insights_searchentry`` on SQLite must run ``CREATE_SQLITE`` again (tests/test_search_ranking.py fails otherwise).
+``insights_searchentry`` on SQLite must run ``CREATE_SQLITE`` again (tests/insights/test_search_ranking.py fails otherwise).
 
 Both fill the index from the rows already there. ``selectors.search`` queries them."""
 
