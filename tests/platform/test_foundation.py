@@ -134,19 +134,49 @@ def test_concurrent_writers_never_see_database_locked(make_user):
     assert Project.objects.filter(name__startswith="concurrent ").count() == 100
 
 
-class TestPagesAndApi:
-    @pytest.fixture
-    def traces(self, project, tmp_path):
-        from tests.factories import native_trace_folder
-        from traces.services import import_job_create, import_job_run
+@pytest.fixture(scope="class")
+def pages_world(django_db_setup, django_db_blocker, tmp_path_factory):
+    """The class's users and a project of 30 imported traces, built once in a transaction rolled back after the
+    class's last test; each test (``db``) runs in a savepoint of it and rolls back to it."""
+    from django.db import transaction
 
+    from studio.demo import user_create_with_role
+    from studio.permissions import Role
+    from tests.conftest import TEST_PASSWORD
+    from tests.factories import native_trace_folder
+    from traces.services import import_job_create, import_job_run
+
+    with django_db_blocker.unblock(), transaction.atomic():
+        users = {
+            role: user_create_with_role(username=name, password=TEST_PASSWORD, role=role)
+            for name, role in (("ann", Role.ANNOTATOR), ("leader", Role.LEAD), ("eng", Role.ENGINEER))
+        }
+        project = project_create(name="Test project", members=list(users.values()))
+        folder = tmp_path_factory.mktemp("pages-traces")
         for n in range(30):
             native_trace_folder(
-                tmp_path / f"t{n}", external_id=f"trace-{n}", instruction=f"Open settings number {n}", steps=2
+                folder / f"t{n}", external_id=f"trace-{n}", instruction=f"Open settings number {n}", steps=2
             )
-        job = import_job_create(project=project, user=None, upload_name=str(tmp_path), server_path=True, enqueue=False)
+        job = import_job_create(project=project, user=None, upload_name=str(folder), server_path=True, enqueue=False)
         job = import_job_run(job_id=job.pk)
         assert job.status == "succeeded", job.message
+        yield {"annotator": users[Role.ANNOTATOR], "project": project}
+        transaction.set_rollback(True)
+
+
+class TestPagesAndApi:
+    """Pages and API on one project of imported traces (``pages_world``)."""
+
+    @pytest.fixture
+    def annotator(self, pages_world, db):
+        return pages_world["annotator"]
+
+    @pytest.fixture
+    def project(self, pages_world, db):
+        return pages_world["project"]
+
+    @pytest.fixture
+    def traces(self, project):
         return project
 
     def test_login_required(self, client, db):
