@@ -12,13 +12,17 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from django.db import transaction
 
 from annotation.models import Verdict
 from exports import services, uitars_reward
-from tests.conftest import REPO
+from studio.demo import user_create_with_role
+from studio.permissions import Role
+from tests.conftest import REPO, TEST_PASSWORD
 from tests.fixtures_export import REPLIES, accepted_annotation, make_trace
 from traces import prompting
 from traces.models import Trace
+from traces.services import project_create
 
 pytestmark = pytest.mark.django_db
 
@@ -36,33 +40,73 @@ UNPARSED = ["Thought: Open it.\nAction: Click [16]", *REPLIES[1:]]
 SCREEN = (1280, 720)  # the reward's radius is in screenshot pixels: a screen of a real size
 
 
-@pytest.fixture
-def annotated(project, annotator, lead):
-    for n, (name, verdict, tau, corrected, reflection) in enumerate(ANSWERS):
-        trace = make_trace(project, replies=REPLIES, external_id=name, image_seed=n + 1, size=SCREEN)
+@pytest.fixture(scope="module")
+def annotated_world(django_db_setup, django_db_blocker):
+    """The role users (as conftest makes them) and a project with one answer of each kind on its own trace, made
+    once for the module in a transaction rolled back after it; each test (``db``) runs in a savepoint of it and
+    rolls back to it."""
+    with django_db_blocker.unblock(), transaction.atomic():
+        users = {
+            "annotator": user_create_with_role(username="ann", password=TEST_PASSWORD, role=Role.ANNOTATOR),
+            "lead": user_create_with_role(username="leader", password=TEST_PASSWORD, role=Role.LEAD),
+            "engineer": user_create_with_role(username="eng", password=TEST_PASSWORD, role=Role.ENGINEER),
+        }
+        annotator, lead = users["annotator"], users["lead"]
+        project = project_create(name="Annotated project", members=list(users.values()))
+        for n, (name, verdict, tau, corrected, reflection) in enumerate(ANSWERS):
+            trace = make_trace(project, replies=REPLIES, external_id=name, image_seed=n + 1, size=SCREEN)
+            accepted_annotation(
+                trace,
+                annotator=annotator,
+                reviewer=lead,
+                verdict=verdict,
+                tau=tau,
+                corrected_thought=f"Do {name} instead." if corrected else "",
+                corrected_action=corrected,
+                reflection_thought="Recover." if reflection else "",
+                reflection_action=reflection,
+            )
+        # A recorded step before τ that did not parse: never labelled correct, never in an RL prompt's history.
+        trace = make_trace(project, replies=UNPARSED, external_id="unparsed", image_seed=9, size=SCREEN)
         accepted_annotation(
             trace,
             annotator=annotator,
             reviewer=lead,
-            verdict=verdict,
-            tau=tau,
-            corrected_thought=f"Do {name} instead." if corrected else "",
-            corrected_action=corrected,
-            reflection_thought="Recover." if reflection else "",
-            reflection_action=reflection,
+            verdict=Verdict.ERROR,
+            tau=3,
+            corrected_thought="Click Display.",
+            corrected_action="click(start_box='(310,250)')",
         )
-    # A recorded step before τ that did not parse: never labelled correct, never in an RL prompt's history.
-    trace = make_trace(project, replies=UNPARSED, external_id="unparsed", image_seed=9, size=SCREEN)
-    accepted_annotation(
-        trace,
-        annotator=annotator,
-        reviewer=lead,
-        verdict=Verdict.ERROR,
-        tau=3,
-        corrected_thought="Click Display.",
-        corrected_action="click(start_box='(310,250)')",
+        yield {**users, "project": project}
+        transaction.set_rollback(True)
+
+
+@pytest.fixture
+def annotator(annotated_world, db):
+    return annotated_world["annotator"]
+
+
+@pytest.fixture
+def lead(annotated_world, db):
+    return annotated_world["lead"]
+
+
+@pytest.fixture
+def engineer(annotated_world, db):
+    return annotated_world["engineer"]
+
+
+@pytest.fixture
+def project(annotated_world, db):
+    """An empty project of the world's users, as conftest's ``project`` makes it."""
+    return project_create(
+        name="Test project", members=[annotated_world[role] for role in ("annotator", "lead", "engineer")]
     )
-    return project
+
+
+@pytest.fixture
+def annotated(annotated_world, db):
+    return annotated_world["project"]
 
 
 def export(project, fmt: str, out: Path, **options) -> dict:
