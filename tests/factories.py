@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import zlib
 from pathlib import Path
 
 from PIL import Image, ImageDraw
@@ -15,6 +17,11 @@ def screen_png(path: Path, *, size=(1920, 1080), label: str = "", seed: int = 0)
     draw.rectangle([0, 0, size[0], 48], fill=(30 + seed % 50, 40, 60))
     draw.rectangle([40, 100, 40 + (seed * 37) % (size[0] // 2) + 200, 160], fill=(59, 91, 219))
     draw.text((60, 120), label or f"screen {seed}", fill=(255, 255, 255))
+    # A small screen shows little of the above (a 48×32 one only the header's 50 shades): its bottom row carries a
+    # digest of the label and seed, so two screens made with different ones never have the same bytes.
+    digest = hashlib.sha256(f"{label}\0{seed}".encode()).digest()
+    for x in range(min(size[0], len(digest) // 3)):
+        image.putpixel((x, size[1] - 1), tuple(digest[3 * x : 3 * x + 3]))
     path.parent.mkdir(parents=True, exist_ok=True)
     image.save(path, format="PNG")
     return path
@@ -35,14 +42,22 @@ def native_trace_folder(
     records = []
     for i in range(1, steps + 1):
         name = f"step_{i:03d}.png"
-        screen_png(folder / name, size=size, label=f"{external_id} step {i}", seed=hash((external_id, i)) % 10_000)
+        screen_png(
+            folder / name,
+            size=size,
+            label=f"{external_id} step {i}",
+            seed=zlib.crc32(f"{external_id}:{i}".encode()) % 10_000,
+        )
         action = (
             actions[i - 1] if actions else f"click(start_box='<|box_start|>({100 + i * 10},{200 + i * 5})<|box_end|>')"
         )
         records.append({"screenshot": name, "thought": thought, "action": action})
     if final:
         screen_png(
-            folder / "final.png", size=size, label=f"{external_id} final", seed=hash((external_id, "final")) % 10_000
+            folder / "final.png",
+            size=size,
+            label=f"{external_id} final",
+            seed=zlib.crc32(f"{external_id}:final".encode()) % 10_000,
         )
     document = {
         "format": "trace-studio/v1",
