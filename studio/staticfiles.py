@@ -14,7 +14,7 @@ class StudioStaticFilesStorage(CompressedManifestStaticFilesStorage):
     import must name the hashed file too, or a browser would load the unhashed one (absent from the manifest's
     far-future caching, stale after a deploy). Django rewrites ``import … from "…";`` / ``export … from "…";``
     specifiers when asked to; an import must therefore be a relative path and end with a semicolon
-    (tests/platform/test_static_production.py follows every import of the collected entry modules)."""
+    (tests/serving/test_static_production.py follows every import of the collected entry modules)."""
 
     support_js_module_import_aggregation = True
 

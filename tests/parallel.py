@@ -29,7 +29,7 @@ def isolate(worker: str, environ: dict) -> None:
         if database > LAST_FREE_REDIS_DATABASE:
             raise RuntimeError(
                 f"test process {worker} would use Redis database {database}: a Redis server has 16 and the tests "
-                f"keep 14 and 15 (tests/platform/test_web_entry.py); run fewer processes or start from a lower REDIS_URL db"
+                f"keep 14 and 15 (tests/serving/test_web_entry.py); run fewer processes or start from a lower REDIS_URL db"
             )
         environ["REDIS_URL"] = f"{match.group(1)}/{database}"
 

@@ -1082,7 +1082,7 @@ def _resized_wh(width: int, height: int, max_pixels: int | None) -> tuple[int, i
 def model_number(v: int | float) -> int:
     """``v`` as the integer a model emits: the nearest one, a tie (x.5) to the even neighbour (Python's ``round``, on
     the float as computed: ties are exact binary halves). The one rounding of every coordinate the studio makes,
-    stores from an editor or exports; static/js/geometry.js rounds the same way (tests/platform/test_js_units.py feeds it the
+    stores from an editor or exports; static/js/geometry.js rounds the same way (tests/serving/test_js_units.py feeds it the
     points this module computes, ties among them)."""
     if isinstance(v, int) and not isinstance(v, bool):
         return v

@@ -92,7 +92,7 @@ def test_the_cli_refuses_to_append_to_a_symlinked_part_file(tmp_path):
 def test_the_full_stack_caddy_takes_an_admin_address_of_its_own():
     """The full-stack test's Caddy once took the default admin port 2019, so it could not start beside another
     Caddy on the same host. The Caddyfile reads the admin address from STUDIO_PROXY_ADMIN, the stack gives it a free
-    port (where caddy is installed, tests/platform/test_compose.py validates the Caddyfile)."""
+    port (where caddy is installed, tests/serving/test_compose.py validates the Caddyfile)."""
     import re
 
     from tests.conftest import REPO

@@ -5,7 +5,7 @@ from __future__ import annotations
 from studio.security import api_token_issue
 from tests.fixtures_annotation import make_traces
 from tests.fixtures_insights import PLANTED_NOTE, plant_corrections
-from tests.platform.test_cli import run_cli
+from tests.serving.test_cli import run_cli
 
 
 def test_cli_saves_lists_and_shows_a_slice(live_server, project, annotator, lead, tmp_path):

@@ -150,7 +150,7 @@ def test_cancelling_an_orphaned_job_removes_its_folder(
 
 def test_local_storage_takes_a_file_by_moving_it_and_lends_one_by_a_link(settings, tmp_path):
     """An import's plan stores its shards' parts and reads the upload through these: on local storage an archive of
-    gigabytes is not written once more for either (S3: tests/platform/test_fullstack.py imports through them)."""
+    gigabytes is not written once more for either (S3: tests/serving/test_fullstack.py imports through them)."""
     from studio.storage import stored_file_fetch, stored_file_save_moved
 
     # Beside the stored files, as jobs' work folders are by default (STUDIO_JOB_WORK_DIR): a move within one

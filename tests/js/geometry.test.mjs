@@ -1,5 +1,5 @@
 // The one coordinate form (static/js/geometry.js): points in the project's convention, screenshots with their
-// pixel size and extent. Run by tests/platform/test_js_units.py (node --test).
+// pixel size and extent. Run by tests/serving/test_js_units.py (node --test).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { boxOf, boxToPx, elementAt, fractionToModel, inBox, isEmptyBox, pixelAt, toFraction, toModel, toPx }

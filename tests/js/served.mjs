@@ -1,4 +1,4 @@
-// What the server serves, exactly, written to files by tests/platform/test_js_units.py: the action table
+// What the server serves, exactly, written to files by tests/serving/test_js_units.py: the action table
 // (traces.actions.action_table_json, STUDIO_ACTION_TABLE) and points the grammar computed from pixels
 // (traces.actions.from_screen_pixels, STUDIO_GRAMMAR_POINTS). The page's modules are tested against the server's
 // rules, not against a copy kept here.
@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 
 function served(variable) {
   const path = process.env[variable];
-  if (!path) throw new Error(`${variable} is not set: run these through pytest tests/platform/test_js_units.py`);
+  if (!path) throw new Error(`${variable} is not set: run these through pytest tests/serving/test_js_units.py`);
   return JSON.parse(readFileSync(path, "utf-8"));
 }
 export const TABLE = served("STUDIO_ACTION_TABLE");

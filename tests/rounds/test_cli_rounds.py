@@ -6,7 +6,7 @@ import pytest
 
 from studio.security import api_token_issue
 from tests.factories import native_trace_folder
-from tests.platform.test_cli import run_cli
+from tests.serving.test_cli import run_cli
 from traces.models import Round, Trace
 
 pytestmark = pytest.mark.worker

@@ -400,7 +400,7 @@ def test_a_worker_on_the_gpu_queue_runs_it_from_the_cli(
     live_server, celery_worker, role_groups, make_user, tmp_path_factory
 ):
     from studio.security import api_token_issue
-    from tests.platform.test_cli import run_cli
+    from tests.serving.test_cli import run_cli
     from traces.services import project_create
 
     annotator, lead = make_user("ann-w", Role.ANNOTATOR), make_user("lead-w", Role.LEAD)

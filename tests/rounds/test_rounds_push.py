@@ -203,7 +203,7 @@ def test_push_through_the_web_entry_takes_an_upload_sized_body_and_refuses_annot
     import requests
     from PIL import Image
 
-    from tests.platform.test_web_entry_limits import connect, read_answer, send_head
+    from tests.serving.test_web_entry_limits import connect, read_answer, send_head
 
     port = web_server()
     sock = connect(port)

@@ -245,7 +245,7 @@ def test_step_push_through_the_web_entry_is_an_upload_route(web_server, project,
     import requests
     from PIL import Image
 
-    from tests.platform.test_web_entry_limits import connect, read_answer, send_head
+    from tests.serving.test_web_entry_limits import connect, read_answer, send_head
 
     port = web_server()
     for route in ("steps", "end"):

@@ -22,7 +22,7 @@ from django.test import Client
 from annotation.models import Annotation
 from tests.conftest import wait_for
 from tests.factories import native_trace_folder
-from tests.platform.test_cli import run_cli
+from tests.serving.test_cli import run_cli
 from traces import identity, services
 from traces.importers import archive_folder_name
 from traces.models import ImportJob, Step, Trace

@@ -1,7 +1,7 @@
 """The studio's own demo data: Pillow-rendered screens and scripted UI-TARS traces (demo/).
 
 The generator is pure Python + Pillow and imports no Django; the suite's conftest does, so run it as any test:
-    .venv/bin/python -m pytest -q tests/platform/test_demo_generate.py
+    .venv/bin/python -m pytest -q tests/serving/test_demo_generate.py
 """
 
 from __future__ import annotations
