@@ -88,9 +88,10 @@ HTTP_SPEECH = re.compile(
 def _service_and_selector_modules() -> list[pathlib.Path]:
     """Every services / selectors module (``services.py``, ``selectors.py``, a ``services/`` package)."""
     found = []
-    for path in sorted(REPO.glob("*/**/*.py")):
-        if ".venv" in path.parts or "tests" in path.parts:
-            continue
+    # The studio's own packages only: the data folder under the repository (var/) is other test processes'
+    # scratch space, made and removed while this walks, and the virtualenv is not ours.
+    packages = [top for top in REPO.iterdir() if (top / "__init__.py").exists() and top.name != "tests"]
+    for path in sorted(p for top in packages for p in top.rglob("*.py")):
         in_package = {"services", "selectors"} & set(path.parent.relative_to(REPO).parts)
         if path.stem.endswith(("services", "selectors")) or in_package:
             found.append(path)
