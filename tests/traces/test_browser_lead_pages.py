@@ -143,9 +143,9 @@ def test_a_paused_webhook_endpoint_says_why_beside_its_address(browser, live_ser
 
     from django.utils import timezone
 
-    from webhooks.models import Webhook
+    from webhooks.models import Delivery, DeliveryStatus, Webhook
 
-    Webhook.objects.create(
+    hook = Webhook.objects.create(
         project=project,
         url="https://ci.example.org/trace-studio/hooks/receive",
         events=["bundle.ready", "import.failed"],
@@ -154,7 +154,17 @@ def test_a_paused_webhook_endpoint_says_why_beside_its_address(browser, live_ser
         paused_until=timezone.now() + datetime.timedelta(minutes=10),
         pause_reason="5 deliveries failed in a row, the last: timed out: no whole answer within 15 s",
     )
+    Delivery.objects.create(webhook=hook, event="bundle.ready", payload={}, status=DeliveryStatus.DELIVERED)
+    Delivery.objects.create(webhook=hook, event="import.failed", payload={}, last_error="timed out")
     page = page_at_1366(browser, live_server, lead, f"/projects/{project.pk}/webhooks/")
+    # A waiting delivery offers "cancel" beside "re-send"; a delivered one only "re-send".
+    expect(page.locator('#delivery-log tr[data-status="pending"] button', has_text="cancel")).to_be_visible()
+    expect(page.locator('#delivery-log tr[data-status="delivered"] button', has_text="cancel")).to_have_count(0)
+    # Link-like buttons in the page read as links (the accent), not in the top bar's near-white.
+    cancel = page.locator('#delivery-log tr[data-status="pending"] button', has_text="cancel")
+    assert cancel.evaluate("b => getComputedStyle(b).color") == "rgb(59, 91, 219)"
+    log = page.locator("#delivery-log").bounding_box()
+    assert log and log["x"] + log["width"] <= 1366
     row = page.locator('#webhook-list tr[data-paused="true"]')
     expect(row.locator(".webhook-paused")).to_contain_text("Paused until")
     expect(row.locator("button", has_text="try again now")).to_be_visible()
