@@ -49,7 +49,30 @@ class Channel(filesystem.Channel):
         os.makedirs(folder, exist_ok=True)
         return folder
 
+    def _folders_make(self) -> None:
+        """The queue's folders, made again when something removed them (a data folder tidied by hand, a test): a
+        missing folder means an empty queue, never a job that cannot be sent."""
+        for folder in {self.data_folder_in, self.data_folder_out}:
+            os.makedirs(folder, exist_ok=True)
+        self.__dict__.pop("claimed_folder", None)
+
+    def _size(self, queue):
+        try:
+            return super()._size(queue)
+        except FileNotFoundError:
+            self._folders_make()
+            return 0
+
+    def _purge(self, queue):
+        try:
+            return super()._purge(queue)
+        except FileNotFoundError:
+            self._folders_make()
+            return 0
+
     def _put(self, queue, payload, **kwargs):
+        if not os.path.isdir(self.data_folder_out):
+            self._folders_make()
         final = os.path.join(self.data_folder_out, message_filename(queue))
         partial = os.path.join(self.data_folder_out, f"{PARTIAL_PREFIX}{uuid.uuid4().hex}")
         try:
@@ -65,7 +88,12 @@ class Channel(filesystem.Channel):
 
     def _get(self, queue):
         wanted = f"{queue}.msg"
-        for filename in sorted(os.listdir(self.data_folder_in)):
+        try:
+            filenames = sorted(os.listdir(self.data_folder_in))
+        except FileNotFoundError:
+            self._folders_make()
+            raise Empty() from None
+        for filename in filenames:
             if filename.partition(".")[2] != wanted:
                 continue
             mine = os.path.join(self.claimed_folder, filename)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import threading
 from queue import Empty
@@ -127,6 +128,24 @@ def test_purge_and_size_see_the_studio_channel_messages(tmp_path):
         assert channel._size("default") == 3
         assert channel._purge("default") == 3
         assert channel._get("gpu") == {"n": 9}
+
+
+def test_a_removed_queue_folder_is_an_empty_queue_made_again_not_a_failed_send(tmp_path):
+    folder = tmp_path / "queue"
+    folder.mkdir()
+    with _connection(folder) as connection:
+        channel = connection.default_channel
+        channel._put("default", {"n": 1})
+        shutil.rmtree(folder)
+        assert channel._size("default") == 0 and folder.is_dir()
+        shutil.rmtree(folder)
+        with pytest.raises(Empty):
+            channel._get("default")
+        shutil.rmtree(folder)
+        assert channel._purge("default") == 0
+        shutil.rmtree(folder)
+        channel._put("default", {"n": 2})
+        assert channel._get("default") == {"n": 2}
 
 
 @pytest.mark.skipif(bool(os.environ.get("REDIS_URL")), reason="the run's broker is Redis, not the filesystem")
