@@ -1,10 +1,14 @@
 """Django admin for operators: look things up (studio.admin: writes go through the studio's pages and services)."""
 
+from collections.abc import Callable
+
 from django.contrib import admin
+from django.db.models import Model
 from django.urls import reverse
 
 from studio.admin import JobAdmin, ReadOnlyAdmin, ReadOnlyInline
 from studio.words import counted, in_words
+from traces.extensions import project_records
 from traces.models import ImportJob, Membership, Project, Round, Screenshot, Step, Trace, TraceDeletion
 from traces.selectors import project_jobs
 from traces.services import project_delete
@@ -32,25 +36,27 @@ class ProjectAdmin(ReadOnlyAdmin):
     # Django's own delete page lists every object a deletion cascades to, read into memory (a million-pair project
     # never answered); this one gives counts and deletes through project_delete, in batches, refused while a job runs.
     def get_deleted_objects(self, objs, request):
-        from annotation.models import Annotation
-
-        projects = list(objs)
+        # Counted: the project, its traces and steps, and what other apps registered as the project's rows
+        # (traces.extensions: annotation's annotations), in that order.
+        owned_models: list[tuple[type[Model], Callable]] = [
+            (Trace, lambda project: project.traces.count()),
+            (Step, lambda project: Step.objects.filter(trace__project=project).count()),
+            *((record.model, record.count) for record in project_records()),
+        ]
         summary, counts, perms_needed, protected = [], {}, set(), []
-        for project in projects:
+        for project in objs:
             jobs = project_jobs(project)
-            traces = project.traces.count()
-            steps = Step.objects.filter(trace__project=project).count()
-            annotations = Annotation.objects.filter(project=project).count()
-            owned = [counted(traces, Trace), counted(steps, Step), counted(annotations, Annotation)]
-            owned.append(in_words(len(jobs), "job", "jobs"))  # of several kinds: no one model's names
-            summary.append(f"{project}: {', '.join(owned)} (screenshots other projects show are kept)")
-            for model, count in ((Project, 1), (Trace, traces), (Step, steps), (Annotation, annotations)):
+            owned = [(model, count(project)) for model, count in owned_models]
+            words = [counted(number, model) for model, number in owned]
+            words.append(in_words(len(jobs), "job", "jobs"))  # of several kinds: no one model's names
+            summary.append(f"{project}: {', '.join(words)} (screenshots other projects show are kept)")
+            for model, number in [(Project, 1), *owned]:
                 key = str(model._meta.verbose_name_plural)
-                counts[key] = counts.get(key, 0) + count
+                counts[key] = counts.get(key, 0) + number
             protected.extend(
                 f"{job._meta.verbose_name} {job.pk} of {project} is {job.status}" for job in jobs if not job.is_finished
             )
-        for model in (Project, Trace, Step, Annotation):
+        for model in [Project, *(model for model, _ in owned_models)]:
             if not request.user.has_perm(f"{model._meta.app_label}.delete_{model._meta.model_name}"):
                 perms_needed.add(str(model._meta.verbose_name))
         return summary, counts, perms_needed, protected

@@ -17,7 +17,7 @@ from studio.jobs import job_cancel
 from studio.middleware import refused_page
 from studio.storage import SHORT_LIVED, stored_file_response
 from studio.words import counted
-from traces import selectors, services
+from traces import extensions, selectors, services
 from traces.access import access_import_job, access_project, access_trace, projects_for
 from traces.forms import ProjectForm, TraceInstructionForm
 from traces.importers import IMPORTERS, importers_in_detect_order
@@ -92,17 +92,17 @@ def trace_list(request, project_id: int):
     chosen = next((r for r in rounds if str(r.pk) == request.GET.get("round", "")), None)
     traces = selectors.traces_for_user(request.user, project=project, search=query, state=state, round=chosen)
     page = Paginator(traces, 25).get_page(request.GET.get("page"))
-    from annotation.selectors import annotation_status_counts
-
-    counts = annotation_status_counts(trace.pk for trace in page)
+    columns = extensions.trace_list_columns()  # what other apps show of each trace (annotation: its statuses)
+    cells = extensions.trace_list_cells(request.user, columns, page)
     for trace in page:
-        trace.annotation_counts = counts.get(trace.pk, [])
+        trace.extension_cells = cells[trace.pk]
     return render(
         request,
         "traces/trace_list.html",
         {
             "project": project,
             "page": page,
+            "columns": columns,
             "query": query,
             "state": state,
             "rounds": rounds,
@@ -134,8 +134,6 @@ def _steps_page(trace: Trace, query) -> Page:
 
 
 def _trace_page(user, trace: Trace, *, instruction_form: TraceInstructionForm | None = None, query=None) -> dict:
-    from annotation.review.selectors import history_rows, trace_history_visible
-
     can_edit = can(user, "trace.edit", trace)
     if can_edit and instruction_form is None:
         instruction_form = TraceInstructionForm(initial={"instruction": trace.instruction})
@@ -143,12 +141,10 @@ def _trace_page(user, trace: Trace, *, instruction_form: TraceInstructionForm | 
         "trace": trace,
         "project": trace.project,
         "steps": _steps_page(trace, query),
-        "history": history_rows(trace_history_visible(user, trace)),
+        "panels": extensions.trace_panels(user, trace),  # what other apps show below the steps
         "awaits_instruction": selectors.awaits_instruction(trace),
         "instruction_form": instruction_form if can_edit else None,
         "can_delete": can(user, "trace.delete", trace),
-        # A lead reaches each annotation's review from the trace's history.
-        "can_review": can(user, "annotation.review", trace.project),
     }
 
 

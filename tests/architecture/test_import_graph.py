@@ -8,6 +8,8 @@
 - A services package (traces/services/, exports/services/, annotation/services/) re-exports its rooms' names; the
   rooms import each other directly, never their package, and never in a circle, so each can be read and imported
   on its own.
+- traces, where traces come in, imports none of the apps that read or correct them afterwards (DOWNSTREAM_OF_TRACES):
+  they add to its pages and its project's records through ``traces.extensions``, registered from their ready().
 
 Each rule has a control: the same check finds the fault in a graph that holds it."""
 
@@ -22,6 +24,8 @@ from tests.conftest import REPO
 PLATFORM = {"studio.celery", "studio.jobs", "studio.shards", "studio.engine", "studio.tasks"}
 # The project's configuration: it names every app by design (Django's ROOT_URLCONF, Channels' routes).
 CONFIGURATION = {"studio.settings", "studio.urls", "studio.routing", "studio.asgi", "studio.wsgi"}
+# The apps that read or correct traces after they come in.
+DOWNSTREAM_OF_TRACES = {"annotation", "exports", "evaluation", "insights", "webhooks"}
 
 
 def _module_name(path: str) -> str:
@@ -126,6 +130,17 @@ def platform_imports_of_products(graph: dict[str, set[str]]) -> list[str]:
     )
 
 
+def app_imports(graph: dict[str, set[str]], app: str, of: set[str]) -> list[str]:
+    """``app``'s imports of a module of one of the apps ``of``."""
+    return sorted(
+        f"{module} -> {target}"
+        for module, targets in graph.items()
+        if module.split(".")[0] == app
+        for target in targets
+        if target.split(".")[0] in of
+    )
+
+
 def services_room_circles(graph: dict[str, set[str]]) -> list[list[str]]:
     """The circles among a services package and its rooms (its submodules): a room that imports its package, or
     rooms that import each other round."""
@@ -149,6 +164,13 @@ def test_studio_imports_no_product_app():
     assert platform_imports_of_products(graph) == []
 
 
+def test_traces_imports_no_app_that_reads_or_corrects_traces():
+    graph = import_graph(production_modules())
+    assert {"traces.views", "traces.admin", "annotation.extensions"} <= set(graph)
+    assert "traces.extensions" in graph["annotation.extensions"]  # annotation registers its parts with traces
+    assert app_imports(graph, "traces", DOWNSTREAM_OF_TRACES) == []
+
+
 def test_the_rooms_of_a_services_package_import_each_other_in_no_circle():
     graph = import_graph(production_modules())
     assert {"traces.services.import_shards", "exports.services.assembly", "annotation.services.drafts"} <= set(graph)
@@ -156,7 +178,7 @@ def test_the_rooms_of_a_services_package_import_each_other_in_no_circle():
     assert services_room_circles(graph) == []
 
 
-def test_the_checks_find_a_services_tasks_circle_and_a_platform_import_of_a_product(tmp_path):
+def test_the_checks_find_a_services_tasks_circle_a_platform_import_of_a_product_and_an_app_import(tmp_path):
     # The control: a tree with the faults these rules forbid, written out and read the same way.
     files = {
         "shop/__init__.py": "",
@@ -171,6 +193,8 @@ def test_the_checks_find_a_services_tasks_circle_and_a_platform_import_of_a_prod
         "cart/services/orders.py": "from cart.services.payments import pay\n",
         "cart/services/payments.py": "def pay():\n    from cart.services import order_create\n",
         "cart/services/receipts.py": "from cart.services.orders import order_create\n",
+        # An upstream app that reads a downstream one inside a function.
+        "shop/views.py": "def page():\n    from cart.services.receipts import order_create\n",
     }
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
@@ -182,3 +206,4 @@ def test_the_checks_find_a_services_tasks_circle_and_a_platform_import_of_a_prod
     assert job_circles(graph) == [["shop.services", "shop.tasks"]]
     assert platform_imports_of_products(graph) == ["studio.access -> shop.models"]
     assert services_room_circles(graph) == [["cart.services", "cart.services.orders", "cart.services.payments"]]
+    assert app_imports(graph, "shop", {"cart"}) == ["shop.views -> cart.services.receipts"]

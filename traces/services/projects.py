@@ -8,6 +8,7 @@ from studio.db import atomic_with_retry
 from studio.errors import Conflict, Invalid
 from studio.jobs import job_delete
 from studio.words import counted
+from traces.extensions import category_refusal
 from traces.models import Membership, Project, Trace
 from traces.selectors import project_jobs
 
@@ -53,7 +54,8 @@ def project_save(*, actor, fields: dict, members=None, project: Project | None =
     """Create a project (``project`` None) or change its settings, and set its members when ``members`` is given.
 
     Refused: changing the coordinate convention once traces are stored (their points were read in the old one;
-    a new project takes the new convention), and dropping an error category that annotations use. A lead who
+    a new project takes the new convention), and dropping an error category that another app's rows name
+    (``traces.extensions``' category guards: annotation's annotations). A lead who
     creates or manages a project stays one of its members (else the page would lock them out of it)."""
     unknown = set(fields) - set(PROJECT_SETTINGS)
     if unknown:
@@ -71,15 +73,9 @@ def project_save(*, actor, fields: dict, members=None, project: Project | None =
         dropped = [
             c for c in project.error_categories if c not in fields.get("error_categories", project.error_categories)
         ]
-        if dropped:
-            from annotation.selectors import error_categories_in_use
-
-            in_use = error_categories_in_use(project=project, categories=dropped)
-            if in_use:
-                raise ProjectRefused(
-                    "error_categories",
-                    "Annotations use these categories; keep them: " + ", ".join(in_use) + ".",
-                )
+        refusal = category_refusal(project, dropped) if dropped else ""  # rows of other apps that name them
+        if refusal:
+            raise ProjectRefused("error_categories", refusal)
     else:
         project = Project()
     for name, value in fields.items():

@@ -1,0 +1,57 @@
+"""What annotation adds to the trace pages and a project's records (traces.extensions), registered by
+``AnnotationConfig.ready()``: the trace page's history, the trace list's annotations by status, the annotations a
+project's deletion removes, and the error categories annotations still name."""
+
+from __future__ import annotations
+
+from annotation.models import Annotation
+from annotation.review.selectors import history_rows, trace_history_visible
+from annotation.selectors import annotation_status_counts, error_categories_in_use
+from studio.access import can
+from traces.extensions import (
+    CategoryGuard,
+    ProjectRecord,
+    TraceListColumn,
+    TracePanel,
+    category_guard_register,
+    project_record_register,
+    trace_list_column_register,
+    trace_panel_register,
+)
+
+
+def _history(user, trace) -> dict:
+    return {
+        "history": history_rows(trace_history_visible(user, trace)),
+        # A lead reaches each annotation's review from the trace's history.
+        "can_review": can(user, "annotation.review", trace.project),
+    }
+
+
+def _statuses(user, traces) -> dict:
+    return annotation_status_counts(trace.pk for trace in traces)
+
+
+def _categories_named(project, categories: list[str]) -> str:
+    in_use = error_categories_in_use(project=project, categories=categories)
+    return "Annotations use these categories; keep them: " + ", ".join(in_use) + "." if in_use else ""
+
+
+def register() -> None:
+    trace_panel_register(TracePanel(name="annotation-history", template="review/_history.html", context=_history))
+    trace_list_column_register(
+        TraceListColumn(
+            name="annotation-statuses",
+            heading="Annotations",
+            template="annotation/_trace_list_statuses.html",
+            values=_statuses,
+        )
+    )
+    project_record_register(
+        ProjectRecord(
+            name="annotations",
+            model=Annotation,
+            count=lambda project: Annotation.objects.filter(project=project).count(),
+        )
+    )
+    category_guard_register(CategoryGuard(name="annotations", refusal=_categories_named))
