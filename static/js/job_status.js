@@ -2,21 +2,42 @@
 // box with data-url/data-status and its parts with data-job="status|progress|message|errors|when-succeeded|
 // when-running|sha|percent" (a <progress> element), and an import's "attention|problems|notes" (the lists with
 // their -count and -box); text is set with textContent, never as HTML.
-(function () {
-  const box = document.querySelector("[data-job-box]");
-  if (!box) return;
-  const finished = new Set(["succeeded", "failed", "cancelled"]);
+// An ES module: the page's wiring at the end, what it says as pure functions above it (tests/js/job_status.test.mjs).
+import { api } from "./api.js";
+import { isFinished } from "./jobs.js";
+
+/* The progress in words: the server's when the job has them (an import's "2 of 4 traces read", as its page renders
+   them first), else the counter. */
+export function progressText(job) {
+  if (job.progress_text !== undefined) return job.progress_text;
+  return job.progress_total ? `${job.progress_done} / ${job.progress_total}` : `${job.progress_done} done`;
+}
+
+/* The <progress> element's value, 0–100. */
+export const percent = (job) => (job.progress_total ? Math.round((100 * job.progress_done) / job.progress_total) : 0);
+
+/* Where a note on a kept trace links: the page gives the trace URL with 0 for its id. */
+export const traceHref = (traceUrl, traceId) => traceUrl.replace(/\/0\/$/, `/${traceId}/`);
+
+/* The line under a finished export: its bundle's digest and size. */
+export const bundleLine = (job) => `sha256 ${job.bundle_sha256} · ${job.bundle_size} bytes`;
+
+export const POLL_MS = 1500;
+
+function wire(box) {
   const parts = (name) => box.querySelectorAll(`[data-job="${name}"]`);
+  // One entry; a note on a kept trace links to it.
+  function entry(e, traceUrl) {
+    const li = Object.assign(document.createElement("li"), { textContent: e.error });
+    if (e.trace && traceUrl) {
+      li.append(" ", Object.assign(document.createElement("a"), { href: traceHref(traceUrl, e.trace), textContent: "Open the trace" }));
+    }
+    return li;
+  }
   function show(job) {
     parts("status").forEach((el) => { el.textContent = job.status_display; el.className = "pill " + job.status; });
-    // The server's words when the job has them (an import's "2 of 4 traces read", as its page renders them first).
-    parts("progress").forEach((el) => {
-      el.textContent = job.progress_text !== undefined ? job.progress_text
-        : job.progress_total ? `${job.progress_done} / ${job.progress_total}` : `${job.progress_done} done`;
-    });
-    parts("percent").forEach((el) => {
-      el.value = job.progress_total ? Math.round(100 * job.progress_done / job.progress_total) : 0;
-    });
+    parts("progress").forEach((el) => { el.textContent = progressText(job); });
+    parts("percent").forEach((el) => { el.value = percent(job); });
     parts("message").forEach((el) => { el.textContent = job.message; });
     parts("errors").forEach((el) => el.replaceChildren(
       ...job.errors.map((e) => Object.assign(document.createElement("li"), { textContent: e.error }))));
@@ -31,27 +52,21 @@
       parts(name + "-box").forEach((el) => { el.hidden = !job[name].length; });
     }
     parts("when-succeeded").forEach((el) => { el.hidden = job.status !== "succeeded"; });
-    parts("when-running").forEach((el) => { el.hidden = finished.has(job.status); });
-    if (job.bundle_sha256) parts("sha").forEach((el) => { el.textContent = `sha256 ${job.bundle_sha256} · ${job.bundle_size} bytes`; });
-  }
-  // One entry; a note on a kept trace links to it (the page gives the trace URL with 0 for its id).
-  function entry(e, traceUrl) {
-    const li = Object.assign(document.createElement("li"), { textContent: e.error });
-    if (e.trace && traceUrl) {
-      li.append(" ", Object.assign(document.createElement("a"), { href: traceUrl.replace(/\/0\/$/, `/${e.trace}/`), textContent: "Open the trace" }));
-    }
-    return li;
+    parts("when-running").forEach((el) => { el.hidden = isFinished(job.status); });
+    if (job.bundle_sha256) parts("sha").forEach((el) => { el.textContent = bundleLine(job); });
   }
   async function poll() {
-    try {
-      const response = await fetch(box.dataset.url, { credentials: "same-origin" });
-      if (response.ok) {
-        const job = await response.json();
-        show(job);
-        if (finished.has(job.status)) return;
-      }
-    } catch (e) { /* offline: try again */ }
-    setTimeout(poll, 1500);
+    const res = await api("GET", box.dataset.url); // unreachable (status 0): try again
+    if (res.status === 200) {
+      show(res.data);
+      if (isFinished(res.data.status)) return;
+    }
+    setTimeout(poll, POLL_MS);
   }
-  if (!finished.has(box.dataset.status)) poll();
-})();
+  if (!isFinished(box.dataset.status)) poll();
+}
+
+if (typeof document !== "undefined") {
+  const box = document.querySelector("[data-job-box]");
+  if (box) wire(box);
+}

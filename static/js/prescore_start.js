@@ -1,45 +1,49 @@
 // Leads start a pre-scoring run from the trace list; the run's progress is polled and shown as text.
-(function () {
-  const box = document.getElementById("prescore-start");
-  if (!box) return;
+// An ES module: the page's wiring at the end, what it says as pure functions above it (tests/js/prescore_start.test.mjs).
+import { api, describeErrors } from "./api.js";
+import { isFinished } from "./jobs.js";
+
+/* The status line of a job (the API's prescore job): a running job shows its progress; an ended one what it found
+   (its message), not the counter it ended on. */
+export function jobLine(job) {
+  const progress = isFinished(job.status) ? "" : `, ${job.progress_done}/${job.progress_total} steps`;
+  const problems = job.errors && job.errors.length ? ` (${job.errors.length} problems)` : "";
+  return `${job.scorer} job ${job.id}: ${job.status}${progress}` + (job.message ? ` — ${job.message}` : "") + problems;
+}
+
+/* The answer to a start ({status, data}, api.js): the job to follow, or none, and the line to show. A refusal shows
+   the server's own words (its detail, studio/errors.py), whatever its kind. */
+export function startAnswer(res) {
+  if (res.status >= 200 && res.status < 300) return { job: res.data, line: jobLine(res.data) };
+  if (res.status === 0) return { job: null, line: "Not started: the server could not be reached. Try again." };
+  return { job: null, line: describeErrors(res.data) || `Not started: the server answered ${res.status}.` };
+}
+
+/* Whether to ask again about a job after an answer: until it has ended (a failed poll asks again). */
+export const keepFollowing = (res) => !(res.status === 200 && isFinished(res.data.status));
+
+export const POLL_MS = 2000;
+
+function wire(box) {
   const status = document.getElementById("prescore-start-status");
-  const finished = new Set(["succeeded", "failed", "cancelled"]);
-  const csrfToken = () => {
-    const m = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
-    return m ? decodeURIComponent(m[1]) : "";
-  };
-  // A running job shows its progress; an ended one what it found (its message), not the counter it ended on.
-  function show(job) {
-    const progress = finished.has(job.status) ? "" : `, ${job.progress_done}/${job.progress_total} steps`;
-    status.textContent = `${job.scorer} job ${job.id}: ${job.status}${progress}` +
-      (job.message ? ` — ${job.message}` : "") + (job.errors.length ? ` (${job.errors.length} problems)` : "");
-  }
   async function follow(id) {
-    const response = await fetch(`/api/prescore/jobs/${id}/`, { credentials: "same-origin" });
-    if (response.ok) {
-      const job = await response.json();
-      show(job);
-      if (finished.has(job.status)) return;
-    }
-    setTimeout(() => follow(id), 2000);
+    const res = await api("GET", `/api/prescore/jobs/${id}/`);
+    if (res.status === 200) status.textContent = jobLine(res.data);
+    if (keepFollowing(res)) setTimeout(() => follow(id), POLL_MS);
   }
   // The project's last run, after a reload or a later visit: its result, or its progress while it runs.
   if (box.dataset.lastJob) follow(box.dataset.lastJob);
   box.querySelectorAll("button[data-scorer]").forEach((button) => {
     button.addEventListener("click", async () => {
       status.textContent = "Starting…";
-      const response = await fetch(box.dataset.url, {
-        method: "POST", credentials: "same-origin",
-        headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken(), Accept: "application/json" },
-        body: JSON.stringify({ scorer: button.dataset.scorer }),
-      });
-      const body = await response.json().catch(() => ({}));
-      if (!response.ok) {
-        status.textContent = body.detail || `Not started: the server answered ${response.status}.`;
-        return;
-      }
-      show(body);
-      follow(body.id);
+      const { job, line } = startAnswer(await api("POST", box.dataset.url, { scorer: button.dataset.scorer }));
+      status.textContent = line;
+      if (job) follow(job.id);
     });
   });
-})();
+}
+
+if (typeof document !== "undefined") {
+  const box = document.getElementById("prescore-start");
+  if (box) wire(box);
+}

@@ -15,3 +15,6 @@ export const GRAMMAR_POINTS = served("STUDIO_GRAMMAR_POINTS");
 // refusals of every kind and to lost logins (studio.api.exception_handler), each with whether it is a lost login
 // (STUDIO_ERROR_ANSWERS).
 export const ERRORS = served("STUDIO_ERROR_ANSWERS");
+// The job statuses, those a job never leaves (studio.jobs.JOB_TRANSITIONS) and the API's answer for a pre-scoring
+// job in each status (prescoring.api.PrescoreJobSerializer) (STUDIO_JOB_ANSWERS).
+export const JOBS = served("STUDIO_JOB_ANSWERS");

@@ -1,6 +1,6 @@
 """The page's pure JavaScript modules (static/js/geometry.js, zoom.js, action_editor.js, the workspace's state.js,
 steps.js, overlay.js, editor.js, keyboard.js, hints.js, autosave.js, alternatives.js, history.js, versions.js,
-api.js, prescore.js, presence.js, csv.js, figures.js and the dashboards) under Node's own test runner, without a browser: tests/js/*.test.mjs, against the action table exactly
+api.js, jobs.js, prescore.js, prescore_start.js, job_status.js, presence.js, csv.js, figures.js and the dashboards) under Node's own test runner, without a browser: tests/js/*.test.mjs, against the action table exactly
 as the server serves it and the server's own error answers. Node is Debian's ``nodejs`` (.ci/run installs it)."""
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ def test_the_page_modules_pass_their_node_tests(tmp_path):
     points.write_text(json.dumps(_grammar_points()), encoding="utf-8")
     errors = tmp_path / "error-answers.json"
     errors.write_text(json.dumps(_error_answers()), encoding="utf-8")
+    jobs = tmp_path / "job-answers.json"
+    jobs.write_text(json.dumps(_job_answers()), encoding="utf-8")
     result = subprocess.run(
         [NODE, "--test", *map(str, TESTS)],
         cwd=REPO,
@@ -36,6 +38,7 @@ def test_the_page_modules_pass_their_node_tests(tmp_path):
             "STUDIO_ACTION_TABLE": str(table),
             "STUDIO_GRAMMAR_POINTS": str(points),
             "STUDIO_ERROR_ANSWERS": str(errors),
+            "STUDIO_JOB_ANSWERS": str(jobs),
         },
         capture_output=True,
         text=True,
@@ -80,6 +83,43 @@ def _error_answers() -> dict:
         "kinds": {kind.value: status for kind, status in errors.STATUS_BY_KIND.items()},
         "signed_out": errors.ErrorKind.SIGNED_OUT.value,
         "answers": answers,
+    }
+
+
+def _job_answers() -> dict:
+    """The job statuses (studio.models.JobStatus), those a job never leaves (studio.jobs.JOB_TRANSITIONS: no way
+    out), and the API's answer for a pre-scoring job in each status (prescoring.api.PrescoreJobSerializer, of an
+    unsaved job: no database), and the trace page's URL the import page's notes link to."""
+    from django.urls import reverse
+
+    from prescoring.api import PrescoreJobSerializer
+    from prescoring.models import PrescoreJob
+    from studio.jobs import JOB_TRANSITIONS
+    from studio.models import JobStatus
+
+    messages = {JobStatus.SUCCEEDED: "6 steps scored", JobStatus.FAILED: "The model folder is missing."}
+    answers = [
+        PrescoreJobSerializer(
+            PrescoreJob(
+                pk=40 + n,
+                project_id=3,
+                scorer="rules",
+                status=status,
+                progress_done=2 * n,
+                progress_total=6,
+                message=messages.get(status, ""),
+                errors=[{"trace": 1, "step": 2, "error": "unreadable"}] if status == JobStatus.FAILED else [],
+            )
+        ).data
+        for n, status in enumerate(JobStatus.values)
+    ]
+    return {
+        # The import page's link to a noted trace, as the page gives it (id 0) and as it must end up (id 7).
+        "trace_url": reverse("trace-detail", args=[0]),
+        "trace_url_of_7": reverse("trace-detail", args=[7]),
+        "statuses": list(JobStatus.values),
+        "finished": sorted(status for status, onward in JOB_TRANSITIONS.items() if not onward),
+        "prescore_jobs": answers,
     }
 
 
