@@ -1,12 +1,12 @@
 // Follows a background job (import, export, pre-scoring) until it finishes. The page marks the job's
 // box with data-url/data-status and its parts with data-job="status|progress|message|errors|when-succeeded|
-// when-running|sha|percent" (a <progress> element), and an import's "attention|problems|notes" (the lists with
+// when-running|sha|percent" (a <progress> element), and an import job's "attention|problems|notes" (the lists with
 // their -count and -box); text is set with textContent, never as HTML.
 // An ES module: the page's wiring at the end, what it says as pure functions above it (tests/js/job_status.test.mjs).
 import { api } from "./api.js";
 import { isFinished } from "./jobs.js";
 
-/* The progress in words: the server's when the job has them (an import's "2 of 4 traces read", as its page renders
+/* The progress in words: the server's when the job has them (an import job's "2 of 4 traces read", as its page renders
    them first), else the counter. */
 export function progressText(job) {
   if (job.progress_text !== undefined) return job.progress_text;
@@ -41,7 +41,7 @@ function wire(box) {
     parts("message").forEach((el) => { el.textContent = job.message; });
     parts("errors").forEach((el) => el.replaceChildren(
       ...job.errors.map((e) => Object.assign(document.createElement("li"), { textContent: e.error }))));
-    // An import's entries, split by the server into problems (lost) and notes (kept, needing attention).
+    // An import job's entries, split by the server into problems (lost) and notes (kept, needing attention).
     if (job.attention !== undefined) {
       parts("attention").forEach((el) => { el.textContent = job.attention; el.hidden = !job.attention; });
     }

@@ -119,6 +119,8 @@ MODULE_ENTRIES = (
     "js/live.js",
     "js/dashboard.js",
     "js/round_dashboard.js",
+    "js/prescore_start.js",
+    "js/job_status.js",
 )
 _MODULE_SPECIFIER = re.compile(
     r"""\b(?:import|export)\b[^;'"]*?\bfrom\s*["']([^"']+)["']|\bimport\s*["']([^"']+)["']"""
