@@ -110,9 +110,11 @@ def import_dart_gui_example(project, realtraces: Path):
 
 
 def make_traces(project, tmp_path: Path, count: int = 3, **kwargs):
-    from traces.models import Trace
+    """``count`` traces of ``project``, each a native folder under ``tmp_path`` read by the real importer in an import
+    job (tests/factories.py, ``through="import"``)."""
+    from tests.factories import make_trace
 
-    ids = []
+    traces = []
     for n in range(count):
         # Each trace its own task on the same screens: a trace is known by its content (docs/formats.md), so the
         # same task, screens and actions twice would be one trace.
@@ -120,13 +122,14 @@ def make_traces(project, tmp_path: Path, count: int = 3, **kwargs):
         task = {"instruction": f"Open the settings (task {n + 1})"} if count > 1 and "instruction" not in kwargs else {}
         if count > 1 and "instruction" in kwargs and "variant" not in kwargs:
             task["variant"] = n
-        folder = write_native_trace(
-            tmp_path / f"trace{n}", external_id=f"ext-{n}-{uuid.uuid4().hex[:6]}", **task, **kwargs
+        options = {"steps": 4, **kwargs, **task}
+        traces.append(
+            make_trace(
+                project,
+                through="import",
+                folder=tmp_path / f"trace{n}",
+                external_id=f"ext-{n}-{uuid.uuid4().hex[:6]}",
+                **options,
+            )
         )
-        import_folder(project, folder)
-        ids.append(
-            Trace.objects.get(
-                project=project, external_id=json.loads((folder / "trace.json").read_text())["external_id"]
-            ).pk
-        )
-    return list(Trace.objects.filter(pk__in=ids).order_by("id"))
+    return traces

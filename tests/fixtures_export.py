@@ -2,26 +2,13 @@
 
 from __future__ import annotations
 
-import io
-
 from django.db import transaction
-from PIL import Image
 
 from annotation.models import Annotation, AnnotationStatus, Verdict
 from annotation.services import annotation_transition
-from traces.importers.base import ImageRef, ImportedStep, ImportedTrace
-from traces.services import trace_import_one
+from tests import factories
 
-
-def png(seed: int, size=(56, 42)) -> bytes:
-    image = Image.new("RGB", size, ((seed * 37) % 256, (seed * 91) % 256, (seed * 53) % 256))
-    out = io.BytesIO()
-    image.save(out, "PNG")
-    return out.getvalue()
-
-
-def _constant(data: bytes):
-    return lambda: data
+png = factories.png  # the export tests' screens: the one builder's
 
 
 def make_trace(
@@ -34,15 +21,17 @@ def make_trace(
     image_seed: int = 1,
     size: tuple[int, int] = (56, 42),
 ):
-    steps = [
-        ImportedStep(screenshot=ImageRef(f"s{i}.png", _constant(png(image_seed * 100 + i, size))), raw_response=reply)
-        for i, reply in enumerate(replies, start=1)
-    ]
-    final_ref = ImageRef("final.png", _constant(png(image_seed * 100 + 99, size))) if final else None
-    imported = ImportedTrace(
-        external_id=external_id, instruction=instruction, source="native", steps=steps, final_screenshot=final_ref
+    """A trace of ``replies`` on small distinct screens, stored as an importer stores one (tests/factories.py)."""
+    return factories.make_trace(
+        project,
+        through="store",
+        replies=replies,
+        external_id=external_id,
+        instruction=instruction,
+        final=final,
+        image_seed=image_seed,
+        size=size,
     )
-    return trace_import_one(project=project, imported=imported).trace
 
 
 def accepted_annotation(trace, *, annotator, reviewer, **fields) -> Annotation:

@@ -22,36 +22,18 @@ from studio.access import (
 )
 from studio.permissions import PAGE_PERMISSIONS, PERMISSIONS, RULES, SOCKET_PERMISSIONS, Role, Scope
 from tests.conftest import REPO
+from tests.factories import make_world
 from tests.fixtures_annotation import make_traces
 
 
 @pytest.fixture
 def world(db, project, annotator, lead, engineer, admin_user, make_user, tmp_path):
-    from annotation.services import lease_next_trace
     from traces.models import Membership
-    from traces.services import project_create
 
     colleague = make_user("colleague", Role.ANNOTATOR)  # another annotator of the same project
     Membership.objects.create(project=project, user=colleague)
-    outsider = make_user("outsider", Role.ANNOTATOR)
-    other = project_create(name="Other project", members=[outsider])
-    other_traces = make_traces(other, tmp_path / "other", count=1, steps=1)
-    traces = make_traces(project, tmp_path / "main", count=2, steps=2)
-    annotation, lease = lease_next_trace(user=annotator, project=project)
-    return {
-        "project": project,
-        "other": other,
-        "traces": traces,
-        "other_trace": other_traces[0],
-        "annotation": annotation,
-        "lease": lease,
-        "annotator": annotator,
-        "colleague": colleague,
-        "outsider": outsider,
-        "lead": lead,
-        "engineer": engineer,
-        "admin": admin_user,
-    }
+    world = make_world(tmp_path, project=project, annotator=annotator, lead=lead)
+    return {**world, "colleague": colleague, "engineer": engineer, "admin": admin_user}
 
 
 def test_the_table_is_one_set_of_rules():

@@ -33,7 +33,7 @@ from studio.access import can
 from studio.permissions import PAGE_PERMISSIONS, PERMISSIONS, PUBLIC, SOCKET_PERMISSIONS, Role
 from studio.routing import websocket_urlpatterns
 from tests.conftest import REPO
-from tests.fixtures_annotation import make_traces
+from tests.factories import make_world
 
 WRITE_METHODS = ("post", "put", "patch", "delete")
 DENIED = {401, 403, 404}
@@ -125,14 +125,13 @@ def test_set_up_pages_are_walked_under_their_actions():
 def build_world(tmp_path):
     from django.contrib.auth import get_user_model
 
-    from annotation.services import lease_next_trace
     from evaluation.models import EvaluationJob
     from exports.formats import format_names
     from exports.services import export_job_create
     from prescoring.services import prescore_job_create
     from studio.demo import user_create_with_role
     from tests.conftest import TEST_PASSWORD
-    from traces.services import import_job_create, project_create, round_create
+    from traces.services import import_job_create, project_create
 
     # The users and project of tests/conftest.py's fixtures, made here once for the whole walk.
     annotator = user_create_with_role(username="ann", password=TEST_PASSWORD, role=Role.ANNOTATOR)
@@ -140,14 +139,9 @@ def build_world(tmp_path):
     engineer = user_create_with_role(username="eng", password=TEST_PASSWORD, role=Role.ENGINEER)
     admin_user = get_user_model().objects.create_superuser("root", "root@example.invalid", TEST_PASSWORD)
     project = project_create(name="Test project", members=[annotator, lead, engineer])
-    outsider = user_create_with_role(username="outsider", password=TEST_PASSWORD, role=Role.ANNOTATOR)
-    other = project_create(name="Other project", members=[outsider])
-    make_traces(other, tmp_path / "other", count=1, steps=1)
-    traces = make_traces(project, tmp_path / "main", count=2, steps=2)
-    first_round = round_create(project=project, name="round 1", checkpoint="agent-v1", actor=lead)
-    traces[0].round = first_round
-    traces[0].save(update_fields=["round"])
-    annotation, lease = lease_next_trace(user=annotator, project=project)
+    world = make_world(tmp_path, project=project, annotator=annotator, lead=lead, rounds=(("round 1", "agent-v1", 1),))
+    outsider, other, traces = world["outsider"], world["other"], world["traces"]
+    first_round, annotation, lease = world["rounds"][0], world["annotation"], world["lease"]
     # A saved draft: the annotation has history (audit events), as every annotation a lead looks at has.
     from annotation.services import annotation_save_draft
 

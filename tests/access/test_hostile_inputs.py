@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import pytest
 from django.test import Client
 
-from tests.fixtures_annotation import make_traces
+from tests.factories import make_world
 
 SCRIPT = "<script>alert(1)</script><img src=x onerror=alert(2)>"
 DEEP = "[" * 100_000 + "]" * 100_000
@@ -517,11 +517,10 @@ CASES = [
 
 @pytest.fixture
 def world(db, project, annotator, lead, engineer, tmp_path):
-    from annotation.services import lease_next_trace
     from exports.formats import format_names
 
-    traces = make_traces(project, tmp_path, count=1, steps=3)
-    annotation, _ = lease_next_trace(user=annotator, project=project)
+    world = make_world(tmp_path, project=project, annotator=annotator, lead=lead, traces=1, steps=3, outsider=False)
+    traces, annotation = world["traces"], world["annotation"]
     users = {"annotator": annotator, "lead": lead, "engineer": engineer, "anonymous": None}
     step = traces[0].steps.order_by("index").first()
     return {

@@ -13,6 +13,7 @@ from django.core.management import CommandError, call_command
 
 from insights import selectors, services
 from insights.models import SearchEntry, Slice
+from tests.factories import make_world
 from tests.fixtures_annotation import make_traces
 from tests.fixtures_insights import PLANTED_NOTE, plant_corrections
 
@@ -20,16 +21,21 @@ from tests.fixtures_insights import PLANTED_NOTE, plant_corrections
 @pytest.fixture
 def world(db, project, annotator, lead, engineer, make_user, tmp_path):
     """Eight traces in two rounds; the planted mistake on three of round 1's four traces and one of round 2's."""
-    from traces.services import round_create
-
     second = make_user("ann2")
     project.memberships.create(user=second)
-    traces = make_traces(project, tmp_path, count=8, steps=4)
-    r1 = round_create(project=project, name="r1", checkpoint="agent-v1", actor=lead)
-    r2 = round_create(project=project, name="r2", checkpoint="agent-v2", actor=lead)
-    for i, trace in enumerate(traces):
-        trace.round = r1 if i < 4 else r2
-        trace.save(update_fields=["round"])
+    rounds = (("r1", "agent-v1", 4), ("r2", "agent-v2", 4))
+    world = make_world(
+        tmp_path,
+        project=project,
+        annotator=annotator,
+        lead=lead,
+        traces=8,
+        steps=4,
+        outsider=False,
+        rounds=rounds,
+        lease=False,
+    )
+    traces, (r1, r2) = world["traces"], world["rounds"]
     planted = {traces[0].pk, traces[1].pk, traces[2].pk, traces[4].pk}
     mine = plant_corrections(project, traces[:6], annotator=annotator, lead=lead, planted=planted)
     theirs = plant_corrections(project, traces[6:], annotator=second, lead=lead, planted=set())

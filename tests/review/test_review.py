@@ -17,27 +17,24 @@ from annotation.review.selectors import word_diff
 from annotation.services import annotation_transition, trace_recount_standing_annotations
 from studio.errors import Invalid
 from studio.permissions import Role
+from tests import factories
 from traces.models import Step, Trace
 
 pytestmark = pytest.mark.django_db
 
 
 def make_trace(project, external_id: str, steps: int = 5) -> Trace:
-    trace = Trace.objects.create(
-        project=project, external_id=external_id, instruction="Open settings", source="test", step_count=steps
+    """A trace of ``steps`` rows without screenshots (tests/factories.py)."""
+    actions = [f"click(start_box='<|box_start|>({100 * i},{100 * i})<|box_end|>')" for i in range(1, steps + 1)]
+    return factories.make_trace(
+        project,
+        through="rows",
+        external_id=external_id,
+        instruction="Open settings",
+        source="test",
+        steps=steps,
+        actions=actions,
     )
-    Step.objects.bulk_create(
-        [
-            Step(
-                trace=trace,
-                index=i,
-                thought=f"I will click item {i}.",
-                action_text=f"click(start_box='<|box_start|>({100 * i},{100 * i})<|box_end|>')",
-            )
-            for i in range(1, steps + 1)
-        ]
-    )
-    return trace
 
 
 def make_annotation(trace, user, *, status=AnnotationStatus.SUBMITTED, submitted_at=None, **fields) -> Annotation:
