@@ -6,6 +6,7 @@ as the server serves it and the server's own error answers. Node is Debian's ``n
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 
@@ -17,6 +18,10 @@ from traces import grammar
 
 NODE = shutil.which("node")
 TESTS = sorted((REPO / "tests" / "js").glob("*.test.mjs"))
+JS = REPO / "static" / "js"
+# Modules that wire a page's elements and events over the modules above and hold no logic a test could run without a
+# browser: the browser tests of their pages drive them. A new module is not one of them until it is written so.
+DOM_WIRING = {"dom.js", "review.js", "workspace.js", "workspace/panels.js", "workspace/stage.js"}
 
 
 @pytest.mark.skipif(NODE is None, reason="node is not installed (Debian's nodejs package; .ci/run installs it)")
@@ -47,6 +52,13 @@ def test_the_page_modules_pass_their_node_tests(tmp_path):
     assert result.returncode == 0, result.stdout[-8000:] + result.stderr[-4000:]
     passed = [line for line in result.stdout.splitlines() if line.startswith("# pass ")]
     assert passed and int(passed[0].split()[-1]) >= 25, result.stdout[-2000:]
+
+
+def test_every_page_module_has_node_tests_but_the_dom_wiring():
+    modules = {path.relative_to(JS).as_posix() for path in JS.rglob("*.js")}
+    imported = {name for test in TESTS for name in re.findall(r'from "\.\./\.\./static/js/([^"]+)"', test.read_text())}
+    assert {"prescore_start.js", "job_status.js", "jobs.js", "dashboard.js", "round_dashboard.js"} <= imported
+    assert modules - imported == DOM_WIRING
 
 
 def _error_answers() -> dict:
