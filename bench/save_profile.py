@@ -90,6 +90,7 @@ def main() -> int:
     parser.add_argument("--top", type=int, default=40)
     parser.add_argument("--database-url", default="")
     parser.add_argument("--data", default="", help="a data folder already set up by an earlier run (kept)")
+    parser.add_argument("--stats-out", default="", help="write the profile here too (pstats), to read its callers")
     args = parser.parse_args()
 
     from bench.labelstudio import Studio
@@ -151,6 +152,8 @@ def main() -> int:
         for k in range(args.profile):
             save(100_000 + k)
         profile.disable()
+        if args.stats_out:
+            profile.dump_stats(args.stats_out)
         out = io.StringIO()
         stats = pstats.Stats(profile, stream=out).sort_stats("cumulative")
         # Calls are counted, not timed: a figure that does not move with the machine's load.
