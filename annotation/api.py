@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
@@ -91,6 +93,13 @@ class DraftSerializer(serializers.Serializer):
         max_length=20000, required=False, allow_blank=True, trim_whitespace=False
     )
     editor_state = serializers.JSONField(required=False)
+
+    def get_fields(self):
+        """The declared fields, copied shallowly. DRF deep-copies them for every serializer (rebuilding each field
+        from its arguments) so that a view may change one instance's fields; nothing changes these, and the autosave
+        validates a body with them every two seconds per annotator. Each copy is bound to this serializer alone; what
+        the copies share (choices, messages, validators) is only read while validating."""
+        return {name: copy.copy(field) for name, field in self._declared_fields.items()}
 
 
 class AnnotationDraft(WorkView):

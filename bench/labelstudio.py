@@ -21,7 +21,9 @@ Phases, the same for both stacks (users and tasks are made before the server sta
    saving: login p50/p95/max and the saves' p95 during the burst (``--no-login-burst`` leaves it out).
 
 Trace Studio runs on SQLite and the filesystem broker unless ``--studio-database-url`` (an empty PostgreSQL database
-it migrates) and ``--studio-redis-url`` put it on the full stack's services.
+it migrates) and ``--studio-redis-url`` put it on the full stack's services. On PostgreSQL the database's own CPU per
+save is reported beside the server's, phases 2 and 3: its backends serving the bench database (``DatabaseBackendCPU``,
+sampled through the phase as backends come and go), not the server's shared processes.
 """
 
 from __future__ import annotations
@@ -115,6 +117,97 @@ def cpu_delta_ms(before: dict, after: dict, per: float) -> dict[str, float]:
     for pid, (role, seconds) in after.items():
         roles[role] = roles.get(role, 0.0) + (seconds - before.get(pid, (role, 0.0))[1]) * 1000 / per
     return {role: round(ms, 2) for role, ms in sorted(roles.items())}
+
+
+class DatabaseBackendCPU:
+    """PostgreSQL's own CPU for one database: user + system time of the backends serving it (and autovacuum workers
+    named after it), from ``/proc/<pid>/stat``. A backend's process title names its database
+    (``postgres: [cluster:] user database host(port) state``), so only this bench's database counts, not other
+    databases of a shared server, nor the server's shared processes (WAL writer, checkpointer), which no database owns.
+
+    Backends come and go during a phase (the pool opens and closes connections), so a thread samples every backend
+    each ``interval_s`` and keeps each one's last reading, keyed by pid and start time (a reused pid is another
+    backend). A backend born during the phase counts from zero; one that ends during it counts up to its last sample,
+    so at most ``interval_s`` of its CPU is missed, and ``ended`` says how many did."""
+
+    def __init__(self, database: str, interval_s: float = 0.2):
+        self.database = database
+        self.interval_s = interval_s
+        self.boot_ticks = 0
+        self.first: dict[tuple[int, int], float] = {}
+        self.last: dict[tuple[int, int], float] = {}
+        self.lock = threading.Lock()
+        self.stop_event = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def serves(self, title: str) -> bool:
+        words = title.split()
+        if words[:1] != ["postgres:"]:
+            return False
+        words = words[1:]
+        if words and words[0].endswith(":"):  # the cluster name (cluster_name), e.g. "15/main:"
+            words = words[1:]
+        if words[:2] == ["autovacuum", "worker"]:
+            return words[2:3] == [self.database]
+        return len(words) >= 3 and words[1] == self.database
+
+    def read(self) -> dict[tuple[int, int], float]:
+        found = {}
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                title = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                if not self.serves(title):
+                    continue
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            # fields[19] is the start time (ticks since boot): with the pid, one backend's identity.
+            found[(int(entry.name), int(fields[19]))] = (int(fields[11]) + int(fields[12])) / TICK
+        return found
+
+    def _sample(self, *, starting: bool = False) -> None:
+        found = self.read()
+        with self.lock:
+            for key, seconds in found.items():
+                if key not in self.first:
+                    # Present at the start: counted from now. Born since: counted from its start (zero CPU then).
+                    self.first[key] = seconds if starting else 0.0
+                self.last[key] = seconds
+
+    def _run(self) -> None:
+        while not self.stop_event.wait(self.interval_s):
+            self._sample()
+
+    def start(self) -> DatabaseBackendCPU:
+        self._sample(starting=True)
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        return self
+
+    def seconds(self) -> float:
+        """CPU seconds the database's backends used since ``start`` (sampled now)."""
+        self._sample()
+        with self.lock:
+            return sum(self.last[key] - self.first[key] for key in self.last)
+
+    def stop(self) -> dict:
+        self.stop_event.set()
+        if self.thread is not None:
+            self.thread.join()
+        used = self.seconds()
+        alive = {key for key in self.read()}
+        with self.lock:
+            seen = set(self.last)
+        return {"cpu_s": used, "backends": len(seen), "ended": len(seen - alive)}
+
+
+def database_name(url: str) -> str:
+    """The database a postgres:// URL names ("" for none)."""
+    from urllib.parse import urlparse
+
+    return urlparse(url).path.lstrip("/") if url.startswith(("postgres://", "postgresql://")) else ""
 
 
 def memory(root: int) -> list[dict]:
@@ -211,6 +304,7 @@ class Studio:
             self.env["REDIS_URL"] = redis_url
         self.python = sys.executable
         self.users = users
+        self.database = database_name(database_url)  # its backends' CPU is reported beside the server's
 
     def setup(self) -> None:
         subprocess.run(
@@ -470,15 +564,21 @@ def run_stack(stack, args) -> dict:
         solo, draft = sessions[0], drafts[0]
         batch_cpu, solo_latencies, solo_errors = [], [], 0
         report["load_solo"] = loadavg()
+        database = getattr(stack, "database", "")
+        solo_database = DatabaseBackendCPU(database).start() if database else None
+        batch_database_cpu = []
         solo_before = cpu_by_process(server.pid)
         for b in range(max(1, args.solo_saves // 100)):
             before = cpu_s(server.pid)
+            database_before = solo_database.seconds() if solo_database else 0.0
             for k in range(100):
                 t = time.perf_counter()
                 status = stack.save(solo, draft, f"solo {b}.{k}")
                 solo_latencies.append((time.perf_counter() - t) * 1000)
                 solo_errors += status != 200
             batch_cpu.append((cpu_s(server.pid) - before) * 1000 / 100)
+            if solo_database:
+                batch_database_cpu.append((solo_database.seconds() - database_before) * 1000 / 100)
         report["solo"] = {
             "saves": len(solo_latencies),
             "errors": solo_errors,
@@ -489,16 +589,27 @@ def run_stack(stack, args) -> dict:
             "p95_ms": pct(solo_latencies, 0.95),
             "load": loadavg(),
         }
+        if solo_database:
+            backends = solo_database.stop()
+            report["solo"]["postgresql"] = {
+                "cpu_ms_median_of_batches": statistics.median(batch_database_cpu),
+                "cpu_ms_batches": batch_database_cpu,
+                "cpu_ms_per_save": backends["cpu_s"] * 1000 / len(solo_latencies),
+                "backends": backends["backends"],
+                "ended_during": backends["ended"],
+            }
         print(f"[{stack.name}] 1 client: {report['solo']}", flush=True)
 
         # 3. autosavers
         report["load_autosave"] = loadavg()
         before_by_process = cpu_by_process(server.pid)
         before = sum(seconds for _, seconds in before_by_process.values())
+        autosave_database = DatabaseBackendCPU(database).start() if database else None
         threads, latencies, errors, acknowledged = autosavers(stack, sessions, drafts, args.autosave_s)
         for t in threads:
             t.join()
         after_by_process = cpu_by_process(server.pid)
+        autosave_backends = autosave_database.stop() if autosave_database else None
         used = (sum(seconds for _, seconds in after_by_process.values()) - before) * 1000
         served = sum(1 for _ in latencies) - len(errors)
         lost = [i for i, text in acknowledged.items() if stack.read_back(sessions[i], drafts[i]) != text]
@@ -516,6 +627,12 @@ def run_stack(stack, args) -> dict:
             "acknowledged_read_back": f"{len(acknowledged) - len(lost)}/{len(acknowledged)}",
             "load": loadavg(),
         }
+        if autosave_backends:
+            report["autosave"]["postgresql"] = {
+                "cpu_ms_per_save": autosave_backends["cpu_s"] * 1000 / max(1, served),
+                "backends": autosave_backends["backends"],
+                "ended_during": autosave_backends["ended"],
+            }
         print(f"[{stack.name}] {n} autosavers: {report['autosave']}", flush=True)
         time.sleep(args.settle_s)
         report["idle_after_load"] = memory(server.pid)
@@ -596,7 +713,20 @@ def table(reports: list[dict]) -> str:
         lambda r: r["solo"]["cpu_ms_median_of_batches"],
     )
     row("save p95, 1 client", f, "ms", lambda r: r["solo"]["p95_ms"])
+    if any("postgresql" in r["solo"] for r in reports):
+
+        def postgresql(phase: str, key: str):
+            return lambda r: r[phase]["postgresql"][key] if "postgresql" in r[phase] else None
+
+        row(
+            "PostgreSQL CPU per save, 1 client (its backends for the bench database; median of batches)",
+            f,
+            "ms",
+            postgresql("solo", "cpu_ms_median_of_batches"),
+        )
     row("server CPU per save, autosavers every 2 s", f, "ms", lambda r: r["autosave"]["cpu_ms_per_save"])
+    if any("postgresql" in r["autosave"] for r in reports):
+        row("PostgreSQL CPU per save, autosavers", f, "ms", postgresql("autosave", "cpu_ms_per_save"))
     row("autosave p95", f, "ms", lambda r: r["autosave"]["p95_ms"])
     row("autosaves served", f, "", lambda r: r["autosave"]["served"])
     row("idle RSS after start, all processes", f, "MB", lambda r: mem(r, "idle_start", "rss_mb"))

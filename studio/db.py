@@ -1,5 +1,5 @@
 """Database helpers: retrying a write transaction that SQLite refused because another writer held the lock; one-row
-reads compiled to SQL once."""
+reads, updates and inserts compiled to SQL once."""
 
 from __future__ import annotations
 
@@ -167,3 +167,179 @@ class _CompiledRead:
         for name, position in (self.annotations or {}).items():
             setattr(obj, name, row[position])
         return obj
+
+
+# --- Writes compiled once --------------------------------------------------------------------------------------------
+
+
+def row_update(obj, update_fields) -> None:
+    """``obj.save(update_fields=update_fields)``, its UPDATE compiled to SQL once per model, fields and connection.
+
+    Django's save builds and compiles an UPDATE query on every call, several times the database's own work for a
+    one-row write. This does what that save does, in its order: the ``pre_save`` signal with the same arguments,
+    each field's ``pre_save`` (``auto_now`` stamps) and database value, the UPDATE by primary key (refused with the
+    ORM's DatabaseError when no row matched), the instance's state, the ``post_save`` signal (``created=False``,
+    ``update_fields`` as a frozenset). What it cannot compile as that save does (an inherited or proxy model, a
+    relation or an expression among the values) is saved by the ORM."""
+    from django.db import DatabaseError, router
+    from django.db.models.signals import post_save, pre_save
+
+    model = type(obj)
+    meta = model._meta
+    update_fields = frozenset(update_fields)
+    unknown = update_fields.difference(meta._non_pk_concrete_field_names)
+    if unknown:  # the ORM's refusal, in its words
+        raise ValueError(
+            "The following fields do not exist in this model, are m2m fields, primary keys, or are non-concrete "
+            f"fields: {', '.join(unknown)}"
+        )
+    fields = [f for f in meta.local_concrete_fields if f.name in update_fields or f.attname in update_fields]
+    if (
+        meta.proxy
+        or meta.parents
+        or meta.auto_created
+        or not update_fields
+        or obj.pk is None
+        or any(f.is_relation or f.generated or f.primary_key for f in fields)
+        or any(hasattr(getattr(obj, f.attname), "resolve_expression") for f in fields)
+    ):
+        obj.save(update_fields=update_fields)
+        return
+    using = router.db_for_write(model, instance=obj)
+    connection = connections[using]
+    pre_save.send(sender=model, instance=obj, raw=False, using=using, update_fields=update_fields)
+    with transaction.mark_for_rollback_on_error(using=using):
+        values = [f.pre_save(obj, False) for f in fields]
+        sql = _compiled_update(connection, model, fields, values, obj.pk)
+        # The ORM writes a None as NULL in the SQL itself (no parameter): the SQL is compiled per pattern of them.
+        params = [
+            f.get_db_prep_save(value, connection) for f, value in zip(fields, values, strict=True) if value is not None
+        ]
+        params.append(meta.pk.get_db_prep_value(obj.pk, connection))
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            updated = cursor.rowcount
+        if not updated:
+            raise DatabaseError("Save with update_fields did not affect any rows.")
+    obj._state.db = using
+    obj._state.adding = False
+    post_save.send(sender=model, instance=obj, created=False, update_fields=update_fields, raw=False, using=using)
+
+
+def row_insert(obj) -> None:
+    """``obj.save(force_insert=True)`` (what ``objects.create`` runs) for a new row, its INSERT compiled to SQL once
+    per model and connection: the ``pre_save`` signal, each field's ``pre_save`` (``auto_now_add`` stamps) and
+    database value, the INSERT with the returned primary key (and any other column the database returns), the
+    instance's state, the ``post_save`` signal (``created=True``). A model it cannot compile as that save does (an
+    inherited or proxy model, a primary key given or not automatic, an expression among the values) is saved by the
+    ORM."""
+    from django.db import router
+    from django.db.models.signals import post_save, pre_save
+
+    model = type(obj)
+    meta = model._meta
+    obj._prepare_related_fields_for_save(operation_name="save")
+    fields = [f for f in meta.local_concrete_fields if not f.generated and f is not meta.auto_field]
+    if (
+        meta.proxy
+        or meta.parents
+        or meta.auto_created
+        or meta.order_with_respect_to
+        or meta.auto_field is None
+        or meta.pk is not meta.auto_field
+        or obj.pk is not None
+        or any(hasattr(getattr(obj, f.attname), "resolve_expression") for f in fields)
+    ):
+        obj.save(force_insert=True)
+        return
+    using = router.db_for_write(model, instance=obj)
+    connection = connections[using]
+    pre_save.send(sender=model, instance=obj, raw=False, using=using, update_fields=None)
+    with transaction.mark_for_rollback_on_error(using=using):
+        insert = _compiled_insert(connection, model, fields, obj)  # before the stamps: compiling stamps them too
+        values = [f.pre_save(obj, True) for f in fields]
+        params = [f.get_db_prep_save(value, connection) for f, value in zip(fields, values, strict=True)]
+        with connection.cursor() as cursor:
+            cursor.execute(insert.sql, params)
+            row = insert.returned(cursor)
+        if row is not None:
+            for value, field in zip(row, insert.returning_fields, strict=True):
+                setattr(obj, field.attname, value)
+    obj._state.db = using
+    obj._state.adding = False
+    post_save.send(sender=model, instance=obj, created=True, update_fields=None, raw=False, using=using)
+
+
+def _compiled(connection) -> dict:
+    return connection.__dict__.setdefault("_studio_compiled_writes", {})
+
+
+def _compiled_update(connection, model, fields: list, values: list, pk) -> str:
+    key = ("update", model, tuple((f.attname, value is None) for f, value in zip(fields, values, strict=True)))
+    cache = _compiled(connection)
+    sql = cache.get(key)
+    if sql is None:
+        from django.db.models.sql.subqueries import UpdateQuery
+
+        if any(hasattr(f, "get_placeholder") for f in fields):
+            raise ValueError("a field with its own SQL placeholder cannot be written by a compiled UPDATE")
+        query = UpdateQuery(model)
+        query.add_update_fields([(f, None, value) for f, value in zip(fields, values, strict=True)])
+        query.add_filter("pk", pk)
+        sql, params = query.get_compiler(connection=connection).as_sql()
+        if len(params) != len([v for v in values if v is not None]) + 1:  # the values in field order, then the pk
+            raise ValueError(f"the ORM's UPDATE of {model._meta.label} has {len(params)} parameters")
+        cache[key] = sql
+    return sql
+
+
+class _CompiledInsert:
+    def __init__(self, connection, model, fields: list, obj):
+        from django.db.models import AutoField
+        from django.db.models.sql.subqueries import InsertQuery
+
+        if any(hasattr(f, "get_placeholder") for f in fields):
+            raise ValueError("a field with its own SQL placeholder cannot be written by a compiled INSERT")
+        meta = model._meta
+        self.connection = connection
+        self.returning_fields = meta.db_returning_fields
+        query = InsertQuery(model)
+        query.insert_values(fields, [obj])
+        compiler = query.get_compiler(connection=connection)
+        compiler.returning_fields = self.returning_fields
+        [(self.sql, params)] = compiler.as_sql()
+        if len(params) != len(fields):
+            raise ValueError(f"the ORM's INSERT of {meta.label} has {len(params)} parameters for {len(fields)} fields")
+        self.returning_params = compiler.returning_params
+        features = connection.features
+        if self.returning_fields and features.can_return_columns_from_insert:
+            self.fetch = "columns"
+        elif self.returning_fields and isinstance(self.returning_fields[0], AutoField):
+            self.fetch, self.returning_fields = "last_insert_id", self.returning_fields[:1]
+        else:
+            self.fetch, self.returning_fields = "", []
+        columns = [f.get_col(meta.db_table) for f in self.returning_fields]
+        self.compiler = compiler
+        self.converters = compiler.get_converters(columns)
+        self.table, self.pk_column = meta.db_table, meta.pk.column
+
+    def returned(self, cursor) -> tuple | None:
+        """The returned columns of the row just inserted, as the ORM's insert reads and converts them."""
+        if self.fetch == "columns":
+            row = self.connection.ops.fetch_returned_insert_columns(cursor, self.returning_params)
+        elif self.fetch == "last_insert_id":
+            row = (self.connection.ops.last_insert_id(cursor, self.table, self.pk_column),)
+        else:
+            return None
+        if self.converters:
+            (row,) = self.compiler.apply_converters([row], self.converters)
+        return tuple(row)
+
+
+def _compiled_insert(connection, model, fields: list, obj) -> _CompiledInsert:
+    key = ("insert", model)
+    cache = _compiled(connection)
+    insert = cache.get(key)
+    if insert is None:
+        insert = cache[key] = _CompiledInsert(connection, model, fields, obj)
+    return insert

@@ -7,6 +7,7 @@ from datetime import timedelta
 from django.contrib.auth.views import redirect_to_login
 from django.http import JsonResponse
 from django.utils import timezone
+from django.utils.functional import SimpleLazyObject
 from rest_framework import authentication
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.exceptions import AuthenticationFailed, PermissionDenied
@@ -82,7 +83,20 @@ class CsrfRefused(PermissionDenied):
 
 
 class SessionAuthentication(authentication.SessionAuthentication):
-    """DRF's session login, its CSRF refusal raised as ``CsrfRefused`` (answered with the kind ``signed_out``)."""
+    """DRF's session login, its CSRF refusal raised as ``CsrfRefused`` (answered with the kind ``signed_out``).
+
+    The user it answers is the signed-in user object itself, not Django's lazy stand-in for it
+    (``request.user`` of AuthenticationMiddleware, read once here anyway): every attribute read through the stand-in
+    is a proxy call, and an API request reads the user's id and roles dozens of times in the access checks."""
+
+    def authenticate(self, request):
+        found = super().authenticate(request)
+        if found is None:
+            return None
+        user, auth = found
+        if isinstance(user, SimpleLazyObject):
+            user = user._wrapped  # evaluated already: ``is_active`` was read above
+        return user, auth
 
     def enforce_csrf(self, request):
         try:

@@ -13,7 +13,7 @@ from django.utils import timezone
 from annotation import events
 from annotation.models import Annotation, AnnotationStatus, AuditEvent
 from annotation.workflow import STANDING, check_transition
-from studio.db import atomic_with_retry
+from studio.db import atomic_with_retry, row_insert
 from studio.signals import round_annotated
 from traces.models import Round, Trace
 
@@ -108,14 +108,17 @@ def annotation_record_edit(*, annotation: Annotation, actor, changes: dict, comm
 
 
 def _audit_event_create(*, annotation: Annotation, **fields) -> AuditEvent:
-    """The one place audit rows are made, with the annotation's project and annotator copied onto them."""
-    return AuditEvent.objects.create(
+    """The one place audit rows are made, with the annotation's project and annotator copied onto them (an
+    INSERT compiled once: the same row and signals as ``objects.create``)."""
+    event = AuditEvent(
         annotation=annotation,
         project_id=annotation.project_id,
         annotator_id=annotation.annotator_id,
         version=annotation.version,
         **fields,
     )
+    row_insert(event)
+    return event
 
 
 # --- Refusals (studio.errors kinds; the API, pages and sockets give each kind its one answer) ---------------
