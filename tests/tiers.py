@@ -3,8 +3,9 @@
 - ``test`` (``make test``, the README's command): unit, service, API and the page's node tests; no browser, no
   worker or server process, no full stack. A few minutes on 2 cores.
 - ``integration`` (``make test-integration``): Chromium (``browser``), real Celery workers (``worker``), tests
-  that start servers or other long child processes (``subprocess``) and training loops run in the test process
-  (``training``: TRL's trainers, over a minute of CPU on 2 cores).
+  that start servers or other long child processes (``subprocess``), training loops run in the test process
+  (``training``: TRL's trainers, over a minute of CPU on 2 cores) and ``torch.compile`` runs (``compiler``: inductor
+  compiles C++ in child processes, minutes of CPU when its cache is cold, as in a fresh CI machine).
 - ``release`` (``make test-release``): the production stack as child processes (``fullstack``, outages included)
   and LLaMA-Factory's own preprocessing and training (``llamafactory``).
 
@@ -20,7 +21,7 @@ import pytest
 
 TIERS = ("test", "integration", "release")
 TIER_MARKERS = {
-    "integration": frozenset({"browser", "worker", "subprocess", "training"}),
+    "integration": frozenset({"browser", "worker", "subprocess", "training", "compiler"}),
     "release": frozenset({"fullstack", "llamafactory"}),
 }
 COLLECTED_TIERS = pytest.StashKey[dict[str, str]]()

@@ -30,7 +30,7 @@ def test_a_test_goes_to_the_latest_tier_its_markers_name():
     assert tier_of([]) == "test"
     assert tier_of(["django_db", "parametrize"]) == "test"
     assert tier_of(["browser"]) == tier_of(["worker"]) == tier_of(["subprocess"]) == "integration"
-    assert tier_of(["training"]) == "integration"
+    assert tier_of(["training"]) == tier_of(["compiler"]) == "integration"
     assert tier_of(["fullstack"]) == tier_of(["llamafactory"]) == "release"
     assert tier_of(["browser", "fullstack"]) == "release"
 

@@ -503,10 +503,11 @@ def test_the_static_decode_setting_reaches_the_workers_scorer(scored_project, ti
     assert static == default and len(static) == 6
 
 
+@pytest.mark.compiler
 @pytest.mark.skipif(not (shutil.which("g++") or shutil.which("c++")), reason="inductor's CPU code needs a C++ compiler")
 def test_the_compiled_static_step_gives_the_same_replies(scored_project, tiny_model):
     """The static step through torch.compile(mode="reduce-overhead"), as on CUDA, but on the CPU: dynamo traces the
-    decoder with the static cache and inductor compiles it (about 20 s here); there are no CUDA graphs to capture
+    decoder with the static cache and inductor compiles it (about 20 s here with a warm compile cache, minutes in a fresh one); there are no CUDA graphs to capture
     on the CPU, so their capture and replay are left to a GPU run (docs/reliability.md). Two batches of three rows
     (one cache, kept and reused), then one row alone (another shape: the compiled step recompiled for it)."""
     requests = requests_for(scored_project)
