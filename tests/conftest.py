@@ -466,19 +466,32 @@ def dockerfile_collectstatic_env() -> dict:
 
 
 @pytest.fixture(scope="session")
-def collected_static(tmp_path_factory) -> Path:
-    """Static files collected exactly as the Dockerfile collects them (production mode, with the manifest)."""
-    root = tmp_path_factory.mktemp("staticfiles")
-    env = {"PATH": "/usr/bin:/bin", **dockerfile_collectstatic_env(), "STUDIO_STATIC_ROOT": str(root)}
-    result = subprocess.run(
-        [sys.executable, "manage.py", "collectstatic", "--noinput"],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
+def collected_static(tmp_path_factory, worker_id) -> Path:
+    """Static files collected exactly as the Dockerfile collects them (production mode, with the manifest), once per
+    run: the test processes of a parallel run share the run's temporary folder (pytest-xdist puts each process's
+    folder in it), and the first process to ask collects while the others wait on the lock. The tests only read it."""
+    import fcntl
+    import shutil
+
+    base = tmp_path_factory.getbasetemp()
+    shared = base if worker_id == "master" else base.parent
+    root = shared / "staticfiles-collected"
+    with open(shared / "staticfiles-collected.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (root / "staticfiles.json").is_file():
+            partial = shared / "staticfiles-collecting"
+            shutil.rmtree(partial, ignore_errors=True)
+            env = {"PATH": "/usr/bin:/bin", **dockerfile_collectstatic_env(), "STUDIO_STATIC_ROOT": str(partial)}
+            result = subprocess.run(
+                [sys.executable, "manage.py", "collectstatic", "--noinput"],
+                cwd=REPO,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            assert result.returncode == 0, result.stdout + result.stderr
+            partial.rename(root)
     return root
 
 

@@ -86,3 +86,11 @@ def test_the_tiers_partition_the_collected_suite():
     by_tier = {tier: collected_ids(proc) for tier, proc in runs.items()}
     assert all(by_tier.values()), {tier: len(tests) for tier, tests in by_tier.items()}
     assert partition_problems(everything, by_tier) == []
+
+
+def test_the_slowest_files_scheduled_first_exist():
+    """tests/schedule.py hands these files out first; a renamed or removed one would silently lose its place."""
+    from tests.schedule import SLOWEST_FILES
+
+    assert [path for path in SLOWEST_FILES if not (REPO / path).is_file()] == []
+    assert len(set(SLOWEST_FILES)) == len(SLOWEST_FILES)

@@ -1,6 +1,7 @@
 """schemathesis against the served OpenAPI schema, authenticated (by API token) as each role.
 
-Bounded: a few generated examples per operation and role, so it runs in well under 3 minutes. Checks:
+Bounded: two generated examples per operation and role (the first is the simplest case hypothesis finds, the second
+a random one), every operation for every role, so it runs in seconds. Checks:
 no 5xx, every answer's status code is documented, and the answer matches its documented content type.
 Writes run against a small real world (one project, traces, an open annotation).
 """
@@ -17,7 +18,7 @@ from hypothesis import strategies as st
 from studio.permissions import Role
 from tests.fixtures_annotation import make_traces
 
-EXAMPLES_PER_OPERATION = 4
+EXAMPLES_PER_OPERATION = 2
 CHECKS = ("not_a_server_error", "status_code_conformance", "content_type_conformance")
 
 

@@ -1,0 +1,52 @@
+"""The order a parallel run (``pytest -n N --dist loadfile``) hands test files to its processes: the slowest files
+first, then the rest as collected.
+
+pytest-xdist gives each process the next file of its queue as it finishes one. Left to its own order (the files with
+the most tests first), one of the long files came last and one process ran it alone while the other stood idle; the
+slowest first, the short files fill in at the end and both processes finish close together. The list is a measured
+order (``--durations=0``, summed per file), not a rule: a file missing from it only runs later. A file named here
+that no longer exists fails tests/architecture/test_tiers.py.
+
+Loaded with ``-p tests.schedule`` (pyproject's addopts). The order of the tests inside a file is left as it is, so
+module and class fixtures are made as before."""
+
+from __future__ import annotations
+
+import pytest
+
+SLOWEST_FILES = (
+    "tests/prescoring/test_prescore_model.py",
+    "tests/prescoring/test_prescore_rules.py",
+    "tests/access/test_access_matrix.py",
+    "tests/traces/test_real_points.py",
+    "tests/serving/test_foundation.py",
+    "tests/insights/test_insights.py",
+    "tests/exports/test_export_prm_verl.py",
+    "tests/access/test_hostile_inputs.py",
+    "tests/insights/test_search_ranking.py",
+    "tests/serving/test_schemathesis.py",
+    "tests/exports/test_pixel_fidelity.py",
+    "tests/annotation/test_double_annotation.py",
+    "tests/rounds/test_evaluation.py",
+    "tests/traces/test_off_screen.py",
+    "tests/exports/test_bundle_readme_code.py",
+    "tests/access/test_access_layer.py",
+    "tests/annotation/test_workspace_long_trace.py",
+    "tests/serving/test_demo_generate.py",
+    "tests/annotation/test_annotation_workspace_api.py",
+    "tests/architecture/test_prescoring_app.py",
+    "tests/traces/test_importers.py",
+    "tests/exports/test_parquet_images.py",
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # xdist's own reordering (most tests first) would undo the order set here.
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    rank = {path: position for position, path in enumerate(SLOWEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(SLOWEST_FILES)))
