@@ -3,13 +3,16 @@
 
 Loaded with ``-p tests.parallel`` (pyproject's addopts) so that it runs before pytest-django imports the settings:
 the settings read these variables once, at import. A run without xdist is left exactly as it is. pytest-django
-itself gives each process its own test database (``test_<name>_gw0`` …)."""
+itself gives each process its own test database (``test_<name>_gw0`` …). A parallel run also hands out its heaviest
+files first (``HEAVIEST_FIRST``)."""
 
 from __future__ import annotations
 
 import os
 import re
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 LAST_FREE_REDIS_DATABASE = 13
@@ -37,3 +40,55 @@ def isolate(worker: str, environ: dict) -> None:
 _worker = os.environ.get("PYTEST_XDIST_WORKER")
 if _worker:
     isolate(_worker, os.environ)
+
+
+# --- the order files are handed out in ---------------------------------------------------------------------------
+
+# Files whose tests keep one process busy a minute or more on 2 cores, heaviest first (measured with --durations).
+# pytest-xdist hands out whole files (--dist loadfile) in the order of its queue, by default the files with the most
+# tests first: a heavy file of one or two tests then started last and ran alone while the other process sat idle.
+# These start first; the rest follow by their number of tests, as xdist would order them.
+HEAVIEST_FIRST = (
+    "tests/serving/test_deploy_docs.py",
+    "tests/exports/test_training_steps.py",
+    "tests/rounds/test_evaluation.py",
+    "tests/serving/test_docs_commands.py",
+    "tests/prescoring/test_prescore_worker.py",
+    "tests/jobs/test_faults.py",
+    "tests/insights/test_insights_embeddings.py",
+    "tests/exports/test_export_shards.py",
+    "tests/rounds/test_weekly_round.py",
+    "tests/annotation/test_alternatives.py",
+    "tests/jobs/test_sharded_jobs.py",
+    "tests/webhooks/test_webhook_isolation.py",
+    "tests/serving/test_static_production.py",
+    "tests/annotation/test_alternatives_e2e.py",
+    "tests/architecture/test_tiers.py",
+    "tests/jobs/test_broker_restart.py",
+    "tests/jobs/test_jobs.py",
+    "tests/serving/test_outages.py",
+    "tests/serving/test_fullstack.py",
+)
+
+
+def file_order(nodeids: list[str]) -> dict[str, tuple[int, int]]:
+    """Each file's place in the queue: those of ``HEAVIEST_FIRST`` in its order, then the others by their number of
+    tests, most first."""
+    counts: dict[str, int] = {}
+    for nodeid in nodeids:
+        path = nodeid.split("::", 1)[0]
+        counts[path] = counts.get(path, 0) + 1
+    rank = {path: place for place, path in enumerate(HEAVIEST_FIRST)}
+    return {path: (rank.get(path, len(rank)), -count) for path, count in counts.items()}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if getattr(config.option, "loadscopereorder", None) is not None:
+        config.option.loadscopereorder = False  # xdist keeps the collection's file order (file_order below)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    if not _worker:
+        return
+    order = file_order([item.nodeid for item in items])
+    items.sort(key=lambda item: order[item.nodeid.split("::", 1)[0]])  # stable: a file's tests keep their order
