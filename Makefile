@@ -2,7 +2,10 @@
 PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
+# The install is stamped with a digest of pyproject's sections other than [tool.*] (the build, the dependencies, the
+# scripts): a change there installs again, an edit of the tools' settings (pytest markers, ruff, mypy) does not, and
+# neither does a fresh clone's newer file time (the stamp has no file prerequisite: its name is the digest).
+STAMP := $(VENV)/.installed-$(shell awk '/^\[/ { keep = !/^\[tool\./ } keep' pyproject.toml | sha256sum | cut -c1-12)
 # `make demo PORT=8010` (and HOST=0.0.0.0 to serve beyond this machine) when 8000 is taken.
 PORT ?= 8000
 HOST ?= 127.0.0.1
@@ -10,7 +13,7 @@ DEMO_ENV := STUDIO_MODE=demo STUDIO_DEMO_PASSWORD=$${STUDIO_DEMO_PASSWORD:-demo-
 
 .PHONY: demo install test test-integration test-release test-all lint typecheck migrations-check bench-import compose-check clean
 
-$(STAMP): pyproject.toml
+$(STAMP):
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip setuptools wheel
 	$(PY) -m pip install --quiet -e '.[ml,test,lint]'

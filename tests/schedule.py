@@ -1,9 +1,10 @@
 """The order a parallel run (``pytest -n N --dist loadfile``) hands test files to its processes: the slowest files
-first, then the rest as collected.
+first, then the rest by their number of tests, most first (xdist's own order).
 
 pytest-xdist gives each process the next file of its queue as it finishes one. Left to its own order (the files with
 the most tests first), one of the long files came last and one process ran it alone while the other stood idle; the
-slowest first, the short files fill in at the end and both processes finish close together. The list is a measured
+slowest first, the short files fill in at the end and both processes finish close together. One list serves the
+three tiers: a run holds one tier's files, so each tier's files keep their order among themselves. The list is a measured
 order (``--durations=0``, summed per file), not a rule: a file missing from it only runs later. A file named here
 that no longer exists fails tests/architecture/test_tiers.py.
 
@@ -37,6 +38,26 @@ SLOWEST_FILES = (
     "tests/architecture/test_prescoring_app.py",
     "tests/traces/test_importers.py",
     "tests/exports/test_parquet_images.py",
+    # integration and release tiers
+    "tests/serving/test_deploy_docs.py",
+    "tests/exports/test_training_steps.py",
+    "tests/rounds/test_evaluation.py",
+    "tests/serving/test_docs_commands.py",
+    "tests/prescoring/test_prescore_worker.py",
+    "tests/jobs/test_faults.py",
+    "tests/insights/test_insights_embeddings.py",
+    "tests/exports/test_export_shards.py",
+    "tests/rounds/test_weekly_round.py",
+    "tests/annotation/test_alternatives.py",
+    "tests/jobs/test_sharded_jobs.py",
+    "tests/webhooks/test_webhook_isolation.py",
+    "tests/serving/test_static_production.py",
+    "tests/annotation/test_alternatives_e2e.py",
+    "tests/architecture/test_tiers.py",
+    "tests/jobs/test_broker_restart.py",
+    "tests/jobs/test_jobs.py",
+    "tests/serving/test_outages.py",
+    "tests/serving/test_fullstack.py",
 )
 
 
@@ -46,7 +67,18 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.loadscopereorder = False
 
 
+def file_order(nodeids: list[str]) -> dict[str, tuple[int, int]]:
+    """Each file's place in the queue: those of ``SLOWEST_FILES`` in its order, then the others by their number of
+    tests, most first."""
+    counts: dict[str, int] = {}
+    for nodeid in nodeids:
+        path = nodeid.split("::", 1)[0]
+        counts[path] = counts.get(path, 0) + 1
+    rank = {path: place for place, path in enumerate(SLOWEST_FILES)}
+    return {path: (rank.get(path, len(rank)), -count) for path, count in counts.items()}
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    rank = {path: position for position, path in enumerate(SLOWEST_FILES)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(SLOWEST_FILES)))
+    order = file_order([item.nodeid for item in items])
+    items.sort(key=lambda item: order[item.nodeid.split("::", 1)[0]])  # stable: a file's tests keep their order

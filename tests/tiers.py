@@ -3,9 +3,10 @@
 - ``test`` (``make test``, the README's command): unit, service, API and the page's node tests; no browser, no
   worker or server process, no full stack. A few minutes on 2 cores.
 - ``integration`` (``make test-integration``): Chromium (``browser``), real Celery workers (``worker``), tests
-  that start servers or other long child processes (``subprocess``), training loops run in the test process
-  (``training``: TRL's trainers, over a minute of CPU on 2 cores) and ``torch.compile`` runs (``compiler``: inductor
-  compiles C++ in child processes, minutes of CPU when its cache is cold, as in a fresh CI machine).
+  that start servers or other long child processes (``subprocess``), TRL's trainers in the test process
+  (``training``: torch and TRL, a training step and the full-HD collation, most of a minute of CPU on 2 cores) and
+  ``torch.compile`` runs (``compiler``: inductor compiles C++ in child processes, minutes of CPU when its cache is
+  cold, as in a fresh CI machine).
 - ``release`` (``make test-release``): the production stack as child processes (``fullstack``, outages included)
   and LLaMA-Factory's own preprocessing and training (``llamafactory``).
 
@@ -45,6 +46,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def selected(tiers: dict[str, str], wanted: str | None) -> set[str]:
+    """The tests ``--tier wanted`` keeps of those collected (``tiers``: each test's id and its tier); all without it."""
+    return {test for test, tier in tiers.items() if wanted is None or tier == wanted}
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     tiers = {item.nodeid: tier_of(mark.name for mark in item.iter_markers()) for item in items}
@@ -52,8 +58,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     wanted = config.getoption("tier")
     if wanted is None:
         return
-    kept = [item for item in items if tiers[item.nodeid] == wanted]
-    left = [item for item in items if tiers[item.nodeid] != wanted]
+    keep = selected(tiers, wanted)
+    kept = [item for item in items if item.nodeid in keep]
+    left = [item for item in items if item.nodeid not in keep]
     if left:
         config.hook.pytest_deselected(items=left)
     items[:] = kept

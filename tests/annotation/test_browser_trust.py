@@ -11,6 +11,7 @@ import time
 
 import pytest
 from django.db import transaction
+from playwright.sync_api import expect
 
 from annotation.models import Annotation, AnnotationStatus, Verdict
 from annotation.services import annotation_save_draft, annotation_transition
@@ -193,7 +194,8 @@ def test_keys_that_open_a_text_field_put_the_focus_in_it(browser, live_server, p
     assert page.evaluate("document.activeElement.dataset.arg") == "content"
     page.keyboard.type("hello tnu")
     page.wait_for_selector("[data-errors='corrected'] li.ok")
-    assert "type(content='hello tnu')" in page.inner_text("[data-canonical='corrected']")
+    # The preview follows the typing: "type(content='hel')" is valid too, so wait for the whole text in it.
+    expect(page.locator("[data-canonical='corrected']")).to_contain_text("type(content='hello tnu')")
     wait_for(
         lambda: stored(annotation_id)["corrected_action"] == "type(content='hello tnu')", timeout=10, message="saved"
     )

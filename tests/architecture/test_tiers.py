@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import tomllib
@@ -9,7 +10,7 @@ import tomllib
 import pytest
 
 from tests.conftest import REPO
-from tests.tiers import TIER_MARKERS, TIERS, tier_of
+from tests.tiers import TIER_MARKERS, TIERS, selected, tier_of
 
 
 def partition_problems(collected: set[str], by_tier: dict[str, set[str]]) -> list[str]:
@@ -62,28 +63,38 @@ def test_the_partition_check_finds_a_test_in_no_tier_and_one_in_two():
     ]
 
 
-def collect(*args: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", *args],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+# Collected once, in a child process (pytest-django's settings in this one are the test run's): the child lists every
+# collected test with the tier tests/tiers.py gave it, and each tier's selection is the one ``--tier`` makes.
+LIST_TIERS = """
+import json, sys
+import pytest
+from tests.tiers import COLLECTED_TIERS
 
+class Listing:
+    def pytest_collection_finish(self, session):
+        self.listed = {"collected": [item.nodeid for item in session.items], "tiers": session.config.stash[COLLECTED_TIERS]}
 
-def collected_ids(proc: subprocess.Popen) -> set[str]:
-    out, _ = proc.communicate(timeout=600)
-    assert proc.returncode == 0, out[-3000:]
-    return {line for line in out.splitlines() if "::" in line}
+listing = Listing()
+code = pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"], plugins=[listing])
+with open(sys.argv[1], "w") as out:
+    json.dump(listing.listed, out)
+sys.exit(code)
+"""
 
 
 @pytest.mark.subprocess
-def test_the_tiers_partition_the_collected_suite():
-    """Collects the whole suite, then each tier: each test is in exactly one tier, and every tier has tests."""
-    runs = {"all": collect(), **{tier: collect("--tier", tier) for tier in TIERS}}
-    everything = collected_ids(runs.pop("all"))
-    by_tier = {tier: collected_ids(proc) for tier, proc in runs.items()}
+def test_the_tiers_partition_the_collected_suite(tmp_path):
+    """Collects the whole suite, then selects each tier from it as ``--tier`` does: each test is in exactly one tier,
+    and every tier has tests."""
+    listed = tmp_path / "tiers.json"
+    result = subprocess.run(
+        [sys.executable, "-c", LIST_TIERS, str(listed)], cwd=REPO, capture_output=True, text=True, timeout=600
+    )
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    collected = json.loads(listed.read_text())
+    everything = set(collected["collected"])
+    assert set(collected["tiers"]) == everything
+    by_tier = {tier: selected(collected["tiers"], tier) for tier in TIERS}
     assert all(by_tier.values()), {tier: len(tests) for tier, tests in by_tier.items()}
     assert partition_problems(everything, by_tier) == []
 

@@ -1,6 +1,7 @@
 """A real training step on bundles of 1920×1080 five-screenshot histories: one LLaMA-Factory SFT step and
-one DPO step with the bundle's own configs, and one TRL SFT and DPO step with the limit the bundle's README sets,
-on the tiny random-weight Qwen2-VL of prescoring/tiny.py.
+one DPO step with the bundle's own configs, on the tiny random-weight Qwen2-VL of prescoring/tiny.py. TRL: its SFT and
+DPO collators take the full-HD histories whole with the limit the bundle's README sets, and one TRL SFT and DPO step
+runs on 960×540 histories (a full-HD step is over a minute of CPU on two cores; what a cut breaks, the collation shows).
 
 Such a history is 5 × 2691 = 13,455 image tokens: the 8192 the LLaMA-Factory configs used to fix cut it, and the
 forward pass failed ("Image features and image tokens do not match"). The exporter counts every sample
@@ -25,6 +26,7 @@ from tests.conftest import REPO
 from tests.fixtures_export import accepted_annotation, make_trace
 
 FULL_HD = (1920, 1080)
+TRAINED_SIZE = (960, 540)  # TRL's training step: a quarter of full HD's pixels (the full-HD collation is its own test)
 IMAGE_TOKENS_FULL_HD = 2691  # smart_resize(1080, 1920) = 1092 × 1932: 39 × 69 tokens of 28 px
 END_OF_TURN = "<|im_end|>\n"
 # Seven recorded steps: the error at τ = 6 leaves four imaged history steps and o_6 (history window 5), and the
@@ -41,10 +43,10 @@ STEPS = [
 TAU = 6
 
 
-def full_hd_bundle(project, annotator, lead, tmp_path, fmt: str):
-    """One trace of 1920×1080 screenshots answered "error at τ = 6" (an error-correction, a post-reflection sample and
-    a DPO pair, each with five screenshots), exported in ``fmt`` and unzipped."""
-    trace = make_trace(project, replies=STEPS, external_id="hd", image_seed=3, size=FULL_HD)
+def full_hd_bundle(project, annotator, lead, tmp_path, fmt: str, size: tuple[int, int] = FULL_HD):
+    """One trace of 1920×1080 screenshots (or ``size``) answered "error at τ = 6" (an error-correction, a
+    post-reflection sample and a DPO pair, each with five screenshots), exported in ``fmt`` and unzipped."""
+    trace = make_trace(project, replies=STEPS, external_id="hd", image_seed=3, size=size)
     accepted_annotation(
         trace,
         annotator=annotator,
@@ -151,30 +153,8 @@ def labelled_text(batch, tokenizer, row: int = 0) -> str:
     return tokenizer.decode(labels[labels != -100].tolist(), skip_special_tokens=False)
 
 
-@pytest.mark.django_db
-@pytest.mark.training
-def test_trl_trains_a_sft_and_a_dpo_step_on_full_hd_histories(
-    project, annotator, lead, tmp_path, settings, tiny_checkpoint, monkeypatch
-):
-    torch = pytest.importorskip("torch")
-    pytest.importorskip("trl")
-    from datasets import load_dataset
-    from transformers import Qwen2VLForConditionalGeneration
-    from trl import DPOConfig, DPOTrainer, SFTConfig, SFTTrainer
-
-    settings.EXPORT_TOKENIZER_DIR = str(tiny_checkpoint)
-    bundle = full_hd_bundle(project, annotator, lead, tmp_path, "trl")
-    manifest = json.loads((bundle / "manifest.json").read_text())
-    sequence = manifest["tokens"]
-    max_length = sequence["max_length"]
-    assert max_length >= sequence["longest"]["tokens"] > 8192
-    assert f"max_length={max_length}" in (bundle / "README.md").read_text()
-
-    processor = trl_processor(tiny_checkpoint, manifest["pixels"])
-    tokenizer = processor.tokenizer
-    model = Qwen2VLForConditionalGeneration.from_pretrained(tiny_checkpoint)
-    monkeypatch.chdir(bundle)  # image paths are relative to the bundle root
-    common = dict(
+def trl_common_args(tmp_path, max_length: int) -> dict:
+    return dict(
         output_dir=str(tmp_path / "out"),
         max_steps=1,
         per_device_train_batch_size=1,
@@ -184,27 +164,113 @@ def test_trl_trains_a_sft_and_a_dpo_step_on_full_hd_histories(
         logging_steps=1,
         max_length=max_length,
     )
-    cache = str(tmp_path / "hf-cache")
 
-    sft = load_dataset("json", data_files="data/sft/train-00000-of-00001.jsonl", split="train", cache_dir=cache)
-    assert len(sft) == 2
-    sft_trainer = SFTTrainer(model=model, args=SFTConfig(**common), train_dataset=sft, processing_class=processor)
-    uncut = copy.copy(sft_trainer.data_collator)
+
+def uncut_collator(trainer):
+    """The trainer's own collator without the bundle's limit: what a cut would have changed."""
+    uncut = copy.copy(trainer.data_collator)
     uncut.max_length = None
+    return uncut
+
+
+def check_sft_collation(sft_trainer, sft, sequence: dict, image_tokens: int, image_token_id: int, tokenizer) -> None:
+    """Each SFT record through the trainer's own collator, with the bundle's limit: every screenshot's tokens are
+    there and the labels are the whole target alone (the limit cuts the end of a sequence, so nothing was cut)."""
     for record in sft:
-        batch = uncut([dict(record)])
+        batch = sft_trainer.data_collator([copy.deepcopy(dict(record))])
         length = int(batch["attention_mask"].sum())
         # The count is exact with the model's tokenizer: the bundle's limit holds the sequence TRL builds.
-        assert length <= sequence["longest"]["tokens"] <= max_length
-        assert int((batch["input_ids"] == model.config.image_token_id).sum()) == 5 * IMAGE_TOKENS_FULL_HD
+        assert length <= sequence["longest"]["tokens"] <= sequence["max_length"]
+        assert int((batch["input_ids"] == image_token_id).sum()) == 5 * image_tokens
         assert labelled_text(batch, tokenizer) == record["completion"][0]["content"][0]["text"] + END_OF_TURN
-    # The bundle's max_length cuts nothing: the collated batch is the uncut one.
-    record = dict(sft[0])
-    assert torch.equal(sft_trainer.data_collator([dict(record)])["input_ids"], uncut([dict(record)])["input_ids"])
+
+
+def trl_datasets(tmp_path):
+    from datasets import load_dataset
+
+    cache = str(tmp_path / "hf-cache")
+    sft = load_dataset("json", data_files="data/sft/train-00000-of-00001.jsonl", split="train", cache_dir=cache)
+    dpo = load_dataset("json", data_files="data/dpo/train-00000-of-00001.jsonl", split="train", cache_dir=cache)
+    assert len(sft) == 2 and len(dpo) == 1
+    return sft, dpo
+
+
+@pytest.mark.django_db
+@pytest.mark.training
+def test_trl_collates_full_hd_histories_whole_with_the_bundle_limit(
+    project, annotator, lead, tmp_path, settings, tiny_checkpoint, monkeypatch
+):
+    """The bundle's limit on 1920×1080 histories (13,455 image tokens, over the 8192 once fixed) through TRL's own SFT
+    and DPO collators: nothing cut, so the forward pass gets every image's tokens (the training step on such
+    histories, without this test's full size, is the next test)."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("trl")
+    from transformers import Qwen2VLForConditionalGeneration
+    from trl import DPOConfig, DPOTrainer, SFTConfig, SFTTrainer
+
+    settings.EXPORT_TOKENIZER_DIR = str(tiny_checkpoint)
+    bundle = full_hd_bundle(project, annotator, lead, tmp_path, "trl")
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    sequence = manifest["tokens"]
+    max_length = sequence["max_length"]
+    assert sequence["longest"]["image_tokens"] == 5 * IMAGE_TOKENS_FULL_HD
+    assert max_length >= sequence["longest"]["tokens"] > 8192
+    assert f"max_length={max_length}" in (bundle / "README.md").read_text()
+
+    processor = trl_processor(tiny_checkpoint, manifest["pixels"])
+    model = Qwen2VLForConditionalGeneration.from_pretrained(tiny_checkpoint)
+    monkeypatch.chdir(bundle)  # image paths are relative to the bundle root
+    sft, dpo = trl_datasets(tmp_path)
+    common = trl_common_args(tmp_path, max_length)
+    sft_trainer = SFTTrainer(model=model, args=SFTConfig(**common), train_dataset=sft, processing_class=processor)
+    image_token_id = model.config.image_token_id
+    check_sft_collation(sft_trainer, sft, sequence, IMAGE_TOKENS_FULL_HD, image_token_id, processor.tokenizer)
+
+    dpo_trainer = DPOTrainer(
+        model=model, args=DPOConfig(**common, beta=0.1), train_dataset=dpo, processing_class=processor
+    )
+    [pair] = dpo_trainer.train_dataset
+    batch = uncut_collator(dpo_trainer)([copy.deepcopy(dict(pair))])
+    # The prompt's five screenshots, then the chosen and the rejected reply: the limit holds the longer of the two.
+    assert int((batch["input_ids"] == image_token_id).sum()) == 2 * 5 * IMAGE_TOKENS_FULL_HD
+    assert int(batch["attention_mask"].sum(dim=1).max()) <= sequence["longest"]["tokens"] <= max_length
+    assert torch.equal(dpo_trainer.data_collator([copy.deepcopy(dict(pair))])["input_ids"], batch["input_ids"])
+
+
+@pytest.mark.django_db
+@pytest.mark.training
+def test_trl_trains_a_sft_and_a_dpo_step_on_five_screenshot_histories(
+    project, annotator, lead, tmp_path, settings, tiny_checkpoint, monkeypatch
+):
+    """One SFT and one DPO step with the bundle's limit on 960×540 histories: the step runs (no token/feature
+    mismatch) and its loss is finite. A quarter of full HD's pixels keeps it to seconds on two cores; the full-HD
+    histories go through the same collators in the test above."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("trl")
+    from transformers import Qwen2VLForConditionalGeneration
+    from trl import DPOConfig, DPOTrainer, SFTConfig, SFTTrainer
+
+    settings.EXPORT_TOKENIZER_DIR = str(tiny_checkpoint)
+    bundle = full_hd_bundle(project, annotator, lead, tmp_path, "trl", size=TRAINED_SIZE)
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    sequence = manifest["tokens"]
+    pixels = manifest["pixels"]
+    image_tokens = tokens.image_tokens(*TRAINED_SIZE, min_pixels=pixels["min_pixels"], max_pixels=pixels["max_pixels"])
+    assert sequence["longest"]["image_tokens"] == 5 * image_tokens
+    max_length = sequence["max_length"]
+    assert max_length >= sequence["longest"]["tokens"]
+    assert f"max_length={max_length}" in (bundle / "README.md").read_text()
+
+    processor = trl_processor(tiny_checkpoint, pixels)
+    model = Qwen2VLForConditionalGeneration.from_pretrained(tiny_checkpoint)
+    monkeypatch.chdir(bundle)  # image paths are relative to the bundle root
+    sft, dpo = trl_datasets(tmp_path)
+    common = trl_common_args(tmp_path, max_length)
+    sft_trainer = SFTTrainer(model=model, args=SFTConfig(**common), train_dataset=sft, processing_class=processor)
+    check_sft_collation(sft_trainer, sft, sequence, image_tokens, model.config.image_token_id, processor.tokenizer)
     result = sft_trainer.train()
     assert result.global_step == 1 and torch.isfinite(torch.tensor(result.training_loss))
 
-    dpo = load_dataset("json", data_files="data/dpo/train-00000-of-00001.jsonl", split="train", cache_dir=cache)
     dpo_trainer = DPOTrainer(
         model=model,
         ref_model=copy.deepcopy(model),

@@ -16,7 +16,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -56,6 +55,12 @@ class PrivateRedis:
         self.proc.wait(10)
 
 
+# Celery's consumer logs where it stands with the broker (the URL it names is the configured transport's).
+LOST = "Connection to broker lost"
+CANNOT_CONNECT = "consumer: Cannot connect to "
+CONNECTED = "celery.worker.consumer.connection: Connected to "
+
+
 def _worker(url: str, log: Path, steps_off: tuple[str, ...]) -> subprocess.Popen:
     env = {**_worker_env(), "REDIS_URL": url, "STUDIO_JOB_WATCH_INTERVAL_S": "1", "STUDIO_JOB_STALE_AFTER_S": "6"}
     command = [sys.executable, "-m", "celery", "-A", "studio", "worker", "-Q", "default", "--concurrency", "2"]
@@ -90,15 +95,27 @@ def rides_out_three_kills(project, lead, tmp_path, steps_off) -> tuple[bool, str
     worker = _worker(url, log, steps_off)
     try:
         wait_for(lambda: " ready." in log.read_text(), 60, message="worker ready")
+        kills = 0
+
+        def met_outage(outages: int) -> bool:
+            text = log.read_text()
+            return worker.poll() is not None or (text.count(LOST) >= outages and text.count(CANNOT_CONNECT) >= outages)
+
+        def reconnected(outages: int) -> bool:  # the first connection, then one after each outage
+            return worker.poll() is not None or log.read_text().count(CONNECTED) > outages
+
         for phase in ("idle", "busy"):
             for kill in range(3):
                 if phase == "busy":  # tasks in flight at each kill: their messages are unacknowledged
                     job = _import(project, lead, tmp_path / f"busy{kill}", url, 12)
                     wait_for(lambda j=job: ImportJob.objects.get(pk=j.pk).progress_done >= 2, 60, message="shards")
+                kills += 1
                 redis.kill()
-                time.sleep(4)
+                # Redis stays down until the worker has met the outage: it lost its connection (the moment the
+                # unacknowledged messages are restored) and failed to reconnect once; then it must come back.
+                wait_for(lambda n=kills: met_outage(n), 60, 0.1, f"{phase}: the worker meets Redis's outage {kills}")
                 redis.start()
-                time.sleep(6)
+                wait_for(lambda n=kills: reconnected(n), 60, 0.1, f"{phase}: the worker back after outage {kills}")
                 if worker.poll() is not None:
                     return False, f"{phase}: worker exited {worker.returncode}\n" + log.read_text()[-3000:]
         # Still a working worker: a job sent after the kills runs to its end.
