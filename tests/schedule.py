@@ -41,7 +41,6 @@ SLOWEST_FILES = (
     # integration and release tiers
     "tests/serving/test_deploy_docs.py",
     "tests/exports/test_training_steps.py",
-    "tests/rounds/test_evaluation.py",
     "tests/serving/test_docs_commands.py",
     "tests/prescoring/test_prescore_worker.py",
     "tests/jobs/test_faults.py",
