@@ -1,5 +1,5 @@
 """Database helpers: retrying a write transaction that SQLite refused because another writer held the lock; one-row
-reads, updates and inserts compiled to SQL once."""
+reads, updates and inserts compiled to SQL once, and the cursor that runs them (prepared on PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -40,6 +40,57 @@ def atomic_with_retry(fn):
         raise AssertionError("unreachable")
 
     return wrapper
+
+
+# --- The cursor of the compiled statements ---------------------------------------------------------------------------
+
+
+def statement_cursor(connection):
+    """``connection.cursor()`` for a statement of a fixed shape run on every request (the compiled reads and writes
+    below): on PostgreSQL its values travel apart from the SQL (server-side binding), so psycopg can prepare it.
+
+    Django's PostgreSQL cursor binds each value into the SQL text in Python (psycopg's client-side binding), and
+    PostgreSQL then parses and plans the statement anew on every call. With the values sent apart, psycopg prepares
+    a statement on a connection once it has run it ``prepare_threshold`` times there (the database's OPTIONS; None
+    prepares nothing), and each later run is one bind and execute of the prepared plan. Only these statements are
+    run so: server-side binding for every query would refuse some of the ORM's (a value both in SELECT and in GROUP
+    BY). The cursor is Django's wrapper all the same (``execute_wrapper``s, query logging, error translation,
+    ``CONN_HEALTH_CHECKS``). A connection PostgreSQL dropped comes back as a new one, with nothing prepared; psycopg
+    forgets what it prepared after a ROLLBACK, DROP, ALTER or DEALLOCATE ALL run through it, and PostgreSQL re-plans
+    a prepared statement whose tables changed.
+    """
+    if connection.vendor != "postgresql" or connection.settings_dict["OPTIONS"].get("server_side_binding") is True:
+        return connection.cursor()
+    from django.db.backends.postgresql.base import TIMESTAMPTZ_OID, ServerBindingCursor
+    from django.db.backends.postgresql.psycopg_any import register_tzloader
+    from psycopg.pq import Format
+
+    # What connection.cursor() runs, with psycopg's server-side binding cursor in place of Django's default.
+    connection.close_if_health_check_failed()
+    connection.ensure_connection()
+    with connection.wrap_database_errors:
+        raw = connection.connection
+        cursor = ServerBindingCursor(raw)
+        if connection.timezone != raw.adapters.get_loader(TIMESTAMPTZ_OID, Format.TEXT).timezone:
+            register_tzloader(connection.timezone, cursor)
+        connection.validate_thread_sharing()
+        if connection.queries_logged:
+            return _logged_statement_cursor(cursor, connection)
+        return connection.make_cursor(cursor)
+
+
+def _logged_statement_cursor(cursor, connection):
+    """Django's debug cursor, logging each statement with its values in it as Django's own cursor logs it (Django
+    reads a client-side bound query back from the cursor, which a server-side bound one does not keep)."""
+    from django.db.backends.postgresql.base import CursorDebugWrapper
+    from django.db.backends.utils import CursorWrapper
+
+    class LoggedStatementCursor(CursorDebugWrapper):
+        def execute(self, sql, params=None):
+            with self.debug_sql(self.db.ops.compose_sql(sql, params)):
+                return CursorWrapper.execute(self, sql, params)
+
+    return LoggedStatementCursor(cursor, connection)
 
 
 # --- Reads compiled once ---------------------------------------------------------------------------------------------
@@ -154,7 +205,7 @@ class _CompiledRead:
         params = list(self.params)
         for i, name in self.positions:
             params[i] = values[name]
-        with self.connection.cursor() as cursor:
+        with statement_cursor(self.connection) as cursor:
             cursor.execute(self.sql, params)
             row = cursor.fetchone()
         if row is None:
@@ -216,7 +267,7 @@ def row_update(obj, update_fields) -> None:
             f.get_db_prep_save(value, connection) for f, value in zip(fields, values, strict=True) if value is not None
         ]
         params.append(meta.pk.get_db_prep_value(obj.pk, connection))
-        with connection.cursor() as cursor:
+        with statement_cursor(connection) as cursor:
             cursor.execute(sql, params)
             updated = cursor.rowcount
         if not updated:
@@ -259,7 +310,7 @@ def row_insert(obj) -> None:
         insert = _compiled_insert(connection, model, fields, obj)  # before the stamps: compiling stamps them too
         values = [f.pre_save(obj, True) for f in fields]
         params = [f.get_db_prep_save(value, connection) for f, value in zip(fields, values, strict=True)]
-        with connection.cursor() as cursor:
+        with statement_cursor(connection) as cursor:
             cursor.execute(insert.sql, params)
             row = insert.returned(cursor)
         if row is not None:

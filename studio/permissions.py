@@ -187,8 +187,10 @@ def _group_names(user) -> set[str]:
     CPU to build than the database spends answering it, once per request."""
     from django.db import connections
 
+    from studio.db import statement_cursor
+
     alias, sql = _group_names_sql(user._meta.model)
-    with connections[alias].cursor() as cursor:
+    with statement_cursor(connections[alias]) as cursor:
         cursor.execute(sql, [user.pk])
         return {name for (name,) in cursor.fetchall()}
 

@@ -142,6 +142,12 @@ if DATABASE_URL:
             "max_size": env_int("STUDIO_DB_POOL_SIZE", 20),
             "timeout": 10,
         }
+    if DATABASES["default"]["ENGINE"].endswith("postgresql"):
+        # psycopg prepares a statement on a connection after this many runs there (0: never). Only the statements
+        # run with server-side binding can be prepared: the compiled one-row reads and writes (studio.db).
+        DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = (
+            env_int("STUDIO_DB_PREPARE_THRESHOLD", 5) or None
+        )
     # A connection PostgreSQL dropped (restart, pg_terminate_backend) is found out before it is handed to a
     # request, not by the request failing: with the pool, Django passes psycopg's check_connection to it.
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
