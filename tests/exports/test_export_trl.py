@@ -122,6 +122,7 @@ def trl_bundle(project, annotator, lead, tmp_path):
     return folder
 
 
+@pytest.mark.training
 @pytest.mark.django_db
 def test_trl_trains_one_sft_and_one_dpo_step(trl_bundle, tmp_path, monkeypatch):
     from datasets import load_dataset
