@@ -5,12 +5,15 @@
 // screenshot's extent, annotation/review_selectors.py _marker).
 import { readJSON as readData } from "./dom.js";
 import { api } from "./api.js";
-import { fractionToModel, toFraction } from "./geometry.js";
+import { fractionToModel } from "./geometry.js";
 import * as Zoom from "./zoom.js";
 import * as Editor from "./action_editor.js";
 import * as History from "./workspace/history.js";
 import { windowsToLoad } from "./workspace/steps.js";
-import { queueRowTexts, reviewCommandFor } from "./review_keys.js";
+import {
+  boxSize, clampPosition, clickFraction, editedMarkers, editorsShown, marginClearing, missingTitle, percentOn,
+  queueRowTexts, reviewCommandFor, screenLoaded, screenName, screenTitle, thumbNumber, viewerLayout, windowProblem,
+} from "./review_logic.js";
 
 {
   // --- markers over o_τ and o_{τ+1} ---
@@ -18,9 +21,7 @@ import { queueRowTexts, reviewCommandFor } from "./review_keys.js";
 
   // A point in the convention, placed on its screenshot (a marker's extent) in percent of the image.
   function place(el, marker, p) {
-    const [x, y] = toFraction(marker, p);
-    el.style.left = (x * 100).toFixed(3) + "%";
-    el.style.top = (y * 100).toFixed(3) + "%";
+    [el.style.left, el.style.top] = percentOn(marker, p);
   }
 
   // Marks go into the frame's zoom layer (they move with the image). An action without a point (a hotkey, a wait)
@@ -38,9 +39,7 @@ import { queueRowTexts, reviewCommandFor } from "./review_keys.js";
         box.dataset.kind = m.kind;
         box.title = m.label + ": element box";
         place(box, m, m.box.slice(0, 2));
-        const [w, h] = toFraction(m, [m.box[2] - m.box[0], m.box[3] - m.box[1]]);
-        box.style.width = (w * 100).toFixed(3) + "%";
-        box.style.height = (h * 100).toFixed(3) + "%";
+        [box.style.width, box.style.height] = boxSize(m);
         layer.append(box);
       }
       const dot = document.createElement("div");
@@ -72,10 +71,9 @@ import { queueRowTexts, reviewCommandFor } from "./review_keys.js";
     const placed = [];
     for (const label of labels.sort((a, b) => a.getBoundingClientRect().top - b.getBoundingClientRect().top)) {
       for (let tries = 0; tries < labels.length; tries++) {
-        const box = label.getBoundingClientRect();
-        const hit = placed.find((p) => box.left < p.right && p.left < box.right && box.top < p.bottom && p.top < box.bottom);
-        if (!hit) break;
-        label.style.marginTop = (parseFloat(label.style.marginTop) + hit.bottom - box.top + 2) + "px";
+        const margin = marginClearing(parseFloat(label.style.marginTop), label.getBoundingClientRect(), placed);
+        if (margin === null) break;
+        label.style.marginTop = margin + "px";
       }
       placed.push(label.getBoundingClientRect());
     }
@@ -138,8 +136,7 @@ import { queueRowTexts, reviewCommandFor } from "./review_keys.js";
   // others come from GET /api/reviews/<id>/steps/ a window at a time, half a window kept loaded on either side of the
   // screen shown (the workspace's rule, workspace/steps.js windowsToLoad), and are kept for the page's life.
   const viewer = readData("trace-viewer-data", null);
-  const stepCount = viewer ? viewer.step_count : 0;
-  const total = viewer ? stepCount + (viewer.has_final ? 1 : 0) : 0;
+  const { stepCount, total, start } = viewerLayout(viewer);
   const screens = new Array(total);  // position (step index - 1; the final screen last) → its screen, once here
   if (viewer) for (const screen of viewer.screens) screens[screen.index - 1] = screen;
   const strip = document.getElementById("viewer-strip");
@@ -147,12 +144,13 @@ import { queueRowTexts, reviewCommandFor } from "./review_keys.js";
   const pending = new Map();  // window start → its request
   let shown = 0;
   // The final screen comes with the last step's window.
-  const hasScreen = (index) => !!screens[index - 1] && (index < stepCount || !viewer.has_final || !!screens[stepCount]);
+  const hasScreen = (index) => screenLoaded(screens, index, stepCount, viewer.has_final);
   function fetchWindow([first, last]) {
     if (pending.has(first)) return pending.get(first);
     const request = api("GET", `${viewer.steps_url}?first=${first}&last=${last}`).then((res) => {
       pending.delete(first);
-      if (res.status !== 200) return (res.data && res.data.detail) || `status ${res.status || "offline"}`;
+      const problem = windowProblem(res);
+      if (problem) return problem;
       for (const screen of res.data.screens) { screens[screen.index - 1] = screen; addThumb(screen.index - 1); }
       keepCurrentInView();
       return "";
@@ -167,7 +165,6 @@ import { queueRowTexts, reviewCommandFor } from "./review_keys.js";
     if (screens[position]) return Promise.resolve("");
     return requests[0] || Promise.resolve("not found");
   }
-  const titleOf = (position) => (position < stepCount ? `step ${position + 1}` : "final screen");
   function markCurrent() {
     if (!strip) return;
     const previous = strip.querySelector("button[aria-current]");
@@ -192,7 +189,7 @@ import { queueRowTexts, reviewCommandFor } from "./review_keys.js";
     const title = document.getElementById("viewer-title");
     if (!screen) {
       viewerFrame.hidden = true;
-      title.textContent = titleOf(position) + (problem ? ` — could not be loaded (${problem}): go to it again to retry` : " — loading…");
+      title.textContent = missingTitle(position, stepCount, problem);
       document.getElementById("viewer-thought").textContent = "";
       document.getElementById("viewer-action").textContent = "";
       drawMarkers(viewerFrame, []);
@@ -203,7 +200,7 @@ import { queueRowTexts, reviewCommandFor } from "./review_keys.js";
       image.alt = "Screenshot of " + screen.title;
       viewerFrame.hidden = false;
     } else viewerFrame.hidden = true;
-    title.textContent = screen.title + (screen.is_tau ? " (τ)" : "") + (screen.image ? "" : " — no screenshot");
+    title.textContent = screenTitle(screen);
     document.getElementById("viewer-thought").textContent = screen.thought;
     document.getElementById("viewer-action").textContent = screen.action;
     drawMarkers(viewerFrame, screen.markers);
@@ -211,7 +208,7 @@ import { queueRowTexts, reviewCommandFor } from "./review_keys.js";
   // Shows the screen at ``position`` (its step's index - 1), reading its window first when the page lacks it.
   function showScreen(position) {
     if (!total) return Promise.resolve();
-    shown = Math.max(0, Math.min(total - 1, position));
+    shown = clampPosition(position, total);
     const wanted = shown;
     markCurrent();
     render(wanted, "");
@@ -232,17 +229,17 @@ import { queueRowTexts, reviewCommandFor } from "./review_keys.js";
       const b = document.createElement("button");
       b.type = "button";
       b.className = "viewer-thumb" + (viewer.tau && i + 1 === viewer.tau ? " tau" : "");
-      b.title = titleOf(i);
+      b.title = screenName(i, stepCount);
       const n = document.createElement("span");
       n.className = "viewer-num";
-      n.textContent = i < stepCount ? String(i + 1) : "end";
+      n.textContent = thumbNumber(i, stepCount);
       b.append(n);
       b.addEventListener("click", () => showScreen(i));
       buttons.push(b);
     }
     strip.append(...buttons);
     screens.forEach((_, i) => addThumb(i));
-    showScreen(viewer.tau && viewer.tau <= stepCount ? viewer.tau - 1 : 0);
+    showScreen(start);
   }
   window.reviewShowScreen = (position) => showScreen(position);  // for tests
 
@@ -252,7 +249,7 @@ import { queueRowTexts, reviewCommandFor } from "./review_keys.js";
   // open for an error verdict.
   const editDetails = document.getElementById("edit-accept");
   const showBeside = () => {
-    const on = !!editDetails && editDetails.open && (!verdictSelect || !errorFields || verdictSelect.value === errorFields.dataset.forVerdict);
+    const on = editorsShown(editDetails && editDetails.open, verdictSelect ? verdictSelect.value : null, errorFields ? errorFields.dataset.forVerdict : null);
     for (const node of document.querySelectorAll("[data-edit-beside]")) node.hidden = !on;
   };
   if (editDetails) editDetails.addEventListener("toggle", showBeside);
@@ -324,13 +321,7 @@ import { queueRowTexts, reviewCommandFor } from "./review_keys.js";
       if (!frame || !screen) return;
       const served = readJSON(frameOf[slot]), own = served.find((m) => m.kind === slot);
       const others = served.filter((m) => m !== own);
-      const args = (action && action.args) || {};
-      const edited = action && Array.isArray(args.start_box) ? [{
-        label: `${own ? own.label : slot} (edited)`, kind: slot, type: action.type, text: slots[slot].field.value, extent: screen.extent,
-        start: args.start_box, end: Array.isArray(args.end_box) ? args.end_box : undefined,
-        box: Array.isArray(action.target_box) ? action.target_box : undefined,
-      }] : [];
-      drawMarkers(frame, [...others, ...edited]);
+      drawMarkers(frame, [...others, ...editedMarkers(slot, own, action, slots[slot].field.value, screen.extent)]);
     }
     // Points are placed on the screens shown above: o_τ for the correction, o_τ+1 for the post-reflection.
     const placeOn = (frame, slot) => {
@@ -340,8 +331,7 @@ import { queueRowTexts, reviewCommandFor } from "./review_keys.js";
         const details = document.getElementById("edit-accept");
         if (!details || !details.open || !s.action || !screen || formTau() !== editData.tau) return;
         const box = frame.querySelector(".zoom-layer").getBoundingClientRect();
-        const fx = (event.clientX - box.left) / box.width, fy = (event.clientY - box.top) / box.height;
-        const point = fractionToModel(screen, [fx, fy]);
+        const point = fractionToModel(screen, clickFraction(box, event.clientX, event.clientY));
         s.placed = Editor.place(table, s.action, s.placed, point);
         changed(slot);
       });

@@ -1,0 +1,111 @@
+/* The review page's rules that need no page: where its marks go and how their labels clear each other, what the
+   trace viewer shows and how it reads the server's answer, the edited action's mark, its keys and the queue's row.
+   Pure (tests/js/review.test.mjs); static/js/review.js wires them to the page. */
+import { toFraction } from "./geometry.js";
+
+/* A point of ``marker`` (in the project's convention, with its screenshot's extent) as CSS [left, top] in percent of
+   the image. */
+export function percentOn(marker, p) {
+  return toFraction(marker, p).map((f) => (f * 100).toFixed(3) + "%");
+}
+
+/* The CSS [width, height] of ``marker``'s element box, in percent of the image. */
+export function boxSize(marker) {
+  const [x0, y0, x1, y1] = marker.box;
+  return percentOn(marker, [x1 - x0, y1 - y0]);
+}
+
+/* The margin that moves a label down below the first label already placed that its box meets, 2 px apart, or null
+   when it meets none. Boxes are on-screen rectangles ({left, right, top, bottom}); the page measures again after
+   each move (a mark is scaled against the zoom, so a margin is not a screen distance). */
+export function marginClearing(margin, box, placed) {
+  const hit = placed.find((p) => box.left < p.right && p.left < box.right && box.top < p.bottom && p.top < box.bottom);
+  return hit ? margin + hit.bottom - box.top + 2 : null;
+}
+
+/* The trace viewer's screens of ``viewer`` (the page's trace-viewer-data): its steps, every screen (the final one
+   last, when the trace has it), and the screen it opens on (τ's, else the first), each a position (step index - 1). */
+export function viewerLayout(viewer) {
+  if (!viewer) return { stepCount: 0, total: 0, start: 0 };
+  const stepCount = viewer.step_count;
+  return {
+    stepCount,
+    total: stepCount + (viewer.has_final ? 1 : 0),
+    start: viewer.tau && viewer.tau <= stepCount ? viewer.tau - 1 : 0,
+  };
+}
+
+/* The position shown when ``position`` is asked for: the nearest of the trace's ``total`` screens. */
+export const clampPosition = (position, total) => Math.max(0, Math.min(total - 1, position));
+
+/* Whether the screen of step ``index`` is loaded; the final screen comes with the last step's window, so the last
+   step counts as loaded only with it. */
+export function screenLoaded(screens, index, stepCount, hasFinal) {
+  return !!screens[index - 1] && (index < stepCount || !hasFinal || !!screens[stepCount]);
+}
+
+/* The name of the screen at ``position`` ("step 3", "final screen") and its number in the strip ("3", "end"). */
+export const screenName = (position, stepCount) => (position < stepCount ? `step ${position + 1}` : "final screen");
+export const thumbNumber = (position, stepCount) => (position < stepCount ? String(position + 1) : "end");
+
+/* The viewer's title over a loaded ``screen``: its title, τ marked, and when it has no screenshot. */
+export function screenTitle(screen) {
+  return screen.title + (screen.is_tau ? " (τ)" : "") + (screen.image ? "" : " — no screenshot");
+}
+
+/* The viewer's title over a screen not here: loading, or why it could not be loaded (``problem``). */
+export function missingTitle(position, stepCount, problem) {
+  return screenName(position, stepCount) + (problem ? ` — could not be loaded (${problem}): go to it again to retry` : " — loading…");
+}
+
+/* Why a window of screens (GET /api/reviews/<id>/steps/, through api.js) did not come, "" when it did: the server's
+   detail (studio/errors.py: every refusal has one), else the status ("offline" when nothing answered). */
+export function windowProblem(res) {
+  if (res.status === 200) return "";
+  return (res.data && res.data.detail) || `status ${res.status || "offline"}`;
+}
+
+/* Whether the action editors beside the screenshots show: the edit form is open and, where the page has the verdict
+   select and the error fields (``verdict`` / ``errorVerdict`` null otherwise), the verdict is the error one. */
+export function editorsShown(open, verdict, errorVerdict) {
+  return !!open && (verdict == null || errorVerdict == null || verdict === errorVerdict);
+}
+
+/* The mark of an action being edited in ``slot`` ("corrected" / "reflection"), drawn where the annotator's (``own``,
+   the server's marker of the slot, if any) was: [] while it has no point, else its point, end and element box in the
+   convention, on the screenshot of ``extent``. ``text`` is its canonical text. */
+export function editedMarkers(slot, own, action, text, extent) {
+  const args = (action && action.args) || {};
+  if (!action || !Array.isArray(args.start_box)) return [];
+  return [{
+    label: `${own ? own.label : slot} (edited)`, kind: slot, type: action.type, text, extent,
+    start: args.start_box, end: Array.isArray(args.end_box) ? args.end_box : undefined,
+    box: Array.isArray(action.target_box) ? action.target_box : undefined,
+  }];
+}
+
+/* Where a click at (clientX, clientY) falls on a layer whose on-screen box is ``box``, as fractions of the image. */
+export const clickFraction = (box, clientX, clientY) => [(clientX - box.left) / box.width, (clientY - box.top) / box.height];
+
+/* The command of a key press on one review, or null: "reject_send" (Ctrl+Enter in the comment), else, outside any
+   field and with no modifier, "zoom_in" / "zoom_out" (+ = -), "zoom_reset" (0), "screen_next" / "screen_previous"
+   (j k: the trace viewer's screens), "accept" (a), "reject" (r: the comment takes the focus), "next" (→: the next
+   undecided review). ``inComment``: the comment has the focus; ``typing``: some field has it. */
+export function reviewCommandFor(event, { typing, inComment }) {
+  if (event.defaultPrevented || event.altKey || event.metaKey) return null;
+  if (typing) return inComment && event.key === "Enter" && event.ctrlKey ? "reject_send" : null;
+  if (event.ctrlKey) return null;
+  return REVIEW_KEYS[event.key] || null;
+}
+
+const REVIEW_KEYS = {
+  "+": "zoom_in", "=": "zoom_in", "-": "zoom_out", "0": "zoom_reset", j: "screen_next", k: "screen_previous",
+  a: "accept", r: "reject", ArrowRight: "next",
+};
+
+/* The texts of a review queue's row for ``review`` (an entry of GET /api/reviews/): the trace, the annotator, the
+   verdict, when it was submitted (to the minute, as the page's template writes it). */
+export function queueRowTexts(review) {
+  const submitted = review.submitted_at ? review.submitted_at.slice(0, 16).replace("T", " ") : "";
+  return [review.external_id, review.annotator, review.verdict_text, submitted];
+}
