@@ -10,6 +10,54 @@ export { sub };
 
 const LOUPE_RADIUS = 75, LOUPE_POWER = 3;
 
+/* A pane's caption: o with the screen's index, "step N", or the final screen after the last of ``stepCount``. */
+export function paneCaption(index, stepCount) {
+  return index === stepCount + 1 ? `o${sub(stepCount + 1)} · final screen` : `o${sub(index)} · step ${index}`;
+}
+
+/* What a pane without a screenshot says: no final screen kept, the step still loading (``loaded``: its step is
+   here), or a step recorded without one. */
+export function missingShotText(index, stepCount, loaded) {
+  return index > stepCount ? "No screen after the last step was kept."
+    : !loaded ? "Loading this step…" : "No screenshot was recorded for this step.";
+}
+
+/* The loupe for the pointer at (clientX, clientY): null off the image, else its background's size and position
+   (LOUPE_POWER times the image, ``image`` its on-screen box, centred on the point) and its [left, top] in the frame
+   (``box`` its on-screen box): up and to the right of the point, so it never hides it; flipped near the edges. */
+export function loupePlacement(image, box, clientX, clientY) {
+  const fx = (clientX - image.left) / image.width, fy = (clientY - image.top) / image.height;
+  if (fx < 0 || fx > 1 || fy < 0 || fy > 1) return null;
+  const width = image.width * LOUPE_POWER, height = image.height * LOUPE_POWER;
+  let left = clientX - box.left + 24, top = clientY - box.top - 2 * LOUPE_RADIUS - 24;
+  if (left + 2 * LOUPE_RADIUS > box.width) left = clientX - box.left - 2 * LOUPE_RADIUS - 24;
+  if (top < 0) top = clientY - box.top + 24;
+  return { size: [width, height], position: [LOUPE_RADIUS - fx * width, LOUPE_RADIUS - fy * height], at: [left, top] };
+}
+
+/* The placing hint under a correction's screen, {text, outside}: ``text`` null once the action's points are placed;
+   ``outside`` when a placed point is outside the element box drawn for it (the action is invalid, saving waits).
+   ``slot``: "corrected" / "reflection"; ``action``: the slot's action (null before a type); ``points``: its type's
+   point arguments (editor.js pointArgsOf); ``hints``: the hint labels open on this slot, if any; ``hasShot``: the
+   screen has a screenshot. */
+export function placeHint({ slot, action, points, hints, hasShot }) {
+  const pts = points.filter((p) => p.required || points.every((q) => !q.required));
+  const name = slot === "corrected" ? "corrected" : "post-reflection";
+  const placed = pts.length && pts.every((p) => Array.isArray(action.args[p.name]));
+  const outside = !!(action && Array.isArray(action.target_box) && pts.map((p) => action.args[p.name]).find((v) => Array.isArray(v) && !inBox(action.target_box, v)));
+  // A step the source kept without a screenshot has nothing to click: say so rather than ask for a click.
+  const text = hints ? (hints.kind === "cells"
+    ? "Type a cell's number to move the point into it (the arrows then halve within it); Esc closes the labels."
+    : "Type an element's label to move the point onto it (Enter then places it as a click there would); Esc closes the labels.")
+    : !hasShot ? `This step has no screenshot, so no point can be placed on it: choose an action without a point, or mark the trace unusable.`
+    : !action ? `Choose the ${name} action type, then click the screenshot to place it.`
+    : outside ? `The point is outside the element box drawn for it, so the ${name} action is invalid and saving waits: click inside the box, or clear the box.`
+    : placed ? null
+    : pts.length ? `Click the screenshot to place ${pts.map((p) => p.name).join(" then ")} of the ${name} ${action.type}.`
+      : `The ${action.type} action has no point to place.`;
+  return { text, outside };
+}
+
 /* The stage. ``page``: {root (the workspace's element), editable(), traceId, strip (the served marks of the
    filmstrip)}; ``store``: the workspace's state (current, form, cursor, zoom, overlay, compare, boxMode, table);
    ``steps``: steps.js's; ``editor``: editor.js's slotAt, pointArgsOf, takesBox, snaps, placePoint, setTargetBox,
@@ -112,11 +160,9 @@ export function createStage({ page, store, steps, editor, draft, drawAlternative
   function shotPane(index, options) {
     const shot = shotOf(index);
     const pane = el("figure", { class: "ws-pane" });
-    const caption = el("figcaption", {}, index === N + 1 ? `o${sub(N + 1)} · final screen` : `o${sub(index)} · step ${index}`);
+    const caption = el("figcaption", {}, paneCaption(index, N));
     if (!shot) {
-      const text = index > N ? "No screen after the last step was kept."
-        : !steps.hasStep(index) ? "Loading this step…" : "No screenshot was recorded for this step.";
-      pane.appendChild(el("div", { class: "ws-missing" }, text));
+      pane.appendChild(el("div", { class: "ws-missing" }, missingShotText(index, N, steps.hasStep(index))));
       pane.appendChild(caption);
       return pane;
     }
@@ -259,16 +305,11 @@ export function createStage({ page, store, steps, editor, draft, drawAlternative
 
   // The loupe: LOUPE_POWER times what the frame shows, centred on the point that a click (or Enter) would place.
   function showLoupe(frame, view, loupe, clientX, clientY) {
-    const image = view.getBoundingClientRect(), box = frame.getBoundingClientRect();
-    const fx = (clientX - image.left) / image.width, fy = (clientY - image.top) / image.height;
-    if (fx < 0 || fx > 1 || fy < 0 || fy > 1) { loupe.hidden = true; return; }
-    const width = image.width * LOUPE_POWER, height = image.height * LOUPE_POWER;
+    const placement = loupePlacement(view.getBoundingClientRect(), frame.getBoundingClientRect(), clientX, clientY);
+    if (!placement) { loupe.hidden = true; return; }
+    const { size: [width, height], position: [x, y], at: [left, top] } = placement;
     loupe.style.backgroundSize = `${width}px ${height}px`;
-    loupe.style.backgroundPosition = `${LOUPE_RADIUS - fx * width}px ${LOUPE_RADIUS - fy * height}px`;
-    // Up and to the right of the point, so it never hides the point itself; flipped near the frame's edges.
-    let left = clientX - box.left + 24, top = clientY - box.top - 2 * LOUPE_RADIUS - 24;
-    if (left + 2 * LOUPE_RADIUS > box.width) left = clientX - box.left - 2 * LOUPE_RADIUS - 24;
-    if (top < 0) top = clientY - box.top + 24;
+    loupe.style.backgroundPosition = `${x}px ${y}px`;
     loupe.style.left = `${left}px`;
     loupe.style.top = `${top}px`;
     loupe.hidden = false;
@@ -425,25 +466,13 @@ export function createStage({ page, store, steps, editor, draft, drawAlternative
     document.querySelector(".ws-side").classList.toggle("correcting", !!(slot && page.editable()));
     if (slot && page.editable()) {
       const a = form().editor_state[slot];
-      const points = a ? editor.pointArgsOf(a.type) : [];
-      const pts = points.filter((p) => p.required || points.every((q) => !q.required));
-      const name = slot === "corrected" ? "corrected" : "post-reflection";
-      const placed = pts.length && pts.every((p) => Array.isArray(a.args[p.name]));
+      const { text, outside } = placeHint({
+        slot, action: a, points: a ? editor.pointArgsOf(a.type) : [],
+        hints: cursor() && cursor().slot === slot && cursor().hints, hasShot: !!shotOf(i),
+      });
       // A point outside the element box drawn for it makes the action invalid, and saves wait: said here, under
       // the click that did it, with the way out.
-      const outside = a && Array.isArray(a.target_box) && pts.map((p) => a.args[p.name]).find((v) => Array.isArray(v) && !inBox(a.target_box, v));
-      hint.classList.toggle("ws-place-warning", !!outside);
-      // A step the source kept without a screenshot has nothing to click: say so rather than ask for a click.
-      const hints = cursor() && cursor().slot === slot && cursor().hints;
-      const text = hints ? (hints.kind === "cells"
-        ? "Type a cell's number to move the point into it (the arrows then halve within it); Esc closes the labels."
-        : "Type an element's label to move the point onto it (Enter then places it as a click there would); Esc closes the labels.")
-        : !shotOf(i) ? `This step has no screenshot, so no point can be placed on it: choose an action without a point, or mark the trace unusable.`
-        : !a ? `Choose the ${name} action type, then click the screenshot to place it.`
-        : outside ? `The point is outside the element box drawn for it, so the ${name} action is invalid and saving waits: click inside the box, or clear the box.`
-        : placed ? null
-        : pts.length ? `Click the screenshot to place ${pts.map((p) => p.name).join(" then ")} of the ${name} ${a.type}.`
-          : `The ${a.type} action has no point to place.`;
+      hint.classList.toggle("ws-place-warning", outside);
       // Placed, the hint goes but keeps its room: the screenshot must not move under the next click.
       hint.hidden = false;
       hint.classList.toggle("ws-place-done", text === null);
