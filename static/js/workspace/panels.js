@@ -10,6 +10,38 @@ const PROBLEM_TARGETS = {
   corrected_action: ".ws-action-editor[data-slot='corrected']", reflection_action: ".ws-action-editor[data-slot='reflection']",
 };
 
+/* The name of screen ``i`` of a trace of ``stepCount`` steps, as the stage and the step's panel both write it. */
+export const stepTitle = (i, stepCount) => (i > stepCount ? `Final screen (after step ${stepCount})` : `Step ${i} of ${stepCount}`);
+
+/* What the verdict panel says of the answer ``form``. */
+export function verdictText(form) {
+  return form.verdict === "error" ? `First error at step ${form.tau} (τ).` : form.verdict === "no_error" ? "The trace has no error."
+    : form.verdict === "unusable" ? "Unusable." : "Not decided yet.";
+}
+
+/* Why no post-reflection can be given when o_{τ+1} was not kept: τ is the last of ``stepCount`` steps (no screen
+   after it), or step τ+1 has no screenshot. */
+export function reflectionMissingText(tau, stepCount) {
+  return tau === stepCount
+    ? `τ is the last step and the runner kept no screen after it: there is no o${sub(tau + 1)}, so no post-reflection can be given. The annotation will record why.`
+    : `Step ${tau + 1} has no screenshot: no post-reflection can be given. The annotation will record why.`;
+}
+
+/* The way to the correction away from it ("" with no τ); without o_{τ+1} (``missing``) it does not send the
+   annotator looking for a post-reflection. */
+export function gotoText(tau, stepCount, missing) {
+  if (!tau) return "";
+  const why = tau === stepCount ? "no screen was kept after the last step" : `step ${tau + 1} has no screenshot`;
+  return missing ? `τ = ${tau}. Press t to go to the correction (no post-reflection: ${why}).`
+    : `τ = ${tau}. Press t to go to the correction, then → for the post-reflection.`;
+}
+
+/* The problems of a refused submit, field → message, from the server's answer ``data`` (studio/errors.py: its field
+   errors, else its detail; nothing read: the server could not be reached). */
+export function submitProblems(data) {
+  return (data && data.errors) || { detail: (data && data.detail) || "the server could not be reached" };
+}
+
 /* The side. ``page``: {root, annotationId, traceId, editable(), verdictAnswers (the fields each verdict keeps
    empty: the server's table)}; ``store``: the workspace's state (current, form, version); ``steps``: steps.js's;
    ``editor``: editor.js's reflectionScreen, serverNoReflectionReason, renderEditor, checkAction, changed;
@@ -30,7 +62,7 @@ export function createPanels({ page, store, steps, editor, draft, stage, undoabl
     const i = current();
     const step = steps.step(i);
     // The stage and the step's panel name the screen in the same words (they read "Step 1 of 3" and "Step 1 / 3").
-    const title = i > N ? `Final screen (after step ${N})` : `Step ${i} of ${N}`;
+    const title = stepTitle(i, N);
     $("ws-step-num").textContent = title;
     $("ws-step-label").textContent = title;
     // The final screen has no recorded thought or action: "as recorded" would name nothing.
@@ -67,8 +99,7 @@ export function createPanels({ page, store, steps, editor, draft, stage, undoabl
       b.disabled = !page.editable();
     }
     const vt = $("ws-verdict-text");
-    vt.textContent = f.verdict === "error" ? `First error at step ${f.tau} (τ).` : f.verdict === "no_error" ? "The trace has no error."
-      : f.verdict === "unusable" ? "Unusable." : "Not decided yet.";
+    vt.textContent = verdictText(f);
     $("ws-unusable-wrap").hidden = f.verdict !== "unusable";
     $("ws-error-fields").hidden = f.verdict !== "error";
     for (const node of document.querySelectorAll("[data-field]")) {
@@ -94,16 +125,12 @@ export function createPanels({ page, store, steps, editor, draft, stage, undoabl
     $("ws-no-reflection-wrap").hidden = !!editor.serverNoReflectionReason(tau);
     $("ws-reflection-body").hidden = missing;
     if (missing) {
-      $("ws-reflection-missing").textContent = tau === N
-        ? `τ is the last step and the runner kept no screen after it: there is no o${sub(tau + 1)}, so no post-reflection can be given. The annotation will record why.`
-        : `Step ${tau + 1} has no screenshot: no post-reflection can be given. The annotation will record why.`;
+      $("ws-reflection-missing").textContent = reflectionMissingText(tau, N);
     }
     const goto = $("ws-goto");
     goto.hidden = !tau || showCorrection || showReflection;
     // Without o_{τ+1} there is no post-reflection to go on to: the hint does not send the annotator looking for one.
-    const why = tau === N ? "no screen was kept after the last step" : `step ${tau + 1} has no screenshot`;
-    $("ws-goto-text").textContent = !tau ? "" : missing ? `τ = ${tau}. Press t to go to the correction (no post-reflection: ${why}).`
-      : `τ = ${tau}. Press t to go to the correction, then → for the post-reflection.`;
+    $("ws-goto-text").textContent = gotoText(tau, N, missing);
     if (showCorrection) editor.renderEditor("corrected");
     if (showReflection && !missing) editor.renderEditor("reflection");
     renderStarts();
@@ -244,7 +271,7 @@ export function createPanels({ page, store, steps, editor, draft, stage, undoabl
     }
     if (res.status === 409 && res.data.current) return draft.conflict(res.data);
     if (isAuthProblem(res)) return draft.sessionExpired();
-    showProblems(res.data.errors || { detail: res.data.detail || "the server could not be reached" });
+    showProblems(submitProblems(res.data));
   }
   const submitBtn = $("ws-submit");
   if (submitBtn) submitBtn.addEventListener("click", submit);

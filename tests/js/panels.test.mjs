@@ -1,0 +1,46 @@
+// The workspace side's words (static/js/workspace/panels.js): the screen's name, the verdict, why there is no
+// post-reflection, the way to the correction, and a refused submit's problems from the server's own answers.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { gotoText, reflectionMissingText, stepTitle, submitProblems, verdictText } from "../../static/js/workspace/panels.js";
+import { ERRORS } from "./served.mjs";
+
+test("a screen's name: its step of the trace's, or the final screen after the last", () => {
+  assert.equal(stepTitle(1, 3), "Step 1 of 3");
+  assert.equal(stepTitle(3, 3), "Step 3 of 3");
+  assert.equal(stepTitle(4, 3), "Final screen (after step 3)");
+});
+
+test("the verdict panel names the answer, τ for an error", () => {
+  assert.equal(verdictText({ verdict: "error", tau: 4 }), "First error at step 4 (τ).");
+  assert.equal(verdictText({ verdict: "no_error", tau: null }), "The trace has no error.");
+  assert.equal(verdictText({ verdict: "unusable" }), "Unusable.");
+  assert.equal(verdictText({ verdict: "" }), "Not decided yet.");
+});
+
+test("without o_{τ+1}: τ the last step (no screen kept after it) or the next step without a screenshot", () => {
+  assert.equal(reflectionMissingText(12, 12),
+    "τ is the last step and the runner kept no screen after it: there is no o₁₃, so no post-reflection can be given. The annotation will record why.");
+  assert.equal(reflectionMissingText(5, 12), "Step 6 has no screenshot: no post-reflection can be given. The annotation will record why.");
+});
+
+test("the way to the correction; without o_{τ+1} it sends nobody looking for a post-reflection", () => {
+  assert.equal(gotoText(null, 12, false), "");
+  assert.equal(gotoText(5, 12, false), "τ = 5. Press t to go to the correction, then → for the post-reflection.");
+  assert.equal(gotoText(5, 12, true), "τ = 5. Press t to go to the correction (no post-reflection: step 6 has no screenshot).");
+  assert.equal(gotoText(12, 12, true), "τ = 12. Press t to go to the correction (no post-reflection: no screen was kept after the last step).");
+});
+
+test("a refused submit lists the server's own problems: its field errors, else its detail", () => {
+  for (const answer of ERRORS.answers) {
+    const problems = submitProblems(answer.data);
+    const messages = Object.values(problems);
+    assert.ok(messages.length > 0 && messages.every((m) => typeof m === "string" && m.length > 0), answer.what);
+    if (answer.data.errors) assert.deepEqual(problems, answer.data.errors, answer.what);
+    else assert.deepEqual(problems, { detail: answer.data.detail }, answer.what);
+  }
+  const invalid = ERRORS.answers.find((a) => a.what.startsWith("Invalid"));
+  assert.ok(invalid, "the server's answers include a refused field");
+  assert.deepEqual(submitProblems({ errors: { tau: "τ must be a step." } }), { tau: "τ must be a step." });
+  assert.deepEqual(submitProblems({}), { detail: "the server could not be reached" });  // status 0: api.js's {}
+});
