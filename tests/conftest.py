@@ -213,6 +213,12 @@ class WorkerProcess:
                 self.proc.kill()
 
 
+def worker_settings(env: dict) -> dict:
+    """What a worker takes from its environment at start: the studio's settings (``STUDIO_*``), its database and its
+    broker. A worker started on other values would run another test's configuration."""
+    return {k: v for k, v in env.items() if k.startswith("STUDIO_") or k in ("DATABASE_URL", "REDIS_URL")}
+
+
 def purge_broker() -> None:
     from studio.celery import app
 
@@ -227,13 +233,15 @@ def purge_broker() -> None:
 class _SharedWorker:
     """The one Celery worker of this test process that ``celery_worker`` lends to consecutive tests (a worker's start
     is seconds of CPU). It is stopped before any test that does not ask for it, so no other test's queued message
-    is ever run by it, and it is lent again only once it has finished every task it took; else the next test gets a
-    fresh one, as before sharing."""
+    is ever run by it, and it is lent again only once it has finished every task it took and while the environment it
+    was started with is the test's (a test's ``monkeypatch.setenv`` of a setting starts a worker that reads it); else
+    the next test gets a fresh one."""
 
     TASK_LINE = re.compile(r"Task [\w.]+\[([0-9a-f-]+)\] (received|succeeded|raised|failed|ignored|rejected)")
 
     def __init__(self) -> None:
         self.worker: WorkerProcess | None = None
+        self.settings: dict = {}
 
     def running(self) -> bool:
         return self.worker is not None and self.worker.proc is not None and self.worker.proc.poll() is None
@@ -247,8 +255,12 @@ class _SharedWorker:
         return received <= ended
 
     def lend(self) -> WorkerProcess:
+        wanted = worker_settings(_worker_env())
+        if self.running() and self.settings != wanted:
+            self.stop()
         if not self.running():
             self.worker = WorkerProcess().start()
+            self.settings = wanted
         return self.worker
 
     def settle(self, timeout: float = 20) -> None:
@@ -276,6 +288,10 @@ class _WorkerLease:
     def log(self) -> list[str]:
         return self.worker.log[self.start :]
 
+    def settle(self) -> None:
+        """Wait for the worker's last task, e.g. before a receiver it may still be calling goes away."""
+        _shared_worker.settle()
+
 
 _shared_worker = _SharedWorker()
 
@@ -298,7 +314,10 @@ def _shared_worker_stopped_at_the_end():
 @pytest.fixture
 def celery_worker(transactional_db, _shared_worker_stopped_at_the_end):
     """A real Celery worker on the test database, shared by consecutive tests that only need one (_SharedWorker);
-    the broker's queues are emptied before each test and the worker's last task ends before the database flush."""
+    the broker's queues are emptied before each test and the worker's last task ends before the database flush.
+    Settings a test puts in the environment (``monkeypatch.setenv``, ``loopback_hooks``) reach the worker when they are
+    set before it: name those fixtures first. A test that must queue work while no worker runs asks for this one
+    later, with ``request.getfixturevalue("celery_worker")``: the shared worker is stopped before such a test starts."""
     purge_broker()
     lease = _WorkerLease(_shared_worker.lend())
     yield lease

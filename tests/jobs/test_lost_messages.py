@@ -12,7 +12,7 @@ from django.utils import timezone
 from exports import services
 from exports.models import ExportJob
 from studio.jobs import broker_queue_sizes, jobs_resend_lost
-from tests.conftest import WorkerProcess, purge_broker, wait_for
+from tests.conftest import purge_broker, wait_for
 
 LOST = "resent: its message was lost"
 
@@ -53,17 +53,14 @@ def test_a_cancelled_or_started_job_is_not_sent_again(transactional_db, project,
 
 
 @pytest.mark.worker
-def test_a_job_lost_by_the_broker_ends_once_a_worker_runs(transactional_db, project, engineer, monkeypatch):
+def test_a_job_lost_by_the_broker_ends_once_a_worker_runs(transactional_db, project, engineer, monkeypatch, request):
     monkeypatch.setenv("STUDIO_JOB_WATCH_INTERVAL_S", "1")
     monkeypatch.setenv("STUDIO_JOB_QUEUED_LOST_AFTER_S", "2")
     purge_broker()
     job = services.export_job_create(project=project, user=engineer, fmt="trl")
     purge_broker()  # lost before any worker was there to take it
-    worker = WorkerProcess().start()
-    try:
-        job = wait_for(lambda: (j := ExportJob.objects.get(pk=job.pk)).is_finished and j, 60, 0.2, "export ended")
-    finally:
-        worker.stop()
+    worker = request.getfixturevalue("celery_worker")
+    job = wait_for(lambda: (j := ExportJob.objects.get(pk=job.pk)).is_finished and j, 60, 0.2, "export ended")
     log = "".join(worker.log)
     assert job.status == "succeeded", (job.message, log[-3000:])
     assert LOST in log

@@ -10,7 +10,7 @@ import pytest
 
 from prescoring.models import PrescoreJob, StepSuggestion
 from studio.permissions import Role
-from tests.conftest import WorkerProcess, purge_broker, wait_for
+from tests.conftest import wait_for
 from tests.factories import native_trace_folder
 from traces import grammar
 
@@ -67,12 +67,10 @@ def speaking_model(tmp_path_factory):
 
 
 @pytest.fixture(params=[False, True], ids=["dynamic-decode", "static-decode"])
-def decoding_worker(request, transactional_db):
-    """A worker whose greedy decoding takes the path the deployment's setting names."""
-    purge_broker()
-    worker = WorkerProcess(env={"STUDIO_PRESCORE_STATIC_DECODE": "1" if request.param else "0"}).start()
-    yield worker
-    worker.stop()
+def decoding_worker(request, transactional_db, monkeypatch):
+    """The process's worker, started with greedy decoding on the path the deployment's setting names."""
+    monkeypatch.setenv("STUDIO_PRESCORE_STATIC_DECODE", "1" if request.param else "0")
+    return request.getfixturevalue("celery_worker")
 
 
 def test_the_model_s_greedy_action_comes_back_parsed_from_a_job_on_a_worker(

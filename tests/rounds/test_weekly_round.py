@@ -14,7 +14,7 @@ import pytest
 from django.core.management import call_command
 
 from annotation.models import Annotation, Verdict
-from tests.conftest import WorkerProcess, purge_broker, wait_for
+from tests.conftest import wait_for
 from tests.factories import native_trace_folder
 from tests.fixtures_export import accepted_annotation
 from tests.fixtures_webhooks import Receiver
@@ -73,13 +73,11 @@ def _finished(api, path: str, timeout: float = 240) -> dict:
 
 
 def test_two_rounds_from_runner_push_to_checkpoint_evaluation(
-    transactional_db, project, annotator, lead, engineer, api_client, loopback_hooks, tmp_path
+    transactional_db, project, annotator, lead, engineer, api_client, loopback_hooks, tmp_path, celery_worker
 ):
     receiver = Receiver()
     _, secret = webhook_create(project=project, url=receiver.url, events=EVENTS, user=lead)
     lead_api, engineer_api = api_client(lead), api_client(engineer)
-    purge_broker()
-    worker = WorkerProcess().start()
     try:
         # Round 1: the round, then two episodes pushed while the agent runs.
         made = lead_api.post(f"/api/projects/{project.pk}/rounds/", {"name": "week 47", "checkpoint": "agent-r0"})
@@ -174,5 +172,4 @@ def test_two_rounds_from_runner_push_to_checkpoint_evaluation(
         ]
         assert sorted(announced) == ["week 47", "week 48"]
     finally:
-        worker.stop()
         receiver.close()

@@ -30,7 +30,7 @@ def register(client: Client, project, url: str) -> str:
 
 @pytest.mark.worker
 def test_signed_delivery_retried_after_a_500_and_resent(
-    transactional_db, project, annotator, lead, engineer, loopback_hooks
+    transactional_db, project, annotator, lead, engineer, loopback_hooks, request
 ):
     receiver = Receiver(answers=(500, 200))
     client = Client()
@@ -50,7 +50,7 @@ def test_signed_delivery_retried_after_a_500_and_resent(
         corrected_action="click(start_box='(400,300)')",
     )
     purge_broker()
-    worker = WorkerProcess().start()
+    request.getfixturevalue("celery_worker")  # from here: the annotation above was made with no worker running
     try:
         job = export_services.export_job_create(project=project, user=engineer, fmt="trl")
         wait_for(lambda: len(receiver.requests) >= 2, 60, message="a failed then a retried delivery")
@@ -80,18 +80,17 @@ def test_signed_delivery_retried_after_a_500_and_resent(
         assert json.loads(receiver.requests[2]["body"]) == payload
         wait_for(lambda: Delivery.objects.get(pk=again.pk).status == DeliveryStatus.DELIVERED, 30, message="re-send")
     finally:
-        worker.stop()
         receiver.close()
 
 
 @pytest.mark.worker
-def test_slow_receiver_never_holds_up_the_request(transactional_db, project, lead, loopback_hooks, tmp_path):
+def test_slow_receiver_never_holds_up_the_request(
+    transactional_db, project, lead, loopback_hooks, tmp_path, celery_worker
+):
     receiver = Receiver(delay_s=5)
     client = Client()
     client.login(username=lead.username, password=TEST_PASSWORD)
     register(client, project, receiver.url)
-    purge_broker()
-    worker = WorkerProcess().start()
     try:
         # An import that fails (its upload is not there) is an import.failed event.
         started = time.monotonic()
@@ -110,7 +109,7 @@ def test_slow_receiver_never_holds_up_the_request(transactional_db, project, lea
         response = client.post(f"/webhooks/deliveries/{delivery.pk}/resend/")
         assert response.status_code == 302 and time.monotonic() - started < 1  # the 5 s receiver is the worker's wait
     finally:
-        worker.stop()
+        celery_worker.settle()  # the re-sent delivery reaches the receiver before it closes
         receiver.close()
 
 
