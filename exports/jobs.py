@@ -2,7 +2,15 @@
 one assembly of the bundle."""
 
 from exports.services import export_assemble_work, export_plan_make, export_shard_work
+from exports.storage import bundle_delete, bundle_parts_delete
 from studio.engine import JobKind, job_kind_register
+
+
+def export_files_delete(job) -> None:
+    """Every stored file of an export whose row is going: the shards' data files and the bundle."""
+    bundle_parts_delete(job)
+    bundle_delete(job.bundle_name)
+
 
 EXPORT = job_kind_register(
     JobKind(
@@ -11,6 +19,9 @@ EXPORT = job_kind_register(
         plan=lambda job, scratch: export_plan_make(job),
         work=export_shard_work,
         assemble=export_assemble_work,
+        # The shards' stored data files go when the export ends: the bundle holds them now, or it ended without one.
+        release_files=bundle_parts_delete,
+        delete_files=export_files_delete,
         related=("project",),
         old_task_names=("exports.tasks.run_export",),
         old_shard_task_names=("exports.tasks.export_shard",),

@@ -50,17 +50,5 @@ class ExportJob(KindJob, JobBase):
     class Meta(JobBase.Meta):
         indexes = [models.Index(fields=["project", "created_at"])]
 
-    def release_files(self) -> None:
-        # The shards' stored data files: the bundle holds them now, or the export ended without one.
-        from exports.storage import bundle_parts_delete
-
-        bundle_parts_delete(self)
-
-    def files_delete(self) -> None:
-        from exports.storage import bundle_delete, bundle_parts_delete
-
-        bundle_parts_delete(self)
-        bundle_delete(self.bundle_name)
-
     def __str__(self):
         return f"export {self.pk} ({self.format}) of project {self.project_id}: {self.status}"

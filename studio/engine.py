@@ -86,6 +86,14 @@ class JobKind:
     old_task_names: tuple[str, ...] = ()  # the job's task under the names of older releases
     old_shard_task_names: tuple[str, ...] = ()
 
+    # The stored files a job of this kind owns (an import's upload, an export's parts and bundle), given back by the
+    # engine through the job (KindJob): ``release_files(job)`` once its end is committed, what it no longer needs;
+    # ``delete_files(job)`` when its row goes, everything (release_files' files when not given); ``sweep_files(now)``
+    # on the watchdog's timer, ended jobs' files past their keeping time (returns how many). Most kinds hold none.
+    release_files: Callable[[Any], object] | None = None
+    delete_files: Callable[[Any], object] | None = None
+    sweep_files: Callable[[Any], int] | None = None
+
     run: Callable[[Any], str] | None = None  # a kind without shards: its whole work
     # A kind whose runs defer (studio.jobs.JobDeferred): whether a job whose worker stopped is given up, not sent again.
     exhausted: Callable[[Any], bool] | None = None
@@ -173,6 +181,26 @@ class KindJob:
 
     def shard_queue(self) -> str:
         return self.queue_name()
+
+    def release_files(self) -> None:
+        """Delete the stored files this job no longer needs now that it has ended (called once its end is committed,
+        by ``studio.jobs.job_release``)."""
+        kind = job_kind_of(self)
+        if kind.release_files is not None:
+            kind.release_files(self)
+
+    def files_delete(self) -> None:
+        """Delete every stored file this job owns, for its row is going (its project is deleted)."""
+        kind = job_kind_of(self)
+        delete = kind.delete_files or kind.release_files
+        if delete is not None:
+            delete(self)
+
+    @classmethod
+    def sweep_expired_files(cls, *, now) -> int:
+        """Delete files of ended jobs of this kind whose keeping time has passed; returns how many."""
+        kind = job_kind_of(cls)
+        return kind.sweep_files(now) if kind.sweep_files is not None else 0
 
     def attempts_exhausted(self) -> bool:
         exhausted = job_kind_of(self).exhausted

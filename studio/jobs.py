@@ -14,7 +14,7 @@ fails it after ``JOB_MAX_ATTEMPTS``; a job whose message the broker lost before 
 
 Disk: each attempt works in its own folder (``job_workdir``) under ``JOB_WORK_DIR``, removed when the attempt
 ends; when a job ends (however: its run, a cancel, the watchdog) its folders go and the job gives back the files it
-no longer needs (``JobBase.release_files``, e.g. an import's upload); ``jobs_sweep_files`` (the watchdog's timer)
+no longer needs (its kind's ``release_files``, e.g. an import's upload); ``jobs_sweep_files`` (the watchdog's timer)
 removes what a killed process left and the files whose keeping time has passed.
 """
 

@@ -56,20 +56,6 @@ class JobBase(models.Model):
     def is_finished(self) -> bool:
         return self.status in (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
 
-    def release_files(self) -> None:
-        """Delete the stored files this job no longer needs now that it has ended (called once its end is
-        committed, by ``studio.jobs.job_release``). Most kinds hold none."""
-
-    def files_delete(self) -> None:
-        """Delete every stored file this job owns, for its row is going (its project is deleted): what
-        ``release_files`` deletes and what an ended job keeps (a bundle, an upload)."""
-        self.release_files()
-
-    @classmethod
-    def sweep_expired_files(cls, *, now) -> int:
-        """Delete files of ended jobs of this kind whose keeping time has passed; returns how many."""
-        return 0
-
 
 class ShardStatus(models.TextChoices):
     QUEUED = "queued", "Queued"

@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from studio.engine import KindJob
 from studio.models import JobBase
-from traces.prompting import PROMPT_DEFAULTS
+from traces.prompt_settings import PROMPT_DEFAULTS
 from traces.vocabulary import ERROR_CATEGORIES
 
 
@@ -266,22 +266,6 @@ class ImportJob(KindJob, JobBase):
     # The sharded import's plan (traces.services.import_plan_make): the format read, the name of the folder the
     # traces are read from, the storage names of the shards' archive parts, the problems met unpacking.
     plan = models.JSONField(default=dict, blank=True)
-
-    def release_files(self) -> None:
-        from traces.services.import_jobs import import_upload_release
-
-        import_upload_release(job=self)
-
-    def files_delete(self) -> None:
-        from traces.services.import_jobs import import_job_files_delete
-
-        import_job_files_delete(job=self)
-
-    @classmethod
-    def sweep_expired_files(cls, *, now) -> int:
-        from traces.services.import_jobs import import_uploads_sweep
-
-        return import_uploads_sweep(now=now)
 
 
 class TraceDeletion(models.Model):

@@ -11,6 +11,10 @@
 - traces, where traces come in, imports none of the apps that read or correct them afterwards (DOWNSTREAM_OF_TRACES):
   they add to its pages and its project's records through ``traces.extensions``, registered from their ready().
 
+- And no circle at all, anywhere in the production code: each module can be imported, read and tested after the
+  modules it imports (a model never calls back into its app's services: what the engine asks of a job's files is
+  declared on its kind, studio.engine.JobKind).
+
 Each rule has a control: the same check finds the fault in a graph that holds it."""
 
 from __future__ import annotations
@@ -178,6 +182,12 @@ def test_the_rooms_of_a_services_package_import_each_other_in_no_circle():
     assert services_room_circles(graph) == []
 
 
+def test_the_production_code_imports_in_no_circle():
+    graph = import_graph(production_modules())
+    assert len(graph) > 200 and "traces.services" in graph["traces.jobs"]
+    assert circles(graph) == []
+
+
 def test_the_checks_find_a_services_tasks_circle_a_platform_import_of_a_product_and_an_app_import(tmp_path):
     # The control: a tree with the faults these rules forbid, written out and read the same way.
     files = {
@@ -204,6 +214,10 @@ def test_the_checks_find_a_services_tasks_circle_a_platform_import_of_a_product_
     graph = import_graph(production_modules(tmp_path))
     assert graph["shop.services"] == {"shop.tasks"} and graph["shop.tasks"] == {"shop.services"}
     assert job_circles(graph) == [["shop.services", "shop.tasks"]]
+    assert sorted(circles(graph)) == [
+        ["cart.services", "cart.services.orders", "cart.services.payments"],
+        ["shop.services", "shop.tasks"],
+    ]
     assert platform_imports_of_products(graph) == ["studio.access -> shop.models"]
     assert services_room_circles(graph) == [["cart.services", "cart.services.orders", "cart.services.payments"]]
     assert app_imports(graph, "shop", {"cart"}) == ["shop.views -> cart.services.receipts"]
