@@ -263,8 +263,10 @@ class _SharedWorker:
             self.settings = wanted
         return self.worker
 
-    def settle(self, timeout: float = 20) -> None:
-        """After a test: wait for the worker's last task (as stopping it did), or stop it if it does not end."""
+    def settle(self, timeout: float = 3) -> None:
+        """After a test: wait a moment for the worker's last task, then stop a worker still busy. Its warm shutdown
+        lets a running task end all the same; a task it holds for later (a retry's countdown: a webhook to a closed
+        port) goes back to the broker, which the next test empties, instead of holding the test up."""
         deadline = time.monotonic() + timeout
         while self.running() and not self.idle():
             if time.monotonic() > deadline:
@@ -289,7 +291,7 @@ class _WorkerLease:
         return self.worker.log[self.start :]
 
     def settle(self) -> None:
-        """Wait for the worker's last task, e.g. before a receiver it may still be calling goes away."""
+        """Let the worker's task under way end (``_SharedWorker.settle``), e.g. before a receiver it calls goes away."""
         _shared_worker.settle()
 
 

@@ -109,7 +109,7 @@ def test_slow_receiver_never_holds_up_the_request(
         response = client.post(f"/webhooks/deliveries/{delivery.pk}/resend/")
         assert response.status_code == 302 and time.monotonic() - started < 1  # the 5 s receiver is the worker's wait
     finally:
-        celery_worker.settle()  # the re-sent delivery reaches the receiver before it closes
+        celery_worker.settle()  # the delivery under way ends before its receiver goes
         receiver.close()
 
 
