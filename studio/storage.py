@@ -69,8 +69,9 @@ def stored_file_response(
 
 
 def stored_folder_delete(prefix: str) -> int:
-    """Delete every stored file under ``prefix``, in local storage or S3 alike (S3 has no folders to remove: its
-    "folders" are the names' prefixes); returns how many files went."""
+    """Delete every stored file under ``prefix``, in local storage or S3 alike, and on local storage the folders
+    they were in (S3 has none: its "folders" are the names' prefixes); returns how many files went. For the files of
+    an ended job: nothing stores under ``prefix`` while it runs."""
     removed = 0
 
     def walk(folder: str) -> None:
@@ -86,7 +87,25 @@ def stored_folder_delete(prefix: str) -> int:
             walk(f"{folder}/{sub}")
 
     walk(prefix)
+    _empty_folders_remove(prefix)
     return removed
+
+
+def _empty_folders_remove(prefix: str) -> None:
+    """Local storage keeps the folder of every file it deleted: an ended job's would stay behind, empty, one set an
+    export or import. Removed deepest first; a folder that is not empty stays."""
+    try:
+        root = Path(default_storage.path(prefix))
+    except NotImplementedError:  # storage without local paths (S3)
+        return
+    if not root.is_dir():
+        return
+    folders = sorted((path for path in root.rglob("*") if path.is_dir()), key=lambda path: len(path.parts))
+    for folder in [*reversed(folders), root]:
+        try:
+            folder.rmdir()
+        except OSError:  # not empty
+            continue
 
 
 def stored_file_fetch(name: str, local: Path) -> None:

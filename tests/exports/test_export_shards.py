@@ -291,7 +291,9 @@ def test_a_worker_killed_mid_shard_leaves_the_bundle_of_an_undisturbed_run(
     log = "".join(survivor.log)
     assert job.status == "succeeded", (job.message, log[-3000:])
     assert max(_shards(job).values_list("attempts", flat=True)) >= 2, "the killed worker's shard was run again"
-    assert "shard watchdog" in log and "JobTransitionError" not in log
+    # Taken back without the broker (it would wait an hour): whichever comes first of the shard watchdog, the job's
+    # next run sending its stale running shards again (studio.shards.shards_dispatch) or a second message's claim.
+    assert "JobTransitionError" not in log, log[-3000:]
     assert job.attempts == 2 and job.finished_at  # planned once, assembled once: it ended once
     assert job.bundle_sha256 == reference.bundle_sha256
     assert job.counts["by_kind"] == reference.counts["by_kind"] and len(job.sources) == TRACES

@@ -148,6 +148,33 @@ def test_cancelling_an_orphaned_job_removes_its_folder(
     assert not left.exists()
 
 
+def test_a_stored_folder_goes_with_its_files_and_leaves_its_neighbours(tmp_path):
+    """An ended job's stored files (an export's or an import's parts) go with the folders they were in; a name that
+    only starts like the prefix, and a folder that still holds a file the deletion did not list, stay."""
+    from studio.storage import stored_folder_delete
+
+    prefix = f"exports/{tmp_path.name}/export-1-parts"
+    names = [f"{prefix}/00000-1/data.jsonl", f"{prefix}/00000-2/data.jsonl", f"{prefix}/00001-1/sub/images.parquet"]
+    neighbours = [f"exports/{tmp_path.name}/export-1-parts-kept/a.txt", f"exports/{tmp_path.name}/export-1-trl.zip"]
+    for name in names + neighbours:
+        assert default_storage.save(name, ContentFile(b"x")) == name
+    try:
+        assert stored_folder_delete(prefix) == 3
+        assert not Path(default_storage.path(prefix)).exists()
+        assert all(default_storage.exists(name) for name in neighbours)
+        # A folder with a file in it is not removed (os.rmdir refuses), whatever else goes.
+        default_storage.save(f"{prefix}/00002-1/late.jsonl", ContentFile(b"x"))
+        kept = Path(default_storage.path(f"{prefix}/00002-1"))
+        (kept / "sub").mkdir()
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(default_storage, "listdir", lambda folder: ([], []))  # the listing saw nothing
+            assert stored_folder_delete(prefix) == 0
+        assert (kept / "late.jsonl").exists() and not (kept / "sub").exists()
+        assert stored_folder_delete("exports/never-stored") == 0
+    finally:
+        shutil.rmtree(default_storage.path(f"exports/{tmp_path.name}"), ignore_errors=True)
+
+
 def test_local_storage_takes_a_file_by_moving_it_and_lends_one_by_a_link(settings, tmp_path):
     """An import's plan stores its shards' parts and reads the upload through these: on local storage an archive of
     gigabytes is not written once more for either (S3: tests/serving/test_fullstack.py imports through them)."""
