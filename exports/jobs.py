@@ -2,15 +2,8 @@
 one assembly of the bundle."""
 
 from exports.services import export_assemble_work, export_plan_make, export_shard_work
-from exports.storage import bundle_delete, bundle_parts_delete
+from exports.storage import bundle_parts_delete, export_files_delete
 from studio.engine import JobKind, job_kind_register
-
-
-def export_files_delete(job) -> None:
-    """Every stored file of an export whose row is going: the shards' data files and the bundle."""
-    bundle_parts_delete(job)
-    bundle_delete(job.bundle_name)
-
 
 EXPORT = job_kind_register(
     JobKind(

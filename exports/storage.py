@@ -58,6 +58,12 @@ def bundle_delete(name: str) -> None:
         default_storage.delete(name)
 
 
+def export_files_delete(job) -> None:
+    """Every stored file of an export whose row is going: the shards' data files and the bundle."""
+    bundle_parts_delete(job)
+    bundle_delete(job.bundle_name)
+
+
 def is_remote() -> bool:
     return storage_is_remote()
 

@@ -8,7 +8,6 @@ import json
 import posixpath
 import re
 import secrets
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ import pytest
 
 from tests.conftest import REPO, TEST_PASSWORD, login_by_form
 from tests.fixtures_annotation import write_native_trace
+from tests.ports import free_port
 
 
 def production_env(tmp_path, static_root) -> dict:
@@ -30,12 +30,6 @@ def production_env(tmp_path, static_root) -> dict:
         "STUDIO_STATIC_ROOT": str(static_root),
         "STUDIO_SSL_REDIRECT": "false",
     }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.mark.subprocess
