@@ -13,7 +13,7 @@ from insights.access import access_cluster, access_slice, slices_for
 from insights.models import Cluster, ClusterRun, Slice
 from studio.access import ActionPermission
 from studio.errors import Invalid
-from studio.inputs import id_from_text
+from studio.inputs import id_from_text, page_number
 from traces.access import access_project
 
 PAGE_SIZE = 50
@@ -60,15 +60,6 @@ class SearchResultSerializer(serializers.Serializer):
     results = StepCardSerializer(many=True)
 
 
-def _page(request) -> int:
-    raw = request.query_params.get("page") or "1"
-    if not raw.isdigit() or int(raw) < 1:
-        from studio.errors import Invalid
-
-        raise Invalid("page must be a positive integer", field="page")
-    return int(raw)
-
-
 class ProjectSearch(APIView):
     """Search the project's corrections (the step at each annotation's first error): text and facet filters;
     facet counts among the results; step cards, 50 a page, best match first when q is given, else newest first.
@@ -81,7 +72,7 @@ class ProjectSearch(APIView):
     def get(self, request, project_id: int):
         project = access_project(request.user, project_id, "search.view")
         query = selectors.search_query_parse(request.query_params)
-        page = _page(request)
+        page = page_number(request.query_params.get("page"), page_size=PAGE_SIZE)
         entries = selectors.search(selectors.entries_for(request.user, project), query)
         count, facets = selectors.facet_counts(entries, project)
         return Response(

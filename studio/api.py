@@ -5,11 +5,12 @@ from django.core.exceptions import RequestDataTooBig
 from django.db import OperationalError
 from rest_framework import status
 from rest_framework.exceptions import AuthenticationFailed, NotAuthenticated, ParseError
+from rest_framework.pagination import PageNumberPagination
 from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 
 from studio.errors import ErrorKind, StudioError, error_body
-from studio.inputs import input_problem
+from studio.inputs import input_problem, page_number
 from studio.jobs import JobQueueUnavailable, job_cancel
 from studio.security import CsrfRefused
 
@@ -58,6 +59,18 @@ def exception_handler(exc, context):
             headers={"Retry-After": "2"},
         )
     return None
+
+
+class PageNumbers(PageNumberPagination):
+    """DRF's page-number pagination (every list's, ``REST_FRAMEWORK``) with the studio's page rule: a page number
+    that is no whole number, below 1 or past any offset a database holds is a 400 naming ``page``
+    (``studio.inputs.page_number``); a page past the last one is still DRF's 404 "Invalid page."."""
+
+    def get_page_number(self, request, paginator):
+        raw = request.query_params.get(self.page_query_param)
+        if raw in self.last_page_strings:
+            return raw
+        return page_number(raw, page_size=paginator.per_page, name=self.page_query_param)
 
 
 class SafeJSONParser(JSONParser):

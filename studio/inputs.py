@@ -81,3 +81,21 @@ def form_number(form, name: str, kind: type, default: Any) -> Any:
         return kind(raw)
     except ValueError:
         raise Invalid(f"{name} must be a number, not {raw[:40]!r}") from None
+
+
+# OFFSET is a 64-bit integer on PostgreSQL (bigint) and SQLite: a page whose first row lies past it cannot be asked
+# for (PostgreSQL answers "bigint out of range", SQLite an overflow), so it is refused as a bad page number instead.
+ROW_OFFSET_MAX = 2**63 - 1
+
+
+def page_number(text: str | None, *, page_size: int, name: str = "page") -> int:
+    """A 1-based page number from a query field (blank: the first page): ASCII digits, at least 1, and no further
+    than the last page whose first row a database can skip to. Anything else is an Invalid naming the field, for
+    every paged endpoint alike (the search and DRF's lists, ``studio.api.PageNumbers``)."""
+    if not text:
+        return 1
+    last = ROW_OFFSET_MAX // page_size + 1
+    number = id_from_text(text)
+    if number is None or not 1 <= number <= last:
+        raise Invalid(f"{name} must be a whole number from 1 to {last}, not {text[:40]!r}", field=name)
+    return number
