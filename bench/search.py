@@ -47,6 +47,7 @@ def generate(n_steps: int, n_annotations: int) -> None:
     from django.utils import timezone
 
     from annotation.models import Annotation
+    from insights import search_text
     from insights.models import SearchEntry
     from studio.demo import user_create_with_role
     from studio.permissions import Role
@@ -147,7 +148,7 @@ def generate(n_steps: int, n_annotations: int) -> None:
                 trace_id=a.trace_id,
                 step_id=step_ids.get((a.trace_id, a.tau)),
                 annotator_id=a.annotator_id,
-                document=f"{a.corrected_thought}\n{a.corrected_action}\n{a.note}\n{a.error_category}".lower(),
+                **search_text.entry_texts(a, None, instruction=""),
                 status=a.status,
                 verdict=a.verdict,
                 category=a.error_category,

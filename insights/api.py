@@ -3,14 +3,20 @@ corrections, judge alignment. Thin: selectors and services do the work; bad inpu
 
 from __future__ import annotations
 
+import csv
+import io
+
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
+from rest_framework.renderers import BaseRenderer
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from insights import selectors, services
 from insights.access import access_cluster, access_slice, slices_for
 from insights.models import Cluster, ClusterRun, Slice
+from insights.views import search_csv_response
 from studio.access import ActionPermission
 from studio.errors import Invalid
 from studio.inputs import id_from_text, page_number
@@ -60,18 +66,37 @@ class SearchResultSerializer(serializers.Serializer):
     results = StepCardSerializer(many=True)
 
 
+class SearchCSVRenderer(BaseRenderer):
+    """Lets ``?format=csv`` (or ``Accept: text/csv``) reach the search, which answers with the page's CSV
+    (``views.search_csv_response``). What reaches this renderer is a refusal: its detail and kind as a CSV row."""
+
+    media_type = "text/csv"
+    format = "csv"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        out = io.StringIO()
+        body = data if isinstance(data, dict) else {"detail": data}
+        csv.writer(out).writerows([["detail", "kind"], [body.get("detail", ""), body.get("kind", "")]])
+        return out.getvalue().encode(self.charset)
+
+
 class ProjectSearch(APIView):
     """Search the project's corrections (the step at each annotation's first error): text and facet filters;
-    facet counts among the results; step cards, 50 a page, best match first when q is given, else newest first.
+    facet counts among the results; step cards, 50 a page, the corrections that hold the words first, then best
+    match first when q is given, else newest first. ``?format=csv``: every match as the search page's CSV.
     Annotators find their own corrections only."""
 
     permission_classes = [ActionPermission]
     permission_action = "search.view"
+    renderer_classes = [*api_settings.DEFAULT_RENDERER_CLASSES, SearchCSVRenderer]
 
     @extend_schema(parameters=SEARCH_PARAMETERS, responses={200: SearchResultSerializer})
     def get(self, request, project_id: int):
         project = access_project(request.user, project_id, "search.view")
         query = selectors.search_query_parse(request.query_params)
+        if request.accepted_renderer.format == SearchCSVRenderer.format:
+            return search_csv_response(request.user, project, query)
         page = page_number(request.query_params.get("page"), page_size=PAGE_SIZE)
         entries = selectors.search(selectors.entries_for(request.user, project), query)
         count, facets = selectors.facet_counts(entries, project)

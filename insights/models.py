@@ -1,7 +1,8 @@
 """Search entries (one per annotation with a first error: the step card at τ), saved slices and correction clusters.
 
 A ``SearchEntry`` copies what search filters on out of the annotation, its trace and the step at τ, so a search with
-facets reads one table: ``document`` is the searchable text (lower-cased), the other columns are the facets. It is
+facets reads one table: ``document``, ``correction`` and ``actions`` are the searchable texts (lower-cased,
+``search_text.py``), the other columns are the facets. It is
 kept by ``services.search_entry_refresh`` after every annotation save (``receivers.py``)."""
 
 from __future__ import annotations
@@ -20,7 +21,14 @@ class SearchEntry(models.Model):
     round = models.ForeignKey("traces.Round", null=True, on_delete=models.SET_NULL, related_name="+")
     annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     document = models.TextField(
-        help_text="Instruction, recorded and corrected thoughts and actions, notes; lower-case."
+        help_text="Instruction, recorded and corrected thoughts, actions in words, notes; lower-case "
+        "(insights/search_text.py)."
+    )
+    correction = models.TextField(
+        blank=True, default="", help_text="What the annotator wrote, in words: the full-text index weighs it most."
+    )
+    actions = models.TextField(
+        blank=True, default="", help_text="The recorded and corrected actions as people write them (plain form)."
     )
     status = models.CharField(max_length=16)
     verdict = models.CharField(max_length=16, blank=True)

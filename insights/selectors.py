@@ -24,6 +24,7 @@ from django.db.models import (
 from django.db.models.expressions import RawSQL
 
 from annotation.models import Annotation, AnnotationStatus, Verdict
+from insights import search_text
 from insights.models import ClusterRun, SearchEntry, Slice
 from prescoring.models import PrescoreJob, StepSuggestion, TraceSuggestion
 from studio.access import can
@@ -67,19 +68,9 @@ class SearchQuery:
             out["ids"] = list(self.ids)
         return out
 
-    def terms(self) -> list[str]:
-        """The words and "quoted phrases" of ``q``, lower-cased, each once: each must occur in an entry's text."""
-        return _terms(self.q)
-
-
-# A "quoted phrase" or a run of other characters: single quotes and backslashes stay text (action syntax holds
-# them: ``start_box='(500``), a double quote without its pair is dropped.
-_TERM = re.compile(r'"([^"]*)"|([^\s"]+)')
-
-
-def _terms(q: str) -> list[str]:
-    parts = (phrase or word for phrase, word in _TERM.findall(q))
-    return list(dict.fromkeys(" ".join(p.lower().split()) for p in parts if p.strip()))
+    def groups(self) -> list[tuple[search_text.Term, ...]]:
+        """The terms of ``q`` in groups (``search_text.query_groups``): every group must match, any term of a group."""
+        return search_text.query_groups(self.q)
 
 
 def _clean_text(value: str) -> str:
@@ -102,7 +93,7 @@ def search_query_parse(raw: Any) -> SearchQuery:
     if not isinstance(q, str) or len(q) > MAX_QUERY:
         raise Invalid(f"q must be text of at most {MAX_QUERY} characters", field="q")
     q = _clean_text(q)
-    if len(_terms(q)) > MAX_TERMS:
+    if len(search_text.query_terms(q)) > MAX_TERMS:
         raise Invalid(f"q may hold at most {MAX_TERMS} words or quoted phrases", field="q")
     filters = {}
     for name in FACETS:
@@ -154,28 +145,30 @@ def with_suspicion(entries: QuerySet[SearchEntry], *, visible: bool) -> QuerySet
 
 
 def search(entries: QuerySet[SearchEntry], query: SearchQuery) -> QuerySet[SearchEntry]:
-    """The entries that hold every term of ``q`` and match every facet filter; with ``q``, best match first
-    (``search_rank``, ties newest first), else newest first."""
-    terms = query.terms()
-    for term in terms:
-        entries = entries.filter(_term_matches(term, vendor=connections[entries.db].vendor))
+    """The entries that match every group of ``q`` (any one term of a group) and every facet filter; with ``q``, those
+    whose correction holds the words first (``in_correction``), then best match first (``search_rank``), ties newest
+    first; without ``q``, newest first."""
+    groups = query.groups()
+    vendor = connections[entries.db].vendor
+    for group in groups:
+        matches = Q()
+        for term in group:
+            matches |= _term_matches(term, vendor=vendor)
+        entries = entries.filter(matches)
     for name, value in query.filters.items():
         entries = entries.filter(**{FACETS[name]: int(value) if name in ID_FACETS else value})
     if query.ids is not None:
         entries = entries.filter(annotation_id__in=query.ids)
-    if not terms:
+    if not groups:
         return entries.order_by("-annotation_id")
-    return entries.annotate(search_rank=_rank(terms, vendor=connections[entries.db].vendor)).order_by(
-        "-search_rank", "-annotation_id"
-    )
+    return entries.annotate(
+        in_correction=_in_correction(groups, vendor=vendor), search_rank=_rank(groups, vendor=vendor)
+    ).order_by("-in_correction", "-search_rank", "-annotation_id")
 
 
-# --- full text (migration 0005 keeps the index: a tsvector column on PostgreSQL, an FTS5 table on SQLite) --------
-
-_WORD = re.compile(r"[^\W_]+")
-# On both databases the instruction (the document's first line) weighs more than the rest.
-_PG_MATCH = "insights_searchentry.document_vector @@ phraseto_tsquery('simple', %s)"
-_FTS5_MATCH = "SELECT rowid FROM insights_searchentry_fts WHERE insights_searchentry_fts MATCH %s"
+# --- full text (migration 0007 keeps the index: a tsvector column on PostgreSQL, an FTS5 table on SQLite) --------
+# On both databases the correction (what the annotator wrote) weighs more than the rest of the document.
+_FTS5 = "SELECT rowid FROM insights_searchentry_fts WHERE insights_searchentry_fts MATCH %s"
 # The scores of every match once (a materialised CTE, looked up by an automatic index), not an FTS5 query per row:
 # 15 times faster at a thousand matches.
 _FTS5_RANK = (
@@ -185,38 +178,76 @@ _FTS5_RANK = (
 )
 
 
-def _words(term: str) -> list[str]:
-    return _WORD.findall(term)
+def _fts5_query(term: search_text.Term) -> str:
+    """``term`` as one FTS5 string of its words (FTS5 matches them as a phrase; ``*`` after it: the last word is a
+    prefix), so nothing a person types is FTS5 query syntax."""
+    return f'"{term.phrase}"' + (" *" if term.prefix else "")
 
 
-def _fts5_phrase(term: str) -> str:
-    """``term`` as one FTS5 string: FTS5 splits it into words itself and matches them as a phrase, so quotes,
-    ``*``, ``NEAR``, ``AND``, ``:`` or ``^`` in it are text, never query syntax."""
-    return '"' + term.replace('"', '""') + '"'
+def _pg_query(term: search_text.Term) -> tuple[str, list[str]]:
+    """``term`` as a PostgreSQL tsquery: its words in that order; a prefix term's last word may go on. The words are
+    letters and digits only (``search_text.WORD``), so quoting them as lexemes is safe."""
+    if not term.prefix:
+        return "phraseto_tsquery('simple', %s)", [term.phrase]
+    lexemes = [f"'{w}'" for w in term.words]
+    return "to_tsquery('simple', %s)", [" <-> ".join(lexemes) + ":*"]
 
 
-def _term_matches(term: str, *, vendor: str) -> Q:
-    """A term matches where its text occurs (LIKE: the trigram index on PostgreSQL, a scan on SQLite; partial words,
-    action syntax like ``type(``, scripts without spaces) or, for a term of plain words, where its words occur in
-    that order in the full-text index (also across punctuation and line breaks; on SQLite also without accents)."""
-    contains = Q(document__contains=term)
-    if not _words(term) or term.split() != _words(term) or vendor not in {"postgresql", "sqlite"}:
-        return contains
+def _term_matches(term: search_text.Term, *, vendor: str) -> Q:
+    """Where a term matches. A fragment (action syntax, no words): where its text occurs as written, in the words
+    or the actions (LIKE: the trigram indexes on PostgreSQL, a scan on SQLite). A term of words: where its words
+    occur in that order in the full-text index (across punctuation and line breaks; on SQLite also without
+    accents), or where they occur as text in the words (partial words, scripts without spaces); a prefix term only
+    by the index."""
+    if not term.words:
+        return Q(document__contains=term.text) | Q(actions__contains=term.text)
+    contains = Q() if term.prefix else Q(document__contains=term.phrase)
     if vendor == "postgresql":
-        return contains | Q(RawSQL(_PG_MATCH, [term], output_field=BooleanField()))
-    return contains | Q(pk__in=RawSQL(_FTS5_MATCH, [_fts5_phrase(term)]))
+        sql, params = _pg_query(term)
+        return contains | Q(RawSQL(f"insights_searchentry.document_vector @@ {sql}", params, BooleanField()))
+    if vendor == "sqlite":
+        return contains | Q(pk__in=RawSQL(_FTS5, [_fts5_query(term)]))
+    return Q(document__contains=term.phrase)
 
 
-def _rank(terms: list[str], *, vendor: str):
+def _ranked(groups: list[tuple[search_text.Term, ...]]) -> list[tuple[search_text.Term, ...]]:
+    """The groups the full-text index can rank: those of words only (a fragment has no words to weigh)."""
+    return [g for g in groups if all(t.words for t in g)]
+
+
+def _rank(groups: list[tuple[search_text.Term, ...]], *, vendor: str):
     """How well an entry matches: PostgreSQL's ``ts_rank`` (length-normalised) or SQLite's ``bm25`` (negated: more
     is better on both) against any of the terms' words; 0 where only the LIKE found it."""
-    ranked = [t for t in terms if _words(t)]
-    if not ranked or vendor not in {"postgresql", "sqlite"}:
+    terms = [t for g in _ranked(groups) for t in g]
+    if not terms or vendor not in {"postgresql", "sqlite"}:
         return Value(0.0, output_field=FloatField())
     if vendor == "postgresql":
-        either = " || ".join(["phraseto_tsquery('simple', %s)"] * len(ranked))
-        return RawSQL(f"ts_rank(insights_searchentry.document_vector, {either}, 1)", ranked, output_field=FloatField())
-    return RawSQL(_FTS5_RANK, [" OR ".join(_fts5_phrase(t) for t in ranked)], output_field=FloatField())
+        queries = [_pg_query(t) for t in terms]
+        either = " || ".join(sql for sql, _ in queries)
+        params = [p for _, ps in queries for p in ps]
+        return RawSQL(f"ts_rank(insights_searchentry.document_vector, {either}, 1)", params, output_field=FloatField())
+    return RawSQL(_FTS5_RANK, [" OR ".join(_fts5_query(t) for t in terms)], output_field=FloatField())
+
+
+def _in_correction(groups: list[tuple[search_text.Term, ...]], *, vendor: str):
+    """Whether the entry's correction (the index's weighted part) holds every group of words: such entries come
+    first, whatever the instruction or the recorded step say."""
+    ranked = _ranked(groups)
+    if not ranked or vendor not in {"postgresql", "sqlite"}:
+        return Value(False, output_field=BooleanField())
+    if vendor == "postgresql":
+        parts, params = [], []
+        for group in ranked:
+            queries = [_pg_query(t) for t in group]
+            parts.append("(" + " || ".join(sql for sql, _ in queries) + ")")
+            params += [p for _, ps in queries for p in ps]
+        return RawSQL(
+            f"ts_filter(insights_searchentry.document_vector, '{{a}}') @@ ({' && '.join(parts)})",
+            params,
+            output_field=BooleanField(),
+        )
+    match = " AND ".join("(" + " OR ".join(_fts5_query(t) for t in group) + ")" for group in ranked)
+    return RawSQL(f"insights_searchentry.id IN ({_FTS5})", [f"{{head}} : ({match})"], output_field=BooleanField())
 
 
 # Up to this many matches, the facets are counted from one read of the matches' facet columns; past it, by one

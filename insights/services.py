@@ -13,29 +13,13 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from annotation.models import Annotation, AnnotationStatus, Verdict
-from insights import signature
+from insights import search_text, signature
 from insights.models import Cluster, ClusterRun, SearchEntry, Slice
 from studio.engine import task_send
 from studio.errors import Conflict, Invalid
 from traces.models import Project, Step
 
 # --- the search index ------------------------------------------------------------------------
-
-
-def _document(annotation: Annotation, step: Step | None) -> str:
-    parts = [
-        annotation.trace.instruction,
-        step.thought if step else "",
-        step.action_text if step else "",
-        annotation.corrected_thought,
-        annotation.corrected_action,
-        annotation.reflection_thought,
-        annotation.reflection_action,
-        annotation.note,
-        annotation.review_comment,
-        annotation.error_category,
-    ]
-    return "\n".join(p for p in parts if p).lower()
 
 
 def search_entry_refresh(*, annotation_id: int) -> SearchEntry | None:
@@ -74,12 +58,12 @@ def search_entry_refresh(*, annotation_id: int) -> SearchEntry | None:
         "step_id": step.pk if step else None,
         "round_id": trace.round_id,
         "annotator_id": annotation.annotator_id,
-        "document": _document(annotation, step),
+        **search_text.entry_texts(annotation, step, instruction=trace.instruction),
         "status": annotation.status,
         "verdict": annotation.verdict,
         "category": annotation.error_category,
-        "recorded_type": recorded.type if recorded else "",
-        "corrected_type": corrected.type if corrected else "",
+        "recorded_type": signature.action_type(step.action_text) if step else "",
+        "corrected_type": signature.action_type(annotation.corrected_action),
         "displacement": bucket,
         "direction": direction,
         "position": signature.position(annotation.tau, trace.step_count),

@@ -27,6 +27,16 @@ def first_action(text: str) -> grammar.Action | None:
     return actions[0] if actions else None
 
 
+UNPARSED = "unparsed"
+
+
+def action_type(text: str) -> str:
+    """The type of a reply's first action for the facets: ``unparsed`` when there is text that does not parse as an
+    action (a source's own action language), empty when there is none."""
+    action = first_action(text)
+    return action.type if action else UNPARSED if (text or "").strip() else ""
+
+
 def action_point(action: grammar.Action | None) -> tuple[float, float] | None:
     if action is None:
         return None

@@ -76,11 +76,15 @@ def project_search(request, project_id: int):
     return render(request, "insights/search.html", context, status=status)
 
 
+def search_csv_response(user, project, query: selectors.SearchQuery) -> HttpResponse:
+    """The search's CSV: the page's link (``search.csv``) and the API's ``?format=csv`` answer with this."""
+    entries = selectors.search(selectors.entries_for(user, project), query)
+    return _csv_response(selectors.search_csv_rows(entries), f"search-project-{project.pk}.csv")
+
+
 def project_search_csv(request, project_id: int):
     project = access_project(request.user, project_id, "search.view")
-    query = selectors.search_query_parse(request.GET)
-    entries = selectors.search(selectors.entries_for(request.user, project), query)
-    return _csv_response(selectors.search_csv_rows(entries), f"search-project-{project.pk}.csv")
+    return search_csv_response(request.user, project, selectors.search_query_parse(request.GET))
 
 
 @require_http_methods(["GET", "POST"])

@@ -378,7 +378,7 @@ CASES = [
         ("987654321",),
     ),
     # --- query parameters and paths -------------------------------------------------------------
-    Case("non-numeric page", "annotator", "get", "/api/projects/{project}/traces/?page=abc", None, (404,), ("page",)),
+    Case("non-numeric page", "annotator", "get", "/api/projects/{project}/traces/?page=abc", None, (400,), ("page",)),
     Case(
         "review queue with a bogus status",
         "lead",

@@ -60,8 +60,9 @@ def _found(client, project, q) -> list[int]:
 def test_the_best_match_comes_first(corrections, project, lead, api_client):
     client = api_client(lead)
     ids = {name: a.pk for name, a in corrections.items()}
-    # The instruction weighs most, then how often the word occurs.
-    assert _found(client, project, "pelican") == [ids["in_instruction"], ids["often"], ids["once"]]
+    # The correction weighs most (those whose correction says it come first), then how often the word occurs; a
+    # trace whose instruction alone says it comes after them.
+    assert _found(client, project, "pelican") == [ids["often"], ids["once"], ids["in_instruction"]]
     # A partial word has no word in the index to rank by: the LIKE finds it, newest first.
     partial = _found(client, project, "pelic")
     assert set(partial) == {ids["in_instruction"], ids["often"], ids["once"]}
@@ -133,11 +134,33 @@ HOSTILE = [
 ]
 
 
+def _holds(term, document: str, actions: str) -> bool:
+    """What a term finds, said plainly (insights/search_text.py): a fragment as written in the words or the actions;
+    words as text in the words, or in that order among the words' words (a prefix term: the last one may go on)."""
+    from insights.search_text import WORD
+
+    if not term.words:
+        return term.text in document or term.text in actions
+    if not term.prefix and term.phrase in document:
+        return True
+    words, n = WORD.findall(document), len(term.words)
+    for i in range(len(words) - n + 1):
+        *head, last = words[i : i + n]
+        if tuple(head) == term.words[:-1] and (
+            last.startswith(term.words[-1]) if term.prefix else last == term.words[-1]
+        ):
+            return True
+    return False
+
+
 def test_hostile_queries_are_answered(corrections, project, lead, api_client):
     from insights.selectors import search_query_parse
 
     client = api_client(lead)
-    documents = dict(SearchEntry.objects.values_list("annotation_id", "document"))
+    texts = {
+        pk: (document, actions)
+        for pk, document, actions in SearchEntry.objects.values_list("annotation_id", "document", "actions")
+    }
     pelicans = {corrections[n].pk for n in ("once", "often", "in_instruction")}
     for q in HOSTILE:
         response = client.get(f"/api/projects/{project.pk}/search/", {"q": q})
@@ -146,13 +169,17 @@ def test_hostile_queries_are_answered(corrections, project, lead, api_client):
             continue
         assert response.status_code == 200, (q, response.content[:500])
         found = {card["annotation_id"] for card in response.json()["results"]}
-        # Each term is text to find, operators included: what holds every term, no more, no less.
-        terms = search_query_parse({"q": q}).terms()
-        assert found == {pk for pk, document in documents.items() if all(t in document for t in terms)}, q
-        if q.startswith("pelican pelican"):
-            assert found == pelicans
-        if q in {"pel*", "NEAR(pelican menu)", "head:pelican", "^pelican", "-pelican", "{pelican}"}:
-            assert found == set(), f"{q}: an operator joined to a word is part of the term"
+        # Each term is text or words to find, never the database's query syntax: what holds every group (any term
+        # of a group), no more, no less.
+        groups = search_query_parse({"q": q}).groups()
+        expected = {pk for pk, (d, a) in texts.items() if all(any(_holds(t, d, a) for t in g) for g in groups)}
+        assert found == expected, q
+        if q.startswith("pelican pelican") or q in {"pel*", "^pelican", "-pelican", "+pelican"}:
+            assert found == pelicans, f"{q}: punctuation splits words, a trailing * makes a prefix"
+        if q in {"NEAR(pelican menu)", "head:pelican", "{pelican}"}:
+            assert found == set(), f"{q}: a fragment of syntax is found as written, words in that order"
+    menus = {corrections[n].pk for n in ("often", "in_instruction")}
+    assert {c["annotation_id"] for c in _search(client, project, q="pelican OR menu")["results"]} == pelicans | menus
     assert SearchEntry.objects.count() == len(NOTES)
 
 
