@@ -5,6 +5,7 @@ from django.urls import path
 from insights import views
 
 urlpatterns = [
+    path("search/", views.search_home, name="search-home"),
     path("projects/<int:project_id>/search/", views.project_search, name="project-search"),
     path("projects/<int:project_id>/search.csv", views.project_search_csv, name="project-search-csv"),
     path("projects/<int:project_id>/slices/", views.project_slices, name="project-slices"),

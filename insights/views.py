@@ -7,6 +7,7 @@ from urllib.parse import urlencode
 
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from insights import selectors, services
@@ -14,7 +15,7 @@ from insights.access import access_cluster, access_slice, slices_for
 from studio.access import can
 from studio.errors import Invalid
 from studio.inputs import id_from_text
-from traces.access import access_project
+from traces.access import access_project, projects_for
 
 PAGE_SIZE = 50
 FACET_LABELS = {
@@ -49,6 +50,19 @@ def _csv_response(rows: list[list], filename: str) -> HttpResponse:
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     csv.writer(response).writerows(rows)
     return response
+
+
+def search_home(request):
+    """The navigation's search: the projects whose corrections this person may search, a project and words to
+    search them for; chosen, the project's search page with those words (``?project=…&q=…``)."""
+    projects = projects_for(request.user, "search.view").order_by("name")
+    chosen = request.GET.get("project")
+    if chosen:
+        project = access_project(request.user, chosen, "search.view")
+        rest = {k: v for k, v in request.GET.items() if k != "project" and v}
+        target = reverse("project-search", args=[project.pk])
+        return redirect(f"{target}?{urlencode(rest)}" if rest else target)
+    return render(request, "insights/search_home.html", {"projects": projects, "q": request.GET.get("q", "")})
 
 
 def project_search(request, project_id: int):

@@ -159,6 +159,7 @@ PAGE_PERMISSIONS: dict[str, str] = {
     "project-evaluations": "evaluation.view",
     "project-evaluations-csv": "evaluation.view",
     # insights
+    "search-home": "search.view",
     "project-search": "search.view",
     "project-search-csv": "search.view",
     "project-slices": "slice.view",
