@@ -29,12 +29,15 @@ SEARCH_PARAMETERS = [
         "q",
         str,
         description='Words and "double-quoted phrases" (at most 32); each must occur in the correction\'s text (as '
-        "written, or its words in that order). With q, results come best match first (the instruction weighs "
-        "most, then how often the words occur), ties newest first; without q, newest first.",
+        "written, or its words in that order; punctuation splits words: search-box is the words search box). "
+        "`a OR b`: either; `pref*`: words that begin so. A term of action syntax (start_box='(500) is found as "
+        "people write actions (no box tokens). With q, the corrections whose own text holds the words come first, "
+        "then best match first, ties newest first; without q, newest first.",
     ),
     *(OpenApiParameter(name, str, description=f"Facet filter on {name}.") for name in selectors.FACETS),
     OpenApiParameter("ids", str, description="Only these annotation ids (comma-separated)."),
     OpenApiParameter("page", int, description="1-based page of step cards (50 a page)."),
+    OpenApiParameter("format", str, enum=["json", "csv"], description="csv: every match as the search page's CSV."),
 ]
 
 
