@@ -14,8 +14,8 @@ An entry holds three texts, lower-case:
 - ``correction``: what the annotator wrote (the corrected thought and action, the post-reflection, the note), part of
   ``document`` too: the full-text index weighs it most, and an entry whose correction holds the words comes first.
 
-A query is words and "double-quoted phrases" (at most ``MAX_TERMS``); ``OR`` between two terms lets either match;
-a term ending in ``*`` matches words that begin with it. A term holding action syntax (``SYNTAX``) is a fragment,
+A query is words and "double-quoted phrases" (at most ``selectors.MAX_TERMS``); ``OR`` between two terms lets
+either match; a term ending in ``*`` matches words that begin with it. A term holding action syntax (``SYNTAX``) is a fragment,
 matched as written; any other punctuation splits words as the index's tokenizers do (``search-box`` is the words
 ``search box``, ``click,`` the word ``click``)."""
 
