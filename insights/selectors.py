@@ -24,11 +24,12 @@ from django.db.models import (
 from django.db.models.expressions import RawSQL
 
 from annotation.models import Annotation, AnnotationStatus, Verdict
-from insights.models import ClusterRun, SearchEntry, Slice
+from insights.models import Cluster, ClusterRun, SearchEntry, Slice
 from prescoring.models import PrescoreJob, StepSuggestion, TraceSuggestion
 from studio.access import can
 from studio.errors import Invalid
 from studio.inputs import id_from_text
+from studio.models import JobStatus
 from traces.models import Project, Round
 
 # Facet name -> the search entry's column. Filters and counts use the same table.
@@ -504,6 +505,94 @@ def cluster_examples(cluster, user, *, limit: int = CLUSTER_EXAMPLES) -> list[di
 
 def latest_cluster_run(project: Project) -> ClusterRun | None:
     return ClusterRun.objects.filter(project=project).order_by("-created_at", "-id").first()
+
+
+def clustered_run(project: Project) -> ClusterRun | None:
+    """The newest run that ended with its clusters (succeeded): what the clusters page shows while a newer run is
+    queued or running, or after one failed or was cancelled."""
+    return ClusterRun.objects.filter(project=project, status=JobStatus.SUCCEEDED).order_by("-created_at", "-id").first()
+
+
+CLUSTERS_PAGE_SIZE = 25
+MERGE_CANDIDATES = 20
+
+
+def cluster_page(run: ClusterRun, *, page: int, size: int = CLUSTERS_PAGE_SIZE) -> dict:
+    """One page of a run's clusters (pinned first, then by kind and size): ``clusters``, ``page`` (clamped to the
+    pages there are), ``pages``, ``count``, and how many clusters of each kind the run holds (a card offers a merge
+    only where another cluster of its kind exists)."""
+    clusters = run.clusters.all()
+    by_kind = dict(clusters.order_by().values_list("kind").annotate(n=Count("id")))
+    count = sum(by_kind.values())
+    pages = max(1, -(-count // size))
+    page = min(max(1, page), pages)
+    return {
+        "clusters": list(clusters[(page - 1) * size : page * size]),
+        "page": page,
+        "pages": pages,
+        "count": count,
+        "by_kind": by_kind,
+    }
+
+
+def _merge_candidates(cluster, named_like: str = "") -> QuerySet[Cluster]:
+    """The other clusters of ``cluster``'s run and kind, those whose name or label holds every word of
+    ``named_like`` (any case) when it is given, largest first."""
+    found = Cluster.objects.filter(run_id=cluster.run_id, kind=cluster.kind).exclude(pk=cluster.pk)
+    for word in named_like.split():
+        found = found.filter(Q(label__icontains=word) | Q(name__icontains=word))
+    return found.order_by("-size", "id")
+
+
+def cluster_merge_candidates(cluster, query: str, *, limit: int = MERGE_CANDIDATES) -> list[dict]:
+    """The clusters that could merge into ``cluster`` (the same run and kind) whose name or label holds every word
+    of ``query`` (any case), largest first, at most ``limit``: the clusters page's merge field asks as a lead types."""
+    return [
+        {"id": c.pk, "display_name": c.display_name, "size": c.size, "choice": merge_choice(c)}
+        for c in _merge_candidates(cluster, query)[:limit]
+    ]
+
+
+def merge_choice(cluster) -> str:
+    """How the merge field names a cluster it offers: its id, then its name (``cluster_merge_target`` reads the id)."""
+    return f"#{cluster.pk} {cluster.display_name}"
+
+
+MERGE_CHOICE = re.compile(r"^#(\d{1,18})(?: |$)")
+
+
+def cluster_merge_target(cluster, text: str):
+    """The cluster a merge field names: ``#<id> …`` (a choice the field offered, ``merge_choice``), else the one other
+    cluster of the same run and kind whose name or label holds every word typed (an exact name wins over names
+    that only hold the words). Invalid, naming the problem, when none or several match."""
+    text = " ".join((text or "").split())
+    if not text:
+        raise Invalid("merge_with: type the name of the cluster to merge into this one", field="merge_with")
+    chosen = MERGE_CHOICE.match(text)
+    if chosen:
+        other = _merge_candidates(cluster).filter(pk=int(chosen.group(1))).first()
+        if other is None:
+            raise Invalid(
+                f"merge_with: cluster {chosen.group(1)} is no other {cluster.kind} cluster of this clustering",
+                field="merge_with",
+            )
+        return other
+    matches = list(_merge_candidates(cluster, text)[: MERGE_CANDIDATES + 1])
+    exact = [c for c in matches if c.display_name.lower() == text.lower()]
+    if len(exact) == 1:
+        return exact[0]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise Invalid(
+            f"merge_with: no other {cluster.kind} cluster of this clustering is named like {text!r}", field="merge_with"
+        )
+    more = f"more than {MERGE_CANDIDATES}" if len(matches) > MERGE_CANDIDATES else str(len(matches))
+    raise Invalid(
+        f"merge_with: {more} {cluster.kind} clusters are named like {text!r}; type more of the name, or pick one "
+        "from the list",
+        field="merge_with",
+    )
 
 
 # --- judge alignment ------------------------------------------------------------------------------
