@@ -674,6 +674,7 @@ def judge_alignment(project: Project) -> list[dict]:
                 "calibration": calibration_bins(judged),
                 "thresholds": thresholds,
                 "best_threshold": best_threshold(thresholds),
+                "threshold_advice": threshold_advice(thresholds),
             }
         )
     return out
@@ -719,8 +720,9 @@ def calibration_bins(judged: list[tuple[float, bool]]) -> list[dict]:
 
 
 def threshold_table(judged: list[tuple[float, bool]]) -> list[dict]:
-    """For each threshold: reading every step whose suspicion is at or above it, how many steps are read, how many
-    human first errors are among them, the share of all first errors (recall) and first errors per hundred steps."""
+    """For each threshold: reading every step whose suspicion is at or above it, what it costs and what it gains:
+    the steps read (and those left unread), the human first errors among them (and those missed), the share of all
+    first errors (recall) and first errors per hundred steps read."""
     total = sum(first for _, first in judged)
     rows = []
     for threshold in THRESHOLDS:
@@ -730,7 +732,9 @@ def threshold_table(judged: list[tuple[float, bool]]) -> list[dict]:
             {
                 "threshold": threshold,
                 "steps_read": len(read),
+                "steps_not_read": len(judged) - len(read),
                 "first_errors_caught": caught,
+                "first_errors_missed": total - caught,
                 "recall": round(caught / total, 4) if total else None,
                 "per_hundred_steps": round(100 * caught / len(read), 2) if read else None,
             }
@@ -739,12 +743,62 @@ def threshold_table(judged: list[tuple[float, bool]]) -> list[dict]:
 
 
 def best_threshold(rows: list[dict]) -> dict | None:
-    """The threshold that catches the most first errors per hundred steps read, among those that catch at least
-    ``BEST_THRESHOLD_MIN_RECALL`` of them; ties go to the lower threshold, which catches more."""
-    eligible = [r for r in rows if r["recall"] is not None and r["recall"] >= BEST_THRESHOLD_MIN_RECALL]
+    """The threshold worth recommending, or None: among the thresholds that leave steps unread (one that reads every
+    step is no advice: a lead reads every step without a scorer), catch at least ``BEST_THRESHOLD_MIN_RECALL`` of
+    the first errors (so none that catches nothing) and find them more densely than reading every step does, the
+    one that catches the most per hundred steps read; ties go to the lower threshold, which catches more."""
+    every = max(rows, key=lambda r: r["steps_read"], default=None)
+    if every is None or not every["steps_read"] or not every["first_errors_caught"]:
+        return None
+    eligible = [
+        r
+        for r in rows
+        if r["steps_not_read"] > 0
+        and r["first_errors_caught"] > 0
+        and r["recall"] >= BEST_THRESHOLD_MIN_RECALL
+        and r["per_hundred_steps"] > every["per_hundred_steps"]
+    ]
     if not eligible:
         return None
     return max(eligible, key=lambda r: (r["per_hundred_steps"], -r["threshold"]))
+
+
+def threshold_advice(rows: list[dict]) -> dict:
+    """What the alignment page says about where to stop reading, from the same table: the recommended threshold
+    (``best_threshold``) with its cost and gain against reading every step judged, or why there is none."""
+    every = max(rows, key=lambda r: r["steps_read"], default=None)
+    steps = every["steps_read"] if every else 0
+    first_errors = every["first_errors_caught"] if every else 0
+    advice: dict[str, Any] = {
+        "steps": steps,
+        "first_errors": first_errors,
+        "every_step_per_hundred": every["per_hundred_steps"] if every else None,
+        "threshold": None,
+        "reason": "",
+    }
+    best = best_threshold(rows)
+    if best is not None:
+        advice.update(
+            threshold=best["threshold"],
+            steps_read=best["steps_read"],
+            steps_not_read=best["steps_not_read"],
+            first_errors_caught=best["first_errors_caught"],
+            first_errors_missed=best["first_errors_missed"],
+            per_hundred_steps=best["per_hundred_steps"],
+        )
+    elif not steps:
+        advice["reason"] = "No step this job scored lies on a trace with an accepted answer: nothing to judge yet."
+    elif not first_errors:
+        advice["reason"] = (
+            "No human first error lies among the steps this job scored: a threshold would have nothing to catch."
+        )
+    else:
+        advice["reason"] = (
+            f"No threshold leaves steps unread and still catches at least half of the {first_errors} human first "
+            f"errors more densely than reading all {steps} steps ({advice['every_step_per_hundred']} per hundred): this "
+            "scorer's suspicion is no guide to where to read yet, so no threshold is recommended."
+        )
+    return advice
 
 
 def alignment_csv_rows(alignment: list[dict]) -> list[list]:

@@ -136,3 +136,41 @@ def test_a_clusters_page_of_many_clusters_is_small_and_merges_a_cluster_found_by
     expect(page.locator("#cluster-run")).to_contain_text(f"Run {queued.pk}: cancelled")
     page.screenshot(path=str(artifacts_dir / "insights-clusters-cancelled.png"), full_page=False)
     page.close()
+
+
+def test_the_alignment_page_recommends_a_threshold_by_its_cost_and_gain_or_none(
+    browser, live_server, project, annotator, lead, artifacts_dir, tmp_path
+):
+    """Two scorers on six corrected traces (τ is step 2 of 4: two steps judged each): one puts τ at 0.85 on four
+    traces, the other scores every step 0.5. The first's advice names its threshold with the steps it reads and the
+    first errors it catches; the second gets none, and says why."""
+    from prescoring.models import PrescoreJob, StepSuggestion
+    from traces.models import Step
+
+    traces = make_traces(project, tmp_path, count=6, steps=4)
+    humans = plant_corrections(project, traces, annotator=annotator, lead=lead, planted=set())
+    sharp = PrescoreJob.objects.create(project=project, scorer="rules", status="succeeded")
+    blind = PrescoreJob.objects.create(project=project, scorer="rules", status="succeeded")
+    for i, trace in enumerate(traces):
+        for step in Step.objects.filter(trace=trace, index__lte=humans[trace.pk].tau):
+            at_tau = step.index == humans[trace.pk].tau
+            StepSuggestion.objects.create(
+                step=step, job=sharp, scorer="rules", suspicion=(0.85 if i < 4 else 0.05) if at_tau else 0.25
+            )
+            StepSuggestion.objects.create(step=step, job=blind, scorer="rules", suspicion=0.5)
+    judged = Step.objects.filter(trace__in=traces, suggestions__job=sharp).count()
+    page = browser.new_context(viewport={"width": 1366, "height": 900}).new_page()
+    login(page, live_server.url, lead.username)
+    page.goto(f"{live_server.url}/projects/{project.pk}/alignment/")
+    advice = page.locator(f'.alignment-suspicion[data-job="{sharp.pk}"] .threshold-advice')
+    expect(advice).to_have_attribute("data-threshold", "0.3")
+    expect(advice).to_contain_text(f"4 of {judged} steps to read ({judged - 4} fewer), catching 4 of the 6 human")
+    expect(page.locator(f'.alignment-suspicion[data-job="{sharp.pk}"] tr.best')).to_have_attribute(
+        "data-threshold", "0.3"
+    )
+    none = page.locator(f'.alignment-suspicion[data-job="{blind.pk}"] .threshold-advice')
+    expect(none).to_contain_text("no threshold is recommended")
+    expect(page.locator(f'.alignment-suspicion[data-job="{blind.pk}"] tr.best')).to_have_count(0)
+    page.locator(f'.alignment-suspicion[data-job="{sharp.pk}"] h3').last.scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts_dir / "insights-alignment-thresholds.png"), full_page=True)
+    page.close()
