@@ -207,6 +207,17 @@ def test_a_run_whose_worker_died_is_taken_over(two_families, project, lead, sett
     assert _text_partition(taken) == [sorted(ids[:2]), sorted(ids[2:])]
 
 
+def test_a_run_queued_by_an_older_release_under_the_old_task_name_still_runs(two_families, project, lead, monkeypatch):
+    from studio.celery import app as celery_app
+
+    run = services.cluster_run_create(project=project, user=lead, enqueue=False)
+    monkeypatch.setitem(celery_app.conf, "task_always_eager", True)
+    celery_app.loader.import_default_modules()  # what a worker does at start
+    celery_app.tasks["insights.tasks.run_clustering"].apply_async(args=[run.pk])
+    run.refresh_from_db()
+    assert run.status == JobStatus.SUCCEEDED and run.clusters.filter(kind="text").count() == 2, run.message
+
+
 def test_the_migration_gives_an_old_running_run_a_heartbeat_for_the_watchdog(project):
     import importlib
 
