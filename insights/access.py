@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
-from insights.models import Cluster, Slice
+from insights.models import Cluster, ClusterRun, Slice
 from studio.access import access, scoped
 
 
@@ -18,3 +18,7 @@ def slices_for(user, action: str = "slice.view") -> QuerySet[Slice]:
 
 def access_cluster(user, pk, action: str) -> Cluster:
     return access(user, Cluster.objects.select_related("run", "run__project"), pk, action)
+
+
+def access_cluster_run(user, pk, action: str) -> ClusterRun:
+    return access(user, ClusterRun.objects.select_related("project"), pk, action)

@@ -1,7 +1,7 @@
 from django.contrib import admin
 
 from insights.models import ClusterRun, Slice
-from studio.admin import ReadOnlyAdmin
+from studio.admin import JobAdmin, ReadOnlyAdmin
 
 
 @admin.register(Slice)
@@ -10,5 +10,7 @@ class SliceAdmin(ReadOnlyAdmin):
 
 
 @admin.register(ClusterRun)
-class ClusterRunAdmin(ReadOnlyAdmin):
-    list_display = ("id", "project", "status", "method", "corrections", "created_at")
+class ClusterRunAdmin(JobAdmin):
+    """A clustering run is a job (studio.admin.JobAdmin: looked up, deleted through ``job_delete`` once ended)."""
+
+    list_display = ["id", "project", "status", "method", "corrections", "without_words", "created_at", "finished_at"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 
+from django.http import JsonResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.renderers import BaseRenderer
@@ -14,10 +15,11 @@ from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from insights import selectors, services
-from insights.access import access_cluster, access_slice, slices_for
+from insights.access import access_cluster, access_cluster_run, access_slice, slices_for
 from insights.models import Cluster, ClusterRun, Slice
 from insights.views import search_csv_response
 from studio.access import ActionPermission
+from studio.api import job_cancel_response
 from studio.errors import Invalid
 from studio.inputs import id_from_text, page_number
 from traces.access import access_project
@@ -253,30 +255,39 @@ class ClusterRunSerializer(serializers.ModelSerializer):
             "id",
             "project",
             "status",
+            "cancel_requested",
+            "progress_done",
+            "progress_total",
             "method",
             "representation",
             "model_name",
             "corrections",
+            "without_words",
             "message",
             "created_at",
+            "started_at",
             "finished_at",
             "clusters",
         ]
 
 
 class ProjectClusters(APIView):
-    """GET: the latest clustering of the project's accepted corrections (404-free: null before the first).
+    """GET: the latest clustering of the project's accepted corrections (404-free: JSON null before the first).
     POST: cluster them again: on the CPU worker by TF-IDF, on the gpu worker by the pre-scoring model's embeddings
-    where a model is configured (the run's ``representation``)."""
+    where a model is configured (the run's ``representation``). While a run is queued or running, POST answers that
+    run: a project has one at a time."""
 
     permission_classes = [ActionPermission]
     permission_action = {"GET": "slice.view", "POST": "slice.manage"}
 
-    @extend_schema(responses={200: ClusterRunSerializer})
+    @extend_schema(responses={200: ClusterRunSerializer(allow_null=True)})
     def get(self, request, project_id: int):
         project = access_project(request.user, project_id, "slice.view")
         run = selectors.latest_cluster_run(project)
-        return Response(ClusterRunSerializer(run).data if run else None)
+        if run is None:
+            # DRF renders None as an empty body with no Content-Type; the answer is JSON all the same.
+            return JsonResponse(None, safe=False)
+        return Response(ClusterRunSerializer(run).data)
 
     @extend_schema(request=None, responses={202: ClusterRunSerializer})
     def post(self, request, project_id: int):
@@ -321,11 +332,32 @@ class ClusterDetail(APIView):
         return Response(ClusterSerializer(changed).data)
 
 
-class ClusterMerge(APIView):
-    """POST {"other": id}: merge another cluster of the same clustering and kind into this one."""
+class ClusterRunCancel(APIView):
+    """POST: cancel a clustering run, as any job is cancelled (queued: at once; running: at its next stage)."""
 
     permission_classes = [ActionPermission]
     permission_action = "slice.manage"
+
+    @extend_schema(request=None, responses={200: dict, 409: dict})
+    def post(self, request, pk: int):
+        return job_cancel_response(access_cluster_run(request.user, pk, "slice.manage"))
+
+
+class ClusterMerge(APIView):
+    """GET ?q=words: the clusters that could merge into this one (the same clustering and kind) whose name holds
+    those words, largest first, at most 20 (the clusters page's merge field). POST {"other": id}: merge another
+    cluster of the same clustering and kind into this one."""
+
+    permission_classes = [ActionPermission]
+    permission_action = "slice.manage"
+
+    @extend_schema(
+        parameters=[OpenApiParameter("q", str, description="Words of the name (any case); empty: the largest.")],
+        responses={200: dict},
+    )
+    def get(self, request, pk: int):
+        cluster = access_cluster(request.user, pk, "slice.manage")
+        return Response(selectors.cluster_merge_candidates(cluster, request.query_params.get("q", "")))
 
     @extend_schema(request=dict, responses={200: ClusterSerializer, 400: dict})
     def post(self, request, pk: int):

@@ -12,6 +12,9 @@ from pathlib import PurePath
 from django.conf import settings
 from django.db import models
 
+from studio.engine import KindJob
+from studio.models import JobBase
+
 
 class SearchEntry(models.Model):
     annotation = models.OneToOneField("annotation.Annotation", on_delete=models.CASCADE, related_name="search_entry")
@@ -70,22 +73,18 @@ class Slice(models.Model):
         return self.name
 
 
-class ClusterRun(models.Model):
-    """One clustering of a project's accepted corrections: the CPU worker's job with TF-IDF vectors of the texts, the
-    gpu worker's with the pre-scoring model's embeddings where a model is configured (``representation``)."""
+class ClusterRun(KindJob, JobBase):
+    """One clustering of a project's accepted corrections, a job of the engine (``insights/jobs.py``: queued,
+    running with a heartbeat, cancelled, taken over when its worker dies): the CPU worker's with TF-IDF vectors of
+    the texts, the gpu worker's with the pre-scoring model's embeddings where a model is configured
+    (``representation``). A project has at most one run queued or running: starting again while one is answers that
+    one."""
 
     class Representation(models.TextChoices):
         TFIDF = "tfidf", "TF-IDF"
         MODEL = "model", "model embeddings"
 
-    class Status(models.TextChoices):
-        QUEUED = "queued"
-        RUNNING = "running"
-        SUCCEEDED = "succeeded"
-        FAILED = "failed"
-
     project = models.ForeignKey("traces.Project", on_delete=models.CASCADE, related_name="cluster_runs")
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
     method = models.CharField(max_length=120, blank=True, help_text="How the text was clustered.")
     representation = models.CharField(
         max_length=16,
@@ -97,13 +96,21 @@ class ClusterRun(models.Model):
         max_length=500, blank=True, help_text="The checkpoint whose embeddings were compared (representation: model)."
     )
     corrections = models.PositiveIntegerField(default=0)
-    message = models.TextField(blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
-    created_at = models.DateTimeField(auto_now_add=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
+    without_words = models.PositiveIntegerField(
+        default=0,
+        help_text="Corrections whose text has no word to compare (empty, or digits and punctuation only): in no "
+        "text cluster.",
+    )
 
-    class Meta:
+    class Meta(JobBase.Meta):
         ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project"],
+                condition=models.Q(status__in=["queued", "running"]),
+                name="one_unfinished_cluster_run_per_project",
+            )
+        ]
 
     @property
     def model_name(self) -> str:

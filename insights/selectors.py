@@ -25,11 +25,12 @@ from django.db.models.expressions import RawSQL
 
 from annotation.models import Annotation, AnnotationStatus, Verdict
 from insights import search_text
-from insights.models import ClusterRun, SearchEntry, Slice
+from insights.models import Cluster, ClusterRun, SearchEntry, Slice
 from prescoring.models import PrescoreJob, StepSuggestion, TraceSuggestion
 from studio.access import can
 from studio.errors import Invalid
 from studio.inputs import id_from_text
+from studio.models import JobStatus
 from traces.models import Project, Round
 
 # Facet name -> the search entry's column. Filters and counts use the same table.
@@ -537,6 +538,94 @@ def latest_cluster_run(project: Project) -> ClusterRun | None:
     return ClusterRun.objects.filter(project=project).order_by("-created_at", "-id").first()
 
 
+def clustered_run(project: Project) -> ClusterRun | None:
+    """The newest run that ended with its clusters (succeeded): what the clusters page shows while a newer run is
+    queued or running, or after one failed or was cancelled."""
+    return ClusterRun.objects.filter(project=project, status=JobStatus.SUCCEEDED).order_by("-created_at", "-id").first()
+
+
+CLUSTERS_PAGE_SIZE = 25
+MERGE_CANDIDATES = 20
+
+
+def cluster_page(run: ClusterRun, *, page: int, size: int = CLUSTERS_PAGE_SIZE) -> dict:
+    """One page of a run's clusters (pinned first, then by kind and size): ``clusters``, ``page`` (clamped to the
+    pages there are), ``pages``, ``count``, and how many clusters of each kind the run holds (a card offers a merge
+    only where another cluster of its kind exists)."""
+    clusters = run.clusters.all()
+    by_kind = dict(clusters.order_by().values_list("kind").annotate(n=Count("id")))
+    count = sum(by_kind.values())
+    pages = max(1, -(-count // size))
+    page = min(max(1, page), pages)
+    return {
+        "clusters": list(clusters[(page - 1) * size : page * size]),
+        "page": page,
+        "pages": pages,
+        "count": count,
+        "by_kind": by_kind,
+    }
+
+
+def _merge_candidates(cluster, named_like: str = "") -> QuerySet[Cluster]:
+    """The other clusters of ``cluster``'s run and kind, those whose name or label holds every word of
+    ``named_like`` (any case) when it is given, largest first."""
+    found = Cluster.objects.filter(run_id=cluster.run_id, kind=cluster.kind).exclude(pk=cluster.pk)
+    for word in named_like.split():
+        found = found.filter(Q(label__icontains=word) | Q(name__icontains=word))
+    return found.order_by("-size", "id")
+
+
+def cluster_merge_candidates(cluster, query: str, *, limit: int = MERGE_CANDIDATES) -> list[dict]:
+    """The clusters that could merge into ``cluster`` (the same run and kind) whose name or label holds every word
+    of ``query`` (any case), largest first, at most ``limit``: the clusters page's merge field asks as a lead types."""
+    return [
+        {"id": c.pk, "display_name": c.display_name, "size": c.size, "choice": merge_choice(c)}
+        for c in _merge_candidates(cluster, query)[:limit]
+    ]
+
+
+def merge_choice(cluster) -> str:
+    """How the merge field names a cluster it offers: its id, then its name (``cluster_merge_target`` reads the id)."""
+    return f"#{cluster.pk} {cluster.display_name}"
+
+
+MERGE_CHOICE = re.compile(r"^#(\d{1,18})(?: |$)")
+
+
+def cluster_merge_target(cluster, text: str):
+    """The cluster a merge field names: ``#<id> …`` (a choice the field offered, ``merge_choice``), else the one other
+    cluster of the same run and kind whose name or label holds every word typed (an exact name wins over names
+    that only hold the words). Invalid, naming the problem, when none or several match."""
+    text = " ".join((text or "").split())
+    if not text:
+        raise Invalid("merge_with: type the name of the cluster to merge into this one", field="merge_with")
+    chosen = MERGE_CHOICE.match(text)
+    if chosen:
+        other = _merge_candidates(cluster).filter(pk=int(chosen.group(1))).first()
+        if other is None:
+            raise Invalid(
+                f"merge_with: cluster {chosen.group(1)} is no other {cluster.kind} cluster of this clustering",
+                field="merge_with",
+            )
+        return other
+    matches = list(_merge_candidates(cluster, text)[: MERGE_CANDIDATES + 1])
+    exact = [c for c in matches if c.display_name.lower() == text.lower()]
+    if len(exact) == 1:
+        return exact[0]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise Invalid(
+            f"merge_with: no other {cluster.kind} cluster of this clustering is named like {text!r}", field="merge_with"
+        )
+    more = f"more than {MERGE_CANDIDATES}" if len(matches) > MERGE_CANDIDATES else str(len(matches))
+    raise Invalid(
+        f"merge_with: {more} {cluster.kind} clusters are named like {text!r}; type more of the name, or pick one "
+        "from the list",
+        field="merge_with",
+    )
+
+
 # --- judge alignment ------------------------------------------------------------------------------
 
 ALL = "all"
@@ -616,6 +705,7 @@ def judge_alignment(project: Project) -> list[dict]:
                 "calibration": calibration_bins(judged),
                 "thresholds": thresholds,
                 "best_threshold": best_threshold(thresholds),
+                "threshold_advice": threshold_advice(thresholds),
             }
         )
     return out
@@ -661,8 +751,9 @@ def calibration_bins(judged: list[tuple[float, bool]]) -> list[dict]:
 
 
 def threshold_table(judged: list[tuple[float, bool]]) -> list[dict]:
-    """For each threshold: reading every step whose suspicion is at or above it, how many steps are read, how many
-    human first errors are among them, the share of all first errors (recall) and first errors per hundred steps."""
+    """For each threshold: reading every step whose suspicion is at or above it, what it costs and what it gains:
+    the steps read (and those left unread), the human first errors among them (and those missed), the share of all
+    first errors (recall) and first errors per hundred steps read."""
     total = sum(first for _, first in judged)
     rows = []
     for threshold in THRESHOLDS:
@@ -672,7 +763,9 @@ def threshold_table(judged: list[tuple[float, bool]]) -> list[dict]:
             {
                 "threshold": threshold,
                 "steps_read": len(read),
+                "steps_not_read": len(judged) - len(read),
                 "first_errors_caught": caught,
+                "first_errors_missed": total - caught,
                 "recall": round(caught / total, 4) if total else None,
                 "per_hundred_steps": round(100 * caught / len(read), 2) if read else None,
             }
@@ -681,12 +774,62 @@ def threshold_table(judged: list[tuple[float, bool]]) -> list[dict]:
 
 
 def best_threshold(rows: list[dict]) -> dict | None:
-    """The threshold that catches the most first errors per hundred steps read, among those that catch at least
-    ``BEST_THRESHOLD_MIN_RECALL`` of them; ties go to the lower threshold, which catches more."""
-    eligible = [r for r in rows if r["recall"] is not None and r["recall"] >= BEST_THRESHOLD_MIN_RECALL]
+    """The threshold worth recommending, or None: among the thresholds that leave steps unread (one that reads every
+    step is no advice: a lead reads every step without a scorer), catch at least ``BEST_THRESHOLD_MIN_RECALL`` of
+    the first errors (so none that catches nothing) and find them more densely than reading every step does, the
+    one that catches the most per hundred steps read; ties go to the lower threshold, which catches more."""
+    every = max(rows, key=lambda r: r["steps_read"], default=None)
+    if every is None or not every["steps_read"] or not every["first_errors_caught"]:
+        return None
+    eligible = [
+        r
+        for r in rows
+        if r["steps_not_read"] > 0
+        and r["first_errors_caught"] > 0
+        and r["recall"] >= BEST_THRESHOLD_MIN_RECALL
+        and r["per_hundred_steps"] > every["per_hundred_steps"]
+    ]
     if not eligible:
         return None
     return max(eligible, key=lambda r: (r["per_hundred_steps"], -r["threshold"]))
+
+
+def threshold_advice(rows: list[dict]) -> dict:
+    """What the alignment page says about where to stop reading, from the same table: the recommended threshold
+    (``best_threshold``) with its cost and gain against reading every step judged, or why there is none."""
+    every = max(rows, key=lambda r: r["steps_read"], default=None)
+    steps = every["steps_read"] if every else 0
+    first_errors = every["first_errors_caught"] if every else 0
+    advice: dict[str, Any] = {
+        "steps": steps,
+        "first_errors": first_errors,
+        "every_step_per_hundred": every["per_hundred_steps"] if every else None,
+        "threshold": None,
+        "reason": "",
+    }
+    best = best_threshold(rows)
+    if best is not None:
+        advice.update(
+            threshold=best["threshold"],
+            steps_read=best["steps_read"],
+            steps_not_read=best["steps_not_read"],
+            first_errors_caught=best["first_errors_caught"],
+            first_errors_missed=best["first_errors_missed"],
+            per_hundred_steps=best["per_hundred_steps"],
+        )
+    elif not steps:
+        advice["reason"] = "No step this job scored lies on a trace with an accepted answer: nothing to judge yet."
+    elif not first_errors:
+        advice["reason"] = (
+            "No human first error lies among the steps this job scored: a threshold would have nothing to catch."
+        )
+    else:
+        advice["reason"] = (
+            f"No threshold leaves steps unread and still catches at least half of the {first_errors} human first "
+            f"errors more densely than reading all {steps} steps ({advice['every_step_per_hundred']} per hundred): this "
+            "scorer's suspicion is no guide to where to read yet, so no threshold is recommended."
+        )
+    return advice
 
 
 def alignment_csv_rows(alignment: list[dict]) -> list[list]:

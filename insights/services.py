@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from collections import Counter, defaultdict
@@ -10,14 +11,17 @@ from typing import Any
 
 from django.conf import settings as django_settings
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
 from annotation.models import Annotation, AnnotationStatus, Verdict
 from insights import search_text, signature
 from insights.models import Cluster, ClusterRun, SearchEntry, Slice
-from studio.engine import task_send
+from studio.engine import job_enqueue, job_run_here
 from studio.errors import Conflict, Invalid
+from studio.jobs import JobSuperseded, job_progress
+from studio.models import JobStatus
 from traces.models import Project, Step
+
+log = logging.getLogger(__name__)
 
 # --- the search index ------------------------------------------------------------------------
 
@@ -138,7 +142,15 @@ def slice_delete(*, slice_: Slice) -> None:
 
 # --- clusters -----------------------------------------------------------------------------------
 
-TOKEN = re.compile(r"[a-z][a-z]+")
+# Scripts written without spaces between words (Han, kana, Thai, Lao, Myanmar, Khmer): a run of them is read as its
+# overlapping pairs of characters, which stand in for its words (a word of these scripts is mostly one or two
+# characters, and a pair shared by two texts is rarely chance). Any other script's words are runs of letters
+# (combining marks included, which Indic scripts need), two or more long.
+_UNSPACED = "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_MARKS = "\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0900-\u0dff"
+TOKEN = re.compile(rf"(?P<unspaced>[{_UNSPACED}]+)|(?P<word>[^\W\d_{_UNSPACED}]+(?:[{_MARKS}]+[^\W\d_{_UNSPACED}]*)*)")
+# An ASCII text (most corrections) has only the simplest words: read with one findall, four times as fast.
+ASCII_WORD = re.compile(r"[a-z][a-z]+")
 STOP_WORDS = frozenset(
     "a an and are as at be been before but by for from has have i in into is it its of on or should that the then "
     "this to was were will with instead not first".split()
@@ -148,36 +160,65 @@ MIN_TEXT_CLUSTER = 2
 
 
 def cluster_run_create(*, project: Project, user, enqueue: bool = True) -> ClusterRun:
-    """Queue a clustering. With a pre-scoring model configured (STUDIO_PRESCORE_MODEL_DIR) the texts are compared
-    by that model's embeddings, on the ``gpu`` queue where the model stays loaded; without one, by TF-IDF on the
-    ``default`` queue. The run records which, so a worker that picks it up later does what the run says."""
+    """Queue a clustering, or answer the project's run already queued or running (a project has one at a time: a
+    second click, or twenty at once, start nothing more; the database's constraint decides a race). With a
+    pre-scoring model configured (STUDIO_PRESCORE_MODEL_DIR) the texts are compared by that model's embeddings, on
+    the ``gpu`` queue where the model stays loaded; without one, by TF-IDF on the ``default`` queue. The run records
+    which, so a worker that picks it up later does what the run says."""
     from prescoring.services import configured_model_dir
 
     model_dir = configured_model_dir()
-    run = ClusterRun.objects.create(
-        project=project,
-        created_by=user,
-        representation=ClusterRun.Representation.MODEL if model_dir else ClusterRun.Representation.TFIDF,
-        model_path=model_dir,
-    )
-    if enqueue:
-        queue = cluster_run_queue(run)
-        transaction.on_commit(lambda: task_send("insights.tasks.run_clustering", args=[run.pk], queue=queue))
-    return run
+    for _ in range(3):
+        unfinished = _unfinished_cluster_run(project)
+        if unfinished is not None:
+            return unfinished
+        try:
+            with transaction.atomic():
+                run = ClusterRun.objects.create(
+                    project=project,
+                    created_by=user,
+                    representation=ClusterRun.Representation.MODEL if model_dir else ClusterRun.Representation.TFIDF,
+                    model_path=model_dir,
+                )
+                if enqueue:
+                    job_enqueue(run)
+            return run
+        except IntegrityError:
+            continue  # another request queued one meanwhile: answer it (unless it has already ended: try again)
+    raise Conflict("the project's clustering keeps changing state; try again in a moment")
+
+
+def _unfinished_cluster_run(project: Project) -> ClusterRun | None:
+    return ClusterRun.objects.filter(project=project, status__in=[JobStatus.QUEUED, JobStatus.RUNNING]).first()
 
 
 def cluster_run_queue(run: ClusterRun) -> str:
-    """The CPU worker never loads torch: a run by the model's embeddings goes to the ``gpu`` workers."""
+    """Where the run's task goes (its kind's queue): the CPU worker never loads torch, so a run by the model's
+    embeddings goes to the ``gpu`` workers."""
     return "gpu" if run.representation == ClusterRun.Representation.MODEL else "default"
 
 
-def _tokens(text: str) -> list[str]:
-    return [t for t in TOKEN.findall(text.lower()) if t not in STOP_WORDS]
+def text_tokens(text: str) -> list[str]:
+    """The words a correction's text is compared by, in any script: lower-case words of two letters or more
+    (English stop words left out), and the character pairs of a run of a script written without spaces (a lone
+    character of one stands for itself). Digits, punctuation and symbols are no words: a text of only those has
+    none, and is left out of text clustering (``cluster_run_work`` counts it)."""
+    text = text.lower()
+    if text.isascii():
+        return [word for word in ASCII_WORD.findall(text) if word not in STOP_WORDS]
+    out: list[str] = []
+    for match in TOKEN.finditer(text):
+        run = match.group("unspaced")
+        if run:
+            out.extend([run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)])
+        elif len(word := match.group("word")) >= 2 and word not in STOP_WORDS:
+            out.append(word)
+    return out
 
 
 def _tfidf(texts: list[str]) -> tuple[list[dict[str, float]], dict[str, float]]:
     """Unit-length TF-IDF vectors (sparse, term -> weight) and each term's idf."""
-    docs = [Counter(_tokens(t)) for t in texts]
+    docs = [Counter(text_tokens(t)) for t in texts]
     df = Counter(term for doc in docs for term in doc)
     n = len(docs)
     idf = {term: math.log((1 + n) / (1 + count)) + 1 for term, count in df.items()}
@@ -203,7 +244,7 @@ KMEANS_GROUPS = 500
 
 
 def _normalised(text: str) -> str:
-    return " ".join(_tokens(text))
+    return " ".join(text_tokens(text))
 
 
 # Cosine similarity above which two corrections' texts join one cluster when they are compared by the model's
@@ -218,19 +259,24 @@ def text_clusters(
     texts: list[str], *, embed: Callable[[list[str]], Any] | None = None, embedding_name: str = "model"
 ) -> tuple[list[int], str]:
     """A cluster label per text (-1: alone) and the method's name. Average-linkage agglomerative clustering on the
-    TF-IDF cosine distance (scikit-learn's where it is installed, else the same linkage in plain Python), over the
-    distinct texts (corrections worded alike count once each in the linkage and all get its label). With
-    ``embed`` (distinct texts -> unit vectors, one row each: the model's embeddings) the linkage runs on the
-    centred embeddings at EMBEDDING_SIMILARITY instead (:func:`embedded_text_clusters`)."""
+    TF-IDF cosine distance of their words in any script (:func:`text_tokens`; scikit-learn's linkage where it is
+    installed, else the same linkage in plain Python), over the distinct texts (corrections worded alike count once
+    each in the linkage and all get its label). A text with no word stays alone (-1): it has nothing to be
+    compared by. With ``embed`` (distinct texts -> unit vectors, one row each: the model's embeddings) the linkage
+    runs on the centred embeddings at EMBEDDING_SIMILARITY instead (:func:`embedded_text_clusters`)."""
     if embed is not None:
         return embedded_text_clusters(texts, embed, name=embedding_name)
-    if len(texts) < 2:
-        return [-1] * len(texts), "none"
+    labels = [-1] * len(texts)
     distinct: dict[str, int] = {}
-    position = [distinct.setdefault(_normalised(t), len(distinct)) for t in texts]
+    position: dict[int, int] = {}
+    for i, text in enumerate(texts):
+        if key := _normalised(text):
+            position[i] = distinct.setdefault(key, len(distinct))
     unique = list(distinct)
+    if len(position) < 2:
+        return labels, "none"
     if len(unique) < 2:
-        return [0] * len(texts), "identical texts"
+        return [0 if i in position else -1 for i in range(len(texts))], "identical texts"
     try:
         from sklearn.feature_extraction.text import TfidfVectorizer
     except ImportError:
@@ -239,16 +285,35 @@ def text_clusters(
                 f"{len(unique)} distinct correction texts: clustering more than {DIRECT_LINKAGE_LIMIT} needs "
                 "scikit-learn on the worker (the studio's main dependencies install it)"
             ) from None
-        labels = _agglomerate(unique)
-        return [labels[p] for p in position], "tf-idf average linkage (python)"
-    matrix = TfidfVectorizer(token_pattern=TOKEN.pattern, stop_words=sorted(STOP_WORDS)).fit_transform(unique)
-    labels, how = _linkage_labels(matrix, similarity=TEXT_SIMILARITY)
-    return [labels[p] for p in position], f"tf-idf {how}"
+        unique_labels = _agglomerate(unique)
+        how = "average linkage (python)"
+    else:
+        # The distinct texts are their words joined by spaces already (_normalised): split on the spaces, no more.
+        matrix = TfidfVectorizer(analyzer=str.split).fit_transform(unique)
+        unique_labels, how = _linkage_labels(matrix, similarity=TEXT_SIMILARITY)
+    for i, p in position.items():
+        labels[i] = unique_labels[p]
+    return labels, f"tf-idf {how}"
 
 
 def _linkage_labels(matrix, *, similarity: float) -> tuple[list[int], str]:
     """Average-linkage labels of the rows of ``matrix`` (sparse or dense) at cosine ``similarity``: on every pair of
     rows up to DIRECT_LINKAGE_LIMIT rows, past it on the centres of KMEANS_GROUPS k-means groups of the rows."""
+    import numpy as np
+
+    # A row of zeros (a text whose words all weigh nothing, an embedding equal to the mean) has no direction: cosine
+    # distance is undefined for it (scikit-learn refuses the whole matrix), so it stays alone (-1).
+    if hasattr(matrix, "multiply"):  # sparse (TF-IDF)
+        norms = np.sqrt(np.asarray(matrix.multiply(matrix).sum(axis=1))).ravel()
+    else:
+        norms = np.linalg.norm(matrix, axis=1)
+    rows = [i for i, norm in enumerate(norms) if norm > 0]
+    if len(rows) < matrix.shape[0]:
+        inner, how = _linkage_labels(matrix[rows], similarity=similarity) if len(rows) >= 2 else ([0] * len(rows), "")
+        labels = [-1] * matrix.shape[0]
+        for row, label in zip(rows, inner, strict=True):
+            labels[row] = label
+        return labels, how or "none"
     from sklearn.cluster import AgglomerativeClustering, MiniBatchKMeans
 
     linkage = AgglomerativeClustering(
@@ -280,7 +345,7 @@ def embedded_text_clusters(
     position: dict[int, int] = {}
     for i, text in enumerate(texts):
         key = " ".join(text.split())
-        if TOKEN.search(key.lower()):
+        if text_tokens(key):
             position[i] = distinct.setdefault(key, len(distinct))
     unique = list(distinct)
     if len(unique) < 2:
@@ -352,55 +417,83 @@ def distinctive_terms(texts: list[str], members: list[int], *, top: int = 4) -> 
     return distinctive_terms_by_cluster(texts, {0: members}, top=top)[0]
 
 
-def cluster_run_compute(*, run_id: int) -> ClusterRun:
-    """Group the project's accepted corrections by signature and by text; idempotent (a rerun replaces them)."""
+# What a run reports as its progress: the corrections read, the signature clusters, the text clusters, written.
+CLUSTER_RUN_STAGES = 4
+TEXT_CLUSTERING_FAILED = (
+    "the texts could not be clustered (the worker log has the error), so only the signature clusters were made"
+)
+
+
+def cluster_run_work(run: ClusterRun) -> str:
+    """The clustering job's work (its kind's ``run``, in ``studio.jobs.job_run``): group the project's accepted
+    corrections by signature and by text, and replace the run's clusters with them; returns the summary. Idempotent
+    (a run taken over starts again); a cancel stops it at its next stage. A text with no word to compare is left out
+    of the text clusters and counted; should the text clustering fail all the same, the signature clusters are kept
+    and the summary says so in the studio's words (the log keeps the error)."""
     from insights.selectors import correction_rows
 
-    run = ClusterRun.objects.select_related("project").get(pk=run_id)
-    ClusterRun.objects.filter(pk=run.pk).update(status=ClusterRun.Status.RUNNING)
+    job_progress(run, done=0, total=CLUSTER_RUN_STAGES)
+    rows = correction_rows(run.project)
+    job_progress(run, done=1)
+    clusters: list[Cluster] = []
+    by_signature: dict[tuple, list[dict]] = defaultdict(list)
+    for row in rows:
+        key = (
+            f"{row['recorded_type'] or '?'} → {row['corrected_type'] or '?'}",
+            row["displacement"],
+            row["category"],
+        )
+        by_signature[key].append(row)
+    for key, members in by_signature.items():
+        if len(members) < MIN_TEXT_CLUSTER:
+            continue
+        clusters.append(_cluster(run, Cluster.Kind.SIGNATURE, " · ".join(k for k in key if k), list(key), members))
+    signatures = len(clusters)
+    job_progress(run, done=2)
+    texts = [row["text"] for row in rows]
+    without_words = sum(1 for text in texts if not text_tokens(text))
+    problem = ""
     try:
-        rows = correction_rows(run.project)
-        clusters: list[Cluster] = []
-        by_signature: dict[tuple, list[dict]] = defaultdict(list)
-        for row in rows:
-            key = (
-                f"{row['recorded_type'] or '?'} → {row['corrected_type'] or '?'}",
-                row["displacement"],
-                row["category"],
-            )
-            by_signature[key].append(row)
-        for key, members in by_signature.items():
-            if len(members) < MIN_TEXT_CLUSTER:
-                continue
-            clusters.append(_cluster(run, Cluster.Kind.SIGNATURE, " · ".join(k for k in key if k), list(key), members))
-        texts = [row["text"] for row in rows]
         if run.representation == ClusterRun.Representation.MODEL:
             labels, method = text_clusters(texts, embed=_model_embedder(run.model_path), embedding_name=run.model_name)
         else:
             labels, method = text_clusters(texts)
-        groups: dict[int, list[int]] = defaultdict(list)
-        for i, label in enumerate(labels):
-            if label >= 0:
-                groups[label].append(i)
-        groups = {label: indices for label, indices in groups.items() if len(indices) >= MIN_TEXT_CLUSTER}
-        terms_of = distinctive_terms_by_cluster(texts, groups)
-        for label, indices in groups.items():
-            terms = terms_of[label]
-            clusters.append(_cluster(run, Cluster.Kind.TEXT, ", ".join(terms), terms, [rows[i] for i in indices]))
-        clusters = carry_over_lead_choices(run, clusters)
-        with transaction.atomic():
-            run.clusters.all().delete()
-            Cluster.objects.bulk_create(clusters)
-            ClusterRun.objects.filter(pk=run.pk).update(
-                status=ClusterRun.Status.SUCCEEDED, method=method, corrections=len(rows), finished_at=timezone.now()
-            )
-    except Exception as exc:
+    except Exception:  # noqa: BLE001 - the signature clusters stand without the text ones; the log keeps the error
+        log.exception("clustering run %s: the texts could not be clustered", run.pk)
+        labels, method, problem = [-1] * len(texts), "", TEXT_CLUSTERING_FAILED
+    groups: dict[int, list[int]] = defaultdict(list)
+    for i, label in enumerate(labels):
+        if label >= 0:
+            groups[label].append(i)
+    groups = {label: indices for label, indices in groups.items() if len(indices) >= MIN_TEXT_CLUSTER}
+    terms_of = distinctive_terms_by_cluster(texts, groups)
+    for label, indices in groups.items():
+        terms = terms_of[label]
+        clusters.append(_cluster(run, Cluster.Kind.TEXT, ", ".join(terms), terms, [rows[i] for i in indices]))
+    clusters = carry_over_lead_choices(run, clusters)
+    job_progress(run, done=3)
+    with transaction.atomic():
+        # Written by the run that still holds the job only (a run taken over meanwhile writes nothing).
+        current = ClusterRun.objects.select_for_update().filter(pk=run.pk).values("attempts", "status").first()
+        if current is None or current["attempts"] != run.attempts or current["status"] != JobStatus.RUNNING:
+            raise JobSuperseded()
+        run.clusters.all().delete()
+        Cluster.objects.bulk_create(clusters)
         ClusterRun.objects.filter(pk=run.pk).update(
-            status=ClusterRun.Status.FAILED, message=str(exc)[:500], finished_at=timezone.now()
+            method=method[:120], corrections=len(rows), without_words=without_words, progress_done=CLUSTER_RUN_STAGES
         )
-        raise
-    run.refresh_from_db()
-    return run
+    parts = [f"{signatures} signature and {len(groups)} text clusters of {len(rows)} corrections"]
+    if without_words:
+        parts.append(f"{without_words} with no word to compare, left out of the text clusters")
+    if problem:
+        parts.append(problem)
+    return "; ".join(parts)
+
+
+def cluster_run_compute(*, run_id: int) -> ClusterRun:
+    """Run the clustering ``run_id`` in this process (commands, tests, the benchmark) as a worker runs it; returns
+    the run as it ended."""
+    return job_run_here(ClusterRun.objects.get(pk=run_id))
 
 
 def _model_embedder(model_path: str) -> Callable[[list[str]], Any]:
@@ -462,7 +555,7 @@ def _covering(cluster: Cluster, previous: list[Cluster]) -> Cluster | None:
 def carry_over_lead_choices(run: ClusterRun, clusters: list[Cluster]) -> list[Cluster]:
     """The clusters of ``run`` with the previous run's labels, pins and merges applied to the clusters they cover."""
     before = (
-        ClusterRun.objects.filter(project_id=run.project_id, status=ClusterRun.Status.SUCCEEDED)
+        ClusterRun.objects.filter(project_id=run.project_id, status=JobStatus.SUCCEEDED)
         .exclude(pk=run.pk)
         .order_by("-created_at", "-id")
         .first()

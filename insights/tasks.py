@@ -1,11 +1,5 @@
-"""Celery tasks: thin wrappers that call services."""
+"""Celery tasks. The clustering job's task (``jobs.clustering.run``, and ``insights.tasks.run_clustering``, the name
+older releases queued it by) is made by the job engine (studio/engine.py) from the kind declared in insights/jobs.py;
+a worker's autodiscovery imports this module, which registers it."""
 
-from celery import shared_task
-
-
-# Sent to the queue its run names (services.cluster_run_queue): `default` for TF-IDF, `gpu` for the model's embeddings.
-@shared_task(name="insights.tasks.run_clustering", acks_late=True)
-def run_clustering(run_id: int) -> None:
-    from insights import services
-
-    services.cluster_run_compute(run_id=run_id)
+from insights import jobs  # noqa: F401

@@ -12,6 +12,7 @@ urlpatterns = [
     path("slices/<int:pk>/", views.slice_detail, name="slice-detail"),
     path("slices/<int:pk>/queue/", views.slice_queue, name="slice-queue"),
     path("projects/<int:project_id>/clusters/", views.project_clusters, name="project-clusters"),
+    path("cluster-runs/<int:pk>/cancel/", views.cluster_run_cancel, name="cluster-run-cancel"),
     path("clusters/<int:pk>/slice/", views.cluster_slice, name="cluster-slice"),
     path("clusters/<int:pk>/edit/", views.cluster_edit, name="cluster-edit"),
     path("projects/<int:project_id>/alignment/", views.project_alignment, name="project-alignment"),

@@ -5,16 +5,18 @@ from __future__ import annotations
 import csv
 from urllib.parse import urlencode
 
+from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from insights import selectors, services
-from insights.access import access_cluster, access_slice, slices_for
+from insights.access import access_cluster, access_cluster_run, access_slice, slices_for
 from studio.access import can
 from studio.errors import Invalid
 from studio.inputs import id_from_text
+from studio.jobs import job_cancel
 from traces.access import access_project, projects_for
 
 PAGE_SIZE = 50
@@ -181,46 +183,75 @@ def slice_queue(request, pk: int):
     return redirect("slice-detail", pk=slice_.pk)
 
 
+def _page_number(raw: str | None) -> int:
+    if not raw:
+        return 1
+    number = id_from_text(raw)
+    if not number:
+        raise Invalid("page: a page number, 1 or more", field="page")
+    return number
+
+
 @require_http_methods(["GET", "POST"])
 def project_clusters(request, project_id: int):
+    """The latest clustering's state (cancel while it runs) and the clusters of the newest run that has them, a page
+    of CLUSTERS_PAGE_SIZE at a time: a card's merge field finds the other cluster by name (``api-cluster-merge``),
+    so no page lists every cluster for every card."""
     project = access_project(request.user, project_id, "slice.view")
     if request.method == "POST":
         project = access_project(request.user, project_id, "slice.manage")
         services.cluster_run_create(project=project, user=request.user)
         return redirect("project-clusters", project_id=project.pk)
-    run = selectors.latest_cluster_run(project)
-    clusters = list(run.clusters.all()) if run else []
+    latest = selectors.latest_cluster_run(project)
+    shown = selectors.clustered_run(project)
+    paged = selectors.cluster_page(shown, page=_page_number(request.GET.get("page"))) if shown else None
     context = {
         "project": project,
-        "run": run,
+        "run": latest,
+        "shown": shown,
+        "paged": paged,
         "clusters": [
             {
                 "cluster": c,
                 "examples": selectors.cluster_examples(c, request.user),
-                "others": [o for o in clusters if o.kind == c.kind and o.pk != c.pk],
+                "can_merge": paged["by_kind"].get(c.kind, 0) > 1,
             }
-            for c in clusters
+            for c in (paged["clusters"] if paged else [])
         ],
         "can_manage": can(request.user, "slice.manage", project),
     }
     return render(request, "insights/clusters.html", context)
 
 
+def _clusters_page(project_id: int, page: str | None):
+    """Back to the clusters page the form was on."""
+    url = reverse("project-clusters", args=[project_id])
+    number = id_from_text(page or "")
+    return redirect(f"{url}?page={number}" if number and number > 1 else url)
+
+
 @require_POST
 def cluster_edit(request, pk: int):
-    """The clusters page's forms: rename (label), pin or unpin, merge another cluster into this one."""
+    """The clusters page's forms: rename (label), pin or unpin, merge another cluster into this one (named in the
+    merge field: a choice it offered, or a name only one other cluster of its kind has)."""
     cluster = access_cluster(request.user, pk, "slice.manage")
     form = request.POST
     if "merge_with" in form:
-        other_id = id_from_text(form.get("merge_with", ""))
-        if other_id is None:
-            raise Invalid("merge_with: choose the cluster to merge into this one")
-        services.cluster_merge(cluster=cluster, other_id=other_id)
+        other = selectors.cluster_merge_target(cluster, form.get("merge_with", ""))
+        services.cluster_merge(cluster=cluster, other_id=other.pk)
     else:
         pinned = {"1": True, "0": False}.get(form.get("pinned", ""))
         label = form.get("label") if "label" in form else None
         services.cluster_update(cluster=cluster, label=label, pinned=pinned)
-    return redirect("project-clusters", project_id=cluster.run.project_id)
+    return _clusters_page(cluster.run.project_id, form.get("page"))
+
+
+@require_POST
+def cluster_run_cancel(request, pk: int):
+    run = access_cluster_run(request.user, pk, "slice.manage")
+    changed, said = job_cancel(run)
+    (messages.success if changed else messages.info)(request, said)
+    return redirect("project-clusters", project_id=run.project_id)
 
 
 @require_POST

@@ -63,6 +63,7 @@ ENTITIES: dict[str, Entity] = {
     "webhooks.Delivery": Entity("delivery", "webhook__project"),
     "insights.Slice": Entity("slice", "project"),
     "insights.Cluster": Entity("cluster", "run__project"),
+    "insights.ClusterRun": Entity("clustering run", "project"),
 }
 
 

@@ -165,6 +165,7 @@ PAGE_PERMISSIONS: dict[str, str] = {
     "project-slices": "slice.view",
     "slice-detail": "slice.view",
     "project-clusters": "slice.view",
+    "cluster-run-cancel": "slice.manage",
     "cluster-slice": "slice.manage",
     "cluster-edit": "slice.manage",
     "slice-queue": "queue.request",

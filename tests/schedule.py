@@ -25,6 +25,7 @@ SLOWEST_FILES = (
     "tests/exports/test_export_prm_verl.py",
     "tests/access/test_hostile_inputs.py",
     "tests/insights/test_search_ranking.py",
+    "tests/insights/test_clustering_runs.py",
     "tests/serving/test_schemathesis.py",
     "tests/exports/test_pixel_fidelity.py",
     "tests/annotation/test_double_annotation.py",

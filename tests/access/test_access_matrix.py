@@ -200,6 +200,7 @@ def build_world(tmp_path):
     run = ClusterRun.objects.create(project=project, status="succeeded")
     a_cluster = Cluster.objects.create(run=run, kind="text", name="click, button", size=0, annotation_ids=[])
     objects["clusters"] = a_cluster.pk
+    objects["cluster-runs"] = run.pk
     from annotation.models import Lease
     from exports.models import ExportJob
     from prescoring.models import PrescoreJob
@@ -223,6 +224,7 @@ def build_world(tmp_path):
         "evaluations": evaluation,
         "slices": a_slice,
         "clusters": a_cluster,
+        "cluster-runs": run,
     }
     users = {
         "anonymous": None,

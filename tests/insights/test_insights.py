@@ -386,6 +386,68 @@ def test_calibration_and_best_threshold_match_a_count_by_hand(world, project, le
     assert 'data-low="0.8"' in page
 
 
+def _scored(world, project, suspicion_of) -> None:
+    """Two traces without error, six with their human first error at step 3; each step up to τ (and every step of
+    an error-free trace) scored ``suspicion_of(trace number, is τ)``."""
+    from annotation.models import Verdict
+    from prescoring.models import PrescoreJob, StepSuggestion
+    from traces.models import Step
+
+    traces, humans = world["traces"], world["annotations"]
+    for trace in traces[6:]:
+        a = humans[trace.pk]
+        a.verdict, a.tau = Verdict.NO_ERROR, None
+        a.save()
+    job = PrescoreJob.objects.create(project=project, scorer="rules", status="succeeded")
+    for i, trace in enumerate(traces):
+        tau = humans[trace.pk].tau if i < 6 else None
+        for step in Step.objects.filter(trace=trace):
+            StepSuggestion.objects.create(
+                step=step, job=job, scorer="rules", suspicion=suspicion_of(i, step.index == tau)
+            )
+
+
+def test_a_threshold_is_recommended_with_its_cost_and_gain_and_never_one_that_reads_everything(
+    world, project, lead, client
+):
+    # A scorer blind to the errors: every step 0.5. Reading at 0.0 to 0.5 reads all 26 judged steps (6 first
+    # errors); above 0.5 it reads nothing. No threshold saves reading and catches anything: none is recommended
+    # (the old rule named 0.0, "read every step", as the best threshold).
+    _scored(world, project, lambda i, at_tau: 0.5)
+    client.force_login(lead)
+    scorer = client.get(f"/api/projects/{project.pk}/alignment/").json()[0]
+    assert scorer["best_threshold"] is None
+    table = {r["threshold"]: r for r in scorer["thresholds"]}
+    assert (table[0.0]["steps_read"], table[0.0]["steps_not_read"], table[0.0]["first_errors_caught"]) == (26, 0, 6)
+    assert (table[0.6]["steps_read"], table[0.6]["first_errors_missed"]) == (0, 6)
+    advice = scorer["threshold_advice"]
+    assert (advice["threshold"], advice["steps"], advice["first_errors"]) == (None, 26, 6)
+    assert "no threshold is recommended" in advice["reason"]
+    page = client.get(f"/projects/{project.pk}/alignment/").content.decode()
+    assert 'class="best"' not in page and "recommended</span>" not in page
+    assert advice["reason"] in page.replace("&#x27;", "'")
+
+
+def test_the_recommended_threshold_says_what_it_costs_and_catches(world, project, lead, client):
+    # τ scores 0.85 on four traces and 0.05 on two; steps before τ and error-free traces' steps 0.25. At 0.3 a lead
+    # reads 4 steps of 26 and catches 4 of the 6 first errors (100 per hundred against 6/26 reading every step);
+    # a threshold that catches nothing (0.9) is never the advice.
+    _scored(world, project, lambda i, at_tau: (0.85 if i < 4 else 0.05) if at_tau else 0.25)
+    client.force_login(lead)
+    scorer = client.get(f"/api/projects/{project.pk}/alignment/").json()[0]
+    advice = scorer["threshold_advice"]
+    assert advice["threshold"] == 0.3 == scorer["best_threshold"]["threshold"]
+    assert (advice["steps_read"], advice["steps_not_read"], advice["steps"]) == (4, 22, 26)
+    assert (advice["first_errors_caught"], advice["first_errors_missed"], advice["first_errors"]) == (4, 2, 6)
+    assert (advice["per_hundred_steps"], advice["every_step_per_hundred"]) == (100.0, round(600 / 26, 2))
+    page = client.get(f"/projects/{project.pk}/alignment/").content.decode()
+    text = " ".join(re.search(r'<p class="threshold-advice"[^>]*>(.*?)</p>', page, re.S).group(1).split())
+    text = re.sub(r"<[^>]+>", "", text)
+    assert (
+        "suspicion ≥ 0.3: 4 of 26 steps to read (22 fewer), catching 4 of the 6 human first errors (2 missed)" in text
+    )
+
+
 def test_checkpoint_agreement_and_suspicion_facets_count_and_filter(world, project, lead, annotator, api_client):
     from annotation.models import Annotation, AnnotationStatus, Verdict
     from prescoring.models import PrescoreJob, StepSuggestion
