@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from exports.writers import IMAGE_TABLE, data_file_glob, data_file_parts
+from traces import prompting
 
 FIXED_DATE = (1980, 1, 1, 0, 0, 0)
 CHUNK = 1024 * 1024
@@ -440,9 +441,16 @@ def _budget_words(pixels: dict) -> str:
     return (
         f", under an image budget: the last {budget['full_images']} screenshots of a prompt at these bounds, older ones "
         f"stored already resized to their `smart_resize` size at `max_pixels={budget['older_max_pixels']}` (named "
-        "`images/<sha256>-<width>x<height>.png`; the processor leaves them as they are), each history action's points "
-        "in the size of its screenshot as sent"
+        "`images/<sha256>-<width>x<height>.png`; the processor leaves them as they are), "
+        + _budget_points_words(pixels["coordinate_convention"])
     )
+
+
+def _budget_points_words(convention: str) -> str:
+    """Where a history action's points lie when its screenshot is sent reduced (traces.prompting.rescale_action)."""
+    if convention in prompting.RESCALED_CONVENTIONS:
+        return f"each history action's points in the size of its screenshot as sent ({convention})"
+    return f"every point in {convention} as on the screen, whatever size its screenshot is sent at"
 
 
 def _pixels_section(pixels: dict | None, where: str = BOUNDS_GO_DEFAULT) -> str:

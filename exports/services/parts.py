@@ -40,7 +40,8 @@ def pixel_contract(project: Project) -> dict:
         "history_window": project.history_window,
         # The image budget (traces.prompting.ReducedImage): a prompt's last `full_images` screenshots within the
         # bounds above, older ones stored in the bundle already resized to their smart_resize size at
-        # `older_max_pixels` (the processor leaves them so), their history actions' points in that size.
+        # `older_max_pixels` (the processor leaves them so); in smart-resize-pixels their history actions' points in
+        # that size (screen-pixels and relative-1000 points do not depend on the image's size).
         "history_budget": {
             "full_images": project.history_full_images,
             "older_max_pixels": project.history_max_pixels if project.history_full_images else None,
