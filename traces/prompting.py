@@ -357,7 +357,9 @@ def build_trajectory(
     trace, upto: int, *, project=None, steps: Sequence | None = None, render: Callable[..., str] = render_step
 ) -> Trajectory:
     """Steps 1..``upto`` of ``trace`` with their observations (every one: a PRM scores each step on its own screen,
-    so the history window does not apply). Raises PromptError when a step has no screenshot."""
+    so the history window does not apply). The image budget does, as to every prompt with a history: the last
+    ``history_full_images`` screenshots at the project's bounds, the older ones reduced with their replies' points
+    where they lie on the image as sent (:func:`render_step_on`). Raises PromptError when a step has no screenshot."""
     project = project or trace.project
     if steps is None:
         from traces.selectors import trace_steps
@@ -368,11 +370,21 @@ def build_trajectory(
     missing = next((step.index for step in steps[:upto] if step.screenshot is None), None)
     if missing is not None:
         raise PromptError(f"trace {trace.pk} has no observation o_{missing} (step {missing}'s screenshot is missing)")
+    # The last step's screenshot is the one being judged, as o_i is a state's: budget_reduced counts the others.
+    reduced = budget_reduced(project, upto - 1)
+    images, replies = [], []
+    for j, step in enumerate(steps[:upto]):
+        image = reduced_image(step.screenshot, project) if j < reduced else step.screenshot
+        if isinstance(image, ReducedImage):
+            replies.append(render_step_on(step, image, project=project, convention=trace.coordinate_convention))
+        else:
+            replies.append(render(step, project=project, convention=trace.coordinate_convention))
+        images.append(image)
     return Trajectory(
         system=project.system_prompt,
         instruction=instruction_text(project, trace.instruction),
-        images=tuple(step.screenshot for step in steps[:upto]),
-        replies=tuple(render(step, project=project, convention=trace.coordinate_convention) for step in steps[:upto]),
+        images=tuple(images),
+        replies=tuple(replies),
     )
 
 

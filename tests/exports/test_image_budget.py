@@ -154,6 +154,34 @@ def test_every_point_of_a_budgeted_screen_pixels_bundle_is_in_screen_pixels(proj
     assert points == [(960, 540), (960, 540), (1500, 800)]
 
 
+def test_a_prm_record_sends_its_older_steps_screenshots_under_the_budget(project, annotator, lead, tmp_path):
+    """A process record reads each step on its own screen, every step with its screenshot: the budget applies to it as
+    to every format with histories (the last k screenshots at the project's bounds, the older ones reduced, their
+    replies' points in the size sent), where it sent six 1920×1080 screenshots whole (6 × 2691 image tokens)."""
+    budget_project(project, grammar.SMART_RESIZE_PIXELS)
+    trace = full_hd_trace(project, grammar.SMART_RESIZE_PIXELS)
+    accepted_annotation(
+        trace,
+        annotator=annotator,
+        reviewer=lead,
+        verdict=Verdict.ERROR,
+        tau=6,
+        corrected_thought="Click Display.",
+        corrected_action="click(start_box='(300,260)')",
+    )
+    out = tmp_path / "prm.zip"
+    services.export_to_path(project=project, user=None, fmt="prm", options={"validation_fraction": 0}, out=out)
+    archive = zipfile.ZipFile(out)
+    record = json.loads(archive.read("data/prm/train-00000-of-00001.jsonl").decode().splitlines()[0])
+    assert [name.endswith("-588x336.png") for name in record["images"]] == [True] * 4 + [False] * 2
+    assert all(name in archive.namelist() for name in record["images"])
+    # Step 2 acted on a screenshot sent reduced, step 5 on one sent whole: each point in its image's size.
+    assert MIDDLE_REDUCED[grammar.SMART_RESIZE_PIXELS] in record["completions"][1]
+    assert MIDDLE[grammar.SMART_RESIZE_PIXELS] in record["completions"][4]
+    manifest = json.loads(archive.read("manifest.json"))
+    assert manifest["tokens"]["longest"]["image_tokens"] == 4 * 252 + 2 * 2691
+
+
 def test_prescoring_loads_a_reduced_screenshot_at_the_size_it_is_sent(project):
     from prescoring.services import image_inputs
 
