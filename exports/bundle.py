@@ -481,8 +481,8 @@ def _split_note(options: dict, counts: dict) -> str:
         return f"; **the validation split is empty**: {counts['validation_empty']}"
     if options.get("validation_trace") is not None:
         return (
-            f"; no trace's seeded score fell under the fraction, so trace {options['validation_trace']} (the lowest "
-            "score) is the validation split"
+            "; no trace giving samples of this format had a seeded score under the fraction, so trace "
+            f"{options['validation_trace']} (the lowest score among them) is the validation split"
         )
     return ""
 
