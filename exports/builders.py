@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from annotation.models import Annotation, AnnotationStatus, Verdict
-from annotation.selectors import action_target_box
+from annotation.selectors import action_target_box, steps_dropped_before
 from studio.errors import Invalid
 from traces import grammar, prompting
 from traces.models import Project, Screenshot, Step
@@ -403,8 +403,9 @@ def _steps_by_trace(trace_ids: list[int], shots: ScreenshotCache) -> dict[int, l
 
 
 def missing_before(step) -> int:
-    """How many recorded steps the source dropped right before ``step`` (native format ``missing_before``)."""
-    return int((step.context or {}).get("missing_before") or 0)
+    """How many recorded steps the source dropped right before ``step`` (native format ``missing_before``): the
+    annotation's own reading, which refuses a post-reflection across such a gap where it is written."""
+    return steps_dropped_before(step)
 
 
 def _render_once(step, *, project, convention: str) -> str:
