@@ -309,12 +309,15 @@ def sequence_lengths(
             "file": data_file_name(stem, longest["file_number"], len(by_stem[stem]), suffix),
         }
     limit = tokens.trainer_length(longest["tokens"]) if longest is not None else None
+    # The shards count alike (one setting); an export made across a change of it says both.
+    counted = " and ".join(sorted(counted_with)) or tokens.BOUND
     return {
         "longest": where,
-        # The shards count alike (one setting); an export made across a change of it says both.
-        "counted_with": " and ".join(sorted(counted_with)) or tokens.BOUND,
+        "counted_with": counted,
         "image_tokens": f"(h/{tokens.PATCH_SIZE * tokens.MERGE_SIZE})·(w/{tokens.PATCH_SIZE * tokens.MERGE_SIZE}) "
         f"of smart_resize within min_pixels={pixels['min_pixels']}, max_pixels={pixels['max_pixels']}",
         "cutoff_len": limit,
         "max_length": limit,
+        # Counted in bytes: about what Qwen2's tokenizer makes of the longest sample, and how much the limit overstates.
+        **({"byte_bound": tokens.bound_estimate(longest)} if counted == tokens.BOUND and longest is not None else {}),
     }
