@@ -227,8 +227,8 @@ class SplitPlan:
 
 
 # How many traces the plan asks about first when it looks for the traces that give samples (then four times as
-# many each time, up to a batch of samples' annotations): most traces give samples, so two are found at once.
-SPLIT_PROBE_FIRST = 4
+# many each time, up to a batch of samples' annotations): most traces give samples, so the first two are enough.
+SPLIT_PROBE_FIRST = VALIDATION_MIN_TRACES
 
 
 def split_plan(trace_ids, options: ExportOptions, gives_samples: Callable[[list[int]], set[int]]) -> SplitPlan:
