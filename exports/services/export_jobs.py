@@ -16,6 +16,7 @@ from exports.builders import (
     BuildStats,
     ExportOptions,
     OptionsError,
+    SplitPlan,
     export_plan_annotations,
     split_plan,
     traces_with_samples,
@@ -114,7 +115,9 @@ def export_plan_make(job: ExportJob) -> list[tuple[list[int], int]]:
     return pieces
 
 
-def export_split_plan(job: ExportJob, options: ExportOptions, annotation_ids: list[int], trace_ids: list[int]):
+def export_split_plan(
+    job: ExportJob, options: ExportOptions, annotation_ids: list[int], trace_ids: list[int]
+) -> SplitPlan:
     """The export's split, drawn among its traces that give samples of its format (``builders.split_plan``): a trace
     the format takes nothing of never fills the validation split, nor leaves it empty."""
     annotation_of = dict(zip(trace_ids, annotation_ids, strict=True))
