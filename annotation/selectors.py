@@ -164,9 +164,15 @@ def queue_for_user(user) -> list[dict]:
     return rows
 
 
+def steps_dropped_before(step) -> int:
+    """How many recorded steps the source dropped right before ``step`` (native format ``missing_before``; ``true``, an
+    unknown number, counts as 1): the one reading of a gap, for the pages, the post-reflection rule and exports."""
+    return int((step.context or {}).get("missing_before") or 0) if step is not None else 0
+
+
 def _gap(step) -> dict:
     """How many steps the source dropped right before ``step``, as a number and in words (the page says it)."""
-    dropped = int((step.context or {}).get("missing_before") or 0)
+    dropped = steps_dropped_before(step)
     return {"missing_before": dropped, "missing_before_words": in_words(dropped, "step", "steps")}
 
 
@@ -200,10 +206,26 @@ def observations(trace, steps) -> dict:
     return screens
 
 
-def server_no_reflection_reason(tau: int, after) -> str:
+def gap_after_reason(tau: int, dropped: int) -> str:
+    """Why no post-reflection can be given for a first error at step ``tau`` when the source dropped ``dropped`` steps
+    right after it: the next recorded screen is not o_{τ+1}, so a post-reflection written there would be trained on
+    the wrong screen (the export's ``gap_after_tau``). "" without a gap."""
+    if not dropped:
+        return ""
+    return (
+        f"The source dropped {in_words(dropped, 'step', 'steps')} between step {tau} and step {tau + 1}: step "
+        f"{tau + 1}'s screen is not the one right after step {tau} (o_{tau + 1} was not kept), so no post-reflection "
+        "step can be given."
+    )
+
+
+def server_no_reflection_reason(tau: int, after, dropped: int = 0) -> str:
     """The reason the server records itself on submit for a first error at step ``tau`` whose o_{τ+1} (``after``: that
-    screen, or None) was not kept — no post-reflection can be given, so the annotator is not asked why; "" when o_{τ+1}
-    was kept (then a post-reflection, or the annotator's own reason, is asked for)."""
+    screen, or None) was not kept, or whose next recorded step follows ``dropped`` steps the source dropped — no
+    post-reflection can be given, so the annotator is not asked why; "" when o_{τ+1} was kept (then a
+    post-reflection, or the annotator's own reason, is asked for)."""
+    if dropped:
+        return gap_after_reason(tau, dropped)
     if after is not None:
         return ""
     return (
@@ -246,7 +268,7 @@ STEPS_WINDOW = 50
 STEPS_MAX_SPAN = 200
 
 
-def _workspace_step_json(step, trace, project, screens: dict) -> dict:
+def _workspace_step_json(step, trace, project, screens: dict, dropped_after: int = 0) -> dict:
     return {
         "index": step.index,
         "thought": step.thought,
@@ -265,7 +287,9 @@ def _workspace_step_json(step, trace, project, screens: dict) -> dict:
         "reflection_screen": step.index + 1 if screens.get(step.index + 1) is not None else None,
         # What the server records as the reason there is no post-reflection for a first error here ("" when it
         # records none): the page hides the annotator's reason field then, it has no copy of the rule.
-        "server_no_reflection_reason": server_no_reflection_reason(step.index, screens.get(step.index + 1)),
+        "server_no_reflection_reason": server_no_reflection_reason(
+            step.index, screens.get(step.index + 1), dropped_after
+        ),
     }
 
 
@@ -276,7 +300,12 @@ def workspace_steps(trace: Trace, first: int, last: int) -> list[dict]:
     # has its post-reflection.
     rows = list(trace_steps(trace).filter(index__gte=first, index__lte=last + 1))
     screens = observations(trace, rows)
-    return [_workspace_step_json(step, trace, project, screens) for step in rows if step.index <= last]
+    dropped = {step.index: steps_dropped_before(step) for step in rows}
+    return [
+        _workspace_step_json(step, trace, project, screens, dropped.get(step.index + 1, 0))
+        for step in rows
+        if step.index <= last
+    ]
 
 
 def workspace_steps_range(trace: Trace, first_text, last_text) -> tuple[int, int]:

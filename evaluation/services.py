@@ -113,7 +113,7 @@ def _selection_resolve(
         export = ExportJob.objects.filter(pk=export_id, project=project).first()
         if export is None:
             raise Invalid(f"export: project {project.name!r} has no export {export_id}", field="export")
-        keys = ("validation_fraction", "split_seed", "unparsed_history", "validation_trace")
+        keys = ("validation_fraction", "split_seed", "unparsed_history", "validation_trace", "train_only")
         raw = {key: export.options[key] for key in keys if key in (export.options or {})}
     if validation_fraction is not None:
         raw["validation_fraction"] = validation_fraction
@@ -125,6 +125,12 @@ def _selection_resolve(
         raise Invalid(str(exc), field="selection") from None
     if split == "validation" and options.validation_fraction == 0:
         raise Invalid("split: validation_fraction is 0, so the validation split is empty", field="split")
+    if split == "validation" and options.train_only:
+        raise Invalid(
+            f"split: export {export_id} trained every sample (fewer than two of its traces gave samples), so its "
+            "validation split is empty; evaluate split 'all' or a round",
+            field="split",
+        )
     return {
         "split": split,
         "round": chosen_round.pk if chosen_round else None,
@@ -135,6 +141,8 @@ def _selection_resolve(
         "unparsed_history": options.unparsed_history,
         # The export's plan sent this trace to validation (no seeded score fell under the fraction).
         "validation_trace": options.validation_trace,
+        # The export's plan found fewer than two traces giving samples: every sample of it trained.
+        "train_only": options.train_only,
     }
 
 
@@ -196,6 +204,7 @@ def selected_samples(job: EvaluationJob) -> _Selected:
         split_seed=selection["split_seed"],
         unparsed_history=selection.get("unparsed_history", "skip"),
         validation_trace=selection.get("validation_trace"),
+        train_only=selection.get("train_only", False),
     )
     stats = BuildStats()
     samples: list[Sample] = []

@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from annotation.models import Annotation, AnnotationStatus, Verdict
-from annotation.selectors import action_target_box
+from annotation.selectors import action_target_box, steps_dropped_before
 from studio.errors import Invalid
 from traces import grammar, prompting
 from traces.models import Project, Screenshot, Step
@@ -75,12 +75,12 @@ class ExportOptions:
     # An incremental export: leave out every annotation that export already held at the same version (new and
     # changed answers only). The export must be of the same project, finished, and have its lineage.
     since_export: int | None = None
-    # The trace that goes to validation when no trace's seeded score falls under the fraction (set by the export's
-    # plan, ``validation_floor``): a small bundle with a fraction above 0 still has a validation split.
+    # The trace that goes to validation when no trace giving samples scores under the fraction (set by the export's
+    # plan, ``split_plan``): a small bundle with a fraction above 0 still has a validation split.
     validation_trace: int | None = None
     # Only the annotations of this slice (insights.Slice, a saved search of the same project).
     slice: int | None = None
-    # Set by the export's plan when the bundle holds fewer than VALIDATION_MIN_TRACES traces: one trace cannot be
+    # Set by the export's plan when fewer than VALIDATION_MIN_TRACES traces give samples: one trace cannot be
     # split, so it trains, whatever its seeded score (else a one-trace bundle could be all validation, no train).
     train_only: bool = False
 
@@ -212,33 +212,68 @@ def split_of(trace_id: int, options: ExportOptions) -> str:
     return "validation" if _split_score(trace_id, options.split_seed) < options.validation_fraction else "train"
 
 
-# Below this many traces a bundle has no validation split, whatever its fraction: one trace cannot be split.
+# Below this many traces that give samples a bundle has no validation split, whatever its fraction: one trace cannot
+# be split.
 VALIDATION_MIN_TRACES = 2
 
 
-def validation_floor(trace_ids, options: ExportOptions) -> int | None:
-    """The trace to send to validation so that a bundle of ``trace_ids`` with a fraction above 0 has a validation
-    split: None when the seeded scores already send one there, the fraction is 0 or there are fewer than
-    ``VALIDATION_MIN_TRACES`` traces; else the trace with the lowest score (seeded, by trace, as the split is)."""
-    ids = sorted(set(trace_ids))
-    if options.validation_fraction <= 0 or len(ids) < VALIDATION_MIN_TRACES:
-        return None
-    scores = {pk: _split_score(pk, options.split_seed) for pk in ids}
-    if any(score < options.validation_fraction for score in scores.values()):
-        return None
-    return min(ids, key=lambda pk: (scores[pk], pk))
+@dataclass(frozen=True)
+class SplitPlan:
+    """What an export's plan decides of its split, kept in the job's options for every shard: the trace sent to
+    validation because no trace giving samples scored under the fraction, or that every sample trains."""
+
+    validation_trace: int | None = None
+    train_only: bool = False
 
 
-def validation_empty_reason(*, options: ExportOptions, traces: int, validation_samples: int) -> str:
-    """Why a bundle's validation split is empty, in words ("" when it is not)."""
+# How many traces the plan asks about first when it looks for the traces that give samples (then four times as
+# many each time, up to a batch of samples' annotations): most traces give samples, so the first two are enough.
+SPLIT_PROBE_FIRST = VALIDATION_MIN_TRACES
+
+
+def split_plan(trace_ids, options: ExportOptions, gives_samples: Callable[[list[int]], set[int]]) -> SplitPlan:
+    """The split of a bundle of ``trace_ids``, drawn among the traces that give samples of its format
+    (``gives_samples(ids)``: which of ``ids`` do). A trace that gives none adds nothing to either split, so it can
+    neither fill the validation split nor leave it empty. The traces are asked about in order of their seeded score,
+    a few at a time, until two that give samples are found: fewer than ``VALIDATION_MIN_TRACES`` and every sample
+    trains; the lowest-scored one already under the fraction and the seeded split stands; else it is sent to
+    validation (the floor). Nothing with a fraction of 0."""
+    if options.validation_fraction <= 0:
+        return SplitPlan()
+    ids = sorted(set(trace_ids), key=lambda pk: (_split_score(pk, options.split_seed), pk))
+    found: list[int] = []
+    start, size = 0, SPLIT_PROBE_FIRST
+    while len(found) < VALIDATION_MIN_TRACES and start < len(ids):
+        batch = ids[start : start + size]
+        giving = gives_samples(batch)
+        found += [pk for pk in batch if pk in giving]
+        start, size = start + size, min(size * 4, BATCH)
+    if len(found) < VALIDATION_MIN_TRACES:
+        return SplitPlan(train_only=True)
+    if _split_score(found[0], options.split_seed) < options.validation_fraction:
+        return SplitPlan()
+    return SplitPlan(validation_trace=found[0])
+
+
+def validation_empty_reason(
+    *, options: ExportOptions, traces: int, validation_samples: int, sample_traces: int | None = None
+) -> str:
+    """Why a bundle's validation split is empty, in words ("" when it is not). ``sample_traces``: how many of its
+    ``traces`` gave samples of its format (all of them when not known)."""
     if validation_samples:
         return ""
     if options.validation_fraction <= 0:
         return "validation_fraction is 0"
+    giving = traces if sample_traces is None else sample_traces
     if traces < VALIDATION_MIN_TRACES:
         return (
             f"the bundle holds {traces} trace{'' if traces == 1 else 's'}; a validation split needs "
             f"{VALIDATION_MIN_TRACES} or more, so every sample trains"
+        )
+    if giving < VALIDATION_MIN_TRACES:
+        return (
+            f"{giving} of the bundle's {traces} traces give{'s' if giving == 1 else ''} samples of this format; "
+            f"a validation split needs {VALIDATION_MIN_TRACES} or more, so every sample trains"
         )
     return "the traces chosen for validation gave no samples of this format"
 
@@ -368,8 +403,9 @@ def _steps_by_trace(trace_ids: list[int], shots: ScreenshotCache) -> dict[int, l
 
 
 def missing_before(step) -> int:
-    """How many recorded steps the source dropped right before ``step`` (native format ``missing_before``)."""
-    return int((step.context or {}).get("missing_before") or 0)
+    """How many recorded steps the source dropped right before ``step`` (native format ``missing_before``): the
+    annotation's own reading, which refuses a post-reflection across such a gap where it is written."""
+    return steps_dropped_before(step)
 
 
 def _render_once(step, *, project, convention: str) -> str:
@@ -807,6 +843,15 @@ def export_plan_annotations(
             chosen.append(pk)
             stats.trace_ids.append(trace_id)
     return chosen
+
+
+def traces_with_samples(
+    project: Project, annotation_ids: list[int], options: ExportOptions, *, sample_set: str
+) -> set[int]:
+    """The traces of ``annotation_ids`` whose annotation gives at least one sample of ``sample_set``: the samples are
+    built as a shard builds them, and only counted."""
+    items = iter_samples(project, options, BuildStats(), sample_set=sample_set, annotation_ids=annotation_ids)
+    return {item.trace_id for item in items if isinstance(item, Sample)}
 
 
 def count_sources(project: Project) -> int:

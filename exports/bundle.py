@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from exports.writers import IMAGE_TABLE, data_file_glob, data_file_parts
+from traces import prompting
 
 FIXED_DATE = (1980, 1, 1, 0, 0, 0)
 CHUNK = 1024 * 1024
@@ -440,9 +441,16 @@ def _budget_words(pixels: dict) -> str:
     return (
         f", under an image budget: the last {budget['full_images']} screenshots of a prompt at these bounds, older ones "
         f"stored already resized to their `smart_resize` size at `max_pixels={budget['older_max_pixels']}` (named "
-        "`images/<sha256>-<width>x<height>.png`; the processor leaves them as they are), each history action's points "
-        "in the size of its screenshot as sent"
+        "`images/<sha256>-<width>x<height>.png`; the processor leaves them as they are), "
+        + _budget_points_words(pixels["coordinate_convention"])
     )
+
+
+def _budget_points_words(convention: str) -> str:
+    """Where a history action's points lie when its screenshot is sent reduced (traces.prompting.rescale_action)."""
+    if convention in prompting.RESCALED_CONVENTIONS:
+        return f"each history action's points in the size of its screenshot as sent ({convention})"
+    return f"every point in {convention} as on the screen, whatever size its screenshot is sent at"
 
 
 def _pixels_section(pixels: dict | None, where: str = BOUNDS_GO_DEFAULT) -> str:
@@ -473,8 +481,8 @@ def _split_note(options: dict, counts: dict) -> str:
         return f"; **the validation split is empty**: {counts['validation_empty']}"
     if options.get("validation_trace") is not None:
         return (
-            f"; no trace's seeded score fell under the fraction, so trace {options['validation_trace']} (the lowest "
-            "score) is the validation split"
+            "; no trace giving samples of this format had a seeded score under the fraction, so trace "
+            f"{options['validation_trace']} (the lowest score among them) is the validation split"
         )
     return ""
 
@@ -499,7 +507,7 @@ annotation {longest["annotation_id"]}), {longest["images"]} screenshots of {long
 {counted}. A trainer cuts longer sequences without a word, and a cut inside a screenshot's tokens fails the forward
 pass ("Image features and image tokens do not match"): set {limit_goes} to at least
 **{sequence["max_length"]}** (`manifest.json` → `tokens`: `cutoff_len`, `max_length`).
-
+{_byte_bound_words(sequence)}
 What a sequence costs in memory grows with its tokens (docs/formats.md, "Sequence length"): a 1920×1080 screenshot is
 2691 image tokens at the default bounds, so a five-screenshot history is 13,455. With gradient checkpointing,
 Qwen2-VL-7B keeps about 200 KB per token of decoder activations (bf16, 28 layers × 3584) and Qwen2-VL-2B 86 KB; the
@@ -508,6 +516,28 @@ target only; the vision tower's activations come on top (4 patches per image tok
 into a smaller context is the project's image budget (its last k screenshots at full size, older ones smaller: at
 k = 2 and 200,704 pixels a five-screenshot 1920×1080 history is 6138 image tokens), a shorter history window or a
 smaller `max_pixels`.
+"""
+
+
+def _byte_bound_words(sequence: dict) -> str:
+    """How much a limit counted in bytes overstates the longest sample, and how to count it exactly ("" when a
+    tokenizer counted it)."""
+    bound = sequence.get("byte_bound")
+    if not bound:
+        return ""
+    longest = sequence["longest"]
+    share = round(100 * bound["overstates_by_about"] / sequence["max_length"])
+    low, high = bound["bytes_per_token"]
+    return f"""
+**This limit overstates** the longest sample: no tokenizer was set, so each byte of its text counted as a token, where
+Qwen2's tokenizer makes one token of about {low} to {high} bytes of UI-TARS text (English; measured on
+public OSWorld, ScreenAgent and Mobile-Agent traces). Its {longest["text_tokens"]} bytes of text are about
+{bound["text_tokens_about"]} tokens, so the sample is about {bound["tokens_about"]} tokens and a limit of about
+{bound["cutoff_len_about"]} holds it: this one is about {bound["overstates_by_about"]} tokens ({share} %) above the
+need (text in other scripts has fewer bytes a token; the limit always holds it). To count exactly, set
+`STUDIO_EXPORT_TOKENIZER_DIR` to a folder holding the checkpoint's tokenizer (`tokenizer.json`, or `vocab.json` and
+`merges.txt`, with `tokenizer_config.json`: the checkpoint's own folder) and export again; `manifest.json` →
+`tokens.counted_with` then names it. `manifest.json` → `tokens.byte_bound` holds these estimates.
 """
 
 

@@ -448,6 +448,11 @@ class TraceStepPushSerializer(serializers.Serializer):
     metadata = serializers.CharField(
         required=False, allow_blank=True, help_text="Step 1: the trace's metadata, a JSON object (as an import's)."
     )
+    platform = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        help_text="Step 1: the platform the trace was recorded on, kept as metadata.platform (as an import's).",
+    )
 
 
 class TraceStepPush(APIView):
@@ -477,6 +482,7 @@ class TraceStepPush(APIView):
             coordinates=request.data.get("coordinates", ""),
             source=request.data.get("source", ""),
             metadata=request.data.get("metadata", ""),
+            platform=request.data.get("platform", ""),
         )
         return Response(
             {**TraceSerializer(result.trace).data, "step_index": result.step.index},

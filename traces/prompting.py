@@ -15,9 +15,11 @@ Layout (UI-TARS agents' own prompt)::
 
 Older history steps stay as text-only assistant turns (consecutive assistant messages, exactly as
 the UI-TARS runners send them). The project's image budget (``history_full_images`` k > 0) sends the last k
-screenshots at the project's pixel bounds and older ones smaller (:class:`ReducedImage`, at ``history_max_pixels``),
-each history reply's points in the size of the image it acted on as sent (:func:`render_step_on`). The state s_i uses steps 1..i-1; ``i = n + 1`` means "after the last
-step", whose observation is ``trace.final_screenshot``.
+screenshots at the project's pixel bounds and older ones smaller (:class:`ReducedImage`, at ``history_max_pixels``);
+a history reply's points stay where they are on the screen: in smart-resize-pixels, whose points are pixels of the
+image as sent, in the reduced image's size (:func:`render_step_on`); in screen-pixels and relative-1000 as recorded.
+The state s_i uses steps 1..i-1; ``i = n + 1`` means "after the last step", whose observation is
+``trace.final_screenshot``.
 
 The result is neutral (:class:`StatePrompt`: messages whose parts are text or an image slot, plus the
 list of images in slot order); :func:`to_chat_messages` renders it for a Qwen2-VL chat template /
@@ -213,6 +215,11 @@ class ReducedImage:
         return image.convert("RGB").resize((self.width, self.height), Image.Resampling.BICUBIC)
 
 
+# The conventions whose points are pixels of the image as it is sent (smart_resize's size), so a point on a reduced
+# image is rescaled to its size; screen-pixels points are the screen's pixels and relative-1000 points have no size.
+RESCALED_CONVENTIONS = (grammar.SMART_RESIZE_PIXELS,)
+
+
 def reduced_image(screenshot, project):
     """``screenshot`` as an older history image is sent under the project's budget: a :class:`ReducedImage`, or the
     screenshot itself when the budget would not make it smaller."""
@@ -227,11 +234,13 @@ def reduced_image(screenshot, project):
 
 
 def rescale_action(action: grammar.Action, *, project, screenshot, image: ReducedImage) -> grammar.Action:
-    """``action`` (the project's convention, on ``screenshot`` at the project's bounds) with its points in the size
-    of ``image``, the screenshot as it is sent: the same in relative-1000, the reduced image's ``smart_resize`` size
-    in smart-resize-pixels (its size as sent), its pixels in screen-pixels. Points are whole numbers, as models emit."""
+    """``action`` (the project's convention, on ``screenshot`` at the project's bounds) with its points where they lie
+    on ``image``, the screenshot as it is sent. Only smart-resize-pixels names pixels of the image as sent, so only
+    there do the points change: to the reduced image's ``smart_resize`` size, whole numbers as models emit. A
+    screen-pixels point is a pixel of the screen whatever size its image goes at, and relative-1000 has no size:
+    both stay as they are, so no prompt mixes two sizes for one screen."""
     convention = project.coordinate_convention
-    if convention == grammar.RELATIVE_1000:
+    if convention not in RESCALED_CONVENTIONS:
         return action
     width, height = screenshot.width, screenshot.height
     args = []
@@ -247,8 +256,8 @@ def rescale_action(action: grammar.Action, *, project, screenshot, image: Reduce
 
 def render_step_on(step, image: ReducedImage, *, project, convention: str) -> str:
     """A recorded step as its history turn when its screenshot is sent reduced: :func:`render_step` with every point
-    in the size of ``image`` (:func:`rescale_action`)."""
-    if not step.parsed_actions or step.parse_error or project.coordinate_convention == grammar.RELATIVE_1000:
+    where it lies on ``image`` (:func:`rescale_action`)."""
+    if not step.parsed_actions or step.parse_error or project.coordinate_convention not in RESCALED_CONVENTIONS:
         return render_step(step, project=project, convention=convention)
     actions = [
         rescale_action(action, project=project, screenshot=step.screenshot, image=image)
@@ -348,7 +357,9 @@ def build_trajectory(
     trace, upto: int, *, project=None, steps: Sequence | None = None, render: Callable[..., str] = render_step
 ) -> Trajectory:
     """Steps 1..``upto`` of ``trace`` with their observations (every one: a PRM scores each step on its own screen,
-    so the history window does not apply). Raises PromptError when a step has no screenshot."""
+    so the history window does not apply). The image budget does, as to every prompt with a history: the last
+    ``history_full_images`` screenshots at the project's bounds, the older ones reduced with their replies' points
+    where they lie on the image as sent (:func:`render_step_on`). Raises PromptError when a step has no screenshot."""
     project = project or trace.project
     if steps is None:
         from traces.selectors import trace_steps
@@ -359,11 +370,21 @@ def build_trajectory(
     missing = next((step.index for step in steps[:upto] if step.screenshot is None), None)
     if missing is not None:
         raise PromptError(f"trace {trace.pk} has no observation o_{missing} (step {missing}'s screenshot is missing)")
+    # The last step's screenshot is the one being judged, as o_i is a state's: budget_reduced counts the others.
+    reduced = budget_reduced(project, upto - 1)
+    images, replies = [], []
+    for j, step in enumerate(steps[:upto]):
+        image = reduced_image(step.screenshot, project) if j < reduced else step.screenshot
+        if isinstance(image, ReducedImage):
+            replies.append(render_step_on(step, image, project=project, convention=trace.coordinate_convention))
+        else:
+            replies.append(render(step, project=project, convention=trace.coordinate_convention))
+        images.append(image)
     return Trajectory(
         system=project.system_prompt,
         instruction=instruction_text(project, trace.instruction),
-        images=tuple(step.screenshot for step in steps[:upto]),
-        replies=tuple(render(step, project=project, convention=trace.coordinate_convention) for step in steps[:upto]),
+        images=tuple(images),
+        replies=tuple(replies),
     )
 
 

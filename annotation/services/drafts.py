@@ -9,7 +9,12 @@ from django.utils import timezone
 from annotation.access import access_annotation
 from annotation.answer_fields import clean_answer_field
 from annotation.models import Annotation, AnnotationStatus, Verdict
-from annotation.selectors import observations, server_no_reflection_reason
+from annotation.selectors import (
+    gap_after_reason,
+    observations,
+    server_no_reflection_reason,
+    steps_dropped_before,
+)
 from annotation.services.errors import NotEditable, StaleVersion, SubmitRejected, _conflict_fields
 from annotation.services.leases import (
     _release_user_leases,
@@ -85,6 +90,12 @@ def observation_for(trace, index: int):
     return observations(trace, trace.steps.select_related("screenshot").filter(index=index)).get(index)
 
 
+def dropped_after(trace, tau: int) -> int:
+    """How many steps the source dropped right after step ``tau`` (before step τ+1): then step τ+1's screen is not
+    o_{τ+1} and no post-reflection can be given (``gap_after_reason``)."""
+    return steps_dropped_before(trace.steps.filter(index=tau + 1).only("context").first())
+
+
 def action_check(*, annotation: Annotation, slot: str, action_json: dict | None, tau: int | None) -> dict:
     """Canonical string and problems of an editor action on the screen it belongs to (o_τ or o_{τ+1})."""
     if slot not in EDITOR_SLOTS:
@@ -100,6 +111,10 @@ def action_check(*, annotation: Annotation, slot: str, action_json: dict | None,
         shot = None
     else:
         shot = observation_for(annotation.trace, tau if slot == "corrected" else tau + 1)
+        if slot == "reflection":
+            gap = gap_after_reason(tau, dropped_after(annotation.trace, tau))
+            if gap:
+                errors.append(gap[0].lower() + gap[1:])
     width, height = (shot.width, shot.height) if shot else (1000, 1000)
     errors += grammar.validate_action(
         action,
@@ -322,6 +337,13 @@ def submit_problems(annotation: Annotation) -> dict[str, str]:
         problems["corrected_action"] = "Corrected action: " + "; ".join(corrected["errors"])
     if observation_for(trace, annotation.tau + 1) is None:
         return problems  # no o_{τ+1}: the reason is recorded on submit
+    gap = gap_after_reason(annotation.tau, dropped_after(trace, annotation.tau))
+    if gap:
+        # Step τ+1's screen is not o_{τ+1}: a post-reflection there would train on the wrong screen, so it is refused
+        # (whatever reason is given beside it); without one, the reason is recorded on submit.
+        if annotation.reflection_action.strip() or annotation.reflection_thought.strip():
+            problems["reflection_action"] = f"Post-reflection: {gap} Clear it."
+        return problems
     if annotation.no_reflection_reason.strip():
         return problems
     if not annotation.reflection_thought.strip():
@@ -359,7 +381,9 @@ def annotation_submit(*, annotation_id: int, user, base_version: int) -> Annotat
         raise SubmitRejected("The annotation is not complete: " + " ".join(problems.values()), errors=problems)
     tau = annotation.tau
     if annotation.verdict == Verdict.ERROR and tau is not None and not annotation.no_reflection_reason.strip():
-        reason = server_no_reflection_reason(tau, observation_for(annotation.trace, tau + 1))
+        reason = server_no_reflection_reason(
+            tau, observation_for(annotation.trace, tau + 1), dropped_after(annotation.trace, tau)
+        )
         if reason:
             changes["no_reflection_reason"] = [annotation.no_reflection_reason, reason]
             annotation.no_reflection_reason = reason

@@ -124,6 +124,7 @@ def export_assemble(
     longest: dict | None = None
     counted_with: set[str] = set()
     shards = rounded = 0
+    sample_traces: int | None = 0  # None: a part from before shards counted them
     for part in parts:
         shards += 1
         _add_counts(by_kind, part["by_kind"])
@@ -140,6 +141,10 @@ def export_assemble(
         for round_id, n in part["by_round"]:
             by_round[round_id] += n
         rounded += part.get("rounded_points", 0)
+        if sample_traces is not None and "sample_traces" in part:
+            sample_traces += part["sample_traces"]
+        else:
+            sample_traces = None
         for stem, file in part["files"].items():
             by_stem.setdefault(stem, []).append(file)
         part_tokens = part.get("tokens") or {}
@@ -190,7 +195,10 @@ def export_assemble(
     # One sample set per trace: the bundle's traces are its annotations. Said where an engineer looks (the
     # manifest's counts, the README, the job's counts the command line prints), never left silent.
     empty = validation_empty_reason(
-        options=options, traces=annotations, validation_samples=by_split.get("validation", 0)
+        options=options,
+        traces=annotations,
+        validation_samples=by_split.get("validation", 0),
+        sample_traces=sample_traces,
     )
     if empty and annotations:
         counts["validation_empty"] = empty
@@ -301,12 +309,15 @@ def sequence_lengths(
             "file": data_file_name(stem, longest["file_number"], len(by_stem[stem]), suffix),
         }
     limit = tokens.trainer_length(longest["tokens"]) if longest is not None else None
+    # The shards count alike (one setting); an export made across a change of it says both.
+    counted = " and ".join(sorted(counted_with)) or tokens.BOUND
     return {
         "longest": where,
-        # The shards count alike (one setting); an export made across a change of it says both.
-        "counted_with": " and ".join(sorted(counted_with)) or tokens.BOUND,
+        "counted_with": counted,
         "image_tokens": f"(h/{tokens.PATCH_SIZE * tokens.MERGE_SIZE})·(w/{tokens.PATCH_SIZE * tokens.MERGE_SIZE}) "
         f"of smart_resize within min_pixels={pixels['min_pixels']}, max_pixels={pixels['max_pixels']}",
         "cutoff_len": limit,
         "max_length": limit,
+        # Counted in bytes: about what Qwen2's tokenizer makes of the longest sample, and how much the limit overstates.
+        **({"byte_bound": tokens.bound_estimate(longest)} if counted == tokens.BOUND and longest is not None else {}),
     }

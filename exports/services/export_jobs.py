@@ -13,12 +13,13 @@ from django.db import transaction
 
 from exports import lineage
 from exports.builders import (
-    VALIDATION_MIN_TRACES,
     BuildStats,
     ExportOptions,
     OptionsError,
+    SplitPlan,
     export_plan_annotations,
-    validation_floor,
+    split_plan,
+    traces_with_samples,
 )
 from exports.formats import export_format
 from exports.models import ExportJob
@@ -101,16 +102,31 @@ def export_plan_make(job: ExportJob) -> list[tuple[list[int], int]]:
         options = ExportOptions.parse(job.options)
         base = _export_base_of(job, options)
         held = lineage.sources_pairs(base.sources or []) if base is not None else None
-        pieces = export_plan(export_plan_annotations(job.project, held, stats, slice_id=options.slice))
-        floor = validation_floor(stats.trace_ids, options)
+        annotation_ids = export_plan_annotations(job.project, held, stats, slice_id=options.slice)
+        pieces = export_plan(annotation_ids)
+        split = export_split_plan(job, options, annotation_ids, stats.trace_ids)
     except (ExportError, OptionsError) as exc:
         raise JobFailed(str(exc)) from exc
-    if floor is not None:  # the shards read the split from the options
-        job.options = {**job.options, "validation_trace": floor}
-    elif options.validation_fraction > 0 and len(set(stats.trace_ids)) < VALIDATION_MIN_TRACES:
+    if split.validation_trace is not None:  # the shards read the split from the options
+        job.options = {**job.options, "validation_trace": split.validation_trace}
+    elif split.train_only:
         job.options = {**job.options, "train_only": True}
     ExportJob.objects.filter(pk=job.pk).update(counts={"already_exported": stats.already_exported}, options=job.options)
     return pieces
+
+
+def export_split_plan(
+    job: ExportJob, options: ExportOptions, annotation_ids: list[int], trace_ids: list[int]
+) -> SplitPlan:
+    """The export's split, drawn among its traces that give samples of its format (``builders.split_plan``): a trace
+    the format takes nothing of never fills the validation split, nor leaves it empty."""
+    annotation_of = dict(zip(trace_ids, annotation_ids, strict=True))
+    sample_set = export_format(job.format).writer.sample_set
+
+    def gives_samples(ids: list[int]) -> set[int]:
+        return traces_with_samples(job.project, [annotation_of[pk] for pk in ids], options, sample_set=sample_set)
+
+    return split_plan(trace_ids, options, gives_samples)
 
 
 def export_job_run(*, job_id: int) -> ExportJob:

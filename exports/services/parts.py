@@ -40,7 +40,8 @@ def pixel_contract(project: Project) -> dict:
         "history_window": project.history_window,
         # The image budget (traces.prompting.ReducedImage): a prompt's last `full_images` screenshots within the
         # bounds above, older ones stored in the bundle already resized to their smart_resize size at
-        # `older_max_pixels` (the processor leaves them so), their history actions' points in that size.
+        # `older_max_pixels` (the processor leaves them so); in smart-resize-pixels their history actions' points in
+        # that size (screen-pixels and relative-1000 points do not depend on the image's size).
         "history_budget": {
             "full_images": project.history_full_images,
             "older_max_pixels": project.history_max_pixels if project.history_full_images else None,
@@ -121,6 +122,7 @@ def export_part_build(
     by_kind: dict[str, int] = {}
     on_policy: dict[tuple[str, str], int] = {}  # (model name, weights hash) -> dpo_on_policy pairs
     by_split: dict[str, int] = {}
+    sample_traces: set[int] = set()  # the traces that gave samples (a trace lies in one shard: the bundle sums them)
     skipped: list[Skip] = []
 
     def batch_done(done: int) -> None:
@@ -143,6 +145,7 @@ def export_part_build(
             checkpoint = (item.on_policy["model_name"], item.on_policy["weights_hash"])
             on_policy[checkpoint] = on_policy.get(checkpoint, 0) + 1
         by_split[item.split] = by_split.get(item.split, 0) + 1
+        sample_traces.add(item.trace_id)
         for shot in item.prompt.images:
             if isinstance(shot, prompting.ReducedImage):
                 if writer.uses_image_folder or writer.uses_image_table:
@@ -166,6 +169,7 @@ def export_part_build(
         "files": files,
         "by_kind": by_kind,
         "by_split": by_split,
+        "sample_traces": len(sample_traces),
         "on_policy": [[name, weights, n] for (name, weights), n in sorted(on_policy.items())],
         "images": images if writer.uses_image_folder or writer.uses_image_table else {},
         "reduced_images": reduced if writer.uses_image_folder or writer.uses_image_table else {},

@@ -5,6 +5,7 @@ LLaMA-Factory configs and the TRL code."""
 from __future__ import annotations
 
 import json
+import math
 import zipfile
 
 import pytest
@@ -105,6 +106,8 @@ def test_the_byte_bound_holds_the_tokenizers_count(annotated, tmp_path, settings
     settings.EXPORT_TOKENIZER_DIR = str(folder)
     exact, archive = export(annotated, tmp_path, "trl", "-exact")
     assert exact["tokens"]["counted_with"] == "tokenizer tokenizer"
+    assert "byte_bound" in bound["tokens"] and "byte_bound" not in exact["tokens"]  # exact: nothing to estimate
+    assert "This limit overstates" not in archive.read("README.md").decode()
     assert exact["tokens"]["longest"]["image_tokens"] == bound["tokens"]["longest"]["image_tokens"]
     assert exact["tokens"]["longest"]["text_tokens"] < bound["tokens"]["longest"]["text_tokens"]
 
@@ -116,6 +119,26 @@ def test_the_byte_bound_holds_the_tokenizers_count(annotated, tmp_path, settings
     pad = tokenizer.convert_tokens_to_ids("<|image_pad|>")
     images = ids.count(pad)
     assert exact["tokens"]["longest"]["tokens"] == len(ids) - images + exact["tokens"]["longest"]["image_tokens"]
+
+
+def test_a_limit_counted_in_bytes_says_how_much_it_overstates_and_how_to_count_exactly(annotated, tmp_path):
+    """Counted in bytes the limit holds the longest sample with room to spare (22,336 where 15,360 holds a 1920×1080
+    OSWorld history with Qwen2's tokenizer): the manifest and the README say about how much, and how to count it
+    exactly."""
+    manifest, archive = export(annotated, tmp_path, "llamafactory")
+    sequence = manifest["tokens"]
+    longest, bound = sequence["longest"], sequence["byte_bound"]
+    low, high = tokens.QWEN2_BYTES_PER_TOKEN
+    assert bound["bytes_per_token"] == [low, high] and low < high
+    assert bound["text_tokens_about"] == math.ceil(longest["text_tokens"] / low) < longest["text_tokens"]
+    assert bound["tokens_about"] == longest["image_tokens"] + bound["text_tokens_about"]
+    assert bound["cutoff_len_about"] == tokens.trainer_length(bound["tokens_about"]) <= sequence["cutoff_len"]
+    assert bound["overstates_by_about"] == sequence["cutoff_len"] - bound["cutoff_len_about"]
+    readme = " ".join(archive.read("README.md").decode().split())
+    assert "**This limit overstates** the longest sample" in readme
+    assert f"this one is about {bound['overstates_by_about']} tokens" in readme
+    assert f"a limit of about {bound['cutoff_len_about']} holds it" in readme
+    assert "To count exactly, set `STUDIO_EXPORT_TOKENIZER_DIR`" in readme
 
 
 def test_a_tokenizer_that_does_not_load_falls_back_to_the_bound(annotated, tmp_path, settings):

@@ -6,6 +6,7 @@ import pytest
 from annotation.models import Verdict
 from exports import services
 from exports.models import ExportJob
+from studio.models import JobShard
 from tests.conftest import WorkerProcess, purge_broker, wait_for
 from tests.fixtures_export import REPLIES, accepted_annotation, make_trace
 
@@ -50,7 +51,13 @@ def test_killed_worker_export_finishes_on_retry_with_same_checksum(
     worker = WorkerProcess().start()
     try:
         job = services.export_job_create(project=project, user=engineer, fmt="trl")
-        wait_for(lambda: ExportJob.objects.get(pk=job.pk).status == "running", 60, message="export running")
+        # Killed mid-export: while a shard builds its part (the plan, which builds a few samples to draw the split,
+        # is over), so the shards' take-over, not the plan's, is what the retry does.
+        wait_for(
+            lambda: JobShard.objects.filter(job_id=job.pk, job_model=job._meta.label, status="running").exists(),
+            60,
+            message="an export shard running",
+        )
         worker.kill()
         killed = ExportJob.objects.get(pk=job.pk)
         assert killed.status == "running" and not killed.bundle_name

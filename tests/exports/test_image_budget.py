@@ -1,6 +1,7 @@
 """The project's image budget: a prompt's last k screenshots at the project's bounds, older ones smaller,
-each history action's points in the size of the screenshot as it is sent, so a 1920×1080 history fits a chosen
-context. Checked in the prompt (all three conventions), in a bundle (the resized files, their token count through
+each history action's points in the size of the screenshot as it is sent where the convention is the image's
+(smart-resize-pixels), in the screen's pixels where it is the screen's (screen-pixels), so a 1920×1080 history fits a
+chosen context. Checked in the prompt (all three conventions), in a bundle (the resized files, their token count through
 transformers' processor, the limit) and in pre-scoring's image loader."""
 
 from __future__ import annotations
@@ -29,11 +30,12 @@ MIDDLE = {
     grammar.SMART_RESIZE_PIXELS: "(966,546)",  # 1932×1092, the smart_resize size at the default bounds
     grammar.SCREEN_PIXELS: "(960,540)",
 }
-# The same point on the 588×336 screenshot as sent.
+# The same point when its screenshot is sent at 588×336: in smart-resize-pixels a point is in the pixels of the image
+# as sent; in screen-pixels it is the screen's pixel whatever the size the image goes at; relative-1000 has no size.
 MIDDLE_REDUCED = {
     grammar.RELATIVE_1000: "(500,500)",
     grammar.SMART_RESIZE_PIXELS: "(294,168)",
-    grammar.SCREEN_PIXELS: "(294,168)",
+    grammar.SCREEN_PIXELS: "(960,540)",
 }
 
 
@@ -118,6 +120,66 @@ def test_a_budget_bundle_holds_the_resized_screenshots_and_fits_8192(project, an
         # The processor, at the project's bounds, leaves a reduced screenshot at its size: 252 tokens.
         assert int(grid[1] * grid[2]) // 4 == (252 if name in reduced else 2691)
     assert "under an image budget" in archive.read("README.md").decode()
+
+
+def test_every_point_of_a_budgeted_screen_pixels_bundle_is_in_screen_pixels(project, annotator, lead, tmp_path):
+    """Screen pixels are the screen's: a history reply whose screenshot goes at 588×336 keeps its 1920×1080 point,
+    so no prompt mixes the two sizes (the reduced image's (294,168) would be the top-left quarter of the screen)."""
+    budget_project(project, grammar.SCREEN_PIXELS)
+    trace = full_hd_trace(project, grammar.SCREEN_PIXELS)
+    accepted_annotation(
+        trace,
+        annotator=annotator,
+        reviewer=lead,
+        verdict=Verdict.ERROR,
+        tau=6,
+        corrected_thought="Click Display.",
+        corrected_action="click(start_box='(1500,800)')",
+    )
+    out = tmp_path / "bundle.zip"
+    services.export_to_path(project=project, user=None, fmt="trl", options={"validation_fraction": 0}, out=out)
+    archive = zipfile.ZipFile(out)
+    record = json.loads(archive.read("data/sft/train-00000-of-00001.jsonl").decode().splitlines()[0])
+    assert sum(name.endswith("-588x336.png") for name in record["images"]) == 3  # the budget is on
+    replies = [
+        part["text"]
+        for turn in record["prompt"] + record["completion"]
+        if turn["role"] == "assistant"
+        for part in turn["content"]
+    ]
+    actions = [action for reply in replies for action in grammar.parse_response(reply).actions]
+    points = [action.point() for action in actions if action.point() is not None]
+    # Steps 2 and 5 click the middle (step 2's screenshot goes reduced, step 5's at full size) and the correction
+    # clicks (1500,800): every one as recorded, on the 1920×1080 screen.
+    assert points == [(960, 540), (960, 540), (1500, 800)]
+
+
+def test_a_prm_record_sends_its_older_steps_screenshots_under_the_budget(project, annotator, lead, tmp_path):
+    """A process record reads each step on its own screen, every step with its screenshot: the budget applies to it as
+    to every format with histories (the last k screenshots at the project's bounds, the older ones reduced, their
+    replies' points in the size sent), where it sent six 1920×1080 screenshots whole (6 × 2691 image tokens)."""
+    budget_project(project, grammar.SMART_RESIZE_PIXELS)
+    trace = full_hd_trace(project, grammar.SMART_RESIZE_PIXELS)
+    accepted_annotation(
+        trace,
+        annotator=annotator,
+        reviewer=lead,
+        verdict=Verdict.ERROR,
+        tau=6,
+        corrected_thought="Click Display.",
+        corrected_action="click(start_box='(300,260)')",
+    )
+    out = tmp_path / "prm.zip"
+    services.export_to_path(project=project, user=None, fmt="prm", options={"validation_fraction": 0}, out=out)
+    archive = zipfile.ZipFile(out)
+    record = json.loads(archive.read("data/prm/train-00000-of-00001.jsonl").decode().splitlines()[0])
+    assert [name.endswith("-588x336.png") for name in record["images"]] == [True] * 4 + [False] * 2
+    assert all(name in archive.namelist() for name in record["images"])
+    # Step 2 acted on a screenshot sent reduced, step 5 on one sent whole: each point in its image's size.
+    assert MIDDLE_REDUCED[grammar.SMART_RESIZE_PIXELS] in record["completions"][1]
+    assert MIDDLE[grammar.SMART_RESIZE_PIXELS] in record["completions"][4]
+    manifest = json.loads(archive.read("manifest.json"))
+    assert manifest["tokens"]["longest"]["image_tokens"] == 4 * 252 + 2 * 2691
 
 
 def test_prescoring_loads_a_reduced_screenshot_at_the_size_it_is_sent(project):

@@ -324,6 +324,30 @@ def test_the_validation_split_is_the_bundles(corrections, project, lead, tiny_mo
 
 
 @pytest.mark.django_db
+def test_an_export_that_trained_every_sample_has_no_validation_split_to_evaluate(
+    corrections, project, lead, tiny_model
+):
+    """An export whose plan found fewer than two traces giving samples trains every sample (``train_only``): its
+    validation split is empty, so evaluating it on that split would score what the checkpoint trained on."""
+    from exports.models import ExportJob
+    from exports.services import export_job_create
+
+    export = export_job_create(
+        project=project, user=lead, fmt="trl", options={"validation_fraction": 0.5}, enqueue=False
+    )
+    ExportJob.objects.filter(pk=export.pk).update(options={**export.options, "train_only": True})  # as its plan sets
+    with pytest.raises(Invalid, match=f"export {export.pk} trained every sample"):
+        services.evaluation_job_create(
+            project=project, user=lead, model_dir=str(tiny_model), export_id=export.pk, enqueue=False
+        )
+    whole = services.evaluation_job_create(
+        project=project, user=lead, model_dir=str(tiny_model), export_id=export.pk, split="all", enqueue=False
+    )
+    assert whole.selection["train_only"] is True
+    assert {sample.split for sample in services.selected_samples(whole).samples} == {"train"}
+
+
+@pytest.mark.django_db
 def test_bad_input_is_refused_naming_it(corrections, project, engineer, annotator, api_client, tiny_model, tmp_path):
     url = f"/api/projects/{project.pk}/evaluations/"
     missing = tmp_path / "no-such-checkpoint"

@@ -72,6 +72,8 @@ def test_a_trace_pushed_step_by_step_equals_the_same_trace_pushed_whole(project,
         actions=["click(start_box='(100,200)')", UNPARSEABLE, "click(start_box='(5000,3000)')"],  # 3: off the screen
     )
     document = json.loads((folder / "trace.json").read_text())
+    # What a trace object says of its trace beside its steps: a step push sends each at step 1.
+    document.update(source="osworld-runner", platform="desktop", metadata={"model": "UI-TARS-1.5-7B"})
     client = api_client(lead)
     whole = client.post(
         f"/api/projects/{project.pk}/traces/",
@@ -85,7 +87,14 @@ def test_a_trace_pushed_step_by_step_equals_the_same_trace_pushed_whole(project,
     assert whole.status_code == 201, whole.content
 
     for index, step in enumerate(document["steps"], start=1):
-        first = {"instruction": document["instruction"], "round": str(week.pk)} if index == 1 else {}
+        first = {
+            "instruction": document["instruction"],
+            "round": str(week.pk),
+            "source": document["source"],
+            "platform": document["platform"],
+            "metadata": json.dumps(document["metadata"]),
+        }
+        first = first if index == 1 else {}
         answer = _step(client, project, "ep-steps", index, step, folder / step["screenshot"], **first)
         assert answer.status_code == 201, answer.content
         assert (answer.json()["step_count"], answer.json()["receiving"], answer.json()["step_index"]) == (
@@ -104,7 +113,9 @@ def test_a_trace_pushed_step_by_step_equals_the_same_trace_pushed_whole(project,
     assert stored[0][6] and stored[0][7] == ""  # parsed, no error
     assert stored[1][4] == UNPARSEABLE and stored[1][6] == [] and stored[1][7]  # kept raw, with its error
     assert stored[2][8] and not stored[0][8]  # (5000, 3000) lies off the screen in any convention
-    for field in ("instruction", "round_id", "step_count", "final_screenshot_id", "outcome", "coordinate_convention"):
+    assert by_steps.metadata == {"model": "UI-TARS-1.5-7B", "platform": "desktop"}  # as the importer keeps it
+    fields = ("instruction", "round_id", "step_count", "final_screenshot_id", "outcome", "coordinate_convention")
+    for field in (*fields, "source", "metadata"):
         assert getattr(by_steps, field) == getattr(pushed_whole, field), field
     assert by_steps.receiving is False and pushed_whole.receiving is False
 

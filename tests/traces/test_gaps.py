@@ -1,6 +1,6 @@
 """Gaps in a recording: the native format says steps are missing before a step; the workspace
-shows the gap; a post-reflection sample whose next screen is not the one right after step τ is refused, named in
-the manifest."""
+shows the gap; a post-reflection whose next screen is not the one right after step τ is refused where it is written
+(the action check, submit: 400 naming the gap) and, as a last guard, at export (named in the manifest)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import zipfile
 import pytest
 from django.core.files.storage import default_storage
 
-from annotation.models import Verdict
+from annotation.models import Annotation, AnnotationStatus, Verdict
+from annotation.selectors import workspace_payload
 from exports import services as export_services
 from tests.annotation.test_browser_workspace import open_next_trace
 from tests.conftest import login
@@ -64,6 +65,53 @@ def test_post_reflection_across_a_gap_is_refused(project, annotator, lead, engin
     assert manifest["counts"]["by_kind"] == {"dpo": 1, "error_correction": 1}
     assert manifest["counts"]["skipped_by_reason"] == {"gap_after_tau": 1}
     assert "not o_(τ+1)" in manifest["skipped"][0]["reason"]
+
+
+@pytest.mark.django_db
+def test_a_post_reflection_across_a_gap_is_refused_with_the_reason(project, annotator, api_client, tmp_path):
+    """Step 3's screen comes after two dropped steps, so it is not o_3 for a first error at step 2: the API took a
+    post-reflection there and the export dropped it (above). Refused with the reason where it is written; without
+    one, the answer goes to review with the server's reason that there is none."""
+    import_with_gap(project, tmp_path, before_step=3, value=2)
+    client = api_client(annotator)
+    claim = client.post(f"/api/projects/{project.pk}/next-trace/").json()
+    pk = claim["annotation"]["id"]
+    back = {"type": "hotkey", "args": {"key": "alt left"}, "style": "box"}
+    display = {"type": "click", "args": {"start_box": [400, 300]}}
+    saved = client.put(
+        f"/api/annotations/{pk}/draft/",
+        {
+            "version": 1,
+            "verdict": "error",
+            "tau": 2,
+            "error_category": project.error_categories[0],
+            "corrected_thought": "Open Display.",
+            "reflection_thought": "Wrong; go back.",
+            "editor_state": {"corrected": display, "reflection": back},
+        },
+        format="json",
+    )
+    assert saved.status_code == 200, saved.content
+    gap = "the source dropped 2 steps between step 2 and step 3"
+    check = client.post(
+        f"/api/annotations/{pk}/check-action/", {"slot": "reflection", "tau": 2, "action": back}, format="json"
+    ).json()
+    assert not check["valid"] and any(gap in error for error in check["errors"]), check
+    refused = client.post(f"/api/annotations/{pk}/submit/", {"version": 2}, format="json")
+    assert refused.status_code == 400, refused.content
+    assert gap in refused.json()["errors"]["reflection_action"].lower()
+    assert Annotation.objects.get(pk=pk).status == AnnotationStatus.DRAFT
+
+    cleared = {"version": 2, "reflection_thought": "", "editor_state": {"corrected": display, "reflection": None}}
+    assert client.put(f"/api/annotations/{pk}/draft/", cleared, format="json").status_code == 200
+    done = client.post(f"/api/annotations/{pk}/submit/", {"version": 3}, format="json")
+    assert done.status_code == 200, done.content
+    annotation = Annotation.objects.get(pk=pk)
+    assert gap in annotation.no_reflection_reason.lower() and annotation.status == AnnotationStatus.SUBMITTED
+    # The page is told the same reason for step 2 (it asks the annotator for none), and none for step 3.
+    steps = workspace_payload(annotation=annotation, lease=None)["steps"]
+    assert steps[1]["server_no_reflection_reason"] == annotation.no_reflection_reason
+    assert steps[2]["server_no_reflection_reason"] == ""
 
 
 @pytest.mark.browser

@@ -76,6 +76,12 @@ class NativeImporter(UnitImporter):
                 yield trace
 
 
+def metadata_with_platform(metadata: dict, platform: str | None) -> dict:
+    """A trace's metadata as stored: a trace object's ``platform`` (an import's, a runner's step 1) is copied into it as
+    ``metadata.platform``, over one the metadata names."""
+    return {**metadata, **({"platform": platform} if platform else {})}
+
+
 def trace_from_document(document, folder: Path, *, where: str) -> ImportedTrace:
     if not isinstance(document, dict):
         raise TraceReadError(where, "a trace must be a JSON object")
@@ -109,7 +115,7 @@ def trace_from_document(document, folder: Path, *, where: str) -> ImportedTrace:
         steps=steps,
         source_path=str(folder.name),
         outcome=outcome,
-        metadata={**metadata, **({"platform": platform} if platform else {})},
+        metadata=metadata_with_platform(metadata, platform),
         final_screenshot=ImageRef.from_path(safe_child(folder, final, f"{where} final_screenshot"), root=folder.parent)
         if final
         else None,

@@ -12,7 +12,7 @@ from studio.errors import Conflict, Invalid, NotFound
 from studio.inputs import input_problem
 from traces.importers import TraceReadError
 from traces.importers.base import parse_json_bytes
-from traces.importers.native import step_from_document
+from traces.importers.native import metadata_with_platform, step_from_document
 from traces.models import CoordinateConvention, Outcome, Project, Round, Screenshot, Step, Trace
 from traces.services.screenshots import ScreenshotProblem, screenshots_store
 from traces.services.steps import step_build
@@ -57,11 +57,13 @@ def trace_step_push(
     coordinates: str = "",
     source: str = "",
     metadata=None,
+    platform: str = "",
 ) -> StepPushResult:
     """Store step ``index`` (1-based) of a trace its runner sends while it runs: ``step`` is one step object of the
     native format (docs/formats.md §1, JSON), ``screenshot`` its image (an uploaded file or bytes). Step 1 makes
-    the trace, receiving steps (``instruction``, ``round``, ``coordinates``, ``source`` and ``metadata``, a JSON
-    object as text or a dict, as an import's trace has them, are read then); each next index appends.
+    the trace, receiving steps (``instruction``, ``round``, ``coordinates``, ``source``, ``metadata``, a JSON
+    object as text or a dict, and ``platform``, copied into ``metadata.platform``, as an import's trace has them, are
+    read then); each next index appends.
 
     The same index again with the same content (screenshot and texts) answers the stored step (``created`` False: a
     retried push, also after the trace was ended). Conflict for other content at a stored index, for a gap (naming
@@ -86,6 +88,11 @@ def trace_step_push(
     if problem:
         raise Invalid(problem, field="instruction")
     source, metadata = pushed_source_and_metadata(source, metadata)
+    platform = (platform or "").strip()
+    problem = input_problem(platform, name="platform")
+    if problem:
+        raise Invalid(problem, field="platform")
+    metadata = metadata_with_platform(metadata, platform)
     if isinstance(step, str):
         step = step.encode("utf-8")
     where = f"step {number}"
