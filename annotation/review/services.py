@@ -145,8 +145,9 @@ def _clean_edits(annotation: Annotation, edits: dict) -> dict:
 SLOT_WORDS = {"corrected": ("corrected action", 0), "reflection": ("post-reflection action", 1)}
 
 
-def _given_with_the_move(edits: dict) -> set:
-    """The slots whose action a lead's ``edits`` give (their text or their box): placed for the τ the edit sets."""
+def actions_given(edits: dict) -> set:
+    """The slots whose action a lead's ``edits`` give (their text or their box): placed for the τ the edit sets. The
+    review page sends an action only once the lead has edited it (static/js/review.js)."""
     return {slot for slot, field in ACTION_FIELDS.items() if edits.get(field)} | {
         slot for name, slot in REVIEW_BOX_FIELDS.items() if name in edits
     }
@@ -178,7 +179,7 @@ def _apply_edits(annotation: Annotation, actor, edits: dict) -> dict:
     # The lead's answer obeys the verdict rule like the annotator's (no τ or correction on "no error").
     cleaned.update(answer_for_verdict(cleaned.get("verdict", annotation.verdict)))
     # And the τ rule: points and boxes placed for the old τ do not stay on a moved τ (those the edit gives are new).
-    moved = answer_after_tau_move(annotation, cleaned, given=_given_with_the_move(edits))
+    moved = answer_after_tau_move(annotation, cleaned, given=actions_given(edits))
     if moved:
         _refuse_actions_left_without_points(annotation, cleaned, moved)
         cleaned.update(moved)
