@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import copy
-import difflib
-import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -23,6 +21,7 @@ from annotation.selectors import (
     model_extent,
     observations,
     open_leases,
+    word_diff,
     workspace_opening_range,
 )
 from annotation.services import answer_for_verdict
@@ -30,8 +29,6 @@ from traces import grammar
 from traces.access import projects_for
 from traces.models import Project
 from traces.selectors import trace_steps
-
-_WORDS = re.compile(r"\s+|[^\s]+")
 
 
 def reviewable_projects(user) -> list[Project]:
@@ -157,21 +154,6 @@ def history_rows(events: list[AuditEvent]) -> list[HistoryRow]:
             )
         )
     return rows
-
-
-def word_diff(before: str, after: str) -> list[dict]:
-    """Word-level diff of two thoughts as segments {op: equal|delete|insert, text}; whitespace kept."""
-    a, b = _WORDS.findall(before or ""), _WORDS.findall(after or "")
-    segments: list[dict] = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
-        if op == "equal":
-            segments.append({"op": "equal", "text": "".join(a[i1:i2])})
-            continue
-        if i2 > i1:
-            segments.append({"op": "delete", "text": "".join(a[i1:i2])})
-        if j2 > j1:
-            segments.append({"op": "insert", "text": "".join(b[j1:j2])})
-    return segments
 
 
 def _marker(
