@@ -345,6 +345,7 @@ import {
       let own = null, others = [];
       if (shownTau === editData.tau) {
         const marks = readJSON(frameOf[slot]);
+        if (!s.given) { drawMarkers(frame, marks); return; }  // the annotator's marks, as served
         own = marks.find((m) => m.kind === slot);
         others = marks.filter((m) => m !== own);
       } else if (slot === "corrected") {
