@@ -211,13 +211,24 @@ def outside_window(page, parts: dict) -> dict:
 
 
 @pytest.mark.parametrize("viewport", [(1366, 650)], ids=["1366x650"])
+@pytest.mark.parametrize("case", ["long-thought", "screenagent"])
 def test_a_laptop_window_shows_everything_a_correction_needs(
-    browser, live_server, project, annotator, tmp_path, viewport, artifacts_dir
+    browser, live_server, project, annotator, tmp_path, viewport, case, request, artifacts_dir
 ):
-    """A 1366×768 laptop's browser shows about 650 px of it: the correction is finished there without scrolling."""
-    import_folder(project, write_native_trace(tmp_path / "t", steps=3, thoughts={2: LONG}, external_id="laptop"))
+    """A 1366×768 laptop's browser shows about 650 px of it: the correction is finished there without scrolling, for
+    a long recorded thought and for a real ScreenAgent step (a paragraph of thought and a human-edited reply)."""
+    if case == "screenagent":
+        from tests.traces.test_importers import run_import
+
+        job = run_import(project, request.getfixturevalue("realtraces") / SCREENAGENT_SESSION)
+        assert job.status == "succeeded", job.message
+    else:
+        import_folder(project, write_native_trace(tmp_path / "t", steps=3, thoughts={2: LONG}, external_id="laptop"))
     context, page, errors = open_workspace(browser, live_server, annotator, viewport)
-    correct_at_tau(page, 2)
+    lengths = page.evaluate(
+        "JSON.parse(document.getElementById('ws-data').textContent).steps.map(s => (s.thought || '').length)"
+    )
+    correct_at_tau(page, max(range(len(lengths)), key=lambda i: lengths[i]) + 1)
     page.keyboard.press("f")
     page.keyboard.type("Scroll the right pane down to the scale list first.")
     page.keyboard.press("Escape")
@@ -225,7 +236,7 @@ def test_a_laptop_window_shows_everything_a_correction_needs(
     page.mouse.click(frame["x"] + frame["width"] * 0.3, frame["y"] + frame["height"] * 0.4)
     page.wait_for_selector("[data-errors='corrected'] li.ok")
     missing = outside_window(page, TO_FINISH)
-    measure(page, "laptop-650", viewport, artifacts_dir)
+    measure(page, f"laptop-650-{case}", viewport, artifacts_dir)
     assert missing == {}
     context.close()
     assert errors == []
