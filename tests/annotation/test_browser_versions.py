@@ -185,3 +185,35 @@ def test_a_typing_session_is_one_version_and_a_rewrite_shows_what_differs(
     rewrite.scroll_into_view_if_needed()
     page.screenshot(path=str(artifacts_dir / "versions-typing-session.png"))
     context.close()
+
+
+def test_the_workspaces_autosaves_of_a_thought_typed_are_one_version(
+    browser, live_server, project, annotator, tmp_path
+):
+    """The page's own autosaves (one at each pause in the typing) of one thought: each is a version on the server,
+    the panel lists them as one."""
+    from tests.annotation.test_browser_workspace import open_next_trace, wait_saved
+
+    import_folder(project, write_native_trace(tmp_path / "t", steps=3, external_id="autosaves"))
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    page = context.new_page()
+    login(page, live_server.url, annotator.username)
+    open_next_trace(page, live_server.url)
+    page.keyboard.press("j")
+    page.keyboard.press("e")
+    page.keyboard.press("1")  # the category; the focus goes on to the corrected thought
+    wait_saved(page)
+    words = "Open the Display page first.".split(" ")
+    for word in words:
+        page.keyboard.type(word + " ")
+        page.wait_for_timeout(900)  # a pause: the draft saves
+        wait_saved(page)
+    annotation = Annotation.objects.get(annotator=annotator)
+    typed = AuditEvent.objects.filter(annotation=annotation, kind="edit", changes__has_key="corrected_thought")
+    assert typed.count() >= len(words) - 1  # (at least) a save a word
+    page.keyboard.press("Escape")
+    open_panel(page)
+    items = page.locator("#versions .versions-item")
+    assert items.count() == 3, items.all_inner_texts()  # the thought typed, the error and its category, as made
+    assert f"{typed.count()} saves while typing" in items.nth(0).inner_text()
+    context.close()
