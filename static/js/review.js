@@ -286,6 +286,7 @@ import {
     // The τ whose screens are at the top of the page (o_τ, o_τ+1): the annotator's, until the lead types another.
     let shownTau = editData.tau;
     const shownScreens = { ...editData.screens };
+    const servedDiff = {};  // the thoughts' served diff, kept while another τ's screens are shown
     let table = null;
     const drawEditor = (slot) => {
       const s = slots[slot];
@@ -385,6 +386,15 @@ import {
       const original = document.querySelector('[data-legend="original"]');
       const recorded = screens[positions.corrected];
       if (original && recorded) original.textContent = recorded.action || "—";
+      // The thoughts: the served word diff is of the annotator's τ; on another τ both sides are shown plain, the
+      // recorded one the new step's.
+      for (const [id, text] of [["diff-before", recorded ? recorded.thought : ""], ["diff-after", null]]) {
+        const node = document.getElementById(id);
+        if (!node) continue;
+        if (!servedDiff[id]) servedDiff[id] = [...node.childNodes];
+        if (tau === editData.tau) node.replaceChildren(...servedDiff[id]);
+        else node.replaceChildren(text === null ? servedDiff[id].map((n) => n.textContent).join("") : text);
+      }
       document.getElementById("edit-accept").dataset.tauShown = String(tau);
     }
     // Points are placed on the screens shown above: o_τ for the correction, o_τ+1 for the post-reflection.

@@ -157,8 +157,11 @@ def test_the_screens_follow_tau_and_the_lead_places_the_action_on_the_new_one(
     assert step_3 != step_2
     final = page.get_attribute(".shot-frame[data-markers='reflection-markers'] img", "src")
     assert final not in (step_2, step_3)
-    # Step 3's recorded click (write_native_trace: (250, 290)) is the original under o_τ now.
+    # Step 3's recorded click (write_native_trace: (250, 290)) is the original under o_τ now, its thought the
+    # original thought (plain: the served diff was against step 2's).
     assert "(250,290)" in page.inner_text("[data-legend='original']")
+    assert page.inner_text("#diff-before") == "I will click item 3."
+    assert page.locator("#diff-before .diff-delete, #diff-after .diff-insert").count() == 0
     # The annotator's point was placed on step 2: not drawn on step 3's screen.
     assert page.locator(".shot-frame[data-markers='error-markers'] .marker.corrected").count() == 0
     frame = page.locator(".shot-frame[data-markers='error-markers'] .zoom-layer")
