@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import copy
+import difflib
+import re
+from datetime import timedelta
 
 from django.db.models import Count, F, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
@@ -538,6 +541,9 @@ def _numbered(annotation: Annotation, events: list[AuditEvent]) -> list[tuple[in
     return numbered[::-1]
 
 
+_CUT_AT = 60  # a value's words are cut beyond this many characters
+
+
 def _value_words(name: str, value) -> str:
     if name == "verdict":
         return dict(Verdict.choices).get(value or "", str(value))
@@ -546,7 +552,7 @@ def _value_words(name: str, value) -> str:
     if name == "tau":
         return f"step {value}"
     text = " ".join(str(value).split())
-    return f"“{text[:57]}…”" if len(text) > 60 else f"“{text}”"
+    return f"“{text[: _CUT_AT - 3]}…”" if len(text) > _CUT_AT else f"“{text}”"
 
 
 def _editor_words(before: dict | None, after: dict | None, changes: dict) -> list[str]:
@@ -566,8 +572,67 @@ def _editor_words(before: dict | None, after: dict | None, changes: dict) -> lis
     return words
 
 
-def _change_words(event) -> list[str]:
-    changes = event.changes or {}
+_WORDS = re.compile(r"\s+|[^\s]+")
+
+
+def word_diff(before: str, after: str) -> list[dict]:
+    """Word-level diff of two texts as segments {op: equal|delete|insert, text}; whitespace kept."""
+    a, b = _WORDS.findall(before or ""), _WORDS.findall(after or "")
+    segments: list[dict] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if op == "equal":
+            segments.append({"op": "equal", "text": "".join(a[i1:i2])})
+            continue
+        if i2 > i1:
+            segments.append({"op": "delete", "text": "".join(a[i1:i2])})
+        if j2 > j1:
+            segments.append({"op": "insert", "text": "".join(b[j1:j2])})
+    return segments
+
+
+# A diff shows this many words of unchanged text on either side of a change; the rest of a long text is "…".
+DIFF_CONTEXT_WORDS = 6
+
+
+def diff_excerpt(segments: list[dict], context: int = DIFF_CONTEXT_WORDS) -> list[dict]:
+    """``segments`` (word_diff) with each unchanged run cut to ``context`` words beside the changes it touches."""
+    keep = 2 * context  # words and the spaces between them
+    last = len(segments) - 1
+    out = []
+    for i, segment in enumerate(segments):
+        tokens = _WORDS.findall(segment["text"])
+        after_change, before_change = i > 0, i < last
+        if segment["op"] != "equal" or len(tokens) <= keep * (after_change + before_change) + 1:
+            out.append(segment)
+        elif after_change and before_change:
+            out.append({"op": "equal", "text": "".join(tokens[:keep]) + " … " + "".join(tokens[-keep:])})
+        elif after_change:
+            out.append({"op": "equal", "text": "".join(tokens[:keep]) + "…"})
+        elif before_change:
+            out.append({"op": "equal", "text": "…" + "".join(tokens[-keep:])})
+        else:
+            out.append(segment)
+    return out
+
+
+# What the annotator types: a version's change of one of these, both sides written, is shown as a diff (two long texts
+# cut to their starts can read alike); consecutive saves typing one of them are one typing session (below).
+TYPED_FIELDS = ("note", "unusable_reason", "corrected_thought", "reflection_thought", "no_reflection_reason")
+
+
+def _text_diffs(changes: dict) -> list[dict]:
+    """The typed fields ``changes`` rewrote (text before and after): their label and what differs, as diff segments."""
+    diffs = []
+    for name in TYPED_FIELDS:
+        if name in changes and all(isinstance(v, str) and v.strip() for v in changes[name]):
+            before, after = changes[name]
+            diffs.append({"field": FIELD_LABELS[name], "segments": diff_excerpt(word_diff(before, after))})
+    return diffs
+
+
+def _change_words(event, changes: dict | None = None) -> list[str]:
+    """``event``'s changes (or ``changes``, a typing session's whole) in words."""
+    changes = (event.changes or {}) if changes is None else changes
     words = []
     if event.kind == "transition":
         status = dict(AnnotationStatus.choices).get(event.to_status, event.to_status)
@@ -580,6 +645,14 @@ def _change_words(event) -> list[str]:
             words += _editor_words(before, after, changes)
         elif name == "is_adjudicated":
             words.append("made the trace's adjudicated answer" if after else "no longer the adjudicated answer")
+        elif (
+            name in TYPED_FIELDS
+            and before
+            and after
+            and max(len(" ".join(str(v).split())) for v in (before, after)) > _CUT_AT
+        ):
+            # Cut to their starts, the two texts could read alike: the diff (``_text_diffs``) shows what differs.
+            words.append(f"{FIELD_LABELS[name]}: rewritten (what differs is shown below)")
         elif name != "time_spent_s":
             label = FIELD_LABELS.get(name, name.replace("_", " "))
             words.append(f"{label}: {_value_words(name, before)} → {_value_words(name, after)}")
@@ -588,22 +661,73 @@ def _change_words(event) -> list[str]:
     return words or ["no change to the answer"]
 
 
+# Saves of one typing session are one entry of the Versions panel: the workspace saves a field while it is typed (at
+# each pause), so one thought written is a score of saves. Consecutive draft saves by one person that each change only
+# the same typed field, each within TYPING_PAUSE of the one before, are listed as one version (the last: the text as
+# it was left) with what the whole session changed. Every save keeps its audit row and its version number (the
+# draft's version check and the audit trail are the save's own), and any of them is still restored by its number.
+TYPING_PAUSE = timedelta(minutes=2)
+
+
+def _typed_field(event) -> str | None:
+    """The one typed field a draft save changed; None for any other write (a restore, several fields, a decision)."""
+    names = list(event.changes or {})
+    if event.kind != "edit" or event.comment or len(names) != 1 or names[0] not in TYPED_FIELDS:
+        return None
+    return names[0]
+
+
+def _typing_sessions(numbered: list[tuple[int, AuditEvent]]) -> list[list[tuple[int, AuditEvent]]]:
+    """``numbered`` (oldest first) in runs: a typing session's saves together, every other version alone."""
+    runs: list[list[tuple[int, AuditEvent]]] = []
+    for number, event in numbered:
+        typed = _typed_field(event)
+        last = runs[-1][-1][1] if runs else None
+        if (
+            typed is not None
+            and last is not None
+            and _typed_field(last) == typed
+            and last.actor_id == event.actor_id
+            and event.at - last.at <= TYPING_PAUSE
+        ):
+            runs[-1].append((number, event))
+        else:
+            runs.append([(number, event)])
+    return runs
+
+
+def _session_changes(run: list[tuple[int, AuditEvent]]) -> dict:
+    """What a run of saves changed as a whole: each field from its value before the first to its value after the last."""
+    whole: dict = {}
+    for _number, event in run:
+        for name, (before, after) in (event.changes or {}).items():
+            whole[name] = [whole[name][0] if name in whole else before, after]
+    return whole
+
+
 def annotation_versions(annotation: Annotation) -> list[dict]:
-    """Every saved version of ``annotation``, newest first: its number, when and by whom, its status, and what it
-    changed in words (from the audit rows every write leaves: drafts, submit, review decisions, restores). The
-    annotation as first made (before any audited write) is the oldest entry."""
+    """Every saved version of ``annotation``, newest first: its number, when and by whom, its status, what it changed
+    in words and, for a rewritten text, the diff of what differs (from the audit rows every write leaves: drafts,
+    submit, review decisions, restores). A typing session's saves are one entry (``saves`` of them, from version
+    ``first``). The annotation as first made (before any audited write) is the oldest entry."""
     events = list(annotation.audit_events.select_related("actor").order_by("at", "id"))
     numbered = _numbered(annotation, events)
     versions = []
-    for number, event in numbered:
+    for run in _typing_sessions(numbered):
+        number, event = run[-1]
+        changes = _session_changes(run) if len(run) > 1 else (event.changes or {})
         versions.append(
             {
                 "number": number,
+                "first": run[0][0],
+                "saves": len(run),
+                "since": _iso(run[0][1].at),
                 "at": _iso(event.at),
                 "by": event.actor.username if event.actor is not None else None,
                 "kind": "restore" if event.comment.startswith(RESTORED_PREFIX) else event.kind,
                 "status": dict(AnnotationStatus.choices).get(event.to_status, event.to_status),
-                "changes": _change_words(event),
+                "changes": _change_words(event, changes),
+                "diffs": _text_diffs(changes),
             }
         )
     first = numbered[0][0] - 1 if numbered else annotation.version
@@ -619,6 +743,10 @@ def annotation_versions(annotation: Annotation) -> list[dict]:
                     numbered[0][1].from_status if numbered else annotation.status, ""
                 ),
                 "changes": ["the annotation as it was first made"],
+                "first": first,
+                "saves": 1,
+                "since": _iso(annotation.created_at),
+                "diffs": [],
             },
         )
     for entry in versions:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import copy
-import difflib
-import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -23,6 +21,7 @@ from annotation.selectors import (
     model_extent,
     observations,
     open_leases,
+    word_diff,
     workspace_opening_range,
 )
 from annotation.services import answer_for_verdict
@@ -30,8 +29,6 @@ from traces import grammar
 from traces.access import projects_for
 from traces.models import Project
 from traces.selectors import trace_steps
-
-_WORDS = re.compile(r"\s+|[^\s]+")
 
 
 def reviewable_projects(user) -> list[Project]:
@@ -159,21 +156,6 @@ def history_rows(events: list[AuditEvent]) -> list[HistoryRow]:
     return rows
 
 
-def word_diff(before: str, after: str) -> list[dict]:
-    """Word-level diff of two thoughts as segments {op: equal|delete|insert, text}; whitespace kept."""
-    a, b = _WORDS.findall(before or ""), _WORDS.findall(after or "")
-    segments: list[dict] = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
-        if op == "equal":
-            segments.append({"op": "equal", "text": "".join(a[i1:i2])})
-            continue
-        if i2 > i1:
-            segments.append({"op": "delete", "text": "".join(a[i1:i2])})
-        if j2 > j1:
-            segments.append({"op": "insert", "text": "".join(b[j1:j2])})
-    return segments
-
-
 def _marker(
     action_text: str,
     *,
@@ -219,6 +201,14 @@ def _marker(
     return marker
 
 
+def _size(project: Project, shot) -> dict | None:
+    """A screenshot's pixel size and extent (the convention's range that spans it): what a point placed on it needs
+    (the lead's edit places the action on the screens of the τ typed, which the viewer's screens carry)."""
+    if shot is None:
+        return None
+    return {"width": shot.width, "height": shot.height, "extent": model_extent(project, shot.width, shot.height)}
+
+
 def trace_viewer_screens(trace, first: int, last: int, *, tau: int | None) -> list[dict]:
     """The screens of steps ``first``..``last`` for the review page's filmstrip and viewer: each step's screenshot with
     its recorded action marked (in the trace's convention, placed by the one grammar), then the final screen when
@@ -241,6 +231,7 @@ def trace_viewer_screens(trace, first: int, last: int, *, tau: int | None) -> li
                 "title": f"step {step.index}",
                 "image": shot.image_url if shot else None,
                 "thumb": shot.thumbnail_url if shot else None,
+                "size": _size(project, shot),
                 "thought": step.thought,
                 "action": step.action_text,
                 "markers": [marker] if marker else [],
@@ -255,6 +246,7 @@ def trace_viewer_screens(trace, first: int, last: int, *, tau: int | None) -> li
                 "title": "final screen",
                 "image": final.image_url,
                 "thumb": final.thumbnail_url,
+                "size": _size(project, final),
                 "thought": "",
                 "action": "",
                 "markers": [],
@@ -318,15 +310,13 @@ def _editor_action(action_text: str, project) -> dict | None:
         return None
 
 
-def review_edit_data(annotation: Annotation, *, error_shot, reflection_shot, values: dict) -> dict:
+def review_edit_data(
+    annotation: Annotation, *, error_shot, reflection_shot, values: dict, given: frozenset | set = frozenset()
+) -> dict:
     """What the lead's edit-then-accept editor starts from: the answer's actions (or what the lead typed, kept after
-    a refused edit), the screens their points are placed on, and where the server checks an action."""
+    a refused edit: ``given``, the slots whose action it gave, are sent again), the screens their points are placed
+    on, and where the server checks an action."""
     project = annotation.trace.project
-
-    def screen(shot):
-        if shot is None:
-            return None
-        return {"width": shot.width, "height": shot.height, "extent": model_extent(project, shot.width, shot.height)}
 
     def slot_action(slot: str, field: str) -> dict | None:
         action = _editor_action(values.get(field, ""), project)
@@ -342,10 +332,10 @@ def review_edit_data(annotation: Annotation, *, error_shot, reflection_shot, val
         "platform": project.platform,
         "tau": annotation.tau,
         "slots": {
-            slot: {"action": slot_action(slot, field), "canonical": values.get(field, "")}
+            slot: {"action": slot_action(slot, field), "canonical": values.get(field, ""), "given": slot in given}
             for slot, field in (("corrected", "corrected_action"), ("reflection", "reflection_action"))
         },
-        "screens": {"corrected": screen(error_shot), "reflection": screen(reflection_shot)},
+        "screens": {"corrected": _size(project, error_shot), "reflection": _size(project, reflection_shot)},
     }
 
 

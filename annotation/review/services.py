@@ -111,6 +111,9 @@ def _clean_edits(annotation: Annotation, edits: dict) -> dict:
     stored_state = answer_after_tau_move(annotation, {"verdict": verdict, "tau": tau}).get(
         "editor_state", annotation.editor_state
     )
+    # An action given with a move of τ is the lead's, placed on the new τ's screens, even when its text is the
+    # annotator's (the lead typed the point again where it was): it replaces the editor's action of the old τ.
+    tau_moves = verdict == Verdict.ERROR and annotation.tau is not None and tau != annotation.tau
     if verdict == Verdict.ERROR:
         # The lead's actions pass the check the annotator's editor and submit use (the platform's action space,
         # the prompt's rules, the screen's bounds on o_τ / o_τ+1): a rule that exists once.
@@ -132,7 +135,7 @@ def _clean_edits(annotation: Annotation, edits: dict) -> dict:
                 if grammar.round_action(grammar.parse_action(text))[1]:
                     # A point typed with decimals is stored as the check rounded it: the integer that is trained.
                     cleaned[field] = check["canonical"]
-                if text != getattr(annotation, field) or slot in boxes:
+                if text != getattr(annotation, field) or slot in boxes or tau_moves:
                     state = dict(cleaned.get("editor_state", annotation.editor_state) or {})
                     state[slot] = check["action"]
                     cleaned["editor_state"] = state
@@ -140,6 +143,17 @@ def _clean_edits(annotation: Annotation, edits: dict) -> dict:
 
 
 SLOT_WORDS = {"corrected": ("corrected action", 0), "reflection": ("post-reflection action", 1)}
+
+
+def actions_given(edits: dict) -> set:
+    """The slots whose action a lead's ``edits`` give (their text or their box): placed for the τ the edit sets. The
+    review page sends an action only once the lead has edited it (static/js/review.js)."""
+    return {slot for slot, field in ACTION_FIELDS.items() if edits.get(field)} | {
+        slot for name, slot in REVIEW_BOX_FIELDS.items() if name in edits
+    }
+
+
+ACTION_FIELDS = {"corrected": "corrected_action", "reflection": "reflection_action"}
 
 
 def _refuse_actions_left_without_points(annotation: Annotation, cleaned: dict, moved: dict) -> None:
@@ -164,8 +178,8 @@ def _apply_edits(annotation: Annotation, actor, edits: dict) -> dict:
     cleaned = _clean_edits(annotation, edits)
     # The lead's answer obeys the verdict rule like the annotator's (no τ or correction on "no error").
     cleaned.update(answer_for_verdict(cleaned.get("verdict", annotation.verdict)))
-    # And the τ rule: points and boxes placed for the old τ do not stay on a moved τ.
-    moved = answer_after_tau_move(annotation, cleaned)
+    # And the τ rule: points and boxes placed for the old τ do not stay on a moved τ (those the edit gives are new).
+    moved = answer_after_tau_move(annotation, cleaned, given=actions_given(edits))
     if moved:
         _refuse_actions_left_without_points(annotation, cleaned, moved)
         cleaned.update(moved)

@@ -109,6 +109,7 @@ def _detail_with_refused_edit(request, annotation, edits: dict, comment: str, pr
         error_shot=context.get("error_shot"),
         reflection_shot=context["reflection_shot"],
         values=values,
+        given=review.actions_given(edits),
     )
     context["edit_error"] = problem.detail
     context["comment"] = comment

@@ -217,11 +217,13 @@ def _without(action: dict, stale: set) -> dict:
     }
 
 
-def answer_after_tau_move(annotation: Annotation, clean: dict) -> dict:
+def answer_after_tau_move(annotation: Annotation, clean: dict, *, given: frozenset | set = frozenset()) -> dict:
     """The one τ rule: a point or element box belongs to the screenshot it was placed on (the corrected action's to
     o_τ, the post-reflection's to o_{τ+1}). When ``clean`` (a write's cleaned fields) moves τ of an error answer, each
     point and box this write leaves as stored was placed for the old τ: it is taken off. Returns the fields to write
-    for that (the editor state and the re-rendered action texts; {} when nothing moved).
+    for that (the editor state and the re-rendered action texts; {} when nothing moved). ``given``: the slots whose
+    action the write itself gives with the move (a lead's edit naming it): their points are the new τ's, even where
+    one equals the old.
 
     Every path that changes τ calls this: a draft stores the answer without them (the annotator places them again),
     a lead's edit (review._apply_edits: edit-and-accept, adjudicate) is refused when an action is left without the
@@ -235,6 +237,8 @@ def answer_after_tau_move(annotation: Annotation, clean: dict) -> dict:
     stored = annotation.editor_state or {}
     moved = False
     for slot in EDITOR_SLOTS:
+        if slot in given:
+            continue
         action, before = state.get(slot), _points(stored.get(slot))
         stale = {name for name, value in _points(action).items() if before.get(name) == value}
         if action and stale:

@@ -96,7 +96,8 @@ export function render(host, o) {
     const label = el("label", {}, "element box (optional)");
     const row = el("div", { class: "ws-point" });
     const box = action.target_box;
-    row.appendChild(el("code", { "data-box": o.slot }, Array.isArray(box) ? `[${box.join(", ")}]` : boxHint));
+    const shown = Array.isArray(box) ? `[${box.join(", ")}]` : boxHint;
+    row.appendChild(el("code", { "data-box": o.slot, title: shown }, shown));
     if (Array.isArray(box) && o.editable && o.onClearBox) {
       const clear = el("button", { type: "button", class: "ws-ghost small", "data-clear-box": o.slot }, "clear");
       clear.addEventListener("click", () => o.onClearBox());

@@ -11,8 +11,9 @@ import * as Editor from "./action_editor.js";
 import * as History from "./workspace/history.js";
 import { windowsToLoad } from "./workspace/steps.js";
 import {
-  boxSize, clampPosition, clickFraction, editedMarkers, editorsShown, marginClearing, missingTitle, percentOn,
-  queueRowTexts, reviewCommandFor, screenLoaded, screenName, screenTitle, thumbNumber, viewerLayout, windowProblem,
+  actionOnTau, boxSize, clampPosition, clickFraction, editedMarkers, editorsShown, marginClearing, missingTitle,
+  percentOn, queueRowTexts, reviewCommandFor, screenLoaded, screenName, screenTitle, tauScreens, thumbNumber,
+  viewerLayout, windowProblem,
 } from "./review_logic.js";
 
 {
@@ -270,8 +271,22 @@ import {
         action: editData.slots[slot].action ? JSON.parse(JSON.stringify(editData.slots[slot].action)) : null,
         canonical: editData.slots[slot].canonical,
         check: null, placed: 0, seq: 0, timer: null,
+        // Whether the lead gave this action (placed, typed, a type or box changed; or in the refused edit shown
+        // again): only then the form sends it. Untouched, the server keeps the annotator's, and on a moved τ asks
+        // for a new point; an action sent with a moved τ is the lead's new one (annotation/review/services.py).
+        given: !!editData.slots[slot].given,
       };
     }
+    const servedActions = Object.fromEntries(Object.keys(slots).map((slot) => [slot, JSON.stringify(slots[slot].action)]));
+    const give = (slot, given) => {
+      slots[slot].given = given;
+      if (slots[slot].field) slots[slot].field.disabled = !given;
+    };
+    for (const slot of Object.keys(slots)) give(slot, slots[slot].given);
+    // The τ whose screens are at the top of the page (o_τ, o_τ+1): the annotator's, until the lead types another.
+    let shownTau = editData.tau;
+    const shownScreens = { ...editData.screens };
+    const servedDiff = {};  // the thoughts' served diff, kept while another τ's screens are shown
     let table = null;
     const drawEditor = (slot) => {
       const s = slots[slot];
@@ -280,15 +295,17 @@ import {
         table, platform: editData.platform, slot, action: s.action, editable: true, check: s.check,
         fallbackCanonical: s.canonical,
         pointHint: "click the screenshot above",
-        onType: (type) => { s.action = type ? { type, args: {}, style: (s.action && s.action.style) || "box" } : null; s.placed = 0; changed(slot); },
+        onType: (type) => { s.action = type ? { type, args: {}, style: (s.action && s.action.style) || "box" } : null; s.placed = 0; give(slot, true); changed(slot); },
         onArg: (name, value, quiet) => {
           if (!s.action) return;
           if (value === undefined) delete s.action.args[name]; else s.action.args[name] = value;
+          give(slot, true);
           changed(slot, quiet);
         },
-        onClearPoint: (name) => { delete s.action.args[name]; changed(slot); },
+        onClearPoint: (name) => { delete s.action.args[name]; give(slot, true); changed(slot); },
         // The stored element box can be taken off (then the form sends an empty <slot>_box edit).
         onClearBox: () => {
+          give(slot, true);
           delete s.action.target_box;
           const input = document.getElementById(`edit-${slot}_box`);
           if (input) { input.value = ""; input.disabled = false; }
@@ -310,29 +327,87 @@ import {
         s.check = res.data;
         s.field.value = s.check.canonical || "";
         drawEditor(slot);
+        if (s.given) {
+          // The mark and the legend under the screen name the action the lead gave, not the annotator's any more.
+          drawEdited(slot);
+          const legend = document.querySelector(`[data-legend="${slot}"]`);
+          if (legend) legend.textContent = s.field.value || "—";
+        }
       }, 120);
     };
     // The action being edited is drawn where the annotator's was (its point, end and element box, in the project's
     // convention like the server's markers), so a placed point shows on its pixel at every zoom.
     const frameOf = { corrected: "error-markers", reflection: "reflection-markers" };
+    // On another τ than the annotator's, the marks are the new o_τ's recorded action and what the lead gave there.
     function drawEdited(slot) {
       const frame = document.querySelector(`.shot-frame[data-markers='${frameOf[slot]}']`);
-      const screen = editData.screens[slot], action = slots[slot].action;
+      const screen = shownScreens[slot], s = slots[slot];
       if (!frame || !screen) return;
-      const served = readJSON(frameOf[slot]), own = served.find((m) => m.kind === slot);
-      const others = served.filter((m) => m !== own);
-      drawMarkers(frame, [...others, ...editedMarkers(slot, own, action, slots[slot].field.value, screen.extent)]);
+      let own = null, others = [];
+      if (shownTau === editData.tau) {
+        const marks = readJSON(frameOf[slot]);
+        if (!s.given) { drawMarkers(frame, marks); return; }  // the annotator's marks, as served
+        own = marks.find((m) => m.kind === slot);
+        others = marks.filter((m) => m !== own);
+      } else if (slot === "corrected") {
+        const recorded = screens[tauScreens(shownTau, total).corrected];
+        others = ((recorded && recorded.markers) || []).map((m) => ({ ...m, label: "original" }));
+      }
+      const action = actionOnTau(shownTau, editData.tau, s.given) ? s.action : null;
+      drawMarkers(frame, [...others, ...editedMarkers(slot, own, action, s.field.value, screen.extent)]);
+    }
+    // The screens at the top follow the τ typed: o_τ and o_τ+1 of the new τ (read as the viewer reads its screens),
+    // their titles and the recorded action under o_τ; the lead's points are placed on them.
+    async function followTau() {
+      const tau = formTau();
+      if (!tau || tau === shownTau || !total) return;
+      const positions = tauScreens(tau, total);
+      await Promise.all(Object.values(positions).filter((p) => p !== null).map(loadAround));
+      if (formTau() !== tau) return;  // typed on meanwhile
+      shownTau = tau;
+      for (const slot of Object.keys(slots)) {
+        const frame = document.querySelector(`.shot-frame[data-markers='${frameOf[slot]}']`);
+        const position = positions[slot], screen = position === null ? null : screens[position];
+        const name = document.querySelector(`[data-tau-screen="${slot}"]`);
+        if (name) name.textContent = position === null ? "none" : screenName(position, stepCount);
+        shownScreens[slot] = screen && screen.image ? screen.size : null;
+        if (frame) {
+          frame.hidden = !shownScreens[slot];
+          if (shownScreens[slot]) {
+            const img = frame.querySelector("img");
+            img.src = screen.image;
+            [img.width, img.height] = [screen.size.width, screen.size.height];
+            img.alt = `Screenshot of ${screenName(position, stepCount)}`;
+          }
+        }
+        slots[slot].placed = 0;
+        drawEdited(slot);
+      }
+      const original = document.querySelector('[data-legend="original"]');
+      const recorded = screens[positions.corrected];
+      if (original && recorded) original.textContent = recorded.action || "—";
+      // The thoughts: the served word diff is of the annotator's τ; on another τ both sides are shown plain, the
+      // recorded one the new step's.
+      for (const [id, text] of [["diff-before", recorded ? recorded.thought : ""], ["diff-after", null]]) {
+        const node = document.getElementById(id);
+        if (!node) continue;
+        if (!servedDiff[id]) servedDiff[id] = [...node.childNodes];
+        if (tau === editData.tau) node.replaceChildren(...servedDiff[id]);
+        else node.replaceChildren(text === null ? servedDiff[id].map((n) => n.textContent).join("") : text);
+      }
+      document.getElementById("edit-accept").dataset.tauShown = String(tau);
     }
     // Points are placed on the screens shown above: o_τ for the correction, o_τ+1 for the post-reflection.
     const placeOn = (frame, slot) => {
       if (!frame) return;
       frame.addEventListener("click", (event) => {
-        const s = slots[slot], screen = editData.screens[slot];
+        const s = slots[slot], screen = shownScreens[slot];
         const details = document.getElementById("edit-accept");
-        if (!details || !details.open || !s.action || !screen || formTau() !== editData.tau) return;
+        if (!details || !details.open || !s.action || !screen || formTau() !== shownTau) return;
         const box = frame.querySelector(".zoom-layer").getBoundingClientRect();
         const point = fractionToModel(screen, clickFraction(box, event.clientX, event.clientY));
         s.placed = Editor.place(table, s.action, s.placed, point);
+        give(slot, true);
         changed(slot);
       });
     };
@@ -367,7 +442,13 @@ import {
       restoring = true;
       for (const node of named()) if (node.name in form.fields) node.value = form.fields[node.name];
       for (const node of boxInputs()) if (form.boxes[node.id]) [node.value, node.disabled] = form.boxes[node.id];
-      for (const slot of Object.keys(slots)) { slots[slot].action = form.actions[slot]; slots[slot].placed = 0; changed(slot); }
+      for (const slot of Object.keys(slots)) {
+        slots[slot].action = form.actions[slot]; slots[slot].placed = 0;
+        // Back to the annotator's action: nothing of the lead's is sent for it.
+        give(slot, editData.slots[slot].given || JSON.stringify(form.actions[slot]) !== servedActions[slot]);
+        changed(slot);
+      }
+      followTau();
       if (verdictSelect && errorFields) { errorFields.hidden = verdictSelect.value !== errorFields.dataset.forVerdict; showBeside(); }
       restoring = false;
       baseline = JSON.parse(JSON.stringify(snapshot()));
@@ -396,8 +477,12 @@ import {
       table = served;
       for (const slot of Object.keys(slots)) { drawEditor(slot); if (slots[slot].action) changed(slot, true); }
       document.getElementById("edit-accept").dataset.ready = "1";
+      followTau();  // a refused edit shown again keeps the τ the lead typed
     });
-    if (tauInput) tauInput.addEventListener("change", () => { for (const slot of Object.keys(slots)) changed(slot, true); });
+    if (tauInput) {
+      tauInput.addEventListener("change", () => { for (const slot of Object.keys(slots)) changed(slot, true); });
+      tauInput.addEventListener("input", () => followTau());
+    }
   }
 
   // --- keys on one review: a accept, r reject (focus the comment; Ctrl+Enter sends), → next undecided ---

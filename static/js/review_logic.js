@@ -84,6 +84,18 @@ export function editedMarkers(slot, own, action, text, extent) {
   }];
 }
 
+/* The trace viewer's positions (step index - 1) of the screens a first error at ``tau`` is corrected on: o_τ for the
+   corrected action, o_{τ+1} for the post-reflection (the next step's screen, the final one after the last step, as
+   annotation.selectors.observations says); null where the trace's ``total`` screens have none. */
+export function tauScreens(tau, total) {
+  const at = (position) => (position >= 0 && position < total ? position : null);
+  return { corrected: tau ? at(tau - 1) : null, reflection: tau ? at(tau) : null };
+}
+
+/* Whether a slot's action is drawn (and its point placed) on the screens of the τ typed: the annotator's action
+   belongs to the annotator's τ (``servedTau``); on another τ only an action the lead ``given`` there. */
+export const actionOnTau = (tau, servedTau, given) => tau === servedTau || !!given;
+
 /* Where a click at (clientX, clientY) falls on a layer whose on-screen box is ``box``, as fractions of the image. */
 export const clickFraction = (box, clientX, clientY) => [(clientX - box.left) / box.width, (clientY - box.top) / box.height];
 

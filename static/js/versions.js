@@ -14,15 +14,25 @@ export function whenWords(iso) {
   return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())} ${two(d.getHours())}:${two(d.getMinutes())}`;
 }
 
-/* The rows the panel shows, newest first as served: a title, who and when, what changed, and whether it offers a
+/* A typing session's saves, listed as one version by the server (annotation.selectors.annotation_versions): how
+   many, the versions they made and since when; "" for a version of one save. */
+export function sessionWords(v) {
+  if (!(v.saves > 1)) return "";
+  const since = whenWords(v.since).slice(11);
+  return `${v.saves} saves while typing (versions ${v.first}–${v.number})${since ? ` from ${since}` : ""}`;
+}
+
+/* The rows the panel shows, newest first as served: a title, who and when, what changed (a rewritten text as the
+   server's diff: its field and segments, unchanged text cut to the words beside a change), and whether it offers a
    restore (not the current version; only when the server says this user may restore now). */
 export function versionRows(data) {
   const may = Boolean(data && data.can_restore);
   return ((data && data.versions) || []).map((v) => ({
     number: v.number,
     title: `Version ${v.number}${v.current ? " (current)" : ""}`,
-    meta: [v.by || "(system)", whenWords(v.at), v.status].filter(Boolean).join(" · "),
+    meta: [v.by || "(system)", whenWords(v.at), v.status, sessionWords(v)].filter(Boolean).join(" · "),
     changes: v.changes || [],
+    diffs: (v.diffs || []).map((d) => ({ field: d.field, segments: d.segments || [] })),
     kind: v.kind,
     current: Boolean(v.current),
     restorable: may && !v.current,
@@ -82,6 +92,16 @@ export function mountVersions(root, hooks = {}) {
     const changes = node("ul", "versions-changes small");
     for (const change of row.changes) changes.appendChild(node("li", "", change));
     li.append(head, changes);
+    // What a rewritten text changed: the words taken out struck through, the words put in marked.
+    for (const diff of row.diffs) {
+      const p = node("p", "versions-diff small");
+      p.dataset.field = diff.field;
+      p.appendChild(node("span", "versions-diff-field", `${diff.field}: `));
+      for (const segment of diff.segments) {
+        p.appendChild(node(segment.op === "delete" ? "del" : segment.op === "insert" ? "ins" : "span", `diff-${segment.op}`, segment.text));
+      }
+      li.appendChild(p);
+    }
     return li;
   }
 

@@ -172,3 +172,71 @@ def test_a_point_on_a_recorded_element_is_a_few_key_presses_away(
     page.keyboard.press("Escape")
     context.close()
     assert errors == []
+
+
+# What finishing a correction takes, each wholly inside the window: the recorded action, the verdict, the category,
+# the corrected thought, the action's type and point, the server-checked action and its verdict ("✓ valid"), Submit.
+TO_FINISH = {
+    "recorded action": "#ws-action",
+    "verdict": "#ws-verdict-panel .ws-verdict",
+    "category": "#f-error_category",
+    "corrected thought": "#f-corrected_thought",
+    "action type": "[data-slot-type='corrected']",
+    "server-checked action": "[data-canonical='corrected']",
+    "check": "[data-errors='corrected'] li.ok",
+    "submit": "#ws-submit",
+}
+
+
+def outside_window(page, parts: dict) -> dict:
+    """Each of ``parts`` not wholly inside the window (its innerHeight) with the side panel at its top, and how far
+    out (px)."""
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    page.evaluate("document.querySelector('.ws-side').scrollTop = 0")
+    page.wait_for_timeout(100)
+    return page.evaluate(
+        """(parts) => {
+        const out = {};
+        for (const [name, selector] of Object.entries(parts)) {
+          const node = document.querySelector(selector);
+          const b = node && node.getBoundingClientRect();
+          if (!b || !b.height) { out[name] = 'not shown'; continue; }
+          const below = b.bottom - window.innerHeight, above = -b.top;
+          if (below > 0 || above > 0) out[name] = Math.round(Math.max(below, above));
+        }
+        return out;
+      }""",
+        parts,
+    )
+
+
+@pytest.mark.parametrize("viewport", [(1366, 650)], ids=["1366x650"])
+@pytest.mark.parametrize("case", ["long-thought", "screenagent"])
+def test_a_laptop_window_shows_everything_a_correction_needs(
+    browser, live_server, project, annotator, tmp_path, viewport, case, request, artifacts_dir
+):
+    """A 1366×768 laptop's browser shows about 650 px of it: the correction is finished there without scrolling, for
+    a long recorded thought and for a real ScreenAgent step (a paragraph of thought and a human-edited reply)."""
+    if case == "screenagent":
+        from tests.traces.test_importers import run_import
+
+        job = run_import(project, request.getfixturevalue("realtraces") / SCREENAGENT_SESSION)
+        assert job.status == "succeeded", job.message
+    else:
+        import_folder(project, write_native_trace(tmp_path / "t", steps=3, thoughts={2: LONG}, external_id="laptop"))
+    context, page, errors = open_workspace(browser, live_server, annotator, viewport)
+    lengths = page.evaluate(
+        "JSON.parse(document.getElementById('ws-data').textContent).steps.map(s => (s.thought || '').length)"
+    )
+    correct_at_tau(page, max(range(len(lengths)), key=lambda i: lengths[i]) + 1)
+    page.keyboard.press("f")
+    page.keyboard.type("Scroll the right pane down to the scale list first.")
+    page.keyboard.press("Escape")
+    frame = page.locator(".ws-frame.placing").bounding_box()
+    page.mouse.click(frame["x"] + frame["width"] * 0.3, frame["y"] + frame["height"] * 0.4)
+    page.wait_for_selector("[data-errors='corrected'] li.ok")
+    missing = outside_window(page, TO_FINISH)
+    measure(page, f"laptop-650-{case}", viewport, artifacts_dir)
+    assert missing == {}
+    context.close()
+    assert errors == []

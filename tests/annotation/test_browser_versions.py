@@ -132,3 +132,88 @@ def test_a_lead_restores_an_older_version_of_a_submitted_answer(
     assert page.locator("#versions .versions-item").nth(0).locator("strong").inner_text() == "Version 7 (current)"
     page.screenshot(path=str(artifacts_dir / f"versions-review-restored-{width}x{height}.png"), full_page=True)
     context.close()
+
+
+def test_a_typing_session_is_one_version_and_a_rewrite_shows_what_differs(
+    browser, live_server, project, annotator, tmp_path, artifacts_dir
+):
+    """Twenty autosaves of a thought typed are one version in the panel, and a later one-word rewrite of the long
+    thought shows that word struck through and its replacement, not two texts cut where they still read alike."""
+    from datetime import timedelta
+
+    from django.db.models import F
+
+    import_folder(project, write_native_trace(tmp_path / "t", steps=4, external_id="typing"))
+    annotation, _lease = lease_next_trace(user=annotator, project=project)
+    version = annotation_save_draft(
+        annotation_id=annotation.pk,
+        user=annotator,
+        base_version=annotation.version,
+        fields={"verdict": "error", "tau": 2, "error_category": project.error_categories[0]},
+    ).version
+    thought = (
+        "The Settings window is open with the sidebar on the left and the Display page shown; "
+        "I click the Display item first."
+    )
+    words = thought.split(" ")
+    for n in range(1, len(words) + 1):
+        version = annotation_save_draft(
+            annotation_id=annotation.pk,
+            user=annotator,
+            base_version=version,
+            fields={"corrected_thought": " ".join(words[:n])},
+        ).version
+    AuditEvent.objects.filter(annotation_id=annotation.pk).update(at=F("at") - timedelta(minutes=5))
+    annotation_save_draft(
+        annotation_id=annotation.pk,
+        user=annotator,
+        base_version=version,
+        fields={"corrected_thought": thought.replace("on the left", "on the right")},
+    )
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    page = context.new_page()
+    login(page, live_server.url, annotator.username)
+    page.goto(f"{live_server.url}/annotations/{annotation.pk}/")
+    page.wait_for_selector("#ws[data-ready='1']")
+    open_panel(page)
+    items = page.locator("#versions .versions-item")
+    assert items.count() == 4  # the rewrite, the typing session, the verdict and category, the annotation as made
+    assert f"{len(words)} saves while typing" in items.nth(1).inner_text()
+    rewrite = items.nth(0)
+    assert rewrite.locator(".versions-diff del").all_inner_texts() == ["left"]
+    assert rewrite.locator(".versions-diff ins").all_inner_texts() == ["right"]
+    rewrite.scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts_dir / "versions-typing-session.png"))
+    context.close()
+
+
+def test_the_workspaces_autosaves_of_a_thought_typed_are_one_version(
+    browser, live_server, project, annotator, tmp_path
+):
+    """The page's own autosaves (one at each pause in the typing) of one thought: each is a version on the server,
+    the panel lists them as one."""
+    from tests.annotation.test_browser_workspace import open_next_trace, wait_saved
+
+    import_folder(project, write_native_trace(tmp_path / "t", steps=3, external_id="autosaves"))
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    page = context.new_page()
+    login(page, live_server.url, annotator.username)
+    open_next_trace(page, live_server.url)
+    page.keyboard.press("j")
+    page.keyboard.press("e")
+    page.keyboard.press("1")  # the category; the focus goes on to the corrected thought
+    wait_saved(page)
+    words = "Open the Display page first.".split(" ")
+    for word in words:
+        page.keyboard.type(word + " ")
+        page.wait_for_timeout(900)  # a pause: the draft saves
+        wait_saved(page)
+    annotation = Annotation.objects.get(annotator=annotator)
+    typed = AuditEvent.objects.filter(annotation=annotation, kind="edit", changes__has_key="corrected_thought")
+    assert typed.count() >= len(words) - 1  # (at least) a save a word
+    page.keyboard.press("Escape")
+    open_panel(page)
+    items = page.locator("#versions .versions-item")
+    assert items.count() == 3, items.all_inner_texts()  # the thought typed, the error and its category, as made
+    assert f"{typed.count()} saves while typing" in items.nth(0).inner_text()
+    context.close()

@@ -84,13 +84,6 @@ def test_the_review_api_refuses_a_tau_move_that_keeps_the_old_click(project, cla
     assert "τ moved from 3 to 2" in moved.json()["detail"] and "step 3's screenshot" in moved.json()["detail"]
     stored = Annotation.objects.get(pk=claimed)
     assert (stored.status, stored.tau, stored.editor_state["corrected"]) == (AnnotationStatus.SUBMITTED, 3, ON_STEP_3)
-    # The same text sent back unchanged is no new action either.
-    same = lead_api.post(
-        f"/api/reviews/{claimed}/edit-accept/",
-        {"version": version, "edits": {"tau": 2, "corrected_action": stored.corrected_action}},
-        format="json",
-    )
-    assert same.status_code == 400, same.json()
     # A new click placed on o_2 goes through; the box drawn on o_3 does not follow it.
     placed = lead_api.post(
         f"/api/reviews/{claimed}/edit-accept/",
@@ -105,6 +98,28 @@ def test_the_review_api_refuses_a_tau_move_that_keeps_the_old_click(project, cla
     assert_trained_where_drawn(project, stored, {3: (300, 180), 2: (420, 330)})
 
 
+def test_a_point_given_with_the_tau_move_is_the_leads_new_point_even_where_the_old_one_was(
+    project, claimed, annotator, lead, api_client
+):
+    """The lead moves τ and types the point again, on the new τ's screen, where the annotator's happened to be: it is
+    the lead's point for the new τ (given with the move), not the old one left behind. The old box does not follow."""
+    version = submitted_at_tau_3(project, api_client, annotator, claimed)["version"]
+    retyped = api_client(lead).post(
+        f"/api/reviews/{claimed}/edit-accept/",
+        {"version": version, "edits": {"tau": 2, "corrected_action": "click(start_box='(300,180)')"}},
+        format="json",
+    )
+    assert retyped.status_code == 200, retyped.json()
+    stored = Annotation.objects.get(pk=claimed)
+    assert (stored.status, stored.tau) == (AnnotationStatus.ACCEPTED, 2)
+    assert stored.corrected_action == "click(start_box='<|box_start|>(300,180)<|box_end|>')"
+    assert stored.editor_state["corrected"]["args"] == {"start_box": [300, 180]}
+    assert "target_box" not in stored.editor_state["corrected"]
+    # The audit says the lead moved τ and gave the action on step 2 (the text is the same; the place is not).
+    edit = stored.audit_events.filter(kind="edit").latest("id")
+    assert edit.changes["tau"] == [3, 2] and "editor_state" in edit.changes
+
+
 def test_the_leads_edit_form_and_adjudication_refuse_it_too(project, claimed, annotator, lead, api_client):
     version = submitted_at_tau_3(project, api_client, annotator, claimed)["version"]
     stored = Annotation.objects.get(pk=claimed)
@@ -117,11 +132,8 @@ def test_the_leads_edit_form_and_adjudication_refuse_it_too(project, claimed, an
         "tau": "4",
         "error_category": stored.error_category,
         "corrected_thought": stored.corrected_thought,
-        "corrected_action": stored.corrected_action,
-        "corrected_box": "[250, 150, 350, 210]",
         "reflection_thought": stored.reflection_thought,
-        "reflection_action": stored.reflection_action,
-    }
+    }  # the actions the lead did not touch: the page does not send them (static/js/review.js)
     refused = page.post(f"/reviews/{claimed}/decide/", form)
     assert refused.status_code == 400
     assert "τ moved from 3 to 4" in refused.content.decode()

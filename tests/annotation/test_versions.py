@@ -4,7 +4,10 @@ stale base; the status rules of editing)."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.db.models import F
 
 from annotation.models import Annotation, AnnotationStatus, AuditEvent
 from studio.permissions import Role
@@ -159,3 +162,58 @@ def test_rows_recorded_without_a_version_are_numbered_back_from_the_annotation(
     AuditEvent.objects.filter(annotation_id=claimed).update(version=None)
     assert versions(api_client, annotator, claimed)["versions"] == before
     assert restore(api_client, annotator, claimed, 2, base=4).json()["corrected_thought"] == "Click Display."
+
+
+THOUGHT = "Click the Display item in the sidebar of the Settings window, then wait for its page to open."
+
+
+def type_thought(api_client, annotator, pk, version, text: str, *, every: int = 1) -> int:
+    """Save ``text`` as the workspace does while it is typed: a save at each pause, a word (``every`` words) more each
+    time. Returns the version the last save made."""
+    words = text.split(" ")
+    for n in range(every, len(words) + every, every):
+        version = save(api_client, annotator, pk, version, corrected_thought=" ".join(words[:n]))["version"]
+    return version
+
+
+def test_a_typing_session_is_one_version_with_what_it_changed(project, claimed, annotator, api_client):
+    v2 = save(api_client, annotator, claimed, 1, verdict="error", tau=3, error_category=project.error_categories[0])
+    typed = type_thought(api_client, annotator, claimed, v2["version"], THOUGHT)
+    assert typed == 2 + len(THOUGHT.split(" "))  # every save is a version (the draft's version check counts them)
+    listed = versions(api_client, annotator, claimed)["versions"]
+    assert [v["number"] for v in listed] == [typed, 2, 1]
+    session = listed[0]
+    assert (session["first"], session["saves"], session["current"]) == (3, typed - 2, True)
+    assert session["changes"] == [f"corrected thought: nothing → “{THOUGHT[:57]}…”"]
+    # The audit trail keeps every save, and any of them is still restored by its number.
+    assert AuditEvent.objects.filter(annotation_id=claimed, kind="edit").count() == typed - 1
+    halfway = restore(api_client, annotator, claimed, 8, base=typed)
+    assert halfway.status_code == 200 and halfway.json()["corrected_thought"] == " ".join(THOUGHT.split(" ")[:6])
+
+
+def test_a_rewritten_text_shows_what_differs_and_a_pause_ends_a_session(project, claimed, annotator, api_client):
+    v2 = save(api_client, annotator, claimed, 1, verdict="error", tau=3, error_category=project.error_categories[0])
+    written = type_thought(api_client, annotator, claimed, v2["version"], THOUGHT, every=4)
+    # A pause longer than TYPING_PAUSE, then one word changed mid-sentence (two texts that read alike when cut).
+    AuditEvent.objects.filter(annotation_id=claimed).update(at=F("at") - timedelta(minutes=3))
+    rewritten = THOUGHT.replace("Display", "Sound")
+    changed = save(api_client, annotator, claimed, written, corrected_thought=rewritten)["version"]
+    listed = versions(api_client, annotator, claimed)["versions"]
+    assert [v["number"] for v in listed] == [changed, written, 2, 1]
+    rewrite = listed[0]
+    assert rewrite["saves"] == 1
+    assert rewrite["changes"] == ["corrected thought: rewritten (what differs is shown below)"]
+    assert rewrite["diffs"] == [
+        {
+            "field": "corrected thought",
+            "segments": [
+                {"op": "equal", "text": "Click the "},
+                {"op": "delete", "text": "Display"},
+                {"op": "insert", "text": "Sound"},
+                {"op": "equal", "text": " item in the sidebar of the…"},
+            ],
+        }
+    ]
+    # Another field, or the verdict, is another version: only the saves typing one field are a session.
+    note = save(api_client, annotator, claimed, changed, note="Check the sound page.")["version"]
+    assert [v["number"] for v in versions(api_client, annotator, claimed)["versions"]][:2] == [note, changed]

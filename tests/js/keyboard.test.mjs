@@ -3,7 +3,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import {
-  KEYS, commandFor, cursorCommandFor, cursorMove, helpKey, keysFor, offScreenWords,
+  KEYS, commandFor, cursorCommandFor, cursorMove, helpKey, isOptionKey, keysFor, offScreenWords,
 } from "../../static/js/workspace/keyboard.js";
 
 const key = (k, extra) => Object.assign({ key: k, code: "", ctrlKey: false, metaKey: false, altKey: false, shiftKey: false }, extra);
@@ -15,6 +15,15 @@ test("page keys act only when no field has the focus and no modifier is held", (
   assert.equal(commandFor(key("j"), true), null);
   assert.equal(commandFor(key("j", { ctrlKey: true }), false), null);
   assert.equal(commandFor(key("q"), false), null);
+});
+
+test("a digit 1-9 without a modifier picks a list's option by its place (e 1: the first category)", () => {
+  assert.equal(isOptionKey(key("1")), true);
+  assert.equal(isOptionKey(key("9")), true);
+  assert.equal(isOptionKey(key("0")), false);
+  assert.equal(isOptionKey(key("a")), false);
+  assert.equal(isOptionKey(key("1", { altKey: true })), false);  // Alt+digit takes an alternative
+  assert.equal(isOptionKey(key("1", { ctrlKey: true })), false);
 });
 
 test("save, submit and escape work while typing; Alt+digit takes an alternative by the key's place", () => {

@@ -4,8 +4,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
-  boxSize, clampPosition, clickFraction, editedMarkers, editorsShown, marginClearing, missingTitle, percentOn,
-  queueRowTexts, reviewCommandFor, screenLoaded, screenName, screenTitle, thumbNumber, viewerLayout, windowProblem,
+  actionOnTau, boxSize, clampPosition, clickFraction, editedMarkers, editorsShown, marginClearing, missingTitle,
+  percentOn, queueRowTexts, reviewCommandFor, screenLoaded, screenName, screenTitle, tauScreens, thumbNumber,
+  viewerLayout, windowProblem,
 } from "../../static/js/review_logic.js";
 import { fractionToModel } from "../../static/js/geometry.js";
 import { ERRORS, GRAMMAR_POINTS } from "./served.mjs";
@@ -109,6 +110,21 @@ test("the editors beside the screenshots show while the form is open on the erro
   assert.equal(editorsShown(false, "error", "error"), false);
   assert.equal(editorsShown(undefined, null, null), false);  // no edit form on the page
   assert.equal(editorsShown(true, null, "error"), true);  // no verdict to choose: the form is for the error
+});
+
+test("the screens of a τ typed: o_τ its step's, o_τ+1 the next step's or the final screen, none past the trace", () => {
+  // 3 steps and the final screen: 4 screens.
+  assert.deepEqual(tauScreens(2, 4), { corrected: 1, reflection: 2 });
+  assert.deepEqual(tauScreens(3, 4), { corrected: 2, reflection: 3 });  // o_4: the final screen
+  assert.deepEqual(tauScreens(3, 3), { corrected: 2, reflection: null });  // no final screen kept
+  assert.deepEqual(tauScreens(null, 4), { corrected: null, reflection: null });
+  assert.equal(screenName(tauScreens(3, 4).reflection, 3), "final screen");
+});
+
+test("on the annotator's τ its action is drawn; on another τ only an action the lead gave there", () => {
+  assert.equal(actionOnTau(2, 2, false), true);
+  assert.equal(actionOnTau(3, 2, false), false);  // its point was placed on step 2's screen
+  assert.equal(actionOnTau(3, 2, true), true);
 });
 
 test("an edited action is marked where its point is, labelled after the annotator's, once it has a point", () => {

@@ -2,7 +2,7 @@
 // restore's answer means for the page.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { restoreOutcome, versionRows, whenWords } from "../../static/js/versions.js";
+import { restoreOutcome, sessionWords, versionRows, whenWords } from "../../static/js/versions.js";
 
 const served = (canRestore) => ({
   current_version: 3,
@@ -48,4 +48,23 @@ test("a restore's answer: done, stale (409 with the version now), or the refusal
 test("times read as a date and minutes, nothing for a bad one", () => {
   assert.match(whenWords("2026-11-28T03:10:00+00:00"), /^2026-11-2[78] \d\d:\d0$/);
   assert.equal(whenWords("not a date"), "");
+});
+
+test("a typing session's saves are one row, saying how many and which versions; a rewrite comes with its diff", () => {
+  const segments = [
+    { op: "equal", text: "Click the " }, { op: "delete", text: "Display" }, { op: "insert", text: "Sound" },
+    { op: "equal", text: " item in the sidebar of the…" },
+  ];
+  const rows = versionRows({ can_restore: true, versions: [
+    { number: 23, first: 3, saves: 21, since: "2026-11-28T03:05:00+00:00", at: "2026-11-28T03:10:00+00:00", by: "ann",
+      kind: "edit", status: "Draft", current: true, changes: ["corrected thought: rewritten (what differs is shown below)"],
+      diffs: [{ field: "corrected thought", segments }] },
+    { number: 2, first: 2, saves: 1, since: "2026-11-28T03:00:00+00:00", at: "2026-11-28T03:00:00+00:00", by: "ann",
+      kind: "edit", status: "Draft", current: false, changes: ["verdict: Not decided → First error at τ"], diffs: [] },
+  ] });
+  assert.match(rows[0].meta, /· 21 saves while typing \(versions 3–23\) from \d\d:\d5$/);
+  assert.deepEqual(rows[0].diffs, [{ field: "corrected thought", segments }]);
+  assert.equal(rows[1].meta.includes("saves"), false);
+  assert.deepEqual(rows[1].diffs, []);
+  assert.equal(sessionWords({ saves: 1, first: 2, number: 2 }), "");
 });

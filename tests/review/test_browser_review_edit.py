@@ -126,3 +126,79 @@ def test_the_correction_fields_show_for_an_error_verdict_only(browser, live_serv
     page.goto(f"{live_server.url}/reviews/{submitted.pk}/")
     page.click("#edit-accept summary")
     assert page.is_visible("#edit-verdict") and page.is_hidden("#edit-tau")
+
+
+def placed_in_the_editor(annotation: Annotation) -> Annotation:
+    """``annotation``'s actions as the workspace's editor stores them (the points the τ rule knows were placed)."""
+    annotation.editor_state = {
+        "corrected": {"type": "click", "args": {"start_box": [500, 300]}, "style": "box"},
+        "reflection": {"type": "hotkey", "args": {"key": "alt left"}, "style": "box"},
+    }
+    annotation.save(update_fields=["editor_state"])
+    return annotation
+
+
+def test_the_screens_follow_tau_and_the_lead_places_the_action_on_the_new_one(
+    browser, live_server, lead, submitted, artifacts_dir
+):
+    """The lead moves τ from 2 to 3: o_τ and o_τ+1 at the top become step 3's screen and the final screen, the
+    recorded action under o_τ is step 3's, and the click placed there is the lead's corrected action on step 3 (the
+    caption under o_τ reads it, not the annotator's); accepted with τ 3."""
+    placed_in_the_editor(submitted)
+    page = browser.new_context(viewport={"width": 1600, "height": 1000}).new_page()
+    login(page, live_server.url, lead.username)
+    open_editor(page, live_server.url, submitted)
+    step_2 = page.get_attribute(".shot-frame[data-markers='error-markers'] img", "src")
+    page.fill("#edit-tau", "3")
+    page.wait_for_selector("#edit-accept[data-tau-shown='3']")
+    assert page.inner_text("[data-tau-screen='corrected']") == "step 3"
+    assert page.inner_text("[data-tau-screen='reflection']") == "final screen"
+    step_3 = page.get_attribute(".shot-frame[data-markers='error-markers'] img", "src")
+    assert step_3 != step_2
+    final = page.get_attribute(".shot-frame[data-markers='reflection-markers'] img", "src")
+    assert final not in (step_2, step_3)
+    # Step 3's recorded click (write_native_trace: (250, 290)) is the original under o_τ now, its thought the
+    # original thought (plain: the served diff was against step 2's).
+    assert "(250,290)" in page.inner_text("[data-legend='original']")
+    assert page.inner_text("#diff-before") == "I will click item 3."
+    assert page.locator("#diff-before .diff-delete, #diff-after .diff-insert").count() == 0
+    # The annotator's point was placed on step 2: not drawn on step 3's screen.
+    assert page.locator(".shot-frame[data-markers='error-markers'] .marker.corrected").count() == 0
+    frame = page.locator(".shot-frame[data-markers='error-markers'] .zoom-layer")
+    frame.scroll_into_view_if_needed()
+    box = frame.bounding_box()
+    page.mouse.click(box["x"] + box["width"] * 0.4, box["y"] + box["height"] * 0.6)
+    page.wait_for_function(
+        "() => /\\((39\\d|40\\d),(59\\d|60\\d)\\)/.test(document.getElementById('edit-corrected_action').value)"
+    )
+    placed = page.input_value("#edit-corrected_action")
+    page.wait_for_function(
+        "(want) => document.querySelector(\"[data-legend='corrected']\").textContent === want", arg=placed
+    )
+    assert page.locator(".shot-frame[data-markers='error-markers'] .marker.corrected").count() == 1
+    page.screenshot(path=str(artifacts_dir / "review-edit-tau-moved.png"), full_page=True)
+    page.click("#edit-accept-button")
+    page.wait_for_load_state()
+    submitted.refresh_from_db()
+    assert (submitted.status, submitted.tau) == (AnnotationStatus.ACCEPTED, 3)
+    assert submitted.corrected_action == placed
+    assert submitted.reflection_action == "hotkey(key='alt left')"  # no point: it holds on any τ
+
+
+def test_a_tau_moved_without_a_new_point_is_refused_and_the_new_screens_stay(
+    browser, live_server, lead, submitted, artifacts_dir
+):
+    placed_in_the_editor(submitted)
+    page = browser.new_context(viewport={"width": 1600, "height": 1000}).new_page()
+    login(page, live_server.url, lead.username)
+    open_editor(page, live_server.url, submitted)
+    page.fill("#edit-tau", "1")
+    page.wait_for_selector("#edit-accept[data-tau-shown='1']")
+    page.click("#edit-accept-button")
+    page.wait_for_selector("#edit-error")
+    assert "place the corrected action again on step 1" in page.inner_text("#edit-error")
+    # Shown again with the τ typed, its screens at the top: the point can be placed there now.
+    page.wait_for_selector("#edit-accept[data-tau-shown='1']")
+    assert page.inner_text("[data-tau-screen='corrected']") == "step 1"
+    submitted.refresh_from_db()
+    assert (submitted.status, submitted.tau) == (AnnotationStatus.SUBMITTED, 2)

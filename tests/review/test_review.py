@@ -13,7 +13,7 @@ from annotation.agreement import agreement_report
 from annotation.dashboards import DateRange, project_dashboard
 from annotation.models import Annotation, AnnotationStatus, AuditEvent
 from annotation.review import services as review
-from annotation.review.selectors import word_diff
+from annotation.selectors import word_diff
 from annotation.services import annotation_transition, trace_recount_standing_annotations
 from studio.errors import Invalid
 from studio.permissions import Role

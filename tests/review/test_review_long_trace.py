@@ -75,7 +75,10 @@ def test_the_review_page_of_a_5000_step_trace_stays_small(long_trace, project, a
     assert len(page.content) < PAGE_BYTES_BAR, len(page.content)
     text = page.content.decode()
     # o_τ and o_τ+1 are there, with the original thought.
-    assert "step 4000: original and corrected action" in text and "I will click item 4000." in text
+    assert (
+        '<span data-tau-screen="corrected">step 4000</span>: original and corrected action' in text
+        and "I will click item 4000." in text
+    )
     viewer = _viewer(text)
     assert (viewer["step_count"], viewer["tau"], viewer["window"]) == (STEPS, 4000, STEPS_WINDOW)
     assert viewer["steps_url"] == f"/api/reviews/{annotation.pk}/steps/"

@@ -76,6 +76,12 @@ export function keysFor(commands) {
 // labels, Esc leaves.
 const MOVES = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, -1], ArrowDown: [0, 1] };
 
+/* Whether a key press picks an option of a list by its place (1–9, no modifier): in a focused list of the form, and
+   right after e in the corrected thought for the category (e 1 is the first category, whatever the draft held). */
+export function isOptionKey(event) {
+  return /^[1-9]$/.test(event.key) && !(event.altKey || event.ctrlKey || event.metaKey);
+}
+
 /* The page's command for a key press: {name, arg?} or null. ``typing``: a field has the focus. */
 export function commandFor(event, typing) {
   const mod = event.ctrlKey || event.metaKey;
@@ -217,6 +223,9 @@ export function installKeyboard({ store, steps, editor, stage, draft, panels, al
   $("ws-box-btn").addEventListener("click", () => store.update("boxMode", (on) => !on));
   store.subscribe("boxMode", (on) => $("ws-box-btn").setAttribute("aria-pressed", String(on)));
 
+  // Whether the next key may pick the category (set by e when the focus went past a category already chosen).
+  let categoryKeyNext = false;
+
   // --- the keyboard path through a correction ---
   // e focuses the form; digits pick an option in a focused select; an action type that needs a point starts the
   // keyboard cursor; f focuses the thought of the screen's slot; p starts the cursor again to move a point.
@@ -353,14 +362,27 @@ export function installKeyboard({ store, steps, editor, stage, draft, panels, al
     if (done) { store.set("cursor", null); stage.renderStage(); }  // a drag wants its end point next: the cursor stays
   }
 
+  // The option a digit picks in a list (1: its first choice), or null.
+  const optionOf = (select, key) => [...select.options].filter((o) => o.value)[Number(key) - 1] || null;
+  const pick = (select, option) => {
+    select.value = option.value;
+    select.dispatchEvent(new Event("change", { bubbles: true }));
+  };
   document.addEventListener("keydown", (event) => {
+    // e on a draft whose category is chosen puts the focus in the corrected thought; the key right after it may still
+    // be a digit picking the category (e 1 is "this step, category 1" whatever the draft holds), not a 1 typed.
+    const afterError = categoryKeyNext;
+    categoryKeyNext = false;
+    if (afterError && event.target.id === "f-corrected_thought" && isOptionKey(event)) {
+      const option = optionOf($("f-error_category"), event.key);
+      if (option) { event.preventDefault(); pick($("f-error_category"), option); return; }
+    }
     const target = event.target;
-    if (target.tagName !== "SELECT" || event.altKey || !/^[1-9]$/.test(event.key) || !target.closest(".ws-side")) return;
-    const option = [...target.options].filter((o) => o.value)[Number(event.key) - 1];
+    if (target.tagName !== "SELECT" || !isOptionKey(event) || !target.closest(".ws-side")) return;
+    const option = optionOf(target, event.key);
     if (!option) return;
     event.preventDefault();
-    target.value = option.value;
-    target.dispatchEvent(new Event("change", { bubbles: true }));
+    pick(target, option);
     const slot = target.dataset.slotType;
     if (slot) {
       const next = nextInput(store.get("table"), option.value);
@@ -415,6 +437,7 @@ export function installKeyboard({ store, steps, editor, stage, draft, panels, al
     error: () => {
       if (!panels.setVerdict("error")) return;
       focusField(form().error_category ? $("f-corrected_thought") : $("f-error_category"));
+      categoryKeyNext = !!form().error_category;
     },
     no_error: () => panels.setVerdict("no_error"),
     unusable: () => panels.setVerdict("unusable"),

@@ -200,6 +200,7 @@ export function createStage({ page, store, steps, editor, draft, drawAlternative
       frame.addEventListener("click", (event) => {
         // (The click that ends a drag never reaches here: static/js/zoom.js swallows it.) Measured on the transformed layer: exact at every zoom and pan.
         const px = pxAt(view, shot, event);
+        endKeyboardPlacement();
         placeOnElement(slot, index, elementAt(elementsOf(index), shot, px), px);
       });
     }
@@ -207,6 +208,13 @@ export function createStage({ page, store, steps, editor, draft, drawAlternative
     pane.appendChild(frame);
     pane.appendChild(caption);
     return pane;
+  }
+
+  /* A point placed (or a box drawn) with the mouse ends a keyboard placement, as Enter does: the keyboard cursor goes
+     in, so the keys after it are the page's again (→ the next step, f the thought of the screen shown) and Enter
+     places nothing where the cursor was left. */
+  function endKeyboardPlacement() {
+    if (cursor()) store.set("cursor", null);
   }
 
   /* A point placed at ``px`` (screenshot pixels) on screen ``index``, over recorded element ``element`` (its index,
@@ -289,6 +297,7 @@ export function createStage({ page, store, steps, editor, draft, drawAlternative
           boxDrag = null;
           if (cancelled) { frame.redrawOverlay(); return; }
           drag.b = pxAt(view, pane.shot, event);
+          endKeyboardPlacement();
           editor.drawBox(pane.slot, pane.shot, drag.a, drag.b);
         },
       } : null,
