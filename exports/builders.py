@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from annotation.models import Annotation, AnnotationStatus, Verdict
+from annotation.models import Annotation, AnnotationKind, AnnotationStatus, Verdict
 from annotation.selectors import action_target_box
 from studio.errors import Invalid
 from traces import grammar, prompting
@@ -258,8 +258,10 @@ def accepted_annotations(project: Project, *, round_id: int | None = None, ids: 
         annotations = Annotation.objects.filter(pk__in=ids, status=AnnotationStatus.ACCEPTED)
     if round_id is not None:
         annotations = annotations.filter(trace__round_id=round_id)
+    # Production answers only: a gold or qualification answer is never a sample, even one a lead accepted.
     return (
-        annotations.exclude(verdict=Verdict.UNUSABLE)
+        annotations.filter(kind=AnnotationKind.PRODUCTION)
+        .exclude(verdict=Verdict.UNUSABLE)
         .select_related("trace")
         .only(
             *(
