@@ -12,6 +12,7 @@ import hashlib
 import io
 import json
 import logging
+import math
 from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
@@ -80,7 +81,12 @@ SETTING_RULES: dict[str, tuple[type, float, float | None]] = {
 
 def _setting_value(name: str, value):
     kind, low, high = SETTING_RULES[name]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and value != int(value)):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or (kind is int and value != int(value))
+    ):
         raise Invalid(f"{name} must be {'a whole number' if kind is int else 'a number'}, not {value!r}", field=name)
     if value < low or (high is not None and value > high):
         raise Invalid(f"{name} must lie in {low:g}..{high:g}, not {value!r}", field=name)
@@ -497,7 +503,7 @@ def qualification_allow_retry(*, project, annotator, actor) -> QualificationAtte
     return _attempt_start(project=project, annotator=annotator, settings=settings, allowed_by=actor)
 
 
-def queue_gate(*, user, project) -> QualificationAttempt | None:
+def queue_gate(*, user, project, settings: QualitySettings | None = None) -> QualificationAttempt | None:
     """What the hand-out may give ``user`` in ``project`` before anything else: raises QueueClosed (paused, a failed
     qualification, too few gold traces to qualify); returns the open qualification attempt whose next gold trace
     comes first, or None when the real queue is open to them. Makes the first attempt of a member who needs one.
@@ -510,7 +516,7 @@ def queue_gate(*, user, project) -> QualificationAttempt | None:
             + ". Ask them to resume it.",
             gate="paused",
         )
-    settings = quality_settings(project)
+    settings = settings or quality_settings(project)
     if not settings.qualification_size or can(user, EXEMPT_ACTION, project):
         return None
     attempts = list(QualificationAttempt.objects.filter(project=project, annotator=user).order_by("-number"))
@@ -560,10 +566,10 @@ def gold_position_is_gold(*, position: int, user_id: int, project_id: int, every
     return (position + _offset(user_id=user_id, project_id=project_id, every=every)) % every == every - 1
 
 
-def gold_slot_due(*, user, project) -> bool:
+def gold_slot_due(*, user, project, settings: QualitySettings | None = None) -> bool:
     """Whether the hand-out's next new trace for ``user`` should be a gold trace (``gold_every``; never for the
     people who write the references)."""
-    settings = quality_settings(project)
+    settings = settings or quality_settings(project)
     if not settings.gold_every or can(user, EXEMPT_ACTION, project):
         return False
     position = (

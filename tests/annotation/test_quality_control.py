@@ -21,6 +21,7 @@ from annotation.models import (
 from annotation.quality import selectors as quality_selectors
 from annotation.quality import services as quality
 from annotation.review.services import review_adjudicate
+from studio.errors import Invalid
 from studio.permissions import Role
 from tests.fixtures_quality import CATEGORY, error_fields, gold_traces, hand_in, reference_of, traces_of
 
@@ -233,6 +234,8 @@ def test_a_qualification_larger_than_the_gold_is_refused(project, lead, api_clie
     assert "larger than this project's 0" in answer.json()["detail"]
     bad = api_client(lead).patch(f"/api/projects/{project.pk}/quality/settings/", {"point_tolerance": 2}, format="json")
     assert bad.status_code == 400 and bad.json()["field"] == "point_tolerance"
+    with pytest.raises(Invalid, match="gold_every must be a whole number"):  # a caller other than the JSON API
+        quality.quality_settings_save(project=project, user=lead, fields={"gold_every": float("inf")})
 
 
 def test_a_newcomer_who_fails_the_qualification_is_kept_out_until_a_lead_allows_another_try(
