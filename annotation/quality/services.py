@@ -40,6 +40,7 @@ from annotation.quality.selectors import (
     gold_screen,
     quality_settings,
     reference_choice,
+    reference_refusal,
     unseen_gold,
 )
 from studio.access import can
@@ -123,22 +124,6 @@ def quality_settings_save(*, project, user, fields: dict) -> QualitySettings:
 # --- Gold traces ----------------------------------------------------------------------------------------------
 
 
-def _reference_problem(annotation: Annotation) -> str:
-    """Why ``annotation`` cannot be its trace's reference ("" when it can)."""
-    if annotation.kind != AnnotationKind.PRODUCTION:
-        return "it is itself a gold or qualification answer; a reference is an accepted production answer"
-    if annotation.status != AnnotationStatus.ACCEPTED:
-        state = {"draft": "a draft", "submitted": "not reviewed yet", "rejected": "rejected"}.get(
-            annotation.status, annotation.status
-        )
-        return f"it is {state}; only an accepted answer can be a reference"
-    if annotation.verdict == Verdict.UNUSABLE:
-        return "it judges the trace unusable; a gold trace needs an answer to score against"
-    if not annotation.verdict:
-        return "it has no verdict"
-    return ""
-
-
 def _event(*, gold: GoldTrace | None, trace: Trace, actor, kind: str, detail: dict) -> GoldEvent:
     return GoldEvent.objects.create(
         project_id=trace.project_id,
@@ -156,7 +141,7 @@ def gold_mark(*, annotation: Annotation, user) -> tuple[GoldTrace, str]:
     and what happened: ``marked``, ``unchanged`` (already the reference at this version) or ``reference_changed``
     (another answer, or this one changed since: every gold answer of the trace is scored again, audited). A draft,
     rejected, not yet reviewed or unusable answer, or a gold answer itself, is refused (GoldRefused, 400) naming why."""
-    problem = _reference_problem(annotation)
+    problem = reference_refusal(annotation)
     trace = annotation.trace
     if problem:
         raise GoldRefused(
@@ -440,7 +425,7 @@ def gold_reference_refresh(*, annotation: Annotation, actor=None) -> dict | None
     )
     if gold is None or gold.reference.version == gold.reference_version:
         return None
-    if _reference_problem(gold.reference):
+    if reference_refusal(gold.reference):
         return None  # no longer a usable reference (sent back): the scores stay as they were until a lead re-marks
     before = gold.reference_version
     gold.reference_version = gold.reference.version

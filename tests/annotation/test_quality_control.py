@@ -63,6 +63,8 @@ def test_a_lead_marks_an_accepted_answer_gold_through_the_api(project, lead, exp
     assert listed["count"] == 1 and listed["count_words"] == "1 gold trace"
     assert api_client(annotator).get(f"/api/projects/{project.pk}/gold/").status_code == 403
     assert GoldEvent.objects.filter(kind="marked").count() == 1
+    state = quality_selectors.gold_state(reference)
+    assert state == {"gold_id": answer.json()["id"], "is_reference": True, "refusal": ""}
 
 
 @pytest.mark.parametrize(
@@ -82,6 +84,7 @@ def test_an_answer_that_cannot_be_gold_is_a_400_naming_why(project, lead, expert
     refused = api_client(lead).post(f"/api/projects/{project.pk}/gold/", {"annotation": answer.pk}, format="json")
     assert refused.status_code == 400 and refused.json()["field"] == "annotation"
     assert words in refused.json()["detail"], refused.json()
+    assert words in quality_selectors.gold_state(answer)["refusal"]  # the page's button says the same
     assert not GoldTrace.objects.exists()
 
 
