@@ -293,7 +293,7 @@ def _parts_fields(comparison: scoring.Comparison) -> dict:
     return {f"{part}_ok": comparison.parts[part] for part in scoring.PARTS} | {"correct": comparison.correct}
 
 
-def gold_answer_score(*, annotation: Annotation) -> GoldScore | None:
+def gold_answer_score(*, annotation: Annotation, count_in_attempt: bool = True) -> GoldScore | None:
     """Score a submitted gold or qualification answer against its trace's reference (the submit calls it in its
     transaction); a qualification answer also counts in its attempt, which ends passed or failed with its last
     answer. None when the trace is gold no more (its gold was removed while the answer was open)."""
@@ -303,7 +303,7 @@ def gold_answer_score(*, annotation: Annotation) -> GoldScore | None:
     settings = quality_settings(gold.trace.project)
     comparison = _comparison(annotation=annotation, gold=gold, settings=settings)
     attempt = None
-    if annotation.kind == AnnotationKind.QUALIFICATION:
+    if annotation.kind == AnnotationKind.QUALIFICATION and count_in_attempt:
         attempt = (
             QualificationAttempt.objects.select_for_update()
             .filter(project_id=annotation.project_id, annotator_id=annotation.annotator_id, status="open")
@@ -390,8 +390,8 @@ def gold_rescore(*, gold: GoldTrace) -> dict:
     )
     for annotation in answers.exclude(status=AnnotationStatus.DRAFT).select_related("annotator"):
         score = GoldScore.objects.filter(annotation=annotation).first()
-        if score is None:
-            gold_answer_score(annotation=annotation)
+        if score is None:  # its submit's scoring failed: scored now, apart from its attempt (which went on without it)
+            gold_answer_score(annotation=annotation, count_in_attempt=False)
             rescored += 1
             continue
         comparison = _comparison(annotation=annotation, gold=gold, settings=settings)
