@@ -9,12 +9,18 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
-from annotation.models import Annotation, AuditEvent, Lease
+from annotation.models import Annotation, AuditEvent, GoldTrace, Lease
 from studio.access import access, scoped
 
 
 def access_annotation(user, pk, action: str, *, lock: bool = False) -> Annotation:
     return access(user, Annotation.objects.select_related("trace__project"), pk, action, lock=lock)
+
+
+def access_gold(user, pk, action: str, *, lock: bool = False) -> GoldTrace:
+    return access(
+        user, GoldTrace.objects.select_related("trace__project", "reference__annotator"), pk, action, lock=lock
+    )
 
 
 def access_lease(user, pk, action: str, *, lock: bool = False) -> Lease:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from django.db.models import Q
 
-from annotation.models import Annotation, Verdict
+from annotation.models import Annotation, AnnotationKind, Verdict
 from annotation.selectors import target_box_of
 from annotation.workflow import STANDING
 from traces import grammar
@@ -170,7 +170,10 @@ def double_annotated_rows(project: Project, *, since=None, until=None) -> list:
 
     ``since``/``until`` bound the submission time of the annotations that count. Only traces whose
     ``standing_annotations`` counter says two or more are read (a small, indexed share of the project)."""
-    standing = Q(project=project, status__in=STANDING, trace__standing_annotations__gte=2)
+    # Production answers only: a gold trace's many scored answers are no independent readings of the work.
+    standing = Q(
+        project=project, status__in=STANDING, kind=AnnotationKind.PRODUCTION, trace__standing_annotations__gte=2
+    )
     if since is not None:
         standing &= Q(submitted_at__gte=since)
     if until is not None:

@@ -33,4 +33,5 @@ urlpatterns = [
         name="api-annotation-version-restore",
     ),
     path("", include("annotation.review.api_urls")),
+    path("", include("annotation.quality.api_urls")),
 ]

@@ -26,7 +26,7 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from annotation.agreement import agreement_report
-from annotation.models import Annotation, AnnotationStatus, AuditEvent, Verdict
+from annotation.models import Annotation, AnnotationKind, AnnotationStatus, AuditEvent, Verdict
 from annotation.workflow import STANDING
 from prescoring.models import TraceSuggestion
 from studio.errors import Invalid
@@ -91,7 +91,8 @@ def _query_day(value: str | None, name: str) -> date | None:
 
 
 def _done(project: Project, period: DateRange | None, statuses=DONE):
-    done = Annotation.objects.filter(project=project, status__in=statuses)
+    # Production answers only: gold and qualification answers are scored apart (annotation.quality), never work.
+    done = Annotation.objects.filter(project=project, status__in=statuses, kind=AnnotationKind.PRODUCTION)
     if period is None:  # all time (the round dashboard: rounds, not dates, divide the work)
         return done
     return done.filter(submitted_at__gte=period.since, submitted_at__lt=period.until)
@@ -310,7 +311,12 @@ def _standing_fold(rows: list[tuple], scored: bool) -> dict:
 
 def live_counters(project: Project) -> dict:
     """Counts of annotations by status right now (what the live counters show)."""
-    rows = dict(Annotation.objects.filter(project=project).values_list("status").annotate(n=Count("id")).order_by())
+    rows = dict(
+        Annotation.objects.filter(project=project, kind=AnnotationKind.PRODUCTION)
+        .values_list("status")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
     return {status: rows.get(status, 0) for status in AnnotationStatus.values}
 
 

@@ -72,3 +72,9 @@ def lease_changed(*, lease, state: str) -> None:
 def presence_event(*, trace_id: int, user: str, state: str) -> dict:
     """A page opened ("open") or closed ("closed") a trace; the consumer sends it (no transaction involved)."""
     return {"type": "presence", "state": state, "trace_id": trace_id, "user": user}
+
+
+def quality_changed(*, project_id: int, annotator: str) -> None:
+    """An annotator's quality figures moved (a gold answer scored, answers re-scored — ``annotator`` "" —, a queue
+    paused or resumed): the quality dashboard reads its figures and flags again."""
+    broadcast(project_id=project_id, event={"type": "quality", "project_id": project_id, "annotator": annotator})

@@ -23,6 +23,16 @@ class Verdict(models.TextChoices):
     UNUSABLE = "unusable", "Unusable"
 
 
+class AnnotationKind(models.TextChoices):
+    """Why an annotator answered a trace. Only production answers are the studio's work: gold and qualification
+    answers are scored against a reference (``annotation.quality``) and never exported, reviewed, counted as work
+    or compared for agreement."""
+
+    PRODUCTION = "production", "Production"
+    GOLD = "gold", "Gold (scored against its reference)"
+    QUALIFICATION = "qualification", "Qualification (scored, with feedback)"
+
+
 class Annotation(models.Model):
     """One annotator's reading of one trace (verdict, τ, correction, post-reflection, labels)."""
 
@@ -34,6 +44,9 @@ class Annotation(models.Model):
     status = models.CharField(
         max_length=16, choices=AnnotationStatus.choices, default=AnnotationStatus.DRAFT, db_index=True
     )
+    # Set once by the hand-out that made the row: a gold trace handed out among the others, or one of a
+    # qualification set. The workspace and its API never show it for gold (a gold trace looks like any other).
+    kind = models.CharField(max_length=16, choices=AnnotationKind.choices, default=AnnotationKind.PRODUCTION)
     version = models.PositiveIntegerField(
         default=1, help_text="Bumped by every save; a save based on an older one is refused."
     )
@@ -220,3 +233,182 @@ class AlternativeMark(models.Model):
                 fields=["annotation"], condition=models.Q(verdict="taken"), name="one_taken_alternative"
             ),
         ]
+
+
+# --- Quality control: gold traces, their scores, qualification, paused queues (annotation.quality) ----------------
+
+
+class QualitySettings(models.Model):
+    """A project's quality-control settings (one row per project, made on first change; ``quality.selectors.
+    quality_settings`` answers the defaults for a project without one). Fractions are 0..1."""
+
+    project = models.OneToOneField(
+        "traces.Project", on_delete=models.CASCADE, primary_key=True, related_name="quality_settings"
+    )
+    gold_every = models.PositiveIntegerField(
+        default=0, help_text="One trace in this many of each annotator's queue is a gold trace (0: none)."
+    )
+    point_tolerance = models.FloatField(
+        default=0.05,
+        help_text="A gold point outside the reference's element box (or with no box) still counts within this "
+        "distance, as a fraction of the screen (sqrt((dx/W)^2 + (dy/H)^2)).",
+    )
+    qualification_size = models.PositiveIntegerField(
+        default=0, help_text="Gold traces a new member answers before the real queue opens (0: no qualification)."
+    )
+    qualification_pass_mark = models.FloatField(
+        default=0.8, help_text="Share of the qualification's answers that must be right to pass."
+    )
+    min_gold_accuracy = models.FloatField(default=0.8, help_text="Flag an annotator whose gold accuracy is below.")
+    min_gold_answers = models.PositiveIntegerField(
+        default=5, help_text="Gold answers an annotator needs before their accuracy is judged."
+    )
+    min_median_seconds = models.PositiveIntegerField(
+        default=10, help_text="Flag an annotator whose median time per trace is below (too fast)."
+    )
+    max_no_error_streak = models.PositiveIntegerField(
+        default=15, help_text="Flag an annotator whose latest answers are this many 'no error' in a row."
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+
+
+class GoldTrace(models.Model):
+    """A trace whose accepted answer (``reference``) is the right answer its gold answers are scored against."""
+
+    trace = models.OneToOneField("traces.Trace", on_delete=models.CASCADE, related_name="gold")
+    project = models.ForeignKey("traces.Project", on_delete=models.CASCADE, related_name="+", editable=False)
+    reference = models.ForeignKey(Annotation, on_delete=models.CASCADE, related_name="+")
+    # The reference's version the scores were made against: an accepted answer changed by adjudication, or another
+    # answer chosen, re-scores the gold answers (``quality.services.gold_rescore``).
+    reference_version = models.PositiveIntegerField()
+    marked_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    marked_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["project", "id"])]
+
+    def __str__(self):
+        return f"gold trace {self.trace_id} (reference {self.reference_id})"
+
+
+class QualificationStatus(models.TextChoices):
+    OPEN = "open", "In progress"
+    PASSED = "passed", "Passed"
+    FAILED = "failed", "Failed"
+
+
+class QualificationAttempt(models.Model):
+    """One try of a project's qualification set by one member: ``size`` gold traces, answered with feedback after
+    each; passed when the share right reaches ``pass_mark`` (both copied from the settings when it starts)."""
+
+    project = models.ForeignKey("traces.Project", on_delete=models.CASCADE, related_name="+")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    number = models.PositiveIntegerField()
+    status = models.CharField(max_length=8, choices=QualificationStatus.choices, default=QualificationStatus.OPEN)
+    size = models.PositiveIntegerField()
+    pass_mark = models.FloatField()
+    answered = models.PositiveIntegerField(default=0)
+    correct = models.PositiveIntegerField(default=0)
+    allowed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )  # the lead who allowed this attempt (none: the first)
+    started_at = models.DateTimeField(auto_now_add=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["project_id", "annotator_id", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "annotator", "number"], name="one_attempt_number"),
+            models.UniqueConstraint(
+                fields=["project", "annotator"], condition=models.Q(status="open"), name="one_open_attempt"
+            ),
+        ]
+
+
+class GoldScore(models.Model):
+    """A gold or qualification answer scored against its trace's reference, part by part (None: the part does not
+    apply to the reference). Kept when the gold trace goes (``gold`` null, ``gold_removed_at`` set): the scores it
+    gave stay, marked as such."""
+
+    annotation = models.OneToOneField(Annotation, null=True, on_delete=models.SET_NULL, related_name="gold_score")
+    gold = models.ForeignKey(GoldTrace, null=True, on_delete=models.SET_NULL, related_name="scores")
+    project = models.ForeignKey("traces.Project", on_delete=models.CASCADE, related_name="+")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=16, choices=AnnotationKind.choices)
+    attempt = models.ForeignKey(
+        QualificationAttempt, null=True, blank=True, on_delete=models.SET_NULL, related_name="scores"
+    )
+    # Copied, so a score still names its trace after the gold trace (or the trace) is deleted.
+    trace_id_kept = models.BigIntegerField()
+    external_id = models.CharField(max_length=255, blank=True)
+    reference_id_kept = models.BigIntegerField()
+    reference_version = models.PositiveIntegerField()
+    verdict_ok = models.BooleanField(null=True)
+    tau_exact_ok = models.BooleanField(null=True)
+    tau_within_one_ok = models.BooleanField(null=True)
+    category_ok = models.BooleanField(null=True)
+    action_type_ok = models.BooleanField(null=True)
+    point_ok = models.BooleanField(null=True)
+    reflection_ok = models.BooleanField(null=True)
+    correct = models.BooleanField(help_text="Every part that applies is right (τ exact; ±1 is reported apart).")
+    # The part-by-part comparison as the page shows it (quality.scoring.Comparison.as_dict).
+    comparison = models.JSONField(default=dict)
+    submitted_at = models.DateTimeField()
+    scored_at = models.DateTimeField(auto_now_add=True)
+    rescored_at = models.DateTimeField(null=True, blank=True)
+    # The comparison before the last re-score (the dashboard shows what changed).
+    previous = models.JSONField(null=True, blank=True)
+    gold_removed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["project", "annotator", "kind"]),
+            models.Index(fields=["project", "submitted_at"]),
+        ]
+
+
+class GoldEvent(models.Model):
+    """Append-only: a gold trace marked, its reference changed (with the re-score's counts), or the gold removed."""
+
+    project = models.ForeignKey("traces.Project", on_delete=models.CASCADE, related_name="+")
+    gold = models.ForeignKey(GoldTrace, null=True, on_delete=models.SET_NULL, related_name="events")
+    trace_id_kept = models.BigIntegerField()
+    external_id = models.CharField(max_length=255, blank=True)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    at = models.DateTimeField(auto_now_add=True)
+    kind = models.CharField(max_length=24)  # marked | reference_changed | rescored | removed
+    detail = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["project", "at"])]
+
+
+class QueuePause(models.Model):
+    """A lead paused an annotator's queue in a project: the hand-out gives them nothing until it is lifted."""
+
+    project = models.ForeignKey("traces.Project", on_delete=models.CASCADE, related_name="+")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    paused_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    paused_at = models.DateTimeField(auto_now_add=True)
+    reason = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "annotator"], name="one_pause_per_annotator")]
+
+
+class QueueTally(models.Model):
+    """How many new traces the hand-out gave an annotator in a project (production and gold, not qualification):
+    the position that decides, deterministically, which of them is a gold trace (one in ``gold_every``)."""
+
+    project = models.ForeignKey("traces.Project", on_delete=models.CASCADE, related_name="+")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    handed_out = models.PositiveIntegerField(default=0)
+    # "No error" answers in a row among the annotator's latest production submits (kept at submit, so the quality
+    # dashboard reads a number instead of ordering every answer), and the longest such run.
+    no_error_streak = models.PositiveIntegerField(default=0)
+    longest_no_error_streak = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "annotator"], name="one_tally_per_annotator")]

@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation.access import annotations_for
-from annotation.models import Annotation, AnnotationStatus, AuditEvent, Lease, QueueRequest, Verdict
+from annotation.models import Annotation, AnnotationKind, AnnotationStatus, AuditEvent, Lease, QueueRequest, Verdict
 from annotation.overlap import quota_bound, trace_annotation_quota
 from annotation.workflow import EDITABLE_BY_ANNOTATOR
 from studio.access import can
@@ -51,7 +51,7 @@ def traces_awaiting_more_answers(*, project, limit: int = 50) -> tuple[list[dict
         return [], 0
     answered: dict[int, list[str]] = {}
     rows = (
-        Annotation.objects.filter(project=project)
+        Annotation.objects.filter(project=project, kind=AnnotationKind.PRODUCTION)
         .exclude(status=AnnotationStatus.DRAFT)
         .order_by("trace_id", "annotator__username")
         .values_list("trace_id", "annotator__username")
@@ -146,8 +146,9 @@ def queue_for_user(user) -> list[dict]:
                 "project": project,
                 "drafts": list(mine.filter(status=AnnotationStatus.DRAFT).order_by("-updated_at")[:50]),
                 "returned": list(mine.filter(status=AnnotationStatus.REJECTED).order_by("-updated_at")[:50]),
+                # Production work only: gold and qualification answers are no work of the project's.
                 "submitted_count": mine.filter(
-                    status__in=[AnnotationStatus.SUBMITTED, AnnotationStatus.ACCEPTED]
+                    status__in=[AnnotationStatus.SUBMITTED, AnnotationStatus.ACCEPTED], kind=AnnotationKind.PRODUCTION
                 ).count(),
                 "open_count": open_count,
                 "open_words": in_words(open_count, "open trace", "open traces"),
@@ -483,6 +484,13 @@ def annotation_json(annotation: Annotation) -> dict:
         # edit, save, skip or submit it (the workflow's rule, not the page's).
         "status_display": annotation.get_status_display(),
         "editable": annotation.status in EDITABLE_BY_ANNOTATOR,
+        # A qualification answer, once submitted, has its comparison with the reference to show (a gold answer of the
+        # real queue has none: it looks like any other trace, before and after).
+        "feedback_url": (
+            reverse("api-annotation-feedback", args=[annotation.pk])
+            if annotation.kind == AnnotationKind.QUALIFICATION and annotation.status not in EDITABLE_BY_ANNOTATOR
+            else None
+        ),
     }
 
 

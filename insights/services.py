@@ -12,7 +12,7 @@ from typing import Any
 from django.conf import settings as django_settings
 from django.db import IntegrityError, transaction
 
-from annotation.models import Annotation, AnnotationStatus, Verdict
+from annotation.models import Annotation, AnnotationKind, AnnotationStatus, Verdict
 from insights import search_text, signature
 from insights.models import Cluster, ClusterRun, SearchEntry, Slice
 from studio.engine import job_enqueue, job_run_here
@@ -29,10 +29,12 @@ log = logging.getLogger(__name__)
 def search_entry_refresh(*, annotation_id: int) -> SearchEntry | None:
     """Make the annotation's search entry what the annotation says now; an annotation without a first error has
     none (search finds corrections: a step card needs a τ), nor has a draft (search finds corrections handed in;
-    insights.receivers skips a draft's autosaves for that reason)."""
+    insights.receivers skips a draft's autosaves for that reason), nor a gold or qualification answer (scored against
+    a reference, never the project's corrections: annotation.quality)."""
     annotation = Annotation.objects.select_related("trace", "trace__project").filter(pk=annotation_id).first()
     if (
         annotation is None
+        or annotation.kind != AnnotationKind.PRODUCTION
         or annotation.status == AnnotationStatus.DRAFT
         or annotation.verdict != Verdict.ERROR
         or not annotation.tau
@@ -92,7 +94,7 @@ def search_agreement_refresh(*, trace_id: int) -> None:
     answer. Refreshed with any of the trace's entries, so a second answer updates the first's."""
     first_error = {
         pk: (tau if verdict == Verdict.ERROR else None)
-        for pk, verdict, tau in Annotation.objects.filter(trace_id=trace_id)
+        for pk, verdict, tau in Annotation.objects.filter(trace_id=trace_id, kind=AnnotationKind.PRODUCTION)
         .exclude(status=AnnotationStatus.DRAFT)
         .values_list("pk", "verdict", "tau")
     }

@@ -56,6 +56,7 @@ ENTITIES: dict[str, Entity] = {
     "annotation.Annotation": Entity("annotation", "project", owner="annotator"),
     "annotation.Lease": Entity("lease", "trace__project", owner="user"),
     "annotation.AuditEvent": Entity("history entry", "project", owner="annotator"),
+    "annotation.GoldTrace": Entity("gold trace", "project"),
     "annotation.AlternativesJob": Entity("alternatives job", "annotation__project", owner="annotation__annotator"),
     "exports.ExportJob": Entity("export", "project"),
     "evaluation.EvaluationJob": Entity("evaluation", "project"),

@@ -75,6 +75,15 @@ RULES: dict[str, Rule] = {
     "lease.manage": Rule(LEADS, Scope.MEMBER, "manage other annotators' leases"),
     # The holder closes their own lease (page closed); leads any lease of their projects.
     "lease.release": Rule(ANNOTATING, Scope.OWN, "release this lease", unless=LEADS),
+    # Quality control (annotation.quality): leads mark gold traces (the reference answers), set the bounds, read each
+    # annotator's figures and pause a queue; every annotating member sees where they stand with the qualification;
+    # a scored answer's comparison with its reference is its annotator's (a qualification answer, once submitted:
+    # annotation.quality.selectors.feedback_refusal), and the leads'.
+    "gold.manage": Rule(LEADS, Scope.MEMBER, "mark gold traces"),
+    "quality.view": Rule(LEADS, Scope.MEMBER, "see annotators' quality"),
+    "quality.manage": Rule(LEADS, Scope.MEMBER, "change quality control or pause annotators"),
+    "qualification.view": Rule(ANNOTATING, Scope.MEMBER, "see the qualification"),
+    "gold.feedback": Rule(ANNOTATING, Scope.OWN, "see other annotators' gold feedback", unless=LEADS),
     "webhook.manage": Rule(LEADS, Scope.MEMBER, "manage webhooks"),
     "dashboard.view": Rule(LEADS, Scope.MEMBER, "see dashboards"),
     "presence.view": Rule(ANNOTATING, Scope.MEMBER, "see who works on what"),

@@ -39,6 +39,8 @@ SLOWEST_FILES = (
     "tests/architecture/test_prescoring_app.py",
     "tests/traces/test_importers.py",
     "tests/exports/test_parquet_images.py",
+    "tests/annotation/test_quality_control.py",
+    "tests/annotation/test_quality_team.py",
     # integration and release tiers
     "tests/serving/test_deploy_docs.py",
     "tests/exports/test_training_steps.py",

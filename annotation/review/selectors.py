@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from annotation.access import annotations_for, history_for
 from annotation.alternatives.selectors import marked_alternatives
-from annotation.models import Annotation, AnnotationStatus, AuditEvent
+from annotation.models import Annotation, AnnotationKind, AnnotationStatus, AuditEvent
 from annotation.review.services import REVIEW_EDITABLE_FIELDS
 from annotation.selectors import (
     FIELD_LABELS,
@@ -43,7 +43,8 @@ def review_queue(
     user, *, project: Project | None = None, status: str = AnnotationStatus.SUBMITTED
 ) -> QuerySet[Annotation]:
     """Annotations waiting for (or past) a decision, oldest submission first."""
-    queue = annotations_for_reviewer(user).filter(status=status)
+    # Gold and qualification answers are scored against their reference at submit, not reviewed.
+    queue = annotations_for_reviewer(user).filter(status=status, kind=AnnotationKind.PRODUCTION)
     if project is not None:
         queue = queue.filter(project=project)
     return queue.order_by("submitted_at", "id")

@@ -13,6 +13,7 @@ import json
 from annotation import events
 from annotation.answer_fields import FieldProblem, clean_answer_field
 from annotation.models import Annotation, AnnotationStatus, Verdict
+from annotation.quality import services as quality
 from annotation.services import (
     action_check,
     annotation_record_edit,
@@ -204,6 +205,8 @@ def review_accept(*, annotation_id: int, actor, comment: str = "", expected_vers
     # before the rule, with a τ on "no error", loses that τ here, audited).
     _apply_edits(annotation, actor, {})
     annotation_transition(annotation=annotation, to=AnnotationStatus.ACCEPTED, actor=actor, comment=comment.strip())
+    # A gold reference sent back, changed and accepted again re-scores its trace's gold answers.
+    quality.gold_reference_refresh(annotation=annotation, actor=actor)
     return annotation
 
 
@@ -230,6 +233,7 @@ def review_edit_and_accept(
     _require_submitted(annotation, "edited and accepted")
     _apply_edits(annotation, actor, edits)
     annotation_transition(annotation=annotation, to=AnnotationStatus.ACCEPTED, actor=actor, comment=comment.strip())
+    quality.gold_reference_refresh(annotation=annotation, actor=actor)
     return annotation
 
 
@@ -262,5 +266,7 @@ def review_adjudicate(*, annotation_id: int, actor, edits: dict | None = None, c
         annotation_transition(
             annotation=annotation, to=AnnotationStatus.ACCEPTED, actor=actor, comment=comment.strip() or "adjudicated"
         )
+    # A gold trace's reference changed by adjudication re-scores the answers scored against it (audited).
+    quality.gold_reference_refresh(annotation=annotation, actor=actor)
     events.annotation_changed(annotation=annotation, verb="adjudicated")
     return annotation

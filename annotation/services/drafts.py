@@ -9,6 +9,7 @@ from django.utils import timezone
 from annotation.access import access_annotation
 from annotation.answer_fields import clean_answer_field
 from annotation.models import Annotation, AnnotationStatus, Verdict
+from annotation.quality import services as quality
 from annotation.selectors import (
     gap_after_reason,
     observations,
@@ -394,7 +395,13 @@ def annotation_submit(*, annotation_id: int, user, base_version: int) -> Annotat
     now = timezone.now()
     _release_user_leases(trace_id=annotation.trace_id, user=user, reason="submitted", now=now)
     annotation.refresh_from_db(fields=["time_spent_s"])
-    return annotation_transition(annotation=annotation, to=AnnotationStatus.SUBMITTED, actor=user, changes=changes)
+    annotation = annotation_transition(
+        annotation=annotation, to=AnnotationStatus.SUBMITTED, actor=user, changes=changes
+    )
+    # In the submit's transaction, in a savepoint of its own: a gold answer is scored now, a production answer
+    # counts in the annotator's "no error" streak; neither can cost the submit.
+    quality.answer_submitted(annotation=annotation)
+    return annotation
 
 
 @atomic_with_retry

@@ -11,8 +11,10 @@ from django.utils import timezone
 
 from annotation import events
 from annotation.access import access_lease
-from annotation.models import Annotation, AnnotationStatus, Lease, QueueRequest
+from annotation.models import Annotation, AnnotationKind, AnnotationStatus, GoldTrace, Lease, QueueRequest
 from annotation.overlap import quota_bound, trace_annotation_quota
+from annotation.quality import services as quality
+from annotation.quality.selectors import quality_settings
 from annotation.services.errors import LeaseLost
 from studio.access import can
 from studio.db import atomic_with_retry
@@ -54,10 +56,15 @@ def _lease_take(*, trace, user, now, page: str = "") -> Lease:
     return lease
 
 
-def _annotation_for_claim(*, trace, user) -> Annotation:
-    annotation, _ = Annotation.objects.get_or_create(
-        trace=trace, annotator=user, defaults={"project_id": trace.project_id}
+def _annotation_for_claim(*, trace, user, kind: str = AnnotationKind.PRODUCTION, counted: bool = False) -> Annotation:
+    """The user's annotation of ``trace`` (made now, of ``kind``, if new). ``counted``: a new one counts in the
+    annotator's tally of new traces, which decides where their next gold trace falls (quality.gold_slot_due; counted
+    while the project hands out gold)."""
+    annotation, created = Annotation.objects.get_or_create(
+        trace=trace, annotator=user, defaults={"project_id": trace.project_id, "kind": kind}
     )
+    if created and counted:
+        quality.queue_tally_bump(user=user, project=trace.project)
     return annotation
 
 
@@ -80,8 +87,15 @@ def lease_next_trace(*, user, project, most_doubtful_first: bool = False) -> tup
     ``most_doubtful_first``, where the user sees pre-scoring — ``prescore.view`` —, by suspicion). A trace
     is open while fewer distinct annotators hold it than its quota; the quota is re-checked after
     the row lock, with a fresh statement, so two concurrent claimers never share a trace by accident.
+
+    Quality control (``annotation.quality``) comes first: a paused queue or a failed qualification gives nothing
+    (``QueueClosed``, a 409 whose ``gate`` the page reads); a member qualifying is given the qualification's gold
+    traces; an unfinished gold answer is resumed; and one new trace in the project's ``gold_every`` is a gold
+    trace they never met (deterministic per annotator). Gold traces never go out as production work.
     """
     now = timezone.now()
+    settings = quality_settings(project)  # read once for the gate and the gold slot
+    attempt = quality.queue_gate(user=user, project=project, settings=settings)
     held = (
         Lease.objects.filter(user=user, trace__project=project, released_at__isnull=True, expires_at__gt=now)
         .order_by("created_at")
@@ -90,6 +104,9 @@ def lease_next_trace(*, user, project, most_doubtful_first: bool = False) -> tup
     if held is not None:
         trace = Trace.objects.select_related("project").get(pk=held.trace_id)
         return _annotation_for_claim(trace=trace, user=user), _lease_take(trace=trace, user=user, now=now)
+    gold_claim = _gold_claim(user=user, project=project, attempt=attempt, settings=settings, now=now)
+    if gold_claim is not None or attempt is not None:
+        return gold_claim
 
     finished_by_me = Annotation.objects.filter(annotator=user).exclude(status=AnnotationStatus.DRAFT).values("trace_id")
     skipped_by_me = Lease.objects.filter(user=user, release_reason="skipped").values("trace_id")
@@ -113,6 +130,8 @@ def lease_next_trace(*, user, project, most_doubtful_first: bool = False) -> tup
     open_traces: QuerySet[Any] = (
         # Traces awaiting their instruction stay out until a lead writes it (traces.selectors).
         traces_ready_to_annotate(Trace.objects.filter(project=project))
+        # Gold traces go out only as gold (_gold_claim), scored, never as production work.
+        .exclude(Exists(GoldTrace.objects.filter(trace=OuterRef("pk"))))
         .exclude(pk__in=finished_by_me)
         .exclude(pk__in=skipped_by_me)
         .annotate(held_by=Coalesce(busy, 0) + Coalesce(done, 0), mine=my_draft, requested=requested)
@@ -139,10 +158,44 @@ def lease_next_trace(*, user, project, most_doubtful_first: bool = False) -> tup
                 continue  # another claimer holds it right now
             if _trace_occupancy(trace_id=trace_id, user=user, now=now) >= quota:
                 continue
-            return _annotation_for_claim(trace=trace, user=user), _lease_take(trace=trace, user=user, now=now)
+            annotation = _annotation_for_claim(trace=trace, user=user, counted=bool(settings.gold_every))
+            return annotation, _lease_take(trace=trace, user=user, now=now)
         if len(batch) < chunk:
             return None
         offset += chunk
+
+
+def _gold_claim(*, user, project, attempt, settings, now) -> tuple[Annotation, Lease] | None:
+    """The hand-out's gold: the user's unfinished gold or qualification answer; while qualifying (``attempt``) the
+    attempt's next gold trace; else, when no draft of theirs waits and their next new trace is due to be gold, a
+    gold trace they never met. None: the production queue decides. A project that hands out no gold costs nothing
+    here (an unfinished gold answer from before gold was turned off stays on the queue page's drafts)."""
+    if attempt is None and not settings.gold_every:
+        return None
+    draft = quality.own_first_draft(user=user, project=project)
+    if draft is not None and draft.kind != AnnotationKind.PRODUCTION:
+        return draft, _lease_take(trace=draft.trace, user=user, now=now)
+    if attempt is not None:
+        kind = AnnotationKind.QUALIFICATION
+    elif draft is not None:
+        return None  # their own drafts come first, in the production order
+    elif quality.gold_slot_due(user=user, project=project, settings=settings):
+        kind = AnnotationKind.GOLD
+    else:
+        return None
+    trace = quality.gold_trace_pick(user=user, project=project)
+    if trace is None and attempt is not None:
+        raise quality.QueueClosed(
+            f"Too few gold traces are left for your qualification in {project.name}: a lead needs to mark more.",
+            gate="qualification_unavailable",
+        )
+    if trace is None:
+        return None  # no gold left to them: the production queue goes on
+    counted = kind == AnnotationKind.GOLD
+    return (
+        _annotation_for_claim(trace=trace, user=user, kind=kind, counted=counted),
+        _lease_take(trace=trace, user=user, now=now),
+    )
 
 
 @atomic_with_retry
@@ -156,6 +209,8 @@ def lease_take_for_annotation(*, annotation: Annotation, user, page: str = "") -
     if (
         not mine
         and annotation.status == AnnotationStatus.DRAFT
+        # A gold trace has no quota: every annotator who is handed it answers it.
+        and annotation.kind == AnnotationKind.PRODUCTION
         and _trace_occupancy(trace_id=trace.pk, user=user, now=now) >= quota
     ):
         return None
@@ -192,7 +247,8 @@ def lease_heartbeat(*, lease_id: int, user) -> Lease:
         )
     if lease.expires_at <= now:
         quota = trace_annotation_quota(trace_id=lease.trace_id, project=lease.trace.project)
-        if _trace_occupancy(trace_id=lease.trace_id, user=user, now=now) >= quota:
+        gold = GoldTrace.objects.filter(trace_id=lease.trace_id).exists()  # no quota: nobody takes a gold trace over
+        if not gold and _trace_occupancy(trace_id=lease.trace_id, user=user, now=now) >= quota:
             _lease_close(lease, by=None, reason="expired", now=now)
             raise LeaseLost(
                 "Your lease expired and another annotator took the trace. Your draft is kept.", reason="expired"

@@ -102,7 +102,9 @@ def export_plan_make(job: ExportJob) -> list[tuple[list[int], int]]:
         options = ExportOptions.parse(job.options)
         base = _export_base_of(job, options)
         held = lineage.sources_pairs(base.sources or []) if base is not None else None
-        annotation_ids = export_plan_annotations(job.project, held, stats, slice_id=options.slice)
+        annotation_ids = export_plan_annotations(
+            job.project, held, stats, slice_id=options.slice, min_gold_accuracy=options.min_gold_accuracy
+        )
         pieces = export_plan(annotation_ids)
         split = export_split_plan(job, options, annotation_ids, stats.trace_ids)
     except (ExportError, OptionsError) as exc:
@@ -111,7 +113,10 @@ def export_plan_make(job: ExportJob) -> list[tuple[list[int], int]]:
         job.options = {**job.options, "validation_trace": split.validation_trace}
     elif split.train_only:
         job.options = {**job.options, "train_only": True}
-    ExportJob.objects.filter(pk=job.pk).update(counts={"already_exported": stats.already_exported}, options=job.options)
+    counts: dict = {"already_exported": stats.already_exported}
+    if stats.quality_filter is not None:
+        counts["quality_filter"] = stats.quality_filter
+    ExportJob.objects.filter(pk=job.pk).update(counts=counts, options=job.options)
     return pieces
 
 
@@ -194,6 +199,7 @@ def export_assemble_work(job: ExportJob) -> str:
             stored=lambda file: _stored_file(file["stored"]),
             workdir=workdir,
             already_exported=(job.counts or {}).get("already_exported", 0),
+            quality_filter=(job.counts or {}).get("quality_filter"),
             base=_export_base_of(job, options),
             progress=progress,
         )
@@ -226,6 +232,7 @@ def export_summary(counts: dict) -> str:
     reasons = ", ".join(f"{n} {code}" for code, n in (counts.get("skipped_by_reason") or {}).items())
     held = counts.get("already_exported") or 0
     accepted = counts.get("annotations", 0)
+    quality = counts.get("quality_filter") or {}
     # An empty bundle succeeds (an engineer's pipeline may export on a schedule), but says why it is empty: an
     # engineer who downloads a few kilobytes of nothing should not have to guess.
     empty = ""
@@ -240,6 +247,11 @@ def export_summary(counts: dict) -> str:
         f"{counts.get('skipped', 0)} skipped"
         + (f" ({reasons})" if reasons else "")
         + (f"; {held} left out, already in the base export" if held else "")
+        + (
+            f"; {quality['left_out']} left out by the quality filter ({quality['reason']})"
+            if quality.get("left_out")
+            else ""
+        )
         + empty
     )
 

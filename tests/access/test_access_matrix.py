@@ -201,6 +201,16 @@ def build_world(tmp_path):
     a_cluster = Cluster.objects.create(run=run, kind="text", name="click, button", size=0, annotation_ids=[])
     objects["clusters"] = a_cluster.pk
     objects["cluster-runs"] = run.pk
+    # A gold trace: the lead's accepted answer on the second trace as its reference (annotation.quality).
+    from annotation.models import Annotation, AnnotationStatus, GoldTrace
+
+    reference = Annotation.objects.create(
+        trace=traces[1], project=project, annotator=lead, status=AnnotationStatus.ACCEPTED, verdict="no_error"
+    )
+    gold = GoldTrace.objects.create(
+        trace=traces[1], project=project, reference=reference, reference_version=reference.version, marked_by=lead
+    )
+    objects["gold"] = gold.pk
     from annotation.models import Lease
     from exports.models import ExportJob
     from prescoring.models import PrescoreJob
@@ -225,6 +235,7 @@ def build_world(tmp_path):
         "slices": a_slice,
         "clusters": a_cluster,
         "cluster-runs": run,
+        "gold": gold,
     }
     users = {
         "anonymous": None,

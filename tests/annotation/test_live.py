@@ -210,3 +210,29 @@ def test_a_query_string_that_is_not_utf8_is_refused_with_an_error_frame(live_set
         assert (await comm.receive_output(timeout=5)) == {"type": "websocket.close", "code": CLOSE_INVALID}
 
     run(scenario)
+
+
+def test_a_submit_and_a_pause_reach_the_quality_dashboard_as_quality_events(live_setup, lead, annotator, project):
+    from annotation.quality.services import annotator_pause_set
+    from annotation.services import annotation_submit
+
+    trace = Trace.objects.create(project=project, external_id="live-2", instruction="x", source="test", step_count=2)
+    draft = Annotation.objects.create(trace=trace, project=project, annotator=annotator, verdict="no_error")
+
+    async def scenario():
+        dashboard = communicator(lead)
+        assert (await dashboard.connect())[0]
+        await receive_type(dashboard, "hello")
+        await database_sync_to_async(annotation_submit)(annotation_id=draft.pk, user=annotator, base_version=1)
+        assert await receive_type(dashboard, "quality") == {
+            "type": "quality",
+            "project_id": project.pk,
+            "annotator": "ann",
+        }
+        await database_sync_to_async(annotator_pause_set)(
+            project=project, annotator=annotator, actor=lead, paused=True, reason="check"
+        )
+        assert (await receive_type(dashboard, "quality"))["annotator"] == "ann"
+        await dashboard.disconnect()
+
+    run(scenario)
