@@ -4,7 +4,7 @@ project's deletion removes, and the error categories annotations still name."""
 
 from __future__ import annotations
 
-from annotation.models import Annotation
+from annotation.models import Annotation, AnnotationKind, AnnotationStatus, GoldTrace
 from annotation.review.selectors import history_rows, trace_history_visible
 from annotation.selectors import annotation_status_counts, error_categories_in_use
 from studio.access import can
@@ -29,7 +29,28 @@ def _history(user, trace) -> dict:
 
 
 def _statuses(user, traces) -> dict:
-    return annotation_status_counts(trace.pk for trace in traces)
+    """Per trace: its annotations by status and, for a lead (``gold.manage``), whether it is gold (its reference) or
+    which accepted answer would be its reference. Nobody else sees which traces are gold: an annotator meets them
+    in the queue like any other."""
+    ids = [trace.pk for trace in traces]
+    counts = annotation_status_counts(ids)
+    gold: dict[int, GoldTrace] = {}
+    accepted: dict[int, int] = {}
+    leads = bool(traces) and can(user, "gold.manage", traces[0].project)
+    if leads:
+        gold = {g.trace_id: g for g in GoldTrace.objects.filter(trace_id__in=ids)}
+        for trace_id, annotation_id in (
+            Annotation.objects.filter(
+                trace_id__in=ids, status=AnnotationStatus.ACCEPTED, kind=AnnotationKind.PRODUCTION
+            )
+            .order_by("trace_id", "-is_adjudicated", "-reviewed_at", "-id")
+            .values_list("trace_id", "id")
+        ):
+            accepted.setdefault(trace_id, annotation_id)  # the answer an export takes (adjudicated, latest reviewed)
+    return {
+        pk: {"counts": counts.get(pk, []), "leads": leads, "gold": gold.get(pk), "accepted": accepted.get(pk)}
+        for pk in ids
+    }
 
 
 def _categories_named(project, categories: list[str]) -> str:

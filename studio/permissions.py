@@ -159,6 +159,11 @@ PAGE_PERMISSIONS: dict[str, str] = {
     "dashboard": "dashboard.view",
     "project-dashboard": "dashboard.view",
     "round-dashboard": "dashboard.view",
+    "review-gold": "gold.manage",
+    "project-quality": "quality.manage",
+    "qualification-allow": "quality.manage",
+    "qualification": "qualification.view",
+    "annotation-feedback": "gold.feedback",
     # exports
     "export-home": "export.view",
     "export-job": "export.view",
