@@ -177,6 +177,7 @@ def answer_feedback(request, annotation_id: int):
             status=Conflict(refusal).status,
         )
     feedback = selectors.answer_feedback(annotation)
+    rows = feedback_rows(feedback["comparison"])
     return render(
         request,
         "annotation/feedback.html",
@@ -185,7 +186,8 @@ def answer_feedback(request, annotation_id: int):
             "trace": annotation.trace,
             "project": project,
             "feedback": feedback,
-            "rows": feedback_rows(feedback["comparison"]),
+            "rows": rows,
+            "wrong": sum(1 for row in rows if row["right"] is False),
             "attempt": feedback.get("attempt"),
             "state": selectors.qualification_state(user=request.user, project=project),
         },
