@@ -160,7 +160,7 @@ function start() {
     for (const cell of cells) {
       const td = document.createElement(tag || "td");
       td.textContent = cell.text === undefined ? cell : cell.text;
-      if (cell.figure) td.dataset.figure = cell.figure;
+      if (cell.figure) td.dataset.quality = cell.figure;  // not data-figure: the figures above are found by that
       if (cell.part) td.dataset.part = cell.part;
       tr.append(td);
     }
@@ -211,7 +211,12 @@ function start() {
       tr.dataset.flags = a.flags.map((f) => f.flag).join(" ");
       tr.dataset.paused = a.paused ? "1" : "0";
       tr.classList.toggle("flagged", a.flags.length > 0);
-      tr.firstChild.setAttribute("scope", "row");
+      if (a.flags.length) {
+        const marker = document.createElement("span");
+        marker.className = "flag-marker";
+        marker.textContent = "⚑ flagged";
+        tr.firstChild.append(marker);
+      }
       const flags = document.createElement("td");
       if (a.flags.length) {
         const list = document.createElement("ul");

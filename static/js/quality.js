@@ -28,7 +28,7 @@ export function pauseButton(a) {
 
 const QUALIFICATION_WORDS = { open: "in progress", passed: "passed", failed: "failed" };
 
-/* One annotator's row of the quality table: each cell's text and, for a figure, its data-figure name. */
+/* One annotator's row of the quality table: each cell's text and its figure's name (the cell's data-quality). */
 export function qualityRow(a, report) {
   const c = a.identical_corrections, agreement = a.agreement;
   return [
