@@ -29,6 +29,8 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from django.db.models import Count
+
 from annotation.models import Annotation, AnnotationKind, AnnotationStatus, Verdict
 from annotation.selectors import action_target_box
 from studio.errors import Invalid
@@ -80,6 +82,9 @@ class ExportOptions:
     validation_trace: int | None = None
     # Only the annotations of this slice (insights.Slice, a saved search of the same project).
     slice: int | None = None
+    # Leave out the answers of annotators whose gold accuracy (annotation.quality: every gold answer of theirs, the
+    # share right in every part) is below this bar; the manifest and lineage say how many and whose.
+    min_gold_accuracy: float | None = None
     # Set by the export's plan when the bundle holds fewer than VALIDATION_MIN_TRACES traces: one trace cannot be
     # split, so it trains, whatever its seeded score (else a one-trace bundle could be all validation, no train).
     train_only: bool = False
@@ -126,12 +131,20 @@ class ExportOptions:
             if isinstance(slice_id, bool) or not isinstance(slice_id, int) or not 0 < slice_id < 2**63:
                 raise OptionsError("slice must be the id of one of the project's slices (a positive integer)")
             values["slice"] = slice_id
+        if raw.get("min_gold_accuracy") is not None:
+            bar = raw["min_gold_accuracy"]
+            if isinstance(bar, bool) or not isinstance(bar, (int, float)) or not 0 < bar <= 1:
+                raise OptionsError(
+                    "min_gold_accuracy must be a share in (0, 1]: e.g. 0.8 for 80 % of gold answers right"
+                )
+            values["min_gold_accuracy"] = float(bar)
         return cls(**values)
 
     def to_json(self) -> dict:
         out = asdict(self)
-        if out["slice"] is None:  # named only on a slice's export: every other bundle's options read as before
-            del out["slice"]
+        for name in ("slice", "min_gold_accuracy"):
+            if out[name] is None:  # named only where asked for: every other bundle's options read as before
+                del out[name]
         if not out["train_only"]:  # named only where the plan set it, for the same reason
             del out["train_only"]
         return out
@@ -195,6 +208,8 @@ class BuildStats:
     trace_ids: list[int] = field(default_factory=list)  # the traces of the planned annotations
     by_round: Counter = field(default_factory=Counter)  # round id (None: no round) -> annotations used
     rounded_points: int = 0  # points and boxes stored with decimals, rounded by the export (``rounded_points``)
+    # The quality filter's account (``min_gold_accuracy``): the bar, how many answers it left out and whose.
+    quality_filter: dict | None = None
 
 
 def _split_score(trace_id: int, seed: int) -> float:
@@ -786,12 +801,50 @@ def _chosen(project: Project, annotation_ids: list[int]) -> Iterator[Annotation]
         yield from _first_per_trace(accepted_annotations(project, ids=chunk))
 
 
+def quality_left_out(project: Project, bar: float) -> tuple[list[int], dict]:
+    """The annotators the quality filter leaves out (gold accuracy below ``bar``) and its account for the manifest
+    and lineage: the bar, the accepted answers left out, and per annotator their accuracy and answers left out. An
+    annotator without gold answers has no accuracy: kept, and said so."""
+    from annotation.quality.selectors import annotators_below_gold_bar
+
+    below = annotators_below_gold_bar(project, bar)
+    left = dict(
+        accepted_annotations(project)
+        .filter(annotator_id__in=list(below))
+        .order_by()
+        .values_list("annotator_id")
+        .annotate(n=Count("id"))
+    )
+    return list(below), {
+        "min_gold_accuracy": bar,
+        "left_out": sum(left.values()),
+        "reason": f"gold accuracy below {bar:g} (every gold answer of the annotator; those without any are kept)",
+        "annotators": [
+            {
+                "annotator": v["username"],
+                "gold_right": v["right"],
+                "gold_answers": v["n"],
+                "accuracy": round(v["share"], 4),
+                "answers_left_out": left.get(k, 0),
+            }
+            for k, v in sorted(below.items(), key=lambda kv: kv[1]["username"])
+        ],
+    }
+
+
 def export_plan_annotations(
-    project: Project, already_held: dict[int, int] | None, stats: BuildStats, *, slice_id: int | None = None
+    project: Project,
+    already_held: dict[int, int] | None,
+    stats: BuildStats,
+    *,
+    slice_id: int | None = None,
+    min_gold_accuracy: float | None = None,
 ) -> list[int]:
     """The ids of the annotations an export takes, in the order its samples are written (by trace): one accepted
     annotation per trace, less those ``already_held`` at the same version (counted in ``stats``); with
-    ``slice_id``, of that slice's annotations only."""
+    ``slice_id``, of that slice's annotations only; with ``min_gold_accuracy``, none of an annotator whose gold
+    accuracy is below it (a trace's other accepted answer may stand instead; ``stats.quality_filter`` says what was
+    left out)."""
     chosen = []
     last_trace = None
     rows = accepted_annotations(project).values_list("pk", "trace_id", "version")
@@ -799,6 +852,9 @@ def export_plan_annotations(
         from insights.selectors import slice_annotation_ids
 
         rows = rows.filter(pk__in=slice_annotation_ids(project=project, slice_id=slice_id))
+    if min_gold_accuracy is not None:
+        below, stats.quality_filter = quality_left_out(project, min_gold_accuracy)
+        rows = rows.exclude(annotator_id__in=below)
     for pk, trace_id, version in rows.iterator(chunk_size=5000):
         if trace_id == last_trace:
             continue

@@ -522,6 +522,12 @@ def _lineage_section(lineage: dict | None) -> str:
             f"`{base['bundle_sha256']}`); {lineage.get('already_exported', 0)} annotations it already held at the same "
             "version are left out."
         )
+    quality = lineage.get("left_out_by_quality")
+    if quality:
+        lines.append(
+            f"Filtered by annotator quality: {quality['left_out']} accepted answers left out, of annotators whose "
+            f"{quality['reason']}."
+        )
     rounds = lineage.get("rounds") or []
     if rounds:
         lines.append("The annotated traces come from these rounds (the checkpoint that ran each):\n")

@@ -119,9 +119,14 @@ def reference_choice(*, trace: Trace, annotator: str = "") -> Annotation:
 
 def unseen_gold(*, user, project) -> QuerySet[GoldTrace]:
     """The project's gold traces ``user`` never met (no answer of theirs on the trace, of any kind, draft or skipped
-    included) and whose reference they did not write."""
+    included) and whose reference they did not write, of references still accepted."""
     met = Annotation.objects.filter(trace_id=OuterRef("trace_id"), annotator=user)
-    return GoldTrace.objects.filter(project_id=project.pk).exclude(reference__annotator=user).exclude(Exists(met))
+    # A reference a lead sent back (reopened) stops handing its trace out until it is accepted again.
+    return (
+        GoldTrace.objects.filter(project_id=project.pk, reference__status=AnnotationStatus.ACCEPTED)
+        .exclude(reference__annotator=user)
+        .exclude(Exists(met))
+    )
 
 
 # --- Gold traces --------------------------------------------------------------------------------------------------

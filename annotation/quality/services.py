@@ -422,14 +422,14 @@ def gold_rescore(*, gold: GoldTrace) -> dict:
     return {"rescored": rescored, "changed": changed}
 
 
-@atomic_with_retry
-def gold_reference_changed(*, annotation_id: int, actor=None) -> dict | None:
-    """The reference answer ``annotation_id`` was changed (a lead's adjudication): re-score its gold trace's answers
-    when the reference's version moved, audited as ``reference_changed``. None when it is no reference or unchanged."""
+def gold_reference_refresh(*, annotation: Annotation, actor=None) -> dict | None:
+    """``annotation`` may be a reference that a lead just changed (an adjudication's edits; the caller holds the
+    transaction): when it is one and its version moved, its gold trace's answers are scored again, audited as
+    ``reference_changed`` with what changed. None when it is no reference or unchanged."""
     gold = (
         GoldTrace.objects.select_for_update()
         .select_related("trace", "reference")
-        .filter(reference_id=annotation_id)
+        .filter(reference_id=annotation.pk)
         .first()
     )
     if gold is None or gold.reference.version == gold.reference_version:

@@ -13,6 +13,7 @@ import json
 from annotation import events
 from annotation.answer_fields import FieldProblem, clean_answer_field
 from annotation.models import Annotation, AnnotationStatus, Verdict
+from annotation.quality import services as quality
 from annotation.services import (
     action_check,
     annotation_record_edit,
@@ -248,5 +249,7 @@ def review_adjudicate(*, annotation_id: int, actor, edits: dict | None = None, c
         annotation_transition(
             annotation=annotation, to=AnnotationStatus.ACCEPTED, actor=actor, comment=comment.strip() or "adjudicated"
         )
+    # A gold trace's reference changed by adjudication re-scores the answers scored against it (audited).
+    quality.gold_reference_refresh(annotation=annotation, actor=actor)
     events.annotation_changed(annotation=annotation, verb="adjudicated")
     return annotation

@@ -94,6 +94,7 @@ def export_assemble(
     stored: Callable[[dict], Callable[[], object]],
     workdir: Path,
     already_exported: int = 0,
+    quality_filter: dict | None = None,
     base: ExportJob | None = None,
     progress: Callable[[int, int | None], None] | None = None,
 ) -> BuildResult:
@@ -180,6 +181,7 @@ def export_assemble(
         "by_file": by_file,
         "annotations": annotations,
         "already_exported": already_exported,
+        **({"quality_filter": quality_filter} if quality_filter is not None else {}),
         "images": len(images) + len(reduced_images) if writer.uses_image_folder or writer.uses_image_table else 0,
         "skipped": len(skipped),
         "skipped_by_reason": dict(sorted(Counter(s.code for s in skipped).items())),
@@ -200,6 +202,8 @@ def export_assemble(
         if base is None
         else {"id": base.pk, "bundle_sha256": base.bundle_sha256, "annotations": len(base.sources or [])},
         "already_exported": already_exported,
+        # The quality filter (option min_gold_accuracy): how many accepted answers it left out, and why (whose).
+        **({"left_out_by_quality": quality_filter} if quality_filter is not None else {}),
         "rounds": rounds_of_sources(by_round),
     }
     sections = writer.manifest_sections()

@@ -101,7 +101,11 @@ def export_plan_make(job: ExportJob) -> list[tuple[list[int], int]]:
         options = ExportOptions.parse(job.options)
         base = _export_base_of(job, options)
         held = lineage.sources_pairs(base.sources or []) if base is not None else None
-        pieces = export_plan(export_plan_annotations(job.project, held, stats, slice_id=options.slice))
+        pieces = export_plan(
+            export_plan_annotations(
+                job.project, held, stats, slice_id=options.slice, min_gold_accuracy=options.min_gold_accuracy
+            )
+        )
         floor = validation_floor(stats.trace_ids, options)
     except (ExportError, OptionsError) as exc:
         raise JobFailed(str(exc)) from exc
@@ -109,7 +113,10 @@ def export_plan_make(job: ExportJob) -> list[tuple[list[int], int]]:
         job.options = {**job.options, "validation_trace": floor}
     elif options.validation_fraction > 0 and len(set(stats.trace_ids)) < VALIDATION_MIN_TRACES:
         job.options = {**job.options, "train_only": True}
-    ExportJob.objects.filter(pk=job.pk).update(counts={"already_exported": stats.already_exported}, options=job.options)
+    counts: dict = {"already_exported": stats.already_exported}
+    if stats.quality_filter is not None:
+        counts["quality_filter"] = stats.quality_filter
+    ExportJob.objects.filter(pk=job.pk).update(counts=counts, options=job.options)
     return pieces
 
 
@@ -178,6 +185,7 @@ def export_assemble_work(job: ExportJob) -> str:
             stored=lambda file: _stored_file(file["stored"]),
             workdir=workdir,
             already_exported=(job.counts or {}).get("already_exported", 0),
+            quality_filter=(job.counts or {}).get("quality_filter"),
             base=_export_base_of(job, options),
             progress=progress,
         )
@@ -210,6 +218,7 @@ def export_summary(counts: dict) -> str:
     reasons = ", ".join(f"{n} {code}" for code, n in (counts.get("skipped_by_reason") or {}).items())
     held = counts.get("already_exported") or 0
     accepted = counts.get("annotations", 0)
+    quality = counts.get("quality_filter") or {}
     # An empty bundle succeeds (an engineer's pipeline may export on a schedule), but says why it is empty: an
     # engineer who downloads a few kilobytes of nothing should not have to guess.
     empty = ""
@@ -224,6 +233,11 @@ def export_summary(counts: dict) -> str:
         f"{counts.get('skipped', 0)} skipped"
         + (f" ({reasons})" if reasons else "")
         + (f"; {held} left out, already in the base export" if held else "")
+        + (
+            f"; {quality['left_out']} left out by the quality filter ({quality['reason']})"
+            if quality.get("left_out")
+            else ""
+        )
         + empty
     )
 
