@@ -163,6 +163,18 @@ class StudioClient:
                 data={"replace": "true" if replace else "false"},
             )
 
+    def gold_mark(self, project_id: int, path: Path) -> dict:
+        with path.open("rb") as handle:
+            return self._json(
+                "POST",
+                f"/api/projects/{project_id}/gold/",
+                files={"file": (path.name, handle, "application/octet-stream")},
+            )
+
+    def quality(self, project_id: int, *, first: str = "", last: str = "") -> dict:
+        params = {name: value for name, value in (("from", first), ("to", last)) if value}
+        return self._json("GET", f"/api/projects/{project_id}/quality/", params=params or None)
+
     def evaluation_start(self, project_id: int, body: dict) -> dict:
         return self._json("POST", f"/api/projects/{project_id}/evaluations/", json=body)
 

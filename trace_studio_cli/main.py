@@ -202,6 +202,49 @@ def instructions(ctx: click.Context, path: Path, project_ref: str, replace: bool
     _instructions_report(client.instructions_set(client.project(project_ref)["id"], path, replace=replace))
 
 
+@cli.command()
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--project", "project_ref", required=True, help="Project id or name.")
+@click.pass_context
+def gold(ctx: click.Context, path: Path, project_ref: str) -> None:
+    """Mark traces gold from PATH: CSV with the header external_id[,annotator], or JSONL lines {"external_id": ...,
+    "annotator": ...}; each trace's accepted answer (the annotator's, else the one an export takes) becomes its
+    reference. Leads and admins. Says what was marked and each refused line with its reason."""
+    client = _client(ctx)
+    report = client.gold_mark(client.project(project_ref)["id"], path)
+    click.echo(
+        f"gold: {report['marked']} marked, {report['reference_changed']} with a new reference, "
+        f"{report['unchanged']} unchanged, {len(report['refused'])} refused"
+    )
+    for row in report["refused"]:
+        click.echo(f"  refused line {row['line']} {row.get('external_id') or '-'}: {row['reason']}", err=True)
+
+
+@cli.command()
+@click.option("--project", "project_ref", required=True, help="Project id or name.")
+@click.option("--from", "first", default="", help="First day (2026-11-01; default: 30 days before --to).")
+@click.option("--to", "last", default="", help="Last day (default: today).")
+@click.option("--json", "as_json", is_flag=True, help="Print the API's JSON.")
+@click.pass_context
+def quality(ctx: click.Context, project_ref: str, first: str, last: str, as_json: bool) -> None:
+    """Each annotator's quality (leads): gold accuracy with its 95 % interval, median seconds per trace, the "no
+    error" rate, and the flags the project's bounds raise."""
+    client = _client(ctx)
+    report = client.quality(client.project(project_ref)["id"], first=first, last=last)
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+        return
+    for row in report["annotators"]:
+        gold = row["gold"]
+        accuracy = f"{_figure(gold['share'])} of {gold['n']} gold" if gold["n"] else "no gold answers"
+        flags = "; ".join(flag["words"] for flag in row["flags"]) or "no flags"
+        paused = "  (paused)" if row["paused"] else ""
+        click.echo(
+            f"{row['annotator']}: {row['answers']} answers, {accuracy}, median {_figure(row['median_time_s'])} s, "
+            f"no error {_figure(row['no_error_rate'])}: {flags}{paused}"
+        )
+
+
 @cli.group()
 def rounds() -> None:
     """A project's rounds: each names the checkpoint whose runs produced its traces."""

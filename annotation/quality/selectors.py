@@ -287,12 +287,13 @@ def qualification_state(*, user, project) -> dict:
     }[status]
     if pause is not None:
         words = f"A lead paused your queue{': ' + pause.reason if pause.reason else ''}."
+    answers = attempt_answers(a.pk for a in attempts)
     return {
         "required": required,
         "status": status,
         "size": settings.qualification_size,
         "pass_mark": settings.qualification_pass_mark,
-        "attempts": [attempt_json(a) for a in attempts],
+        "attempts": [{**attempt_json(a), "answers": answers.get(a.pk, [])} for a in attempts],
         "paused": pause is not None,
         "pause_reason": pause.reason if pause else "",
         "queue_open": pause is None and status in ("not_required", "passed"),
@@ -300,16 +301,51 @@ def qualification_state(*, user, project) -> dict:
     }
 
 
+def attempt_answers(attempt_ids) -> dict[int, list[dict]]:
+    """The scored answers of qualification attempts (kept with each attempt): attempt id -> answers in the order
+    they were submitted, each with its trace, whether it was right, and its feedback's address."""
+    from django.urls import reverse
+
+    out: dict[int, list[dict]] = defaultdict(list)
+    for score in GoldScore.objects.filter(attempt_id__in=list(attempt_ids)).order_by("submitted_at", "id"):
+        out[score.attempt_id].append(
+            {
+                "annotation_id": score.annotation_id,
+                "trace_id": score.trace_id_kept,
+                "external_id": score.external_id,
+                "correct": score.correct,
+                "submitted_at": score.submitted_at.isoformat(),
+                "feedback_url": reverse("api-annotation-feedback", args=[score.annotation_id])
+                if score.annotation_id
+                else None,
+            }
+        )
+    return out
+
+
 def qualification_overview(project) -> list[dict]:
-    """Every member's attempts (the leads' view of the qualification), by user name."""
-    by_user: dict[str, list] = defaultdict(list)
-    for attempt in (
+    """Every member's attempts with their answers (the leads' view of the qualification), by user name."""
+    attempts = list(
         QualificationAttempt.objects.filter(project_id=project.pk)
         .select_related("annotator", "allowed_by")
         .order_by("annotator__username", "number")
-    ):
-        by_user[attempt.annotator.username].append(attempt_json(attempt))
+    )
+    answers = attempt_answers(a.pk for a in attempts)
+    by_user: dict[str, list] = defaultdict(list)
+    for attempt in attempts:
+        by_user[attempt.annotator.username].append({**attempt_json(attempt), "answers": answers.get(attempt.pk, [])})
     return [{"annotator": name, "attempts": attempts} for name, attempts in by_user.items()]
+
+
+def queue_with_quality(user) -> list[dict]:
+    """The annotator's queue rows (``annotation.selectors.queue_for_user``), each with ``qualification``: where the
+    user stands (``qualification_state``), so the page says why the queue is closed instead of showing it empty."""
+    from annotation.selectors import queue_for_user
+
+    rows = queue_for_user(user)
+    for row in rows:
+        row["qualification"] = qualification_state(user=user, project=row["project"])
+    return rows
 
 
 # --- Accuracy, for the dashboard and the exports --------------------------------------------------------------

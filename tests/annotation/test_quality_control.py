@@ -253,7 +253,9 @@ def test_a_newcomer_who_fails_the_qualification_is_kept_out_until_a_lead_allows_
     refused = api_client(newcomer).post(f"/api/projects/{project.pk}/next-trace/", {}, format="json")
     assert refused.status_code == 409 and refused.json()["gate"] == "qualification_failed"
     assert "0 of 2 answers right" in refused.json()["detail"]
-    assert api_client(newcomer).get(f"/api/projects/{project.pk}/qualification/").json()["status"] == "failed"
+    failed = api_client(newcomer).get(f"/api/projects/{project.pk}/qualification/").json()
+    assert failed["status"] == "failed" and not failed["queue_open"]
+    assert [answer["correct"] for answer in failed["attempts"][0]["answers"]] == [False, False]  # kept with it
     retry = api_client(lead).post(
         f"/api/projects/{project.pk}/qualification/retry/", {"annotator": "newcomer"}, format="json"
     )

@@ -161,3 +161,22 @@ def test_missing_configuration_is_named(tmp_path):
         timeout=60,
     )
     assert result.returncode == 1 and "TRACE_STUDIO_URL" in result.stderr
+
+
+def test_gold_from_a_file_and_the_quality_report(live_server, project, lead, engineer, tmp_path):
+    from tests.fixtures_quality import reference_of, traces_of
+
+    first, second = traces_of(project, 2)
+    reference_of(first, annotator=engineer, lead=lead)
+    path = tmp_path / "gold.csv"
+    path.write_text(f"external_id\n{first.external_id}\n{second.external_id}\n")
+    token = api_token_issue(user=lead)
+    marked = run_cli(live_server, token, "gold", str(path), "--project", project.name)
+    assert "gold: 1 marked, 0 with a new reference, 0 unchanged, 1 refused" in marked.stdout, marked.stdout
+    assert f"refused line 3 {second.external_id}: trace {second.external_id} has no answer yet" in marked.stderr
+    report = run_cli(live_server, token, "quality", "--project", str(project.pk))
+    assert "ann: 0 answers, no gold answers" in report.stdout, report.stdout
+    refused = run_cli(
+        live_server, api_token_issue(user=engineer), "gold", str(path), "--project", str(project.pk), check=False
+    )
+    assert refused.returncode == 1 and "HTTP 403" in refused.stderr
