@@ -29,16 +29,13 @@ def queue(request):
     skipped_id = id_from_text(request.GET.get("skipped", ""))
     if skipped_id is not None:
         skipped = annotations_for(request.user, "annotation.work").filter(pk=skipped_id).first()
-    rows = selectors.queue_for_user(request.user)
-    for row in rows:
-        # Where the member stands with the project's qualification and whether a lead paused their queue: the row
-        # says so, with what to do, instead of offering a queue that would give nothing.
-        row["standing"] = quality_selectors.qualification_state(user=request.user, project=row["project"])
     return render(
         request,
         "annotation/queue.html",
         {
-            "rows": rows,
+            # Each row says where the member stands with the project's qualification and whether a lead paused their
+            # queue, with what to do, instead of offering a queue that would give nothing.
+            "rows": quality_selectors.queue_with_quality(request.user),
             "skipped": skipped,
             "doubtful_first": request.session.get(DOUBTFUL_FIRST_KEY, False),
         },

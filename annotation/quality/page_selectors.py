@@ -1,10 +1,9 @@
-"""Reads the quality pages need beside ``annotation.quality.selectors``: the feedback's rows (the stored comparison
-set out as the page shows it, the answer beside the reference part by part; nothing is compared here, the parts'
-outcomes and words are the comparison's) and an annotator's own qualification answers, with their attempt."""
+"""What the feedback page reads beside ``annotation.quality.selectors``: the stored comparison set out as rows, the
+answer beside the reference part by part (nothing is compared here: the parts' outcomes and words are the
+comparison's)."""
 
 from __future__ import annotations
 
-from annotation.models import AnnotationKind, GoldScore
 from annotation.selectors import verdict_words
 from traces import grammar
 
@@ -76,23 +75,3 @@ def feedback_rows(comparison: dict) -> list[dict]:
             }
         )
     return rows
-
-
-def qualification_answers(*, user, project) -> list[dict]:
-    """``user``'s scored qualification answers in ``project``, by attempt then submission: each links to its
-    feedback while the answer exists."""
-    scores = (
-        GoldScore.objects.filter(project_id=project.pk, annotator_id=user.pk, kind=AnnotationKind.QUALIFICATION)
-        .select_related("attempt")
-        .order_by("attempt__number", "submitted_at", "id")
-    )
-    return [
-        {
-            "attempt": score.attempt.number if score.attempt else None,
-            "annotation_id": score.annotation_id,
-            "external_id": score.external_id or str(score.trace_id_kept),
-            "correct": score.correct,
-            "submitted_at": score.submitted_at,
-        }
-        for score in scores
-    ]

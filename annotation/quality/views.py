@@ -15,7 +15,7 @@ from django.views.decorators.http import require_POST
 from annotation.access import access_annotation
 from annotation.models import GoldTrace
 from annotation.quality import selectors, services
-from annotation.quality.page_selectors import feedback_rows, qualification_answers
+from annotation.quality.page_selectors import feedback_rows
 from studio.access import can
 from studio.errors import Conflict, Invalid
 from studio.inputs import form_number
@@ -150,14 +150,12 @@ def qualification(request, project_id: int):
     passed, failed, paused), each attempt with its answers' feedback, and what to do next."""
     project = access_project(request.user, project_id, "qualification.view")
     state = selectors.qualification_state(user=request.user, project=project)
-    answers = qualification_answers(user=request.user, project=project)
     return render(
         request,
         "annotation/qualification.html",
         {
             "project": project,
             "state": state,
-            "answers": answers,
             "can_manage": can(request.user, "quality.manage", project),
         },
     )
