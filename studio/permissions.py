@@ -162,6 +162,7 @@ PAGE_PERMISSIONS: dict[str, str] = {
     "review-gold": "gold.manage",
     "project-quality": "quality.manage",
     "qualification-allow": "quality.manage",
+    "gold-file": "gold.manage",
     "qualification": "qualification.view",
     "annotation-feedback": "gold.feedback",
     # exports

@@ -77,9 +77,7 @@ def _back(request, default: str) -> str:
 def project_quality(request, project_id: int):
     """The lead's quality page: the settings (one form), the gold traces, each member's qualification attempts."""
     project = access_project(request.user, project_id, "quality.manage")
-    settings = selectors.quality_settings(project)
-    values = {name: getattr(settings, name) for name, _, _ in SETTING_FIELDS}
-    problem, problem_field, status = "", "", 200
+    values, problem, problem_field, status = None, "", "", 200
     if request.method == "POST":
         try:
             fields = {name: form_number(request.POST, name, kind, None) for name, _, kind in SETTING_FIELDS}
@@ -93,6 +91,12 @@ def project_quality(request, project_id: int):
         else:
             messages.success(request, "Quality settings saved.")
             return redirect("project-quality", project_id=project.pk)
+    return _quality_page(request, project, values=values, problem=problem, problem_field=problem_field, status=status)
+
+
+def _quality_page(request, project, *, values=None, problem="", problem_field="", status=200, **extra):
+    settings = selectors.quality_settings(project)
+    values = values or {name: getattr(settings, name) for name, _, _ in SETTING_FIELDS}
     setting_rows = [
         {
             "name": name,
@@ -115,9 +119,26 @@ def project_quality(request, project_id: int):
             "members": selectors.qualification_overview(project),
             "qualification_size": settings.qualification_size,
             "gold_changes": selectors.gold_changes(project),
+            **extra,
         },
         status=status,
     )
+
+
+@require_POST
+def gold_file(request, project_id: int):
+    """A lead marks many traces gold from a CSV or JSONL file (``external_id``, optionally ``annotator``); the quality
+    page then says how many were marked and each refused row with its line and reason."""
+    project = access_project(request.user, project_id, "gold.manage")
+    upload = request.FILES.get("file")
+    try:
+        if upload is None:
+            raise Invalid("Choose a CSV or JSONL file with an external_id column (and optionally annotator).")
+        rows = services.gold_file_read(upload.read(), name=upload.name)
+        report = services.gold_mark_rows(project=project, user=request.user, rows=rows)
+    except Invalid as exc:
+        return _quality_page(request, project, file_problem=exc.detail, status=exc.status)
+    return _quality_page(request, project, file_report=report, file_name=upload.name)
 
 
 @require_POST
