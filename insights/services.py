@@ -12,7 +12,7 @@ from django.conf import settings as django_settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from annotation.models import Annotation, AnnotationStatus, Verdict
+from annotation.models import Annotation, AnnotationKind, AnnotationStatus, Verdict
 from insights import signature
 from insights.models import Cluster, ClusterRun, SearchEntry, Slice
 from studio.engine import task_send
@@ -41,10 +41,12 @@ def _document(annotation: Annotation, step: Step | None) -> str:
 def search_entry_refresh(*, annotation_id: int) -> SearchEntry | None:
     """Make the annotation's search entry what the annotation says now; an annotation without a first error has
     none (search finds corrections: a step card needs a τ), nor has a draft (search finds corrections handed in;
-    insights.receivers skips a draft's autosaves for that reason)."""
+    insights.receivers skips a draft's autosaves for that reason), nor a gold or qualification answer (scored against
+    a reference, never the project's corrections: annotation.quality)."""
     annotation = Annotation.objects.select_related("trace", "trace__project").filter(pk=annotation_id).first()
     if (
         annotation is None
+        or annotation.kind != AnnotationKind.PRODUCTION
         or annotation.status == AnnotationStatus.DRAFT
         or annotation.verdict != Verdict.ERROR
         or not annotation.tau
@@ -104,7 +106,7 @@ def search_agreement_refresh(*, trace_id: int) -> None:
     answer. Refreshed with any of the trace's entries, so a second answer updates the first's."""
     first_error = {
         pk: (tau if verdict == Verdict.ERROR else None)
-        for pk, verdict, tau in Annotation.objects.filter(trace_id=trace_id)
+        for pk, verdict, tau in Annotation.objects.filter(trace_id=trace_id, kind=AnnotationKind.PRODUCTION)
         .exclude(status=AnnotationStatus.DRAFT)
         .values_list("pk", "verdict", "tau")
     }

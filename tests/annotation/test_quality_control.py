@@ -171,6 +171,9 @@ def test_a_gold_trace_looks_like_any_other_and_is_scored_at_submit(project, lead
     from annotation.review.selectors import review_queue
 
     assert not review_queue(lead, project=project).filter(pk=annotation.pk).exists()
+    from insights.models import SearchEntry
+
+    assert not SearchEntry.objects.filter(annotation_id=annotation.pk).exists()  # no correction of the project's
     assert services.lease_next_trace(user=annotator, project=project) is None  # one gold trace, met: none left
 
 
