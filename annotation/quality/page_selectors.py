@@ -75,3 +75,58 @@ def feedback_rows(comparison: dict) -> list[dict]:
             }
         )
     return rows
+
+
+def _action_point(text: str):
+    try:
+        action = grammar.parse_action(text) if text and text.strip() else None
+    except grammar.ActionSyntaxError:
+        return None
+    return action.point() if action is not None else None
+
+
+def feedback_screen(*, trace, comparison: dict) -> dict | None:
+    """The reference's o_τ with what the point part judged, in the screenshot's pixels for an SVG over it: the
+    reference's point and element box, the answer's point when it corrected the same step, and the tolerance around
+    the reference's point (an ellipse: the distance is a share of the screen's width and height). None when the
+    reference corrected no point or the step has no screenshot."""
+    reference, answer = comparison.get("reference", {}), comparison.get("answer", {})
+    ref_point = _action_point(reference.get("corrected_action") or "")
+    if ref_point is None or not reference.get("tau"):
+        return None
+    step = trace.steps.filter(index=reference["tau"]).select_related("screenshot").first()
+    shot = step.screenshot if step is not None else None
+    if shot is None or not shot.width or not shot.height:
+        return None
+    project = trace.project
+
+    def pixels(point):
+        x, y = grammar.to_screen_pixels(
+            point,
+            convention=project.coordinate_convention,
+            width=shot.width,
+            height=shot.height,
+            max_pixels=project.max_pixels,
+        )
+        return {"x": round(x, 1), "y": round(y, 1)}
+
+    box = None
+    if reference.get("target_box"):
+        x1, y1, x2, y2 = grammar.box_of(reference["target_box"])
+        a, b = pixels((x1, y1)), pixels((x2, y2))
+        box = {"x": a["x"], "y": a["y"], "width": round(b["x"] - a["x"], 1), "height": round(b["y"] - a["y"], 1)}
+    own = _action_point(answer.get("corrected_action") or "") if answer.get("tau") == reference["tau"] else None
+    tolerance = comparison.get("tolerance") or 0
+    return {
+        "sha256": shot.sha256,
+        "width": shot.width,
+        "height": shot.height,
+        "step": reference["tau"],
+        "reference": pixels(ref_point),
+        "box": box,
+        "yours": pixels(own) if own is not None else None,
+        "tolerance": {"rx": round(tolerance * shot.width, 1), "ry": round(tolerance * shot.height, 1)},
+        "mark": max(8, round(min(shot.width, shot.height) / 40)),
+        "line": max(2, round(min(shot.width, shot.height) / 250)),
+        "halo": 3 * max(2, round(min(shot.width, shot.height) / 250)),
+    }

@@ -15,7 +15,7 @@ from django.views.decorators.http import require_POST
 from annotation.access import access_annotation
 from annotation.models import GoldTrace
 from annotation.quality import selectors, services
-from annotation.quality.page_selectors import feedback_rows
+from annotation.quality.page_selectors import feedback_rows, feedback_screen
 from studio.access import can
 from studio.errors import Conflict, Invalid
 from studio.inputs import form_number
@@ -206,6 +206,7 @@ def answer_feedback(request, annotation_id: int):
             "project": project,
             "feedback": feedback,
             "rows": rows,
+            "screen": feedback_screen(trace=annotation.trace, comparison=feedback["comparison"]),
             "wrong": sum(1 for row in rows if row["right"] is False),
             "attempt": feedback.get("attempt"),
             "state": selectors.qualification_state(user=request.user, project=project),

@@ -9,11 +9,12 @@ import re
 import pytest
 from django.db import transaction
 
-from annotation.models import AnnotationKind, GoldScore, QualificationAttempt, QualificationStatus
+from annotation.models import Annotation, AnnotationKind, GoldScore, QualificationAttempt, QualificationStatus
 from annotation.quality.services import gold_mark, quality_settings_save
 from tests.annotation.test_browser_workspace import wait_saved
 from tests.conftest import login
 from tests.fixtures_export import REPLIES, accepted_error, make_trace
+from tests.fixtures_quality import error_fields, hand_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("role_groups")]
 
@@ -100,7 +101,21 @@ def test_qualification_feedback_failure_and_another_attempt(
     page.click("#feedback-next-button")  # the next qualification trace
     page.wait_for_url(re.compile(r"/annotations/\d+/$"))
     assert "1 of 2 answered" in page.inner_text("#ws-qualification")
-    answer_no_error_and_submit(page)
+    page.wait_for_selector("#ws[data-ready='1']")
+    page.screenshot(path=str(artifacts_dir / f"qualification-workspace-{screen}.png"))
+    # This one is a first error at the reference's step, its click far from the reference's (handed in as the
+    # workspace sends it): the feedback draws both points on the step.
+    second = Annotation.objects.get(pk=int(page.url.rstrip("/").split("/")[-1]))
+    far = {"type": "click", "args": {"start_box": [900, 700]}, "style": "box"}
+    hand_in(second, annotator, **error_fields(3, category=project.error_categories[0], corrected=far))
+    page.goto(f"{live_server.url}/annotations/{second.pk}/feedback/")
+    assert "Not right: 1 of the 7 parts compared differs from the reference." in page.inner_text("#feedback-result")
+    assert page.locator("#feedback-parts tr[data-part='point']").get_attribute("data-right") == "0"
+    assert page.locator("#feedback-parts tr[data-part='tau_exact']").get_attribute("data-right") == "1"
+    assert page.locator("#feedback-screen svg .your-point").count() == 1
+    assert page.locator("#feedback-screen svg .reference-point").count() == 1
+    assert "your point" in page.inner_text("#feedback-screen-legend")
+    page.screenshot(path=str(artifacts_dir / f"qualification-feedback-point-{screen}.png"), full_page=True)
     assert "You did not pass the qualification" in page.inner_text("#feedback-next")
     page.click("#feedback-next-button")  # "See your result"
     page.wait_for_url(f"{live_server.url}/projects/{project.pk}/qualification/")

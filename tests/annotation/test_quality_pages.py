@@ -114,7 +114,7 @@ def test_a_qualification_trace_says_so_and_leads_to_its_feedback(project, annota
     assert started["Location"] == f"/annotations/{annotation.pk}/" and annotation.kind == AnnotationKind.QUALIFICATION
     workspace = client.get(started["Location"]).content.decode()
     assert f'data-feedback-url="/annotations/{annotation.pk}/feedback/"' in workspace
-    assert "Qualification · 0 of 2 answered: feedback after you submit" in workspace
+    assert "Qualification · 0 of 2 answered</span>" in workspace
     draft = client.get(f"/annotations/{annotation.pk}/feedback/")
     assert draft.status_code == 409 and "Feedback comes once you submit this answer." in draft.content.decode()
     hand_in(annotation, annotator, **error_fields(3))
