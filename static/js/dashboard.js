@@ -155,10 +155,12 @@ function start() {
   // server's own rows.
   const quality = document.getElementById("quality");
 
+  // A row of cells; ``tag`` "th" for a heading row (each a column's heading), else the first cell heads its row.
   function cellsRow(cells, tag) {
     const tr = document.createElement("tr");
-    for (const cell of cells) {
-      const td = document.createElement(tag || "td");
+    for (const [i, cell] of cells.entries()) {
+      const td = document.createElement(tag || (i === 0 ? "th" : "td"));
+      td.scope = tag ? "col" : i === 0 ? "row" : "";
       td.textContent = cell.text === undefined ? cell : cell.text;
       if (cell.figure) td.dataset.quality = cell.figure;  // not data-figure: the figures above are found by that
       if (cell.part) td.dataset.part = cell.part;
