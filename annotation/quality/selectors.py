@@ -10,7 +10,18 @@ For the pages (their contract; each answers JSON-ready dicts):
 - ``answer_feedback(annotation)``: the part-by-part comparison of a scored answer with its reference (the
   qualification's feedback; ``feedback_refusal`` says why an annotator may not see it yet);
 - ``qualification_state(user=, project=)``: whether the real queue is open to a member and, if not, why and what
-  to do (the queue page shows it instead of an empty queue).
+  to do (the queue page shows it instead of an empty queue); ``queue_with_quality(user)``: the queue page's rows
+  (``annotation.selectors.queue_for_user``) each with its ``qualification``; ``qualification_overview(project)``:
+  every member's attempts with their answers (leads);
+- ``gold_state(annotation)``: the review page's gold control (is the trace gold, is this the reference, and
+  ``refusal``, why this answer cannot be made one: ``reference_refusal``, the rule ``gold_mark`` refuses with).
+
+The hand-out's refusal is ``quality.services.QueueClosed`` (a Conflict, 409) with ``gate``: ``paused``,
+``qualification_failed`` or ``qualification_unavailable``; its ``detail`` is the sentence to show. Writes for the
+pages: ``quality.services`` ``gold_mark_answer``, ``gold_mark_rows`` (+ ``gold_file_read``), ``gold_remove``,
+``quality_settings_save``, ``annotator_pause_set``, ``qualification_allow_retry``. Access: ``gold.manage`` (mark,
+remove, the gold list), ``quality.view`` (the dashboard), ``quality.manage`` (settings, pause, retry),
+``qualification.view`` (a member's own standing), ``gold.feedback`` (a scored answer's comparison).
 """
 
 from __future__ import annotations
@@ -115,6 +126,34 @@ def reference_choice(*, trace: Trace, annotator: str = "") -> Annotation:
     if chosen is None:
         raise Invalid(f"trace {trace.external_id} has no answer yet; a gold trace needs an accepted answer")
     return chosen
+
+
+def reference_refusal(annotation: Annotation) -> str:
+    """Why ``annotation`` cannot be its trace's reference ("" when it can): the one rule of ``gold_mark`` (which
+    refuses with it, a 400) and of the page's "make gold" button (which shows it instead)."""
+    if annotation.kind != AnnotationKind.PRODUCTION:
+        return "it is itself a gold or qualification answer; a reference is an accepted production answer"
+    if annotation.status != AnnotationStatus.ACCEPTED:
+        state = {"draft": "a draft", "submitted": "not reviewed yet", "rejected": "rejected"}.get(
+            annotation.status, annotation.status
+        )
+        return f"it is {state}; only an accepted answer can be a reference"
+    if annotation.verdict == Verdict.UNUSABLE:
+        return "it judges the trace unusable; a gold trace needs an answer to score against"
+    if not annotation.verdict:
+        return "it has no verdict"
+    return ""
+
+
+def gold_state(annotation: Annotation) -> dict:
+    """What the review page's gold control shows for ``annotation``: whether its trace is gold (``gold_id``), whether
+    this answer is the reference, and why it cannot be made one (``refusal``, "" when it can)."""
+    gold = GoldTrace.objects.filter(trace_id=annotation.trace_id).values("pk", "reference_id").first()
+    return {
+        "gold_id": gold["pk"] if gold else None,
+        "is_reference": bool(gold) and gold["reference_id"] == annotation.pk,
+        "refusal": reference_refusal(annotation),
+    }
 
 
 def unseen_gold(*, user, project) -> QuerySet[GoldTrace]:

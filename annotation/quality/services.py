@@ -12,6 +12,7 @@ import hashlib
 import io
 import json
 import logging
+import math
 from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
@@ -39,6 +40,7 @@ from annotation.quality.selectors import (
     gold_screen,
     quality_settings,
     reference_choice,
+    reference_refusal,
     unseen_gold,
 )
 from studio.access import can
@@ -80,7 +82,12 @@ SETTING_RULES: dict[str, tuple[type, float, float | None]] = {
 
 def _setting_value(name: str, value):
     kind, low, high = SETTING_RULES[name]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and value != int(value)):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or (kind is int and value != int(value))
+    ):
         raise Invalid(f"{name} must be {'a whole number' if kind is int else 'a number'}, not {value!r}", field=name)
     if value < low or (high is not None and value > high):
         raise Invalid(f"{name} must lie in {low:g}..{high:g}, not {value!r}", field=name)
@@ -117,22 +124,6 @@ def quality_settings_save(*, project, user, fields: dict) -> QualitySettings:
 # --- Gold traces ----------------------------------------------------------------------------------------------
 
 
-def _reference_problem(annotation: Annotation) -> str:
-    """Why ``annotation`` cannot be its trace's reference ("" when it can)."""
-    if annotation.kind != AnnotationKind.PRODUCTION:
-        return "it is itself a gold or qualification answer; a reference is an accepted production answer"
-    if annotation.status != AnnotationStatus.ACCEPTED:
-        state = {"draft": "a draft", "submitted": "not reviewed yet", "rejected": "rejected"}.get(
-            annotation.status, annotation.status
-        )
-        return f"it is {state}; only an accepted answer can be a reference"
-    if annotation.verdict == Verdict.UNUSABLE:
-        return "it judges the trace unusable; a gold trace needs an answer to score against"
-    if not annotation.verdict:
-        return "it has no verdict"
-    return ""
-
-
 def _event(*, gold: GoldTrace | None, trace: Trace, actor, kind: str, detail: dict) -> GoldEvent:
     return GoldEvent.objects.create(
         project_id=trace.project_id,
@@ -150,7 +141,7 @@ def gold_mark(*, annotation: Annotation, user) -> tuple[GoldTrace, str]:
     and what happened: ``marked``, ``unchanged`` (already the reference at this version) or ``reference_changed``
     (another answer, or this one changed since: every gold answer of the trace is scored again, audited). A draft,
     rejected, not yet reviewed or unusable answer, or a gold answer itself, is refused (GoldRefused, 400) naming why."""
-    problem = _reference_problem(annotation)
+    problem = reference_refusal(annotation)
     trace = annotation.trace
     if problem:
         raise GoldRefused(
@@ -434,7 +425,7 @@ def gold_reference_refresh(*, annotation: Annotation, actor=None) -> dict | None
     )
     if gold is None or gold.reference.version == gold.reference_version:
         return None
-    if _reference_problem(gold.reference):
+    if reference_refusal(gold.reference):
         return None  # no longer a usable reference (sent back): the scores stay as they were until a lead re-marks
     before = gold.reference_version
     gold.reference_version = gold.reference.version
@@ -497,7 +488,7 @@ def qualification_allow_retry(*, project, annotator, actor) -> QualificationAtte
     return _attempt_start(project=project, annotator=annotator, settings=settings, allowed_by=actor)
 
 
-def queue_gate(*, user, project) -> QualificationAttempt | None:
+def queue_gate(*, user, project, settings: QualitySettings | None = None) -> QualificationAttempt | None:
     """What the hand-out may give ``user`` in ``project`` before anything else: raises QueueClosed (paused, a failed
     qualification, too few gold traces to qualify); returns the open qualification attempt whose next gold trace
     comes first, or None when the real queue is open to them. Makes the first attempt of a member who needs one.
@@ -510,7 +501,7 @@ def queue_gate(*, user, project) -> QualificationAttempt | None:
             + ". Ask them to resume it.",
             gate="paused",
         )
-    settings = quality_settings(project)
+    settings = settings or quality_settings(project)
     if not settings.qualification_size or can(user, EXEMPT_ACTION, project):
         return None
     attempts = list(QualificationAttempt.objects.filter(project=project, annotator=user).order_by("-number"))
@@ -560,10 +551,10 @@ def gold_position_is_gold(*, position: int, user_id: int, project_id: int, every
     return (position + _offset(user_id=user_id, project_id=project_id, every=every)) % every == every - 1
 
 
-def gold_slot_due(*, user, project) -> bool:
+def gold_slot_due(*, user, project, settings: QualitySettings | None = None) -> bool:
     """Whether the hand-out's next new trace for ``user`` should be a gold trace (``gold_every``; never for the
     people who write the references)."""
-    settings = quality_settings(project)
+    settings = settings or quality_settings(project)
     if not settings.gold_every or can(user, EXEMPT_ACTION, project):
         return False
     position = (

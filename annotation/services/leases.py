@@ -14,6 +14,7 @@ from annotation.access import access_lease
 from annotation.models import Annotation, AnnotationKind, AnnotationStatus, GoldTrace, Lease, QueueRequest
 from annotation.overlap import quota_bound, trace_annotation_quota
 from annotation.quality import services as quality
+from annotation.quality.selectors import quality_settings
 from annotation.services.errors import LeaseLost
 from studio.access import can
 from studio.db import atomic_with_retry
@@ -91,7 +92,8 @@ def lease_next_trace(*, user, project, most_doubtful_first: bool = False) -> tup
     trace they never met (deterministic per annotator). Gold traces never go out as production work.
     """
     now = timezone.now()
-    attempt = quality.queue_gate(user=user, project=project)
+    settings = quality_settings(project)  # read once for the gate and the gold slot
+    attempt = quality.queue_gate(user=user, project=project, settings=settings)
     held = (
         Lease.objects.filter(user=user, trace__project=project, released_at__isnull=True, expires_at__gt=now)
         .order_by("created_at")
@@ -100,7 +102,7 @@ def lease_next_trace(*, user, project, most_doubtful_first: bool = False) -> tup
     if held is not None:
         trace = Trace.objects.select_related("project").get(pk=held.trace_id)
         return _annotation_for_claim(trace=trace, user=user), _lease_take(trace=trace, user=user, now=now)
-    gold_claim = _gold_claim(user=user, project=project, attempt=attempt, now=now)
+    gold_claim = _gold_claim(user=user, project=project, attempt=attempt, settings=settings, now=now)
     if gold_claim is not None or attempt is not None:
         return gold_claim
 
@@ -160,7 +162,7 @@ def lease_next_trace(*, user, project, most_doubtful_first: bool = False) -> tup
         offset += chunk
 
 
-def _gold_claim(*, user, project, attempt, now) -> tuple[Annotation, Lease] | None:
+def _gold_claim(*, user, project, attempt, settings, now) -> tuple[Annotation, Lease] | None:
     """The hand-out's gold: the user's unfinished gold or qualification answer; while qualifying (``attempt``) the
     attempt's next gold trace; else, when no draft of theirs waits and their next new trace is due to be gold, a
     gold trace they never met. None: the production queue decides."""
@@ -171,7 +173,7 @@ def _gold_claim(*, user, project, attempt, now) -> tuple[Annotation, Lease] | No
         kind = AnnotationKind.QUALIFICATION
     elif Annotation.objects.filter(annotator=user, project=project, status=AnnotationStatus.DRAFT).exists():
         return None  # their own drafts come first, in the production order
-    elif quality.gold_slot_due(user=user, project=project):
+    elif quality.gold_slot_due(user=user, project=project, settings=settings):
         kind = AnnotationKind.GOLD
     else:
         return None

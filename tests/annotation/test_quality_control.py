@@ -21,6 +21,7 @@ from annotation.models import (
 from annotation.quality import selectors as quality_selectors
 from annotation.quality import services as quality
 from annotation.review.services import review_adjudicate
+from studio.errors import Invalid
 from studio.permissions import Role
 from tests.fixtures_quality import CATEGORY, error_fields, gold_traces, hand_in, reference_of, traces_of
 
@@ -62,6 +63,8 @@ def test_a_lead_marks_an_accepted_answer_gold_through_the_api(project, lead, exp
     assert listed["count"] == 1 and listed["count_words"] == "1 gold trace"
     assert api_client(annotator).get(f"/api/projects/{project.pk}/gold/").status_code == 403
     assert GoldEvent.objects.filter(kind="marked").count() == 1
+    state = quality_selectors.gold_state(reference)
+    assert state == {"gold_id": answer.json()["id"], "is_reference": True, "refusal": ""}
 
 
 @pytest.mark.parametrize(
@@ -81,6 +84,7 @@ def test_an_answer_that_cannot_be_gold_is_a_400_naming_why(project, lead, expert
     refused = api_client(lead).post(f"/api/projects/{project.pk}/gold/", {"annotation": answer.pk}, format="json")
     assert refused.status_code == 400 and refused.json()["field"] == "annotation"
     assert words in refused.json()["detail"], refused.json()
+    assert words in quality_selectors.gold_state(answer)["refusal"]  # the page's button says the same
     assert not GoldTrace.objects.exists()
 
 
@@ -233,6 +237,8 @@ def test_a_qualification_larger_than_the_gold_is_refused(project, lead, api_clie
     assert "larger than this project's 0" in answer.json()["detail"]
     bad = api_client(lead).patch(f"/api/projects/{project.pk}/quality/settings/", {"point_tolerance": 2}, format="json")
     assert bad.status_code == 400 and bad.json()["field"] == "point_tolerance"
+    with pytest.raises(Invalid, match="gold_every must be a whole number"):  # a caller other than the JSON API
+        quality.quality_settings_save(project=project, user=lead, fields={"gold_every": float("inf")})
 
 
 def test_a_newcomer_who_fails_the_qualification_is_kept_out_until_a_lead_allows_another_try(
