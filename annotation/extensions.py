@@ -5,6 +5,7 @@ project's deletion removes, and the error categories annotations still name."""
 from __future__ import annotations
 
 from annotation.models import Annotation, AnnotationKind, AnnotationStatus, GoldTrace
+from annotation.quality.selectors import reference_choice, reference_refusal
 from annotation.review.selectors import history_rows, trace_history_visible
 from annotation.selectors import annotation_status_counts, error_categories_in_use
 from studio.access import can
@@ -39,14 +40,19 @@ def _statuses(user, traces) -> dict:
     leads = bool(traces) and can(user, "gold.manage", traces[0].project)
     if leads:
         gold = {g.trace_id: g for g in GoldTrace.objects.filter(trace_id__in=ids)}
-        for trace_id, annotation_id in (
+        with_accepted = set(
             Annotation.objects.filter(
-                trace_id__in=ids, status=AnnotationStatus.ACCEPTED, kind=AnnotationKind.PRODUCTION
-            )
-            .order_by("trace_id", "-is_adjudicated", "-reviewed_at", "-id")
-            .values_list("trace_id", "id")
-        ):
-            accepted.setdefault(trace_id, annotation_id)  # the answer an export takes (adjudicated, latest reviewed)
+                trace_id__in=[pk for pk in ids if pk not in gold],
+                status=AnnotationStatus.ACCEPTED,
+                kind=AnnotationKind.PRODUCTION,
+            ).values_list("trace_id", flat=True)
+        )
+        for trace in traces:
+            if trace.pk in with_accepted:
+                # The answer a file's row would make the reference (the one an export takes), if it may be one.
+                reference = reference_choice(trace=trace)
+                if not reference_refusal(reference):
+                    accepted[trace.pk] = reference.pk
     return {
         pk: {"counts": counts.get(pk, []), "leads": leads, "gold": gold.get(pk), "accepted": accepted.get(pk)}
         for pk in ids

@@ -121,3 +121,24 @@ def test_a_qualification_trace_says_so_and_leads_to_its_feedback(project, annota
     page = client.get(f"/annotations/{annotation.pk}/feedback/").content.decode()
     assert "Right: your answer agrees with the reference in every part that counts." in page
     assert "Attempt 1: 1 of 2 answered, 1 right" in page and "Next qualification trace →" in page
+
+
+def test_the_review_page_says_why_an_answer_cannot_be_gold(project, annotator, lead, client):
+    from annotation.models import Annotation, AnnotationStatus
+    from annotation.services import annotation_transition
+
+    trace = traces_of(project, 1)[0]
+    answer = Annotation.objects.create(trace=trace, project=project, annotator=annotator, verdict="no_error")
+    annotation_transition(annotation=answer, to=AnnotationStatus.SUBMITTED, actor=annotator)
+    client.force_login(lead)
+    page = client.get(f"/reviews/{answer.pk}/").content.decode()
+    assert 'id="gold-mark"' not in page
+    assert (
+        "This answer cannot be a gold reference: it is not reviewed yet; only an accepted answer can be a reference."
+        in page
+    )
+    refused = client.post(f"/reviews/{answer.pk}/gold/", follow=True)  # the service's rule, said on the page
+    assert "cannot be gold: it is not reviewed yet" in refused.content.decode()
+    assert not GoldTrace.objects.exists()
+    client.force_login(annotator)
+    assert client.post(f"/reviews/{answer.pk}/gold/").status_code == 403  # leads only
