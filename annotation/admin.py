@@ -3,14 +3,14 @@
 
 from django.contrib import admin
 
-from annotation.models import AlternativesJob, Annotation, AuditEvent, Lease
+from annotation.models import AlternativesJob, Annotation, AuditEvent, GoldEvent, GoldScore, GoldTrace, Lease
 from studio.admin import JobAdmin, ReadOnlyAdmin
 
 
 @admin.register(Annotation)
 class AnnotationAdmin(ReadOnlyAdmin):
-    list_display = ["id", "trace", "annotator", "status", "verdict", "tau", "version", "updated_at"]
-    list_filter = ["status", "verdict"]
+    list_display = ["id", "trace", "annotator", "kind", "status", "verdict", "tau", "version", "updated_at"]
+    list_filter = ["kind", "status", "verdict"]
     raw_id_fields = ["trace", "annotator", "reviewed_by"]
 
 
@@ -31,3 +31,32 @@ class AlternativesJobAdmin(JobAdmin):
     list_display = ["id", "annotation", "step", "model_name", "status", "reused", "created_at", "finished_at"]
     search_fields = ["model_name", "weights_hash"]
     raw_id_fields = ["annotation", "step"]
+
+
+# Quality control (annotation.quality): marked, scored and removed through its services, looked up here.
+@admin.register(GoldTrace)
+class GoldTraceAdmin(ReadOnlyAdmin):
+    list_display = ["id", "trace", "reference", "reference_version", "marked_by", "marked_at"]
+    raw_id_fields = ["trace", "reference", "marked_by"]
+
+
+@admin.register(GoldScore)
+class GoldScoreAdmin(ReadOnlyAdmin):
+    list_display = [
+        "id",
+        "annotation",
+        "annotator",
+        "kind",
+        "correct",
+        "submitted_at",
+        "rescored_at",
+        "gold_removed_at",
+    ]
+    list_filter = ["kind", "correct"]
+    raw_id_fields = ["annotation", "gold", "annotator", "attempt"]
+
+
+@admin.register(GoldEvent)
+class GoldEventAdmin(ReadOnlyAdmin):
+    list_display = ["id", "external_id", "kind", "actor", "at"]
+    raw_id_fields = ["gold", "actor"]

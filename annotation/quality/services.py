@@ -584,21 +584,22 @@ def gold_trace_pick(*, user, project) -> Trace | None:
     return Trace.objects.select_related("project").get(pk=gold)
 
 
-def own_open_gold_answer(*, user, project):
-    """The user's unfinished gold or qualification answer in ``project`` (a draft they did not skip), to resume."""
+def own_first_draft(*, user, project) -> Annotation | None:
+    """The user's unfinished answer in ``project`` that the hand-out resumes first (a draft they did not skip): a gold
+    or qualification one before a production one, then the oldest; None when they have none. One read."""
+    from django.db.models import Case, IntegerField, Value, When
+
     from annotation.models import Lease
 
     skipped = Lease.objects.filter(user=user, trace=OuterRef("trace"), release_reason="skipped")
+    production_last = Case(
+        When(kind=AnnotationKind.PRODUCTION, then=Value(1)), default=Value(0), output_field=IntegerField()
+    )
     return (
-        Annotation.objects.filter(
-            annotator=user,
-            project=project,
-            status=AnnotationStatus.DRAFT,
-            kind__in=(AnnotationKind.GOLD, AnnotationKind.QUALIFICATION),
-        )
+        Annotation.objects.filter(annotator=user, project=project, status=AnnotationStatus.DRAFT)
         .exclude(Exists(skipped))
         .select_related("trace__project")
-        .order_by("id")
+        .order_by(production_last, "id")
         .first()
     )
 

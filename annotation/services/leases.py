@@ -56,12 +56,14 @@ def _lease_take(*, trace, user, now, page: str = "") -> Lease:
     return lease
 
 
-def _annotation_for_claim(*, trace, user, kind: str = AnnotationKind.PRODUCTION) -> Annotation:
+def _annotation_for_claim(*, trace, user, kind: str = AnnotationKind.PRODUCTION, counted: bool = False) -> Annotation:
+    """The user's annotation of ``trace`` (made now, of ``kind``, if new). ``counted``: a new one counts in the
+    annotator's tally of new traces, which decides where their next gold trace falls (quality.gold_slot_due; counted
+    while the project hands out gold)."""
     annotation, created = Annotation.objects.get_or_create(
         trace=trace, annotator=user, defaults={"project_id": trace.project_id, "kind": kind}
     )
-    if created and kind != AnnotationKind.QUALIFICATION:
-        # The annotator's count of new traces decides where their next gold trace falls (quality.gold_slot_due).
+    if created and counted:
         quality.queue_tally_bump(user=user, project=trace.project)
     return annotation
 
@@ -156,7 +158,8 @@ def lease_next_trace(*, user, project, most_doubtful_first: bool = False) -> tup
                 continue  # another claimer holds it right now
             if _trace_occupancy(trace_id=trace_id, user=user, now=now) >= quota:
                 continue
-            return _annotation_for_claim(trace=trace, user=user), _lease_take(trace=trace, user=user, now=now)
+            annotation = _annotation_for_claim(trace=trace, user=user, counted=bool(settings.gold_every))
+            return annotation, _lease_take(trace=trace, user=user, now=now)
         if len(batch) < chunk:
             return None
         offset += chunk
@@ -165,13 +168,16 @@ def lease_next_trace(*, user, project, most_doubtful_first: bool = False) -> tup
 def _gold_claim(*, user, project, attempt, settings, now) -> tuple[Annotation, Lease] | None:
     """The hand-out's gold: the user's unfinished gold or qualification answer; while qualifying (``attempt``) the
     attempt's next gold trace; else, when no draft of theirs waits and their next new trace is due to be gold, a
-    gold trace they never met. None: the production queue decides."""
-    resumed = quality.own_open_gold_answer(user=user, project=project)
-    if resumed is not None:
-        return resumed, _lease_take(trace=resumed.trace, user=user, now=now)
+    gold trace they never met. None: the production queue decides. A project that hands out no gold costs nothing
+    here (an unfinished gold answer from before gold was turned off stays on the queue page's drafts)."""
+    if attempt is None and not settings.gold_every:
+        return None
+    draft = quality.own_first_draft(user=user, project=project)
+    if draft is not None and draft.kind != AnnotationKind.PRODUCTION:
+        return draft, _lease_take(trace=draft.trace, user=user, now=now)
     if attempt is not None:
         kind = AnnotationKind.QUALIFICATION
-    elif Annotation.objects.filter(annotator=user, project=project, status=AnnotationStatus.DRAFT).exists():
+    elif draft is not None:
         return None  # their own drafts come first, in the production order
     elif quality.gold_slot_due(user=user, project=project, settings=settings):
         kind = AnnotationKind.GOLD
@@ -185,7 +191,11 @@ def _gold_claim(*, user, project, attempt, settings, now) -> tuple[Annotation, L
         )
     if trace is None:
         return None  # no gold left to them: the production queue goes on
-    return _annotation_for_claim(trace=trace, user=user, kind=kind), _lease_take(trace=trace, user=user, now=now)
+    counted = kind == AnnotationKind.GOLD
+    return (
+        _annotation_for_claim(trace=trace, user=user, kind=kind, counted=counted),
+        _lease_take(trace=trace, user=user, now=now),
+    )
 
 
 @atomic_with_retry
