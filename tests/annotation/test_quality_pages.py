@@ -142,3 +142,18 @@ def test_the_review_page_says_why_an_answer_cannot_be_gold(project, annotator, l
     assert not GoldTrace.objects.exists()
     client.force_login(annotator)
     assert client.post(f"/reviews/{answer.pk}/gold/").status_code == 403  # leads only
+
+
+def test_a_closed_queue_lands_on_where_the_member_stands(project, annotator, lead, client):
+    traces_of(project, 1)
+    quality.annotator_pause_set(project=project, annotator=annotator, actor=lead, paused=True, reason="check your τ")
+    client.force_login(annotator)
+    queue = client.get("/queue/").content.decode()
+    assert f'data-next-trace="{project.pk}"' not in queue and "Where you stand →" in queue
+    answer = client.post(f"/queue/{project.pk}/next/", follow=True)
+    assert answer.redirect_chain == [(f"/projects/{project.pk}/qualification/", 302)]
+    page = answer.content.decode()
+    assert (
+        "A lead paused your queue in Test project: check your τ. Ask them to resume it." in page
+    )  # the hand-out's words
+    assert 'data-paused="1"' in page and "Your queue is paused" in page
