@@ -1,6 +1,7 @@
 """What annotation adds to the trace pages and a project's records (traces.extensions), registered by
-``AnnotationConfig.ready()``: the trace page's history, the trace list's annotations by status, the annotations a
-project's deletion removes, and the error categories annotations still name."""
+``AnnotationConfig.ready()``: the trace page's history and, for a lead, its gold reference; the trace list's
+annotations by status (and, for a lead, which traces are gold); the annotations a project's deletion removes, and the
+error categories annotations still name."""
 
 from __future__ import annotations
 
@@ -64,8 +65,26 @@ def _categories_named(project, categories: list[str]) -> str:
     return "Annotations use these categories; keep them: " + ", ".join(in_use) + "." if in_use else ""
 
 
+def _gold(user, trace) -> dict:
+    """The trace page's gold panel, for a lead only (nobody else learns which traces are gold): the reference, with
+    "Unmark", or the answer that would become it."""
+    if not can(user, "gold.manage", trace.project):
+        return {"gold_panel": None}
+    gold = GoldTrace.objects.filter(trace=trace).select_related("reference__annotator", "marked_by").first()
+    offer = None
+    if (
+        gold is None
+        and trace.annotations.filter(status=AnnotationStatus.ACCEPTED, kind=AnnotationKind.PRODUCTION).exists()
+    ):
+        reference = reference_choice(trace=trace)
+        offer = None if reference_refusal(reference) else reference
+    return {"gold_panel": {"gold": gold, "offer": offer}}
+
+
 def register() -> None:
     trace_panel_register(TracePanel(name="annotation-history", template="review/_history.html", context=_history))
+    # Before the history: the trace's gold reference, for a lead.
+    trace_panel_register(TracePanel(name="gold", template="annotation/_trace_gold.html", context=_gold, order=50))
     trace_list_column_register(
         TraceListColumn(
             name="annotation-statuses",

@@ -157,3 +157,23 @@ def test_a_closed_queue_lands_on_where_the_member_stands(project, annotator, lea
         "A lead paused your queue in Test project: check your τ. Ask them to resume it." in page
     )  # the hand-out's words
     assert 'data-paused="1"' in page and "Your queue is paused" in page
+
+
+def test_the_trace_page_shows_gold_to_leads_only(project, annotator, lead, expert, client):
+    from tests.fixtures_quality import reference_of
+
+    trace = traces_of(project, 1)[0]
+    reference = reference_of(trace, annotator=expert, lead=lead)
+    client.force_login(lead)
+    page = client.get(f"/traces/{trace.pk}/").content.decode()
+    assert (
+        'id="trace-gold" data-gold="no"' in page and f"Use answer #{reference.pk} by expert as gold reference" in page
+    )
+    client.post(f"/reviews/{reference.pk}/gold/", {"next": f"/traces/{trace.pk}/"})
+    page = client.get(f"/traces/{trace.pk}/").content.decode()
+    assert (
+        'data-gold="yes"' in page
+        and f'Its reference is <a href="/reviews/{reference.pk}/">answer #{reference.pk}</a>' in page
+    )
+    client.force_login(annotator)
+    assert 'id="trace-gold"' not in client.get(f"/traces/{trace.pk}/").content.decode()
