@@ -126,8 +126,12 @@ def point_distance(a: tuple, b: tuple, screen: Screen) -> float | None:
         return None
     else:
         width, height = screen.width, screen.height
-    kwargs = dict(convention=screen.convention, width=width, height=height, max_pixels=screen.max_pixels)
-    (xa, ya), (xb, yb) = grammar.to_screen_pixels(a, **kwargs), grammar.to_screen_pixels(b, **kwargs)
+    xa, ya = grammar.to_screen_pixels(
+        a, convention=screen.convention, width=width, height=height, max_pixels=screen.max_pixels
+    )
+    xb, yb = grammar.to_screen_pixels(
+        b, convention=screen.convention, width=width, height=height, max_pixels=screen.max_pixels
+    )
     return math.hypot((xa - xb) / width, (ya - yb) / height)
 
 

@@ -148,10 +148,10 @@ def reference_refusal(annotation: Annotation) -> str:
 def gold_state(annotation: Annotation) -> dict:
     """What the review page's gold control shows for ``annotation``: whether its trace is gold (``gold_id``), whether
     this answer is the reference, and why it cannot be made one (``refusal``, "" when it can)."""
-    gold = GoldTrace.objects.filter(trace_id=annotation.trace_id).values("pk", "reference_id").first()
+    gold = GoldTrace.objects.filter(trace_id=annotation.trace_id).values_list("pk", "reference_id").first()
     return {
-        "gold_id": gold["pk"] if gold else None,
-        "is_reference": bool(gold) and gold["reference_id"] == annotation.pk,
+        "gold_id": gold[0] if gold else None,
+        "is_reference": gold is not None and gold[1] == annotation.pk,
         "refusal": reference_refusal(annotation),
     }
 
@@ -347,6 +347,7 @@ def attempt_answers(attempt_ids) -> dict[int, list[dict]]:
 
     out: dict[int, list[dict]] = defaultdict(list)
     for score in GoldScore.objects.filter(attempt_id__in=list(attempt_ids)).order_by("submitted_at", "id"):
+        assert score.attempt_id is not None  # filtered on it
         out[score.attempt_id].append(
             {
                 "annotation_id": score.annotation_id,
@@ -408,9 +409,8 @@ def gold_accuracy_by_annotator(project, *, since=None, until=None) -> dict[int, 
         scores = scores.filter(submitted_at__gte=since)
     if until is not None:
         scores = scores.filter(submitted_at__lt=until)
-    return {
-        row.pop("annotator_id"): row for row in scores.values("annotator_id").annotate(**_part_aggregates()).order_by()
-    }
+    grouped = scores.values("annotator_id").annotate(**_part_aggregates()).order_by()
+    return {row["annotator_id"]: {k: v for k, v in row.items() if k != "annotator_id"} for row in grouped}
 
 
 def _share_json(right: int, n: int) -> dict:
@@ -524,7 +524,7 @@ def _agreement_by_annotator(project, period) -> dict[str, dict]:
     per: dict[str, Counter] = defaultdict(Counter)
     for pair in agreement_report(project, since=period.since, until=period.until).pairs:
         for row in (pair.a, pair.b):
-            counts = per[row.annotator__username]
+            counts = per[row.annotator__username]  # type: ignore[attr-defined]  # a named row of PAIR_FIELDS
             counts["pairs"] += 1
             counts["exact"] += pair.answers_exact
             counts["within_one"] += pair.answers_within_one
@@ -668,7 +668,7 @@ def quality_dashboard(project, period) -> dict:
     )
     ids = members | set(figures["gold"]) | set(figures["verdicts"]) | set(tallies) | set(pauses)
     names = dict(get_user_model().objects.filter(pk__in=ids).values_list("pk", "username"))
-    total = Counter()
+    total: Counter = Counter()
     for counts in figures["verdicts"].values():
         total.update(counts)
     answers_all = sum(total.values())

@@ -332,3 +332,25 @@ def test_gold_answers_stay_out_of_agreement(project, lead, expert, annotator, ma
         assert annotation.trace_id == gold.trace_id
         hand_in(annotation, user, verdict=Verdict.NO_ERROR)
     assert agreement_report(project).pairs == []
+
+
+def test_a_gold_trace_has_no_quota_an_expired_lease_on_it_is_kept(project, lead, expert, annotator, make_user):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from annotation.models import Lease
+    from traces.services import membership_add
+
+    (gold,) = gold_traces(project, traces_of(project, 1), expert=expert, lead=lead)
+    _settings(project, lead, gold_every=1)
+    second = make_user("second", Role.ANNOTATOR)
+    membership_add(project=project, user=second)
+    first_answer, _ = services.lease_next_trace(user=annotator, project=project)
+    hand_in(first_answer, annotator, verdict=Verdict.NO_ERROR)
+    mine, lease = services.lease_next_trace(user=second, project=project)
+    assert mine.trace_id == gold.trace_id  # taken though another annotator answered it (a quota of one otherwise)
+    Lease.objects.filter(pk=lease.pk).update(expires_at=timezone.now() - timedelta(minutes=1))
+    assert services.lease_heartbeat(lease_id=lease.pk, user=second).released_at is None
+    Lease.objects.filter(pk=lease.pk).update(expires_at=timezone.now() - timedelta(minutes=1))
+    assert services.lease_take_for_annotation(annotation=mine, user=second) is not None  # the workspace opens editable
