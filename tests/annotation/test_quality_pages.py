@@ -177,3 +177,17 @@ def test_the_trace_page_shows_gold_to_leads_only(project, annotator, lead, exper
     )
     client.force_login(annotator)
     assert 'id="trace-gold"' not in client.get(f"/traces/{trace.pk}/").content.decode()
+
+
+def test_a_passed_qualification_opens_the_real_queue_from_the_feedback(project, annotator, lead, expert, client):
+    gold_traces(project, traces_of(project, 1), expert=expert, lead=lead)
+    traces_of(project, 1, start=10)
+    quality.quality_settings_save(project=project, user=lead, fields={"qualification_size": 1})
+    annotation, _ = services.lease_next_trace(user=annotator, project=project)
+    hand_in(annotation, annotator, **error_fields(3))
+    client.force_login(annotator)
+    page = client.get(f"/annotations/{annotation.pk}/feedback/").content.decode()
+    assert "You passed the qualification." in page and "Start annotating →" in page
+    standing = client.get(f"/projects/{project.pk}/qualification/").content.decode()
+    assert 'data-status="passed"' in standing and "Next trace →" in standing
+    assert f'data-next-trace="{project.pk}">Next trace →' in client.get("/queue/").content.decode()
