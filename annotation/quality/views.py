@@ -19,6 +19,7 @@ from annotation.quality.page_selectors import feedback_rows, feedback_screen
 from studio.access import can
 from studio.errors import Conflict, Invalid
 from studio.inputs import form_number
+from studio.permissions import Role
 from traces.access import access_project
 
 # The settings the quality page's form edits, in its order, with each one's label and its number type.
@@ -178,6 +179,13 @@ def qualification(request, project_id: int):
             "project": project,
             "state": state,
             "can_manage": can(request.user, "quality.manage", project),
+            # Who to ask for another attempt or a resumed queue.
+            "leads": list(
+                get_user_model()
+                .objects.filter(memberships__project=project, groups__name=Role.LEAD.value)
+                .order_by("username")
+                .values_list("username", flat=True)
+            ),
         },
     )
 

@@ -28,8 +28,8 @@ def gold_traces(project, lead, count: int) -> list:
         trace = make_trace(
             project,
             replies=REPLIES,
-            external_id=f"gold-{n}",
-            instruction=f"Open the display settings (gold {n})",
+            external_id=f"task-q{n}",
+            instruction=f"Open the display settings (task {n})",
             image_seed=10 + n,
             size=(1280, 800),
         )
@@ -125,6 +125,7 @@ def test_qualification_feedback_failure_and_another_attempt(
     assert standing.get_attribute("data-status") == "failed"
     assert "Attempt 1: 0 of 2 answers right; 50 % right was needed." in page.inner_text("#qualification-result")
     assert "until a lead allows another attempt" in standing.inner_text()
+    assert f"ask a lead of the project ({lead.username})" in standing.inner_text()  # whom to ask
     assert page.locator("#qualification-go").count() == 0  # nothing to start: the queue is closed
     assert page.locator(".qualification-answers li[data-correct='0']").count() == 2
     page.screenshot(path=str(artifacts_dir / f"qualification-failed-{screen}.png"), full_page=True)
