@@ -200,7 +200,13 @@ def answer_feedback(request, annotation_id: int):
         return render(
             request,
             "annotation/feedback.html",
-            {"annotation": annotation, "trace": annotation.trace, "project": project, "refusal": refusal},
+            {
+                "annotation": annotation,
+                "trace": annotation.trace,
+                "project": project,
+                "refusal": refusal,
+                "own": annotation.annotator_id == request.user.pk,
+            },
             status=Conflict(refusal).status,
         )
     feedback = selectors.answer_feedback(annotation)
@@ -214,6 +220,7 @@ def answer_feedback(request, annotation_id: int):
             "project": project,
             "feedback": feedback,
             "rows": rows,
+            "own": annotation.annotator_id == request.user.pk,  # the annotator's own answer, or a lead reading it
             "screen": feedback_screen(trace=annotation.trace, comparison=feedback["comparison"]),
             "wrong": sum(1 for row in rows if row["right"] is False),
             "attempt": feedback.get("attempt"),

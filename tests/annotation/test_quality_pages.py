@@ -98,9 +98,13 @@ def test_a_gold_trace_looks_like_any_other_and_has_no_feedback_for_its_annotator
     page = refused.content.decode()
     assert refused.status_code == 409 and "There is no feedback for this answer." in page
     assert "feedback-parts" not in page  # nothing of the reference
-    client.force_login(lead)  # a lead reads the comparison of any scored answer
+    client.force_login(lead)  # a lead reads the comparison of any scored answer, linked from its review page
+    review = client.get(f"/reviews/{annotation.pk}/").content.decode()
+    assert f'href="/annotations/{annotation.pk}/feedback/" id="gold-feedback-link"' in review
+    assert 'id="gold-mark"' not in review  # a gold answer is never a reference
     shown = client.get(f"/annotations/{annotation.pk}/feedback/").content.decode()
-    assert 'id="feedback-parts"' in shown and "Right: your answer agrees with the reference" in shown
+    assert 'id="feedback-parts"' in shown and "Right: the answer agrees with the reference" in shown
+    assert "How ann&#x27;s answer compares" in shown and "Next qualification trace" not in shown
 
 
 def test_a_qualification_trace_says_so_and_leads_to_its_feedback(project, annotator, lead, expert, client):
