@@ -104,7 +104,7 @@ def test_a_gold_trace_looks_like_any_other_and_has_no_feedback_for_its_annotator
     assert 'id="gold-mark"' not in review  # a gold answer is never a reference
     shown = client.get(f"/annotations/{annotation.pk}/feedback/").content.decode()
     assert 'id="feedback-parts"' in shown and "Right: the answer agrees with the reference" in shown
-    assert "How ann&#x27;s answer compares" in shown and "Next qualification trace" not in shown
+    assert "How ann's answer compares" in shown and "Next qualification trace" not in shown
 
 
 def test_a_qualification_trace_says_so_and_leads_to_its_feedback(project, annotator, lead, expert, client):
