@@ -191,6 +191,8 @@ def review_accept(*, annotation_id: int, actor, comment: str = "", expected_vers
     # before the rule, with a τ on "no error", loses that τ here, audited).
     _apply_edits(annotation, actor, {})
     annotation_transition(annotation=annotation, to=AnnotationStatus.ACCEPTED, actor=actor, comment=comment.strip())
+    # A gold reference sent back, changed and accepted again re-scores its trace's gold answers.
+    quality.gold_reference_refresh(annotation=annotation, actor=actor)
     return annotation
 
 
@@ -217,6 +219,7 @@ def review_edit_and_accept(
     _require_submitted(annotation, "edited and accepted")
     _apply_edits(annotation, actor, edits)
     annotation_transition(annotation=annotation, to=AnnotationStatus.ACCEPTED, actor=actor, comment=comment.strip())
+    quality.gold_reference_refresh(annotation=annotation, actor=actor)
     return annotation
 
 

@@ -23,7 +23,7 @@ from annotation.quality import services as quality
 from annotation.review.services import review_adjudicate
 from studio.errors import Invalid
 from studio.permissions import Role
-from tests.fixtures_quality import CATEGORY, error_fields, gold_traces, hand_in, reference_of, traces_of
+from tests.fixtures_quality import CATEGORY, CORRECTED, error_fields, gold_traces, hand_in, reference_of, traces_of
 
 
 @pytest.fixture
@@ -354,3 +354,41 @@ def test_a_gold_trace_has_no_quota_an_expired_lease_on_it_is_kept(project, lead,
     assert services.lease_heartbeat(lease_id=lease.pk, user=second).released_at is None
     Lease.objects.filter(pk=lease.pk).update(expires_at=timezone.now() - timedelta(minutes=1))
     assert services.lease_take_for_annotation(annotation=mine, user=second) is not None  # the workspace opens editable
+
+
+def test_a_reference_sent_back_stops_handing_out_its_trace_and_rescores_once_accepted_again(
+    project, lead, expert, annotator, make_user
+):
+    from annotation.review.services import review_accept
+    from traces.services import membership_add
+
+    (gold,) = gold_traces(project, traces_of(project, 1), expert=expert, lead=lead)
+    _settings(project, lead, gold_every=1)
+    answer, _ = services.lease_next_trace(user=annotator, project=project)
+    hand_in(answer, annotator, **error_fields(4))
+    assert not GoldScore.objects.get(annotation=answer).correct
+    # The lead reopens the reference: nobody is handed the trace as gold meanwhile.
+    from django.db import transaction
+
+    from annotation.services import annotation_transition
+
+    with transaction.atomic():
+        reopened = Annotation.objects.select_for_update().get(pk=gold.reference_id)
+        annotation_transition(annotation=reopened, to=AnnotationStatus.REJECTED, actor=lead, comment="τ is 4")
+    newcomer = make_user("third", Role.ANNOTATOR)
+    membership_add(project=project, user=newcomer)
+    assert services.lease_next_trace(user=newcomer, project=project) is None
+    # The expert moves τ to 4 (the click placed again on o_4) and hands it in again; accepted, it re-scores the
+    # answer, which is right now.
+    reference = Annotation.objects.get(pk=gold.reference_id)
+    on_step_4 = {**CORRECTED, "args": {"start_box": [302, 262]}}
+    saved = services.annotation_save_draft(
+        annotation_id=reference.pk,
+        user=expert,
+        base_version=reference.version,
+        fields=error_fields(4, corrected=on_step_4),
+    )
+    services.annotation_submit(annotation_id=saved.pk, user=expert, base_version=saved.version)
+    review_accept(annotation_id=reference.pk, actor=lead)
+    assert GoldScore.objects.get(annotation=answer).correct
+    assert GoldEvent.objects.filter(kind="reference_changed", actor=lead).count() == 1
