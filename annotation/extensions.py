@@ -1,10 +1,12 @@
 """What annotation adds to the trace pages and a project's records (traces.extensions), registered by
-``AnnotationConfig.ready()``: the trace page's history, the trace list's annotations by status, the annotations a
-project's deletion removes, and the error categories annotations still name."""
+``AnnotationConfig.ready()``: the trace page's history and, for a lead, its gold reference; the trace list's
+annotations by status (and, for a lead, which traces are gold); the annotations a project's deletion removes, and the
+error categories annotations still name."""
 
 from __future__ import annotations
 
-from annotation.models import Annotation
+from annotation.models import Annotation, AnnotationKind, AnnotationStatus, GoldTrace
+from annotation.quality.selectors import reference_choice, reference_refusal
 from annotation.review.selectors import history_rows, trace_history_visible
 from annotation.selectors import annotation_status_counts, error_categories_in_use
 from studio.access import can
@@ -29,7 +31,33 @@ def _history(user, trace) -> dict:
 
 
 def _statuses(user, traces) -> dict:
-    return annotation_status_counts(trace.pk for trace in traces)
+    """Per trace: its annotations by status and, for a lead (``gold.manage``), whether it is gold (its reference) or
+    which accepted answer would be its reference. Nobody else sees which traces are gold: an annotator meets them
+    in the queue like any other."""
+    ids = [trace.pk for trace in traces]
+    counts = annotation_status_counts(ids)
+    gold: dict[int, GoldTrace] = {}
+    accepted: dict[int, int] = {}
+    leads = bool(traces) and can(user, "gold.manage", traces[0].project)
+    if leads:
+        gold = {g.trace_id: g for g in GoldTrace.objects.filter(trace_id__in=ids)}
+        with_accepted = set(
+            Annotation.objects.filter(
+                trace_id__in=[pk for pk in ids if pk not in gold],
+                status=AnnotationStatus.ACCEPTED,
+                kind=AnnotationKind.PRODUCTION,
+            ).values_list("trace_id", flat=True)
+        )
+        for trace in traces:
+            if trace.pk in with_accepted:
+                # The answer a file's row would make the reference (the one an export takes), if it may be one.
+                reference = reference_choice(trace=trace)
+                if not reference_refusal(reference):
+                    accepted[trace.pk] = reference.pk
+    return {
+        pk: {"counts": counts.get(pk, []), "leads": leads, "gold": gold.get(pk), "accepted": accepted.get(pk)}
+        for pk in ids
+    }
 
 
 def _categories_named(project, categories: list[str]) -> str:
@@ -37,8 +65,26 @@ def _categories_named(project, categories: list[str]) -> str:
     return "Annotations use these categories; keep them: " + ", ".join(in_use) + "." if in_use else ""
 
 
+def _gold(user, trace) -> dict:
+    """The trace page's gold panel, for a lead only (nobody else learns which traces are gold): the reference, with
+    "Unmark", or the answer that would become it."""
+    if not can(user, "gold.manage", trace.project):
+        return {"gold_panel": None}
+    gold = GoldTrace.objects.filter(trace=trace).select_related("reference__annotator", "marked_by").first()
+    offer = None
+    if (
+        gold is None
+        and trace.annotations.filter(status=AnnotationStatus.ACCEPTED, kind=AnnotationKind.PRODUCTION).exists()
+    ):
+        reference = reference_choice(trace=trace)
+        offer = None if reference_refusal(reference) else reference
+    return {"gold_panel": {"gold": gold, "offer": offer}}
+
+
 def register() -> None:
     trace_panel_register(TracePanel(name="annotation-history", template="review/_history.html", context=_history))
+    # Before the history: the trace's gold reference, for a lead.
+    trace_panel_register(TracePanel(name="gold", template="annotation/_trace_gold.html", context=_gold, order=50))
     trace_list_column_register(
         TraceListColumn(
             name="annotation-statuses",

@@ -10,4 +10,5 @@ urlpatterns = [
     path("leases/<int:lease_id>/release/", views.lease_release, name="annotation-lease-release"),
     path("annotations/<int:annotation_id>/", views.workspace, name="annotation-workspace"),
     path("", include("annotation.review.urls")),
+    path("", include("annotation.quality.urls")),
 ]

@@ -11,7 +11,9 @@ from django.views.decorators.http import require_POST
 
 from annotation import selectors, services
 from annotation.access import access_annotation, annotations_for
-from annotation.models import AnnotationStatus, Verdict
+from annotation.models import AnnotationKind, AnnotationStatus, Verdict
+from annotation.quality import selectors as quality_selectors
+from annotation.quality.services import QueueClosed
 from annotation.workflow import EDITABLE_BY_ANNOTATOR
 from studio.inputs import id_from_text
 from traces.access import access_project
@@ -31,7 +33,9 @@ def queue(request):
         request,
         "annotation/queue.html",
         {
-            "rows": selectors.queue_for_user(request.user),
+            # Each row says where the member stands with the project's qualification and whether a lead paused their
+            # queue, with what to do, instead of offering a queue that would give nothing.
+            "rows": quality_selectors.queue_with_quality(request.user),
             "skipped": skipped,
             "doubtful_first": request.session.get(DOUBTFUL_FIRST_KEY, False),
         },
@@ -43,7 +47,13 @@ def next_trace(request, project_id: int):
     project = access_project(request.user, project_id, "annotation.work")
     doubtful_first = request.POST.get("order") == "suspicion"
     request.session[DOUBTFUL_FIRST_KEY] = doubtful_first  # the queue offers the annotator's last choice again
-    claim = services.lease_next_trace(user=request.user, project=project, most_doubtful_first=doubtful_first)
+    try:
+        claim = services.lease_next_trace(user=request.user, project=project, most_doubtful_first=doubtful_first)
+    except QueueClosed as exc:
+        # Paused, a failed qualification, too few gold traces to qualify: the qualification page says where the
+        # member stands and what to do, never an empty queue.
+        messages.info(request, exc.detail)
+        return redirect("qualification", project_id=project.pk)
     if claim is None:
         messages.info(request, f"No trace of {project.name} is open to you right now.")
         return redirect("annotation-queue")
@@ -83,5 +93,17 @@ def workspace(request, annotation_id: int):
             # The lead's reason for sending it back, shown at the top until the annotator submits again.
             "returned_comment": annotation.review_comment if annotation.status == AnnotationStatus.REJECTED else "",
             "order": "suspicion" if request.GET.get("order") == "suspicion" else "",
+            # A qualification answer goes on to its feedback once submitted (a gold answer of the real queue looks
+            # like any other: no sign of it here).
+            "qualification": _qualification_of(annotation),
         },
     )
+
+
+def _qualification_of(annotation) -> dict | None:
+    """For a qualification answer: its feedback page and the attempt's progress (the workspace's header says it)."""
+    if annotation.kind != AnnotationKind.QUALIFICATION:
+        return None
+    state = quality_selectors.qualification_state(user=annotation.annotator, project=annotation.trace.project)
+    attempt = state["attempts"][-1] if state["attempts"] else None
+    return {"feedback_url": reverse("annotation-feedback", args=[annotation.pk]), "attempt": attempt}

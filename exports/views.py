@@ -34,6 +34,8 @@ def export_home(request):
                 options["since_export"] = since_export
             if (slice_id := form_number(request.POST, "slice", int, None)) is not None:
                 options["slice"] = slice_id
+            if (bar := form_number(request.POST, "min_gold_accuracy", float, None)) is not None:
+                options["min_gold_accuracy"] = bar
             job = services.export_job_create(
                 project=project, user=request.user, fmt=request.POST.get("format", ""), options=options
             )
@@ -49,6 +51,8 @@ def export_home(request):
             # The project the form shows chosen: the one posted (a refused form keeps it), else the busiest.
             "chosen_project": id_from_text(request.POST.get("project", "") or request.GET.get("project", "")) or chosen,
             "chosen_slice": id_from_text(request.POST.get("slice", "") or request.GET.get("slice", "")),
+            # A refused form keeps the bar typed.
+            "chosen_min_gold_accuracy": request.POST.get("min_gold_accuracy", "")[:20] or None,
             "formats": format_choices(),
             "error": error,
             "jobs": selectors.export_jobs_for_user(request.user)[:50],

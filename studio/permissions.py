@@ -159,6 +159,12 @@ PAGE_PERMISSIONS: dict[str, str] = {
     "dashboard": "dashboard.view",
     "project-dashboard": "dashboard.view",
     "round-dashboard": "dashboard.view",
+    "review-gold": "gold.manage",
+    "project-quality": "quality.manage",
+    "qualification-allow": "quality.manage",
+    "gold-file": "gold.manage",
+    "qualification": "qualification.view",
+    "annotation-feedback": "gold.feedback",
     # exports
     "export-home": "export.view",
     "export-job": "export.view",

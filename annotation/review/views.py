@@ -9,7 +9,8 @@ from django.views.decorators.http import require_POST
 from annotation import dashboards
 from annotation.access import access_annotation
 from annotation.agreement import agreement_report
-from annotation.models import AnnotationStatus, Verdict
+from annotation.models import AnnotationStatus, GoldTrace, Verdict
+from annotation.quality.selectors import gold_state
 from annotation.review import selectors as review_selectors
 from annotation.review import services as review
 from studio.access import AccessRefused, can
@@ -50,6 +51,13 @@ def _detail_context(user, annotation) -> dict:
             "verdicts": [v for v in Verdict if v.value],
             "can_decide": annotation.status == AnnotationStatus.SUBMITTED,
             "can_adjudicate": annotation.status in review.ADJUDICABLE and bool(context["siblings"]),
+            # The trace's gold reference, if any, whether this answer may become it (and why not), and whether this
+            # lead may mark or unmark it here.
+            "gold": GoldTrace.objects.filter(trace_id=annotation.trace_id)
+            .select_related("reference__annotator", "marked_by")
+            .first(),
+            "gold_state": gold_state(annotation),
+            "can_mark_gold": can(user, "gold.manage", annotation.trace.project),
         }
     )
     return context

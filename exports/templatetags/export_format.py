@@ -18,7 +18,10 @@ def export_options_summary(options: dict) -> str:
         parts.append(f"unparsed history {options['unparsed_history']}")
     if options.get("since_export") is not None:
         parts.append(f"only new or changed since export {options['since_export']}")
+    if options.get("min_gold_accuracy") is not None:
+        parts.append(f"annotators below {options['min_gold_accuracy']:.0%} gold accuracy left out")
     known = {
+        "min_gold_accuracy",
         "include_valid_prefix",
         "include_error_free",
         "validation_fraction",

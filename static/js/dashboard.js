@@ -1,8 +1,12 @@
 // The quality dashboard: fetches the project's figures (annotation.dashboards computes them), draws each chart with
 // Chart.js (served from static/vendor), offers each chart's numbers as CSV, and refetches when a live event says
 // work moved. An ES module: the figures' words and the CSV tables are pure functions of the server's answer.
+import { api, describeErrors } from "./api.js";
 import { csvWire } from "./csv.js";
 import { num, pct } from "./figures.js";
+import {
+  boundsText, flaggedText, flagLines, partHeadings, partRow, pauseButton, QUALITY_HEADINGS, qualityCsv, qualityRow,
+} from "./quality.js";
 
 /* The agreement measures the chart draws, as [name, value] rows. */
 export function agreementRows(a) {
@@ -146,11 +150,132 @@ function start() {
     }
   }
 
-  let pending = null;
+  // Each annotator's quality (annotation.quality.selectors.quality_dashboard): the table with its flags and a
+  // Pause / Resume button per annotator, the gold accuracy part by part, the latest gold changes; its CSV is the
+  // server's own rows.
+  const quality = document.getElementById("quality");
+
+  // A row of cells; ``tag`` "th" for a heading row (each a column's heading), else the first cell heads its row.
+  function cellsRow(cells, tag) {
+    const tr = document.createElement("tr");
+    for (const [i, cell] of cells.entries()) {
+      const td = document.createElement(tag || (i === 0 ? "th" : "td"));
+      td.scope = tag ? "col" : i === 0 ? "row" : "";
+      td.textContent = cell.text === undefined ? cell : cell.text;
+      if (cell.figure) td.dataset.quality = cell.figure;  // not data-figure: the figures above are found by that
+      if (cell.part) td.dataset.part = cell.part;
+      tr.append(td);
+    }
+    return tr;
+  }
+
+  function pauseControl(a) {
+    const wrap = document.createElement("div");
+    if (a.paused) {
+      const note = document.createElement("span");
+      note.className = "paused-note";
+      note.textContent = "Queue paused" + (a.pause_reason ? ": " + a.pause_reason : "");
+      wrap.append(note);
+    }
+    if (quality.dataset.canPause !== "1") return wrap;
+    const how = pauseButton(a);
+    const button = document.createElement("button");
+    button.type = "button";
+    button.textContent = how.text;
+    button.setAttribute("aria-label", how.label);
+    button.dataset.pause = a.annotator;
+    button.className = a.paused ? "" : "danger";
+    button.addEventListener("click", async () => {
+      button.disabled = true;
+      const res = await api("POST", quality.dataset.pauseUrl, { annotator: a.annotator, paused: how.paused });
+      const error = document.getElementById("quality-error");
+      if (res.status !== 200) {
+        error.textContent = "Not changed: " + (describeErrors(res.data) || "the server could not be reached; try again.");
+        error.hidden = false;
+        button.disabled = false;
+        return;
+      }
+      error.hidden = true;
+      loadQuality();
+    });
+    wrap.append(button);
+    return wrap;
+  }
+
+  function renderQuality(report) {
+    document.getElementById("quality-flagged").textContent = flaggedText(report);
+    document.getElementById("quality-bounds").textContent = boundsText(report.settings);
+    const table = document.getElementById("quality-table");
+    table.querySelector("thead").replaceChildren(cellsRow([...QUALITY_HEADINGS, "Flags", "Queue"], "th"));
+    table.querySelector("tbody").replaceChildren(...report.annotators.map((a) => {
+      const tr = cellsRow(qualityRow(a, report));
+      tr.dataset.annotator = a.annotator;
+      tr.dataset.flags = a.flags.map((f) => f.flag).join(" ");
+      tr.dataset.paused = a.paused ? "1" : "0";
+      tr.classList.toggle("flagged", a.flags.length > 0);
+      if (a.flags.length) {
+        const marker = document.createElement("span");
+        marker.className = "flag-marker";
+        marker.textContent = "⚑ flagged";
+        tr.firstChild.append(marker);
+      }
+      const flags = document.createElement("td");
+      if (a.flags.length) {
+        const list = document.createElement("ul");
+        list.className = "flags";
+        for (const words of flagLines(a)) { const li = document.createElement("li"); li.textContent = words; list.append(li); }
+        flags.append(list);
+      } else {
+        flags.className = "flag-none";
+        flags.textContent = "none";
+      }
+      const queue = document.createElement("td");
+      queue.append(pauseControl(a));
+      tr.append(flags, queue);
+      return tr;
+    }));
+    const parts = document.querySelector("#quality-parts table");
+    parts.querySelector("thead").replaceChildren(cellsRow(["Annotator", ...partHeadings(report)], "th"));
+    parts.querySelector("tbody").replaceChildren(...report.annotators.map((a) => cellsRow(partRow(a))));
+    const changes = document.querySelector("#gold-changes ul");
+    changes.replaceChildren(...(report.gold_changes.length ? report.gold_changes : [{ words: "No gold trace marked yet." }]).map((c) => {
+      const li = document.createElement("li");
+      li.textContent = (c.at ? c.at.slice(0, 10) + " · " : "") + c.words + (c.actor ? " (" + c.actor + ")" : "");
+      return li;
+    }));
+    tables.quality = qualityCsv(report);
+    quality.dataset.loaded = String(Date.now());
+  }
+
+  async function loadQuality() {
+    if (!quality) return;
+    const params = new URLSearchParams();
+    if (root.dataset.from) params.set("from", root.dataset.from);
+    if (root.dataset.to) params.set("to", root.dataset.to);
+    const res = await api("GET", quality.dataset.url + "?" + params);
+    const error = document.getElementById("quality-error");
+    if (res.status !== 200) {
+      error.textContent = "Each annotator's quality could not be loaded: " + (describeErrors(res.data) || "the server could not be reached; retrying on the next update.");
+      error.hidden = false;
+      return;
+    }
+    error.hidden = true;
+    renderQuality(res.data);
+  }
+
+  let pending = null, pendingQuality = null;
   document.addEventListener("studio:live", (e) => {
-    if (e.detail.type !== "annotation") return;
-    clearTimeout(pending);
-    pending = setTimeout(load, 300);  // a burst of reviews costs one refetch
+    // An answer submitted or reviewed moves the figures and the flags; a gold answer scored, a re-score or a queue
+    // paused moves the quality table.
+    if (e.detail.type === "annotation") {
+      clearTimeout(pending);
+      pending = setTimeout(load, 300);  // a burst of reviews costs one refetch
+    }
+    if (e.detail.type === "annotation" || e.detail.type === "quality") {
+      clearTimeout(pendingQuality);
+      pendingQuality = setTimeout(loadQuality, 300);
+    }
   });
   load();
+  loadQuality();
 }

@@ -1,7 +1,7 @@
 """The page's pure JavaScript modules (static/js/geometry.js, zoom.js, action_editor.js, the workspace's state.js,
 steps.js, overlay.js, editor.js, keyboard.js, hints.js, autosave.js, alternatives.js, history.js, stage.js's and panels.js's
 decisions, versions.js, review_logic.js, api.js, jobs.js, prescore.js, prescore_start.js, job_status.js, presence.js,
-csv.js, figures.js, the dashboards and dom.js's element builders) under Node's own test runner, without a browser: tests/js/*.test.mjs, against
+csv.js, figures.js, the dashboards (quality.js: each annotator's quality) and dom.js's element builders) under Node's own test runner, without a browser: tests/js/*.test.mjs, against
 the action table exactly as the server serves it and the server's own error answers. Node is Debian's ``nodejs``
 (.ci/run installs it)."""
 

@@ -253,6 +253,9 @@ export function createPanels({ page, store, steps, editor, draft, stage, undoabl
       // The header says once what happened (the status, as the server names it) and offers what comes next; what
       // the annotator may still do is the server's answer, not a rule of the page.
       const answer = res.data;
+      // A qualification answer goes on to its feedback: the reference beside it, part by part (the server says
+      // which answers have one; a gold answer of the real queue has none and looks like any other).
+      if (answer.feedback_url && root.dataset.feedbackUrl) { window.location.href = root.dataset.feedbackUrl; return; }
       $("ws-status-pill").textContent = answer.status_display;
       $("ws-status-pill").className = "pill " + answer.status;
       draft.banner("", "");
