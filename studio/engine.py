@@ -238,6 +238,26 @@ def tasks_register() -> list[str]:
     return sorted(_TASKS)
 
 
+_every_task_loaded = False
+# Celery's autodiscovery answers a second thread that asks while a first is still importing the tasks modules with
+# nothing at all (``celery.loaders.base.autodiscover_tasks``), so two first requests of a process found the task
+# registry half filled. One thread loads; the others wait for the whole registry.
+_loading_every_task = threading.Lock()
+
+
+def tasks_load_every() -> None:
+    """Register every task this process can send: every kind's, and every installed app's tasks module (what a
+    worker imports at start). The web process does it before it serves its first request (``studio.asgi``); any
+    other process does it on its first send."""
+    global _every_task_loaded
+    with _loading_every_task:
+        if not _every_task_loaded:
+            tasks_register()
+            celery_app.loader.import_default_modules()
+            celery_app.finalize()
+            _every_task_loaded = True
+
+
 def task_send(name: str, *, args: list | None = None, kwargs: dict | None = None, **options) -> None:
     """Send the task registered as ``name`` through its task object (an eager setting runs it here): how services
     ask for a task without importing their app's tasks module."""
@@ -245,12 +265,11 @@ def task_send(name: str, *, args: list | None = None, kwargs: dict | None = None
 
 
 def _task(name: str):
-    if name not in _TASKS:
-        tasks_register()
-    if name not in _TASKS:
-        celery_app.loader.import_default_modules()  # every installed app's tasks module, as a worker at start
-        _TASKS[name] = celery_app.tasks[name]
-    return _TASKS[name]
+    task = _TASKS.get(name)
+    if task is None:
+        tasks_load_every()
+        task = _TASKS.setdefault(name, celery_app.tasks[name])
+    return task
 
 
 def job_enqueue(job) -> None:
@@ -375,5 +394,6 @@ __all__ = [
     "job_run_here",
     "job_shard_run",
     "task_send",
+    "tasks_load_every",
     "tasks_register",
 ]

@@ -55,6 +55,7 @@ SLOWEST_FILES = (
     "tests/architecture/test_tiers.py",
     "tests/jobs/test_broker_restart.py",
     "tests/jobs/test_jobs.py",
+    "tests/serving/test_first_requests.py",
     "tests/serving/test_outages.py",
     "tests/serving/test_fullstack.py",
 )
