@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import re
 import shutil
 import threading
@@ -430,11 +431,18 @@ def job_cancel(job) -> tuple[bool, str]:
         if job.heartbeat_at is None or now - job.heartbeat_at >= _beats_missed_after():
             _transition(job, JobStatus.CANCELLED, finished_at=now, message="Cancelled; its worker had stopped.")
             return True, "Cancelled: its worker had stopped, so it ended at once."
-    missed = _beats_missed_after().total_seconds() + settings.JOB_WATCH_INTERVAL_S
     return True, (
         "Cancel requested: a running worker stops at its next checkpoint, within seconds; if its worker has "
-        f"stopped, the job is cancelled as soon as its heartbeat is missed (within {missed:.0f} s)."
+        f"stopped, the job is cancelled as soon as its heartbeat is missed (within {math.ceil(job_cancel_bound_s())} s)."
     )
+
+
+def job_cancel_bound_s() -> float:
+    """The longest a cancelled running job whose worker has stopped waits for the watchdog, by the watchdog's own rule
+    (``jobs_watch_once``): its last beat was at the latest when the cancel came, it has missed beats
+    ``_beats_missed_after`` later, and a watchdog pass, one every ``JOB_WATCH_INTERVAL_S``, sees that at the next
+    pass. (The shard watchdog keeps no cancelled job's heartbeat alive: only its running shards' own beats do.)"""
+    return _beats_missed_after().total_seconds() + settings.JOB_WATCH_INTERVAL_S
 
 
 # --- delete ----------------------------------------------------------------------------------------------
@@ -620,8 +628,12 @@ def watchdog_start() -> threading.Thread:
     """A daemon timer in a worker process: ``jobs_watch_once`` every ``JOB_WATCH_INTERVAL_S``."""
 
     def loop() -> None:
+        # Passes start every JOB_WATCH_INTERVAL_S whatever a pass takes (its disk sweep may take a while): the
+        # promise a cancel makes (job_cancel_bound_s) counts one interval between passes.
+        next_pass = time.monotonic()
         while True:
-            time.sleep(settings.JOB_WATCH_INTERVAL_S)
+            next_pass = max(next_pass + settings.JOB_WATCH_INTERVAL_S, time.monotonic())
+            time.sleep(max(0.0, next_pass - time.monotonic()))
             try:
                 acted = jobs_watch_once() + jobs_resend_lost()
                 if acted:
@@ -648,6 +660,7 @@ __all__ = [
     "JobTransitionError",
     "job_add_error",
     "job_cancel",
+    "job_cancel_bound_s",
     "job_defer",
     "job_task_send",
     "job_progress",

@@ -441,8 +441,10 @@ def shards_watch_once() -> list[tuple[str, int, int, str]]:
             ).update(heartbeat_at=now):
                 _send(job, shard)
                 acted.append((label, job_id, shard.index, "resent"))
-        # The shards are alive (running, or waiting in the queue): the job is not stale.
-        type(job).objects.filter(pk=job_id, status=JobStatus.RUNNING).update(heartbeat_at=now)
+        # The shards are alive (running, or waiting in the queue): the job is not stale. A job someone cancelled is
+        # kept alive by its running shards' own beats only, so the job watchdog cancels it once they are missed
+        # (studio.jobs.job_cancel_bound_s) instead of when a dead worker's shard is taken back and run again.
+        type(job).objects.filter(pk=job_id, status=JobStatus.RUNNING, cancel_requested=False).update(heartbeat_at=now)
     return acted
 
 
