@@ -314,6 +314,9 @@ FILE_UPLOAD_TEMP_DIR = str(Path(env("STUDIO_UPLOAD_TEMP_DIR", str(DATA_DIR / "tm
 # cancelled is kept IMPORT_FAILED_UPLOAD_DAYS days, for a look at what went wrong, then swept.
 IMPORT_KEEP_UPLOADS = env_bool("STUDIO_IMPORT_KEEP_UPLOADS", False)
 IMPORT_FAILED_UPLOAD_DAYS = env_int("STUDIO_IMPORT_FAILED_UPLOAD_DAYS", 7)
+# ... and those kept uploads hold at most this many bytes in all (default: one largest upload's worth): past it the
+# oldest go first, so a run of failed or cancelled imports cannot fill the disk within the days above.
+IMPORT_FAILED_UPLOADS_MAX_BYTES = env_int("STUDIO_IMPORT_FAILED_UPLOADS_MAX_BYTES", 2 * 1024**3)
 # --- Jobs (studio/jobs.py) -------------------------------------------------------------------------------
 # A running job whose heartbeat is older than this lost its worker: every worker's watchdog looks each
 # JOB_WATCH_INTERVAL_S and sends it again, up to JOB_MAX_ATTEMPTS runs, then fails it. A job's own run beats
