@@ -43,12 +43,22 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.utils.module_loading import autodiscover_modules
 
 from studio.celery import app as celery_app
 from studio.errors import describe_error
-from studio.jobs import JobFailed, job_attempt_running, job_run, job_start, job_task_send
+from studio.jobs import (
+    JobCancelled,
+    JobDeferred,
+    JobFailed,
+    JobSuperseded,
+    job_attempt_running,
+    job_pause,
+    job_run,
+    job_start,
+    job_task_send,
+)
 from studio.models import JobBase, JobShard, JobStatus
 from studio.shards import (
     ShardProgress,
@@ -324,7 +334,7 @@ def job_dispatch(kind: JobKind, *, job_id: int, attempt: int | None = None):
     if kind.run is not None:
         return job_run(job, kind.run, attempt=attempt, on_defer=lambda job, after_s: _send_later(kind, job, after_s))
     if kind.assemble is not None and shards_all_done(job):
-        return job_run(job, kind.assemble, attempt=attempt)
+        return job_run(job, _assembly(kind), attempt=attempt)
     if job_begin(kind, job, attempt=attempt):
         shards_dispatch(job)
     return job
@@ -338,6 +348,34 @@ def job_shard_run(kind: JobKind, *, job_id: int, index: int) -> str:
     if kind.assemble is not None:
         return shard_run(job, index, kind.work, on_complete=lambda job: _assemble_later(kind, job))
     return shard_run(job, index, kind.work, summarize=kind.summarize)
+
+
+def _assembly(kind: JobKind) -> Callable[[Any], str]:
+    """The kind's assembly as a run's work, tried like a shard: up to ``JOB_SHARD_MAX_ATTEMPTS`` times, pausing
+    ``JOB_ASSEMBLE_RETRY_PAUSE_S`` before the second try and twice as long before each next (a cancel still ends it
+    meanwhile). A storage that hangs for a while failed the whole export at the first timeout, after its shards had
+    been retried through the same hang. ``JobFailed`` ends it at once, a lost database connection is ``job_run``'s
+    to retry, and the last failure ends the job in ``describe_error``'s words."""
+    assert kind.assemble is not None
+    assemble = kind.assemble
+
+    def work(job) -> str:
+        tries = 0
+        while True:
+            tries += 1
+            try:
+                return assemble(job)
+            except (JobFailed, JobCancelled, JobSuperseded, JobDeferred, DatabaseError):
+                raise
+            except Exception as exc:
+                if tries >= settings.JOB_SHARD_MAX_ATTEMPTS:
+                    log.exception("%s job %s: its last step failed %s times", kind.name, job.pk, tries)
+                    raise JobFailed(f"Its last step failed {tries} times: {describe_error(exc)}") from exc
+                pause = settings.JOB_ASSEMBLE_RETRY_PAUSE_S * 2 ** (tries - 1)
+                log.warning("%s job %s: its last step failed (%r); trying again in %s s", kind.name, job.pk, exc, pause)
+                job_pause(job, pause)
+
+    return work
 
 
 def _send_later(kind: JobKind, job, after_s: float) -> None:
@@ -377,7 +415,7 @@ def job_run_here(job, *, attempt: int | None = None, on_progress: Callable | Non
             shards_run_here(job, kind.work, summarize=kind.summarize, on_progress=on_progress)
     job.refresh_from_db()
     if kind.assemble is not None and not job.is_finished and shards_all_done(job):
-        job_run(job, kind.assemble, attempt=job.attempts + 1)
+        job_run(job, _assembly(kind), attempt=job.attempts + 1)
         job.refresh_from_db()
     return job
 

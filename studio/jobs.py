@@ -169,6 +169,15 @@ def job_progress(job, *, done: int, total: int | None = None) -> None:
     _still_mine(job)
 
 
+def job_pause(job, seconds: float) -> None:
+    """Wait ``seconds`` inside a run (its heartbeat goes on), looking every second for a cancel or a take-over:
+    raised as at a checkpoint (``JobCancelled``, ``JobSuperseded``)."""
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        time.sleep(min(1.0, left))
+        _still_mine(job)
+
+
 def job_add_error(job, error: dict) -> None:
     job.errors = [*job.errors, error]
     type(job).objects.filter(pk=job.pk).update(errors=job.errors)
@@ -663,6 +672,7 @@ __all__ = [
     "job_cancel_bound_s",
     "job_defer",
     "job_task_send",
+    "job_pause",
     "job_progress",
     "job_run",
     "job_start",

@@ -38,6 +38,7 @@ SLOWEST_FILES = (
     "tests/architecture/test_prescoring_app.py",
     "tests/traces/test_importers.py",
     "tests/exports/test_parquet_images.py",
+    "tests/exports/test_export_s3.py",
     # integration and release tiers
     "tests/serving/test_deploy_docs.py",
     "tests/exports/test_training_steps.py",
