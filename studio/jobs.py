@@ -21,6 +21,7 @@ removes what a killed process left and the files whose keeping time has passed.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import math
 import re
@@ -319,6 +320,25 @@ def job_defer(job, *, after_s: float, message: str) -> bool:
     return False
 
 
+def _libc_malloc_trim():
+    try:
+        return ctypes.CDLL(None).malloc_trim  # glibc; another C library keeps its own ways
+    except (OSError, AttributeError):
+        return None
+
+
+_malloc_trim = _libc_malloc_trim()
+
+
+def memory_give_back() -> None:
+    """Hand back to the system the memory a run freed. glibc keeps what a thread freed in its arena for the next
+    allocation there, so a worker that decoded eight 39.6 Mpx screenshots on its writer threads stayed at 926 MB
+    after the import (110 MB before it, 1.3 GB at its peak); trimming brings it back to 117 MB. Called as each job
+    run, plan and shard ends (``job_attempt_running``, ``studio.shards.shard_run``)."""
+    if _malloc_trim is not None:
+        _malloc_trim(0)
+
+
 @contextlib.contextmanager
 def job_attempt_running(job) -> Iterator[Path]:
     """While the block runs, the claimed attempt beats from a thread and has its scratch folder (yielded), made
@@ -332,6 +352,7 @@ def job_attempt_running(job) -> Iterator[Path]:
     finally:
         beat.stop()
         shutil.rmtree(workdir, ignore_errors=True)
+        memory_give_back()
 
 
 # --- disk: scratch folders and files a job gives back ------------------------------------------------------
@@ -670,6 +691,7 @@ __all__ = [
     "job_add_error",
     "job_cancel",
     "job_cancel_bound_s",
+    "memory_give_back",
     "job_defer",
     "job_task_send",
     "job_pause",

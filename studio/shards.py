@@ -38,6 +38,7 @@ from studio.errors import describe_error
 from studio.jobs import (  # the one job state machine; shards end their job through it
     JobCancelled,
     _transition,
+    memory_give_back,
 )
 from studio.models import JobShard, JobStatus, ShardStatus
 
@@ -305,6 +306,7 @@ def shard_run(
         outcome, message = ShardStatus.DONE, ""
     finally:
         beat.stop()
+        memory_give_back()
 
     def end() -> None:
         mine = JobShard.objects.filter(pk=shard.pk, attempts=shard.attempts, status=ShardStatus.RUNNING)

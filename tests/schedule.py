@@ -39,6 +39,7 @@ SLOWEST_FILES = (
     "tests/traces/test_importers.py",
     "tests/exports/test_parquet_images.py",
     "tests/exports/test_export_s3.py",
+    "tests/jobs/test_worker_memory.py",
     # integration and release tiers
     "tests/serving/test_deploy_docs.py",
     "tests/exports/test_training_steps.py",
