@@ -250,8 +250,8 @@ def tasks_register() -> list[str]:
 
 _every_task_loaded = False
 # Celery's autodiscovery answers a second thread that asks while a first is still importing the tasks modules with
-# nothing at all (``celery.loaders.base.autodiscover_tasks``), so two first requests of a process found the task
-# registry half filled. One thread loads; the others wait for the whole registry.
+# nothing at all (``celery.loaders.base.autodiscover_tasks``): that thread would find the registry half filled. One
+# thread loads; the others wait for the whole registry.
 _loading_every_task = threading.Lock()
 
 
@@ -353,9 +353,9 @@ def job_shard_run(kind: JobKind, *, job_id: int, index: int) -> str:
 def _assembly(kind: JobKind) -> Callable[[Any], str]:
     """The kind's assembly as a run's work, tried like a shard: up to ``JOB_SHARD_MAX_ATTEMPTS`` times, pausing
     ``JOB_ASSEMBLE_RETRY_PAUSE_S`` before the second try and twice as long before each next (a cancel still ends it
-    meanwhile). A storage that hangs for a while failed the whole export at the first timeout, after its shards had
-    been retried through the same hang. ``JobFailed`` ends it at once, a lost database connection is ``job_run``'s
-    to retry, and the last failure ends the job in ``describe_error``'s words."""
+    meanwhile), so a storage that hangs for a while, which the shards are retried through, does not end the job at
+    its first timeout. ``JobFailed`` ends it at once, a lost database connection is ``job_run``'s to retry, and the
+    last failure ends the job in ``describe_error``'s words."""
     assert kind.assemble is not None
     assemble = kind.assemble
 
