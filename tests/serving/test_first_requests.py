@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import threading
+import uuid
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
@@ -46,7 +47,9 @@ def test_concurrent_first_requests_of_a_fresh_server_send_every_task(
     so some sends failed: a thumbnail never asked for (the failure logged and swallowed), a clustering answered 500
     and left queued for ever."""
     purge_broker()
-    shots = [screen_png(tmp_path / f"s{n}.png", size=(320, 200), label=f"first {n}", seed=n) for n in range(8)]
+    # New images each time: a thumbnail is asked for once in a while per image (a shared cache remembers it).
+    run = uuid.uuid4().hex
+    shots = [screen_png(tmp_path / f"s{n}.png", size=(320, 200), label=f"{run} {n}", seed=n) for n in range(8)]
     lead_auth = {"Authorization": f"Token {api_token_issue(user=lead)}"}
     engineer_auth = {"Authorization": f"Token {api_token_issue(user=engineer)}"}
     port = web_server()
