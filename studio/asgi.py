@@ -33,6 +33,7 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.conf import settings  # noqa: E402
 from django.urls import get_resolver  # noqa: E402
 
+from studio.engine import tasks_load_every  # noqa: E402
 from studio.middleware import ClientAddressMiddleware, ServerTimingMiddleware  # noqa: E402
 from studio.routing import websocket_urlpatterns  # noqa: E402
 from studio.web_entry import HttpEntry  # noqa: E402
@@ -45,6 +46,10 @@ application = ClientAddressMiddleware(
         }
     )
 )
+
+# Register every task a request may send before the first request comes: request threads that ask Celery for its
+# tasks at once found its registry half filled (studio.engine.tasks_load_every).
+tasks_load_every()
 
 # Import every view now rather than on the first request, then move these long-lived objects out of the
 # collector's sight: a full collection walks every object the process holds, and on a 2-core box one took

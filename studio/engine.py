@@ -43,12 +43,22 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.utils.module_loading import autodiscover_modules
 
 from studio.celery import app as celery_app
 from studio.errors import describe_error
-from studio.jobs import JobFailed, job_attempt_running, job_run, job_start, job_task_send
+from studio.jobs import (
+    JobCancelled,
+    JobDeferred,
+    JobFailed,
+    JobSuperseded,
+    job_attempt_running,
+    job_pause,
+    job_run,
+    job_start,
+    job_task_send,
+)
 from studio.models import JobBase, JobShard, JobStatus
 from studio.shards import (
     ShardProgress,
@@ -238,6 +248,26 @@ def tasks_register() -> list[str]:
     return sorted(_TASKS)
 
 
+_every_task_loaded = False
+# Celery's autodiscovery answers a second thread that asks while a first is still importing the tasks modules with
+# nothing at all (``celery.loaders.base.autodiscover_tasks``): that thread would find the registry half filled. One
+# thread loads; the others wait for the whole registry.
+_loading_every_task = threading.Lock()
+
+
+def tasks_load_every() -> None:
+    """Register every task this process can send: every kind's, and every installed app's tasks module (what a
+    worker imports at start). The web process does it before it serves its first request (``studio.asgi``); any
+    other process does it on its first send."""
+    global _every_task_loaded
+    with _loading_every_task:
+        if not _every_task_loaded:
+            tasks_register()
+            celery_app.loader.import_default_modules()
+            celery_app.finalize()
+            _every_task_loaded = True
+
+
 def task_send(name: str, *, args: list | None = None, kwargs: dict | None = None, **options) -> None:
     """Send the task registered as ``name`` through its task object (an eager setting runs it here): how services
     ask for a task without importing their app's tasks module."""
@@ -245,12 +275,11 @@ def task_send(name: str, *, args: list | None = None, kwargs: dict | None = None
 
 
 def _task(name: str):
-    if name not in _TASKS:
-        tasks_register()
-    if name not in _TASKS:
-        celery_app.loader.import_default_modules()  # every installed app's tasks module, as a worker at start
-        _TASKS[name] = celery_app.tasks[name]
-    return _TASKS[name]
+    task = _TASKS.get(name)
+    if task is None:
+        tasks_load_every()
+        task = _TASKS.setdefault(name, celery_app.tasks[name])
+    return task
 
 
 def job_enqueue(job) -> None:
@@ -305,7 +334,7 @@ def job_dispatch(kind: JobKind, *, job_id: int, attempt: int | None = None):
     if kind.run is not None:
         return job_run(job, kind.run, attempt=attempt, on_defer=lambda job, after_s: _send_later(kind, job, after_s))
     if kind.assemble is not None and shards_all_done(job):
-        return job_run(job, kind.assemble, attempt=attempt)
+        return job_run(job, _assembly(kind), attempt=attempt)
     if job_begin(kind, job, attempt=attempt):
         shards_dispatch(job)
     return job
@@ -319,6 +348,34 @@ def job_shard_run(kind: JobKind, *, job_id: int, index: int) -> str:
     if kind.assemble is not None:
         return shard_run(job, index, kind.work, on_complete=lambda job: _assemble_later(kind, job))
     return shard_run(job, index, kind.work, summarize=kind.summarize)
+
+
+def _assembly(kind: JobKind) -> Callable[[Any], str]:
+    """The kind's assembly as a run's work, tried like a shard: up to ``JOB_SHARD_MAX_ATTEMPTS`` times, pausing
+    ``JOB_ASSEMBLE_RETRY_PAUSE_S`` before the second try and twice as long before each next (a cancel still ends it
+    meanwhile), so a storage that hangs for a while, which the shards are retried through, does not end the job at
+    its first timeout. ``JobFailed`` ends it at once, a lost database connection is ``job_run``'s to retry, and the
+    last failure ends the job in ``describe_error``'s words."""
+    assert kind.assemble is not None
+    assemble = kind.assemble
+
+    def work(job) -> str:
+        tries = 0
+        while True:
+            tries += 1
+            try:
+                return assemble(job)
+            except (JobFailed, JobCancelled, JobSuperseded, JobDeferred, DatabaseError):
+                raise
+            except Exception as exc:
+                if tries >= settings.JOB_SHARD_MAX_ATTEMPTS:
+                    log.exception("%s job %s: its last step failed %s times", kind.name, job.pk, tries)
+                    raise JobFailed(f"Its last step failed {tries} times: {describe_error(exc)}") from exc
+                pause = settings.JOB_ASSEMBLE_RETRY_PAUSE_S * 2 ** (tries - 1)
+                log.warning("%s job %s: its last step failed (%r); trying again in %s s", kind.name, job.pk, exc, pause)
+                job_pause(job, pause)
+
+    return work
 
 
 def _send_later(kind: JobKind, job, after_s: float) -> None:
@@ -358,7 +415,7 @@ def job_run_here(job, *, attempt: int | None = None, on_progress: Callable | Non
             shards_run_here(job, kind.work, summarize=kind.summarize, on_progress=on_progress)
     job.refresh_from_db()
     if kind.assemble is not None and not job.is_finished and shards_all_done(job):
-        job_run(job, kind.assemble, attempt=job.attempts + 1)
+        job_run(job, _assembly(kind), attempt=job.attempts + 1)
         job.refresh_from_db()
     return job
 
@@ -375,5 +432,6 @@ __all__ = [
     "job_run_here",
     "job_shard_run",
     "task_send",
+    "tasks_load_every",
     "tasks_register",
 ]

@@ -10,11 +10,34 @@ from django.db import DatabaseError
 
 def describe_error(exc: BaseException, *, limit: int = 500) -> str:
     """``exc`` for a job page or an API answer. Database errors carry the SQL and the values in their text:
-    those are named by kind only (the worker log keeps the whole error)."""
+    those are named by kind only (the worker log keeps the whole error); a service that is down or hung (Redis,
+    S3) is named in the words a request meeting it gets (``studio.middleware.DependencyOutageMiddleware``)."""
     if isinstance(exc, DatabaseError):
         return f"{exc.__class__.__name__}: the database refused or lost the operation (details in the worker log)"
+    service = unreachable_dependency(exc)
+    if service is not None:
+        return f"{service} is not answering ({exc.__class__.__name__}; details in the worker log)."
     text = f"{exc.__class__.__name__}: {exc}"
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def unreachable_dependency(exc: BaseException) -> str | None:
+    """The name of the service ``exc`` says is down or hung (Redis, S3), or None for any other error.
+
+    The database has its own answer (``studio.api.exception_handler``: 503 + ``retryable``); these are the
+    other services a request may touch."""
+    from botocore.exceptions import ClientError, HTTPClientError
+    from botocore.exceptions import ConnectionError as BotoConnectionError
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.exceptions import TimeoutError as RedisTimeoutError
+
+    if isinstance(exc, (RedisConnectionError, RedisTimeoutError)):
+        return "Redis"
+    if isinstance(exc, (BotoConnectionError, HTTPClientError)):
+        return "The file storage (S3)"
+    if isinstance(exc, ClientError) and exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) >= 500:
+        return "The file storage (S3)"
+    return None
 
 
 class ErrorKind(enum.Enum):

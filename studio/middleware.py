@@ -7,7 +7,7 @@ from django.contrib import messages
 from django.http import HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import render
 
-from studio.errors import ErrorKind, StudioError, error_body
+from studio.errors import ErrorKind, StudioError, error_body, unreachable_dependency
 
 log = logging.getLogger(__name__)
 
@@ -106,25 +106,6 @@ class ServerTimingMiddleware:
             await send(message)
 
         return await self.app(scope, receive, send_with_timing)
-
-
-def unreachable_dependency(exc: BaseException) -> str | None:
-    """The name of the service ``exc`` says is down or hung (Redis, S3), or None for any other error.
-
-    The database has its own answer (``studio.api.exception_handler``: 503 + ``retryable``); these are the
-    other services a request may touch."""
-    from botocore.exceptions import ClientError, HTTPClientError
-    from botocore.exceptions import ConnectionError as BotoConnectionError
-    from redis.exceptions import ConnectionError as RedisConnectionError
-    from redis.exceptions import TimeoutError as RedisTimeoutError
-
-    if isinstance(exc, (RedisConnectionError, RedisTimeoutError)):
-        return "Redis"
-    if isinstance(exc, (BotoConnectionError, HTTPClientError)):
-        return "The file storage (S3)"
-    if isinstance(exc, ClientError) and exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) >= 500:
-        return "The file storage (S3)"
-    return None
 
 
 class DependencyOutageMiddleware:

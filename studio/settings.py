@@ -314,6 +314,9 @@ FILE_UPLOAD_TEMP_DIR = str(Path(env("STUDIO_UPLOAD_TEMP_DIR", str(DATA_DIR / "tm
 # cancelled is kept IMPORT_FAILED_UPLOAD_DAYS days, for a look at what went wrong, then swept.
 IMPORT_KEEP_UPLOADS = env_bool("STUDIO_IMPORT_KEEP_UPLOADS", False)
 IMPORT_FAILED_UPLOAD_DAYS = env_int("STUDIO_IMPORT_FAILED_UPLOAD_DAYS", 7)
+# ... and those kept uploads hold at most this many bytes in all (default: one largest upload's worth): past it the
+# oldest go first, so a run of failed or cancelled imports cannot fill the disk within the days above.
+IMPORT_FAILED_UPLOADS_MAX_BYTES = env_int("STUDIO_IMPORT_FAILED_UPLOADS_MAX_BYTES", 2 * 1024**3)
 # --- Jobs (studio/jobs.py) -------------------------------------------------------------------------------
 # A running job whose heartbeat is older than this lost its worker: every worker's watchdog looks each
 # JOB_WATCH_INTERVAL_S and sends it again, up to JOB_MAX_ATTEMPTS runs, then fails it. A job's own run beats
@@ -330,6 +333,9 @@ JOB_DB_RETRIES = env_int("STUDIO_JOB_DB_RETRIES", 3)
 JOB_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0.2, "interval_step": 0.5, "interval_max": 1}
 # Sharded jobs (studio/shards.py): a shard that raises is sent again until it was tried this many times.
 JOB_SHARD_MAX_ATTEMPTS = env_int("STUDIO_JOB_SHARD_MAX_ATTEMPTS", 3)
+# A job's last step after its shards (an export's bundle) is tried as many times, waiting this long before the
+# second try and twice as long before each next one: a storage that hung for a while has answered again meanwhile.
+JOB_ASSEMBLE_RETRY_PAUSE_S = float(env("STUDIO_JOB_ASSEMBLE_RETRY_PAUSE_S", "10"))
 # Export shards: an export's accepted annotations, in trace order, this many a shard (each gives one to a few
 # samples of the format); every worker on the queue builds shards at once, and the bundle holds one data file per
 # shard and split. The plan depends on this and the data alone, so the bundle's bytes do not depend on the workers.

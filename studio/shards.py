@@ -38,6 +38,7 @@ from studio.errors import describe_error
 from studio.jobs import (  # the one job state machine; shards end their job through it
     JobCancelled,
     _transition,
+    memory_give_back,
 )
 from studio.models import JobShard, JobStatus, ShardStatus
 
@@ -305,6 +306,7 @@ def shard_run(
         outcome, message = ShardStatus.DONE, ""
     finally:
         beat.stop()
+        memory_give_back()
 
     def end() -> None:
         mine = JobShard.objects.filter(pk=shard.pk, attempts=shard.attempts, status=ShardStatus.RUNNING)
@@ -441,8 +443,10 @@ def shards_watch_once() -> list[tuple[str, int, int, str]]:
             ).update(heartbeat_at=now):
                 _send(job, shard)
                 acted.append((label, job_id, shard.index, "resent"))
-        # The shards are alive (running, or waiting in the queue): the job is not stale.
-        type(job).objects.filter(pk=job_id, status=JobStatus.RUNNING).update(heartbeat_at=now)
+        # The shards are alive (running, or waiting in the queue): the job is not stale. A job someone cancelled is
+        # kept alive by its running shards' own beats only, so the job watchdog cancels it once they are missed
+        # (studio.jobs.job_cancel_bound_s) instead of when a dead worker's shard is taken back and run again.
+        type(job).objects.filter(pk=job_id, status=JobStatus.RUNNING, cancel_requested=False).update(heartbeat_at=now)
     return acted
 
 

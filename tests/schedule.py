@@ -41,6 +41,8 @@ SLOWEST_FILES = (
     "tests/exports/test_parquet_images.py",
     "tests/annotation/test_quality_control.py",
     "tests/annotation/test_quality_team.py",
+    "tests/exports/test_export_s3.py",
+    "tests/jobs/test_worker_memory.py",
     # integration and release tiers
     "tests/serving/test_deploy_docs.py",
     "tests/exports/test_training_steps.py",
@@ -58,6 +60,7 @@ SLOWEST_FILES = (
     "tests/architecture/test_tiers.py",
     "tests/jobs/test_broker_restart.py",
     "tests/jobs/test_jobs.py",
+    "tests/serving/test_first_requests.py",
     "tests/serving/test_outages.py",
     "tests/serving/test_fullstack.py",
 )

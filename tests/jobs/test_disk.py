@@ -78,6 +78,30 @@ def test_a_succeeded_import_deletes_its_upload_a_failed_one_keeps_it_for_a_while
     assert jobs_sweep_files(now=later)["job_files"] == 0
 
 
+def test_kept_uploads_stay_within_their_cap_the_oldest_going_first(
+    project, lead, private_disk, settings, django_capture_on_commit_callbacks
+):
+    """51 cancels of a 43 MB upload kept 2.2 GB for a week: what failed or cancelled imports keep is capped."""
+    jobs = [stored_upload(project, lead) for _ in range(5)]
+    size = default_storage.size(jobs[0].upload)
+    settings.IMPORT_FAILED_UPLOADS_MAX_BYTES = 3 * size + size // 2  # room for three
+    for job in jobs:
+        with django_capture_on_commit_callbacks(execute=True):
+            job_cancel(job)  # each end gives back what is past the cap
+    for job in jobs:
+        job.refresh_from_db()
+    assert [default_storage.exists(job.upload) for job in jobs] == [False, False, True, True, True]
+    assert [job.upload_removed_at is not None for job in jobs] == [True, True, False, False, False]
+
+    settings.IMPORT_KEEP_UPLOADS = True  # keeps every upload, whatever the cap
+    kept = stored_upload(project, lead)
+    with django_capture_on_commit_callbacks(execute=True):
+        job_cancel(kept)
+    assert all(default_storage.exists(job.upload) for job in [*jobs[2:], kept])
+    for job in [*jobs, kept]:
+        default_storage.delete(job.upload)
+
+
 def test_keep_uploads_setting_keeps_them(project, lead, private_disk, settings, django_capture_on_commit_callbacks):
     settings.IMPORT_KEEP_UPLOADS = True
     job = stored_upload(project, lead)

@@ -179,6 +179,54 @@ def test_a_job_that_cannot_be_queued_fails_and_the_api_says_503(project, enginee
     assert job.status == "failed" and "Could not be queued" in job.message
 
 
+@pytest.mark.parametrize("sharded", [True, False])
+def test_a_cancelled_job_whose_worker_died_ends_within_the_promised_bound(
+    sharded, project, lead, engineer, tmp_path, settings, monkeypatch
+):
+    """The promise ("within N s") against the watchdogs' timing rule, on a clock the test moves: a job (and its
+    running shard) beat last just before the cancel, its worker is dead, a living worker's job and shard watchdogs
+    pass at their intervals, in any phase. The shard watchdog kept a sharded job's heartbeat fresh while its shard
+    was unfinished, so the job was cancelled only when its shard, taken back after going stale, ran again: 67.6 s
+    against the 50 s promised."""
+    from studio.jobs import jobs_watch_once
+    from studio.models import JobShard
+    from studio.shards import shards_watch_once
+
+    settings.JOB_STALE_AFTER_S, settings.JOB_WATCH_INTERVAL_S = 60, 20
+    shard_every = settings.JOB_STALE_AFTER_S / 3  # studio.shards.shards_watch_start
+    clock = [timezone.now()]
+    monkeypatch.setattr(timezone, "now", lambda: clock[0])
+    job = export_services.export_job_create(project=project, user=engineer, fmt="trl", enqueue=False)
+    for job_phase in (0.0, 9.5, 19.5):
+        for shard_phase in (0.0, 10.0, 19.5):
+            cancelled_at = clock[0]
+            type(job).objects.filter(pk=job.pk).update(
+                status="running", attempts=1, heartbeat_at=cancelled_at, cancel_requested=False, finished_at=None
+            )
+            JobShard.objects.filter(job_id=job.pk).delete()
+            if sharded:
+                JobShard.objects.create(
+                    job_model=type(job)._meta.label, job_id=job.pk, index=0, status="running", attempts=1,
+                    heartbeat_at=cancelled_at, items=[1],
+                )  # fmt: skip
+            changed, said = job_cancel(job)
+            promised = int(re.search(r"within (\d+) s", said).group(1))
+            passes = sorted(
+                [(job_phase + n * settings.JOB_WATCH_INTERVAL_S, jobs_watch_once) for n in range(10)]
+                + [(shard_phase + n * shard_every, shards_watch_once) for n in range(10)],
+                key=lambda timed: timed[0],
+            )
+            for after_s, watchdog_pass in passes:
+                clock[0] = cancelled_at + timedelta(seconds=after_s)
+                watchdog_pass()
+                job.refresh_from_db()
+                if job.status == "cancelled":
+                    break
+            assert job.status == "cancelled" and after_s <= promised, (job_phase, shard_phase, after_s, promised)
+            clock[0] += timedelta(seconds=300)
+    purge_broker()  # the shards the watchdog sent again
+
+
 def test_prescore_job_that_fails_says_why_without_sql(project, lead, monkeypatch, tmp_path):
     from django.db import DataError
 

@@ -5,6 +5,7 @@ pass `check --deploy --fail-level WARNING`, a public S3 endpoint, and a Caddyfil
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import secrets
 import shutil
@@ -106,6 +107,16 @@ def test_the_caddyfile_is_valid(tmp_path):
         timeout=60,
     )
     assert result.returncode == 0 and "Valid configuration" in result.stdout + result.stderr, result.stderr[-2000:]
+    adapted = subprocess.run(
+        ["caddy", "adapt", "--config", str(REPO / "deploy" / "Caddyfile"), "--adapter", "caddyfile"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    # Caddy run as root never installs its local CA's root into the system's trust store.
+    assert json.loads(adapted.stdout)["apps"]["pki"]["certificate_authorities"]["local"]["install_trust"] is False
 
 
 def test_the_image_leaves_local_state_out():

@@ -38,6 +38,11 @@ def test_the_block_orders_collectstatic_before_migrate_and_names_each_worker():
     commands = documented_block()
     order = [c for c in commands if "manage.py" in c]
     assert "collectstatic" in order[0] and "migrate" in order[1], order
+    # pip installs no manage.py: the block goes into the checkout (and the virtualenv) before the first command.
+    before = commands[: commands.index(order[0])]
+    assert "cd /path/to/trace-studio" in before and ". /opt/studio/venv/bin/activate" in before, before
+    settings = " ".join(c for c in commands if c.startswith("export "))
+    assert "STUDIO_DATA_DIR=" in settings, settings
     workers = [c for c in commands if c.startswith("celery ") or " celery " in c]
     names = [shlex.split(c)[shlex.split(c).index("-n") + 1] for c in workers]
     assert len(workers) == 3 and all(n.endswith("@%h") for n in names) and len(set(names)) == 3, workers
@@ -75,6 +80,8 @@ def test_the_documented_block_runs_in_order_as_written(tmp_path):
                 continue  # the install: this checkout's virtualenv
             if words[0] == "export":
                 continue  # the site's settings: the test's above
+            if words[0] in (".", "cd"):
+                continue  # the virtualenv and the checkout: the test runs this checkout's, in it
             if words[0] == "python":
                 result = subprocess.run(
                     [sys.executable, *words[1:]],

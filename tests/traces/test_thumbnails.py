@@ -153,3 +153,39 @@ def test_a_first_view_without_thumbnail_has_a_worker_make_it(project, annotator,
     assert later.status_code == 200 and later["Content-Type"] == "image/webp"
     with Image.open(io.BytesIO(body(later))) as thumb:
         assert thumb.size == (320, 180)
+
+
+@pytest.mark.django_db
+def test_a_thumbnail_request_the_broker_refused_is_asked_again_on_the_next_view(project, media):
+    """The "asked" mark was set before the send, so a send that failed left nobody asking for 10 minutes."""
+    from django.core.cache import cache
+
+    from studio.celery import app
+    from tests.conftest import purge_broker
+    from traces.services import screenshot_thumbnail_request
+
+    [shot] = import_shots(project, [("big.png", screen(size=(640, 400)))])
+    forget_thumbnail(shot)
+    purge_broker()
+    conf = app.conf
+    original = conf.broker_url, conf.broker_transport, conf.broker_transport_options
+    (media.parent / "not-a-folder").write_bytes(b"")  # a broker whose queue folder cannot be made
+    queue = str(media.parent / "not-a-folder" / "queue")
+    conf.broker_url, conf.broker_transport = "filesystem://", "studio.broker_filesystem:Transport"
+    conf.broker_transport_options = {"data_folder_in": queue, "data_folder_out": queue, "control_folder": queue}
+    app._pool = None
+    app.amqp._producer_pool = None
+    try:
+        screenshot_thumbnail_request(screenshot=shot)  # logged, never raised: the page still gets its image
+    finally:
+        conf.broker_url, conf.broker_transport, conf.broker_transport_options = original
+        app._pool = None
+        app.amqp._producer_pool = None
+    assert cache.get(f"thumbnail-asked:{shot.sha256}") is None
+
+    screenshot_thumbnail_request(screenshot=shot)
+    with app.connection_for_write() as conn:
+        message = conn.default_channel.basic_get(queue="default", no_ack=True)
+    assert message is not None and message.headers["task"] == "traces.tasks.make_thumbnail"
+    assert shot.sha256 in message.headers["argsrepr"]
+    assert cache.get(f"thumbnail-asked:{shot.sha256}") == 1

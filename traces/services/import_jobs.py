@@ -62,11 +62,36 @@ def import_upload_store(*, uploaded_file) -> str:
 
 def import_upload_release(*, job: ImportJob) -> None:
     """An ended import's upload: deleted once it succeeded (unless IMPORT_KEEP_UPLOADS); a failed or cancelled
-    one's stays for IMPORT_FAILED_UPLOAD_DAYS (``import_uploads_sweep``). A server path is never ours to delete.
+    one's stays for IMPORT_FAILED_UPLOAD_DAYS (``import_uploads_sweep``), within IMPORT_FAILED_UPLOADS_MAX_BYTES
+    of such uploads in all (``import_uploads_cap``). A server path is never ours to delete.
     The shards' parts of it go however the import ended."""
     import_parts_delete(job=job)
-    if job.status == JobStatus.SUCCEEDED and not settings.IMPORT_KEEP_UPLOADS:
+    if settings.IMPORT_KEEP_UPLOADS:
+        return
+    if job.status == JobStatus.SUCCEEDED:
         _upload_remove(job)
+    else:
+        import_uploads_cap()
+
+
+def import_uploads_cap() -> int:
+    """Keep the uploads of failed or cancelled imports within IMPORT_FAILED_UPLOADS_MAX_BYTES in all: the newest
+    are kept, the oldest deleted first (an upload alone over the cap goes too); returns how many were deleted."""
+    kept = ImportJob.objects.filter(
+        upload_is_server_path=False,
+        upload_removed_at__isnull=True,
+        status__in=[JobStatus.FAILED, JobStatus.CANCELLED],
+    ).order_by("-finished_at", "-pk")
+    total = removed = 0
+    for job in kept:
+        try:
+            total += default_storage.size(job.upload)
+        except FileNotFoundError:
+            pass  # already gone: it holds nothing (the sweep records it)
+        if total > settings.IMPORT_FAILED_UPLOADS_MAX_BYTES:
+            _upload_remove(job)
+            removed += 1
+    return removed
 
 
 def import_job_files_delete(*, job: ImportJob) -> None:

@@ -174,9 +174,14 @@ def screenshot_thumbnail_request(*, screenshot: Screenshot) -> None:
     reloads. Best effort: the page has the image itself meanwhile, and ``make_thumbnails`` makes any that remain."""
     from django.core.cache import cache
 
+    asked = f"thumbnail-asked:{screenshot.sha256}"
     try:
-        if cache.add(f"thumbnail-asked:{screenshot.sha256}", 1, timeout=THUMBNAIL_ASK_AGAIN_S):
-            task_send("traces.tasks.make_thumbnail", args=[screenshot.sha256], retry=False)
+        if cache.add(asked, 1, timeout=THUMBNAIL_ASK_AGAIN_S):
+            try:
+                task_send("traces.tasks.make_thumbnail", args=[screenshot.sha256], retry=False)
+            except Exception:
+                cache.delete(asked)  # nobody was asked: the next view asks again
+                raise
     except Exception as exc:  # noqa: BLE001 - a broker or cache outage must not cost the page its image
         log.warning("could not ask for the thumbnail of %s: %s", screenshot.sha256[:12], exc)
 
