@@ -240,6 +240,9 @@ def _metadata(client, config: OidcConfig) -> dict:
 def authorize_redirect(request, *, redirect_uri: str, config: OidcConfig):
     """The redirect to the provider's sign-in, the state, nonce and PKCE verifier kept in the session."""
     client = client_for(config)
+    # Asked afresh at every start: a provider that went down since the last sign-in is a page saying so here, not
+    # the browser's own error at the provider's address (and its keys are fetched again with it: rotated keys).
+    client.server_metadata = {}
     _metadata(client, config)
     return client.authorize_redirect(request, redirect_uri)
 

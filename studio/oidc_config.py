@@ -72,7 +72,7 @@ def issuer_problem(issuer: str, *, production: bool) -> str:
     if not parts.hostname or parts.scheme not in ("https", "http"):
         return f"STUDIO_OIDC_ISSUER must be the provider's https:// address, not {issuer!r}"
     if parts.scheme == "http" and (production or not is_loopback(parts.hostname)):
-        where = "in production" if production else "to a host other than this machine (loopback)"
+        where = "in production" if production else "(plain http only to a loopback address, outside production)"
         return f"STUDIO_OIDC_ISSUER must use https:// {where}: {issuer!r}"
     if parts.query or parts.fragment:
         return f"STUDIO_OIDC_ISSUER takes no query or fragment: {issuer!r}"

@@ -40,6 +40,7 @@ SLOWEST_FILES = (
     "tests/exports/test_parquet_images.py",
     # integration and release tiers
     "tests/serving/test_deploy_docs.py",
+    "tests/access/test_single_sign_on.py",
     "tests/exports/test_training_steps.py",
     "tests/serving/test_docs_commands.py",
     "tests/prescoring/test_prescore_worker.py",

@@ -46,7 +46,7 @@ def test_without_an_issuer_there_is_no_single_sign_on():
 @pytest.mark.parametrize(
     ("extra", "production", "problem"),
     [
-        ({"STUDIO_OIDC_ISSUER": "http://id.example.org"}, False, "must use https:// to a host other than"),
+        ({"STUDIO_OIDC_ISSUER": "http://id.example.org"}, False, r"must use https:// \(plain http only to a loopback"),
         ({"STUDIO_OIDC_ISSUER": "http://127.0.0.1:9000"}, True, "must use https:// in production"),
         ({"STUDIO_OIDC_ISSUER": "id.example.org"}, False, "must be the provider's https:// address"),
         ({"STUDIO_OIDC_CLIENT_SECRET": None}, False, "needs STUDIO_OIDC_CLIENT_ID and STUDIO_OIDC_CLIENT_SECRET"),

@@ -178,3 +178,30 @@ def test_a_provider_that_does_not_answer_is_a_page_saying_so(settings, browser, 
     assert response_holder[-1].status == 503
     assert "did not answer" in refusal_on(page)
     page.screenshot(path=str(artifacts_dir / "sso-provider-down.png"))
+
+
+def test_a_misconfigured_provider_is_a_page_naming_the_problem(sso, settings, browser, live_server, artifacts_dir):
+    # An issuer address the provider does not call itself (localhost for 127.0.0.1): its discovery document is refused.
+    settings.OIDC = config_for(sso.issuer.replace("127.0.0.1", "localhost"))
+    page = browser.new_context().new_page()
+    page.goto(f"{live_server.url}/login/")
+    page.click("a.sso-sign-in")
+    page.wait_for_selector(".sso-message")
+    assert "does not describe itself as that OpenID Connect provider" in refusal_on(page)
+    page.screenshot(path=str(artifacts_dir / "sso-issuer-mismatch.png"))
+    # A client secret the provider does not know: the token exchange is refused, and nobody is made.
+    settings.OIDC = OidcConfig(**{**config_for(sso.issuer).__dict__, "client_secret": "not-the-secret"})
+    page = sign_in(browser, live_server.url, "alice-sub")
+    assert "The provider refused the sign-in" in refusal_on(page)
+    assert not get_user_model().objects.filter(username="alice").exists()
+
+
+def test_a_provider_gone_down_since_the_last_sign_in_is_a_page_saying_so(sso, browser, live_server):
+    """Last in the module: it stops the module's provider."""
+    sign_in(browser, live_server.url, "alice-sub")
+    sso.stop()
+    page = browser.new_context().new_page()
+    page.goto(f"{live_server.url}/login/")
+    page.click("a.sso-sign-in")
+    page.wait_for_selector(".sso-message")
+    assert page.url.startswith(live_server.url) and "did not answer" in refusal_on(page)
