@@ -88,13 +88,25 @@ def access_from_groups(groups: list[str], mapping: Mapping[str, GroupAccess]) ->
 
 
 def _username_from(claims: dict, config: OidcConfig) -> str:
+    """The new account's name: the username claim (else the email), as the studio's own accounts are named (Django's
+    username rules: letters, digits and @.+-_, 150 at most), so the person can be told apart and found."""
+    from django.core.exceptions import ValidationError
+
     name = claims.get(config.username_claim) or claims.get("email") or ""
     if not isinstance(name, str) or not name.strip() or text_problem(name):
         raise SignInFailed(
             f"The provider sent no usable {config.username_claim!r} claim; the studio names people by it "
             f"(STUDIO_OIDC_USERNAME_CLAIM)."
         )
-    return name.strip()[:150]
+    name = name.strip()
+    try:
+        get_user_model()._meta.get_field("username").run_validators(name)
+    except ValidationError as exc:
+        raise SignInRefused(
+            f"The provider's {config.username_claim!r} claim {name[:160]!r} cannot name a studio account "
+            f"({' '.join(exc.messages)}); an admin can choose another claim (STUDIO_OIDC_USERNAME_CLAIM)."
+        ) from None
+    return name
 
 
 @transaction.atomic
@@ -133,6 +145,8 @@ def oidc_user_sign_in(*, claims: dict, config: OidcConfig):
         user.save()
         identity = SignInIdentity.objects.create(user=user, issuer=issuer, subject=subject)
     user = identity.user
+    if not user.is_active:
+        raise SignInRefused("Your studio account is switched off; ask an admin. Nothing was changed.")
     _access_set(user, access, projects)
     identity.groups = list(groups)
     identity.last_sign_in_at = timezone.now()

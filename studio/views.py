@@ -111,7 +111,7 @@ def oidc_callback(request):
         return _sign_in_refused(request, str(exc), status=503)
     except StudioError as exc:
         return _sign_in_refused(request, exc.detail, status=exc.status)
-    wanted = request.session.get(OIDC_NEXT) or ""
+    wanted = request.session.pop(OIDC_NEXT, "")
     auth_login(request, user, backend=AUTH_BACKEND)
     return redirect(wanted or settings.LOGIN_REDIRECT_URL)
 

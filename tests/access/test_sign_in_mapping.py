@@ -150,6 +150,18 @@ def test_a_local_account_of_the_same_name_is_never_taken_over(config, projects, 
 
 
 @pytest.mark.django_db
+def test_a_name_no_account_may_have_and_a_switched_off_account_are_refused(config, projects):
+    with pytest.raises(SignInRefused, match=r"'Alice Smith' cannot name a studio account"):
+        oidc_sign_in_or_refuse(claims=claims(name="Alice Smith"), config=config)
+    assert not get_user_model().objects.exists()
+    user = oidc_sign_in_or_refuse(claims=claims(), config=config)
+    get_user_model().objects.filter(pk=user.pk).update(is_active=False)
+    with pytest.raises(SignInRefused, match="switched off"):
+        oidc_sign_in_or_refuse(claims=claims(groups=["studio-admins"]), config=config)
+    assert not get_user_model().objects.get(pk=user.pk).is_superuser
+
+
+@pytest.mark.django_db
 def test_passwords_off_leave_the_break_glass_admin_and_api_tokens(settings, make_user, engineer):
     settings.OIDC = OidcConfig(
         **{
