@@ -13,6 +13,7 @@ from django.contrib.sessions.models import Session
 from studio.models import SignInIdentity
 from studio.oidc_config import GroupAccess, OidcConfig
 from studio.permissions import Role, user_roles
+from tests.conftest import TEST_PASSWORD
 from tests.oidc_provider import Provider, ProviderInstallError, ensure_installed
 from tests.ports import free_port
 
@@ -194,6 +195,27 @@ def test_a_misconfigured_provider_is_a_page_naming_the_problem(sso, settings, br
     page = sign_in(browser, live_server.url, "alice-sub")
     assert "The provider refused the sign-in" in refusal_on(page)
     assert not get_user_model().objects.filter(username="alice").exists()
+
+
+def test_with_passwords_off_only_the_break_glass_admin_logs_in_by_password(
+    sso, settings, browser, live_server, make_user, artifacts_dir
+):
+    settings.OIDC = config_for(sso.issuer, local_passwords=False, break_glass_user="root")
+    make_user("root", superuser=True)
+    make_user("eng", Role.ENGINEER)
+    page = browser.new_context().new_page()
+    page.goto(f"{live_server.url}/login/")
+    assert not page.is_visible("input[name=password]")  # folded away under the admin's summary
+    page.screenshot(path=str(artifacts_dir / "sso-passwords-off.png"))
+    page.click("summary:has-text('Administrator')")
+    page.fill("input[name=username]", "eng")
+    page.fill("input[name=password]", TEST_PASSWORD)
+    page.click("button[type=submit]")
+    assert "/login/" in page.url and "didn't match" in page.inner_text("main")
+    page.fill("input[name=username]", "root")
+    page.fill("input[name=password]", TEST_PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(lambda url: "/login/" not in url)
 
 
 def test_a_provider_gone_down_since_the_last_sign_in_is_a_page_saying_so(sso, browser, live_server):
