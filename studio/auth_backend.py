@@ -1,12 +1,14 @@
 """The authentication backend (settings.AUTHENTICATION_BACKENDS): Django's ModelBackend, with the signed-in user's
 row read by a query compiled once (studio.db.OneRowRead) rather than a queryset built on every request. Passwords,
 permissions and the checks of ``django.contrib.auth.get_user`` (the session's password hash, an inactive user) are
-Django's own. A session signed in before names Django's ModelBackend; ``studio.sessions`` reads it as this one."""
+Django's own. A session signed in before names Django's ModelBackend; ``studio.sessions`` reads it as this one.
+With single sign-on's passwords off, a password signs in the break-glass admin only."""
 
 from __future__ import annotations
 
 import functools
 
+from django.conf import settings
 from django.contrib.auth import backends, get_user_model
 
 from studio.db import OneRowRead
@@ -25,6 +27,13 @@ def _user_read() -> OneRowRead:
 
 
 class ModelBackend(backends.ModelBackend):
+    def authenticate(self, request, username=None, password=None, **kwargs):
+        # Single sign-on with passwords off (settings.OIDC): only the break-glass admin's password still counts.
+        config = getattr(settings, "OIDC", None)
+        if config is not None and not config.local_passwords and username != config.break_glass_user:
+            return None
+        return super().authenticate(request, username=username, password=password, **kwargs)
+
     def get_user(self, user_id):
         user = _user_read().first(pk=user_id)
         return user if user is not None and self.user_can_authenticate(user) else None

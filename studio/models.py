@@ -103,3 +103,18 @@ class LoginFailure(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["username", "ip", "at"])]
+
+
+class SignInIdentity(models.Model):
+    """The provider's account a studio user signs in as (single sign-on, studio.oidc): the issuer and its stable
+    ``sub``, never the name the provider shows, which people may change (and which could name a local account)."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sign_in_identity")
+    issuer = models.CharField(max_length=255)
+    subject = models.CharField(max_length=255)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_sign_in_at = models.DateTimeField(null=True, blank=True)
+    groups = models.JSONField(default=list, blank=True, help_text="The groups the last sign-in brought.")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["issuer", "subject"], name="unique_sign_in_identity")]

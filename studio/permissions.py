@@ -129,6 +129,8 @@ PAGE_PERMISSIONS: dict[str, str] = {
     "home": PUBLIC,
     "login": PUBLIC,
     "logout": PUBLIC,
+    "oidc-start": PUBLIC,
+    "oidc-callback": PUBLIC,
     "admin-login": PUBLIC,
     "api-schema": "api.docs",
     "api-docs": "api.docs",

@@ -14,6 +14,8 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from studio.oidc_config import oidc_config
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 APP_VERSION = "0.1.0"
 
@@ -376,6 +378,9 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "project-list"
 LOGOUT_REDIRECT_URL = "login"
 SESSION_COOKIE_AGE = env_int("STUDIO_SESSION_AGE_S", 12 * 3600)
+# Single sign-on through an OpenID Connect provider (studio/oidc.py; docs/deploy.md, "Single sign-on"): None unless
+# STUDIO_OIDC_ISSUER is set; a configuration that is wrong stops the start with the variable named.
+OIDC = oidc_config(os.environ, production=PRODUCTION)
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

@@ -11,6 +11,8 @@ urlpatterns = [
     path("login/", studio_views.ThrottledLoginView.as_view(), name="login"),
     # The admin's own login would bypass the throttle: send it to ours.
     path("admin/login/", RedirectView.as_view(pattern_name="login", query_string=True), name="admin-login"),
+    path("login/oidc/", studio_views.oidc_start, name="oidc-start"),
+    path("login/oidc/callback/", studio_views.oidc_callback, name="oidc-callback"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     # The workspace's API first: its autosave and heartbeat are most of the requests, and URLs are tried in order.

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from django.conf import settings
+from django.contrib.auth import login as auth_login
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.forms import AuthenticationForm
 from django.http import JsonResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views import defaults
 from django.views.decorators.http import require_http_methods
 from drf_spectacular.utils import extend_schema, inline_serializer
@@ -12,9 +17,10 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from studio import security
+from studio import oidc, security
 from studio.access import ActionPermission
-from studio.errors import NotFound, error_body
+from studio.auth_backend import PATH as AUTH_BACKEND
+from studio.errors import NotFound, StudioError, error_body
 
 
 class ThrottledLoginView(auth_views.LoginView):
@@ -22,6 +28,9 @@ class ThrottledLoginView(auth_views.LoginView):
 
     template_name = "login.html"
     redirect_authenticated_user = True
+
+    def get_context_data(self, **kwargs):
+        return {**super().get_context_data(**kwargs), **sign_in_choices()}
 
     def _who(self):
         return {
@@ -49,6 +58,62 @@ class ThrottledLoginView(auth_views.LoginView):
     def form_valid(self, form):
         security.login_failures_clear(**self._who())
         return super().form_valid(form)
+
+
+def sign_in_choices() -> dict:
+    """What the login page offers: the provider's button, and whether passwords are for the break-glass admin only."""
+    config = oidc.configured()
+    return {
+        "oidc_label": config.label if config else None,
+        "passwords_break_glass_only": bool(config and not config.local_passwords),
+    }
+
+
+def _sign_in_refused(request, message: str, status: int):
+    """The login page, saying why the single sign-on did not sign the person in."""
+    context = {"form": AuthenticationForm(request), "next": "", "sso_message": message, **sign_in_choices()}
+    return render(request, "login.html", context, status=status)
+
+
+OIDC_NEXT = "oidc_next"
+
+
+@require_http_methods(["GET"])
+def oidc_start(request):
+    """Off to the provider's sign-in; it comes back to ``oidc_callback``."""
+    config = oidc.configured()
+    if config is None:
+        raise NotFound("Single sign-on is not configured here: log in with your password.")
+    wanted = request.GET.get("next", "")
+    safe = url_has_allowed_host_and_scheme(
+        wanted, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    )
+    request.session[OIDC_NEXT] = wanted if safe else ""
+    try:
+        return oidc.authorize_redirect(
+            request, redirect_uri=request.build_absolute_uri(reverse("oidc-callback")), config=config
+        )
+    except oidc.ProviderUnavailable as exc:
+        return _sign_in_refused(request, str(exc), status=503)
+
+
+@require_http_methods(["GET"])
+def oidc_callback(request):
+    """The provider's answer: the ID token checked, the person made or found and their access set from their groups
+    (studio.oidc), then signed in. Every failure is the login page with the reason, never a 500."""
+    config = oidc.configured()
+    if config is None:
+        raise NotFound("Single sign-on is not configured here: log in with your password.")
+    try:
+        claims = oidc.claims_from_callback(request, config=config)
+        user = oidc.oidc_sign_in_or_refuse(claims=claims, config=config)
+    except oidc.ProviderUnavailable as exc:
+        return _sign_in_refused(request, str(exc), status=503)
+    except StudioError as exc:
+        return _sign_in_refused(request, exc.detail, status=exc.status)
+    wanted = request.session.pop(OIDC_NEXT, "")
+    auth_login(request, user, backend=AUTH_BACKEND)
+    return redirect(wanted or settings.LOGIN_REDIRECT_URL)
 
 
 @require_http_methods(["GET", "POST"])

@@ -45,6 +45,7 @@ SLOWEST_FILES = (
     "tests/jobs/test_worker_memory.py",
     # integration and release tiers
     "tests/serving/test_deploy_docs.py",
+    "tests/access/test_single_sign_on.py",
     "tests/exports/test_training_steps.py",
     "tests/serving/test_docs_commands.py",
     "tests/prescoring/test_prescore_worker.py",

@@ -12,8 +12,12 @@ BEFORE_MOVE = [("prescoring", None), ("traces", "0013_import_plan"), ("studio", 
 
 
 def _migrate(targets):
-    executor = MigrationExecutor(connection)
-    return executor.migrate(targets).apps  # the project's state once there
+    """Migrate to ``targets``; the project's state there. Not the state ``migrate()`` returns: going backwards,
+    that is the state where its plan ended, which holds whatever migrations of other apps the plan's order put
+    before (a later migration of studio's brought the traces models of after the move back)."""
+    MigrationExecutor(connection).migrate(targets)
+    nodes = [(app, name) for app, name in targets if name]
+    return MigrationExecutor(connection).loader.project_state(nodes, at_end=True).apps
 
 
 def _latest():
