@@ -94,8 +94,8 @@ SPECIAL_TOKEN_SPLIT = re.compile("(" + "|".join(re.escape(token) for token in QW
 class Qwen2Vocabulary:
     """Qwen2's tokenizer as its ``tokenizer.json`` describes it, on ``tiktoken``: the added tokens taken out whole, the
     rest NFC-normalized (Qwen2's normalizer), cut by Qwen2's pre-tokenizer and merged by the BPE ranks.
-    ``tests/exports/test_qwen2_vocabulary.py`` compares it with a Hugging Face fast tokenizer built from the same
-    ranks."""
+    ``tests/exports/test_qwen2_vocabulary.py`` compares it with transformers' ``Qwen2Tokenizer`` built from the same
+    ranks and Qwen2's merges."""
 
     def __init__(self, ranks: dict[bytes, int], source: str):
         import tiktoken
@@ -149,8 +149,8 @@ def read_ranks(path: Path) -> dict[bytes, int]:
 
 @functools.lru_cache(maxsize=2)
 def qwen2_vocabulary(package: str = QWEN2_RANKS_PACKAGE) -> Qwen2Vocabulary | None:
-    """Qwen2's vocabulary from ``package``'s ranks file, loaded once a process (about a second); ``None`` when the
-    package or ``tiktoken`` is not installed or the file is not Qwen2's 151,643 ranks (logged)."""
+    """Qwen2's vocabulary from ``package``'s ranks file, loaded once a process (about a second and 60 MB); ``None``
+    when the package or ``tiktoken`` is not installed or the file is not Qwen2's 151,643 ranks (logged)."""
     path = qwen2_ranks_file(package)
     if path is None or importlib.util.find_spec("tiktoken") is None:
         return None
