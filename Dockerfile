@@ -1,8 +1,8 @@
-# Two images. `app` (also what a build without a target gives): web and workers; the GPU worker adds the ml
-# extra (torch, transformers). `proxy`: Caddy with this build's collected static files, which it serves itself
-# (deploy/Caddyfile).
+# Two images. `app` (also what a build without a target gives): web and workers, with the tokens extra (Qwen2's
+# vocabulary: the export counts each sample's tokens exactly); the GPU worker adds the ml extra (torch,
+# transformers). `proxy`: Caddy with this build's collected static files, which it serves itself (deploy/Caddyfile).
 FROM python:3.11-slim AS app
-ARG EXTRAS=""
+ARG EXTRAS="[tokens]"
 ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
 WORKDIR /app
 COPY pyproject.toml README.md ./

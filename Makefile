@@ -16,7 +16,7 @@ DEMO_ENV := STUDIO_MODE=demo STUDIO_DEMO_PASSWORD=$${STUDIO_DEMO_PASSWORD:-demo-
 $(STAMP):
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip setuptools wheel
-	$(PY) -m pip install --quiet -e '.[ml,test,lint]'
+	$(PY) -m pip install --quiet -e '.[ml,tokens,test,lint]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from exports import tokens
 from exports.writers import IMAGE_TABLE, data_file_glob, data_file_parts
 from traces import prompting
 
@@ -495,11 +496,7 @@ def _sequence_section(sequence: dict | None, limit_goes: str) -> str:
     longest = sequence.get("longest")
     if longest is None:
         return "## Sequence length\nThis bundle holds no samples.\n"
-    counted = (
-        "the UTF-8 bytes of its text, an upper bound (no tokenizer was set: `STUDIO_EXPORT_TOKENIZER_DIR`)"
-        if sequence["counted_with"] == "utf8-bytes"
-        else f"the {sequence['counted_with']}"
-    )
+    counted = _counted_words(sequence["counted_with"])
     return f"""## Sequence length
 The longest sample is **{longest["tokens"]} tokens**: row {longest["row"]} of `{longest["file"]}` ({longest["kind"]},
 annotation {longest["annotation_id"]}), {longest["images"]} screenshots of {longest["image_tokens"]} image tokens and
@@ -519,6 +516,23 @@ smaller `max_pixels`.
 """
 
 
+def _counted_words(counted_with: str) -> str:
+    """How the text of the longest sample was counted, in the README's words."""
+    if counted_with == tokens.BOUND:
+        return (
+            "the UTF-8 bytes of its text, an upper bound (no tokenizer was set, `STUDIO_EXPORT_TOKENIZER_DIR`, and "
+            "Qwen2's vocabulary, the studio's `tokens` extra, is not installed)"
+        )
+    if counted_with.startswith(tokens.QWEN2_VOCABULARY):
+        source = counted_with.removeprefix(tokens.QWEN2_VOCABULARY).strip(" ()")
+        return (
+            f"Qwen2's vocabulary ({source}: Qwen2-VL's byte-level BPE ranks, pre-tokenizer, NFC normalizer and "
+            "special tokens), exactly as the Qwen2-VL tokenizer of UI-TARS counts it (a checkpoint with a tokenizer of "
+            "its own is counted with it through `STUDIO_EXPORT_TOKENIZER_DIR`)"
+        )
+    return f"the {counted_with}"
+
+
 def _byte_bound_words(sequence: dict) -> str:
     """How much a limit counted in bytes overstates the longest sample, and how to count it exactly ("" when a
     tokenizer counted it)."""
@@ -529,15 +543,16 @@ def _byte_bound_words(sequence: dict) -> str:
     share = round(100 * bound["overstates_by_about"] / sequence["max_length"])
     low, high = bound["bytes_per_token"]
     return f"""
-**This limit overstates** the longest sample: no tokenizer was set, so each byte of its text counted as a token, where
+**This limit overstates** the longest sample: no tokenizer was at hand, so each byte of its text counted as a token, where
 Qwen2's tokenizer makes one token of about {low} to {high} bytes of UI-TARS text (English; measured on
 public OSWorld, ScreenAgent and Mobile-Agent traces). Its {longest["text_tokens"]} bytes of text are about
 {bound["text_tokens_about"]} tokens, so the sample is about {bound["tokens_about"]} tokens and a limit of about
 {bound["cutoff_len_about"]} holds it: this one is about {bound["overstates_by_about"]} tokens ({share} %) above the
-need (text in other scripts has fewer bytes a token; the limit always holds it). To count exactly, set
+need (text in other scripts has fewer bytes a token; the limit always holds it). To count exactly, install the
+studio's `tokens` extra (`pip install '.[tokens]'`: Qwen2's vocabulary) on the workers, or set
 `STUDIO_EXPORT_TOKENIZER_DIR` to a folder holding the checkpoint's tokenizer (`tokenizer.json`, or `vocab.json` and
-`merges.txt`, with `tokenizer_config.json`: the checkpoint's own folder) and export again; `manifest.json` →
-`tokens.counted_with` then names it. `manifest.json` → `tokens.byte_bound` holds these estimates.
+`merges.txt`, with `tokenizer_config.json`: the checkpoint's own folder), and export again; `manifest.json` →
+`tokens.counted_with` then names what counted. `manifest.json` → `tokens.byte_bound` holds these estimates.
 """
 
 

@@ -13,9 +13,11 @@ How a sample is counted:
   ``(h / 28) · (w / 28)`` ``<|image_pad|>`` tokens (transformers' ``Qwen2VLImageProcessor``: ``image_grid_thw`` =
   (1, h/14, w/14), tokens = its product / merge_size²; ``tests/exports/test_export_tokens.py`` compares).
 - **Text**: the sample's messages rendered by the Qwen2-VL chat template (every image as
-  ``<|vision_start|><|image_pad|><|vision_end|>``), tokenized by the model's own tokenizer when the studio has one
-  (``STUDIO_EXPORT_TOKENIZER_DIR``, a checkpoint folder with its tokenizer files); otherwise an upper bound, the
-  rendered text's UTF-8 bytes: Qwen's tokenizer is a byte-level BPE, whose every token stands for at least one byte.
+  ``<|vision_start|><|image_pad|><|vision_end|>``), tokenized, in this order of preference, by the model's own
+  tokenizer (``STUDIO_EXPORT_TOKENIZER_DIR``, a checkpoint folder with its tokenizer files); by Qwen2's vocabulary
+  as a package ships it (``dashscope``'s ``qwen.tiktoken``, the ``tokens`` extra: :class:`Qwen2Vocabulary`), exact
+  too; or, with neither, an upper bound, the rendered text's UTF-8 bytes: Qwen's tokenizer is a byte-level BPE,
+  whose every token stands for at least one byte.
 - The sample is the whole sequence the trainer builds: prompt and target; a pair's prompt and the longer of its two
   replies (each side is one sequence); a process record's every step; an RL row's prompt and annotated reply.
 
@@ -25,12 +27,17 @@ a user turn's text and image and consecutive history replies into one turn each,
 
 from __future__ import annotations
 
+import base64
 import functools
+import importlib.metadata
+import importlib.util
 import logging
 import math
+import re
+import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from traces import grammar, prompting
 
@@ -44,11 +51,120 @@ IMAGE_PLACEHOLDER = "<|vision_start|><|image_pad|><|vision_end|>"
 # across the joins of a trainer's own turn layout.
 LENGTH_STEP = 64
 BOUND = "utf8-bytes"  # counted_with when no tokenizer is set: the rendered text's UTF-8 bytes bound its tokens
+QWEN2_VOCABULARY = "qwen2-vocabulary"  # counted_with's start when Qwen2's vocabulary from a package counted the text
 # What Qwen2's tokenizer makes of a sample's rendered text (chat template, UI-TARS prompt, English replies), in UTF-8
 # bytes a token: 4.6 to 4.9 over every SFT/DPO sample and process record of the public dart-gui (OSWorld), ScreenAgent
 # and Mobile-Agent traces, counted with Qwen2's vocabulary (docs/formats.md, "Sequence length"). The estimate takes the
 # low end, the larger count, so the overstatement the README names is not overstated itself.
 QWEN2_BYTES_PER_TOKEN = (4.6, 4.9)
+
+
+# Qwen2's vocabulary without a checkpoint. Qwen2 (and Qwen2-VL, UI-TARS's base) keeps Qwen's byte-level BPE: the same
+# 151,643 ranks, in the same order as the ids of its vocab.json, and the same pre-tokenizer. Alibaba's maintained SDK,
+# dashscope (Apache-2.0), ships those ranks as a tiktoken file; the file is read where the package lies, without
+# importing the package (its __init__ loads the whole SDK).
+QWEN2_RANKS_PACKAGE = "dashscope"
+QWEN2_RANKS_FILE = ("resources", "qwen.tiktoken")
+QWEN2_RANKS = 151_643  # ids 0 … 151,642; the special tokens follow
+# transformers' Qwen2 tokenizer (models/qwen2/tokenization_qwen2.py, PRETOKENIZE_REGEX): digits one by one.
+QWEN2_PRETOKENIZE = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
+# Qwen2-VL's added tokens, ids 151,643 on, in this order (its tokenizer_config.json's added_tokens_decoder; transformers'
+# Qwen2VLConfig: image_token_id 151,655 is <|image_pad|>). The tokenizer takes each out of the text whole before the
+# normalizer and the BPE, so each is one token wherever it stands (the template's turn markers, an action's
+# <|box_start|>).
+QWEN2_SPECIAL_TOKENS = (
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|object_ref_start|>",
+    "<|object_ref_end|>",
+    "<|box_start|>",
+    "<|box_end|>",
+    "<|quad_start|>",
+    "<|quad_end|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|vision_pad|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+)
+SPECIAL_TOKEN_SPLIT = re.compile("(" + "|".join(re.escape(token) for token in QWEN2_SPECIAL_TOKENS) + ")")
+
+
+class Qwen2Vocabulary:
+    """Qwen2's tokenizer as its ``tokenizer.json`` describes it, on ``tiktoken``: the added tokens taken out whole, the
+    rest NFC-normalized (Qwen2's normalizer), cut by Qwen2's pre-tokenizer and merged by the BPE ranks.
+    ``tests/exports/test_qwen2_vocabulary.py`` compares it with transformers' ``Qwen2Tokenizer`` built from the same
+    ranks and Qwen2's merges."""
+
+    def __init__(self, ranks: dict[bytes, int], source: str):
+        import tiktoken
+
+        self.source = source
+        self.encoding = tiktoken.Encoding(
+            "qwen2",
+            pat_str=QWEN2_PRETOKENIZE,
+            mergeable_ranks=ranks,
+            special_tokens={token: len(ranks) + n for n, token in enumerate(QWEN2_SPECIAL_TOKENS)},
+        )
+
+    def ids(self, text: str) -> list[int]:
+        out: list[int] = []
+        for n, piece in enumerate(SPECIAL_TOKEN_SPLIT.split(text)):
+            if n % 2:  # an added token (split's odd pieces are the separators)
+                out.append(self.encoding.encode_single_token(piece))
+            elif piece:
+                out += self.encoding.encode_ordinary(unicodedata.normalize("NFC", piece))
+        return out
+
+    def count(self, text: str) -> int:
+        return len(self.ids(text))
+
+
+def qwen2_ranks_file(package: str = QWEN2_RANKS_PACKAGE) -> Path | None:
+    """Where the installed ``package`` keeps Qwen's BPE ranks, found without importing it; ``None`` when absent."""
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for folder in spec.submodule_search_locations:
+        path = Path(folder).joinpath(*QWEN2_RANKS_FILE)
+        if path.is_file():
+            return path
+    return None
+
+
+def read_ranks(path: Path) -> dict[bytes, int]:
+    """A tiktoken ranks file: a base64 token and its rank a line (read here: tiktoken's own reader copies a local
+    file into a cache folder first)."""
+    ranks = {}
+    for line in path.read_bytes().splitlines():
+        if line:
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+    return ranks
+
+
+@functools.lru_cache(maxsize=2)
+def qwen2_vocabulary(package: str = QWEN2_RANKS_PACKAGE) -> Qwen2Vocabulary | None:
+    """Qwen2's vocabulary from ``package``'s ranks file, loaded once a process (about a second and 60 MB); ``None``
+    when the package or ``tiktoken`` is not installed or the file is not Qwen2's 151,643 ranks (logged)."""
+    path = qwen2_ranks_file(package)
+    if path is None or importlib.util.find_spec("tiktoken") is None:
+        return None
+    try:
+        ranks = read_ranks(path)
+        if sorted(ranks.values()) != list(range(QWEN2_RANKS)):
+            log.warning(
+                "export: %s holds %d ranks, not Qwen2's %d; not counting with it", path, len(ranks), QWEN2_RANKS
+            )
+            return None
+        return Qwen2Vocabulary(ranks, f"{package} {importlib.metadata.version(package)}")
+    except Exception:  # noqa: BLE001 - a file or package that does not load: the next way of counting still holds
+        log.exception("export: Qwen2's vocabulary in %s did not load", path)
+        return None
 
 
 def image_tokens(width: int, height: int, *, min_pixels: int, max_pixels: int) -> int:
@@ -98,18 +214,26 @@ class Count:
 
 
 class TokenCounter:
-    """Counts samples for a bundle's pixel bounds, with a tokenizer (exact) or the byte bound."""
+    """Counts samples for a bundle's pixel bounds, with ``text_count`` (a tokenizer's or Qwen2's vocabulary's, exact,
+    named by ``counted_with``) or, without one, the byte bound."""
 
-    def __init__(self, *, min_pixels: int, max_pixels: int, tokenizer: Any = None, tokenizer_name: str = ""):
+    def __init__(
+        self,
+        *,
+        min_pixels: int,
+        max_pixels: int,
+        text_count: Callable[[str], int] | None = None,
+        counted_with: str = BOUND,
+    ):
         self.min_pixels = min_pixels
         self.max_pixels = max_pixels
-        self.tokenizer = tokenizer
-        self.counted_with = f"tokenizer {tokenizer_name}" if tokenizer is not None else BOUND
+        self.text_count = text_count
+        self.counted_with = counted_with if text_count is not None else BOUND
 
     def text_tokens(self, text: str) -> int:
-        if self.tokenizer is None:
+        if self.text_count is None:
             return len(text.encode("utf-8"))
-        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        return self.text_count(text)
 
     def image_tokens(self, screenshot) -> int:
         return image_tokens(screenshot.width, screenshot.height, min_pixels=self.min_pixels, max_pixels=self.max_pixels)
@@ -132,19 +256,29 @@ def _load_tokenizer(folder: str):
     return AutoTokenizer.from_pretrained(folder)
 
 
+def _tokenizer_count(tokenizer) -> Callable[[str], int]:
+    return lambda text: len(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
 def token_counter(pixels: dict, tokenizer_dir: str | None) -> TokenCounter:
-    """The counter for a bundle: ``tokenizer_dir``'s tokenizer when it loads, else the byte bound (logged)."""
-    tokenizer = None
+    """The counter for a bundle, the first that loads of: ``tokenizer_dir``'s tokenizer, Qwen2's vocabulary from its
+    package, the byte bound (each fallback logged)."""
+    text_count, counted_with = None, BOUND
     if tokenizer_dir:
         try:
-            tokenizer = _load_tokenizer(str(Path(tokenizer_dir)))
-        except Exception:  # noqa: BLE001 - no transformers, no folder, no tokenizer files: the bound still holds
-            log.exception("export: the tokenizer in %s did not load; counting the byte bound", tokenizer_dir)
+            text_count = _tokenizer_count(_load_tokenizer(str(Path(tokenizer_dir))))
+            counted_with = f"tokenizer {Path(tokenizer_dir).name}"
+        except Exception:  # noqa: BLE001 - no transformers, no folder, no tokenizer files: the next way still holds
+            log.exception("export: the tokenizer in %s did not load; counting without it", tokenizer_dir)
+    if text_count is None and (vocabulary := qwen2_vocabulary(QWEN2_RANKS_PACKAGE)) is not None:
+        text_count, counted_with = vocabulary.count, f"{QWEN2_VOCABULARY} ({vocabulary.source})"
+    if text_count is None:
+        log.info("export: no tokenizer and no Qwen2 vocabulary (the tokens extra): counting the text's UTF-8 bytes")
     return TokenCounter(
         min_pixels=pixels["min_pixels"],
         max_pixels=pixels["max_pixels"],
-        tokenizer=tokenizer,
-        tokenizer_name=Path(tokenizer_dir).name if tokenizer_dir else "",
+        text_count=text_count,
+        counted_with=counted_with,
     )
 
 

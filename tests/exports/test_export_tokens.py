@@ -1,6 +1,7 @@
 """Every bundle names its longest sample in tokens and the limit it set: the manifest's ``tokens`` in each
-format, the sample it names found where it says, the byte bound above the tokenizer's count, the limit in the
-LLaMA-Factory configs and the TRL code."""
+format, the sample it names found where it says, counted with a checkpoint's tokenizer, else Qwen2's vocabulary (the
+``tokens`` extra), else the byte bound above the tokenizer's count; the limit in the LLaMA-Factory configs and the TRL
+code."""
 
 from __future__ import annotations
 
@@ -17,6 +18,18 @@ from exports.formats import format_names
 from tests.fixtures_export import REPLIES, accepted_annotation, make_trace
 
 pytestmark = pytest.mark.django_db
+
+
+def default_counting() -> str:
+    """What counts a bundle's text when no tokenizer is set: Qwen2's vocabulary where its package is installed."""
+    vocabulary = tokens.qwen2_vocabulary(tokens.QWEN2_RANKS_PACKAGE)
+    return tokens.BOUND if vocabulary is None else f"{tokens.QWEN2_VOCABULARY} ({vocabulary.source})"
+
+
+@pytest.fixture
+def without_qwen2_vocabulary(monkeypatch):
+    """A studio without the ``tokens`` extra: the package that ships Qwen2's ranks is not found."""
+    monkeypatch.setattr(tokens, "QWEN2_RANKS_PACKAGE", "no_package_ships_these_ranks")
 
 
 @pytest.fixture
@@ -67,7 +80,7 @@ def test_every_bundle_names_its_longest_sample_and_the_limit(annotated, tmp_path
     manifest, archive = export(annotated, tmp_path, fmt)
     sequence = manifest["tokens"]
     longest = sequence["longest"]
-    assert sequence["counted_with"] == tokens.BOUND
+    assert sequence["counted_with"] == default_counting()
     assert sequence["cutoff_len"] == sequence["max_length"] == tokens.trainer_length(longest["tokens"])
     assert sequence["max_length"] >= longest["tokens"] > longest["image_tokens"] > 0
     assert longest["tokens"] == longest["image_tokens"] + longest["text_tokens"]
@@ -93,7 +106,7 @@ def test_every_bundle_names_its_longest_sample_and_the_limit(annotated, tmp_path
         assert readme.count(f"max_length={sequence['max_length']}") == 2  # SFTConfig and DPOConfig
 
 
-def test_the_byte_bound_holds_the_tokenizers_count(annotated, tmp_path, settings):
+def test_the_byte_bound_holds_the_tokenizers_count(annotated, tmp_path, settings, without_qwen2_vocabulary):
     """Without a tokenizer the text is counted in UTF-8 bytes: above the real count, never below; with the model's
     tokenizer (STUDIO_EXPORT_TOKENIZER_DIR) the count is the tokenizer's."""
     pytest.importorskip("transformers")
@@ -121,7 +134,9 @@ def test_the_byte_bound_holds_the_tokenizers_count(annotated, tmp_path, settings
     assert exact["tokens"]["longest"]["tokens"] == len(ids) - images + exact["tokens"]["longest"]["image_tokens"]
 
 
-def test_a_limit_counted_in_bytes_says_how_much_it_overstates_and_how_to_count_exactly(annotated, tmp_path):
+def test_a_limit_counted_in_bytes_says_how_much_it_overstates_and_how_to_count_exactly(
+    annotated, tmp_path, without_qwen2_vocabulary
+):
     """Counted in bytes the limit holds the longest sample with room to spare (22,336 where 15,360 holds a 1920×1080
     OSWorld history with Qwen2's tokenizer): the manifest and the README say about how much, and how to count it
     exactly."""
@@ -138,10 +153,45 @@ def test_a_limit_counted_in_bytes_says_how_much_it_overstates_and_how_to_count_e
     assert "**This limit overstates** the longest sample" in readme
     assert f"this one is about {bound['overstates_by_about']} tokens" in readme
     assert f"a limit of about {bound['cutoff_len_about']} holds it" in readme
-    assert "To count exactly, set `STUDIO_EXPORT_TOKENIZER_DIR`" in readme
+    assert "To count exactly, install the studio's `tokens` extra" in readme
+    assert "set `STUDIO_EXPORT_TOKENIZER_DIR` to a folder holding the checkpoint's tokenizer" in readme
 
 
-def test_a_tokenizer_that_does_not_load_falls_back_to_the_bound(annotated, tmp_path, settings):
+def test_a_bundle_is_counted_exactly_with_qwen2s_vocabulary_by_default(annotated, tmp_path):
+    """With the ``tokens`` extra and no tokenizer set, the text is Qwen2's count: the chat template's rendering of
+    the longest record (prompt and completion as the trainer's processor renders them) through Qwen2's vocabulary,
+    no byte bound, and the README says which."""
+    pytest.importorskip("transformers")
+    from prescoring.tiny import build_tokenizer
+
+    vocabulary = tokens.qwen2_vocabulary(tokens.QWEN2_RANKS_PACKAGE)
+    if vocabulary is None:
+        pytest.skip(f"{tokens.QWEN2_RANKS_PACKAGE} (the tokens extra) is not installed")
+    manifest, archive = export(annotated, tmp_path, "trl")
+    sequence = manifest["tokens"]
+    assert sequence["counted_with"] == f"qwen2-vocabulary ({vocabulary.source})" == default_counting()
+    assert "byte_bound" not in sequence
+    readme = " ".join(archive.read("README.md").decode().split())
+    assert f"text is counted with Qwen2's vocabulary ({vocabulary.source}:" in readme
+    assert "This limit overstates" not in readme
+
+    longest = sequence["longest"]
+    record = sample_at(archive, "trl", longest)
+    rendered = build_tokenizer().apply_chat_template([*record["prompt"], *record["completion"]], tokenize=False)
+    pads = rendered.count("<|image_pad|>")
+    assert pads == longest["images"] > 0
+    assert longest["text_tokens"] == vocabulary.count(rendered) - pads
+    assert longest["tokens"] == longest["text_tokens"] + longest["image_tokens"]
+    # Far below the bytes of the same text: the bound's overstatement, gone.
+    assert 3 * longest["text_tokens"] < len(rendered.encode("utf-8"))
+
+
+def test_a_tokenizer_that_does_not_load_falls_back_to_the_next_way_of_counting(
+    annotated, tmp_path, settings, monkeypatch
+):
     settings.EXPORT_TOKENIZER_DIR = str(tmp_path / "no-such-checkpoint")
     manifest, _ = export(annotated, tmp_path, "llamafactory")
+    assert manifest["tokens"]["counted_with"] == default_counting()
+    monkeypatch.setattr(tokens, "QWEN2_RANKS_PACKAGE", "no_package_ships_these_ranks")
+    manifest, _ = export(annotated, tmp_path, "llamafactory", "-bare")
     assert manifest["tokens"]["counted_with"] == tokens.BOUND

@@ -33,12 +33,23 @@ END_OF_TURN = "<|im_end|>\n"  # what LLaMA-Factory's qwen2_vl template appends t
 WRONG_STEP = "Thought: Open the wrong item."  # REPLIES[2], the recorded step τ=3 of every trace below
 
 
+def counted_with_llamafactorys_tokenizer(tmp_path, settings) -> None:
+    """Export with the tokenizer LLaMA-Factory tokenizes with here (``tests/llamafactory_labels.py``:
+    ``prescoring.tiny``'s small BPE, which makes about two tokens of what Qwen2's vocabulary makes one): the bundle's
+    ``cutoff_len`` then holds LLaMA-Factory's own count, as it holds Qwen2-VL's with the studio's default counting."""
+    from prescoring.tiny import build_tokenizer
+
+    build_tokenizer().save_pretrained(tmp_path / "llamafactory-tokenizer")
+    settings.EXPORT_TOKENIZER_DIR = str(tmp_path / "llamafactory-tokenizer")
+
+
 @pytest.fixture
 def bundle(project, annotator, lead, tmp_path, settings):
     """Four annotated traces, error at τ=3: error-correction and post-reflection samples with two and three
     history replies, and DPO pairs; split into train and validation, so the configs name an ``eval_dataset``; in
     four shards, so a split's samples lie in several files that the configs list (LLaMA-Factory concatenates them)."""
     settings.EXPORT_SHARD_ANNOTATIONS = 1
+    counted_with_llamafactorys_tokenizer(tmp_path, settings)
     for n in range(4):
         trace = make_trace(project, replies=REPLIES, external_id=f"t{n}", image_seed=n + 1)
         accepted_annotation(

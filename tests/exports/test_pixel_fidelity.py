@@ -37,7 +37,7 @@ from exports import services
 from exports.writers import image_path
 from tests.exports.test_bundle_readme_code import BLOCK
 from tests.exports.test_export_trl import tiny_qwen2vl
-from tests.exports.test_llamafactory_preprocessing import preprocess_runs
+from tests.exports.test_llamafactory_preprocessing import counted_with_llamafactorys_tokenizer, preprocess_runs
 from tests.fixtures_export import accepted_annotation
 from traces import grammar
 from traces.importers.base import ImageRef, ImportedStep, ImportedTrace
@@ -93,7 +93,8 @@ class Annotated:
 
 
 @pytest.fixture(params=CONVENTIONS)
-def annotated(request, annotator, lead, engineer, tmp_path) -> Annotated:
+def annotated(request, annotator, lead, engineer, tmp_path, settings) -> Annotated:
+    counted_with_llamafactorys_tokenizer(tmp_path, settings)
     project = project_create(
         name=f"Pixels {request.param}", members=[annotator, lead, engineer], coordinate_convention=request.param
     )
