@@ -56,8 +56,10 @@ SLOWEST_FILES = (
     "tests/architecture/test_tiers.py",
     "tests/jobs/test_broker_restart.py",
     "tests/jobs/test_jobs.py",
+    "tests/serving/test_backup_drill.py",
     "tests/serving/test_outages.py",
     "tests/serving/test_fullstack.py",
+    "tests/serving/test_upgrade_drill.py",
 )
 
 
