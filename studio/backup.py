@@ -99,9 +99,9 @@ def _applied_migrations(cursor) -> list[str]:
 def _pg_command(program: str) -> tuple[list[str], dict[str, str]]:
     db = settings.DATABASES["default"]
     argv = [program, "--no-password", "-d", db["NAME"]]
-    for flag, key in (("-h", "HOST"), ("-p", "PORT"), ("-U", "USER")):
-        if db.get(key):
-            argv += [flag, str(db[key])]
+    for flag, value in (("-h", db.get("HOST")), ("-p", db.get("PORT")), ("-U", db.get("USER"))):
+        if value:
+            argv += [flag, str(value)]
     env = {**os.environ}
     if db.get("PASSWORD"):
         env["PGPASSWORD"] = db["PASSWORD"]
@@ -116,10 +116,10 @@ def _database_dump(dump: Path) -> tuple[dict[str, int], list[str]]:
         target = sqlite3.connect(dump)
         try:
             source.backup(target)
-            cursor = target.cursor()
-            cursor.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
-            tables = [row[0] for row in cursor.fetchall()]
-            return table_rows(cursor, tables), _applied_migrations(cursor)
+            copy = target.cursor()
+            copy.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+            tables = [row[0] for row in copy.fetchall()]
+            return table_rows(copy, tables), _applied_migrations(copy)
         finally:
             target.close()
             source.close()
