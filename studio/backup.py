@@ -35,6 +35,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
+from botocore.exceptions import BotoCoreError, ClientError
 from django.conf import settings
 from django.core.files.storage import default_storage
 from django.db import connection, transaction
@@ -106,6 +107,16 @@ def _pg_command(program: str) -> tuple[list[str], dict[str, str]]:
     if db.get("PASSWORD"):
         env["PGPASSWORD"] = db["PASSWORD"]
     return argv, env
+
+
+def _stored_files() -> list[tuple[str, int]]:
+    try:
+        return stored_files()
+    except (BotoCoreError, ClientError) as exc:
+        raise BackupProblem(
+            f"storage cannot be listed ({exc}): is the bucket {getattr(settings, 'AWS_STORAGE_BUCKET_NAME', '')} there "
+            "and reachable with these credentials?"
+        ) from None
 
 
 def _database_dump(dump: Path) -> tuple[dict[str, int], list[str]]:
@@ -187,7 +198,7 @@ def backup_make(*, target: Path) -> BackupSummary:
         raise _write_problem(target, exc) from None
     try:
         rows, migrations = _database_dump(dump)
-        files = stored_files()
+        files = _stored_files()
         stored_bytes = 0
         with tarfile.open(partial, "w", format=tarfile.PAX_FORMAT) as archive:
             database_member = DATABASE_MEMBERS[_vendor()]
@@ -333,7 +344,7 @@ def _files_in_the_way(manifest: dict[str, Any]) -> tuple[set[str], list[str]]:
     """The backup's files storage already holds with the same bytes (kept), and those it holds with others."""
     wanted = {entry["name"]: entry for entry in manifest["files"]}
     same, differing = set(), []
-    for name, size in stored_files():
+    for name, size in _stored_files():
         entry = wanted.get(name)
         if entry is None:
             continue

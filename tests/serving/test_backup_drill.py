@@ -134,6 +134,10 @@ def test_a_backup_restored_into_a_new_database_and_bucket_is_the_studio_as_it_wa
     store.objects.all().delete()
     store.delete()
     stack.psql(f'create database "{stack.db_name}"')
+    without_bucket = stack.manage("restore", str(archive))
+    out, _ = without_bucket.communicate(timeout=120)
+    assert without_bucket.returncode == 1 and f"is the bucket {BUCKET} there" in out, out[-2000:]
+    assert table_rows(stack) == {}  # refused before the database was touched
     store.create()
 
     out, restore_s = run(stack, "restore", str(archive))
