@@ -147,7 +147,7 @@ def _database_dump(dump: Path) -> tuple[dict[str, int], list[str]]:
             text=True,
         )
         if done.returncode != 0:
-            raise BackupProblem(f"pg_dump failed: {done.stderr.strip()[-500:]}")
+            raise BackupProblem(f"pg_dump failed ({done.stderr.strip()[-500:]}); nothing was kept")
         rows = table_rows(cursor, connection.introspection.table_names(cursor))
         return rows, _applied_migrations(cursor)
 
