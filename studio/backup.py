@@ -35,10 +35,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
+import psycopg
 from botocore.exceptions import BotoCoreError, ClientError
 from django.conf import settings
 from django.core.files.storage import default_storage
-from django.db import connection, transaction
+from django.db import connection
 from django.db.migrations.loader import MigrationLoader
 
 from studio.errors import Invalid
@@ -86,10 +87,23 @@ def table_rows(cursor, tables: list[str]) -> dict[str, int]:
     return counts
 
 
+def _pg_tables(cursor) -> list[str]:
+    # The tables Django's introspection lists (``table_names``), read by a connection of any kind.
+    cursor.execute(
+        "SELECT c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE c.relkind IN ('r', 'p', 'f') AND NOT c.relispartition AND n.nspname NOT IN ('pg_catalog', 'pg_toast') "
+        "AND pg_catalog.pg_table_is_visible(c.oid)"
+    )
+    return [name for (name,) in cursor.fetchall()]
+
+
 def database_rows() -> dict[str, int]:
     """Rows of every table of the configured database, now."""
     with connection.cursor() as cursor:
-        return table_rows(cursor, connection.introspection.table_names(cursor))
+        tables = (
+            _pg_tables(cursor) if connection.vendor == "postgresql" else connection.introspection.table_names(cursor)
+        )
+        return table_rows(cursor, tables)
 
 
 def _applied_migrations(cursor) -> list[str]:
@@ -134,22 +148,30 @@ def _database_dump(dump: Path) -> tuple[dict[str, int], list[str]]:
         finally:
             target.close()
             source.close()
-    # One repeatable-read transaction: its snapshot is exported to pg_dump, so the counts are the dump's.
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-        cursor.execute("SELECT pg_export_snapshot()")
-        snapshot = cursor.fetchone()[0]
-        argv, env = _pg_command("pg_dump")
-        done = subprocess.run(
-            [*argv, "--format=custom", f"--snapshot={snapshot}", "-f", str(dump)],
-            env=env,
-            capture_output=True,
-            text=True,
-        )
-        if done.returncode != 0:
-            raise BackupProblem(f"pg_dump failed ({done.stderr.strip()[-500:]}); nothing was kept")
-        rows = table_rows(cursor, connection.introspection.table_names(cursor))
-        return rows, _applied_migrations(cursor)
+    # A connection of its own (the caller may be inside a transaction already) in one repeatable-read transaction,
+    # whose snapshot pg_dump shares: the counts are the dump's.
+    db = settings.DATABASES["default"]
+    with psycopg.connect(
+        dbname=db["NAME"],
+        host=db.get("HOST") or None,
+        port=db.get("PORT") or None,
+        user=db.get("USER") or None,
+        password=db.get("PASSWORD") or None,
+    ) as snapshot_connection:
+        snapshot_connection.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+        snapshot_connection.read_only = True
+        with snapshot_connection.cursor() as cursor:
+            snapshot = cursor.execute("SELECT pg_export_snapshot()").fetchall()[0][0]
+            argv, env = _pg_command("pg_dump")
+            done = subprocess.run(
+                [*argv, "--format=custom", f"--snapshot={snapshot}", "-f", str(dump)],
+                env=env,
+                capture_output=True,
+                text=True,
+            )
+            if done.returncode != 0:
+                raise BackupProblem(f"pg_dump failed ({done.stderr.strip()[-500:]}); nothing was kept")
+            return table_rows(cursor, _pg_tables(cursor)), _applied_migrations(cursor)
 
 
 # --- writing -------------------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
+from django.db import connection
 
 from studio.backup import MANIFEST, BackupProblem, backup_make, backup_restore, database_rows
 from studio.storage import stored_files
@@ -139,13 +140,14 @@ def test_a_file_whose_bytes_differ_from_the_manifest_is_refused_before_anything_
 
 
 def test_a_backup_of_another_database_kind_or_a_newer_release_is_refused(backup, storage):
-    def from_postgresql(manifest):
-        manifest["database"]["vendor"] = "postgresql"
+    here = connection.vendor
+    there = "sqlite" if here == "postgresql" else "postgresql"
 
-    other = rewritten(backup, backup.with_name("pg.tar"), manifest=from_postgresql)
-    assert restore_refused(other, storage).startswith(
-        f"{other} holds a postgresql database; this studio runs on sqlite"
-    )
+    def from_the_other_kind(manifest):
+        manifest["database"]["vendor"] = there
+
+    other = rewritten(backup, backup.with_name("other.tar"), manifest=from_the_other_kind)
+    assert restore_refused(other, storage).startswith(f"{other} holds a {there} database; this studio runs on {here}")
 
     def from_a_newer_release(manifest):
         manifest["migrations"].append("traces.9999_from_the_future")
