@@ -180,23 +180,30 @@ def _database_dump(dump: Path) -> tuple[dict[str, int], list[str]]:
 class _Hashing(io.RawIOBase):
     """A reader that hashes what passes through it (tarfile reads a member's bytes from it)."""
 
-    def __init__(self, source: IO[bytes]):
-        self.source, self.digest, self.size = source, hashlib.sha256(), 0
+    def __init__(self, source: IO[bytes], first: bytes = b""):
+        self.source, self.first, self.digest, self.size = source, first, hashlib.sha256(), 0
 
     def readable(self) -> bool:
         return True
 
     def read(self, size: int = -1) -> bytes:
-        data = self.source.read(size)
+        if self.first:
+            data, self.first = (
+                (self.first, b"") if size < 0 or size >= len(self.first) else (self.first[:size], self.first[size:])
+            )
+        else:
+            data = self.source.read(size)
         self.digest.update(data)
         self.size += len(data)
         return data
 
 
-def _member_add(archive: tarfile.TarFile, name: str, source: IO[bytes], size: int) -> dict[str, Any]:
+def _member_add(
+    archive: tarfile.TarFile, name: str, source: IO[bytes], size: int, first: bytes = b""
+) -> dict[str, Any]:
     info = tarfile.TarInfo(name)
     info.size, info.mtime, info.mode = size, int(time.time()), 0o600
-    hashing = _Hashing(source)
+    hashing = _Hashing(source, first)
     archive.addfile(info, hashing)
     return {"size": size, "sha256": hashing.digest.hexdigest()}
 
@@ -221,7 +228,6 @@ def backup_make(*, target: Path) -> BackupSummary:
     try:
         rows, migrations = _database_dump(dump)
         files = _stored_files()
-        stored_bytes = 0
         with tarfile.open(partial, "w", format=tarfile.PAX_FORMAT) as archive:
             database_member = DATABASE_MEMBERS[_vendor()]
             with dump.open("rb") as handle:
@@ -230,11 +236,19 @@ def backup_make(*, target: Path) -> BackupSummary:
                     **_member_add(archive, database_member, handle, dump.stat().st_size),
                 }
             dump.unlink()
-            listed = []
+            listed: list[dict[str, Any]] = []
+            gone: list[str] = []
             for name, size in files:
-                with default_storage.open(name, "rb") as handle:
-                    listed.append({"name": name, **_member_add(archive, FILES + name, handle, size)})
-                stored_bytes += size
+                # Its first bytes read before its entry is written: a file deleted since the listing (an ended
+                # job's part) is left out whole. Once read, it stays readable: an open local file, an S3 GET begun.
+                try:
+                    stored = default_storage.open(name, "rb")
+                    first = stored.read(min(size, CHUNK))
+                except (FileNotFoundError, ClientError):
+                    gone.append(name)
+                    continue
+                with stored:
+                    listed.append({"name": name, **_member_add(archive, FILES + name, stored, size, first)})
             manifest = {
                 "format": BACKUP_FORMAT,
                 "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -243,6 +257,7 @@ def backup_make(*, target: Path) -> BackupSummary:
                 "tables": rows,
                 "storage": settings.STUDIO_STORAGE,
                 "files": listed,
+                "files_gone_during_backup": gone,
             }
             body = json.dumps(manifest, indent=1, sort_keys=True).encode()
             _member_add(archive, MANIFEST, io.BytesIO(body), len(body))
@@ -258,7 +273,7 @@ def backup_make(*, target: Path) -> BackupSummary:
         path=target,
         tables=len(rows),
         rows=sum(rows.values()),
-        files=len(files),
+        files=len(listed),
         bytes=target.stat().st_size,
         seconds=time.monotonic() - started,
     )
