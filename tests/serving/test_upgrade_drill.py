@@ -111,7 +111,9 @@ def test_the_previous_release_s_data_survives_the_upgrade_and_works(release_chec
         rows_before = rows()
         assert rows_before["traces_trace"] == 4 and rows_before["exports_exportjob"] == 1
 
-        # docs/deploy.md, "Upgrading": the new release's migrations, while the previous release serves.
+        # docs/deploy.md, "Upgrading": a backup (the new release's command reads an older release's database), then
+        # the new release's migrations, while the previous release serves.
+        assert "stored files to" in run(REPO, "manage.py", "backup", str(tmp_path / "before-upgrade.tar"))
         run(REPO, "manage.py", "migrate", "--noinput")
         rows_migrated = rows()
         changed = {table for table in rows_before if rows_migrated.get(table) != rows_before[table]}
