@@ -120,6 +120,33 @@ def stored_file_fetch(name: str, local: Path) -> None:
     local.symlink_to(path)
 
 
+def stored_files() -> list[tuple[str, int]]:
+    """Every stored file's name and size, local or S3, by name (one listing: S3 answers sizes with the names)."""
+    try:
+        root = Path(default_storage.path(""))
+    except NotImplementedError:  # S3: the bucket's keys under the storage's location
+        prefix = f"{default_storage.location.strip('/')}/" if default_storage.location else ""
+        return sorted(
+            (item.key[len(prefix) :], item.size)
+            for item in default_storage.bucket.objects.filter(Prefix=prefix)
+            if not item.key.endswith("/")
+        )
+    if not root.is_dir():
+        return []
+    return sorted(
+        (path.relative_to(root).as_posix(), path.stat().st_size) for path in root.rglob("*") if path.is_file()
+    )
+
+
+def stored_file_put(name: str, content) -> None:
+    """Store the open file ``content`` under exactly ``name`` (a restore's: the database names it), which must be
+    free; storage picking another name would leave the rows pointing at nothing."""
+    stored = default_storage.save(name, File(content, name=name))
+    if stored != name:
+        default_storage.delete(stored)
+        raise FileExistsError(f"storage already holds {name}")
+
+
 class _MovableFile(File):
     # FileSystemStorage moves a file that says where it lies (as it does an upload Django spooled to disk) instead
     # of copying it; other storages read it.

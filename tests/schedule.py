@@ -56,14 +56,17 @@ SLOWEST_FILES = (
     "tests/annotation/test_alternatives.py",
     "tests/jobs/test_sharded_jobs.py",
     "tests/webhooks/test_webhook_isolation.py",
+    "tests/serving/test_backup_sqlite.py",
     "tests/serving/test_static_production.py",
     "tests/annotation/test_alternatives_e2e.py",
     "tests/architecture/test_tiers.py",
     "tests/jobs/test_broker_restart.py",
     "tests/jobs/test_jobs.py",
     "tests/serving/test_first_requests.py",
+    "tests/serving/test_backup_drill.py",
     "tests/serving/test_outages.py",
     "tests/serving/test_fullstack.py",
+    "tests/serving/test_upgrade_drill.py",
 )
 
 
