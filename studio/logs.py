@@ -16,6 +16,7 @@ import re
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from pythonjsonlogger.json import JsonFormatter
 
@@ -55,17 +56,27 @@ def log_context_set(**fields) -> Iterator[dict]:
         _CONTEXT.reset(token)
 
 
-def request_context_begin(**fields) -> dict:
+# The request running here, for an error report to name its user (studio.errortracker); not written in log lines.
+_REQUEST: contextvars.ContextVar[Any] = contextvars.ContextVar("studio_request", default=None)
+
+
+def current_request():
+    return _REQUEST.get()
+
+
+def request_context_begin(request=None, **fields) -> dict:
     """A request's context, from its start in this thread until the next request's begins or ``request_context_end``
     (at Django's ``request_finished``): Django logs a 4xx/5xx answer after the middleware returned it, and that line
     names the request too."""
     context = {k: v for k, v in fields.items() if v is not None}
     _CONTEXT.set(context)
+    _REQUEST.set(request)
     return context
 
 
 def request_context_end(**kwargs) -> None:
     _CONTEXT.set(None)
+    _REQUEST.set(None)
 
 
 class ContextFilter(logging.Filter):

@@ -64,7 +64,7 @@ class RequestObservationMiddleware:
     def __call__(self, request):
         request_id = request_id_for(request.META.get("HTTP_X_REQUEST_ID"))
         request.request_id = request_id
-        context = request_context_begin(request_id=request_id)
+        context = request_context_begin(request, request_id=request_id)
         if request.path in OPS_PATHS:
             response = self.get_response(request)
             response["X-Request-ID"] = request_id

@@ -461,6 +461,15 @@ for _entry in METRICS_ALLOW:
             "(write e.g. 127.0.0.1,10.0.0.0/8, or none)"
         ) from None
 
+# Unexpected errors to an error tracker (studio/errortracker.py): off unless a DSN is set.
+SENTRY_DSN = env("STUDIO_SENTRY_DSN")
+if SENTRY_DSN:
+    from studio.errortracker import dsn_problem, errortracker_init
+
+    if problem := dsn_problem(SENTRY_DSN):
+        raise ImproperlyConfigured(f"STUDIO_SENTRY_DSN is not a DSN ({problem}); copy it from the tracker's project")
+    errortracker_init(dsn=SENTRY_DSN, environment=env("STUDIO_SENTRY_ENVIRONMENT", STUDIO_MODE), release=APP_VERSION)
+
 # --- Security headers ------------------------------------------------------------------------
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
