@@ -164,6 +164,16 @@ class ScrapeTimeCollector:
         yield size
 
 
+def metrics_files_clear() -> int:
+    """Remove the metric files in ``METRICS_DIR`` (before a stack's processes start: those that wrote them are
+    gone, and a heartbeat or a gauge of theirs would linger); returns how many."""
+    removed = 0
+    for file in settings.METRICS_DIR.glob("*.db"):
+        file.unlink(missing_ok=True)
+        removed += 1
+    return removed
+
+
 def metrics_text(*, job_models: list) -> bytes:
     """Every process's metrics summed, and what is read at scrape time (``job_models``: the job tables to count),
     in Prometheus' text format."""

@@ -89,3 +89,13 @@ def test_a_scrape_from_an_address_not_allowed_is_refused_saying_so(db, settings)
 def test_a_misconfiguration_stops_the_start_naming_the_setting(tmp_path, setting, said):
     result = run_manage("check", env_extra={"STUDIO_DATA_DIR": str(tmp_path), **setting})
     assert result.returncode != 0 and said in result.stderr, result.stderr[-2000:]
+
+
+def test_a_stacks_start_clears_the_metric_files_of_processes_that_are_gone(settings, tmp_path):
+    from studio.metrics import metrics_files_clear
+
+    settings.METRICS_DIR = tmp_path
+    (tmp_path / "counter_host-123.db").write_bytes(b"\0" * 8)
+    (tmp_path / "notes.txt").write_text("not a metric file")
+    assert metrics_files_clear() == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
