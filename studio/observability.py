@@ -55,6 +55,8 @@ def _with_request_id(response, request_id: str) -> None:
     if isinstance(body, dict) and "request_id" not in body:
         body["request_id"] = request_id
         response.content = json.dumps(body).encode()
+        if response.has_header("Content-Length"):  # CommonMiddleware counted the body before it grew
+            response["Content-Length"] = str(len(response.content))
 
 
 class RequestObservationMiddleware:

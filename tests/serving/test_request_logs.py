@@ -49,6 +49,7 @@ def test_a_json_error_and_a_refusal_page_show_the_request_id(project, annotator)
     client.force_login(annotator)
     api = client.get("/api/traces/999999/")
     assert api.status_code == 404 and api.json()["request_id"] == api["X-Request-ID"]
+    assert api["Content-Length"] == str(len(api.content))  # the body grew after Django counted it
     page = client.get("/traces/999999/")
     assert page.status_code == 404 and page["X-Request-ID"] in page.content.decode()
 
