@@ -99,3 +99,49 @@ def test_a_stacks_start_clears_the_metric_files_of_processes_that_are_gone(setti
     (tmp_path / "notes.txt").write_text("not a metric file")
     assert metrics_files_clear() == 1
     assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_draft_saves_and_their_conflicts_are_counted(project, annotator, tmp_path):
+    import json
+
+    from tests.fixtures_annotation import make_traces
+
+    make_traces(project, tmp_path, count=1, steps=3)
+    client = Client()
+    client.force_login(annotator)
+    annotation = client.post(f"/api/projects/{project.pk}/next-trace/").json()["annotation"]
+
+    def save(version: int, note: str):
+        body = json.dumps({"version": version, "note": note, "verdict": "error", "tau": 2})
+        return client.put(f"/api/annotations/{annotation['id']}/draft/", data=body, content_type="application/json")
+
+    before = scrape()
+    assert save(annotation["version"], "first").status_code == 200
+    assert save(annotation["version"], "stale").status_code == 409  # based on the version the first save replaced
+    after = scrape()
+    for outcome in ("saved", "conflict"):
+        counted = value(after, "studio_draft_saves_total", outcome=outcome)
+        assert counted - value(before, "studio_draft_saves_total", outcome=outcome) == 1, outcome
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_jobs_end_is_timed_and_a_failure_counted_by_kind_and_queue(project, engineer, monkeypatch):
+    from exports.models import ExportJob
+    from exports.services import export_job_create
+    from studio.celery import app as celery_app
+    from studio.engine import _task
+
+    monkeypatch.setitem(celery_app.conf, "task_always_eager", True)
+    job = export_job_create(project=project, user=engineer, fmt="trl", enqueue=False)
+    before = scrape()
+    _task("jobs.export.run")(job.pk)
+    ended = ExportJob.objects.get(pk=job.pk).status
+    after = scrape()
+    labels = {"kind": "export", "queue": "default", "status": ended}
+    histogram = "studio_job_duration_seconds_count"
+    assert value(after, histogram, **labels) - value(before, histogram, **labels) == 1
+    failures = value(after, "studio_job_failures_total", kind="export", queue="default") - value(
+        before, "studio_job_failures_total", kind="export", queue="default"
+    )
+    assert failures == (1 if ended == "failed" else 0)
