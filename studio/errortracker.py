@@ -43,9 +43,16 @@ def scrub(value: Any, *, key: str = "") -> Any:
     return value
 
 
-def before_send(event: dict, hint: dict) -> dict:
-    """Name the request or job and the user, then scrub the event."""
+def before_send(event: dict, hint: dict) -> dict | None:
+    """Name the request or job and the user, describe the request, then scrub the event. A 5xx that Django logs
+    without a traceback is an answer the studio chose (a 503 while a dependency is down, /readyz): not sent."""
+    record = hint.get("log_record")
+    if record is not None and record.name == "django.request" and not record.exc_info:
+        return None
     context = log_context()
+    request = current_request()
+    if request is not None and "request" not in event:
+        event["request"] = _request_description(request)
     tags = event.setdefault("tags", {})
     for name in ("request_id", "job_id", "job_kind"):
         if context.get(name) is not None:
@@ -56,6 +63,23 @@ def before_send(event: dict, hint: dict) -> dict:
     else:
         event.pop("user", None)
     return scrub(event)
+
+
+def _request_description(request) -> dict:
+    """What the tracker shows of the failed request (scrubbed with the rest of the event)."""
+    described = {
+        "method": request.method,
+        "url": request.path,
+        "query_string": request.META.get("QUERY_STRING", ""),
+        "headers": dict(request.headers),
+        "cookies": dict(request.COOKIES),
+    }
+    if request.method == "POST" and request.content_type in (
+        "application/x-www-form-urlencoded",
+        "multipart/form-data",
+    ):
+        described["data"] = request.POST.dict()
+    return described
 
 
 def _request_user_id() -> int | None:
@@ -69,14 +93,27 @@ def _request_user_id() -> int | None:
 
 
 def errortracker_init(*, dsn: str, environment: str, release: str) -> None:
+    """Errors reach the tracker through the logs: Django logs every 500 (``django.request``, with its traceback) and a
+    job's crash is logged with its own, and sentry-sdk's logging integration sends each such record. Its Django
+    integration stays off: it wraps the WSGI handler's answer in an iterable of its own, so ``studio.web_entry`` could
+    no longer tell an answer in memory (sent whole from the loop) or a file (streamed from the loop) from a stream,
+    and a bundle download would hold a web thread; ``before_send`` describes the request instead."""
+    import logging
+
     import sentry_sdk
+    from sentry_sdk.integrations.django import DjangoIntegration
+    from sentry_sdk.integrations.logging import LoggingIntegration
 
     sentry_sdk.init(
         dsn=dsn,
         environment=environment,
         release=release,
         before_send=before_send,
+        disabled_integrations=[DjangoIntegration()],
+        # An ERROR record is an event; INFO and up are the event's breadcrumbs; no log line is sent otherwise.
+        integrations=[LoggingIntegration(level=None, event_level=logging.ERROR, breadcrumb_level=logging.INFO)],
         traces_sample_rate=0,  # errors only: no performance traces leave the process
+        trace_propagation_targets=[],  # no tracing headers on outgoing requests (a lead's webhook endpoint)
         send_client_reports=False,
     )
 

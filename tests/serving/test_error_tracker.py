@@ -106,6 +106,28 @@ def test_an_unexpected_error_reaches_the_tracker_named_and_scrubbed(tracker, lea
     assert "harmless words" in sent  # control: the body was sent, scrubbed field by field
 
 
+@pytest.mark.django_db
+def test_a_503_the_studio_chose_to_answer_is_not_an_error_to_report(tracker, settings, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    settings.MEDIA_ROOT = blocker / "media"
+    assert Client().get("/readyz").status_code == 503  # Django logs it at ERROR, without a traceback
+    sentry_sdk.flush(timeout=10)
+    assert _events(tracker) == []
+
+
+def test_with_the_tracker_on_an_answer_in_memory_still_goes_out_whole_from_the_loop(tracker, db):
+    """sentry-sdk's Django integration wraps the WSGI handler's answer, which hid a page's in-memory body (and a
+    file) from studio.web_entry: every answer went out message by message from the view's thread."""
+    from studio.asgi import application
+    from tests.serving.test_web_entry import call, http_scope
+
+    messages: list[dict] = []
+    start = call(application, http_scope("/login/", []), messages.append)
+    assert start["status"] == 200
+    assert [m["more_body"] for m in messages] == [False]
+
+
 def test_scrub_replaces_what_names_a_secret_and_keeps_the_rest():
     event = {
         "request": {
