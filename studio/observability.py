@@ -115,7 +115,10 @@ class OpsEndpointsMiddleware:
             return self.get_response(request)  # a write goes the whole way, and is refused like any other
         match = resolve(request.path)
         request.resolver_match = match
-        return match.func(request, *match.args, **match.kwargs)
+        response = match.func(request, *match.args, **match.kwargs)
+        if not response.streaming:  # as CommonMiddleware would: the answer goes out whole, not chunked
+            response["Content-Length"] = str(len(response.content))
+        return response
 
 
 def metrics_allowed(address: str | None) -> bool:

@@ -13,6 +13,7 @@ def test_healthz_answers_by_the_servers_own_address_over_plain_http(db):
         alive = client.get("/healthz", HTTP_HOST="127.0.0.1:8000")
         page = client.get("/login/", HTTP_HOST="127.0.0.1:8000")  # control: any other URL is refused there
     assert alive.status_code == 200 and alive.json() == {"status": "ok"}
+    assert alive["Content-Length"] == str(len(alive.content))
     assert page.status_code == 400
 
 
