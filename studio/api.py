@@ -113,6 +113,8 @@ def add_common_error_responses(result, generator, request, public):
                 # on other framework answers such as 503)
                 "kind": {"type": "string", "enum": [kind.value for kind in ErrorKind]},
                 "retryable": {"type": "boolean"},
+                # The request's id, as its X-Request-ID header says (studio.observability): for a person to quote.
+                "request_id": {"type": "string"},
             },
             "additionalProperties": True,
         },

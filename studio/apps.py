@@ -12,10 +12,17 @@ class StudioConfig(AppConfig):
     verbose_name = "Trace Studio"
 
     def ready(self):
+        from django.core.signals import request_finished
+
+        from studio.logs import request_context_end
+
         from . import (
             checks,  # noqa: F401  (registers system checks)
             schema,  # noqa: F401  (registers the API schema's extensions)
         )
+
+        # A request's log context ends with it (studio.logs): lines logged between requests name none.
+        request_finished.connect(request_context_end, dispatch_uid="studio.logs.request_context_end")
 
         # Large request bodies spool here (under the data dir, where the sweep looks), so the folder must exist;
         # a process with no writable data dir (collectstatic at image build) needs none.

@@ -59,6 +59,7 @@ from studio.jobs import (
     job_start,
     job_task_send,
 )
+from studio.logs import log_context_set
 from studio.models import JobBase, JobShard, JobStatus
 from studio.shards import (
     ShardProgress,
@@ -183,6 +184,10 @@ class KindJob:
     def task_name(self) -> str:
         return job_kind_of(self).task_name
 
+    @classmethod
+    def kind_label_of_model(cls) -> str:
+        return job_kind_of(cls).name
+
     def queue_name(self) -> str:
         return job_kind_of(self).queue(self)
 
@@ -227,11 +232,14 @@ _TASKS: dict[str, Any] = {}
 def _tasks_make(kind: JobKind) -> None:
     """The kind's run and shard tasks, and an alias of each under its older names."""
 
+    # Every line a task logs names its job (studio.logs): a worker's log is read job by job.
     def run(job_id: int, attempt: int | None = None) -> None:
-        job_dispatch(kind, job_id=job_id, attempt=attempt)
+        with log_context_set(job_id=job_id, job_kind=kind.name):
+            job_dispatch(kind, job_id=job_id, attempt=attempt)
 
     def shard(job_id: int, index: int) -> str:
-        return job_shard_run(kind, job_id=job_id, index=index)
+        with log_context_set(job_id=job_id, job_kind=kind.name, shard=index):
+            return job_shard_run(kind, job_id=job_id, index=index)
 
     made = [((kind.task_name, *kind.old_task_names), run)]
     if kind.sharded:

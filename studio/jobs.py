@@ -37,11 +37,14 @@ from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, connection, models, transaction
 from django.utils import timezone
 
+from studio import metrics
 from studio.errors import Conflict, describe_error
 from studio.models import JobBase, JobShard, JobStatus
 from studio.signals import job_ended
 
 log = logging.getLogger(__name__)
+# A line per job event (claimed, deferred, ended), with the job's id, kind, queue and attempt.
+event_log = logging.getLogger("studio.jobs.events")
 J = TypeVar("J", bound=JobBase)
 
 JOB_TRANSITIONS: dict[str, frozenset[str]] = {
@@ -112,6 +115,37 @@ def _transition(job, to: str, **fields) -> None:
     if job.is_finished:  # listeners (webhooks) hear of the end only once it is committed
         transaction.on_commit(lambda: job_ended.send(sender=type(job), job=job))
         transaction.on_commit(lambda: job_release(job))
+        transaction.on_commit(lambda: _job_ended_observe(job, to))
+    else:
+        _job_event(job, to)
+
+
+def _job_event(job, status: str, **extra) -> None:
+    """The job's one log line for this event (``studio.jobs.events``: a JSON object in production)."""
+    event_log.info(
+        "%s job %s %s (attempt %s)",
+        job.kind_label(),
+        job.pk,
+        status,
+        job.attempts,
+        extra={
+            "event": "job",
+            "job_id": job.pk,
+            "job_kind": job.kind_label(),
+            "queue": job.queue_name(),
+            "status": status,
+            "attempt": job.attempts,
+            **extra,
+        },
+    )
+
+
+def _job_ended_observe(job, status: str) -> None:
+    duration_s = (
+        round((job.finished_at - job.started_at).total_seconds(), 3) if job.started_at and job.finished_at else None
+    )
+    _job_event(job, status, duration_s=duration_s)
+    metrics.observe_job_end(job, status)
 
 
 # --- claiming a run ----------------------------------------------------------------------------------------
@@ -147,6 +181,7 @@ def job_start(job, *, attempt: int | None = None) -> bool:
     if not claimed:
         return False
     job.refresh_from_db()
+    _job_event(job, JobStatus.RUNNING)
     return True
 
 
@@ -549,6 +584,7 @@ def job_task_send(task, job, *, queue: str | None = None) -> None:
                     message="Could not be queued: the task broker is unreachable. Try again shortly.",
                 )
             raise JobQueueUnavailable("the task queue is unreachable; the job was not started") from exc
+        _job_event(job, JobStatus.QUEUED)
 
     transaction.on_commit(send)
 
@@ -654,8 +690,9 @@ def jobs_resend_lost(*, now=None) -> list[tuple[str, int, str]]:
     return acted
 
 
-def watchdog_start() -> threading.Thread:
-    """A daemon timer in a worker process: ``jobs_watch_once`` every ``JOB_WATCH_INTERVAL_S``."""
+def watchdog_start(beat: Callable[[], None] | None = None) -> threading.Thread:
+    """A daemon timer in a worker process: ``jobs_watch_once`` every ``JOB_WATCH_INTERVAL_S``, after ``beat()``
+    (the worker's heartbeat for the metrics: the watchdog's timer is the worker's pulse)."""
 
     def loop() -> None:
         # Passes start every JOB_WATCH_INTERVAL_S whatever a pass takes (its disk sweep may take a while): the
@@ -664,6 +701,8 @@ def watchdog_start() -> threading.Thread:
         while True:
             next_pass = max(next_pass + settings.JOB_WATCH_INTERVAL_S, time.monotonic())
             time.sleep(max(0.0, next_pass - time.monotonic()))
+            if beat is not None:
+                beat()
             try:
                 acted = jobs_watch_once() + jobs_resend_lost()
                 if acted:

@@ -7,6 +7,7 @@ from django.contrib import messages
 from django.http import HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import render
 
+from studio import metrics
 from studio.errors import ErrorKind, StudioError, error_body, unreachable_dependency
 
 log = logging.getLogger(__name__)
@@ -126,6 +127,7 @@ class DependencyOutageMiddleware:
         if service is None:
             return None
         log.warning("%s unreachable during %s %s: %r", service, request.method, request.path, exception)
+        metrics.storage_errors.labels("redis" if service == "Redis" else "s3").inc()
         detail = f"{service} is not answering; try again in a moment."
         if request.path.startswith("/api/") or "application/json" in request.headers.get("Accept", ""):
             response = JsonResponse({"detail": detail, "retryable": True}, status=503)

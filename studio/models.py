@@ -47,6 +47,14 @@ class JobBase(models.Model):
         route = django_settings.CELERY_TASK_ROUTES.get(self.task_name())
         return route["queue"] if route else django_settings.CELERY_TASK_DEFAULT_QUEUE
 
+    @classmethod
+    def kind_label_of_model(cls) -> str:
+        """The job's kind as logs and metrics name it (a registered kind's name: ``studio.engine.KindJob``)."""
+        return cls._meta.model_name
+
+    def kind_label(self) -> str:
+        return type(self).kind_label_of_model()
+
     def attempts_exhausted(self) -> bool:
         """Whether the watchdog gives up on this job, running with a stale heartbeat, instead of sending it again:
         its worker stopped ``JOB_MAX_ATTEMPTS`` times (each run is an attempt)."""

@@ -119,7 +119,7 @@ RULES: dict[str, Rule] = {
 # action -> roles allowed, derived from RULES (what the role alone decides).
 PERMISSIONS: dict[str, frozenset[Role]] = {action: rule.roles for action, rule in RULES.items()}
 
-# Reachable without logging in (the login page itself, the redirect home, logout).
+# Reachable without logging in (the login page itself, the redirect home, logout, the operator's endpoints).
 PUBLIC = "public"
 
 # Pages (function views) by URL name -> action. DRF views declare ``permission_action`` on the class
@@ -132,6 +132,11 @@ PAGE_PERMISSIONS: dict[str, str] = {
     "oidc-start": PUBLIC,
     "oidc-callback": PUBLIC,
     "admin-login": PUBLIC,
+    # The operator's endpoints ask for no login: the healthchecks and Prometheus have none. /metrics is served to
+    # the addresses STUDIO_METRICS_ALLOW lists (studio.views.metrics), and the public proxy does not pass it.
+    "healthz": PUBLIC,
+    "readyz": PUBLIC,
+    "metrics": PUBLIC,
     "api-schema": "api.docs",
     "api-docs": "api.docs",
     "account-token": "token.manage",

@@ -12,6 +12,7 @@ from rest_framework import authentication
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.exceptions import AuthenticationFailed, PermissionDenied
 
+from studio import metrics
 from studio.access import AccessRefused, can, method_refused, methods_taken
 from studio.db import atomic_with_retry
 from studio.errors import SignedOut, error_body
@@ -66,6 +67,7 @@ def login_throttle_wait(*, username: str, ip: str | None) -> int:
 @atomic_with_retry
 def login_failure_record(*, username: str, ip: str | None) -> None:
     LoginFailure.objects.create(username=username[:150], ip=ip)
+    metrics.login_failures.inc()
     LoginFailure.objects.filter(at__lt=timezone.now() - LOGIN_WINDOW).delete()
 
 

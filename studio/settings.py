@@ -8,6 +8,7 @@ STUDIO_STORAGE=s3, not by a separate settings module, so there is one place to r
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from pathlib import Path
 
@@ -80,6 +81,10 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: the request's id, its log line and metrics (studio.observability); then the operator's endpoints, which
+    # skip the rest (the healthchecks come by the server's own address and plain HTTP).
+    "studio.observability.RequestObservationMiddleware",
+    "studio.observability.OpsEndpointsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "studio.middleware.ContentSecurityPolicyMiddleware",
@@ -431,13 +436,50 @@ TIME_ZONE = "UTC"
 USE_I18N = False
 USE_TZ = True
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env("STUDIO_LOG_LEVEL", "INFO")},
-}
+# --- Logs, metrics, errors (docs/deploy.md: "Logs", "Metrics", "Errors") -----------------------------------------
+# json: one JSON object a line, a line per request and per job event, each naming its request id or job (production's
+# default); plain: the readable lines of the embedded default, without the per-request lines.
+LOG_FORMAT = env("STUDIO_LOG_FORMAT", "json" if PRODUCTION else "plain")
+if LOG_FORMAT not in {"json", "plain"}:
+    raise ImproperlyConfigured(f"STUDIO_LOG_FORMAT must be json or plain, not {LOG_FORMAT!r}")
+from studio.logs import logging_config  # noqa: E402 - the logging setup lives beside its formatter
+
+LOGGING = logging_config(log_format=LOG_FORMAT, level=env("STUDIO_LOG_LEVEL", "INFO"))
+
+# Prometheus (studio/metrics.py): every process (web, workers) writes its counters into files in this folder and
+# /metrics sums them, so it must be one folder all of a host's studio processes share (compose: a volume), emptied
+# when the stack starts (compose: tmpfs).
+METRICS_DIR = Path(env("STUDIO_METRICS_DIR", str(DATA_DIR / "metrics")))
+try:
+    METRICS_DIR.mkdir(parents=True, exist_ok=True)
+except OSError as exc:
+    raise ImproperlyConfigured(f"STUDIO_METRICS_DIR {METRICS_DIR} cannot be made: {exc.strerror}") from None
+if not os.access(METRICS_DIR, os.W_OK):
+    raise ImproperlyConfigured(f"STUDIO_METRICS_DIR {METRICS_DIR} is not writable by this process")
+os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(METRICS_DIR)  # prometheus-client reads it from the environment
+# Who may scrape /metrics: addresses or networks (the client's address as studio.middleware.ClientAddressMiddleware
+# decides it), comma-separated; "none": nobody. The public proxy does not pass /metrics (deploy/Caddyfile) either way.
+_metrics_allow = env("STUDIO_METRICS_ALLOW", "127.0.0.1,::1")
+METRICS_ALLOW = (
+    [] if _metrics_allow.strip().lower() == "none" else [a.strip() for a in _metrics_allow.split(",") if a.strip()]
+)
+for _entry in METRICS_ALLOW:
+    try:
+        ipaddress.ip_network(_entry, strict=False)
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"STUDIO_METRICS_ALLOW: {_entry!r} is neither an address nor a network "
+            "(write e.g. 127.0.0.1,10.0.0.0/8, or none)"
+        ) from None
+
+# Unexpected errors to an error tracker (studio/errortracker.py): off unless a DSN is set.
+SENTRY_DSN = env("STUDIO_SENTRY_DSN")
+if SENTRY_DSN:
+    from studio.errortracker import dsn_problem, errortracker_init
+
+    if problem := dsn_problem(SENTRY_DSN):
+        raise ImproperlyConfigured(f"STUDIO_SENTRY_DSN is not a DSN ({problem}); copy it from the tracker's project")
+    errortracker_init(dsn=SENTRY_DSN, environment=env("STUDIO_SENTRY_ENVIRONMENT", STUDIO_MODE), release=APP_VERSION)
 
 # --- Security headers ------------------------------------------------------------------------
 SECURE_CONTENT_TYPE_NOSNIFF = True

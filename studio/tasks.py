@@ -15,9 +15,25 @@ def _start_job_watchdog(sender=None, **kwargs):
     """Every worker watches for jobs whose worker died (stale heartbeat) and sends them again: with any broker,
     a killed worker's job is taken over within a minute or two, not when a message times out an hour later."""
     from studio.jobs import watchdog_start
+    from studio.metrics import worker_beat
 
-    watchdog_start()
+    worker = getattr(sender, "hostname", None) or "worker"
+    queues = ",".join(sorted(_queues_of(sender)))
+
+    def beat() -> None:
+        worker_beat(worker=worker, queues=queues)
+
+    beat()
+    watchdog_start(beat)
     logging.getLogger(__name__).info("job watchdog started")
+
+
+def _queues_of(consumer) -> set[str]:
+    """The queues a worker takes (``-Q``), for its heartbeat's label: the alert is per queue."""
+    try:
+        return set(consumer.app.amqp.queues.consume_from)
+    except AttributeError:
+        return {"default"}
 
 
 @worker_ready.connect

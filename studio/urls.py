@@ -8,6 +8,10 @@ from studio import views as studio_views
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="project-list", permanent=False), name="home"),
+    # The operator's: liveness, readiness, Prometheus (docs/deploy.md, "Health checks" and "Metrics").
+    path("healthz", studio_views.healthz, name="healthz"),
+    path("readyz", studio_views.readyz, name="readyz"),
+    path("metrics", studio_views.metrics, name="metrics"),
     path("login/", studio_views.ThrottledLoginView.as_view(), name="login"),
     # The admin's own login would bypass the throttle: send it to ours.
     path("admin/login/", RedirectView.as_view(pattern_name="login", query_string=True), name="admin-login"),

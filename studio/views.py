@@ -6,9 +6,10 @@ from django.conf import settings
 from django.contrib.auth import login as auth_login
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.forms import AuthenticationForm
-from django.http import JsonResponse
+from django.http import HttpResponse, HttpResponseServerError, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.html import escape
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views import defaults
 from django.views.decorators.http import require_http_methods
@@ -17,10 +18,13 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from studio import oidc, security
+from studio import health, observability, oidc, security
+from studio import metrics as studio_metrics
 from studio.access import ActionPermission
 from studio.auth_backend import PATH as AUTH_BACKEND
 from studio.errors import NotFound, StudioError, error_body
+from studio.jobs import job_models
+from studio.logs import current_request_id
 
 
 class ThrottledLoginView(auth_views.LoginView):
@@ -173,7 +177,51 @@ def not_found(request, exception):
 
 
 def server_error(request):
-    """An unexpected failure under /api/ is JSON (the traceback is logged, never shown); pages keep Django's."""
+    """An unexpected failure: JSON under /api/, a bare page otherwise (the traceback is logged, never shown). Both
+    name the request's id, which the log line of the failure carries, so a person's report leads to it."""
+    request_id = getattr(request, "request_id", None) or current_request_id() or "unknown"
     if is_api_path(request.path):
-        return JsonResponse({"detail": "The server failed on this request; the error was logged."}, status=500)
-    return defaults.server_error(request)
+        return JsonResponse(
+            {"detail": "The server failed on this request; the error was logged.", "request_id": request_id},
+            status=500,
+        )
+    # No template: the failure may be in the templates themselves.
+    page = (
+        "<!doctype html><title>Server error</title><h1>Server error (500)</h1>"
+        "<p>The server failed on this request; the error was logged.</p>"
+        f"<p>Request id: <code>{escape(request_id)}</code></p>"
+    )
+    return HttpResponseServerError(page)
+
+
+# --- the operator's endpoints (studio.observability.OpsEndpointsMiddleware answers them first) --------------------
+
+
+@require_http_methods(["GET", "HEAD"])
+def healthz(request):
+    """The process answers (liveness): nothing else is asked, so a database outage does not get it restarted."""
+    return JsonResponse({"status": "ok"})
+
+
+@require_http_methods(["GET", "HEAD"])
+def readyz(request):
+    """The database, the broker and the storage answer (readiness); 503 naming each that does not."""
+    body = health.readiness_body(health.readiness())
+    response = JsonResponse(body, status=200 if body["ready"] else 503)
+    if not body["ready"]:
+        response["Retry-After"] = "5"
+    return response
+
+
+@require_http_methods(["GET", "HEAD"])
+def metrics(request):
+    """Prometheus' scrape, for the addresses ``STUDIO_METRICS_ALLOW`` lists; any other is told so (403)."""
+    address = request.META.get("REMOTE_ADDR")
+    if not observability.metrics_allowed(address):
+        return HttpResponse(
+            f"Metrics are not served to {address}: the studio's STUDIO_METRICS_ALLOW does not list this address.\n",
+            status=403,
+            content_type="text/plain; charset=utf-8",
+        )
+    text = studio_metrics.metrics_text(job_models=job_models())
+    return HttpResponse(text, content_type=studio_metrics.CONTENT_TYPE)

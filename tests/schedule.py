@@ -57,6 +57,7 @@ SLOWEST_FILES = (
     "tests/jobs/test_sharded_jobs.py",
     "tests/webhooks/test_webhook_isolation.py",
     "tests/serving/test_backup_sqlite.py",
+    "tests/serving/test_prometheus.py",
     "tests/serving/test_static_production.py",
     "tests/annotation/test_alternatives_e2e.py",
     "tests/architecture/test_tiers.py",

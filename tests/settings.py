@@ -12,6 +12,8 @@ The static files' middleware is the production WhiteNoise with its scan of the f
 (tests/static_files.py): a test client builds its middleware anew, and the scan was most of a test request's cost.
 """
 
+import os
+
 from django.conf import global_settings
 
 import studio.settings as production_settings
@@ -26,3 +28,11 @@ MIDDLEWARE = [
     "tests.static_files.WhiteNoiseScannedOnceMiddleware" if entry == PRODUCTION_STATIC_MIDDLEWARE else entry
     for entry in production_settings.MIDDLEWARE
 ]
+
+# A test process starts with its metrics folder empty (the children it starts inherit the mark and keep it): the files
+# of earlier runs' processes stayed there, and every /metrics a test asks for would read them all.
+_METRICS_CLEARED_MARK = "STUDIO_TEST_METRICS_FOLDER_CLEARED"
+if os.environ.get(_METRICS_CLEARED_MARK) != str(METRICS_DIR):  # noqa: F405
+    for _file in METRICS_DIR.glob("*.db"):  # noqa: F405
+        _file.unlink(missing_ok=True)
+    os.environ[_METRICS_CLEARED_MARK] = str(METRICS_DIR)  # noqa: F405

@@ -20,6 +20,7 @@ from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
 
+from studio import metrics
 from studio.db import atomic_with_retry
 from studio.engine import job_enqueue
 from studio.errors import Invalid
@@ -157,6 +158,7 @@ def delivery_slot_take(*, delivery_id: int) -> Delivery | str:
 def _attempt_record(*, delivery: Delivery, status: int | None, error: str) -> bool:
     """Record an attempt, give its slot back and move the endpoint's breaker; True when the endpoint is paused by it."""
     delivered = not error
+    metrics.webhook_deliveries.labels("delivered" if delivered else "failed").inc()
     Delivery.objects.filter(pk=delivery.pk).update(
         attempts=F("attempts") + 1,
         response_status=status,

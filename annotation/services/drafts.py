@@ -25,6 +25,7 @@ from annotation.services.transitions import (
     annotation_transition,
 )
 from annotation.workflow import EDITABLE_BY_ANNOTATOR
+from studio import metrics
 from studio.db import atomic_with_retry, row_update
 from studio.errors import Invalid
 from traces import grammar
@@ -292,6 +293,7 @@ def answer_write(*, annotation: Annotation, user, base_version: int, fields: dic
     if not changes:
         return annotation
     if base_version != annotation.version:
+        metrics.draft_saves.labels("conflict").inc()
         raise StaleVersion(
             f"This annotation was changed elsewhere (version {annotation.version}; your edit was based on "
             f"version {base_version}). Nothing was overwritten: reload to see the newer version.",
@@ -303,6 +305,7 @@ def answer_write(*, annotation: Annotation, user, base_version: int, fields: dic
     # The save's UPDATE compiled once (the same signals and row as annotation.save(update_fields=...)).
     row_update(annotation, [*clean, "version", "updated_at"])
     annotation_record_edit(annotation=annotation, actor=user, changes=changes, comment=comment)
+    metrics.draft_saves.labels("saved").inc()
     return annotation
 
 

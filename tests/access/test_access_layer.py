@@ -21,6 +21,7 @@ from studio.access import (
     scoped,
 )
 from studio.permissions import PAGE_PERMISSIONS, PERMISSIONS, RULES, SOCKET_PERMISSIONS, Role, Scope
+from tests.answers import error_json
 from tests.conftest import REPO
 from tests.factories import make_world
 from tests.fixtures_annotation import make_traces
@@ -255,7 +256,9 @@ def test_http_404_is_the_same_for_someone_elses_and_for_no_such_annotation(world
     theirs = client.get(f"/api/annotations/{annotation.pk}/")
     missing = client.get(f"/api/annotations/{annotation.pk + 10_000}/")
     assert theirs.status_code == missing.status_code == 404
-    assert theirs.json() == missing.json() == {"detail": "No such annotation among yours.", "kind": "not_found"}
+    assert (
+        error_json(theirs) == error_json(missing) == {"detail": "No such annotation among yours.", "kind": "not_found"}
+    )
     assert client.get(f"/annotations/{annotation.pk}/").status_code == 404  # the page too
     owner = Client()
     owner.force_login(world["annotator"])
@@ -267,7 +270,7 @@ def test_http_404_is_the_same_for_someone_elses_and_for_no_such_annotation(world
     elsewhere = outsider.get(f"/api/traces/{world['traces'][0].pk}/")
     nowhere = outsider.get("/api/traces/999999/")
     assert elsewhere.status_code == nowhere.status_code == 404
-    assert elsewhere.json() == nowhere.json() == {"detail": "No such trace among yours.", "kind": "not_found"}
+    assert error_json(elsewhere) == error_json(nowhere) == {"detail": "No such trace among yours.", "kind": "not_found"}
     assert outsider.get(f"/api/traces/{world['other_trace'].pk}/").status_code == 200
 
 
@@ -275,7 +278,7 @@ def test_http_403_says_what_the_user_cannot_do_as_json_or_as_a_page(world):
     client = Client()
     client.force_login(world["annotator"])
     api = client.delete(f"/api/traces/{world['traces'][0].pk}/", data={"reason": "x"}, content_type="application/json")
-    assert api.status_code == 403 and api.json() == {"detail": "You cannot delete traces.", "kind": "forbidden"}
+    assert api.status_code == 403 and error_json(api) == {"detail": "You cannot delete traces.", "kind": "forbidden"}
     page = client.post(f"/traces/{world['traces'][0].pk}/delete/", {"reason": "x"})
     assert page.status_code == 403 and "text/html" in page["Content-Type"]
 

@@ -32,6 +32,7 @@ from studio.errors import (
     error_body,
     error_frame,
 )
+from tests.answers import error_json
 from traces.models import Step, Trace
 
 REPO = pathlib.Path(__file__).resolve().parent.parent.parent
@@ -245,7 +246,7 @@ def test_a_refused_page_shows_the_access_layers_words_with_the_kinds_status(proj
     # The same refusal asked for as JSON is the API's body.
     as_json = client.get(f"/projects/{project.pk}/dashboard/", HTTP_ACCEPT="application/json")
     assert as_json.status_code == 403
-    assert as_json.json() == {"detail": refusal("dashboard.view"), "kind": "forbidden"}
+    assert error_json(as_json) == {"detail": refusal("dashboard.view"), "kind": "forbidden"}
 
 
 @pytest.mark.django_db
@@ -291,7 +292,8 @@ def test_a_bare_value_error_in_a_view_is_a_500_and_logged(lead, caplog):
         api = client.get("/api/buggy/")
         page = client.get("/buggy/")
     assert (api.status_code, page.status_code) == (500, 500)
-    assert api.json() == {"detail": "The server failed on this request; the error was logged."}
+    assert error_json(api) == {"detail": "The server failed on this request; the error was logged."}
+    assert page["X-Request-ID"] in page.content.decode()  # the page names its request too
     assert "invalid literal" not in api.content.decode() + page.content.decode()  # logged, never sent
     logged = [r for r in caplog.records if r.name == "django.request" and r.exc_info]
     assert {type(r.exc_info[1]) for r in logged} == {ValueError} and len(logged) == 2
@@ -307,7 +309,7 @@ def test_framework_level_refusals_of_the_api_have_the_same_body(project, enginee
     nowhere.force_login(engineer)
     no_route = nowhere.get("/api/no-such-endpoint/")
     assert unfinished.status_code == 409 and unfinished.json()["kind"] == "conflict"
-    assert no_route.status_code == 404 and no_route.json() == {
+    assert no_route.status_code == 404 and error_json(no_route) == {
         "detail": "No API endpoint or object at /api/no-such-endpoint/.",
         "kind": "not_found",
     }

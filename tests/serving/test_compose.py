@@ -146,3 +146,26 @@ def test_each_queue_has_its_workers_and_each_worker_its_own_name(compose):
     routed = {route["queue"] for route in settings.CELERY_TASK_ROUTES.values()} | {settings.CELERY_TASK_DEFAULT_QUEUE}
     assert routed == set(queues)
     assert settings.CELERY_TASK_ROUTES["webhooks.tasks.deliver_webhook"] == {"queue": "webhooks"}
+
+
+def test_the_web_is_checked_for_readiness_and_every_process_shares_one_metrics_folder(compose):
+    """The web's healthcheck asks /readyz (database, Redis, S3); /metrics sums the counters every process writes into
+    one folder, so the web and every worker mount the same volume there, in memory (the files of processes that
+    are gone go with the stack); the monitoring profile's Prometheus is an address allowed to scrape."""
+    from django.conf import settings
+
+    services = compose["services"]
+    assert "/readyz" in " ".join(services["web"]["healthcheck"]["test"])
+    folder = "/app/" + str(settings.METRICS_DIR.relative_to(settings.BASE_DIR))  # the image's default, under /app
+    studio = [name for name, s in services.items() if "studio" in " ".join(s.get("command") or [])]
+    assert {"web", "worker", "webhook-worker", "gpu-worker"} <= set(studio)
+    for name in studio:
+        mounts = [  # docker-compose v1 writes "source:target:mode", v2 a mapping
+            (v["source"], v["target"]) if isinstance(v, dict) else tuple(v.split(":")[:2])
+            for v in services[name].get("volumes", [])
+        ]
+        assert [target for source, target in mounts if source == "metrics"] == [folder], name
+    assert compose["volumes"]["metrics"]["driver_opts"]["type"] == "tmpfs"
+    prometheus_ip = services["prometheus"]["networks"]["default"]["ipv4_address"]
+    assert prometheus_ip in services["web"]["environment"]["STUDIO_METRICS_ALLOW"].split(",")
+    assert "--no-access-log" in services["web"]["command"]  # the studio's JSON request lines instead

@@ -150,3 +150,22 @@ def test_chromium_loads_the_main_pages_with_no_failed_request(stack, browser, ar
     assert images and all(loaded for _, loaded in images), images
     assert any("/thumbnails/" in url for url in from_s3), from_s3
     assert any("/screenshots/" in url for url in from_s3), from_s3
+
+
+def test_the_operators_endpoints_in_production(stack):
+    """Production settings, by the server's own address and through the proxy: ready (PostgreSQL, Redis, S3), the
+    metrics on loopback, the proxy refusing /metrics, the JSON request lines in the web's log."""
+    direct = f"http://127.0.0.1:{stack.ports['web']}"
+    ready = requests.get(f"{direct}/readyz", timeout=10)
+    assert ready.status_code == 200, ready.text
+    assert {name: check["detail"] for name, check in ready.json()["checks"].items()} == {
+        "database": "postgresql",
+        "broker": "redis",
+        "storage": "s3",
+    }
+    assert requests.get(f"{direct}/metrics", timeout=10).text.count("studio_http_requests_total") > 0
+    through_proxy = requests.get(f"{stack.base}/metrics", verify=False, timeout=10)
+    assert through_proxy.status_code == 403 and "scrape the web server directly" in through_proxy.text
+    login = requests.get(f"{stack.base}/login/", verify=False, timeout=10)
+    request_id = login.headers["X-Request-ID"]
+    assert f'"request_id": "{request_id}"' in stack.web.log.read_text()  # production logs JSON lines

@@ -23,6 +23,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from studio.celery import WORKER_STEPS_OFF
+from studio.metrics import metrics_files_clear
 from studio.webserver import uvicorn_command
 
 SUPERVISOR = Path(__file__).resolve().parents[2] / "supervisor.py"
@@ -93,6 +94,7 @@ class Command(BaseCommand):
 
     def handle(self, host, port, queues, **options):
         children = embedded_children(host, port, queues)
+        metrics_files_clear()  # the counters of an earlier run's processes, which are gone
         os.environ.update(embedded_worker_environment())  # the supervisor passes its environment on
         banner = (
             f"Trace Studio on http://{host}:{port}/ (worker queues: {queues},webhooks, at most "

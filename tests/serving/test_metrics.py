@@ -1,0 +1,147 @@
+"""/metrics: Prometheus' scrape of every process's counters and of what the database and disks hold now
+(studio/metrics.py), for the addresses the operator allows."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.serving.test_foundation import run_manage
+
+
+def scrape(client: Client | None = None) -> dict[tuple[str, frozenset], float]:
+    answer = (client or Client()).get("/metrics")
+    assert answer.status_code == 200, answer.content
+    assert answer["Content-Type"].startswith("text/plain; version=0.0.4")
+    return {
+        (sample.name, frozenset(sample.labels.items())): sample.value
+        for family in text_string_to_metric_families(answer.content.decode())
+        for sample in family.samples
+    }
+
+
+def value(samples: dict, name: str, **labels) -> float:
+    return samples.get((name, frozenset(labels.items())), 0.0)
+
+
+def test_requests_are_counted_by_route_and_status(project, annotator):
+    client = Client()
+    client.force_login(annotator)
+    route = "/api/projects/<int:pk>/"
+    before = scrape()
+    for _ in range(3):
+        assert client.get(f"/api/projects/{project.pk}/").status_code == 200
+    assert client.get("/api/projects/999999/").status_code == 404
+    after = scrape()
+    ok = {"route": route, "method": "GET", "status": "200"}
+    assert value(after, "studio_http_requests_total", **ok) - value(before, "studio_http_requests_total", **ok) == 3
+    missing = {**ok, "status": "404"}
+    assert (
+        value(after, "studio_http_requests_total", **missing) - value(before, "studio_http_requests_total", **missing)
+        == 1
+    )
+    histogram = "studio_http_request_duration_seconds_count"
+    assert value(after, histogram, **ok) - value(before, histogram, **ok) == 3
+    assert value(after, "studio_http_request_duration_seconds_bucket", **ok, le="+Inf") >= 3
+
+
+def test_jobs_waiting_and_disks_are_read_at_scrape_time(project, engineer):
+    from exports.services import export_job_create
+
+    export_job_create(project=project, user=engineer, fmt="trl", enqueue=False)
+    samples = scrape()
+    assert value(samples, "studio_jobs", kind="export", status="queued") == 1
+    assert value(samples, "studio_jobs", kind="import", status="running") == 0
+    assert value(samples, "studio_jobs_oldest_queued_age_seconds", kind="export") >= 0
+    assert ("studio_jobs_oldest_queued_age_seconds", frozenset({("kind", "delivery")})) in samples
+    assert (
+        0
+        < value(samples, "studio_disk_free_bytes", path="data")
+        <= value(samples, "studio_disk_size_bytes", path="data")
+    )
+
+
+def test_login_failures_are_counted(annotator):
+    before = value(scrape(), "studio_login_failures_total")
+    assert Client().post("/login/", {"username": "ann", "password": "wrong"}).status_code == 200
+    assert value(scrape(), "studio_login_failures_total") - before == 1
+
+
+def test_a_scrape_from_an_address_not_allowed_is_refused_saying_so(db, settings):
+    refused = Client(REMOTE_ADDR="203.0.113.9").get("/metrics")
+    assert refused.status_code == 403
+    assert refused.content.decode().startswith("Metrics are not served to 203.0.113.9: ")
+    assert "STUDIO_METRICS_ALLOW" in refused.content.decode() and "studio_" not in refused.content.decode()
+    settings.METRICS_ALLOW = ["203.0.113.0/24"]
+    assert Client(REMOTE_ADDR="203.0.113.9").get("/metrics").status_code == 200
+    settings.METRICS_ALLOW = []  # "none"
+    assert Client().get("/metrics").status_code == 403
+
+
+@pytest.mark.parametrize(
+    ("setting", "said"),
+    [
+        ({"STUDIO_METRICS_ALLOW": "10.0.0.0/8,the-proxy"}, "STUDIO_METRICS_ALLOW: 'the-proxy' is neither"),
+        ({"STUDIO_LOG_FORMAT": "xml"}, "STUDIO_LOG_FORMAT must be json or plain, not 'xml'"),
+    ],
+)
+def test_a_misconfiguration_stops_the_start_naming_the_setting(tmp_path, setting, said):
+    result = run_manage("check", env_extra={"STUDIO_DATA_DIR": str(tmp_path), **setting})
+    assert result.returncode != 0 and said in result.stderr, result.stderr[-2000:]
+
+
+def test_a_stacks_start_clears_the_metric_files_of_processes_that_are_gone(settings, tmp_path):
+    from studio.metrics import metrics_files_clear
+
+    settings.METRICS_DIR = tmp_path
+    (tmp_path / "counter_host-123.db").write_bytes(b"\0" * 8)
+    (tmp_path / "notes.txt").write_text("not a metric file")
+    assert metrics_files_clear() == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_draft_saves_and_their_conflicts_are_counted(project, annotator, tmp_path):
+    import json
+
+    from tests.fixtures_annotation import make_traces
+
+    make_traces(project, tmp_path, count=1, steps=3)
+    client = Client()
+    client.force_login(annotator)
+    annotation = client.post(f"/api/projects/{project.pk}/next-trace/").json()["annotation"]
+
+    def save(version: int, note: str):
+        body = json.dumps({"version": version, "note": note, "verdict": "error", "tau": 2})
+        return client.put(f"/api/annotations/{annotation['id']}/draft/", data=body, content_type="application/json")
+
+    before = scrape()
+    assert save(annotation["version"], "first").status_code == 200
+    assert save(annotation["version"], "stale").status_code == 409  # based on the version the first save replaced
+    after = scrape()
+    for outcome in ("saved", "conflict"):
+        counted = value(after, "studio_draft_saves_total", outcome=outcome)
+        assert counted - value(before, "studio_draft_saves_total", outcome=outcome) == 1, outcome
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_jobs_end_is_timed_and_a_failure_counted_by_kind_and_queue(project, engineer, monkeypatch):
+    from exports.models import ExportJob
+    from exports.services import export_job_create
+    from studio.celery import app as celery_app
+    from studio.engine import _task
+
+    monkeypatch.setitem(celery_app.conf, "task_always_eager", True)
+    job = export_job_create(project=project, user=engineer, fmt="trl", enqueue=False)
+    before = scrape()
+    _task("jobs.export.run")(job.pk)
+    ended = ExportJob.objects.get(pk=job.pk).status
+    after = scrape()
+    labels = {"kind": "export", "queue": "default", "status": ended}
+    histogram = "studio_job_duration_seconds_count"
+    assert value(after, histogram, **labels) - value(before, histogram, **labels) == 1
+    failures = value(after, "studio_job_failures_total", kind="export", queue="default") - value(
+        before, "studio_job_failures_total", kind="export", queue="default"
+    )
+    assert failures == (1 if ended == "failed" else 0)
