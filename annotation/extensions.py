@@ -35,7 +35,7 @@ def _statuses(user, traces) -> dict:
     which accepted answer would be its reference. Nobody else sees which traces are gold: an annotator meets them
     in the queue like any other."""
     ids = [trace.pk for trace in traces]
-    counts = annotation_status_counts(ids)
+    counts = annotation_status_counts(ids, viewer=user)
     gold: dict[int, GoldTrace] = {}
     accepted: dict[int, int] = {}
     leads = bool(traces) and can(user, "gold.manage", traces[0].project)
