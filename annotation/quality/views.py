@@ -209,7 +209,7 @@ def answer_feedback(request, annotation_id: int):
             },
             status=Conflict(refusal).status,
         )
-    feedback = selectors.answer_feedback(annotation)
+    feedback = selectors.answer_feedback(annotation, reader=request.user)
     rows = feedback_rows(feedback["comparison"])
     return render(
         request,

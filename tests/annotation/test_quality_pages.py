@@ -195,3 +195,21 @@ def test_a_passed_qualification_opens_the_real_queue_from_the_feedback(project, 
     standing = client.get(f"/projects/{project.pk}/qualification/").content.decode()
     assert 'data-status="passed"' in standing and "Next trace →" in standing
     assert f'data-next-trace="{project.pk}">Next trace →' in client.get("/queue/").content.decode()
+
+
+def test_what_differed_says_you_to_the_annotator_and_their_name_to_a_lead(
+    project, annotator, lead, expert, client, api_client
+):
+    gold_traces(project, traces_of(project, 2), expert=expert, lead=lead)
+    quality.quality_settings_save(project=project, user=lead, fields={"qualification_size": 2})
+    annotation = services.lease_next_trace(user=annotator, project=project)[0]
+    hand_in(annotation, annotator, verdict="no_error")
+    url = f"/annotations/{annotation.pk}/feedback/"
+    client.force_login(annotator)
+    assert "You said no error; the reference says a first error at step 3." in client.get(url).content.decode()
+    words = lambda user: [d["words"] for d in api_client(user).get(f"/api{url}").json()["comparison"]["differences"]]  # noqa: E731
+    assert words(annotator)[0] == "You said no error; the reference says a first error at step 3."
+    client.force_login(lead)
+    page = client.get(url).content.decode()
+    assert "ann said no error; the reference says a first error at step 3." in page and "You said" not in page
+    assert words(lead)[0] == "ann said no error; the reference says a first error at step 3."
