@@ -298,9 +298,12 @@ def _workspace_step_json(step, trace, project, screens: dict, dropped_after: int
         **_gap(step),
         # The source's element boxes on o_i, in the project's convention: the editor's snap targets.
         "elements": step_elements_json(step, convention=trace.coordinate_convention, project=project),
-        # Where a post-reflection for a first error here is written (o_{i+1}), or None when that screen was not
-        # kept: the page reads it, it has no copy of the rule.
-        "reflection_screen": step.index + 1 if screens.get(step.index + 1) is not None else None,
+        # Where a post-reflection for a first error here is written (o_{i+1}), or None when none can be given: that
+        # screen was not kept, or the source dropped steps right after this one (the next screen is not o_{i+1}).
+        # The page reads it, it has no copy of the rule.
+        "reflection_screen": (
+            step.index + 1 if screens.get(step.index + 1) is not None and not dropped_after else None
+        ),
         # What the server records as the reason there is no post-reflection for a first error here ("" when it
         # records none): the page hides the annotator's reason field then, it has no copy of the rule.
         "server_no_reflection_reason": server_no_reflection_reason(
