@@ -1,11 +1,12 @@
-"""What annotation adds to the trace pages and a project's records (traces.extensions), registered by
-``AnnotationConfig.ready()``: the trace page's history and, for a lead, its gold reference; the trace list's
-annotations by status (and, for a lead, which traces are gold); the annotations a project's deletion removes, and the
-error categories annotations still name."""
+"""What annotation adds to the trace pages, the project settings page and a project's records (traces.extensions),
+registered by ``AnnotationConfig.ready()``: the trace page's history and, for a lead, its gold reference; the trace
+list's annotations by status (and, for a lead, which traces are gold); the settings page's quality control section
+(for a lead); the annotations a project's deletion removes, and the error categories annotations still name."""
 
 from __future__ import annotations
 
 from annotation.models import Annotation, AnnotationKind, AnnotationStatus, GoldTrace
+from annotation.quality.page_selectors import settings_rows
 from annotation.quality.selectors import reference_choice, reference_refusal
 from annotation.review.selectors import history_rows, trace_history_visible
 from annotation.selectors import annotation_status_counts, error_categories_in_use
@@ -13,10 +14,12 @@ from studio.access import can
 from traces.extensions import (
     CategoryGuard,
     ProjectRecord,
+    ProjectSettingsSection,
     TraceListColumn,
     TracePanel,
     category_guard_register,
     project_record_register,
+    project_settings_section_register,
     trace_list_column_register,
     trace_panel_register,
 )
@@ -81,6 +84,13 @@ def _gold(user, trace) -> dict:
     return {"gold_panel": {"gold": gold, "offer": offer}}
 
 
+def _quality_settings(user, project) -> dict | None:
+    """The settings page's quality control section: the quality settings' form, for those who may change them."""
+    if not can(user, "quality.manage", project):
+        return None
+    return {"settings": settings_rows(project), "problem": "", "problem_field": ""}
+
+
 def register() -> None:
     trace_panel_register(TracePanel(name="annotation-history", template="review/_history.html", context=_history))
     # Before the history: the trace's gold reference, for a lead.
@@ -101,3 +111,6 @@ def register() -> None:
         )
     )
     category_guard_register(CategoryGuard(name="annotations", refusal=_categories_named))
+    project_settings_section_register(
+        ProjectSettingsSection(name="quality", template="annotation/_settings_quality.html", context=_quality_settings)
+    )
