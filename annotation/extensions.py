@@ -5,6 +5,8 @@ list's annotations by status (and, for a lead, which traces are gold); the setti
 
 from __future__ import annotations
 
+from django.db.models import Count
+
 from annotation.models import Annotation, AnnotationKind, AnnotationStatus, GoldTrace
 from annotation.quality.page_selectors import settings_rows
 from annotation.quality.selectors import reference_choice, reference_refusal
@@ -42,8 +44,18 @@ def _statuses(user, traces) -> dict:
     gold: dict[int, GoldTrace] = {}
     accepted: dict[int, int] = {}
     leads = bool(traces) and can(user, "gold.manage", traces[0].project)
+    scored: dict[int, int] = {}
     if leads:
         gold = {g.trace_id: g for g in GoldTrace.objects.filter(trace_id__in=ids)}
+        # The gold and qualification answers handed in on each gold trace: no work, so not in the counts; a lead
+        # sees them beside the gold mark.
+        scored = dict(
+            Annotation.objects.filter(trace_id__in=list(gold))
+            .exclude(kind=AnnotationKind.PRODUCTION)
+            .exclude(status=AnnotationStatus.DRAFT)
+            .values_list("trace_id")
+            .annotate(n=Count("id"))
+        )
         with_accepted = set(
             Annotation.objects.filter(
                 trace_id__in=[pk for pk in ids if pk not in gold],
@@ -58,7 +70,13 @@ def _statuses(user, traces) -> dict:
                 if not reference_refusal(reference):
                     accepted[trace.pk] = reference.pk
     return {
-        pk: {"counts": counts.get(pk, []), "leads": leads, "gold": gold.get(pk), "accepted": accepted.get(pk)}
+        pk: {
+            "counts": counts.get(pk, []),
+            "leads": leads,
+            "gold": gold.get(pk),
+            "gold_answers": scored.get(pk, 0),
+            "accepted": accepted.get(pk),
+        }
         for pk in ids
     }
 

@@ -108,3 +108,4 @@ def test_an_annotators_views_of_a_gold_trace_and_an_ordinary_one_are_alike(
     lead_listing = client.get(f"/projects/{project.pk}/traces/").content.decode()
     assert re.findall(r'class="pill (\w+)">(\d+)', _status_cell(lead_listing, gold.pk))[:1] == [("accepted", "1")]
     assert f'data-gold-trace="{gold.pk}"' in lead_listing
+    assert '<span class="muted small" data-gold-answers="4">4 answers scored</span>' in lead_listing
