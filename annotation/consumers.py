@@ -53,15 +53,16 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
             # refused, with or without ?project=, rather than an open socket that hears nothing.
             await self.close(code=CLOSE_FORBIDDEN)
             return
-        for project_id in self.project_ids:
-            await self.channel_layer.group_add(events.project_group(project_id), self.channel_name)
+        self.gold_project_ids = await self._gold_seen_in()
+        for group in self._groups():
+            await self.channel_layer.group_add(group, self.channel_name)
         await self.accept()
         await self.send_json({"type": "hello", "projects": self.project_ids, "presence": await self._presence()})
 
     async def disconnect(self, code):
         await self._announce_closed()
-        for project_id in getattr(self, "project_ids", []):
-            await self.channel_layer.group_discard(events.project_group(project_id), self.channel_name)
+        for group in self._groups():
+            await self.channel_layer.group_discard(group, self.channel_name)
 
     async def receive(self, text_data=None, bytes_data=None, **kwargs):
         """A frame that is not JSON text is answered with an error frame; the socket stays open (the stock
@@ -94,6 +95,20 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
 
     # --- helpers -------------------------------------------------------------------------------
 
+    def _groups(self) -> list[str]:
+        """Every project's group, and per project the gold group where the user may know which traces are gold, else
+        the user's own member group (events.broadcast)."""
+        gold = getattr(self, "gold_project_ids", [])
+        return [events.project_group(p) for p in getattr(self, "project_ids", [])] + [
+            events.gold_group(p) if p in gold else events.member_group(p, self.user.pk)
+            for p in getattr(self, "project_ids", [])
+        ]
+
+    @database_sync_to_async
+    def _gold_seen_in(self) -> list[int]:
+        projects = projects_for(self.user, events.GOLD_SEEN_BY).filter(pk__in=self.project_ids)
+        return list(projects.order_by("pk").values_list("pk", flat=True))
+
     async def _refuse(self, exc: StudioError) -> None:
         await self.send_json(error_frame(exc))
 
@@ -107,7 +122,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
 
     @database_sync_to_async
     def _presence(self) -> list[dict]:
-        return presence_snapshot(self.project_ids)
+        return presence_snapshot(self.project_ids, gold_seen_in=self.gold_project_ids)
 
     @database_sync_to_async
     def _trace_project(self, trace_id) -> int | None:

@@ -1,11 +1,14 @@
-"""What annotation adds to the trace pages and a project's records (traces.extensions), registered by
-``AnnotationConfig.ready()``: the trace page's history and, for a lead, its gold reference; the trace list's
-annotations by status (and, for a lead, which traces are gold); the annotations a project's deletion removes, and the
-error categories annotations still name."""
+"""What annotation adds to the trace pages, the project settings page and a project's records (traces.extensions),
+registered by ``AnnotationConfig.ready()``: the trace page's history and, for a lead, its gold reference; the trace
+list's annotations by status (and, for a lead, which traces are gold); the settings page's quality control section
+(for a lead); the annotations a project's deletion removes, and the error categories annotations still name."""
 
 from __future__ import annotations
 
+from django.db.models import Count
+
 from annotation.models import Annotation, AnnotationKind, AnnotationStatus, GoldTrace
+from annotation.quality.page_selectors import settings_rows
 from annotation.quality.selectors import reference_choice, reference_refusal
 from annotation.review.selectors import history_rows, trace_history_visible
 from annotation.selectors import annotation_status_counts, error_categories_in_use
@@ -13,10 +16,12 @@ from studio.access import can
 from traces.extensions import (
     CategoryGuard,
     ProjectRecord,
+    ProjectSettingsSection,
     TraceListColumn,
     TracePanel,
     category_guard_register,
     project_record_register,
+    project_settings_section_register,
     trace_list_column_register,
     trace_panel_register,
 )
@@ -35,12 +40,22 @@ def _statuses(user, traces) -> dict:
     which accepted answer would be its reference. Nobody else sees which traces are gold: an annotator meets them
     in the queue like any other."""
     ids = [trace.pk for trace in traces]
-    counts = annotation_status_counts(ids)
+    counts = annotation_status_counts(ids, viewer=user)
     gold: dict[int, GoldTrace] = {}
     accepted: dict[int, int] = {}
     leads = bool(traces) and can(user, "gold.manage", traces[0].project)
+    scored: dict[int, int] = {}
     if leads:
         gold = {g.trace_id: g for g in GoldTrace.objects.filter(trace_id__in=ids)}
+        # The gold and qualification answers handed in on each gold trace: no work, so not in the counts; a lead
+        # sees them beside the gold mark.
+        scored = dict(
+            Annotation.objects.filter(trace_id__in=list(gold))
+            .exclude(kind=AnnotationKind.PRODUCTION)
+            .exclude(status=AnnotationStatus.DRAFT)
+            .values_list("trace_id")
+            .annotate(n=Count("id"))
+        )
         with_accepted = set(
             Annotation.objects.filter(
                 trace_id__in=[pk for pk in ids if pk not in gold],
@@ -55,7 +70,13 @@ def _statuses(user, traces) -> dict:
                 if not reference_refusal(reference):
                     accepted[trace.pk] = reference.pk
     return {
-        pk: {"counts": counts.get(pk, []), "leads": leads, "gold": gold.get(pk), "accepted": accepted.get(pk)}
+        pk: {
+            "counts": counts.get(pk, []),
+            "leads": leads,
+            "gold": gold.get(pk),
+            "gold_answers": scored.get(pk, 0),
+            "accepted": accepted.get(pk),
+        }
         for pk in ids
     }
 
@@ -81,6 +102,13 @@ def _gold(user, trace) -> dict:
     return {"gold_panel": {"gold": gold, "offer": offer}}
 
 
+def _quality_settings(user, project) -> dict | None:
+    """The settings page's quality control section: the quality settings' form, for those who may change them."""
+    if not can(user, "quality.manage", project):
+        return None
+    return {"settings": settings_rows(project), "problem": "", "problem_field": ""}
+
+
 def register() -> None:
     trace_panel_register(TracePanel(name="annotation-history", template="review/_history.html", context=_history))
     # Before the history: the trace's gold reference, for a lead.
@@ -101,3 +129,6 @@ def register() -> None:
         )
     )
     category_guard_register(CategoryGuard(name="annotations", refusal=_categories_named))
+    project_settings_section_register(
+        ProjectSettingsSection(name="quality", template="annotation/_settings_quality.html", context=_quality_settings)
+    )

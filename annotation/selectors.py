@@ -7,7 +7,7 @@ import difflib
 import re
 from datetime import timedelta
 
-from django.db.models import Count, F, OuterRef, QuerySet, Subquery
+from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.urls import reverse
 from django.utils import timezone
@@ -75,10 +75,20 @@ def traces_awaiting_more_answers(*, project, limit: int = 50) -> tuple[list[dict
     ], len(waiting)
 
 
-def annotation_status_counts(trace_ids) -> dict[int, list[tuple[str, str, int]]]:
-    """Per trace: (status, label, how many annotations are in it), in the workflow's order; one grouped read."""
+def annotation_status_counts(trace_ids, *, viewer) -> dict[int, list[tuple[str, str, int]]]:
+    """Per trace: (status, label, how many annotations are in it), in the workflow's order; one grouped read.
+
+    The trace's work (production answers) and ``viewer``'s own answers of any kind: other people's gold and
+    qualification answers are no work, and a gold trace answered by every annotator it was handed to would stand out
+    by its count, so nobody reading the list learns which traces are gold; the viewer's own gold answer counts as
+    their answer on any other trace would."""
     counts: dict[int, dict[str, int]] = {}
-    rows = Annotation.objects.filter(trace_id__in=list(trace_ids)).values("trace_id", "status").annotate(n=Count("id"))
+    rows = (
+        Annotation.objects.filter(trace_id__in=list(trace_ids))
+        .filter(Q(kind=AnnotationKind.PRODUCTION) | Q(annotator_id=viewer.pk))
+        .values("trace_id", "status")
+        .annotate(n=Count("id"))
+    )
     for row in rows:
         counts.setdefault(row["trace_id"], {})[row["status"]] = row["n"]
     return {
@@ -146,10 +156,12 @@ def queue_for_user(user) -> list[dict]:
                 "project": project,
                 "drafts": list(mine.filter(status=AnnotationStatus.DRAFT).order_by("-updated_at")[:50]),
                 "returned": list(mine.filter(status=AnnotationStatus.REJECTED).order_by("-updated_at")[:50]),
-                # Production work only: gold and qualification answers are no work of the project's.
-                "submitted_count": mine.filter(
-                    status__in=[AnnotationStatus.SUBMITTED, AnnotationStatus.ACCEPTED], kind=AnnotationKind.PRODUCTION
-                ).count(),
+                # What the annotator handed in of the queue: a gold answer counts as any other (its trace looks like
+                # any other, and a count that stood still after its submit would say it was gold); the
+                # qualification's answers, which they answered as such, do not.
+                "submitted_count": mine.filter(status__in=[AnnotationStatus.SUBMITTED, AnnotationStatus.ACCEPTED])
+                .exclude(kind=AnnotationKind.QUALIFICATION)
+                .count(),
                 "open_count": open_count,
                 "open_words": in_words(open_count, "open trace", "open traces"),
                 "awaiting_instruction": (
@@ -286,9 +298,12 @@ def _workspace_step_json(step, trace, project, screens: dict, dropped_after: int
         **_gap(step),
         # The source's element boxes on o_i, in the project's convention: the editor's snap targets.
         "elements": step_elements_json(step, convention=trace.coordinate_convention, project=project),
-        # Where a post-reflection for a first error here is written (o_{i+1}), or None when that screen was not
-        # kept: the page reads it, it has no copy of the rule.
-        "reflection_screen": step.index + 1 if screens.get(step.index + 1) is not None else None,
+        # Where a post-reflection for a first error here is written (o_{i+1}), or None when none can be given: that
+        # screen was not kept, or the source dropped steps right after this one (the next screen is not o_{i+1}).
+        # The page reads it, it has no copy of the rule.
+        "reflection_screen": (
+            step.index + 1 if screens.get(step.index + 1) is not None and not dropped_after else None
+        ),
         # What the server records as the reason there is no post-reflection for a first error here ("" when it
         # records none): the page hides the annotator's reason field then, it has no copy of the rule.
         "server_no_reflection_reason": server_no_reflection_reason(

@@ -13,6 +13,7 @@ from annotation import selectors, services
 from annotation.access import access_annotation, annotations_for
 from annotation.models import AnnotationKind, AnnotationStatus, Verdict
 from annotation.quality import selectors as quality_selectors
+from annotation.quality import services as quality_services
 from annotation.quality.services import QueueClosed
 from annotation.workflow import EDITABLE_BY_ANNOTATOR
 from studio.inputs import id_from_text
@@ -96,6 +97,8 @@ def workspace(request, annotation_id: int):
             # A qualification answer goes on to its feedback once submitted (a gold answer of the real queue looks
             # like any other: no sign of it here).
             "qualification": _qualification_of(annotation),
+            # Skip is offered where the server takes it (a qualification trace is answered, never skipped).
+            "skip_refusal": quality_services.skip_refusal(annotation),
         },
     )
 

@@ -10,6 +10,8 @@ is registered.
 - A project record: rows a project owns, counted on the admin's page that deletes the project (annotation:
   annotations).
 - A category guard: what refuses to drop an error category that rows still name (annotation: annotations).
+- A project settings section: a part of a project's settings page, below its form, with its own form posting to
+  its app's own URL (annotation: the quality control settings, for those who may change them).
 
 Each is registered under a name (registering a name again replaces it) and read in ``order``, then by name, so the
 pages are the same whichever app is ready first."""
@@ -61,10 +63,19 @@ class CategoryGuard:
     refusal: Callable[[Any, list[str]], str]  # (project, categories to drop) -> why not, or ""
 
 
+@dataclass(frozen=True)
+class ProjectSettingsSection:
+    name: str
+    template: str  # a <section>, with its own form; given the context below
+    context: Callable[[Any, Any], dict[str, Any] | None]  # (user, project) -> its context, or None: not shown
+    order: int = 100
+
+
 _panels: dict[str, TracePanel] = {}
 _columns: dict[str, TraceListColumn] = {}
 _records: dict[str, ProjectRecord] = {}
 _guards: dict[str, CategoryGuard] = {}
+_settings_sections: dict[str, ProjectSettingsSection] = {}
 
 
 def trace_panel_register(panel: TracePanel) -> None:
@@ -81,6 +92,17 @@ def project_record_register(record: ProjectRecord) -> None:
 
 def category_guard_register(guard: CategoryGuard) -> None:
     _guards[guard.name] = guard
+
+
+def project_settings_section_register(section: ProjectSettingsSection) -> None:
+    _settings_sections[section.name] = section
+
+
+def project_settings_sections(user, project) -> list[Fragment]:
+    """The settings page's sections for ``user``, in order (a section whose context is None is left out)."""
+    sections = sorted(_settings_sections.values(), key=lambda s: (s.order, s.name))
+    shown = ((section, section.context(user, project)) for section in sections)
+    return [Fragment(section.template, context) for section, context in shown if context is not None]
 
 
 def trace_panels(user, trace) -> list[Fragment]:

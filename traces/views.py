@@ -78,6 +78,8 @@ def project_settings(request, project_id: int):
             "project": project,
             "trace_count": trace_count,
             "traces_in_words": counted(trace_count, Trace),
+            # What other apps add to the page (traces.extensions), each with its own form: quality control's.
+            "sections": extensions.project_settings_sections(request.user, project),
         },
         status=400 if form.errors else 200,
     )

@@ -201,4 +201,4 @@ class AnnotationFeedback(APIView):
         refusal = selectors.feedback_refusal(annotation, request.user)
         if refusal:
             raise Conflict(refusal)
-        return Response(selectors.answer_feedback(annotation))
+        return Response(selectors.answer_feedback(annotation, reader=request.user))

@@ -1,11 +1,38 @@
-"""What the feedback page reads beside ``annotation.quality.selectors``: the stored comparison set out as rows, the
-answer beside the reference part by part (nothing is compared here: the parts' outcomes and words are the
-comparison's)."""
+"""What the quality pages read beside ``annotation.quality.selectors``: the settings form's rows (the quality page
+and the project settings page's quality section show the one form), and for the feedback page the stored
+comparison set out as rows, the answer beside the reference part by part (nothing is compared here: the parts'
+outcomes and words are the comparison's)."""
 
 from __future__ import annotations
 
+from annotation.quality.selectors import SETTING_HELP, quality_settings
 from annotation.selectors import verdict_words
 from traces import grammar
+
+# The settings the quality settings form edits, in its order, with each one's label and its number type.
+SETTING_FIELDS = (
+    ("gold_every", "Gold in each annotator's queue: one trace in", int),
+    ("point_tolerance", "Point tolerance (share of the screen)", float),
+    ("qualification_size", "Qualification set (gold traces; 0: none)", int),
+    ("qualification_pass_mark", "Qualification pass mark (share right)", float),
+    ("min_gold_accuracy", "Flag below this gold accuracy (share)", float),
+    ("min_gold_answers", "Gold answers before accuracy is judged", int),
+    ("min_median_seconds", "Flag below this median time per trace (s)", int),
+    ("max_no_error_streak", "Flag at this many “no error” in a row", int),
+)
+
+
+def settings_rows(project, values: dict | None = None) -> list[dict]:
+    """The settings form's fields: each one's name, label, value (``values``, what a refused form had typed, else
+    the project's), meaning and number type."""
+    if values is None:
+        settings = quality_settings(project)
+        values = {name: getattr(settings, name) for name, _, _ in SETTING_FIELDS}
+    return [
+        {"name": name, "label": label, "value": values[name], "help": SETTING_HELP[name], "kind": kind.__name__}
+        for name, label, kind in SETTING_FIELDS
+    ]
+
 
 # What each part shows of the two answers (the comparison's ``answer`` / ``reference`` dicts).
 _NONE = "—"

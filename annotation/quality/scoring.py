@@ -117,6 +117,20 @@ def _verdict_words(answer: GoldAnswer) -> str:
     return VERDICT_WORDS.get(answer.verdict, answer.verdict)
 
 
+def difference_words(template: str, annotator: str | None = None) -> str:
+    """A difference's words for its reader: the annotator reads "You said…" (``annotator`` None), anybody else the
+    annotator's name ("ann said…"). ``template`` names the annotator as {You}, {you}, {Your} and {your}."""
+    names = (
+        {"You": "You", "you": "you", "Your": "Your", "your": "your"}
+        if annotator is None
+        else {"You": annotator, "you": annotator, "Your": f"{annotator}'s", "your": f"{annotator}'s"}
+    )
+    # Replaced by name, not str.format: the words quote an answer's category, which may hold braces.
+    for marker, name in names.items():
+        template = template.replace("{" + marker + "}", name)
+    return template
+
+
 def point_distance(a: tuple, b: tuple, screen: Screen) -> float | None:
     """The distance of two points of one screenshot as a fraction of the screen (0 the same point; 1 the full width
     or height apart), or None when a pixel convention's screenshot size is unknown."""
@@ -140,12 +154,15 @@ def compare(answer: GoldAnswer, reference: GoldAnswer, *, screen: Screen, tolera
     parts: dict[str, bool | None] = dict.fromkeys(PARTS)
     differences: list[dict] = []
 
-    def differ(part: str, words: str) -> None:
-        differences.append({"part": part, "label": PART_LABELS[part], "words": words})
+    def differ(part: str, template: str) -> None:
+        # Stored with its reader left open (``difference_words``): the annotator reads "you", a lead their name.
+        differences.append(
+            {"part": part, "label": PART_LABELS[part], "words": difference_words(template), "template": template}
+        )
 
     parts["verdict"] = answer.verdict == reference.verdict
     if not parts["verdict"]:
-        differ("verdict", f"You said {_verdict_words(answer)}; the reference says {_verdict_words(reference)}.")
+        differ("verdict", f"{{You}} said {_verdict_words(answer)}; the reference says {_verdict_words(reference)}.")
     distance = in_box = None
     if reference.verdict == "error" and reference.tau is not None:
         found = answer.verdict == "error" and answer.tau is not None
@@ -155,14 +172,14 @@ def compare(answer: GoldAnswer, reference: GoldAnswer, *, screen: Screen, tolera
         if off:
             differ(
                 "tau_exact",
-                f"You marked step {answer.tau}; the reference step {reference.tau} ({off} step{'s' if off > 1 else ''}"
+                f"{{You}} marked step {answer.tau}; the reference step {reference.tau} ({off} step{'s' if off > 1 else ''}"
                 " off).",
             )
         parts["category"] = found and answer.error_category == reference.error_category
         if found and not parts["category"]:
             differ(
                 "category",
-                f"You chose {answer.error_category or 'no category'!r}; the reference {reference.error_category!r}.",
+                f"{{You}} chose {answer.error_category or 'no category'!r}; the reference {reference.error_category!r}.",
             )
         same_step = off == 0
         ref_action, own_action = _action(reference.corrected_action), _action(answer.corrected_action)
@@ -171,7 +188,7 @@ def compare(answer: GoldAnswer, reference: GoldAnswer, *, screen: Screen, tolera
             if same_step and not parts["action_type"]:
                 differ(
                     "action_type",
-                    f"You corrected with {own_action.type if own_action else 'no action'}; the reference with "
+                    f"{{You}} corrected with {own_action.type if own_action else 'no action'}; the reference with "
                     f"{ref_action.type}.",
                 )
             ref_point = ref_action.point()
@@ -180,7 +197,7 @@ def compare(answer: GoldAnswer, reference: GoldAnswer, *, screen: Screen, tolera
                 if own_point is None:
                     parts["point"] = False
                     if same_step:
-                        differ("point", "Your corrected action has no point; the reference's has one.")
+                        differ("point", "{Your} corrected action has no point; the reference's has one.")
                 else:
                     box = grammar.box_of(reference.target_box) if reference.target_box is not None else None
                     in_box = grammar.point_in_box(own_point, box) if box is not None else None
@@ -191,12 +208,12 @@ def compare(answer: GoldAnswer, reference: GoldAnswer, *, screen: Screen, tolera
                         far = f"{distance:.3f} of the screen" if distance is not None else "an unknown distance"
                         differ(
                             "point",
-                            f"Your point is {where}{far} from the reference's point (within {tolerance:g} counts).",
+                            f"{{Your}} point is {where}{far} from the reference's point (within {tolerance:g} counts).",
                         )
         if reference.reflection_action.strip():
             parts["reflection"] = found and bool(answer.reflection_action.strip())
             if found and not parts["reflection"]:
-                differ("reflection", "The reference writes a post-reflection step; your answer has none.")
+                differ("reflection", "The reference writes a post-reflection step; {your} answer has none.")
     correct = all(parts[p] is not False for p in STRICT_PARTS)
     return Comparison(
         parts=parts,

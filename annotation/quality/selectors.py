@@ -7,7 +7,7 @@ For the pages (their contract; each answers JSON-ready dicts):
 - ``quality_dashboard(project, period)``: each annotator's figures and flags (``DashboardFlags``), the project's own
   figures beside them, the latest gold changes, and ``csv`` (header and rows of the dashboard's CSV);
 - ``gold_list(project)`` / ``gold_json(gold)`` / ``gold_detail(gold)``: the gold traces and the scores each gave;
-- ``answer_feedback(annotation)``: the part-by-part comparison of a scored answer with its reference (the
+- ``answer_feedback(annotation, reader=)``: the part-by-part comparison of a scored answer with its reference (the
   qualification's feedback; ``feedback_refusal`` says why an annotator may not see it yet);
 - ``qualification_state(user=, project=)``: whether the real queue is open to a member and, if not, why and what
   to do (the queue page shows it instead of an empty queue); ``queue_with_quality(user)``: the queue page's rows
@@ -247,14 +247,23 @@ def feedback_refusal(annotation: Annotation, user) -> str:
     return ""
 
 
-def answer_feedback(annotation: Annotation) -> dict:
+def answer_feedback(annotation: Annotation, *, reader) -> dict:
     """The stored comparison of a scored answer with its reference (``scoring.Comparison.as_dict``: the parts, the
-    differences in words, both answers), with the qualification attempt's progress for a qualification answer."""
+    differences in words, both answers), with the qualification attempt's progress for a qualification answer. The
+    differences' words follow ``reader``: "You said…" for the answer's annotator, their name for anybody else."""
     score = GoldScore.objects.select_related("attempt").get(annotation=annotation)
+    named = None if reader.pk == annotation.annotator_id else annotation.annotator.username
+    comparison = {
+        **score.comparison,
+        "differences": [
+            {**d, "words": scoring.difference_words(d["template"], named)} if "template" in d else d
+            for d in score.comparison.get("differences", [])
+        ],
+    }
     data = {
         "annotation_id": annotation.pk,
         "kind": score.kind,
-        "comparison": score.comparison,
+        "comparison": comparison,
         "correct": score.correct,
         "rescored_at": score.rescored_at.isoformat() if score.rescored_at else None,
         "gold_removed": score.gold_id is None or score.gold_removed_at is not None,

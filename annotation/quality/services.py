@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from annotation import events
@@ -278,30 +278,73 @@ def gold_remove(*, gold: GoldTrace, user) -> dict:
 # --- Scores ---------------------------------------------------------------------------------------------------
 
 
-def _comparison(*, annotation: Annotation, gold: GoldTrace, settings: QualitySettings) -> scoring.Comparison:
+# A skipped gold answer is scored as an answer that says nothing: every part that applies is wrong.
+SKIPPED = scoring.GoldAnswer(verdict="")
+
+
+def _comparison(
+    *, annotation: Annotation, gold: GoldTrace, settings: QualitySettings, skipped: bool = False
+) -> scoring.Comparison:
     project = gold.trace.project
     reference = gold.reference
     return scoring.compare(
-        gold_answer_of(annotation, project=project),
+        SKIPPED if skipped else gold_answer_of(annotation, project=project),
         gold_answer_of(reference, project=project),
         screen=gold_screen(trace=gold.trace, tau=reference.tau, project=project),
         tolerance=settings.point_tolerance,
     )
 
 
+def _comparison_json(comparison: scoring.Comparison, *, skipped: bool) -> dict:
+    return {**comparison.as_dict(), "skipped": True} if skipped else comparison.as_dict()
+
+
+def _was_skipped(score: GoldScore | None) -> bool:
+    return score is not None and bool((score.comparison or {}).get("skipped"))
+
+
+def skip_refusal(annotation: Annotation) -> str:
+    """Why ``annotation`` may not be skipped, or "" (the skip service refuses with it; the workspace offers no Skip
+    then). A qualification answer is answered, never skipped: skipping the hard ones would pass on the easy ones
+    ("unusable" is the answer to a trace that cannot be judged). A gold answer of the real queue skips as any other
+    trace (it must look like one), and its skip counts as a wrong answer (``gold_answer_skipped``)."""
+    if annotation.kind == AnnotationKind.QUALIFICATION:
+        return (
+            'A qualification trace cannot be skipped: answer it ("Unusable" is an answer, for a trace that cannot '
+            "be judged)."
+        )
+    return ""
+
+
+def gold_answer_skipped(*, annotation: Annotation) -> GoldScore | None:
+    """A gold answer of the real queue skipped (``annotation_skip`` calls it in its transaction): scored as an answer
+    that says nothing, so skipping a trace until one comes that is not gold gains nothing. The draft stays the
+    annotator's as any skipped draft; its skip's score stands when it is handed in later (``gold_answer_score``).
+    None for a production answer, or a trace that is gold no more."""
+    if annotation.kind != AnnotationKind.GOLD:
+        return None
+    return gold_answer_score(annotation=annotation, skipped=True)
+
+
 def _parts_fields(comparison: scoring.Comparison) -> dict:
     return {f"{part}_ok": comparison.parts[part] for part in scoring.PARTS} | {"correct": comparison.correct}
 
 
-def gold_answer_score(*, annotation: Annotation, count_in_attempt: bool = True) -> GoldScore | None:
-    """Score a submitted gold or qualification answer against its trace's reference (the submit calls it in its
-    transaction); a qualification answer also counts in its attempt, which ends passed or failed with its last
-    answer. None when the trace is gold no more (its gold was removed while the answer was open)."""
+def gold_answer_score(
+    *, annotation: Annotation, count_in_attempt: bool = True, skipped: bool = False
+) -> GoldScore | None:
+    """Score a submitted (or ``skipped``) gold or qualification answer against its trace's reference (the submit
+    and the skip call it in their transaction); a qualification answer also counts in its attempt, which ends passed
+    or failed with its last answer. An answer whose skip was scored keeps that score. None when the trace is gold no
+    more (its gold was removed while the answer was open)."""
     gold = GoldTrace.objects.select_related("trace__project", "reference").filter(trace_id=annotation.trace_id).first()
     if gold is None:
         return None
+    existing = GoldScore.objects.filter(annotation=annotation).first()
+    if _was_skipped(existing):
+        return existing
     settings = quality_settings(gold.trace.project)
-    comparison = _comparison(annotation=annotation, gold=gold, settings=settings)
+    comparison = _comparison(annotation=annotation, gold=gold, settings=settings, skipped=skipped)
     attempt = None
     if annotation.kind == AnnotationKind.QUALIFICATION and count_in_attempt:
         attempt = (
@@ -321,7 +364,7 @@ def gold_answer_score(*, annotation: Annotation, count_in_attempt: bool = True) 
             "external_id": gold.trace.external_id or "",
             "reference_id_kept": gold.reference_id,
             "reference_version": gold.reference_version,
-            "comparison": comparison.as_dict(),
+            "comparison": _comparison_json(comparison, skipped=skipped),
             "submitted_at": annotation.submitted_at or timezone.now(),
             **_parts_fields(comparison),
         },
@@ -388,17 +431,21 @@ def gold_rescore(*, gold: GoldTrace) -> dict:
     answers = Annotation.objects.filter(
         trace_id=gold.trace_id, kind__in=(AnnotationKind.GOLD, AnnotationKind.QUALIFICATION)
     )
-    for annotation in answers.exclude(status=AnnotationStatus.DRAFT).select_related("annotator"):
+    scored_skips = GoldScore.objects.filter(annotation__in=answers, comparison__skipped=True).values("annotation")
+    # Submitted answers, and drafts whose skip was scored.
+    scored = answers.filter(~Q(status=AnnotationStatus.DRAFT) | Q(pk__in=scored_skips))
+    for annotation in scored.select_related("annotator"):
         score = GoldScore.objects.filter(annotation=annotation).first()
         if score is None:  # its submit's scoring failed: scored now, apart from its attempt (which went on without it)
             gold_answer_score(annotation=annotation, count_in_attempt=False)
             rescored += 1
             continue
-        comparison = _comparison(annotation=annotation, gold=gold, settings=settings)
+        skipped = _was_skipped(score)
+        comparison = _comparison(annotation=annotation, gold=gold, settings=settings, skipped=skipped)
         fields = _parts_fields(comparison)
         changed += any(getattr(score, name) != value for name, value in fields.items())
         score.previous = score.comparison
-        score.comparison = comparison.as_dict()
+        score.comparison = _comparison_json(comparison, skipped=skipped)
         for name, value in fields.items():
             setattr(score, name, value)
         score.reference_id_kept, score.reference_version, score.rescored_at = (

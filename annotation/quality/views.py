@@ -15,24 +15,12 @@ from django.views.decorators.http import require_POST
 from annotation.access import access_annotation
 from annotation.models import GoldTrace
 from annotation.quality import selectors, services
-from annotation.quality.page_selectors import feedback_rows, feedback_screen
+from annotation.quality.page_selectors import SETTING_FIELDS, feedback_rows, feedback_screen, settings_rows
 from studio.access import can
 from studio.errors import Conflict, Invalid
 from studio.inputs import form_number
 from studio.permissions import Role
 from traces.access import access_project
-
-# The settings the quality page's form edits, in its order, with each one's label and its number type.
-SETTING_FIELDS = (
-    ("gold_every", "Gold in each annotator's queue: one trace in", int),
-    ("point_tolerance", "Point tolerance (share of the screen)", float),
-    ("qualification_size", "Qualification set (gold traces; 0: none)", int),
-    ("qualification_pass_mark", "Qualification pass mark (share right)", float),
-    ("min_gold_accuracy", "Flag below this gold accuracy (share)", float),
-    ("min_gold_answers", "Gold answers before accuracy is judged", int),
-    ("min_median_seconds", "Flag below this median time per trace (s)", int),
-    ("max_no_error_streak", "Flag at this many “no error” in a row", int),
-)
 
 
 @require_POST
@@ -91,23 +79,14 @@ def project_quality(request, project_id: int):
             values = {name: request.POST.get(name, "") for name, _, _ in SETTING_FIELDS}
         else:
             messages.success(request, "Quality settings saved.")
-            return redirect("project-quality", project_id=project.pk)
+            # Back to the page the form was on: this page, or the project's settings page (its quality section).
+            return redirect(_back(request, reverse("project-quality", args=[project.pk])))
     return _quality_page(request, project, values=values, problem=problem, problem_field=problem_field, status=status)
 
 
 def _quality_page(request, project, *, values=None, problem="", problem_field="", status=200, **extra):
     settings = selectors.quality_settings(project)
-    values = values or {name: getattr(settings, name) for name, _, _ in SETTING_FIELDS}
-    setting_rows = [
-        {
-            "name": name,
-            "label": label,
-            "value": values[name],
-            "help": selectors.SETTING_HELP[name],
-            "kind": kind.__name__,
-        }
-        for name, label, kind in SETTING_FIELDS
-    ]
+    setting_rows = settings_rows(project, values)
     return render(
         request,
         "annotation/quality.html",
@@ -209,7 +188,7 @@ def answer_feedback(request, annotation_id: int):
             },
             status=Conflict(refusal).status,
         )
-    feedback = selectors.answer_feedback(annotation)
+    feedback = selectors.answer_feedback(annotation, reader=request.user)
     rows = feedback_rows(feedback["comparison"])
     return render(
         request,

@@ -14,12 +14,13 @@ from annotation import dashboards, services
 from annotation.access import access_annotation
 from annotation.agreement import agreement_report
 from annotation.api import ActionCheckSerializer
+from annotation.events import GOLD_SEEN_BY
 from annotation.models import AnnotationStatus
 from annotation.review import selectors as review_selectors
 from annotation.review import services as review
 from annotation.selectors import annotation_fields_json, verdict_words, workspace_steps_range
 from annotation.services import answer_for_verdict
-from studio.access import ActionPermission
+from studio.access import ActionPermission, can
 from traces.access import access_project, access_trace
 
 
@@ -231,7 +232,9 @@ class ProjectPresence(LeadView):
     @extend_schema(responses={200: dict})
     def get(self, request, project_id: int):
         project = self.project(project_id)
-        return Response({"results": review_selectors.presence_snapshot([project])})
+        # A gold trace's leases only for those who may know which traces are gold.
+        gold_seen_in = [project] if can(request.user, GOLD_SEEN_BY, project) else []
+        return Response({"results": review_selectors.presence_snapshot([project], gold_seen_in=gold_seen_in)})
 
 
 class TraceHistory(LeadView):

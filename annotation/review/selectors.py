@@ -6,7 +6,7 @@ import copy
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.urls import reverse
 
 from annotation.access import annotations_for, history_for
@@ -441,8 +441,14 @@ def review_context(annotation: Annotation) -> dict:
     return context
 
 
-def presence_snapshot(projects) -> list[dict]:
-    """Who holds which trace open right now (open leases), for the live lists."""
+def presence_snapshot(projects, *, gold_seen_in=()) -> list[dict]:
+    """Who holds which trace open right now (open leases), for the live lists; a gold trace's leases only in the
+    projects of ``gold_seen_in`` (where the reader may know which traces are gold: ``events.GOLD_SEEN_BY``)."""
+    leases = (
+        open_leases()
+        .filter(trace__project__in=projects)
+        .exclude(Q(trace__gold__isnull=False) & ~Q(trace__project__in=list(gold_seen_in)))
+    )
     return [
         {
             "lease_id": lease.pk,
@@ -453,5 +459,5 @@ def presence_snapshot(projects) -> list[dict]:
             "expires_at": lease.expires_at.isoformat(),
             "heartbeat_at": lease.heartbeat_at.isoformat(),
         }
-        for lease in open_leases().filter(trace__project__in=projects)
+        for lease in leases
     ]

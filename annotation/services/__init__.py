@@ -22,7 +22,7 @@ from annotation.services.drafts import (
     observation_for,
     submit_problems,
 )
-from annotation.services.errors import LeaseLost, NotEditable, StaleVersion, SubmitRejected
+from annotation.services.errors import LeaseLost, NotEditable, SkipRefused, StaleVersion, SubmitRejected
 from annotation.services.leases import (
     HEARTBEAT_CREDIT_CAP_S,
     lease_heartbeat,
@@ -51,6 +51,7 @@ __all__ = [
     "LeaseLost",
     "NotEditable",
     "StaleVersion",
+    "SkipRefused",
     "SubmitRejected",
     "action_check",
     "annotation_record_edit",

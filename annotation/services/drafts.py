@@ -16,7 +16,7 @@ from annotation.selectors import (
     server_no_reflection_reason,
     steps_dropped_before,
 )
-from annotation.services.errors import NotEditable, StaleVersion, SubmitRejected, _conflict_fields
+from annotation.services.errors import NotEditable, SkipRefused, StaleVersion, SubmitRejected, _conflict_fields
 from annotation.services.leases import (
     _release_user_leases,
 )
@@ -409,9 +409,14 @@ def annotation_submit(*, annotation_id: int, user, base_version: int) -> Annotat
 
 @atomic_with_retry
 def annotation_skip(*, annotation_id: int, user) -> Annotation:
-    """Give the trace back to the pool; the draft stays the annotator's."""
+    """Give the trace back to the pool; the draft stays the annotator's. A qualification answer is not skipped
+    (``quality.skip_refusal``, a 409); a gold answer's skip is scored as a wrong answer (``gold_answer_skipped``)."""
     annotation = _lock_own_annotation(annotation_id=annotation_id, user=user)
+    refusal = quality.skip_refusal(annotation)
+    if refusal:
+        raise SkipRefused(refusal, **_conflict_fields(annotation))
     _release_user_leases(trace_id=annotation.trace_id, user=user, reason="skipped", now=timezone.now())
+    quality.gold_answer_skipped(annotation=annotation)
     return annotation
 
 

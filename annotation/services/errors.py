@@ -20,6 +20,10 @@ class LeaseLost(Conflict):
     """The lease was released by a lead, or expired and another annotator took the trace."""
 
 
+class SkipRefused(Conflict):
+    """This answer is not skipped (a qualification trace: ``quality.skip_refusal`` says why)."""
+
+
 class SubmitRejected(Invalid):
     """The annotation is not complete; ``errors`` maps each field to what it still needs."""
 

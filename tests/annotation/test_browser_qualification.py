@@ -79,6 +79,11 @@ def test_qualification_feedback_failure_and_another_attempt(
     page.click(f"[data-next-trace='{project.pk}']")
     page.wait_for_url(re.compile(r"/annotations/\d+/$"))
     assert "0 of 2 answered" in page.inner_text("#ws-qualification")
+    # A qualification trace is answered, never skipped: no Skip, and the chip says why.
+    page.wait_for_selector("#ws[data-ready='1']")
+    assert page.locator("#ws-skip").count() == 0 and page.locator("#ws-submit").is_visible()
+    assert "cannot be skipped" in page.get_attribute("#ws-qualification", "title")
+    page.screenshot(path=str(artifacts_dir / f"qualification-workspace-{screen}.png"))
     answer_no_error_and_submit(page)
 
     # The feedback: the result in words, the reference beside the answer part by part, what differed.

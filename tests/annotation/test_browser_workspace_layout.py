@@ -151,7 +151,7 @@ def test_a_step_without_a_screenshot_does_not_ask_for_a_click(browser, live_serv
     page.keyboard.press("Escape")
     page.keyboard.press("End")
     goto = page.inner_text("#ws-goto-text")
-    assert "→ for the post-reflection" not in goto and "step 2 has no screenshot" in goto, goto
+    assert "→ for the post-reflection" not in goto and "no post-reflection can be given" in goto, goto
     # At τ the missing post-reflection is explained, and its reason is not asked for: the server records it
     # (annotation.selectors.server_no_reflection_reason), so the "No post-reflection because…" field stays hidden.
     page.keyboard.press("t")
@@ -163,6 +163,37 @@ def test_a_step_without_a_screenshot_does_not_ask_for_a_click(browser, live_serv
     page.keyboard.press("Escape")
     page.keyboard.press("j")
     assert page.is_visible("#ws-reflection-body") and page.is_visible("#f-no_reflection_reason")
+    context.close()
+
+
+def test_after_a_gap_right_after_tau_the_servers_reason_stands_in_place_of_the_post_reflection(
+    browser, live_server, project, annotator, tmp_path, artifacts_dir
+):
+    # The source dropped a step between steps 2 and 3: step 3's screen is not o_3, so a first error at step 2 has no
+    # post-reflection (the server refuses one and records why). The page showed the editor on step 3 anyway.
+    folder = write_native_trace(tmp_path / "t", steps=4)
+    document = json.loads((folder / "trace.json").read_text())
+    document["steps"][2]["missing_before"] = 1
+    (folder / "trace.json").write_text(json.dumps(document))
+    import_folder(project, folder)
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    page = context.new_page()
+    login(page, live_server.url, "ann")
+    open_next_trace(page, live_server.url)
+    page.keyboard.press("j")
+    page.keyboard.press("e")  # τ = 2
+    page.keyboard.press("Escape")
+    missing = page.locator("#ws-reflection-missing")
+    assert missing.is_visible(), "the reason stands beside the correction at τ"
+    words = missing.inner_text()
+    assert words.startswith("The source dropped 1 step between step 2 and step 3") and "record" in words, words
+    assert page.locator("#ws-reflection-body").is_hidden() and page.locator("#f-no_reflection_reason").is_hidden()
+    page.screenshot(path=str(artifacts_dir / "workspace-gap-after-tau.png"))
+    page.keyboard.press("j")  # step 3: no post-reflection editor on a screen that is not o_3
+    assert page.locator("#ws-reflection").is_hidden() and page.locator(".ws-tag.refl").count() == 0
+    page.keyboard.press("End")
+    goto = page.inner_text("#ws-goto-text")
+    assert "no post-reflection can be given" in goto and "→ for the post-reflection" not in goto, goto
     context.close()
 
 

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from annotation.quality.scoring import GoldAnswer, Screen, compare, point_distance, wilson_interval
+from annotation.quality.scoring import GoldAnswer, Screen, compare, difference_words, point_distance, wilson_interval
 
 REFERENCE = GoldAnswer(
     verdict="error",
@@ -135,3 +135,17 @@ def test_wilson_interval_of_nothing_is_none_and_bad_counts_are_refused():
     assert wilson_interval(0, 0) is None
     with pytest.raises(ValueError):
         wilson_interval(4, 3)
+
+
+def test_what_differed_follows_its_reader():
+    result = compare(
+        _answer(error_category="{odd} category", corrected_action="click(start_box='(500,260)')"),
+        REFERENCE,
+        screen=SCREEN,
+        tolerance=0.05,
+    )
+    said = {d["part"]: d for d in result.differences}
+    assert said["category"]["words"].startswith("You chose '{odd} category'")
+    assert difference_words(said["category"]["template"], "ann").startswith("ann chose '{odd} category'")
+    assert difference_words(said["point"]["template"]).startswith("Your point is outside")
+    assert difference_words(said["point"]["template"], "ann").startswith("ann's point is outside")

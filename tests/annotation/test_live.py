@@ -236,3 +236,65 @@ def test_a_submit_and_a_pause_reach_the_quality_dashboard_as_quality_events(live
         await dashboard.disconnect()
 
     run(scenario)
+
+
+def test_an_annotators_socket_hears_nothing_that_tells_gold(live_setup, lead, project, make_user):
+    """Other annotators' gold answers and leases, and the quality figures, reach the leads' sockets only; the
+    annotator hears of their own gold answer as of any other."""
+    from annotation.quality import services as quality
+    from annotation.services import lease_next_trace
+    from tests.fixtures_quality import gold_traces, hand_in, traces_of
+    from traces.services import membership_add
+
+    expert = make_user("expert", Role.ANNOTATOR)
+    other = make_user("other", Role.ANNOTATOR)
+    holder = make_user("holder", Role.ANNOTATOR)
+    listener = make_user("listener", Role.ANNOTATOR)
+    for user in (expert, other, holder, listener):
+        membership_add(project=project, user=user)
+    (gold,) = gold_traces(project, traces_of(project, 1), expert=expert, lead=lead)
+    quality.quality_settings_save(project=project, user=lead, fields={"gold_every": 1})
+
+    def claim_and_submit(user):
+        answer, _ = lease_next_trace(user=user, project=project)
+        assert answer.trace_id == gold.trace_id
+        return hand_in(answer, user, verdict="no_error")
+
+    def claim(user):
+        return lease_next_trace(user=user, project=project)[0]
+
+    async def scenario():
+        watcher, leading = communicator(listener), communicator(lead)
+        assert (await watcher.connect())[0] and (await leading.connect())[0]
+        await receive_type(watcher, "hello")
+        await receive_type(leading, "hello")
+        theirs = await database_sync_to_async(claim_and_submit)(other)
+        assert (await receive_type(leading, "annotation"))["annotation_id"] == theirs.pk
+        assert await receive_type(leading, "quality")
+        held = await database_sync_to_async(claim)(holder)  # a gold trace held open by another annotator
+        assert (await receive_type(leading, "lease"))["user"] == "holder"
+        assert await watcher.receive_nothing(timeout=0.5)  # neither their leases, nor their submit, nor the figures
+        mine = await database_sync_to_async(claim_and_submit)(listener)
+        heard = [await watcher.receive_json_from(timeout=5) for _ in range(3)]
+        assert [(e["type"], e.get("state") or e.get("verb")) for e in heard] == [
+            ("lease", "open"),
+            ("lease", "released"),
+            ("annotation", "submit"),
+        ]
+        assert heard[2]["annotation_id"] == mine.pk
+        assert await watcher.receive_nothing(timeout=0.5)  # no quality event after their own submit
+        await watcher.send_json_to({"type": "presence.snapshot"})
+        seen = (await receive_type(watcher, "presence.snapshot"))["presence"]
+        seen_by_lead = await _lead_snapshot(leading)
+        assert [(p["trace_id"], p["user"]) for p in seen_by_lead if p["trace_id"] == held.trace_id] == [
+            (held.trace_id, "holder")
+        ]
+        assert seen == [p for p in seen_by_lead if p["trace_id"] != held.trace_id] != []
+        await watcher.disconnect()
+        await leading.disconnect()
+
+    async def _lead_snapshot(comm):
+        await comm.send_json_to({"type": "presence.snapshot"})
+        return (await receive_type(comm, "presence.snapshot"))["presence"]
+
+    run(scenario)

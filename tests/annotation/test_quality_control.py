@@ -20,6 +20,7 @@ from annotation.models import (
 )
 from annotation.quality import selectors as quality_selectors
 from annotation.quality import services as quality
+from annotation.quality.scoring import PARTS
 from annotation.review.services import review_adjudicate
 from studio.errors import Invalid
 from studio.permissions import Role
@@ -392,3 +393,51 @@ def test_a_reference_sent_back_stops_handing_out_its_trace_and_rescores_once_acc
     review_accept(annotation_id=reference.pk, actor=lead)
     assert GoldScore.objects.get(annotation=answer).correct
     assert GoldEvent.objects.filter(kind="reference_changed", actor=lead).count() == 1
+
+
+# --- skipping gold and qualification traces ------------------------------------------------------------------------
+
+
+def test_a_qualification_trace_is_not_skipped_and_its_workspace_offers_no_skip(
+    project, lead, expert, newcomer, api_client, client
+):
+    gold_traces(project, traces_of(project, 3), expert=expert, lead=lead)
+    _settings(project, lead, qualification_size=2)
+    annotation, _ = services.lease_next_trace(user=newcomer, project=project)
+    assert annotation.kind == AnnotationKind.QUALIFICATION
+    refused = api_client(newcomer).post(f"/api/annotations/{annotation.pk}/skip/")
+    assert refused.status_code == 409 and refused.json()["detail"].startswith("A qualification trace cannot be skipped")
+    # Nothing changed: the trace is still theirs, and the hand-out gives it again rather than an easier one.
+    assert services.lease_next_trace(user=newcomer, project=project)[0].pk == annotation.pk
+    client.force_login(newcomer)
+    assert 'id="ws-skip"' not in client.get(f"/annotations/{annotation.pk}/").content.decode()
+
+
+def test_a_skipped_gold_trace_counts_as_a_wrong_answer_whatever_comes_after(
+    project, lead, expert, annotator, api_client, client, make_user
+):
+    (gold,) = gold_traces(project, traces_of(project, 1), expert=expert, lead=lead)
+    traces_of(project, 1, start=10)
+    _settings(project, lead, gold_every=1)
+    annotation, _ = services.lease_next_trace(user=annotator, project=project)
+    assert annotation.kind == AnnotationKind.GOLD
+    client.force_login(annotator)
+    assert 'id="ws-skip"' in client.get(f"/annotations/{annotation.pk}/").content.decode()  # as on any trace
+    skipped = api_client(annotator).post(f"/api/annotations/{annotation.pk}/skip/")
+    assert skipped.status_code == 200, skipped.json()
+    score = GoldScore.objects.get(annotation=annotation)
+    assert not score.correct and score.comparison["skipped"] is True
+    applying = {part: getattr(score, f"{part}_ok") for part in PARTS if getattr(score, f"{part}_ok") is not None}
+    assert applying and not any(applying.values())  # every part that applies is wrong
+    # The next trace is no other gold trace (none is left) but the production one; the skipped one never comes back.
+    following, _ = services.lease_next_trace(user=annotator, project=project)
+    assert following.kind == AnnotationKind.PRODUCTION and following.trace_id != gold.trace_id
+    # Handed in later with the reference's own answer, the skip's score stands: skipping first gains nothing.
+    hand_in(Annotation.objects.get(pk=annotation.pk), annotator, **error_fields(3))
+    score.refresh_from_db()
+    assert not score.correct and score.comparison["skipped"] is True
+    # A changed reference scores the skip again as a skip.
+    other = make_user("other", Role.ANNOTATOR)
+    quality.gold_mark_answer(annotation_id=reference_of(gold.trace, annotator=other, lead=lead, tau=4).pk, user=lead)
+    score.refresh_from_db()
+    assert score.rescored_at is not None and not score.correct and score.comparison["skipped"] is True

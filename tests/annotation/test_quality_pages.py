@@ -195,3 +195,53 @@ def test_a_passed_qualification_opens_the_real_queue_from_the_feedback(project, 
     standing = client.get(f"/projects/{project.pk}/qualification/").content.decode()
     assert 'data-status="passed"' in standing and "Next trace →" in standing
     assert f'data-next-trace="{project.pk}">Next trace →' in client.get("/queue/").content.decode()
+
+
+def test_what_differed_says_you_to_the_annotator_and_their_name_to_a_lead(
+    project, annotator, lead, expert, client, api_client
+):
+    gold_traces(project, traces_of(project, 2), expert=expert, lead=lead)
+    quality.quality_settings_save(project=project, user=lead, fields={"qualification_size": 2})
+    annotation = services.lease_next_trace(user=annotator, project=project)[0]
+    hand_in(annotation, annotator, verdict="no_error")
+    url = f"/annotations/{annotation.pk}/feedback/"
+    client.force_login(annotator)
+    assert "You said no error; the reference says a first error at step 3." in client.get(url).content.decode()
+    words = lambda user: [d["words"] for d in api_client(user).get(f"/api{url}").json()["comparison"]["differences"]]  # noqa: E731
+    assert words(annotator)[0] == "You said no error; the reference says a first error at step 3."
+    client.force_login(lead)
+    page = client.get(url).content.decode()
+    assert "ann said no error; the reference says a first error at step 3." in page and "You said" not in page
+    assert words(lead)[0] == "ann said no error; the reference says a first error at step 3."
+
+
+def test_the_project_settings_page_holds_the_quality_settings_for_a_lead(project, lead, annotator, client):
+    from django.urls import reverse
+
+    settings_url = reverse("project-settings", args=[project.pk])
+    client.force_login(lead)
+    page = client.get(settings_url).content.decode()
+    assert 'id="quality-settings-section"' in page and f'action="/projects/{project.pk}/quality/"' in page
+    assert 'name="gold_every" value="0"' in page and f'name="next" value="{settings_url}"' in page
+    fields = _form_values(page) | {"gold_every": "7"}
+    saved = client.post(f"/projects/{project.pk}/quality/", fields)
+    assert saved.status_code == 302 and saved["Location"] == settings_url
+    assert quality_settings(project).gold_every == 7
+    back = client.get(settings_url).content.decode()
+    assert "Quality settings saved." in back and 'name="gold_every" value="7"' in back
+    # The quality page's own form (no ``next``) still comes back to the quality page.
+    own = {name: value for name, value in fields.items() if name != "next"}
+    assert client.post(f"/projects/{project.pk}/quality/", own)["Location"] == f"/projects/{project.pk}/quality/"
+    # A refused value stays beside its field on the quality page, with what was typed.
+    refused = client.post(f"/projects/{project.pk}/quality/", {**fields, "point_tolerance": "1.5"})
+    assert refused.status_code == 400 and 'value="1.5"' in refused.content.decode()
+    assert quality_settings(project).point_tolerance != 1.5
+    client.force_login(annotator)  # nobody else sees the section (an annotator is refused the settings page anyway)
+    assert client.get(settings_url).status_code == 403
+
+
+def _form_values(page: str) -> dict:
+    import re
+
+    section = page[page.index('id="quality-settings-section"') :]
+    return dict(re.findall(r'<input type="(?:number|hidden)" (?:id="[^"]*" )?name="(\w+)" value="([^"]*)"', section))

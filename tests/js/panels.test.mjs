@@ -18,17 +18,18 @@ test("the verdict panel names the answer, τ for an error", () => {
   assert.equal(verdictText({ verdict: "" }), "Not decided yet.");
 });
 
-test("without o_{τ+1}: τ the last step (no screen kept after it) or the next step without a screenshot", () => {
-  assert.equal(reflectionMissingText(12, 12),
-    "τ is the last step and the runner kept no screen after it: there is no o₁₃, so no post-reflection can be given. The annotation will record why.");
-  assert.equal(reflectionMissingText(5, 12), "Step 6 has no screenshot: no post-reflection can be given. The annotation will record why.");
+test("without a post-reflection the server's reason stands in its place: o_{τ+1} not kept, or steps dropped after τ", () => {
+  const gap = "The source dropped 2 steps between step 3 and step 4: step 4's screen is not the one right after step 3 (o_4 was not kept), so no post-reflection step can be given.";
+  assert.equal(reflectionMissingText(gap), `${gap} The annotation will record this as the reason.`);
+  const last = "The trace has no screenshot after step 12 (o_13 was not kept), so no post-reflection step can be given.";
+  assert.ok(reflectionMissingText(last).startsWith(last));
 });
 
-test("the way to the correction; without o_{τ+1} it sends nobody looking for a post-reflection", () => {
-  assert.equal(gotoText(null, 12, false), "");
-  assert.equal(gotoText(5, 12, false), "τ = 5. Press t to go to the correction, then → for the post-reflection.");
-  assert.equal(gotoText(5, 12, true), "τ = 5. Press t to go to the correction (no post-reflection: step 6 has no screenshot).");
-  assert.equal(gotoText(12, 12, true), "τ = 12. Press t to go to the correction (no post-reflection: no screen was kept after the last step).");
+test("the way to the correction; without a post-reflection it sends nobody looking for one", () => {
+  assert.equal(gotoText(null, ""), "");
+  assert.equal(gotoText(5, ""), "τ = 5. Press t to go to the correction, then → for the post-reflection.");
+  assert.equal(gotoText(5, "The source dropped 1 step between step 5 and step 6: …"),
+    "τ = 5. Press t to go to the correction (no post-reflection can be given: the reason is beside it).");
 });
 
 test("a refused submit lists the server's own problems: its field errors, else its detail", () => {

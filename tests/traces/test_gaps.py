@@ -112,6 +112,8 @@ def test_a_post_reflection_across_a_gap_is_refused_with_the_reason(project, anno
     steps = workspace_payload(annotation=annotation, lease=None)["steps"]
     assert steps[1]["server_no_reflection_reason"] == annotation.no_reflection_reason
     assert steps[2]["server_no_reflection_reason"] == ""
+    # Nowhere to write one for τ = 2 (step 3's screen is not o_3); τ = 3 writes its own on step 4.
+    assert [s["reflection_screen"] for s in steps[1:3]] == [None, 4]
 
 
 @pytest.mark.browser

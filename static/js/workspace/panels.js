@@ -19,20 +19,18 @@ export function verdictText(form) {
     : form.verdict === "unusable" ? "Unusable." : "Not decided yet.";
 }
 
-/* Why no post-reflection can be given when o_{τ+1} was not kept: τ is the last of ``stepCount`` steps (no screen
-   after it), or step τ+1 has no screenshot. */
-export function reflectionMissingText(tau, stepCount) {
-  return tau === stepCount
-    ? `τ is the last step and the runner kept no screen after it: there is no o${sub(tau + 1)}, so no post-reflection can be given. The annotation will record why.`
-    : `Step ${tau + 1} has no screenshot: no post-reflection can be given. The annotation will record why.`;
+/* What the post-reflection's place says when none can be given: the server's reason (``reason``, the step's served
+   ``server_no_reflection_reason``: o_{τ+1} was not kept, or the source dropped steps right after τ), which the
+   annotation records itself. */
+export function reflectionMissingText(reason) {
+  return `${reason} The annotation will record this as the reason.`;
 }
 
-/* The way to the correction away from it ("" with no τ); without o_{τ+1} (``missing``) it does not send the
-   annotator looking for a post-reflection. */
-export function gotoText(tau, stepCount, missing) {
+/* The way to the correction away from it ("" with no τ); when no post-reflection can be given (the server's
+   ``reason``, "" when one can) it does not send the annotator looking for one. */
+export function gotoText(tau, reason) {
   if (!tau) return "";
-  const why = tau === stepCount ? "no screen was kept after the last step" : `step ${tau + 1} has no screenshot`;
-  return missing ? `τ = ${tau}. Press t to go to the correction (no post-reflection: ${why}).`
+  return reason ? `τ = ${tau}. Press t to go to the correction (no post-reflection can be given: the reason is beside it).`
     : `τ = ${tau}. Press t to go to the correction, then → for the post-reflection.`;
 }
 
@@ -112,8 +110,10 @@ export function createPanels({ page, store, steps, editor, draft, stage, undoabl
     // τ's step says where its post-reflection goes: a τ far from the steps here (a version restored, an undo) waits
     // for its window, then everything is drawn again.
     if (tau && !steps.hasStep(tau)) steps.loadAround(tau).then((loaded) => { if (loaded) renderAll(); });
-    const after = editor.reflectionScreen(tau);  // o_{τ+1}, or null when it was not kept (the server's rule)
-    const missing = !!tau && after === null;
+    const after = editor.reflectionScreen(tau);  // o_{τ+1}, or null when none can be given (the server's rule)
+    // Why no post-reflection can be given ("" when one can): the server's words, which it records on submit.
+    const reason = editor.serverNoReflectionReason(tau);
+    const missing = !!tau && (after === null || !!reason);
     const showCorrection = tau && i === tau;
     // Without o_{τ+1} the reason there is no post-reflection is given beside the correction.
     const showReflection = tau && (i === after || (i === tau && missing));
@@ -121,16 +121,15 @@ export function createPanels({ page, store, steps, editor, draft, stage, undoabl
     $("ws-reflection").hidden = !showReflection;
     for (const node of document.querySelectorAll(".ws-tau")) node.textContent = tau || "";
     $("ws-reflection-missing").hidden = !missing;
-    // Where the server records the reason itself (o_{τ+1} not kept), the annotator is not asked for one.
-    $("ws-no-reflection-wrap").hidden = !!editor.serverNoReflectionReason(tau);
+    // Where the server records the reason itself, the annotator is not asked for one: its reason stands in place of
+    // the editor.
+    $("ws-no-reflection-wrap").hidden = !!reason;
     $("ws-reflection-body").hidden = missing;
-    if (missing) {
-      $("ws-reflection-missing").textContent = reflectionMissingText(tau, N);
-    }
+    if (missing) $("ws-reflection-missing").textContent = reflectionMissingText(reason);
     const goto = $("ws-goto");
     goto.hidden = !tau || showCorrection || showReflection;
     // Without o_{τ+1} there is no post-reflection to go on to: the hint does not send the annotator looking for one.
-    $("ws-goto-text").textContent = gotoText(tau, N, missing);
+    $("ws-goto-text").textContent = gotoText(tau, missing ? reason : "");
     if (showCorrection) editor.renderEditor("corrected");
     if (showReflection && !missing) editor.renderEditor("reflection");
     renderStarts();
