@@ -339,6 +339,9 @@ def _read_at_once(reads: dict) -> dict:
                         # The reads already share the cores between them; PostgreSQL's parallel workers on top
                         # of that would oversubscribe them (measured: a slower dashboard, not a faster one).
                         cursor.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+                        # Nor is compiling a grouped scan worth it: JIT took 100 ms of each of the quality
+                        # dashboard's reads at a million answers (bench/quality.py), more than it saved.
+                        cursor.execute("SET LOCAL jit = off")
                 return read()
         finally:
             connections.close_all()  # this thread's connections (back to the pool where there is one)

@@ -29,9 +29,11 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.db import connection
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 
 from annotation.models import (
+    STANDING_CORRECTION,
     Annotation,
     AnnotationKind,
     AnnotationStatus,
@@ -497,46 +499,107 @@ def annotator_flags(*, figures: dict, settings: QualitySettings) -> list[dict]:
     return flags
 
 
-def _verdicts_by_annotator(project, period) -> dict[int, Counter]:
-    from annotation.dashboards import _done
+def _verdicts_and_times(project, period) -> tuple[dict[int, Counter], dict[int, float | None]]:
+    """Per annotator id: their done answers' verdicts (``dashboards._done``) and median seconds per trace
+    (``dashboards.median_time_by``'s exact median of whole seconds), from one grouped read that the index
+    ``annotation_done_day_idx`` answers alone."""
+    from annotation.dashboards import _done, _median_of_counts
 
-    rows = _done(project, period).values_list("annotator_id", "verdict").annotate(n=Count("id")).order_by()
-    out: dict[int, Counter] = defaultdict(Counter)
-    for annotator_id, verdict, n in rows:
-        out[annotator_id][verdict] += n
-    return out
+    # COUNT(*), not of a column the index lacks, so that PostgreSQL reads the index alone.
+    rows = _done(project, period).values_list("annotator_id", "verdict", "time_spent_s").annotate(n=Count("*"))
+    verdicts: dict[int, Counter] = defaultdict(Counter)
+    seconds: dict[int, Counter] = defaultdict(Counter)
+    for annotator_id, verdict, spent, n in rows.order_by():
+        verdicts[annotator_id][verdict] += n
+        seconds[annotator_id][spent] += n
+    return verdicts, {annotator_id: _median_of_counts(counts) for annotator_id, counts in seconds.items()}
 
 
 def _identical_corrections(project, period) -> dict[int, tuple[int, int]]:
-    """Per annotator id: (error answers with a correction, those whose corrected action is the recorded one)."""
+    """Per annotator id: (standing error answers with a correction, those whose corrected action is the recorded
+    one: the action of step τ). The corrections are counted from the index ``annotation_correction_idx``; the
+    identical ones are found from the steps, each step's text's hash looked up in ``annotation_correction_text_idx``
+    and the texts then compared, so only the equal corrections are read from the table."""
     from annotation.dashboards import _done
     from annotation.workflow import STANDING
 
-    recorded = Step.objects.filter(
-        trace_id=OuterRef("trace_id"), index=OuterRef("tau"), action_text=OuterRef("corrected_action")
-    )
-    rows = (
-        _done(project, period, STANDING)
-        .filter(verdict=Verdict.ERROR)
-        .exclude(corrected_action="")
-        .annotate(same=Exists(recorded))
-        .values_list("annotator_id")
-        .annotate(n=Count("id"), identical=Count("id", filter=Q(same=True)))
-        .order_by()
-    )
-    return {annotator_id: (n, identical) for annotator_id, n, identical in rows}
+    corrections = _done(project, period, STANDING).filter(STANDING_CORRECTION)
+    counted = dict(corrections.values_list("annotator_id").annotate(n=Count("*")).order_by())
+    # Steps first: each step's text hashed and looked up among the standing corrections at that step (an expression
+    # index), the few with the same hash then compared in full. The same statement runs on SQLite (Django gives it MD5).
+    annotation, step, trace = Annotation._meta.db_table, Step._meta.db_table, Trace._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            SELECT a.annotator_id, COUNT(*) FROM {step} s
+            JOIN {annotation} a ON a.trace_id = s.trace_id AND a.tau = s."index"
+                 AND MD5(a.corrected_action) = MD5(s.action_text) AND a.corrected_action = s.action_text
+            WHERE s.trace_id IN (SELECT id FROM {trace} WHERE project_id = %s) AND a.kind = %s AND a.status IN (%s, %s) AND a.verdict = %s
+              AND NOT (a.corrected_action = '') AND a.submitted_at >= %s AND a.submitted_at < %s
+            GROUP BY a.annotator_id
+            """,  # noqa: S608  (table names from the models, every value a parameter)
+            [
+                project.pk,
+                AnnotationKind.PRODUCTION,
+                *sorted(STANDING),
+                Verdict.ERROR,
+                period.since,
+                period.until,
+            ],
+        )
+        same = cursor.fetchall()
+    identical = dict(same)
+    return {annotator_id: (n, identical.get(annotator_id, 0)) for annotator_id, n in counted.items()}
+
+
+PAIR_READ_BATCH = 10_000
 
 
 def _agreement_by_annotator(project, period) -> dict[str, dict]:
-    from annotation.agreement import agreement_report
+    """Per annotator's name: the double-annotated pairs they are in (``agreement.agreement_report``'s pairs: a
+    trace's first two standing production answers submitted in the range, by id) and the share whose answers agree
+    exactly and within one step. Reads the two answers per trace only, each by an indexed subquery, instead of every
+    standing answer of the project: a trace of a busy project has dozens, and the pairs need two."""
+    from annotation.workflow import STANDING
 
+    standing = Annotation.objects.filter(
+        trace_id=OuterRef("pk"), status__in=STANDING, kind=AnnotationKind.PRODUCTION
+    ).order_by("id")
+    if period.since is not None:
+        standing = standing.filter(submitted_at__gte=period.since)
+    if period.until is not None:
+        standing = standing.filter(submitted_at__lt=period.until)
+    firsts = (
+        Trace.objects.filter(project_id=project.pk, standing_annotations__gte=2)
+        .annotate(
+            first=Subquery(standing.values("id")[:1]),
+            second=Subquery(standing.values("id")[1:2]),
+        )
+        .filter(second__isnull=False)
+        .values_list("first", "second")
+    )
+    pairs = list(firsts)
+    ids = [pk for pair in pairs for pk in pair]
+    # Each answer as agreement compares it (``agreement._answer``): the verdict, and τ for a first error only.
+    answers: dict[int, tuple[str, str, int | None]] = {}
+    for start in range(0, len(ids), PAIR_READ_BATCH):  # SQLite bounds a statement's parameters
+        for pk, annotator, verdict, tau in Annotation.objects.filter(
+            pk__in=ids[start : start + PAIR_READ_BATCH]
+        ).values_list("pk", "annotator__username", "verdict", "tau"):
+            error = verdict == Verdict.ERROR
+            answers[pk] = (annotator, "error" if error else (verdict or "undecided"), tau if error else None)
     per: dict[str, Counter] = defaultdict(Counter)
-    for pair in agreement_report(project, since=period.since, until=period.until).pairs:
-        for row in (pair.a, pair.b):
-            counts = per[row.annotator__username]  # type: ignore[attr-defined]  # a named row of PAIR_FIELDS
+    for first, second in pairs:
+        (name_a, verdict_a, tau_a), (name_b, verdict_b, tau_b) = answers[first], answers[second]
+        exact = (verdict_a, tau_a) == (verdict_b, tau_b)
+        within = exact or (
+            verdict_a == verdict_b == "error" and tau_a is not None and tau_b is not None and abs(tau_a - tau_b) <= 1
+        )
+        for name in (name_a, name_b):
+            counts = per[name]
             counts["pairs"] += 1
-            counts["exact"] += pair.answers_exact
-            counts["within_one"] += pair.answers_within_one
+            counts["exact"] += exact
+            counts["within_one"] += within
     return {
         name: {
             "pairs": c["pairs"],
@@ -641,18 +704,18 @@ def quality_dashboard(project, period) -> dict:
     project's, the share of corrections identical to the recorded action, the current and longest "no error" streak
     (all time), the qualification, whether their queue is paused, and the flags (``annotator_flags``). Production
     answers only; the reads run at once, as the project dashboard's."""
-    from annotation.dashboards import _read_at_once, median_time_by
+    from annotation.dashboards import _read_at_once
 
     settings = quality_settings(project)
     figures = _read_at_once(
         {
             "gold": lambda: gold_accuracy_by_annotator(project, since=period.since, until=period.until),
-            "verdicts": lambda: _verdicts_by_annotator(project, period),
-            "time": lambda: median_time_by(project, period).get(None) or {"per_annotator_s": {}},
+            "verdicts_and_times": lambda: _verdicts_and_times(project, period),
             "identical": lambda: _identical_corrections(project, period),
             "agreement": lambda: _agreement_by_annotator(project, period),
         }
     )
+    figures["verdicts"], median_times = figures.pop("verdicts_and_times")
     tallies = {
         t.annotator_id: t
         for t in QueueTally.objects.filter(project_id=project.pk).only(
@@ -693,7 +756,7 @@ def quality_dashboard(project, period) -> dict:
             "annotator_id": annotator_id,
             "answers": answers,
             "no_error_rate": verdicts[Verdict.NO_ERROR] / answers if answers else None,
-            "median_time_s": figures["time"]["per_annotator_s"].get(annotator_id),
+            "median_time_s": median_times.get(annotator_id),
             "identical_corrections": {
                 "n": corrections,
                 "identical": identical,
