@@ -59,7 +59,13 @@ class Annotation(models.Model):
     )
     # Set once by the hand-out that made the row: a gold trace handed out among the others, or one of a
     # qualification set. The workspace and its API never show it for gold (a gold trace looks like any other).
-    kind = models.CharField(max_length=16, choices=AnnotationKind.choices, default=AnnotationKind.PRODUCTION)
+    # db_default: the previous release inserts rows without the column while this release's migrations are applied.
+    kind = models.CharField(
+        max_length=16,
+        choices=AnnotationKind.choices,
+        default=AnnotationKind.PRODUCTION,
+        db_default=AnnotationKind.PRODUCTION,
+    )
     version = models.PositiveIntegerField(
         default=1, help_text="Bumped by every save; a save based on an older one is refused."
     )

@@ -11,9 +11,10 @@ from pathlib import PurePath
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Value
 
 from studio.engine import KindJob
-from studio.models import JobBase
+from studio.models import JobBase, job_field_with_db_default
 
 
 class SearchEntry(models.Model):
@@ -27,11 +28,19 @@ class SearchEntry(models.Model):
         help_text="Instruction, recorded and corrected thoughts, actions in words, notes; lower-case "
         "(insights/search_text.py)."
     )
+    # db_default (correction, actions): release 0.35 inserts entries without these columns while this release's
+    # migrations are applied (docs/deploy.md, "Upgrading").
     correction = models.TextField(
-        blank=True, default="", help_text="What the annotator wrote, in words: the full-text index weighs it most."
+        blank=True,
+        default="",
+        db_default="",
+        help_text="What the annotator wrote, in words: the full-text index weighs it most.",
     )
     actions = models.TextField(
-        blank=True, default="", help_text="The recorded and corrected actions as people write them (plain form)."
+        blank=True,
+        default="",
+        db_default="",
+        help_text="The recorded and corrected actions as people write them (plain form).",
     )
     status = models.CharField(max_length=16)
     verdict = models.CharField(max_length=16, blank=True)
@@ -96,11 +105,21 @@ class ClusterRun(KindJob, JobBase):
         max_length=500, blank=True, help_text="The checkpoint whose embeddings were compared (representation: model)."
     )
     corrections = models.PositiveIntegerField(default=0)
+    # db_default here and on the JobBase fields below: release 0.35 inserts runs without these columns while this
+    # release's migrations are applied (docs/deploy.md, "Upgrading"); JobBase keeps none (the other job tables
+    # were made with these columns).
     without_words = models.PositiveIntegerField(
         default=0,
+        db_default=0,
         help_text="Corrections whose text has no word to compare (empty, or digits and punctuation only): in no "
         "text cluster.",
     )
+
+    attempts = job_field_with_db_default("attempts", 0)
+    cancel_requested = job_field_with_db_default("cancel_requested", False)
+    errors = job_field_with_db_default("errors", Value([], output_field=models.JSONField()))
+    progress_done = job_field_with_db_default("progress_done", 0)
+    progress_total = job_field_with_db_default("progress_total", 0)
 
     class Meta(JobBase.Meta):
         ordering = ["-created_at", "-id"]

@@ -65,6 +65,15 @@ class JobBase(models.Model):
         return self.status in (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
 
 
+def job_field_with_db_default(name: str, db_default) -> models.Field:
+    """JobBase's field ``name`` as it is, with a database default: for a job model whose table an earlier release
+    had without the column, so that release's inserts, which leave the column out, still succeed while this
+    release's migrations are applied (docs/deploy.md, "Upgrading"). JobBase itself stays without one: the other
+    job tables were made with these columns."""
+    _, _, args, options = JobBase._meta.get_field(name).deconstruct()
+    return type(JobBase._meta.get_field(name))(*args, db_default=db_default, **options)
+
+
 class ShardStatus(models.TextChoices):
     QUEUED = "queued", "Queued"
     RUNNING = "running", "Running"

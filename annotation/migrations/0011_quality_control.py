@@ -17,7 +17,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='annotation',
             name='kind',
-            field=models.CharField(choices=[('production', 'Production'), ('gold', 'Gold (scored against its reference)'), ('qualification', 'Qualification (scored, with feedback)')], default='production', max_length=16),
+            field=models.CharField(choices=[('production', 'Production'), ('gold', 'Gold (scored against its reference)'), ('qualification', 'Qualification (scored, with feedback)')], db_default='production', default='production', max_length=16),
         ),
         migrations.CreateModel(
             name='GoldTrace',

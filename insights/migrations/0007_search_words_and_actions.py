@@ -104,6 +104,7 @@ class Migration(migrations.Migration):
             name="actions",
             field=models.TextField(
                 blank=True,
+                db_default="",
                 default="",
                 help_text="The recorded and corrected actions as people write them (plain form).",
             ),
@@ -113,6 +114,7 @@ class Migration(migrations.Migration):
             name="correction",
             field=models.TextField(
                 blank=True,
+                db_default="",
                 default="",
                 help_text="What the annotator wrote, in words: the full-text index weighs it most.",
             ),

@@ -3,7 +3,8 @@ changes the new rules need: a run left running by the old lifecycle gets a heart
 watchdog takes it over once that is stale, as it would any job whose worker died; and where a project had several
 runs queued or running (the old code queued one per click), the newest stays and the older ones are cancelled
 (none of them holds clusters: a run writes its clusters when it ends) before the rule of one unfinished run per
-project is made a constraint."""
+project is made a constraint. Every NOT NULL column it adds has a database default: release 0.35 inserts runs
+without them while this migration is applied (docs/deploy.md, "Upgrading")."""
 
 import django.db.models.deletion
 from django.conf import settings
@@ -44,17 +45,22 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="clusterrun",
             name="attempts",
-            field=models.PositiveSmallIntegerField(default=0),
+            field=models.PositiveSmallIntegerField(db_default=0, default=0),
         ),
         migrations.AddField(
             model_name="clusterrun",
             name="cancel_requested",
-            field=models.BooleanField(default=False),
+            field=models.BooleanField(db_default=False, default=False),
         ),
         migrations.AddField(
             model_name="clusterrun",
             name="errors",
-            field=models.JSONField(blank=True, default=list, help_text="Per-item problems that did not stop the job."),
+            field=models.JSONField(
+                blank=True,
+                db_default=models.Value([], output_field=models.JSONField()),
+                default=list,
+                help_text="Per-item problems that did not stop the job.",
+            ),
         ),
         migrations.AddField(
             model_name="clusterrun",
@@ -68,12 +74,12 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="clusterrun",
             name="progress_done",
-            field=models.PositiveIntegerField(default=0),
+            field=models.PositiveIntegerField(db_default=0, default=0),
         ),
         migrations.AddField(
             model_name="clusterrun",
             name="progress_total",
-            field=models.PositiveIntegerField(default=0),
+            field=models.PositiveIntegerField(db_default=0, default=0),
         ),
         migrations.AddField(
             model_name="clusterrun",
@@ -84,6 +90,7 @@ class Migration(migrations.Migration):
             model_name="clusterrun",
             name="without_words",
             field=models.PositiveIntegerField(
+                db_default=0,
                 default=0,
                 help_text="Corrections whose text has no word to compare (empty, or digits and punctuation only): in no text cluster.",
             ),

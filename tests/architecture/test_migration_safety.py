@@ -5,6 +5,12 @@ removes the field from the models only (``SeparateDatabaseAndState`` with the ``
 ``state_operations``; the column stays, nullable or with a ``db_default``), the next drops it (``RunSQL``, or a
 ``RemoveField`` in ``database_operations``).
 
+Nor may a migration add a column that the previous release's INSERTs would fail on: NOT NULL with only Django's
+``default`` (kept in Python, not in the database) to a table that release has. Such a column gets a ``db_default``
+(or is nullable), in the model too: a field of an abstract base shared by other tables gets it on the one model
+that needs it (``studio.models.job_field_with_db_default``), since a ``db_default`` kept out of the models' state
+(``SeparateDatabaseAndState``) is lost on SQLite the next time a migration remakes the table from that state.
+
 The rule reads every migration's operations (inside ``SeparateDatabaseAndState`` only those that touch the
 database; ``RunSQL`` by its ``DROP``/``RENAME`` statements) for each migration the latest release in RELEASES.toml
 did not have, against that release's models (its migrations' state). ``RunPython`` cannot be read: its author
@@ -64,8 +70,19 @@ def _sql_texts(operation: migrations.RunSQL) -> list[str]:
     return [statement if isinstance(statement, str) else statement[0] for statement in statements]
 
 
+def not_writable_by_release(app_label: str, operation: migrations.AddField, models_then) -> bool:
+    """Whether ``operation`` adds a column the release's INSERTs leave out and the database cannot fill: NOT NULL
+    with no ``db_default`` (Django's ``default`` is the new code's, never the database's), to a table the release
+    has. A many-to-many field is a table of its own; a column of a new table is no concern of the release's."""
+    field = operation.field
+    if (app_label, operation.model_name_lower) not in models_then or field.many_to_many:
+        return False
+    return not field.null and field.db_default is models.NOT_PROVIDED
+
+
 def unsafe_operations(app_label: str, migration, released: ProjectState, release: str) -> list[str]:
-    """What ``migration`` drops or renames that the models of ``released`` (release ``release``) still use."""
+    """What ``migration`` drops or renames that the models of ``released`` (release ``release``) still use, and the
+    columns it adds that those models' INSERTs would fail on."""
     name = f"{app_label}.{migration.name}"
     models_then = released.models
     tables_then = {_table(app, model): model for (app, _), model in models_then.items()}
@@ -76,7 +93,12 @@ def unsafe_operations(app_label: str, migration, released: ProjectState, release
         return model is not None and field_name.lower() in {field.lower() for field in model.fields}
 
     for operation in database_operations(migration.operations):
-        if isinstance(operation, migrations.RemoveField) and still_used(operation.model_name, operation.name):
+        if isinstance(operation, migrations.AddField) and not_writable_by_release(app_label, operation, models_then):
+            problems.append(
+                f"{name} adds {operation.model_name}.{operation.name} NOT NULL without a db_default to a table "
+                f"release {release} inserts into without it"
+            )
+        elif isinstance(operation, migrations.RemoveField) and still_used(operation.model_name, operation.name):
             problems.append(f"{name} drops {operation.model_name}.{operation.name}, which release {release} uses")
         elif isinstance(operation, migrations.RenameField) and still_used(operation.model_name, operation.old_name):
             problems.append(f"{name} renames {operation.model_name}.{operation.old_name}, which release {release} uses")
@@ -117,7 +139,7 @@ def released_state(loader: MigrationLoader, release: Release) -> tuple[ProjectSt
     return loader.project_state(leaves, at_end=True), had
 
 
-def test_no_migration_since_the_latest_release_drops_or_renames_what_that_release_uses(loader):
+def test_no_migration_since_the_latest_release_breaks_what_that_release_uses(loader):
     release = release_latest()
     state, had = released_state(loader, release)
     problems = [
@@ -160,6 +182,37 @@ def test_the_rule_refuses_a_drop_or_rename_of_a_used_column_and_allows_the_two_r
     # A column the release never had (added and dropped since), and SQL about other tables.
     assert problems(migrations.RemoveField("trace", "added_since"), migrations.RunSQL("DROP TABLE scratch_table")) == []
     assert problems(migrations.RunSQL('ALTER TABLE "traces_trace" DROP COLUMN "added_since"')) == []
+
+
+def test_the_rule_refuses_a_not_null_column_the_release_cannot_insert_and_allows_one_with_a_database_default(loader):
+    """The control: a NOT NULL column with only Django's ``default`` added to a table the release has is refused
+    (also as ``SeparateDatabaseAndState``'s database half); with a ``db_default``, nullable, many-to-many, only in
+    the models' state, or on a model the release never had, it is allowed."""
+    state, _ = released_state(loader, release_latest())
+
+    def problems(*operations):
+        migration = migrations.Migration("9999_candidate", "traces")
+        migration.operations = list(operations)
+        return unsafe_operations("traces", migration, state, "0.35")
+
+    def added(model_name: str, field) -> migrations.AddField:
+        return migrations.AddField(model_name, "priority", field)
+
+    assert problems(added("trace", models.IntegerField(default=0))) == [
+        "traces.9999_candidate adds trace.priority NOT NULL without a db_default to a table release 0.35 inserts "
+        "into without it"
+    ]
+    assert problems(added("trace", models.JSONField(default=list)))
+    assert problems(migrations.SeparateDatabaseAndState(database_operations=[added("trace", models.TextField())]))
+    assert problems(added("trace", models.IntegerField(default=0, db_default=0))) == []
+    assert problems(added("trace", models.IntegerField(null=True))) == []
+    assert problems(added("trace", models.ManyToManyField("auth.User"))) == []
+    assert (
+        problems(migrations.SeparateDatabaseAndState(state_operations=[added("trace", models.IntegerField(default=0))]))
+        == []
+    )
+    # A table made since the release: the release never inserts into it.
+    assert problems(added("addedsince", models.IntegerField(default=0))) == []
 
 
 def test_the_releases_file_names_each_release_s_migrations_as_its_commit_has_them():

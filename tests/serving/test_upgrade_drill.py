@@ -1,8 +1,9 @@
 """The upgrade drill (docs/deploy.md, "Upgrading"): the latest release in RELEASES.toml is checked out with
 ``git worktree``, migrates a PostgreSQL database of its own and makes data through its own code
 (tests/serving/upgrade_world.py: people, a project, imported traces, an accepted annotation, a draft, a bundle);
-this checkout's migrations are applied while that release still serves (its code saves another draft after them),
-then this code hands in the draft saved before the upgrade and exports again. Every table the release had keeps its
+this checkout's migrations are applied while that release still serves (after them its code claims a trace, hands
+in the answer, which it indexes for search, and starts a clustering run: inserts into tables the migrations add
+columns to, which fail on a NOT NULL column without a database default), then this code hands in the draft saved before the upgrade and exports again. Every table the release had keeps its
 rows, and the two bundles hold the same samples.
 
 The release's checkout runs on this checkout's virtualenv when that satisfies every dependency the release's
@@ -130,6 +131,11 @@ def test_the_previous_release_s_data_survives_the_upgrade_and_works(release_chec
         changed = {table for table in rows_before if rows_migrated.get(table) != rows_before[table]}
         assert changed <= GROWN_BY_MIGRATE, {table: (rows_before[table], rows_migrated.get(table)) for table in changed}
         served = world(checkout, "serving")
+        assert served["serving_submitted_status"] == "submitted", served
+        rows_served = rows()
+        assert rows_served["annotation_annotation"] == rows_migrated["annotation_annotation"] + 1
+        assert rows_served["insights_searchentry"] == rows_migrated["insights_searchentry"] + 1
+        assert rows_served["insights_clusterrun"] == rows_migrated["insights_clusterrun"] + 1
         run(REPO, "manage.py", "search_index_rebuild")
         assert rows()["annotation_auditevent"] > rows_migrated["annotation_auditevent"]  # the old code's saves
 

@@ -5,8 +5,9 @@ and the project's name. Prints one JSON line.
 
 - ``before TRACES OUT``: people, a project, the traces imported, an annotation handed in and accepted, a draft
   (saved twice) and a trl bundle at OUT.
-- ``serving``: what the previous release does while the new release's migrations are applied: a third annotation's
-  draft saved (by a second annotator).
+- ``serving``: what the previous release does while the new release's migrations are applied, each an insert into a
+  table those migrations add columns to: a second annotator claims a trace (a new annotation), saves its draft and
+  hands it in (the answer indexed for search), and the lead starts a clustering run.
 - ``after DRAFT VERSION OUT``: the draft saved before the upgrade handed in, and a trl bundle at OUT.
 """
 
@@ -77,7 +78,15 @@ def before(traces: str, out: str) -> dict:
 
 
 def serving() -> dict:
-    return {"serving_draft": draft_two_versions(client_for("annotator2"))}
+    annotator = client_for("annotator2")
+    draft = draft_two_versions(annotator)
+    submitted = answered(annotator.post(f"/api/annotations/{draft}/submit/", {"version": 3}, "application/json"))
+    run = answered(client_for("lead").post(f"/api/projects/{project_id()}/clusters/"), 202)
+    return {
+        "serving_draft": draft,
+        "serving_submitted_status": submitted.get("status"),
+        "serving_cluster_run": run["id"],
+    }
 
 
 def after(draft: str, version: str, out: str) -> dict:
