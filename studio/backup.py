@@ -15,6 +15,10 @@ A restore checks everything it can before it writes anything: the manifest, ever
 kind, that this code knows every migration the backup's database had, that the database is empty and that no
 stored file of the same name differs. Then it puts the files back (a file already there with the same bytes is
 kept), then the database in one transaction, then counts every table's rows against the manifest.
+
+Each backup's outcome is written to the database (``BackupOutcome``), for ``/metrics`` to publish on whichever host
+Prometheus scrapes: a success once the archive is renamed onto its name, a failure with its message. A restored
+database's row says that the restored archive is its last successful backup.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import logging
 import os
 import shutil
 import sqlite3
@@ -39,11 +44,14 @@ import psycopg
 from botocore.exceptions import BotoCoreError, ClientError
 from django.conf import settings
 from django.core.files.storage import default_storage
-from django.db import connection
+from django.db import DatabaseError, connection, transaction
 from django.db.migrations.loader import MigrationLoader
+from django.utils import timezone
 
 from studio.errors import Invalid
 from studio.storage import stored_file_put, stored_files
+
+log = logging.getLogger(__name__)
 
 BACKUP_FORMAT = 1
 MANIFEST = "manifest.json"
@@ -213,8 +221,32 @@ def _write_problem(target: Path, exc: OSError | sqlite3.Error) -> BackupProblem:
     return BackupProblem(f"the backup could not be written to {target}: {reason}; nothing was kept")
 
 
+def _outcome_record(**fields: Any) -> None:
+    """Write the latest backup's outcome in a transaction of its own; a database that cannot take it is logged, and
+    the backup's own outcome (an archive written, or the reason it was not) stands."""
+    from studio.models import BackupOutcome
+
+    try:
+        with transaction.atomic():
+            BackupOutcome.objects.update_or_create(pk=BackupOutcome.ROW, defaults=fields)
+    except DatabaseError as exc:
+        log.warning("the backup's outcome could not be recorded in the database: %s", exc)
+
+
 def backup_make(*, target: Path) -> BackupSummary:
-    """Write a backup of the database and every stored file to ``target`` (a new file)."""
+    """Write a backup of the database and every stored file to ``target`` (a new file), and record its outcome for
+    ``/metrics``: its time once the archive is in place, or the time and reason it failed."""
+    try:
+        summary = _backup_write(target=target)
+    except Exception as exc:
+        message = str(exc) if isinstance(exc, BackupProblem) else f"{exc.__class__.__name__}: {exc}"
+        _outcome_record(last_failure_at=timezone.now(), last_failure_message=message[:2000])
+        raise
+    _outcome_record(last_success_at=timezone.now())
+    return summary
+
+
+def _backup_write(*, target: Path) -> BackupSummary:
     started = time.monotonic()
     target = Path(target).absolute()
     if target.exists():
@@ -466,6 +498,11 @@ def backup_restore(*, path: Path) -> BackupSummary:
             f"the restored database's rows differ from the backup's in {len(differ)} tables (first: {table}, "
             f"{found} rows where the backup had {wanted})"
         )
+    # The dump holds the outcome of the backups before this one (a failure among them would read as the latest):
+    # the newest successful backup of this data is the archive just restored.
+    _outcome_record(
+        last_success_at=datetime.fromisoformat(manifest["created_at"]), last_failure_at=None, last_failure_message=""
+    )
     return BackupSummary(
         path=path,
         tables=len(rows),

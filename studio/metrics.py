@@ -7,7 +7,8 @@ write into a mapped page: no query, no lock shared with other processes, so the 
 files are named by host and process id, not process id alone: compose's containers share the folder (a volume) and
 each has its own process 1.
 
-What the database already knows (jobs queued and running, the oldest queued job's wait) and the disks' free space
+What the database already knows (jobs queued and running, the oldest queued job's wait, the last backup's success
+and failure, which ``manage.py backup`` records there from whichever machine runs it) and the disks' free space
 are read when Prometheus scrapes, once per scrape, not counted per request.
 """
 
@@ -100,7 +101,7 @@ def worker_beat(*, worker: str, queues: str) -> None:
 
 class ScrapeTimeCollector:
     """What is read when Prometheus scrapes: the jobs the database holds, by kind and status, the oldest queued
-    job's wait, and the free space of the disks the studio writes."""
+    job's wait, the latest backups' outcome, and the free space of the disks the studio writes."""
 
     def __init__(self, job_models: list):
         self.job_models = job_models
@@ -122,7 +123,27 @@ class ScrapeTimeCollector:
         else:
             yield jobs
             yield oldest
+        try:
+            yield from self._backup()
+        except DatabaseError as exc:
+            log.warning("metrics: the backups' outcome could not be read: %s", exc.__class__.__name__)
         yield from self._disks()
+
+    def _backup(self):
+        """Nothing until a backup has run (the alerts stay silent); then both times, 0 for one that never was, so
+        that a failure after the last success, or a failure and no success ever, compares."""
+        from studio.models import BackupOutcome
+
+        outcome = BackupOutcome.objects.filter(pk=BackupOutcome.ROW).first()
+        if outcome is None:
+            return
+        for name, at, what in (
+            ("studio_backup_last_success_timestamp_seconds", outcome.last_success_at, "succeeded"),
+            ("studio_backup_last_failure_timestamp_seconds", outcome.last_failure_at, "failed"),
+        ):
+            family = GaugeMetricFamily(name, f"When a backup (manage.py backup) last {what} (Unix time; 0: never).")
+            family.add_metric([], at.timestamp() if at else 0.0)
+            yield family
 
     def _jobs(self, jobs, oldest, now) -> None:
         from django.db.models import Count, Min

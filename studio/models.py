@@ -135,3 +135,14 @@ class SignInIdentity(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["issuer", "subject"], name="unique_sign_in_identity")]
+
+
+class BackupOutcome(models.Model):
+    """The outcome of ``manage.py backup``'s latest runs (one row, ``pk`` 1): a table, not a metric file, because a
+    backup may run on another machine than the web server whose ``/metrics`` publishes it."""
+
+    ROW = 1
+
+    last_success_at = models.DateTimeField(null=True, blank=True)
+    last_failure_at = models.DateTimeField(null=True, blank=True)
+    last_failure_message = models.TextField(blank=True)

@@ -282,7 +282,12 @@ class Stack:
                 "FIRST_PASSWORD",
                 env={"FIRST_PASSWORD": TEST_PASSWORD},
             )
-            for name, role in (("lead", "lead"), ("annotator", "annotator"), ("engineer", "engineer"))
+            for name, role in (
+                ("lead", "lead"),
+                ("annotator", "annotator"),
+                ("checker", "annotator"),  # a second annotator: one answers the other's gold trace
+                ("engineer", "engineer"),
+            )
         ]
         self.web.start()
         self.worker.start()
@@ -290,7 +295,9 @@ class Stack:
             out, _ = proc.communicate(timeout=120)
             assert proc.returncode == 0, out[-2000:]
         project = self.manage(
-            "create_project", "Full stack", "--member", "lead", "--member", "annotator", "--member", "engineer"
+            "create_project",
+            "Full stack",
+            *(arg for name in ("lead", "annotator", "checker", "engineer") for arg in ("--member", name)),
         )
         out, _ = project.communicate(timeout=120)
         assert project.returncode == 0, out[-2000:]

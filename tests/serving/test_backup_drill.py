@@ -1,9 +1,10 @@
 """The backup drill on the full stack (tests/stack.py: PostgreSQL, Redis, S3 on moto, Caddy, uvicorn, a worker), as
 docs/deploy.md's "Backups" and "Restoring" say to run it: a project with imported traces, a submitted and accepted
-annotation (versions, audit rows), a draft and a bundle is backed up while the studio serves; the database and the
-bucket are destroyed and made again empty; the backup is restored and the studio started again. Every table has
-its rows, every screenshot its bytes, the old bundle downloads as it was, a re-export gives the same bytes, the
-old session still works and the draft can still be submitted. (Gold traces are not on main yet: not built here.)"""
+annotation (versions, audit rows) that a lead marks as its trace's gold reference, another annotator's scored answer
+on that gold trace, a draft and a bundle is backed up while the studio serves; the database and the bucket are
+destroyed and made again empty; the backup is restored and the studio started again. Every table has its rows,
+every screenshot its bytes, the gold trace its reference and the gold answer its score, the old bundle downloads
+as it was, a re-export gives the same bytes, the old session still works and the draft can still be submitted."""
 
 from __future__ import annotations
 
@@ -104,6 +105,19 @@ def test_a_backup_restored_into_a_new_database_and_bucket_is_the_studio_as_it_wa
     draft = annotator.post(f"/api/projects/{stack.project_id}/next-trace/").json()["annotation"]["id"]
     saved = annotator.put(f"/api/annotations/{draft}/draft/", json={"version": 1, "verdict": "no_error"})
     assert saved.status_code == 200, saved.text[:300]
+    # The accepted answer becomes its trace's gold reference; one in one of the checker's traces is gold, so their
+    # first answer is that trace's, scored against the reference when handed in.
+    marked = lead.post(f"/api/projects/{stack.project_id}/gold/", json={"annotation": accepted})
+    assert marked.status_code in (200, 201), marked.text[:300]
+    gold_id = marked.json()["id"]
+    quality = lead.request("PATCH", f"/api/projects/{stack.project_id}/quality/settings/", json={"gold_every": 1})
+    assert quality.status_code == 200, quality.text[:300]
+    gold_answer = annotate_and_submit(stack, stack.login("checker"))
+    gold_before = lead.get(f"/api/gold/{gold_id}/").json()
+    assert gold_before["reference"]["id"] == accepted, gold_before
+    assert [(score["annotation_id"], score["correct"]) for score in gold_before["scores"]] == [(gold_answer, True)]
+    feedback_before = lead.get(f"/api/annotations/{gold_answer}/feedback/")
+    assert feedback_before.status_code == 200, feedback_before.text[:300]
     before_export = export(stack, engineer)
     bundle_before = bundle_bytes(engineer, before_export["id"])
     assert sha256_of(bundle_before) == before_export["bundle_sha256"]
@@ -111,6 +125,7 @@ def test_a_backup_restored_into_a_new_database_and_bucket_is_the_studio_as_it_wa
     rows_before = table_rows(stack)
     assert rows_before["annotation_auditevent"] >= 5  # each saved version, the hand-in and the acceptance
     assert rows_before["traces_screenshot"] >= 4 * 3 and rows_before["exports_exportjob"] == 1
+    assert rows_before["annotation_goldtrace"] == 1 and rows_before["annotation_goldscore"] == 1
     shots_before = screenshot_bytes_match(stack)
     assert shots_before and all(shots_before.values())
 
@@ -146,9 +161,14 @@ def test_a_backup_restored_into_a_new_database_and_bucket_is_the_studio_as_it_wa
         f"\nbackup {backup_s:.1f} s, restore {restore_s:.1f} s, archive {archive.stat().st_size} bytes: "
         f"{sum(rows_before.values())} rows, {len(stored)} files"
     )
-    assert table_rows(stack) == rows_before
+    # The one row that differs: the backups' outcome, which the restore sets to the archive it restored.
+    assert table_rows(stack) == {**rows_before, "studio_backupoutcome": 1}
     assert screenshot_bytes_match(stack) == shots_before
     restart(stack)
+
+    # The gold trace kept its reference and the gold answer its score and comparison.
+    assert lead.get(f"/api/gold/{gold_id}/").json() == gold_before
+    assert lead.get(f"/api/annotations/{gold_answer}/feedback/").json() == feedback_before.json()
 
     # The people's sessions came back with the database: the same clients go on.
     assert sha256_of(bundle_bytes(engineer, before_export["id"])) == before_export["bundle_sha256"]

@@ -5,10 +5,13 @@ file and data folder are gone: `manage.py backup` / `restore` as docs/deploy.md 
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import sqlite3
 import subprocess
 import sys
+import tarfile
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -63,6 +66,8 @@ def test_a_sqlite_studio_comes_back_whole_from_its_backup(tmp_path):
     manage("create_user", "lead", "--role", "lead", "--password-from-env", "FIRST_PASSWORD")
     manage("create_project", "Local", "--member", "lead")
     manage("import_traces", str(tmp_path / "traces"), "--project", "Local")
+    # A failed backup first: the archive below holds its record, the newest outcome in it.
+    assert "nothing was kept" in manage("backup", str(tmp_path / "not-mounted" / "local.tar"), ok=False)
     database, media = data / "studio.sqlite3", data / "media"
     rows_before, files_before = rows(database), files_by_hash(media)
     assert rows_before["traces_trace"] == 2 and len(files_before) >= 4  # screenshots and their thumbnails
@@ -78,4 +83,12 @@ def test_a_sqlite_studio_comes_back_whole_from_its_backup(tmp_path):
     assert "every count matches the backup's" in manage("restore", str(archive))
     assert rows(database) == rows_before
     assert files_by_hash(media) == files_before
+    # The restored studio's last backup is the one restored, not the failure its database held.
+    with tarfile.open(archive) as tar:
+        made = datetime.fromisoformat(json.loads(tar.extractfile("manifest.json").read())["created_at"])
+    with sqlite3.connect(database) as connection:
+        success, failure, message = connection.execute(
+            "SELECT last_success_at, last_failure_at, last_failure_message FROM studio_backupoutcome"
+        ).fetchone()
+    assert (datetime.fromisoformat(success).replace(tzinfo=UTC), failure, message) == (made, None, "")
     assert "a backup is restored into an empty database" in manage("restore", str(archive), ok=False)

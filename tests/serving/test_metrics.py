@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
@@ -145,3 +147,35 @@ def test_a_jobs_end_is_timed_and_a_failure_counted_by_kind_and_queue(project, en
         before, "studio_job_failures_total", kind="export", queue="default"
     )
     assert failures == (1 if ended == "failed" else 0)
+
+
+@pytest.fixture
+def local_storage(settings, tmp_path):
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {**settings.STORAGES["default"], "OPTIONS": {"location": str(tmp_path / "media")}},
+    }
+
+
+def test_the_last_backups_success_and_failure_are_read_from_the_database_at_scrape_time(db, local_storage, tmp_path):
+    from studio.backup import BackupProblem, backup_make
+    from studio.models import BackupOutcome
+
+    success, failure = "studio_backup_last_success_timestamp_seconds", "studio_backup_last_failure_timestamp_seconds"
+    assert (success, frozenset()) not in scrape()  # no backup ever ran: nothing to alert on
+    started = time.time()
+    backup_make(target=tmp_path / "studio.tar")
+    samples = scrape()
+    assert started - 1 <= samples[(success, frozenset())] <= time.time()
+    assert samples[(failure, frozenset())] == 0
+
+    nowhere = tmp_path / "not-mounted" / "studio.tar"
+    with pytest.raises(BackupProblem):
+        backup_make(target=nowhere)
+    after = scrape()
+    assert after[(success, frozenset())] == samples[(success, frozenset())]  # a refusal is no success
+    assert after[(failure, frozenset())] > after[(success, frozenset())]
+    recorded = BackupOutcome.objects.get()
+    assert recorded.last_failure_message == (
+        f"the backup could not be written to {nowhere}: No such file or directory; nothing was kept"
+    )
