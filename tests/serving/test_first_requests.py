@@ -82,7 +82,7 @@ def test_concurrent_first_requests_of_a_fresh_server_send_every_task(
     assert Screenshot.objects.filter(thumbnail="").count() == 8  # pushes leave the decode to a worker
     assert queued_tasks() == {
         "traces.tasks.make_thumbnail": 8,
-        "insights.tasks.run_clustering": 6,
+        "jobs.clustering.run": 1,  # six starts at once are one run (insights: one unfinished run a project)
         "jobs.export.run": 1,
         "jobs.prescore.run": 1,
     }
@@ -117,7 +117,7 @@ def test_the_web_process_registers_every_task_before_its_first_request(tmp_path)
     """Whatever a request sends is registered as the process starts, so no request's send waits for, or races,
     the import of the tasks modules."""
     every_task = set(json.loads(run_python(WORKER_TASKS, tmp_path)))
-    assert {"traces.tasks.make_thumbnail", "insights.tasks.run_clustering", "jobs.export.run"} <= every_task
+    assert {"traces.tasks.make_thumbnail", "jobs.clustering.run", "jobs.export.run"} <= every_task
     assert set(json.loads(run_python(WEB_START_TASKS, tmp_path))) >= every_task
 
 
@@ -134,7 +134,7 @@ def slow_find(package, related_name):  # a busy machine's import: other threads 
     return find(package, related_name)
 
 base.find_related_module = slow_find
-names = ["traces.tasks.make_thumbnail", "insights.tasks.run_clustering", "jobs.export.run"] * 3
+names = ["traces.tasks.make_thumbnail", "jobs.clustering.run", "jobs.export.run"] * 3
 together = threading.Barrier(len(names))
 missing = []
 

@@ -87,7 +87,15 @@ def test_while_the_web_server_is_down_the_proxy_answers_the_studios_503(proxy):
     upstream = ThreadingHTTPServer(("127.0.0.1", web_port), _Up)  # the web server is back
     threading.Thread(target=upstream.serve_forever, daemon=True).start()
     try:
-        back = requests.get(f"{base}/api/projects/", verify=False, timeout=10)
+        # Caddy's active health check (deploy/Caddyfile: health_uri /healthz every 10 s) takes the upstream back
+        # at its next pass; until then every answer is still the studio's retryable 503, never an empty one.
+        deadline = time.monotonic() + 15
+        while True:
+            back = requests.get(f"{base}/api/projects/", verify=False, timeout=10)
+            if back.status_code != 503 or time.monotonic() > deadline:
+                break
+            assert back.headers["Retry-After"] == "5" and back.json()["retryable"] is True, back.text
+            time.sleep(0.5)
         assert back.status_code == 200 and back.json() == {"up": True} and "Retry-After" not in back.headers
     finally:
         upstream.shutdown()
