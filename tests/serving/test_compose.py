@@ -156,7 +156,13 @@ def test_the_web_is_checked_for_readiness_and_every_process_shares_one_metrics_f
 
     services = compose["services"]
     assert "/readyz" in " ".join(services["web"]["healthcheck"]["test"])
-    folder = "/app/" + str(settings.METRICS_DIR.relative_to(settings.BASE_DIR))  # the image's default, under /app
+    # The image's default (no STUDIO_DATA_DIR or STUDIO_METRICS_DIR set, its checkout at /app): studio.settings'
+    # default data folder, read from the settings module's source rather than this test process's settings, which
+    # a parallel run points at a folder of its own (tests/parallel.py).
+    source = (settings.BASE_DIR / "studio" / "settings.py").read_text()
+    assert 'env("STUDIO_DATA_DIR", str(BASE_DIR / "var"))' in source
+    assert 'env("STUDIO_METRICS_DIR", str(DATA_DIR / "metrics"))' in source
+    folder = "/app/var/metrics"
     studio = [name for name, s in services.items() if "studio" in " ".join(s.get("command") or [])]
     assert {"web", "worker", "webhook-worker", "gpu-worker"} <= set(studio)
     for name in studio:

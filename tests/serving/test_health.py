@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from django.test import Client, override_settings
 
+from tests.ports import free_port
+
 
 def test_healthz_answers_by_the_servers_own_address_over_plain_http(db):
     """The container's healthcheck asks http://127.0.0.1:8000/healthz: not a name the site serves, and no HTTPS."""
@@ -26,14 +28,21 @@ def test_readyz_names_each_dependency_it_reached(db):
     assert body["checks"]["storage"]["detail"] == "local"
 
 
-def test_readyz_is_503_naming_what_is_unreachable(db, settings, tmp_path):
+def test_readyz_is_503_naming_what_is_unreachable(db, settings, tmp_path, monkeypatch):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     settings.MEDIA_ROOT = blocker / "media"  # storage cannot be written
-    settings.CELERY_BROKER_TRANSPORT_OPTIONS = {
-        **settings.CELERY_BROKER_TRANSPORT_OPTIONS,
-        "data_folder_in": str(blocker / "queue"),
-    }
+    if settings.CELERY_BROKER_URL.startswith("filesystem://"):  # the embedded broker: a folder that cannot be made
+        settings.CELERY_BROKER_TRANSPORT_OPTIONS = {
+            **settings.CELERY_BROKER_TRANSPORT_OPTIONS,
+            "data_folder_in": str(blocker / "queue"),
+        }
+    else:  # Redis: a port where nothing listens
+        from studio.celery import app
+
+        refused = f"redis://127.0.0.1:{free_port()}/0"
+        monkeypatch.setattr(app.conf, "broker_url", refused)
+        monkeypatch.setattr(app.conf, "broker_write_url", refused)
     answer = Client().get("/readyz")
     assert answer.status_code == 503 and answer["Retry-After"]
     body = answer.json()
