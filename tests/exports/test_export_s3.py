@@ -142,7 +142,7 @@ class StallingRelay:
 
 @pytest.fixture
 def stalling_s3(settings):
-    """The studio's own S3 storage (bounded calls: half-second reads, one attempt) through a relay that can stall."""
+    """The studio's own S3 storage (bounded calls: 1.5 s reads, one attempt) through a relay that can stall."""
     boto3 = pytest.importorskip("boto3")
     from moto.server import ThreadedMotoServer
 
@@ -152,7 +152,9 @@ def stalling_s3(settings):
     creds = {"aws_access_key_id": "test", "aws_secret_access_key": "test", "region_name": "us-east-1"}
     boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}", **creds).create_bucket(Bucket=BUCKET)
     relay = StallingRelay(port)
-    settings.S3_CONNECT_TIMEOUT_S, settings.S3_READ_TIMEOUT_S, settings.S3_MAX_ATTEMPTS = 0.5, 0.5, 1
+    # Reads bounded well above what a loaded machine's moto takes (0.5 s timed out setting up a trace under CI's
+    # load), yet short beside the stalls below.
+    settings.S3_CONNECT_TIMEOUT_S, settings.S3_READ_TIMEOUT_S, settings.S3_MAX_ATTEMPTS = 1.5, 1.5, 1
     settings.JOB_ASSEMBLE_RETRY_PAUSE_S = 0.3
     settings.STUDIO_STORAGE = "s3"
     settings.STORAGES = {
@@ -214,7 +216,8 @@ def test_an_assembly_that_meets_a_stalled_s3_is_tried_again(
     """An export whose assembly met a 40 s S3 hang failed at the first ReadTimeoutError, though its shards would
     have been retried through it: the assembly is tried again like them."""
     exportable(project, annotator, lead)
-    tries = stall_when_assembly_starts(monkeypatch, stalling_s3, seconds=0.8)
+    # Longer than a read's bound (the first try times out), over before the second try's bound ends.
+    tries = stall_when_assembly_starts(monkeypatch, stalling_s3, seconds=2.4)
     job = services.export_job_create(project=project, user=engineer, fmt="trl", enqueue=False)
     job = services.export_job_run(job_id=job.pk)
     assert job.status == "succeeded", job.message

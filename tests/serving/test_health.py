@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 from django.test import Client, override_settings
 
@@ -40,9 +42,9 @@ def test_readyz_is_503_naming_what_is_unreachable(db, settings, tmp_path, monkey
     else:  # Redis: a port where nothing listens
         from studio.celery import app
 
+        # The app's own connection, to a dead address: its settings stay as they are for the tests after this one.
         refused = f"redis://127.0.0.1:{free_port()}/0"
-        monkeypatch.setattr(app.conf, "broker_url", refused)
-        monkeypatch.setattr(app.conf, "broker_write_url", refused)
+        monkeypatch.setattr(app, "connection_for_write", functools.partial(app.connection_for_write, refused))
     answer = Client().get("/readyz")
     assert answer.status_code == 503 and answer["Retry-After"]
     body = answer.json()
