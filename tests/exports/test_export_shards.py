@@ -8,6 +8,7 @@ hold shards at once when one is SIGKILLed or the export is cancelled."""
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import time
 import zipfile
@@ -175,7 +176,10 @@ def test_a_failed_shard_is_retried_without_duplicating_a_sample(
 
     def fails_once_mid_shard(annotation, *args, **kwargs):
         # The second annotation of a shard: the shard wrote half its samples when it breaks.
-        if broken["left"] and annotation.trace.external_id == "s3":
+        # Only in a shard's work: the export's plan also builds a few traces' samples to draw the validation
+        # split among traces that give samples (builders.traces_with_samples), and that is not the shard.
+        planning = any(frame.function == "traces_with_samples" for frame in inspect.stack())
+        if broken["left"] and annotation.trace.external_id == "s3" and not planning:
             broken["left"] -= 1
             raise OSError("storage hiccup")
         yield from real(annotation, *args, **kwargs)
