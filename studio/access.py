@@ -3,7 +3,9 @@
 Every view, API view, consumer, selector and service that needs "may this user do this to that" asks here:
 
 - ``access(user, model_or_queryset, pk, action, *, lock=False)`` fetches one object, keeps it only if it lies in
-  the action's scope for the user, checks the user's role, and (``lock``) takes its row lock, in one call;
+  the action's scope for the user, checks the user's role, and (``lock``) takes its row lock, in one call; an API
+  view passes its request instead of the user and names no action: the view's declared one (``permission_action``,
+  for the request's method) is the default, so a view names its rule once;
 - ``scoped(user, queryset, action)`` narrows a list to what the user reaches for the action;
 - ``can(user, action, obj=None)`` answers yes/no for templates, serializers and pages that offer a button.
 
@@ -15,7 +17,8 @@ the object is within reach but the role may not do the action. Their texts are m
 also Django's PermissionDenied / Http404, so one raised outside a view (a middleware) still gets Django's answer.
 
 The app modules (traces/access.py, annotation/access.py, exports/access.py, webhooks/access.py) name the
-entities: ``access_<entity>(user, pk, action, *, lock=False)`` and ``<entity>s_for(user, action)``.
+entities: ``access_<entity>(user, pk, action, *, lock=False)`` (or ``access_<entity>(request, pk)`` in an API view)
+and ``<entity>s_for(user, action)``.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from django.db.models.query import ModelIterable
 from django.http import Http404
 from rest_framework.exceptions import MethodNotAllowed
 from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
 
 from studio.db import OneRowRead
 from studio.errors import Forbidden, NotFound
@@ -200,10 +204,25 @@ def _refuse_in_scope(user, obj: Model, action: str) -> None:
         raise AccessRefused(action)
 
 
-def access(user, model_or_queryset: type[Model] | QuerySet, pk: Any, action: str, *, lock: bool = False) -> Any:
-    """Fetch the object ``pk`` for ``action``: 404 (NotInScope) outside the user's projects or for someone else's
-    own object, 403 (AccessRefused) when the role may not; ``lock`` reads it ``select_for_update`` (inside the
-    caller's transaction), so the check and the write see the same row."""
+def requester(who: Any, action: str | None) -> tuple[Any, str]:
+    """The user and the action of an access call. An API view passes its request and names no action: its declared
+    one (``permission_action``, for the request's method) is the default. Every other caller passes the user and
+    names the action (a view checking a second action names it too)."""
+    if isinstance(who, Request):
+        return who.user, action or ActionPermission.action(who, who.parser_context["view"])
+    if action is None:
+        raise TypeError("an access call for a user names its action; only an API view's request has a default")
+    return who, action
+
+
+def access(
+    who: Any, model_or_queryset: type[Model] | QuerySet, pk: Any, action: str | None = None, *, lock: bool = False
+) -> Any:
+    """Fetch the object ``pk`` for ``action`` (``requester``: ``who`` is a user, or an API view's request whose
+    view's action is the default): 404 (NotInScope) outside the user's projects or for someone else's own object,
+    403 (AccessRefused) when the role may not; ``lock`` reads it ``select_for_update`` (inside the caller's
+    transaction), so the check and the write see the same row."""
+    user, action = requester(who, action)
     rule = RULES[action]
     queryset = (
         model_or_queryset if isinstance(model_or_queryset, QuerySet) else model_or_queryset._default_manager.all()
@@ -368,6 +387,4 @@ class AccessedObjectMixin:
     def get_object(self):
         view: Any = self
         lookup = view.lookup_url_kwarg or view.lookup_field
-        return access(
-            view.request.user, view.get_queryset(), view.kwargs[lookup], ActionPermission.action(view.request, view)
-        )
+        return access(view.request, view.get_queryset(), view.kwargs[lookup])

@@ -130,7 +130,7 @@ class DependencyOutageMiddleware:
         metrics.storage_errors.labels("redis" if service == "Redis" else "s3").inc()
         detail = f"{service} is not answering; try again in a moment."
         if request.path.startswith("/api/") or "application/json" in request.headers.get("Accept", ""):
-            response = JsonResponse({"detail": detail, "retryable": True}, status=503)
+            response: HttpResponse = JsonResponse({"detail": detail, "retryable": True}, status=503)
         else:
             response = render(request, "503.html", {"detail": detail}, status=503)
         response["Retry-After"] = str(self.RETRY_AFTER_S)
@@ -177,7 +177,7 @@ class ClientAddressMiddleware:
                 (a for a in reversed(forwarded) if not self.is_trusted(a)), forwarded[0] if forwarded else peer
             )
             try:
-                client = str(ipaddress.ip_address(client))
+                client = str(ipaddress.ip_address(client or ""))
             except ValueError:  # a proxy that forwards garbage: keep the proxy's own address
                 client = peer
             scope = {**scope, "client": (client, 0)}

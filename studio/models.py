@@ -50,7 +50,7 @@ class JobBase(models.Model):
     @classmethod
     def kind_label_of_model(cls) -> str:
         """The job's kind as logs and metrics name it (a registered kind's name: ``studio.engine.KindJob``)."""
-        return cls._meta.model_name
+        return cls._meta.model_name or cls.__name__.lower()
 
     def kind_label(self) -> str:
         return type(self).kind_label_of_model()
@@ -70,8 +70,10 @@ def job_field_with_db_default(name: str, db_default) -> models.Field:
     had without the column, so that release's inserts, which leave the column out, still succeed while this
     release's migrations are applied (docs/deploy.md, "Upgrading"). JobBase itself stays without one: the other
     job tables were made with these columns."""
-    _, _, args, options = JobBase._meta.get_field(name).deconstruct()
-    return type(JobBase._meta.get_field(name))(*args, db_default=db_default, **options)
+    field = JobBase._meta.get_field(name)
+    assert isinstance(field, models.Field), name
+    _, _, args, options = field.deconstruct()
+    return type(field)(*args, **{**options, "db_default": db_default})
 
 
 class ShardStatus(models.TextChoices):

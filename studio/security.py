@@ -42,7 +42,7 @@ def login_name(raw: str) -> str:
     " victim " and the full-width "ｖｉｃｔｉｍ" count against the same account as "victim"."""
     from django.contrib.auth.forms import AuthenticationForm
 
-    name = AuthenticationForm().fields["username"].to_python(raw)
+    name = AuthenticationForm().fields["username"].to_python(raw) or ""
     # The counter is a database row: a NUL (which PostgreSQL refuses) cannot name an account anyway.
     return name.replace("\x00", "\N{REPLACEMENT CHARACTER}")[:150]
 

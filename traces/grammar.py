@@ -505,27 +505,29 @@ def _arg_kind(spec: ActionSpec | None, name: str, value: Any) -> str:
     return "point" if isinstance(value, (tuple, list)) else "text"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Action:
     """One UI-TARS action.
 
     ``args`` holds ``(canonical_name, value)`` pairs in the table's order: points are
     ``(x, y)`` tuples of int/float (floats kept to 3 decimals), texts/keys/directions are
-    str, durations are numbers.  A Mapping is accepted for ``args`` and normalised.
+    str, durations are numbers.  The constructor takes the pairs or a Mapping, and normalises either.
     ``style`` is "box" or "point" and is forced to "box" when there are no points, so that
     equality does not depend on an invisible attribute.
     """
 
     type: str
-    args: tuple[tuple[str, Any], ...] = ()
-    style: str = "box"
+    args: tuple[tuple[str, Any], ...]
+    style: str
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.type, str) or not self.type:
+    def __init__(self, type: str, args: Mapping[str, Any] | Iterable[tuple[str, Any]] = (), style: str = "box") -> None:
+        if not isinstance(type, str) or not type:
             raise TypeError("Action.type must be a non-empty str")
-        if self.style not in STYLES:
-            raise ValueError(f"Action.style must be one of {STYLES}, got {self.style!r}")
-        items = list(self.args.items()) if isinstance(self.args, Mapping) else [tuple(kv) for kv in self.args]
+        if style not in STYLES:
+            raise ValueError(f"Action.style must be one of {STYLES}, got {style!r}")
+        object.__setattr__(self, "type", type)
+        object.__setattr__(self, "style", style)
+        items = list(args.items()) if isinstance(args, Mapping) else [tuple(kv) for kv in args]
         spec = ACTION_SPECS.get(self.type)
         seen: set[str] = set()
         norm: list[tuple[str, Any]] = []
