@@ -146,3 +146,11 @@ class BackupOutcome(models.Model):
     last_success_at = models.DateTimeField(null=True, blank=True)
     last_failure_at = models.DateTimeField(null=True, blank=True)
     last_failure_message = models.TextField(blank=True)
+
+
+class AccountPreference(models.Model):
+    """What a person chose for their own account. ``language``: a code of ``settings.LANGUAGES``, or blank for the
+    browser's (Accept-Language); studio.i18n keeps it in the session at sign-in so no request reads this row."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="preference")
+    language = models.CharField(max_length=16, blank=True, default="", db_default="")

@@ -110,6 +110,8 @@ RULES: dict[str, Rule] = {
     "alignment.view": Rule(SEES_BLIND, Scope.MEMBER, "see judge alignment"),
     # Reading the API's own description and the account pages.
     "api.docs": Rule(ALL, Scope.ANY, "read the API documentation"),
+    # One's own account: the language the studio speaks to them (studio.i18n).
+    "account.language": Rule(ALL, Scope.ANY, "choose your language"),
     # Engineers fetch bundles with a token; it is theirs to create and revoke.
     "token.manage": Rule(EXPORTING, Scope.ANY, "manage API tokens"),
     # Django's admin (it checks is_staff itself; the table says who it is for).
@@ -140,6 +142,9 @@ PAGE_PERMISSIONS: dict[str, str] = {
     "api-schema": "api.docs",
     "api-docs": "api.docs",
     "account-token": "token.manage",
+    "account-language": "account.language",
+    # The pages' scripts' translations (Django's JavaScript catalog): the login page's scripts need them too.
+    "javascript-catalog": PUBLIC,
     "api-token": "token.manage",
     # traces
     "project-list": "project.view",

@@ -18,7 +18,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from studio import health, observability, oidc, security
+from studio import health, i18n, observability, oidc, security, services
 from studio import metrics as studio_metrics
 from studio.access import ActionPermission
 from studio.auth_backend import PATH as AUTH_BACKEND
@@ -121,6 +121,20 @@ def oidc_callback(request):
 
 
 @require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "POST"])
+def account_language(request):
+    """Page: the language the studio speaks to this account, or the browser's (studio.i18n)."""
+    if request.method == "POST":
+        language = services.account_language_set(user=request.user, language=request.POST.get("language", ""))
+        i18n.session_language_keep(request, language)
+        return redirect("account-language")
+    return render(
+        request,
+        "account/language.html",
+        {"languages": settings.LANGUAGES, "chosen": i18n.account_language(request.user)},
+    )
+
+
 def account_token(request):
     """Page: create (or replace) and revoke the API token. The key is shown once, right after creation."""
     token, revoked = None, False
