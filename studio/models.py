@@ -2,14 +2,15 @@
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class JobStatus(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    SUCCEEDED = "succeeded", "Succeeded"
-    FAILED = "failed", "Failed"
-    CANCELLED = "cancelled", "Cancelled"
+    QUEUED = "queued", _("Queued")
+    RUNNING = "running", _("Running")
+    SUCCEEDED = "succeeded", _("Succeeded")
+    FAILED = "failed", _("Failed")
+    CANCELLED = "cancelled", _("Cancelled")
 
 
 class JobBase(models.Model):
