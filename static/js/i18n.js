@@ -32,3 +32,15 @@ export function formatDateTime(value, options) {
     new Date(value),
   );
 }
+
+// A background job's status in words (studio.models.JobStatus), as the pages show it.
+export function jobStatusWord(status) {
+  const words = {
+    queued: gettext("queued"),
+    running: gettext("running"),
+    succeeded: gettext("succeeded"),
+    failed: gettext("failed"),
+    cancelled: gettext("cancelled"),
+  };
+  return words[status] || status;
+}
