@@ -11,6 +11,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.html import escape
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext
 from django.views import defaults
 from django.views.decorators.http import require_http_methods
 from drf_spectacular.utils import extend_schema, inline_serializer
@@ -47,9 +48,9 @@ class ThrottledLoginView(auth_views.LoginView):
         if wait:
             minutes = max(1, round(wait / 60))
             context = self.get_context_data(form=self.get_form())
-            context["throttle_message"] = (
-                f"Too many failed logins from your address. Try again in about {minutes} minute(s)."
-            )
+            context["throttle_message"] = gettext(
+                "Too many failed logins from your address. Try again in about %(minutes)s minute(s)."
+            ) % {"minutes": minutes}
             response = render(request, self.template_name, context, status=429)
             response["Retry-After"] = str(wait)
             return response
