@@ -11,6 +11,7 @@ from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import ngettext
 
 from annotation.access import annotations_for
 from annotation.models import Annotation, AnnotationKind, AnnotationStatus, AuditEvent, Lease, QueueRequest, Verdict
@@ -163,7 +164,8 @@ def queue_for_user(user) -> list[dict]:
                 .exclude(kind=AnnotationKind.QUALIFICATION)
                 .count(),
                 "open_count": open_count,
-                "open_words": in_words(open_count, "open trace", "open traces"),
+                "open_words": ngettext("%(count)s open trace", "%(count)s open traces", open_count)
+                % {"count": open_count},
                 "awaiting_instruction": (
                     traces_awaiting_instruction(project.traces.all()).count() if can(user, "trace.edit", project) else 0
                 ),

@@ -11,6 +11,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.middleware.locale import LocaleMiddleware
 from django.utils import translation
+from django.views.i18n import JavaScriptCatalog
 
 # The session's copy of the account's language ("" or absent: the browser's).
 SESSION_LANGUAGE_KEY = "studio_language"
@@ -56,3 +57,11 @@ class AccountLocaleMiddleware(LocaleMiddleware):
 
     def process_request(self, request):
         request_language_activate(request)
+
+
+class ScriptCatalog(JavaScriptCatalog):
+    """Django's JavaScript catalog of the project's own scripts' messages: ``locale/<language>/djangojs.po``
+    (Django's view reads only apps' folders for a domain other than ``django``)."""
+
+    def get_paths(self, packages):
+        return [str(path) for path in settings.LOCALE_PATHS]

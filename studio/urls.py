@@ -3,10 +3,10 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.views.decorators.cache import cache_control
 from django.views.generic import RedirectView
-from django.views.i18n import JavaScriptCatalog
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from studio import views as studio_views
+from studio.i18n import ScriptCatalog
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="project-list", permanent=False), name="home"),
@@ -31,7 +31,7 @@ urlpatterns = [
     # The scripts' translations in the request's language (static/js/i18n.js reads them); a page loads it once.
     path(
         "jsi18n/",
-        cache_control(private=True, max_age=300)(JavaScriptCatalog.as_view()),
+        cache_control(private=True, max_age=300)(ScriptCatalog.as_view()),
         name="javascript-catalog",
     ),
     path("api/token/", studio_views.ApiToken.as_view(), name="api-token"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib.auth import get_user_model
+from django.utils.translation import gettext_lazy
 
 from traces.grammar import MIN_PIXELS
 from traces.models import Project, default_error_categories
@@ -14,7 +15,9 @@ class TraceInstructionForm(forms.Form):
     instruction = forms.CharField(
         max_length=INSTRUCTION_MAX_CHARS,
         strip=True,
-        widget=forms.Textarea(attrs={"rows": 3, "placeholder": "The task the agent was given, as it was given"}),
+        widget=forms.Textarea(
+            attrs={"rows": 3, "placeholder": gettext_lazy("The task the agent was given, as it was given")}
+        ),
         error_messages={"required": "Write the instruction: the task the agent was given."},
     )
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
-from django.utils.translation import gettext_lazy as _
 from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
 
 from studio.engine import KindJob
 from studio.models import JobBase

@@ -31,6 +31,7 @@ from collections import Counter, defaultdict
 from django.contrib.auth import get_user_model
 from django.db import connection
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
+from django.utils.translation import gettext
 
 from annotation.models import (
     STANDING_CORRECTION,
@@ -134,14 +135,16 @@ def reference_refusal(annotation: Annotation) -> str:
     """Why ``annotation`` cannot be its trace's reference ("" when it can): the one rule of ``gold_mark`` (which
     refuses with it, a 400) and of the page's "make gold" button (which shows it instead)."""
     if annotation.kind != AnnotationKind.PRODUCTION:
-        return "it is itself a gold or qualification answer; a reference is an accepted production answer"
+        return gettext("it is itself a gold or qualification answer; a reference is an accepted production answer")
     if annotation.status != AnnotationStatus.ACCEPTED:
-        state = {"draft": "a draft", "submitted": "not reviewed yet", "rejected": "rejected"}.get(
-            annotation.status, annotation.status
-        )
-        return f"it is {state}; only an accepted answer can be a reference"
+        state = {
+            "draft": gettext("a draft"),
+            "submitted": gettext("not reviewed yet"),
+            "rejected": gettext("rejected"),
+        }.get(annotation.status, annotation.status)
+        return gettext("it is %(state)s; only an accepted answer can be a reference") % {"state": state}
     if annotation.verdict == Verdict.UNUSABLE:
-        return "it judges the trace unusable; a gold trace needs an answer to score against"
+        return gettext("it judges the trace unusable; a gold trace needs an answer to score against")
     if not annotation.verdict:
         return "it has no verdict"
     return ""
