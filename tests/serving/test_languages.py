@@ -168,7 +168,7 @@ def english_left(html: str, data: list[str]) -> list[str]:
     return left
 
 
-def test_the_walk_finds_english_it_is_shown(db):
+def test_the_walk_finds_english_it_is_shown():
     page = '<p title="Zoom in">放大</p><p>第 1 步 · Ann</p><code>click(start_box)</code><p>Ctrl+Z · τ · CSV</p>'
     assert english_left(page, data=["Ann"]) == ["Zoom in"]
     assert english_left("<p>Not saved</p>", data=[]) == ["Not saved"]
