@@ -33,6 +33,9 @@ NAMES = {
     "Studio",
     "Krippendorff's",
     "English",
+    "token",
+    "log",
+    "Web",
     "API",
     "CSV",
     "JSON",
@@ -158,7 +161,7 @@ def english_left(html: str, data: list[str]) -> list[str]:
     left = []
     for text in parser.texts:
         for value in data:
-            text = text.replace(value, " ")
+            text = re.sub(rf"(?<!\w){re.escape(value)}(?!\w)", " ", text)
         # a path, a setting's name or a model's name (docs/rounds.md, STUDIO_…, ui-tars-1.5-7b) is no language
         text = re.sub(r"\S*[/_\d]\S*|\b[A-Z]{2,}\b", " ", text)
         words = [w for w in re.findall(r"[A-Za-z][A-Za-z'-]*[A-Za-z]", text) if w not in NAMES]
@@ -203,7 +206,12 @@ def world_in_chinese(tmp_path, project, annotator, lead):
 
 
 def chinese_pages(world) -> list[tuple[str, str, dict]]:
-    """(who, URL name, kwargs) of the pages most used: the annotator's day, the lead's review and dashboards."""
+    """(who, URL name, kwargs) of the pages most used: the annotator's day, the lead's review and dashboards.
+
+    Not yet here, for their labels made on the server outside the catalog: the project's settings and the quality
+    page (the quality settings form's labels), the import page (the importers' labels), the exports page (the
+    formats' labels), the search pages (the columns' headings), the evaluations page (the metrics' names) and the
+    webhooks page (the events' labels)."""
     project_id, annotation_id = world["project"].pk, world["annotation"].pk
     trace_id = world["traces"][0].pk
     return [
@@ -219,6 +227,12 @@ def chinese_pages(world) -> list[tuple[str, str, dict]]:
         ("lead", "review-detail", {"annotation_id": annotation_id}),
         ("lead", "project-dashboard", {"project_id": project_id}),
         ("lead", "round-dashboard", {"project_id": project_id}),
+        ("lead", "instructions-upload", {"project_id": project_id}),
+        ("lead", "account-token", {}),
+        ("lead", "project-slices", {"project_id": project_id}),
+        ("lead", "project-clusters", {"project_id": project_id}),
+        ("lead", "project-alignment", {"project_id": project_id}),
+        ("annotator", "qualification", {"project_id": project_id}),
     ]
 
 
