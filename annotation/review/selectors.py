@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 
 from django.db.models import Q, QuerySet
 from django.urls import reverse
+from django.utils.translation import gettext
 
 from annotation.access import annotations_for, history_for
 from annotation.alternatives.selectors import marked_alternatives
@@ -220,7 +221,7 @@ def trace_viewer_screens(trace, first: int, last: int, *, tau: int | None) -> li
         shot = step.screenshot
         marker = _marker(
             step.action_text,
-            label="recorded",
+            label=gettext("recorded"),
             kind="original",
             project=project,
             shot=shot,
@@ -383,7 +384,7 @@ def review_context(annotation: Annotation) -> dict:
             # The recorded action is in the trace's convention; corrections are in the project's.
             _marker(
                 step.action_text,
-                label="original",
+                label=gettext("original"),
                 kind="original",
                 project=project,
                 shot=shot,
@@ -391,7 +392,7 @@ def review_context(annotation: Annotation) -> dict:
             ),
             _marker(
                 annotation.corrected_action,
-                label="corrected",
+                label=gettext("corrected"),
                 kind="corrected",
                 project=project,
                 shot=shot,
@@ -402,7 +403,7 @@ def review_context(annotation: Annotation) -> dict:
         markers += [
             _marker(
                 alt["action"],
-                label=f"wrong alternative {alt['number']}",
+                label=gettext("wrong alternative %(number)s") % {"number": alt["number"]},
                 kind="alt-wrong",
                 project=project,
                 shot=shot,
@@ -416,7 +417,7 @@ def review_context(annotation: Annotation) -> dict:
         context["reflection_shot"] = reflection_shot
         marker = _marker(
             annotation.reflection_action,
-            label="post-reflection",
+            label=gettext("post-reflection"),
             kind="reflection",
             project=project,
             shot=reflection_shot,
