@@ -11,7 +11,7 @@ from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.translation import ngettext
+from django.utils.translation import gettext, ngettext
 
 from annotation.access import annotations_for
 from annotation.models import Annotation, AnnotationKind, AnnotationStatus, AuditEvent, Lease, QueueRequest, Verdict
@@ -94,7 +94,7 @@ def annotation_status_counts(trace_ids, *, viewer) -> dict[int, list[tuple[str, 
         counts.setdefault(row["trace_id"], {})[row["status"]] = row["n"]
     return {
         trace_id: [
-            (status, label, by_status[status]) for status, label in AnnotationStatus.choices if status in by_status
+            (status, str(label), by_status[status]) for status, label in AnnotationStatus.choices if status in by_status
         ]
         for trace_id, by_status in counts.items()
     }
@@ -459,8 +459,8 @@ def verdict_words(verdict: str, tau: int | None) -> str:
     if not verdict:
         return "—"
     if verdict == Verdict.ERROR:
-        return f"First error at step {tau}" if tau else "First error"
-    return dict(Verdict.choices).get(verdict, verdict)
+        return gettext("First error at step %(tau)s") % {"tau": tau} if tau else gettext("First error")
+    return str(dict(Verdict.choices).get(verdict, verdict))
 
 
 ACTION_FIELD_OF_SLOT = {"corrected": "corrected_action", "reflection": "reflection_action"}
@@ -571,7 +571,7 @@ _CUT_AT = 60  # a value's words are cut beyond this many characters
 
 def _value_words(name: str, value) -> str:
     if name == "verdict":
-        return dict(Verdict.choices).get(value or "", str(value))
+        return str(dict(Verdict.choices).get(value or "", str(value)))
     if value in (None, "", {}):
         return "nothing"
     if name == "tau":

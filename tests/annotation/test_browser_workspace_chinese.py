@@ -17,7 +17,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pyte
 __all__ = ["dart_trace"]  # the fixture, used by name
 
 
-def test_an_annotator_works_through_the_workspace_in_chinese(browser, live_server, dart_trace, annotator, artifacts_dir):
+def test_an_annotator_works_through_the_workspace_in_chinese(
+    browser, live_server, dart_trace, annotator, artifacts_dir
+):
     account_language_set(user=annotator, language="zh-hans")
     # The browser asks for English: the account's choice wins.
     context = browser.new_context(viewport={"width": 1600, "height": 1000}, locale="en-US")
