@@ -12,6 +12,7 @@ register = template.Library()
 PHRASES = {
     "trace,traces": ngettext_lazy("%(count)s trace", "%(count)s traces", "count"),
     "step,steps": ngettext_lazy("%(count)s step", "%(count)s steps", "count"),
+    "gold trace,gold traces": ngettext_lazy("%(count)s gold trace", "%(count)s gold traces", "count"),
     "accepted annotation,accepted annotations": ngettext_lazy(
         "%(count)s accepted annotation", "%(count)s accepted annotations", "count"
     ),

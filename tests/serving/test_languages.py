@@ -208,10 +208,9 @@ def world_in_chinese(tmp_path, project, annotator, lead):
 def chinese_pages(world) -> list[tuple[str, str, dict]]:
     """(who, URL name, kwargs) of the pages most used: the annotator's day, the lead's review and dashboards.
 
-    Not yet here, for their labels made on the server outside the catalog: the project's settings and the quality
-    page (the quality settings form's labels), the import page (the importers' labels), the exports page (the
-    formats' labels), the search pages (the columns' headings), the evaluations page (the metrics' names) and the
-    webhooks page (the events' labels)."""
+    Not yet here, for their labels made on the server outside the catalog: the import page (the importers' labels),
+    the exports page (the formats' labels), the search pages (the columns' headings), the evaluations page (the
+    metrics' names) and the webhooks page (the events' labels)."""
     project_id, annotation_id = world["project"].pk, world["annotation"].pk
     trace_id = world["traces"][0].pk
     return [
@@ -233,6 +232,8 @@ def chinese_pages(world) -> list[tuple[str, str, dict]]:
         ("lead", "project-clusters", {"project_id": project_id}),
         ("lead", "project-alignment", {"project_id": project_id}),
         ("annotator", "qualification", {"project_id": project_id}),
+        ("lead", "project-settings", {"project_id": project_id}),
+        ("lead", "project-quality", {"project_id": project_id}),
     ]
 
 
