@@ -11,11 +11,7 @@ import functools
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-
-def gettext_noop(text: str) -> str:
-    """Marks a text for the catalog (``makemessages`` finds it by this name); ``studio.access`` translates it when it
-    refuses. Not Django's: the table is read before Django's settings (the command line, the architecture tests)."""
-    return text
+from studio.catalog import gettext_noop
 
 
 class Role(StrEnum):

@@ -45,12 +45,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-
-def gettext_noop(text: str) -> str:
-    """Marks a text for the catalog (``makemessages`` finds it by this name); ``action_table_json`` translates it.
-    Not Django's: this module is read without Django's settings (the command line, the scripts)."""
-    return text
-
+from studio.catalog import gettext_noop
 
 __all__ = [
     "ACTION_SPECS",

@@ -33,6 +33,15 @@ NAMES = {
     "Studio",
     "Krippendorff's",
     "English",
+    "LLaMA-Factory",
+    "Mobile-Agent",
+    "sharegpt",
+    "Parquet",
+    "verl",
+    "osworld",
+    "screenagent",
+    "mobile-agent",
+    "uitars-messages",
     "token",
     "log",
     "Web",
@@ -162,8 +171,9 @@ def english_left(html: str, data: list[str]) -> list[str]:
     for text in parser.texts:
         for value in data:
             text = re.sub(rf"(?<!\w){re.escape(value)}(?!\w)", " ", text)
-        # a path, a setting's name or a model's name (docs/rounds.md, STUDIO_…, ui-tars-1.5-7b) is no language
-        text = re.sub(r"\S*[/_\d]\S*|\b[A-Z]{2,}\b", " ", text)
+        # a path, a file, a setting's name or a model's name (docs/rounds.md, trace.json, STUDIO_…, ui-tars-1.5-7b) is
+        # no language
+        text = re.sub(r"\S*[/_\d]\S*|\b[A-Z]{2,}\b|\S*\.(?:json|jsonl|zip|md)\b", " ", text)
         words = [w for w in re.findall(r"[A-Za-z][A-Za-z'-]*[A-Za-z]", text) if w not in NAMES]
         # a lone letter or a step's o_i / t*_τ is notation; two letters or more of a word are language
         if any(len(w) > 2 or w.lower() in {"of", "to", "in", "on", "by", "or", "no", "is", "at"} for w in words):
@@ -208,9 +218,8 @@ def world_in_chinese(tmp_path, project, annotator, lead):
 def chinese_pages(world) -> list[tuple[str, str, dict]]:
     """(who, URL name, kwargs) of the pages most used: the annotator's day, the lead's review and dashboards.
 
-    Not yet here, for their labels made on the server outside the catalog: the import page (the importers' labels),
-    the exports page (the formats' labels), the search pages (the columns' headings), the evaluations page (the
-    metrics' names) and the webhooks page (the events' labels)."""
+    Not yet here, for their labels made on the server outside the catalog: the search pages (the columns' headings)
+    and the evaluations page (the metrics' names)."""
     project_id, annotation_id = world["project"].pk, world["annotation"].pk
     trace_id = world["traces"][0].pk
     return [
@@ -234,6 +243,9 @@ def chinese_pages(world) -> list[tuple[str, str, dict]]:
         ("annotator", "qualification", {"project_id": project_id}),
         ("lead", "project-settings", {"project_id": project_id}),
         ("lead", "project-quality", {"project_id": project_id}),
+        ("lead", "import-upload", {"project_id": project_id}),
+        ("lead", "export-home", {}),
+        ("lead", "project-webhooks", {"project_id": project_id}),
     ]
 
 
