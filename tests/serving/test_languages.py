@@ -42,6 +42,7 @@ NAMES = {
     "screenagent",
     "mobile-agent",
     "uitars-messages",
+    "pref",  # the search syntax's example (pref*)
     "token",
     "log",
     "Web",
@@ -216,10 +217,7 @@ def world_in_chinese(tmp_path, project, annotator, lead):
 
 
 def chinese_pages(world) -> list[tuple[str, str, dict]]:
-    """(who, URL name, kwargs) of the pages most used: the annotator's day, the lead's review and dashboards.
-
-    Not yet here, for their labels made on the server outside the catalog: the search pages (the columns' headings)
-    and the evaluations page (the metrics' names)."""
+    """(who, URL name, kwargs) of the pages most used: the annotator's day, the lead's review and dashboards."""
     project_id, annotation_id = world["project"].pk, world["annotation"].pk
     trace_id = world["traces"][0].pk
     return [
@@ -246,6 +244,9 @@ def chinese_pages(world) -> list[tuple[str, str, dict]]:
         ("lead", "import-upload", {"project_id": project_id}),
         ("lead", "export-home", {}),
         ("lead", "project-webhooks", {"project_id": project_id}),
+        ("lead", "search-home", {}),
+        ("lead", "project-search", {"project_id": project_id}),
+        ("lead", "project-evaluations", {"project_id": project_id}),
     ]
 
 
