@@ -19,6 +19,7 @@ from annotation.selectors import (
     STEPS_MAX_SPAN,
     STEPS_WINDOW,
     action_target_box,
+    field_label,
     model_extent,
     observations,
     open_leases,
@@ -128,7 +129,7 @@ def history_rows(events: list[AuditEvent]) -> list[HistoryRow]:
         # In the order of the form (a JSON object's keys come back in another order from PostgreSQL's jsonb).
         order = list(FIELD_LABELS)
         names = sorted(event.changes, key=lambda name: (order.index(name) if name in order else len(order), name))
-        labels = [FIELD_LABELS.get(name, name.replace("_", " ")) for name in names]
+        labels = [field_label(name) for name in names]
         last = rows[-1] if rows else None
         if (
             last is not None
@@ -230,7 +231,7 @@ def trace_viewer_screens(trace, first: int, last: int, *, tau: int | None) -> li
         screens.append(
             {
                 "index": step.index,
-                "title": f"step {step.index}",
+                "title": gettext("step %(step)s") % {"step": step.index},
                 "image": shot.image_url if shot else None,
                 "thumb": shot.thumbnail_url if shot else None,
                 "size": _size(project, shot),
@@ -245,7 +246,7 @@ def trace_viewer_screens(trace, first: int, last: int, *, tau: int | None) -> li
         screens.append(
             {
                 "index": trace.step_count + 1,
-                "title": "final screen",
+                "title": gettext("final screen"),
                 "image": final.image_url,
                 "thumb": final.thumbnail_url,
                 "size": _size(project, final),

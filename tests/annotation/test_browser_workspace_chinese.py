@@ -1,7 +1,7 @@
 """An annotator whose account speaks Simplified Chinese annotates a real trace end to end in Chromium: claims it from
 the queue, marks the first erroneous step τ, writes the correction and the post-reflection, submits. The page's
 words, the scripts' (the save state, the step label, the tags) and the server's answers come in Chinese; what the
-annotator writes is stored as written."""
+annotator writes is stored as written. Then the lead, whose browser asks for Chinese, opens the review page."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ __all__ = ["dart_trace"]  # the fixture, used by name
 
 
 def test_an_annotator_works_through_the_workspace_in_chinese(
-    browser, live_server, dart_trace, annotator, artifacts_dir
+    browser, live_server, dart_trace, annotator, lead, artifacts_dir
 ):
     account_language_set(user=annotator, language="zh-hans")
     # The browser asks for English: the account's choice wins.
@@ -72,5 +72,17 @@ def test_an_annotator_works_through_the_workspace_in_chinese(
     assert (annotation.verdict, annotation.tau) == ("error", 3)
     assert annotation.corrected_thought == "我应该先打开扩展视图。"
     assert annotation.corrected_action.startswith("click(start_box=")
+    assert not page_errors, page_errors
+    context.close()
+
+    # The lead has no language chosen: the browser's Chinese decides, and the review page answers in it.
+    context = browser.new_context(viewport={"width": 1600, "height": 1000}, locale="zh-CN")
+    page = context.new_page()
+    page.on("pageerror", lambda exc: page_errors.append(str(exc)))
+    login_by_form(page, live_server.url, lead.username)
+    page.goto(f"{live_server.url}/reviews/{annotation.pk}/")
+    assert page.inner_text("#annotation-status") == "已提交"
+    assert "审核决定" in page.inner_text("body")
+    page.screenshot(path=str(artifacts_dir / "review-zh-hans.png"), full_page=True)
     assert not page_errors, page_errors
     context.close()
