@@ -31,6 +31,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Model, QuerySet
 from django.db.models.query import ModelIterable
 from django.http import Http404
+from django.utils.translation import gettext, gettext_noop
 from rest_framework.exceptions import MethodNotAllowed
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
@@ -51,24 +52,26 @@ class Entity:
 
 # model label -> entity. A model the layer is asked about and that is missing here is a programming error.
 ENTITIES: dict[str, Entity] = {
-    "traces.Project": Entity("project", None),
-    "traces.Trace": Entity("trace", "project"),
-    "traces.Step": Entity("step", "trace__project"),
-    "traces.Round": Entity("round", "project"),
-    "traces.ImportJob": Entity("import job", "project"),
-    "prescoring.PrescoreJob": Entity("pre-scoring job", "project"),
-    "annotation.Annotation": Entity("annotation", "project", owner="annotator"),
-    "annotation.Lease": Entity("lease", "trace__project", owner="user"),
-    "annotation.AuditEvent": Entity("history entry", "project", owner="annotator"),
-    "annotation.GoldTrace": Entity("gold trace", "project"),
-    "annotation.AlternativesJob": Entity("alternatives job", "annotation__project", owner="annotation__annotator"),
-    "exports.ExportJob": Entity("export", "project"),
-    "evaluation.EvaluationJob": Entity("evaluation", "project"),
-    "webhooks.Webhook": Entity("webhook", "project"),
-    "webhooks.Delivery": Entity("delivery", "webhook__project"),
-    "insights.Slice": Entity("slice", "project"),
-    "insights.Cluster": Entity("cluster", "run__project"),
-    "insights.ClusterRun": Entity("clustering run", "project"),
+    "traces.Project": Entity(gettext_noop("project"), None),
+    "traces.Trace": Entity(gettext_noop("trace"), "project"),
+    "traces.Step": Entity(gettext_noop("step"), "trace__project"),
+    "traces.Round": Entity(gettext_noop("round"), "project"),
+    "traces.ImportJob": Entity(gettext_noop("import job"), "project"),
+    "prescoring.PrescoreJob": Entity(gettext_noop("pre-scoring job"), "project"),
+    "annotation.Annotation": Entity(gettext_noop("annotation"), "project", owner="annotator"),
+    "annotation.Lease": Entity(gettext_noop("lease"), "trace__project", owner="user"),
+    "annotation.AuditEvent": Entity(gettext_noop("history entry"), "project", owner="annotator"),
+    "annotation.GoldTrace": Entity(gettext_noop("gold trace"), "project"),
+    "annotation.AlternativesJob": Entity(
+        gettext_noop("alternatives job"), "annotation__project", owner="annotation__annotator"
+    ),
+    "exports.ExportJob": Entity(gettext_noop("export"), "project"),
+    "evaluation.EvaluationJob": Entity(gettext_noop("evaluation"), "project"),
+    "webhooks.Webhook": Entity(gettext_noop("webhook"), "project"),
+    "webhooks.Delivery": Entity(gettext_noop("delivery"), "webhook__project"),
+    "insights.Slice": Entity(gettext_noop("slice"), "project"),
+    "insights.Cluster": Entity(gettext_noop("cluster"), "run__project"),
+    "insights.ClusterRun": Entity(gettext_noop("clustering run"), "project"),
 }
 
 
@@ -85,12 +88,13 @@ class NotInScope(NotFound, Http404):
 
     def __init__(self, entity: Entity | str):
         self.entity = entity.name if isinstance(entity, Entity) else entity
-        super().__init__(f"No such {self.entity} among yours.")
+        # In the request's language (the entity names are in the catalog: gettext_noop above).
+        super().__init__(gettext("No such %(entity)s among yours.") % {"entity": gettext(self.entity)})
 
 
 def refusal(action: str) -> str:
     """The one wording of a refusal: every 403 the studio gives comes from here."""
-    return f"You cannot {RULES[action].doing}."
+    return gettext("You cannot %(doing)s.") % {"doing": gettext(RULES[action].doing)}
 
 
 def entity_of(model: type[Model]) -> Entity:

@@ -6,6 +6,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.http import HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import render
+from django.utils.translation import gettext_lazy
 
 from studio import metrics
 from studio.errors import ErrorKind, StudioError, error_body, unreachable_dependency
@@ -20,11 +21,11 @@ def wants_json(request) -> bool:
 
 # The heading of the refusal page, per kind (the text under it is the error's own message).
 PAGE_TITLE_BY_KIND = {
-    ErrorKind.INVALID: "Not done",
-    ErrorKind.FORBIDDEN: "Not allowed",
-    ErrorKind.NOT_FOUND: "Not found",
-    ErrorKind.CONFLICT: "Changed meanwhile",
-    ErrorKind.TOO_LARGE: "Too large",
+    ErrorKind.INVALID: gettext_lazy("Not done"),
+    ErrorKind.FORBIDDEN: gettext_lazy("Not allowed"),
+    ErrorKind.NOT_FOUND: gettext_lazy("Not found"),
+    ErrorKind.CONFLICT: gettext_lazy("Changed meanwhile"),
+    ErrorKind.TOO_LARGE: gettext_lazy("Too large"),
 }
 
 

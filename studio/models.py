@@ -2,14 +2,15 @@
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class JobStatus(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    SUCCEEDED = "succeeded", "Succeeded"
-    FAILED = "failed", "Failed"
-    CANCELLED = "cancelled", "Cancelled"
+    QUEUED = "queued", _("Queued")
+    RUNNING = "running", _("Running")
+    SUCCEEDED = "succeeded", _("Succeeded")
+    FAILED = "failed", _("Failed")
+    CANCELLED = "cancelled", _("Cancelled")
 
 
 class JobBase(models.Model):
@@ -148,3 +149,11 @@ class BackupOutcome(models.Model):
     last_success_at = models.DateTimeField(null=True, blank=True)
     last_failure_at = models.DateTimeField(null=True, blank=True)
     last_failure_message = models.TextField(blank=True)
+
+
+class AccountPreference(models.Model):
+    """What a person chose for their own account. ``language``: a code of ``settings.LANGUAGES``, or blank for the
+    browser's (Accept-Language); studio.i18n keeps it in the session at sign-in so no request reads this row."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="preference")
+    language = models.CharField(max_length=16, blank=True, default="", db_default="")

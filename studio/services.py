@@ -7,6 +7,7 @@ from django.contrib.auth.models import Group
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils.translation import gettext as _
 
 from studio.errors import Invalid
 from studio.inputs import text_problem
@@ -51,3 +52,16 @@ def user_create(*, username: str, role: Role, password: str, email: str = ""):
         # get_or_create: the role groups come from a data migration, which a flushed test database lacks.
         user.groups.add(Group.objects.get_or_create(name=role.value)[0])
     return user
+
+
+def account_language_set(*, user, language: str) -> str:
+    """The language ``user`` sees the studio in: a code of ``settings.LANGUAGES``, or "" for the browser's."""
+    from django.conf import settings
+
+    from studio.models import AccountPreference
+
+    language = (language or "").strip()
+    if language and language not in {code for code, _ in settings.LANGUAGES}:
+        raise UserProblem(_("No such language: %(language)s.") % {"language": language})
+    AccountPreference.objects.update_or_create(user=user, defaults={"language": language})
+    return language

@@ -94,6 +94,8 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "studio.middleware.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # The request's language: the account's choice kept in the session, else Accept-Language (studio.i18n).
+    "studio.i18n.AccountLocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "studio.middleware.InputRulesMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -438,9 +440,14 @@ SPECTACULAR_SETTINGS = {
     ],
 }
 
-LANGUAGE_CODE = "en-us"
+# Languages (docs/architecture.md, "Languages"): a person's account choice (studio.i18n), else the browser's
+# Accept-Language, else English. The catalogs are locale/<language>/LC_MESSAGES/django.po (pages, messages) and
+# djangojs.po (the pages' scripts, served by /jsi18n/), committed with their compiled .mo.
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
-USE_I18N = False
+USE_I18N = True
 USE_TZ = True
 
 # --- Logs, metrics, errors (docs/deploy.md: "Logs", "Metrics", "Errors") -----------------------------------------

@@ -11,6 +11,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.html import escape
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext
 from django.views import defaults
 from django.views.decorators.http import require_http_methods
 from drf_spectacular.utils import extend_schema, inline_serializer
@@ -18,7 +19,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from studio import health, observability, oidc, security
+from studio import health, i18n, observability, oidc, security, services
 from studio import metrics as studio_metrics
 from studio.access import ActionPermission
 from studio.auth_backend import PATH as AUTH_BACKEND
@@ -47,9 +48,9 @@ class ThrottledLoginView(auth_views.LoginView):
         if wait:
             minutes = max(1, round(wait / 60))
             context = self.get_context_data(form=self.get_form())
-            context["throttle_message"] = (
-                f"Too many failed logins from your address. Try again in about {minutes} minute(s)."
-            )
+            context["throttle_message"] = gettext(
+                "Too many failed logins from your address. Try again in about %(minutes)s minute(s)."
+            ) % {"minutes": minutes}
             response = render(request, self.template_name, context, status=429)
             response["Retry-After"] = str(wait)
             return response
@@ -121,6 +122,20 @@ def oidc_callback(request):
 
 
 @require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "POST"])
+def account_language(request):
+    """Page: the language the studio speaks to this account, or the browser's (studio.i18n)."""
+    if request.method == "POST":
+        language = services.account_language_set(user=request.user, language=request.POST.get("language", ""))
+        i18n.session_language_keep(request, language)
+        return redirect("account-language")
+    return render(
+        request,
+        "account/language.html",
+        {"languages": settings.LANGUAGES, "chosen": i18n.account_language(request.user)},
+    )
+
+
 def account_token(request):
     """Page: create (or replace) and revoke the API token. The key is shown once, right after creation."""
     token, revoked = None, False

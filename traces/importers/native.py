@@ -7,6 +7,8 @@ from pathlib import Path
 
 from django.conf import settings
 
+from studio.catalog import gettext_noop
+
 from .base import (
     ELEMENTS,
     ImageRef,
@@ -31,7 +33,7 @@ OUTCOMES = {"success", "failure", "unknown"}
 
 class NativeImporter(UnitImporter):
     format_name = "native"
-    label = "Trace Studio native (trace.json or JSONL)"
+    label = gettext_noop("Trace Studio native (trace.json or JSONL)")
     detect_order = 1000  # its markers (any *.jsonl, any trace.json) are the loosest: tried last
 
     def detect(self, root: Path) -> bool:

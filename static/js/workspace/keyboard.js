@@ -6,6 +6,7 @@ import { $ } from "../dom.js";
 import { boxToPx, toModel, toPx } from "../geometry.js";
 import { BUTTON_STEP as ZOOM_STEP } from "../zoom.js";
 import { assignHints, gridCells, hintCommandFor, hintTyped } from "./hints.js";
+import { gettext, interpolate } from "../i18n.js";
 
 // Keys of the page, when no field has the focus and no modifier is held.
 export const KEYS = {
@@ -33,8 +34,9 @@ export function actsOnScreen(command, slotOnScreen) {
 
 /* Why a key that writes a correction did nothing on the screen shown (``actsOnScreen`` said no). */
 export function offScreenWords(command) {
-  const where = SLOT_COMMANDS[command] === "corrected" ? "the correction's screen (τ; t goes there)" : "τ or the screen after it (t goes to τ)";
-  return `That key edits the correction: it works on ${where}.`;
+  return SLOT_COMMANDS[command] === "corrected"
+    ? gettext("That key edits the correction: it works on the correction's screen (τ; t goes there).")
+    : gettext("That key edits the correction: it works on τ or the screen after it (t goes to τ).");
 }
 
 /* A key press while the help is open: "trap" (Tab stays in the dialog, on its one control), "close" (? and Esc),
@@ -306,7 +308,7 @@ export function installKeyboard({ store, steps, editor, stage, draft, panels, al
       // Said under the screenshot, where the eye is (the next drawing of the stage puts its hint back).
       const hint = $("ws-place-hint");
       hint.classList.remove("ws-place-done");
-      hint.textContent = elements.length ? "No recorded element lies that way." : "The source recorded no elements on this screen: the arrows alone move the point.";
+      hint.textContent = elements.length ? gettext("No recorded element lies that way.") : gettext("The source recorded no elements on this screen: the arrows alone move the point.");
       return;
     }
     putCursor(jump.at, jump.range, jump.element);
@@ -452,7 +454,7 @@ export function installKeyboard({ store, steps, editor, stage, draft, panels, al
     start: () => { const first = document.querySelector('[data-starts="corrected"] .ws-start'); if (first) first.click(); },
     delete_box: () => {
       const slot = slotHere(), action = form().editor_state[slot];
-      if (action && Array.isArray(action.target_box)) undoable("Deleted the element box", () => editor.clearBox(slot));
+      if (action && Array.isArray(action.target_box)) undoable(gettext("Deleted the element box"), () => editor.clearBox(slot));
     },
     wrong: () => { const hot = alternatives.hotAlternative(); if (hot) alternatives.markAlternative(hot, "wrong"); },
     overlay: toggleOverlay,
