@@ -65,6 +65,7 @@ ENTITIES: dict[str, Entity] = {
     "insights.Slice": Entity("slice", "project"),
     "insights.Cluster": Entity("cluster", "run__project"),
     "insights.ClusterRun": Entity("clustering run", "project"),
+    "replays.ReplayRequest": Entity("replay request", "project"),
 }
 
 

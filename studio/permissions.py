@@ -109,6 +109,11 @@ RULES: dict[str, Rule] = {
     # Each pre-scoring scorer against the human first errors: it shows pre-scoring, so never to blind annotators.
     "alignment.view": Rule(SEES_BLIND, Scope.MEMBER, "see judge alignment"),
     # Reading the API's own description and the account pages.
+    # Replays (docs/runners.md): leads ask for one and cancel it; a runner (a lead's token, like a push) claims,
+    # pushes its branch and finishes; every member sees whether a correction was verified.
+    "replay.view": Rule(ALL, Scope.MEMBER, "see replays"),
+    "replay.request": Rule(LEADS, Scope.MEMBER, "ask for or cancel replays"),
+    "replay.run": Rule(LEADS, Scope.MEMBER, "run replays"),
     "api.docs": Rule(ALL, Scope.ANY, "read the API documentation"),
     # Engineers fetch bundles with a token; it is theirs to create and revoke.
     "token.manage": Rule(EXPORTING, Scope.ANY, "manage API tokens"),

@@ -78,6 +78,7 @@ INSTALLED_APPS = [
     "evaluation",
     "webhooks",
     "insights",
+    "replays",
 ]
 
 MIDDLEWARE = [

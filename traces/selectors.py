@@ -97,6 +97,18 @@ def round_resolve(project: Project, ref) -> Round | None:
     return found
 
 
+def branch_parent(project: Project, ref) -> Trace | None:
+    """The trace a pushed branch leaves: ``ref`` its external id in ``project``; None for an empty ``ref``. Invalid
+    naming it when the project has no such trace."""
+    text = str(ref or "").strip()
+    if not text:
+        return None
+    found = Trace.objects.filter(project=project, external_id=text).first()
+    if found is None:
+        raise Invalid(f"parent: {project.name} has no trace {text[:255]!r} to branch from", field="parent")
+    return found
+
+
 def step_element_boxes(step: Step) -> list[tuple]:
     """The element boxes the source recorded on the step's screen, in the trace's convention ([] = none)."""
     from traces.importers.base import ELEMENTS

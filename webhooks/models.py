@@ -17,6 +17,7 @@ class WebhookEvent(models.TextChoices):
     PRESCORING_DONE = "prescoring.done", "Pre-scoring done"
     EVALUATION_DONE = "evaluation.done", "Checkpoint evaluation done"
     ROUND_ANNOTATED = "round.annotated", "Round fully annotated (every trace has an accepted answer)"
+    REPLAY_REQUESTED = "replay.requested", "Replay requested (a runner should replay an accepted correction)"
 
 
 # The longest endpoint address kept; the registration service refuses a longer one by name.
