@@ -9,7 +9,9 @@ elsewhere to failure."""
 
 from __future__ import annotations
 
+import functools
 import io
+import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -50,9 +52,7 @@ class SettingsEnv:
         return self._screen
 
     def screenshot_png(self) -> bytes:
-        out = io.BytesIO()
-        self.screen.image.save(out, format="PNG", compress_level=1)
-        return out.getvalue()
+        return _png_of(json.dumps(self.state, sort_keys=True))
 
     def point_of(self, widget: str) -> tuple[int, int]:
         """The centre of ``widget`` in the environment's convention, integers."""
@@ -104,6 +104,14 @@ class SettingsEnv:
         if self.state.get("dark_mode"):
             return True, 1.0, "dark mode is on"
         return False, 0.0, f"dark mode is off (the app shows its {self.state['page']} page)"
+
+
+@functools.lru_cache(maxsize=32)
+def _png_of(state: str) -> bytes:
+    """The screen of a state as PNG: the same state gives the same bytes, so it is drawn once a process."""
+    out = io.BytesIO()
+    render_settings(json.loads(state)).image.save(out, format="PNG", compress_level=1)
+    return out.getvalue()
 
 
 def scripted_agent(env: SettingsEnv) -> tuple[str, str]:

@@ -64,6 +64,8 @@ SKIP_UNPARSED_HISTORY = "unparsed_history"  # the prompt's history holds an unpa
 SKIP_OFF_SCREEN_TARGET = "off_screen_target"  # the recorded step would be the SFT target
 SKIP_OFF_SCREEN_HISTORY = "off_screen_history"  # the prompt's history holds it
 SKIP_GAP = "gap_after_tau"  # o_(τ+1) is not the screen right after step τ (the source dropped steps)
+# A correction every replay refuted (replays.selectors): its DPO pair is left out unless the option refuted_dpo asks.
+SKIP_REFUTED = "refuted_correction"
 SKIP_OTHER = "other"
 
 
@@ -88,6 +90,10 @@ class ExportOptions:
     # Set by the export's plan when fewer than VALIDATION_MIN_TRACES traces give samples: one trace cannot be
     # split, so it trains, whatever its seeded score (else a one-trace bundle could be all validation, no train).
     train_only: bool = False
+    # Replays (docs/runners.md): keep only the corrections a replay verified (answers without a correction stay);
+    # refuted_dpo keeps the DPO pairs of corrections every replay refuted, left out by default.
+    verified_only: bool = False
+    refuted_dpo: bool = False
 
     @classmethod
     def parse(cls, raw: dict | None) -> ExportOptions:
@@ -97,7 +103,7 @@ class ExportOptions:
         if unknown:
             raise OptionsError(f"unknown export option(s): {', '.join(unknown)}")
         values: dict[str, Any] = {}
-        for name in ("include_valid_prefix", "include_error_free", "train_only"):
+        for name in ("include_valid_prefix", "include_error_free", "train_only", "verified_only", "refuted_dpo"):
             if name in raw:
                 if not isinstance(raw[name], bool):
                     raise OptionsError(f"{name} must be true or false")
@@ -145,8 +151,9 @@ class ExportOptions:
         for name in ("slice", "min_gold_accuracy"):
             if out[name] is None:  # named only where asked for: every other bundle's options read as before
                 del out[name]
-        if not out["train_only"]:  # named only where the plan set it, for the same reason
-            del out["train_only"]
+        for name in ("train_only", "verified_only", "refuted_dpo"):
+            if not out[name]:  # named only where set, for the same reason
+                del out[name]
         return out
 
 
@@ -210,6 +217,9 @@ class BuildStats:
     rounded_points: int = 0  # points and boxes stored with decimals, rounded by the export (``rounded_points``)
     # The quality filter's account (``min_gold_accuracy``): the bar, how many answers it left out and whose.
     quality_filter: dict | None = None
+    # The replays' account (replay_account): the planned corrections verified, refuted, waiting, never replayed,
+    # and with ``verified_only`` how many it left out.
+    replay_filter: dict | None = None
 
 
 def _split_score(trace_id: int, seed: int) -> float:
@@ -613,6 +623,8 @@ def annotation_samples(
                 )
             elif rejected == corrected:
                 yield skip("dpo", "the correction equals the recorded step")
+            elif getattr(annotation, "replay_verification", None) == "refuted" and not options.refuted_dpo:
+                yield skip("dpo", "every replay of the correction failed in its environment", SKIP_REFUTED)
             else:
                 yield sample("dpo", s_tau, chosen=corrected, rejected=rejected, target_box=corrected_box)
             yield from _on_policy_pairs(
@@ -816,8 +828,12 @@ def iter_samples(
             from annotation.alternatives.selectors import wrong_alternatives
 
             wrong = wrong_alternatives([a.pk for a in batch])
+            from replays.selectors import verifications
+
+            standing = verifications([a.pk for a in batch])
             for annotation in batch:
                 annotation.wrong_alternatives = wrong[annotation.pk]
+                annotation.replay_verification = standing.get(annotation.pk)
         for annotation in batch:
             stats.annotations.append((annotation.pk, annotation.version))
             stats.by_round[annotation.trace.round_id] += 1
@@ -875,6 +891,7 @@ def export_plan_annotations(
     *,
     slice_id: int | None = None,
     min_gold_accuracy: float | None = None,
+    verified_only: bool = False,
 ) -> list[int]:
     """The ids of the annotations an export takes, in the order its samples are written (by trace): one accepted
     annotation per trace, less those ``already_held`` at the same version (counted in ``stats``); with
@@ -891,6 +908,7 @@ def export_plan_annotations(
     if min_gold_accuracy is not None:
         below, stats.quality_filter = quality_left_out(project, min_gold_accuracy)
         rows = rows.exclude(annotator_id__in=below)
+    rows, stats.replay_filter = replay_account(project, rows, verified_only=verified_only)
     for pk, trace_id, version in rows.iterator(chunk_size=5000):
         if trace_id == last_trace:
             continue
@@ -901,6 +919,25 @@ def export_plan_annotations(
             chosen.append(pk)
             stats.trace_ids.append(trace_id)
     return chosen
+
+
+def replay_account(project: Project, rows, *, verified_only: bool):
+    """The planned answers' corrections by replay verification (the manifest's ``replay_filter``), and the rows
+    less the unverified corrections with ``verified_only``; None for the account of a project without replays."""
+    from replays.selectors import VERIFICATIONS, VERIFIED, verifications
+
+    corrections = list(rows.filter(verdict=Verdict.ERROR).values_list("pk", flat=True))
+    standing = verifications(corrections)
+    if not standing and not verified_only:
+        return rows, None
+    account = {"verified_only": verified_only, **dict.fromkeys(VERIFICATIONS, 0), "never_asked": 0}
+    for pk in corrections:
+        account[standing.get(pk, "never_asked")] += 1
+    if verified_only:
+        unverified = [pk for pk in corrections if standing.get(pk) != VERIFIED]
+        account["left_out"] = len(unverified)
+        rows = rows.exclude(pk__in=unverified)
+    return rows, account
 
 
 def traces_with_samples(

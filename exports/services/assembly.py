@@ -95,6 +95,7 @@ def export_assemble(
     workdir: Path,
     already_exported: int = 0,
     quality_filter: dict | None = None,
+    replay_filter: dict | None = None,
     base: ExportJob | None = None,
     progress: Callable[[int, int | None], None] | None = None,
 ) -> BuildResult:
@@ -187,6 +188,8 @@ def export_assemble(
         "annotations": annotations,
         "already_exported": already_exported,
         **({"quality_filter": quality_filter} if quality_filter is not None else {}),
+        # Replays (option verified_only): the corrections by verification, and how many the option left out.
+        **({"replay_filter": replay_filter} if replay_filter is not None else {}),
         "images": len(images) + len(reduced_images) if writer.uses_image_folder or writer.uses_image_table else 0,
         "skipped": len(skipped),
         "skipped_by_reason": dict(sorted(Counter(s.code for s in skipped).items())),
