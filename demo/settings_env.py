@@ -15,7 +15,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from demo.screens import render_settings
+from demo.screens import Screen, render_settings
 from demo.screens.desktop import SETTINGS_DEFAULTS
 from traces import grammar
 
@@ -33,7 +33,7 @@ class SettingsEnv:
     def __init__(self, state: dict[str, Any] | None = None):
         self.state = {**SETTINGS_DEFAULTS, **START_STATE, **(state or {})}
         self.done = False
-        self._screen = None
+        self._screen: Screen | None = None
 
     @classmethod
     def restore(cls, metadata: dict, actions: Iterable[str]) -> SettingsEnv:
@@ -85,7 +85,10 @@ class SettingsEnv:
             return False
         if action.type != "click":
             raise EnvironmentProblem(f"the settings app takes clicks, not {action.type}")
-        widget = self.widget_at(action.point(grammar.START_BOX))
+        point = action.point(grammar.START_BOX)
+        if point is None:
+            raise EnvironmentProblem(f"a click needs a point: {action_text!r}")
+        widget = self.widget_at(point)
         state = dict(self.state)
         if widget and widget.startswith("sidebar."):
             state["page"] = widget.removeprefix("sidebar.")

@@ -200,6 +200,18 @@ class ReplayCancel(APIView):
         return Response(ReplaySerializer(services.replay_request_cancel(request=replay, actor=request.user)).data)
 
 
+class ReplayBranchQueue(APIView):
+    """POST (leads): send the request's failed branch to the annotation queue as a trace to annotate."""
+
+    permission_classes = [ActionPermission]
+    permission_action = "replay.request"
+
+    @extend_schema(request=None, responses={200: TraceSerializer})
+    def post(self, request, pk: int):
+        replay = access_replay(request.user, pk, "replay.request")
+        return Response(TraceSerializer(services.replay_branch_send_to_queue(request=replay, actor=request.user)).data)
+
+
 class ReplayCounts(APIView):
     """GET: per round, how many corrections are verified, refuted, waiting and not replayed."""
 

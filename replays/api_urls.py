@@ -10,4 +10,5 @@ urlpatterns = [
     path("replays/<int:pk>/steps/", api.ReplaySteps.as_view(), name="api-replay-steps"),
     path("replays/<int:pk>/finish/", api.ReplayFinish.as_view(), name="api-replay-finish"),
     path("replays/<int:pk>/cancel/", api.ReplayCancel.as_view(), name="api-replay-cancel"),
+    path("replays/<int:pk>/queue/", api.ReplayBranchQueue.as_view(), name="api-replay-queue"),
 ]

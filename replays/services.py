@@ -58,7 +58,7 @@ def corrected_action_for_trace(annotation: Annotation) -> str:
         action = grammar.parse_actions(annotation.corrected_action)[0]
     except (grammar.ActionSyntaxError, IndexError) as exc:
         raise Invalid(f"corrected_action: it does not parse ({exc})", field="annotation") from None
-    shot = trace.steps.filter(index=annotation.tau).select_related("screenshot").first()
+    shot = trace.steps.filter(index=annotation.tau or 0).select_related("screenshot").first()
     screen = shot.screenshot if shot is not None else None
     if trace.coordinate_convention != project.coordinate_convention and screen is not None:
         action = grammar.convert_action(
@@ -86,7 +86,7 @@ def replay_request_create(*, annotation: Annotation, actor=None, reason: str = "
     Invalid for an answer that is not an accepted correction of an ended trace."""
     if reason not in REASONS:
         raise Invalid(f"reason: one of {', '.join(REASONS)}", field="reason")
-    annotation = Annotation.objects.select_for_update().select_related("trace__project").get(pk=annotation.pk)
+    annotation = Annotation.objects.select_for_update(of=("self",)).select_related("trace__project").get(pk=annotation.pk)
     trace = annotation.trace
     if annotation.status != AnnotationStatus.ACCEPTED:
         raise Invalid(f"annotation {annotation.pk} is {annotation.status}: only an accepted correction is replayed")
@@ -144,7 +144,7 @@ def replay_payload(request: ReplayRequest) -> dict:
                 "source": trace.source,
                 "metadata": trace.metadata,
                 "coordinate_convention": trace.coordinate_convention,
-                "round": trace.round.name if trace.round_id else None,
+                "round": trace.round.name if trace.round is not None else None,
                 "step_count": trace.step_count,
             },
             "tau": request.tau,
@@ -240,7 +240,7 @@ def replay_request_claim(*, project: Project, runner: str) -> ReplayRequest | No
 
 def _held(request_id: int, claim) -> ReplayRequest:
     """The request locked, checked to be claimed under ``claim`` (Conflict naming why not), its lease renewed."""
-    request = ReplayRequest.objects.select_for_update().select_related("trace__project").get(pk=request_id)
+    request = ReplayRequest.objects.select_for_update(of=("self",)).select_related("trace__project").get(pk=request_id)
     if request.status in REPLAY_ENDED:
         said = f": {request.message}" if request.message else ""
         raise Conflict(f"replay {request.pk} is {request.get_status_display().lower()}{said}", status=request.status)
@@ -351,6 +351,19 @@ def replay_request_finish(
         return request
 
     return finish()
+
+
+@atomic_with_retry
+def replay_branch_send_to_queue(*, request: ReplayRequest, actor=None) -> Trace:
+    """Send a failed branch to the annotation queue as a trace of its own to annotate (branches are held from it).
+    Invalid for a request without a failed, ended branch; a branch sent already is answered as it is."""
+    request = ReplayRequest.objects.select_for_update(of=("self",)).select_related("branch").get(pk=request.pk)
+    branch = request.branch
+    if branch is None or request.status != ReplayStatus.SUCCEEDED or request.success is not False:
+        raise Invalid(f"replay {request.pk} has no failed branch to annotate")
+    Trace.objects.filter(pk=branch.pk).update(held_from_queue=False)
+    branch.held_from_queue = False
+    return branch
 
 
 @atomic_with_retry

@@ -198,6 +198,8 @@ PAGE_PERMISSIONS: dict[str, str] = {
     "slice-queue": "queue.request",
     "project-alignment": "alignment.view",
     "project-alignment-csv": "alignment.view",
+    # replays
+    "replay-queue": "replay.request",
     "project-webhooks": "webhook.manage",
     "webhook-delete": "webhook.manage",
     "webhook-resume": "webhook.manage",

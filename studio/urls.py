@@ -33,6 +33,7 @@ urlpatterns = [
     path("api/", include("webhooks.api_urls")),
     path("api/", include("insights.api_urls")),
     path("api/", include("replays.api_urls")),
+    path("", include("replays.urls")),
     path("", include("traces.urls")),
     path("", include("annotation.urls")),
     path("", include("exports.urls")),

@@ -197,6 +197,10 @@ class Trace(models.Model):
     branch_at = models.PositiveIntegerField(
         null=True, blank=True, editable=False, help_text="The parent's step this branch differs from (τ)."
     )
+    # A replay's branch waits outside the annotation queue until a lead sends it there (a failed branch worth reading).
+    held_from_queue = models.BooleanField(
+        default=False, db_default=False, editable=False, help_text="Not handed out to annotators (a replay's branch)."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -28,9 +28,9 @@ def traces_awaiting_instruction(traces: QuerySet[Trace]) -> QuerySet[Trace]:
 
 
 def traces_ready_to_annotate(traces: QuerySet[Trace]) -> QuerySet[Trace]:
-    """Traces an annotator may be given: with an instruction, and no longer receiving steps from their runner (an
-    incomplete trace cannot be judged; docs/rounds.md)."""
-    return traces.exclude(AWAITING_INSTRUCTION).exclude(receiving=True)
+    """Traces an annotator may be given: with an instruction, no longer receiving steps from their runner (an
+    incomplete trace cannot be judged; docs/rounds.md), and not a branch held from the queue (docs/runners.md)."""
+    return traces.exclude(AWAITING_INSTRUCTION).exclude(receiving=True).exclude(held_from_queue=True)
 
 
 TRACE_STATES = ("awaiting-instruction",)

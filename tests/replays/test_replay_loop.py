@@ -20,6 +20,7 @@ from replays.models import ReplayRequest, ReplayStatus
 from replays.selectors import REFUTED, VERIFIED, verifications
 from replays.services import replay_policy_set
 from traces.models import Step, Trace
+from traces.selectors import traces_ready_to_annotate
 
 
 class ClientTransport:
@@ -99,6 +100,15 @@ def test_a_correction_is_verified_by_its_branch_and_a_wrong_one_refuted(
     html = page.content.decode()
     assert 'id="trace-replays"' in html and 'data-verification="verified"' in html
     assert "first-difference" in html
+    # The refuted branch waits outside the annotation queue until a lead sends it there; a verified one is refused.
+    refuted = ReplayRequest.objects.get(annotation=wrong)
+    ready = traces_ready_to_annotate(Trace.objects.filter(pk=refuted.branch_id))
+    assert not ready.exists()
+    assert "Send this failed branch" in browser.get(f"/traces/{second.pk}/").content.decode()
+    assert browser.post(f"/replays/{refuted.pk}/queue/").status_code == 302
+    assert ready.exists()
+    verified = api_client(lead).post(f"/api/replays/{request.pk}/queue/")
+    assert (verified.status_code, "no failed branch" in verified.json()["detail"]) == (400, True)
     counts = api_client(lead).get(f"/api/projects/{project.pk}/replays/counts/").json()["rounds"]
     assert counts == [{"round": None, "round_name": "", "verified": 1, "refuted": 1, "waiting": 0, "not replayed": 0}]
 

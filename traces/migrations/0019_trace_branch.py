@@ -1,5 +1,5 @@
-from django.db import migrations, models
 import django.db.models.deletion
+from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
@@ -25,6 +25,16 @@ class Migration(migrations.Migration):
             name="branch_at",
             field=models.PositiveIntegerField(
                 blank=True, editable=False, help_text="The parent's step this branch differs from (τ).", null=True
+            ),
+        ),
+        migrations.AddField(
+            model_name="trace",
+            name="held_from_queue",
+            field=models.BooleanField(
+                db_default=False,
+                default=False,
+                editable=False,
+                help_text="Not handed out to annotators (a replay's branch).",
             ),
         ),
     ]

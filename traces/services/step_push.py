@@ -135,6 +135,7 @@ def trace_step_push(
                     receiving=True,
                     parent=parent,
                     branch_at=tau,
+                    held_from_queue=True,
                 )
             else:
                 trace = Trace(
@@ -150,7 +151,7 @@ def trace_step_push(
             try:
                 with transaction.atomic():
                     trace.save()
-                    if parent is not None:
+                    if parent is not None and tau is not None:
                         _branch_prefix_copy(parent, trace, tau)
             except IntegrityError:  # the same first step pushed twice at once: the other request made it
                 trace = _pushed_trace(project, external_id)
