@@ -86,7 +86,9 @@ def replay_request_create(*, annotation: Annotation, actor=None, reason: str = "
     Invalid for an answer that is not an accepted correction of an ended trace."""
     if reason not in REASONS:
         raise Invalid(f"reason: one of {', '.join(REASONS)}", field="reason")
-    annotation = Annotation.objects.select_for_update(of=("self",)).select_related("trace__project").get(pk=annotation.pk)
+    annotation = (
+        Annotation.objects.select_for_update(of=("self",)).select_related("trace__project").get(pk=annotation.pk)
+    )
     trace = annotation.trace
     if annotation.status != AnnotationStatus.ACCEPTED:
         raise Invalid(f"annotation {annotation.pk} is {annotation.status}: only an accepted correction is replayed")
