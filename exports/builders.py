@@ -35,10 +35,10 @@ from annotation.models import Annotation, AnnotationKind, AnnotationStatus, Verd
 from annotation.selectors import action_target_box, steps_dropped_before
 from studio.errors import Invalid
 from traces import grammar, prompting
-from traces.models import Project, Screenshot, Step
+from traces.models import Project, Screenshot, Step, Trace
 
 SCHEMA_VERSION = 1
-SFT_KINDS = ("error_correction", "post_reflection", "valid_prefix", "error_free")
+SFT_KINDS = ("error_correction", "post_reflection", "valid_prefix", "error_free", "replay_branch")
 DPO_KINDS = ("dpo", "dpo_on_policy")
 PRM_KINDS = ("prm",)
 RL_KINDS = ("error_correction", "post_reflection")
@@ -94,6 +94,9 @@ class ExportOptions:
     # refuted_dpo keeps the DPO pairs of corrections every replay refuted, left out by default.
     verified_only: bool = False
     refuted_dpo: bool = False
+    # The steps a verified correction's successful branch took after τ (its agent, on the corrected screen) as SFT
+    # samples of kind ``replay_branch``: on-policy data the environment judged.
+    branch_steps: bool = False
 
     @classmethod
     def parse(cls, raw: dict | None) -> ExportOptions:
@@ -103,7 +106,8 @@ class ExportOptions:
         if unknown:
             raise OptionsError(f"unknown export option(s): {', '.join(unknown)}")
         values: dict[str, Any] = {}
-        for name in ("include_valid_prefix", "include_error_free", "train_only", "verified_only", "refuted_dpo"):
+        booleans = ("include_valid_prefix", "include_error_free", "train_only", "verified_only", "refuted_dpo")
+        for name in (*booleans, "branch_steps"):
             if name in raw:
                 if not isinstance(raw[name], bool):
                     raise OptionsError(f"{name} must be true or false")
@@ -151,7 +155,7 @@ class ExportOptions:
         for name in ("slice", "min_gold_accuracy"):
             if out[name] is None:  # named only where asked for: every other bundle's options read as before
                 del out[name]
-        for name in ("train_only", "verified_only", "refuted_dpo"):
+        for name in ("train_only", "verified_only", "refuted_dpo", "branch_steps"):
             if not out[name]:  # named only where set, for the same reason
                 del out[name]
         return out
@@ -631,6 +635,8 @@ def annotation_samples(
                 annotation, tau, s_tau, corrected, corrected_box, project=project, sample=sample
             )
 
+    yield from _replay_branch_samples(annotation, tau, project=project, sample=sample, skip=skip)
+
     if annotation.reflection_action.strip():
         problem = history_skip("post_reflection", tau + 1)
         if problem:
@@ -792,6 +798,47 @@ def _not_in(annotations: Iterator[Annotation], held: dict[int, int], stats: Buil
             yield annotation
 
 
+def _replay_branch_samples(annotation: Annotation, tau: int, *, project: Project, sample, skip) -> Iterator:
+    """The successful branch's own steps after τ (option ``branch_steps``; loaded by ``iter_samples`` as
+    ``annotation.replay_branch``): each step's prompt is the branch's history, its target the step the agent took."""
+    found = getattr(annotation, "replay_branch", None)
+    if found is None:
+        return
+    branch, steps = found
+    for i in range(tau + 1, len(steps) + 1):
+        step = steps[i - 1]
+        if step.parse_error or step.off_screen_point:
+            yield skip("replay_branch", f"the branch's step {i} is not trained on (unparsed or off the screen)")
+            continue
+        try:
+            prompt = prompting.build_state_messages(branch, i, project=project, steps=steps, render=_render_once)
+            completion = _render_once(step, project=project, convention=branch.coordinate_convention)
+        except prompting.PromptError as exc:
+            yield skip("replay_branch", str(exc))
+            continue
+        yield sample("replay_branch", prompt, completion=completion, step=i)
+
+
+def _replay_branches(annotation_ids: list[int], shots) -> dict[int, tuple]:
+    """Annotation id -> (branch trace, its steps) of the first successful replay of its correction."""
+    from replays.models import ReplayRequest, ReplayStatus
+
+    firsts: dict[int, int] = {}
+    for annotation_id, branch_id in (
+        ReplayRequest.objects.filter(
+            annotation_id__in=annotation_ids, status=ReplayStatus.SUCCEEDED, success=True, branch__isnull=False
+        )
+        .order_by("id")
+        .values_list("annotation_id", "branch_id")
+    ):
+        firsts.setdefault(annotation_id, branch_id)
+    if not firsts:
+        return {}
+    branches = Trace.objects.in_bulk(list(firsts.values()))
+    steps = _steps_by_trace(list(branches), shots)
+    return {a: (branches[b], steps[b]) for a, b in firsts.items() if b in branches}
+
+
 def iter_samples(
     project: Project,
     options: ExportOptions,
@@ -831,9 +878,11 @@ def iter_samples(
             from replays.selectors import verifications
 
             standing = verifications([a.pk for a in batch])
+            branches = _replay_branches([a.pk for a in batch], shots) if options.branch_steps else {}
             for annotation in batch:
                 annotation.wrong_alternatives = wrong[annotation.pk]
                 annotation.replay_verification = standing.get(annotation.pk)
+                annotation.replay_branch = branches.get(annotation.pk)
         for annotation in batch:
             stats.annotations.append((annotation.pk, annotation.version))
             stats.by_round[annotation.trace.round_id] += 1
@@ -924,8 +973,11 @@ def export_plan_annotations(
 def replay_account(project: Project, rows, *, verified_only: bool):
     """The planned answers' corrections by replay verification (the manifest's ``replay_filter``), and the rows
     less the unverified corrections with ``verified_only``; None for the account of a project without replays."""
+    from replays.models import ReplayRequest, ReplayStatus
     from replays.selectors import VERIFICATIONS, VERIFIED, verifications
 
+    if not verified_only and not ReplayRequest.objects.filter(project=project).exists():
+        return rows, None  # a project without replays: nothing to count, and its corrections are not read twice
     corrections = list(rows.filter(verdict=Verdict.ERROR).values_list("pk", flat=True))
     standing = verifications(corrections)
     if not standing and not verified_only:
@@ -933,10 +985,16 @@ def replay_account(project: Project, rows, *, verified_only: bool):
     account = {"verified_only": verified_only, **dict.fromkeys(VERIFICATIONS, 0), "never_asked": 0}
     for pk in corrections:
         account[standing.get(pk, "never_asked")] += 1
+    kept = corrections
     if verified_only:
         unverified = [pk for pk in corrections if standing.get(pk) != VERIFIED]
         account["left_out"] = len(unverified)
         rows = rows.exclude(pk__in=unverified)
+        kept = [pk for pk in corrections if standing.get(pk) == VERIFIED]
+    # Lineage: the replays whose verdicts stand behind the bundle's corrections.
+    account["replays"] = sorted(
+        ReplayRequest.objects.filter(annotation_id__in=kept, status=ReplayStatus.SUCCEEDED).values_list("pk", flat=True)
+    )
     return rows, account
 
 

@@ -215,6 +215,8 @@ def export_assemble(
         "already_exported": already_exported,
         # The quality filter (option min_gold_accuracy): how many accepted answers it left out, and why (whose).
         **({"left_out_by_quality": quality_filter} if quality_filter is not None else {}),
+        # The replays behind the corrections (docs/runners.md): their ids, and what verified_only left out.
+        **({"replays": replay_filter} if replay_filter is not None else {}),
         "rounds": rounds_of_sources(by_round),
     }
     sections = writer.manifest_sections()

@@ -114,7 +114,8 @@ def test_a_correction_is_verified_by_its_branch_and_a_wrong_one_refuted(
 
     # Into training: the refuted correction's DPO pair is left out by default; verified_only keeps the verified one.
     kept = {}
-    for name, options in (("default", None), ("verified", {"verified_only": True})):
+    asked = (("default", None), ("verified", {"verified_only": True}), ("branch", {"branch_steps": True}))
+    for name, options in asked:
         job = export_to_path(project=project, user=lead, fmt="trl", options=options, out=tmp_path / f"{name}.zip")
         with zipfile.ZipFile(tmp_path / f"{name}.zip") as archive:
             manifest = json.loads(archive.read("manifest.json"))
@@ -122,6 +123,8 @@ def test_a_correction_is_verified_by_its_branch_and_a_wrong_one_refuted(
     sources, counts = kept["default"]
     assert sources == {right.pk, wrong.pk}
     assert counts["skipped_by_reason"].get("refuted_correction") == 1
+    replays_behind = counts["replay_filter"].pop("replays")
+    assert replays_behind == sorted(ReplayRequest.objects.values_list("pk", flat=True))
     assert counts["replay_filter"] == {
         "verified_only": False,
         "verified": 1,
@@ -132,6 +135,9 @@ def test_a_correction_is_verified_by_its_branch_and_a_wrong_one_refuted(
     }
     sources, counts = kept["verified"]
     assert sources == {right.pk} and counts["replay_filter"]["left_out"] == 1
+    # The verified branch's own steps after τ (the switch, then finished) as on-policy SFT samples.
+    assert kept["branch"][1]["by_kind"].get("replay_branch") == 2
+    assert "replay_branch" not in kept["default"][1]["by_kind"]
 
 
 @pytest.mark.django_db
