@@ -212,6 +212,34 @@ class ReplayBranchQueue(APIView):
         return Response(TraceSerializer(services.replay_branch_send_to_queue(request=replay, actor=request.user)).data)
 
 
+class ReplayPolicySerializer(serializers.Serializer):
+    every_accepted_correction = serializers.BooleanField(help_text="Ask for a replay of each accepted correction.")
+    deadline_s = serializers.IntegerField(min_value=1, help_text="A request not finished this long times out.")
+    lease_s = serializers.IntegerField(min_value=1, help_text="A claim not renewed this long returns to the queue.")
+
+
+class ReplayPolicyDetail(APIView):
+    """GET: the project's replay rule and clocks. PATCH (leads): change them."""
+
+    permission_classes = [ActionPermission]
+    permission_action = {"GET": "replay.view", "PATCH": "replay.request"}
+    parser_classes = [JSONParser, FormParser, MultiPartParser]
+
+    @extend_schema(responses={200: ReplayPolicySerializer})
+    def get(self, request, project_id: int):
+        project = access_project(request.user, project_id, "replay.view")
+        return Response(ReplayPolicySerializer(services.replay_policy_of(project)).data)
+
+    @extend_schema(request=ReplayPolicySerializer, responses={200: ReplayPolicySerializer})
+    def patch(self, request, project_id: int):
+        project = access_project(request.user, project_id, "replay.request")
+        policy = services.replay_policy_of(project)
+        sent = request.data.dict() if hasattr(request.data, "dict") else dict(request.data)
+        data = _valid(ReplayPolicySerializer, {**ReplayPolicySerializer(policy).data, **sent})
+        policy = services.replay_policy_set(project=project, **data)
+        return Response(ReplayPolicySerializer(policy).data)
+
+
 class ReplayCounts(APIView):
     """GET: per round, how many corrections are verified, refuted, waiting and not replayed."""
 

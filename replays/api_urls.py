@@ -6,6 +6,7 @@ urlpatterns = [
     path("projects/<int:project_id>/replays/", api.ReplayList.as_view(), name="api-replay-list"),
     path("projects/<int:project_id>/replays/claim/", api.ReplayClaim.as_view(), name="api-replay-claim"),
     path("projects/<int:project_id>/replays/counts/", api.ReplayCounts.as_view(), name="api-replay-counts"),
+    path("projects/<int:project_id>/replays/policy/", api.ReplayPolicyDetail.as_view(), name="api-replay-policy"),
     path("replays/<int:pk>/", api.ReplayDetail.as_view(), name="api-replay-detail"),
     path("replays/<int:pk>/steps/", api.ReplaySteps.as_view(), name="api-replay-steps"),
     path("replays/<int:pk>/finish/", api.ReplayFinish.as_view(), name="api-replay-finish"),

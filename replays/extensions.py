@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from replays import selectors
-from traces.extensions import TracePanel, trace_panel_register
+from replays.services import replay_policy_of
+from studio.access import can
+from traces.extensions import (
+    ProjectSettingsSection,
+    TracePanel,
+    project_settings_section_register,
+    trace_panel_register,
+)
 
 
 def _replays_panel(user, trace) -> dict | None:
@@ -11,7 +18,16 @@ def _replays_panel(user, trace) -> dict | None:
     if not requests:
         return None
     standing = selectors.verifications({r.annotation_id for r in requests})
-    return {"replays": [{**selectors.branch_view(r), "verification": standing.get(r.annotation_id)} for r in requests]}
+    return {
+        "replays": [
+            {
+                **selectors.branch_view(r),
+                "verification": standing.get(r.annotation_id),
+                "verification_words": (standing.get(r.annotation_id) or "").replace("_", " "),
+            }
+            for r in requests
+        ]
+    }
 
 
 trace_panel_register(
@@ -21,4 +37,16 @@ trace_panel_register(
         context=lambda user, trace: _replays_panel(user, trace) or {},
         order=60,
     )
+)
+
+
+def _policy_section(user, project) -> dict | None:
+    """The settings page's replay section: the project's rule and clocks, for those who may ask for replays."""
+    if not can(user, "replay.request", project):
+        return None
+    return {"policy": replay_policy_of(project), "counts": selectors.verification_counts_by_round(project)}
+
+
+project_settings_section_register(
+    ProjectSettingsSection(name="replays", template="replays/_settings_replays.html", context=_policy_section)
 )

@@ -11,7 +11,7 @@ from traces.models import Project, Trace
 VERIFIED = "verified"  # a branch with the correction succeeded in its environment
 REFUTED = "refuted"  # every branch with the correction failed, and none is waiting
 WAITING = "waiting"  # a request is queued or claimed, and no branch succeeded yet
-NOT_REPLAYED = "not replayed"  # asked for, but every request failed, timed out or was cancelled
+NOT_REPLAYED = "not_replayed"  # asked for, but every request failed, timed out or was cancelled
 VERIFICATIONS = (VERIFIED, REFUTED, WAITING, NOT_REPLAYED)
 
 _OPEN = (ReplayStatus.QUEUED, ReplayStatus.CLAIMED)

@@ -9,6 +9,26 @@ from django.views.decorators.http import require_POST
 from replays import services
 from replays.access import access_replay
 from studio.errors import Invalid
+from studio.inputs import form_number
+from traces.access import access_project
+
+
+@require_POST
+def replay_policy(request, project_id: int):
+    """Save the project's replay rule and clocks (the settings page's replay section); back to the settings page."""
+    project = access_project(request.user, project_id, "replay.request")
+    try:
+        services.replay_policy_set(
+            project=project,
+            every_accepted_correction=request.POST.get("every_accepted_correction") == "on",
+            deadline_s=form_number(request.POST, "deadline_s", int, None),
+            lease_s=form_number(request.POST, "lease_s", int, None),
+        )
+    except Invalid as exc:
+        messages.error(request, exc.detail)
+    else:
+        messages.success(request, "Replay settings saved.")
+    return redirect("project-settings", project.pk)
 
 
 @require_POST

@@ -200,6 +200,7 @@ PAGE_PERMISSIONS: dict[str, str] = {
     "project-alignment-csv": "alignment.view",
     # replays
     "replay-queue": "replay.request",
+    "replay-policy": "replay.request",
     "project-webhooks": "webhook.manage",
     "webhook-delete": "webhook.manage",
     "webhook-resume": "webhook.manage",

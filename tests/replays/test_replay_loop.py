@@ -18,7 +18,7 @@ from demo.settings_env import correction_to
 from exports.services import export_to_path
 from replays.models import ReplayRequest, ReplayStatus
 from replays.selectors import REFUTED, VERIFIED, verifications
-from replays.services import replay_policy_set
+from replays.services import replay_policy_of
 from traces.models import Step, Trace
 from traces.selectors import traces_ready_to_annotate
 
@@ -62,8 +62,11 @@ def test_a_correction_is_verified_by_its_branch_and_a_wrong_one_refuted(
     original = Trace.objects.get(project=project, external_id="settings-failing")
     assert (original.step_count, original.outcome, original.receiving) == (2, "failure", False)
 
-    # The project's rule asks for a replay of every accepted correction.
-    replay_policy_set(project=project, every_accepted_correction=True)
+    # The project's rule asks for a replay of every accepted correction (the API; the settings page's form too).
+    rule = api_client(lead).patch(
+        f"/api/projects/{project.pk}/replays/policy/", {"every_accepted_correction": True}, format="json"
+    )
+    assert rule.json() == {"every_accepted_correction": True, "deadline_s": 3600, "lease_s": 300}
     with django_capture_on_commit_callbacks(execute=True):
         right = _accepted_correction(original, annotator, lead, correction_to("sidebar.appearance"))
     request = ReplayRequest.objects.get(annotation=right)
@@ -82,7 +85,12 @@ def test_a_correction_is_verified_by_its_branch_and_a_wrong_one_refuted(
     # A second failing run, corrected to the wrong page, asked for through the API.
     record_failing_run(runner, project.pk, "settings-failing-2")
     second = Trace.objects.get(project=project, external_id="settings-failing-2")
-    replay_policy_set(project=project, every_accepted_correction=False)
+    browser = Client()
+    browser.force_login(lead)
+    assert 'id="replay-settings"' in browser.get(f"/projects/{project.pk}/settings/").content.decode()
+    saved = browser.post(f"/projects/{project.pk}/replays/policy/", {"deadline_s": "600", "lease_s": "60"})
+    assert saved.status_code == 302
+    assert replay_policy_of(project).every_accepted_correction is False
     wrong = _accepted_correction(second, annotator, lead, correction_to("sidebar.sound"))
     asked = api_client(lead).post(f"/api/projects/{project.pk}/replays/", {"annotation": wrong.pk}, format="json")
     assert asked.status_code == 201, asked.json()
@@ -94,8 +102,6 @@ def test_a_correction_is_verified_by_its_branch_and_a_wrong_one_refuted(
     assert verifications([right.pk, wrong.pk]) == {right.pk: VERIFIED, wrong.pk: REFUTED}
 
     # The trace page shows the branch beside the original from τ on, the first differing step marked.
-    browser = Client()
-    browser.force_login(lead)
     page = browser.get(f"/traces/{original.pk}/")
     html = page.content.decode()
     assert 'id="trace-replays"' in html and 'data-verification="verified"' in html
@@ -110,7 +116,7 @@ def test_a_correction_is_verified_by_its_branch_and_a_wrong_one_refuted(
     verified = api_client(lead).post(f"/api/replays/{request.pk}/queue/")
     assert (verified.status_code, "no failed branch" in verified.json()["detail"]) == (400, True)
     counts = api_client(lead).get(f"/api/projects/{project.pk}/replays/counts/").json()["rounds"]
-    assert counts == [{"round": None, "round_name": "", "verified": 1, "refuted": 1, "waiting": 0, "not replayed": 0}]
+    assert counts == [{"round": None, "round_name": "", "verified": 1, "refuted": 1, "waiting": 0, "not_replayed": 0}]
 
     # Into training: the refuted correction's DPO pair is left out by default; verified_only keeps the verified one.
     kept = {}
@@ -130,7 +136,7 @@ def test_a_correction_is_verified_by_its_branch_and_a_wrong_one_refuted(
         "verified": 1,
         "refuted": 1,
         "waiting": 0,
-        "not replayed": 0,
+        "not_replayed": 0,
         "never_asked": 0,
     }
     sources, counts = kept["verified"]
