@@ -36,6 +36,7 @@ trace_panel_register(
         template="replays/_trace_replays.html",
         context=lambda user, trace: _replays_panel(user, trace) or {},
         order=60,
+        on_review=True,
     )
 )
 

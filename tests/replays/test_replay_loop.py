@@ -106,6 +106,9 @@ def test_a_correction_is_verified_by_its_branch_and_a_wrong_one_refuted(
     html = page.content.decode()
     assert 'id="trace-replays"' in html and 'data-verification="verified"' in html
     assert "first-difference" in html
+    review = browser.get(f"/reviews/{right.pk}/").content.decode()
+    assert 'id="trace-replays"' in review and 'data-verification="verified"' in review
+
     # The refuted branch waits outside the annotation queue until a lead sends it there; a verified one is refused.
     refuted = ReplayRequest.objects.get(annotation=wrong)
     ready = traces_ready_to_annotate(Trace.objects.filter(pk=refuted.branch_id))
