@@ -10,8 +10,8 @@ from django.db import models
 class ReplayStatus(models.TextChoices):
     QUEUED = "queued", "Queued"
     CLAIMED = "claimed", "Claimed by a runner"
-    SUCCEEDED = "succeeded", "Replayed (the environment's verdict is kept)"
-    FAILED = "failed", "Failed (the runner could not replay it)"
+    SUCCEEDED = "succeeded", "Replayed"  # the environment's verdict is kept, success or not
+    FAILED = "failed", "Failed"  # the runner could not replay it (its words are kept)
     TIMED_OUT = "timed_out", "Timed out"
     CANCELLED = "cancelled", "Cancelled"
 
