@@ -145,3 +145,26 @@ def test_runners_claiming_at_once_never_hold_one_request_together(project, annot
     claimed = [pk for got in held.values() for pk in got]
     assert sorted(claimed) == sorted(ReplayRequest.objects.values_list("pk", flat=True))
     assert set(ReplayRequest.objects.values_list("claims", flat=True)) == {1}
+
+
+@pytest.mark.django_db
+def test_a_request_is_announced_to_the_projects_endpoints_with_what_to_replay(project, annotator, lead):
+    from webhooks.models import Delivery, Webhook
+
+    Webhook.objects.create(
+        project=project, url="https://ci.example.org/runner", events=["replay.requested"], secret="s"
+    )
+    request = _request(project, annotator, lead)
+    delivery = Delivery.objects.get(event="replay.requested")
+    replay = delivery.payload["replay"]
+    assert (replay["id"], replay["tau"], replay["corrected"]["action"]) == (
+        request.pk,
+        2,
+        "click(start_box='(300,400)')",
+    )
+    assert replay["actions_before"] == [{"index": 1, "thought": "t", "action": "click(start_box='(100,200)')"}]
+    assert replay["trace"]["instruction"] == "Open the settings"
+    assert replay["push"]["steps"] == f"/api/replays/{request.pk}/steps/"
+    # Asked again while it is open: the same request, announced once.
+    again = replay_request_create(annotation=request.annotation, actor=lead)
+    assert (again.created, again.request.pk, Delivery.objects.count()) == (False, request.pk, 1)
