@@ -168,3 +168,32 @@ def test_a_request_is_announced_to_the_projects_endpoints_with_what_to_replay(pr
     # Asked again while it is open: the same request, announced once.
     again = replay_request_create(annotation=request.annotation, actor=lead)
     assert (again.created, again.request.pk, Delivery.objects.count()) == (False, request.pk, 1)
+
+
+@pytest.mark.django_db
+def test_the_corrected_action_is_sent_in_the_traces_convention_as_integers(project, annotator, lead, tmp_path):
+    from tests.factories import screen_png
+
+    shot = screen_png(tmp_path / "screen.png", size=(1920, 1080))
+    trace_step_push(
+        project=project,
+        external_id="pixels",
+        index=1,
+        step=STEP,
+        instruction="Open the settings",
+        coordinates="screen-pixels",
+        screenshot=shot.read_bytes(),
+    )
+    trace = trace_end(project=project, external_id="pixels")
+    answer = Annotation.objects.create(
+        trace=trace,
+        project=project,
+        annotator=annotator,
+        status=AnnotationStatus.ACCEPTED,
+        verdict="error",
+        tau=1,
+        corrected_action="click(start_box='(500,333)')",  # the project's relative-1000
+    )
+    request = replay_request_create(annotation=answer, actor=lead).request
+    assert project.coordinate_convention == "relative-1000"
+    assert request.corrected_action == "click(start_box='(960,360)')"
