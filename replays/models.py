@@ -31,7 +31,8 @@ class ReplayPolicy(models.Model):
         default=3600, help_text="A request not finished this long after it was made times out."
     )
     lease_s = models.PositiveIntegerField(
-        default=300, help_text="A claim not renewed (by a push or a poll) this long returns its request to the queue."
+        default=300,
+        help_text="A claim its runner does not renew (each push of its branch does) this long returns its request to the queue.",
     )
 
 
@@ -53,7 +54,7 @@ class ReplayRequest(models.Model):
     requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     deadline_at = models.DateTimeField()
-    # The claim: the runner's name, when, and until when it holds (renewed by its pushes and polls).
+    # The claim: the runner's name, when, and until when it holds (renewed by each push of its branch).
     claimed_by = models.CharField(max_length=200, blank=True)
     claimed_at = models.DateTimeField(null=True, blank=True)
     lease_until = models.DateTimeField(null=True, blank=True)

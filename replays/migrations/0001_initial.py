@@ -22,7 +22,7 @@ class Migration(migrations.Migration):
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('every_accepted_correction', models.BooleanField(default=False, help_text='Ask for a replay of each correction a lead accepts.')),
                 ('deadline_s', models.PositiveIntegerField(default=3600, help_text='A request not finished this long after it was made times out.')),
-                ('lease_s', models.PositiveIntegerField(default=300, help_text='A claim not renewed (by a push or a poll) this long returns its request to the queue.')),
+                ('lease_s', models.PositiveIntegerField(default=300, help_text='A claim its runner does not renew (each push of its branch does) this long returns its request to the queue.')),
                 ('project', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='replay_policy', to='traces.project')),
             ],
         ),
