@@ -197,3 +197,14 @@ def test_the_corrected_action_is_sent_in_the_traces_convention_as_integers(proje
     request = replay_request_create(annotation=answer, actor=lead).request
     assert project.coordinate_convention == "relative-1000"
     assert request.corrected_action == "click(start_box='(960,360)')"
+
+
+@pytest.mark.django_db
+def test_the_job_watchdogs_pass_times_out_requests_no_runner_claims(project, annotator, lead):
+    from studio.signals import watchdog_passed
+
+    request = _request(project, annotator, lead)
+    ReplayRequest.objects.filter(pk=request.pk).update(deadline_at=timezone.now() - timedelta(seconds=1))
+    watchdog_passed.send(sender=None)
+    request.refresh_from_db()
+    assert request.status == ReplayStatus.TIMED_OUT
