@@ -35,10 +35,10 @@ from annotation.models import Annotation, AnnotationKind, AnnotationStatus, Verd
 from annotation.selectors import action_target_box, steps_dropped_before
 from studio.errors import Invalid
 from traces import grammar, prompting
-from traces.models import Project, Screenshot, Step
+from traces.models import Project, Screenshot, Step, Trace
 
 SCHEMA_VERSION = 1
-SFT_KINDS = ("error_correction", "post_reflection", "valid_prefix", "error_free")
+SFT_KINDS = ("error_correction", "post_reflection", "valid_prefix", "error_free", "replay_branch")
 DPO_KINDS = ("dpo", "dpo_on_policy")
 PRM_KINDS = ("prm",)
 RL_KINDS = ("error_correction", "post_reflection")
@@ -64,6 +64,8 @@ SKIP_UNPARSED_HISTORY = "unparsed_history"  # the prompt's history holds an unpa
 SKIP_OFF_SCREEN_TARGET = "off_screen_target"  # the recorded step would be the SFT target
 SKIP_OFF_SCREEN_HISTORY = "off_screen_history"  # the prompt's history holds it
 SKIP_GAP = "gap_after_tau"  # o_(τ+1) is not the screen right after step τ (the source dropped steps)
+# A correction every replay refuted (replays.selectors): its DPO pair is left out unless the option refuted_dpo asks.
+SKIP_REFUTED = "refuted_correction"
 SKIP_OTHER = "other"
 
 
@@ -88,6 +90,13 @@ class ExportOptions:
     # Set by the export's plan when fewer than VALIDATION_MIN_TRACES traces give samples: one trace cannot be
     # split, so it trains, whatever its seeded score (else a one-trace bundle could be all validation, no train).
     train_only: bool = False
+    # Replays (docs/runners.md): keep only the corrections a replay verified (answers without a correction stay);
+    # refuted_dpo keeps the DPO pairs of corrections every replay refuted, left out by default.
+    verified_only: bool = False
+    refuted_dpo: bool = False
+    # The steps a verified correction's successful branch took after τ (its agent, on the corrected screen) as SFT
+    # samples of kind ``replay_branch``: on-policy data the environment judged.
+    branch_steps: bool = False
 
     @classmethod
     def parse(cls, raw: dict | None) -> ExportOptions:
@@ -97,7 +106,8 @@ class ExportOptions:
         if unknown:
             raise OptionsError(f"unknown export option(s): {', '.join(unknown)}")
         values: dict[str, Any] = {}
-        for name in ("include_valid_prefix", "include_error_free", "train_only"):
+        booleans = ("include_valid_prefix", "include_error_free", "train_only", "verified_only", "refuted_dpo")
+        for name in (*booleans, "branch_steps"):
             if name in raw:
                 if not isinstance(raw[name], bool):
                     raise OptionsError(f"{name} must be true or false")
@@ -145,8 +155,9 @@ class ExportOptions:
         for name in ("slice", "min_gold_accuracy"):
             if out[name] is None:  # named only where asked for: every other bundle's options read as before
                 del out[name]
-        if not out["train_only"]:  # named only where the plan set it, for the same reason
-            del out["train_only"]
+        for name in ("train_only", "verified_only", "refuted_dpo", "branch_steps"):
+            if not out[name]:  # named only where set, for the same reason
+                del out[name]
         return out
 
 
@@ -210,6 +221,9 @@ class BuildStats:
     rounded_points: int = 0  # points and boxes stored with decimals, rounded by the export (``rounded_points``)
     # The quality filter's account (``min_gold_accuracy``): the bar, how many answers it left out and whose.
     quality_filter: dict | None = None
+    # The replays' account (replay_account): the planned corrections verified, refuted, waiting, never replayed,
+    # and with ``verified_only`` how many it left out.
+    replay_filter: dict | None = None
 
 
 def _split_score(trace_id: int, seed: int) -> float:
@@ -613,11 +627,15 @@ def annotation_samples(
                 )
             elif rejected == corrected:
                 yield skip("dpo", "the correction equals the recorded step")
+            elif getattr(annotation, "replay_verification", None) == "refuted" and not options.refuted_dpo:
+                yield skip("dpo", "every replay of the correction failed in its environment", SKIP_REFUTED)
             else:
                 yield sample("dpo", s_tau, chosen=corrected, rejected=rejected, target_box=corrected_box)
             yield from _on_policy_pairs(
                 annotation, tau, s_tau, corrected, corrected_box, project=project, sample=sample
             )
+
+    yield from _replay_branch_samples(annotation, tau, project=project, sample=sample, skip=skip)
 
     if annotation.reflection_action.strip():
         problem = history_skip("post_reflection", tau + 1)
@@ -780,6 +798,47 @@ def _not_in(annotations: Iterator[Annotation], held: dict[int, int], stats: Buil
             yield annotation
 
 
+def _replay_branch_samples(annotation: Annotation, tau: int, *, project: Project, sample, skip) -> Iterator:
+    """The successful branch's own steps after τ (option ``branch_steps``; loaded by ``iter_samples`` as
+    ``annotation.replay_branch``): each step's prompt is the branch's history, its target the step the agent took."""
+    found = getattr(annotation, "replay_branch", None)
+    if found is None:
+        return
+    branch, steps = found
+    for i in range(tau + 1, len(steps) + 1):
+        step = steps[i - 1]
+        if step.parse_error or step.off_screen_point:
+            yield skip("replay_branch", f"the branch's step {i} is not trained on (unparsed or off the screen)")
+            continue
+        try:
+            prompt = prompting.build_state_messages(branch, i, project=project, steps=steps, render=_render_once)
+            completion = _render_once(step, project=project, convention=branch.coordinate_convention)
+        except prompting.PromptError as exc:
+            yield skip("replay_branch", str(exc))
+            continue
+        yield sample("replay_branch", prompt, completion=completion, step=i)
+
+
+def _replay_branches(annotation_ids: list[int], shots) -> dict[int, tuple]:
+    """Annotation id -> (branch trace, its steps) of the first successful replay of its correction."""
+    from replays.models import ReplayRequest, ReplayStatus
+
+    firsts: dict[int, int] = {}
+    for annotation_id, branch_id in (
+        ReplayRequest.objects.filter(
+            annotation_id__in=annotation_ids, status=ReplayStatus.SUCCEEDED, success=True, branch__isnull=False
+        )
+        .order_by("id")
+        .values_list("annotation_id", "branch_id")
+    ):
+        firsts.setdefault(annotation_id, branch_id)
+    if not firsts:
+        return {}
+    branches = Trace.objects.in_bulk(list(firsts.values()))
+    steps = _steps_by_trace(list(branches), shots)
+    return {a: (branches[b], steps[b]) for a, b in firsts.items() if b in branches}
+
+
 def iter_samples(
     project: Project,
     options: ExportOptions,
@@ -816,8 +875,14 @@ def iter_samples(
             from annotation.alternatives.selectors import wrong_alternatives
 
             wrong = wrong_alternatives([a.pk for a in batch])
+            from replays.selectors import verifications
+
+            standing = verifications([a.pk for a in batch])
+            branches = _replay_branches([a.pk for a in batch], shots) if options.branch_steps else {}
             for annotation in batch:
                 annotation.wrong_alternatives = wrong[annotation.pk]
+                annotation.replay_verification = standing.get(annotation.pk)
+                annotation.replay_branch = branches.get(annotation.pk)
         for annotation in batch:
             stats.annotations.append((annotation.pk, annotation.version))
             stats.by_round[annotation.trace.round_id] += 1
@@ -875,6 +940,7 @@ def export_plan_annotations(
     *,
     slice_id: int | None = None,
     min_gold_accuracy: float | None = None,
+    verified_only: bool = False,
 ) -> list[int]:
     """The ids of the annotations an export takes, in the order its samples are written (by trace): one accepted
     annotation per trace, less those ``already_held`` at the same version (counted in ``stats``); with
@@ -891,6 +957,7 @@ def export_plan_annotations(
     if min_gold_accuracy is not None:
         below, stats.quality_filter = quality_left_out(project, min_gold_accuracy)
         rows = rows.exclude(annotator_id__in=below)
+    rows, stats.replay_filter = replay_account(project, rows, verified_only=verified_only)
     for pk, trace_id, version in rows.iterator(chunk_size=5000):
         if trace_id == last_trace:
             continue
@@ -901,6 +968,34 @@ def export_plan_annotations(
             chosen.append(pk)
             stats.trace_ids.append(trace_id)
     return chosen
+
+
+def replay_account(project: Project, rows, *, verified_only: bool):
+    """The planned answers' corrections by replay verification (the manifest's ``replay_filter``), and the rows
+    less the unverified corrections with ``verified_only``; None for the account of a project without replays."""
+    from replays.models import ReplayRequest, ReplayStatus
+    from replays.selectors import VERIFICATIONS, VERIFIED, verifications
+
+    if not verified_only and not ReplayRequest.objects.filter(project=project).exists():
+        return rows, None  # a project without replays: nothing to count, and its corrections are not read twice
+    corrections = list(rows.filter(verdict=Verdict.ERROR).values_list("pk", flat=True))
+    standing = verifications(corrections)
+    if not standing and not verified_only:
+        return rows, None
+    account = {"verified_only": verified_only, **dict.fromkeys(VERIFICATIONS, 0), "never_asked": 0}
+    for pk in corrections:
+        account[standing.get(pk, "never_asked")] += 1
+    kept = corrections
+    if verified_only:
+        unverified = [pk for pk in corrections if standing.get(pk) != VERIFIED]
+        account["left_out"] = len(unverified)
+        rows = rows.exclude(pk__in=unverified)
+        kept = [pk for pk in corrections if standing.get(pk) == VERIFIED]
+    # Lineage: the replays whose verdicts stand behind the bundle's corrections.
+    account["replays"] = sorted(
+        ReplayRequest.objects.filter(annotation_id__in=kept, status=ReplayStatus.SUCCEEDED).values_list("pk", flat=True)
+    )
+    return rows, account
 
 
 def traces_with_samples(

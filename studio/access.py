@@ -72,6 +72,7 @@ ENTITIES: dict[str, Entity] = {
     "insights.Slice": Entity(gettext_noop("slice"), "project"),
     "insights.Cluster": Entity(gettext_noop("cluster"), "run__project"),
     "insights.ClusterRun": Entity(gettext_noop("clustering run"), "project"),
+    "replays.ReplayRequest": Entity(gettext_noop("replay request"), "project"),
 }
 
 

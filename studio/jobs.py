@@ -40,7 +40,7 @@ from django.utils import timezone
 from studio import metrics
 from studio.errors import Conflict, describe_error
 from studio.models import JobBase, JobShard, JobStatus
-from studio.signals import job_ended
+from studio.signals import job_ended, watchdog_passed
 
 log = logging.getLogger(__name__)
 # A line per job event (claimed, deferred, ended), with the job's id, kind, queue and attempt.
@@ -739,6 +739,7 @@ def watchdog_start(beat: Callable[[], None] | None = None) -> threading.Thread:
         swept = jobs_sweep_files()
         if any(swept.values()):
             log.info("disk sweep: %s", swept)
+        watchdog_passed.send(sender=None)  # the apps' own clocks (a replay request's deadline)
 
     return watch_timer_start("job-watchdog", lambda: settings.JOB_WATCH_INTERVAL_S, watch)
 

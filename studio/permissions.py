@@ -115,6 +115,11 @@ RULES: dict[str, Rule] = {
     # Each pre-scoring scorer against the human first errors: it shows pre-scoring, so never to blind annotators.
     "alignment.view": Rule(SEES_BLIND, Scope.MEMBER, gettext_noop("see judge alignment")),
     # Reading the API's own description and the account pages.
+    # Replays (docs/runners.md): leads ask for one and cancel it; a runner (a lead's token, like a push) claims,
+    # pushes its branch and finishes; every member sees whether a correction was verified.
+    "replay.view": Rule(ALL, Scope.MEMBER, gettext_noop("see replays")),
+    "replay.request": Rule(LEADS, Scope.MEMBER, gettext_noop("ask for or cancel replays")),
+    "replay.run": Rule(LEADS, Scope.MEMBER, gettext_noop("run replays")),
     "api.docs": Rule(ALL, Scope.ANY, gettext_noop("read the API documentation")),
     # One's own account: the language the studio speaks to them (studio.i18n).
     "account.language": Rule(ALL, Scope.ANY, gettext_noop("choose your language")),
@@ -204,6 +209,9 @@ PAGE_PERMISSIONS: dict[str, str] = {
     "slice-queue": "queue.request",
     "project-alignment": "alignment.view",
     "project-alignment-csv": "alignment.view",
+    # replays
+    "replay-queue": "replay.request",
+    "replay-policy": "replay.request",
     "project-webhooks": "webhook.manage",
     "webhook-delete": "webhook.manage",
     "webhook-resume": "webhook.manage",

@@ -83,6 +83,7 @@ INSTALLED_APPS = [
     "evaluation",
     "webhooks",
     "insights",
+    "replays",
 ]
 
 MIDDLEWARE = [

@@ -9,3 +9,11 @@ job_ended = Signal()
 # Sent once per round, when the last of its traces gets an accepted answer, after that commit.
 # Arguments: ``round`` (traces.models.Round, its ``annotated_at`` set).
 round_annotated = Signal()
+
+# Sent once when an answer that corrects a step (verdict "error" with a corrected action) is accepted, after that
+# commit. Arguments: ``annotation`` (annotation.models.Annotation, accepted), ``actor`` (who accepted it).
+correction_accepted = Signal()
+
+# Sent by every worker's job watchdog after each of its passes (studio.jobs.watchdog_start), so an app's own deadlines
+# are kept without a scheduler of their own. No arguments.
+watchdog_passed = Signal()

@@ -41,6 +41,8 @@ urlpatterns = [
     path("api/", include("evaluation.api_urls")),
     path("api/", include("webhooks.api_urls")),
     path("api/", include("insights.api_urls")),
+    path("api/", include("replays.api_urls")),
+    path("", include("replays.urls")),
     path("", include("traces.urls")),
     path("", include("annotation.urls")),
     path("", include("exports.urls")),

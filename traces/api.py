@@ -118,6 +118,8 @@ class TraceSerializer(serializers.ModelSerializer):
             "step_count",
             "round",
             "receiving",
+            "parent",
+            "branch_at",
             "created_at",
         ]
 
@@ -453,6 +455,14 @@ class TraceStepPushSerializer(serializers.Serializer):
         allow_blank=True,
         help_text="Step 1: the platform the trace was recorded on, kept as metadata.platform (as an import's).",
     )
+    parent = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        help_text="A branch: the external id of the trace it leaves (docs/runners.md).",
+    )
+    branch_at = serializers.IntegerField(
+        required=False, min_value=1, help_text="A branch: the parent's step τ it differs from; its first own index."
+    )
 
 
 class TraceStepPush(APIView):
@@ -483,6 +493,8 @@ class TraceStepPush(APIView):
             source=request.data.get("source", ""),
             metadata=request.data.get("metadata", ""),
             platform=request.data.get("platform", ""),
+            parent=selectors.branch_parent(project, request.data.get("parent", "")),
+            branch_at=request.data.get("branch_at"),
         )
         return Response(
             {**TraceSerializer(result.trace).data, "step_index": result.step.index},

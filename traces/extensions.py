@@ -40,6 +40,7 @@ class TracePanel:
     template: str
     context: Callable[[Any, Any], dict[str, Any]]  # (user, trace) -> the template's context
     order: int = 100
+    on_review: bool = False  # shown on an answer's review page too, below its trace's steps
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,12 @@ def project_settings_sections(user, project) -> list[Fragment]:
 def trace_panels(user, trace) -> list[Fragment]:
     """The trace page's panels for ``user``, in order."""
     panels = sorted(_panels.values(), key=lambda p: (p.order, p.name))
+    return [Fragment(panel.template, panel.context(user, trace)) for panel in panels]
+
+
+def review_panels(user, trace) -> list[Fragment]:
+    """The panels an answer's review page shows of its trace (``on_review``), in order."""
+    panels = sorted((p for p in _panels.values() if p.on_review), key=lambda p: (p.order, p.name))
     return [Fragment(panel.template, panel.context(user, trace)) for panel in panels]
 
 

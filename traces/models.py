@@ -188,6 +188,20 @@ class Trace(models.Model):
     # stores nothing; not unique, since traces stored before it existed may repeat one (the trace_duplicates command
     # lists them). Empty while the trace is receiving steps from its runner (set when it is ended).
     content_hash = models.CharField(max_length=64, blank=True, default="", editable=False)
+    # A branch (docs/runners.md): the environment restored to step ``branch_at`` of ``parent`` and run on from there
+    # with another action. Its steps 1..branch_at-1 are the parent's, as rows naming the parent's stored screenshots
+    # (stored once by content, never copied); its own steps start at ``branch_at``. SET_NULL: a branch outlives a
+    # deleted parent as a trace of its own.
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="branches", editable=False
+    )
+    branch_at = models.PositiveIntegerField(
+        null=True, blank=True, editable=False, help_text="The parent's step this branch differs from (τ)."
+    )
+    # A replay's branch waits outside the annotation queue until a lead sends it there (a failed branch worth reading).
+    held_from_queue = models.BooleanField(
+        default=False, db_default=False, editable=False, help_text="Not handed out to annotators (a replay's branch)."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

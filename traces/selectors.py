@@ -28,9 +28,9 @@ def traces_awaiting_instruction(traces: QuerySet[Trace]) -> QuerySet[Trace]:
 
 
 def traces_ready_to_annotate(traces: QuerySet[Trace]) -> QuerySet[Trace]:
-    """Traces an annotator may be given: with an instruction, and no longer receiving steps from their runner (an
-    incomplete trace cannot be judged; docs/rounds.md)."""
-    return traces.exclude(AWAITING_INSTRUCTION).exclude(receiving=True)
+    """Traces an annotator may be given: with an instruction, no longer receiving steps from their runner (an
+    incomplete trace cannot be judged; docs/rounds.md), and not a branch held from the queue (docs/runners.md)."""
+    return traces.exclude(AWAITING_INSTRUCTION).exclude(receiving=True).exclude(held_from_queue=True)
 
 
 TRACE_STATES = ("awaiting-instruction",)
@@ -94,6 +94,18 @@ def round_resolve(project: Project, ref) -> Round | None:
             + (f" (its rounds: {', '.join(names)})" if names else " (it has no rounds yet; create one first)"),
             field="round",
         )
+    return found
+
+
+def branch_parent(project: Project, ref) -> Trace | None:
+    """The trace a pushed branch leaves: ``ref`` its external id in ``project``; None for an empty ``ref``. Invalid
+    naming it when the project has no such trace."""
+    text = str(ref or "").strip()
+    if not text:
+        return None
+    found = Trace.objects.filter(project=project, external_id=text).first()
+    if found is None:
+        raise Invalid(f"parent: {project.name} has no trace {text[:255]!r} to branch from", field="parent")
     return found
 
 

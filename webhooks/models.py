@@ -18,6 +18,7 @@ class WebhookEvent(models.TextChoices):
     PRESCORING_DONE = "prescoring.done", _("Pre-scoring done")
     EVALUATION_DONE = "evaluation.done", _("Checkpoint evaluation done")
     ROUND_ANNOTATED = "round.annotated", _("Round fully annotated (every trace has an accepted answer)")
+    REPLAY_REQUESTED = "replay.requested", _("Replay requested (a runner should replay an accepted correction)")
 
 
 # The longest endpoint address kept; the registration service refuses a longer one by name.

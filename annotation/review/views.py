@@ -18,6 +18,7 @@ from studio.errors import Conflict, Invalid, StudioError
 from studio.inputs import id_from_text
 from studio.middleware import refused_page
 from traces.access import access_project, projects_for
+from traces.extensions import review_panels
 
 
 def review_queue(request):
@@ -58,6 +59,8 @@ def _detail_context(user, annotation) -> dict:
             .first(),
             "gold_state": gold_state(annotation),
             "can_mark_gold": can(user, "gold.manage", annotation.trace.project),
+            # What other apps show of the trace here (traces.extensions: a replay's branch beside the trace).
+            "panels": review_panels(user, annotation.trace),
         }
     )
     return context

@@ -11,10 +11,10 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotation import events
-from annotation.models import Annotation, AnnotationStatus, AuditEvent
+from annotation.models import Annotation, AnnotationStatus, AuditEvent, Verdict
 from annotation.workflow import STANDING, check_transition
 from studio.db import atomic_with_retry, row_insert
-from studio.signals import round_annotated
+from studio.signals import correction_accepted, round_annotated
 from traces.models import Round, Trace
 
 
@@ -55,6 +55,9 @@ def annotation_transition(
         if to == AnnotationStatus.ACCEPTED
         else None
     )
+    if to == AnnotationStatus.ACCEPTED and annotation.verdict == Verdict.ERROR and annotation.corrected_action:
+        accepted = annotation
+        transaction.on_commit(lambda: correction_accepted.send(sender=Annotation, annotation=accepted, actor=actor))
     if round_id is not None:
         # After the commit, so the round is judged on what is stored (and a rolled-back accept changes nothing).
         transaction.on_commit(lambda: round_mark_annotated(round_id=round_id))

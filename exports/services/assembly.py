@@ -95,6 +95,7 @@ def export_assemble(
     workdir: Path,
     already_exported: int = 0,
     quality_filter: dict | None = None,
+    replay_filter: dict | None = None,
     base: ExportJob | None = None,
     progress: Callable[[int, int | None], None] | None = None,
 ) -> BuildResult:
@@ -187,6 +188,8 @@ def export_assemble(
         "annotations": annotations,
         "already_exported": already_exported,
         **({"quality_filter": quality_filter} if quality_filter is not None else {}),
+        # Replays (option verified_only): the corrections by verification, and how many the option left out.
+        **({"replay_filter": replay_filter} if replay_filter is not None else {}),
         "images": len(images) + len(reduced_images) if writer.uses_image_folder or writer.uses_image_table else 0,
         "skipped": len(skipped),
         "skipped_by_reason": dict(sorted(Counter(s.code for s in skipped).items())),
@@ -212,6 +215,8 @@ def export_assemble(
         "already_exported": already_exported,
         # The quality filter (option min_gold_accuracy): how many accepted answers it left out, and why (whose).
         **({"left_out_by_quality": quality_filter} if quality_filter is not None else {}),
+        # The replays behind the corrections (docs/runners.md): their ids, and what verified_only left out.
+        **({"replays": replay_filter} if replay_filter is not None else {}),
         "rounds": rounds_of_sources(by_round),
     }
     sections = writer.manifest_sections()

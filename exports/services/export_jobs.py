@@ -103,7 +103,12 @@ def export_plan_make(job: ExportJob) -> list[tuple[list[int], int]]:
         base = _export_base_of(job, options)
         held = lineage.sources_pairs(base.sources or []) if base is not None else None
         annotation_ids = export_plan_annotations(
-            job.project, held, stats, slice_id=options.slice, min_gold_accuracy=options.min_gold_accuracy
+            job.project,
+            held,
+            stats,
+            slice_id=options.slice,
+            min_gold_accuracy=options.min_gold_accuracy,
+            verified_only=options.verified_only,
         )
         pieces = export_plan(annotation_ids)
         split = export_split_plan(job, options, annotation_ids, stats.trace_ids)
@@ -116,6 +121,8 @@ def export_plan_make(job: ExportJob) -> list[tuple[list[int], int]]:
     counts: dict = {"already_exported": stats.already_exported}
     if stats.quality_filter is not None:
         counts["quality_filter"] = stats.quality_filter
+    if stats.replay_filter is not None:
+        counts["replay_filter"] = stats.replay_filter
     ExportJob.objects.filter(pk=job.pk).update(counts=counts, options=job.options)
     return pieces
 
@@ -200,6 +207,7 @@ def export_assemble_work(job: ExportJob) -> str:
             workdir=workdir,
             already_exported=(job.counts or {}).get("already_exported", 0),
             quality_filter=(job.counts or {}).get("quality_filter"),
+            replay_filter=(job.counts or {}).get("replay_filter"),
             base=_export_base_of(job, options),
             progress=progress,
         )

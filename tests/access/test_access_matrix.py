@@ -178,6 +178,22 @@ def build_world(tmp_path):
     objects["webhooks"] = hook.pk
     delivery = Delivery.objects.create(webhook=hook, event="bundle.ready", payload={})
     objects["deliveries"] = delivery.pk
+    # A replay request of the annotation's trace, as the service would leave it queued.
+    from django.utils import timezone
+
+    from replays.models import ReplayRequest
+
+    replay = ReplayRequest.objects.create(
+        project=project,
+        annotation=annotation,
+        annotation_version=annotation.version,
+        trace=annotation.trace,
+        tau=1,
+        corrected_action="click(start_box='(10,20)')",
+        reason="lead",
+        deadline_at=timezone.now(),
+    )
+    objects["replays"] = replay.pk
     # A queued evaluation (no checkpoint directory is read: the row is made as the service would leave it).
     evaluation = EvaluationJob.objects.create(project=project, created_by=engineer, checkpoint="c", model_dir="/m")
     objects["evaluations"] = evaluation.pk
@@ -236,6 +252,7 @@ def build_world(tmp_path):
         "clusters": a_cluster,
         "cluster-runs": run,
         "gold": gold,
+        "replays": replay,
     }
     users = {
         "anonymous": None,

@@ -29,7 +29,7 @@ PLATFORM = {"studio.celery", "studio.jobs", "studio.shards", "studio.engine", "s
 # The project's configuration: it names every app by design (Django's ROOT_URLCONF, Channels' routes).
 CONFIGURATION = {"studio.settings", "studio.urls", "studio.routing", "studio.asgi", "studio.wsgi"}
 # The apps that read or correct traces after they come in.
-DOWNSTREAM_OF_TRACES = {"annotation", "exports", "evaluation", "insights", "webhooks"}
+DOWNSTREAM_OF_TRACES = {"annotation", "exports", "evaluation", "insights", "webhooks", "replays"}
 
 
 def _module_name(path: str) -> str:

@@ -64,7 +64,8 @@ def test_registered_panels_and_columns_show_in_their_order_for_the_user(toy_temp
 
 
 def test_annotation_registers_its_parts_of_the_trace_pages():
-    assert [panel.name for panel in extensions._panels.values()] == ["annotation-history", "gold"]
+    # (and replays its own: each correction's replays beside the trace, docs/runners.md)
+    assert [panel.name for panel in extensions._panels.values()] == ["annotation-history", "gold", "replays"]
     assert [column.heading for column in extensions.trace_list_columns()] == ["Annotations"]
     assert [record.model._meta.label for record in extensions.project_records()] == ["annotation.Annotation"]
     assert list(extensions._guards) == ["annotations"]

@@ -58,6 +58,8 @@ def trace_step_push(
     source: str = "",
     metadata=None,
     platform: str = "",
+    parent: Trace | None = None,
+    branch_at=None,
 ) -> StepPushResult:
     """Store step ``index`` (1-based) of a trace its runner sends while it runs: ``step`` is one step object of the
     native format (docs/formats.md §1, JSON), ``screenshot`` its image (an uploaded file or bytes). Step 1 makes
@@ -68,7 +70,12 @@ def trace_step_push(
     The same index again with the same content (screenshot and texts) answers the stored step (``created`` False: a
     retried push, also after the trace was ended). Conflict for other content at a stored index, for a gap (naming
     the missing step), for a new step of an ended trace and for a trace of another round; Invalid for what cannot be
-    read."""
+    read.
+
+    A branch (``parent``, a trace of the project, and ``branch_at`` = τ, one of its steps) starts at index τ: that
+    push makes the trace with the parent's steps 1..τ-1 as its own (rows naming the parent's stored screenshots) and
+    the parent's instruction, metadata, convention and round unless sent. Invalid for a τ the parent does not have;
+    Conflict for another first index, or for a trace stored already that is not that branch."""
     external_id = (external_id or "").strip()
     problem = input_problem(external_id, name="external_id") if external_id else None
     if not external_id or len(external_id) > 255 or problem:
@@ -109,26 +116,57 @@ def trace_step_push(
     shot = _pushed_image(screenshot, "screenshot") if screenshot is not None else None
     if round is not None and round.project_id != project.pk:
         raise Invalid(f"round: {round.name!r} is a round of another project", field="round")
+    tau = _branch_point(project, parent, branch_at, coordinates)
+    first_own = tau or 1
 
     @atomic_with_retry
     def save() -> StepPushResult:
         trace = _pushed_trace(project, external_id)
-        if trace is None and number == 1:
-            trace = Trace(
-                project=project,
-                external_id=external_id,
-                instruction=instruction or "",
-                source=source or "native",
-                metadata=metadata,
-                coordinate_convention=coordinates or project.coordinate_convention,
-                round=round,
-                receiving=True,
-            )
+        if trace is None and number == first_own:
+            if parent is not None:
+                trace = Trace(
+                    project=project,
+                    external_id=external_id,
+                    instruction=instruction or parent.instruction,
+                    source=source or parent.source,
+                    metadata={**parent.metadata, **metadata},
+                    coordinate_convention=parent.coordinate_convention,
+                    round=round or parent.round,
+                    receiving=True,
+                    parent=parent,
+                    branch_at=tau,
+                    held_from_queue=True,
+                )
+            else:
+                trace = Trace(
+                    project=project,
+                    external_id=external_id,
+                    instruction=instruction or "",
+                    source=source or "native",
+                    metadata=metadata,
+                    coordinate_convention=coordinates or project.coordinate_convention,
+                    round=round,
+                    receiving=True,
+                )
             try:
                 with transaction.atomic():
                     trace.save()
+                    if parent is not None and tau is not None:
+                        _branch_prefix_copy(parent, trace, tau)
             except IntegrityError:  # the same first step pushed twice at once: the other request made it
                 trace = _pushed_trace(project, external_id)
+        if parent is not None:
+            if trace is None:
+                raise Conflict(
+                    f"branch {external_id!r} of {parent.external_id!r} starts at step {tau}: push that step first",
+                    step_count=0,
+                )
+            if trace.parent_id != parent.pk or trace.branch_at != tau:
+                raise Conflict(
+                    f"trace {external_id!r} is stored already and is not the branch of {parent.external_id!r} at "
+                    f"step {tau}",
+                    trace=trace.pk,
+                )
         count = trace.step_count if trace is not None else 0
         if trace is not None and round is not None and trace.round_id != round.pk:
             held = trace.round.name if trace.round is not None else "no round"
@@ -168,6 +206,45 @@ def trace_step_push(
         return StepPushResult(trace, built, created=True)
 
     return save()
+
+
+def _branch_point(project: Project, parent: Trace | None, branch_at, coordinates: str) -> int | None:
+    """τ for a branch push (None for a plain one), checked against its parent; Invalid naming the field."""
+    if parent is None:
+        if branch_at not in (None, ""):
+            raise Invalid("branch_at: only with parent, the trace the branch leaves", field="branch_at")
+        return None
+    if parent.project_id != project.pk:
+        raise Invalid(f"parent: {parent.external_id!r} is a trace of another project", field="parent")
+    try:
+        tau = int(str(branch_at).strip())
+    except ValueError:
+        tau = 0
+    if tau < 1 or tau > parent.step_count:
+        raise Invalid(
+            f"branch_at: {parent.external_id!r} has steps 1 to {parent.step_count}, no step {str(branch_at)[:40]}",
+            field="branch_at",
+        )
+    if coordinates and coordinates != parent.coordinate_convention:
+        raise Invalid(
+            f"coordinates: a branch keeps its parent's convention, {parent.coordinate_convention}", field="coordinates"
+        )
+    return tau
+
+
+# A step's own content, copied into a branch's shared prefix (the row's id and trace are the branch's).
+_STEP_COPIED = tuple(f.attname for f in Step._meta.concrete_fields if f.name not in ("id", "trace"))
+
+
+def _branch_prefix_copy(parent: Trace, branch: Trace, tau: int) -> None:
+    """The parent's steps before τ as the branch's: new rows naming the same stored screenshots."""
+    prefix = [
+        Step(trace=branch, **{name: getattr(step, name) for name in _STEP_COPIED})
+        for step in parent.steps.filter(index__lt=tau).order_by("index")
+    ]
+    Step.objects.bulk_create(prefix)
+    branch.step_count = len(prefix)
+    branch.save(update_fields=["step_count"])
 
 
 SOURCE_MAX: int = Trace._meta.get_field("source").max_length or 0
