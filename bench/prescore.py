@@ -148,6 +148,15 @@ class Meter:
         self._nested: list[float] = []  # per open phase: seconds of the phases run inside it
         self._pass_lengths: list[int] = []
 
+    def count_decoding(self, length: int, n_new: int) -> None:
+        """A row's greedy decoding after a pass of ``length`` tokens: the first of its ``n_new`` tokens comes from
+        the prefill's logits; one decoder step per token after it, the k-th attending to the pass's tokens and the
+        k new ones before it."""
+        p, steps = self.params, max(0, n_new - 1)
+        self.flops += 2 * (p["decoder"] + p["lm_head"]) * steps
+        self.attention_flops += self.attention_pairs_flops("decoder", steps * length + steps * (steps + 1) // 2)
+        self.generated_tokens += n_new
+
     def attention_pairs_flops(self, part: str, pairs: int) -> float:
         """Forward FLOPs of attention's two products over ``pairs`` query-key pairs in every layer of ``part``."""
         return 2 * 2 * pairs * self.widths[f"{part}_width"] * self.widths[f"{part}_layers"]
@@ -208,13 +217,7 @@ class Meter:
         def decode_batch(prefill, *, max_new_tokens):
             replies = self._timed("decode", lambda: originals["decode_batch"](prefill, max_new_tokens=max_new_tokens))
             for length, (_, n_new) in zip(self._pass_lengths, replies):
-                # The first token comes from the prefill's logits; one decoder step per token after it, the k-th
-                # attending to the pass's tokens and the k new ones before it.
-                self.flops += 2 * (p["decoder"] + p["lm_head"]) * max(0, n_new - 1)
-                steps = max(0, n_new - 1)
-                pairs = steps * length + steps * (steps + 1) // 2
-                self.attention_flops += self.attention_pairs_flops("decoder", pairs)
-                self.generated_tokens += n_new
+                self.count_decoding(length, n_new)
             return replies
 
         wrappers = (

@@ -31,6 +31,73 @@ sys.path.insert(0, str(REPO))
 STEP = json.dumps({"thought": "replayed", "action": "click(start_box='(300,400)')"})
 
 
+def replay_and_finish(request) -> None:
+    """What a live runner does with a request it claimed: push the branch's step, then finish it: 1 request in 20
+    fails with the runner's words, the others end with the environment's verdict (success for 2 in 3)."""
+    from replays.services import replay_branch_push, replay_request_finish
+
+    replay_branch_push(request_id=request.pk, claim=request.claims, index=2, step=STEP)
+    if request.pk % 20 == 0:
+        replay_request_finish(request_id=request.pk, claim=request.claims, failed=True, message="the VM did not boot")
+    else:
+        replay_request_finish(request_id=request.pk, claim=request.claims, success=request.pk % 3 != 0, message="done")
+
+
+class Runners:
+    """The runners of the bench, threads of this process, and what they saw: which live runner replays which
+    request (``held``), any request two live runners held at once or a finish refused (``violations``), and how
+    many requests each finished."""
+
+    def __init__(self, project):
+        self.project = project
+        self.guard = threading.Lock()
+        self.held: dict[int, str] = {}  # request -> the live runner replaying it
+        self.violations: list[str] = []
+        self.handled: Counter = Counter()
+
+    def hold(self, request_pk: int, name: str) -> None:
+        with self.guard:
+            if request_pk in self.held:
+                self.violations.append(f"{request_pk} claimed by {name} while {self.held[request_pk]} replays it")
+            self.held[request_pk] = name
+
+    def run(self, name: str, dies_after: int | None) -> None:
+        """Claim and replay until no request is left open; ``dies_after`` claims, the runner is killed: it holds its
+        last claim in the database and replays nothing more."""
+        from django.db import connection
+
+        from replays.models import REPLAY_ENDED, ReplayRequest
+        from replays.services import replay_branch_push, replay_request_claim
+        from studio.errors import Conflict
+
+        claims = 0
+        try:
+            while True:
+                request = replay_request_claim(project=self.project, runner=name)
+                if request is None:
+                    if not ReplayRequest.objects.filter(project=self.project).exclude(status__in=REPLAY_ENDED).exists():
+                        return
+                    time.sleep(0.1)  # a request held by a dead runner's lease: wait for it to run out
+                    continue
+                claims += 1
+                self.hold(request.pk, name)
+                if dies_after is not None and claims > dies_after:
+                    replay_branch_push(request_id=request.pk, claim=request.claims, index=2, step=STEP)
+                    with self.guard:
+                        del self.held[request.pk]
+                    return
+                try:
+                    replay_and_finish(request)
+                    self.handled[name] += 1
+                except Conflict as exc:
+                    self.violations.append(f"{name} lost {request.pk}: {exc}")
+                finally:
+                    with self.guard:
+                        self.held.pop(request.pk, None)
+        finally:
+            connection.close()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=1000)
@@ -49,19 +116,14 @@ def main() -> int:
     django.setup()
     from datetime import timedelta
 
-    from django.db import connection
     from django.utils import timezone
 
     from annotation.models import Annotation, AnnotationStatus
-    from replays.models import REPLAY_ENDED, ReplayRequest
+    from replays.models import ReplayRequest
     from replays.services import (
-        replay_branch_push,
         replay_policy_set,
-        replay_request_claim,
         replay_request_create,
-        replay_request_finish,
     )
-    from studio.errors import Conflict
     from studio.permissions import Role
     from studio.services import user_create
     from traces.models import Step, Trace
@@ -97,53 +159,10 @@ def main() -> int:
     ReplayRequest.objects.filter(pk__in=late).update(deadline_at=timezone.now() - timedelta(seconds=1))
     print(f"{args.requests} requests made in {time.monotonic() - made:.1f} s")
 
-    guard = threading.Lock()
-    held: dict[int, str] = {}  # request -> the live runner replaying it
-    violations: list[str] = []
-    handled: Counter = Counter()
-
-    def runner(name: str, dies_after: int | None) -> None:
-        claims = 0
-        try:
-            while True:
-                request = replay_request_claim(project=project, runner=name)
-                if request is None:
-                    if not ReplayRequest.objects.filter(project=project).exclude(status__in=REPLAY_ENDED).exists():
-                        return
-                    time.sleep(0.1)  # a request held by a dead runner's lease: wait for it to run out
-                    continue
-                claims += 1
-                with guard:
-                    if request.pk in held:
-                        violations.append(f"{request.pk} claimed by {name} while {held[request.pk]} replays it")
-                    held[request.pk] = name
-                if dies_after is not None and claims > dies_after:
-                    replay_branch_push(request_id=request.pk, claim=request.claims, index=2, step=STEP)
-                    with guard:
-                        del held[request.pk]  # killed: it holds the claim in the database, replays nothing
-                    return
-                try:
-                    replay_branch_push(request_id=request.pk, claim=request.claims, index=2, step=STEP)
-                    if request.pk % 20 == 0:
-                        replay_request_finish(
-                            request_id=request.pk, claim=request.claims, failed=True, message="the VM did not boot"
-                        )
-                    else:
-                        replay_request_finish(
-                            request_id=request.pk, claim=request.claims, success=request.pk % 3 != 0, message="done"
-                        )
-                    handled[name] += 1
-                except Conflict as exc:
-                    violations.append(f"{name} lost {request.pk}: {exc}")
-                finally:
-                    with guard:
-                        held.pop(request.pk, None)
-        finally:
-            connection.close()
-
+    book = Runners(project)
     started = time.monotonic()
     threads = [
-        threading.Thread(target=runner, args=(f"runner-{i}", 10 if i == 0 else None)) for i in range(args.runners)
+        threading.Thread(target=book.run, args=(f"runner-{i}", 10 if i == 0 else None)) for i in range(args.runners)
     ]
     for thread in threads:
         thread.start()
@@ -155,16 +174,21 @@ def main() -> int:
     failed_words = set(ReplayRequest.objects.filter(project=project, status="failed").values_list("message", flat=True))
     print(f"{args.runners} runners (runner-0 killed after 10 claims) ended every request in {took:.1f} s:")
     print(f"  statuses {dict(statuses)}; taken over after a lease ran out: {taken_over}")
-    print(f"  finished per runner {dict(handled)}; failures said {sorted(failed_words)}")
-    print(f"  {args.requests / took:.0f} requests/s; violations: {violations or 'none'}")
-    ok = (
+    print(f"  finished per runner {dict(book.handled)}; failures said {sorted(failed_words)}")
+    print(f"  {args.requests / took:.0f} requests/s; violations: {book.violations or 'none'}")
+    return 0 if every_request_ended_once(statuses, book.violations, taken_over, args=args) else 1
+
+
+def every_request_ended_once(statuses: Counter, violations: list[str], taken_over: int, *, args) -> bool:
+    """The bench's verdict: no request held by two live runners, each ended (succeeded, failed with the runner's
+    words or timed out: exactly the late ones), and the killed runner's request taken over."""
+    return (
         not violations
         and sum(statuses.values()) == args.requests
         and set(statuses) <= {"succeeded", "failed", "timed_out"}
         and statuses["timed_out"] == args.late
         and taken_over >= 1
     )
-    return 0 if ok else 1
 
 
 if __name__ == "__main__":

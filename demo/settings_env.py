@@ -88,7 +88,14 @@ class SettingsEnv:
         point = action.point(grammar.START_BOX)
         if point is None:
             raise EnvironmentProblem(f"a click needs a point: {action_text!r}")
-        widget = self.widget_at(point)
+        state = self.state_after_click(self.widget_at(point))
+        if state != self.state:
+            self.state = state
+            self._screen = None
+        return False
+
+    def state_after_click(self, widget: str | None) -> dict:
+        """The app's state after a click on ``widget`` (None: a click on no widget changes nothing)."""
         state = dict(self.state)
         if widget and widget.startswith("sidebar."):
             state["page"] = widget.removeprefix("sidebar.")
@@ -97,10 +104,7 @@ class SettingsEnv:
             state[key] = not state.get(key)
         elif widget in ("style.dark", "style.light"):
             state["dark_mode"] = widget == "style.dark"
-        if state != self.state:
-            self.state = state
-            self._screen = None
-        return False
+        return state
 
     def verdict(self) -> tuple[bool, float, str]:
         """The evaluator: success, score and its message."""

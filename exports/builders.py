@@ -489,6 +489,23 @@ def rounded_points(annotation: Annotation, steps: list, project: Project) -> int
     return n
 
 
+def _dpo_refusal(
+    annotation: Annotation, wrong: Step, tau: int, *, rejected: str, corrected: str, options: ExportOptions
+) -> tuple[str] | tuple[str, str] | None:
+    """Why the recorded step at τ makes no DPO pair with the correction (a skip's reason, and its code where it has
+    one of its own), or None when it does."""
+    if wrong.parse_error:
+        return (
+            f"the recorded step {tau} did not parse ({wrong.parse_error}): it is never the rejected side",
+            SKIP_UNPARSED_REJECTED,
+        )
+    if rejected == corrected:
+        return ("the correction equals the recorded step",)
+    if getattr(annotation, "replay_verification", None) == "refuted" and not options.refuted_dpo:
+        return ("every replay of the correction failed in its environment", SKIP_REFUTED)
+    return None
+
+
 def annotation_samples(
     annotation: Annotation, steps: list[Step], *, project: Project, options: ExportOptions
 ) -> Iterator[Sample | Skip]:
@@ -619,16 +636,9 @@ def annotation_samples(
                 recorded=rejected,
                 target_box=corrected_box,
             )
-            if wrong.parse_error:
-                yield skip(
-                    "dpo",
-                    f"the recorded step {tau} did not parse ({wrong.parse_error}): it is never the rejected side",
-                    SKIP_UNPARSED_REJECTED,
-                )
-            elif rejected == corrected:
-                yield skip("dpo", "the correction equals the recorded step")
-            elif getattr(annotation, "replay_verification", None) == "refuted" and not options.refuted_dpo:
-                yield skip("dpo", "every replay of the correction failed in its environment", SKIP_REFUTED)
+            refusal = _dpo_refusal(annotation, wrong, tau, rejected=rejected, corrected=corrected, options=options)
+            if refusal:
+                yield skip("dpo", *refusal)
             else:
                 yield sample("dpo", s_tau, chosen=corrected, rejected=rejected, target_box=corrected_box)
             yield from _on_policy_pairs(

@@ -8,8 +8,8 @@ from replays.models import ReplayRequest
 from studio.access import access, scoped
 
 
-def access_replay(user, pk, action: str, *, lock: bool = False) -> ReplayRequest:
-    return access(user, ReplayRequest.objects.select_related("project", "trace"), pk, action, lock=lock)
+def access_replay(who, pk, action: str | None = None, *, lock: bool = False) -> ReplayRequest:
+    return access(who, ReplayRequest.objects.select_related("project", "trace"), pk, action, lock=lock)
 
 
 def replays_for(user, action: str = "replay.view") -> QuerySet[ReplayRequest]:

@@ -68,7 +68,7 @@ class ReplayList(APIView):
 
     @extend_schema(responses={200: ReplaySerializer(many=True)})
     def get(self, request, project_id: int):
-        project = access_project(request.user, project_id, "replay.view")
+        project = access_project(request, project_id)
         rows = replays_for(request.user).filter(project=project).order_by("-id")
         wanted = request.query_params.get("status", "")
         if wanted:
@@ -79,7 +79,7 @@ class ReplayList(APIView):
 
     @extend_schema(request=ReplayCreateSerializer, responses={200: ReplaySerializer, 201: ReplaySerializer})
     def post(self, request, project_id: int):
-        project = access_project(request.user, project_id, "replay.request")
+        project = access_project(request, project_id)
         data = _valid(ReplayCreateSerializer, request.data)
         annotation = access_annotation(request.user, data["annotation"], "annotation.review")
         if annotation.project_id != project.pk:
@@ -104,7 +104,7 @@ class ReplayClaim(APIView):
 
     @extend_schema(request=ReplayClaimSerializer, responses={200: dict, 204: None})
     def post(self, request, project_id: int):
-        project = access_project(request.user, project_id, "replay.run")
+        project = access_project(request, project_id)
         claimed = services.replay_request_claim(project=project, runner=request.data.get("runner", ""))
         if claimed is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
@@ -119,7 +119,7 @@ class ReplayDetail(APIView):
 
     @extend_schema(responses={200: ReplaySerializer})
     def get(self, request, pk: int):
-        replay = access_replay(request.user, pk, "replay.view")
+        replay = access_replay(request, pk)
         return Response({**ReplaySerializer(replay).data, **services.replay_payload(replay)})
 
 
@@ -140,7 +140,7 @@ class ReplaySteps(APIView):
 
     @extend_schema(request={"multipart/form-data": ReplayStepSerializer}, responses={200: dict, 201: dict, 409: dict})
     def post(self, request, pk: int):
-        replay = access_replay(request.user, pk, "replay.run")
+        replay = access_replay(request, pk)
         step = request.FILES.get("step") or request.data.get("step")
         result = services.replay_branch_push(
             request_id=replay.pk,
@@ -174,7 +174,7 @@ class ReplayFinish(APIView):
 
     @extend_schema(request=ReplayFinishSerializer, responses={200: ReplaySerializer, 409: dict})
     def post(self, request, pk: int):
-        replay = access_replay(request.user, pk, "replay.run")
+        replay = access_replay(request, pk)
         data = request.data
         finished = services.replay_request_finish(
             request_id=replay.pk,
@@ -196,7 +196,7 @@ class ReplayCancel(APIView):
 
     @extend_schema(request=None, responses={200: ReplaySerializer})
     def post(self, request, pk: int):
-        replay = access_replay(request.user, pk, "replay.request")
+        replay = access_replay(request, pk)
         return Response(ReplaySerializer(services.replay_request_cancel(request=replay, actor=request.user)).data)
 
 
@@ -208,7 +208,7 @@ class ReplayBranchQueue(APIView):
 
     @extend_schema(request=None, responses={200: TraceSerializer})
     def post(self, request, pk: int):
-        replay = access_replay(request.user, pk, "replay.request")
+        replay = access_replay(request, pk)
         return Response(TraceSerializer(services.replay_branch_send_to_queue(request=replay, actor=request.user)).data)
 
 
@@ -227,12 +227,12 @@ class ReplayPolicyDetail(APIView):
 
     @extend_schema(responses={200: ReplayPolicySerializer})
     def get(self, request, project_id: int):
-        project = access_project(request.user, project_id, "replay.view")
+        project = access_project(request, project_id)
         return Response(ReplayPolicySerializer(services.replay_policy_of(project)).data)
 
     @extend_schema(request=ReplayPolicySerializer, responses={200: ReplayPolicySerializer})
     def patch(self, request, project_id: int):
-        project = access_project(request.user, project_id, "replay.request")
+        project = access_project(request, project_id)
         policy = services.replay_policy_of(project)
         sent = request.data.dict() if hasattr(request.data, "dict") else dict(request.data)
         data = _valid(ReplayPolicySerializer, {**ReplayPolicySerializer(policy).data, **sent})
@@ -248,7 +248,7 @@ class ReplayCounts(APIView):
 
     @extend_schema(responses={200: dict})
     def get(self, request, project_id: int):
-        project = access_project(request.user, project_id, "replay.view")
+        project = access_project(request, project_id)
         return Response({"rounds": selectors.verification_counts_by_round(project)})
 
 

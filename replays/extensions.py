@@ -23,7 +23,7 @@ def _replays_panel(user, trace) -> dict | None:
             {
                 **selectors.branch_view(r),
                 "verification": standing.get(r.annotation_id),
-                "verification_words": (standing.get(r.annotation_id) or "").replace("_", " "),
+                "verification_words": selectors.VERIFICATION_WORDS.get(standing.get(r.annotation_id) or "", ""),
             }
             for r in requests
         ]

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class ReplayStatus(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    CLAIMED = "claimed", "Claimed by a runner"
-    SUCCEEDED = "succeeded", "Replayed"  # the environment's verdict is kept, success or not
-    FAILED = "failed", "Failed"  # the runner could not replay it (its words are kept)
-    TIMED_OUT = "timed_out", "Timed out"
-    CANCELLED = "cancelled", "Cancelled"
+    QUEUED = "queued", _("Queued")
+    CLAIMED = "claimed", _("Claimed by a runner")
+    SUCCEEDED = "succeeded", _("Replayed")  # the environment's verdict is kept, success or not
+    FAILED = "failed", _("Failed")  # the runner could not replay it (its words are kept)
+    TIMED_OUT = "timed_out", _("Timed out")
+    CANCELLED = "cancelled", _("Cancelled")
 
 
 # A request in one of these is over: it is claimed, pushed to or finished no more.

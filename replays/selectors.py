@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
+from django.utils.translation import gettext_lazy
+
 from replays.models import ReplayRequest, ReplayStatus
 from traces.models import Project, Trace
 
@@ -13,6 +15,13 @@ REFUTED = "refuted"  # every branch with the correction failed, and none is wait
 WAITING = "waiting"  # a request is queued or claimed, and no branch succeeded yet
 NOT_REPLAYED = "not_replayed"  # asked for, but every request failed, timed out or was cancelled
 VERIFICATIONS = (VERIFIED, REFUTED, WAITING, NOT_REPLAYED)
+# The word a page shows for each standing, in the page's language.
+VERIFICATION_WORDS = {
+    VERIFIED: gettext_lazy("verified"),
+    REFUTED: gettext_lazy("refuted"),
+    WAITING: gettext_lazy("waiting"),
+    NOT_REPLAYED: gettext_lazy("not replayed"),
+}
 
 _OPEN = (ReplayStatus.QUEUED, ReplayStatus.CLAIMED)
 

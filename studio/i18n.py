@@ -58,6 +58,13 @@ class AccountLocaleMiddleware(LocaleMiddleware):
     def process_request(self, request):
         request_language_activate(request)
 
+    def process_response(self, request, response):
+        # The language is the thread's: left active, it would word whatever this thread runs next outside a
+        # request (a job run in the web process, a test's service call) in the last visitor's language.
+        response = super().process_response(request, response)
+        translation.deactivate()
+        return response
+
 
 class ScriptCatalog(JavaScriptCatalog):
     """Django's JavaScript catalog of the project's own scripts' messages: ``locale/<language>/djangojs.po``

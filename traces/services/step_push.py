@@ -123,31 +123,17 @@ def trace_step_push(
     def save() -> StepPushResult:
         trace = _pushed_trace(project, external_id)
         if trace is None and number == first_own:
-            if parent is not None:
-                trace = Trace(
-                    project=project,
-                    external_id=external_id,
-                    instruction=instruction or parent.instruction,
-                    source=source or parent.source,
-                    metadata={**parent.metadata, **metadata},
-                    coordinate_convention=parent.coordinate_convention,
-                    round=round or parent.round,
-                    receiving=True,
-                    parent=parent,
-                    branch_at=tau,
-                    held_from_queue=True,
-                )
-            else:
-                trace = Trace(
-                    project=project,
-                    external_id=external_id,
-                    instruction=instruction or "",
-                    source=source or "native",
-                    metadata=metadata,
-                    coordinate_convention=coordinates or project.coordinate_convention,
-                    round=round,
-                    receiving=True,
-                )
+            trace = _pushed_trace_new(
+                project,
+                external_id,
+                instruction=instruction,
+                source=source,
+                metadata=metadata,
+                coordinates=coordinates,
+                round=round,
+                parent=parent,
+                tau=tau,
+            )
             try:
                 with transaction.atomic():
                     trace.save()
@@ -156,17 +142,7 @@ def trace_step_push(
             except IntegrityError:  # the same first step pushed twice at once: the other request made it
                 trace = _pushed_trace(project, external_id)
         if parent is not None:
-            if trace is None:
-                raise Conflict(
-                    f"branch {external_id!r} of {parent.external_id!r} starts at step {tau}: push that step first",
-                    step_count=0,
-                )
-            if trace.parent_id != parent.pk or trace.branch_at != tau:
-                raise Conflict(
-                    f"trace {external_id!r} is stored already and is not the branch of {parent.external_id!r} at "
-                    f"step {tau}",
-                    trace=trace.pk,
-                )
+            _branch_trace_check(trace, external_id, parent=parent, tau=tau)
         count = trace.step_count if trace is not None else 0
         if trace is not None and round is not None and trace.round_id != round.pk:
             held = trace.round.name if trace.round is not None else "no round"
@@ -184,11 +160,7 @@ def trace_step_push(
         built.trace = trace
         if number <= count:
             stored = trace.steps.select_related("screenshot").get(index=number)
-            differs = [name for name in STEP_PUSH_COMPARED if getattr(stored, name) != getattr(built, name)]
-            if stored.screenshot_id != built.screenshot_id:
-                differs.insert(0, "screenshot")
-            if len(differs) > 1 and differs[-1] == "raw_response":
-                differs.pop()
+            differs = _pushed_step_differences(stored, built)
             if differs:
                 raise Conflict(
                     f"step {number} of {external_id!r} is stored already with another {', '.join(differs)}; "
@@ -206,6 +178,70 @@ def trace_step_push(
         return StepPushResult(trace, built, created=True)
 
     return save()
+
+
+def _pushed_trace_new(
+    project: Project,
+    external_id: str,
+    *,
+    instruction: str,
+    source: str,
+    metadata: dict,
+    coordinates: str,
+    round: Round | None,
+    parent: Trace | None,
+    tau: int | None,
+) -> Trace:
+    """The trace a first push makes (unsaved): a branch takes what was not sent from its parent."""
+    if parent is not None:
+        return Trace(
+            project=project,
+            external_id=external_id,
+            instruction=instruction or parent.instruction,
+            source=source or parent.source,
+            metadata={**parent.metadata, **metadata},
+            coordinate_convention=parent.coordinate_convention,
+            round=round or parent.round,
+            receiving=True,
+            parent=parent,
+            branch_at=tau,
+            held_from_queue=True,
+        )
+    return Trace(
+        project=project,
+        external_id=external_id,
+        instruction=instruction or "",
+        source=source or "native",
+        metadata=metadata,
+        coordinate_convention=coordinates or project.coordinate_convention,
+        round=round,
+        receiving=True,
+    )
+
+
+def _branch_trace_check(trace: Trace | None, external_id: str, *, parent: Trace, tau: int | None) -> None:
+    """Conflict unless ``trace`` is the branch of ``parent`` at ``tau`` (None: its first push has not come)."""
+    if trace is None:
+        raise Conflict(
+            f"branch {external_id!r} of {parent.external_id!r} starts at step {tau}: push that step first",
+            step_count=0,
+        )
+    if trace.parent_id != parent.pk or trace.branch_at != tau:
+        raise Conflict(
+            f"trace {external_id!r} is stored already and is not the branch of {parent.external_id!r} at step {tau}",
+            trace=trace.pk,
+        )
+
+
+def _pushed_step_differences(stored: Step, built: Step) -> list[str]:
+    """The fields in which a step pushed again differs from the stored one; the raw response alone never makes a
+    difference when something else does (it is named only when it is all that differs)."""
+    differs = [name for name in STEP_PUSH_COMPARED if getattr(stored, name) != getattr(built, name)]
+    if stored.screenshot_id != built.screenshot_id:
+        differs.insert(0, "screenshot")
+    if len(differs) > 1 and differs[-1] == "raw_response":
+        differs.pop()
+    return differs
 
 
 def _branch_point(project: Project, parent: Trace | None, branch_at, coordinates: str) -> int | None:
