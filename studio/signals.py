@@ -9,3 +9,7 @@ job_ended = Signal()
 # Sent once per round, when the last of its traces gets an accepted answer, after that commit.
 # Arguments: ``round`` (traces.models.Round, its ``annotated_at`` set).
 round_annotated = Signal()
+
+# Sent by traces.services.trace_delete in its transaction, just before the trace and its answers are deleted (apps
+# that keep counts of its answers take them off). Arguments: ``trace`` (traces.models.Trace).
+trace_deleting = Signal()
