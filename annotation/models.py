@@ -6,6 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models.functions import MD5
 
+from annotation.quality.scoring import PARTS
 from studio.engine import KindJob
 from studio.models import JobBase
 
@@ -537,3 +538,30 @@ class AgreementPair(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["project", "first_submitted_at"])]
+
+
+class GoldRollup(models.Model):
+    """One annotator's scored gold answers (of the real queue, not the qualification's) submitted on one day (UTC) in
+    one project, counted as ``quality.selectors.gold_accuracy_by_annotator`` reports them: kept by
+    ``annotation.quality.rollup.gold_score_changed`` wherever a score is made, re-scored or its gold removed."""
+
+    project = models.ForeignKey("traces.Project", on_delete=models.CASCADE, related_name="+")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    day = models.DateField()
+    n = models.IntegerField(default=0)
+    right = models.IntegerField(default=0)
+    # Scores whose gold trace was removed since, and scores re-scored against a changed reference.
+    removed = models.IntegerField(default=0)
+    rescored = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "annotator", "day"], name="one_gold_rollup_per_annotator_day")
+        ]
+        indexes = [models.Index(fields=["project", "day"])]
+
+
+# Each part's answers it applied to and those right in it.
+for _part in PARTS:
+    GoldRollup.add_to_class(f"{_part}_n", models.IntegerField(default=0))
+    GoldRollup.add_to_class(f"{_part}_right", models.IntegerField(default=0))

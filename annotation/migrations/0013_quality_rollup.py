@@ -184,5 +184,50 @@ class Migration(migrations.Migration):
                 ],
             },
         ),
+        migrations.CreateModel(
+            name="GoldRollup",
+            fields=[
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("day", models.DateField()),
+                ("n", models.IntegerField(default=0)),
+                ("right", models.IntegerField(default=0)),
+                ("removed", models.IntegerField(default=0)),
+                ("rescored", models.IntegerField(default=0)),
+                ("verdict_n", models.IntegerField(default=0)),
+                ("verdict_right", models.IntegerField(default=0)),
+                ("tau_exact_n", models.IntegerField(default=0)),
+                ("tau_exact_right", models.IntegerField(default=0)),
+                ("tau_within_one_n", models.IntegerField(default=0)),
+                ("tau_within_one_right", models.IntegerField(default=0)),
+                ("category_n", models.IntegerField(default=0)),
+                ("category_right", models.IntegerField(default=0)),
+                ("action_type_n", models.IntegerField(default=0)),
+                ("action_type_right", models.IntegerField(default=0)),
+                ("point_n", models.IntegerField(default=0)),
+                ("point_right", models.IntegerField(default=0)),
+                ("reflection_n", models.IntegerField(default=0)),
+                ("reflection_right", models.IntegerField(default=0)),
+                (
+                    "annotator",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="traces.project"
+                    ),
+                ),
+            ],
+            options={
+                "indexes": [models.Index(fields=["project", "day"], name="annotation__project_244902_idx")],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("project", "annotator", "day"), name="one_gold_rollup_per_annotator_day"
+                    )
+                ],
+            },
+        ),
         migrations.RunPython(rollup_count, migrations.RunPython.noop),
     ]

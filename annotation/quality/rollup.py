@@ -30,13 +30,16 @@ from annotation.models import (
     AnnotationKind,
     AnswerRollup,
     AnswerRollupEntry,
+    GoldRollup,
+    GoldScore,
     Verdict,
     seconds_bucket_field,
 )
+from annotation.quality.scoring import PARTS
 from annotation.workflow import STANDING
 from traces.models import Step, Trace
 
-VERDICT_COLUMNS = {Verdict.ERROR: "error", Verdict.NO_ERROR: "no_error", Verdict.UNUSABLE: "unusable"}
+VERDICT_COLUMNS: dict[str, str] = {Verdict.ERROR: "error", Verdict.NO_ERROR: "no_error", Verdict.UNUSABLE: "unusable"}
 COUNT_COLUMNS = ("answers", "error", "no_error", "unusable", "corrections", "identical_corrections")
 SECONDS_COLUMNS = tuple(seconds_bucket_field(start) for start in SECONDS_BUCKET_STARTS)
 ENTRY_FIGURES = ("day", "verdict", "seconds", "correction", "identical_correction")
@@ -78,6 +81,7 @@ def _entry_of(annotation: Annotation) -> AnswerRollupEntry | None:
     )
     identical = (
         correction
+        and annotation.tau is not None
         and Step.objects.filter(
             trace_id=annotation.trace_id, index=annotation.tau, action_text=annotation.corrected_action
         ).exists()
@@ -103,16 +107,18 @@ def _entry_counts(entry: AnswerRollupEntry) -> Counter:
     return counts
 
 
-def _rollup_add(*, project_id: int, annotator_id: int, day, counts: Counter, sign: int) -> None:
-    """Add (``sign`` 1) or take off (-1) ``counts`` on one day's row, made when missing: each column moves in the
-    database (``F``), so two transactions on one row never lose each other's counts."""
+def _rollup_add(
+    *, project_id: int, annotator_id: int, day, counts: Counter, sign: int, model: type = AnswerRollup
+) -> None:
+    """Add (``sign`` 1) or take off (-1) ``counts`` on one day's row of ``model``, made when missing: each column
+    moves in the database (``F``), so two transactions on one row never lose each other's counts."""
     moves = {name: F(name) + sign * n for name, n in counts.items() if n}
     if not moves:
         return
-    row = AnswerRollup.objects.filter(project_id=project_id, annotator_id=annotator_id, day=day)
+    row = model.objects.filter(project_id=project_id, annotator_id=annotator_id, day=day)
     if not row.update(**moves):
-        AnswerRollup.objects.bulk_create(
-            [AnswerRollup(project_id=project_id, annotator_id=annotator_id, day=day)], ignore_conflicts=True
+        model.objects.bulk_create(
+            [model(project_id=project_id, annotator_id=annotator_id, day=day)], ignore_conflicts=True
         )
         row.update(**moves)
 
@@ -174,6 +180,58 @@ def agreement_pair_update(*, trace_id: int, project_id: int) -> None:
         AgreementPair.objects.create(trace_id=trace_id, **values)
 
 
+def gold_score_counts(score: GoldScore) -> Counter:
+    """What one score adds to its day's ``GoldRollup`` (nothing for a qualification's score)."""
+    if score.kind != AnnotationKind.GOLD:
+        return Counter()
+    counts = Counter(
+        n=1,
+        right=int(bool(score.correct)),
+        removed=int(score.gold_id is None or score.gold_removed_at is not None),
+        rescored=int(score.rescored_at is not None),
+    )
+    for part in PARTS:
+        value = getattr(score, f"{part}_ok")
+        counts[f"{part}_n"] += value is not None
+        counts[f"{part}_right"] += value is True
+    return counts
+
+
+def gold_score_changed(*, before: GoldScore | None, after: GoldScore | None) -> None:
+    """Move the gold rollup from ``before`` (the score as it was: a copy taken before the change; None when new)
+    to ``after`` (as it is now), in the caller's transaction: scoring, re-scoring, a removed gold trace."""
+    for score, sign in ((before, -1), (after, 1)):
+        if score is not None:
+            _rollup_add(
+                project_id=score.project_id,
+                annotator_id=score.annotator_id,
+                day=timezone.localdate(score.submitted_at),
+                counts=gold_score_counts(score),
+                sign=sign,
+                model=GoldRollup,
+            )
+
+
+def gold_scores_removed(*, scores) -> None:
+    """Count ``scores`` (a queryset, about to be marked removed, none of them yet) as removed in the gold rollup:
+    one move per annotator and day."""
+    grouped = (
+        scores.filter(kind=AnnotationKind.GOLD, gold_removed_at__isnull=True, gold__isnull=False)
+        .values_list("project_id", "annotator_id", TruncDate("submitted_at"))
+        .annotate(n=Count("*"))
+        .order_by()
+    )
+    for project_id, annotator_id, day, n in grouped:
+        _rollup_add(
+            project_id=project_id,
+            annotator_id=annotator_id,
+            day=day,
+            counts=Counter(removed=n),
+            sign=1,
+            model=GoldRollup,
+        )
+
+
 def trace_rollup_forget(*, trace_id: int) -> None:
     """Take a trace's answers off the rollup (before the trace and its answers are deleted)."""
     per_day: dict[tuple, Counter] = defaultdict(Counter)
@@ -190,7 +248,8 @@ def _insert_select(table: str, columns: list[str], queryset) -> int:
     """INSERT the rows ``queryset`` selects into ``table`` in one statement (the ORM compiles the SELECT)."""
     sql, params = queryset.query.sql_with_params()
     with connection.cursor() as cursor:
-        cursor.execute(f"INSERT INTO {table} ({', '.join(columns)}) {sql}", params)  # noqa: S608 (names from models)
+        names = ", ".join(connection.ops.quote_name(column) for column in columns)
+        cursor.execute(f"INSERT INTO {table} ({names}) {sql}", params)  # noqa: S608 (names from the models)
         return cursor.rowcount
 
 
@@ -200,7 +259,7 @@ def quality_rollup_rebuild(*, project_ids: list[int] | None = None) -> dict:
     production answer's entry as it is now, each day's counts from the entries, each trace's pair. Returns how
     many of each were made."""
     scope = {} if project_ids is None else {"project_id__in": list(project_ids)}
-    for model in (AnswerRollupEntry, AnswerRollup, AgreementPair):
+    for model in (AnswerRollupEntry, AnswerRollup, AgreementPair, GoldRollup):
         model.objects.filter(**scope).delete()
     standing_correction = Q(status__in=STANDING, verdict=Verdict.ERROR) & ~Q(corrected_action="")
     recorded = Step.objects.filter(
@@ -236,8 +295,8 @@ def quality_rollup_rebuild(*, project_ids: list[int] | None = None) -> dict:
         "identical_corrections": Count("pk", filter=Q(identical_correction=True)),
     }
     for start, end in zip(SECONDS_BUCKET_STARTS, [*SECONDS_BUCKET_STARTS[1:], None], strict=True):
-        within = Q(seconds__lt=end) if end is not None else Q()
-        sums[seconds_bucket_field(start)] = Count("pk", filter=within & Q(seconds__gte=start) if start else within)
+        bounds = Q(seconds__lt=end) if end is not None else Q()
+        sums[seconds_bucket_field(start)] = Count("pk", filter=bounds & Q(seconds__gte=start) if start else bounds)
     days = (
         AnswerRollupEntry.objects.filter(**scope)
         .values("project_id", "annotator_id", "day")
@@ -255,7 +314,8 @@ def quality_rollup_rebuild(*, project_ids: list[int] | None = None) -> dict:
         .order_by("trace_id", "id")
         .values_list("trace_id", "project_id", "pk", "annotator_id", "verdict", "tau", "submitted_at")
     )
-    pairs, batch, previous = 0, [], None
+    pairs, previous = 0, None
+    batch: list[AgreementPair] = []
     for row in firsts.iterator(chunk_size=PAIR_BATCH):
         if previous is not None and previous[0] == row[0]:
             exact, within = answers_agree(previous[4], previous[5], row[4], row[5])
@@ -280,7 +340,24 @@ def quality_rollup_rebuild(*, project_ids: list[int] | None = None) -> dict:
             pairs += len(AgreementPair.objects.bulk_create(batch))
             batch = []
     pairs += len(AgreementPair.objects.bulk_create(batch))
-    return {"entries": entries, "rollups": rollups, "pairs": pairs}
+    gold_sums = {
+        "n": Count("pk"),
+        "right": Count("pk", filter=Q(correct=True)),
+        "removed": Count("pk", filter=Q(gold__isnull=True) | Q(gold_removed_at__isnull=False)),
+        "rescored": Count("pk", filter=Q(rescored_at__isnull=False)),
+    }
+    for part in PARTS:
+        gold_sums[f"{part}_n"] = Count("pk", filter=Q(**{f"{part}_ok__isnull": False}))
+        gold_sums[f"{part}_right"] = Count("pk", filter=Q(**{f"{part}_ok": True}))
+    gold_days = (
+        GoldScore.objects.filter(kind=AnnotationKind.GOLD, **scope)
+        .values("project_id", "annotator_id", scored_day=TruncDate("submitted_at"))
+        .annotate(**gold_sums)
+        .values_list("project_id", "annotator_id", "scored_day", *gold_sums)
+        .order_by()
+    )
+    golds = _insert_select(GoldRollup._meta.db_table, ["project_id", "annotator_id", "day", *gold_sums], gold_days)
+    return {"entries": entries, "rollups": rollups, "pairs": pairs, "gold_days": golds}
 
 
 # --- Reads ---------------------------------------------------------------------------------------------------------
@@ -296,7 +373,8 @@ def rollup_figures(project, period) -> dict[int, dict]:
         .order_by()
     )
     out = {}
-    for row in rows:
+    for grouped in rows:
+        row: dict = dict(grouped)
         out[row["annotator_id"]] = {
             **{column: row[column] or 0 for column in COUNT_COLUMNS},
             "seconds": {
@@ -305,6 +383,28 @@ def rollup_figures(project, period) -> dict[int, dict]:
                 if row[column]
             },
         }
+    return out
+
+
+def gold_rollup_figures(project, *, first_day=None, last_day=None) -> dict[int, dict]:
+    """Per annotator id, their gold rollup over the days (all when not given) summed, keyed as
+    ``quality.selectors.gold_accuracy_by_annotator`` reports: ``n``, ``right``, ``<part>__n``, ``<part>__right``,
+    ``removed``, ``rescored``."""
+    rows = GoldRollup.objects.filter(project_id=project.pk)
+    if first_day is not None:
+        rows = rows.filter(day__gte=first_day)
+    if last_day is not None:
+        rows = rows.filter(day__lte=last_day)
+    columns = ["n", "right", "removed", "rescored", *(f"{part}_{end}" for part in PARTS for end in ("n", "right"))]
+    out = {}
+    for grouped in rows.values("annotator_id").annotate(**{c: Sum(c) for c in columns}).order_by():
+        row: dict = dict(grouped)
+        if not row["n"]:
+            continue
+        figures = {"n": row["n"], "right": row["right"], "removed": row["removed"], "rescored": row["rescored"]}
+        for part in PARTS:
+            figures[f"{part}__n"], figures[f"{part}__right"] = row[f"{part}_n"], row[f"{part}_right"]
+        out[row["annotator_id"]] = figures
     return out
 
 

@@ -401,26 +401,11 @@ def queue_with_quality(user) -> list[dict]:
 # --- Accuracy, for the dashboard and the exports --------------------------------------------------------------
 
 
-def _part_aggregates() -> dict:
-    out = {"n": Count("id"), "right": Count("id", filter=Q(correct=True))}
-    for part in scoring.PARTS:
-        out[f"{part}__n"] = Count("id", filter=Q(**{f"{part}_ok__isnull": False}))
-        out[f"{part}__right"] = Count("id", filter=Q(**{f"{part}_ok": True}))
-    out["removed"] = Count("id", filter=Q(gold__isnull=True) | Q(gold_removed_at__isnull=False))
-    out["rescored"] = Count("id", filter=Q(rescored_at__isnull=False))
-    return out
-
-
-def gold_accuracy_by_annotator(project, *, since=None, until=None) -> dict[int, dict]:
-    """Per annotator id: their gold answers (production-queue gold, not qualification) scored in the range, right
-    overall and part by part, from one grouped read of ``GoldScore``."""
-    scores = GoldScore.objects.filter(project_id=project.pk, kind=AnnotationKind.GOLD)
-    if since is not None:
-        scores = scores.filter(submitted_at__gte=since)
-    if until is not None:
-        scores = scores.filter(submitted_at__lt=until)
-    grouped = scores.values("annotator_id").annotate(**_part_aggregates()).order_by()
-    return {row["annotator_id"]: {k: v for k, v in row.items() if k != "annotator_id"} for row in grouped}
+def gold_accuracy_by_annotator(project, *, first_day=None, last_day=None) -> dict[int, dict]:
+    """Per annotator id: their gold answers (production-queue gold, not qualification) submitted in the days (UTC,
+    both ends included; all when not given), right overall and part by part, from the gold rollup's days
+    (``rollup.gold_rollup_figures``)."""
+    return rollup.gold_rollup_figures(project, first_day=first_day, last_day=last_day)
 
 
 def _share_json(right: int, n: int) -> dict:
@@ -522,18 +507,27 @@ def _agreement_by_annotator(project, period) -> dict[str, dict]:
     """Per annotator's name: the double-annotated pairs they are in (``agreement.agreement_report``'s pairs: a
     trace's first two standing production answers submitted in the range, by id) and the share whose answers agree
     exactly and within one step. A trace's first two standing answers of all are its ``AgreementPair``; when both
-    were submitted in the range they are its pair in the range too. Only a trace whose kept pair is not in the range
-    but which has a third standing answer may pair two others in it: those traces alone are looked up, each by two
-    indexed subqueries."""
+    were submitted in the range they are its pair in the range too, counted per annotator in SQL. Only a trace whose
+    kept pair is not in the range but which has a third standing answer may pair two others in it: those traces
+    alone are looked up, each by two indexed subqueries."""
     from annotation.workflow import STANDING
 
-    kept = AgreementPair.objects.filter(project_id=project.pk)
+    in_range = Q()
     for side in ("first", "second"):
         if period.since is not None:
-            kept = kept.filter(**{f"{side}_submitted_at__gte": period.since})
+            in_range &= Q(**{f"{side}_submitted_at__gte": period.since})
         if period.until is not None:
-            kept = kept.filter(**{f"{side}_submitted_at__lt": period.until})
-    pairs = list(kept.values_list("first_annotator_id", "second_annotator_id", "exact", "within_one"))
+            in_range &= Q(**{f"{side}_submitted_at__lt": period.until})
+    kept = AgreementPair.objects.filter(project_id=project.pk)
+    per: dict[int, Counter] = defaultdict(Counter)
+    for side in ("first", "second"):
+        for who, exact, within, n in (
+            kept.filter(in_range)
+            .values_list(f"{side}_annotator_id", "exact", "within_one")
+            .annotate(n=Count("*"))
+            .order_by()
+        ):
+            per[who].update(pairs=n, exact=n if exact else 0, within_one=n if within else 0)
     standing = Annotation.objects.filter(
         trace_id=OuterRef("pk"), status__in=STANDING, kind=AnnotationKind.PRODUCTION
     ).order_by("id")
@@ -542,8 +536,9 @@ def _agreement_by_annotator(project, period) -> dict[str, dict]:
     if period.until is not None:
         standing = standing.filter(submitted_at__lt=period.until)
     others = list(
-        Trace.objects.filter(project_id=project.pk, standing_annotations__gte=3)
-        .exclude(pk__in=kept.values("trace_id"))
+        Trace.objects.filter(
+            pk__in=kept.exclude(in_range).filter(trace__standing_annotations__gte=3).values("trace_id")
+        )
         .annotate(first=Subquery(standing.values("id")[:1]), second=Subquery(standing.values("id")[1:2]))
         .filter(second__isnull=False)
         .values_list("first", "second")
@@ -557,9 +552,7 @@ def _agreement_by_annotator(project, period) -> dict[str, dict]:
             answers[pk] = (annotator_id, verdict, tau)
     for first, second in others:
         (who_a, verdict_a, tau_a), (who_b, verdict_b, tau_b) = answers[first], answers[second]
-        pairs.append((who_a, who_b, *rollup.answers_agree(verdict_a, tau_a, verdict_b, tau_b)))
-    per: dict[int, Counter] = defaultdict(Counter)
-    for who_a, who_b, exact, within in pairs:
+        exact, within = rollup.answers_agree(verdict_a, tau_a, verdict_b, tau_b)
         for who in (who_a, who_b):
             per[who].update(pairs=1, exact=exact, within_one=within)
     names = dict(get_user_model().objects.filter(pk__in=list(per)).values_list("pk", "username"))
@@ -675,7 +668,7 @@ def quality_dashboard(project, period) -> dict:
     settings = quality_settings(project)
     figures = _read_at_once(
         {
-            "gold": lambda: gold_accuracy_by_annotator(project, since=period.since, until=period.until),
+            "gold": lambda: gold_accuracy_by_annotator(project, first_day=period.first_day, last_day=period.last_day),
             "rollup": lambda: _verdicts_times_and_corrections(project, period),
             "agreement": lambda: _agreement_by_annotator(project, period),
         }

@@ -74,8 +74,6 @@ def world(project, make_user):
             )
     Annotation.objects.bulk_create(rows)
     trace_recount_standing_annotations(traces=Trace.objects.filter(project=project))
-    # Rows written around the services: the dashboard's rollup is counted from them as a repair would.
-    quality_rollup_rebuild(project_ids=[project.pk])
     reference = Annotation.objects.filter(kind=AnnotationKind.GOLD).first()
     gold = GoldTrace.objects.create(
         trace_id=reference.trace_id, project=project, reference=reference, reference_version=1
@@ -96,6 +94,8 @@ def world(project, make_user):
             rescored_at=answer.submitted_at if rng.random() < 0.3 else None,
             **parts,
         )
+    # Rows written around the services: the dashboard's rollup is counted from them as a repair would.
+    quality_rollup_rebuild(project_ids=[project.pk])
     return people
 
 

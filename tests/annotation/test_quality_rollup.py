@@ -1,6 +1,7 @@
 """The quality dashboard's rollup, kept in the transaction of each status change and lead's edit, equals a recount
 from the answers (``quality_rollup_rebuild``) after a scripted mix of hand-ins, reviews, a rework of a rejected
-answer, a lead's edit, gold answers scored and re-scored, and a trace deleted; a draft save leaves it alone."""
+answer, a lead's edit, gold answers scored, re-scored and their gold removed, and a trace deleted; a draft save
+leaves it alone."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from annotation.models import (
     AnnotationStatus,
     AnswerRollup,
     AnswerRollupEntry,
+    GoldRollup,
     Verdict,
 )
 from annotation.quality import services as quality
@@ -23,9 +25,6 @@ from annotation.services import annotation_transition
 from studio.permissions import Role
 from tests.fixtures_quality import error_fields, gold_traces, hand_in, reference_of, traces_of
 from traces.services import trace_delete
-
-pytestmark = pytest.mark.django_db
-
 
 def _kept(project) -> dict:
     """The rollup as it stands: each day's non-zero counts, each answer's entry, each trace's pair."""
@@ -38,13 +37,20 @@ def _kept(project) -> dict:
             days[key] = counts
     entries = {row.pop("annotation_id"): row for row in AnswerRollupEntry.objects.filter(project=project).values()}
     pairs = {row.pop("trace_id"): row for row in AgreementPair.objects.filter(project=project).values()}
-    return {"days": days, "entries": entries, "pairs": pairs}
+    gold_days = {}
+    for row in GoldRollup.objects.filter(project=project).values():
+        key = (row.pop("annotator_id"), row.pop("day"))
+        row.pop("id"), row.pop("project_id")
+        if any(row.values()):
+            gold_days[key] = row
+    return {"days": days, "entries": entries, "pairs": pairs, "gold_days": gold_days}
 
 
 def _new_answer(user, project, trace) -> Annotation:
     return Annotation.objects.create(trace=trace, project=project, annotator=user)
 
 
+@pytest.mark.django_db
 def test_the_kept_rollup_equals_a_recount_after_a_mix_of_changes(project, lead, annotator, make_user):
     others = [make_user(f"rater{i}", Role.ANNOTATOR) for i in range(2)]
     people = [annotator, *others]
@@ -82,10 +88,16 @@ def test_the_kept_rollup_equals_a_recount_after_a_mix_of_changes(project, lead, 
     quality.gold_mark_answer(
         annotation_id=reference_of(gold.trace, annotator=others[1], lead=lead, tau=4).pk, user=lead
     )
+    (second_gold,) = gold_traces(project, traces_of(project, 1, start=11), expert=expert, lead=lead)
+    another, _ = services.lease_next_trace(user=annotator, project=project)
+    assert another.trace_id in (gold.trace_id, second_gold.trace_id)
+    hand_in(another, annotator, **error_fields(3))
+    assert GoldRollup.objects.filter(project=project, n__gt=0).exists()
+    quality.gold_remove(gold=second_gold, user=lead)
     # A trace deleted takes its answers off.
     trace_delete(trace=traces[3], user=lead, reason="duplicate")
     kept = _kept(project)
-    assert kept["days"] and len(kept["pairs"]) == 4  # three traces left, and the gold trace's two references
+    assert kept["days"] and kept["gold_days"] and len(kept["pairs"]) == 4  # three traces, the gold trace's references
     quality_rollup_rebuild(project_ids=[project.pk])
     assert _kept(project) == kept
 
