@@ -26,6 +26,7 @@ from studio.permissions import Role
 from tests.fixtures_quality import error_fields, gold_traces, hand_in, reference_of, traces_of
 from traces.services import trace_delete
 
+
 def _kept(project) -> dict:
     """The rollup as it stands: each day's non-zero counts, each answer's entry, each trace's pair."""
     days = {}
