@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import Counter, defaultdict
+from typing import Any
 
 from django.db import connection, transaction
 from django.db.models import BooleanField, Count, Exists, ExpressionWrapper, F, OuterRef, Q, Sum, Window
@@ -108,7 +109,13 @@ def _entry_counts(entry: AnswerRollupEntry) -> Counter:
 
 
 def _rollup_add(
-    *, project_id: int, annotator_id: int, day, counts: Counter, sign: int, model: type = AnswerRollup
+    *,
+    project_id: int,
+    annotator_id: int,
+    day,
+    counts: Counter,
+    sign: int,
+    model: Any = AnswerRollup,
 ) -> None:
     """Add (``sign`` 1) or take off (-1) ``counts`` on one day's row of ``model``, made when missing: each column
     moves in the database (``F``), so two transactions on one row never lose each other's counts."""
