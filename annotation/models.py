@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
-from django.db.models.functions import MD5
 
 from annotation.quality.scoring import PARTS
 from studio.engine import KindJob
@@ -35,14 +34,13 @@ class AnnotationKind(models.TextChoices):
     QUALIFICATION = "qualification", "Qualification (scored, with feedback)"
 
 
-# The answers the quality dashboard reads (annotation.dashboards.DONE and annotation.workflow.STANDING, spelt here:
-# the model cannot import the modules that import it), for its partial indexes.
+# The answers the dashboards and agreement read (annotation.dashboards.DONE and annotation.workflow.STANDING, spelt
+# here: the model cannot import the modules that import it), for their partial indexes and the quality rollup.
 DONE_STATUSES = (AnnotationStatus.SUBMITTED, AnnotationStatus.ACCEPTED, AnnotationStatus.REJECTED)
 DONE_PRODUCTION = models.Q(kind=AnnotationKind.PRODUCTION, status__in=list(DONE_STATUSES))
 STANDING_PRODUCTION = models.Q(
     kind=AnnotationKind.PRODUCTION, status__in=[AnnotationStatus.SUBMITTED, AnnotationStatus.ACCEPTED]
 )
-STANDING_CORRECTION = STANDING_PRODUCTION & models.Q(verdict=Verdict.ERROR) & ~models.Q(corrected_action="")
 
 
 class Annotation(models.Model):
@@ -103,28 +101,13 @@ class Annotation(models.Model):
             models.Index(fields=["annotator", "status"]),
             models.Index(fields=["project", "submitted_at"]),
             models.Index(fields=["project", "status"]),
-            # The quality dashboard's reads, each answered from its index alone (no table rows) on PostgreSQL:
-            # answers done by day with the columns its verdicts and times group by,
+            # Scans of done answers by day with the columns the dashboards' verdicts and times group by, answered
+            # from the index alone (no table rows) on PostgreSQL,
             models.Index(
                 fields=["project", "submitted_at"],
                 include=["annotator", "verdict", "time_spent_s"],
                 condition=DONE_PRODUCTION,
                 name="annotation_done_day_idx",
-            ),
-            # standing corrections by day (how many each annotator wrote) and by step and text (which are the
-            # recorded action: the text's hash finds the few equal ones among the many, then the text is compared),
-            models.Index(
-                fields=["project", "submitted_at"],
-                include=["annotator"],
-                condition=STANDING_CORRECTION,
-                name="annotation_correction_idx",
-            ),
-            models.Index(
-                "trace",
-                "tau",
-                MD5("corrected_action"),
-                condition=STANDING_CORRECTION,
-                name="annotation_correction_text_idx",
             ),
             # and a trace's standing answers in order (agreement pairs the first two).
             models.Index(

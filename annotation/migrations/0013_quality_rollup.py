@@ -229,5 +229,13 @@ class Migration(migrations.Migration):
                 ],
             },
         ),
+        migrations.RemoveIndex(
+            model_name='annotation',
+            name='annotation_correction_idx',
+        ),
+        migrations.RemoveIndex(
+            model_name='annotation',
+            name='annotation_correction_text_idx',
+        ),
         migrations.RunPython(rollup_count, migrations.RunPython.noop),
     ]
