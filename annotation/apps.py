@@ -5,6 +5,6 @@ class AnnotationConfig(AppConfig):
     name = "annotation"
 
     def ready(self) -> None:
-        from annotation import extensions
+        from annotation import extensions, receivers  # noqa: F401 (connects the receivers)
 
         extensions.register()

@@ -26,7 +26,7 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from annotation.agreement import agreement_report
-from annotation.models import Annotation, AnnotationKind, AnnotationStatus, AuditEvent, Verdict
+from annotation.models import DONE_STATUSES, Annotation, AnnotationKind, AnnotationStatus, AuditEvent, Verdict
 from annotation.workflow import STANDING
 from prescoring.models import TraceSuggestion
 from studio.errors import Invalid
@@ -35,7 +35,7 @@ from traces.models import Project
 
 # Work handed in (throughput, time): a rejected annotation was still done. Categories and positions count only
 # the answers that stand (workflow.STANDING).
-DONE = (AnnotationStatus.SUBMITTED, AnnotationStatus.ACCEPTED, AnnotationStatus.REJECTED)
+DONE = DONE_STATUSES
 POSITION_BUCKETS = 10
 # The first error's step number is charted for steps 1 .. 9 one by one and 10 or later together.
 FIRST_ERROR_STEPS_SHOWN = 10

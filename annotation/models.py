@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
-from django.db.models.functions import MD5
 from django.utils.translation import gettext_lazy as _
 
+from annotation.quality.scoring import PARTS
 from studio.engine import KindJob
 from studio.models import JobBase
 
@@ -35,16 +35,13 @@ class AnnotationKind(models.TextChoices):
     QUALIFICATION = "qualification", _("Qualification (scored, with feedback)")
 
 
-# The answers the quality dashboard reads (annotation.dashboards.DONE and annotation.workflow.STANDING, spelt here:
-# the model cannot import the modules that import it), for its partial indexes.
-DONE_PRODUCTION = models.Q(
-    kind=AnnotationKind.PRODUCTION,
-    status__in=[AnnotationStatus.SUBMITTED, AnnotationStatus.ACCEPTED, AnnotationStatus.REJECTED],
-)
+# The answers the dashboards and agreement read (annotation.dashboards.DONE and annotation.workflow.STANDING, spelt
+# here: the model cannot import the modules that import it), for their partial indexes and the quality rollup.
+DONE_STATUSES = (AnnotationStatus.SUBMITTED, AnnotationStatus.ACCEPTED, AnnotationStatus.REJECTED)
+DONE_PRODUCTION = models.Q(kind=AnnotationKind.PRODUCTION, status__in=list(DONE_STATUSES))
 STANDING_PRODUCTION = models.Q(
     kind=AnnotationKind.PRODUCTION, status__in=[AnnotationStatus.SUBMITTED, AnnotationStatus.ACCEPTED]
 )
-STANDING_CORRECTION = STANDING_PRODUCTION & models.Q(verdict=Verdict.ERROR) & ~models.Q(corrected_action="")
 
 
 class Annotation(models.Model):
@@ -105,28 +102,13 @@ class Annotation(models.Model):
             models.Index(fields=["annotator", "status"]),
             models.Index(fields=["project", "submitted_at"]),
             models.Index(fields=["project", "status"]),
-            # The quality dashboard's reads, each answered from its index alone (no table rows) on PostgreSQL:
-            # answers done by day with the columns its verdicts and times group by,
+            # Scans of done answers by day with the columns the dashboards' verdicts and times group by, answered
+            # from the index alone (no table rows) on PostgreSQL,
             models.Index(
                 fields=["project", "submitted_at"],
                 include=["annotator", "verdict", "time_spent_s"],
                 condition=DONE_PRODUCTION,
                 name="annotation_done_day_idx",
-            ),
-            # standing corrections by day (how many each annotator wrote) and by step and text (which are the
-            # recorded action: the text's hash finds the few equal ones among the many, then the text is compared),
-            models.Index(
-                fields=["project", "submitted_at"],
-                include=["annotator"],
-                condition=STANDING_CORRECTION,
-                name="annotation_correction_idx",
-            ),
-            models.Index(
-                "trace",
-                "tau",
-                MD5("corrected_action"),
-                condition=STANDING_CORRECTION,
-                name="annotation_correction_text_idx",
             ),
             # and a trace's standing answers in order (agreement pairs the first two).
             models.Index(
@@ -462,3 +444,108 @@ class QueueTally(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["project", "annotator"], name="one_tally_per_annotator")]
+
+
+# Where each bucket of the seconds histogram starts (it ends where the next starts; the last has no end). Whole
+# seconds below 15, so the "too fast" flag at its usual bounds reads an exact median; about a tenth to a fifth of the
+# value wide above, which keeps the histogram to a few dozen columns (docs/quality.md, "At scale").
+SECONDS_BUCKET_STARTS = (
+    *range(15),
+    *(15, 18, 21, 25, 30, 35, 40, 50, 60, 70, 80, 90, 105, 120, 150, 180, 210, 240, 300, 360, 420, 480, 600),
+    *(720, 900, 1200, 1800, 2700, 3600),
+)
+
+
+def seconds_bucket_field(start: int) -> str:
+    """The ``AnswerRollup`` column counting answers whose seconds fall in the bucket starting at ``start``."""
+    return f"seconds_{start}"
+
+
+class AnswerRollup(models.Model):
+    """One annotator's handed-in production answers of one day (UTC) in one project, counted: what the quality
+    dashboard reads instead of the answers themselves (``annotation.quality.rollup`` keeps it in the transaction
+    of every status change and lead's edit; a draft save never touches it). Each answer's share is its
+    ``AnswerRollupEntry``; the seconds are a histogram in ``SECONDS_BUCKET_STARTS`` columns."""
+
+    project = models.ForeignKey("traces.Project", on_delete=models.CASCADE, related_name="+")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    day = models.DateField()
+    answers = models.IntegerField(default=0)
+    error = models.IntegerField(default=0)
+    no_error = models.IntegerField(default=0)
+    unusable = models.IntegerField(default=0)
+    # Standing (submitted or accepted) "first error" answers with a correction, and those whose correction is the
+    # recorded action of step τ unchanged.
+    corrections = models.IntegerField(default=0)
+    identical_corrections = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "annotator", "day"], name="one_rollup_per_annotator_day")
+        ]
+        indexes = [models.Index(fields=["project", "day"])]
+
+
+for _start in SECONDS_BUCKET_STARTS:
+    AnswerRollup.add_to_class(seconds_bucket_field(_start), models.IntegerField(default=0))
+
+
+class AnswerRollupEntry(models.Model):
+    """What one production answer adds to its day's ``AnswerRollup``, as it was at its last status change or
+    lead's edit: taken off again when that changes, so a rejected answer its annotator is reworking counts as it
+    was handed in until it is handed in again."""
+
+    annotation = models.OneToOneField(Annotation, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    project = models.ForeignKey("traces.Project", on_delete=models.CASCADE, related_name="+")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    day = models.DateField()
+    verdict = models.CharField(max_length=16, blank=True)
+    seconds = models.IntegerField()
+    correction = models.BooleanField()
+    identical_correction = models.BooleanField()
+
+
+class AgreementPair(models.Model):
+    """A trace's first two standing production answers (by id) as agreement pairs them, kept with the rollup: the
+    quality dashboard reads one row per double-annotated trace instead of looking the two answers up."""
+
+    trace = models.OneToOneField("traces.Trace", on_delete=models.CASCADE, primary_key=True, related_name="+")
+    project = models.ForeignKey("traces.Project", on_delete=models.CASCADE, related_name="+")
+    first = models.ForeignKey(Annotation, on_delete=models.CASCADE, related_name="+")
+    second = models.ForeignKey(Annotation, on_delete=models.CASCADE, related_name="+")
+    first_annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    second_annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    first_submitted_at = models.DateTimeField(null=True)
+    second_submitted_at = models.DateTimeField(null=True)
+    exact = models.BooleanField()
+    within_one = models.BooleanField()
+
+    class Meta:
+        indexes = [models.Index(fields=["project", "first_submitted_at"])]
+
+
+class GoldRollup(models.Model):
+    """One annotator's scored gold answers (of the real queue, not the qualification's) submitted on one day (UTC) in
+    one project, counted as ``quality.selectors.gold_accuracy_by_annotator`` reports them: kept by
+    ``annotation.quality.rollup.gold_score_changed`` wherever a score is made, re-scored or its gold removed."""
+
+    project = models.ForeignKey("traces.Project", on_delete=models.CASCADE, related_name="+")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    day = models.DateField()
+    n = models.IntegerField(default=0)
+    right = models.IntegerField(default=0)
+    # Scores whose gold trace was removed since, and scores re-scored against a changed reference.
+    removed = models.IntegerField(default=0)
+    rescored = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "annotator", "day"], name="one_gold_rollup_per_annotator_day")
+        ]
+        indexes = [models.Index(fields=["project", "day"])]
+
+
+# Each part's answers it applied to and those right in it.
+for _part in PARTS:
+    GoldRollup.add_to_class(f"{_part}_n", models.IntegerField(default=0))
+    GoldRollup.add_to_class(f"{_part}_right", models.IntegerField(default=0))

@@ -9,7 +9,9 @@ quality control (today's claim) and "gold" with ``--gold-share`` of its traces g
 their reference) and ``gold_every`` 10. In each, ``--answers`` submitted answers by ``--annotators`` annotators over
 90 days, dealt to every trace in turn (so each trace has about answers / traces of them), less ``OPEN`` traces per
 project that nobody answered (what the queue still gives out) and, in the gold project, the gold answers: each
-annotator has met all but ``UNSEEN_GOLD`` of the gold traces, each answer scored (a ``GoldScore`` row).
+annotator has met all but ``UNSEEN_GOLD`` of the gold traces, each answer scored (a ``GoldScore`` row). The quality
+dashboard's rollup is then recounted from them (``quality_rollup_rebuild``), as for any rows loaded around the
+services.
 
 Then, interleaved so that the machine's load falls on all alike, ``--claims`` claims of each kind, each by the next
 annotator, timed, inside a transaction rolled back afterwards (every claim meets the same world): today's claim
@@ -63,6 +65,7 @@ def generate(kind: str, args) -> None:
     from django.utils import timezone
 
     from annotation.models import Annotation, AnnotationKind, QualitySettings, QueueTally
+    from annotation.quality.rollup import quality_rollup_rebuild
     from annotation.quality.services import gold_position_is_gold
     from annotation.services import trace_recount_standing_annotations
     from studio.demo import user_create_with_role
@@ -212,6 +215,8 @@ def generate(kind: str, args) -> None:
                     {"project": project.pk, "now": now},
                 )
         trace_recount_standing_annotations(traces=Trace.objects.filter(project=project))
+        # The answers went in around the services: the dashboard's rollup is recounted from them.
+        quality_rollup_rebuild(project_ids=[project.pk])
         # Each annotator's count of new traces: half of the gold project's stand just before a gold position.
         counts = dict(
             Annotation.objects.filter(project=project, kind__in=[AnnotationKind.PRODUCTION, AnnotationKind.GOLD])

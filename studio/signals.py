@@ -17,3 +17,7 @@ correction_accepted = Signal()
 # Sent by every worker's job watchdog after each of its passes (studio.jobs.watchdog_start), so an app's own deadlines
 # are kept without a scheduler of their own. No arguments.
 watchdog_passed = Signal()
+
+# Sent by traces.services.trace_delete in its transaction, just before the trace and its answers are deleted (apps
+# that keep counts of its answers take them off). Arguments: ``trace`` (traces.models.Trace).
+trace_deleting = Signal()

@@ -29,12 +29,11 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from django.contrib.auth import get_user_model
-from django.db import connection
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 from django.utils.translation import gettext, gettext_noop
 
 from annotation.models import (
-    STANDING_CORRECTION,
+    AgreementPair,
     Annotation,
     AnnotationKind,
     AnnotationStatus,
@@ -48,7 +47,7 @@ from annotation.models import (
     QueueTally,
     Verdict,
 )
-from annotation.quality import scoring
+from annotation.quality import rollup, scoring
 from annotation.selectors import target_box_of, verdict_words
 from studio.errors import Invalid
 from studio.words import in_words
@@ -410,26 +409,11 @@ def queue_with_quality(user) -> list[dict]:
 # --- Accuracy, for the dashboard and the exports --------------------------------------------------------------
 
 
-def _part_aggregates() -> dict:
-    out = {"n": Count("id"), "right": Count("id", filter=Q(correct=True))}
-    for part in scoring.PARTS:
-        out[f"{part}__n"] = Count("id", filter=Q(**{f"{part}_ok__isnull": False}))
-        out[f"{part}__right"] = Count("id", filter=Q(**{f"{part}_ok": True}))
-    out["removed"] = Count("id", filter=Q(gold__isnull=True) | Q(gold_removed_at__isnull=False))
-    out["rescored"] = Count("id", filter=Q(rescored_at__isnull=False))
-    return out
-
-
-def gold_accuracy_by_annotator(project, *, since=None, until=None) -> dict[int, dict]:
-    """Per annotator id: their gold answers (production-queue gold, not qualification) scored in the range, right
-    overall and part by part, from one grouped read of ``GoldScore``."""
-    scores = GoldScore.objects.filter(project_id=project.pk, kind=AnnotationKind.GOLD)
-    if since is not None:
-        scores = scores.filter(submitted_at__gte=since)
-    if until is not None:
-        scores = scores.filter(submitted_at__lt=until)
-    grouped = scores.values("annotator_id").annotate(**_part_aggregates()).order_by()
-    return {row["annotator_id"]: {k: v for k, v in row.items() if k != "annotator_id"} for row in grouped}
+def gold_accuracy_by_annotator(project, *, first_day=None, last_day=None) -> dict[int, dict]:
+    """Per annotator id: their gold answers (production-queue gold, not qualification) submitted in the days (UTC,
+    both ends included; all when not given), right overall and part by part, from the gold rollup's days
+    (``rollup.gold_rollup_figures``)."""
+    return rollup.gold_rollup_figures(project, first_day=first_day, last_day=last_day)
 
 
 def _share_json(right: int, n: int) -> dict:
@@ -507,69 +491,51 @@ def annotator_flags(*, figures: dict, settings: QualitySettings) -> list[dict]:
     return flags
 
 
-def _verdicts_and_times(project, period) -> tuple[dict[int, Counter], dict[int, float | None]]:
-    """Per annotator id: their done answers' verdicts (``dashboards._done``) and median seconds per trace
-    (``dashboards.median_time_by``'s exact median of whole seconds), from one grouped read that the index
-    ``annotation_done_day_idx`` answers alone."""
-    from annotation.dashboards import _done, _median_of_counts
-
-    # COUNT(*), not of a column the index lacks, so that PostgreSQL reads the index alone.
-    rows = _done(project, period).values_list("annotator_id", "verdict", "time_spent_s").annotate(n=Count("*"))
-    verdicts: dict[int, Counter] = defaultdict(Counter)
-    seconds: dict[int, Counter] = defaultdict(Counter)
-    for annotator_id, verdict, spent, n in rows.order_by():
-        verdicts[annotator_id][verdict] += n
-        seconds[annotator_id][spent] += n
-    return verdicts, {annotator_id: _median_of_counts(counts) for annotator_id, counts in seconds.items()}
-
-
-def _identical_corrections(project, period) -> dict[int, tuple[int, int]]:
-    """Per annotator id: (standing error answers with a correction, those whose corrected action is the recorded
-    one: the action of step τ). The corrections are counted from the index ``annotation_correction_idx``; the
-    identical ones are found from the steps, each step's text's hash looked up in ``annotation_correction_text_idx``
-    and the texts then compared, so only the equal corrections are read from the table."""
-    from annotation.dashboards import _done
-    from annotation.workflow import STANDING
-
-    corrections = _done(project, period, STANDING).filter(STANDING_CORRECTION)
-    counted = dict(corrections.values_list("annotator_id").annotate(n=Count("*")).order_by())
-    # Steps first: each step's text hashed and looked up among the standing corrections at that step (an expression
-    # index), the few with the same hash then compared in full. The same statement runs on SQLite (Django gives it MD5).
-    annotation, step, trace = Annotation._meta.db_table, Step._meta.db_table, Trace._meta.db_table
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"""
-            SELECT a.annotator_id, COUNT(*) FROM {step} s
-            JOIN {annotation} a ON a.trace_id = s.trace_id AND a.tau = s."index"
-                 AND MD5(a.corrected_action) = MD5(s.action_text) AND a.corrected_action = s.action_text
-            WHERE s.trace_id IN (SELECT id FROM {trace} WHERE project_id = %s) AND a.kind = %s AND a.status IN (%s, %s) AND a.verdict = %s
-              AND NOT (a.corrected_action = '') AND a.submitted_at >= %s AND a.submitted_at < %s
-            GROUP BY a.annotator_id
-            """,  # noqa: S608  (table names from the models, every value a parameter)
-            [
-                project.pk,
-                AnnotationKind.PRODUCTION,
-                *sorted(STANDING),
-                Verdict.ERROR,
-                period.since,
-                period.until,
-            ],
-        )
-        same = cursor.fetchall()
-    identical = dict(same)
-    return {annotator_id: (n, identical.get(annotator_id, 0)) for annotator_id, n in counted.items()}
-
-
-PAIR_READ_BATCH = 10_000
+def _verdicts_times_and_corrections(
+    project, period
+) -> tuple[dict[int, Counter], dict[int, float | None], dict[int, tuple[int, int]]]:
+    """Per annotator id, from the rollup's days in the range (one grouped read): their done answers' verdicts
+    (``dashboards._done``), their median seconds per trace (exact below 15 s, within its bucket above:
+    ``rollup.median_of_buckets``), and (standing error answers with a correction, those whose corrected action is
+    the recorded one: the action of step τ)."""
+    verdicts: dict[int, Counter] = {}
+    medians: dict[int, float | None] = {}
+    corrections: dict[int, tuple[int, int]] = {}
+    for annotator_id, row in rollup.rollup_figures(project, period).items():
+        counted = Counter({verdict: row[column] for verdict, column in rollup.VERDICT_COLUMNS.items()})
+        counted[Verdict.UNSET] = row["answers"] - sum(counted.values())
+        verdicts[annotator_id] = +counted
+        medians[annotator_id] = rollup.median_of_buckets(row["seconds"])
+        if row["corrections"]:
+            corrections[annotator_id] = (row["corrections"], row["identical_corrections"])
+    return verdicts, medians, corrections
 
 
 def _agreement_by_annotator(project, period) -> dict[str, dict]:
     """Per annotator's name: the double-annotated pairs they are in (``agreement.agreement_report``'s pairs: a
     trace's first two standing production answers submitted in the range, by id) and the share whose answers agree
-    exactly and within one step. Reads the two answers per trace only, each by an indexed subquery, instead of every
-    standing answer of the project: a trace of a busy project has dozens, and the pairs need two."""
+    exactly and within one step. A trace's first two standing answers of all are its ``AgreementPair``; when both
+    were submitted in the range they are its pair in the range too, counted per annotator in SQL. Only a trace whose
+    kept pair is not in the range but which has a third standing answer may pair two others in it: those traces
+    alone are looked up, each by two indexed subqueries."""
     from annotation.workflow import STANDING
 
+    in_range = Q()
+    for side in ("first", "second"):
+        if period.since is not None:
+            in_range &= Q(**{f"{side}_submitted_at__gte": period.since})
+        if period.until is not None:
+            in_range &= Q(**{f"{side}_submitted_at__lt": period.until})
+    kept = AgreementPair.objects.filter(project_id=project.pk)
+    per: dict[int, Counter] = defaultdict(Counter)
+    for side in ("first", "second"):
+        for who, exact, within, n in (
+            kept.filter(in_range)
+            .values_list(f"{side}_annotator_id", "exact", "within_one")
+            .annotate(n=Count("*"))
+            .order_by()
+        ):
+            per[who].update(pairs=n, exact=n if exact else 0, within_one=n if within else 0)
     standing = Annotation.objects.filter(
         trace_id=OuterRef("pk"), status__in=STANDING, kind=AnnotationKind.PRODUCTION
     ).order_by("id")
@@ -577,45 +543,38 @@ def _agreement_by_annotator(project, period) -> dict[str, dict]:
         standing = standing.filter(submitted_at__gte=period.since)
     if period.until is not None:
         standing = standing.filter(submitted_at__lt=period.until)
-    firsts = (
-        Trace.objects.filter(project_id=project.pk, standing_annotations__gte=2)
-        .annotate(
-            first=Subquery(standing.values("id")[:1]),
-            second=Subquery(standing.values("id")[1:2]),
+    others = list(
+        Trace.objects.filter(
+            pk__in=kept.exclude(in_range).filter(trace__standing_annotations__gte=3).values("trace_id")
         )
+        .annotate(first=Subquery(standing.values("id")[:1]), second=Subquery(standing.values("id")[1:2]))
         .filter(second__isnull=False)
         .values_list("first", "second")
     )
-    pairs = list(firsts)
-    ids = [pk for pair in pairs for pk in pair]
-    # Each answer as agreement compares it (``agreement._answer``): the verdict, and τ for a first error only.
-    answers: dict[int, tuple[str, str, int | None]] = {}
+    ids = [pk for pair in others for pk in pair]
+    answers: dict[int, tuple[int, str, int | None]] = {}
     for start in range(0, len(ids), PAIR_READ_BATCH):  # SQLite bounds a statement's parameters
-        for pk, annotator, verdict, tau in Annotation.objects.filter(
+        for pk, annotator_id, verdict, tau in Annotation.objects.filter(
             pk__in=ids[start : start + PAIR_READ_BATCH]
-        ).values_list("pk", "annotator__username", "verdict", "tau"):
-            error = verdict == Verdict.ERROR
-            answers[pk] = (annotator, "error" if error else (verdict or "undecided"), tau if error else None)
-    per: dict[str, Counter] = defaultdict(Counter)
-    for first, second in pairs:
-        (name_a, verdict_a, tau_a), (name_b, verdict_b, tau_b) = answers[first], answers[second]
-        exact = (verdict_a, tau_a) == (verdict_b, tau_b)
-        within = exact or (
-            verdict_a == verdict_b == "error" and tau_a is not None and tau_b is not None and abs(tau_a - tau_b) <= 1
-        )
-        for name in (name_a, name_b):
-            counts = per[name]
-            counts["pairs"] += 1
-            counts["exact"] += exact
-            counts["within_one"] += within
+        ).values_list("pk", "annotator_id", "verdict", "tau"):
+            answers[pk] = (annotator_id, verdict, tau)
+    for first, second in others:
+        (who_a, verdict_a, tau_a), (who_b, verdict_b, tau_b) = answers[first], answers[second]
+        exact, within = rollup.answers_agree(verdict_a, tau_a, verdict_b, tau_b)
+        for who in (who_a, who_b):
+            per[who].update(pairs=1, exact=exact, within_one=within)
+    names = dict(get_user_model().objects.filter(pk__in=list(per)).values_list("pk", "username"))
     return {
-        name: {
+        names[who]: {
             "pairs": c["pairs"],
             "exact": c["exact"] / c["pairs"],
             "within_one": c["within_one"] / c["pairs"],
         }
-        for name, c in per.items()
+        for who, c in per.items()
     }
+
+
+PAIR_READ_BATCH = 10_000
 
 
 def gold_changes(project, *, limit: int = 20) -> list[dict]:
@@ -717,13 +676,12 @@ def quality_dashboard(project, period) -> dict:
     settings = quality_settings(project)
     figures = _read_at_once(
         {
-            "gold": lambda: gold_accuracy_by_annotator(project, since=period.since, until=period.until),
-            "verdicts_and_times": lambda: _verdicts_and_times(project, period),
-            "identical": lambda: _identical_corrections(project, period),
+            "gold": lambda: gold_accuracy_by_annotator(project, first_day=period.first_day, last_day=period.last_day),
+            "rollup": lambda: _verdicts_times_and_corrections(project, period),
             "agreement": lambda: _agreement_by_annotator(project, period),
         }
     )
-    figures["verdicts"], median_times = figures.pop("verdicts_and_times")
+    figures["verdicts"], median_times, figures["identical"] = figures.pop("rollup")
     tallies = {
         t.annotator_id: t
         for t in QueueTally.objects.filter(project_id=project.pk).only(

@@ -7,6 +7,7 @@ annotation_submit``) call in here; nothing here calls back into ``annotation.ser
 
 from __future__ import annotations
 
+import copy
 import csv
 import hashlib
 import io
@@ -34,7 +35,7 @@ from annotation.models import (
     QueueTally,
     Verdict,
 )
-from annotation.quality import scoring
+from annotation.quality import rollup, scoring
 from annotation.quality.selectors import (
     gold_answer_of,
     gold_screen,
@@ -269,6 +270,7 @@ def gold_remove(*, gold: GoldTrace, user) -> dict:
     (``gold_removed_at``; the quality figures count them and say so). Audited."""
     gold = GoldTrace.objects.select_for_update().select_related("trace").get(pk=gold.pk)
     now = timezone.now()
+    rollup.gold_scores_removed(scores=GoldScore.objects.filter(gold=gold))
     kept = GoldScore.objects.filter(gold=gold).update(gold_removed_at=now)
     _event(gold=None, trace=gold.trace, actor=user, kind="removed", detail={"scores_kept": kept})
     gold.delete()
@@ -369,6 +371,7 @@ def gold_answer_score(
             **_parts_fields(comparison),
         },
     )
+    rollup.gold_score_changed(before=existing, after=score)
     if attempt is not None:
         attempt.answered += 1
         attempt.correct += int(comparison.correct)
@@ -444,6 +447,7 @@ def gold_rescore(*, gold: GoldTrace) -> dict:
         comparison = _comparison(annotation=annotation, gold=gold, settings=settings, skipped=skipped)
         fields = _parts_fields(comparison)
         changed += any(getattr(score, name) != value for name, value in fields.items())
+        before = copy.copy(score)
         score.previous = score.comparison
         score.comparison = _comparison_json(comparison, skipped=skipped)
         for name, value in fields.items():
@@ -454,6 +458,7 @@ def gold_rescore(*, gold: GoldTrace) -> dict:
             now,
         )
         score.save()
+        rollup.gold_score_changed(before=before, after=score)
         rescored += 1
     if rescored:
         events.quality_changed(project_id=gold.project_id, annotator="")

@@ -16,6 +16,7 @@ from annotation import events
 from annotation.answer_fields import FieldProblem, clean_answer_field
 from annotation.models import Annotation, AnnotationStatus, Verdict
 from annotation.quality import services as quality
+from annotation.quality.rollup import answer_rollup_update
 from annotation.services import (
     action_check,
     annotation_record_edit,
@@ -215,6 +216,7 @@ def _apply_edits(annotation: Annotation, actor, edits: dict) -> dict:
         annotation.version += 1
         annotation.save()
         annotation_record_edit(annotation=annotation, actor=actor, changes=changes)
+        answer_rollup_update(annotation=annotation)
     return changes
 
 

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from annotation import events
 from annotation.models import Annotation, AnnotationStatus, AuditEvent, Verdict
+from annotation.quality.rollup import answer_rollup_update
 from annotation.workflow import STANDING, check_transition
 from studio.db import atomic_with_retry, row_insert
 from studio.signals import correction_accepted, round_annotated
@@ -40,6 +41,8 @@ def annotation_transition(
         Trace.objects.filter(pk=annotation.trace_id).update(
             standing_annotations=F("standing_annotations") + standing_change
         )
+    # The quality dashboard's counts move with the status, in this transaction (a draft save never moves them).
+    answer_rollup_update(annotation=annotation)
     _audit_event_create(
         annotation=annotation,
         actor=actor,

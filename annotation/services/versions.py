@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from annotation.access import access_annotation
 from annotation.models import Annotation, AnnotationStatus
+from annotation.quality.rollup import answer_rollup_update
 from annotation.selectors import RESTORED_PREFIX, annotation_version_values
 from annotation.services.drafts import DRAFT_FIELDS, DRAFT_TEXT_FIELDS, EMPTY_EDITOR, answer_write
 from annotation.services.errors import NotEditable, _conflict_fields
@@ -52,10 +53,15 @@ def annotation_restore_version(*, annotation_id: int, user, number: int, base_ve
         raise NotFound(
             f"Annotation {annotation.pk} has no version {number} (its versions go up to {annotation.version})."
         )
-    return answer_write(
+    restored = answer_write(
         annotation=annotation,
         user=user,
         base_version=base_version,
         fields=_restorable(values),
         comment=f"{RESTORED_PREFIX}{number}",
     )
+    if restored.status not in EDITABLE_BY_ANNOTATOR:
+        # A lead's restore into a handed-in answer changes what the quality dashboard counts (an annotator's, into
+        # their draft or rejected answer, is a draft save: counted when handed in).
+        answer_rollup_update(annotation=restored)
+    return restored

@@ -11,6 +11,7 @@ import pytest
 
 from annotation import services
 from annotation.models import Annotation, AnnotationKind, QueuePause, Verdict
+from annotation.quality.rollup import quality_rollup_rebuild
 from annotation.quality.services import quality_settings_save
 from annotation.services import annotation_submit
 from studio.permissions import Role
@@ -67,6 +68,7 @@ def test_a_spammer_is_flagged_live_and_paused(
     membership_add(project=project, user=expert)
     gold_traces(project, traces_of(project, 2, start=50), expert=expert, lead=lead)
     Annotation.objects.filter(annotator=expert).update(time_spent_s=120)  # the references took their time
+    quality_rollup_rebuild(project_ids=[project.pk])  # changed around the services: the dashboard's counts recounted
     quality_settings_save(
         project=project,
         user=lead,

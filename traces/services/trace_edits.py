@@ -10,6 +10,7 @@ from django.utils import timezone
 from studio.db import atomic_with_retry
 from studio.errors import Invalid
 from studio.inputs import input_problem
+from studio.signals import trace_deleting
 from studio.words import counted, in_words
 from traces.models import Project, Trace, TraceDeletion
 from traces.selectors import traces_awaiting_instruction
@@ -38,6 +39,7 @@ def trace_delete(*, trace: Trace, user, reason: str) -> TraceDeletion:
         deleted_by=user,
         reason=reason,
     )
+    trace_deleting.send(sender=Trace, trace=trace)
     trace.delete()
     return record
 
