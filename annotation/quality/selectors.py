@@ -518,7 +518,6 @@ def _agreement_by_annotator(project, period) -> dict[str, dict]:
     were submitted in the range they are its pair in the range too, counted per annotator in SQL. Only a trace whose
     kept pair is not in the range but which has a third standing answer may pair two others in it: those traces
     alone are looked up, each by two indexed subqueries."""
-    from annotation.workflow import STANDING
 
     in_range = Q()
     for side in ("first", "second"):
@@ -536,6 +535,26 @@ def _agreement_by_annotator(project, period) -> dict[str, dict]:
             .order_by()
         ):
             per[who].update(pairs=n, exact=n if exact else 0, within_one=n if within else 0)
+    for (who_a, verdict_a, tau_a), (who_b, verdict_b, tau_b) in _pairs_beside_the_kept(kept, in_range, period):
+        exact, within = rollup.answers_agree(verdict_a, tau_a, verdict_b, tau_b)
+        for who in (who_a, who_b):
+            per[who].update(pairs=1, exact=exact, within_one=within)
+    names = dict(get_user_model().objects.filter(pk__in=list(per)).values_list("pk", "username"))
+    return {
+        names[who]: {
+            "pairs": c["pairs"],
+            "exact": c["exact"] / c["pairs"],
+            "within_one": c["within_one"] / c["pairs"],
+        }
+        for who, c in per.items()
+    }
+
+
+def _pairs_beside_the_kept(kept, in_range: Q, period) -> list[tuple[tuple, tuple]]:
+    """The range's pairs of the traces whose kept pair is not in the range but which have a third standing answer:
+    each trace's first two standing production answers submitted in the range, as (annotator id, verdict, τ)."""
+    from annotation.workflow import STANDING
+
     standing = Annotation.objects.filter(
         trace_id=OuterRef("pk"), status__in=STANDING, kind=AnnotationKind.PRODUCTION
     ).order_by("id")
@@ -558,20 +577,7 @@ def _agreement_by_annotator(project, period) -> dict[str, dict]:
             pk__in=ids[start : start + PAIR_READ_BATCH]
         ).values_list("pk", "annotator_id", "verdict", "tau"):
             answers[pk] = (annotator_id, verdict, tau)
-    for first, second in others:
-        (who_a, verdict_a, tau_a), (who_b, verdict_b, tau_b) = answers[first], answers[second]
-        exact, within = rollup.answers_agree(verdict_a, tau_a, verdict_b, tau_b)
-        for who in (who_a, who_b):
-            per[who].update(pairs=1, exact=exact, within_one=within)
-    names = dict(get_user_model().objects.filter(pk__in=list(per)).values_list("pk", "username"))
-    return {
-        names[who]: {
-            "pairs": c["pairs"],
-            "exact": c["exact"] / c["pairs"],
-            "within_one": c["within_one"] / c["pairs"],
-        }
-        for who, c in per.items()
-    }
+    return [(answers[first], answers[second]) for first, second in others]
 
 
 PAIR_READ_BATCH = 10_000
