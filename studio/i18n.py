@@ -9,6 +9,7 @@ out, an API token, "the browser's") gets Django's negotiation: the language cook
 from __future__ import annotations
 
 from django.conf import settings
+from django.db import DatabaseError
 from django.middleware.locale import LocaleMiddleware
 from django.utils import translation
 from django.views.i18n import JavaScriptCatalog
@@ -40,7 +41,12 @@ def session_language_keep(request, language: str) -> None:
 
 def request_language_activate(request) -> None:
     session = getattr(request, "session", None)
-    chosen = session.get(SESSION_LANGUAGE_KEY, "") if session is not None else ""
+    try:
+        chosen = session.get(SESSION_LANGUAGE_KEY, "") if session is not None else ""
+    except DatabaseError:
+        # The session's read meets a database outage before any view: the request goes on in the browser's
+        # language, and the view that needs the database answers the outage as every view does (a retryable 503).
+        chosen = ""
     language = chosen if language_supported(chosen) else translation.get_language_from_request(request)
     translation.activate(language)
     request.LANGUAGE_CODE = translation.get_language()
