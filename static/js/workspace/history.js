@@ -5,6 +5,7 @@
    one field makes one step per pause (``group``), not one per letter. ``discarded`` says in words what a change threw
    away or replaced, for the banner that offers its undo. The wiring (``install``) is the workspace's: an undo is saved
    as a new draft version through the draft's one save path, so the server holds the restored values. */
+import { keyOf } from "../keys.js";
 
 export const LIMIT = 200;  // steps kept back (at least 50 is the promise; a whole form is a few KB)
 export const GROUP_PAUSE_MS = 1000;  // typing in one field within this pause is one step
@@ -97,7 +98,7 @@ export function discardedWords(items) {
    Inside a text field the browser's own text undo runs instead (``typing``). */
 export function historyCommandFor(event, typing) {
   if (typing || event.altKey || !(event.ctrlKey || event.metaKey)) return null;
-  const key = String(event.key).toLowerCase();
+  const key = String(keyOf(event)).toLowerCase();  // Ctrl+я on a Russian layout is Ctrl+Z's place
   if (key === "z") return event.shiftKey ? "redo" : "undo";
   if (key === "y" && !event.shiftKey) return "redo";
   return null;
