@@ -146,3 +146,20 @@ class BackupOutcome(models.Model):
     last_success_at = models.DateTimeField(null=True, blank=True)
     last_failure_at = models.DateTimeField(null=True, blank=True)
     last_failure_message = models.TextField(blank=True)
+
+
+class ShortcutMode(models.TextChoices):
+    """How a person takes the pages' single-key shortcuts (WCAG 2.1.4; static/js/keys.js reads it off the page)."""
+
+    SINGLE = "single", "On: a key alone (e marks the first error)"
+    MODIFIER = "modifier", "With Alt (Option on a Mac): Alt+e marks the first error"
+    OFF = "off", "Off: buttons, arrows, Home, End, Esc and the Ctrl keys only"
+
+
+class AccountSettings(models.Model):
+    """A person's own settings (the account menu's Settings page); a user without a row has the defaults."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="account_settings")
+    shortcuts = models.CharField(
+        max_length=16, choices=ShortcutMode.choices, default=ShortcutMode.SINGLE, db_default=ShortcutMode.SINGLE
+    )

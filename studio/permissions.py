@@ -110,6 +110,8 @@ RULES: dict[str, Rule] = {
     "alignment.view": Rule(SEES_BLIND, Scope.MEMBER, "see judge alignment"),
     # Reading the API's own description and the account pages.
     "api.docs": Rule(ALL, Scope.ANY, "read the API documentation"),
+    # Everyone's own settings (how single-key shortcuts work for them).
+    "account.settings": Rule(ALL, Scope.ANY, "change account settings"),
     # Engineers fetch bundles with a token; it is theirs to create and revoke.
     "token.manage": Rule(EXPORTING, Scope.ANY, "manage API tokens"),
     # Django's admin (it checks is_staff itself; the table says who it is for).
@@ -139,6 +141,7 @@ PAGE_PERMISSIONS: dict[str, str] = {
     "metrics": PUBLIC,
     "api-schema": "api.docs",
     "api-docs": "api.docs",
+    "account-settings": "account.settings",
     "account-token": "token.manage",
     "api-token": "token.manage",
     # traces

@@ -10,6 +10,7 @@ from django.db import transaction
 
 from studio.errors import Invalid
 from studio.inputs import text_problem
+from studio.models import AccountSettings, ShortcutMode
 from studio.permissions import Role
 
 
@@ -51,3 +52,14 @@ def user_create(*, username: str, role: Role, password: str, email: str = ""):
         # get_or_create: the role groups come from a data migration, which a flushed test database lacks.
         user.groups.add(Group.objects.get_or_create(name=role.value)[0])
     return user
+
+
+class SettingsProblem(Invalid):
+    """Account settings that cannot be stored as asked; the message says why."""
+
+
+def account_settings_update(*, user, shortcuts: str) -> None:
+    """Stores ``user``'s own settings: how they take single-key shortcuts (a ShortcutMode value)."""
+    if shortcuts not in ShortcutMode.values:
+        raise SettingsProblem(f"shortcuts must be one of {', '.join(ShortcutMode.values)}, not {shortcuts!r}")
+    AccountSettings.objects.update_or_create(user=user, defaults={"shortcuts": shortcuts})

@@ -24,6 +24,7 @@ urlpatterns = [
     path("api/", include("annotation.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
+    path("account/settings/", studio_views.account_settings, name="account-settings"),
     path("account/token/", studio_views.account_token, name="account-token"),
     path("api/token/", studio_views.ApiToken.as_view(), name="api-token"),
     path("api/", include("traces.api_urls")),

@@ -1,4 +1,4 @@
-"""Account pages and API: the throttled login, and an engineer's API token (create, revoke)."""
+"""Account pages and API: the throttled login, one's own settings, and an engineer's API token (create, revoke)."""
 
 from __future__ import annotations
 
@@ -18,13 +18,15 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from studio import health, observability, oidc, security
+from studio import health, observability, oidc, security, services
 from studio import metrics as studio_metrics
 from studio.access import ActionPermission
 from studio.auth_backend import PATH as AUTH_BACKEND
 from studio.errors import NotFound, StudioError, error_body
 from studio.jobs import job_models
 from studio.logs import current_request_id
+from studio.models import ShortcutMode
+from studio.selectors import shortcut_mode_of
 
 
 class ThrottledLoginView(auth_views.LoginView):
@@ -121,6 +123,19 @@ def oidc_callback(request):
 
 
 @require_http_methods(["GET", "POST"])
+def account_settings(request):
+    """Page: one's own settings (how single-key shortcuts work: alone, with Alt, or off)."""
+    saved = False
+    if request.method == "POST":
+        services.account_settings_update(user=request.user, shortcuts=request.POST.get("shortcuts", ""))
+        saved = True
+    return render(
+        request,
+        "account/settings.html",
+        {"modes": ShortcutMode.choices, "current": shortcut_mode_of(request.user), "saved": saved},
+    )
+
+
 def account_token(request):
     """Page: create (or replace) and revoke the API token. The key is shown once, right after creation."""
     token, revoked = None, False

@@ -19,6 +19,16 @@ export function verdictText(form) {
     : form.verdict === "unusable" ? "Unusable." : "Not decided yet.";
 }
 
+/* What a screen reader hears on arriving at screen ``i`` (the live region #ws-announce): its name, its recorded
+   action, where it stands to τ, and the answer's verdict. ``reflectionAt``: the post-reflection's screen (or null). */
+export function stepAnnouncement({ i, stepCount, actionText, form, reflectionAt }) {
+  const tau = form.verdict === "error" ? form.tau : null;
+  const place = !tau ? "" : i === tau ? " This is τ, the first error: the correction is written here."
+    : i === reflectionAt ? " The post-reflection is written on this screen." : i > tau ? " After τ." : " Before τ.";
+  const action = i > stepCount ? "" : ` Action: ${actionText || "none recorded"}.`;
+  return `${stepTitle(i, stepCount)}.${action}${place} ${verdictText(form)}`;
+}
+
 /* What the post-reflection's place says when none can be given: the server's reason (``reason``, the step's served
    ``server_no_reflection_reason``: o_{τ+1} was not kept, or the source dropped steps right after τ), which the
    annotation records itself. */
@@ -88,6 +98,11 @@ export function createPanels({ page, store, steps, editor, draft, stage, undoabl
     const human = step && step.human_edit;
     $("ws-human").hidden = !human;
     $("ws-human-text").textContent = human ? human.raw : "";
+    // Said once per screen and verdict: a redraw that changes neither (a save, a field typed) says nothing again.
+    const said = stepAnnouncement({
+      i, stepCount: N, actionText: step && step.action_text, form: form(), reflectionAt: editor.reflectionScreen(tau),
+    });
+    if ($("ws-announce").textContent !== said) $("ws-announce").textContent = said;
   }
 
   function renderPanels() {
