@@ -6,6 +6,7 @@ from django import forms
 from django.contrib.auth import get_user_model
 
 from traces.grammar import MIN_PIXELS
+from traces.languages import language_problem
 from traces.models import Project, default_error_categories
 from traces.services import INSTRUCTION_MAX_CHARS
 
@@ -80,8 +81,10 @@ class ProjectForm(forms.ModelForm):
             "error_categories",
             "double_annotation_share",
             "double_annotation_annotators",
+            "text_language",
         ]
         labels = {
+            "text_language": "Language of the traces' text",
             "coordinate_convention": "Coordinate convention",
             "history_window": "History window",
             "history_full_images": "Screenshots at full size",
@@ -90,6 +93,9 @@ class ProjectForm(forms.ModelForm):
             "double_annotation_annotators": "Annotators per shared trace",
         }
         help_texts = {
+            "text_language": "A BCP 47 tag (zh, ja, ar, pt-BR): the pages mark the instructions, thoughts and "
+            "corrections with it, so screen readers read them in that language. Empty: each trace's own, else the "
+            "script of its instruction.",
             "coordinate_convention": "The point convention of this project's prompts and exports.",
             "history_window": f"Screenshots sent as images per prompt (1–{HISTORY_WINDOW_MAX}).",
             "history_full_images": "The image budget: a prompt's last k screenshots (the current one among them) at "
@@ -150,6 +156,15 @@ class ProjectForm(forms.ModelForm):
         if value is None:
             return getattr(self.instance, name) if self.instance.pk else Project._meta.get_field(name).default
         return value
+
+    def clean_text_language(self):
+        if "text_language" not in self.data:  # a post that leaves it out keeps the project's
+            return self.instance.text_language if self.instance.pk else ""
+        tag = (self.cleaned_data["text_language"] or "").strip()
+        problem = language_problem(tag)
+        if problem:
+            raise forms.ValidationError(problem[0].upper() + problem[1:] + ".")
+        return tag
 
     def clean_double_annotation_share(self):
         share = self._kept("double_annotation_share", self.cleaned_data["double_annotation_share"])

@@ -65,6 +65,14 @@ class Project(models.Model):
         default=2, help_text="Distinct annotators each shared trace goes to (2 or more)."
     )
     blind_prescoring = models.BooleanField(default=False, help_text="Hide model suggestions from annotators.")
+    text_language = models.CharField(
+        max_length=35,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="The language its traces are written in (a BCP 47 tag: zh, ja, ar); empty: each trace's own, else "
+        "the script of its instruction (traces.languages).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -187,6 +195,13 @@ class Trace(models.Model):
     # stores nothing; not unique, since traces stored before it existed may repeat one (the trace_duplicates command
     # lists them). Empty while the trace is receiving steps from its runner (set when it is ended).
     content_hash = models.CharField(max_length=64, blank=True, default="", editable=False)
+    language = models.CharField(
+        max_length=35,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="The language of its text (BCP 47), put on the pages' text as lang; empty: the page's own.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
