@@ -291,7 +291,9 @@ class ProjectSettingsSerializer(serializers.Serializer):
         required=False, help_text="Distinct annotators per shared trace (2 or more)."
     )
     text_language = serializers.CharField(
-        required=False, allow_blank=True, help_text="The language of its traces' text (BCP 47: zh, ja, ar); empty: detected."
+        required=False,
+        allow_blank=True,
+        help_text="The language of its traces' text (BCP 47: zh, ja, ar); empty: detected.",
     )
 
 
