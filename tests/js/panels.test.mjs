@@ -27,6 +27,8 @@ test("without a post-reflection the server's reason stands in its place: o_{τ+1
 
 test("the way to the correction; without a post-reflection it sends nobody looking for one", () => {
   assert.equal(gotoText(null, ""), "");
+  assert.equal(gotoText(5, "", "Alt+t"), "τ = 5. Press Alt+t to go to the correction, then → for the post-reflection.");
+  assert.equal(gotoText(5, "", null), "τ = 5. Go to step 5 in the strip above to go to the correction, then → for the post-reflection.");
   assert.equal(gotoText(5, ""), "τ = 5. Press t to go to the correction, then → for the post-reflection.");
   assert.equal(gotoText(5, "The source dropped 1 step between step 5 and step 6: …"),
     "τ = 5. Press t to go to the correction (no post-reflection can be given: the reason is beside it).");

@@ -3,6 +3,7 @@
 import { $, el } from "../dom.js";
 import { api, isAuthProblem } from "../api.js";
 import { sub } from "./stage.js";
+import { keyLabel, shortcutMode } from "../keys.js";
 
 // Where each submit problem is typed or chosen: highlighted until it is edited.
 const PROBLEM_TARGETS = {
@@ -37,11 +38,13 @@ export function reflectionMissingText(reason) {
 }
 
 /* The way to the correction away from it ("" with no τ); when no post-reflection can be given (the server's
-   ``reason``, "" when one can) it does not send the annotator looking for one. */
-export function gotoText(tau, reason) {
+   ``reason``, "" when one can) it does not send the annotator looking for one. ``tKey``: how the person presses t
+   (keys.js ``keyLabel``: "Alt+t" with a modifier, null with single-key shortcuts off: then step τ of the strip). */
+export function gotoText(tau, reason, tKey = "t") {
   if (!tau) return "";
-  return reason ? `τ = ${tau}. Press t to go to the correction (no post-reflection can be given: the reason is beside it).`
-    : `τ = ${tau}. Press t to go to the correction, then → for the post-reflection.`;
+  const go = tKey === null ? `Go to step ${tau} in the strip above` : `Press ${tKey}`;
+  return reason ? `τ = ${tau}. ${go} to go to the correction (no post-reflection can be given: the reason is beside it).`
+    : `τ = ${tau}. ${go} to go to the correction, then → for the post-reflection.`;
 }
 
 /* The problems of a refused submit, field → message, from the server's answer ``data`` (studio/errors.py: its field
@@ -144,7 +147,7 @@ export function createPanels({ page, store, steps, editor, draft, stage, undoabl
     const goto = $("ws-goto");
     goto.hidden = !tau || showCorrection || showReflection;
     // Without o_{τ+1} there is no post-reflection to go on to: the hint does not send the annotator looking for one.
-    $("ws-goto-text").textContent = gotoText(tau, missing ? reason : "");
+    $("ws-goto-text").textContent = gotoText(tau, missing ? reason : "", keyLabel("t", shortcutMode()));
     if (showCorrection) editor.renderEditor("corrected");
     if (showReflection && !missing) editor.renderEditor("reflection");
     renderStarts();
