@@ -18,6 +18,7 @@ def fragment(context, part: Fragment):
 
 @register.simple_tag
 def lang_of(trace) -> str:
-    """` lang="zh"` for a trace whose language is known (traces.languages), else nothing: the page's own language."""
-    language = getattr(trace, "language", "")
+    """` lang="zh"` for a trace whose language is known (traces.languages), else nothing: the page's own language.
+    ``trace``: a trace, or what a page shows of one (a dict with its ``language``, the search's step cards)."""
+    language = trace.get("language", "") if isinstance(trace, dict) else getattr(trace, "language", "")
     return format_html(' lang="{}"', language) if language else ""
