@@ -15,6 +15,7 @@ import pytest
 
 from annotation.models import Annotation, AnnotationStatus, Verdict
 from annotation.services import annotation_transition
+from exports.services import export_job_create
 from tests.annotation.test_browser_workspace import open_next_trace
 from tests.axe_core import NpmInstallError, axe_source, page_violations
 from tests.conftest import login
@@ -27,6 +28,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pyte
 # Not the studio's pages: Django's admin, the API (and its Swagger page), files, and what a GET would change.
 SKIPPED = re.compile(r"^/(admin|api|static|media|screenshots|logout)/|\.(csv|zip|png|jpg|json|parquet)$|/csv/$|/file/")
 PAGES_PER_ROLE = 40
+EXPORT_FORMAT = "trl"
 
 
 @pytest.fixture(scope="module")
@@ -43,16 +45,17 @@ def world(project, annotator, lead, engineer, make_user, tmp_path):
     for the queue; every role."""
     from django.db import transaction
 
+    jobs = []
     for name, instruction, language in (
         ("review", "Open the display settings", None),
         ("accepted", "Open the sound settings", None),
         ("chinese", "打开显示设置", None),
         ("queued", "Open the network settings", "en"),
     ):
-        import_folder(
-            project,
-            write_native_trace(tmp_path / name, steps=3, instruction=instruction, external_id=name, language=language),
+        folder = write_native_trace(
+            tmp_path / name, steps=3, instruction=instruction, external_id=name, language=language
         )
+        jobs.append(import_folder(project, folder))
     with transaction.atomic():
         answer = Annotation.objects.create(
             trace=Trace.objects.get(external_id="review"),
@@ -68,7 +71,15 @@ def world(project, annotator, lead, engineer, make_user, tmp_path):
         )
         annotation_transition(annotation=answer, to=AnnotationStatus.SUBMITTED, actor=annotator)
     accepted_error(Trace.objects.get(external_id="accepted"), annotator=annotator, reviewer=lead, tau=2)
-    return {"annotator": annotator, "lead": lead, "engineer": engineer, "admin": make_user("root", superuser=True)}
+    export = export_job_create(project=project, user=engineer, fmt=EXPORT_FORMAT, enqueue=False)
+    return {
+        "annotator": annotator,
+        "lead": lead,
+        "engineer": engineer,
+        "admin": make_user("root", superuser=True),
+        # Pages no link of the others leads to: a job's own page.
+        "jobs": [f"/imports/{jobs[0].pk}/", f"/exports/{export.pk}/"],
+    }
 
 
 def shape(path: str) -> str:
@@ -88,6 +99,7 @@ def crawl(page, base: str, axe: str, start: list[str]) -> tuple[list[str], list[
         response = page.goto(base + path, wait_until="load")
         if response is None or "text/html" not in (response.headers.get("content-type") or ""):
             continue
+        assert response.status < 500, f"{path}: {response.status}"
         page.wait_for_timeout(300)  # the page's scripts draw what they fetch
         visited.append(path)
         findings += page_violations(page, axe)
@@ -103,7 +115,16 @@ def test_every_page_a_role_reaches_passes_axe(browser, live_server, world, axe, 
     context = browser.new_context(viewport={"width": 1366, "height": 900}, bypass_csp=True)
     page = context.new_page()
     login(page, live_server.url, world[role].username)
-    start = ["/projects/", "/queue/", "/reviews/", "/dashboard/", "/exports/", "/search/", "/account/settings/"]
+    start = [
+        "/projects/",
+        "/queue/",
+        "/reviews/",
+        "/dashboard/",
+        "/exports/",
+        "/search/",
+        "/account/settings/",
+        *world["jobs"],
+    ]
     visited, findings = crawl(page, live_server.url, axe, start)
     print(f"\n{role}: axe on {len(visited)} pages: {' '.join(visited)}")
     assert len(visited) >= 5, visited
@@ -152,4 +173,20 @@ def test_the_workspace_passes_axe_in_each_editing_state(browser, live_server, wo
     page.wait_for_selector("#ws-unusable-wrap:not([hidden])")
     findings += page_violations(page, axe)
     page.screenshot(path=str(artifacts_dir / "workspace-axe-unusable.png"))
+    assert not findings, "\n".join(findings)
+
+
+def test_the_review_passes_axe_with_its_edit_form_and_steps_open(browser, live_server, world, axe):
+    context = browser.new_context(viewport={"width": 1366, "height": 900}, bypass_csp=True)
+    page = context.new_page()
+    login(page, live_server.url, world["lead"].username)
+    review = Annotation.objects.get(status=AnnotationStatus.SUBMITTED)
+    page.goto(f"{live_server.url}/reviews/{review.pk}/")
+    page.click("#edit-accept > summary")
+    page.wait_for_selector("#edit-accept[open]")
+    page.wait_for_selector("#edit-accept[data-ready='1']")
+    page.click("#all-steps > summary")
+    findings = page_violations(page, axe)
+    page.keyboard.press("j")  # the trace viewer's next screen
+    findings += page_violations(page, axe)
     assert not findings, "\n".join(findings)
