@@ -25,13 +25,40 @@ def test_the_script_of_a_text_names_its_language():
 @pytest.mark.django_db
 def test_a_trace_says_its_language_else_its_project_else_its_script(client, project, lead, tmp_path):
     import_folder(
-        project, write_native_trace(tmp_path / "said", instruction="打开设置", language="ja", external_id="said")
+        project,
+        write_native_trace(
+            tmp_path / "said",
+            steps=1,
+            size=(160, 100),
+            final=False,
+            instruction="打开设置",
+            language="ja",
+            external_id="said",
+        ),
     )
-    import_folder(project, write_native_trace(tmp_path / "seen", instruction="افتح الإعدادات", external_id="seen"))
-    import_folder(project, write_native_trace(tmp_path / "latin", external_id="latin"))
+    import_folder(
+        project,
+        write_native_trace(
+            tmp_path / "seen", steps=1, size=(160, 100), final=False, instruction="افتح الإعدادات", external_id="seen"
+        ),
+    )
+    import_folder(
+        project, write_native_trace(tmp_path / "latin", steps=1, size=(160, 100), final=False, external_id="latin")
+    )
     project.text_language = "fr"
     project.save(update_fields=["text_language"])
-    import_folder(project, write_native_trace(tmp_path / "proj", instruction="打开设置", external_id="proj", variant=1))
+    import_folder(
+        project,
+        write_native_trace(
+            tmp_path / "proj",
+            steps=1,
+            size=(160, 100),
+            final=False,
+            instruction="打开设置",
+            external_id="proj",
+            variant=1,
+        ),
+    )
     languages = dict(Trace.objects.values_list("external_id", "language"))
     assert languages == {"said": "ja", "seen": "ar", "latin": "", "proj": "fr"}
     client.force_login(lead)
