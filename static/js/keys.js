@@ -84,12 +84,21 @@ export function shortcutMode(doc = globalThis.document) {
   return SHORTCUT_MODES.includes(mode) ? mode : "single";
 }
 
+// The layout's letters as last learned (``layoutKeys``), for what is drawn later (the keyboard cursor's hint labels).
+let printedNow = {};
+
+/* ``text`` (Latin letters of keys, a hint label) as the person's layout prints those keys: "ab" reads "фи" on a
+   Russian one; a letter the layout prints itself stays. */
+export function asPrinted(text, printed = printedNow) {
+  return [...text].map((c) => printed[c.toLowerCase()] || c).join("");
+}
+
 /* The layout's letters (``printedLetters``) once the browser says them: ``onChange(printed)`` is called with what
    is known at once, then again when the layout map answers and when a press shows a letter not seen before. */
 export function layoutKeys(onChange) {
   const seen = {};
   let layout = null;
-  const tell = () => onChange(printedLetters(layout, seen));
+  const tell = () => { printedNow = printedLetters(layout, seen); onChange(printedNow); };
   tell();
   const keyboard = globalThis.navigator && navigator.keyboard;
   if (keyboard && keyboard.getLayoutMap) keyboard.getLayoutMap().then((map) => { layout = map; tell(); }, () => {});

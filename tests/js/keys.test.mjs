@@ -2,7 +2,7 @@
 // tables under it.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { keyLabel, keyOf, printedLetters, qwertyChar, shortcutKey, titleWithKey } from "../../static/js/keys.js";
+import { asPrinted, keyLabel, keyOf, printedLetters, qwertyChar, shortcutKey, titleWithKey } from "../../static/js/keys.js";
 import { commandFor, cursorCommandFor, helpKey, isOptionKey, keysFor } from "../../static/js/workspace/keyboard.js";
 import { hintCommandFor } from "../../static/js/workspace/hints.js";
 import { historyCommandFor } from "../../static/js/workspace/history.js";
@@ -63,6 +63,8 @@ test("the help and the hints write the keys as the person presses them", () => {
   assert.deepEqual(keysFor(["previous"], "off"), ["←"]);
   assert.deepEqual(keysFor(["error"], "single", { e: "у" }), ["у"]);
   assert.equal(keyLabel("e", "modifier", { e: "ث" }), "Alt+ث");
+  assert.equal(asPrinted("fa", { a: "ф", f: "а" }), "аф");  // a hint label, as typed on a Russian layout
+  assert.equal(asPrinted("5", { a: "ф" }), "5");
   assert.deepEqual(printedLetters(new Map([["KeyE", "у"], ["KeyA", "a"], ["Digit1", "1"]])), { e: "у" });
   assert.deepEqual(printedLetters(null, { KeyE: "ث" }), { e: "ث" });
   assert.equal(titleWithKey("First error at this step (e)", "e", "Alt+e"), "First error at this step (Alt+e)");
