@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from annotation.models import Annotation, AnnotationStatus, Verdict
+from annotation.quality import services as quality
 from annotation.services import annotation_transition
 from exports.services import export_job_create
 from tests.annotation.test_browser_workspace import open_next_trace
@@ -41,8 +42,8 @@ def axe():
 
 @pytest.fixture
 def world(project, annotator, lead, engineer, make_user, tmp_path):
-    """A project with a trace under review (an error and its correction), an accepted one, a Chinese one and one left
-    for the queue; every role."""
+    """A project with a trace under review (an error and its correction), an accepted one made gold, a Chinese one and
+    one left for the queue; an import's and an export's job; every role."""
     from django.db import transaction
 
     jobs = []
@@ -70,7 +71,8 @@ def world(project, annotator, lead, engineer, make_user, tmp_path):
             reflection_action="hotkey(key='alt left')",
         )
         annotation_transition(annotation=answer, to=AnnotationStatus.SUBMITTED, actor=annotator)
-    accepted_error(Trace.objects.get(external_id="accepted"), annotator=annotator, reviewer=lead, tau=2)
+    reference = accepted_error(Trace.objects.get(external_id="accepted"), annotator=annotator, reviewer=lead, tau=2)
+    quality.gold_mark_answer(annotation_id=reference.pk, user=lead)  # a gold trace: the quality pages have one
     export = export_job_create(project=project, user=engineer, fmt=EXPORT_FORMAT, enqueue=False)
     return {
         "annotator": annotator,
