@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { asPrinted, keyLabel, keyOf, printedLetters, qwertyChar, shortcutKey, titleWithKey } from "../../static/js/keys.js";
-import { commandFor, cursorCommandFor, helpKey, isOptionKey, keysFor } from "../../static/js/workspace/keyboard.js";
+import { commandFor, cursorCommandFor, helpKey, isOptionKey, keysFor, offScreenWords } from "../../static/js/workspace/keyboard.js";
 import { hintCommandFor } from "../../static/js/workspace/hints.js";
 import { historyCommandFor } from "../../static/js/workspace/history.js";
 import { reviewCommandFor } from "../../static/js/review_logic.js";
@@ -54,6 +54,8 @@ test("a modifier required: Alt with the key runs it, the key alone types nothing
   assert.equal(commandFor(press("e", "KeyE", { altKey: true }), false, "single"), null);
   assert.equal(shortcutKey(press("ArrowLeft", "ArrowLeft", { altKey: true }), "modifier"), null);  // the browser's back
   assert.equal(reviewCommandFor(press("a", "KeyA", { altKey: true }), { typing: false, inComment: false, mode: "modifier" }), "accept");
+  assert.match(offScreenWords("start", "Alt+t"), /\(τ; Alt\+t goes there\)/);
+  assert.match(offScreenWords("delete_box", null), /\(the strip goes to τ\)/);
 });
 
 test("the help and the hints write the keys as the person presses them", () => {

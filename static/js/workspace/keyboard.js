@@ -33,9 +33,11 @@ export function actsOnScreen(command, slotOnScreen) {
   return needs === "any" ? !!slotOnScreen : slotOnScreen === needs;
 }
 
-/* Why a key that writes a correction did nothing on the screen shown (``actsOnScreen`` said no). */
-export function offScreenWords(command) {
-  const where = SLOT_COMMANDS[command] === "corrected" ? "the correction's screen (τ; t goes there)" : "τ or the screen after it (t goes to τ)";
+/* Why a key that writes a correction did nothing on the screen shown (``actsOnScreen`` said no). ``tKey``: how the
+   person presses t (keys.js ``keyLabel``: "Alt+t" with a modifier, null when single keys are off). */
+export function offScreenWords(command, tKey = "t") {
+  const go = tKey === null ? "the strip" : tKey;  // null: single-key shortcuts off
+  const where = SLOT_COMMANDS[command] === "corrected" ? `the correction's screen (τ; ${go} goes there)` : `τ or the screen after it (${go} goes to τ)`;
   return `That key edits the correction: it works on ${where}.`;
 }
 
@@ -494,7 +496,7 @@ export function installKeyboard({ store, steps, editor, stage, draft, panels, al
     if (command.name === "escape") { if (typing) event.target.blur(); return; }
     event.preventDefault();
     if (!actsOnScreen(command.name, slotHere())) {
-      if (form().verdict === "error" && form().tau) draft.banner("error", offScreenWords(command.name));
+      if (form().verdict === "error" && form().tau) draft.banner("error", offScreenWords(command.name, keyLabel("t", mode)));
       return;
     }
     commands[command.name](command.arg);
