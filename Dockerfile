@@ -13,6 +13,7 @@ COPY annotation annotation
 COPY exports exports
 COPY evaluation evaluation
 COPY webhooks webhooks
+COPY insights insights
 COPY trace_studio_cli trace_studio_cli
 RUN pip install ".${EXTRAS}"
 COPY . .

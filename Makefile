@@ -48,8 +48,8 @@ test-release: install
 
 test-all: test test-integration test-release
 
-# ruff (lint and format; the rules and line length are in pyproject.toml) and mypy with django-stubs on the services,
-# selectors and grammar (the file list is in pyproject.toml).
+# ruff (lint and format; the rules, the complexity ceiling and line length are in pyproject.toml) and mypy with
+# django-stubs on studio/, the services, selectors and grammar (the file list is in pyproject.toml).
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .

@@ -13,18 +13,18 @@ from annotation.models import Annotation, AuditEvent, GoldTrace, Lease
 from studio.access import access, scoped
 
 
-def access_annotation(user, pk, action: str, *, lock: bool = False) -> Annotation:
-    return access(user, Annotation.objects.select_related("trace__project"), pk, action, lock=lock)
+def access_annotation(who, pk, action: str | None = None, *, lock: bool = False) -> Annotation:
+    return access(who, Annotation.objects.select_related("trace__project"), pk, action, lock=lock)
 
 
-def access_gold(user, pk, action: str, *, lock: bool = False) -> GoldTrace:
+def access_gold(who, pk, action: str | None = None, *, lock: bool = False) -> GoldTrace:
     return access(
-        user, GoldTrace.objects.select_related("trace__project", "reference__annotator"), pk, action, lock=lock
+        who, GoldTrace.objects.select_related("trace__project", "reference__annotator"), pk, action, lock=lock
     )
 
 
-def access_lease(user, pk, action: str, *, lock: bool = False) -> Lease:
-    return access(user, Lease.objects.select_related("trace__project", "user"), pk, action, lock=lock)
+def access_lease(who, pk, action: str | None = None, *, lock: bool = False) -> Lease:
+    return access(who, Lease.objects.select_related("trace__project", "user"), pk, action, lock=lock)
 
 
 def annotations_for(user, action: str) -> QuerySet[Annotation]:

@@ -23,7 +23,7 @@ class WorkView(APIView):
     permission_action = "annotation.work"
 
     def own_annotation(self, pk: int):
-        return access_annotation(self.request.user, pk, "annotation.work")
+        return access_annotation(self.request, pk)
 
     def valid_form(self, form: serializers.Serializer, pk: int) -> dict:
         """The form's data; when it is invalid, a 404 first if the annotation is not the user's (writes
@@ -39,7 +39,7 @@ class NextTrace(WorkView):
 
     @extend_schema(request=None, responses={200: dict, 404: dict})
     def post(self, request, project_id: int):
-        project = access_project(request.user, project_id, "annotation.work")
+        project = access_project(request, project_id)
         order = request.data.get("order", "") if isinstance(request.data, dict) else ""
         if order not in ("", "id", "suspicion"):
             raise Invalid(f"order must be 'id' or 'suspicion', not {str(order)[:40]!r}")
@@ -178,7 +178,7 @@ class ProjectLeases(WorkView):
 
     @extend_schema(responses={200: dict})
     def get(self, request, project_id: int):
-        project = access_project(request.user, project_id, "lease.manage")
+        project = access_project(request, project_id)
         return Response({"results": [lease_json(lease) for lease in selectors.open_leases(project=project)]})
 
 
@@ -204,7 +204,7 @@ class AnnotationVersions(APIView):
 
     @extend_schema(responses={200: dict})
     def get(self, request, pk: int):
-        annotation = access_annotation(request.user, pk, "annotation.versions")
+        annotation = access_annotation(request, pk)
         refusal = services.restore_refusal(annotation, request.user)
         return Response(
             {
@@ -232,7 +232,7 @@ class AnnotationVersionRestore(APIView):
     def post(self, request, pk: int, number: int):
         form = VersionSerializer(data=request.data)
         if not form.is_valid():
-            access_annotation(request.user, pk, "annotation.restore")  # a 404 first for an annotation not theirs
+            access_annotation(request, pk)  # a 404 first for an annotation not theirs
             raise serializers.ValidationError(form.errors)
         annotation = services.annotation_restore_version(
             annotation_id=pk, user=request.user, number=number, base_version=form.validated_data["version"]

@@ -6,6 +6,7 @@ list's annotations by status (and, for a lead, which traces are gold); the setti
 from __future__ import annotations
 
 from django.db.models import Count
+from django.utils.translation import gettext_lazy
 
 from annotation.models import Annotation, AnnotationKind, AnnotationStatus, GoldTrace
 from annotation.quality.page_selectors import settings_rows
@@ -116,7 +117,7 @@ def register() -> None:
     trace_list_column_register(
         TraceListColumn(
             name="annotation-statuses",
-            heading="Annotations",
+            heading=gettext_lazy("Annotations"),
             template="annotation/_trace_list_statuses.html",
             values=_statuses,
         )

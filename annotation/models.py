@@ -5,23 +5,24 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.db.models.functions import MD5
+from django.utils.translation import gettext_lazy as _
 
 from studio.engine import KindJob
 from studio.models import JobBase
 
 
 class AnnotationStatus(models.TextChoices):
-    DRAFT = "draft", "Draft"
-    SUBMITTED = "submitted", "Submitted"
-    ACCEPTED = "accepted", "Accepted"
-    REJECTED = "rejected", "Rejected"
+    DRAFT = "draft", _("Draft")
+    SUBMITTED = "submitted", _("Submitted")
+    ACCEPTED = "accepted", _("Accepted")
+    REJECTED = "rejected", _("Rejected")
 
 
 class Verdict(models.TextChoices):
-    UNSET = "", "Not decided"
-    ERROR = "error", "First error at τ"
-    NO_ERROR = "no_error", "No error"
-    UNUSABLE = "unusable", "Unusable"
+    UNSET = "", _("Not decided")
+    ERROR = "error", _("First error at τ")
+    NO_ERROR = "no_error", _("No error")
+    UNUSABLE = "unusable", _("Unusable")
 
 
 class AnnotationKind(models.TextChoices):
@@ -29,9 +30,9 @@ class AnnotationKind(models.TextChoices):
     answers are scored against a reference (``annotation.quality``) and never exported, reviewed, counted as work
     or compared for agreement."""
 
-    PRODUCTION = "production", "Production"
-    GOLD = "gold", "Gold (scored against its reference)"
-    QUALIFICATION = "qualification", "Qualification (scored, with feedback)"
+    PRODUCTION = "production", _("Production")
+    GOLD = "gold", _("Gold (scored against its reference)")
+    QUALIFICATION = "qualification", _("Qualification (scored, with feedback)")
 
 
 # The answers the quality dashboard reads (annotation.dashboards.DONE and annotation.workflow.STANDING, spelt here:
@@ -261,8 +262,8 @@ class StepAlternative(models.Model):
 
 
 class AlternativeVerdict(models.TextChoices):
-    WRONG = "wrong", "Wrong (a DPO rejected side)"
-    TAKEN = "taken", "Taken as the correction's starting point"
+    WRONG = "wrong", _("Wrong (a DPO rejected side)")
+    TAKEN = "taken", _("Taken as the correction's starting point")
 
 
 class AlternativeMark(models.Model):
@@ -342,9 +343,9 @@ class GoldTrace(models.Model):
 
 
 class QualificationStatus(models.TextChoices):
-    OPEN = "open", "In progress"
-    PASSED = "passed", "Passed"
-    FAILED = "failed", "Failed"
+    OPEN = "open", _("In progress")
+    PASSED = "passed", _("Passed")
+    FAILED = "failed", _("Failed")
 
 
 class QualificationAttempt(models.Model):

@@ -11,12 +11,14 @@ from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext, ngettext
 
 from annotation.access import annotations_for
 from annotation.models import Annotation, AnnotationKind, AnnotationStatus, AuditEvent, Lease, QueueRequest, Verdict
 from annotation.overlap import quota_bound, trace_annotation_quota
 from annotation.workflow import EDITABLE_BY_ANNOTATOR
 from studio.access import can
+from studio.catalog import gettext_noop
 from studio.errors import Invalid
 from studio.words import in_words
 from traces import grammar, prompting
@@ -93,7 +95,7 @@ def annotation_status_counts(trace_ids, *, viewer) -> dict[int, list[tuple[str, 
         counts.setdefault(row["trace_id"], {})[row["status"]] = row["n"]
     return {
         trace_id: [
-            (status, label, by_status[status]) for status, label in AnnotationStatus.choices if status in by_status
+            (status, str(label), by_status[status]) for status, label in AnnotationStatus.choices if status in by_status
         ]
         for trace_id, by_status in counts.items()
     }
@@ -163,7 +165,8 @@ def queue_for_user(user) -> list[dict]:
                 .exclude(kind=AnnotationKind.QUALIFICATION)
                 .count(),
                 "open_count": open_count,
-                "open_words": in_words(open_count, "open trace", "open traces"),
+                "open_words": ngettext("%(count)s open trace", "%(count)s open traces", open_count)
+                % {"count": open_count},
                 "awaiting_instruction": (
                     traces_awaiting_instruction(project.traces.all()).count() if can(user, "trace.edit", project) else 0
                 ),
@@ -457,8 +460,8 @@ def verdict_words(verdict: str, tau: int | None) -> str:
     if not verdict:
         return "—"
     if verdict == Verdict.ERROR:
-        return f"First error at step {tau}" if tau else "First error"
-    return dict(Verdict.choices).get(verdict, verdict)
+        return gettext("First error at step %(tau)s") % {"tau": tau} if tau else gettext("First error")
+    return str(dict(Verdict.choices).get(verdict, verdict))
 
 
 ACTION_FIELD_OF_SLOT = {"corrected": "corrected_action", "reflection": "reflection_action"}
@@ -511,21 +514,29 @@ def annotation_json(annotation: Annotation) -> dict:
 
 # --- Versions: every saved state of an annotation, from its audit rows -------------------------------------
 
-# What people call the fields an edit changed (the history and the Versions panel show these, not column names).
+# What people call the fields an edit changed (the history and the Versions panel show these, not column names;
+# translated where shown: ``field_label``).
 FIELD_LABELS = {
-    "verdict": "verdict",
-    "tau": "first error (τ)",
-    "error_category": "category",
-    "note": "note",
-    "unusable_reason": "unusable reason",
-    "corrected_thought": "corrected thought",
-    "corrected_action": "corrected action",
-    "reflection_thought": "post-reflection thought",
-    "reflection_action": "post-reflection action",
-    "no_reflection_reason": "no post-reflection reason",
-    "editor_state": "action editor",
-    "time_spent_s": "time spent",
+    "verdict": gettext_noop("verdict"),
+    "tau": gettext_noop("first error (τ)"),
+    "error_category": gettext_noop("category"),
+    "note": gettext_noop("note"),
+    "unusable_reason": gettext_noop("unusable reason"),
+    "corrected_thought": gettext_noop("corrected thought"),
+    "corrected_action": gettext_noop("corrected action"),
+    "reflection_thought": gettext_noop("post-reflection thought"),
+    "reflection_action": gettext_noop("post-reflection action"),
+    "no_reflection_reason": gettext_noop("no post-reflection reason"),
+    "editor_state": gettext_noop("action editor"),
+    "time_spent_s": gettext_noop("time spent"),
 }
+
+
+def field_label(name: str) -> str:
+    """What people call field ``name``, in the request's language."""
+    return gettext(FIELD_LABELS[name]) if name in FIELD_LABELS else name.replace("_", " ")
+
+
 # The answer a version holds and a restore writes back (the draft's fields; the action texts follow the editor).
 VERSION_FIELDS = (
     "verdict",
@@ -569,7 +580,7 @@ _CUT_AT = 60  # a value's words are cut beyond this many characters
 
 def _value_words(name: str, value) -> str:
     if name == "verdict":
-        return dict(Verdict.choices).get(value or "", str(value))
+        return str(dict(Verdict.choices).get(value or "", str(value)))
     if value in (None, "", {}):
         return "nothing"
     if name == "tau":
@@ -649,7 +660,7 @@ def _text_diffs(changes: dict) -> list[dict]:
     for name in TYPED_FIELDS:
         if name in changes and all(isinstance(v, str) and v.strip() for v in changes[name]):
             before, after = changes[name]
-            diffs.append({"field": FIELD_LABELS[name], "segments": diff_excerpt(word_diff(before, after))})
+            diffs.append({"field": field_label(name), "segments": diff_excerpt(word_diff(before, after))})
     return diffs
 
 
@@ -675,13 +686,13 @@ def _change_words(event, changes: dict | None = None) -> list[str]:
             and max(len(" ".join(str(v).split())) for v in (before, after)) > _CUT_AT
         ):
             # Cut to their starts, the two texts could read alike: the diff (``_text_diffs``) shows what differs.
-            words.append(f"{FIELD_LABELS[name]}: rewritten (what differs is shown below)")
+            words.append(gettext("%(field)s: rewritten (what differs is shown below)") % {"field": field_label(name)})
         elif name != "time_spent_s":
-            label = FIELD_LABELS.get(name, name.replace("_", " "))
+            label = field_label(name)
             words.append(f"{label}: {_value_words(name, before)} → {_value_words(name, after)}")
     if event.kind != "transition" and event.comment:
         words.insert(0, event.comment)
-    return words or ["no change to the answer"]
+    return words or [gettext("no change to the answer")]
 
 
 # Saves of one typing session are one entry of the Versions panel: the workspace saves a field while it is typed (at

@@ -25,10 +25,13 @@ random one: every greedy reply must be its fixed reply (3 new tokens), a check o
 (bf16, CUDA graphs with ``--static-decode``); the run exits 1 when one is not. Its replies end after 3 tokens, so
 its decoding rate is not the random model's (which writes ``--max-new-tokens`` every step).
 
-FLOPs (forward, honest lower bound): 2 × parameters × tokens, per part — vision tower × image patches,
-decoder (no embeddings) × every token run, LM head × the positions whose logits are computed; attention's
-quadratic term is not counted. On CUDA the achieved TFLOP/s is compared with the H200's bf16 dense peak
-(~790 TFLOP/s without sparsity; taken as the brief's figure).
+FLOPs (forward), printed two ways: "linear", 2 × parameters × tokens per part — vision tower × image patches,
+decoder (no embeddings) × every token run, LM head × the positions whose logits are computed; and "with
+attention", adding attention's score and weighted-sum products, which grow with the square of the sequence (the
+decoder's causal attention, the vision tower's within each screenshot; see ``Meter``). On a 13,000-token prompt
+they are a large share of the work, so the linear figure alone understates the device's share. On CUDA each
+achieved TFLOP/s is compared with the H200's bf16 dense peak (~790 TFLOP/s without sparsity; taken as the
+brief's figure).
 """
 
 from __future__ import annotations
@@ -101,12 +104,16 @@ def build_requests(n_steps: int, steps_per_trace: int, history: int):
 class Meter:
     """Times and counts what the scorer runs, by wrapping its entry points for one run.
 
-    FLOPs (forward, a lower bound: attention's quadratic term is not counted): 2 × parameters × tokens per
-    part, for the work actually done: the vision tower over the patches of the screenshots it encodes (a
+    FLOPs (forward), counted twice. ``flops``: 2 × parameters × tokens per part, for the work actually done: the vision tower over the patches of the screenshots it encodes (a
     screenshot cached from an earlier window is not counted again), the decoder over every token of each
     pass (one pass over prompt + reply, shared by the log-likelihood and the generation; then one token per
     decoding step after the first, which the prefill's logits give), the LM head over the positions whose
     logits are computed (the reply's positions in the prefill, the last one in each decoding step).
+    ``attention_flops``: attention's own products (scores Q·Kᵀ and the weighted sum of V: 2 × 2 × keys × width
+    per query and layer), which hold no parameters and grow with the square of the sequence: the decoder's causal
+    attention over a pass of L tokens (L(L+1)/2 query-key pairs; a decoding step at position P: P pairs), and the
+    vision tower's full attention within each encoded screenshot (n² pairs for n patches). Both are printed, the
+    linear count alone and the total with attention, so a figure is never compared with the other's.
 
     Phases (GPU synchronised at each boundary, so times are the device's): ``preprocess`` (decode, resize
     and patching on the CPU thread pool), ``vision`` (the vision tower), ``tensors`` (padding the token ids
@@ -130,6 +137,8 @@ class Meter:
         self.params = scorer.parameter_counts()
         self.sync = _sync(scorer.device)
         self.flops = 0.0
+        self.attention_flops = 0.0
+        self.widths = scorer.attention_widths()
         self.seconds = dict.fromkeys(("preprocess", "vision", "tensors", "prefill", "decode"), 0.0)
         self.images_encoded = 0
         self.image_references = 0
@@ -137,6 +146,11 @@ class Meter:
         self.tokens = 0
         self.generated_tokens = 0
         self._nested: list[float] = []  # per open phase: seconds of the phases run inside it
+        self._pass_lengths: list[int] = []
+
+    def attention_pairs_flops(self, part: str, pairs: int) -> float:
+        """Forward FLOPs of attention's two products over ``pairs`` query-key pairs in every layer of ``part``."""
+        return 2 * 2 * pairs * self.widths[f"{part}_width"] * self.widths[f"{part}_layers"]
 
     def _timed(self, phase, call):
         """Run ``call`` as ``phase``; time spent in phases nested inside it is counted there, not here."""
@@ -168,6 +182,7 @@ class Meter:
                         missing[key] = int(grid.prod())
             self.images_encoded += len(missing)
             self.flops += 2 * p["vision"] * sum(missing.values())
+            self.attention_flops += sum(self.attention_pairs_flops("vision", n * n) for n in missing.values())
             return self._timed("vision", lambda: originals["_vision_features"](batch))
 
         def batch_tensors(batch, **layout):
@@ -182,15 +197,23 @@ class Meter:
                 # The one decoder pass per batch, over prompt + reply; the LM head over the reply's positions.
                 self.image_references += sum(len(e.image_keys) for e in batch)
                 self.flops += sum(2 * (p["decoder"] * e.length + p["lm_head"] * (e.length - e.n_prompt)) for e in batch)
+                self.attention_flops += sum(
+                    self.attention_pairs_flops("decoder", e.length * (e.length + 1) // 2) for e in batch
+                )
+                self._pass_lengths = [e.length for e in batch]  # the decoding that follows continues these rows
                 return self._timed("prefill", lambda: originals[name](batch))
 
             return wrapper
 
         def decode_batch(prefill, *, max_new_tokens):
             replies = self._timed("decode", lambda: originals["decode_batch"](prefill, max_new_tokens=max_new_tokens))
-            for _, n_new in replies:
-                # The first token comes from the prefill's logits; one decoder step per token after it.
+            for length, (_, n_new) in zip(self._pass_lengths, replies):
+                # The first token comes from the prefill's logits; one decoder step per token after it, the k-th
+                # attending to the pass's tokens and the k new ones before it.
                 self.flops += 2 * (p["decoder"] + p["lm_head"]) * max(0, n_new - 1)
+                steps = max(0, n_new - 1)
+                pairs = steps * length + steps * (steps + 1) // 2
+                self.attention_flops += self.attention_pairs_flops("decoder", pairs)
                 self.generated_tokens += n_new
             return replies
 
@@ -371,15 +394,18 @@ def main() -> None:
     print(vision_cost(scorer, screen_png(99)), flush=True)
 
     def rate_line(label, n, seconds, meter):
+        def rate(flops, what):
+            tflops = flops / seconds / 1e12
+            share = (
+                f" = {100 * tflops / H200_BF16_PEAK_TFLOPS:.1f} % of the bf16 peak" if device.startswith("cuda") else ""
+            )
+            return f"{tflops:.3f} TFLOP/s {what}{share}"
+
         return (
             f"{label}: {n} steps in {seconds:.1f}s = {n / seconds:.2f} steps/s, "
-            f"{meter.flops / seconds / 1e12:.3f} TFLOP/s"
-            + (
-                f" = {100 * meter.flops / seconds / 1e12 / H200_BF16_PEAK_TFLOPS:.1f} % of the bf16 peak "
-                f"({H200_BF16_PEAK_TFLOPS:.0f} TFLOP/s)"
-                if device.startswith("cuda")
-                else ""
-            )
+            f"{rate(meter.flops, 'linear')}, {rate(meter.flops + meter.attention_flops, 'with attention')}"
+            f" (attention {100 * meter.attention_flops / max(1.0, meter.flops + meter.attention_flops):.0f} % of the"
+            f" work)" + (f"; peak {H200_BF16_PEAK_TFLOPS:.0f} TFLOP/s" if device.startswith("cuda") else "")
         )
 
     options = dict(generate=generate, max_new_tokens=args.max_new_tokens, max_batch=args.max_batch)

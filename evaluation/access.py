@@ -8,8 +8,8 @@ from evaluation.models import EvaluationJob
 from studio.access import access, scoped
 
 
-def access_evaluation_job(user, pk, action: str, *, lock: bool = False) -> EvaluationJob:
-    return access(user, EvaluationJob.objects.select_related("project", "created_by"), pk, action, lock=lock)
+def access_evaluation_job(who, pk, action: str | None = None, *, lock: bool = False) -> EvaluationJob:
+    return access(who, EvaluationJob.objects.select_related("project", "created_by"), pk, action, lock=lock)
 
 
 def evaluation_jobs_for(user, action: str = "evaluation.view") -> QuerySet[EvaluationJob]:

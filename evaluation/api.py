@@ -97,13 +97,13 @@ class ProjectEvaluations(APIView):
 
     @extend_schema(responses={200: EvaluationJobSerializer(many=True)})
     def get(self, request, project_id: int):
-        project = access_project(request.user, project_id, "evaluation.view")
+        project = access_project(request, project_id)
         jobs = selectors.evaluation_jobs_of(project, evaluation_jobs_for(request.user))[:100]
         return Response(EvaluationJobSerializer(jobs, many=True).data)
 
     @extend_schema(request=EvaluationStartSerializer, responses={202: EvaluationJobSerializer, 400: dict})
     def post(self, request, project_id: int):
-        project = access_project(request.user, project_id, "evaluation.run")
+        project = access_project(request, project_id)
         form = EvaluationStartSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         data = form.validated_data
@@ -139,7 +139,7 @@ class EvaluationSamples(generics.ListAPIView):
     permission_action = "evaluation.view"
 
     def get_queryset(self):
-        job = access_evaluation_job(self.request.user, self.kwargs["pk"], "evaluation.view")
+        job = access_evaluation_job(self.request, self.kwargs["pk"])
         return selectors.evaluation_rows(job)
 
 
@@ -149,5 +149,5 @@ class EvaluationCancel(APIView):
 
     @extend_schema(request=None, responses={200: dict, 409: dict})
     def post(self, request, pk: int):
-        job = access_evaluation_job(request.user, pk, "evaluation.run")
+        job = access_evaluation_job(request, pk)
         return job_cancel_response(job)

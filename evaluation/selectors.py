@@ -6,20 +6,21 @@ from django.db.models import QuerySet
 
 from evaluation.metrics import ScoredRow, summarize
 from evaluation.models import EvaluationJob, EvaluationSample
+from studio.catalog import gettext_noop
 from studio.models import JobStatus
 from traces.models import Project
 
 ROW_FIELDS = ("kind", "category", "round_name", "loglik_sum", "n_tokens", "rejected_loglik_sum", "rejected_n_tokens")
 FIGURES = (
     # (key in metrics.figures, column heading)
-    ("samples", "samples"),
-    ("preference_accuracy", "preference accuracy"),
-    ("pairs", "pairs"),
-    ("mean_margin", "mean margin (nats)"),
-    ("nll_corrected", "NLL/token corrected"),
-    ("corrected_tokens", "corrected tokens"),
-    ("nll_post_reflection", "NLL/token post-reflection"),
-    ("post_reflection_tokens", "post-reflection tokens"),
+    ("samples", gettext_noop("samples")),
+    ("preference_accuracy", gettext_noop("preference accuracy")),
+    ("pairs", gettext_noop("pairs")),
+    ("mean_margin", gettext_noop("mean margin (nats)")),
+    ("nll_corrected", gettext_noop("NLL/token corrected")),
+    ("corrected_tokens", gettext_noop("corrected tokens")),
+    ("nll_post_reflection", gettext_noop("NLL/token post-reflection")),
+    ("post_reflection_tokens", gettext_noop("post-reflection tokens")),
 )
 CSV_HEADER = ["evaluation", "checkpoint", "weights_hash", "model_name", "status", "created_at", "group", "value"] + [
     key for key, _ in FIGURES

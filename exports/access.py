@@ -8,8 +8,8 @@ from exports.models import ExportJob
 from studio.access import access, scoped
 
 
-def access_export_job(user, pk, action: str, *, lock: bool = False) -> ExportJob:
-    return access(user, ExportJob.objects.select_related("project", "created_by"), pk, action, lock=lock)
+def access_export_job(who, pk, action: str | None = None, *, lock: bool = False) -> ExportJob:
+    return access(who, ExportJob.objects.select_related("project", "created_by"), pk, action, lock=lock)
 
 
 def export_jobs_for(user, action: str = "export.view") -> QuerySet[ExportJob]:

@@ -105,13 +105,13 @@ class ProjectExports(APIView):
 
     @extend_schema(responses={200: ExportJobSerializer(many=True)})
     def get(self, request, project_id: int):
-        project = access_project(request.user, project_id, "export.view")
+        project = access_project(request, project_id)
         jobs = selectors.export_jobs_for_user(request.user, project=project)[:100]
         return Response(ExportJobSerializer(jobs, many=True).data)
 
     @extend_schema(request=ExportCreateSerializer, responses={202: ExportJobSerializer})
     def post(self, request, project_id: int):
-        project = access_project(request.user, project_id, "export.create")
+        project = access_project(request, project_id)
         form = ExportCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         job = services.export_job_create(
@@ -138,12 +138,11 @@ class ExportJobCancel(APIView):
 
     @extend_schema(request=None, responses={200: ExportJobSerializer})
     def post(self, request, pk: int):
-        job = access_export_job(request.user, pk, "export.create")
+        job = access_export_job(request, pk)
         job, changed, said = services.export_job_cancel(job=job)
-        return Response(
-            {**ExportJobSerializer(job).data, "detail": said},
-            status=status.HTTP_200_OK if changed else status.HTTP_409_CONFLICT,
-        )
+        if not changed:
+            raise Conflict(said, **ExportJobSerializer(job).data)
+        return Response({**ExportJobSerializer(job).data, "detail": said})
 
 
 class _AnyAccept(DefaultContentNegotiation):
@@ -172,7 +171,7 @@ class ExportBundle(APIView):
         }
     )
     def get(self, request, pk: int):
-        job = access_export_job(request.user, pk, "export.view")
+        job = access_export_job(request, pk)
         if job.status != JobStatus.SUCCEEDED or not job.bundle_name:
             raise Conflict(f"export {job.pk} is {job.status}; its bundle exists only once it succeeded.")
         return bundle_response(request, job)
@@ -190,11 +189,9 @@ class ExportDiff(APIView):
         responses={200: OpenApiResponse(description="added / removed / changed / unchanged"), 400: None},
     )
     def get(self, request, pk: int):
-        job = access_export_job(request.user, pk, "export.view")
+        job = access_export_job(request, pk)
         against_id = request.query_params.get("against")
-        against = (
-            access_export_job(request.user, against_id, "export.view") if against_id else selectors.export_previous(job)
-        )
+        against = access_export_job(request, against_id) if against_id else selectors.export_previous(job)
         if against is None:
             raise Invalid(f"export {job.pk} has no earlier finished export in its project to compare with")
         return Response({"older": against.pk, "newer": job.pk, **selectors.export_diff(against, job).to_json()})

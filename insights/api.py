@@ -99,7 +99,7 @@ class ProjectSearch(APIView):
 
     @extend_schema(parameters=SEARCH_PARAMETERS, responses={200: SearchResultSerializer})
     def get(self, request, project_id: int):
-        project = access_project(request.user, project_id, "search.view")
+        project = access_project(request, project_id)
         query = selectors.search_query_parse(request.query_params)
         if request.accepted_renderer.format == SearchCSVRenderer.format:
             return search_csv_response(request.user, project, query)
@@ -141,13 +141,13 @@ class ProjectSlices(APIView):
 
     @extend_schema(responses={200: SliceSerializer(many=True)})
     def get(self, request, project_id: int):
-        project = access_project(request.user, project_id, "slice.view")
+        project = access_project(request, project_id)
         slices = selectors.slices_of(project, slices_for(request.user))
         return Response([{**SliceSerializer(s).data, "trend": selectors.slice_trend(s, request.user)} for s in slices])
 
     @extend_schema(request=SliceCreateSerializer, responses={201: SliceSerializer, 400: dict, 409: dict})
     def post(self, request, project_id: int):
-        project = access_project(request.user, project_id, "slice.manage")
+        project = access_project(request, project_id)
         form = SliceCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         made = services.slice_create(
@@ -172,7 +172,7 @@ class SliceDetail(APIView):
 
     @extend_schema(responses={200: SliceDetailSerializer})
     def get(self, request, pk: int):
-        slice_ = access_slice(request.user, pk, "slice.view")
+        slice_ = access_slice(request, pk)
         return Response(
             {
                 **SliceSerializer(slice_).data,
@@ -183,7 +183,7 @@ class SliceDetail(APIView):
 
     @extend_schema(responses={204: None})
     def delete(self, request, pk: int):
-        services.slice_delete(slice_=access_slice(request.user, pk, "slice.manage"))
+        services.slice_delete(slice_=access_slice(request, pk))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -202,7 +202,7 @@ class SliceCompare(APIView):
         responses={200: dict, 400: dict},
     )
     def get(self, request, pk: int):
-        slice_ = access_slice(request.user, pk, "slice.view")
+        slice_ = access_slice(request, pk)
         params = request.query_params
         return Response(
             selectors.slice_compare(
@@ -224,12 +224,12 @@ class SliceQueue(APIView):
 
     @extend_schema(responses={200: dict})
     def get(self, request, pk: int):
-        slice_ = access_slice(request.user, pk, "slice.view")
+        slice_ = access_slice(request, pk)
         return Response(selectors.slice_queue_state(slice_, request.user))
 
     @extend_schema(request=dict, responses={200: dict, 400: dict})
     def post(self, request, pk: int):
-        slice_ = access_slice(request.user, pk, "queue.request")
+        slice_ = access_slice(request, pk)
         withdraw = request.data.get("withdraw", False) if isinstance(request.data, dict) else False
         if not isinstance(withdraw, bool):
             raise Invalid("withdraw: true or false")
@@ -283,7 +283,7 @@ class ProjectClusters(APIView):
 
     @extend_schema(responses={200: ClusterRunSerializer(allow_null=True)})
     def get(self, request, project_id: int):
-        project = access_project(request.user, project_id, "slice.view")
+        project = access_project(request, project_id)
         run = selectors.latest_cluster_run(project)
         if run is None:
             # DRF renders None as an empty body with no Content-Type; the answer is JSON all the same.
@@ -292,7 +292,7 @@ class ProjectClusters(APIView):
 
     @extend_schema(request=None, responses={202: ClusterRunSerializer})
     def post(self, request, project_id: int):
-        project = access_project(request.user, project_id, "slice.manage")
+        project = access_project(request, project_id)
         run = services.cluster_run_create(project=project, user=request.user)
         return Response(ClusterRunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 
@@ -305,7 +305,7 @@ class ClusterSlice(APIView):
 
     @extend_schema(request=None, responses={201: SliceSerializer, 409: dict})
     def post(self, request, pk: int):
-        cluster = access_cluster(request.user, pk, "slice.manage")
+        cluster = access_cluster(request, pk)
         name = request.data.get("name", "") if isinstance(request.data, dict) else ""
         made = services.cluster_slice_create(cluster=cluster, user=request.user, name=str(name or ""))
         return Response(SliceSerializer(made).data, status=status.HTTP_201_CREATED)
@@ -320,11 +320,11 @@ class ClusterDetail(APIView):
 
     @extend_schema(responses={200: ClusterSerializer})
     def get(self, request, pk: int):
-        return Response(ClusterSerializer(access_cluster(request.user, pk, "slice.view")).data)
+        return Response(ClusterSerializer(access_cluster(request, pk)).data)
 
     @extend_schema(request=ClusterSerializer, responses={200: ClusterSerializer, 400: dict})
     def patch(self, request, pk: int):
-        cluster = access_cluster(request.user, pk, "slice.manage")
+        cluster = access_cluster(request, pk)
         body = ClusterSerializer(cluster, data=request.data, partial=True)
         body.is_valid(raise_exception=True)
         changed = services.cluster_update(
@@ -341,7 +341,7 @@ class ClusterRunCancel(APIView):
 
     @extend_schema(request=None, responses={200: dict, 409: dict})
     def post(self, request, pk: int):
-        return job_cancel_response(access_cluster_run(request.user, pk, "slice.manage"))
+        return job_cancel_response(access_cluster_run(request, pk))
 
 
 class ClusterMerge(APIView):
@@ -357,12 +357,12 @@ class ClusterMerge(APIView):
         responses={200: dict},
     )
     def get(self, request, pk: int):
-        cluster = access_cluster(request.user, pk, "slice.manage")
+        cluster = access_cluster(request, pk)
         return Response(selectors.cluster_merge_candidates(cluster, request.query_params.get("q", "")))
 
     @extend_schema(request=dict, responses={200: ClusterSerializer, 400: dict})
     def post(self, request, pk: int):
-        cluster = access_cluster(request.user, pk, "slice.manage")
+        cluster = access_cluster(request, pk)
         other = request.data.get("other") if isinstance(request.data, dict) else None
         other_id = other if isinstance(other, int) and not isinstance(other, bool) else id_from_text(str(other or ""))
         if other_id is None:
@@ -380,5 +380,5 @@ class ProjectAlignment(APIView):
 
     @extend_schema(responses={200: dict})
     def get(self, request, project_id: int):
-        project = access_project(request.user, project_id, "alignment.view")
+        project = access_project(request, project_id)
         return Response(selectors.judge_alignment(project))

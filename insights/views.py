@@ -9,6 +9,7 @@ from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods, require_POST
 
 from insights import selectors, services
@@ -21,21 +22,21 @@ from traces.access import access_project, projects_for
 
 PAGE_SIZE = 50
 FACET_LABELS = {
-    "category": "Error category",
-    "recorded_type": "Recorded action",
-    "corrected_type": "Corrected action",
-    "displacement": "Point moved",
-    "direction": "Moved towards",
-    "position": "Step position (τ/n)",
-    "platform": "Platform",
-    "app": "App or site",
-    "round": "Round",
-    "annotator": "Annotator",
-    "verdict": "Verdict",
-    "status": "Review state",
-    "checkpoint": "Checkpoint",
-    "agreement": "Agreement on τ",
-    "suspicion": "Pre-score suspicion at τ",
+    "category": gettext_lazy("Error category"),
+    "recorded_type": gettext_lazy("Recorded action"),
+    "corrected_type": gettext_lazy("Corrected action"),
+    "displacement": gettext_lazy("Point moved"),
+    "direction": gettext_lazy("Moved towards"),
+    "position": gettext_lazy("Step position (τ/n)"),
+    "platform": gettext_lazy("Platform"),
+    "app": gettext_lazy("App or site"),
+    "round": gettext_lazy("Round"),
+    "annotator": gettext_lazy("Annotator"),
+    "verdict": gettext_lazy("Verdict"),
+    "status": gettext_lazy("Review state"),
+    "checkpoint": gettext_lazy("Checkpoint"),
+    "agreement": gettext_lazy("Agreement on τ"),
+    "suspicion": gettext_lazy("Pre-score suspicion at τ"),
 }
 
 

@@ -8,8 +8,8 @@ from prescoring.models import PrescoreJob
 from studio.access import access, scoped
 
 
-def access_prescore_job(user, pk, action: str, *, lock: bool = False) -> PrescoreJob:
-    return access(user, PrescoreJob.objects.select_related("project"), pk, action, lock=lock)
+def access_prescore_job(who, pk, action: str | None = None, *, lock: bool = False) -> PrescoreJob:
+    return access(who, PrescoreJob.objects.select_related("project"), pk, action, lock=lock)
 
 
 def prescore_jobs_for(user, action: str = "job.view") -> QuerySet[PrescoreJob]:

@@ -63,7 +63,7 @@ class PrescoreStart(APIView):
 
     @extend_schema(request=PrescoreStartSerializer, responses={202: PrescoreJobSerializer})
     def post(self, request, project_id: int):
-        project = access_project(request.user, project_id, "prescore.run")
+        project = access_project(request, project_id)
         form = PrescoreStartSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         job = services.prescore_job_create(project=project, user=request.user, **form.validated_data)
@@ -76,7 +76,7 @@ class PrescoreJobList(generics.ListAPIView):
     permission_action = "job.view"
 
     def get_queryset(self):
-        project = access_project(self.request.user, self.kwargs["project_id"], "job.view")
+        project = access_project(self.request, self.kwargs["project_id"])
         return prescore_jobs_for(self.request.user).filter(project=project).order_by("-created_at")
 
 
@@ -95,7 +95,7 @@ class PrescoreJobCancel(APIView):
 
     @extend_schema(request=None, responses={200: dict, 409: dict})
     def post(self, request, pk: int):
-        job = access_prescore_job(request.user, pk, "prescore.run")
+        job = access_prescore_job(request, pk)
         return job_cancel_response(job)
 
 

@@ -251,6 +251,19 @@ class Qwen2VLScorer:
         head = self.model.lm_head.weight.numel()
         return {"vision": vision, "decoder": decoder, "lm_head": head}
 
+    def attention_widths(self) -> dict[str, int]:
+        """Layers and the width of their attention (heads × head size), for the FLOP count of attention's score and
+        weighted-sum products, which grow with the square of the sequence and hold no parameters: the decoder's
+        (causal, over a whole prompt + reply) and the vision tower's (full, within each screenshot)."""
+        text, vision = self.model.config.text_config, self.model.config.vision_config
+        head = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
+        return {
+            "decoder_layers": text.num_hidden_layers,
+            "decoder_width": text.num_attention_heads * head,
+            "vision_layers": vision.depth,
+            "vision_width": vision.embed_dim,
+        }
+
     # --- encoding -------------------------------------------------------------------------------
 
     def _preprocess(self, image: ImageInput, min_pixels: int, max_pixels: int):

@@ -3,7 +3,9 @@
 Every view, API view, consumer, selector and service that needs "may this user do this to that" asks here:
 
 - ``access(user, model_or_queryset, pk, action, *, lock=False)`` fetches one object, keeps it only if it lies in
-  the action's scope for the user, checks the user's role, and (``lock``) takes its row lock, in one call;
+  the action's scope for the user, checks the user's role, and (``lock``) takes its row lock, in one call; an API
+  view passes its request instead of the user and names no action: the view's declared one (``permission_action``,
+  for the request's method) is the default, so a view names its rule once;
 - ``scoped(user, queryset, action)`` narrows a list to what the user reaches for the action;
 - ``can(user, action, obj=None)`` answers yes/no for templates, serializers and pages that offer a button.
 
@@ -15,7 +17,8 @@ the object is within reach but the role may not do the action. Their texts are m
 also Django's PermissionDenied / Http404, so one raised outside a view (a middleware) still gets Django's answer.
 
 The app modules (traces/access.py, annotation/access.py, exports/access.py, webhooks/access.py) name the
-entities: ``access_<entity>(user, pk, action, *, lock=False)`` and ``<entity>s_for(user, action)``.
+entities: ``access_<entity>(user, pk, action, *, lock=False)`` (or ``access_<entity>(request, pk)`` in an API view)
+and ``<entity>s_for(user, action)``.
 """
 
 from __future__ import annotations
@@ -28,8 +31,10 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Model, QuerySet
 from django.db.models.query import ModelIterable
 from django.http import Http404
+from django.utils.translation import gettext, gettext_noop
 from rest_framework.exceptions import MethodNotAllowed
 from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
 
 from studio.db import OneRowRead
 from studio.errors import Forbidden, NotFound
@@ -47,24 +52,26 @@ class Entity:
 
 # model label -> entity. A model the layer is asked about and that is missing here is a programming error.
 ENTITIES: dict[str, Entity] = {
-    "traces.Project": Entity("project", None),
-    "traces.Trace": Entity("trace", "project"),
-    "traces.Step": Entity("step", "trace__project"),
-    "traces.Round": Entity("round", "project"),
-    "traces.ImportJob": Entity("import job", "project"),
-    "prescoring.PrescoreJob": Entity("pre-scoring job", "project"),
-    "annotation.Annotation": Entity("annotation", "project", owner="annotator"),
-    "annotation.Lease": Entity("lease", "trace__project", owner="user"),
-    "annotation.AuditEvent": Entity("history entry", "project", owner="annotator"),
-    "annotation.GoldTrace": Entity("gold trace", "project"),
-    "annotation.AlternativesJob": Entity("alternatives job", "annotation__project", owner="annotation__annotator"),
-    "exports.ExportJob": Entity("export", "project"),
-    "evaluation.EvaluationJob": Entity("evaluation", "project"),
-    "webhooks.Webhook": Entity("webhook", "project"),
-    "webhooks.Delivery": Entity("delivery", "webhook__project"),
-    "insights.Slice": Entity("slice", "project"),
-    "insights.Cluster": Entity("cluster", "run__project"),
-    "insights.ClusterRun": Entity("clustering run", "project"),
+    "traces.Project": Entity(gettext_noop("project"), None),
+    "traces.Trace": Entity(gettext_noop("trace"), "project"),
+    "traces.Step": Entity(gettext_noop("step"), "trace__project"),
+    "traces.Round": Entity(gettext_noop("round"), "project"),
+    "traces.ImportJob": Entity(gettext_noop("import job"), "project"),
+    "prescoring.PrescoreJob": Entity(gettext_noop("pre-scoring job"), "project"),
+    "annotation.Annotation": Entity(gettext_noop("annotation"), "project", owner="annotator"),
+    "annotation.Lease": Entity(gettext_noop("lease"), "trace__project", owner="user"),
+    "annotation.AuditEvent": Entity(gettext_noop("history entry"), "project", owner="annotator"),
+    "annotation.GoldTrace": Entity(gettext_noop("gold trace"), "project"),
+    "annotation.AlternativesJob": Entity(
+        gettext_noop("alternatives job"), "annotation__project", owner="annotation__annotator"
+    ),
+    "exports.ExportJob": Entity(gettext_noop("export"), "project"),
+    "evaluation.EvaluationJob": Entity(gettext_noop("evaluation"), "project"),
+    "webhooks.Webhook": Entity(gettext_noop("webhook"), "project"),
+    "webhooks.Delivery": Entity(gettext_noop("delivery"), "webhook__project"),
+    "insights.Slice": Entity(gettext_noop("slice"), "project"),
+    "insights.Cluster": Entity(gettext_noop("cluster"), "run__project"),
+    "insights.ClusterRun": Entity(gettext_noop("clustering run"), "project"),
 }
 
 
@@ -81,12 +88,13 @@ class NotInScope(NotFound, Http404):
 
     def __init__(self, entity: Entity | str):
         self.entity = entity.name if isinstance(entity, Entity) else entity
-        super().__init__(f"No such {self.entity} among yours.")
+        # In the request's language (the entity names are in the catalog: gettext_noop above).
+        super().__init__(gettext("No such %(entity)s among yours.") % {"entity": gettext(self.entity)})
 
 
 def refusal(action: str) -> str:
     """The one wording of a refusal: every 403 the studio gives comes from here."""
-    return f"You cannot {RULES[action].doing}."
+    return gettext("You cannot %(doing)s.") % {"doing": gettext(RULES[action].doing)}
 
 
 def entity_of(model: type[Model]) -> Entity:
@@ -200,10 +208,25 @@ def _refuse_in_scope(user, obj: Model, action: str) -> None:
         raise AccessRefused(action)
 
 
-def access(user, model_or_queryset: type[Model] | QuerySet, pk: Any, action: str, *, lock: bool = False) -> Any:
-    """Fetch the object ``pk`` for ``action``: 404 (NotInScope) outside the user's projects or for someone else's
-    own object, 403 (AccessRefused) when the role may not; ``lock`` reads it ``select_for_update`` (inside the
-    caller's transaction), so the check and the write see the same row."""
+def requester(who: Any, action: str | None) -> tuple[Any, str]:
+    """The user and the action of an access call. An API view passes its request and names no action: its declared
+    one (``permission_action``, for the request's method) is the default. Every other caller passes the user and
+    names the action (a view checking a second action names it too)."""
+    if isinstance(who, Request):
+        return who.user, action or ActionPermission.action(who, who.parser_context["view"])
+    if action is None:
+        raise TypeError("an access call for a user names its action; only an API view's request has a default")
+    return who, action
+
+
+def access(
+    who: Any, model_or_queryset: type[Model] | QuerySet, pk: Any, action: str | None = None, *, lock: bool = False
+) -> Any:
+    """Fetch the object ``pk`` for ``action`` (``requester``: ``who`` is a user, or an API view's request whose
+    view's action is the default): 404 (NotInScope) outside the user's projects or for someone else's own object,
+    403 (AccessRefused) when the role may not; ``lock`` reads it ``select_for_update`` (inside the caller's
+    transaction), so the check and the write see the same row."""
+    user, action = requester(who, action)
     rule = RULES[action]
     queryset = (
         model_or_queryset if isinstance(model_or_queryset, QuerySet) else model_or_queryset._default_manager.all()
@@ -368,6 +391,4 @@ class AccessedObjectMixin:
     def get_object(self):
         view: Any = self
         lookup = view.lookup_url_kwarg or view.lookup_field
-        return access(
-            view.request.user, view.get_queryset(), view.kwargs[lookup], ActionPermission.action(view.request, view)
-        )
+        return access(view.request, view.get_queryset(), view.kwargs[lookup])

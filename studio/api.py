@@ -9,24 +9,26 @@ from rest_framework.pagination import PageNumberPagination
 from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 
-from studio.errors import ErrorKind, StudioError, error_body
+from studio.errors import Conflict, ErrorKind, StudioError, TooLarge, error_body
 from studio.inputs import input_problem, page_number
 from studio.jobs import JobQueueUnavailable, job_cancel
 from studio.security import CsrfRefused
 
 
 def job_cancel_response(job) -> Response:
-    """Cancel ``job`` and say truthfully what happened: 200 when it was cancelled or will stop, 409 when it had
-    already ended (nothing changed)."""
+    """Cancel ``job`` and say truthfully what happened: 200 when it was cancelled or will stop, a Conflict (409)
+    when it had already ended (nothing changed); both carry the job's state."""
     changed, said = job_cancel(job)
     job.refresh_from_db()
-    return Response(
-        {"id": job.pk, "status": job.status, "cancel_requested": job.cancel_requested, "detail": said},
-        status=status.HTTP_200_OK if changed else status.HTTP_409_CONFLICT,
-    )
+    state = {"id": job.pk, "status": job.status, "cancel_requested": job.cancel_requested}
+    if not changed:
+        raise Conflict(said, **state)
+    return Response({**state, "detail": said})
 
 
 def exception_handler(exc, context):
+    if isinstance(exc, RequestDataTooBig):
+        exc = TooLarge(f"The request body is too large (the limit is {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes).")
     # Application errors first: their kind names the status (studio.errors.STATUS_BY_KIND), in one place.
     if isinstance(exc, StudioError):
         return Response(error_body(exc), status=exc.status)
@@ -39,11 +41,6 @@ def exception_handler(exc, context):
         if isinstance(exc, (NotAuthenticated, AuthenticationFailed, CsrfRefused)) and isinstance(response.data, dict):
             response.data["kind"] = ErrorKind.SIGNED_OUT.value  # the page offers a new login by this kind
         return response
-    if isinstance(exc, RequestDataTooBig):
-        return Response(
-            {"detail": f"The request body is too large (the limit is {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes)."},
-            status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
-        )
     if isinstance(exc, JobQueueUnavailable):
         # The job row says "failed: could not be queued"; the client may simply try again.
         return Response(

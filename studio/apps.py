@@ -12,8 +12,10 @@ class StudioConfig(AppConfig):
     verbose_name = "Trace Studio"
 
     def ready(self):
+        from django.contrib.auth.signals import user_logged_in
         from django.core.signals import request_finished
 
+        from studio.i18n import on_sign_in
         from studio.logs import request_context_end
 
         from . import (
@@ -23,6 +25,8 @@ class StudioConfig(AppConfig):
 
         # A request's log context ends with it (studio.logs): lines logged between requests name none.
         request_finished.connect(request_context_end, dispatch_uid="studio.logs.request_context_end")
+        # The account's language becomes the session's at sign-in (studio.i18n).
+        user_logged_in.connect(on_sign_in, dispatch_uid="studio.i18n.on_sign_in")
 
         # Large request bodies spool here (under the data dir, where the sweep looks), so the folder must exist;
         # a process with no writable data dir (collectstatic at image build) needs none.

@@ -20,9 +20,11 @@ _clients_lock = threading.Lock()
 class SharedPoolRedisCache(RedisCache):
     @cached_property
     def _cache(self):
-        key = (tuple(self._servers), repr(sorted(self._options.items())))
+        # RedisCache's own attributes, which the stubs leave out.
+        servers, options, client_class = self._servers, self._options, self._class  # type: ignore[attr-defined]
+        key = (tuple(servers), repr(sorted(options.items())))
         with _clients_lock:
             client = _clients.get(key)
             if client is None:
-                client = _clients[key] = self._class(self._servers, **self._options)
+                client = _clients[key] = client_class(servers, **options)
         return client

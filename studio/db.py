@@ -70,7 +70,7 @@ def statement_cursor(connection):
     connection.ensure_connection()
     with connection.wrap_database_errors:
         raw = connection.connection
-        cursor = ServerBindingCursor(raw)
+        cursor = ServerBindingCursor(raw)  # type: ignore[call-arg]  # psycopg's cursor takes its connection; the stubs say otherwise
         if connection.timezone != raw.adapters.get_loader(TIMESTAMPTZ_OID, Format.TEXT).timezone:
             register_tzloader(connection.timezone, cursor)
         connection.validate_thread_sharing()
@@ -196,7 +196,8 @@ class _CompiledRead:
         start, end = klass_info["select_fields"][0], klass_info["select_fields"][-1] + 1
         self.model_columns = slice(start, end)
         self.init_list = [f[0].target.attname for f in compiler.select[start:end]]
-        self.related = get_related_populators(klass_info, compiler.select, connection.alias)
+        # Django 5.2's signature; the stubs describe a later Django's (with fetch_mode).
+        self.related = get_related_populators(klass_info, compiler.select, connection.alias)  # type: ignore[call-arg]
         self.annotations = compiler.annotation_col_map
 
     def run(self, values: dict):
@@ -336,7 +337,7 @@ def _compiled_update(connection, model, fields: list, values: list, pk) -> str:
             raise ValueError("a field with its own SQL placeholder cannot be written by a compiled UPDATE")
         query = UpdateQuery(model)
         query.add_update_fields([(f, None, value) for f, value in zip(fields, values, strict=True)])
-        query.add_filter("pk", pk)
+        query.add_filter("pk", pk)  # type: ignore[arg-type]  # Django 5.2 takes the lookup and the value apart
         sql, params = query.get_compiler(connection=connection).as_sql()
         if len(params) != len([v for v in values if v is not None]) + 1:  # the values in field order, then the pk
             raise ValueError(f"the ORM's UPDATE of {model._meta.label} has {len(params)} parameters")

@@ -241,7 +241,7 @@ def _tasks_make(kind: JobKind) -> None:
         with log_context_set(job_id=job_id, job_kind=kind.name, shard=index):
             return job_shard_run(kind, job_id=job_id, index=index)
 
-    made = [((kind.task_name, *kind.old_task_names), run)]
+    made: list[tuple[tuple[str, ...], Callable[..., object]]] = [((kind.task_name, *kind.old_task_names), run)]
     if kind.sharded:
         made.append(((kind.shard_task_name, *kind.old_shard_task_names), shard))
     for names, function in made:

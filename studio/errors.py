@@ -82,8 +82,8 @@ class StudioError(Exception):
         return STATUS_BY_KIND[self.kind]
 
 
-class Invalid(StudioError, ValueError):
-    """The request asks for something the rules refuse (still a ValueError for callers that catch those)."""
+class Invalid(StudioError):
+    """The request asks for something the rules refuse."""
 
     kind = ErrorKind.INVALID
 

@@ -43,7 +43,7 @@ def scrub(value: Any, *, key: str = "") -> Any:
     return value
 
 
-def before_send(event: dict, hint: dict) -> dict | None:
+def before_send(event: Any, hint: dict[str, Any]) -> Any:
     """Name the request or job and the user, describe the request, then scrub the event. A 5xx that Django logs
     without a traceback is an answer the studio chose (a 503 while a dependency is down, /readyz): not sent."""
     record = hint.get("log_record")

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 
@@ -59,7 +60,8 @@ def _storage() -> str:
     from django.core.files.storage import default_storage
 
     if settings.STUDIO_STORAGE == "s3":
-        default_storage.bucket.meta.client.head_bucket(Bucket=default_storage.bucket_name)
+        s3: Any = default_storage
+        s3.bucket.meta.client.head_bucket(Bucket=s3.bucket_name)
         return "s3"
     location = settings.MEDIA_ROOT
     location.mkdir(parents=True, exist_ok=True)

@@ -219,22 +219,21 @@ def job_add_error(job, error: dict) -> None:
     type(job).objects.filter(pk=job.pk).update(errors=job.errors)
 
 
-class _Heartbeat(threading.Thread):
-    """Beats for a running job from its own thread (and its own database connection) while the work runs, so a
-    long step (one large screenshot, one model batch) is never mistaken for a dead worker."""
+class Heartbeat(threading.Thread):
+    """Calls ``beat()`` every heartbeat interval from its own thread (and its own database connection) while a run's
+    work goes on, so a long step (one large screenshot, one model batch) is never mistaken for a dead worker: a job's
+    run beats for its job (``job_attempt_running``), a shard's for the shard and its job (``studio.shards``)."""
 
-    def __init__(self, job):
-        super().__init__(name=f"heartbeat-{type(job).__name__}-{job.pk}", daemon=True)
-        self.job = job
+    def __init__(self, name: str, beat: Callable[[], object]):
+        super().__init__(name=name, daemon=True)
+        self.beat = beat
         self.stopped = threading.Event()
 
     def run(self) -> None:
         try:
             while not self.stopped.wait(_heartbeat_interval_s()):
                 try:
-                    type(self.job).objects.filter(
-                        pk=self.job.pk, attempts=self.job.attempts, status=JobStatus.RUNNING
-                    ).update(heartbeat_at=timezone.now())
+                    self.beat()
                 except DatabaseError:
                     connection.close()  # a dropped connection: the next beat opens a new one
         finally:
@@ -243,6 +242,11 @@ class _Heartbeat(threading.Thread):
     def stop(self) -> None:
         self.stopped.set()
         self.join(timeout=5)
+
+
+def _job_beat(job) -> Heartbeat:
+    mine = type(job).objects.filter(pk=job.pk, attempts=job.attempts, status=JobStatus.RUNNING)
+    return Heartbeat(f"heartbeat-{type(job).__name__}-{job.pk}", lambda: mine.update(heartbeat_at=timezone.now()))
 
 
 # --- running ---------------------------------------------------------------------------------------------
@@ -259,31 +263,41 @@ def _fresh_connection() -> None:
         connection.close()
 
 
-def _end(job, status: str, message: str) -> None:
-    """Record the run's end, on a fresh connection after any database error, retried until the database
-    answers (bounded)."""
+def write_retried(write: Callable[[], None], what: str) -> None:
+    """Record a run's end (a job's, a shard's): ``write()`` on a fresh connection (the one the work used may be the
+    one that broke), retried while the database does not answer, bounded. The last error is raised: the watchdog
+    then finds the run stale and finishes or resends it."""
     delays = (0, 1, 2, 4, 8, 15, 30)
     for number, delay in enumerate(delays):
         time.sleep(delay)
+        _fresh_connection()
         try:
-            current = type(job).objects.filter(pk=job.pk).values("attempts", "status").first()
-            if current is None or current["attempts"] != job.attempts or current["status"] != JobStatus.RUNNING:
-                log.warning(
-                    "%s %s: attempt %s ended after it was superseded; its end is not recorded",
-                    type(job).__name__,
-                    job.pk,
-                    job.attempts,
-                )
-                return
-            job.status = current["status"]
-            with transaction.atomic():
-                _transition(job, status, finished_at=timezone.now(), message=message)
+            write()
             return
         except DatabaseError:
             if number == len(delays) - 1:
-                raise  # the watchdog will find the job stale and finish it
-            log.warning("%s %s: could not record its end yet; retrying", type(job).__name__, job.pk)
-            _fresh_connection()
+                raise
+            log.warning("%s: could not record its end yet; retrying", what)
+
+
+def _end(job, status: str, message: str) -> None:
+    """Record the run's end (``write_retried``), unless a newer attempt took the job over meanwhile."""
+
+    def write() -> None:
+        current = type(job).objects.filter(pk=job.pk).values("attempts", "status").first()
+        if current is None or current["attempts"] != job.attempts or current["status"] != JobStatus.RUNNING:
+            log.warning(
+                "%s %s: attempt %s ended after it was superseded; its end is not recorded",
+                type(job).__name__,
+                job.pk,
+                job.attempts,
+            )
+            return
+        job.status = current["status"]
+        with transaction.atomic():
+            _transition(job, status, finished_at=timezone.now(), message=message)
+
+    write_retried(write, f"{type(job).__name__} {job.pk}")
 
 
 def job_run(
@@ -380,7 +394,7 @@ def job_attempt_running(job) -> Iterator[Path]:
     empty for it and removed afterwards: ``job_run``'s, and a sharded job's planning (an import's), which may take
     long and is not the job's end."""
     workdir = _workdir_fresh(job)
-    beat = _Heartbeat(job)
+    beat = _job_beat(job)
     beat.start()
     try:
         yield workdir
@@ -690,37 +704,48 @@ def jobs_resend_lost(*, now=None) -> list[tuple[str, int, str]]:
     return acted
 
 
-def watchdog_start(beat: Callable[[], None] | None = None) -> threading.Thread:
-    """A daemon timer in a worker process: ``jobs_watch_once`` every ``JOB_WATCH_INTERVAL_S``, after ``beat()``
-    (the worker's heartbeat for the metrics: the watchdog's timer is the worker's pulse)."""
+def watch_timer_start(name: str, interval_s: Callable[[], float], watch: Callable[[], None]) -> threading.Thread:
+    """A daemon timer in a worker process: ``watch()`` every ``interval_s()`` seconds, counted from one pass's start
+    to the next whatever a pass takes (the promise a cancel makes, ``job_cancel_bound_s``, counts one interval
+    between passes). A pass that raises is logged and the next one opens a fresh connection: a watchdog outlives a
+    database or broker blip. The job watchdog's timer and the shard watchdog's (``studio.shards``)."""
 
     def loop() -> None:
-        # Passes start every JOB_WATCH_INTERVAL_S whatever a pass takes (its disk sweep may take a while): the
-        # promise a cancel makes (job_cancel_bound_s) counts one interval between passes.
         next_pass = time.monotonic()
         while True:
-            next_pass = max(next_pass + settings.JOB_WATCH_INTERVAL_S, time.monotonic())
+            next_pass = max(next_pass + interval_s(), time.monotonic())
             time.sleep(max(0.0, next_pass - time.monotonic()))
-            if beat is not None:
-                beat()
             try:
-                acted = jobs_watch_once() + jobs_resend_lost()
-                if acted:
-                    log.warning("job watchdog: %s", acted)
-                swept = jobs_sweep_files()
-                if any(swept.values()):
-                    log.info("disk sweep: %s", swept)
-            except Exception:  # noqa: BLE001 - the watchdog must outlive a database or broker blip
-                log.exception("job watchdog could not look at the jobs")
+                watch()
+            except Exception:  # noqa: BLE001 - see above
+                log.exception("%s could not look at the jobs", name)
                 connection.close()
 
-    thread = threading.Thread(target=loop, name="job-watchdog", daemon=True)
+    thread = threading.Thread(target=loop, name=name, daemon=True)
     thread.start()
     return thread
 
 
+def watchdog_start(beat: Callable[[], None] | None = None) -> threading.Thread:
+    """``jobs_watch_once`` every ``JOB_WATCH_INTERVAL_S``, after ``beat()`` (the worker's heartbeat for the metrics:
+    the watchdog's timer is the worker's pulse)."""
+
+    def watch() -> None:
+        if beat is not None:
+            beat()
+        acted = jobs_watch_once() + jobs_resend_lost()
+        if acted:
+            log.warning("job watchdog: %s", acted)
+        swept = jobs_sweep_files()
+        if any(swept.values()):
+            log.info("disk sweep: %s", swept)
+
+    return watch_timer_start("job-watchdog", lambda: settings.JOB_WATCH_INTERVAL_S, watch)
+
+
 __all__ = [
     "JOB_TRANSITIONS",
+    "Heartbeat",
     "JobCancelled",
     "JobDeferred",
     "JobFailed",
@@ -739,5 +764,7 @@ __all__ = [
     "job_start",
     "jobs_resend_lost",
     "jobs_watch_once",
+    "watch_timer_start",
     "watchdog_start",
+    "write_retried",
 ]

@@ -6,6 +6,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.http import HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import render
+from django.utils.translation import gettext_lazy
 
 from studio import metrics
 from studio.errors import ErrorKind, StudioError, error_body, unreachable_dependency
@@ -20,11 +21,11 @@ def wants_json(request) -> bool:
 
 # The heading of the refusal page, per kind (the text under it is the error's own message).
 PAGE_TITLE_BY_KIND = {
-    ErrorKind.INVALID: "Not done",
-    ErrorKind.FORBIDDEN: "Not allowed",
-    ErrorKind.NOT_FOUND: "Not found",
-    ErrorKind.CONFLICT: "Changed meanwhile",
-    ErrorKind.TOO_LARGE: "Too large",
+    ErrorKind.INVALID: gettext_lazy("Not done"),
+    ErrorKind.FORBIDDEN: gettext_lazy("Not allowed"),
+    ErrorKind.NOT_FOUND: gettext_lazy("Not found"),
+    ErrorKind.CONFLICT: gettext_lazy("Changed meanwhile"),
+    ErrorKind.TOO_LARGE: gettext_lazy("Too large"),
 }
 
 
@@ -130,7 +131,7 @@ class DependencyOutageMiddleware:
         metrics.storage_errors.labels("redis" if service == "Redis" else "s3").inc()
         detail = f"{service} is not answering; try again in a moment."
         if request.path.startswith("/api/") or "application/json" in request.headers.get("Accept", ""):
-            response = JsonResponse({"detail": detail, "retryable": True}, status=503)
+            response: HttpResponse = JsonResponse({"detail": detail, "retryable": True}, status=503)
         else:
             response = render(request, "503.html", {"detail": detail}, status=503)
         response["Retry-After"] = str(self.RETRY_AFTER_S)
@@ -177,7 +178,7 @@ class ClientAddressMiddleware:
                 (a for a in reversed(forwarded) if not self.is_trusted(a)), forwarded[0] if forwarded else peer
             )
             try:
-                client = str(ipaddress.ip_address(client))
+                client = str(ipaddress.ip_address(client or ""))
             except ValueError:  # a proxy that forwards garbage: keep the proxy's own address
                 client = peer
             scope = {**scope, "client": (client, 0)}

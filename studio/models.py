@@ -2,14 +2,15 @@
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class JobStatus(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    SUCCEEDED = "succeeded", "Succeeded"
-    FAILED = "failed", "Failed"
-    CANCELLED = "cancelled", "Cancelled"
+    QUEUED = "queued", _("Queued")
+    RUNNING = "running", _("Running")
+    SUCCEEDED = "succeeded", _("Succeeded")
+    FAILED = "failed", _("Failed")
+    CANCELLED = "cancelled", _("Cancelled")
 
 
 class JobBase(models.Model):
@@ -50,7 +51,7 @@ class JobBase(models.Model):
     @classmethod
     def kind_label_of_model(cls) -> str:
         """The job's kind as logs and metrics name it (a registered kind's name: ``studio.engine.KindJob``)."""
-        return cls._meta.model_name
+        return cls._meta.model_name or cls.__name__.lower()
 
     def kind_label(self) -> str:
         return type(self).kind_label_of_model()
@@ -70,8 +71,10 @@ def job_field_with_db_default(name: str, db_default) -> models.Field:
     had without the column, so that release's inserts, which leave the column out, still succeed while this
     release's migrations are applied (docs/deploy.md, "Upgrading"). JobBase itself stays without one: the other
     job tables were made with these columns."""
-    _, _, args, options = JobBase._meta.get_field(name).deconstruct()
-    return type(JobBase._meta.get_field(name))(*args, db_default=db_default, **options)
+    field = JobBase._meta.get_field(name)
+    assert isinstance(field, models.Field), name
+    _, _, args, options = field.deconstruct()
+    return type(field)(*args, **{**options, "db_default": db_default})
 
 
 class ShardStatus(models.TextChoices):
@@ -151,9 +154,9 @@ class BackupOutcome(models.Model):
 class ShortcutMode(models.TextChoices):
     """How a person takes the pages' single-key shortcuts (WCAG 2.1.4; static/js/keys.js reads it off the page)."""
 
-    SINGLE = "single", "On: a key alone (e marks the first error)"
-    MODIFIER = "modifier", "With Alt (Option on a Mac): Alt+e marks the first error"
-    OFF = "off", "Off: buttons, arrows, Home, End, Esc and the Ctrl keys only"
+    SINGLE = "single", _("On: a key alone (e marks the first error)")
+    MODIFIER = "modifier", _("With Alt (Option on a Mac): Alt+e marks the first error")
+    OFF = "off", _("Off: buttons, arrows, Home, End, Esc and the Ctrl keys only")
 
 
 class AccountSettings(models.Model):
@@ -163,3 +166,6 @@ class AccountSettings(models.Model):
     shortcuts = models.CharField(
         max_length=16, choices=ShortcutMode.choices, default=ShortcutMode.SINGLE, db_default=ShortcutMode.SINGLE
     )
+    # A code of settings.LANGUAGES, or blank for the browser's (Accept-Language); studio.i18n keeps it in the
+    # session at sign-in so no request reads this row.
+    language = models.CharField(max_length=16, blank=True, default="", db_default="")

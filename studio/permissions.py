@@ -11,6 +11,8 @@ import functools
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from studio.catalog import gettext_noop
+
 
 class Role(StrEnum):
     ANNOTATOR = "annotator"
@@ -51,71 +53,75 @@ class Rule:
 
 # action -> rule. Every view, page, API view and consumer names one of these; studio.access enforces them.
 RULES: dict[str, Rule] = {
-    "project.view": Rule(ALL, Scope.MEMBER, "see this project"),
+    "project.view": Rule(ALL, Scope.MEMBER, gettext_noop("see this project")),
     # Creating a project and changing its settings and members (leads: in their projects).
-    "project.manage": Rule(LEADS, Scope.MEMBER, "change projects' settings"),
-    "trace.view": Rule(ALL, Scope.MEMBER, "see this trace"),
-    "trace.import": Rule(LEADS, Scope.MEMBER, "import traces"),
+    "project.manage": Rule(LEADS, Scope.MEMBER, gettext_noop("change projects' settings")),
+    "trace.view": Rule(ALL, Scope.MEMBER, gettext_noop("see this trace")),
+    "trace.import": Rule(LEADS, Scope.MEMBER, gettext_noop("import traces")),
     # Mending what an import could not find (a trace's blank instruction).
-    "trace.edit": Rule(LEADS, Scope.MEMBER, "edit traces"),
-    "trace.delete": Rule(LEADS, Scope.MEMBER, "delete traces"),
-    "job.view": Rule(ALL, Scope.MEMBER, "see this job"),
+    "trace.edit": Rule(LEADS, Scope.MEMBER, gettext_noop("edit traces")),
+    "trace.delete": Rule(LEADS, Scope.MEMBER, gettext_noop("delete traces")),
+    "job.view": Rule(ALL, Scope.MEMBER, gettext_noop("see this job")),
     # Rounds: every member sees a project's rounds (and which one a trace is in); leads start new ones.
-    "round.view": Rule(ALL, Scope.MEMBER, "see this round"),
-    "round.create": Rule(LEADS, Scope.MEMBER, "create rounds"),
+    "round.view": Rule(ALL, Scope.MEMBER, gettext_noop("see this round")),
+    "round.create": Rule(LEADS, Scope.MEMBER, gettext_noop("create rounds")),
     # Annotating: a project's next trace, and one's own annotations only (a lead's too: review is elsewhere).
-    "annotation.work": Rule(ANNOTATING, Scope.OWN, "annotate"),
+    "annotation.work": Rule(ANNOTATING, Scope.OWN, gettext_noop("annotate")),
     # The audit history of a trace's annotations: one's own; leads everyone's (agreement needs independent readings).
-    "annotation.history": Rule(ALL, Scope.OWN, "see other annotators' history", unless=LEADS),
-    "annotation.review": Rule(LEADS, Scope.MEMBER, "review annotations"),
+    "annotation.history": Rule(ALL, Scope.OWN, gettext_noop("see other annotators' history"), unless=LEADS),
+    "annotation.review": Rule(LEADS, Scope.MEMBER, gettext_noop("review annotations")),
     # An annotation's saved versions and restoring one (as a new version): its annotator; leads any of their
     # projects'. Whether the answer may change now (its status) is the restore's rule, as for any edit.
-    "annotation.versions": Rule(ANNOTATING, Scope.OWN, "see other annotators' versions", unless=LEADS),
-    "annotation.restore": Rule(ANNOTATING, Scope.OWN, "restore other annotators' versions", unless=LEADS),
-    "lease.manage": Rule(LEADS, Scope.MEMBER, "manage other annotators' leases"),
+    "annotation.versions": Rule(ANNOTATING, Scope.OWN, gettext_noop("see other annotators' versions"), unless=LEADS),
+    "annotation.restore": Rule(ANNOTATING, Scope.OWN, gettext_noop("restore other annotators' versions"), unless=LEADS),
+    "lease.manage": Rule(LEADS, Scope.MEMBER, gettext_noop("manage other annotators' leases")),
     # The holder closes their own lease (page closed); leads any lease of their projects.
-    "lease.release": Rule(ANNOTATING, Scope.OWN, "release this lease", unless=LEADS),
+    "lease.release": Rule(ANNOTATING, Scope.OWN, gettext_noop("release this lease"), unless=LEADS),
     # Quality control (annotation.quality): leads mark gold traces (the reference answers), set the bounds, read each
     # annotator's figures and pause a queue; every annotating member sees where they stand with the qualification;
     # a scored answer's comparison with its reference is its annotator's (a qualification answer, once submitted:
     # annotation.quality.selectors.feedback_refusal), and the leads'.
-    "gold.manage": Rule(LEADS, Scope.MEMBER, "mark gold traces"),
-    "quality.view": Rule(LEADS, Scope.MEMBER, "see annotators' quality"),
-    "quality.manage": Rule(LEADS, Scope.MEMBER, "change quality control or pause annotators"),
-    "qualification.view": Rule(ANNOTATING, Scope.MEMBER, "see the qualification"),
-    "gold.feedback": Rule(ANNOTATING, Scope.OWN, "see other annotators' gold feedback", unless=LEADS),
-    "webhook.manage": Rule(LEADS, Scope.MEMBER, "manage webhooks"),
-    "dashboard.view": Rule(LEADS, Scope.MEMBER, "see dashboards"),
-    "presence.view": Rule(ANNOTATING, Scope.MEMBER, "see who works on what"),
-    "export.view": Rule(EXPORTING, Scope.MEMBER, "see exports"),
-    "export.create": Rule(EXPORTING, Scope.MEMBER, "export"),
-    "prescore.run": Rule(LEADS, Scope.MEMBER, "run pre-scoring"),
+    "gold.manage": Rule(LEADS, Scope.MEMBER, gettext_noop("mark gold traces")),
+    "quality.view": Rule(LEADS, Scope.MEMBER, gettext_noop("see annotators' quality")),
+    "quality.manage": Rule(LEADS, Scope.MEMBER, gettext_noop("change quality control or pause annotators")),
+    "qualification.view": Rule(ANNOTATING, Scope.MEMBER, gettext_noop("see the qualification")),
+    "gold.feedback": Rule(ANNOTATING, Scope.OWN, gettext_noop("see other annotators' gold feedback"), unless=LEADS),
+    "webhook.manage": Rule(LEADS, Scope.MEMBER, gettext_noop("manage webhooks")),
+    "dashboard.view": Rule(LEADS, Scope.MEMBER, gettext_noop("see dashboards")),
+    "presence.view": Rule(ANNOTATING, Scope.MEMBER, gettext_noop("see who works on what")),
+    "export.view": Rule(EXPORTING, Scope.MEMBER, gettext_noop("see exports")),
+    "export.create": Rule(EXPORTING, Scope.MEMBER, gettext_noop("export")),
+    "prescore.run": Rule(LEADS, Scope.MEMBER, gettext_noop("run pre-scoring")),
     # Checkpoint evaluation on the accepted corrections (the gpu queue): the people who train and judge checkpoints.
-    "evaluation.view": Rule(EXPORTING, Scope.MEMBER, "see checkpoint evaluations"),
-    "evaluation.run": Rule(EXPORTING, Scope.MEMBER, "evaluate checkpoints"),
+    "evaluation.view": Rule(EXPORTING, Scope.MEMBER, gettext_noop("see checkpoint evaluations")),
+    "evaluation.run": Rule(EXPORTING, Scope.MEMBER, gettext_noop("evaluate checkpoints")),
     # In a blind project annotators see no model suggestions (nor a suspicion order); leads and engineers do.
-    "prescore.view": Rule(ALL, Scope.NOT_BLIND, "see model pre-scoring in this project", unless=SEES_BLIND),
+    "prescore.view": Rule(
+        ALL, Scope.NOT_BLIND, gettext_noop("see model pre-scoring in this project"), unless=SEES_BLIND
+    ),
     # On-policy alternatives at a step: the annotation's annotator, and leads on any annotation of their projects
     # (whether the project is blind is prescore.view's to say, as for suggestions).
-    "annotation.alternatives": Rule(ANNOTATING, Scope.OWN, "ask the model for alternatives", unless=LEADS),
+    "annotation.alternatives": Rule(
+        ANNOTATING, Scope.OWN, gettext_noop("ask the model for alternatives"), unless=LEADS
+    ),
     # Search across corrections: every member; annotators find their own corrections only (search.everyone).
-    "search.view": Rule(ALL, Scope.MEMBER, "search this project's corrections"),
-    "search.everyone": Rule(SEES_BLIND, Scope.MEMBER, "search other annotators' corrections"),
+    "search.view": Rule(ALL, Scope.MEMBER, gettext_noop("search this project's corrections")),
+    "search.everyone": Rule(SEES_BLIND, Scope.MEMBER, gettext_noop("search other annotators' corrections")),
     # Slices (saved searches) and clusters of accepted corrections: the people who study a checkpoint's mistakes.
-    "slice.view": Rule(SEES_BLIND, Scope.MEMBER, "see slices and clusters"),
-    "slice.manage": Rule(SEES_BLIND, Scope.MEMBER, "save slices and cluster corrections"),
+    "slice.view": Rule(SEES_BLIND, Scope.MEMBER, gettext_noop("see slices and clusters")),
+    "slice.manage": Rule(SEES_BLIND, Scope.MEMBER, gettext_noop("save slices and cluster corrections")),
     # Sending a slice's traces back to the annotation queue for another answer: the queue is the leads'.
-    "queue.request": Rule(LEADS, Scope.MEMBER, "send traces back to the annotation queue"),
+    "queue.request": Rule(LEADS, Scope.MEMBER, gettext_noop("send traces back to the annotation queue")),
     # Each pre-scoring scorer against the human first errors: it shows pre-scoring, so never to blind annotators.
-    "alignment.view": Rule(SEES_BLIND, Scope.MEMBER, "see judge alignment"),
+    "alignment.view": Rule(SEES_BLIND, Scope.MEMBER, gettext_noop("see judge alignment")),
     # Reading the API's own description and the account pages.
-    "api.docs": Rule(ALL, Scope.ANY, "read the API documentation"),
-    # Everyone's own settings (how single-key shortcuts work for them).
-    "account.settings": Rule(ALL, Scope.ANY, "change account settings"),
+    "api.docs": Rule(ALL, Scope.ANY, gettext_noop("read the API documentation")),
+    # Everyone's own settings: the language the studio speaks to them (studio.i18n), how single-key shortcuts work.
+    "account.settings": Rule(ALL, Scope.ANY, gettext_noop("change account settings")),
     # Engineers fetch bundles with a token; it is theirs to create and revoke.
-    "token.manage": Rule(EXPORTING, Scope.ANY, "manage API tokens"),
+    "token.manage": Rule(EXPORTING, Scope.ANY, gettext_noop("manage API tokens")),
     # Django's admin (it checks is_staff itself; the table says who it is for).
-    "admin.site": Rule(frozenset({Role.ADMIN}), Scope.ANY, "open the admin site"),
+    "admin.site": Rule(frozenset({Role.ADMIN}), Scope.ANY, gettext_noop("open the admin site")),
 }
 
 # action -> roles allowed, derived from RULES (what the role alone decides).
@@ -143,6 +149,8 @@ PAGE_PERMISSIONS: dict[str, str] = {
     "api-docs": "api.docs",
     "account-settings": "account.settings",
     "account-token": "token.manage",
+    # The pages' scripts' translations (Django's JavaScript catalog): the login page's scripts need them too.
+    "javascript-catalog": PUBLIC,
     "api-token": "token.manage",
     # traces
     "project-list": "project.view",

@@ -38,7 +38,7 @@ class StudioS3Storage(S3Storage):
             settings, "S3_PUBLIC_ENDPOINT_URL", None
         )
         super().__init__(**options)
-        self.client_config = s3_client_config(self.client_config)
+        self.client_config = s3_client_config(self.client_config)  # type: ignore[has-type]  # django-storages is untyped
         self._public_connections = threading.local()
 
     def __getstate__(self):

@@ -8,6 +8,7 @@ from django.contrib.auth.views import redirect_to_login
 from django.http import JsonResponse
 from django.utils import timezone
 from django.utils.functional import SimpleLazyObject
+from django.utils.translation import gettext
 from rest_framework import authentication
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.exceptions import AuthenticationFailed, PermissionDenied
@@ -42,7 +43,7 @@ def login_name(raw: str) -> str:
     " victim " and the full-width "ｖｉｃｔｉｍ" count against the same account as "victim"."""
     from django.contrib.auth.forms import AuthenticationForm
 
-    name = AuthenticationForm().fields["username"].to_python(raw)
+    name = AuthenticationForm().fields["username"].to_python(raw) or ""
     # The counter is a database row: a NUL (which PostgreSQL refuses) cannot name an account anyway.
     return name.replace("\x00", "\N{REPLACEMENT CHARACTER}")[:150]
 
@@ -184,7 +185,7 @@ class PageActionMiddleware:
         if not request.user.is_authenticated:
             if wants_json(request):
                 refused = SignedOut(
-                    "Not logged in (or the session expired): log in again. Drafts are kept on the server."
+                    gettext("Not logged in (or the session expired): log in again. Drafts are kept on the server.")
                 )
                 return JsonResponse(error_body(refused), status=refused.status)
             return redirect_to_login(request.get_full_path())

@@ -7,6 +7,7 @@ from django.contrib.auth.models import Group
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils.translation import gettext as _
 
 from studio.errors import Invalid
 from studio.inputs import text_problem
@@ -58,8 +59,26 @@ class SettingsProblem(Invalid):
     """Account settings that cannot be stored as asked; the message says why."""
 
 
-def account_settings_update(*, user, shortcuts: str) -> None:
-    """Stores ``user``'s own settings: how they take single-key shortcuts (a ShortcutMode value)."""
-    if shortcuts not in ShortcutMode.values:
-        raise SettingsProblem(f"shortcuts must be one of {', '.join(ShortcutMode.values)}, not {shortcuts!r}")
-    AccountSettings.objects.update_or_create(user=user, defaults={"shortcuts": shortcuts})
+def account_settings_update(*, user, shortcuts: str | None = None, language: str | None = None) -> AccountSettings:
+    """Stores ``user``'s own settings; a setting given as None stays as it is.
+
+    ``shortcuts``: how they take single-key shortcuts (a ShortcutMode value). ``language``: the language they see
+    the studio in, a code of ``settings.LANGUAGES``, or "" for the browser's (the caller keeps it in the session,
+    studio.i18n)."""
+    from django.conf import settings
+
+    changes: dict[str, str] = {}
+    if shortcuts is not None:
+        if shortcuts not in ShortcutMode.values:
+            raise SettingsProblem(
+                _("shortcuts must be one of %(modes)s, not %(given)r")
+                % {"modes": ", ".join(ShortcutMode.values), "given": shortcuts}
+            )
+        changes["shortcuts"] = shortcuts
+    if language is not None:
+        language = language.strip()
+        if language and language not in {code for code, _name in settings.LANGUAGES}:
+            raise SettingsProblem(_("No such language: %(language)s.") % {"language": language})
+        changes["language"] = language
+    chosen, _created = AccountSettings.objects.update_or_create(user=user, defaults=changes)
+    return chosen

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ipaddress
 import os
 from pathlib import Path
+from typing import Any, overload
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -21,9 +22,13 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 APP_VERSION = "0.1.0"
 
 
+@overload
+def env(name: str, default: str) -> str: ...
+@overload
+def env(name: str, default: None = None) -> str | None: ...
 def env(name: str, default: str | None = None) -> str | None:
     value = os.environ.get(name)
-    return default if value in (None, "") else value
+    return default if value is None or value == "" else value
 
 
 def env_bool(name: str, default: bool) -> bool:
@@ -89,6 +94,8 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "studio.middleware.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # The request's language: the account's choice kept in the session, else Accept-Language (studio.i18n).
+    "studio.i18n.AccountLocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "studio.middleware.InputRulesMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -195,7 +202,9 @@ if REDIS_URL:
     # connection error instead of an AttributeError that ended a busy worker (studio/broker_redis.py).
     CELERY_BROKER_TRANSPORT = "studio.broker_redis:Transport"
     # Unacked (late-ack) tasks of a killed worker come back after this many seconds.
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("STUDIO_REDIS_VISIBILITY_TIMEOUT_S", 3600)}
+    CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, Any] = {
+        "visibility_timeout": env_int("STUDIO_REDIS_VISIBILITY_TIMEOUT_S", 3600)
+    }
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
@@ -277,7 +286,7 @@ if STUDIO_STORAGE == "s3":
     AWS_S3_FILE_OVERWRITE = False
     AWS_S3_ADDRESSING_STYLE = "path"
     AWS_S3_SIGNATURE_VERSION = "s3v4"  # presigned download URLs that MinIO and AWS both accept
-    DEFAULT_STORAGE_BACKEND = {"BACKEND": "studio.s3.StudioS3Storage"}
+    DEFAULT_STORAGE_BACKEND: dict[str, Any] = {"BACKEND": "studio.s3.StudioS3Storage"}
 elif STUDIO_STORAGE == "local":
     DEFAULT_STORAGE_BACKEND = {
         "BACKEND": "django.core.files.storage.FileSystemStorage",
@@ -431,9 +440,14 @@ SPECTACULAR_SETTINGS = {
     ],
 }
 
-LANGUAGE_CODE = "en-us"
+# Languages (docs/architecture.md, "Languages"): a person's account choice (studio.i18n), else the browser's
+# Accept-Language, else English. The catalogs are locale/<language>/LC_MESSAGES/django.po (pages, messages) and
+# djangojs.po (the pages' scripts, served by /jsi18n/), committed with their compiled .mo.
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
-USE_I18N = False
+USE_I18N = True
 USE_TZ = True
 
 # --- Logs, metrics, errors (docs/deploy.md: "Logs", "Metrics", "Errors") -----------------------------------------

@@ -23,22 +23,24 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterator
-from datetime import timedelta
 from typing import Any
 
 from django.apps import apps
 from django.conf import settings
-from django.db import DatabaseError, connection, transaction
+from django.db import transaction
 from django.db.models import F, Q, Sum
 from django.utils import timezone
 
 from studio.errors import describe_error
-from studio.jobs import (  # the one job state machine; shards end their job through it
+from studio.jobs import (  # the one job state machine (shards end their job through it), beat, retry and timer
+    Heartbeat,
     JobCancelled,
+    _stale_after,
     _transition,
     memory_give_back,
+    watch_timer_start,
+    write_retried,
 )
 from studio.models import JobShard, JobStatus, ShardStatus
 
@@ -53,15 +55,6 @@ class ShardStopped(Exception):
 
 class ShardFatal(Exception):
     """A shard's failure that no retry mends (a model that is not there): the job fails at once with this message."""
-
-
-def _stale_after() -> timedelta:
-    return timedelta(seconds=settings.JOB_STALE_AFTER_S)
-
-
-def _beat_interval_s() -> float:
-    # Several beats fit in the stale window, so a live shard is never taken for a dead one.
-    return max(0.2, min(10.0, settings.JOB_STALE_AFTER_S / 4))
 
 
 def _shards_of(job):
@@ -198,31 +191,17 @@ class ShardProgress:
             raise ShardStopped()
 
 
-class _Beat(threading.Thread):
-    """Beats for the shard and its job from its own thread (its own database connection) while the work runs."""
+def _shard_beat(job, shard: JobShard) -> Heartbeat:
+    """Beats for the shard and its job while the shard's work runs."""
+    mine = JobShard.objects.filter(pk=shard.pk, attempts=shard.attempts, status=ShardStatus.RUNNING)
+    running_job = type(job).objects.filter(pk=job.pk, status=JobStatus.RUNNING)
 
-    def __init__(self, job, shard: JobShard):
-        super().__init__(name=f"shard-beat-{job.pk}-{shard.index}", daemon=True)
-        self.job, self.shard = job, shard
-        self.stopped = threading.Event()
+    def beat() -> None:
+        now = timezone.now()
+        mine.update(heartbeat_at=now)
+        running_job.update(heartbeat_at=now)
 
-    def run(self) -> None:
-        try:
-            while not self.stopped.wait(_beat_interval_s()):
-                try:
-                    now = timezone.now()
-                    JobShard.objects.filter(
-                        pk=self.shard.pk, attempts=self.shard.attempts, status=ShardStatus.RUNNING
-                    ).update(heartbeat_at=now)
-                    type(self.job).objects.filter(pk=self.job.pk, status=JobStatus.RUNNING).update(heartbeat_at=now)
-                except DatabaseError:
-                    connection.close()  # the next beat opens a new connection
-        finally:
-            connection.close()
-
-    def stop(self) -> None:
-        self.stopped.set()
-        self.join(timeout=5)
+    return Heartbeat(f"shard-beat-{job.pk}-{shard.index}", beat)
 
 
 def _claim(shard: JobShard) -> bool:
@@ -235,23 +214,6 @@ def _claim(shard: JobShard) -> bool:
         return False
     shard.refresh_from_db()
     return True
-
-
-def _with_fresh_connection(write: Callable[[], None]) -> None:
-    """Write a shard's end on a fresh connection, retried while the database does not answer (bounded): the
-    connection the work used may be the one that broke."""
-    delays = (0, 1, 2, 4, 8, 15)
-    for number, delay in enumerate(delays):
-        time.sleep(delay)
-        try:
-            if not connection.in_atomic_block:  # (inside a caller's transaction, e.g. a test, the connection stays)
-                connection.close()
-            write()
-            return
-        except DatabaseError:
-            if number == len(delays) - 1:
-                raise  # the watchdog finds the shard stale and sends it again
-            log.warning("could not record a shard's end yet; retrying")
 
 
 def shard_run(
@@ -281,7 +243,7 @@ def shard_run(
         return "cancelled"
     if not _claim(shard):
         return "taken"
-    beat = _Beat(job, shard)
+    beat = _shard_beat(job, shard)
     beat.start()
     fatal = False
     try:
@@ -335,7 +297,7 @@ def shard_run(
                 message if fatal else f"Shard {index + 1} failed {shard.attempts} times: {message}",
             )
 
-    _with_fresh_connection(end)
+    write_retried(end, f"{model.__name__} {job.pk} shard {index}")
     return outcome
 
 
@@ -453,20 +415,12 @@ def shards_watch_once() -> list[tuple[str, int, int, str]]:
 def shards_watch_start() -> threading.Thread:
     """A daemon timer in a worker process: ``shards_watch_once`` a few times per stale window."""
 
-    def loop() -> None:
-        while True:
-            time.sleep(max(0.5, settings.JOB_STALE_AFTER_S / 3))
-            try:
-                acted = shards_watch_once()
-                if acted:
-                    log.warning("shard watchdog: %s", acted)
-            except Exception:
-                log.exception("shard watchdog could not look at the shards")
-                connection.close()
+    def watch() -> None:
+        acted = shards_watch_once()
+        if acted:
+            log.warning("shard watchdog: %s", acted)
 
-    thread = threading.Thread(target=loop, name="shard-watchdog", daemon=True)
-    thread.start()
-    return thread
+    return watch_timer_start("shard-watchdog", lambda: max(0.5, settings.JOB_STALE_AFTER_S / 3), watch)
 
 
 def shards_all_done(job) -> bool:

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import default_storage
-from django.http import FileResponse, HttpResponse, HttpResponseRedirect
+from django.http import FileResponse, HttpResponseRedirect
+from django.http.response import HttpResponseBase
 
 # Content-addressed files: the bytes behind a name never change.
 IMMUTABLE = "private, max-age=31536000, immutable"
@@ -41,13 +43,14 @@ SHORT_LIVED = "private, max-age=60"
 
 def stored_file_response(
     name: str, *, content_type: str, etag: str | None, cache_control: str = IMMUTABLE
-) -> HttpResponse:
+) -> HttpResponseBase:
     """The answer to a page asking for the stored file ``name`` (already permission-checked by the caller), sent as
     stored: never decoded or read whole in the web process. ``cache_control`` says how long the browser may keep
     it under the URL it asked for."""
     if storage_is_remote():
         expire = settings.AWS_QUERYSTRING_EXPIRE
-        url = default_storage.url(
+        remote: Any = default_storage  # S3: its url() takes an expiry and response parameters
+        url = remote.url(
             name,
             expire=expire,
             parameters={
@@ -55,12 +58,12 @@ def stored_file_response(
                 "ResponseCacheControl": IMMUTABLE,
             },
         )
-        response = HttpResponseRedirect(url)
+        redirect = HttpResponseRedirect(url)
         # The browser may reuse the redirect while the signature is valid, with a margin for the clock.
-        response["Cache-Control"] = (
+        redirect["Cache-Control"] = (
             f"private, max-age={max(0, expire // 2)}" if cache_control == IMMUTABLE else cache_control
         )
-        return response
+        return redirect
     response = FileResponse(default_storage.open(name, "rb"), content_type=content_type)
     response["Cache-Control"] = cache_control
     if etag:
@@ -125,10 +128,11 @@ def stored_files() -> list[tuple[str, int]]:
     try:
         root = Path(default_storage.path(""))
     except NotImplementedError:  # S3: the bucket's keys under the storage's location
-        prefix = f"{default_storage.location.strip('/')}/" if default_storage.location else ""
+        s3: Any = default_storage
+        prefix = f"{s3.location.strip('/')}/" if s3.location else ""
         return sorted(
             (item.key[len(prefix) :], item.size)
-            for item in default_storage.bucket.objects.filter(Prefix=prefix)
+            for item in s3.bucket.objects.filter(Prefix=prefix)
             if not item.key.endswith("/")
         )
     if not root.is_dir():
@@ -151,7 +155,7 @@ class _MovableFile(File):
     # FileSystemStorage moves a file that says where it lies (as it does an upload Django spooled to disk) instead
     # of copying it; other storages read it.
     def temporary_file_path(self) -> str:
-        return self.name
+        return str(self.name)
 
 
 def stored_file_save_moved(name: str, local: Path) -> str:

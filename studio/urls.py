@@ -1,10 +1,12 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
+from django.views.decorators.cache import cache_control
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from studio import views as studio_views
+from studio.i18n import ScriptCatalog
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="project-list", permanent=False), name="home"),
@@ -26,6 +28,12 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     path("account/settings/", studio_views.account_settings, name="account-settings"),
     path("account/token/", studio_views.account_token, name="account-token"),
+    # The scripts' translations in the request's language (static/js/i18n.js reads them); a page loads it once.
+    path(
+        "jsi18n/",
+        cache_control(private=True, max_age=300)(ScriptCatalog.as_view()),
+        name="javascript-catalog",
+    ),
     path("api/token/", studio_views.ApiToken.as_view(), name="api-token"),
     path("api/", include("traces.api_urls")),
     path("api/", include("prescoring.api_urls")),

@@ -11,6 +11,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.html import escape
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext
 from django.views import defaults
 from django.views.decorators.http import require_http_methods
 from drf_spectacular.utils import extend_schema, inline_serializer
@@ -18,7 +19,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from studio import health, observability, oidc, security, services
+from studio import health, i18n, observability, oidc, security, services
 from studio import metrics as studio_metrics
 from studio.access import ActionPermission
 from studio.auth_backend import PATH as AUTH_BACKEND
@@ -49,9 +50,9 @@ class ThrottledLoginView(auth_views.LoginView):
         if wait:
             minutes = max(1, round(wait / 60))
             context = self.get_context_data(form=self.get_form())
-            context["throttle_message"] = (
-                f"Too many failed logins from your address. Try again in about {minutes} minute(s)."
-            )
+            context["throttle_message"] = gettext(
+                "Too many failed logins from your address. Try again in about %(minutes)s minute(s)."
+            ) % {"minutes": minutes}
             response = render(request, self.template_name, context, status=429)
             response["Retry-After"] = str(wait)
             return response
@@ -124,15 +125,25 @@ def oidc_callback(request):
 
 @require_http_methods(["GET", "POST"])
 def account_settings(request):
-    """Page: one's own settings (how single-key shortcuts work: alone, with Alt, or off)."""
+    """Page: one's own settings: the language the studio speaks to them (or the browser's, studio.i18n) and how
+    single-key shortcuts work (alone, with Alt, or off). A setting the form leaves out stays as it is."""
     saved = False
     if request.method == "POST":
-        services.account_settings_update(user=request.user, shortcuts=request.POST.get("shortcuts", ""))
+        language = request.POST.get("language")
+        services.account_settings_update(user=request.user, shortcuts=request.POST.get("shortcuts"), language=language)
+        if language is not None:
+            i18n.session_language_keep(request, language.strip())
         saved = True
     return render(
         request,
         "account/settings.html",
-        {"modes": ShortcutMode.choices, "current": shortcut_mode_of(request.user), "saved": saved},
+        {
+            "modes": ShortcutMode.choices,
+            "current": shortcut_mode_of(request.user),
+            "languages": settings.LANGUAGES,
+            "chosen": i18n.account_language(request.user),
+            "saved": saved,
+        },
     )
 
 

@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import io
 import json
 import logging
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from a2wsgi.wsgi import build_environ
 from django.conf import settings
@@ -93,7 +95,8 @@ def upload_refusal(environ: dict, action: str, project_id) -> tuple[int, str] | 
     request = WSGIRequest({**environ, "wsgi.input": io.BytesIO(), "CONTENT_LENGTH": "0"})
     try:
         try:
-            found = ApiTokenAuthentication().authenticate(request)
+            # DRF's authentication reads the headers only, which a plain Django request carries too.
+            found = ApiTokenAuthentication().authenticate(request)  # type: ignore[arg-type]
         except AuthenticationFailed as exc:
             return 401, str(exc.detail)
         if found:
@@ -171,16 +174,14 @@ class HttpEntry:
             return await _answer(
                 send, 413, f"The request body is too large ({declared} bytes; the limit here is {cap} bytes)."
             )
-        environ = build_environ(scope, io.BytesIO())
-        if route_name in UPLOAD_ROUTES and scope["method"] == "POST":
-            refusal = await loop.run_in_executor(
-                self.executor,
-                contextvars.copy_context().run,
-                upload_refusal,
-                environ,
-                UPLOAD_ROUTES[route_name],
-                match.kwargs.get("project_id"),
+        # The body is read here, below; a2wsgi's environ gets a file in its place. A plain dict: the studio adds the
+        # keys Django reads (wsgi.file_wrapper) that a2wsgi's type leaves out.
+        environ: dict[str, Any] = dict(build_environ(scope, io.BytesIO()))  # type: ignore[arg-type]
+        if match is not None and route_name in UPLOAD_ROUTES and scope["method"] == "POST":
+            check = functools.partial(
+                upload_refusal, environ, UPLOAD_ROUTES[route_name], match.kwargs.get("project_id")
             )
+            refusal = await loop.run_in_executor(self.executor, contextvars.copy_context().run, check)
             if refusal:
                 return await _answer(send, *refusal)
         body = await self._read_body(receive, send, declared, cap)
@@ -360,8 +361,10 @@ class _Response:
         await self.send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _stream_file(self) -> None:
+        file = self.file
+        assert file is not None, "a file response is streamed only once its file is known"
         while self.failed is None:
-            chunk = await self.loop.run_in_executor(self.readers, self.file.filelike.read, self.file.block_size)
+            chunk = await self.loop.run_in_executor(self.readers, file.filelike.read, file.block_size)
             if not chunk:
                 return
             await self._queue({"type": "http.response.body", "body": chunk, "more_body": True})

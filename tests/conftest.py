@@ -18,6 +18,7 @@ from django.db import connection
 from studio.demo import user_create_with_role
 from studio.permissions import Role
 from tests.ports import free_port
+from tests.processes import ReadyLineProcess
 
 REPO = Path(__file__).resolve().parent.parent
 TEST_PASSWORD = "correct-horse-battery-7"
@@ -145,21 +146,21 @@ def _worker_env() -> dict:
     return env
 
 
-class WorkerProcess:
+class WorkerProcess(ReadyLineProcess):
     """A `celery worker` child process on the test database; ``kill()`` sends SIGKILL like a crash. ``env``: extra
     environment variables (the worker's settings, e.g. ``STUDIO_PRESCORE_STATIC_DECODE``). ``command``: a whole
     worker command line instead of the solo pool on ``queues`` (runstudio's, to test what it starts)."""
 
+    stop_wait_s = 20
+
     def __init__(self, queues: str = "default,gpu,webhooks", env: dict | None = None, command: list | None = None):
+        super().__init__()
         self.queues = queues
         self.env = env or {}
         self.command = command
-        self.proc: subprocess.Popen | None = None
-        self.log: list[str] = []
 
     def start(self, timeout: float = 60) -> WorkerProcess:
-        ready = threading.Event()
-        self.proc = subprocess.Popen(
+        self.launch(
             self.command
             or [
                 sys.executable,
@@ -180,37 +181,13 @@ class WorkerProcess:
                 "--loglevel",
                 "INFO",
             ],
+            ready_text=" ready.",
+            what="celery worker",
+            timeout=timeout,
             cwd=REPO,
             env={**_worker_env(), **self.env},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
         )
-
-        def pump():
-            for line in self.proc.stdout:
-                self.log.append(line)
-                if " ready." in line:
-                    ready.set()
-
-        threading.Thread(target=pump, daemon=True).start()
-        if not ready.wait(timeout):
-            self.stop()
-            raise RuntimeError("celery worker did not start:\n" + "".join(self.log[-40:]))
         return self
-
-    def kill(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
 
 
 def worker_settings(env: dict) -> dict:

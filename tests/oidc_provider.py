@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import threading
 from pathlib import Path
 
 from tests.npm_packages import NpmInstallError, npm_ensure
+from tests.processes import ReadyLineProcess
 
 REPO = Path(__file__).resolve().parent.parent
 SOURCE = REPO / "tests" / "serving" / "oidc"
@@ -31,18 +30,17 @@ def ensure_installed(folder: Path = INSTALL) -> Path:
     return folder
 
 
-class Provider:
+class Provider(ReadyLineProcess):
     """One running provider: ``issuer``; ``accounts`` and ``wrong_audience`` are written to its file, which it reads
     at every sign-in (``update()`` after changing them)."""
 
     def __init__(self, folder: Path, port: int, config_path: Path, clients: list[dict]):
+        super().__init__()
         self.folder, self.port, self.config_path = folder, port, config_path
         self.issuer = f"http://127.0.0.1:{port}"
         self.clients = clients
         self.accounts: dict[str, dict] = {}
         self.wrong_audience: list[str] = []
-        self.proc: subprocess.Popen | None = None
-        self.log: list[str] = []
 
     def update(self) -> None:
         data = {"clients": self.clients, "accounts": self.accounts, "wrong_audience": self.wrong_audience}
@@ -52,34 +50,14 @@ class Provider:
 
     def start(self, timeout: float = 30) -> Provider:
         self.update()
-        ready = threading.Event()
-        self.proc = subprocess.Popen(
+        self.launch(
             ["node", "provider.mjs", str(self.port), str(self.config_path)],
+            ready_text="provider ready",
+            what="the OpenID Connect provider",
+            timeout=timeout,
             cwd=self.folder,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
         )
-
-        def pump():
-            for line in self.proc.stdout:
-                self.log.append(line)
-                if "provider ready" in line:
-                    ready.set()
-
-        threading.Thread(target=pump, daemon=True).start()
-        if not ready.wait(timeout):
-            self.stop()
-            raise RuntimeError("the OpenID Connect provider did not start:\n" + "".join(self.log[-30:]))
         return self
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ SLOWEST_FILES = (
     "tests/prescoring/test_prescore_rules.py",
     "tests/access/test_access_matrix.py",
     "tests/traces/test_real_points.py",
-    "tests/serving/test_foundation.py",
+    "tests/serving/test_settings_and_pages.py",
     "tests/insights/test_insights.py",
     "tests/exports/test_export_prm_verl.py",
     "tests/access/test_hostile_inputs.py",

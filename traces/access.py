@@ -8,20 +8,20 @@ from studio.access import access, scoped
 from traces.models import ImportJob, Project, Round, Trace
 
 
-def access_project(user, pk, action: str, *, lock: bool = False) -> Project:
-    return access(user, Project, pk, action, lock=lock)
+def access_project(who, pk, action: str | None = None, *, lock: bool = False) -> Project:
+    return access(who, Project, pk, action, lock=lock)
 
 
-def access_trace(user, pk, action: str, *, lock: bool = False) -> Trace:
-    return access(user, Trace.objects.select_related("project"), pk, action, lock=lock)
+def access_trace(who, pk, action: str | None = None, *, lock: bool = False) -> Trace:
+    return access(who, Trace.objects.select_related("project"), pk, action, lock=lock)
 
 
-def access_round(user, pk, action: str, *, lock: bool = False) -> Round:
-    return access(user, Round.objects.select_related("project"), pk, action, lock=lock)
+def access_round(who, pk, action: str | None = None, *, lock: bool = False) -> Round:
+    return access(who, Round.objects.select_related("project"), pk, action, lock=lock)
 
 
-def access_import_job(user, pk, action: str, *, lock: bool = False) -> ImportJob:
-    return access(user, ImportJob.objects.select_related("project"), pk, action, lock=lock)
+def access_import_job(who, pk, action: str | None = None, *, lock: bool = False) -> ImportJob:
+    return access(who, ImportJob.objects.select_related("project"), pk, action, lock=lock)
 
 
 def projects_for(user, action: str = "project.view") -> QuerySet[Project]:

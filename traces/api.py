@@ -231,12 +231,12 @@ class RoundList(APIView):
 
     @extend_schema(responses={200: RoundSerializer(many=True)})
     def get(self, request, project_id: int):
-        project = access_project(request.user, project_id, "round.view")
+        project = access_project(request, project_id)
         return Response(RoundSerializer(selectors.rounds_of(project), many=True).data)
 
     @extend_schema(request=RoundSerializer, responses={201: RoundSerializer, 400: dict, 409: dict})
     def post(self, request, project_id: int):
-        project = access_project(request.user, project_id, "round.create")
+        project = access_project(request, project_id)
         form = RoundSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         data = form.validated_data
@@ -311,7 +311,7 @@ class ProjectDetail(AccessedObjectMixin, generics.RetrieveAPIView):
 
     @extend_schema(request=ProjectSettingsSerializer, responses={200: ProjectSerializer, 400: dict})
     def patch(self, request, pk: int):
-        project = access_project(request.user, pk, "project.manage")
+        project = access_project(request, pk)
         # A form-encoded PATCH is a QueryDict: one value a field, as a JSON body has it.
         data = request.data.dict() if hasattr(request.data, "dict") else request.data
         changes = data if isinstance(data, dict) else {}
@@ -360,7 +360,7 @@ class TraceList(generics.ListAPIView):
         responses={200: TraceSerializer, 201: TraceSerializer, 400: dict, 409: dict},
     )
     def post(self, request, project_id: int):
-        project = access_project(request.user, project_id, "trace.import")
+        project = access_project(request, project_id)
         into = selectors.round_resolve(project, request.data.get("round", ""))
         document = request.FILES.get("trace") or request.data.get("trace")
         if isinstance(document, str):
@@ -421,7 +421,7 @@ class ProjectInstructions(APIView):
 
     @extend_schema(request=InstructionsSerializer, responses={200: InstructionsReportSerializer, 400: dict})
     def post(self, request, project_id: int):
-        project = access_project(request.user, project_id, "trace.edit")
+        project = access_project(request, project_id)
         form = InstructionsSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         data = form.validated_data
@@ -476,7 +476,7 @@ class TraceStepPush(APIView):
         responses={200: TraceSerializer, 201: TraceSerializer, 400: dict, 409: dict},
     )
     def post(self, request, project_id: int, external_id: str):
-        project = access_project(request.user, project_id, "trace.import")
+        project = access_project(request, project_id)
         step = request.FILES.get("step") or request.data.get("step")
         result = services.trace_step_push(
             project=project,
@@ -513,7 +513,7 @@ class TraceEnd(APIView):
 
     @extend_schema(request={"multipart/form-data": TraceEndSerializer}, responses={200: TraceSerializer, 409: dict})
     def post(self, request, project_id: int, external_id: str):
-        project = access_project(request.user, project_id, "trace.import")
+        project = access_project(request, project_id)
         trace = services.trace_end(
             project=project,
             external_id=external_id,
@@ -540,7 +540,7 @@ class TraceDetail(AccessedObjectMixin, generics.RetrieveAPIView):
 
     @extend_schema(request=TraceDeleteSerializer, responses={204: None, 400: dict})
     def delete(self, request, pk: int):
-        trace = access_trace(request.user, pk, "trace.delete")
+        trace = access_trace(request, pk)
         form = TraceDeleteSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         services.trace_delete(trace=trace, user=request.user, reason=form.validated_data["reason"])
@@ -593,7 +593,7 @@ class ImportCreate(APIView):
 
     @extend_schema(request=ImportUploadSerializer, responses={202: ImportJobSerializer})
     def post(self, request, project_id: int):
-        project = access_project(request.user, project_id, "trace.import")
+        project = access_project(request, project_id)
         form = ImportUploadSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         upload = form.validated_data["file"]
@@ -629,7 +629,7 @@ class ImportJobCancel(APIView):
 
     @extend_schema(request=None, responses={200: dict, 409: dict})
     def post(self, request, pk: int):
-        job = access_import_job(request.user, pk, "trace.import")
+        job = access_import_job(request, pk)
         return job_cancel_response(job)
 
 
@@ -662,7 +662,7 @@ class ActionValidate(APIView):
         form = ActionValidateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         data = form.validated_data
-        project = access_project(request.user, data["project"], "trace.view")
+        project = access_project(request, data["project"])
         try:
             action = grammar.parse_action(data["action"])
         except grammar.ActionSyntaxError as exc:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db.models import Model
+from django.utils.functional import Promise
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ class TracePanel:
 @dataclass(frozen=True)
 class TraceListColumn:
     name: str
-    heading: str
+    heading: str | Promise  # a lazy translation: the page shows it in the request's language
     template: str  # one cell (a <td>), given ``trace`` and its ``value``
     values: Callable[[Any, list[Any]], dict[int, Any]]  # (user, the page's traces) -> trace id -> value
     order: int = 100

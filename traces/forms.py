@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib.auth import get_user_model
+from django.utils.text import format_lazy
+from django.utils.translation import gettext_lazy
 
 from traces.grammar import MIN_PIXELS
 from traces.languages import language_problem
@@ -15,7 +17,9 @@ class TraceInstructionForm(forms.Form):
     instruction = forms.CharField(
         max_length=INSTRUCTION_MAX_CHARS,
         strip=True,
-        widget=forms.Textarea(attrs={"rows": 3, "placeholder": "The task the agent was given, as it was given"}),
+        widget=forms.Textarea(
+            attrs={"rows": 3, "placeholder": gettext_lazy("The task the agent was given, as it was given")}
+        ),
         error_messages={"required": "Write the instruction: the task the agent was given."},
     )
 
@@ -59,13 +63,15 @@ class ProjectForm(forms.ModelForm):
 
     error_categories = CategoriesField(
         initial=default_error_categories,  # a declared field takes no default from the model
-        help_text="One per line. Annotators pick one for the first erroneous step.",
+        label=gettext_lazy("Error categories"),
+        help_text=gettext_lazy("One per line. Annotators pick one for the first erroneous step."),
     )
     members = forms.ModelMultipleChoiceField(
         queryset=None,
         required=False,
         widget=forms.CheckboxSelectMultiple,
-        help_text="Who may see and work in this project (admins see every project).",
+        label=gettext_lazy("Members"),
+        help_text=gettext_lazy("Who may see and work in this project (admins see every project)."),
     )
 
     class Meta:
@@ -84,31 +90,47 @@ class ProjectForm(forms.ModelForm):
             "text_language",
         ]
         labels = {
-            "text_language": "Language of the traces' text",
-            "coordinate_convention": "Coordinate convention",
-            "history_window": "History window",
-            "history_full_images": "Screenshots at full size",
-            "history_max_pixels": "Older screenshots' pixels",
-            "double_annotation_share": "Share of traces annotated twice",
-            "double_annotation_annotators": "Annotators per shared trace",
+            "name": gettext_lazy("Name"),
+            "text_language": gettext_lazy("Language of the traces' text"),
+            "description": gettext_lazy("Description"),
+            "platform": gettext_lazy("Platform"),
+            "coordinate_convention": gettext_lazy("Coordinate convention"),
+            "history_window": gettext_lazy("History window"),
+            "history_full_images": gettext_lazy("Screenshots at full size"),
+            "history_max_pixels": gettext_lazy("Older screenshots' pixels"),
+            "double_annotation_share": gettext_lazy("Share of traces annotated twice"),
+            "double_annotation_annotators": gettext_lazy("Annotators per shared trace"),
         }
         help_texts = {
-            "text_language": "A BCP 47 tag (zh, ja, ar, pt-BR): the pages mark the instructions, thoughts and "
-            "corrections with it, so screen readers read them in that language. Empty: each trace's own, else the "
-            "script of its instruction.",
-            "coordinate_convention": "The point convention of this project's prompts and exports.",
-            "history_window": f"Screenshots sent as images per prompt (1–{HISTORY_WINDOW_MAX}).",
-            "history_full_images": "The image budget: a prompt's last k screenshots (the current one among them) at "
-            "full size, older ones smaller, each history action's points in the size of its screenshot as sent. "
-            "0: every screenshot at full size. A 1920×1080 screenshot is 2691 tokens at full size.",
-            "history_max_pixels": f"The older screenshots' pixel budget under the image budget (at least "
-            f"{MIN_PIXELS}; 200704 sends 1920×1080 as 588×336, 252 tokens).",
-            "double_annotation_share": (
+            "text_language": gettext_lazy(
+                "A BCP 47 tag (zh, ja, ar, pt-BR): the pages mark the instructions, thoughts and corrections with it, "
+                "so screen readers read them in that language. Empty: each trace's own, else the script of its "
+                "instruction."
+            ),
+            "coordinate_convention": gettext_lazy("The point convention of this project's prompts and exports."),
+            "history_window": format_lazy(
+                gettext_lazy("Screenshots sent as images per prompt (1–{most})."), most=HISTORY_WINDOW_MAX
+            ),
+            "history_full_images": gettext_lazy(
+                "The image budget: a prompt's last k screenshots (the current one among them) at full size, older "
+                "ones smaller, each history action's points in the size of its screenshot as sent. 0: every "
+                "screenshot at full size. A 1920×1080 screenshot is 2691 tokens at full size."
+            ),
+            "history_max_pixels": format_lazy(
+                gettext_lazy(
+                    "The older screenshots' pixel budget under the image budget (at least {least}; 200704 sends "
+                    "1920×1080 as 588×336, 252 tokens)."
+                ),
+                least=MIN_PIXELS,
+            ),
+            "double_annotation_share": gettext_lazy(
                 "0 to 1: 0.2 gives one trace in five to several annotators, never the same one twice; their "
                 "answers make the quality dashboard's agreement. 0 turns double annotation off."
             ),
-            "double_annotation_annotators": (
-                f"How many distinct annotators answer each shared trace ({DOUBLE_ANNOTATORS_MIN}–{DOUBLE_ANNOTATORS_MAX})."
+            "double_annotation_annotators": format_lazy(
+                gettext_lazy("How many distinct annotators answer each shared trace ({least}–{most})."),
+                least=DOUBLE_ANNOTATORS_MIN,
+                most=DOUBLE_ANNOTATORS_MAX,
             ),
         }
         widgets = {

@@ -45,6 +45,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
+from studio.catalog import gettext_noop
+
 __all__ = [
     "ACTION_SPECS",
     "Action",
@@ -171,80 +173,158 @@ class ActionSpec:
 
 
 def _start(required: bool = True) -> ArgSpec:
-    return ArgSpec(START_BOX, "point", required, description="target point")
+    return ArgSpec(START_BOX, "point", required, description=gettext_noop("target point"))
 
 
 def _end(required: bool = True) -> ArgSpec:
-    return ArgSpec(END_BOX, "point", required, description="end point")
+    return ArgSpec(END_BOX, "point", required, description=gettext_noop("end point"))
 
 
 def _key(aliases: tuple[str, ...]) -> ArgSpec:
-    return ArgSpec("key", "keys", True, aliases, "space-separated lowercase keys, e.g. 'ctrl c'")
+    return ArgSpec("key", "keys", True, aliases, gettext_noop("space-separated lowercase keys, e.g. 'ctrl c'"))
 
 
 _SPECS: tuple[ActionSpec, ...] = (
-    ActionSpec("click", (_start(),), _ALL, "Click", "Left-click once at a point."),
-    ActionSpec("left_double", (_start(),), _DESKTOP_WEB, "Double click", "Double-click at a point."),
-    ActionSpec("right_single", (_start(),), _DESKTOP_WEB, "Right click", "Right-click at a point."),
-    ActionSpec("drag", (_start(), _end()), _ALL, "Drag", "Press at the start point, move to the end point, release."),
+    ActionSpec("click", (_start(),), _ALL, gettext_noop("Click"), gettext_noop("Left-click once at a point.")),
     ActionSpec(
-        "hotkey", (_key(("hotkey",)),), _ALL, "Hotkey", "Press a key combination (at most 3 keys per the 1.5 prompt)."
+        "left_double", (_start(),), _DESKTOP_WEB, gettext_noop("Double click"), gettext_noop("Double-click at a point.")
+    ),
+    ActionSpec(
+        "right_single", (_start(),), _DESKTOP_WEB, gettext_noop("Right click"), gettext_noop("Right-click at a point.")
+    ),
+    ActionSpec(
+        "drag",
+        (_start(), _end()),
+        _ALL,
+        gettext_noop("Drag"),
+        gettext_noop("Press at the start point, move to the end point, release."),
+    ),
+    ActionSpec(
+        "hotkey",
+        (_key(("hotkey",)),),
+        _ALL,
+        gettext_noop("Hotkey"),
+        gettext_noop("Press a key combination (at most 3 keys per the 1.5 prompt)."),
     ),
     ActionSpec(
         "type",
         (
-            ArgSpec("content", "text", True, description="text to type; a trailing newline submits (Enter)"),
+            ArgSpec(
+                "content", "text", True, description=gettext_noop("text to type; a trailing newline submits (Enter)")
+            ),
             _start(False),
         ),
         _ALL,
-        "Type",
-        "Type text, optionally into the field at a point (web).",
+        gettext_noop("Type"),
+        gettext_noop("Type text, optionally into the field at a point (web)."),
     ),
     ActionSpec(
         "scroll",
-        (_start(False), _end(False), ArgSpec("direction", "direction", False, description="up, down, left or right")),
+        (
+            _start(False),
+            _end(False),
+            ArgSpec("direction", "direction", False, description=gettext_noop("up, down, left or right")),
+        ),
         _ALL,
-        "Scroll",
-        "Scroll in a direction, at a point if given.",
+        gettext_noop("Scroll"),
+        gettext_noop("Scroll in a direction, at a point if given."),
         require_any=("direction", END_BOX),
         target_required=("direction",),
     ),
-    ActionSpec("wait", (), _ALL, "Wait", "Sleep (about 5 s) and take a new screenshot."),
+    ActionSpec("wait", (), _ALL, gettext_noop("Wait"), gettext_noop("Sleep (about 5 s) and take a new screenshot.")),
     ActionSpec(
         "finished",
-        (ArgSpec("content", "text", False, description="final answer"),),
+        (ArgSpec("content", "text", False, description=gettext_noop("final answer")),),
         _ALL,
-        "Finished",
-        "The task is complete, optionally with an answer.",
+        gettext_noop("Finished"),
+        gettext_noop("The task is complete, optionally with an answer."),
     ),
-    ActionSpec("call_user", (), _ALL, "Call user", "Hand over to the user (task unsolvable or needs help)."),
+    ActionSpec(
+        "call_user",
+        (),
+        _ALL,
+        gettext_noop("Call user"),
+        gettext_noop("Hand over to the user (task unsolvable or needs help)."),
+    ),
     ActionSpec(
         "long_press",
-        (_start(), ArgSpec("time", "duration", False, description="press duration")),
+        (_start(), ArgSpec("time", "duration", False, description=gettext_noop("press duration"))),
         _MOBILE,
-        "Long press",
-        "Press and hold at a point.",
+        gettext_noop("Long press"),
+        gettext_noop("Press and hold at a point."),
     ),
     ActionSpec(
         "open_app",
-        (ArgSpec("app_name", "text", True, description="application name"),),
+        (ArgSpec("app_name", "text", True, description=gettext_noop("application name")),),
         _MOBILE,
-        "Open app",
-        "Launch an app by name.",
+        gettext_noop("Open app"),
+        gettext_noop("Launch an app by name."),
     ),
-    ActionSpec("press_home", (), _MOBILE, "Press home", "Press the Home button."),
-    ActionSpec("press_back", (), _MOBILE, "Press back", "Press the Back button."),
+    ActionSpec("press_home", (), _MOBILE, gettext_noop("Press home"), gettext_noop("Press the Home button.")),
+    ActionSpec("press_back", (), _MOBILE, gettext_noop("Press back"), gettext_noop("Press the Back button.")),
     ActionSpec(
-        "select", (_start(), _end(False)), frozenset({WEB}), "Select", "Select the element (or the range) at a point."
+        "select",
+        (_start(), _end(False)),
+        frozenset({WEB}),
+        gettext_noop("Select"),
+        gettext_noop("Select the element (or the range) at a point."),
     ),
-    ActionSpec("swipe", (_start(), _end()), _MOBILE, "Swipe", "Swipe from the start point to the end point."),
+    ActionSpec(
+        "swipe",
+        (_start(), _end()),
+        _MOBILE,
+        gettext_noop("Swipe"),
+        gettext_noop("Swipe from the start point to the end point."),
+    ),
     # Parser-level extras (ui-tars / OSWorld pyautogui converter).
-    ActionSpec("left_single", (_start(),), _DESKTOP_WEB, "Left click", "Left-click once (same as click).", extra=True),
-    ActionSpec("hover", (_start(),), _DESKTOP_WEB, "Hover", "Move the mouse to a point.", extra=True),
-    ActionSpec("press", (_key(("press",)),), _DESKTOP_WEB, "Press key", "Press and release a key.", extra=True),
-    ActionSpec("keydown", (_key(("press",)),), _DESKTOP_WEB, "Key down", "Hold a key down.", extra=True),
-    ActionSpec("release", (_key(("press",)),), _DESKTOP_WEB, "Release key", "Release a held key.", extra=True),
-    ActionSpec("keyup", (_key(("press",)),), _DESKTOP_WEB, "Key up", "Release a held key.", extra=True),
+    ActionSpec(
+        "left_single",
+        (_start(),),
+        _DESKTOP_WEB,
+        gettext_noop("Left click"),
+        gettext_noop("Left-click once (same as click)."),
+        extra=True,
+    ),
+    ActionSpec(
+        "hover",
+        (_start(),),
+        _DESKTOP_WEB,
+        gettext_noop("Hover"),
+        gettext_noop("Move the mouse to a point."),
+        extra=True,
+    ),
+    ActionSpec(
+        "press",
+        (_key(("press",)),),
+        _DESKTOP_WEB,
+        gettext_noop("Press key"),
+        gettext_noop("Press and release a key."),
+        extra=True,
+    ),
+    ActionSpec(
+        "keydown",
+        (_key(("press",)),),
+        _DESKTOP_WEB,
+        gettext_noop("Key down"),
+        gettext_noop("Hold a key down."),
+        extra=True,
+    ),
+    ActionSpec(
+        "release",
+        (_key(("press",)),),
+        _DESKTOP_WEB,
+        gettext_noop("Release key"),
+        gettext_noop("Release a held key."),
+        extra=True,
+    ),
+    ActionSpec(
+        "keyup",
+        (_key(("press",)),),
+        _DESKTOP_WEB,
+        gettext_noop("Key up"),
+        gettext_noop("Release a held key."),
+        extra=True,
+    ),
 )
 
 ACTION_SPECS: dict[str, ActionSpec] = {s.name: s for s in _SPECS}
@@ -505,27 +585,29 @@ def _arg_kind(spec: ActionSpec | None, name: str, value: Any) -> str:
     return "point" if isinstance(value, (tuple, list)) else "text"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Action:
     """One UI-TARS action.
 
     ``args`` holds ``(canonical_name, value)`` pairs in the table's order: points are
     ``(x, y)`` tuples of int/float (floats kept to 3 decimals), texts/keys/directions are
-    str, durations are numbers.  A Mapping is accepted for ``args`` and normalised.
+    str, durations are numbers.  The constructor takes the pairs or a Mapping, and normalises either.
     ``style`` is "box" or "point" and is forced to "box" when there are no points, so that
     equality does not depend on an invisible attribute.
     """
 
     type: str
-    args: tuple[tuple[str, Any], ...] = ()
-    style: str = "box"
+    args: tuple[tuple[str, Any], ...]
+    style: str
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.type, str) or not self.type:
+    def __init__(self, type: str, args: Mapping[str, Any] | Iterable[tuple[str, Any]] = (), style: str = "box") -> None:
+        if not isinstance(type, str) or not type:
             raise TypeError("Action.type must be a non-empty str")
-        if self.style not in STYLES:
-            raise ValueError(f"Action.style must be one of {STYLES}, got {self.style!r}")
-        items = list(self.args.items()) if isinstance(self.args, Mapping) else [tuple(kv) for kv in self.args]
+        if style not in STYLES:
+            raise ValueError(f"Action.style must be one of {STYLES}, got {style!r}")
+        object.__setattr__(self, "type", type)
+        object.__setattr__(self, "style", style)
+        items = list(args.items()) if isinstance(args, Mapping) else [tuple(kv) for kv in args]
         spec = ACTION_SPECS.get(self.type)
         seen: set[str] = set()
         norm: list[tuple[str, Any]] = []
@@ -1383,7 +1465,10 @@ _CONVENTION_INFO = {
 
 
 def action_table_json() -> dict:
-    """The grammar as JSON for the structured editor (so the page keeps no copy of it)."""
+    """The grammar as JSON for the structured editor (so the page keeps no copy of it), its words in the request's
+    language."""
+    from django.utils.translation import gettext as translated
+
     actions = []
     for s in _SPECS:
         args = []
@@ -1393,7 +1478,7 @@ def action_table_json() -> dict:
                 "kind": a.kind,
                 "required": a.required,
                 "aliases": list(a.aliases),
-                "description": a.description,
+                "description": translated(a.description),
             }
             d["required_in_target"] = a.required or a.name in s.target_required
             if a.kind == "point":
@@ -1402,8 +1487,9 @@ def action_table_json() -> dict:
         actions.append(
             {
                 "name": s.name,
-                "label": s.label,
-                "description": s.description,
+                # In the request's language (the texts are marked where the actions are declared).
+                "label": translated(s.label),
+                "description": translated(s.description),
                 "platforms": [p for p in PLATFORMS if p in s.platforms],
                 "extra": s.extra,
                 "require_any": list(s.require_any),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
 
 from studio.engine import KindJob
 from studio.models import JobBase
@@ -17,15 +18,15 @@ def default_error_categories():
 
 
 class Platform(models.TextChoices):
-    DESKTOP = "desktop", "Desktop"
-    MOBILE = "mobile", "Mobile"
-    WEB = "web", "Web"
+    DESKTOP = "desktop", _("Desktop")
+    MOBILE = "mobile", _("Mobile")
+    WEB = "web", _("Web")
 
 
 class CoordinateConvention(models.TextChoices):
-    RELATIVE_1000 = "relative-1000", "Relative 0–1000 (UI-TARS v1, Qwen2-VL)"
-    SMART_RESIZE_PIXELS = "smart-resize-pixels", "Smart-resized pixels (UI-TARS-1.5, Qwen2.5-VL)"
-    SCREEN_PIXELS = "screen-pixels", "Screen pixels"
+    RELATIVE_1000 = "relative-1000", _("Relative 0–1000 (UI-TARS v1, Qwen2-VL)")
+    SMART_RESIZE_PIXELS = "smart-resize-pixels", _("Smart-resized pixels (UI-TARS-1.5, Qwen2.5-VL)")
+    SCREEN_PIXELS = "screen-pixels", _("Screen pixels")
 
 
 class Project(models.Model):
@@ -151,9 +152,9 @@ class Round(models.Model):
 
 
 class Outcome(models.TextChoices):
-    SUCCESS = "success", "Success"
-    FAILURE = "failure", "Failure"
-    UNKNOWN = "unknown", "Unknown"
+    SUCCESS = "success", _("Success")
+    FAILURE = "failure", _("Failure")
+    UNKNOWN = "unknown", _("Unknown")
 
 
 class Trace(models.Model):

@@ -8,12 +8,12 @@ from studio.access import access, scoped
 from webhooks.models import Delivery, Webhook
 
 
-def access_webhook(user, pk, action: str, *, lock: bool = False) -> Webhook:
-    return access(user, Webhook.objects.select_related("project"), pk, action, lock=lock)
+def access_webhook(who, pk, action: str | None = None, *, lock: bool = False) -> Webhook:
+    return access(who, Webhook.objects.select_related("project"), pk, action, lock=lock)
 
 
-def access_delivery(user, pk, action: str, *, lock: bool = False) -> Delivery:
-    return access(user, Delivery.objects.select_related("webhook__project"), pk, action, lock=lock)
+def access_delivery(who, pk, action: str | None = None, *, lock: bool = False) -> Delivery:
+    return access(who, Delivery.objects.select_related("webhook__project"), pk, action, lock=lock)
 
 
 def webhooks_for(user, action: str = "webhook.manage") -> QuerySet[Webhook]:

@@ -76,12 +76,12 @@ class WebhookList(APIView):
 
     @extend_schema(responses={200: WebhookSerializer(many=True)})
     def get(self, request, project_id: int):
-        project = access_project(request.user, project_id, "webhook.manage")
+        project = access_project(request, project_id)
         return Response(WebhookSerializer(selectors.webhooks_of(project), many=True).data)
 
     @extend_schema(request=WebhookCreateSerializer, responses={201: dict})
     def post(self, request, project_id: int):
-        project = access_project(request.user, project_id, "webhook.manage")
+        project = access_project(request, project_id)
         form = WebhookCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         webhook, secret = services.webhook_create(project=project, user=request.user, **form.validated_data)
@@ -110,7 +110,7 @@ class DeliveryResend(APIView):
 
     @extend_schema(request=None, responses={201: DeliverySerializer})
     def post(self, request, pk: int):
-        delivery = access_delivery(request.user, pk, "webhook.manage")
+        delivery = access_delivery(request, pk)
         again = services.delivery_resend(delivery=delivery)
         return Response(DeliverySerializer(again).data, status=status.HTTP_201_CREATED)
 
@@ -136,7 +136,7 @@ class DeliveryCancel(APIView):
         },
     )
     def post(self, request, pk: int):
-        delivery = access_delivery(request.user, pk, "webhook.manage")
+        delivery = access_delivery(request, pk)
         changed, what = services.delivery_cancel(delivery=delivery)
         delivery.refresh_from_db()
         return Response({"cancelled": changed, "message": what, "delivery": DeliverySerializer(delivery).data})

@@ -6,17 +6,18 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from studio.engine import KindJob
 from studio.models import JobBase
 
 
 class WebhookEvent(models.TextChoices):
-    BUNDLE_READY = "bundle.ready", "Bundle ready (an export succeeded)"
-    IMPORT_FAILED = "import.failed", "Import failed"
-    PRESCORING_DONE = "prescoring.done", "Pre-scoring done"
-    EVALUATION_DONE = "evaluation.done", "Checkpoint evaluation done"
-    ROUND_ANNOTATED = "round.annotated", "Round fully annotated (every trace has an accepted answer)"
+    BUNDLE_READY = "bundle.ready", _("Bundle ready (an export succeeded)")
+    IMPORT_FAILED = "import.failed", _("Import failed")
+    PRESCORING_DONE = "prescoring.done", _("Pre-scoring done")
+    EVALUATION_DONE = "evaluation.done", _("Checkpoint evaluation done")
+    ROUND_ANNOTATED = "round.annotated", _("Round fully annotated (every trace has an accepted answer)")
 
 
 # The longest endpoint address kept; the registration service refuses a longer one by name.

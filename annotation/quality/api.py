@@ -61,17 +61,17 @@ class ProjectGold(APIView):
 
     @extend_schema(responses={200: dict})
     def get(self, request, project_id: int):
-        project = access_project(request.user, project_id, "gold.manage")
+        project = access_project(request, project_id)
         return Response(selectors.gold_list(project))
 
     @extend_schema(request=GoldMarkSerializer, responses={200: dict, 201: dict, 400: dict})
     def post(self, request, project_id: int):
-        project = access_project(request.user, project_id, "gold.manage")
+        project = access_project(request, project_id)
         form = GoldMarkSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         data = form.validated_data
         if data.get("annotation") is not None:
-            annotation = access_annotation(request.user, data["annotation"], "gold.manage")
+            annotation = access_annotation(request, data["annotation"])
             if annotation.project_id != project.pk:
                 raise Invalid(f"annotation {annotation.pk} is not of {project.name}", field="annotation")
             gold, outcome = services.gold_mark_answer(annotation_id=annotation.pk, user=request.user)
@@ -96,11 +96,11 @@ class GoldDetail(APIView):
 
     @extend_schema(responses={200: dict})
     def get(self, request, pk: int):
-        return Response(selectors.gold_detail(access_gold(request.user, pk, "gold.manage")))
+        return Response(selectors.gold_detail(access_gold(request, pk)))
 
     @extend_schema(responses={200: dict})
     def delete(self, request, pk: int):
-        gold = access_gold(request.user, pk, "gold.manage")
+        gold = access_gold(request, pk)
         return Response({"id": pk, **services.gold_remove(gold=gold, user=request.user)})
 
 
@@ -110,7 +110,7 @@ class ProjectQuality(APIView):
 
     @extend_schema(responses={200: dict, 400: dict})
     def get(self, request, project_id: int):
-        project = access_project(request.user, project_id, "quality.view")
+        project = access_project(request, project_id)
         period = DateRange.from_query(request.query_params.get("from"), request.query_params.get("to"))
         return Response(selectors.quality_dashboard(project, period))
 
@@ -121,12 +121,12 @@ class ProjectQualitySettings(APIView):
 
     @extend_schema(responses={200: dict})
     def get(self, request, project_id: int):
-        project = access_project(request.user, project_id, "quality.view")
+        project = access_project(request, project_id)
         return Response(selectors.quality_settings_json(selectors.quality_settings(project)))
 
     @extend_schema(request=dict, responses={200: dict, 400: dict})
     def patch(self, request, project_id: int):
-        project = access_project(request.user, project_id, "quality.manage")
+        project = access_project(request, project_id)
         if not isinstance(request.data, dict):
             raise Invalid("Send the settings to change as a JSON object.")
         saved = services.quality_settings_save(project=project, user=request.user, fields=dict(request.data))
@@ -145,7 +145,7 @@ class ProjectQualityPause(APIView):
 
     @extend_schema(request=PauseSerializer, responses={200: dict, 400: dict})
     def post(self, request, project_id: int):
-        project = access_project(request.user, project_id, "quality.manage")
+        project = access_project(request, project_id)
         form = PauseSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         data = form.validated_data
@@ -166,7 +166,7 @@ class ProjectQualification(APIView):
 
     @extend_schema(responses={200: dict})
     def get(self, request, project_id: int):
-        project = access_project(request.user, project_id, "qualification.view")
+        project = access_project(request, project_id)
         data = selectors.qualification_state(user=request.user, project=project)
         if can(request.user, "quality.view", project):
             data["members"] = selectors.qualification_overview(project)
@@ -183,7 +183,7 @@ class ProjectQualificationRetry(APIView):
 
     @extend_schema(request=RetrySerializer, responses={201: dict, 400: dict, 409: dict})
     def post(self, request, project_id: int):
-        project = access_project(request.user, project_id, "quality.manage")
+        project = access_project(request, project_id)
         form = RetrySerializer(data=request.data)
         form.is_valid(raise_exception=True)
         annotator = _member(project, form.validated_data["annotator"])
@@ -197,7 +197,7 @@ class AnnotationFeedback(APIView):
 
     @extend_schema(responses={200: dict, 409: dict})
     def get(self, request, pk: int):
-        annotation = access_annotation(request.user, pk, "gold.feedback")
+        annotation = access_annotation(request, pk)
         refusal = selectors.feedback_refusal(annotation, request.user)
         if refusal:
             raise Conflict(refusal)

@@ -5,20 +5,22 @@ outcomes and words are the comparison's)."""
 
 from __future__ import annotations
 
+from django.utils.translation import gettext, gettext_noop
+
 from annotation.quality.selectors import SETTING_HELP, quality_settings
 from annotation.selectors import verdict_words
 from traces import grammar
 
 # The settings the quality settings form edits, in its order, with each one's label and its number type.
 SETTING_FIELDS = (
-    ("gold_every", "Gold in each annotator's queue: one trace in", int),
-    ("point_tolerance", "Point tolerance (share of the screen)", float),
-    ("qualification_size", "Qualification set (gold traces; 0: none)", int),
-    ("qualification_pass_mark", "Qualification pass mark (share right)", float),
-    ("min_gold_accuracy", "Flag below this gold accuracy (share)", float),
-    ("min_gold_answers", "Gold answers before accuracy is judged", int),
-    ("min_median_seconds", "Flag below this median time per trace (s)", int),
-    ("max_no_error_streak", "Flag at this many “no error” in a row", int),
+    ("gold_every", gettext_noop("Gold in each annotator's queue: one trace in"), int),
+    ("point_tolerance", gettext_noop("Point tolerance (share of the screen)"), float),
+    ("qualification_size", gettext_noop("Qualification set (gold traces; 0: none)"), int),
+    ("qualification_pass_mark", gettext_noop("Qualification pass mark (share right)"), float),
+    ("min_gold_accuracy", gettext_noop("Flag below this gold accuracy (share)"), float),
+    ("min_gold_answers", gettext_noop("Gold answers before accuracy is judged"), int),
+    ("min_median_seconds", gettext_noop("Flag below this median time per trace (s)"), int),
+    ("max_no_error_streak", gettext_noop("Flag at this many “no error” in a row"), int),
 )
 
 
@@ -29,7 +31,13 @@ def settings_rows(project, values: dict | None = None) -> list[dict]:
         settings = quality_settings(project)
         values = {name: getattr(settings, name) for name, _, _ in SETTING_FIELDS}
     return [
-        {"name": name, "label": label, "value": values[name], "help": SETTING_HELP[name], "kind": kind.__name__}
+        {
+            "name": name,
+            "label": gettext(label),
+            "value": values[name],
+            "help": gettext(SETTING_HELP[name]),
+            "kind": kind.__name__,
+        }
         for name, label, kind in SETTING_FIELDS
     ]
 

@@ -31,6 +31,7 @@ from collections import Counter, defaultdict
 from django.contrib.auth import get_user_model
 from django.db import connection
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
+from django.utils.translation import gettext, gettext_noop
 
 from annotation.models import (
     STANDING_CORRECTION,
@@ -53,15 +54,20 @@ from studio.errors import Invalid
 from studio.words import in_words
 from traces.models import Step, Trace
 
+# The settings' meanings, in English in the API (pages translate them: page_selectors.settings_rows).
 SETTING_HELP = {
-    "gold_every": "One trace in this many of each annotator's queue is a gold trace (0: no gold traces).",
-    "point_tolerance": "A point outside the reference's element box still counts within this share of the screen.",
-    "qualification_size": "Gold traces a new member answers, with feedback, before the real queue opens (0: none).",
-    "qualification_pass_mark": "Share of the qualification's answers that must be right to pass.",
-    "min_gold_accuracy": "Flag an annotator whose gold accuracy is below this share.",
-    "min_gold_answers": "Gold answers an annotator needs before their accuracy is judged.",
-    "min_median_seconds": "Flag an annotator whose median time per trace is below this many seconds.",
-    "max_no_error_streak": "Flag an annotator whose latest answers are this many 'no error' in a row.",
+    "gold_every": gettext_noop("One trace in this many of each annotator's queue is a gold trace (0: no gold traces)."),
+    "point_tolerance": gettext_noop(
+        "A point outside the reference's element box still counts within this share of the screen."
+    ),
+    "qualification_size": gettext_noop(
+        "Gold traces a new member answers, with feedback, before the real queue opens (0: none)."
+    ),
+    "qualification_pass_mark": gettext_noop("Share of the qualification's answers that must be right to pass."),
+    "min_gold_accuracy": gettext_noop("Flag an annotator whose gold accuracy is below this share."),
+    "min_gold_answers": gettext_noop("Gold answers an annotator needs before their accuracy is judged."),
+    "min_median_seconds": gettext_noop("Flag an annotator whose median time per trace is below this many seconds."),
+    "max_no_error_streak": gettext_noop("Flag an annotator whose latest answers are this many 'no error' in a row."),
 }
 SETTING_NAMES = tuple(SETTING_HELP)
 
@@ -134,14 +140,16 @@ def reference_refusal(annotation: Annotation) -> str:
     """Why ``annotation`` cannot be its trace's reference ("" when it can): the one rule of ``gold_mark`` (which
     refuses with it, a 400) and of the page's "make gold" button (which shows it instead)."""
     if annotation.kind != AnnotationKind.PRODUCTION:
-        return "it is itself a gold or qualification answer; a reference is an accepted production answer"
+        return gettext("it is itself a gold or qualification answer; a reference is an accepted production answer")
     if annotation.status != AnnotationStatus.ACCEPTED:
-        state = {"draft": "a draft", "submitted": "not reviewed yet", "rejected": "rejected"}.get(
-            annotation.status, annotation.status
-        )
-        return f"it is {state}; only an accepted answer can be a reference"
+        state = {
+            "draft": gettext("a draft"),
+            "submitted": gettext("not reviewed yet"),
+            "rejected": gettext("rejected"),
+        }.get(annotation.status, annotation.status)
+        return gettext("it is %(state)s; only an accepted answer can be a reference") % {"state": state}
     if annotation.verdict == Verdict.UNUSABLE:
-        return "it judges the trace unusable; a gold trace needs an answer to score against"
+        return gettext("it judges the trace unusable; a gold trace needs an answer to score against")
     if not annotation.verdict:
         return "it has no verdict"
     return ""

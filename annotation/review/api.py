@@ -60,10 +60,10 @@ class LeadView(APIView):
     permission_action = "annotation.review"
 
     def project(self, project_id: int):
-        return access_project(self.request.user, project_id, self.permission_action)
+        return access_project(self.request, project_id)
 
     def annotation(self, pk: int):
-        return access_annotation(self.request.user, pk, "annotation.review")
+        return access_annotation(self.request, pk)
 
 
 class ReviewQueue(LeadView):
@@ -242,6 +242,6 @@ class TraceHistory(LeadView):
 
     @extend_schema(responses={200: dict})
     def get(self, request, trace_id: int):
-        trace = access_trace(request.user, trace_id, "trace.view")
+        trace = access_trace(request, trace_id)
         events = review_selectors.trace_history_visible(request.user, trace)
         return Response({"results": [audit_json(e) for e in events]})

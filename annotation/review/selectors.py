@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 
 from django.db.models import Q, QuerySet
 from django.urls import reverse
+from django.utils.translation import gettext
 
 from annotation.access import annotations_for, history_for
 from annotation.alternatives.selectors import marked_alternatives
@@ -18,6 +19,7 @@ from annotation.selectors import (
     STEPS_MAX_SPAN,
     STEPS_WINDOW,
     action_target_box,
+    field_label,
     model_extent,
     observations,
     open_leases,
@@ -127,7 +129,7 @@ def history_rows(events: list[AuditEvent]) -> list[HistoryRow]:
         # In the order of the form (a JSON object's keys come back in another order from PostgreSQL's jsonb).
         order = list(FIELD_LABELS)
         names = sorted(event.changes, key=lambda name: (order.index(name) if name in order else len(order), name))
-        labels = [FIELD_LABELS.get(name, name.replace("_", " ")) for name in names]
+        labels = [field_label(name) for name in names]
         last = rows[-1] if rows else None
         if (
             last is not None
@@ -220,7 +222,7 @@ def trace_viewer_screens(trace, first: int, last: int, *, tau: int | None) -> li
         shot = step.screenshot
         marker = _marker(
             step.action_text,
-            label="recorded",
+            label=gettext("recorded"),
             kind="original",
             project=project,
             shot=shot,
@@ -229,7 +231,7 @@ def trace_viewer_screens(trace, first: int, last: int, *, tau: int | None) -> li
         screens.append(
             {
                 "index": step.index,
-                "title": f"step {step.index}",
+                "title": gettext("step %(step)s") % {"step": step.index},
                 "image": shot.image_url if shot else None,
                 "thumb": shot.thumbnail_url if shot else None,
                 "size": _size(project, shot),
@@ -244,7 +246,7 @@ def trace_viewer_screens(trace, first: int, last: int, *, tau: int | None) -> li
         screens.append(
             {
                 "index": trace.step_count + 1,
-                "title": "final screen",
+                "title": gettext("final screen"),
                 "image": final.image_url,
                 "thumb": final.thumbnail_url,
                 "size": _size(project, final),
@@ -383,7 +385,7 @@ def review_context(annotation: Annotation) -> dict:
             # The recorded action is in the trace's convention; corrections are in the project's.
             _marker(
                 step.action_text,
-                label="original",
+                label=gettext("original"),
                 kind="original",
                 project=project,
                 shot=shot,
@@ -391,7 +393,7 @@ def review_context(annotation: Annotation) -> dict:
             ),
             _marker(
                 annotation.corrected_action,
-                label="corrected",
+                label=gettext("corrected"),
                 kind="corrected",
                 project=project,
                 shot=shot,
@@ -402,7 +404,7 @@ def review_context(annotation: Annotation) -> dict:
         markers += [
             _marker(
                 alt["action"],
-                label=f"wrong alternative {alt['number']}",
+                label=gettext("wrong alternative %(number)s") % {"number": alt["number"]},
                 kind="alt-wrong",
                 project=project,
                 shot=shot,
@@ -416,7 +418,7 @@ def review_context(annotation: Annotation) -> dict:
         context["reflection_shot"] = reflection_shot
         marker = _marker(
             annotation.reflection_action,
-            label="post-reflection",
+            label=gettext("post-reflection"),
             kind="reflection",
             project=project,
             shot=reflection_shot,

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 
+from django.utils.translation import gettext, gettext_noop
+
 from annotation import events
 from annotation.answer_fields import FieldProblem, clean_answer_field
 from annotation.models import Annotation, AnnotationStatus, Verdict
@@ -44,6 +46,10 @@ REVIEW_EDITABLE_FIELDS = (
 ADJUDICABLE = frozenset({AnnotationStatus.SUBMITTED, AnnotationStatus.ACCEPTED})
 
 
+# The words the messages below name an action or a part by (translated when raised).
+REVIEW_WORDS = (gettext_noop("accepted"), gettext_noop("rejected"), gettext_noop("edited and accepted"))
+
+
 class ReviewError(Invalid):
     """A decision that cannot be taken as asked; the message names the problem (an Invalid kind: a 400)."""
 
@@ -67,8 +73,11 @@ class ReviewConflict(Conflict):
 def _check_version(annotation: Annotation, expected_version: int | None) -> None:
     if expected_version is not None and expected_version != annotation.version:
         raise ReviewConflict(
-            f"annotation {annotation.pk} changed since you opened it (version {annotation.version}, you saw "
-            f"{expected_version}); reload and review again",
+            gettext(
+                "annotation %(id)s changed since you opened it (version %(current)s, you saw %(seen)s); reload and "
+                "review again"
+            )
+            % {"id": annotation.pk, "current": annotation.version, "seen": expected_version},
             current_version=annotation.version,
         )
 
@@ -76,7 +85,8 @@ def _check_version(annotation: Annotation, expected_version: int | None) -> None
 def _require_submitted(annotation: Annotation, verb: str) -> None:
     if annotation.status != AnnotationStatus.SUBMITTED:
         raise ReviewError(
-            f"only a submitted annotation can be {verb}; annotation {annotation.pk} is {annotation.status}"
+            gettext("only a submitted annotation can be %(verb)s; annotation %(id)s is %(status)s")
+            % {"verb": gettext(verb), "id": annotation.pk, "status": gettext(annotation.status)}
         )
 
 
@@ -107,7 +117,7 @@ def _clean_edits(annotation: Annotation, edits: dict) -> dict:
     verdict = cleaned.get("verdict", annotation.verdict)
     tau = cleaned.get("tau", annotation.tau)
     if verdict == Verdict.ERROR and tau is None:
-        raise ReviewError("a verdict of error needs the first erroneous step tau")
+        raise ReviewError(gettext("a verdict of error needs the first erroneous step tau"))
     # The answer as stored once τ is where the lead puts it: a box drawn for the old τ does not follow a new action.
     stored_state = answer_after_tau_move(annotation, {"verdict": verdict, "tau": tau}).get(
         "editor_state", annotation.editor_state
@@ -132,7 +142,7 @@ def _clean_edits(annotation: Annotation, edits: dict) -> dict:
                     action_json[grammar.TARGET_BOX] = list(box)
                 check = action_check(annotation=annotation, slot=slot, action_json=action_json, tau=tau)
                 if not check["valid"]:
-                    raise ReviewError(f"{label}: {'; '.join(check['errors'])}")
+                    raise ReviewError(f"{gettext(label)}: {'; '.join(check['errors'])}")
                 if grammar.round_action(grammar.parse_action(text))[1]:
                     # A point typed with decimals is stored as the check rounded it: the integer that is trained.
                     cleaned[field] = check["canonical"]
@@ -143,7 +153,10 @@ def _clean_edits(annotation: Annotation, edits: dict) -> dict:
     return cleaned
 
 
-SLOT_WORDS = {"corrected": ("corrected action", 0), "reflection": ("post-reflection action", 1)}
+SLOT_WORDS = {
+    "corrected": (gettext_noop("corrected action"), 0),
+    "reflection": (gettext_noop("post-reflection action"), 1),
+}
 
 
 def actions_given(edits: dict) -> set:
@@ -168,9 +181,18 @@ def _refuse_actions_left_without_points(annotation: Annotation, cleaned: dict, m
         check = action_check(annotation=annotation, slot=slot, action_json=action, tau=new_tau)
         if not check["valid"]:
             raise ReviewError(
-                f"τ moved from {old_tau} to {new_tau}: the {label}'s point was placed on step "
-                f"{old_tau + offset}'s screenshot, not step {new_tau + offset}'s; place the {label} again on step "
-                f"{new_tau + offset} (or keep τ {old_tau})"
+                gettext(
+                    "τ moved from %(old)s to %(new)s: the %(label)s's point was placed on step %(placed)s's "
+                    "screenshot, not step %(wanted)s's; place the %(label)s again on step %(wanted)s (or keep τ "
+                    "%(old)s)"
+                )
+                % {
+                    "old": old_tau,
+                    "new": new_tau,
+                    "label": gettext(label),
+                    "placed": old_tau + offset,
+                    "wanted": new_tau + offset,
+                }
             )
 
 
@@ -215,7 +237,7 @@ def review_reject(*, annotation_id: int, actor, comment: str, expected_version: 
     """Send the annotation back to its annotator, whose queue shows the comment."""
     comment = (comment or "").strip()
     if not comment:
-        raise ReviewError("a rejection needs a comment telling the annotator what to fix")
+        raise ReviewError(gettext("a rejection needs a comment telling the annotator what to fix"))
     annotation = _locked_annotation(annotation_id, actor)
     _check_version(annotation, expected_version)
     _require_submitted(annotation, "rejected")
@@ -244,7 +266,8 @@ def review_adjudicate(*, annotation_id: int, actor, edits: dict | None = None, c
     annotation = _locked_annotation(annotation_id, actor)
     if annotation.status not in ADJUDICABLE:
         raise ReviewError(
-            f"annotation {annotation.pk} is {annotation.status}; only a submitted or accepted one can be adjudicated"
+            gettext("annotation %(id)s is %(status)s; only a submitted or accepted one can be adjudicated")
+            % {"id": annotation.pk, "status": gettext(annotation.status)}
         )
     siblings = list(
         Annotation.objects.select_for_update()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 
 from django.utils import timezone
+from django.utils.translation import gettext, gettext_noop
 
 from annotation.access import access_annotation
 from annotation.answer_fields import clean_answer_field
@@ -31,6 +32,13 @@ from studio.errors import Invalid
 from traces import grammar
 from traces.models import Trace
 from traces.selectors import awaits_instruction
+
+# The words a message names a state by, for the catalog (the messages translate them when raised).
+gettext_noop("draft")
+gettext_noop("submitted")
+gettext_noop("accepted")
+gettext_noop("rejected")
+
 
 DRAFT_TEXT_FIELDS = (
     "error_category",
@@ -105,11 +113,11 @@ def action_check(*, annotation: Annotation, slot: str, action_json: dict | None,
     project = annotation.trace.project
     data = _editor_json(action_json, slot)
     if data is None:
-        return {"canonical": "", "errors": ["choose an action type"], "valid": False}
+        return {"canonical": "", "errors": [gettext("choose an action type")], "valid": False}
     action = grammar.Action.from_json(data)
     errors = []
     if tau is None:
-        errors.append("mark the first erroneous step τ first")
+        errors.append(gettext("mark the first erroneous step τ first"))
         shot = None
     else:
         shot = observation_for(annotation.trace, tau if slot == "corrected" else tau + 1)
@@ -279,7 +287,9 @@ def annotation_save_draft(*, annotation_id: int, user, base_version: int, fields
     annotation = _lock_own_annotation(annotation_id=annotation_id, user=user)
     if annotation.status not in EDITABLE_BY_ANNOTATOR:
         raise NotEditable(
-            f"This annotation is {annotation.status}; it can no longer be edited.", **_conflict_fields(annotation)
+            gettext("This annotation is %(status)s; it can no longer be edited.")
+            % {"status": gettext(annotation.status)},
+            **_conflict_fields(annotation),
         )
     return answer_write(annotation=annotation, user=user, base_version=base_version, fields=fields)
 
@@ -295,8 +305,11 @@ def answer_write(*, annotation: Annotation, user, base_version: int, fields: dic
     if base_version != annotation.version:
         metrics.draft_saves.labels("conflict").inc()
         raise StaleVersion(
-            f"This annotation was changed elsewhere (version {annotation.version}; your edit was based on "
-            f"version {base_version}). Nothing was overwritten: reload to see the newer version.",
+            gettext(
+                "This annotation was changed elsewhere (version %(current)s; your edit was based on version "
+                "%(base)s). Nothing was overwritten: reload to see the newer version."
+            )
+            % {"current": annotation.version, "base": base_version},
             **_conflict_fields(annotation),
         )
     for name, value in clean.items():
@@ -315,26 +328,30 @@ def submit_problems(annotation: Annotation) -> dict[str, str]:
     problems: dict[str, str] = {}
     if awaits_instruction(trace):
         return {
-            "instruction": "This trace has no instruction yet: a lead writes it on the trace page before it is annotated."
+            "instruction": gettext(
+                "This trace has no instruction yet: a lead writes it on the trace page before it is annotated."
+            )
         }
     if trace.receiving:
         return {
-            "trace": "This trace is still receiving steps from its runner: it is annotated once the runner ends it."
+            "trace": gettext(
+                "This trace is still receiving steps from its runner: it is annotated once the runner ends it."
+            )
         }
     if annotation.verdict == Verdict.UNSET:
-        return {"verdict": "Choose a verdict: the first error τ, no error, or unusable."}
+        return {"verdict": gettext("Choose a verdict: the first error τ, no error, or unusable.")}
     if annotation.verdict == Verdict.UNUSABLE:
         if not annotation.unusable_reason.strip():
-            problems["unusable_reason"] = "Say why the trace is unusable."
+            problems["unusable_reason"] = gettext("Say why the trace is unusable.")
         return problems
     if annotation.verdict == Verdict.NO_ERROR:
         return problems
     if annotation.tau is None or not 1 <= annotation.tau <= trace.step_count:
-        return {"tau": f"Mark the first erroneous step τ (1..{trace.step_count})."}
+        return {"tau": gettext("Mark the first erroneous step τ (1..%(count)s).") % {"count": trace.step_count}}
     if not annotation.error_category:
-        problems["error_category"] = "Choose an error category."
+        problems["error_category"] = gettext("Choose an error category.")
     if not annotation.corrected_thought.strip():
-        problems["corrected_thought"] = "Write the corrected thought t*_τ."
+        problems["corrected_thought"] = gettext("Write the corrected thought t*_τ.")
     corrected = action_check(
         annotation=annotation,
         slot="corrected",
@@ -342,7 +359,9 @@ def submit_problems(annotation: Annotation) -> dict[str, str]:
         tau=annotation.tau,
     )
     if not corrected["valid"]:
-        problems["corrected_action"] = "Corrected action: " + "; ".join(corrected["errors"])
+        problems["corrected_action"] = gettext("Corrected action: %(problems)s") % {
+            "problems": "; ".join(corrected["errors"])
+        }
     if observation_for(trace, annotation.tau + 1) is None:
         return problems  # no o_{τ+1}: the reason is recorded on submit
     gap = gap_after_reason(annotation.tau, dropped_after(trace, annotation.tau))
@@ -350,12 +369,12 @@ def submit_problems(annotation: Annotation) -> dict[str, str]:
         # Step τ+1's screen is not o_{τ+1}: a post-reflection there would train on the wrong screen, so it is refused
         # (whatever reason is given beside it); without one, the reason is recorded on submit.
         if annotation.reflection_action.strip() or annotation.reflection_thought.strip():
-            problems["reflection_action"] = f"Post-reflection: {gap} Clear it."
+            problems["reflection_action"] = gettext("Post-reflection: %(gap)s Clear it.") % {"gap": gap}
         return problems
     if annotation.no_reflection_reason.strip():
         return problems
     if not annotation.reflection_thought.strip():
-        problems["reflection_thought"] = (
+        problems["reflection_thought"] = gettext(
             "Write the post-reflection thought that acknowledges the mistake (or explain why there is none)."
         )
     reflection = action_check(
@@ -365,7 +384,9 @@ def submit_problems(annotation: Annotation) -> dict[str, str]:
         tau=annotation.tau,
     )
     if not reflection["valid"]:
-        problems["reflection_action"] = "Post-reflection action: " + "; ".join(reflection["errors"])
+        problems["reflection_action"] = gettext("Post-reflection action: %(problems)s") % {
+            "problems": "; ".join(reflection["errors"])
+        }
     return problems
 
 
@@ -374,11 +395,17 @@ def annotation_submit(*, annotation_id: int, user, base_version: int) -> Annotat
     """Validate and send the annotation to review; the lease is released and its time credited."""
     annotation = _lock_own_annotation(annotation_id=annotation_id, user=user)
     if annotation.status not in EDITABLE_BY_ANNOTATOR:
-        raise NotEditable(f"This annotation is already {annotation.status}.", **_conflict_fields(annotation))
+        raise NotEditable(
+            gettext("This annotation is already %(status)s.") % {"status": gettext(annotation.status)},
+            **_conflict_fields(annotation),
+        )
     if base_version != annotation.version:
         raise StaleVersion(
-            f"This annotation was changed elsewhere (version {annotation.version}; you submitted version "
-            f"{base_version}). Reload to see the newer version before submitting.",
+            gettext(
+                "This annotation was changed elsewhere (version %(current)s; you submitted version %(base)s). "
+                "Reload to see the newer version before submitting."
+            )
+            % {"current": annotation.version, "base": base_version},
             **_conflict_fields(annotation),
         )
     changes = _changes(annotation, _consistent_answer(annotation, {}))
@@ -386,7 +413,10 @@ def annotation_submit(*, annotation_id: int, user, base_version: int) -> Annotat
         setattr(annotation, name, value)
     problems = submit_problems(annotation)
     if problems:
-        raise SubmitRejected("The annotation is not complete: " + " ".join(problems.values()), errors=problems)
+        raise SubmitRejected(
+            gettext("The annotation is not complete: %(problems)s") % {"problems": " ".join(problems.values())},
+            errors=problems,
+        )
     tau = annotation.tau
     if annotation.verdict == Verdict.ERROR and tau is not None and not annotation.no_reflection_reason.strip():
         reason = server_no_reflection_reason(

@@ -8,6 +8,7 @@ from typing import Any
 from django.db.models import Count, Exists, F, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
+from django.utils.translation import gettext, gettext_noop
 
 from annotation import events
 from annotation.access import access_lease
@@ -20,6 +21,14 @@ from studio.access import can
 from studio.db import atomic_with_retry
 from traces.models import Trace
 from traces.selectors import traces_ready_to_annotate
+
+# The words a message names a state by, for the catalog (the messages translate them when raised).
+gettext_noop("released")
+gettext_noop("closed")
+gettext_noop("released-by-lead")
+gettext_noop("expired")
+gettext_noop("skipped")
+
 
 HEARTBEAT_CREDIT_CAP_S = 90
 
@@ -186,7 +195,8 @@ def _gold_claim(*, user, project, attempt, settings, now) -> tuple[Annotation, L
     trace = quality.gold_trace_pick(user=user, project=project)
     if trace is None and attempt is not None:
         raise quality.QueueClosed(
-            f"Too few gold traces are left for your qualification in {project.name}: a lead needs to mark more.",
+            gettext("Too few gold traces are left for your qualification in %(project)s: a lead needs to mark more.")
+            % {"project": project.name},
             gate="qualification_unavailable",
         )
     if trace is None:
@@ -239,10 +249,16 @@ def lease_heartbeat(*, lease_id: int, user) -> Lease:
     lease = access_lease(user, lease_id, "annotation.work", lock=True)  # one's own lease: 404 for anyone else's
     if lease.released_at is not None:
         by = lease.released_by
-        who = f" by {by.username}" if by is not None and by.pk != user.pk else ""
+        reason = gettext(lease.release_reason or "released")
         raise LeaseLost(
-            f"Your lease on this trace was released{who} ({lease.release_reason or 'released'}). "
-            "Your draft is kept; open the trace again from the queue.",
+            (
+                gettext("Your lease on this trace was released by %(lead)s (%(reason)s).")
+                % {"lead": by.username, "reason": reason}
+                if by is not None and by.pk != user.pk
+                else gettext("Your lease on this trace was released (%(reason)s).") % {"reason": reason}
+            )
+            + " "
+            + gettext("Your draft is kept; open the trace again from the queue."),
             reason=lease.release_reason,
         )
     if lease.expires_at <= now:
@@ -251,7 +267,8 @@ def lease_heartbeat(*, lease_id: int, user) -> Lease:
         if not gold and _trace_occupancy(trace_id=lease.trace_id, user=user, now=now) >= quota:
             _lease_close(lease, by=None, reason="expired", now=now)
             raise LeaseLost(
-                "Your lease expired and another annotator took the trace. Your draft is kept.", reason="expired"
+                gettext("Your lease expired and another annotator took the trace. Your draft is kept."),
+                reason="expired",
             )
     else:
         _credit_time(lease=lease, now=now)

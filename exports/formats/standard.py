@@ -6,11 +6,12 @@ from exports import bundle
 from exports.bundle import INTRO_PRM, INTRO_VERL, PRM_RULES, ReadmeText
 from exports.formats import ExportFormat, register
 from exports.writers import LlamaFactoryWriter, ParquetWriter, PrmWriter, TrlWriter, VerlWriter
+from studio.catalog import gettext_noop
 
 register(
     ExportFormat(
         name="trl",
-        label="TRL (JSONL, conversational)",
+        label=gettext_noop("TRL (JSONL, conversational)"),
         writer=TrlWriter,
         readme=ReadmeText(
             training=lambda facts: bundle.trl_section(facts.data_files, facts.pixels, facts.sequence),
@@ -21,7 +22,7 @@ register(
 register(
     ExportFormat(
         name="llamafactory",
-        label="LLaMA-Factory (sharegpt JSON)",
+        label=gettext_noop("LLaMA-Factory (sharegpt JSON)"),
         writer=LlamaFactoryWriter,
         readme=ReadmeText(
             training=bundle.llamafactory_section,
@@ -33,7 +34,7 @@ register(
 register(
     ExportFormat(
         name="parquet",
-        label="Parquet (images embedded)",
+        label=gettext_noop("Parquet (images embedded)"),
         writer=ParquetWriter,
         readme=ReadmeText(
             training=lambda facts: bundle.parquet_section(facts.data_files),
@@ -44,7 +45,7 @@ register(
 register(
     ExportFormat(
         name="prm",
-        label="Process supervision (TRL stepwise layout, JSONL)",
+        label=gettext_noop("Process supervision (TRL stepwise layout, JSONL)"),
         writer=PrmWriter,
         readme=ReadmeText(
             training=lambda facts: bundle.prm_section(facts.data_files),
@@ -58,7 +59,7 @@ register(
 register(
     ExportFormat(
         name="verl",
-        label="RL prompts with a reward (verl Parquet)",
+        label=gettext_noop("RL prompts with a reward (verl Parquet)"),
         writer=VerlWriter,
         readme=ReadmeText(
             training=lambda facts: bundle.verl_section(facts.data_files, facts.sections.get("reward")),

@@ -3,6 +3,7 @@
    each action's arguments and their kinds); the canonical UI-TARS text and the problems come from the server's
    check of the same grammar. The editor holds no rule of its own: it draws an action and reports edits. */
 import { el } from "./dom.js";
+import { gettext } from "./i18n.js";
 
 export const spec = (table, type) => (table ? table.actions.find((a) => a.name === type) : null);
 export const pointArgs = (table, type) => (spec(table, type) ? spec(table, type).args.filter((a) => a.kind === "point") : []);
@@ -29,7 +30,7 @@ export function place(table, action, counter, point) {
    onClearPoint(name), pointHint (what to do to place a point), onClearBox() and boxHint (how to draw the element box;
    without it the box row shows only a stored box). */
 export function render(host, o) {
-  if (!o.table) { host.textContent = "Loading the action table…"; return; }
+  if (!o.table) { host.textContent = gettext("Loading the action table…"); return; }
   const action = o.action;
   // Redrawn after every server check: whoever is typing in a field keeps the focus and the caret.
   const active = host.contains(document.activeElement) ? document.activeElement : null;
@@ -38,7 +39,7 @@ export function render(host, o) {
   try { caret = active && active.selectionStart != null ? [active.selectionStart, active.selectionEnd] : null; } catch (e) { caret = null; }
   host.replaceChildren();
   const typeSel = el("select", { class: "ws-type", "data-slot-type": o.slot, disabled: !o.editable });
-  typeSel.appendChild(el("option", { value: "" }, "— action type —"));
+  typeSel.appendChild(el("option", { value: "" }, gettext("— action type —")));
   // Only what the platform's prompt offers (the served table says which); a stored type stays visible.
   const offered = o.table.targets[o.platform] || [];
   for (const a of o.table.actions) {
@@ -48,20 +49,20 @@ export function render(host, o) {
     typeSel.appendChild(option);
   }
   typeSel.addEventListener("change", () => o.onType(typeSel.value));
-  host.appendChild(el("label", {}, "Action")).appendChild(typeSel);
+  host.appendChild(el("label", {}, gettext("Action"))).appendChild(typeSel);
   const sp = action && spec(o.table, action.type);
   if (sp) {
     if (sp.description) host.appendChild(el("p", { class: "muted small" }, sp.description));
     for (const arg of sp.args) {
       const value = action.args[arg.name];
-      const label = el("label", {}, `${arg.name}${arg.required_in_target ? "" : " (optional)"}`);
+      const label = el("label", {}, `${arg.name}${arg.required_in_target ? "" : " " + gettext("(optional)")}`);
       if (arg.kind === "point") {
         const row = el("div", { class: "ws-point" });
         // Read only, a point not placed is said as such: no hint offers a click that would do nothing.
-        const unplaced = o.editable ? o.pointHint || "click the screenshot" : "—";
+        const unplaced = o.editable ? o.pointHint || gettext("click the screenshot") : "—";
         row.appendChild(el("code", { "data-point": `${o.slot}-${arg.name}` }, Array.isArray(value) ? `(${value[0]}, ${value[1]})` : unplaced));
         if (value !== undefined && !arg.required && o.editable) {
-          const clear = el("button", { type: "button", class: "ws-ghost small" }, "clear");
+          const clear = el("button", { type: "button", class: "ws-ghost small" }, gettext("clear"));
           clear.addEventListener("click", () => o.onClearPoint(arg.name));
           row.appendChild(clear);
         }
@@ -93,13 +94,13 @@ export function render(host, o) {
   // Read only, only a stored box is shown (the hint would offer a drag that does nothing).
   const boxHint = o.editable ? o.boxHint : null;
   if (sp && sp.args.some((a) => a.name === "start_box") && (boxHint || Array.isArray(action.target_box))) {
-    const label = el("label", {}, "element box (optional)");
+    const label = el("label", {}, gettext("element box (optional)"));
     const row = el("div", { class: "ws-point" });
     const box = action.target_box;
     const shown = Array.isArray(box) ? `[${box.join(", ")}]` : boxHint;
     row.appendChild(el("code", { "data-box": o.slot, title: shown }, shown));
     if (Array.isArray(box) && o.editable && o.onClearBox) {
-      const clear = el("button", { type: "button", class: "ws-ghost small", "data-clear-box": o.slot }, "clear");
+      const clear = el("button", { type: "button", class: "ws-ghost small", "data-clear-box": o.slot }, gettext("clear"));
       clear.addEventListener("click", () => o.onClearBox());
       row.appendChild(clear);
     }
@@ -107,11 +108,11 @@ export function render(host, o) {
     host.appendChild(label);
   }
   const canonical = el("div", { class: "ws-canonical" });
-  canonical.appendChild(el("div", { class: "ws-field-label" }, "UI-TARS action (checked by the server)"));
+  canonical.appendChild(el("div", { class: "ws-field-label" }, gettext("UI-TARS action (checked by the server)")));
   canonical.appendChild(el("code", { class: "ws-code", "data-canonical": o.slot }, o.check ? o.check.canonical || "—" : o.fallbackCanonical || "—"));
   const errors = el("ul", { class: "ws-errors", "data-errors": o.slot });
   if (o.check) for (const e of o.check.errors) errors.appendChild(el("li", {}, e));
-  if (o.check && o.check.valid) errors.appendChild(el("li", { class: "ok" }, "✓ valid"));
+  if (o.check && o.check.valid) errors.appendChild(el("li", { class: "ok" }, gettext("✓ valid")));
   canonical.appendChild(errors);
   host.appendChild(canonical);
   const again = focused && host.querySelector(focused);

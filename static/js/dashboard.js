@@ -7,27 +7,28 @@ import { num, pct } from "./figures.js";
 import {
   boundsText, flaggedText, flagLines, partHeadings, partRow, pauseButton, QUALITY_HEADINGS, qualityCsv, qualityRow,
 } from "./quality.js";
+import { gettext, interpolate } from "./i18n.js";
 
 /* The agreement measures the chart draws, as [name, value] rows. */
 export function agreementRows(a) {
-  return [["first error exact", a.first_error_exact], ["first error ±1", a.first_error_within_one],
-    ["category alpha", a.category_alpha], ["action type", a.action_type_agreement]];
+  return [[gettext("first error exact"), a.first_error_exact], [gettext("first error ±1"), a.first_error_within_one],
+    [gettext("category alpha"), a.category_alpha], [gettext("action type"), a.action_type_agreement]];
 }
 
 /* The figures above the charts, by their data-figure name, in words. */
 export function dashboardFigures(d) {
   const a = d.agreement;
   return {
-    median_time: d.median_time.overall_s === null ? "–" : num(d.median_time.overall_s, 0) + " s",
+    median_time: d.median_time.overall_s === null ? "–" : interpolate(gettext("%(seconds)s s"), { seconds: num(d.median_time.overall_s, 0) }),
     acceptance_rate: pct(d.review.acceptance_rate) + " (" + d.review.accepted + ")",
     rejection_rate: pct(d.review.rejection_rate) + " (" + d.review.rejected + ")",
     first_error: pct(a.first_error_exact) + " / " + pct(a.first_error_within_one),
     alpha: num(a.category_alpha, 3),
-    action_type: pct(a.action_type_agreement) + " of " + d.agreement_words.action_type_pairs,
+    action_type: interpolate(gettext("%(share)s of %(n)s"), { share: pct(a.action_type_agreement), n: d.agreement_words.action_type_pairs }),
     click: num(a.click_distance_median, 3) + " (" + d.agreement_words.click_pairs + ")",
     box_iou: num(a.box_iou_median, 3) + " (" + d.agreement_words.box_pairs + ")",
     pairs: a.pairs + " / " + a.open_disagreements,
-    suggestion: d.suggestion_match ? pct(d.suggestion_match.rate) + " of " + d.suggestion_match.compared : "no pre-scoring yet",
+    suggestion: d.suggestion_match ? interpolate(gettext("%(share)s of %(n)s"), { share: pct(d.suggestion_match.rate), n: d.suggestion_match.compared }) : gettext("no pre-scoring yet"),
   };
 }
 
@@ -104,8 +105,8 @@ function start() {
 
     const per = d.review.per_annotator;
     draw("review", "bar", per.map((r) => r.annotator), [
-      { label: "accepted", backgroundColor: palette[1], data: per.map((r) => r.accepted) },
-      { label: "rejected", backgroundColor: palette[3], data: per.map((r) => r.rejected) },
+      { label: gettext("accepted"), backgroundColor: palette[1], data: per.map((r) => r.accepted) },
+      { label: gettext("rejected"), backgroundColor: palette[3], data: per.map((r) => r.rejected) },
     ], { scales: { y: { beginAtZero: true, ticks: COUNTS } } }, !per.length);
 
     const med = Object.entries(d.median_time.per_annotator_s);
@@ -113,16 +114,16 @@ function start() {
       { scales: { y: { beginAtZero: true } } }, !med.length);
 
     draw("error_categories", "bar", d.error_categories.map((r) => r.category),
-      [{ label: "annotations", backgroundColor: palette[2], data: d.error_categories.map((r) => r.count) }],
+      [{ label: gettext("annotations"), backgroundColor: palette[2], data: d.error_categories.map((r) => r.count) }],
       { indexAxis: "y", scales: { x: { beginAtZero: true, ticks: COUNTS } } }, !d.error_categories.some((r) => r.count));
 
     draw("first_error_position", "bar", d.first_error_position.map((r) => r.bucket),
-      [{ label: "annotations", backgroundColor: palette[4], data: d.first_error_position.map((r) => r.count) }],
+      [{ label: gettext("annotations"), backgroundColor: palette[4], data: d.first_error_position.map((r) => r.count) }],
       { scales: { y: { beginAtZero: true, ticks: COUNTS } } }, !d.first_error_position.some((r) => r.count));
 
     const measures = agreementRows(a);
     draw("agreement", "bar", measures.map((r) => r[0]),
-      [{ label: "agreement", backgroundColor: palette[5], data: measures.map((r) => r[1]) }],
+      [{ label: gettext("agreement"), backgroundColor: palette[5], data: measures.map((r) => r[1]) }],
       { scales: { y: { min: Math.min(0, ...measures.map((r) => r[1] || 0)), max: 1 } } }, !a.pairs);
     root.dataset.loaded = String(Date.now());
   }
@@ -138,14 +139,14 @@ function start() {
       const response = await fetch(root.dataset.url + "?" + params, { credentials: "same-origin" });
       const body = await response.json();
       if (!response.ok) {
-        error.textContent = body.detail || `The dashboard could not be loaded (the server answered ${response.status}).`;
+        error.textContent = body.detail || interpolate(gettext("The dashboard could not be loaded (the server answered %(status)s)."), { status: response.status });
         error.hidden = false;
         return;
       }
       error.hidden = true;
       render(body);
     } catch (e) {
-      error.textContent = "Could not load the dashboard; retrying on the next update.";
+      error.textContent = gettext("Could not load the dashboard; retrying on the next update.");
       error.hidden = false;
     }
   }
@@ -174,7 +175,7 @@ function start() {
     if (a.paused) {
       const note = document.createElement("span");
       note.className = "paused-note";
-      note.textContent = "Queue paused" + (a.pause_reason ? ": " + a.pause_reason : "");
+      note.textContent = gettext("Queue paused") + (a.pause_reason ? ": " + a.pause_reason : "");
       wrap.append(note);
     }
     if (quality.dataset.canPause !== "1") return wrap;
@@ -190,7 +191,7 @@ function start() {
       const res = await api("POST", quality.dataset.pauseUrl, { annotator: a.annotator, paused: how.paused });
       const error = document.getElementById("quality-error");
       if (res.status !== 200) {
-        error.textContent = "Not changed: " + (describeErrors(res.data) || "the server could not be reached; try again.");
+        error.textContent = interpolate(gettext("Not changed: %(problem)s"), { problem: describeErrors(res.data) || gettext("the server could not be reached; try again.") });
         error.hidden = false;
         button.disabled = false;
         return;
@@ -216,7 +217,7 @@ function start() {
       if (a.flags.length) {
         const marker = document.createElement("span");
         marker.className = "flag-marker";
-        marker.textContent = "⚑ flagged";
+        marker.textContent = gettext("⚑ flagged");
         tr.firstChild.append(marker);
       }
       const flags = document.createElement("td");
@@ -227,7 +228,7 @@ function start() {
         flags.append(list);
       } else {
         flags.className = "flag-none";
-        flags.textContent = "none";
+        flags.textContent = gettext("none");
       }
       const queue = document.createElement("td");
       queue.append(pauseControl(a));
@@ -238,7 +239,7 @@ function start() {
     parts.querySelector("thead").replaceChildren(cellsRow(["Annotator", ...partHeadings(report)], "th"));
     parts.querySelector("tbody").replaceChildren(...report.annotators.map((a) => cellsRow(partRow(a))));
     const changes = document.querySelector("#gold-changes ul");
-    changes.replaceChildren(...(report.gold_changes.length ? report.gold_changes : [{ words: "No gold trace marked yet." }]).map((c) => {
+    changes.replaceChildren(...(report.gold_changes.length ? report.gold_changes : [{ words: gettext("No gold trace marked yet.") }]).map((c) => {
       const li = document.createElement("li");
       li.textContent = (c.at ? c.at.slice(0, 10) + " · " : "") + c.words + (c.actor ? " (" + c.actor + ")" : "");
       return li;
@@ -255,7 +256,7 @@ function start() {
     const res = await api("GET", quality.dataset.url + "?" + params);
     const error = document.getElementById("quality-error");
     if (res.status !== 200) {
-      error.textContent = "Each annotator's quality could not be loaded: " + (describeErrors(res.data) || "the server could not be reached; retrying on the next update.");
+      error.textContent = interpolate(gettext("Each annotator's quality could not be loaded: %(problem)s"), { problem: describeErrors(res.data) || gettext("the server could not be reached; retrying on the next update.") });
       error.hidden = false;
       return;
     }

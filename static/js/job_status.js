@@ -5,12 +5,13 @@
 // An ES module: the page's wiring at the end, what it says as pure functions above it (tests/js/job_status.test.mjs).
 import { api } from "./api.js";
 import { isFinished } from "./jobs.js";
+import { gettext, interpolate } from "./i18n.js";
 
 /* The progress in words: the server's when the job has them (an import job's "2 of 4 traces read", as its page renders
    them first), else the counter. */
 export function progressText(job) {
   if (job.progress_text !== undefined) return job.progress_text;
-  return job.progress_total ? `${job.progress_done} / ${job.progress_total}` : `${job.progress_done} done`;
+  return job.progress_total ? `${job.progress_done} / ${job.progress_total}` : interpolate(gettext("%(done)s done"), { done: job.progress_done });
 }
 
 /* The <progress> element's value, 0–100. */
@@ -20,7 +21,7 @@ export const percent = (job) => (job.progress_total ? Math.round((100 * job.prog
 export const traceHref = (traceUrl, traceId) => traceUrl.replace(/\/0\/$/, `/${traceId}/`);
 
 /* The line under a finished export: its bundle's digest and size. */
-export const bundleLine = (job) => `sha256 ${job.bundle_sha256} · ${job.bundle_size} bytes`;
+export const bundleLine = (job) => `sha256 ${job.bundle_sha256} · ${interpolate(gettext("%(size)s bytes"), { size: job.bundle_size })}`;
 
 export const POLL_MS = 1500;
 
@@ -30,7 +31,7 @@ function wire(box) {
   function entry(e, traceUrl) {
     const li = Object.assign(document.createElement("li"), { textContent: e.error });
     if (e.trace && traceUrl) {
-      li.append(" ", Object.assign(document.createElement("a"), { href: traceHref(traceUrl, e.trace), textContent: "Open the trace" }));
+      li.append(" ", Object.assign(document.createElement("a"), { href: traceHref(traceUrl, e.trace), textContent: gettext("Open the trace") }));
     }
     return li;
   }

@@ -3,6 +3,7 @@
 // "studio:live" DOM event for the page's own script. Text only ever goes in via textContent. An ES module: what it
 // keeps of who is where is presence.js's (pure).
 import { ageText, holdersOf, presenceApply, presenceState, projectLeases } from "./presence.js";
+import { gettext, interpolate } from "./i18n.js";
 
 /* The live socket's address for a page at ``location`` ({protocol, host}): wss on an https page; narrowed to one
    project's events when ``projectId`` is given. Pure (tests/js/live.test.mjs). */
@@ -43,7 +44,7 @@ function start() {
     const span = document.createElement("span");
     span.className = "holder";
     span.dataset.user = h.user;
-    span.textContent = traceLabel ? h.user + " · trace " + traceLabel : h.user;
+    span.textContent = traceLabel ? h.user + " · " + interpolate(gettext("trace %(trace)s"), { trace: traceLabel }) : h.user;
     if (h.heartbeat_at) {
       // How fresh the holder's last sign of life is: a tab closed without a beacon shows its age growing.
       const age = document.createElement("span");
@@ -56,8 +57,8 @@ function start() {
       const button = document.createElement("button");
       button.type = "button";
       button.className = "linkish release";
-      button.textContent = "release";
-      button.title = "Release " + h.user + "'s lease on this trace (their draft is kept)";
+      button.textContent = gettext("release");
+      button.title = interpolate(gettext("Release %(user)s's lease on this trace (their draft is kept)"), { user: h.user });
       button.addEventListener("click", () => send({ type: "lease.release", lease_id: h.lease_id }));
       span.append(" ", button);
     }

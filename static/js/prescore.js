@@ -5,6 +5,7 @@
 // All server text is set with textContent. A blind project's API answer is {hidden: true}: nothing is shown.
 // An ES module, loaded before the workspace's (document order), so it hears the first step.
 import { toPx } from "./geometry.js";
+import { gettext, interpolate } from "./i18n.js";
 
 /* Per step: the highest suspicion of any scorer, the flags (the rules scorer's) and the model's row (any other
    scorer's). */
@@ -36,12 +37,13 @@ export function stripCells(data, steps, current, stepCount) {
   const cells = [];
   for (let i = 1; i <= count; i++) {
     const entry = steps.get(i);
-    const label = entry ? `step ${i}: suspicion ${entry.suspicion.toFixed(2)}` : `step ${i}: not scored`;
+    const label = entry ? interpolate(gettext("step %(step)s: suspicion %(suspicion)s"), { step: i, suspicion: entry.suspicion.toFixed(2) })
+      : interpolate(gettext("step %(step)s: not scored"), { step: i });
     cells.push({
       index: i,
       className: "cell" + (entry ? "" : " unscored") + (i === current ? " current" : "") + (i === tau ? " first-error" : ""),
       opacity: entry ? 0.12 + 0.88 * entry.suspicion : null,
-      title: label + (i === tau ? " (suggested first error)" : ""),
+      title: label + (i === tau ? " " + gettext("(suggested first error)") : ""),
     });
   }
   return cells;
@@ -51,12 +53,12 @@ export function stripCells(data, steps, current, stepCount) {
    log-likelihood of the recorded reply when it could be scored; "" without a model row. */
 export function modelLine(model) {
   if (!model) return "";
-  const agree = model.agrees === null ? "" : model.agrees ? " (agrees)" : " (differs)";
+  const agree = model.agrees === null ? "" : " " + (model.agrees ? gettext("(agrees)") : gettext("(differs)"));
   const loglik =
     typeof model.loglik_mean === "number"
-      ? ` · mean log-likelihood of the recorded reply ${model.loglik_mean.toFixed(3)}`
+      ? " · " + interpolate(gettext("mean log-likelihood of the recorded reply %(value)s"), { value: model.loglik_mean.toFixed(3) })
       : "";
-  return `Model's own action: ${model.model_action || "—"}${agree}${loglik}`;
+  return interpolate(gettext("Model's own action: %(action)s"), { action: model.model_action || "—" }) + agree + loglik;
 }
 
 /* The model's own reply per step that has one ({index: text}), offered to the workspace as a correction's start. */
@@ -121,7 +123,7 @@ function start() {
 
   function drawStep(data, entry, index) {
     const badges = [];
-    if (index === firstError(data)) badges.push(badge("suggested first error", "first-error"));
+    if (index === firstError(data)) badges.push(badge(gettext("suggested first error"), "first-error"));
     for (const flag of (entry && entry.flags) || []) {
       const b = badge(flag.label);  // the server's words for the flag (prescoring.rules.FLAG_LABELS)
       b.title = flag.message;

@@ -1,5 +1,6 @@
 /* Who has which trace open, kept from the live socket's events (static/js/live.js draws it). Pure: no DOM.
    A lease is a claim on a trace (its holder annotates it); a viewer has the trace open without one. */
+import { gettext, interpolate } from "./i18n.js";
 
 export function presenceState() {
   return { leases: new Map(), viewers: new Map() };  // lease_id -> {trace_id, user, project_id, …}; "trace:user" -> {…}
@@ -46,6 +47,6 @@ export function projectLeases(state, projectId) {
 /* How long ago a holder last showed a sign of life, in words. */
 export function ageText(iso, now = Date.now()) {
   const seconds = Math.max(0, Math.round((now - Date.parse(iso)) / 1000));
-  if (seconds < 60) return "active " + seconds + " s ago";
-  return "active " + Math.round(seconds / 60) + " min ago";
+  if (seconds < 60) return interpolate(gettext("active %(seconds)s s ago"), { seconds });
+  return interpolate(gettext("active %(minutes)s min ago"), { minutes: Math.round(seconds / 60) });
 }

@@ -16,6 +16,7 @@ import {
   percentOn, queueRowTexts, reviewCommandFor, screenLoaded, screenName, screenTitle, tauScreens, thumbNumber,
   viewerLayout, windowProblem,
 } from "./review_logic.js";
+import { gettext, interpolate } from "./i18n.js";
 
 {
   // --- markers over o_τ and o_{τ+1} ---
@@ -39,7 +40,7 @@ import {
         const box = document.createElement("div");
         box.className = "marker-box " + m.kind;
         box.dataset.kind = m.kind;
-        box.title = m.label + ": element box";
+        box.title = interpolate(gettext("%(label)s: element box"), { label: m.label });
         place(box, m, m.box.slice(0, 2));
         [box.style.width, box.style.height] = boxSize(m);
         layer.append(box);
@@ -57,7 +58,7 @@ import {
       if (m.end) {
         const end = document.createElement("div");
         end.className = "marker end " + m.kind;
-        end.title = m.label + " (end)";
+        end.title = interpolate(gettext("%(label)s (end)"), { label: m.label });
         place(end, m, m.end);
         layer.append(end);
       }
@@ -98,7 +99,7 @@ import {
   function showLevel() {
     if (!levelButton) return;
     const shown = shownFrame();
-    levelButton.textContent = shown ? Zoom.levelText(view, shown.width, shown.imageWidth) : "Fit";
+    levelButton.textContent = shown ? Zoom.levelText(view, shown.width, shown.imageWidth) : gettext("Fit");
     fitButton.setAttribute("aria-pressed", String(view.scale === 1));
   }
   function setView(next) {
@@ -199,7 +200,7 @@ import {
     }
     if (screen.image) {
       image.src = screen.image;
-      image.alt = "Screenshot of " + screen.title;
+      image.alt = interpolate(gettext("Screenshot of %(screen)s"), { screen: screen.title });
       viewerFrame.hidden = false;
     } else viewerFrame.hidden = true;
     title.textContent = screenTitle(screen);
@@ -295,7 +296,7 @@ import {
       Editor.render(s.host, {
         table, platform: editData.platform, slot, action: s.action, editable: true, check: s.check,
         fallbackCanonical: s.canonical,
-        pointHint: "click the screenshot above",
+        pointHint: gettext("click the screenshot above"),
         onType: (type) => { s.action = type ? { type, args: {}, style: (s.action && s.action.style) || "box" } : null; s.placed = 0; give(slot, true); changed(slot); },
         onArg: (name, value, quiet) => {
           if (!s.action) return;
@@ -352,7 +353,7 @@ import {
         others = marks.filter((m) => m !== own);
       } else if (slot === "corrected") {
         const recorded = screens[tauScreens(shownTau, total).corrected];
-        others = ((recorded && recorded.markers) || []).map((m) => ({ ...m, label: "original" }));
+        others = ((recorded && recorded.markers) || []).map((m) => ({ ...m, label: gettext("original") }));
       }
       const action = actionOnTau(shownTau, editData.tau, s.given) ? s.action : null;
       drawMarkers(frame, [...others, ...editedMarkers(slot, own, action, s.field.value, screen.extent)]);
@@ -370,7 +371,7 @@ import {
         const frame = document.querySelector(`.shot-frame[data-markers='${frameOf[slot]}']`);
         const position = positions[slot], screen = position === null ? null : screens[position];
         const name = document.querySelector(`[data-tau-screen="${slot}"]`);
-        if (name) name.textContent = position === null ? "none" : screenName(position, stepCount);
+        if (name) name.textContent = position === null ? gettext("none") : screenName(position, stepCount);
         shownScreens[slot] = screen && screen.image ? screen.size : null;
         if (frame) {
           frame.hidden = !shownScreens[slot];
@@ -540,7 +541,7 @@ import {
       const link = document.createElement("a");
       link.className = "button primary";
       link.href = a.review_url;
-      link.textContent = "Review";
+      link.textContent = gettext("Review");
       action.append(link);
       tr.append(...queueRowTexts(a).map(cell), presence, action);
       return tr;
@@ -548,7 +549,7 @@ import {
     if (!trs.length) {
       const tr = document.createElement("tr");
       tr.className = "empty-row";
-      const td = cell("Nothing waiting for review.");
+      const td = cell(gettext("Nothing waiting for review."));
       td.colSpan = 6;
       td.className = "empty";
       tr.append(td);

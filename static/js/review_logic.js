@@ -2,6 +2,7 @@
    trace viewer shows and how it reads the server's answer, the edited action's mark, its keys and the queue's row.
    Pure (tests/js/review.test.mjs); static/js/review.js wires them to the page. */
 import { toFraction } from "./geometry.js";
+import { gettext, interpolate } from "./i18n.js";
 import { shortcutKey } from "./keys.js";
 
 /* A point of ``marker`` (in the project's convention, with its screenshot's extent) as CSS [left, top] in percent of
@@ -46,24 +47,24 @@ export function screenLoaded(screens, index, stepCount, hasFinal) {
 }
 
 /* The name of the screen at ``position`` ("step 3", "final screen") and its number in the strip ("3", "end"). */
-export const screenName = (position, stepCount) => (position < stepCount ? `step ${position + 1}` : "final screen");
-export const thumbNumber = (position, stepCount) => (position < stepCount ? String(position + 1) : "end");
+export const screenName = (position, stepCount) => (position < stepCount ? interpolate(gettext("step %(step)s"), { step: position + 1 }) : gettext("final screen"));
+export const thumbNumber = (position, stepCount) => (position < stepCount ? String(position + 1) : gettext("end"));
 
 /* The viewer's title over a loaded ``screen``: its title, τ marked, and when it has no screenshot. */
 export function screenTitle(screen) {
-  return screen.title + (screen.is_tau ? " (τ)" : "") + (screen.image ? "" : " — no screenshot");
+  return screen.title + (screen.is_tau ? " (τ)" : "") + (screen.image ? "" : " — " + gettext("no screenshot"));
 }
 
 /* The viewer's title over a screen not here: loading, or why it could not be loaded (``problem``). */
 export function missingTitle(position, stepCount, problem) {
-  return screenName(position, stepCount) + (problem ? ` — could not be loaded (${problem}): go to it again to retry` : " — loading…");
+  return screenName(position, stepCount) + " — " + (problem ? interpolate(gettext("could not be loaded (%(problem)s): go to it again to retry"), { problem }) : gettext("loading…"));
 }
 
 /* Why a window of screens (GET /api/reviews/<id>/steps/, through api.js) did not come, "" when it did: the server's
    detail (studio/errors.py: every refusal has one), else the status ("offline" when nothing answered). */
 export function windowProblem(res) {
   if (res.status === 200) return "";
-  return (res.data && res.data.detail) || `status ${res.status || "offline"}`;
+  return (res.data && res.data.detail) || interpolate(gettext("status %(status)s"), { status: res.status || gettext("offline") });
 }
 
 /* Whether the action editors beside the screenshots show: the edit form is open and, where the page has the verdict

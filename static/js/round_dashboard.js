@@ -4,13 +4,14 @@
 // module: the table's cells and the CSV tables are pure functions of the server's answer.
 import { csvWire } from "./csv.js";
 import { change, num, pct } from "./figures.js";
+import { gettext, interpolate } from "./i18n.js";
 
 /* One round's row of the table: each cell's text and, for a figure, its data-figure name. */
 export function roundRow(r) {
   const step = r.first_error_step, c = r.change;
-  const match = !r.suggestion_match ? "no pre-scoring"
-    : !r.suggestion_match.compared ? "no suggestion on its errors"
-      : pct(r.suggestion_match.rate) + " of " + r.suggestion_match.compared + change(c.suggestion_match_rate, "pp");
+  const match = !r.suggestion_match ? gettext("no pre-scoring")
+    : !r.suggestion_match.compared ? gettext("no suggestion on its errors")
+      : interpolate(gettext("%(share)s of %(n)s"), { share: pct(r.suggestion_match.rate), n: r.suggestion_match.compared }) + change(c.suggestion_match_rate, "pp");
   return [
     { text: r.name },
     { text: r.checkpoint + (r.weights_hash ? " · " + r.weights_hash.slice(0, 12) : "") },
@@ -21,7 +22,7 @@ export function roundRow(r) {
     { text: pct(r.unusable_share) + change(c.unusable_share, "pp"), figure: "unusable_share" },
     { text: num(step.median, 1) + change(c.first_error_step_median, "step"), figure: "first_error_step" },
     { text: num(step.mean_relative, 3) + change(c.first_error_relative_mean, "ratio"), figure: "first_error_relative" },
-    { text: (r.median_time_s === null ? "–" : num(r.median_time_s, 0) + " s") + change(c.median_time_s, "s"), figure: "median_time" },
+    { text: (r.median_time_s === null ? "–" : interpolate(gettext("%(seconds)s s"), { seconds: num(r.median_time_s, 0) })) + change(c.median_time_s, "s"), figure: "median_time" },
     { text: match, figure: "suggestion_match" },
   ];
 }
@@ -108,8 +109,8 @@ function start() {
     Object.assign(tables, roundTables(d));
 
     draw("shares", "bar", names, [
-      { label: "with an error", backgroundColor: palette[3], data: rounds.map((r) => r.error_share) },
-      { label: "unusable", backgroundColor: palette[2], data: rounds.map((r) => r.unusable_share) },
+      { label: gettext("with an error"), backgroundColor: palette[3], data: rounds.map((r) => r.error_share) },
+      { label: gettext("unusable"), backgroundColor: palette[2], data: rounds.map((r) => r.unusable_share) },
     ], { scales: { y: { beginAtZero: true, max: 1 } } });
 
     const steps = rounds.length ? rounds[0].first_error_step.histogram.map((h) => h.step) : [];
@@ -140,14 +141,14 @@ function start() {
       const response = await fetch(root.dataset.url, { credentials: "same-origin" });
       const body = await response.json();
       if (!response.ok) {
-        error.textContent = body.detail || `The round dashboard could not be loaded (the server answered ${response.status}).`;
+        error.textContent = body.detail || interpolate(gettext("The round dashboard could not be loaded (the server answered %(status)s)."), { status: response.status });
         error.hidden = false;
         return;
       }
       error.hidden = true;
       render(body);
     } catch (e) {
-      error.textContent = "Could not load the round dashboard; reload the page to try again.";
+      error.textContent = gettext("Could not load the round dashboard; reload the page to try again.");
       error.hidden = false;
     }
   }

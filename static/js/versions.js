@@ -5,6 +5,7 @@
    server's rule: the list says so (can_restore, restore_refusal). The pure part (versionRows, restoreOutcome) is
    tested by node (tests/js/versions.test.mjs). */
 import { api, describeErrors } from "./api.js";
+import { gettext, interpolate } from "./i18n.js";
 
 /* "2026-11-28 03:12" in the reader's time zone. */
 export function whenWords(iso) {
@@ -19,7 +20,8 @@ export function whenWords(iso) {
 export function sessionWords(v) {
   if (!(v.saves > 1)) return "";
   const since = whenWords(v.since).slice(11);
-  return `${v.saves} saves while typing (versions ${v.first}–${v.number})${since ? ` from ${since}` : ""}`;
+  const saves = interpolate(gettext("%(saves)s saves while typing (versions %(first)s–%(last)s)"), { saves: v.saves, first: v.first, last: v.number });
+  return since ? `${saves} ${interpolate(gettext("from %(since)s"), { since })}` : saves;
 }
 
 /* The rows the panel shows, newest first as served: a title, who and when, what changed (a rewritten text as the
@@ -29,8 +31,8 @@ export function versionRows(data) {
   const may = Boolean(data && data.can_restore);
   return ((data && data.versions) || []).map((v) => ({
     number: v.number,
-    title: `Version ${v.number}${v.current ? " (current)" : ""}`,
-    meta: [v.by || "(system)", whenWords(v.at), v.status, sessionWords(v)].filter(Boolean).join(" · "),
+    title: interpolate(v.current ? gettext("Version %(number)s (current)") : gettext("Version %(number)s"), { number: v.number }),
+    meta: [v.by || gettext("(system)"), whenWords(v.at), v.status, sessionWords(v)].filter(Boolean).join(" · "),
     changes: v.changes || [],
     diffs: (v.diffs || []).map((d) => ({ field: d.field, segments: d.segments || [] })),
     kind: v.kind,
@@ -42,12 +44,12 @@ export function versionRows(data) {
 
 /* What a restore's answer means for the page: reload (done), or a sentence and whether the list is stale. */
 export function restoreOutcome(res, number) {
-  if (res.status === 200) return { done: true, message: `Version ${number} restored as version ${res.data.version}.` };
+  if (res.status === 200) return { done: true, message: interpolate(gettext("Version %(number)s restored as version %(version)s."), { number, version: res.data.version }) };
   if (res.status === 409 && res.data.current_version !== undefined) {
-    return { done: false, stale: true, message: `Not restored: ${describeErrors(res.data)}` };
+    return { done: false, stale: true, message: interpolate(gettext("Not restored: %(problem)s"), { problem: describeErrors(res.data) }) };
   }
-  if (res.status === 0) return { done: false, message: "Not restored: the server cannot be reached; try again." };
-  return { done: false, message: `Not restored: ${describeErrors(res.data) || `the server answered ${res.status}`}` };
+  if (res.status === 0) return { done: false, message: gettext("Not restored: the server cannot be reached; try again.") };
+  return { done: false, message: interpolate(gettext("Not restored: %(problem)s"), { problem: describeErrors(res.data) || interpolate(gettext("the server answered %(status)s"), { status: res.status }) }) };
 }
 
 function node(tag, cls, text) {
@@ -68,9 +70,9 @@ export function mountVersions(root, hooks = {}) {
   const say = (text, kind) => { note.textContent = text; note.dataset.kind = kind || ""; note.hidden = !text; };
 
   async function load() {
-    say("Loading the versions…");
+    say(gettext("Loading the versions…"));
     const res = await api("GET", url);
-    if (res.status !== 200) { say(`The versions could not be read: ${describeErrors(res.data) || res.status}`, "error"); return; }
+    if (res.status !== 200) { say(interpolate(gettext("The versions could not be read: %(problem)s"), { problem: describeErrors(res.data) || res.status }), "error"); return; }
     list.replaceChildren();
     for (const row of versionRows(res.data)) list.appendChild(item(row));
     say(res.data.can_restore ? "" : res.data.restore_refusal || "");
@@ -85,7 +87,7 @@ export function mountVersions(root, hooks = {}) {
     if (row.restorable) {
       const button = node("button", "versions-restore small", "Restore");
       button.type = "button";
-      button.title = `Write version ${row.number}'s answer back as a new version (nothing is lost: this one stays listed)`;
+      button.title = interpolate(gettext("Write version %(number)s's answer back as a new version (nothing is lost: this one stays listed)"), { number: row.number });
       button.addEventListener("click", () => restore(row, button));
       head.appendChild(button);
     }
@@ -107,7 +109,7 @@ export function mountVersions(root, hooks = {}) {
 
   async function restore(row, button) {
     for (const b of list.querySelectorAll("button")) b.disabled = true;
-    say(`Restoring version ${row.number}…`);
+    say(interpolate(gettext("Restoring version %(number)s…"), { number: row.number }));
     if (hooks.beforeRestore) await hooks.beforeRestore();
     const base = hooks.baseVersion ? hooks.baseVersion() : Number(root.dataset.version);
     const res = await api("POST", row.restoreUrl, { version: base });

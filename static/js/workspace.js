@@ -27,6 +27,7 @@ import { createAlternatives } from "./workspace/alternatives.js";
 import { installKeyboard } from "./workspace/keyboard.js";
 import { createUndo } from "./workspace/undo.js";
 import { mountVersions } from "./versions.js";
+import { gettext, interpolate } from "./i18n.js";
 
 const root = document.getElementById("ws");
 if (root) start(root);
@@ -101,8 +102,8 @@ function start(root) {
   });
   alternatives.load();
   instructionFit();
-  if (restored) { draft.setSaveState("dirty", "Restored unsaved edits"); draft.save(); }
-  if (!page.editable()) draft.setSaveState("saved", ann.status === "draft" ? "Read only" : `${ann.status_display} — read only`);
+  if (restored) { draft.setSaveState("dirty", gettext("Restored unsaved edits")); draft.save(); }
+  if (!page.editable()) draft.setSaveState("saved", ann.status === "draft" ? gettext("Read only") : interpolate(gettext("%(status)s — read only"), { status: ann.status_display }));
   // The Versions panel (static/js/versions.js): the page's pending edits are saved first and the restore is based on
   // the version they made; the restored answer replaces this page's copy (its local copy is older: dropped).
   mountVersions($("versions"), {
@@ -119,13 +120,13 @@ function thoughtFit() {
   const text = $("ws-thought"), more = $("ws-thought-more");
   const collapse = () => {
     text.classList.remove("expanded");
-    more.textContent = "Show all";
+    more.textContent = gettext("Show all");
     more.setAttribute("aria-expanded", "false");
     more.hidden = text.scrollHeight <= text.clientHeight + 1;
   };
   more.addEventListener("click", () => {
     const open = text.classList.toggle("expanded");
-    more.textContent = open ? "Show less" : "Show all";
+    more.textContent = open ? gettext("Show less") : gettext("Show all");
     more.setAttribute("aria-expanded", String(open));
     text.scrollTop = 0;
   });
@@ -142,7 +143,7 @@ function instructionFit() {
   };
   more.addEventListener("click", () => {
     const open = text.classList.toggle("expanded");
-    more.textContent = open ? "Show less" : "Show all";
+    more.textContent = open ? gettext("Show less") : gettext("Show all");
     more.setAttribute("aria-expanded", String(open));
     text.scrollTop = 0;
   });

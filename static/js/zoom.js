@@ -4,6 +4,7 @@
    corner sits, in fractions of the frame. Only a CSS transform of one layer (the image and its marks) changes, so
    zooming costs no layout. Wheel (or a trackpad pinch) zooms around the pointer, a drag pans, two fingers pinch.
    An ES module: static/js/workspace.js and review.js import it; clamp, zoomAt and transform are pure. */
+import { gettext } from "./i18n.js";
 export const MAX = 8;
 // One wheel event (a notch, or a trackpad's burst) changes the zoom by at most a quarter, in or out.
 export const WHEEL_STEP = 1.25;
@@ -36,7 +37,7 @@ export function percentOf(view, fitWidth, imageWidth) {
 /* The level button's words: the percentage of the screenshot's own pixels, or "Fit" while the frame is unmeasured. */
 export function levelText(view, fitWidth, imageWidth) {
   const percent = percentOf(view, fitWidth, imageWidth);
-  return percent === null ? "Fit" : `${percent} %`;
+  return percent === null ? gettext("Fit") : `${percent} %`;
 }
 
 /* The view at 1:1 (the screenshot's own pixels) around the frame's centre; never below fit (a screenshot smaller

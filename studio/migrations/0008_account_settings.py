@@ -18,6 +18,7 @@ class Migration(migrations.Migration):
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('shortcuts', models.CharField(choices=[('single', 'On: a key alone (e marks the first error)'), ('modifier', 'With Alt (Option on a Mac): Alt+e marks the first error'), ('off', 'Off: buttons, arrows, Home, End, Esc and the Ctrl keys only')], db_default='single', default='single', max_length=16)),
+                ('language', models.CharField(blank=True, db_default='', default='', max_length=16)),
                 ('user', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='account_settings', to=settings.AUTH_USER_MODEL)),
             ],
         ),

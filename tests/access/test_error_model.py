@@ -48,9 +48,10 @@ def test_error_body_carries_detail_kind_and_extra_fields():
     assert body == {"detail": "The annotation changed since you opened it.", "kind": "conflict", "current": 7}
 
 
-def test_review_error_is_an_invalid_kind_and_still_a_value_error():
+def test_review_error_is_an_invalid_kind_and_no_value_error():
+    """A refusal is caught by its kind: an ``except ValueError`` meant for a parse must not swallow it."""
     exc = ReviewError("Choose a verdict.")
-    assert isinstance(exc, Invalid) and isinstance(exc, ValueError) and exc.status == 400
+    assert isinstance(exc, Invalid) and not isinstance(exc, ValueError) and exc.status == 400
 
 
 def _view_raising(exc: Exception):
@@ -132,6 +133,41 @@ def test_the_http_speech_pattern_catches_what_it_should():
     ):
         assert HTTP_SPEECH.search(line), line
     assert not HTTP_SPEECH.search("annotation.status = AnnotationStatus.DRAFT; from_status=from_status")
+
+
+# An error status named in an API module: a refusal raised as a kind says its status in one table instead.
+HAND_NAMED_ERROR = re.compile(r"status\.HTTP_4\d\d|status=[45]\d\d|HTTP_409")
+
+
+def _api_modules() -> list[pathlib.Path]:
+    return sorted(
+        path
+        for top in REPO.iterdir()
+        if (top / "__init__.py").exists() and top.name != "tests"
+        for path in top.rglob("api*.py")
+    )
+
+
+def test_no_api_module_names_an_error_status_by_hand():
+    modules = _api_modules()
+    assert {"studio/api.py", "exports/api.py", "traces/api.py"} <= {p.relative_to(REPO).as_posix() for p in modules}
+    offenders = [
+        f"{path.relative_to(REPO)}:{number}: {line.strip()}"
+        for path in modules
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if HAND_NAMED_ERROR.search(line)
+    ]
+    assert offenders == [], "raise a studio.errors kind (Conflict, Invalid, ...) instead:\n" + "\n".join(offenders)
+
+
+def test_control_a_hand_named_error_status_is_seen():
+    for line in (
+        "status=status.HTTP_200_OK if changed else status.HTTP_409_CONFLICT,",
+        "return Response(b, status=409)",
+    ):
+        assert HAND_NAMED_ERROR.search(line), line
+    assert not HAND_NAMED_ERROR.search("return Response(data, status=status.HTTP_202_ACCEPTED)")
+    assert not HAND_NAMED_ERROR.search("409: OpenApiResponse(description='not finished'),")
 
 
 def test_every_refusal_type_of_the_apps_is_a_kind():

@@ -17,7 +17,7 @@ from django.urls import path as url_path
 
 from studio.errortracker import FILTERED, scrub
 from tests.ports import free_port
-from tests.serving.test_foundation import run_manage
+from tests.serving.test_settings_and_pages import run_manage
 
 
 class EnvelopeReceiver(BaseHTTPRequestHandler):

@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.serving.test_foundation import run_manage
+from tests.serving.test_settings_and_pages import run_manage
 
 
 def scrape(client: Client | None = None) -> dict[tuple[str, frozenset], float]:

@@ -18,6 +18,12 @@ import os
 import sys
 
 sys.path.insert(0, os.getcwd())  # the release under test, not the checkout this file lies in
+# An editable install of this checkout adds a finder that resolves any submodule of the studio's packages missing from
+# the release (a module this checkout added, e.g. an app's jobs.py found by autodiscovery) to this checkout's file:
+# the release would run a mix of both. Without it, only the release's own files are found.
+sys.meta_path[:] = [
+    finder for finder in sys.meta_path if not getattr(finder, "__module__", "").startswith("__editable__")
+]
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studio.settings")
 
 import django  # noqa: E402

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from studio.catalog import gettext_noop
 from studio.inputs import id_from_text
 from traces import grammar
 
@@ -65,7 +66,7 @@ def _convert(action: str) -> tuple[str, str, dict]:
 
 class MobileAgentImporter(FolderImporter):
     format_name = "mobile-agent"
-    label = "Mobile-Agent v1 runs"
+    label = gettext_noop("Mobile-Agent v1 runs")
     detect_order = 40
 
     def folders(self, root: Path, *, first_only: bool = False) -> list[Path]:

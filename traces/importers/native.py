@@ -7,6 +7,7 @@ from pathlib import Path
 
 from django.conf import settings
 
+from studio.catalog import gettext_noop
 from traces.languages import language_problem
 
 from .base import (
@@ -33,7 +34,7 @@ OUTCOMES = {"success", "failure", "unknown"}
 
 class NativeImporter(UnitImporter):
     format_name = "native"
-    label = "Trace Studio native (trace.json or JSONL)"
+    label = gettext_noop("Trace Studio native (trace.json or JSONL)")
     detect_order = 1000  # its markers (any *.jsonl, any trace.json) are the loosest: tried last
 
     def detect(self, root: Path) -> bool:

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from django.conf import settings
 
+from studio.catalog import gettext_noop
+
 from .base import (
     ImageRef,
     ImportedStep,
@@ -39,7 +41,7 @@ MAX_DEPTH = 6
 
 class OSWorldImporter(UnitImporter):
     format_name = "osworld"
-    label = "OSWorld result folders"
+    label = gettext_noop("OSWorld result folders")
     detect_order = 20
 
     def detect(self, root: Path) -> bool:

@@ -19,6 +19,7 @@ import json
 import re
 from pathlib import Path
 
+from studio.catalog import gettext_noop
 from traces import grammar
 
 from .base import (
@@ -70,7 +71,7 @@ class ActionConversionError(ValueError):
 
 class ScreenAgentImporter(FolderImporter):
     format_name = "screenagent"
-    label = "ScreenAgent sessions"
+    label = gettext_noop("ScreenAgent sessions")
     detect_order = 30
 
     def folders(self, root: Path, *, first_only: bool = False) -> list[Path]:

@@ -13,6 +13,8 @@ import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 
+from studio.catalog import gettext_noop
+
 from .base import (
     ImageRef,
     ImportedStep,
@@ -33,7 +35,7 @@ INSTRUCTION_HEADING = "## User Instruction"
 
 class UITarsMessagesImporter(UnitImporter):
     format_name = "uitars-messages"
-    label = "UI-TARS chat messages (JSONL)"
+    label = gettext_noop("UI-TARS chat messages (JSONL)")
     detect_order = 10
 
     def detect(self, root: Path) -> bool:

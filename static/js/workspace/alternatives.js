@@ -4,6 +4,7 @@
    like the recorded ones) and sends marks. A 403 (a blind project for annotators) hides it. */
 import { $, el } from "../dom.js";
 import { api, describeErrors, isAuthProblem } from "../api.js";
+import { gettext, interpolate, jobStatusWord } from "../i18n.js";
 
 const JOB_ENDED = ["succeeded", "failed", "cancelled"];
 const done = (job) => !job || JOB_ENDED.includes(job.status);
@@ -64,7 +65,7 @@ export function createAlternatives({ page, store, draft, editor, undoable, hooks
     const res = await api("POST", URL, { step: form().tau });
     if (res.status === 202) { show(res.data); return; }
     if (isAuthProblem(res)) return draft.sessionExpired();
-    draft.banner("error", "No alternatives: " + (describeErrors(res.data) || "the server could not be reached"));
+    draft.banner("error", interpolate(gettext("No alternatives: %(problem)s"), { problem: describeErrors(res.data) || gettext("the server could not be reached") }));
   }
   const rowOf = (number) => (alts.data ? alts.data.alternatives.find((r) => r.number === number) : null);
   async function mark(number, verdict) {
@@ -73,7 +74,7 @@ export function createAlternatives({ page, store, draft, editor, undoable, hooks
     const res = await api("POST", `${URL}${row.id}/mark/`, { verdict });
     if (res.status !== 200) {
       if (isAuthProblem(res)) draft.sessionExpired();
-      else draft.banner("error", `Alternative ${number} not marked: ${describeErrors(res.data) || "the server could not be reached"}`);
+      else draft.banner("error", interpolate(gettext("Alternative %(number)s not marked: %(problem)s"), { number, problem: describeErrors(res.data) || gettext("the server could not be reached") }));
       return null;
     }
     show(res.data);
@@ -85,13 +86,13 @@ export function createAlternatives({ page, store, draft, editor, undoable, hooks
     const row = rowOf(number), job = alts.data && alts.data.job;
     if (!row || !row.parsed || !page.editable() || !job) return;
     if (form().verdict !== "error" || job.step !== form().tau) {
-      draft.banner("error", `The alternatives are for step ${job.step}; τ is ${form().tau || "not set"}: ask again at τ.`);
+      draft.banner("error", interpolate(gettext("The alternatives are for step %(step)s; τ is %(tau)s: ask again at τ."), { step: job.step, tau: form().tau || gettext("not set") }));
       return;
     }
     const answer = await mark(number, "taken");
     if (!answer) return;
     const start = answer.starting_point || {};
-    undoable(`Took alternative ${number} as the correction`, () => {
+    undoable(interpolate(gettext("Took alternative %(number)s as the correction"), { number }), () => {
       if (start.thought) form().corrected_thought = start.thought;
       editor.startSlot("corrected", JSON.parse(JSON.stringify(row.actions[0])));
     });
@@ -116,15 +117,15 @@ export function createAlternatives({ page, store, draft, editor, undoable, hooks
     else if (page.editable()) {
       const k = job && job.settings && job.settings.k;
       const b = el("button", { type: "button", id: "ws-alts-ask-btn", disabled: !done(job) },
-        job ? `Ask the model again${k ? ` (${k})` : ""}` : "Ask the model");
-      b.title = "Sample the configured checkpoint's own replies at τ (a job on the gpu queue)";
+        job ? (k ? interpolate(gettext("Ask the model again (%(k)s)"), { k }) : gettext("Ask the model again")) : gettext("Ask the model"));
+      b.title = gettext("Sample the configured checkpoint's own replies at τ (a job on the gpu queue)");
       b.addEventListener("click", ask);
       askBox.appendChild(b);
     }
     const status = $("ws-alts-status");
-    status.textContent = !job ? "" : !done(job) ? `Sampling at step ${job.step}… (${job.status})`
-      : job.status !== "succeeded" ? `${job.status[0].toUpperCase()}${job.status.slice(1)}: ${job.message}`
-        : `${job.message || `${alternatives.length} alternatives`} · step ${job.step} · ${job.model_name}${job.reused ? " (stored)" : ""}`;
+    status.textContent = !job ? "" : !done(job) ? interpolate(gettext("Sampling at step %(step)s… (%(status)s)"), { step: job.step, status: jobStatusWord(job.status) })
+      : job.status !== "succeeded" ? `${jobStatusWord(job.status)}: ${job.message}`
+        : `${job.message || interpolate(gettext("%(count)s alternatives"), { count: alternatives.length })} · ${interpolate(gettext("step %(step)s"), { step: job.step })} · ${job.model_name}${job.reused ? " " + gettext("(stored)") : ""}`;
     const list = $("ws-alts-list");
     list.replaceChildren();
     for (const row of alternatives) {
@@ -133,14 +134,14 @@ export function createAlternatives({ page, store, draft, editor, undoable, hooks
       li.appendChild(el("code", { class: "ws-alt-text" }, row.parsed ? row.reply : row.text));
       const side = el("span", { class: "ws-alt-side" });
       side.appendChild(el("span", { class: "ws-alt-mark", "data-alt-mark": row.number },
-        !row.parsed ? "not an action: text only" : row.mark === "taken" ? "taken" : row.mark === "wrong" ? "wrong" : ""));
+        !row.parsed ? gettext("not an action: text only") : row.mark === "taken" ? gettext("taken") : row.mark === "wrong" ? gettext("wrong") : ""));
       if (row.parsed && page.editable()) {
-        const take = el("button", { type: "button", class: "ws-ghost small", "data-alt-take": row.number }, "Take ");
+        const take = el("button", { type: "button", class: "ws-ghost small", "data-alt-take": row.number }, gettext("Take") + " ");
         take.appendChild(el("kbd", {}, `Alt+${row.number}`));
-        take.title = `Start the correction from alternative ${row.number} (Alt+${row.number})`;
+        take.title = interpolate(gettext("Start the correction from alternative %(number)s (Alt+%(number)s)"), { number: row.number });
         take.addEventListener("click", () => takeAlternative(row.number));
-        const wrong = el("button", { type: "button", class: "ws-ghost small", "data-alt-wrong": row.number }, row.mark === "wrong" ? "Not wrong" : "Wrong");
-        wrong.title = "Mark it wrong: it becomes a rejected side of a DPO pair (w on the hovered or focused one)";
+        const wrong = el("button", { type: "button", class: "ws-ghost small", "data-alt-wrong": row.number }, row.mark === "wrong" ? gettext("Not wrong") : gettext("Wrong"));
+        wrong.title = gettext("Mark it wrong: it becomes a rejected side of a DPO pair (w on the hovered or focused one)");
         wrong.addEventListener("click", () => mark(row.number, row.mark === "wrong" ? "" : "wrong"));
         side.append(take, wrong);
       }

@@ -3,6 +3,7 @@
    save, the page takes over (``adoptCleared``, pure: tests/js/autosave.test.mjs). */
 import { $, el } from "../dom.js";
 import { api, csrfToken, describeErrors, isAuthProblem } from "../api.js";
+import { gettext, interpolate } from "../i18n.js";
 
 export const FIELDS = ["verdict", "tau", "error_category", "note", "unusable_reason", "corrected_thought",
   "reflection_thought", "no_reflection_reason", "editor_state"];
@@ -135,7 +136,7 @@ export function createDraft({ page, store, hooks }) {
     keepLocalCopy();
     if (!editable()) return;
     // Blocked (logged out, a conflict), the status keeps saying why nothing is saved.
-    if (!store.get("blocked")) setSaveState("dirty", "Unsaved changes");
+    if (!store.get("blocked")) setSaveState("dirty", gettext("Unsaved changes"));
     clearTimeout(debounceTimer);
     debounceTimer = setTimeout(save, 700);
   }
@@ -154,10 +155,10 @@ export function createDraft({ page, store, hooks }) {
 
   async function saveNow(options) {
     if (!editable() || store.get("blocked")) return;
-    if (!dirty()) { setSaveState("saved", "Saved"); return; }
+    if (!dirty()) { setSaveState("saved", gettext("Saved")); return; }
     saving = true;
     const sent = copy(form());
-    setSaveState("saving", "Saving…");
+    setSaveState("saving", gettext("Saving…"));
     const res = await api("PUT", `/api/annotations/${ANN_ID}/draft/`, Object.assign({ version: store.get("version") }, sent), options);
     saving = false;
     const answer = readSaveAnswer(res);
@@ -178,7 +179,7 @@ export function createDraft({ page, store, hooks }) {
         hooks.checkActions();
       }
       if (dirty() || pendingAgain) { pendingAgain = false; return save(); }
-      setSaveState("saved", "Saved");
+      setSaveState("saved", gettext("Saved"));
       if (!$("ws-banner").classList.contains("conflict")) banner("", "");
       return;
     }
@@ -186,20 +187,20 @@ export function createDraft({ page, store, hooks }) {
     if (answer === "signed_out") return sessionExpired();
     if (answer === "retry") return retryLater();
     store.set("blocked", null);
-    setSaveState("error", "Not saved");
-    banner("error", "Not saved: " + describeErrors(res.data));
+    setSaveState("error", gettext("Not saved"));
+    banner("error", interpolate(gettext("Not saved: %(problem)s"), { problem: describeErrors(res.data) }));
   }
   function retryLater() {
     const wait = retryDelay;
     retryDelay = nextRetryDelay(retryDelay);
-    setSaveState("offline", `Offline — retrying in ${Math.round(wait / 1000)} s`);
+    setSaveState("offline", interpolate(gettext("Offline — retrying in %(seconds)s s"), { seconds: Math.round(wait / 1000) }));
     retryUntil = Date.now() + wait;
     clearTimeout(retryTimer);
     retryTimer = setTimeout(save, wait);
   }
   function sessionExpired() {
     store.set("blocked", "login");
-    setSaveState("offline", "Not saved — log in again");
+    setSaveState("offline", gettext("Not saved — log in again"));
     // The dialog covers the page: its first control takes the focus (from a field behind it, Tab went on through the
     // form and never reached the dialog, which comes last in the page).
     if ($("ws-login").hidden) { $("ws-login").hidden = false; $("ws-login").querySelector("a").focus(); }
@@ -207,17 +208,17 @@ export function createDraft({ page, store, hooks }) {
   function conflict(data) {
     store.set("blocked", "conflict");
     const newer = data.current;
-    setSaveState("error", "Conflict");
-    banner("conflict", data.detail + " Your version is kept in this page.", [
-      ["Load the newer version", () => {
+    setSaveState("error", gettext("Conflict"));
+    banner("conflict", data.detail + " " + gettext("Your version is kept in this page."), [
+      [gettext("Load the newer version"), () => {
         store.set("blocked", null);
         store.set("version", newer.version);
         store.set("form", pickFields(newer));
         serverForm = copy(form());
         hooks.resetHistory();
-        keepLocalCopy(); banner("", ""); hooks.renderAll(); setSaveState("saved", "Saved");
+        keepLocalCopy(); banner("", ""); hooks.renderAll(); setSaveState("saved", gettext("Saved"));
       }],
-      ["Keep mine (overwrite)", () => {
+      [gettext("Keep mine (overwrite)"), () => {
         store.set("blocked", null);
         store.set("version", newer.version);
         serverForm = pickFields(newer);

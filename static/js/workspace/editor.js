@@ -6,6 +6,7 @@
 import * as Editor from "../action_editor.js";
 import { boxOf, isEmptyBox, toModel } from "../geometry.js";
 import { api } from "../api.js";
+import { gettext, interpolate } from "../i18n.js";
 
 /* The screen a post-reflection for a first error at step ``tau`` is written on (o_{τ+1}), or null when that screen
    was not kept: read from the served steps (annotation.selectors.workspace_payload, ``reflection_screen``). */
@@ -80,7 +81,7 @@ export function createEditor({ page, store, steps, draft, hooks }) {
       onArg: (name, value, quiet) => setArg(slot, name, value, quiet),
       onClearPoint: (name) => { delete form().editor_state[slot].args[name]; changed(slot); },
       onClearBox: () => clearBox(slot),
-      boxHint: "Shift+drag on the screenshot, b from the keyboard, or click an outlined element",
+      boxHint: gettext("Shift+drag on the screenshot, b from the keyboard, or click an outlined element"),
     });
   }
 
@@ -94,7 +95,7 @@ export function createEditor({ page, store, steps, draft, hooks }) {
 
   function placePoint(slot, point) {
     const action = form().editor_state[slot];
-    if (!action) { draft.banner("error", "Choose the action type first, then click to place it."); return; }
+    if (!action) { draft.banner("error", gettext("Choose the action type first, then click to place it.")); return; }
     if (!Editor.placeablePoints(table(), action.type).length) return;
     placeIndex[slot] = Editor.place(table(), action, placeIndex[slot], point);
     changed(slot);

@@ -7,6 +7,8 @@
    as a new draft version through the draft's one save path, so the server holds the restored values. */
 import { keyOf } from "../keys.js";
 
+import { gettext, interpolate } from "../i18n.js";
+
 export const LIMIT = 200;  // steps kept back (at least 50 is the promise; a whole form is a few KB)
 export const GROUP_PAUSE_MS = 1000;  // typing in one field within this pause is one step
 
@@ -70,9 +72,9 @@ export function discarded(before, after, words) {
     if (!filled(now)) { out.push({ name, how: "discarded" }); continue; }
     if (was && typeof was === "object" && now && typeof now === "object" && was.type && was.type === now.type) {
       // The same action kept, its box or points gone: say which.
-      if (filled(was.target_box) && !filled(now.target_box)) out.push({ name: `${name}'s element box`, how: "discarded" });
+      if (filled(was.target_box) && !filled(now.target_box)) out.push({ name: interpolate(gettext("%(name)s's element box"), { name }), how: "discarded" });
       const lost = Object.keys(was.args || {}).filter((arg) => Array.isArray(was.args[arg]) && !Array.isArray((now.args || {})[arg]));
-      if (lost.length) out.push({ name: `${name}'s ${lost.length > 1 ? "points" : "point"}`, how: "discarded" });
+      if (lost.length) out.push({ name: interpolate(lost.length > 1 ? gettext("%(name)s's points") : gettext("%(name)s's point"), { name }), how: "discarded" });
       if (filled(was.target_box) === filled(now.target_box) && !lost.length) out.push({ name, how: "replaced" });
       continue;
     }
@@ -85,13 +87,13 @@ export function discarded(before, after, words) {
 export function discardedWords(items) {
   const gone = items.filter((i) => i.how === "discarded").map((i) => i.name);
   const replaced = items.filter((i) => i.how === "replaced").map((i) => i.name);
-  const list = (names) => (names.length > 1 ? `${names.slice(0, -1).join(", ")} and ${names[names.length - 1]}` : names[0]);
+  const list = (names) => (names.length > 1 ? interpolate(gettext("%(some)s and %(last)s"), { some: names.slice(0, -1).join(gettext(", ")), last: names[names.length - 1] }) : names[0]);
   const parts = [];
-  if (gone.length) parts.push(`discarded ${list(gone)}`);
-  if (replaced.length) parts.push(`replaced ${list(replaced)}`);
+  if (gone.length) parts.push(interpolate(gettext("discarded %(names)s"), { names: list(gone) }));
+  if (replaced.length) parts.push(interpolate(gettext("replaced %(names)s"), { names: list(replaced) }));
   if (!parts.length) return "";
-  const sentence = parts.join("; ");
-  return sentence[0].toUpperCase() + sentence.slice(1) + ".";
+  const sentence = parts.join(gettext("; "));
+  return sentence[0].toUpperCase() + sentence.slice(1) + gettext(".");
 }
 
 /* Whether a key press is the page's undo (Ctrl/⌘+Z) or redo (Ctrl/⌘+Shift+Z, Ctrl+Y): "undo", "redo" or null.

@@ -7,6 +7,7 @@ import { boxToPx, toModel, toPx } from "../geometry.js";
 import { keyLabel, keyOf, layoutKeys, shortcutKey, shortcutMode, showKeyHints } from "../keys.js";
 import { BUTTON_STEP as ZOOM_STEP } from "../zoom.js";
 import { assignHints, gridCells, hintCommandFor, hintTyped } from "./hints.js";
+import { gettext, interpolate } from "../i18n.js";
 
 // Keys of the page, when no field has the focus: a character key alone, with Alt, or not at all, as the person
 // chose (keys.js, ``shortcutKey``); the named keys (arrows, Home, End, Delete) alone in every mode.
@@ -36,9 +37,10 @@ export function actsOnScreen(command, slotOnScreen) {
 /* Why a key that writes a correction did nothing on the screen shown (``actsOnScreen`` said no). ``tKey``: how the
    person presses t (keys.js ``keyLabel``: "Alt+t" with a modifier, null when single keys are off). */
 export function offScreenWords(command, tKey = "t") {
-  const go = tKey === null ? "the strip" : tKey;  // null: single-key shortcuts off
-  const where = SLOT_COMMANDS[command] === "corrected" ? `the correction's screen (τ; ${go} goes there)` : `τ or the screen after it (${go} goes to τ)`;
-  return `That key edits the correction: it works on ${where}.`;
+  const key = tKey === null ? gettext("the strip") : tKey;  // null: single-key shortcuts off
+  return SLOT_COMMANDS[command] === "corrected"
+    ? interpolate(gettext("That key edits the correction: it works on the correction's screen (τ; %(key)s goes there)."), { key })
+    : interpolate(gettext("That key edits the correction: it works on τ or the screen after it (%(key)s goes to τ)."), { key });
 }
 
 /* A key press while the help is open: "trap" (Tab stays in the dialog, on its one control), "close" (? and Esc),
@@ -326,7 +328,7 @@ export function installKeyboard({ store, steps, editor, stage, draft, panels, al
       // Said under the screenshot, where the eye is (the next drawing of the stage puts its hint back).
       const hint = $("ws-place-hint");
       hint.classList.remove("ws-place-done");
-      hint.textContent = elements.length ? "No recorded element lies that way." : "The source recorded no elements on this screen: the arrows alone move the point.";
+      hint.textContent = elements.length ? gettext("No recorded element lies that way.") : gettext("The source recorded no elements on this screen: the arrows alone move the point.");
       return;
     }
     putCursor(jump.at, jump.range, jump.element);
@@ -472,7 +474,7 @@ export function installKeyboard({ store, steps, editor, stage, draft, panels, al
     start: () => { const first = document.querySelector('[data-starts="corrected"] .ws-start'); if (first) first.click(); },
     delete_box: () => {
       const slot = slotHere(), action = form().editor_state[slot];
-      if (action && Array.isArray(action.target_box)) undoable("Deleted the element box", () => editor.clearBox(slot));
+      if (action && Array.isArray(action.target_box)) undoable(gettext("Deleted the element box"), () => editor.clearBox(slot));
     },
     wrong: () => { const hot = alternatives.hotAlternative(); if (hot) alternatives.markAlternative(hot, "wrong"); },
     overlay: toggleOverlay,

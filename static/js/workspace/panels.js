@@ -3,6 +3,7 @@
 import { $, el } from "../dom.js";
 import { api, isAuthProblem } from "../api.js";
 import { sub } from "./stage.js";
+import { gettext, interpolate } from "../i18n.js";
 import { keyLabel, shortcutMode } from "../keys.js";
 
 // Where each submit problem is typed or chosen: highlighted until it is edited.
@@ -12,12 +13,14 @@ const PROBLEM_TARGETS = {
 };
 
 /* The name of screen ``i`` of a trace of ``stepCount`` steps, as the stage and the step's panel both write it. */
-export const stepTitle = (i, stepCount) => (i > stepCount ? `Final screen (after step ${stepCount})` : `Step ${i} of ${stepCount}`);
+export const stepTitle = (i, stepCount) => (i > stepCount ? interpolate(gettext("Final screen (after step %(count)s)"), { count: stepCount })
+  : interpolate(gettext("Step %(step)s of %(count)s"), { step: i, count: stepCount }));
 
 /* What the verdict panel says of the answer ``form``. */
 export function verdictText(form) {
-  return form.verdict === "error" ? `First error at step ${form.tau} (τ).` : form.verdict === "no_error" ? "The trace has no error."
-    : form.verdict === "unusable" ? "Unusable." : "Not decided yet.";
+  return form.verdict === "error" ? interpolate(gettext("First error at step %(tau)s (τ)."), { tau: form.tau })
+    : form.verdict === "no_error" ? gettext("The trace has no error.")
+    : form.verdict === "unusable" ? gettext("Unusable.") : gettext("Not decided yet.");
 }
 
 /* What a screen reader hears on arriving at screen ``i`` (the live region #ws-announce): its name, its recorded
@@ -34,7 +37,7 @@ export function stepAnnouncement({ i, stepCount, actionText, form, reflectionAt 
    ``server_no_reflection_reason``: o_{τ+1} was not kept, or the source dropped steps right after τ), which the
    annotation records itself. */
 export function reflectionMissingText(reason) {
-  return `${reason} The annotation will record this as the reason.`;
+  return `${reason} ${gettext("The annotation will record this as the reason.")}`;
 }
 
 /* The way to the correction away from it ("" with no τ); when no post-reflection can be given (the server's
@@ -42,15 +45,18 @@ export function reflectionMissingText(reason) {
    (keys.js ``keyLabel``: "Alt+t" with a modifier, null with single-key shortcuts off: then step τ of the strip). */
 export function gotoText(tau, reason, tKey = "t") {
   if (!tau) return "";
-  const go = tKey === null ? `Go to step ${tau} in the strip above` : `Press ${tKey}`;
-  return reason ? `τ = ${tau}. ${go} to go to the correction (no post-reflection can be given: the reason is beside it).`
-    : `τ = ${tau}. ${go} to go to the correction, then → for the post-reflection.`;
+  if (tKey === null) {  // single-key shortcuts off: step τ of the strip
+    return reason ? interpolate(gettext("τ = %(tau)s. Go to step %(tau)s in the strip above to go to the correction (no post-reflection can be given: the reason is beside it)."), { tau })
+      : interpolate(gettext("τ = %(tau)s. Go to step %(tau)s in the strip above to go to the correction, then → for the post-reflection."), { tau });
+  }
+  return reason ? interpolate(gettext("τ = %(tau)s. Press %(key)s to go to the correction (no post-reflection can be given: the reason is beside it)."), { tau, key: tKey })
+    : interpolate(gettext("τ = %(tau)s. Press %(key)s to go to the correction, then → for the post-reflection."), { tau, key: tKey });
 }
 
 /* The problems of a refused submit, field → message, from the server's answer ``data`` (studio/errors.py: its field
    errors, else its detail; nothing read: the server could not be reached). */
 export function submitProblems(data) {
-  return (data && data.errors) || { detail: (data && data.detail) || "the server could not be reached" };
+  return (data && data.errors) || { detail: (data && data.detail) || gettext("the server could not be reached") };
 }
 
 /* The side. ``page``: {root, annotationId, traceId, editable(), verdictAnswers (the fields each verdict keeps
@@ -81,21 +87,20 @@ export function createPanels({ page, store, steps, editor, draft, stage, undoabl
     const tags = $("ws-step-tags");
     tags.replaceChildren();
     const tau = form().verdict === "error" ? form().tau : null;
-    if (tau && i === tau) tags.appendChild(el("span", { class: "ws-tag tau" }, "τ · first error"));
+    if (tau && i === tau) tags.appendChild(el("span", { class: "ws-tag tau" }, gettext("τ · first error")));
     // Written as the screen's caption writes it (o₄), not in the underscore notation no other label uses.
-    if (tau && i === editor.reflectionScreen(tau)) tags.appendChild(el("span", { class: "ws-tag refl" }, `o${sub(i)} · post-reflection`));
-    if (tau && i > tau + 1) tags.appendChild(el("span", { class: "ws-tag after" }, "after τ"));
-    $("ws-thought").textContent = step ? (step.thought || "(no thought recorded)") : "—";
+    if (tau && i === editor.reflectionScreen(tau)) tags.appendChild(el("span", { class: "ws-tag refl" }, `o${sub(i)} · ${gettext("post-reflection")}`));
+    if (tau && i > tau + 1) tags.appendChild(el("span", { class: "ws-tag after" }, gettext("after τ")));
+    $("ws-thought").textContent = step ? (step.thought || gettext("(no thought recorded)")) : "—";
     fitThought();
-    $("ws-action").textContent = step ? (step.action_text || "(no action)") : "—";
+    $("ws-action").textContent = step ? (step.action_text || gettext("(no action)")) : "—";
     const gap = step ? step.missing_before : 0;
     $("ws-gap").hidden = !gap;
-    $("ws-gap").textContent = gap ? `The source dropped ${step.missing_before_words} right before this one: ` +
-      "the screen before it is not the previous step's result." : "";
+    $("ws-gap").textContent = gap ? interpolate(gettext("The source dropped %(missing)s right before this one: the screen before it is not the previous step's result."), { missing: step.missing_before_words }) : "";
     $("ws-parse-error").hidden = !(step && step.parse_error);
-    $("ws-parse-error").textContent = step && step.parse_error ? "Does not parse: " + step.parse_error : "";
+    $("ws-parse-error").textContent = step && step.parse_error ? interpolate(gettext("Does not parse: %(problem)s"), { problem: step.parse_error }) : "";
     $("ws-off-screen").hidden = !(step && step.off_screen);
-    $("ws-off-screen").textContent = step && step.off_screen ? "Off the screen: " + step.off_screen : "";
+    $("ws-off-screen").textContent = step && step.off_screen ? interpolate(gettext("Off the screen: %(point)s"), { point: step.off_screen }) : "";
     // While correcting each of these notes is cut to a line (workspace.css): the whole text on hover.
     for (const id of ["ws-gap", "ws-parse-error", "ws-off-screen"]) $(id).title = $(id).textContent;
     const human = step && step.human_edit;
@@ -159,28 +164,30 @@ export function createPanels({ page, store, steps, editor, draft, stage, undoabl
     const tau = form().tau;
     const step = tau ? steps.step(tau) : null;
     if (!step || !page.editable()) return;
-    const start = (cls, text, title, use) => {
+    const start = (cls, text, title, done, use) => {
       const b = el("button", { type: "button", class: cls }, text);
       if (title) b.title = title;
       // Starting over replaces what was written: one destructive change, with the undo banner (undo.js).
-      b.addEventListener("click", () => undoable(`Started the correction from ${text.replace(/^Start from /, "")}`, () => { use(); editor.changed("corrected"); }));
+      b.addEventListener("click", () => undoable(done, () => { use(); editor.changed("corrected"); }));
       box.appendChild(b);
     };
     if (step.human_edit && step.human_edit.action) {
-      start("ws-start human", "Start from the human-edited reply", "The source kept a human correction of this step", () => {
+      start("ws-start human", gettext("Start from the human-edited reply"), gettext("The source kept a human correction of this step"),
+        gettext("Started the correction from the human-edited reply"), () => {
         form().corrected_thought = step.human_edit.thought;
         form().editor_state.corrected = copy(step.human_edit.action);
       });
     }
     const suggestion = modelStarts[tau];
     if (suggestion) {
-      start("ws-start model", "Start from the model's reply", "The pre-scoring model's own thought and action at this step", () => {
+      start("ws-start model", gettext("Start from the model's reply"), gettext("The pre-scoring model's own thought and action at this step"),
+        gettext("Started the correction from the model's reply"), () => {
         form().corrected_thought = suggestion.thought || form().corrected_thought;
         form().editor_state.corrected = copy(suggestion.action);
       });
     }
     if ((step.actions || []).length) {
-      start("ws-start", "Start from the recorded action", "", () => {
+      start("ws-start", gettext("Start from the recorded action"), "", gettext("Started the correction from the recorded action"), () => {
         form().editor_state.corrected = copy(step.actions[0]);
         if (!form().corrected_thought) form().corrected_thought = step.thought;
       });
@@ -202,7 +209,7 @@ export function createPanels({ page, store, steps, editor, draft, stage, undoabl
     if (!page.editable()) return false;
     const f = form();
     if (verdict === "error") {
-      if (current() > N) { draft.banner("error", "The final screen is not a step: mark τ on a step."); return false; }
+      if (current() > N) { draft.banner("error", gettext("The final screen is not a step: mark τ on a step.")); return false; }
       f.verdict = "error"; f.tau = current();
     } else {
       f.verdict = verdict;
@@ -215,10 +222,10 @@ export function createPanels({ page, store, steps, editor, draft, stage, undoabl
     if (verdict === "unusable") $("f-unusable_reason").focus();
     return true;
   }
-  const VERDICT_WORDS = { no_error: "Marked No error", unusable: "Marked Unusable" };
+  const VERDICT_WORDS = { no_error: gettext("Marked No error"), unusable: gettext("Marked Unusable") };
   /* Set the verdict (a key or a button): one destructive change, with the undo banner (undo.js). Returns whether it
      was set (read only, or τ asked for on the final screen: not). */
-  const setVerdictUndoably = (verdict) => undoable(() => VERDICT_WORDS[verdict] || `Marked the first error at step ${form().tau}`,
+  const setVerdictUndoably = (verdict) => undoable(() => VERDICT_WORDS[verdict] || interpolate(gettext("Marked the first error at step %(tau)s"), { tau: form().tau }),
     () => setVerdict(verdict));
   for (const b of document.querySelectorAll("[data-verdict]")) b.addEventListener("click", () => setVerdictUndoably(b.dataset.verdict));
   for (const node of document.querySelectorAll("[data-field]")) {
@@ -236,7 +243,7 @@ export function createPanels({ page, store, steps, editor, draft, stage, undoabl
   function showProblems(errors) {
     clearProblems();
     const box = $("ws-submit-errors");
-    box.replaceChildren(el("strong", {}, "Cannot submit yet:"));
+    box.replaceChildren(el("strong", {}, gettext("Cannot submit yet:")));
     const list = el("ul");
     let first = null;
     for (const [field, message] of Object.entries(errors)) {
@@ -261,7 +268,7 @@ export function createPanels({ page, store, steps, editor, draft, stage, undoabl
 
   async function submit() {
     if (!page.editable()) return;  // read only, or already submitted
-    if (!(await draft.saveAll())) { draft.banner("error", "Save the draft first (see the status above), then submit."); return; }
+    if (!(await draft.saveAll())) { draft.banner("error", gettext("Save the draft first (see the status above), then submit.")); return; }
     const res = await api("POST", `/api/annotations/${ANN_ID}/submit/`, { version: store.get("version") });
     if (res.status === 200) {
       draft.leaseEnded();
@@ -305,12 +312,12 @@ export function createPanels({ page, store, steps, editor, draft, stage, undoabl
       return;
     }
     if (isAuthProblem(res)) return draft.sessionExpired();
-    draft.banner("error", "Not skipped: " + (res.data.detail || "the server could not be reached; try again."));
+    draft.banner("error", interpolate(gettext("Not skipped: %(problem)s"), { problem: res.data.detail || gettext("the server could not be reached; try again.") }));
   }
   const skipBtn = $("ws-skip");
   if (skipBtn) skipBtn.addEventListener("click", () => {
-    draft.banner("conflict", "Skip this trace? It goes back to the pool and is not offered to you again; your draft is kept.", [
-      ["Skip it", skip], ["Keep working", () => draft.banner("", "")],
+    draft.banner("conflict", gettext("Skip this trace? It goes back to the pool and is not offered to you again; your draft is kept."), [
+      [gettext("Skip it"), skip], [gettext("Keep working"), () => draft.banner("", "")],
     ]);
     const confirmBtn = $("ws-banner").querySelector("button");
     if (confirmBtn) confirmBtn.focus();

@@ -5,6 +5,7 @@ import * as Zoom from "../zoom.js";
 import { boxToPx, elementAt, inBox, pixelAt, toModel, toPx } from "../geometry.js";
 import { asPrinted } from "../keys.js";
 import { arrowHeads, drawAction, markUnit } from "./overlay.js";
+import { gettext, interpolate } from "../i18n.js";
 
 const sub = (n) => String(n).split("").map((d) => "₀₁₂₃₄₅₆₇₈₉"[+d]).join("");
 export { sub };
@@ -13,14 +14,15 @@ const LOUPE_RADIUS = 75, LOUPE_POWER = 3;
 
 /* A pane's caption: o with the screen's index, "step N", or the final screen after the last of ``stepCount``. */
 export function paneCaption(index, stepCount) {
-  return index === stepCount + 1 ? `o${sub(stepCount + 1)} · final screen` : `o${sub(index)} · step ${index}`;
+  return index === stepCount + 1 ? `o${sub(stepCount + 1)} · ${gettext("final screen")}`
+    : `o${sub(index)} · ${interpolate(gettext("step %(step)s"), { step: index })}`;
 }
 
 /* What a pane without a screenshot says: no final screen kept, the step still loading (``loaded``: its step is
    here), or a step recorded without one. */
 export function missingShotText(index, stepCount, loaded) {
-  return index > stepCount ? "No screen after the last step was kept."
-    : !loaded ? "Loading this step…" : "No screenshot was recorded for this step.";
+  return index > stepCount ? gettext("No screen after the last step was kept.")
+    : !loaded ? gettext("Loading this step…") : gettext("No screenshot was recorded for this step.");
 }
 
 /* The loupe for the pointer at (clientX, clientY): null off the image, else its background's size and position
@@ -43,19 +45,19 @@ export function loupePlacement(image, box, clientX, clientY) {
    screen has a screenshot. */
 export function placeHint({ slot, action, points, hints, hasShot }) {
   const pts = points.filter((p) => p.required || points.every((q) => !q.required));
-  const name = slot === "corrected" ? "corrected" : "post-reflection";
+  const name = slot === "corrected" ? gettext("corrected") : gettext("post-reflection");
   const placed = pts.length && pts.every((p) => Array.isArray(action.args[p.name]));
   const outside = !!(action && Array.isArray(action.target_box) && pts.map((p) => action.args[p.name]).find((v) => Array.isArray(v) && !inBox(action.target_box, v)));
   // A step the source kept without a screenshot has nothing to click: say so rather than ask for a click.
   const text = hints ? (hints.kind === "cells"
-    ? "Type a cell's number to move the point into it (the arrows then halve within it); Esc closes the labels."
-    : "Type an element's label to move the point onto it (Enter then places it as a click there would); Esc closes the labels.")
-    : !hasShot ? `This step has no screenshot, so no point can be placed on it: choose an action without a point, or mark the trace unusable.`
-    : !action ? `Choose the ${name} action type, then click the screenshot to place it.`
-    : outside ? `The point is outside the element box drawn for it, so the ${name} action is invalid and saving waits: click inside the box, or clear the box.`
+    ? gettext("Type a cell's number to move the point into it (the arrows then halve within it); Esc closes the labels.")
+    : gettext("Type an element's label to move the point onto it (Enter then places it as a click there would); Esc closes the labels."))
+    : !hasShot ? gettext("This step has no screenshot, so no point can be placed on it: choose an action without a point, or mark the trace unusable.")
+    : !action ? interpolate(gettext("Choose the %(name)s action type, then click the screenshot to place it."), { name })
+    : outside ? interpolate(gettext("The point is outside the element box drawn for it, so the %(name)s action is invalid and saving waits: click inside the box, or clear the box."), { name })
     : placed ? null
-    : pts.length ? `Click the screenshot to place ${pts.map((p) => p.name).join(" then ")} of the ${name} ${action.type}.`
-      : `The ${action.type} action has no point to place.`;
+    : pts.length ? interpolate(gettext("Click the screenshot to place %(points)s of the %(name)s %(type)s."), { points: pts.map((p) => p.name).join(gettext(" then ")), name, type: action.type })
+      : interpolate(gettext("The %(type)s action has no point to place."), { type: action.type });
   return { text, outside };
 }
 
@@ -174,7 +176,7 @@ export function createStage({ page, store, steps, editor, draft, drawAlternative
     // The image and its overlay move together inside the frame: zoom and pan transform this layer only.
     const view = el("div", { class: "ws-zoom" });
     view.style.transform = Zoom.transform(zoom());
-    const img = el("img", { src: shot.url, alt: `screenshot of step ${index}`, draggable: false, decoding: "async" });
+    const img = el("img", { src: shot.url, alt: interpolate(gettext("screenshot of step %(step)s"), { step: index }), draggable: false, decoding: "async" });
     img.width = shot.width; img.height = shot.height;
     view.appendChild(img);
     view.appendChild(overlayLayer(index, options, shot, null));
@@ -436,15 +438,15 @@ export function createStage({ page, store, steps, editor, draft, drawAlternative
     if (!strip.childElementCount) {
       for (let i = 1; i <= LAST_VIEW; i++) {
         // Out of the Tab order (j/k and the digits reach every step): Tab walks the form, not 30 thumbnails.
-        const b = el("button", { type: "button", class: "ws-thumb", "data-step": i, title: i > N ? "final screen" : `step ${i}`, tabIndex: -1 });
+        const b = el("button", { type: "button", class: "ws-thumb", "data-step": i, title: i > N ? gettext("final screen") : interpolate(gettext("step %(step)s"), { step: i }), tabIndex: -1 });
         b.appendChild(el("span", { class: "ws-thumb-num" }, i > N ? "end" : i));
         // A recorded point off the screen (the server measured it at import): marked on its thumbnail.
-        if (offScreen.has(i)) b.appendChild(el("span", { class: "ws-off-screen-mark", title: "a recorded point outside the screen" }, "off"));
+        if (offScreen.has(i)) b.appendChild(el("span", { class: "ws-off-screen-mark", title: gettext("a recorded point outside the screen") }, gettext("off")));
         b.addEventListener("click", () => goTo(i));
         const gap = marks.gaps[i];
         if (gap) {
           // A gap in the recording: a visible break in the strip before this step.
-          strip.appendChild(el("span", { class: "ws-gap-mark", title: `${gap.missing_before_words} missing here` }, `⋯ ${gap.missing_before}`));
+          strip.appendChild(el("span", { class: "ws-gap-mark", title: interpolate(gettext("%(missing)s missing here"), { missing: gap.missing_before_words }) }, `⋯ ${gap.missing_before}`));
         }
         strip.appendChild(b);
         thumbs.push(b);
@@ -489,7 +491,7 @@ export function createStage({ page, store, steps, editor, draft, drawAlternative
       hint.classList.toggle("ws-place-done", text === null);
       hint.replaceChildren(text || "\u00a0");
       if (outside) {
-        const clear = el("button", { type: "button", class: "ws-ghost", id: "ws-hint-clear-box" }, "Clear box");
+        const clear = el("button", { type: "button", class: "ws-ghost", id: "ws-hint-clear-box" }, gettext("Clear box"));
         clear.addEventListener("click", () => undoable("Cleared the element box", () => editor.clearBox(slot)));
         hint.append(" ", clear);
       }

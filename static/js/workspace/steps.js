@@ -4,6 +4,7 @@
    shown, so stepping with the keyboard never waits. Fetched steps are kept for the page's life (a step's data is a
    few hundred bytes). ``windowsToLoad`` is pure (tests/js/steps.test.mjs). */
 import { api } from "../api.js";
+import { gettext, interpolate } from "../i18n.js";
 
 /* The windows (``[first, last]``, aligned to multiples of ``size``, within 1..``count``) holding the steps within
    half a window of ``index`` that ``has`` (index → whether loaded) says are missing; nearest first. */
@@ -51,7 +52,7 @@ export function createSteps({ initial, count, finalShot, size, url, fetchWindow,
     const request = ask(first, last).then((res) => {
       pending.delete(first);
       if (res.status !== 200) {
-        failed(`Steps ${first}–${last} could not be loaded (${res.data.detail || `status ${res.status || "offline"}`}): go to one of them again to retry.`);
+        failed(interpolate(gettext("Steps %(first)s–%(last)s could not be loaded (%(problem)s): go to one of them again to retry."), { first, last, problem: res.data.detail || interpolate(gettext("status %(status)s"), { status: res.status || gettext("offline") }) }));
         return false;
       }
       for (const one of res.data.steps) steps[one.index - 1] = one;

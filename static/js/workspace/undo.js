@@ -6,6 +6,7 @@
    happens, and a banner under the verdict names what it discarded or replaced, with "Undo (Ctrl+Z)". */
 import { $, el } from "../dom.js";
 import * as H from "./history.js";
+import { gettext, interpolate } from "../i18n.js";
 
 const copy = (value) => JSON.parse(JSON.stringify(value));
 const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
@@ -14,14 +15,14 @@ const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
 export function fieldWords(before) {
   return {
     tau: before.tau ? `τ = ${before.tau}` : "τ",
-    error_category: before.error_category ? `the category “${before.error_category}”` : "the category",
-    corrected_thought: "the corrected thought",
-    "editor_state.corrected": "the corrected action",
-    reflection_thought: "the post-reflection thought",
-    "editor_state.reflection": "the post-reflection action",
-    no_reflection_reason: "the reason for no post-reflection",
-    unusable_reason: "the unusable reason",
-    note: "the note",
+    error_category: before.error_category ? interpolate(gettext("the category “%(category)s”"), { category: before.error_category }) : gettext("the category"),
+    corrected_thought: gettext("the corrected thought"),
+    "editor_state.corrected": gettext("the corrected action"),
+    reflection_thought: gettext("the post-reflection thought"),
+    "editor_state.reflection": gettext("the post-reflection action"),
+    no_reflection_reason: gettext("the reason for no post-reflection"),
+    unusable_reason: gettext("the unusable reason"),
+    note: gettext("the note"),
   };
 }
 
@@ -48,7 +49,7 @@ export function createUndo({ page, store, draft, hooks }) {
     const lost = H.discardedWords(H.discarded(note.before, form(), fieldWords(note.before)));
     box.appendChild(el("strong", {}, note.label + "."));
     if (lost) box.append(" ", lost);
-    const b = el("button", { type: "button", id: "ws-undo-note-btn", class: "ws-ghost small" }, "Undo ");
+    const b = el("button", { type: "button", id: "ws-undo-note-btn", class: "ws-ghost small" }, gettext("Undo") + " ");
     b.appendChild(el("kbd", {}, "Ctrl+Z"));
     b.addEventListener("click", undoNote);
     box.append(" ", b);

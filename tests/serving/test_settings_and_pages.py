@@ -1,4 +1,5 @@
-"""The spine: settings per mode, production checks, compose file, SQLite under concurrent writers, pages and API."""
+"""The studio's settings per mode and their production checks, the compose file, SQLite under concurrent writers, the
+pages and API on imported traces, the demo's world and the admin."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The lower-harm findings of a security review, each with the test that failed before its fix."""
+"""API tokens (a bad or revoked one is a 401 with a challenge; a bundle URL outlives a revoked token by a minute at
+most), files the studio must not trust (a malformed bundle in a diff, a symlinked part file for the CLI) and the full
+stack's Caddy admin address."""
 
 from __future__ import annotations
 

@@ -1,0 +1,46 @@
+// The pages' words in the reader's language: Django's JavaScript catalog (/jsi18n/, loaded by base.html before
+// any module) defines the global gettext functions; without it (the unit tests under node) a text stays as written.
+// Mark every text a script shows with these, by these names, so `makemessages -d djangojs` finds them.
+const catalog = globalThis;
+
+export function gettext(text) {
+  return typeof catalog.gettext === "function" ? catalog.gettext(text) : text;
+}
+
+export function ngettext(singular, plural, count) {
+  if (typeof catalog.ngettext === "function") return catalog.ngettext(singular, plural, count);
+  return count === 1 ? singular : plural;
+}
+
+// interpolate("%(n)s of %(total)s", {n: 1, total: 2}): a translation's placeholders, named so a language may
+// order them its own way.
+export function interpolate(text, values) {
+  return text.replace(/%\((\w+)\)s/g, (whole, name) => (name in values ? String(values[name]) : whole));
+}
+
+// The page's language for Intl's dates and numbers (base.html writes it on <html lang>).
+export function pageLanguage() {
+  return (globalThis.document && document.documentElement.lang) || "en";
+}
+
+export function formatNumber(value, options) {
+  return new Intl.NumberFormat(pageLanguage(), options).format(value);
+}
+
+export function formatDateTime(value, options) {
+  return new Intl.DateTimeFormat(pageLanguage(), options || { dateStyle: "medium", timeStyle: "short" }).format(
+    new Date(value),
+  );
+}
+
+// A background job's status in words (studio.models.JobStatus), as the pages show it.
+export function jobStatusWord(status) {
+  const words = {
+    queued: gettext("queued"),
+    running: gettext("running"),
+    succeeded: gettext("succeeded"),
+    failed: gettext("failed"),
+    cancelled: gettext("cancelled"),
+  };
+  return words[status] || status;
+}

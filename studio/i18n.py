@@ -1,0 +1,67 @@
+"""The request's language (docs/architecture.md, "Languages"): the account's choice, else the browser's.
+
+The choice lives in ``AccountSettings.language`` and is copied into the session when the person signs in (and when they
+change it), so a request learns it from the session it reads anyway: choosing a language costs no query per
+request (the autosave's count, tests/annotation/test_save_path_queries.py). A request without the choice (signed
+out, an API token, "the browser's") gets Django's negotiation: the language cookie, else Accept-Language.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.middleware.locale import LocaleMiddleware
+from django.utils import translation
+from django.views.i18n import JavaScriptCatalog
+
+# The session's copy of the account's language ("" or absent: the browser's).
+SESSION_LANGUAGE_KEY = "studio_language"
+
+
+def language_supported(code: str) -> bool:
+    return code in {language for language, _ in settings.LANGUAGES}
+
+
+def account_language(user) -> str:
+    """The account's chosen language, "" for the browser's."""
+    from studio.models import AccountSettings
+
+    chosen = AccountSettings.objects.filter(user=user).values_list("language", flat=True).first() or ""
+    return chosen if language_supported(chosen) else ""
+
+
+def session_language_keep(request, language: str) -> None:
+    """Makes ``language`` ("" for the browser's) the session's, for this request and the next ones."""
+    if language:
+        request.session[SESSION_LANGUAGE_KEY] = language
+    else:
+        request.session.pop(SESSION_LANGUAGE_KEY, None)
+    request_language_activate(request)
+
+
+def request_language_activate(request) -> None:
+    session = getattr(request, "session", None)
+    chosen = session.get(SESSION_LANGUAGE_KEY, "") if session is not None else ""
+    language = chosen if language_supported(chosen) else translation.get_language_from_request(request)
+    translation.activate(language)
+    request.LANGUAGE_CODE = translation.get_language()
+
+
+def on_sign_in(sender, request, user, **kwargs) -> None:
+    """``user_logged_in``: the session takes the account's language (a password or a single sign-on login)."""
+    if request is not None and hasattr(request, "session"):
+        session_language_keep(request, account_language(user))
+
+
+class AccountLocaleMiddleware(LocaleMiddleware):
+    """Django's LocaleMiddleware (Content-Language, Vary), choosing the account's language first."""
+
+    def process_request(self, request):
+        request_language_activate(request)
+
+
+class ScriptCatalog(JavaScriptCatalog):
+    """Django's JavaScript catalog of the project's own scripts' messages: ``locale/<language>/djangojs.po``
+    (Django's view reads only apps' folders for a domain other than ``django``)."""
+
+    def get_paths(self, packages):
+        return [str(path) for path in settings.LOCALE_PATHS]

@@ -1,0 +1,314 @@
+"""The studio in Simplified Chinese (docs/architecture.md, "Languages").
+
+- The catalogs are whole: every message of the pages, the scripts and the server has a reviewed translation (none
+  empty, none fuzzy), and the committed .mo files say what the .po files say (a .po edited without compiling fails).
+- The most-used pages, rendered for a person whose account chose Chinese or whose browser asks for it, show no
+  English: every visible text and every title, placeholder, label and alt of the page is walked, the data the page
+  shows (names, instructions, recorded thoughts and actions) is taken out, and any Latin word left that is not a
+  name of a thing (τ, CSV, Qwen2-VL, …) is an unmarked or untranslated string. A control shows the walk finds one.
+- The language: the account's choice wins over the browser's, the browser's is the default, English is the default
+  of both.
+"""
+
+from __future__ import annotations
+
+import gettext as gettext_module
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from tests.conftest import REPO
+
+LOCALE = REPO / "locale" / "zh_Hans" / "LC_MESSAGES"
+DOMAINS = ("django", "djangojs")
+
+# Words that are names, not English: what a Chinese page writes as they are.
+NAMES = {
+    "Trace",
+    "Studio",
+    "Krippendorff's",
+    "English",
+    "LLaMA-Factory",
+    "Mobile-Agent",
+    "sharegpt",
+    "Parquet",
+    "verl",
+    "osworld",
+    "screenagent",
+    "mobile-agent",
+    "uitars-messages",
+    "pref",  # the search syntax's example (pref*)
+    "token",
+    "log",
+    "Web",
+    "API",
+    "CSV",
+    "JSON",
+    "JSONL",
+    "ID",
+    "IoU",
+    "SFT",
+    "DPO",
+    "PRM",
+    "NLL",
+    "HTTP",
+    "HTTPS",
+    "Qwen",
+    "VL",
+    "UI",
+    "TARS",
+    "Krippendorff",
+    "Wilson",
+    "Ctrl",
+    "Shift",
+    "Enter",
+    "Esc",
+    "Alt",
+    "Backspace",
+    "Webhook",
+    "sha",
+    "nats",
+    "README",
+    "OSWorld",
+    "ScreenAgent",
+    "Mobile",
+    "Agent",
+    "zip",
+    "jsonl",
+    "gpu",
+}
+# Texts of no language a page shows (keys, symbols, sub- and superscripts).
+SKIPPED_ELEMENTS = {"script", "style", "code", "kbd", "pre", "sub", "sup"}
+CHECKED_ATTRIBUTES = {"title", "placeholder", "aria-label", "alt"}
+
+
+def po_entries(path: Path) -> list[dict]:
+    """The entries of a .po file: msgid, msgid_plural, msgstr (or msgstr[n]) and flags, by the format's rules."""
+    entries: list[dict] = []
+    entry: dict = {}
+    key = None
+    for line in path.read_text(encoding="utf-8").splitlines() + [""]:
+        if not line.strip():
+            if "msgid" in entry:
+                entries.append(entry)
+            entry, key = {}, None
+            continue
+        if line.startswith("#,"):
+            entry.setdefault("flags", set()).update(flag.strip() for flag in line[2:].split(","))
+            continue
+        if line.startswith("#"):
+            continue
+        match = re.match(r'^(msgctxt|msgid_plural|msgid|msgstr(?:\[\d+\])?) (".*")$', line)
+        if match:
+            key = match.group(1)
+            entry[key] = eval(match.group(2))  # a C string literal: Python reads it the same  # noqa: S307
+        elif key and line.startswith('"'):
+            entry[key] += eval(line)  # noqa: S307
+    return entries
+
+
+def translations(entry: dict) -> list[str]:
+    return [value for key, value in entry.items() if key.startswith("msgstr")]
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_every_message_has_a_reviewed_translation(domain):
+    entries = [e for e in po_entries(LOCALE / f"{domain}.po") if e["msgid"]]
+    assert len(entries) > (600 if domain == "django" else 100), len(entries)
+    assert [e["msgid"] for e in entries if "fuzzy" in e.get("flags", ())] == []
+    assert [e["msgid"] for e in entries if not all(translations(e))] == []
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_the_compiled_catalogs_say_what_the_po_files_say(domain):
+    compiled = gettext_module.GNUTranslations((LOCALE / f"{domain}.mo").open("rb"))
+    stale = []
+    for entry in po_entries(LOCALE / f"{domain}.po"):
+        if not entry["msgid"]:
+            continue
+        if "msgid_plural" in entry:
+            said = compiled.ngettext(entry["msgid"], entry["msgid_plural"], 1)
+            wanted = entry["msgstr[0]"]
+        else:
+            said, wanted = compiled.gettext(entry["msgid"]), entry["msgstr"]
+        if said != wanted:
+            stale.append(entry["msgid"])
+    assert stale == [], "run `manage.py compilemessages` and commit the .mo files"
+
+
+class VisibleText(HTMLParser):
+    """The texts a person reads on a page: text nodes outside scripts, styles and code, and the attributes
+    that are read aloud or shown on hover."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.texts: list[str] = []
+        self.skipping: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag in SKIPPED_ELEMENTS:
+            self.skipping.append(tag)
+        self.texts.extend(value for name, value in attrs if name in CHECKED_ATTRIBUTES and value)
+
+    def handle_endtag(self, tag):
+        if self.skipping and self.skipping[-1] == tag:
+            self.skipping.pop()
+
+    def handle_data(self, data):
+        if not self.skipping and data.strip():
+            self.texts.append(data)
+
+
+def english_left(html: str, data: list[str]) -> list[str]:
+    """The texts of ``html`` holding a Latin word that is neither one of ``data`` nor a name (NAMES)."""
+    parser = VisibleText()
+    parser.feed(html)
+    left = []
+    for text in parser.texts:
+        for value in data:
+            text = re.sub(rf"(?<!\w){re.escape(value)}(?!\w)", " ", text)
+        # a path, a file, a setting's name or a model's name (docs/rounds.md, trace.json, STUDIO_…, ui-tars-1.5-7b) is
+        # no language
+        text = re.sub(r"\S*[/_\d]\S*|\b[A-Z]{2,}\b|\S*\.(?:json|jsonl|zip|md)\b", " ", text)
+        words = [w for w in re.findall(r"[A-Za-z][A-Za-z'-]*[A-Za-z]", text) if w not in NAMES]
+        # a lone letter or a step's o_i / t*_τ is notation; two letters or more of a word are language
+        if any(len(w) > 2 or w.lower() in {"of", "to", "in", "on", "by", "or", "no", "is", "at"} for w in words):
+            left.append(" ".join(text.split()))
+    return left
+
+
+def test_the_walk_finds_english_it_is_shown():
+    page = '<p title="Zoom in">放大</p><p>第 1 步 · Ann</p><code>click(start_box)</code><p>Ctrl+Z · τ · CSV</p>'
+    assert english_left(page, data=["Ann"]) == ["Zoom in"]
+    assert english_left("<p>Not saved</p>", data=[]) == ["Not saved"]
+
+
+def page_data(world) -> list[str]:
+    """What the world's pages show that people or runners wrote: kept in their own words, never translated."""
+    from django.contrib.auth import get_user_model
+
+    from traces.models import Project, Step, Trace
+
+    values: set[str] = set()
+    for project in Project.objects.all():
+        values.update([project.name, *project.error_categories])
+    values.update(get_user_model().objects.values_list("username", flat=True))
+    for trace in Trace.objects.all():
+        values.update([trace.instruction, trace.external_id, trace.source])
+    for step in Step.objects.all():
+        values.update([step.thought, step.action_text])
+    # the longest first, so a name inside a longer text goes with it
+    return sorted((v for v in values if v), key=len, reverse=True)
+
+
+@pytest.fixture
+def world_in_chinese(tmp_path, project, annotator, lead):
+    from studio.services import account_settings_update
+    from tests.factories import make_world
+
+    world = make_world(tmp_path, project=project, annotator=annotator, lead=lead, outsider=False)
+    account_settings_update(user=annotator, language="zh-hans")
+    return world
+
+
+def chinese_pages(world) -> list[tuple[str, str, dict]]:
+    """(who, URL name, kwargs) of the pages most used: the annotator's day, the lead's review and dashboards."""
+    project_id, annotation_id = world["project"].pk, world["annotation"].pk
+    trace_id = world["traces"][0].pk
+    return [
+        ("annotator", "project-list", {}),
+        ("annotator", "annotation-queue", {}),
+        ("annotator", "annotation-workspace", {"annotation_id": annotation_id}),
+        ("annotator", "account-settings", {}),
+        ("lead", "project-list", {}),
+        ("lead", "trace-list", {"project_id": project_id}),
+        ("lead", "trace-detail", {"trace_id": trace_id}),
+        ("lead", "annotation-queue", {}),
+        ("lead", "review-queue", {}),
+        ("lead", "review-detail", {"annotation_id": annotation_id}),
+        ("lead", "project-dashboard", {"project_id": project_id}),
+        ("lead", "round-dashboard", {"project_id": project_id}),
+        ("lead", "instructions-upload", {"project_id": project_id}),
+        ("lead", "account-token", {}),
+        ("lead", "project-slices", {"project_id": project_id}),
+        ("lead", "project-clusters", {"project_id": project_id}),
+        ("lead", "project-alignment", {"project_id": project_id}),
+        ("annotator", "qualification", {"project_id": project_id}),
+        ("lead", "project-settings", {"project_id": project_id}),
+        ("lead", "project-quality", {"project_id": project_id}),
+        ("lead", "import-upload", {"project_id": project_id}),
+        ("lead", "export-home", {}),
+        ("lead", "project-webhooks", {"project_id": project_id}),
+        ("lead", "search-home", {}),
+        ("lead", "project-search", {"project_id": project_id}),
+        ("lead", "project-evaluations", {"project_id": project_id}),
+    ]
+
+
+def test_the_most_used_pages_show_no_english_in_chinese(world_in_chinese):
+    world = world_in_chinese
+    # The annotator chose Chinese in the account; the lead's browser asks for it (no account choice).
+    annotator = Client()
+    annotator.force_login(world["annotator"])
+    lead = Client(headers={"accept-language": "zh-CN,zh;q=0.9,en;q=0.5"})
+    lead.force_login(world["lead"])
+    clients = {"annotator": annotator, "lead": lead}
+    data = page_data(world)
+    found = {}
+    for who, name, kwargs in chinese_pages(world):
+        response = clients[who].get(reverse(name, kwargs=kwargs))
+        assert response.status_code == 200, (name, response.status_code)
+        assert response.headers["Content-Language"] == "zh-hans", name
+        html = response.content.decode()
+        assert '<html lang="zh-hans">' in html, name
+        if left := english_left(html, data):
+            found[name] = left
+    login = Client(headers={"accept-language": "zh-CN"}).get(reverse("login"))
+    if left := english_left(login.content.decode(), data):
+        found["login"] = left
+    assert found == {}, "\n".join(f"{name}: {texts}" for name, texts in found.items())
+
+
+def test_the_account_choice_wins_over_the_browser_and_english_is_the_default(client, annotator, db):
+    from studio.services import account_settings_update
+
+    assert client.get(reverse("login")).headers["Content-Language"] == "en"
+    assert client.get(reverse("login"), headers={"accept-language": "zh-CN"}).headers["Content-Language"] == "zh-hans"
+    account_settings_update(user=annotator, language="zh-hans")
+    client.force_login(annotator)
+    page = client.get(reverse("project-list"), headers={"accept-language": "en-US,en"})
+    assert page.headers["Content-Language"] == "zh-hans"
+    assert "<h1>项目</h1>" in page.content.decode()
+    # Choosing "the browser's" on the account page: the browser's language from the next page on, and kept.
+    response = client.post(reverse("account-settings"), {"language": ""})
+    assert response.status_code == 200
+    assert client.get(reverse("project-list"), headers={"accept-language": "en"}).headers["Content-Language"] == "en"
+    client.post(reverse("account-settings"), {"language": "zh-hans"})
+    client.logout()
+    client.force_login(annotator)
+    assert client.get(reverse("project-list")).headers["Content-Language"] == "zh-hans"
+
+
+def test_an_unknown_language_is_refused_by_name(client, annotator, db):
+    client.force_login(annotator)
+    response = client.post(reverse("account-settings"), {"language": "xx"})
+    assert response.status_code == 400
+    assert "xx" in response.content.decode()
+
+
+def test_a_refusal_speaks_the_request_language(client, annotator, db):
+    client.force_login(annotator)
+    response = client.get("/api/traces/999999999/", headers={"accept-language": "zh-CN"})
+    assert response.status_code == 404
+    assert response.json()["kind"] == "not_found"
+    assert response.json()["detail"] == "在您可访问的范围内没有这个轨迹。"
+
+
+def test_the_scripts_catalog_is_served_in_the_page_language(client, db):
+    body = client.get(reverse("javascript-catalog"), headers={"accept-language": "zh-CN"}).content.decode()
+    assert json.dumps("已保存") in body  # the catalog writes its texts as JSON
