@@ -71,7 +71,7 @@ def account_settings_update(*, user, shortcuts: str | None = None, language: str
     if shortcuts is not None:
         if shortcuts not in ShortcutMode.values:
             raise SettingsProblem(
-                _("shortcuts must be one of %(modes)s, not %(given)r")
+                _("shortcuts must be one of %(modes)s, not '%(given)s'")
                 % {"modes": ", ".join(ShortcutMode.values), "given": shortcuts}
             )
         changes["shortcuts"] = shortcuts

@@ -70,6 +70,10 @@ NAMES = {
     "Esc",
     "Alt",
     "Backspace",
+    "Home",  # keys are named as their caps print them
+    "End",
+    "Option",
+    "Mac",
     "Webhook",
     "sha",
     "nats",

@@ -27,10 +27,10 @@ export function verdictText(form) {
    action, where it stands to τ, and the answer's verdict. ``reflectionAt``: the post-reflection's screen (or null). */
 export function stepAnnouncement({ i, stepCount, actionText, form, reflectionAt }) {
   const tau = form.verdict === "error" ? form.tau : null;
-  const place = !tau ? "" : i === tau ? " This is τ, the first error: the correction is written here."
-    : i === reflectionAt ? " The post-reflection is written on this screen." : i > tau ? " After τ." : " Before τ.";
-  const action = i > stepCount ? "" : ` Action: ${actionText || "none recorded"}.`;
-  return `${stepTitle(i, stepCount)}.${action}${place} ${verdictText(form)}`;
+  const place = !tau ? "" : i === tau ? gettext("This is τ, the first error: the correction is written here.")
+    : i === reflectionAt ? gettext("The post-reflection is written on this screen.") : i > tau ? gettext("After τ.") : gettext("Before τ.");
+  const action = i > stepCount ? "" : interpolate(gettext("Action: %(action)s."), { action: actionText || gettext("none recorded") });
+  return [`${stepTitle(i, stepCount)}.`, action, place, verdictText(form)].filter(Boolean).join(" ");
 }
 
 /* What the post-reflection's place says when none can be given: the server's reason (``reason``, the step's served
