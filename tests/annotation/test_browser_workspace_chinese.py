@@ -73,6 +73,17 @@ def test_an_annotator_works_through_the_workspace_in_chinese(
     assert annotation.corrected_thought == "我应该先打开扩展视图。"
     assert annotation.corrected_action.startswith("click(start_box=")
     assert not page_errors, page_errors
+
+    # One settings page holds both of the person's choices, in their language; saving one keeps the other.
+    page.goto(f"{live_server.url}/account/settings/")
+    assert page.locator("#language-choice").input_value() == "zh-hans"
+    assert page.inner_text("h1") == "设置" and "单键快捷键" in page.inner_text("#settings-form")
+    page.check("input[name=shortcuts][value=modifier]")
+    page.click("#settings-save")
+    assert page.inner_text("#settings-saved") == "已保存。"
+    assert page.locator("html").get_attribute("lang") == "zh-hans"
+    assert page.locator("body").get_attribute("data-shortcuts") == "modifier"
+    page.screenshot(path=str(artifacts_dir / "account-settings-zh-hans.png"))
     context.close()
 
     # The lead has no language chosen: the browser's Chinese decides, and the review page answers in it.
