@@ -47,6 +47,7 @@ class StepCardSerializer(serializers.Serializer):
     annotation_id = serializers.IntegerField()
     trace_id = serializers.IntegerField()
     instruction = serializers.CharField()
+    language = serializers.CharField(help_text="The language of the trace's text (BCP 47), empty when unknown.")
     tau = serializers.IntegerField()
     step_count = serializers.IntegerField()
     round = serializers.CharField()

@@ -313,6 +313,7 @@ def step_cards(entries: QuerySet[SearchEntry], *, limit: int = 50, offset: int =
                 "annotation_id": a.pk,
                 "trace_id": e.trace_id,
                 "instruction": e.trace.instruction,
+                "language": e.trace.language,
                 "tau": e.tau,
                 "step_count": e.step_count,
                 "round": e.round.name if e.round else "",

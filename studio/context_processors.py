@@ -1,5 +1,14 @@
+import functools
+
 from django.conf import settings
+
+from studio.selectors import shortcut_mode_of
 
 
 def studio(request):
-    return {"studio_mode": settings.STUDIO_MODE, "app_version": settings.APP_VERSION}
+    return {
+        "studio_mode": settings.STUDIO_MODE,
+        "app_version": settings.APP_VERSION,
+        # How the person takes single-key shortcuts (static/js/keys.js reads it off <body>); read when a page asks.
+        "shortcut_mode": functools.cache(functools.partial(shortcut_mode_of, request.user)),
+    }

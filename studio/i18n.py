@@ -1,6 +1,6 @@
 """The request's language (docs/architecture.md, "Languages"): the account's choice, else the browser's.
 
-The choice lives in ``AccountPreference`` and is copied into the session when the person signs in (and when they
+The choice lives in ``AccountSettings.language`` and is copied into the session when the person signs in (and when they
 change it), so a request learns it from the session it reads anyway: choosing a language costs no query per
 request (the autosave's count, tests/annotation/test_save_path_queries.py). A request without the choice (signed
 out, an API token, "the browser's") gets Django's negotiation: the language cookie, else Accept-Language.
@@ -24,10 +24,10 @@ def language_supported(code: str) -> bool:
 
 def account_language(user) -> str:
     """The account's chosen language, "" for the browser's."""
-    from studio.models import AccountPreference
+    from studio.models import AccountSettings
 
-    preference = AccountPreference.objects.filter(user=user).only("language").first()
-    return preference.language if preference and language_supported(preference.language) else ""
+    chosen = AccountSettings.objects.filter(user=user).values_list("language", flat=True).first() or ""
+    return chosen if language_supported(chosen) else ""
 
 
 def session_language_keep(request, language: str) -> None:

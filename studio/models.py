@@ -151,9 +151,21 @@ class BackupOutcome(models.Model):
     last_failure_message = models.TextField(blank=True)
 
 
-class AccountPreference(models.Model):
-    """What a person chose for their own account. ``language``: a code of ``settings.LANGUAGES``, or blank for the
-    browser's (Accept-Language); studio.i18n keeps it in the session at sign-in so no request reads this row."""
+class ShortcutMode(models.TextChoices):
+    """How a person takes the pages' single-key shortcuts (WCAG 2.1.4; static/js/keys.js reads it off the page)."""
 
-    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="preference")
+    SINGLE = "single", _("On: a key alone (e marks the first error)")
+    MODIFIER = "modifier", _("With Alt (Option on a Mac): Alt+e marks the first error")
+    OFF = "off", _("Off: buttons, arrows, Home, End, Esc and the Ctrl keys only")
+
+
+class AccountSettings(models.Model):
+    """A person's own settings (the account menu's Settings page); a user without a row has the defaults."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="account_settings")
+    shortcuts = models.CharField(
+        max_length=16, choices=ShortcutMode.choices, default=ShortcutMode.SINGLE, db_default=ShortcutMode.SINGLE
+    )
+    # A code of settings.LANGUAGES, or blank for the browser's (Accept-Language); studio.i18n keeps it in the
+    # session at sign-in so no request reads this row.
     language = models.CharField(max_length=16, blank=True, default="", db_default="")

@@ -121,8 +121,8 @@ RULES: dict[str, Rule] = {
     "replay.request": Rule(LEADS, Scope.MEMBER, gettext_noop("ask for or cancel replays")),
     "replay.run": Rule(LEADS, Scope.MEMBER, gettext_noop("run replays")),
     "api.docs": Rule(ALL, Scope.ANY, gettext_noop("read the API documentation")),
-    # One's own account: the language the studio speaks to them (studio.i18n).
-    "account.language": Rule(ALL, Scope.ANY, gettext_noop("choose your language")),
+    # Everyone's own settings: the language the studio speaks to them (studio.i18n), how single-key shortcuts work.
+    "account.settings": Rule(ALL, Scope.ANY, gettext_noop("change account settings")),
     # Engineers fetch bundles with a token; it is theirs to create and revoke.
     "token.manage": Rule(EXPORTING, Scope.ANY, gettext_noop("manage API tokens")),
     # Django's admin (it checks is_staff itself; the table says who it is for).
@@ -152,8 +152,8 @@ PAGE_PERMISSIONS: dict[str, str] = {
     "metrics": PUBLIC,
     "api-schema": "api.docs",
     "api-docs": "api.docs",
+    "account-settings": "account.settings",
     "account-token": "token.manage",
-    "account-language": "account.language",
     # The pages' scripts' translations (Django's JavaScript catalog): the login page's scripts need them too.
     "javascript-catalog": PUBLIC,
     "api-token": "token.manage",

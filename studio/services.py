@@ -11,6 +11,7 @@ from django.utils.translation import gettext as _
 
 from studio.errors import Invalid
 from studio.inputs import text_problem
+from studio.models import AccountSettings, ShortcutMode
 from studio.permissions import Role
 
 
@@ -54,14 +55,30 @@ def user_create(*, username: str, role: Role, password: str, email: str = ""):
     return user
 
 
-def account_language_set(*, user, language: str) -> str:
-    """The language ``user`` sees the studio in: a code of ``settings.LANGUAGES``, or "" for the browser's."""
+class SettingsProblem(Invalid):
+    """Account settings that cannot be stored as asked; the message says why."""
+
+
+def account_settings_update(*, user, shortcuts: str | None = None, language: str | None = None) -> AccountSettings:
+    """Stores ``user``'s own settings; a setting given as None stays as it is.
+
+    ``shortcuts``: how they take single-key shortcuts (a ShortcutMode value). ``language``: the language they see
+    the studio in, a code of ``settings.LANGUAGES``, or "" for the browser's (the caller keeps it in the session,
+    studio.i18n)."""
     from django.conf import settings
 
-    from studio.models import AccountPreference
-
-    language = (language or "").strip()
-    if language and language not in {code for code, _ in settings.LANGUAGES}:
-        raise UserProblem(_("No such language: %(language)s.") % {"language": language})
-    AccountPreference.objects.update_or_create(user=user, defaults={"language": language})
-    return language
+    changes: dict[str, str] = {}
+    if shortcuts is not None:
+        if shortcuts not in ShortcutMode.values:
+            raise SettingsProblem(
+                _("shortcuts must be one of %(modes)s, not '%(given)s'")
+                % {"modes": ", ".join(ShortcutMode.values), "given": shortcuts}
+            )
+        changes["shortcuts"] = shortcuts
+    if language is not None:
+        language = language.strip()
+        if language and language not in {code for code, _name in settings.LANGUAGES}:
+            raise SettingsProblem(_("No such language: %(language)s.") % {"language": language})
+        changes["language"] = language
+    chosen, _created = AccountSettings.objects.update_or_create(user=user, defaults=changes)
+    return chosen

@@ -26,8 +26,8 @@ urlpatterns = [
     path("api/", include("annotation.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
+    path("account/settings/", studio_views.account_settings, name="account-settings"),
     path("account/token/", studio_views.account_token, name="account-token"),
-    path("account/language/", studio_views.account_language, name="account-language"),
     # The scripts' translations in the request's language (static/js/i18n.js reads them); a page loads it once.
     path(
         "jsi18n/",

@@ -1,4 +1,4 @@
-"""Account pages and API: the throttled login, and an engineer's API token (create, revoke)."""
+"""Account pages and API: the throttled login, one's own settings, and an engineer's API token (create, revoke)."""
 
 from __future__ import annotations
 
@@ -26,6 +26,8 @@ from studio.auth_backend import PATH as AUTH_BACKEND
 from studio.errors import NotFound, StudioError, error_body
 from studio.jobs import job_models
 from studio.logs import current_request_id
+from studio.models import ShortcutMode
+from studio.selectors import shortcut_mode_of
 
 
 class ThrottledLoginView(auth_views.LoginView):
@@ -122,17 +124,26 @@ def oidc_callback(request):
 
 
 @require_http_methods(["GET", "POST"])
-@require_http_methods(["GET", "POST"])
-def account_language(request):
-    """Page: the language the studio speaks to this account, or the browser's (studio.i18n)."""
+def account_settings(request):
+    """Page: one's own settings: the language the studio speaks to them (or the browser's, studio.i18n) and how
+    single-key shortcuts work (alone, with Alt, or off). A setting the form leaves out stays as it is."""
+    saved = False
     if request.method == "POST":
-        language = services.account_language_set(user=request.user, language=request.POST.get("language", ""))
-        i18n.session_language_keep(request, language)
-        return redirect("account-language")
+        language = request.POST.get("language")
+        services.account_settings_update(user=request.user, shortcuts=request.POST.get("shortcuts"), language=language)
+        if language is not None:
+            i18n.session_language_keep(request, language.strip())
+        saved = True
     return render(
         request,
-        "account/language.html",
-        {"languages": settings.LANGUAGES, "chosen": i18n.account_language(request.user)},
+        "account/settings.html",
+        {
+            "modes": ShortcutMode.choices,
+            "current": shortcut_mode_of(request.user),
+            "languages": settings.LANGUAGES,
+            "chosen": i18n.account_language(request.user),
+            "saved": saved,
+        },
     )
 
 

@@ -39,6 +39,7 @@ def write_native_trace(
     thoughts=None,
     human_edited: dict | None = None,
     platform: str | None = None,
+    language: str | None = None,
     variant: int = 0,
     shared_screen: bool = False,
 ) -> Path:
@@ -74,6 +75,8 @@ def write_native_trace(
         document["final_screenshot"] = "final.png"
     if platform:
         document["platform"] = platform
+    if language is not None:
+        document["language"] = language
     (folder / "trace.json").write_text(json.dumps(document))
     return folder
 

@@ -7,13 +7,11 @@ by git; a change of the package file installs it again) and started on a loopbac
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
+from tests.npm_packages import NpmInstallError, npm_ensure
 from tests.processes import ReadyLineProcess
 
 REPO = Path(__file__).resolve().parent.parent
@@ -21,35 +19,14 @@ SOURCE = REPO / "tests" / "serving" / "oidc"
 INSTALL = REPO / "var" / "oidc-provider"
 
 
-class ProviderInstallError(RuntimeError):
-    """npm could not install the provider (no package registry reachable, no node)."""
+# npm could not install the provider (no package registry reachable, no node).
+ProviderInstallError = NpmInstallError
 
 
 def ensure_installed(folder: Path = INSTALL) -> Path:
     """The folder holding provider.mjs and its node_modules, installed first unless this package file's are there."""
-    package = (SOURCE / "package.json").read_bytes()
-    stamp = folder / f".installed-{hashlib.sha256(package).hexdigest()[:16]}"
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    with open(folder.parent / "oidc-provider.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not stamp.exists():
-            shutil.rmtree(folder, ignore_errors=True)
-            folder.mkdir(parents=True)
-            (folder / "package.json").write_bytes(package)
-            npm = shutil.which("npm")
-            if npm is None:
-                raise ProviderInstallError("npm is not installed (node 20 and npm are needed for the provider)")
-            result = subprocess.run(
-                [npm, "install", "--no-audit", "--no-fund", "--omit=dev"],
-                cwd=folder,
-                capture_output=True,
-                text=True,
-                timeout=300,
-            )
-            if result.returncode != 0:
-                raise ProviderInstallError(f"npm install failed:\n{(result.stdout + result.stderr)[-3000:]}")
-            stamp.write_text("installed\n")
-        shutil.copyfile(SOURCE / "provider.mjs", folder / "provider.mjs")
+    npm_ensure(SOURCE / "package.json", folder)
+    shutil.copyfile(SOURCE / "provider.mjs", folder / "provider.mjs")
     return folder
 
 

@@ -69,6 +69,7 @@ class ProjectSerializer(serializers.ModelSerializer):
             "double_annotation_annotators",
             "double_annotation_words",
             "blind_prescoring",
+            "text_language",
         ]
 
 
@@ -120,6 +121,7 @@ class TraceSerializer(serializers.ModelSerializer):
             "receiving",
             "parent",
             "branch_at",
+            "language",
             "created_at",
         ]
 
@@ -289,6 +291,11 @@ class ProjectSettingsSerializer(serializers.Serializer):
     )
     double_annotation_annotators = serializers.IntegerField(
         required=False, help_text="Distinct annotators per shared trace (2 or more)."
+    )
+    text_language = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        help_text="The language of its traces' text (BCP 47: zh, ja, ar); empty: detected.",
     )
 
 

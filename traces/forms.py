@@ -8,6 +8,7 @@ from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy
 
 from traces.grammar import MIN_PIXELS
+from traces.languages import language_problem
 from traces.models import Project, default_error_categories
 from traces.services import INSTRUCTION_MAX_CHARS
 
@@ -86,9 +87,11 @@ class ProjectForm(forms.ModelForm):
             "error_categories",
             "double_annotation_share",
             "double_annotation_annotators",
+            "text_language",
         ]
         labels = {
             "name": gettext_lazy("Name"),
+            "text_language": gettext_lazy("Language of the traces' text"),
             "description": gettext_lazy("Description"),
             "platform": gettext_lazy("Platform"),
             "coordinate_convention": gettext_lazy("Coordinate convention"),
@@ -99,6 +102,11 @@ class ProjectForm(forms.ModelForm):
             "double_annotation_annotators": gettext_lazy("Annotators per shared trace"),
         }
         help_texts = {
+            "text_language": gettext_lazy(
+                "A BCP 47 tag (zh, ja, ar, pt-BR): the pages mark the instructions, thoughts and corrections with it, "
+                "so screen readers read them in that language. Empty: each trace's own, else the script of its "
+                "instruction."
+            ),
             "coordinate_convention": gettext_lazy("The point convention of this project's prompts and exports."),
             "history_window": format_lazy(
                 gettext_lazy("Screenshots sent as images per prompt (1–{most})."), most=HISTORY_WINDOW_MAX
@@ -170,6 +178,15 @@ class ProjectForm(forms.ModelForm):
         if value is None:
             return getattr(self.instance, name) if self.instance.pk else Project._meta.get_field(name).default
         return value
+
+    def clean_text_language(self):
+        if "text_language" not in self.data:  # a post that leaves it out keeps the project's
+            return self.instance.text_language if self.instance.pk else ""
+        tag = (self.cleaned_data["text_language"] or "").strip()
+        problem = language_problem(tag)
+        if problem:
+            raise forms.ValidationError(problem[0].upper() + problem[1:] + ".")
+        return tag
 
     def clean_double_annotation_share(self):
         share = self._kept("double_annotation_share", self.cleaned_data["double_annotation_share"])

@@ -66,6 +66,14 @@ class Project(models.Model):
         default=2, help_text="Distinct annotators each shared trace goes to (2 or more)."
     )
     blind_prescoring = models.BooleanField(default=False, help_text="Hide model suggestions from annotators.")
+    text_language = models.CharField(
+        max_length=35,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="The language its traces are written in (a BCP 47 tag: zh, ja, ar); empty: each trace's own, else "
+        "the script of its instruction (traces.languages).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -201,6 +209,13 @@ class Trace(models.Model):
     # A replay's branch waits outside the annotation queue until a lead sends it there (a failed branch worth reading).
     held_from_queue = models.BooleanField(
         default=False, db_default=False, editable=False, help_text="Not handed out to annotators (a replay's branch)."
+    )
+    language = models.CharField(
+        max_length=35,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="The language of its text (BCP 47), put on the pages' text as lang; empty: the page's own.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
 

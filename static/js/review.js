@@ -10,6 +10,7 @@ import * as Zoom from "./zoom.js";
 import * as Editor from "./action_editor.js";
 import * as History from "./workspace/history.js";
 import { windowsToLoad } from "./workspace/steps.js";
+import { layoutKeys, shortcutMode, showKeyHints } from "./keys.js";
 import {
   actionOnTau, boxSize, clampPosition, clickFraction, editedMarkers, editorsShown, marginClearing, missingTitle,
   percentOn, queueRowTexts, reviewCommandFor, screenLoaded, screenName, screenTitle, tauScreens, thumbNumber,
@@ -491,6 +492,9 @@ import { gettext, interpolate } from "./i18n.js";
   const rejectButton = document.getElementById("reject-button");
   const comment = document.getElementById("review-comment");
   const nextLink = document.getElementById("next-review");
+  // The key hints follow the person's choice (on, with Alt, off) and keyboard layout (static/js/keys.js).
+  const keyMode = shortcutMode();
+  layoutKeys((printed) => showKeyHints(document, keyMode, printed));
   // Each command: [whether its control is on this page, what it does]. A key whose control is not here is left alone.
   const reviewCommands = {
     reject_send: [() => !!rejectButton, () => rejectButton.click()],
@@ -505,7 +509,7 @@ import { gettext, interpolate } from "./i18n.js";
   };
   document.addEventListener("keydown", (event) => {
     const typing = !!(event.target.closest && event.target.closest("input, textarea, select, [contenteditable]"));
-    const command = reviewCommandFor(event, { typing, inComment: !!comment && event.target === comment });
+    const command = reviewCommandFor(event, { typing, inComment: !!comment && event.target === comment, mode: keyMode });
     if (!command) return;
     const [available, run] = reviewCommands[command];
     if (!available()) return;

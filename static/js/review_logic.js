@@ -3,6 +3,7 @@
    Pure (tests/js/review.test.mjs); static/js/review.js wires them to the page. */
 import { toFraction } from "./geometry.js";
 import { gettext, interpolate } from "./i18n.js";
+import { shortcutKey } from "./keys.js";
 
 /* A point of ``marker`` (in the project's convention, with its screenshot's extent) as CSS [left, top] in percent of
    the image. */
@@ -103,12 +104,13 @@ export const clickFraction = (box, clientX, clientY) => [(clientX - box.left) / 
 /* The command of a key press on one review, or null: "reject_send" (Ctrl+Enter in the comment), else, outside any
    field and with no modifier, "zoom_in" / "zoom_out" (+ = -), "zoom_reset" (0), "screen_next" / "screen_previous"
    (j k: the trace viewer's screens), "accept" (a), "reject" (r: the comment takes the focus), "next" (→: the next
-   undecided review). ``inComment``: the comment has the focus; ``typing``: some field has it. */
-export function reviewCommandFor(event, { typing, inComment }) {
-  if (event.defaultPrevented || event.altKey || event.metaKey) return null;
-  if (typing) return inComment && event.key === "Enter" && event.ctrlKey ? "reject_send" : null;
-  if (event.ctrlKey) return null;
-  return REVIEW_KEYS[event.key] || null;
+   undecided review). ``inComment``: the comment has the focus; ``typing``: some field has it; ``mode``: how the person
+   takes single-key shortcuts (keys.js: alone, with Alt, or not at all; the arrow alone in every mode). */
+export function reviewCommandFor(event, { typing, inComment, mode = "single" }) {
+  if (event.defaultPrevented || event.metaKey) return null;
+  if (typing) return inComment && event.key === "Enter" && event.ctrlKey && !event.altKey ? "reject_send" : null;
+  const shortcut = shortcutKey(event, mode);
+  return (shortcut && REVIEW_KEYS[shortcut]) || null;
 }
 
 const REVIEW_KEYS = {

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from annotation.models import Annotation, AnnotationStatus
-from studio.services import account_language_set
+from studio.services import account_settings_update
 from tests.annotation.test_browser_workspace import click_on_screenshot, dart_trace, open_next_trace, wait_saved
 from tests.conftest import login_by_form
 
@@ -20,7 +20,7 @@ __all__ = ["dart_trace"]  # the fixture, used by name
 def test_an_annotator_works_through_the_workspace_in_chinese(
     browser, live_server, dart_trace, annotator, lead, artifacts_dir
 ):
-    account_language_set(user=annotator, language="zh-hans")
+    account_settings_update(user=annotator, language="zh-hans")
     # The browser asks for English: the account's choice wins.
     context = browser.new_context(viewport={"width": 1600, "height": 1000}, locale="en-US")
     page = context.new_page()
@@ -73,6 +73,17 @@ def test_an_annotator_works_through_the_workspace_in_chinese(
     assert annotation.corrected_thought == "我应该先打开扩展视图。"
     assert annotation.corrected_action.startswith("click(start_box=")
     assert not page_errors, page_errors
+
+    # One settings page holds both of the person's choices, in their language; saving one keeps the other.
+    page.goto(f"{live_server.url}/account/settings/")
+    assert page.locator("#language-choice").input_value() == "zh-hans"
+    assert page.inner_text("h1") == "设置" and "单键快捷键" in page.inner_text("#settings-form")
+    page.check("input[name=shortcuts][value=modifier]")
+    page.click("#settings-save")
+    assert page.inner_text("#settings-saved") == "已保存。"
+    assert page.locator("html").get_attribute("lang") == "zh-hans"
+    assert page.locator("body").get_attribute("data-shortcuts") == "modifier"
+    page.screenshot(path=str(artifacts_dir / "account-settings-zh-hans.png"))
     context.close()
 
     # The lead has no language chosen: the browser's Chinese decides, and the review page answers in it.

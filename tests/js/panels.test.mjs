@@ -2,7 +2,7 @@
 // post-reflection, the way to the correction, and a refused submit's problems from the server's own answers.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { gotoText, reflectionMissingText, stepTitle, submitProblems, verdictText } from "../../static/js/workspace/panels.js";
+import { gotoText, reflectionMissingText, stepAnnouncement, stepTitle, submitProblems, verdictText } from "../../static/js/workspace/panels.js";
 import { ERRORS } from "./served.mjs";
 
 test("a screen's name: its step of the trace's, or the final screen after the last", () => {
@@ -27,6 +27,8 @@ test("without a post-reflection the server's reason stands in its place: o_{τ+1
 
 test("the way to the correction; without a post-reflection it sends nobody looking for one", () => {
   assert.equal(gotoText(null, ""), "");
+  assert.equal(gotoText(5, "", "Alt+t"), "τ = 5. Press Alt+t to go to the correction, then → for the post-reflection.");
+  assert.equal(gotoText(5, "", null), "τ = 5. Go to step 5 in the strip above to go to the correction, then → for the post-reflection.");
   assert.equal(gotoText(5, ""), "τ = 5. Press t to go to the correction, then → for the post-reflection.");
   assert.equal(gotoText(5, "The source dropped 1 step between step 5 and step 6: …"),
     "τ = 5. Press t to go to the correction (no post-reflection can be given: the reason is beside it).");
@@ -44,4 +46,13 @@ test("a refused submit lists the server's own problems: its field errors, else i
   assert.ok(invalid, "the server's answers include a refused field");
   assert.deepEqual(submitProblems({ errors: { tau: "τ must be a step." } }), { tau: "τ must be a step." });
   assert.deepEqual(submitProblems({}), { detail: "the server could not be reached" });  // status 0: api.js's {}
+});
+
+test("a screen reader hears the screen, its action, where it stands to τ and the verdict", () => {
+  const error = { verdict: "error", tau: 2 };
+  assert.equal(stepAnnouncement({ i: 2, stepCount: 4, actionText: "click(start_box='(1,2)')", form: error, reflectionAt: 3 }),
+    "Step 2 of 4. Action: click(start_box='(1,2)'). This is τ, the first error: the correction is written here. First error at step 2 (τ).");
+  assert.match(stepAnnouncement({ i: 3, stepCount: 4, actionText: "wait()", form: error, reflectionAt: 3 }), /post-reflection is written on this screen/);
+  assert.equal(stepAnnouncement({ i: 5, stepCount: 4, actionText: "", form: { verdict: null }, reflectionAt: null }),
+    "Final screen (after step 4). Not decided yet.");
 });

@@ -70,6 +70,10 @@ NAMES = {
     "Esc",
     "Alt",
     "Backspace",
+    "Home",  # keys are named as their caps print them
+    "End",
+    "Option",
+    "Mac",
     "Webhook",
     "sha",
     "nats",
@@ -208,11 +212,11 @@ def page_data(world) -> list[str]:
 
 @pytest.fixture
 def world_in_chinese(tmp_path, project, annotator, lead):
-    from studio.services import account_language_set
+    from studio.services import account_settings_update
     from tests.factories import make_world
 
     world = make_world(tmp_path, project=project, annotator=annotator, lead=lead, outsider=False)
-    account_language_set(user=annotator, language="zh-hans")
+    account_settings_update(user=annotator, language="zh-hans")
     return world
 
 
@@ -224,7 +228,7 @@ def chinese_pages(world) -> list[tuple[str, str, dict]]:
         ("annotator", "project-list", {}),
         ("annotator", "annotation-queue", {}),
         ("annotator", "annotation-workspace", {"annotation_id": annotation_id}),
-        ("annotator", "account-language", {}),
+        ("annotator", "account-settings", {}),
         ("lead", "project-list", {}),
         ("lead", "trace-list", {"project_id": project_id}),
         ("lead", "trace-detail", {"trace_id": trace_id}),
@@ -275,20 +279,20 @@ def test_the_most_used_pages_show_no_english_in_chinese(world_in_chinese):
 
 
 def test_the_account_choice_wins_over_the_browser_and_english_is_the_default(client, annotator, db):
-    from studio.services import account_language_set
+    from studio.services import account_settings_update
 
     assert client.get(reverse("login")).headers["Content-Language"] == "en"
     assert client.get(reverse("login"), headers={"accept-language": "zh-CN"}).headers["Content-Language"] == "zh-hans"
-    account_language_set(user=annotator, language="zh-hans")
+    account_settings_update(user=annotator, language="zh-hans")
     client.force_login(annotator)
     page = client.get(reverse("project-list"), headers={"accept-language": "en-US,en"})
     assert page.headers["Content-Language"] == "zh-hans"
     assert "<h1>项目</h1>" in page.content.decode()
     # Choosing "the browser's" on the account page: the browser's language from the next page on, and kept.
-    response = client.post(reverse("account-language"), {"language": ""})
-    assert response.status_code == 302
+    response = client.post(reverse("account-settings"), {"language": ""})
+    assert response.status_code == 200
     assert client.get(reverse("project-list"), headers={"accept-language": "en"}).headers["Content-Language"] == "en"
-    client.post(reverse("account-language"), {"language": "zh-hans"})
+    client.post(reverse("account-settings"), {"language": "zh-hans"})
     client.logout()
     client.force_login(annotator)
     assert client.get(reverse("project-list")).headers["Content-Language"] == "zh-hans"
@@ -296,7 +300,7 @@ def test_the_account_choice_wins_over_the_browser_and_english_is_the_default(cli
 
 def test_an_unknown_language_is_refused_by_name(client, annotator, db):
     client.force_login(annotator)
-    response = client.post(reverse("account-language"), {"language": "xx"})
+    response = client.post(reverse("account-settings"), {"language": "xx"})
     assert response.status_code == 400
     assert "xx" in response.content.decode()
 

@@ -79,6 +79,8 @@ class ImportedTrace:
     metadata: dict = field(default_factory=dict)
     final_screenshot: ImageRef | None = None
     warnings: list[str] = field(default_factory=list)
+    # The language of its text as the source says it (BCP 47; traces.languages), "" when it says none.
+    language: str = ""
 
 
 TraceOrError = ImportedTrace | TraceReadError

@@ -8,6 +8,7 @@ from pathlib import Path
 from django.conf import settings
 
 from studio.catalog import gettext_noop
+from traces.languages import language_problem
 
 from .base import (
     ELEMENTS,
@@ -100,6 +101,10 @@ def trace_from_document(document, folder: Path, *, where: str) -> ImportedTrace:
     metadata = optional(document, "metadata", dict, where, {})
     source = optional(document, "source", str, where) or "native"
     platform = optional(document, "platform", str, where)
+    language = optional(document, "language", str, where, "").strip()
+    problem = language_problem(language)
+    if problem:
+        raise TraceReadError(where, problem)
     steps_doc = require(document, "steps", list, where)
     if not steps_doc:
         raise TraceReadError(where, "a trace needs at least one step")
@@ -118,6 +123,7 @@ def trace_from_document(document, folder: Path, *, where: str) -> ImportedTrace:
         source_path=str(folder.name),
         outcome=outcome,
         metadata=metadata_with_platform(metadata, platform),
+        language=language,
         final_screenshot=ImageRef.from_path(safe_child(folder, final, f"{where} final_screenshot"), root=folder.parent)
         if final
         else None,

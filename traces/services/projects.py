@@ -46,6 +46,7 @@ PROJECT_SETTINGS = (
     "error_categories",
     "double_annotation_share",
     "double_annotation_annotators",
+    "text_language",
 )
 
 

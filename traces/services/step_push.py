@@ -13,6 +13,7 @@ from studio.inputs import input_problem
 from traces.importers import TraceReadError
 from traces.importers.base import parse_json_bytes
 from traces.importers.native import metadata_with_platform, step_from_document
+from traces.languages import trace_language
 from traces.models import CoordinateConvention, Outcome, Project, Round, Screenshot, Step, Trace
 from traces.services.screenshots import ScreenshotProblem, screenshots_store
 from traces.services.steps import step_build
@@ -206,6 +207,7 @@ def _pushed_trace_new(
             parent=parent,
             branch_at=tau,
             held_from_queue=True,
+            language=parent.language,
         )
     return Trace(
         project=project,
@@ -216,6 +218,7 @@ def _pushed_trace_new(
         coordinate_convention=coordinates or project.coordinate_convention,
         round=round,
         receiving=True,
+        language=trace_language(said="", project_language=project.text_language, instruction=instruction or ""),
     )
 
 

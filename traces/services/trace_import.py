@@ -21,6 +21,7 @@ from traces.identity import (
     received_instruction,
 )
 from traces.importers import ImportedStep, ImportedTrace, TraceReadError
+from traces.languages import trace_language
 from traces.models import CoordinateConvention, ImportJob, Project, Round, Screenshot, Step, Trace
 from traces.services.screenshots import SCREENSHOT_BATCH, ScreenshotProblem, screenshots_store
 from traces.services.steps import step_build
@@ -177,6 +178,9 @@ def trace_import_one(
             import_job=job,
             round=round,
             content_hash=content_hash,
+            language=trace_language(
+                said=imported.language, project_language=project.text_language, instruction=imported.instruction
+            ),
         )
         differs = ""
         try:

@@ -1,6 +1,7 @@
 /* Hint labels for the keyboard cursor (as browser keyboard-navigation extensions label links): a short letter label
    on every element the source recorded on the screen, typed to put the cursor on that element; on a screen without
    elements, the view's nine cells labelled 1–9. Pure (tests/js/hints.test.mjs); keyboard.js shows and reads them. */
+import { keyOf } from "../keys.js";
 
 // The letters labels are made of, the easiest to type first (the home row, then the rows above and below): the
 // nearest elements get the first ones.
@@ -68,5 +69,6 @@ export function hintCommandFor(event) {
   if (event.key === "Escape") return { name: "close" };
   if (event.key === "Backspace") return { name: "back" };
   if (event.ctrlKey || event.metaKey || event.altKey) return null;
-  return /^[a-zA-Z0-9]$/.test(event.key) ? { name: "type", arg: event.key } : null;
+  const key = keyOf(event);  // on a Russian or Arabic layout, the Latin letter of the key's place
+  return /^[a-zA-Z0-9]$/.test(key) ? { name: "type", arg: key } : null;
 }

@@ -5,6 +5,7 @@
    one field makes one step per pause (``group``), not one per letter. ``discarded`` says in words what a change threw
    away or replaced, for the banner that offers its undo. The wiring (``install``) is the workspace's: an undo is saved
    as a new draft version through the draft's one save path, so the server holds the restored values. */
+import { keyOf } from "../keys.js";
 
 import { gettext, interpolate } from "../i18n.js";
 
@@ -99,7 +100,7 @@ export function discardedWords(items) {
    Inside a text field the browser's own text undo runs instead (``typing``). */
 export function historyCommandFor(event, typing) {
   if (typing || event.altKey || !(event.ctrlKey || event.metaKey)) return null;
-  const key = String(event.key).toLowerCase();
+  const key = String(keyOf(event)).toLowerCase();  // Ctrl+я on a Russian layout is Ctrl+Z's place
   if (key === "z") return event.shiftKey ? "redo" : "undo";
   if (key === "y" && !event.shiftKey) return "redo";
   return null;

@@ -4,11 +4,13 @@
    command; its keys come from KEYS (``keysFor``), so a key changed here is the key the help shows. */
 import { $ } from "../dom.js";
 import { boxToPx, toModel, toPx } from "../geometry.js";
+import { keyLabel, keyOf, layoutKeys, shortcutKey, shortcutMode, showKeyHints } from "../keys.js";
 import { BUTTON_STEP as ZOOM_STEP } from "../zoom.js";
 import { assignHints, gridCells, hintCommandFor, hintTyped } from "./hints.js";
 import { gettext, interpolate } from "../i18n.js";
 
-// Keys of the page, when no field has the focus and no modifier is held.
+// Keys of the page, when no field has the focus: a character key alone, with Alt, or not at all, as the person
+// chose (keys.js, ``shortcutKey``); the named keys (arrows, Home, End, Delete) alone in every mode.
 export const KEYS = {
   ArrowLeft: "previous", k: "previous", ArrowRight: "next", j: "next", Home: "first", End: "last",
   t: "tau", e: "error", n: "no_error", u: "unusable", f: "thought", p: "point", b: "box",
@@ -32,18 +34,21 @@ export function actsOnScreen(command, slotOnScreen) {
   return needs === "any" ? !!slotOnScreen : slotOnScreen === needs;
 }
 
-/* Why a key that writes a correction did nothing on the screen shown (``actsOnScreen`` said no). */
-export function offScreenWords(command) {
+/* Why a key that writes a correction did nothing on the screen shown (``actsOnScreen`` said no). ``tKey``: how the
+   person presses t (keys.js ``keyLabel``: "Alt+t" with a modifier, null when single keys are off). */
+export function offScreenWords(command, tKey = "t") {
+  const key = tKey === null ? gettext("the strip") : tKey;  // null: single-key shortcuts off
   return SLOT_COMMANDS[command] === "corrected"
-    ? gettext("That key edits the correction: it works on the correction's screen (τ; t goes there).")
-    : gettext("That key edits the correction: it works on τ or the screen after it (t goes to τ).");
+    ? interpolate(gettext("That key edits the correction: it works on the correction's screen (τ; %(key)s goes there)."), { key })
+    : interpolate(gettext("That key edits the correction: it works on τ or the screen after it (%(key)s goes to τ)."), { key });
 }
 
 /* A key press while the help is open: "trap" (Tab stays in the dialog, on its one control), "close" (? and Esc),
    "wait" (any other key of the page: it does nothing behind the dialog), or null (not a key of the page). */
-export function helpKey(event) {
+export function helpKey(event, mode = "single") {
   if (event.key === "Tab") return "trap";
-  const command = commandFor(event, false);
+  if (keyOf(event) === "?" && !(event.ctrlKey || event.metaKey)) return "close";  // the key that opened it, in any mode
+  const command = commandFor(event, false, mode);
   if (command && (command.name === "help" || command.name === "escape")) return "close";
   return command ? "wait" : null;
 }
@@ -63,14 +68,18 @@ export function nextInput(table, type) {
 // How a key is written in the help (the rest as they are typed).
 const KEY_NAMES = { ArrowLeft: "←", ArrowRight: "→" };
 
-/* The keys of the page that run any of ``commands`` (command names, as in KEYS), as the help writes them, in
-   KEYS's order (an object lists a digit key first whatever its place, so digits are put back last). */
-export function keysFor(commands) {
+/* The keys of the page that run any of ``commands`` (command names, as in KEYS), as the help writes them under the
+   person's ``mode`` (keys.js: Alt+e, or none of the character keys when they are off) and layout (``printed``: the
+   e key reads у on a Russian one), in KEYS's order (an object lists a digit key first whatever its place, so digits
+   are put back last). */
+export function keysFor(commands, mode = "single", printed = {}) {
   const digit = (key) => (/^[0-9]$/.test(key) ? 1 : 0);
   return Object.entries(KEYS)
     .filter(([, name]) => commands.includes(name))
     .sort(([a], [b]) => digit(a) - digit(b))
-    .map(([key]) => KEY_NAMES[key] || key);
+    .map(([key]) => keyLabel(key, mode, printed))
+    .filter((label) => label !== null)
+    .map((label) => KEY_NAMES[label] || label);
 }
 
 // Keys while the keyboard cursor is out: arrows move it (each press on an axis half as far as the one before, so
@@ -81,30 +90,34 @@ const MOVES = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, -1], ArrowD
 /* Whether a key press picks an option of a list by its place (1–9, no modifier): in a focused list of the form, and
    right after e in the corrected thought for the category (e 1 is the first category, whatever the draft held). */
 export function isOptionKey(event) {
-  return /^[1-9]$/.test(event.key) && !(event.altKey || event.ctrlKey || event.metaKey);
+  return /^[1-9]$/.test(keyOf(event)) && !(event.altKey || event.ctrlKey || event.metaKey);
 }
 
-/* The page's command for a key press: {name, arg?} or null. ``typing``: a field has the focus. */
-export function commandFor(event, typing) {
+/* The page's command for a key press: {name, arg?} or null. ``typing``: a field has the focus; ``mode``: how the
+   person takes single-key shortcuts (keys.js's SHORTCUT_MODES). */
+export function commandFor(event, typing, mode = "single") {
   const mod = event.ctrlKey || event.metaKey;
-  if (mod && (event.key === "s" || event.key === "S")) return { name: "save" };
-  if (mod && event.key === "Enter") return { name: "submit" };
-  if (event.key === "Escape") return { name: "escape" };
+  const key = keyOf(event);
+  if (mod && (key === "s" || key === "S")) return { name: "save" };
+  if (mod && key === "Enter") return { name: "submit" };
+  if (key === "Escape") return { name: "escape" };
   // Alt+digit (by the key's place, so a layout that types a symbol with Alt still works): take alternative N.
   const altDigit = /^Digit([1-9])$/.exec(event.code || "");
   if (event.altKey && !mod && altDigit) return { name: "take", arg: Number(altDigit[1]) };
-  if (typing || mod || event.altKey) return null;
-  return KEYS[event.key] ? { name: KEYS[event.key] } : null;
+  if (typing) return null;
+  const shortcut = shortcutKey(event, mode);
+  return shortcut && KEYS[shortcut] ? { name: KEYS[shortcut] } : null;
 }
 
 /* The cursor's command for a key press: {name, arg?} or null. ``anchored``: a box is being drawn.
    Ctrl+arrow (⌘+arrow) jumps to the next element the source recorded that way (``elementInDirection``). */
-export function cursorCommandFor(event, anchored) {
+export function cursorCommandFor(event, anchored, mode = "single") {
   if (MOVES[event.key] && (event.ctrlKey || event.metaKey)) return anchored ? null : { name: "jump", arg: { d: MOVES[event.key] } };
   if (MOVES[event.key]) return { name: "move", arg: { d: MOVES[event.key], fine: event.shiftKey } };
   if (event.key === "Enter") return { name: "place" };
-  if (event.key === "b" && !anchored) return { name: "box" };
-  if (KEYS[event.key] === "hints" && !anchored && !(event.ctrlKey || event.metaKey || event.altKey)) return { name: "hints" };
+  const shortcut = shortcutKey(event, mode);
+  if (KEYS[shortcut] === "box" && !anchored) return { name: "box" };
+  if (KEYS[shortcut] === "hints" && !anchored) return { name: "hints" };
   if (event.key === "Escape") return { name: "leave" };
   return null;
 }
@@ -184,13 +197,20 @@ export function installKeyboard({ store, steps, editor, stage, draft, panels, al
   const form = () => store.get("form");
   const cursor = () => store.get("cursor");
 
-  for (const row of document.querySelectorAll("#ws-help tr[data-command]")) {
-    const cell = row.querySelector(".ws-keys-of");
-    for (const [i, name] of keysFor(row.dataset.command.split(" ")).entries()) {
-      if (i) cell.append(" ");
-      cell.appendChild(document.createElement("kbd")).textContent = name;
+  // The help's keys and the key hints on the buttons follow the person's choice and keyboard layout.
+  const mode = shortcutMode();
+  layoutKeys((printed) => {
+    for (const row of document.querySelectorAll("#ws-help tr[data-command]")) {
+      const cell = row.querySelector(".ws-keys-of");
+      cell.replaceChildren();
+      for (const [i, name] of keysFor(row.dataset.command.split(" "), mode, printed).entries()) {
+        if (i) cell.append(" ");
+        cell.appendChild(document.createElement("kbd")).textContent = name;
+      }
+      if (!cell.childNodes.length) cell.textContent = "—";
     }
-  }
+    showKeyHints(document, mode, printed);
+  });
   // The help is a dialog over the page: while it is open the focus is in it, and the page's keys wait (an e pressed
   // while reading would mark τ behind it, unseen); closed, the focus goes back where it was.
   const helpOpen = () => !$("ws-help").hidden;
@@ -376,12 +396,12 @@ export function installKeyboard({ store, steps, editor, stage, draft, panels, al
     const afterError = categoryKeyNext;
     categoryKeyNext = false;
     if (afterError && event.target.id === "f-corrected_thought" && isOptionKey(event)) {
-      const option = optionOf($("f-error_category"), event.key);
+      const option = optionOf($("f-error_category"), keyOf(event));
       if (option) { event.preventDefault(); pick($("f-error_category"), option); return; }
     }
     const target = event.target;
     if (target.tagName !== "SELECT" || !isOptionKey(event) || !target.closest(".ws-side")) return;
-    const option = optionOf(target, event.key);
+    const option = optionOf(target, keyOf(event));
     if (!option) return;
     event.preventDefault();
     pick(target, option);
@@ -416,7 +436,7 @@ export function installKeyboard({ store, steps, editor, stage, draft, panels, al
       cursor().hints = null;
       stage.renderStage();
     }
-    const command = cursorCommandFor(event, !!cursor().anchor);
+    const command = cursorCommandFor(event, !!cursor().anchor, mode);
     if (!command) return;
     event.preventDefault(); event.stopPropagation();  // arrows move the cursor, not the step
     cursorCommands[command.name](command.arg);
@@ -466,19 +486,19 @@ export function installKeyboard({ store, steps, editor, stage, draft, panels, al
   };
   document.addEventListener("keydown", (event) => {
     if (helpOpen()) {
-      const action = helpKey(event);
+      const action = helpKey(event, mode);
       if (action) event.preventDefault();
       if (action === "trap") $("ws-help").querySelector("[data-close]").focus();
       else if (action === "close") toggleHelp(false);
       return;
     }
     const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(event.target.tagName);
-    const command = commandFor(event, typing);
+    const command = commandFor(event, typing, mode);
     if (!command) return;
     if (command.name === "escape") { if (typing) event.target.blur(); return; }
     event.preventDefault();
     if (!actsOnScreen(command.name, slotHere())) {
-      if (form().verdict === "error" && form().tau) draft.banner("error", offScreenWords(command.name));
+      if (form().verdict === "error" && form().tau) draft.banner("error", offScreenWords(command.name, keyLabel("t", mode)));
       return;
     }
     commands[command.name](command.arg);

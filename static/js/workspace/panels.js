@@ -4,6 +4,7 @@ import { $, el } from "../dom.js";
 import { api, isAuthProblem } from "../api.js";
 import { sub } from "./stage.js";
 import { gettext, interpolate } from "../i18n.js";
+import { keyLabel, shortcutMode } from "../keys.js";
 
 // Where each submit problem is typed or chosen: highlighted until it is edited.
 const PROBLEM_TARGETS = {
@@ -22,6 +23,16 @@ export function verdictText(form) {
     : form.verdict === "unusable" ? gettext("Unusable.") : gettext("Not decided yet.");
 }
 
+/* What a screen reader hears on arriving at screen ``i`` (the live region #ws-announce): its name, its recorded
+   action, where it stands to τ, and the answer's verdict. ``reflectionAt``: the post-reflection's screen (or null). */
+export function stepAnnouncement({ i, stepCount, actionText, form, reflectionAt }) {
+  const tau = form.verdict === "error" ? form.tau : null;
+  const place = !tau ? "" : i === tau ? gettext("This is τ, the first error: the correction is written here.")
+    : i === reflectionAt ? gettext("The post-reflection is written on this screen.") : i > tau ? gettext("After τ.") : gettext("Before τ.");
+  const action = i > stepCount ? "" : interpolate(gettext("Action: %(action)s."), { action: actionText || gettext("none recorded") });
+  return [`${stepTitle(i, stepCount)}.`, action, place, verdictText(form)].filter(Boolean).join(" ");
+}
+
 /* What the post-reflection's place says when none can be given: the server's reason (``reason``, the step's served
    ``server_no_reflection_reason``: o_{τ+1} was not kept, or the source dropped steps right after τ), which the
    annotation records itself. */
@@ -30,11 +41,16 @@ export function reflectionMissingText(reason) {
 }
 
 /* The way to the correction away from it ("" with no τ); when no post-reflection can be given (the server's
-   ``reason``, "" when one can) it does not send the annotator looking for one. */
-export function gotoText(tau, reason) {
+   ``reason``, "" when one can) it does not send the annotator looking for one. ``tKey``: how the person presses t
+   (keys.js ``keyLabel``: "Alt+t" with a modifier, null with single-key shortcuts off: then step τ of the strip). */
+export function gotoText(tau, reason, tKey = "t") {
   if (!tau) return "";
-  return reason ? interpolate(gettext("τ = %(tau)s. Press t to go to the correction (no post-reflection can be given: the reason is beside it)."), { tau })
-    : interpolate(gettext("τ = %(tau)s. Press t to go to the correction, then → for the post-reflection."), { tau });
+  if (tKey === null) {  // single-key shortcuts off: step τ of the strip
+    return reason ? interpolate(gettext("τ = %(tau)s. Go to step %(tau)s in the strip above to go to the correction (no post-reflection can be given: the reason is beside it)."), { tau })
+      : interpolate(gettext("τ = %(tau)s. Go to step %(tau)s in the strip above to go to the correction, then → for the post-reflection."), { tau });
+  }
+  return reason ? interpolate(gettext("τ = %(tau)s. Press %(key)s to go to the correction (no post-reflection can be given: the reason is beside it)."), { tau, key: tKey })
+    : interpolate(gettext("τ = %(tau)s. Press %(key)s to go to the correction, then → for the post-reflection."), { tau, key: tKey });
 }
 
 /* The problems of a refused submit, field → message, from the server's answer ``data`` (studio/errors.py: its field
@@ -90,6 +106,11 @@ export function createPanels({ page, store, steps, editor, draft, stage, undoabl
     const human = step && step.human_edit;
     $("ws-human").hidden = !human;
     $("ws-human-text").textContent = human ? human.raw : "";
+    // Said once per screen and verdict: a redraw that changes neither (a save, a field typed) says nothing again.
+    const said = stepAnnouncement({
+      i, stepCount: N, actionText: step && step.action_text, form: form(), reflectionAt: editor.reflectionScreen(tau),
+    });
+    if ($("ws-announce").textContent !== said) $("ws-announce").textContent = said;
   }
 
   function renderPanels() {
@@ -131,7 +152,7 @@ export function createPanels({ page, store, steps, editor, draft, stage, undoabl
     const goto = $("ws-goto");
     goto.hidden = !tau || showCorrection || showReflection;
     // Without o_{τ+1} there is no post-reflection to go on to: the hint does not send the annotator looking for one.
-    $("ws-goto-text").textContent = gotoText(tau, missing ? reason : "");
+    $("ws-goto-text").textContent = gotoText(tau, missing ? reason : "", keyLabel("t", shortcutMode()));
     if (showCorrection) editor.renderEditor("corrected");
     if (showReflection && !missing) editor.renderEditor("reflection");
     renderStarts();

@@ -3,6 +3,7 @@
 import { $, el, svg } from "../dom.js";
 import * as Zoom from "../zoom.js";
 import { boxToPx, elementAt, inBox, pixelAt, toModel, toPx } from "../geometry.js";
+import { asPrinted } from "../keys.js";
 import { arrowHeads, drawAction, markUnit } from "./overlay.js";
 import { gettext, interpolate } from "../i18n.js";
 
@@ -121,7 +122,8 @@ export function createStage({ page, store, steps, editor, draft, drawAlternative
 
   /* The hint labels (keyboard.js's hints key; workspace/hints.js): each at its element's top left corner, inside
      its box, the element's box outlined thinly so the label's element is plain; the cells' labels at their centres
-     with the grid drawn. Only the labels that the keys typed so far begin stay, the typed part dimmed. */
+     with the grid drawn. Only the labels that the keys typed so far begin stay, the typed part dimmed. A label is
+     written as the person's layout prints its keys (keys.js ``asPrinted``: фв on a Russian one for the keys of ad). */
   function drawHints(layer, shot, elements, hints, unit) {
     // A cell's number is read from across the view: larger than an element's label.
     const font = (hints.kind === "cells" ? 24 : 14) * unit, pad = 3 * unit;
@@ -132,9 +134,9 @@ export function createStage({ page, store, steps, editor, draft, drawAlternative
       g.appendChild(svg("rect", { x, y, width: text.length * font * 0.72 + 2 * pad, height: font * 1.25, rx: 2 * unit, "stroke-width": unit }));
       const t = svg("text", { x: x + pad, y: y + font * 0.98, "font-size": font });
       const done = svg("tspan", { class: "ws-hint-typed" });
-      done.textContent = text.slice(0, hints.typed.length).toUpperCase();
+      done.textContent = asPrinted(text.slice(0, hints.typed.length)).toUpperCase();
       const rest = svg("tspan", {});
-      rest.textContent = text.slice(hints.typed.length).toUpperCase();
+      rest.textContent = asPrinted(text.slice(hints.typed.length)).toUpperCase();
       t.append(done, rest);
       g.appendChild(t);
       group.appendChild(g);
