@@ -6,7 +6,9 @@
   that start servers or other long child processes (``subprocess``), TRL's trainers in the test process
   (``training``: torch and TRL, a training step and the full-HD collation, most of a minute of CPU on 2 cores) and
   ``torch.compile`` runs (``compiler``: inductor compiles C++ in child processes, minutes of CPU when its cache is
-  cold, as in a fresh CI machine).
+  cold, as in a fresh CI machine), and any other test of many seconds on its own (``heavy``: the tiny
+  Qwen2-VL's decoding, the public real traces at full size, a database migrated back and forth, the API fuzzed
+  for every role, a stalled server waited out), so that ``make test`` stays within its 4 minutes.
 - ``release`` (``make test-release``): the production stack as child processes (``fullstack``, outages included)
   and LLaMA-Factory's own preprocessing and training (``llamafactory``).
 
@@ -22,7 +24,7 @@ import pytest
 
 TIERS = ("test", "integration", "release")
 TIER_MARKERS = {
-    "integration": frozenset({"browser", "worker", "subprocess", "training", "compiler"}),
+    "integration": frozenset({"browser", "worker", "subprocess", "training", "compiler", "heavy"}),
     "release": frozenset({"fullstack", "llamafactory"}),
 }
 COLLECTED_TIERS = pytest.StashKey[dict[str, str]]()

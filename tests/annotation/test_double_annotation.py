@@ -167,6 +167,7 @@ def services_queue(user):
     return queue_for_user(user)
 
 
+@pytest.mark.heavy
 @pytest.mark.django_db(transaction=True)
 def test_the_demo_shows_agreement_and_time_out_of_the_box():
     from annotation.dashboards import DateRange, project_dashboard

@@ -25,6 +25,7 @@ def _latest():
     return executor.loader.graph.leaf_nodes()
 
 
+@pytest.mark.heavy
 @pytest.mark.django_db(transaction=True)
 def test_a_database_from_before_the_move_keeps_its_rows_and_is_relabelled():
     old = _migrate(BEFORE_MOVE)

@@ -343,6 +343,7 @@ REAL_SOURCES = {
 }
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("convention", ["relative-1000", "smart-resize-pixels"])
 @pytest.mark.parametrize("source", sorted(REAL_SOURCES))
 def test_real_traces_corrections_score_1_and_their_recorded_steps_less(

@@ -209,6 +209,7 @@ def exportable(project, annotator, lead):
     )
 
 
+@pytest.mark.heavy
 @pytest.mark.django_db
 def test_an_assembly_that_meets_a_stalled_s3_is_tried_again(
     stalling_s3, monkeypatch, project, annotator, lead, engineer
@@ -224,6 +225,7 @@ def test_an_assembly_that_meets_a_stalled_s3_is_tried_again(
     assert len(tries) >= 2  # the first try met the stall
 
 
+@pytest.mark.heavy
 @pytest.mark.django_db
 def test_an_assembly_that_never_reaches_s3_fails_after_its_tries_in_the_studios_words(
     stalling_s3, monkeypatch, project, annotator, lead, engineer, settings

@@ -13,6 +13,7 @@ from tests.fixtures_annotation import import_folder
 from tests.fixtures_insights import PLANTED_NOTE, plant_corrections
 
 
+@pytest.mark.heavy
 @pytest.mark.django_db
 def test_a_planted_failure_mode_is_found_by_search_cluster_and_slice(
     project, annotator, lead, engineer, realtraces, api_client, tmp_path

@@ -24,7 +24,7 @@ def test_the_navigation_links_to_the_search_for_each_role(project, annotator, le
         projects = _client(user).get("/projects/")
         assert projects.status_code == 200
         link = re.search(
-            rb'<nav class="mainnav">.*?<a href="([^"]+)" id="nav-search">Search</a>', projects.content, re.S
+            rb'<nav class="mainnav"[^>]*>.*?<a href="([^"]+)" id="nav-search">Search</a>', projects.content, re.S
         )
         assert link, user.username
         home = _client(user).get(link.group(1).decode())

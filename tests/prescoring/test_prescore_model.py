@@ -22,6 +22,9 @@ from prescoring.selectors import traces_by_suspicion  # noqa: E402
 from prescoring.tiny import build_tiny_qwen2vl  # noqa: E402
 
 
+pytestmark = pytest.mark.heavy
+
+
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory):
     return build_tiny_qwen2vl(tmp_path_factory.mktemp("tiny-qwen2vl") / "model")

@@ -84,6 +84,7 @@ def dart_trace(realtraces, project):
     return import_dart_gui_example(project, realtraces)
 
 
+@pytest.mark.heavy
 def test_dart_gui_wait_loop_through_a_rules_job(dart_trace, project, lead):
     job = services.prescore_job_create(project=project, user=lead, scorer="rules", enqueue=False)
     job = services.prescore_job_run(job_id=job.pk)

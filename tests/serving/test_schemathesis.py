@@ -33,6 +33,7 @@ def api_world(role_groups, project, annotator, lead, engineer, admin_user, tmp_p
     return {role: api_token_issue(user=user) for role, user in users.items()}
 
 
+@pytest.mark.heavy
 def test_api_schema_holds_for_every_role(api_world):
     client = Client(HTTP_AUTHORIZATION=f"Token {api_world[Role.ADMIN]}")
     raw = client.get("/api/schema/?format=json").json()

@@ -257,6 +257,7 @@ class TestPagesAndApi:
         assert b"cdn" not in docs.content.lower()
 
 
+@pytest.mark.heavy
 @pytest.mark.django_db(transaction=True)
 def test_seed_demo_builds_a_world_an_engineer_can_export_at_once():
     from django.contrib.auth import get_user_model

@@ -150,6 +150,7 @@ def test_the_same_points_in_relative_1000_are_all_inside_but_1000_is_the_edge(pr
         ("mobile-agent-v1/results", "mobile-agent", 254),
     ],
 )
+@pytest.mark.heavy
 def test_real_traces_raise_no_false_flag(project, realtraces, source, fmt, steps):
     job = services.import_job_create(
         project=project, user=None, upload_name=str(realtraces / source), server_path=True, enqueue=False, fmt=fmt

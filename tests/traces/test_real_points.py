@@ -16,7 +16,7 @@ from tests.fixtures_export import accepted_annotation
 from traces import grammar, services
 from traces.models import Step, Trace
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.heavy, pytest.mark.django_db]
 POINT = re.compile(r"\((-?\d+(?:\.\d+)?),\s*(-?\d+(?:\.\d+)?)\)")
 SOURCES = {
     "dart-gui": ("dart-gui/examples/osworld_trajectory", ""),

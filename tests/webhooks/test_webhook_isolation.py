@@ -50,6 +50,7 @@ def test_a_quick_answer_is_read_whole_within_the_deadline(db, settings):
         receiver.close()
 
 
+@pytest.mark.heavy
 def test_an_endpoint_gets_at_most_its_concurrency_at_once(transactional_db, project, settings):
     settings.WEBHOOKS_ALLOW_HTTP_HOSTS = ["127.0.0.1"]
     settings.WEBHOOKS_DEADLINE_S = 3
