@@ -21,7 +21,6 @@ from prescoring import qwen2vl, services  # noqa: E402
 from prescoring.selectors import traces_by_suspicion  # noqa: E402
 from prescoring.tiny import build_tiny_qwen2vl  # noqa: E402
 
-
 pytestmark = pytest.mark.heavy
 
 
