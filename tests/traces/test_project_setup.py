@@ -240,7 +240,7 @@ def test_a_lead_sets_up_a_project_in_the_browser(browser, live_server, lead, ann
         3,
     )
     assert "Project Phone tasks created" in page.inner_text("p.notice")
-    page.click("text=Settings")
+    page.click(f"main a[href='/projects/{project.pk}/settings/']")  # the project's, not the account's settings
     page.wait_for_selector("#project-form")
     assert page.input_value("#id_history_window") == "3"
     assert page.is_checked(f"input[name=members][value='{annotator.pk}']")
