@@ -113,7 +113,8 @@ ASGI_APPLICATION = "studio.asgi.application"
 # Threads per web process that run HTTP requests (studio/asgi.py); each holds at most one database connection.
 WEB_THREADS = env_int("STUDIO_WEB_THREADS", 8)
 # Threads per web process that run login POSTs (studio/web_entry.py PASSWORD_ROUTES), apart from WEB_THREADS: each
-# password check costs most of a second of CPU, so a burst of logins waits here instead of starving the saves.
+# password check is made costly on purpose (studio/hashers.py), so a burst of logins waits here instead of starving
+# the saves.
 WEB_PASSWORD_THREADS = env_int("STUDIO_WEB_PASSWORD_THREADS", max(1, (os.cpu_count() or 2) // 2))
 WSGI_APPLICATION = None
 # Addresses (or networks, CIDR) of the reverse proxies whose X-Forwarded-For / -Proto / -Host headers count
@@ -396,6 +397,15 @@ SESSION_COOKIE_AGE = env_int("STUDIO_SESSION_AGE_S", 12 * 3600)
 # Single sign-on through an OpenID Connect provider (studio/oidc.py; docs/deploy.md, "Single sign-on"): None unless
 # STUDIO_OIDC_ISSUER is set; a configuration that is wrong stops the start with the variable named.
 OIDC = oidc_config(os.environ, production=PRODUCTION)
+# New passwords by the first (studio/hashers.py says why); the others check the hashes stored before, which are then
+# stored again by the first at the person's next login.
+PASSWORD_HASHERS = [
+    "studio.hashers.StudioArgon2PasswordHasher",
+    "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+    "django.contrib.auth.hashers.PBKDF2SHA1PasswordHasher",
+    "django.contrib.auth.hashers.Argon2PasswordHasher",
+    "django.contrib.auth.hashers.ScryptPasswordHasher",
+]
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

@@ -17,8 +17,8 @@ write gigabytes to disk). A chunked body is cut off as soon as it passes the cap
   ``block_size`` pieces on a reader thread and sent from the loop, so a stalled reader holds no thread at all.
   A client that takes nothing for ``RESPONSE_SEND_TIMEOUT_S`` is disconnected.
 - Password checks: a POST to a route that hashes a password (``PASSWORD_ROUTES``: the login form) runs on its own
-  pool of ``STUDIO_WEB_PASSWORD_THREADS`` threads (the hasher costs most of a second of CPU per login at full
-  strength), so a burst of logins queues there and never takes the request threads that serve the autosaves.
+  pool of ``STUDIO_WEB_PASSWORD_THREADS`` threads (a password check is the costliest CPU work of any request, and is
+  made costly on purpose: studio/hashers.py), so a burst of logins queues there and never takes the request threads that serve the autosaves.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The settings every test process runs with: the studio's own (``studio.settings``, read from the same environment
 variables), with one fast password hasher put first.
 
-Django hashes every new password with the first hasher of ``PASSWORD_HASHERS`` (the production one costs most of a
-second of CPU a hash, and the suite makes well over a thousand users) and checks a stored hash with the hasher its
+Django hashes every new password with the first hasher of ``PASSWORD_HASHERS`` (the production one costs tens of
+milliseconds of CPU a hash, and the suite makes well over a thousand users) and checks a stored hash with the hasher its
 prefix names, as long as that hasher is listed. The production hashers stay listed after the fast one, so a hash made
 the production way still checks here. Only the tests name this module: pyproject's pytest settings, and the child
 processes the tests start (a Celery worker, uvicorn, runstudio, ``manage.py``) inherit ``DJANGO_SETTINGS_MODULE`` from

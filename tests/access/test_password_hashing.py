@@ -85,3 +85,26 @@ def test_a_child_process_checks_the_hash_the_test_wrote():
     assert env["DJANGO_SETTINGS_MODULE"] == os.environ["DJANGO_SETTINGS_MODULE"] == "tests.settings"
     assert child_authenticates(env)
     assert not child_authenticates(env | {"DJANGO_SETTINGS_MODULE": "studio.settings"})
+
+
+@pytest.mark.django_db
+def test_a_password_stored_by_pbkdf2_logs_in_and_is_stored_again_by_argon2id(settings):
+    """Hashes stored before the studio chose Argon2id still log in, and that login stores the password by Argon2id
+    at the studio's parameters; a wrong password changes nothing (the control)."""
+    from django.contrib.auth.hashers import PBKDF2PasswordHasher
+
+    settings.PASSWORD_HASHERS = test_settings.PRODUCTION_PASSWORD_HASHERS
+    user = user_create_with_role(username="olduser", password=TEST_PASSWORD, role=Role.ANNOTATOR)
+    user.password = PBKDF2PasswordHasher().encode(TEST_PASSWORD, PBKDF2PasswordHasher().salt())
+    user.save(update_fields=["password"])
+    client = Client()
+
+    client.post(reverse("login"), {"username": "olduser", "password": "not-the-password"})
+    user.refresh_from_db()
+    assert identify_hasher(user.password).algorithm == "pbkdf2_sha256"
+
+    response = client.post(reverse("login"), {"username": "olduser", "password": TEST_PASSWORD})
+    assert response.status_code == 302
+    user.refresh_from_db()
+    assert user.password.startswith("argon2$argon2id$v=19$m=19456,t=2,p=1$"), user.password[:40]
+    assert user.check_password(TEST_PASSWORD)

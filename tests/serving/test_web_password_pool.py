@@ -1,5 +1,5 @@
 """A login POST hashes its password on the web process's password pool, never on a request thread: a burst of
-logins (most of a second of CPU each) waits there while the autosaves keep the request threads."""
+logins (each a costly hash on purpose, studio/hashers.py) waits there while the autosaves keep the request threads."""
 
 from __future__ import annotations
 
