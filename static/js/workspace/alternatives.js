@@ -5,6 +5,7 @@
 import { $, el } from "../dom.js";
 import { api, describeErrors, isAuthProblem } from "../api.js";
 import { gettext, interpolate, jobStatusWord } from "../i18n.js";
+import { copy } from "../values.js";
 
 const JOB_ENDED = ["succeeded", "failed", "cancelled"];
 const done = (job) => !job || JOB_ENDED.includes(job.status);
@@ -94,7 +95,7 @@ export function createAlternatives({ page, store, draft, editor, undoable, hooks
     const start = answer.starting_point || {};
     undoable(interpolate(gettext("Took alternative %(number)s as the correction"), { number }), () => {
       if (start.thought) form().corrected_thought = start.thought;
-      editor.startSlot("corrected", JSON.parse(JSON.stringify(row.actions[0])));
+      editor.startSlot("corrected", copy(row.actions[0]));
     });
   }
   function setHot(number) {

@@ -4,12 +4,11 @@
 import { $, el } from "../dom.js";
 import { api, csrfToken, describeErrors, isAuthProblem } from "../api.js";
 import { gettext, interpolate } from "../i18n.js";
+import { copy, same } from "../values.js";
 
 export const FIELDS = ["verdict", "tau", "error_category", "note", "unusable_reason", "corrected_thought",
   "reflection_thought", "no_reflection_reason", "editor_state"];
 
-const copy = (value) => JSON.parse(JSON.stringify(value));
-export const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
 
 export function normaliseEditor(value) {
   const v = value && typeof value === "object" ? value : {};

@@ -5,6 +5,7 @@ import { api, isAuthProblem } from "../api.js";
 import { sub } from "./stage.js";
 import { gettext, interpolate } from "../i18n.js";
 import { keyLabel, shortcutMode } from "../keys.js";
+import { copy } from "../values.js";
 
 // Where each submit problem is typed or chosen: highlighted until it is edited.
 const PROBLEM_TARGETS = {
@@ -71,7 +72,6 @@ export function createPanels({ page, store, steps, editor, draft, stage, undoabl
   const current = () => store.get("current");
   // Step index → the pre-scoring model's reply {thought, action}, from static/js/prescore.js.
   let modelStarts = {};
-  const copy = (value) => JSON.parse(JSON.stringify(value));
 
   const renderAll = () => { stage.renderStrip(); stage.renderStage(); renderStepInfo(); renderPanels(); stage.announceStep(); };
 

@@ -7,9 +7,7 @@
 import { $, el } from "../dom.js";
 import * as H from "./history.js";
 import { gettext, interpolate } from "../i18n.js";
-
-const copy = (value) => JSON.parse(JSON.stringify(value));
-const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+import { copy, same } from "../values.js";
 
 /* The workspace's fields in the banner's words (``before``: the form before the change, for τ's value). */
 export function fieldWords(before) {
