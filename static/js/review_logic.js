@@ -1,9 +1,18 @@
+// @ts-check
 /* The review page's rules that need no page: where its marks go and how their labels clear each other, what the
    trace viewer shows and how it reads the server's answer, the edited action's mark, its keys and the queue's row.
    Pure (tests/js/review.test.mjs); static/js/review.js wires them to the page. */
 import { toFraction } from "./geometry.js";
 import { gettext, interpolate } from "./i18n.js";
 import { shortcutKey } from "./keys.js";
+
+/**
+ * A mark the page draws for an action (annotation/review/selectors.py _marker): whose action (``kind``: "original",
+ * "corrected", "reflection"; ``label`` in words), its type and text, its point, end and element box in the project's
+ * convention, on a screenshot of ``extent``.
+ * @typedef {{ kind: string, label: string, type: string, text: string, extent: number[], start?: number[],
+ *   end?: number[], box?: number[] }} Marker
+ */
 
 /* A point of ``marker`` (in the project's convention, with its screenshot's extent) as CSS [left, top] in percent of
    the image. */

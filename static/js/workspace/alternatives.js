@@ -1,3 +1,4 @@
+// @ts-check
 /* On-policy alternatives (annotation/alternatives/api.py). The server samples them, parses them and
    says whether a model is configured (else what to set); the page lists every reply, draws the parsed ones as
    numbered markers on their step with the overlay's drawAction (the served actions are in the project's convention,
@@ -101,7 +102,7 @@ export function createAlternatives({ page, store, draft, editor, undoable, hooks
   function setHot(number) {
     if (alts.hot === number) return;
     alts.hot = number;
-    for (const li of document.querySelectorAll("#ws-alts-list li")) li.classList.toggle("hot", Number(li.dataset.alt) === number);
+    for (const li of document.querySelectorAll(/** @type {"li"} */ ("#ws-alts-list li"))) li.classList.toggle("hot", Number(li.dataset.alt) === number);
     hooks.redrawOverlays();
   }
   function render() {

@@ -1,3 +1,4 @@
+// @ts-check
 /* The draft: autosave with version checks (PUT /api/annotations/<id>/draft/), a local safety copy, retries while
    offline, the conflict banner, and the lease's heartbeat. The server owns the answer's rules: what it clears on a
    save, the page takes over (``adoptCleared``, pure: tests/js/autosave.test.mjs). */
@@ -227,7 +228,7 @@ export function createDraft({ page, store, hooks }) {
   }
   $("ws-login-retry").addEventListener("click", () => {
     $("ws-login").hidden = true; store.set("blocked", null); retryDelay = FIRST_RETRY_MS; save();
-    document.activeElement.blur();  // the page's keys work again
+    /** @type {HTMLElement} */ (document.activeElement).blur();  // the page's keys work again
   });
   window.addEventListener("online", () => { if (!store.get("blocked")) save(); });
 

@@ -1,3 +1,4 @@
+// @ts-check
 /* The correction's actions: which slot is edited on which screen, the structured editor (static/js/action_editor.js,
    drawn from the served table), points placed, element boxes drawn or snapped to, and the server's check of each
    edit (POST /api/annotations/<id>/check-action/). ``slotAt``, ``reflectionScreen`` and

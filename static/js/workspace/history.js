@@ -1,3 +1,4 @@
+// @ts-check
 /* Undo and redo of an answer's form, in the workspace and in the lead's edit form (static/js/review.js).
    The pure part: a history is {past, future, group, at}; every function takes the history it is given and returns a
    new one (tests/js/history.test.mjs). A form is any JSON value (the workspace's fields, the review form's values):
