@@ -15,7 +15,6 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
