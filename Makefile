@@ -11,7 +11,7 @@ PORT ?= 8000
 HOST ?= 127.0.0.1
 DEMO_ENV := STUDIO_MODE=demo STUDIO_DEMO_PASSWORD=$${STUDIO_DEMO_PASSWORD:-demo-pass-1234} STUDIO_DATA_DIR=$(CURDIR)/var/demo
 
-.PHONY: demo install test test-integration test-release test-all lint typecheck migrations-check bench-import compose-check clean
+.PHONY: demo install test test-integration test-release test-all lint typecheck typecheck-js migrations-check bench-import compose-check clean
 
 $(STAMP):
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -48,11 +48,17 @@ test-release: install
 
 test-all: test test-integration test-release
 
-# ruff (lint and format; the rules, the complexity ceiling and line length are in pyproject.toml) and mypy with
-# django-stubs on studio/, the services, selectors and grammar (the file list is in pyproject.toml).
-lint: install
+# ruff (lint and format; the rules, the complexity ceiling and line length are in pyproject.toml), then TypeScript's
+# checker on the page's JavaScript (typecheck-js). mypy with django-stubs on studio/, the services, selectors and
+# grammar (the file list is in pyproject.toml) is `make typecheck`.
+lint: install typecheck-js
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+
+# Every module in static/js (// @ts-check, JSDoc types) through tsc, as tsconfig.json says, emitting nothing; tsc's
+# version is pinned in tests/typescript/package.json and installed once with npm into var/typescript.
+typecheck-js: install
+	$(PY) -m tests.typescript
 
 typecheck: install
 	$(VENV)/bin/mypy

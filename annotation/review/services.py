@@ -162,7 +162,7 @@ SLOT_WORDS = {
 
 def actions_given(edits: dict) -> set:
     """The slots whose action a lead's ``edits`` give (their text or their box): placed for the τ the edit sets. The
-    review page sends an action only once the lead has edited it (static/js/review.js)."""
+    review page sends an action only once the lead has edited it (static/js/review/edit_form.js)."""
     return {slot for slot, field in ACTION_FIELDS.items() if edits.get(field)} | {
         slot for name, slot in REVIEW_BOX_FIELDS.items() if name in edits
     }

@@ -1,3 +1,4 @@
+// @ts-check
 /* The structured action editor, shared by the annotator's workspace and the lead's edit-then-accept form.
    Everything it offers comes from the server's action table (/api/actions/table/: the platform's action space,
    each action's arguments and their kinds); the canonical UI-TARS text and the problems come from the server's
@@ -33,7 +34,7 @@ export function render(host, o) {
   if (!o.table) { host.textContent = gettext("Loading the action table…"); return; }
   const action = o.action;
   // Redrawn after every server check: whoever is typing in a field keeps the focus and the caret.
-  const active = host.contains(document.activeElement) ? document.activeElement : null;
+  const active = /** @type {HTMLInputElement | null} */ (host.contains(document.activeElement) ? document.activeElement : null);
   const focused = active ? (active.dataset.arg ? `[data-arg="${active.dataset.arg}"]` : active.dataset.slotType ? "[data-slot-type]" : null) : null;
   let caret = null;
   try { caret = active && active.selectionStart != null ? [active.selectionStart, active.selectionEnd] : null; } catch (e) { caret = null; }

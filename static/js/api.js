@@ -1,3 +1,4 @@
+// @ts-check
 /* Talking to the studio's API from a page: the session cookie, Django's CSRF token, JSON both ways, and how an
    answer is read (studio/errors.py: every refusal is {detail, kind, ...}). A network failure answers status 0. */
 

@@ -1,3 +1,4 @@
+// @ts-check
 // The clusters page's merge field: as a lead types part of another cluster's name, the clusters of the same run and
 // kind whose name holds those words are offered (GET api-cluster-merge?q=…, the server's match and order); the
 // choice names the cluster by id (#<id> <name>), which the form's view reads. No page lists every cluster.
@@ -35,7 +36,7 @@ function wire(input) {
   }
   const later = () => { clearTimeout(timer); timer = setTimeout(search, SEARCH_DELAY_MS); };
   input.addEventListener("focus", () => { if (!list.children.length) search(); });
-  const offered = () => Array.from(list.options, (option) => option.value);
+  const offered = () => Array.from(/** @type {HTMLDataListElement} */ (list).options, (option) => option.value);
   input.addEventListener("input", () => { if (!isOffered(offered(), input.value)) later(); });
 }
 

@@ -1,3 +1,4 @@
+// @ts-check
 // The one CSV writer of the dashboards (dashboard.js, round_dashboard.js): a table {header: [...], rows: [[...]]}
 // becomes a .csv download. Quoting alone does not stop a spreadsheet from evaluating a text cell that starts
 // with = + - @ (or a tab / carriage return before one), so such cells get OWASP's leading apostrophe.

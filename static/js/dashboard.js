@@ -1,3 +1,4 @@
+// @ts-check
 // The quality dashboard: fetches the project's figures (annotation.dashboards computes them), draws each chart with
 // Chart.js (served from static/vendor), offers each chart's numbers as CSV, and refetches when a live event says
 // work moved. An ES module: the figures' words and the CSV tables are pure functions of the server's answer.
@@ -68,11 +69,11 @@ function start() {
   // A chart with nothing to show says why in its own words (the page's data-chart-empty line) instead of drawing
   // bare axes; `empty` is read from the server's figures by the caller.
   function draw(name, type, labels, datasets, options, empty) {
-    const section = root.querySelector('[data-chart="' + name + '"]');
+    const section = /** @type {HTMLElement | null} */ (root.querySelector('[data-chart="' + name + '"]'));
     if (!section) return;
     if (charts[name]) charts[name].destroy();
     delete charts[name];
-    const note = section.querySelector("[data-chart-empty]");
+    const note = /** @type {HTMLElement | null} */ (section.querySelector("[data-chart-empty]"));
     if (note) note.hidden = !empty;
     section.querySelector("canvas").hidden = Boolean(empty && note);
     section.dataset.empty = empty ? "1" : "";
@@ -218,7 +219,7 @@ function start() {
         const marker = document.createElement("span");
         marker.className = "flag-marker";
         marker.textContent = gettext("⚑ flagged");
-        tr.firstChild.append(marker);
+        tr.firstElementChild.append(marker);
       }
       const flags = document.createElement("td");
       if (a.flags.length) {
@@ -265,7 +266,7 @@ function start() {
   }
 
   let pending = null, pendingQuality = null;
-  document.addEventListener("studio:live", (e) => {
+  document.addEventListener("studio:live", (/** @type {CustomEvent} */ e) => {
     // An answer submitted or reviewed moves the figures and the flags; a gold answer scored, a re-score or a queue
     // paused moves the quality table.
     if (e.detail.type === "annotation") {

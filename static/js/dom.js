@@ -1,3 +1,4 @@
+// @ts-check
 /* Building page elements. Text always goes in as textContent: nothing imported or typed is parsed as HTML. */
 
 const SVGNS = "http://www.w3.org/2000/svg";

@@ -1,3 +1,4 @@
+// @ts-check
 // How the dashboards (dashboard.js, round_dashboard.js) write a figure: a share, a number, a change from the round
 // before. Pure; "–" for a figure the server has none of (null).
 

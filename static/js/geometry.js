@@ -1,3 +1,4 @@
+// @ts-check
 /* Coordinates on the page, in one form. Every point, element box and action reaches the page in the project's
    coordinate convention (what the server stores and its grammar checks, traces/grammar.py), and every screenshot
    with its pixel size and its extent: the convention's range that spans it (annotation.selectors.model_extent:

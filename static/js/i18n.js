@@ -1,3 +1,4 @@
+// @ts-check
 // The pages' words in the reader's language: Django's JavaScript catalog (/jsi18n/, loaded by base.html before
 // any module) defines the global gettext functions; without it (the unit tests under node) a text stays as written.
 // Mark every text a script shows with these, by these names, so `makemessages -d djangojs` finds them.

@@ -1,3 +1,4 @@
+// @ts-check
 // Follows a background job (import, export, pre-scoring) until it finishes. The page marks the job's
 // box with data-url/data-status and its parts with data-job="status|progress|message|errors|when-succeeded|
 // when-running|sha|percent" (a <progress> element), and an import job's "attention|problems|notes" (the lists with

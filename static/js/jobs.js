@@ -1,3 +1,4 @@
+// @ts-check
 /* A background job as the pages read it (studio/jobs.py: queued → running → succeeded | failed | cancelled). */
 
 /* The statuses a job never leaves (studio.jobs.JOB_TRANSITIONS: those with no way out); a page stops polling there. */

@@ -1,3 +1,4 @@
+// @ts-check
 /* Which key a press is, on any keyboard layout, and whether a page's shortcuts take it (the person's choice in their
    account settings, read from ``<body data-shortcuts>``). Pure but for ``layoutKeys`` and ``shortcutMode``
    (tests/js/keys.test.mjs).

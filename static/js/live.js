@@ -1,3 +1,4 @@
+// @ts-check
 // Live events from /ws/live/: keeps a presence map (who has which trace open), fills every
 // [data-presence-trace] / [data-presence-project] element, and re-dispatches each event as a
 // "studio:live" DOM event for the page's own script. Text only ever goes in via textContent. An ES module: what it
@@ -36,7 +37,7 @@ function start() {
     statusEl.classList.toggle("live-on", !!ok);
   }
 
-  setInterval(() => document.querySelectorAll(".heartbeat-age").forEach((el) => {
+  setInterval(() => document.querySelectorAll(".heartbeat-age").forEach((/** @type {HTMLElement} */ el) => {
     el.textContent = " · " + ageText(el.dataset.heartbeatAt);
   }), 10000);
 
@@ -66,10 +67,10 @@ function start() {
   }
 
   function render() {
-    document.querySelectorAll("[data-presence-trace]").forEach((el) => {
+    document.querySelectorAll("[data-presence-trace]").forEach((/** @type {HTMLElement} */ el) => {
       el.replaceChildren(...holdersOf(presence, Number(el.dataset.presenceTrace)).map((h) => holderNode(h)));
     });
-    document.querySelectorAll("[data-presence-project]").forEach((el) => {
+    document.querySelectorAll("[data-presence-project]").forEach((/** @type {HTMLElement} */ el) => {
       const projectId = Number(el.dataset.presenceProject);
       const items = projectLeases(presence, projectId).map((held) => {
         const li = document.createElement("li");

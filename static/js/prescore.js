@@ -1,3 +1,4 @@
+// @ts-check
 // Pre-scoring suggestions in the workspace: a suspicion strip along the filmstrip, the suggested first
 // error, rule flags as badges and the model's own action as a ghost in the screenshot overlay.
 // The workspace dispatches `workspace:step` {traceId, index, stepCount, svg, shot} on each step change; the model's
@@ -164,7 +165,7 @@ function start() {
     document.dispatchEvent(new CustomEvent("prescore:starts", { detail: { traceId, starts } }));
   }
 
-  document.addEventListener("workspace:step", async (event) => {
+  document.addEventListener("workspace:step", async (/** @type {CustomEvent} */ event) => {
     const detail = event.detail || {};
     if (detail.traceId == null) return;
     const data = await load(String(detail.traceId));

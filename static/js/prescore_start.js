@@ -1,3 +1,4 @@
+// @ts-check
 // Leads start a pre-scoring run from the trace list; the run's progress is polled and shown as text.
 // An ES module: the page's wiring at the end, what it says as pure functions above it (tests/js/prescore_start.test.mjs).
 import { api, describeErrors } from "./api.js";

@@ -1,3 +1,4 @@
+// @ts-check
 /* Who has which trace open, kept from the live socket's events (static/js/live.js draws it). Pure: no DOM.
    A lease is a claim on a trace (its holder annotates it); a viewer has the trace open without one. */
 import { gettext, interpolate } from "./i18n.js";

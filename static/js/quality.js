@@ -1,3 +1,4 @@
+// @ts-check
 // Each annotator's quality on the project dashboard, from the server's report (annotation.quality.selectors.
 // quality_dashboard: every figure, every 95 % Wilson interval and every flag with its words is the server's; this
 // module only writes them): the annotators' table, the gold accuracy per part, and the CSV, which is the server's own

@@ -1,3 +1,4 @@
+// @ts-check
 // The round dashboard: every round of a project side by side (oldest run first), from
 // /api/projects/<id>/rounds/dashboard/ (annotation.dashboards.round_dashboard computes every figure and every
 // change from the round before; this page only draws them). Each chart's numbers download as CSV (csv.js). An ES
@@ -77,7 +78,7 @@ function start() {
       data: { labels: labels, datasets: datasets },
       options: Object.assign({ animation: false, responsive: true, plugins: { legend: { display: datasets.length > 1 } } }, options || {}),
     });
-    section.dataset.drawn = "1";
+    /** @type {HTMLElement} */ (section).dataset.drawn = "1";
   }
 
   function perRound(rounds, labels, value) {
@@ -95,7 +96,7 @@ function start() {
     const rounds = d.rounds;
     document.getElementById("rounds-empty").hidden = rounds.length > 0;
     // Nothing to compare: the line above says what to do, without an empty table and six bare axes under it.
-    root.querySelectorAll("[data-when-rounds]").forEach((el) => { el.hidden = !rounds.length; });
+    root.querySelectorAll("[data-when-rounds]").forEach((/** @type {HTMLElement} */ el) => { el.hidden = !rounds.length; });
     const names = rounds.map((r) => r.name);
 
     const body = root.querySelector("#round-table tbody");

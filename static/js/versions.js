@@ -1,3 +1,4 @@
+// @ts-check
 /* The Versions panel (the workspace and the lead's review page): every saved version of an annotation in words, from
    GET /api/annotations/<id>/versions/, and a Restore button on each older one, which posts
    …/versions/<n>/restore/ with the version the page holds (a newer one on the server answers 409 and nothing is

@@ -1,3 +1,4 @@
+// @ts-check
 /* Annotator workspace: step through a trace, mark the first error, correct it, write the post-reflection.
    The entry module (<script type="module">, no build step): it reads the page's data, makes the state store and
    wires the modules. Each module exports a function that takes what it uses (the store, the page's read-only data,

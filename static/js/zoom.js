@@ -1,3 +1,4 @@
+// @ts-check
 /* The screenshot viewer's zoom and pan, shared by the workspace and the review page.
    A view is {scale, ox, oy}: scale 1 = the screenshot fitted to its frame (shown as "Fit"; the percentage shown is of
    the screenshot's own pixels, ``percentOf``); (ox, oy) = where the image's top-left
@@ -61,6 +62,11 @@ export const FIT = Object.freeze({ scale: 1, ox: 0, oy: 0 });
    swallowed (capture phase), so it never places a point. ``draw`` ({start, move, end}, optional): a press that
    ``draw.start(event)`` takes (returns true) draws instead of panning until the pointer is released (the
    workspace's element box: Shift+drag). */
+/**
+ * @param {HTMLElement} frame
+ * @param {{ get: () => any, set: (view: any) => void, hover?: (event: PointerEvent) => void, leave?: () => void,
+ *   draw?: { start: (event: PointerEvent) => boolean, move: (event: PointerEvent) => void, end: (event: PointerEvent, cancelled: boolean) => void } }} gestures
+ */
 export function attach(frame, { get, set, hover, leave, draw }) {
   const fraction = (x, y) => {
     const box = frame.getBoundingClientRect();

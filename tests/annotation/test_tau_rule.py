@@ -133,7 +133,7 @@ def test_the_leads_edit_form_and_adjudication_refuse_it_too(project, claimed, an
         "error_category": stored.error_category,
         "corrected_thought": stored.corrected_thought,
         "reflection_thought": stored.reflection_thought,
-    }  # the actions the lead did not touch: the page does not send them (static/js/review.js)
+    }  # the actions the lead did not touch: the page does not send them (static/js/review/edit_form.js)
     refused = page.post(f"/reviews/{claimed}/decide/", form)
     assert refused.status_code == 400
     assert "τ moved from 3 to 4" in refused.content.decode()

@@ -95,4 +95,7 @@ test("Ctrl+Z undoes, Ctrl+Shift+Z and Ctrl+Y redo, outside a text field only", (
   assert.equal(historyCommandFor(key("z"), true), null);  // the text field's own undo
   assert.equal(historyCommandFor(key("z", { ctrlKey: false }), false), null);
   assert.equal(historyCommandFor(key("z", { altKey: true }), false), null);
+  // Other keys with Ctrl are the browser's (Ctrl+S, Ctrl+Shift+Y).
+  assert.equal(historyCommandFor(key("s"), false), null);
+  assert.equal(historyCommandFor(key("Y", { shiftKey: true }), false), null);
 });

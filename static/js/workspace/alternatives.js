@@ -1,3 +1,4 @@
+// @ts-check
 /* On-policy alternatives (annotation/alternatives/api.py). The server samples them, parses them and
    says whether a model is configured (else what to set); the page lists every reply, draws the parsed ones as
    numbered markers on their step with the overlay's drawAction (the served actions are in the project's convention,
@@ -5,6 +6,7 @@
 import { $, el } from "../dom.js";
 import { api, describeErrors, isAuthProblem } from "../api.js";
 import { gettext, interpolate, jobStatusWord } from "../i18n.js";
+import { copy } from "../values.js";
 
 const JOB_ENDED = ["succeeded", "failed", "cancelled"];
 const done = (job) => !job || JOB_ENDED.includes(job.status);
@@ -94,13 +96,13 @@ export function createAlternatives({ page, store, draft, editor, undoable, hooks
     const start = answer.starting_point || {};
     undoable(interpolate(gettext("Took alternative %(number)s as the correction"), { number }), () => {
       if (start.thought) form().corrected_thought = start.thought;
-      editor.startSlot("corrected", JSON.parse(JSON.stringify(row.actions[0])));
+      editor.startSlot("corrected", copy(row.actions[0]));
     });
   }
   function setHot(number) {
     if (alts.hot === number) return;
     alts.hot = number;
-    for (const li of document.querySelectorAll("#ws-alts-list li")) li.classList.toggle("hot", Number(li.dataset.alt) === number);
+    for (const li of document.querySelectorAll(/** @type {"li"} */ ("#ws-alts-list li"))) li.classList.toggle("hot", Number(li.dataset.alt) === number);
     hooks.redrawOverlays();
   }
   function render() {

@@ -1,15 +1,15 @@
+// @ts-check
 /* The draft: autosave with version checks (PUT /api/annotations/<id>/draft/), a local safety copy, retries while
    offline, the conflict banner, and the lease's heartbeat. The server owns the answer's rules: what it clears on a
    save, the page takes over (``adoptCleared``, pure: tests/js/autosave.test.mjs). */
 import { $, el } from "../dom.js";
 import { api, csrfToken, describeErrors, isAuthProblem } from "../api.js";
 import { gettext, interpolate } from "../i18n.js";
+import { copy, same } from "../values.js";
 
 export const FIELDS = ["verdict", "tau", "error_category", "note", "unusable_reason", "corrected_thought",
   "reflection_thought", "no_reflection_reason", "editor_state"];
 
-const copy = (value) => JSON.parse(JSON.stringify(value));
-export const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
 
 export function normaliseEditor(value) {
   const v = value && typeof value === "object" ? value : {};
@@ -228,7 +228,7 @@ export function createDraft({ page, store, hooks }) {
   }
   $("ws-login-retry").addEventListener("click", () => {
     $("ws-login").hidden = true; store.set("blocked", null); retryDelay = FIRST_RETRY_MS; save();
-    document.activeElement.blur();  // the page's keys work again
+    /** @type {HTMLElement} */ (document.activeElement).blur();  // the page's keys work again
   });
   window.addEventListener("online", () => { if (!store.get("blocked")) save(); });
 

@@ -1,3 +1,4 @@
+// @ts-check
 /* The correction's actions: which slot is edited on which screen, the structured editor (static/js/action_editor.js,
    drawn from the served table), points placed, element boxes drawn or snapped to, and the server's check of each
    edit (POST /api/annotations/<id>/check-action/). ``slotAt``, ``reflectionScreen`` and
@@ -7,6 +8,7 @@ import * as Editor from "../action_editor.js";
 import { boxOf, isEmptyBox, toModel } from "../geometry.js";
 import { api } from "../api.js";
 import { gettext, interpolate } from "../i18n.js";
+import { same } from "../values.js";
 
 /* The screen a post-reflection for a first error at step ``tau`` is written on (o_{τ+1}), or null when that screen
    was not kept: read from the served steps (annotation.selectors.workspace_payload, ``reflection_screen``). */
@@ -49,7 +51,6 @@ export function createEditor({ page, store, steps, draft, hooks }) {
   const ANN_ID = page.annotationId;
   const form = () => store.get("form");
   const table = () => store.get("table");
-  const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
   // Which point of each slot's action a click places next.
   const placeIndex = { corrected: 0, reflection: 0 };
   const slotAtScreen = (index) => slotAt(steps.list(), form(), index);

@@ -1,3 +1,4 @@
+// @ts-check
 /* Hint labels for the keyboard cursor (as browser keyboard-navigation extensions label links): a short letter label
    on every element the source recorded on the screen, typed to put the cursor on that element; on a screen without
    elements, the view's nine cells labelled 1–9. Pure (tests/js/hints.test.mjs); keyboard.js shows and reads them. */

@@ -1,3 +1,4 @@
+// @ts-check
 /* Undo and redo of an answer's form, in the workspace and in the lead's edit form (static/js/review.js).
    The pure part: a history is {past, future, group, at}; every function takes the history it is given and returns a
    new one (tests/js/history.test.mjs). A form is any JSON value (the workspace's fields, the review form's values):
@@ -6,14 +7,11 @@
    away or replaced, for the banner that offers its undo. The wiring (``install``) is the workspace's: an undo is saved
    as a new draft version through the draft's one save path, so the server holds the restored values. */
 import { keyOf } from "../keys.js";
-
 import { gettext, interpolate } from "../i18n.js";
+import { copy, same } from "../values.js";
 
 export const LIMIT = 200;  // steps kept back (at least 50 is the promise; a whole form is a few KB)
 export const GROUP_PAUSE_MS = 1000;  // typing in one field within this pause is one step
-
-const copy = (value) => JSON.parse(JSON.stringify(value));
-const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
 
 export function createHistory() {
   return { past: [], future: [], group: null, at: 0 };

@@ -1,3 +1,4 @@
+// @ts-check
 /* The workspace's keys: one table per mode (``commandFor`` and ``cursorCommandFor`` are pure: an event in, a command
    out; tests/js/keyboard.test.mjs), the keyboard path through a correction (the cursor that places a point or draws
    a box without the mouse), and the buttons that do the same. The help overlay in workspace.html describes each
@@ -200,7 +201,7 @@ export function installKeyboard({ store, steps, editor, stage, draft, panels, al
   // The help's keys and the key hints on the buttons follow the person's choice and keyboard layout.
   const mode = shortcutMode();
   layoutKeys((printed) => {
-    for (const row of document.querySelectorAll("#ws-help tr[data-command]")) {
+    for (const row of document.querySelectorAll(/** @type {"tr"} */ ("#ws-help tr[data-command]"))) {
       const cell = row.querySelector(".ws-keys-of");
       cell.replaceChildren();
       for (const [i, name] of keysFor(row.dataset.command.split(" "), mode, printed).entries()) {
@@ -222,13 +223,13 @@ export function installKeyboard({ store, steps, editor, stage, draft, panels, al
     if (open) {
       focusBeforeHelp = document.activeElement;
       // Read from its top: the focus on Close, at its foot, must not scroll a help taller than the window.
-      $("ws-help").querySelector("[data-close]").focus({ preventScroll: true });
+      /** @type {HTMLElement} */ ($("ws-help").querySelector("[data-close]")).focus({ preventScroll: true });
       $("ws-help").querySelector(".ws-modal-card").scrollTop = 0;
     } else {
       const back = focusBeforeHelp;
       focusBeforeHelp = null;
       if (back && back !== document.body && back.isConnected) back.focus({ preventScroll: true });
-      else document.activeElement.blur();
+      else /** @type {HTMLElement} */ (document.activeElement).blur();
     }
   }
   // The stage draws itself again on a change of these (stage.js subscribes).
@@ -267,7 +268,7 @@ export function installKeyboard({ store, steps, editor, stage, draft, panels, al
     store.set("cursor", { slot, px: start ? toPx(shot, start) : [shot.width / 2, shot.height / 2] });
     stage.keepCursorInView();
     cursor().range = visibleRange();
-    if (document.activeElement && document.activeElement !== document.body) document.activeElement.blur();
+    if (document.activeElement && document.activeElement !== document.body) /** @type {HTMLElement} */ (document.activeElement).blur();
     stage.keepCursorInView();
     stage.renderStage();
     stage.showCursorLoupe();
@@ -395,11 +396,11 @@ export function installKeyboard({ store, steps, editor, stage, draft, panels, al
     // be a digit picking the category (e 1 is "this step, category 1" whatever the draft holds), not a 1 typed.
     const afterError = categoryKeyNext;
     categoryKeyNext = false;
-    if (afterError && event.target.id === "f-corrected_thought" && isOptionKey(event)) {
+    const target = /** @type {HTMLSelectElement} */ (event.target);
+    if (afterError && target.id === "f-corrected_thought" && isOptionKey(event)) {
       const option = optionOf($("f-error_category"), keyOf(event));
       if (option) { event.preventDefault(); pick($("f-error_category"), option); return; }
     }
-    const target = event.target;
     if (target.tagName !== "SELECT" || !isOptionKey(event) || !target.closest(".ws-side")) return;
     const option = optionOf(target, keyOf(event));
     if (!option) return;
@@ -471,7 +472,7 @@ export function installKeyboard({ store, steps, editor, stage, draft, panels, al
     box: () => { const slot = slotHere(); if (slot) startBox(slot); },
     // (With the cursor out it is the cursor's key; here only while a box's corner is moved, which it leaves alone.)
     hints: () => { const slot = slotHere(); if (!cursor() && slot && startCursor(slot)) showHints(); },
-    start: () => { const first = document.querySelector('[data-starts="corrected"] .ws-start'); if (first) first.click(); },
+    start: () => { const first = /** @type {HTMLElement | null} */ (document.querySelector('[data-starts="corrected"] .ws-start')); if (first) first.click(); },
     delete_box: () => {
       const slot = slotHere(), action = form().editor_state[slot];
       if (action && Array.isArray(action.target_box)) undoable(gettext("Deleted the element box"), () => editor.clearBox(slot));
@@ -488,14 +489,15 @@ export function installKeyboard({ store, steps, editor, stage, draft, panels, al
     if (helpOpen()) {
       const action = helpKey(event, mode);
       if (action) event.preventDefault();
-      if (action === "trap") $("ws-help").querySelector("[data-close]").focus();
+      if (action === "trap") /** @type {HTMLElement} */ ($("ws-help").querySelector("[data-close]")).focus();
       else if (action === "close") toggleHelp(false);
       return;
     }
-    const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(event.target.tagName);
+    const target = /** @type {HTMLElement} */ (event.target);
+    const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName);
     const command = commandFor(event, typing, mode);
     if (!command) return;
-    if (command.name === "escape") { if (typing) event.target.blur(); return; }
+    if (command.name === "escape") { if (typing) target.blur(); return; }
     event.preventDefault();
     if (!actsOnScreen(command.name, slotHere())) {
       if (form().verdict === "error" && form().tau) draft.banner("error", offScreenWords(command.name, keyLabel("t", mode)));

@@ -1,3 +1,4 @@
+// @ts-check
 /* Actions drawn over a screenshot, from the served action table: each action's ``mark`` (traces/grammar.py,
    ACTION_MARKS) names its shape and its badge; this module knows how to draw a shape and never decides by action
    type. Coordinates come in the one form (the project's convention, converted with the shot's extent).
@@ -38,6 +39,7 @@ export function actionMarks(table, shot, action, tone, options) {
   const [startArg, endArg] = pointArgs(table, action.type).map((a) => a.name);
   const start = startArg && Array.isArray(args[startArg]) ? toPx(shot, args[startArg]) : null;
   const end = endArg && Array.isArray(args[endArg]) ? toPx(shot, args[endArg]) : null;
+  /** @type {{ tag: string, attrs: Record<string, string | number>, text?: string }[]} */
   const shapes = [];
   let badged = false;
   const badge = (x, y, text) => {

@@ -1,3 +1,4 @@
+// @ts-check
 /* The side of the workspace: the step's text, the verdict and the answer's fields, the starting points of a
    correction, and submit / skip with the server's problems shown where each is fixed. */
 import { $, el } from "../dom.js";
@@ -5,6 +6,7 @@ import { api, isAuthProblem } from "../api.js";
 import { sub } from "./stage.js";
 import { gettext, interpolate } from "../i18n.js";
 import { keyLabel, shortcutMode } from "../keys.js";
+import { copy } from "../values.js";
 
 // Where each submit problem is typed or chosen: highlighted until it is edited.
 const PROBLEM_TARGETS = {
@@ -71,7 +73,6 @@ export function createPanels({ page, store, steps, editor, draft, stage, undoabl
   const current = () => store.get("current");
   // Step index → the pre-scoring model's reply {thought, action}, from static/js/prescore.js.
   let modelStarts = {};
-  const copy = (value) => JSON.parse(JSON.stringify(value));
 
   const renderAll = () => { stage.renderStrip(); stage.renderStage(); renderStepInfo(); renderPanels(); stage.announceStep(); };
 
@@ -115,7 +116,7 @@ export function createPanels({ page, store, steps, editor, draft, stage, undoabl
 
   function renderPanels() {
     const f = form();
-    for (const b of document.querySelectorAll("[data-verdict]")) {
+    for (const b of document.querySelectorAll(/** @type {"button"} */ ("[data-verdict]"))) {
       b.classList.toggle("active", b.dataset.verdict === f.verdict);
       b.disabled = !page.editable();
     }
@@ -123,7 +124,7 @@ export function createPanels({ page, store, steps, editor, draft, stage, undoabl
     vt.textContent = verdictText(f);
     $("ws-unusable-wrap").hidden = f.verdict !== "unusable";
     $("ws-error-fields").hidden = f.verdict !== "error";
-    for (const node of document.querySelectorAll("[data-field]")) {
+    for (const node of document.querySelectorAll(/** @type {"input"} */ ("[data-field]"))) {
       const v = f[node.dataset.field];
       if (document.activeElement !== node && node.value !== (v || "")) node.value = v || "";
       node.disabled = !page.editable();
@@ -195,7 +196,7 @@ export function createPanels({ page, store, steps, editor, draft, stage, undoabl
     const first = box.querySelector(".ws-start");
     if (first) { first.append(" "); first.appendChild(el("kbd", {}, "s")); }
   }
-  document.addEventListener("prescore:starts", (event) => {
+  document.addEventListener("prescore:starts", (/** @type {CustomEvent} */ event) => {
     if (String(event.detail.traceId) !== String(page.traceId)) return;
     modelStarts = event.detail.starts || {};
     renderStarts();
@@ -227,8 +228,8 @@ export function createPanels({ page, store, steps, editor, draft, stage, undoabl
      was set (read only, or τ asked for on the final screen: not). */
   const setVerdictUndoably = (verdict) => undoable(() => VERDICT_WORDS[verdict] || interpolate(gettext("Marked the first error at step %(tau)s"), { tau: form().tau }),
     () => setVerdict(verdict));
-  for (const b of document.querySelectorAll("[data-verdict]")) b.addEventListener("click", () => setVerdictUndoably(b.dataset.verdict));
-  for (const node of document.querySelectorAll("[data-field]")) {
+  for (const b of document.querySelectorAll(/** @type {"button"} */ ("[data-verdict]"))) b.addEventListener("click", () => setVerdictUndoably(b.dataset.verdict));
+  for (const node of document.querySelectorAll(/** @type {"input"} */ ("[data-field]"))) {
     node.addEventListener(node.tagName === "SELECT" ? "change" : "input", () => {
       form()[node.dataset.field] = node.value;
       draft.edited(`field:${node.dataset.field}`);

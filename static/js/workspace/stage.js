@@ -1,3 +1,4 @@
+// @ts-check
 /* The stage: the screenshot panes with their overlays, zoom and pan (static/js/zoom.js), the loupe, element boxes
    drawn or snapped to, the filmstrip, and stepping between screens (measured by bench/annotate.py). */
 import { $, el, svg } from "../dom.js";
@@ -239,7 +240,7 @@ export function createStage({ page, store, steps, editor, draft, drawAlternative
   function setZoom(view) {
     store.set("zoom", view);
     const stage = $("ws-stage");
-    for (const layer of stage.querySelectorAll(".ws-zoom")) layer.style.transform = Zoom.transform(zoom());
+    for (const layer of stage.querySelectorAll(/** @type {"div"} */ (".ws-zoom"))) layer.style.transform = Zoom.transform(zoom());
     stage.classList.toggle("zoomed", zoom().scale > 1);
     showZoomLevel();
     clearTimeout(settleTimer);
@@ -269,7 +270,10 @@ export function createStage({ page, store, steps, editor, draft, drawAlternative
 
   /* Every pane's overlay drawn again (the zoom settled, alternatives arrived), then pre-scoring's ghost into it. */
   function redrawOverlays() {
-    for (const frame of $("ws-stage").querySelectorAll(".ws-frame")) if (frame.redrawOverlay) frame.redrawOverlay();
+    for (const frame of $("ws-stage").querySelectorAll(".ws-frame")) {
+      const pane = /** @type {HTMLElement & { redrawOverlay?: () => void }} */ (frame);
+      if (pane.redrawOverlay) pane.redrawOverlay();
+    }
     showZoomLevel();
     announceStep();
   }
@@ -416,7 +420,7 @@ export function createStage({ page, store, steps, editor, draft, drawAlternative
     seen.unobserve(b);
   }
   const seen = new IntersectionObserver((entries) => {
-    for (const entry of entries) if (entry.isIntersecting) steps.loadAround(+entry.target.dataset.step);
+    for (const entry of entries) if (entry.isIntersecting) steps.loadAround(+/** @type {HTMLElement} */ (entry.target).dataset.step);
   }, { root: $("ws-strip") });
   function stepsLoaded(first, last) {
     for (let i = first; i <= last; i++) if (thumbs[i - 1]) fillThumb(thumbs[i - 1], i);
@@ -506,7 +510,7 @@ export function createStage({ page, store, steps, editor, draft, drawAlternative
       traceId: page.traceId, index: current(), stepCount: N, svg: layer, shot,
     } }));
   }
-  document.addEventListener("workspace:goto", (event) => goTo(event.detail.index));
+  document.addEventListener("workspace:goto", (/** @type {CustomEvent} */ event) => goTo(event.detail.index));
   return {
     renderStage, renderStrip, redrawOverlays, announceStep, goTo, prefetch, stepsLoaded, placeOnElement,
     zoomAt, zoomReset, zoomActual, showCursorLoupe, keepCursorInView,

@@ -1,3 +1,4 @@
+// @ts-check
 /* The workspace's shared state: the few values more than one module reads (the screen shown, the answer's form, the
    draft's version and why saving is blocked, the keyboard cursor, the view's zoom and toggles, the action table),
    each under a declared name. Modules get it through the store's API: ``get`` and ``set`` (an undeclared name

@@ -1,3 +1,4 @@
+// @ts-check
 /* The trace's steps, loaded in windows: the page carries the steps around the one it opens on
    (annotation.selectors.workspace_payload) and asks GET /api/annotations/<id>/steps/?first=&last= for the others, a
    window (the served ``steps_window``) at a time, always keeping half a window loaded on either side of the step
@@ -32,6 +33,11 @@ function range(low, high) {
    ``size`` and ``url``: the served window and where to ask for one; ``fetchWindow(first, last)``: asks the server
    ({status, data}); ``loaded(first, last)``: told when a window arrived; ``failed(message)``: when one could not
    be loaded. */
+/**
+ * @param {{ initial: any[], count: number, finalShot: any, size: number, url: string,
+ *   fetchWindow?: (first: number, last: number) => Promise<{ status: number, data: any }>,
+ *   loaded: (first: number, last: number) => void, failed: (message: string) => void }} parts
+ */
 export function createSteps({ initial, count, finalShot, size, url, fetchWindow, loaded, failed }) {
   const steps = new Array(count);
   for (const step of initial) steps[step.index - 1] = step;

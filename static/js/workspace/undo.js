@@ -1,3 +1,4 @@
+// @ts-check
 /* Undo and redo in the workspace (the history itself: ./history.js, pure), and the banner that follows every
    destructive key. Every change to the form goes through the draft's ``edited`` (autosave.js), which records it here; what
    the server took away in its answer (``adoptCleared``) joins the step that caused it. An undo or redo puts the
@@ -7,9 +8,7 @@
 import { $, el } from "../dom.js";
 import * as H from "./history.js";
 import { gettext, interpolate } from "../i18n.js";
-
-const copy = (value) => JSON.parse(JSON.stringify(value));
-const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+import { copy, same } from "../values.js";
 
 /* The workspace's fields in the banner's words (``before``: the form before the change, for τ's value). */
 export function fieldWords(before) {
@@ -35,7 +34,7 @@ export function createUndo({ page, store, draft, hooks }) {
   let baseline = copy(form());
   let note = null;  // the banner's change: {label, before}
 
-  const undoButton = $("ws-undo"), redoButton = $("ws-redo");
+  const undoButton = /** @type {HTMLButtonElement | null} */ ($("ws-undo")), redoButton = /** @type {HTMLButtonElement | null} */ ($("ws-redo"));
   function renderButtons() {
     if (!undoButton) return;
     undoButton.disabled = !page.editable() || !H.canUndo(history);
@@ -119,7 +118,8 @@ export function createUndo({ page, store, draft, hooks }) {
     // While the banner of a destructive change shows, nothing was typed since (typing hides it): Ctrl+Z undoes that
     // change even from the field the change put the focus in (u focuses the reason).
     const untouched = note && !note.typed;
-    const typing = !untouched && event.target.matches && event.target.matches("textarea, input:not([type=checkbox]):not([type=radio]):not([type=button])");
+    const target = /** @type {Element} */ (event.target);
+    const typing = !untouched && target.matches && target.matches("textarea, input:not([type=checkbox]):not([type=radio]):not([type=button])");
     const command = H.historyCommandFor(event, typing);
     if (!command) return;
     event.preventDefault();
