@@ -398,7 +398,10 @@ class LabelStudio:
     def install(self) -> None:
         if not (self.venv / "bin" / "label-studio").exists():
             subprocess.run([sys.executable, "-m", "venv", str(self.venv)], check=True)
-            subprocess.run([str(self.venv / "bin" / "pip"), "install", "-q", "label-studio"], check=True)
+            # The release the figures name; its Sentry setup passes an option sentry-sdk 3 refuses at start.
+            subprocess.run(
+                [str(self.venv / "bin" / "pip"), "install", "-q", "label-studio==1.23.2", "sentry-sdk<3"], check=True
+            )
 
     def setup(self) -> None:
         self.install()
