@@ -123,12 +123,20 @@ def test_a_correction_is_verified_by_its_branch_and_a_wrong_one_refuted(
 
     # Into training: the refuted correction's DPO pair is left out by default; verified_only keeps the verified one.
     kept = {}
-    asked = (("default", None), ("verified", {"verified_only": True}), ("branch", {"branch_steps": True}))
+    weights = {"verified": 3, "refuted": 2}
+    asked = (
+        ("default", None),
+        ("verified", {"verified_only": True}),
+        ("branch", {"branch_steps": True}),
+        ("weighted", {"verification_weights": weights, "refuted_dpo": True}),
+    )
+    manifests = {}
     for name, options in asked:
         job = export_to_path(project=project, user=lead, fmt="trl", options=options, out=tmp_path / f"{name}.zip")
         with zipfile.ZipFile(tmp_path / f"{name}.zip") as archive:
             manifest = json.loads(archive.read("manifest.json"))
         kept[name] = ({s["annotation_id"] for s in manifest["sources"]}, job.counts)
+        manifests[name] = manifest
     sources, counts = kept["default"]
     assert sources == {right.pk, wrong.pk}
     assert counts["skipped_by_reason"].get("refuted_correction") == 1
@@ -147,6 +155,26 @@ def test_a_correction_is_verified_by_its_branch_and_a_wrong_one_refuted(
     # The verified branch's own steps after τ (the switch, then finished) as on-policy SFT samples.
     assert kept["branch"][1]["by_kind"].get("replay_branch") == 2
     assert "replay_branch" not in kept["default"][1]["by_kind"]
+
+    # Weighted by verification: each sample of the verified correction written 3 times, of the refuted one twice;
+    # the manifest records the weights and counts the samples of each standing.
+    default, weighted = manifests["default"]["counts"], manifests["weighted"]["counts"]
+    assert manifests["weighted"]["filters"]["verification_weights"] == weights
+    assert "verification_weights" not in manifests["default"]["filters"]
+    plain = default["samples_by_verification"]
+    assert plain["verified"] > 0 and plain["refuted"] > 0
+    # The refuted correction's DPO pair, left out by default, is back with refuted_dpo: one more refuted sample.
+    assert weighted["samples_by_verification"] == {
+        "verified": 3 * plain["verified"],
+        "refuted": 2 * (plain["refuted"] + 1),
+    }
+    assert sum(weighted["by_kind"].values()) == 3 * plain["verified"] + 2 * (plain["refuted"] + 1)
+    refused = api_client(lead).post(
+        f"/api/projects/{project.pk}/exports/",
+        {"format": "trl", "options": {"verification_weights": {"verified": 0}}},
+        format="json",
+    )
+    assert refused.status_code == 400 and "from 1 to 10" in str(refused.json()), refused.json()
 
 
 @pytest.mark.django_db
