@@ -13,12 +13,13 @@ from django.test import Client
 
 from annotation.models import Annotation, AnnotationStatus
 from annotation.review.services import review_accept
-from demo.replay_runner import record_failing_run, replay_next
-from demo.settings_env import correction_to
+from demo import settings_env
+from demo.settings_env import correction_to, record_failing_run
 from exports.services import export_to_path
 from replays.models import ReplayRequest, ReplayStatus
 from replays.selectors import REFUTED, VERIFIED, verifications
 from replays.services import replay_policy_of
+from trace_studio_cli.runner import replay_next
 from traces.models import Step, Trace
 from traces.selectors import traces_ready_to_annotate
 
@@ -72,7 +73,7 @@ def test_a_correction_is_verified_by_its_branch_and_a_wrong_one_refuted(
     request = ReplayRequest.objects.get(annotation=right)
     assert (request.status, request.reason, request.tau) == (ReplayStatus.QUEUED, "rule", 1)
 
-    finished = replay_next(runner, project.pk, "runner-a")
+    finished = replay_next(runner, project.pk, "runner-a", settings_env)
     assert (finished["status"], finished["success"], finished["message"]) == ("succeeded", True, "dark mode is on")
     assert finished["verification"] == VERIFIED
     request.refresh_from_db()
@@ -80,7 +81,7 @@ def test_a_correction_is_verified_by_its_branch_and_a_wrong_one_refuted(
     assert (branch.parent_id, branch.branch_at, branch.outcome, branch.receiving) == (original.pk, 1, "success", False)
     # Corrected click, the switch, finished: three steps of its own (τ = 1: no shared prefix here).
     assert [s.action_text.split("(")[0] for s in branch.steps.order_by("index")] == ["click", "click", "finished"]
-    assert replay_next(runner, project.pk, "runner-a") is None  # nothing else waits: 204
+    assert replay_next(runner, project.pk, "runner-a", settings_env) is None  # nothing else waits: 204
 
     # A second failing run, corrected to the wrong page, asked for through the API.
     record_failing_run(runner, project.pk, "settings-failing-2")
@@ -96,7 +97,7 @@ def test_a_correction_is_verified_by_its_branch_and_a_wrong_one_refuted(
     assert asked.status_code == 201, asked.json()
     again = api_client(lead).post(f"/api/projects/{project.pk}/replays/", {"annotation": wrong.pk}, format="json")
     assert (again.status_code, again.json()["id"]) == (200, asked.json()["id"])
-    finished = replay_next(runner, project.pk, "runner-a")
+    finished = replay_next(runner, project.pk, "runner-a", settings_env)
     assert (finished["success"], finished["verification"]) == (False, REFUTED)
     assert "dark mode is off" in finished["message"]
     assert verifications([right.pk, wrong.pk]) == {right.pk: VERIFIED, wrong.pk: REFUTED}
