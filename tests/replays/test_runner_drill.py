@@ -59,6 +59,21 @@ def _finished_lines(logs) -> list[int]:
     return [int(n) for log in logs for n in re.findall(r"^replay (\d+): succeeded success=True", log.read_text(), re.M)]
 
 
+def _kill_while_holding(victim: subprocess.Popen, name: str, requests, deadline: float):
+    """SIGKILL ``victim`` midway (after a tenth of the requests ended) while it holds a request; that request as
+    it was just after the kill (None if the runner never held one in time)."""
+    while victim.poll() is None and time.monotonic() < deadline:
+        if requests.filter(status__in=REPLAY_ENDED).count() >= REQUESTS // 10:
+            held = requests.filter(status=ReplayStatus.CLAIMED, claimed_by=name).first()
+            if held is not None:
+                victim.send_signal(signal.SIGKILL)
+                victim.wait(10)
+                held.refresh_from_db()
+                return held
+        time.sleep(0.02)
+    return None
+
+
 @pytest.mark.subprocess
 @pytest.mark.django_db(transaction=True)
 def test_four_runner_processes_one_killed_end_every_request_once(live_server, project, lead, tmp_path):
@@ -93,18 +108,8 @@ def test_four_runner_processes_one_killed_end_every_request_once(live_server, pr
             runners.append(subprocess.Popen(args, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT))
     victim = runners[0]
     try:
-        # Killed midway, while it holds a request: after a tenth of the requests ended.
         deadline = time.monotonic() + 240
-        held = None
-        while victim.poll() is None and time.monotonic() < deadline:
-            if requests.filter(status__in=REPLAY_ENDED).count() >= REQUESTS // 10:
-                held = requests.filter(status=ReplayStatus.CLAIMED, claimed_by="runner-0").first()
-                if held is not None:
-                    victim.send_signal(signal.SIGKILL)
-                    victim.wait(10)
-                    held.refresh_from_db()
-                    break
-            time.sleep(0.02)
+        held = _kill_while_holding(victim, "runner-0", requests, deadline)
         assert victim.returncode == -signal.SIGKILL, logs[0].read_text()[-2000:]
 
         while requests.exclude(status__in=REPLAY_ENDED).exists() and time.monotonic() < deadline + 120:
