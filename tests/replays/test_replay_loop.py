@@ -54,6 +54,7 @@ def _accepted_correction(trace, annotator, lead, action: str) -> Annotation:
     return review_accept(annotation_id=answer.pk, actor=lead)
 
 
+@pytest.mark.heavy  # four exports after the loop: tens of seconds
 @pytest.mark.django_db
 def test_a_correction_is_verified_by_its_branch_and_a_wrong_one_refuted(
     project, annotator, lead, api_client, django_capture_on_commit_callbacks, tmp_path
