@@ -5,7 +5,10 @@ pixel. The task: turn dark mode on; the evaluator reads the state.
 
 A scripted agent (``scripted_agent``) goes on from any screen: it switches dark mode on where it sees the switch and
 gives up where it does not, so a correction that opens the right page leads to success and one that clicks
-elsewhere to failure."""
+elsewhere to failure.
+
+The module is an environment of `trace-studio runner` (trace_studio_cli/runner.py): ``restore`` and ``agent``, and
+``record_failing_run`` for its ``--record``."""
 
 from __future__ import annotations
 
@@ -17,16 +20,13 @@ from typing import Any
 
 from demo.screens import Screen, render_settings
 from demo.screens.desktop import SETTINGS_DEFAULTS
+from trace_studio_cli.runner import EnvironmentProblem, Transport, push_run
 from traces import grammar
 
 ENVIRONMENT = "settings-app"
 TASK = "Turn on dark mode in Settings"
 CONVENTION = "relative-1000"
 START_STATE = {"page": "wifi", "dark_mode": False}
-
-
-class EnvironmentProblem(Exception):
-    """The environment cannot do what it is asked (an action it does not know, a metadata it cannot restore)."""
 
 
 class SettingsEnv:
@@ -144,3 +144,17 @@ def correction_to(widget: str) -> str:
     """The corrected action at step 1 of ``failing_run``: a click on ``widget`` of the start screen."""
     x, y = SettingsEnv().point_of(widget)
     return f"click(start_box='({x},{y})')"
+
+
+def restore(metadata: dict, actions: Iterable[str]) -> SettingsEnv:
+    return SettingsEnv.restore(metadata, actions)
+
+
+agent = scripted_agent
+
+
+def record_failing_run(transport: Transport, project_id: int, external_id: str) -> None:
+    """Push ``failing_run`` step by step (docs/rounds.md) and end it failed: the run a replay corrects."""
+    metadata = {"environment": ENVIRONMENT, "env_state": START_STATE}
+    first = {"instruction": TASK, "coordinates": CONVENTION, "metadata": json.dumps(metadata)}
+    push_run(transport, project_id, external_id, SettingsEnv(), failing_run(), first=first, outcome="failure")

@@ -68,6 +68,34 @@ SKIP_GAP = "gap_after_tau"  # o_(τ+1) is not the screen right after step τ (th
 SKIP_REFUTED = "refuted_correction"
 SKIP_OTHER = "other"
 
+# A correction's standing by its replays (replays.selectors), and "never_asked" for one no replay was asked for.
+VERIFICATION_STANDINGS = ("verified", "refuted", "waiting", "not_replayed", "never_asked")
+MAX_COPIES = 10
+# The samples a correction's replay stands behind: all but the recorded steps before τ (valid_prefix), which the
+# annotator did not write.
+UNWEIGHTED_KINDS = ("valid_prefix", "error_free")
+
+
+def verification_weights_checked(raw) -> dict:
+    """The option ``verification_weights`` validated: {standing: copies}; OptionsError naming what is wrong."""
+    if not isinstance(raw, dict) or not raw:
+        raise OptionsError(
+            'verification_weights must be an object {standing: copies}, e.g. {"verified": 3, "waiting": 1}'
+        )
+    unknown = sorted(set(raw) - set(VERIFICATION_STANDINGS))
+    if unknown:
+        raise OptionsError(
+            f"verification_weights: unknown standing(s) {', '.join(map(str, unknown))}; "
+            f"the standings are {', '.join(VERIFICATION_STANDINGS)}"
+        )
+    for standing, copies in raw.items():
+        if isinstance(copies, bool) or not isinstance(copies, int) or not 1 <= copies <= MAX_COPIES:
+            raise OptionsError(
+                f"verification_weights: {standing} must be a whole number of copies from 1 to {MAX_COPIES} "
+                "(to leave corrections out, use verified_only)"
+            )
+    return {standing: raw[standing] for standing in VERIFICATION_STANDINGS if standing in raw}
+
 
 @dataclass(frozen=True)
 class ExportOptions:
@@ -97,6 +125,10 @@ class ExportOptions:
     # The steps a verified correction's successful branch took after τ (its agent, on the corrected screen) as SFT
     # samples of kind ``replay_branch``: on-policy data the environment judged.
     branch_steps: bool = False
+    # Weight the samples of a correction by its replays' verdict: {standing: copies}, standing one of
+    # VERIFICATION_STANDINGS, copies a whole number from 1 to MAX_COPIES (1 where a standing is not named). Neither
+    # TRL nor LLaMA-Factory reads a per-sample weight, so a weight is how many times its samples are written.
+    verification_weights: dict | None = None
 
     @classmethod
     def parse(cls, raw: dict | None) -> ExportOptions:
@@ -148,11 +180,13 @@ class ExportOptions:
                     "min_gold_accuracy must be a share in (0, 1]: e.g. 0.8 for 80 % of gold answers right"
                 )
             values["min_gold_accuracy"] = float(bar)
+        if raw.get("verification_weights") is not None:
+            values["verification_weights"] = verification_weights_checked(raw["verification_weights"])
         return cls(**values)
 
     def to_json(self) -> dict:
         out = asdict(self)
-        for name in ("slice", "min_gold_accuracy"):
+        for name in ("slice", "min_gold_accuracy", "verification_weights"):
             if out[name] is None:  # named only where asked for: every other bundle's options read as before
                 del out[name]
         for name in ("train_only", "verified_only", "refuted_dpo", "branch_steps"):
@@ -194,6 +228,9 @@ class Sample:
     target_box: list | None = None
     # ``dpo_on_policy``: the checkpoint the rejected side was sampled from (model_name, weights_hash).
     on_policy: dict | None = None
+    # The correction's standing by its replays (VERIFICATION_STANDINGS) for the samples it stands behind; None for
+    # the others and for projects without replays.
+    verification: str | None = None
 
     @property
     def is_preference(self) -> bool:
@@ -881,22 +918,25 @@ def iter_samples(
         shots.load(a.trace.final_screenshot_id for a in batch)
         for annotation in batch:
             annotation.trace.final_screenshot = shots.get(annotation.trace.final_screenshot_id)
+        if sample_set == "sft_dpo" or options.verification_weights:
+            from replays.selectors import verifications
+
+            standing = verifications([a.pk for a in batch])
+            for annotation in batch:
+                annotation.replay_verification = standing.get(annotation.pk)
         if sample_set == "sft_dpo":
             from annotation.alternatives.selectors import wrong_alternatives
 
             wrong = wrong_alternatives([a.pk for a in batch])
-            from replays.selectors import verifications
-
-            standing = verifications([a.pk for a in batch])
             branches = _replay_branches([a.pk for a in batch], shots) if options.branch_steps else {}
             for annotation in batch:
                 annotation.wrong_alternatives = wrong[annotation.pk]
-                annotation.replay_verification = standing.get(annotation.pk)
                 annotation.replay_branch = branches.get(annotation.pk)
         for annotation in batch:
             stats.annotations.append((annotation.pk, annotation.version))
             stats.by_round[annotation.trace.round_id] += 1
-            for item in samples_of(annotation, steps[annotation.trace_id], project=project, options=options):
+            items = samples_of(annotation, steps[annotation.trace_id], project=project, options=options)
+            for item in _weighted(annotation, items, options):
                 if isinstance(item, Skip):
                     stats.skipped += 1
                 yield item
@@ -904,6 +944,22 @@ def iter_samples(
         done += len(batch)
         if on_annotation:
             on_annotation(done)
+
+
+def _weighted(annotation: Annotation, items: Iterator[Sample | Skip], options: ExportOptions) -> Iterator:
+    """The annotation's samples, each the correction's replays stand behind marked with its standing and, with
+    ``verification_weights``, written as many times as its standing's weight says."""
+    standing = getattr(annotation, "replay_verification", None)
+    if standing is None and annotation.verdict == Verdict.ERROR and options.verification_weights:
+        standing = "never_asked"
+    copies = (options.verification_weights or {}).get(standing, 1) if standing else 1
+    for item in items:
+        if isinstance(item, Skip) or standing is None or item.kind in UNWEIGHTED_KINDS:
+            yield item
+            continue
+        item.verification = standing
+        for _ in range(copies):
+            yield item
 
 
 def _chosen(project: Project, annotation_ids: list[int]) -> Iterator[Annotation]:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from trace_studio_cli import runner as runner_loop
 from trace_studio_cli.client import FINISHED, ApiError, StudioClient, bundle_verify
 
 
@@ -546,6 +547,46 @@ def evaluations(ctx: click.Context, project_ref: str, as_json: bool) -> None:
         overall = (job.get("metrics") or {}).get("overall") or {}
         head = [str(job["id"]), job["checkpoint"], (job.get("weights_hash") or "")[:12], job["status"]]
         click.echo("\t".join(head + [_figure(overall.get(key)) for key, _ in EVALUATION_FIGURES]))
+
+
+@cli.command()
+@click.option("--project", "project_ref", required=True, help="Project id or name.")
+@click.option("--name", default="reference-runner", show_default=True, help="The runner's name, shown on its claims.")
+@click.option(
+    "--environment",
+    default=runner_loop.DEFAULT_ENVIRONMENT,
+    show_default=True,
+    help="The environment module: restore(metadata, actions) and agent(env) (docs/runners.md).",
+)
+@click.option("--once", is_flag=True, help="Stop when no request waits.")
+@click.option("--poll", type=float, default=2.0, show_default=True, help="Seconds between polls when none waits.")
+@click.option(
+    "--record",
+    default="",
+    metavar="EXTERNAL_ID",
+    help="Push the environment's failing run (its record_failing_run) under this id, then stop.",
+)
+@click.pass_context
+def runner(
+    ctx: click.Context, project_ref: str, name: str, environment: str, once: bool, poll: float, record: str
+) -> None:
+    """Replay corrections in an environment: claim the project's replay requests, push each branch, finish it with
+    the environment's verdict (a lead's token; docs/runners.md)."""
+    client = _client(ctx)
+    project_id = client.project(project_ref)["id"]
+    transport = runner_loop.HttpTransport(client)
+    try:
+        module = runner_loop.environment_load(environment)
+        if record:
+            if not callable(getattr(module, "record_failing_run", None)):
+                raise runner_loop.RunnerError(f"environment {environment!r} has no record_failing_run to push")
+            module.record_failing_run(transport, project_id, record)
+            click.echo(f"pushed {record}")
+            return
+        replayed = runner_loop.run(transport, project_id, name, module, once=once, poll=poll, said=click.echo)
+    except runner_loop.RunnerError as exc:
+        raise ApiError(str(exc)) from None
+    click.echo(f"{replayed} replayed; no request waits")
 
 
 def _download(client: StudioClient, job: dict, out_dir: Path) -> None:

@@ -116,6 +116,7 @@ def export_assemble(
 
     by_kind: dict[str, int] = {}
     by_split: dict[str, int] = {}
+    by_verification: dict[str, int] = {}
     on_policy: dict[tuple[str, str], int] = {}
     images: dict[str, list] = {}
     reduced_images: dict[str, tuple] = {}  # bundle path -> (stored name, size, sha256)
@@ -131,6 +132,7 @@ def export_assemble(
         shards += 1
         _add_counts(by_kind, part["by_kind"])
         _add_counts(by_split, part["by_split"])
+        _add_counts(by_verification, part.get("by_verification") or {})
         for name, weights, n in part["on_policy"]:
             on_policy[(name, weights)] = on_policy.get((name, weights), 0) + n
         for sha, image in part["images"].items():
@@ -190,6 +192,9 @@ def export_assemble(
         **({"quality_filter": quality_filter} if quality_filter is not None else {}),
         # Replays (option verified_only): the corrections by verification, and how many the option left out.
         **({"replay_filter": replay_filter} if replay_filter is not None else {}),
+        # The samples of corrections a replay was asked for, by the correction's standing (copies counted: the
+        # option verification_weights writes a sample once per unit of its standing's weight).
+        **({"samples_by_verification": dict(sorted(by_verification.items()))} if by_verification else {}),
         "images": len(images) + len(reduced_images) if writer.uses_image_folder or writer.uses_image_table else 0,
         "skipped": len(skipped),
         "skipped_by_reason": dict(sorted(Counter(s.code for s in skipped).items())),

@@ -122,6 +122,7 @@ def export_part_build(
     by_kind: dict[str, int] = {}
     on_policy: dict[tuple[str, str], int] = {}  # (model name, weights hash) -> dpo_on_policy pairs
     by_split: dict[str, int] = {}
+    by_verification: dict[str, int] = {}  # samples (copies counted) by their correction's standing by its replays
     sample_traces: set[int] = set()  # the traces that gave samples (a trace lies in one shard: the bundle sums them)
     skipped: list[Skip] = []
 
@@ -145,6 +146,8 @@ def export_part_build(
             checkpoint = (item.on_policy["model_name"], item.on_policy["weights_hash"])
             on_policy[checkpoint] = on_policy.get(checkpoint, 0) + 1
         by_split[item.split] = by_split.get(item.split, 0) + 1
+        if item.verification:
+            by_verification[item.verification] = by_verification.get(item.verification, 0) + 1
         sample_traces.add(item.trace_id)
         for shot in item.prompt.images:
             if isinstance(shot, prompting.ReducedImage):
@@ -169,6 +172,7 @@ def export_part_build(
         "files": files,
         "by_kind": by_kind,
         "by_split": by_split,
+        "by_verification": by_verification,
         "sample_traces": len(sample_traces),
         "on_policy": [[name, weights, n] for (name, weights), n in sorted(on_policy.items())],
         "images": images if writer.uses_image_folder or writer.uses_image_table else {},

@@ -13,12 +13,13 @@ from django.test import Client
 
 from annotation.models import Annotation, AnnotationStatus
 from annotation.review.services import review_accept
-from demo.replay_runner import record_failing_run, replay_next
-from demo.settings_env import correction_to
+from demo import settings_env
+from demo.settings_env import correction_to, record_failing_run
 from exports.services import export_to_path
 from replays.models import ReplayRequest, ReplayStatus
 from replays.selectors import REFUTED, VERIFIED, verifications
 from replays.services import replay_policy_of
+from trace_studio_cli.runner import replay_next
 from traces.models import Step, Trace
 from traces.selectors import traces_ready_to_annotate
 
@@ -53,6 +54,7 @@ def _accepted_correction(trace, annotator, lead, action: str) -> Annotation:
     return review_accept(annotation_id=answer.pk, actor=lead)
 
 
+@pytest.mark.heavy  # four exports after the loop: tens of seconds
 @pytest.mark.django_db
 def test_a_correction_is_verified_by_its_branch_and_a_wrong_one_refuted(
     project, annotator, lead, api_client, django_capture_on_commit_callbacks, tmp_path
@@ -72,7 +74,7 @@ def test_a_correction_is_verified_by_its_branch_and_a_wrong_one_refuted(
     request = ReplayRequest.objects.get(annotation=right)
     assert (request.status, request.reason, request.tau) == (ReplayStatus.QUEUED, "rule", 1)
 
-    finished = replay_next(runner, project.pk, "runner-a")
+    finished = replay_next(runner, project.pk, "runner-a", settings_env)
     assert (finished["status"], finished["success"], finished["message"]) == ("succeeded", True, "dark mode is on")
     assert finished["verification"] == VERIFIED
     request.refresh_from_db()
@@ -80,7 +82,7 @@ def test_a_correction_is_verified_by_its_branch_and_a_wrong_one_refuted(
     assert (branch.parent_id, branch.branch_at, branch.outcome, branch.receiving) == (original.pk, 1, "success", False)
     # Corrected click, the switch, finished: three steps of its own (τ = 1: no shared prefix here).
     assert [s.action_text.split("(")[0] for s in branch.steps.order_by("index")] == ["click", "click", "finished"]
-    assert replay_next(runner, project.pk, "runner-a") is None  # nothing else waits: 204
+    assert replay_next(runner, project.pk, "runner-a", settings_env) is None  # nothing else waits: 204
 
     # A second failing run, corrected to the wrong page, asked for through the API.
     record_failing_run(runner, project.pk, "settings-failing-2")
@@ -96,7 +98,7 @@ def test_a_correction_is_verified_by_its_branch_and_a_wrong_one_refuted(
     assert asked.status_code == 201, asked.json()
     again = api_client(lead).post(f"/api/projects/{project.pk}/replays/", {"annotation": wrong.pk}, format="json")
     assert (again.status_code, again.json()["id"]) == (200, asked.json()["id"])
-    finished = replay_next(runner, project.pk, "runner-a")
+    finished = replay_next(runner, project.pk, "runner-a", settings_env)
     assert (finished["success"], finished["verification"]) == (False, REFUTED)
     assert "dark mode is off" in finished["message"]
     assert verifications([right.pk, wrong.pk]) == {right.pk: VERIFIED, wrong.pk: REFUTED}
@@ -123,12 +125,20 @@ def test_a_correction_is_verified_by_its_branch_and_a_wrong_one_refuted(
 
     # Into training: the refuted correction's DPO pair is left out by default; verified_only keeps the verified one.
     kept = {}
-    asked = (("default", None), ("verified", {"verified_only": True}), ("branch", {"branch_steps": True}))
+    weights = {"verified": 3, "refuted": 2}
+    asked = (
+        ("default", None),
+        ("verified", {"verified_only": True}),
+        ("branch", {"branch_steps": True}),
+        ("weighted", {"verification_weights": weights, "refuted_dpo": True}),
+    )
+    manifests = {}
     for name, options in asked:
         job = export_to_path(project=project, user=lead, fmt="trl", options=options, out=tmp_path / f"{name}.zip")
         with zipfile.ZipFile(tmp_path / f"{name}.zip") as archive:
             manifest = json.loads(archive.read("manifest.json"))
         kept[name] = ({s["annotation_id"] for s in manifest["sources"]}, job.counts)
+        manifests[name] = manifest
     sources, counts = kept["default"]
     assert sources == {right.pk, wrong.pk}
     assert counts["skipped_by_reason"].get("refuted_correction") == 1
@@ -147,6 +157,26 @@ def test_a_correction_is_verified_by_its_branch_and_a_wrong_one_refuted(
     # The verified branch's own steps after τ (the switch, then finished) as on-policy SFT samples.
     assert kept["branch"][1]["by_kind"].get("replay_branch") == 2
     assert "replay_branch" not in kept["default"][1]["by_kind"]
+
+    # Weighted by verification: each sample of the verified correction written 3 times, of the refuted one twice;
+    # the manifest records the weights and counts the samples of each standing.
+    default, weighted = manifests["default"]["counts"], manifests["weighted"]["counts"]
+    assert manifests["weighted"]["filters"]["verification_weights"] == weights
+    assert "verification_weights" not in manifests["default"]["filters"]
+    plain = default["samples_by_verification"]
+    assert plain["verified"] > 0 and plain["refuted"] > 0
+    # The refuted correction's DPO pair, left out by default, is back with refuted_dpo: one more refuted sample.
+    assert weighted["samples_by_verification"] == {
+        "verified": 3 * plain["verified"],
+        "refuted": 2 * (plain["refuted"] + 1),
+    }
+    assert sum(weighted["by_kind"].values()) == 3 * plain["verified"] + 2 * (plain["refuted"] + 1)
+    refused = api_client(lead).post(
+        f"/api/projects/{project.pk}/exports/",
+        {"format": "trl", "options": {"verification_weights": {"verified": 0}}},
+        format="json",
+    )
+    assert refused.status_code == 400 and "from 1 to 10" in str(refused.json()), refused.json()
 
 
 @pytest.mark.django_db

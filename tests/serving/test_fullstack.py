@@ -5,6 +5,8 @@ its presigned URL; Chromium loads the main pages with no failed request."""
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 import requests
 
@@ -169,3 +171,71 @@ def test_the_operators_endpoints_in_production(stack):
     login = requests.get(f"{stack.base}/login/", verify=False, timeout=10)
     request_id = login.headers["X-Request-ID"]
     assert f'"request_id": "{request_id}"' in stack.web.log.read_text()  # production logs JSON lines
+
+
+def test_a_correction_replayed_by_the_runner_command_through_the_proxy_across_a_redis_restart(stack):
+    """The replay loop in production (docs/runners.md): `trace-studio runner` pushes the settings app's failing run
+    through Caddy, an annotator corrects step 1, the lead accepts under the project's rule; Redis is killed and
+    started again with its data gone before any runner polls (the requests are rows), and the runner replays the
+    correction, which stands verified."""
+    import re
+    import subprocess
+    import sys
+
+    from demo.settings_env import correction_to
+    from tests.conftest import REPO
+
+    made = stack.manage("create_project", "Replays", "--member", "lead", "--member", "annotator")
+    out, _ = made.communicate(timeout=120)
+    assert made.returncode == 0, out[-2000:]
+    project_id = int(out.split("(id ")[1].split(")")[0])
+    lead, annotator = stack.login("lead"), stack.login("annotator")
+    token = lead.post("/api/token/").json()["token"]
+    ca = stack.workdir / "caddy" / "caddy" / "pki" / "authorities" / "local" / "root.crt"
+    assert ca.exists(), "Caddy's local CA: the runner checks the proxy's certificate against it"
+    env = {**stack.env, "REQUESTS_CA_BUNDLE": str(ca), "TRACE_STUDIO_URL": stack.base, "TRACE_STUDIO_TOKEN": token}
+
+    def runner(*args: str) -> subprocess.CompletedProcess:
+        command = [sys.executable, "-m", "trace_studio_cli.main", "runner", "--project", str(project_id), *args]
+        return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=180)
+
+    pushed = runner("--record", "settings-failing")
+    assert pushed.returncode == 0 and "pushed settings-failing" in pushed.stdout, pushed.stderr[-2000:]
+    rule = lead.request(
+        "PATCH", f"/api/projects/{project_id}/replays/policy/", json={"every_accepted_correction": True}
+    )
+    assert rule.status_code == 200, rule.text[:300]
+
+    claim = annotator.post(f"/api/projects/{project_id}/next-trace/")
+    assert claim.status_code == 200, claim.text[:300]
+    pk = claim.json()["annotation"]["id"]
+    x, y = map(int, re.findall(r"\d+", correction_to("sidebar.appearance")))
+    fields = {
+        "verdict": "error",
+        "tau": 1,
+        "error_category": "wrong element / grounding",
+        "corrected_thought": "Dark mode is under Appearance.",
+        "reflection_thought": "Display was the wrong page.",
+        "editor_state": {
+            "corrected": {"type": "click", "args": {"start_box": [x, y]}, "style": "box"},
+            "reflection": {"type": "hotkey", "args": {"key": "alt left"}, "style": "box"},
+        },
+    }
+    saved = annotator.put(f"/api/annotations/{pk}/draft/", json={"version": 1, **fields})
+    assert saved.status_code == 200, saved.text[:300]
+    submitted = annotator.post(f"/api/annotations/{pk}/submit/", json={"version": saved.json()["version"]})
+    assert submitted.status_code == 200, submitted.text[:300]
+    accepted = lead.post(f"/api/reviews/{pk}/accept/", json={})
+    assert accepted.status_code == 200, accepted.text[:300]
+    [request] = lead.get(f"/api/projects/{project_id}/replays/").json()
+    assert (request["status"], request["reason"]) == ("queued", "rule")
+
+    stack.redis.kill()
+    shutil.rmtree(stack.workdir / "appendonlydir", ignore_errors=True)  # started again empty: nothing of it kept
+    stack.redis.start()
+
+    run = runner("--name", "fullstack-runner", "--once")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert f"replay {request['id']}: succeeded success=True dark mode is on" in run.stdout
+    counts = lead.get(f"/api/projects/{project_id}/replays/counts/").json()["rounds"]
+    assert [(c["verified"], c["refuted"], c["waiting"]) for c in counts] == [(1, 0, 0)]
