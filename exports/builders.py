@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, TypeVar
 
-from django.db.models import Count
+from django.db.models import Count, QuerySet
 
 from annotation.models import Annotation, AnnotationKind, AnnotationStatus, Verdict
 from annotation.selectors import action_target_box, steps_dropped_before
@@ -297,7 +297,9 @@ class SplitPlan:
 SPLIT_PROBE_FIRST = VALIDATION_MIN_TRACES
 
 
-def split_plan(trace_ids, options: ExportOptions, gives_samples: Callable[[list[int]], set[int]]) -> SplitPlan:
+def split_plan(
+    trace_ids: list[int], options: ExportOptions, gives_samples: Callable[[list[int]], set[int]]
+) -> SplitPlan:
     """The split of a bundle of ``trace_ids``, drawn among the traces that give samples of its format
     (``gives_samples(ids)``: which of ``ids`` do). A trace that gives none adds nothing to either split, so it can
     neither fill the validation split nor leave it empty. The traces are asked about in order of their seeded score,
@@ -344,7 +346,9 @@ def validation_empty_reason(
     return "the traces chosen for validation gave no samples of this format"
 
 
-def accepted_annotations(project: Project, *, round_id: int | None = None, ids: list[int] | None = None):
+def accepted_annotations(
+    project: Project, *, round_id: int | None = None, ids: list[int] | None = None
+) -> QuerySet[Annotation]:
     """One accepted annotation per trace: the adjudicated one when there is one, else the latest reviewed.
     ``round_id``: only traces of that round (checkpoint evaluation on one round's corrections). ``ids``: only
     those, of the project's (an export shard's, planned from this project: an annotation never changes project).
@@ -394,7 +398,7 @@ def accepted_annotations(project: Project, *, round_id: int | None = None, ids: 
     )
 
 
-def _first_per_trace(annotations) -> Iterator[Annotation]:
+def _first_per_trace(annotations: QuerySet[Annotation]) -> Iterator[Annotation]:
     last_trace = None
     for annotation in annotations.iterator(chunk_size=BATCH):
         if annotation.trace_id != last_trace:
@@ -448,16 +452,16 @@ _STEP_FIELDS = (
 class ScreenshotCache:
     """Screenshots by id, loaded once per export (traces share them; memory grows with unique images only)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._by_id: dict[int, Screenshot] = {}
 
-    def load(self, ids) -> None:
+    def load(self, ids: Iterable[int | None]) -> None:
         missing = {i for i in ids if i is not None and i not in self._by_id}
         if missing:
             only = ("id", "sha256", "format", "image", "byte_size", "width", "height")
             self._by_id.update(Screenshot.objects.only(*only).in_bulk(missing))
 
-    def get(self, pk):
+    def get(self, pk: int | None) -> Screenshot | None:
         return None if pk is None else self._by_id[pk]
 
 
@@ -466,17 +470,17 @@ def _steps_by_trace(trace_ids: list[int], shots: ScreenshotCache) -> dict[int, l
     shots.load(row[-1] for row in rows)
     steps: dict[int, list[StepRow]] = {tid: [] for tid in trace_ids}
     for trace_id, *fields, screenshot_id in rows:
-        steps[trace_id].append(StepRow(*fields, screenshot=shots.get(screenshot_id)))
+        steps[trace_id].append(StepRow(*fields, screenshot=shots.get(screenshot_id)))  # type: ignore[misc]
     return steps
 
 
-def missing_before(step) -> int:
+def missing_before(step: StepRow) -> int:
     """How many recorded steps the source dropped right before ``step`` (native format ``missing_before``): the
     annotation's own reading, which refuses a post-reflection across such a gap where it is written."""
     return steps_dropped_before(step)
 
 
-def _render_once(step, *, project, convention: str) -> str:
+def _render_once(step: StepRow, *, project: Project, convention: str) -> str:
     # A step is rendered for several samples (history of s_τ, rejected, history of s_τ+1): once is enough.
     if step.rendered is None:
         step.rendered = prompting.render_step(step, project=project, convention=convention)
@@ -495,7 +499,7 @@ def _decimal_points_of_text(text: str) -> int:
 
 
 def _rounded_box(box: list | None) -> list | None:
-    return None if box is None else list(grammar.round_box(box))
+    return None if box is None else list(grammar.round_box(tuple(box)))
 
 
 def rounded_points(annotation: Annotation, steps: list, project: Project) -> int:
@@ -527,7 +531,7 @@ def rounded_points(annotation: Annotation, steps: list, project: Project) -> int
 
 
 def _dpo_refusal(
-    annotation: Annotation, wrong: Step, tau: int, *, rejected: str, corrected: str, options: ExportOptions
+    annotation: Annotation, wrong: StepRow, tau: int, *, rejected: str, corrected: str, options: ExportOptions
 ) -> tuple[str] | tuple[str, str] | None:
     """Why the recorded step at τ makes no DPO pair with the correction (a skip's reason, and its code where it has
     one of its own), or None when it does."""
@@ -543,58 +547,81 @@ def _dpo_refusal(
     return None
 
 
-def annotation_samples(
-    annotation: Annotation, steps: list[Step], *, project: Project, options: ExportOptions
-) -> Iterator[Sample | Skip]:
-    """Every sample one annotation gives, in a fixed order; problems are yielded as Skip."""
-    trace = annotation.trace
-    split = split_of(trace.pk, options)
+class _AnnotationSamples:
+    """What one annotation's samples are made of (its trace, steps, split and the export's options), and the steps
+    that make each kind of them, in ``annotation_samples``' order."""
 
-    def sample(kind: str, prompt, **targets) -> Sample:
-        return Sample(kind, split, trace.pk, annotation.pk, prompt, annotation_version=annotation.version, **targets)
+    def __init__(
+        self, annotation: Annotation, steps: list[StepRow], *, project: Project, options: ExportOptions
+    ) -> None:
+        self.annotation = annotation
+        self.steps = steps
+        self.project = project
+        self.options = options
+        self.trace = annotation.trace
+        self.split = split_of(self.trace.pk, options)
+        # The step the annotator's correction replaced: its recorded point may lie off the screen, since what is
+        # trained on is the correction (and the recorded step stays only as what happened, in s_(τ+1)'s history and
+        # as the DPO rejected side).
+        self.corrected_index = annotation.tau if annotation.verdict == Verdict.ERROR else None
 
-    def skip(kind: str, reason: str, code: str = SKIP_OTHER) -> Skip:
-        return Skip(annotation.pk, trace.pk, kind, reason, code)
+    def sample(self, kind: str, prompt: Any, **targets: Any) -> Sample:
+        return Sample(
+            kind,
+            self.split,
+            self.trace.pk,
+            self.annotation.pk,
+            prompt,
+            annotation_version=self.annotation.version,
+            **targets,
+        )
 
-    def unparsed_before(i: int) -> StepRow | None:
+    def skip(self, kind: str, reason: str, code: str = SKIP_OTHER) -> Skip:
+        return Skip(self.annotation.pk, self.trace.pk, kind, reason, code)
+
+    def state(self, i: int) -> prompting.StatePrompt:
+        return prompting.build_state_messages(
+            self.trace, i, project=self.project, steps=self.steps, render=_render_once
+        )
+
+    def recorded(self, step: StepRow) -> str:
+        """The recorded step as the prompt builder renders it."""
+        return _render_once(step, project=self.project, convention=self.trace.coordinate_convention)
+
+    def unparsed_before(self, i: int) -> StepRow | None:
         """The first recorded step in s_i's history that did not parse, when such histories are skipped."""
-        if options.unparsed_history == "verbatim":
+        if self.options.unparsed_history == "verbatim":
             return None
-        return next((step for step in steps[: i - 1] if step.parse_error), None)
+        return next((step for step in self.steps[: i - 1] if step.parse_error), None)
 
-    # The step the annotator's correction replaced: its recorded point may lie off the screen, since what is trained
-    # on is the correction (and the recorded step stays only as what happened, in s_(τ+1)'s history and as the
-    # DPO rejected side).
-    corrected_index = annotation.tau if annotation.verdict == Verdict.ERROR else None
+    def off_screen_before(self, i: int) -> StepRow | None:
+        return next(
+            (step for step in self.steps[: i - 1] if step.off_screen_point and step.index != self.corrected_index),
+            None,
+        )
 
-    def off_screen_before(i: int) -> StepRow | None:
-        return next((step for step in steps[: i - 1] if step.off_screen_point and step.index != corrected_index), None)
-
-    def state(i: int):
-        return prompting.build_state_messages(trace, i, project=project, steps=steps, render=_render_once)
-
-    def history_skip(kind: str, i: int) -> Skip | None:
-        outside = off_screen_before(i)
+    def history_skip(self, kind: str, i: int) -> Skip | None:
+        outside = self.off_screen_before(i)
         if outside is not None:
-            return skip(
+            return self.skip(
                 kind,
                 f"the history holds step {outside.index}, whose recorded action has a point outside the screen "
                 f"({outside.off_screen_point}) and was not corrected",
                 SKIP_OFF_SCREEN_HISTORY,
             )
-        bad = unparsed_before(i)
+        bad = self.unparsed_before(i)
         if bad is None:
             return None
-        return skip(
+        return self.skip(
             kind,
             f"the history holds step {bad.index}, which did not parse ({bad.parse_error}); "
             "export with unparsed_history=verbatim to keep it as recorded",
             SKIP_UNPARSED_HISTORY,
         )
 
-    def target_skip(kind: str, step: StepRow) -> Skip | None:
+    def target_skip(self, kind: str, step: StepRow) -> Skip | None:
         if step.off_screen_point:
-            return skip(
+            return self.skip(
                 kind,
                 f"step {step.index}'s recorded action has a point outside the screen ({step.off_screen_point}): "
                 "it is not trained on",
@@ -602,96 +629,75 @@ def annotation_samples(
             )
         if not step.parse_error:
             return None
-        return skip(
+        return self.skip(
             kind,
             f"step {step.index}'s recorded action did not parse ({step.parse_error}): it is not trained on",
             SKIP_UNPARSED_TARGET,
         )
 
-    if annotation.verdict == Verdict.NO_ERROR:
-        if options.include_error_free:
-            for i, step in enumerate(steps, start=1):
-                problem = target_skip("error_free", step) or history_skip("error_free", i)
-                if problem:
-                    yield problem
-                    continue
-                try:
-                    yield sample(
-                        "error_free",
-                        state(i),
-                        completion=_render_once(step, project=project, convention=trace.coordinate_convention),
-                    )
-                except prompting.PromptError as exc:
-                    yield skip("error_free", str(exc))
-        return
-    tau = annotation.tau
-    if annotation.verdict != Verdict.ERROR or not tau or not 1 <= tau <= len(steps):
-        yield skip(
-            "error_correction",
-            f"verdict {annotation.verdict!r} with τ={tau} does not fit a trace of {len(steps)} steps",
-        )
-        return
-
-    if options.include_valid_prefix:
-        for i in range(1, tau):
-            problem = target_skip("valid_prefix", steps[i - 1]) or history_skip("valid_prefix", i)
+    def recorded_samples(self, kind: str, indexes: range) -> Iterator[Sample | Skip]:
+        """The recorded steps at ``indexes`` as their own targets (``error_free``, ``valid_prefix``)."""
+        for i in indexes:
+            step = self.steps[i - 1]
+            problem = self.target_skip(kind, step) or self.history_skip(kind, i)
             if problem:
                 yield problem
                 continue
             try:
-                yield sample(
-                    "valid_prefix",
-                    state(i),
-                    completion=_render_once(steps[i - 1], project=project, convention=trace.coordinate_convention),
-                )
+                item: Sample | Skip = self.sample(kind, self.state(i), completion=self.recorded(step))
             except prompting.PromptError as exc:
-                yield skip("valid_prefix", str(exc))
+                item = self.skip(kind, str(exc))
+            yield item
 
-    problem = history_skip("error_correction", tau)
-    if problem:
-        yield problem
-        yield history_skip("dpo", tau)
-    else:
+    def correction_samples(self, tau: int) -> Iterator[Sample | Skip]:
+        """The correction at τ (``error_correction``), its DPO pair against the recorded step and the on-policy
+        pairs."""
+        problem = self.history_skip("error_correction", tau)
+        if problem:
+            yield problem
+            yield replace(problem, kind="dpo")
+            return
+        annotation, project = self.annotation, self.project
         try:
-            s_tau = state(tau)
+            s_tau = self.state(tau)
             corrected = prompting.render_target(
                 annotation.corrected_thought, annotation.corrected_action, project=project
             )
             corrected_action = prompting.render_actions(annotation.corrected_action, project=project)
         except prompting.PromptError as exc:
-            yield skip("error_correction", str(exc))
+            yield self.skip("error_correction", str(exc))
+            return
+        corrected_box = _rounded_box(action_target_box(annotation, "corrected", box_tokens=project.box_tokens))
+        wrong = self.steps[tau - 1]
+        rejected = self.recorded(wrong)
+        yield self.sample(
+            "error_correction",
+            s_tau,
+            completion=corrected,
+            step=tau,
+            target=Target(annotation.corrected_thought.strip(), corrected_action),
+            recorded=rejected,
+            target_box=corrected_box,
+        )
+        refusal = _dpo_refusal(annotation, wrong, tau, rejected=rejected, corrected=corrected, options=self.options)
+        if refusal:
+            yield self.skip("dpo", *refusal)
         else:
-            corrected_box = _rounded_box(action_target_box(annotation, "corrected", box_tokens=project.box_tokens))
-            wrong = steps[tau - 1]
-            rejected = _render_once(wrong, project=project, convention=trace.coordinate_convention)
-            yield sample(
-                "error_correction",
-                s_tau,
-                completion=corrected,
-                step=tau,
-                target=Target(annotation.corrected_thought.strip(), corrected_action),
-                recorded=rejected,
-                target_box=corrected_box,
-            )
-            refusal = _dpo_refusal(annotation, wrong, tau, rejected=rejected, corrected=corrected, options=options)
-            if refusal:
-                yield skip("dpo", *refusal)
-            else:
-                yield sample("dpo", s_tau, chosen=corrected, rejected=rejected, target_box=corrected_box)
-            yield from _on_policy_pairs(
-                annotation, tau, s_tau, corrected, corrected_box, project=project, sample=sample
-            )
+            yield self.sample("dpo", s_tau, chosen=corrected, rejected=rejected, target_box=corrected_box)
+        yield from _on_policy_pairs(
+            annotation, tau, s_tau, corrected, corrected_box, project=project, sample=self.sample
+        )
 
-    yield from _replay_branch_samples(annotation, tau, project=project, sample=sample, skip=skip)
-
-    if annotation.reflection_action.strip():
-        problem = history_skip("post_reflection", tau + 1)
+    def reflection_samples(self, tau: int) -> Iterator[Sample | Skip]:
+        """The post-reflection step τ+1 (``post_reflection``), on the screen the recorded step τ led to."""
+        problem = self.history_skip("post_reflection", tau + 1)
         if problem:
             yield problem
             return
+        steps = self.steps
         missing = missing_before(steps[tau]) if tau < len(steps) else 0
         if missing:
-            yield skip(
+            yield self.skip(
                 "post_reflection",
                 f"{missing} recorded step(s) are missing between step {tau} and the next "
                 "screen, so it is not o_(τ+1): the post-reflection would train on the "
@@ -699,10 +705,11 @@ def annotation_samples(
                 SKIP_GAP,
             )
             return
+        annotation, project = self.annotation, self.project
         try:
-            yield sample(
+            item: Sample | Skip = self.sample(
                 "post_reflection",
-                state(tau + 1),
+                self.state(tau + 1),
                 completion=prompting.render_target(
                     annotation.reflection_thought, annotation.reflection_action, project=project
                 ),
@@ -714,10 +721,44 @@ def annotation_samples(
                 target_box=_rounded_box(action_target_box(annotation, "reflection", box_tokens=project.box_tokens)),
             )
         except prompting.PromptError as exc:
-            yield skip("post_reflection", str(exc))
+            item = self.skip("post_reflection", str(exc))
+        yield item
 
 
-def _on_policy_pairs(annotation, tau: int, s_tau, corrected: str, corrected_box, *, project, sample) -> Iterator:
+def annotation_samples(
+    annotation: Annotation, steps: list[StepRow], *, project: Project, options: ExportOptions
+) -> Iterator[Sample | Skip]:
+    """Every sample one annotation gives, in a fixed order; problems are yielded as Skip."""
+    made = _AnnotationSamples(annotation, steps, project=project, options=options)
+    if annotation.verdict == Verdict.NO_ERROR:
+        if options.include_error_free:
+            yield from made.recorded_samples("error_free", range(1, len(steps) + 1))
+        return
+    tau = annotation.tau
+    if annotation.verdict != Verdict.ERROR or not tau or not 1 <= tau <= len(steps):
+        yield made.skip(
+            "error_correction",
+            f"verdict {annotation.verdict!r} with τ={tau} does not fit a trace of {len(steps)} steps",
+        )
+        return
+    if options.include_valid_prefix:
+        yield from made.recorded_samples("valid_prefix", range(1, tau))
+    yield from made.correction_samples(tau)
+    yield from _replay_branch_samples(annotation, tau, project=project, sample=made.sample, skip=made.skip)
+    if annotation.reflection_action.strip():
+        yield from made.reflection_samples(tau)
+
+
+def _on_policy_pairs(
+    annotation: Annotation,
+    tau: int,
+    s_tau: prompting.StatePrompt,
+    corrected: str,
+    corrected_box: list | None,
+    *,
+    project: Project,
+    sample: Callable[..., Sample],
+) -> Iterator[Sample | Skip]:
     """``dpo_on_policy`` pairs: each alternative marked wrong at step τ, rendered by the grammar, against the
     correction. An alternative sampled at another step (τ moved since) is not a reply to s_τ: left out, said why."""
     from annotation.alternatives.selectors import wrong_alternatives
@@ -845,7 +886,14 @@ def _not_in(annotations: Iterator[Annotation], held: dict[int, int], stats: Buil
             yield annotation
 
 
-def _replay_branch_samples(annotation: Annotation, tau: int, *, project: Project, sample, skip) -> Iterator:
+def _replay_branch_samples(
+    annotation: Annotation,
+    tau: int,
+    *,
+    project: Project,
+    sample: Callable[..., Sample],
+    skip: Callable[..., Skip],
+) -> Iterator[Sample | Skip]:
     """The successful branch's own steps after τ (option ``branch_steps``; loaded by ``iter_samples`` as
     ``annotation.replay_branch``): each step's prompt is the branch's history, its target the step the agent took."""
     found = getattr(annotation, "replay_branch", None)
@@ -866,7 +914,7 @@ def _replay_branch_samples(annotation: Annotation, tau: int, *, project: Project
         yield sample("replay_branch", prompt, completion=completion, step=i)
 
 
-def _replay_branches(annotation_ids: list[int], shots) -> dict[int, tuple]:
+def _replay_branches(annotation_ids: list[int], shots: ScreenshotCache) -> dict[int, tuple]:
     """Annotation id -> (branch trace, its steps) of the first successful replay of its correction."""
     from replays.models import ReplayRequest, ReplayStatus
 
@@ -891,7 +939,7 @@ def iter_samples(
     options: ExportOptions,
     stats: BuildStats,
     *,
-    on_annotation=None,
+    on_annotation: Callable[[int], None] | None = None,
     already_held: dict[int, int] | None = None,
     sample_set: str = "sft_dpo",
     round_id: int | None = None,
@@ -1036,7 +1084,11 @@ def export_plan_annotations(
     return chosen
 
 
-def replay_account(project: Project, rows, *, verified_only: bool):
+# A queryset of annotations (of rows or of values): replay_account narrows it and gives back its kind.
+Rows = TypeVar("Rows", bound=QuerySet[Annotation, Any])
+
+
+def replay_account(project: Project, rows: Rows, *, verified_only: bool) -> tuple[Rows, dict[str, Any] | None]:
     """The planned answers' corrections by replay verification (the manifest's ``replay_filter``), and the rows
     less the unverified corrections with ``verified_only``; None for the account of a project without replays."""
     from replays.models import ReplayRequest, ReplayStatus
@@ -1048,7 +1100,7 @@ def replay_account(project: Project, rows, *, verified_only: bool):
     standing = verifications(corrections)
     if not standing and not verified_only:
         return rows, None
-    account = {"verified_only": verified_only, **dict.fromkeys(VERIFICATIONS, 0), "never_asked": 0}
+    account: dict[str, Any] = {"verified_only": verified_only, **dict.fromkeys(VERIFICATIONS, 0), "never_asked": 0}
     for pk in corrections:
         account[standing.get(pk, "never_asked")] += 1
     kept = corrections

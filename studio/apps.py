@@ -17,12 +17,15 @@ class StudioConfig(AppConfig):
 
         from studio.i18n import on_sign_in
         from studio.logs import request_context_end
+        from studio.permissions import access_gather
 
         from . import (
             checks,  # noqa: F401  (registers system checks)
             schema,  # noqa: F401  (registers the API schema's extensions)
         )
 
+        # The one access table, from every app's part beside its urls.py (studio.permissions).
+        access_gather()
         # A request's log context ends with it (studio.logs): lines logged between requests name none.
         request_finished.connect(request_context_end, dispatch_uid="studio.logs.request_context_end")
         # The account's language becomes the session's at sign-in (studio.i18n).

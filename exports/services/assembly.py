@@ -7,8 +7,9 @@ import dataclasses
 import shutil
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.core.files.storage import default_storage
@@ -18,8 +19,8 @@ from exports import tokens
 from exports.builders import SCHEMA_VERSION, ExportOptions, Skip, validation_empty_reason
 from exports.formats import export_format
 from exports.models import ExportJob
-from exports.services.parts import pixel_contract
-from exports.writers import IMAGE_TABLE, data_file_name, write_image_table
+from exports.services.parts import ExportPart, PartFile, PartImage, PartReducedImage, pixel_contract
+from exports.writers import IMAGE_TABLE, Writer, data_file_name, write_image_table
 from traces.models import Project, Round
 
 
@@ -69,7 +70,7 @@ def rounds_of_sources(by_round: Counter) -> list[dict]:
     return listed
 
 
-def _stored_file(name: str):
+def _stored_file(name: str) -> Callable[[], object]:
     """An opener of one stored file, for the archive writer to call when it packs it."""
     return lambda: default_storage.open(name, "rb")
 
@@ -85,171 +86,231 @@ def _add_counts(total: dict[str, int], more: dict[str, int]) -> dict[str, int]:
     return total
 
 
-def export_assemble(
-    *,
-    project: Project,
-    fmt: str,
-    options: ExportOptions,
-    parts: Iterable[dict],
-    stored: Callable[[dict], Callable[[], object]],
-    workdir: Path,
-    already_exported: int = 0,
-    quality_filter: dict | None = None,
-    replay_filter: dict | None = None,
-    base: ExportJob | None = None,
-    progress: Callable[[int, int | None], None] | None = None,
-) -> BuildResult:
-    """Assemble the bundle from its shards' ``parts`` (``export_part_build``'s results, in shard order, taken one at
-    a time) in ``workdir`` (emptied first); returns the finished archive. ``stored(file)`` opens one part's data
-    file, deflated as its shard stored it.
+@dataclass
+class PartsTotal:
+    """The shards' parts taken together, in shard order (``parts_reduce``): what the bundle's files, counts and
+    manifest are made of."""
 
-    Deterministic: the data files are named from the shard order alone (``data_file_name``), every other file
-    is made from the merged results, and the archive fixes entry order, timestamps and compression
-    (``bundle.write_archive``), so the bytes do not depend on which worker built which shard, or when."""
-    declared = export_format(fmt)
-    shutil.rmtree(workdir, ignore_errors=True)
-    out = workdir / "bundle"
-    out.mkdir(parents=True)
-    progress = progress or (lambda done, total: None)
-    pixels = pixel_contract(project)
-    writer = declared.writer(out, image_bytes=None, pixels=pixels)
-
-    by_kind: dict[str, int] = {}
-    by_split: dict[str, int] = {}
-    by_verification: dict[str, int] = {}
-    on_policy: dict[tuple[str, str], int] = {}
-    images: dict[str, list] = {}
-    reduced_images: dict[str, tuple] = {}  # bundle path -> (stored name, size, sha256)
-    skipped: list[Skip] = []
-    sources: list[tuple[int, int]] = []
-    by_round: Counter = Counter()
-    by_stem: dict[str, list[dict]] = {}
-    longest: dict | None = None
-    counted_with: set[str] = set()
-    shards = rounded = 0
+    shards: int = 0
+    by_kind: dict[str, int] = field(default_factory=dict)
+    by_split: dict[str, int] = field(default_factory=dict)
+    by_verification: dict[str, int] = field(default_factory=dict)
+    on_policy: dict[tuple[str, str], int] = field(default_factory=dict)  # (model name, weights hash) -> pairs
+    images: dict[str, PartImage] = field(default_factory=dict)  # by sha256
+    reduced_images: dict[str, PartReducedImage] = field(default_factory=dict)  # by bundle path
+    skipped: list[Skip] = field(default_factory=list)
+    sources: list[tuple[int, int]] = field(default_factory=list)
+    by_round: Counter = field(default_factory=Counter)
+    by_stem: dict[str, list[PartFile]] = field(default_factory=dict)  # each stem's files, in shard order
+    longest: dict[str, Any] | None = None  # the longest sample, with the number of its stem's file
+    counted_with: set[str] = field(default_factory=set)
+    rounded_points: int = 0
     sample_traces: int | None = 0  # None: a part from before shards counted them
-    for part in parts:
-        shards += 1
-        _add_counts(by_kind, part["by_kind"])
-        _add_counts(by_split, part["by_split"])
-        _add_counts(by_verification, part.get("by_verification") or {})
-        for name, weights, n in part["on_policy"]:
-            on_policy[(name, weights)] = on_policy.get((name, weights), 0) + n
-        for sha, image in part["images"].items():
-            images.setdefault(sha, image)
-        for image in (part.get("reduced_images") or {}).values():
-            stored_name, size, path, digest = image
-            reduced_images.setdefault(path, (stored_name, size, digest))
-        skipped += [Skip(**skip) for skip in part["skipped"]]
-        sources += [(pk, version) for pk, version in part["sources"]]
-        for round_id, n in part["by_round"]:
-            by_round[round_id] += n
-        rounded += part.get("rounded_points", 0)
-        if sample_traces is not None and "sample_traces" in part:
-            sample_traces += part["sample_traces"]
-        else:
-            sample_traces = None
-        for stem, file in part["files"].items():
-            by_stem.setdefault(stem, []).append(file)
-        part_tokens = part.get("tokens") or {}
-        if part_tokens.get("longest"):
-            # The shard's file of that stem is the last one listed so far: its number in the bundle.
-            record = {**part_tokens["longest"], "file_number": len(by_stem[part_tokens["longest"]["stem"]]) - 1}
-            longest = tokens.longer(longest, record)
-        if part_tokens.get("counted_with"):
-            counted_with.add(part_tokens["counted_with"])
-        writer.add_part_figures(part.get("figures") or {})
-    annotations = len(sources)
-    progress(annotations, None)
 
-    data_files: list[str] = []
-    files: dict[str, dict] = {}
-    by_file: dict[str, int] = {}
-    entries = []
+    def add(self, part: ExportPart) -> None:
+        """Take in the next shard's part."""
+        self.shards += 1
+        _add_counts(self.by_kind, part.by_kind)
+        _add_counts(self.by_split, part.by_split)
+        _add_counts(self.by_verification, part.by_verification)
+        for name, weights, n in part.on_policy:
+            self.on_policy[(name, weights)] = self.on_policy.get((name, weights), 0) + n
+        for sha, image in part.images.items():
+            self.images.setdefault(sha, image)
+        for reduced in part.reduced_images.values():
+            self.reduced_images.setdefault(reduced.path, reduced)
+        self.skipped += part.skipped
+        self.sources += part.sources
+        for round_id, n in part.by_round:
+            self.by_round[round_id] += n
+        self.rounded_points += part.rounded_points
+        self.sample_traces = (
+            None
+            if self.sample_traces is None or part.sample_traces is None
+            else self.sample_traces + part.sample_traces
+        )
+        for stem, file in part.files.items():
+            self.by_stem.setdefault(stem, []).append(file)
+        self._add_tokens(part)
+
+    def _add_tokens(self, part: ExportPart) -> None:
+        if part.longest:
+            # The shard's file of that stem is the last one listed so far: its number in the bundle.
+            record = {**part.longest, "file_number": len(self.by_stem[part.longest["stem"]]) - 1}
+            self.longest = tokens.longer(self.longest, record)
+        if part.counted_with:
+            self.counted_with.add(part.counted_with)
+
+
+def parts_reduce(parts: Iterable[ExportPart], add_figures: Callable[[dict], None]) -> PartsTotal:
+    """The shards' ``parts`` (in shard order, taken one at a time) as one ``PartsTotal``; each part's format
+    figures go to ``add_figures`` (the assembly's writer, ``Writer.add_part_figures``)."""
+    total = PartsTotal()
+    for part in parts:
+        total.add(part)
+        add_figures(part.figures)
+    return total
+
+
+@dataclass
+class DataFiles:
+    """The bundle's data files, named from the shard order alone (``data_file_name``)."""
+
+    names: list[str] = field(default_factory=list)
+    files: dict[str, dict] = field(default_factory=dict)  # name -> the manifest's sha256 and size
+    by_file: dict[str, int] = field(default_factory=dict)  # name -> samples
+    entries: list[archive.Entry] = field(default_factory=list)
+
+
+def _data_files(
+    by_stem: dict[str, list[PartFile]], suffix: str, stored: Callable[[PartFile], Callable[[], object]]
+) -> DataFiles:
+    data = DataFiles()
     for stem in sorted(by_stem):
         for number, file in enumerate(by_stem[stem]):
-            name = data_file_name(stem, number, len(by_stem[stem]), writer.suffix)
-            data_files.append(name)
-            files[name] = {"sha256": file["sha256"], "size": file["size"]}
-            by_file[name] = file["samples"]
+            name = data_file_name(stem, number, len(by_stem[stem]), suffix)
+            data.names.append(name)
+            data.files[name] = {"sha256": file.sha256, "size": file.size}
+            data.by_file[name] = file.samples
             # A shard stored the file deflated (a part from before shards deflated has no crc32: compressed here).
-            deflated = archive.Deflated(file["crc32"], file["compressed_size"]) if "crc32" in file else None
-            entries.append(archive.Entry(name, file["size"], stored(file), compress=True, deflated=deflated))
-    sequence = sequence_lengths(longest, counted_with, by_stem, writer.suffix, pixels)
-    writer.sequence_length = sequence["cutoff_len"]
+            deflated = (
+                archive.Deflated(file.crc32, file.compressed_size)
+                if file.crc32 is not None and file.compressed_size is not None
+                else None
+            )
+            data.entries.append(archive.Entry(name, file.size, stored(file), compress=True, deflated=deflated))
+    return data
+
+
+def _extra_files(writer: Writer, out: Path, total: PartsTotal, data_files: list[str]) -> list[str]:
+    """The format's files beside the data (configs, scripts) and the image table of a format that has one."""
     extra_files = writer.bundle_files(data_files)
-    if writer.uses_image_table and images:
+    if writer.uses_image_table and total.images:
         # A row names a reduced screenshot by its key (the screenshot's sha256 and its size), its file's stem.
-        table = {**images, **{Path(path).stem: [name, size, path] for path, (name, size, _) in reduced_images.items()}}
+        table: dict[str, list] = {sha: list(image) for sha, image in total.images.items()}
+        table |= {Path(path).stem: [image.stored, image.size, path] for path, image in total.reduced_images.items()}
         write_image_table(out / IMAGE_TABLE, table, _stored_bytes)
         extra_files.append(IMAGE_TABLE)
-    counts = {
-        "by_kind": by_kind,
-        "by_split": by_split,
-        "by_file": by_file,
+    return extra_files
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What the plan left out: annotations already in the base export, and the quality and replay filters'
+    accounts (``None``: that filter was not asked for)."""
+
+    already_exported: int = 0
+    quality_filter: dict | None = None
+    replay_filter: dict | None = None
+
+
+def _bundle_counts(
+    total: PartsTotal, data: DataFiles, writer: Writer, filters: Filters, options: ExportOptions
+) -> dict[str, Any]:
+    """The manifest's ``counts`` (the README and the job's counts say them too)."""
+    annotations = len(total.sources)
+    counts: dict[str, Any] = {
+        "by_kind": total.by_kind,
+        "by_split": total.by_split,
+        "by_file": data.by_file,
         "annotations": annotations,
-        "already_exported": already_exported,
-        **({"quality_filter": quality_filter} if quality_filter is not None else {}),
+        "already_exported": filters.already_exported,
+        **({"quality_filter": filters.quality_filter} if filters.quality_filter is not None else {}),
         # Replays (option verified_only): the corrections by verification, and how many the option left out.
-        **({"replay_filter": replay_filter} if replay_filter is not None else {}),
+        **({"replay_filter": filters.replay_filter} if filters.replay_filter is not None else {}),
         # The samples of corrections a replay was asked for, by the correction's standing (copies counted: the
         # option verification_weights writes a sample once per unit of its standing's weight).
-        **({"samples_by_verification": dict(sorted(by_verification.items()))} if by_verification else {}),
-        "images": len(images) + len(reduced_images) if writer.uses_image_folder or writer.uses_image_table else 0,
-        "skipped": len(skipped),
-        "skipped_by_reason": dict(sorted(Counter(s.code for s in skipped).items())),
-        "shards": shards,
+        **({"samples_by_verification": dict(sorted(total.by_verification.items()))} if total.by_verification else {}),
+        "images": len(total.images) + len(total.reduced_images)
+        if writer.uses_image_folder or writer.uses_image_table
+        else 0,
+        "skipped": len(total.skipped),
+        "skipped_by_reason": dict(sorted(Counter(s.code for s in total.skipped).items())),
+        "shards": total.shards,
         # Points and element boxes stored with decimals (before the editor rounded them): trained as integers.
-        "rounded_points": rounded,
+        "rounded_points": total.rounded_points,
     }
     # One sample set per trace: the bundle's traces are its annotations. Said where an engineer looks (the
     # manifest's counts, the README, the job's counts the command line prints), never left silent.
     empty = validation_empty_reason(
         options=options,
         traces=annotations,
-        validation_samples=by_split.get("validation", 0),
-        sample_traces=sample_traces,
+        validation_samples=total.by_split.get("validation", 0),
+        sample_traces=total.sample_traces,
     )
     if empty and annotations:
         counts["validation_empty"] = empty
-    lineage_block = {
+    return counts
+
+
+def _lineage(base: ExportJob | None, filters: Filters, by_round: Counter) -> dict[str, Any]:
+    return {
         # What this bundle was built after: an incremental bundle holds only what changed since its base.
         "since_export": None
         if base is None
         else {"id": base.pk, "bundle_sha256": base.bundle_sha256, "annotations": len(base.sources or [])},
-        "already_exported": already_exported,
+        "already_exported": filters.already_exported,
         # The quality filter (option min_gold_accuracy): how many accepted answers it left out, and why (whose).
-        **({"left_out_by_quality": quality_filter} if quality_filter is not None else {}),
+        **({"left_out_by_quality": filters.quality_filter} if filters.quality_filter is not None else {}),
         # The replays behind the corrections (docs/runners.md): their ids, and what verified_only left out.
-        **({"replays": replay_filter} if replay_filter is not None else {}),
+        **({"replays": filters.replay_filter} if filters.replay_filter is not None else {}),
         "rounds": rounds_of_sources(by_round),
     }
-    sections = writer.manifest_sections()
-    readme = archive.readme_text(
-        project_name=project.name,
-        fmt=fmt,
-        text=declared.readme,
-        data_files=data_files + extra_files,
-        counts=counts,
-        options=options.to_json(),
-        pixels=pixels,
-        lineage=lineage_block,
-        sections=sections,
-        sequence=sequence,
-    )
-    (out / "README.md").write_text(readme, encoding="utf-8")
-    for name in [*extra_files, "README.md"]:
+
+
+def _local_entries(out: Path, names: list[str], files: dict[str, dict]) -> list[archive.Entry]:
+    """The files written in the bundle's folder, listed in ``files`` (the manifest's) as they are added."""
+    entries = []
+    for name in names:
         files[name] = {"sha256": archive.file_sha256(out / name), "size": (out / name).stat().st_size}
         entry = archive.local_entry(out / name, name)
         # The image table is compressed images: stored as it is, like the images folder.
         entries.append(entry if name != IMAGE_TABLE else dataclasses.replace(entry, compress=False))
-    for sha, (storage_name, size, path) in images.items() if writer.uses_image_folder else ():
-        files[path] = {"sha256": sha, "size": size}
-        entries.append(archive.Entry(path, size, _stored_file(storage_name), compress=False))
-    for path, (storage_name, size, sha) in reduced_images.items() if writer.uses_image_folder else ():
-        files[path] = {"sha256": sha, "size": size}
-        entries.append(archive.Entry(path, size, _stored_file(storage_name), compress=False))
-    manifest = {
+    return entries
+
+
+def _image_entries(total: PartsTotal, files: dict[str, dict]) -> list[archive.Entry]:
+    """The images folder's screenshots, stored as they are (PNG and JPEG are compressed already)."""
+    entries = []
+    for sha, image in total.images.items():
+        files[image.path] = {"sha256": sha, "size": image.size}
+        entries.append(archive.Entry(image.path, image.size, _stored_file(image.stored), compress=False))
+    for path, reduced in total.reduced_images.items():
+        files[path] = {"sha256": reduced.sha256, "size": reduced.size}
+        entries.append(archive.Entry(path, reduced.size, _stored_file(reduced.stored), compress=False))
+    return entries
+
+
+def _on_policy_section(on_policy: dict[tuple[str, str], int]) -> dict[str, Any]:
+    """Pairs whose rejected side a checkpoint sampled (kind dpo_on_policy): on-policy for that checkpoint only."""
+    if not on_policy:
+        return {}
+    return {
+        "on_policy": {
+            "kind": "dpo_on_policy",
+            "pairs": sum(on_policy.values()),
+            "checkpoints": [
+                {"model_name": name, "weights_hash": weights, "pairs": n}
+                for (name, weights), n in sorted(on_policy.items())
+            ],
+        }
+    }
+
+
+def _manifest(
+    *,
+    project: Project,
+    fmt: str,
+    options: ExportOptions,
+    pixels: dict,
+    counts: dict[str, Any],
+    sequence: dict[str, Any],
+    sections: dict[str, Any],
+    total: PartsTotal,
+    lineage_block: dict[str, Any],
+    files: dict[str, dict],
+) -> dict[str, Any]:
+    return {
         "schema_version": SCHEMA_VERSION,
         "app_version": settings.APP_VERSION,
         "format": fmt,
@@ -265,22 +326,8 @@ def export_assemble(
         "counts": counts,
         "tokens": sequence,
         **sections,
-        # Pairs whose rejected side a checkpoint sampled (kind dpo_on_policy): on-policy for that checkpoint only.
-        **(
-            {
-                "on_policy": {
-                    "kind": "dpo_on_policy",
-                    "pairs": sum(on_policy.values()),
-                    "checkpoints": [
-                        {"model_name": name, "weights_hash": weights, "pairs": n}
-                        for (name, weights), n in sorted(on_policy.items())
-                    ],
-                }
-            }
-            if on_policy
-            else {}
-        ),
-        "sources": archive.Rows(sources, lambda source: {"annotation_id": source[0], "version": source[1]}),
+        **_on_policy_section(total.on_policy),
+        "sources": archive.Rows(total.sources, lambda source: {"annotation_id": source[0], "version": source[1]}),
         "lineage": lineage_block,
         "skipped": [
             {
@@ -290,24 +337,102 @@ def export_assemble(
                 "code": s.code,
                 "reason": s.reason,
             }
-            for s in skipped
+            for s in total.skipped
         ],
         "files": files,
     }
-    archive.manifest_write(out / "manifest.json", manifest)
-    del manifest
-    entries.append(archive.local_entry(out / "manifest.json", "manifest.json"))
 
-    total = annotations + len(entries)
-    progress(annotations, total)
+
+def _archive_write(
+    workdir: Path, entries: list[archive.Entry], annotations: int, progress: Callable[[int, int | None], None]
+) -> Path:
+    """The bundle's archive (``bundle.write_archive``), its progress counted after the annotations."""
+    progress(annotations, annotations + len(entries))
     target = workdir / "bundle.zip.part"
     archive.write_archive(
         target,
         entries,
         on_entry=lambda n: progress(annotations + n, None) if n % 200 == 0 or n == len(entries) else None,
     )
-    held = sorted(sources)
-    return BuildResult(target, archive.file_sha256(target), target.stat().st_size, counts, skipped, held)
+    return target
+
+
+def export_assemble(
+    *,
+    project: Project,
+    fmt: str,
+    options: ExportOptions,
+    parts: Iterable[ExportPart],
+    stored: Callable[[PartFile], Callable[[], object]],
+    workdir: Path,
+    filters: Filters | None = None,
+    base: ExportJob | None = None,
+    progress: Callable[[int, int | None], None] | None = None,
+) -> BuildResult:
+    """Assemble the bundle from its shards' ``parts`` (``export_part_build``'s results, in shard order, taken one at
+    a time) in ``workdir`` (emptied first); returns the finished archive. ``stored(file)`` opens one part's data
+    file, deflated as its shard stored it; ``filters`` says what the plan left out.
+
+    Deterministic: the data files are named from the shard order alone (``data_file_name``), every other file
+    is made from the merged results, and the archive fixes entry order, timestamps and compression
+    (``bundle.write_archive``), so the bytes do not depend on which worker built which shard, or when."""
+    declared = export_format(fmt)
+    shutil.rmtree(workdir, ignore_errors=True)
+    out = workdir / "bundle"
+    out.mkdir(parents=True)
+    progress = progress or (lambda done, total: None)
+    pixels = pixel_contract(project)
+    writer = declared.writer(out, image_bytes=None, pixels=pixels)
+
+    total = parts_reduce(parts, writer.add_part_figures)
+    annotations = len(total.sources)
+    progress(annotations, None)
+
+    data = _data_files(total.by_stem, writer.suffix, stored)
+    sequence = sequence_lengths(total.longest, total.counted_with, total.by_stem, writer.suffix, pixels)
+    writer.sequence_length = sequence["cutoff_len"]
+    extra_files = _extra_files(writer, out, total, data.names)
+    filters = filters or Filters()
+    counts = _bundle_counts(total, data, writer, filters, options)
+    lineage_block = _lineage(base, filters, total.by_round)
+    sections = writer.manifest_sections()
+    readme = archive.readme_text(
+        project_name=project.name,
+        fmt=fmt,
+        text=declared.readme,
+        data_files=data.names + extra_files,
+        counts=counts,
+        options=options.to_json(),
+        pixels=pixels,
+        lineage=lineage_block,
+        sections=sections,
+        sequence=sequence,
+    )
+    (out / "README.md").write_text(readme, encoding="utf-8")
+    files = data.files
+    entries = data.entries + _local_entries(out, [*extra_files, "README.md"], files)
+    if writer.uses_image_folder:
+        entries += _image_entries(total, files)
+    manifest = _manifest(
+        project=project,
+        fmt=fmt,
+        options=options,
+        pixels=pixels,
+        counts=counts,
+        sequence=sequence,
+        sections=sections,
+        total=total,
+        lineage_block=lineage_block,
+        files=files,
+    )
+    archive.manifest_write(out / "manifest.json", manifest)
+    del manifest
+    entries.append(archive.local_entry(out / "manifest.json", "manifest.json"))
+
+    target = _archive_write(workdir, entries, annotations, progress)
+    return BuildResult(
+        target, archive.file_sha256(target), target.stat().st_size, counts, total.skipped, sorted(total.sources)
+    )
 
 
 def sequence_lengths(

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.core.files.storage import default_storage
 from django.db import transaction
 
@@ -23,8 +24,8 @@ from exports.builders import (
 )
 from exports.formats import export_format
 from exports.models import ExportJob
-from exports.services.assembly import _stored_file, export_assemble
-from exports.services.parts import REDUCED_FOLDER, deflated_path, export_part_build
+from exports.services.assembly import Filters, _stored_file, export_assemble
+from exports.services.parts import REDUCED_FOLDER, ExportPart, deflated_path, export_part_build
 from exports.storage import bundle_delete, bundle_part_save, bundle_save
 from insights.selectors import slice_annotation_ids
 from studio.db import atomic_with_retry
@@ -56,7 +57,7 @@ def export_plan(annotation_ids: list[int]) -> list[tuple[list[int], int]]:
 
 @atomic_with_retry
 def export_job_create(
-    *, project: Project, user, fmt: str, options: dict | None = None, enqueue: bool = True
+    *, project: Project, user: User, fmt: str, options: dict | None = None, enqueue: bool = True
 ) -> ExportJob:
     """Validate and queue an export; raises ExportError / OptionsError naming a bad field."""
     export_format(fmt)  # refuses a format that is not declared (exports.formats)
@@ -161,7 +162,7 @@ def export_shard_work(job: ExportJob, shard: JobShard, progress: ShardProgress) 
         reported = done
 
     try:
-        result = export_part_build(
+        part = export_part_build(
             project=job.project,
             fmt=job.format,
             options=ExportOptions.parse(job.options),
@@ -171,11 +172,13 @@ def export_shard_work(job: ExportJob, shard: JobShard, progress: ShardProgress) 
         )
         with transaction.atomic():
             progress.guard()
-            for stem, file in result["files"].items():
-                file["stored"] = bundle_part_save(job, shard, deflated_path(scratch / f"{stem}{result['suffix']}"))
-            for image in result["reduced_images"].values():
-                image[0] = bundle_part_save(job, shard, scratch / REDUCED_FOLDER / image[0])
-            JobShard.objects.filter(pk=shard.pk, attempts=shard.attempts).update(result=result)
+            for stem, file in part.files.items():
+                file.stored = bundle_part_save(job, shard, deflated_path(scratch / f"{stem}{part.suffix}"))
+            part.reduced_images = {
+                key: image._replace(stored=bundle_part_save(job, shard, scratch / REDUCED_FOLDER / image.stored))
+                for key, image in part.reduced_images.items()
+            }
+            JobShard.objects.filter(pk=shard.pk, attempts=shard.attempts).update(result=part.to_json())
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -192,22 +195,24 @@ def export_assemble_work(job: ExportJob) -> str:
     try:
         options = ExportOptions.parse(job.options)
 
-        def parts() -> Iterator[dict]:
+        def parts() -> Iterator[ExportPart]:
             for part in shards_results(job):
                 if part is None:
                     raise ExportError("a shard of this export completed without recording its files; export again")
-                yield part
+                yield ExportPart.from_json(part)
 
         result = export_assemble(
             project=job.project,
             fmt=job.format,
             options=options,
             parts=parts(),
-            stored=lambda file: _stored_file(file["stored"]),
+            stored=lambda file: _stored_file(file.stored),
             workdir=workdir,
-            already_exported=(job.counts or {}).get("already_exported", 0),
-            quality_filter=(job.counts or {}).get("quality_filter"),
-            replay_filter=(job.counts or {}).get("replay_filter"),
+            filters=Filters(
+                already_exported=(job.counts or {}).get("already_exported", 0),
+                quality_filter=(job.counts or {}).get("quality_filter"),
+                replay_filter=(job.counts or {}).get("replay_filter"),
+            ),
             base=_export_base_of(job, options),
             progress=progress,
         )
@@ -276,7 +281,7 @@ def export_job_delete_bundle(*, job: ExportJob) -> None:
     ExportJob.objects.filter(pk=job.pk).update(bundle_name="")
 
 
-def export_to_path(*, project: Project, user, fmt: str, options: dict | None, out: Path) -> ExportJob:
+def export_to_path(*, project: Project, user: User, fmt: str, options: dict | None, out: Path) -> ExportJob:
     """Run an export in this process (the management command) and copy the bundle to ``out``."""
     job = export_job_create(project=project, user=user, fmt=fmt, options=options, enqueue=False)
     job = export_job_run(job_id=job.pk)

@@ -97,8 +97,13 @@ def _shadowed(route: Route) -> bool:
 ADMIN_ROUTES = [r for r in walk() if r.is_admin and not r.kwarg_names and not _shadowed(r) and r.name != "logout"]
 
 
+def undeclared(routes: list[Route]) -> list[str]:
+    """``/route (name, METHOD)`` for each URL and method that names no action."""
+    return [f"/{r.route} ({r.name}, {m.upper()})" for r in routes for m in r.methods() if r.action(m) is None]
+
+
 def test_every_url_and_socket_declares_a_known_action():
-    missing = [f"/{r.route} ({r.name}, {m.upper()})" for r in ROUTES for m in r.methods() if r.action(m) is None]
+    missing = undeclared(ROUTES)
     assert not missing, (
         "URLs without a permission action (add permission_action or a PAGE_PERMISSIONS entry):\n" + "\n".join(missing)
     )
@@ -109,6 +114,27 @@ def test_every_url_and_socket_declares_a_known_action():
     assert sockets and all(s in SOCKET_PERMISSIONS for s in sockets), f"sockets without an action: {sockets}"
     stale = set(PAGE_PERMISSIONS) - {r.name for r in walk()}
     assert not stale, f"PAGE_PERMISSIONS names no URL: {sorted(stale)}"
+
+
+def test_control_a_url_without_a_rule_is_found():
+    """A page whose name no app's permissions declare, and a DRF view without ``permission_action``."""
+    from rest_framework.views import APIView
+
+    def page(request):
+        raise AssertionError("never called")
+
+    class Unruled(APIView):
+        def get(self, request):
+            raise AssertionError("never called")
+
+    ruled = next(r for r in ROUTES if r.name == "trace-detail")
+    routes = [ruled, Route("pages/unruled/", "page-without-rule", (), page)]
+    routes.append(Route("api/unruled/", "api-without-rule", (), Unruled.as_view()))
+    assert undeclared(routes) == [
+        "/pages/unruled/ (page-without-rule, GET)",
+        "/pages/unruled/ (page-without-rule, POST)",
+        "/api/unruled/ (api-without-rule, GET)",
+    ]
 
 
 def test_set_up_pages_are_walked_under_their_actions():

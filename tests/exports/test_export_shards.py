@@ -213,7 +213,7 @@ def test_a_shard_reads_its_annotations_by_primary_key_and_keeps_only_those_still
         result = services.export_part_build(
             project=project, fmt="trl", options=ExportOptions.parse(None), annotation_ids=ids[:3], workdir=tmp_path
         )
-    assert [pk for pk, _ in result["sources"]] == [ids[0], ids[2]]
+    assert [pk for pk, _ in result.sources] == [ids[0], ids[2]]
     table = Annotation._meta.db_table
     reads = [q["sql"].split("WHERE", 1)[-1] for q in queries if f'FROM "{table}"' in q["sql"]]
     by_ids = [where for where in reads if f'"{table}"."id" IN' in where]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.db import IntegrityError, connection, transaction
 
@@ -95,6 +96,162 @@ def _content_lock(project: Project, content_hash: str) -> None:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [key])
 
 
+@dataclass
+class _StoredImages:
+    """A trace's screenshots as stored: one per step (None: a step without one), its final one, and how many of
+    them were new."""
+
+    steps: list[Screenshot | None]
+    final: Screenshot | None
+    created: int
+
+
+def _images_store(imported: ImportedTrace) -> _StoredImages:
+    """Store a trace's images (outside any transaction, content-addressed, so a retry reuses them), a batch at a
+    time: a few queries per batch instead of several per image, and bounded memory for long traces. A file that
+    cannot be read or is no image raises a TraceReadError naming its step."""
+    where = imported.source_path or imported.external_id
+    refs = [(f"{where} step {number}", step.screenshot) for number, step in enumerate(imported.steps, start=1)]
+    if imported.final_screenshot:
+        refs.append((where, imported.final_screenshot))
+    created = 0
+    shots: list[Screenshot | None] = []
+    for start in range(0, len(refs), SCREENSHOT_BATCH):
+        batch = refs[start : start + SCREENSHOT_BATCH]
+        found, stored = _images_batch_store(batch, where)
+        created += stored
+        found_iter = iter(found)
+        shots.extend(next(found_iter) if ref is not None else None for _, ref in batch)
+    final = shots.pop() if imported.final_screenshot else None
+    return _StoredImages(shots, final, created)
+
+
+def _images_batch_store(batch: list[tuple[str, Any]], where: str) -> tuple[list[Screenshot], int]:
+    """One batch's present images stored (``screenshots_store``): their rows, in order, and how many were new."""
+    present = [(label, ref) for label, ref in batch if ref is not None]
+    blobs = []
+    for label, ref in present:
+        try:
+            blobs.append((ref.read(), ref.name))
+        except OSError as exc:
+            raise TraceReadError(label, f"{ref.name}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        return screenshots_store(images=blobs)
+    except ScreenshotProblem as exc:
+        label = present[exc.position][0]
+        raise TraceReadError(label, exc.message if label != where else f"final screenshot: {exc.message}") from None
+
+
+@dataclass
+class _TraceToStore:
+    """A trace made ready to store (its row's fields and its steps, unsaved) and what identifies it."""
+
+    fields: dict[str, Any]  # the Trace row's, made anew for each try to store it
+    steps: list[Step]
+    content: TraceContent
+    screenshots_stored: int
+
+    def result(self, trace: Trace, differs: str) -> TraceImportResult:
+        """The import's answer once ``trace`` was stored (``differs``: what differs from the trace whose
+        external_id it asked for)."""
+        return TraceImportResult(
+            trace,
+            True,
+            len(self.steps),
+            self.screenshots_stored,
+            sum(bool(step.parse_error) for step in self.steps),
+            [(step.index, step.off_screen_point) for step in self.steps if step.off_screen_point],
+            differs,
+        )
+
+
+def _trace_prepare(
+    *, project: Project, imported: ImportedTrace, job: ImportJob | None, round: Round | None
+) -> _TraceToStore:
+    """The trace's images stored, its steps built (each action parsed in the trace's convention) and its row's fields,
+    nothing of it saved."""
+    images = _images_store(imported)
+    convention = trace_convention_for(project=project, imported=imported, job=job)
+    steps = [
+        step_build(index=number, imported=step, screenshot=shot, convention=convention, project=project)
+        for number, (step, shot) in enumerate(zip(imported.steps, images.steps), start=1)
+    ]
+    metadata = dict(imported.metadata)
+    if imported.warnings:
+        metadata["import_warnings"] = imported.warnings
+    content = TraceContent.of(
+        imported.instruction,
+        [(shot.sha256 if shot else "", step.action_text) for step, shot in zip(steps, images.steps)],
+    )
+    fields = dict(
+        project=project,
+        coordinate_convention=convention,
+        external_id=imported.external_id,
+        instruction=imported.instruction,
+        source=imported.source,
+        source_path=imported.source_path[:500],
+        outcome=imported.outcome,
+        metadata=metadata,
+        final_screenshot=images.final,
+        step_count=len(steps),
+        import_job=job,
+        round=round,
+        content_hash=content.hash,
+        language=trace_language(
+            said=imported.language, project_language=project.text_language, instruction=imported.instruction
+        ),
+    )
+    return _TraceToStore(fields, steps, content, images.created)
+
+
+def _taken_id_resolve(trace: Trace, taken: Trace, content: TraceContent, *, distinct_id_when_taken: bool) -> str:
+    """What differs from the trace ``taken`` that has ``trace``'s external_id; ``trace`` takes a distinct id, or
+    (``distinct_id_when_taken`` False) a TraceIdTaken refuses it."""
+    differs = _content_conflict(taken, content)
+    if not distinct_id_when_taken:
+        advice = (
+            "push its next steps, or end it, instead of pushing it whole"
+            if taken.receiving
+            else "an external_id names one trace, so this one needs another"
+        )
+        raise TraceIdTaken(f"{differs}: {advice}", trace=taken.pk)
+    trace.external_id = _distinct_external_id(trace.project, trace.external_id, content.hash)
+    return differs
+
+
+@atomic_with_retry
+def _trace_save(
+    prepared: _TraceToStore, *, guard: Callable[[], None] | None, distinct_id_when_taken: bool
+) -> TraceImportResult | None:
+    """Store the prepared trace and its steps in one transaction, unless the project holds its content already;
+    None when a concurrent or redelivered import took its name first (look again)."""
+    trace = Trace(**prepared.fields)
+    project = trace.project
+    differs = ""
+    try:
+        # Trace and steps in one transaction: a worker killed in between must not leave a trace
+        # without steps that the redelivered task would then skip as already imported.
+        with transaction.atomic():
+            if guard is not None:
+                guard()
+            _content_lock(project, prepared.content.hash)
+            same = Trace.objects.filter(project=project, content_hash=prepared.content.hash).order_by("pk").first()
+            if same is not None:
+                return TraceImportResult(same, created=False)
+            taken = Trace.objects.filter(project=project, external_id=trace.external_id).first()
+            if taken is not None:
+                differs = _taken_id_resolve(
+                    trace, taken, prepared.content, distinct_id_when_taken=distinct_id_when_taken
+                )
+            trace.save()
+            for step in prepared.steps:
+                step.trace = trace
+            Step.objects.bulk_create(prepared.steps)
+    except IntegrityError:  # a concurrent or redelivered import got there first: look again
+        return None
+    return prepared.result(trace, differs)
+
+
 def trace_import_one(
     *,
     project: Project,
@@ -119,101 +276,9 @@ def trace_import_one(
     if problem:
         # The name itself may hold the refused character: say it escaped.
         raise TraceReadError(imported.source_path or ascii(imported.external_id)[:200], problem)
-
-    # Images first (outside the transaction, content-addressed, so a retry reuses them), a batch at a
-    # time: a few queries per batch instead of several per image, and bounded memory for long traces.
-    where = imported.source_path or imported.external_id
-    refs = [(f"{where} step {number}", step.screenshot) for number, step in enumerate(imported.steps, start=1)]
-    if imported.final_screenshot:
-        refs.append((where, imported.final_screenshot))
-    stored = 0
-    shots: list[Screenshot | None] = []
-    for start in range(0, len(refs), SCREENSHOT_BATCH):
-        batch = refs[start : start + SCREENSHOT_BATCH]
-        present = [(label, ref) for label, ref in batch if ref is not None]
-        blobs = []
-        for label, ref in present:
-            try:
-                blobs.append((ref.read(), ref.name))
-            except OSError as exc:
-                raise TraceReadError(label, f"{ref.name}: cannot be read ({exc.strerror or exc})") from None
-        try:
-            found, created = screenshots_store(images=blobs)
-        except ScreenshotProblem as exc:
-            label = present[exc.position][0]
-            raise TraceReadError(label, exc.message if label != where else f"final screenshot: {exc.message}") from None
-        stored += created
-        found_iter = iter(found)
-        shots.extend(next(found_iter) if ref is not None else None for _, ref in batch)
-    final = shots.pop() if imported.final_screenshot else None
-
-    convention = trace_convention_for(project=project, imported=imported, job=job)
-    steps = [
-        step_build(index=number, imported=step, screenshot=shot, convention=convention, project=project)
-        for number, (step, shot) in enumerate(zip(imported.steps, shots), start=1)
-    ]
-    unparsed = sum(bool(step.parse_error) for step in steps)
-    off_screen = [(step.index, step.off_screen_point) for step in steps if step.off_screen_point]
-    metadata = dict(imported.metadata)
-    if imported.warnings:
-        metadata["import_warnings"] = imported.warnings
-    content = TraceContent.of(
-        imported.instruction, [(shot.sha256 if shot else "", step.action_text) for step, shot in zip(steps, shots)]
-    )
-    content_hash = content.hash
-
-    @atomic_with_retry
-    def save() -> TraceImportResult | None:
-        trace = Trace(
-            project=project,
-            coordinate_convention=convention,
-            external_id=imported.external_id,
-            instruction=imported.instruction,
-            source=imported.source,
-            source_path=imported.source_path[:500],
-            outcome=imported.outcome,
-            metadata=metadata,
-            final_screenshot=final,
-            step_count=len(steps),
-            import_job=job,
-            round=round,
-            content_hash=content_hash,
-            language=trace_language(
-                said=imported.language, project_language=project.text_language, instruction=imported.instruction
-            ),
-        )
-        differs = ""
-        try:
-            # Trace and steps in one transaction: a worker killed in between must not leave a trace
-            # without steps that the redelivered task would then skip as already imported.
-            with transaction.atomic():
-                if guard is not None:
-                    guard()
-                _content_lock(project, content_hash)
-                same = Trace.objects.filter(project=project, content_hash=content_hash).order_by("pk").first()
-                if same is not None:
-                    return TraceImportResult(same, created=False)
-                taken = Trace.objects.filter(project=project, external_id=imported.external_id).first()
-                if taken is not None:
-                    differs = _content_conflict(taken, content)
-                    if not distinct_id_when_taken:
-                        advice = (
-                            "push its next steps, or end it, instead of pushing it whole"
-                            if taken.receiving
-                            else "an external_id names one trace, so this one needs another"
-                        )
-                        raise TraceIdTaken(f"{differs}: {advice}", trace=taken.pk)
-                    trace.external_id = _distinct_external_id(project, imported.external_id, content_hash)
-                trace.save()
-                for step in steps:
-                    step.trace = trace
-                Step.objects.bulk_create(steps)
-        except IntegrityError:  # a concurrent or redelivered import got there first: look again
-            return None
-        return TraceImportResult(trace, True, len(steps), stored, unparsed, off_screen, differs)
-
+    prepared = _trace_prepare(project=project, imported=imported, job=job, round=round)
     for _ in range(3):
-        result = save()
+        result = _trace_save(prepared, guard=guard, distinct_id_when_taken=distinct_id_when_taken)
         if result is not None:
             return result
     raise TraceReadError(imported.source_path or imported.external_id, "could not be stored: its name kept being taken")
