@@ -76,7 +76,7 @@ MAX_COPIES = 10
 UNWEIGHTED_KINDS = ("valid_prefix", "error_free")
 
 
-def verification_weights_checked(raw) -> dict:
+def verification_weights_checked(raw: object) -> dict:
     """The option ``verification_weights`` validated: {standing: copies}; OptionsError naming what is wrong."""
     if not isinstance(raw, dict) or not raw:
         raise OptionsError(
