@@ -184,7 +184,7 @@ _FTS5_RANK = (
 )
 
 
-_PAIRS = "insights_unspaced_bigrams(insights_searchentry.document)"
+_PAIRS = "insights_searchentry.document_pairs"
 
 
 def _fts5_query(term: search_text.Term) -> str:

@@ -6,10 +6,10 @@ insert, update and delete (a statement's rows at once on PostgreSQL, a row at a 
 ``search_entry_refresh`` writes it with the entry. Read at query time it was a subquery per matching row, three times
 over in the facet's CASE: most of a facet count's time at tens of thousands of matches.
 
-On PostgreSQL, an index of each document's pairs of characters of the scripts written without spaces
-(``insights_unspaced_bigrams``, the class of ``search_text.UNSPACED`` as it is now): the trigram indexes need three
-characters, so a two-character Chinese word scanned every entry; its pair now finds the entries that may hold it,
-which the LIKE then checks."""
+On PostgreSQL, each document's pairs of characters of the scripts written without spaces, a stored generated column
+``document_pairs`` (``insights_unspaced_bigrams``, the class of ``search_text.UNSPACED`` as it is now; the model does
+not declare it) with a GIN index: the trigram indexes need three characters, so a two-character Chinese word
+scanned every entry; its pair now finds the entries that may hold it, which the LIKE then checks."""
 
 from django.db import migrations, models
 
@@ -49,11 +49,15 @@ CREATE_POSTGRESQL = [
     "CREATE OR REPLACE FUNCTION insights_unspaced_bigrams(value text) RETURNS text[] LANGUAGE sql IMMUTABLE STRICT "
     "PARALLEL SAFE AS $$ SELECT coalesce(array_agg(DISTINCT substr(run[1], i, 2)), '{}') "
     f"FROM regexp_matches(value, '([{UNSPACED}]{{2,}})', 'g') AS run, generate_series(1, length(run[1]) - 1) AS i $$",
-    "CREATE INDEX IF NOT EXISTS insights_searchentry_document_bigrams ON insights_searchentry "
-    "USING gin (insights_unspaced_bigrams(document))",
+    # A stored column, not an expression index: a search reads the pairs of every entry the index offers (its
+    # filter keeps the condition), and computing them again there cost 0.3 ms a Chinese entry.
+    "ALTER TABLE insights_searchentry ADD COLUMN document_pairs text[] "
+    "GENERATED ALWAYS AS (insights_unspaced_bigrams(document)) STORED",
+    "CREATE INDEX IF NOT EXISTS insights_searchentry_document_pairs ON insights_searchentry USING gin (document_pairs)",
 ]
 DROP_POSTGRESQL = [
-    "DROP INDEX IF EXISTS insights_searchentry_document_bigrams",
+    "DROP INDEX IF EXISTS insights_searchentry_document_pairs",
+    "ALTER TABLE insights_searchentry DROP COLUMN IF EXISTS document_pairs",
     "DROP FUNCTION IF EXISTS insights_unspaced_bigrams(text)",
     *(
         f"DROP TRIGGER IF EXISTS insights_searchentry_suspicion_{name} ON traces_stepsuggestion"
