@@ -90,7 +90,7 @@ class SearchCSVRenderer(BaseRenderer):
 class ProjectSearch(APIView):
     """Search the project's corrections (the step at each annotation's first error): text and facet filters;
     facet counts among the results; step cards, 50 a page, the corrections that hold the words first, then best
-    match first when q is given, else newest first. ``?format=csv``: every match as the search page's CSV.
+    match first when q is given, else (and past 5,000 matches) newest first. ``?format=csv``: every match as the search page's CSV.
     Annotators find their own corrections only."""
 
     permission_classes = [ActionPermission]
@@ -110,7 +110,9 @@ class ProjectSearch(APIView):
             {
                 "count": count,
                 "facets": facets,
-                "results": selectors.step_cards(entries, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE),
+                "results": selectors.step_cards(
+                    selectors.in_page_order(entries, matches=count), limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE
+                ),
             }
         )
 

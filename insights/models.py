@@ -61,6 +61,12 @@ class SearchEntry(models.Model):
         help_text="Against the trace's other handed-in answers: same τ, other τ (or no error); empty: the only one.",
     )
 
+    suspicion = models.FloatField(
+        null=True,
+        help_text="The pre-score suspicion of the step at τ, from its latest scoring (none: never scored); kept by "
+        "triggers on the step suggestions (migration 0009) and by search_entry_refresh.",
+    )
+
     class Meta:
         indexes = [models.Index(fields=["project", "status"]), models.Index(fields=["project", "category"])]
 

@@ -34,6 +34,12 @@ SYNTAX = frozenset("()[]{}<>='\"`\\|_")
 _TOKENS = re.compile(r"<\|[a-z_]*\|>|</?(?:point|bbox)>|\b[a-z_][a-z0-9_]*\s*=", re.IGNORECASE)
 OR = "OR"
 PREFIX = "*"
+# Scripts written without spaces between words (Han, kana, Thai, Lao, Myanmar, Khmer): a run of them holds several
+# words, so a word is found inside the run (LIKE), and the run's overlapping pairs of characters stand in for its
+# words where words are compared or indexed. PostgreSQL's index of a document's pairs (migration 0009's
+# ``insights_unspaced_bigrams``) spells this class out: a change here is a new migration remaking that index.
+UNSPACED = "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_UNSPACED_RUN = re.compile(f"[{UNSPACED}]{{2,}}")
 
 
 def action_as_written(text: str) -> str:
@@ -156,3 +162,11 @@ def query_groups(q: str) -> list[tuple[Term, ...]]:
 def query_terms(q: str) -> list[Term]:
     """Every term of ``q``, each once (what counts against ``MAX_TERMS``)."""
     return list(dict.fromkeys(t for group in query_groups(q) for t in group))
+
+
+def unspaced_bigrams(text: str) -> list[str]:
+    """The overlapping pairs of characters of ``text``'s runs of unspaced scripts, each once, in order: a document
+    holding ``text`` holds every one of them, so on PostgreSQL they narrow a LIKE to the entries whose index of pairs
+    holds them all (a two-character Chinese word is one pair; trigrams need three characters)."""
+    pairs = (run[i : i + 2] for run in _UNSPACED_RUN.findall(text) for i in range(len(run) - 1))
+    return list(dict.fromkeys(pairs))

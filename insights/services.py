@@ -15,6 +15,7 @@ from django.db import IntegrityError, transaction
 from annotation.models import Annotation, AnnotationKind, AnnotationStatus, Verdict
 from insights import search_text, signature
 from insights.models import Cluster, ClusterRun, SearchEntry, Slice
+from prescoring.models import StepSuggestion
 from studio.engine import job_enqueue, job_run_here
 from studio.errors import Conflict, Invalid
 from studio.jobs import JobSuperseded, job_progress
@@ -78,11 +79,20 @@ def search_entry_refresh(*, annotation_id: int) -> SearchEntry | None:
         "platform": str(metadata.get("platform") or trace.project.platform)[:40],
         "app": signature.app_of(metadata),
         "annotation_version": annotation.version,
+        "suspicion": _latest_suspicion(step),
     }
     entry, _ = SearchEntry.objects.update_or_create(annotation_id=annotation.pk, defaults=values)
     search_agreement_refresh(trace_id=trace.pk)
     entry.refresh_from_db(fields=["agreement"])
     return entry
+
+
+def _latest_suspicion(step: Step | None) -> float | None:
+    """The step's pre-score suspicion from its latest scoring (the triggers of migration 0009 keep it so after)."""
+    if step is None:
+        return None
+    latest = StepSuggestion.objects.filter(step=step).order_by("-created_at", "-id")
+    return latest.values_list("suspicion", flat=True).first()
 
 
 AGREES, DIFFERS = "same τ", "other τ"
@@ -148,7 +158,7 @@ def slice_delete(*, slice_: Slice) -> None:
 # overlapping pairs of characters, which stand in for its words (a word of these scripts is mostly one or two
 # characters, and a pair shared by two texts is rarely chance). Any other script's words are runs of letters
 # (combining marks included, which Indic scripts need), two or more long.
-_UNSPACED = "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_UNSPACED = search_text.UNSPACED
 _MARKS = "\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0900-\u0dff"
 TOKEN = re.compile(rf"(?P<unspaced>[{_UNSPACED}]+)|(?P<word>[^\W\d_{_UNSPACED}]+(?:[{_MARKS}]+[^\W\d_{_UNSPACED}]*)*)")
 # An ASCII text (most corrections) has only the simplest words: read with one findall, four times as fast.

@@ -82,7 +82,7 @@ def project_search(request, project_id: int):
         "query": query,
         "query_string": _query_string(query),
         "count": count,
-        "cards": selectors.step_cards(entries, limit=PAGE_SIZE),
+        "cards": selectors.step_cards(selectors.in_page_order(entries, matches=count), limit=PAGE_SIZE),
         "facets": [
             {"name": name, "label": FACET_LABELS[name], "values": facets[name], "chosen": query.filters.get(name, "")}
             for name in selectors.FACETS
@@ -139,7 +139,7 @@ def slice_detail(request, pk: int):
     context = {
         "slice": slice_,
         "project": slice_.project,
-        "count": entries.count(),
+        "count": (count := entries.count()),
         "search_query": _query_string(selectors.search_query_parse(slice_.query)),
         # Bars of a small SVG chart, 100 units a round, 90 high at the peak.
         "trend": [
@@ -153,7 +153,7 @@ def slice_detail(request, pk: int):
             for i, point in enumerate(trend)
         ],
         "trend_width": 100 * max(1, len(trend)),
-        "cards": selectors.step_cards(entries, limit=PAGE_SIZE),
+        "cards": selectors.step_cards(selectors.in_page_order(entries, matches=count), limit=PAGE_SIZE),
         "can_manage": can(request.user, "slice.manage", slice_.project),
         "can_export": can(request.user, "export.create", slice_.project),
         "can_queue": can(request.user, "queue.request", slice_.project),
