@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.installs import installs_dir
 from tests.npm_packages import NpmInstallError, npm_ensure
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "tests" / "axe" / "package.json"
-INSTALL = REPO / "var" / "axe-core"
+INSTALL = installs_dir() / "axe-core"
 
 # What fails a page: axe's two worst impacts (WCAG 2.1 A and AA rules and axe's best practices).
 FAILING_IMPACTS = ("critical", "serious")

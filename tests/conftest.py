@@ -54,6 +54,19 @@ def llamafactory_python():
     )
 
 
+# --- the test databases ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(request, django_db_modify_db_settings_parallel_suffix):
+    """pytest-django's hook before it makes the test databases: copy them from a migrated template
+    (tests/database_template.py) instead of migrating each."""
+    if not request.config.getoption("nomigrations", default=False):
+        from tests.database_template import test_databases_from_template
+
+        test_databases_from_template()
+
+
 # --- people and projects --------------------------------------------------------------------
 
 

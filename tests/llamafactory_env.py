@@ -26,6 +26,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -33,7 +34,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-VENV = REPO / "var" / "llamafactory-venv"
+# Under ``STUDIO_TEST_INSTALLS`` when set (tests/installs.py; read here too: this module runs as a script).
+VENV = Path(os.environ.get("STUDIO_TEST_INSTALLS") or REPO / "var") / "llamafactory-venv"
 
 TORCH = "torch==2.13.0"  # = pyproject.toml's ml extra
 REQUIREMENTS = [

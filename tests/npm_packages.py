@@ -1,6 +1,6 @@
 """Node packages the tests run, each pinned in a package file of the repository and installed once with npm into a
-folder under ``var/`` (ignored by git; a change of the package file installs it again): the OpenID Connect provider
-(tests/oidc_provider.py), axe-core (tests/accessibility.py)."""
+folder under ``var/`` (ignored by git), or under ``STUDIO_TEST_INSTALLS`` when set (tests/installs.py); a change of the
+package file installs it again: the OpenID Connect provider (tests/oidc_provider.py), axe-core (tests/axe_core.py)."""
 
 from __future__ import annotations
 

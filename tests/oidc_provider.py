@@ -11,12 +11,13 @@ import json
 import shutil
 from pathlib import Path
 
+from tests.installs import installs_dir
 from tests.npm_packages import NpmInstallError, npm_ensure
 from tests.processes import ReadyLineProcess
 
 REPO = Path(__file__).resolve().parent.parent
 SOURCE = REPO / "tests" / "serving" / "oidc"
-INSTALL = REPO / "var" / "oidc-provider"
+INSTALL = installs_dir() / "oidc-provider"
 
 
 # npm could not install the provider (no package registry reachable, no node).
