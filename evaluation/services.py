@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings as django_settings
+from django.utils.translation import gettext
 
 from annotation.models import Annotation
 from evaluation import selectors
@@ -261,7 +262,7 @@ def evaluation_work(job: EvaluationJob) -> str:
         )
         weights_hash = scorer.weights_hash
     except ModelLoadError as exc:  # no retry loads a model that is not there
-        raise JobFailed(f"model not loaded: {exc}") from exc
+        raise JobFailed(gettext("model not loaded: %(problem)s") % {"problem": exc}) from exc
     job.model_name, job.weights_hash = scorer.model_name[:200], weights_hash
     EvaluationJob.objects.filter(pk=job.pk).update(model_name=job.model_name, weights_hash=job.weights_hash)
 
@@ -336,9 +337,17 @@ def evaluation_work(job: EvaluationJob) -> str:
     EvaluationJob.objects.filter(pk=job.pk).update(metrics=metrics, samples_scored=scored_count, samples_failed=failed)
     job.metrics, job.samples_scored, job.samples_failed = metrics, scored_count, failed
     if total and not scored_count:
-        raise JobFailed(f"none of the {total} samples could be scored; see the errors")
+        raise JobFailed(gettext("none of the %(total)s samples could be scored; see the errors") % {"total": total})
     overall = metrics["overall"]
     accuracy = overall["preference_accuracy"]
-    return f"{scored_count} samples scored, {failed} failed, {len(selected.skips)} skipped by the builder" + (
-        f"; preference accuracy {accuracy:.3f} over {overall['pairs']} pairs" if accuracy is not None else ""
-    )
+    said = gettext("%(scored)s samples scored, %(failed)s failed, %(skipped)s skipped by the builder") % {
+        "scored": scored_count,
+        "failed": failed,
+        "skipped": len(selected.skips),
+    }
+    if accuracy is not None:
+        said += gettext("; preference accuracy %(accuracy)s over %(pairs)s pairs") % {
+            "accuracy": f"{accuracy:.3f}",
+            "pairs": overall["pairs"],
+        }
+    return said

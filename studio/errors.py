@@ -65,7 +65,9 @@ STATUS_BY_KIND: dict[ErrorKind, int] = {
 
 
 class StudioError(Exception):
-    """An application error: ``detail`` is the message shown to people; ``extra`` are further body fields
+    """An application error: ``detail`` is the message shown to people, worded in the language of whoever asked
+    (``gettext`` where it is raised; the request's, the socket's or the job's owner's language is the active one
+    then) while ``kind`` stays the same machine-read code in every language; ``extra`` are further body fields
     (e.g. ``current_version`` on a conflict) that clients read. Services and selectors raise these and never an
     HTTP status: the API (studio.api.exception_handler), the pages (studio.middleware.StudioErrorMiddleware) and
     the sockets (``error_frame``) turn the kind into their answer."""
@@ -121,7 +123,8 @@ class SignedOut(StudioError):
 
 def error_body(exc: StudioError) -> dict[str, Any]:
     """The JSON body every surface sends for ``exc``: the extra fields, then ``detail`` and ``kind``."""
-    return {**exc.extra, "detail": exc.detail, "kind": exc.kind.value}
+    # str(): a detail may be a lazy translation, worded here in the language of the request or socket answered.
+    return {**exc.extra, "detail": str(exc.detail), "kind": exc.kind.value}
 
 
 def error_frame(exc: StudioError) -> dict[str, Any]:
