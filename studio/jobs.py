@@ -499,8 +499,8 @@ def job_cancel(job) -> tuple[bool, str]:
     with transaction.atomic():
         job = type(job).objects.select_for_update().get(pk=job.pk)
         if job.is_finished:
-            return False, gettext("Nothing to cancel: the job already ended (%(status)s).") % {
-                "status": job.get_status_display()
+            return False, gettext("Nothing to cancel: the job already %(status)s.") % {
+                "status": job.get_status_display().lower()
             }
         type(job).objects.filter(pk=job.pk).update(cancel_requested=True)
         job.cancel_requested = True
