@@ -7,16 +7,25 @@ from typing import Any
 
 from django.db import DatabaseError
 
+from studio.catalog import gettext_noop
+
 
 def describe_error(exc: BaseException, *, limit: int = 500) -> str:
     """``exc`` for a job page or an API answer. Database errors carry the SQL and the values in their text:
     those are named by kind only (the worker log keeps the whole error); a service that is down or hung (Redis,
     S3) is named in the words a request meeting it gets (``studio.middleware.DependencyOutageMiddleware``)."""
+    from django.utils.translation import gettext
+
     if isinstance(exc, DatabaseError):
-        return f"{exc.__class__.__name__}: the database refused or lost the operation (details in the worker log)"
+        return gettext("%(error)s: the database refused or lost the operation (details in the worker log)") % {
+            "error": exc.__class__.__name__
+        }
     service = unreachable_dependency(exc)
     if service is not None:
-        return f"{service} is not answering ({exc.__class__.__name__}; details in the worker log)."
+        return gettext("%(service)s is not answering (%(error)s; details in the worker log).") % {
+            "service": gettext(service),
+            "error": exc.__class__.__name__,
+        }
     text = f"{exc.__class__.__name__}: {exc}"
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -34,9 +43,9 @@ def unreachable_dependency(exc: BaseException) -> str | None:
     if isinstance(exc, (RedisConnectionError, RedisTimeoutError)):
         return "Redis"
     if isinstance(exc, (BotoConnectionError, HTTPClientError)):
-        return "The file storage (S3)"
+        return gettext_noop("The file storage (S3)")
     if isinstance(exc, ClientError) and exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) >= 500:
-        return "The file storage (S3)"
+        return gettext_noop("The file storage (S3)")
     return None
 
 

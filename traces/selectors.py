@@ -106,7 +106,11 @@ def branch_parent(project: Project, ref) -> Trace | None:
         return None
     found = Trace.objects.filter(project=project, external_id=text).first()
     if found is None:
-        raise Invalid(f"parent: {project.name} has no trace {text[:255]!r} to branch from", field="parent")
+        raise Invalid(
+            gettext("parent: %(project)s has no trace %(trace)s to branch from")
+            % {"project": project.name, "trace": repr(text[:255])},
+            field="parent",
+        )
     return found
 
 
