@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 
 from django.urls import reverse
+from django.utils.translation import gettext
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
@@ -42,10 +43,12 @@ class NextTrace(WorkView):
         project = access_project(request, project_id)
         order = request.data.get("order", "") if isinstance(request.data, dict) else ""
         if order not in ("", "id", "suspicion"):
-            raise Invalid(f"order must be 'id' or 'suspicion', not {str(order)[:40]!r}")
+            raise Invalid(
+                gettext("order must be 'id' or 'suspicion', not %(order)s") % {"order": repr(str(order)[:40])}
+            )
         claim = services.lease_next_trace(user=request.user, project=project, most_doubtful_first=order == "suspicion")
         if claim is None:
-            raise NotFound(f"No trace of {project.name} is open to you right now.")
+            raise NotFound(gettext("No trace of %(project)s is open to you right now.") % {"project": project.name})
         annotation, lease = claim
         return Response(
             {

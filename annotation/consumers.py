@@ -13,12 +13,15 @@ from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.utils import translation
+from django.utils.translation import gettext
 
 from annotation import events
 from annotation.review.selectors import presence_snapshot
 from annotation.services import lease_release_by
 from studio.access import NotInScope
 from studio.errors import Invalid, StudioError, error_frame
+from studio.i18n import socket_language
 from studio.inputs import id_from_text
 from traces.access import projects_for
 from traces.models import Trace
@@ -29,6 +32,15 @@ CLOSE_INVALID = 4400
 
 
 class LiveConsumer(AsyncJsonWebsocketConsumer):
+    language = ""
+
+    async def dispatch(self, message):
+        # Every frame's words in the language its page was read in (studio.i18n.socket_language), as an API answer's.
+        if not self.language:
+            self.language = await database_sync_to_async(socket_language)(self.scope)
+        with translation.override(self.language):
+            await super().dispatch(message)
+
     async def connect(self):
         self.user = self.scope.get("user")
         self.project_ids: list[int] = []
@@ -43,7 +55,9 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
             # A client may send raw bytes (browsers percent-encode). Refused with the error frame, then closed: a
             # close before the handshake is accepted reaches the client as a bare HTTP 403, which names nothing.
             await self.accept()
-            await self._refuse(Invalid(f"the address's query string is not valid UTF-8 (byte {exc.start})"))
+            await self._refuse(
+                Invalid(gettext("the address's query string is not valid UTF-8 (byte %(byte)s)") % {"byte": exc.start})
+            )
             await self.close(code=CLOSE_INVALID)
             return
         wanted = parse_qs(query).get("project", [None])[0]
@@ -68,12 +82,14 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
         """A frame that is not JSON text is answered with an error frame; the socket stays open (the stock
         consumer raised, which dropped the connection)."""
         if text_data is None:
-            await self._refuse(Invalid("messages are JSON text frames, not binary"))
+            await self._refuse(Invalid(gettext("messages are JSON text frames, not binary")))
             return
         try:
             content = await self.decode_json(text_data)
         except ValueError as exc:  # json.JSONDecodeError, or text the decoder cannot take
-            await self._refuse(Invalid(f"messages are JSON objects; this one is not ({exc})"))
+            await self._refuse(
+                Invalid(gettext("messages are JSON objects; this one is not (%(problem)s)") % {"problem": exc})
+            )
             return
         await self.receive_json(content, **kwargs)
 
@@ -88,7 +104,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
         elif kind == "lease.release":
             await self._release(content.get("lease_id"))
         else:
-            await self._refuse(Invalid(f"unknown message type {kind!r}"))
+            await self._refuse(Invalid(gettext("unknown message type %(type)s") % {"type": repr(kind)}))
 
     async def studio_event(self, message):
         await self.send_json(message["event"])
@@ -165,7 +181,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
     @database_sync_to_async
     def _release_lease(self, lease_id) -> StudioError | None:
         if not isinstance(lease_id, int):
-            return Invalid("lease_id must be a number")
+            return Invalid(gettext("lease_id must be a number"))
         try:
             # The one release path (a lead's live list: lease.manage); a released lease is answered unchanged.
             lease_release_by(actor=self.user, lease_id=lease_id, action="lease.manage")

@@ -24,6 +24,7 @@ from django.db import connection, connections, transaction
 from django.db.models import Count, Exists, OuterRef
 from django.db.models.functions import TruncDate
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from annotation.agreement import agreement_report
 from annotation.models import DONE_STATUSES, Annotation, AnnotationKind, AnnotationStatus, AuditEvent, Verdict
@@ -63,12 +64,16 @@ class DateRange:
             # The half-open range needs the day after the last one, and the default range the 30 days before it.
             if day is not None and not EARLIEST_DAY <= day <= LATEST_DAY:
                 raise Invalid(
-                    f"Bad date range: {day} is outside the days a dashboard covers ({EARLIEST_DAY} to {LATEST_DAY})"
+                    gettext("Bad date range: %(day)s is outside the days a dashboard covers (%(first)s to %(last)s)")
+                    % {"day": day, "first": EARLIEST_DAY, "last": LATEST_DAY}
                 )
         last_day = last_day or timezone.now().date()
         first_day = first_day or last_day - timedelta(days=DEFAULT_RANGE_DAYS - 1)
         if first_day > last_day:
-            raise Invalid(f"Bad date range: the range starts ({first_day}) after it ends ({last_day})")
+            raise Invalid(
+                gettext("Bad date range: the range starts (%(first)s) after it ends (%(last)s)")
+                % {"first": first_day, "last": last_day}
+            )
         tz = timezone.get_current_timezone()
         since = datetime.combine(first_day, time.min, tzinfo=tz)
         until = datetime.combine(last_day + timedelta(days=1), time.min, tzinfo=tz)
@@ -87,7 +92,10 @@ def _query_day(value: str | None, name: str) -> date | None:
     try:
         return date.fromisoformat(value)
     except ValueError:
-        raise Invalid(f"Bad date range: {name} must be a date like 2025-01-31, not {value!r}") from None
+        raise Invalid(
+            gettext("Bad date range: %(name)s must be a date like 2025-01-31, not %(value)s")
+            % {"name": name, "value": repr(value)}
+        ) from None
 
 
 def _done(project: Project, period: DateRange | None, statuses=DONE):

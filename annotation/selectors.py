@@ -340,12 +340,17 @@ def workspace_steps_range(trace: Trace, first_text, last_text) -> tuple[int, int
         first, last = int(str(first_text)), int(str(last_text))
     except ValueError:
         raise Invalid(
-            "first and last must be step numbers (whole numbers)", first=str(first_text)[:40], last=str(last_text)[:40]
+            gettext("first and last must be step numbers (whole numbers)"),
+            first=str(first_text)[:40],
+            last=str(last_text)[:40],
         ) from None
     if not 1 <= first <= last <= count:
-        raise Invalid(f"first and last must satisfy 1 ≤ first ≤ last ≤ {count} (the trace's steps)", step_count=count)
+        raise Invalid(
+            gettext("first and last must satisfy 1 ≤ first ≤ last ≤ %(count)s (the trace's steps)") % {"count": count},
+            step_count=count,
+        )
     if last - first + 1 > STEPS_MAX_SPAN:
-        raise Invalid(f"at most {STEPS_MAX_SPAN} steps at a time", max_span=STEPS_MAX_SPAN)
+        raise Invalid(gettext("at most %(span)s steps at a time") % {"span": STEPS_MAX_SPAN}, max_span=STEPS_MAX_SPAN)
     return first, last
 
 

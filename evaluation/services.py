@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings as django_settings
+from django.utils.translation import gettext
 
 from annotation.models import Annotation
 from evaluation import selectors
@@ -66,7 +67,7 @@ def model_dir_resolve(model_dir: str) -> str:
     Invalid, naming it, when it is no Qwen2-VL / Qwen2.5-VL checkpoint directory."""
     text = (model_dir or "").strip()
     if not text:
-        raise Invalid("model_dir: name a checkpoint directory on the gpu workers", field="model_dir")
+        raise Invalid(gettext("model_dir: name a checkpoint directory on the gpu workers"), field="model_dir")
     path = Path(text)
     if not path.is_absolute() and checkpoints_dir():
         path = Path(checkpoints_dir()) / path
@@ -109,10 +110,16 @@ def _selection_resolve(
     raw: dict = {}
     if export_id is not None:
         if validation_fraction is not None or split_seed is not None:
-            raise Invalid("export: an export brings its own validation_fraction and split_seed", field="export")
+            raise Invalid(
+                gettext("export: an export brings its own validation_fraction and split_seed"), field="export"
+            )
         export = ExportJob.objects.filter(pk=export_id, project=project).first()
         if export is None:
-            raise Invalid(f"export: project {project.name!r} has no export {export_id}", field="export")
+            raise Invalid(
+                gettext("export: project %(project)s has no export %(id)s")
+                % {"project": repr(project.name), "id": export_id},
+                field="export",
+            )
         keys = ("validation_fraction", "split_seed", "unparsed_history", "validation_trace", "train_only")
         raw = {key: export.options[key] for key in keys if key in (export.options or {})}
     if validation_fraction is not None:
@@ -124,7 +131,7 @@ def _selection_resolve(
     except OptionsError as exc:
         raise Invalid(str(exc), field="selection") from None
     if split == "validation" and options.validation_fraction == 0:
-        raise Invalid("split: validation_fraction is 0, so the validation split is empty", field="split")
+        raise Invalid(gettext("split: validation_fraction is 0, so the validation split is empty"), field="split")
     if split == "validation" and options.train_only:
         raise Invalid(
             f"split: export {export_id} trained every sample (fewer than two of its traces gave samples), so its "
@@ -164,7 +171,7 @@ def evaluation_job_create(
     path = model_dir_resolve(model_dir)
     checkpoint = (checkpoint or "").strip() or Path(path).name
     if len(checkpoint) > 200:
-        raise Invalid("checkpoint: at most 200 characters", field="checkpoint")
+        raise Invalid(gettext("checkpoint: at most 200 characters"), field="checkpoint")
     selection = _selection_resolve(
         project,
         split=split,
@@ -261,7 +268,7 @@ def evaluation_work(job: EvaluationJob) -> str:
         )
         weights_hash = scorer.weights_hash
     except ModelLoadError as exc:  # no retry loads a model that is not there
-        raise JobFailed(f"model not loaded: {exc}") from exc
+        raise JobFailed(gettext("model not loaded: %(problem)s") % {"problem": exc}) from exc
     job.model_name, job.weights_hash = scorer.model_name[:200], weights_hash
     EvaluationJob.objects.filter(pk=job.pk).update(model_name=job.model_name, weights_hash=job.weights_hash)
 
@@ -336,9 +343,21 @@ def evaluation_work(job: EvaluationJob) -> str:
     EvaluationJob.objects.filter(pk=job.pk).update(metrics=metrics, samples_scored=scored_count, samples_failed=failed)
     job.metrics, job.samples_scored, job.samples_failed = metrics, scored_count, failed
     if total and not scored_count:
-        raise JobFailed(f"none of the {total} samples could be scored; see the errors")
-    overall = metrics["overall"]
+        raise JobFailed(gettext("none of the %(total)s samples could be scored; see the errors") % {"total": total})
+    return _evaluation_summary(metrics["overall"], scored=scored_count, failed=failed, skipped=len(selected.skips))
+
+
+def _evaluation_summary(overall: dict, *, scored: int, failed: int, skipped: int) -> str:
+    """The job's summary, in the job's language (its requester's: studio.engine)."""
+    said = gettext("%(scored)s samples scored, %(failed)s failed, %(skipped)s skipped by the builder") % {
+        "scored": scored,
+        "failed": failed,
+        "skipped": skipped,
+    }
     accuracy = overall["preference_accuracy"]
-    return f"{scored_count} samples scored, {failed} failed, {len(selected.skips)} skipped by the builder" + (
-        f"; preference accuracy {accuracy:.3f} over {overall['pairs']} pairs" if accuracy is not None else ""
-    )
+    if accuracy is not None:
+        said += gettext("; preference accuracy %(accuracy)s over %(pairs)s pairs") % {
+            "accuracy": f"{accuracy:.3f}",
+            "pairs": overall["pairs"],
+        }
+    return said

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.utils.translation import gettext
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import NotAcceptable
@@ -173,7 +174,10 @@ class ExportBundle(APIView):
     def get(self, request, pk: int):
         job = access_export_job(request, pk)
         if job.status != JobStatus.SUCCEEDED or not job.bundle_name:
-            raise Conflict(f"export {job.pk} is {job.status}; its bundle exists only once it succeeded.")
+            raise Conflict(
+                gettext("export %(id)s is %(status)s; its bundle exists only once it succeeded.")
+                % {"id": job.pk, "status": job.get_status_display()}
+            )
         return bundle_response(request, job)
 
 
@@ -193,5 +197,7 @@ class ExportDiff(APIView):
         against_id = request.query_params.get("against")
         against = access_export_job(request, against_id) if against_id else selectors.export_previous(job)
         if against is None:
-            raise Invalid(f"export {job.pk} has no earlier finished export in its project to compare with")
+            raise Invalid(
+                gettext("export %(id)s has no earlier finished export in its project to compare with") % {"id": job.pk}
+            )
         return Response({"older": against.pk, "newer": job.pk, **selectors.export_diff(against, job).to_json()})

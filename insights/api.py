@@ -7,6 +7,7 @@ import csv
 import io
 
 from django.http import JsonResponse
+from django.utils.translation import gettext
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.renderers import BaseRenderer
@@ -234,7 +235,7 @@ class SliceQueue(APIView):
         slice_ = access_slice(request, pk)
         withdraw = request.data.get("withdraw", False) if isinstance(request.data, dict) else False
         if not isinstance(withdraw, bool):
-            raise Invalid("withdraw: true or false")
+            raise Invalid(gettext("withdraw: true or false"))
         done = services.slice_send_to_queue(slice_=slice_, user=request.user, withdraw=withdraw)
         return Response({**done, **selectors.slice_queue_state(slice_, request.user)})
 

@@ -20,6 +20,7 @@ from django.db.models import (
     When,
 )
 from django.db.models.expressions import RawSQL
+from django.utils.translation import gettext
 
 from annotation.models import Annotation, AnnotationStatus, Verdict
 from insights import search_text
@@ -84,16 +85,19 @@ def search_query_parse(raw: Any) -> SearchQuery:
     if hasattr(raw, "getlist"):
         raw = {k: raw.get(k) for k in raw}
     if not isinstance(raw, dict):
-        raise Invalid("a search is an object of q and facet filters")
+        raise Invalid(gettext("a search is an object of q and facet filters"))
     unknown = sorted(set(raw) - {"q", "ids", "page", "format", *FACETS})
     if unknown:
-        raise Invalid(f"unknown search field(s): {', '.join(unknown)}; facets are {', '.join(FACETS)}")
+        raise Invalid(
+            gettext("unknown search field(s): %(fields)s; facets are %(facets)s")
+            % {"fields": ", ".join(unknown), "facets": ", ".join(FACETS)}
+        )
     q = raw.get("q") or ""
     if not isinstance(q, str) or len(q) > MAX_QUERY:
-        raise Invalid(f"q must be text of at most {MAX_QUERY} characters", field="q")
+        raise Invalid(gettext("q must be text of at most %(most)s characters") % {"most": MAX_QUERY}, field="q")
     q = _clean_text(q)
     if len(search_text.query_terms(q)) > MAX_TERMS:
-        raise Invalid(f"q may hold at most {MAX_TERMS} words or quoted phrases", field="q")
+        raise Invalid(gettext("q may hold at most %(most)s words or quoted phrases") % {"most": MAX_TERMS}, field="q")
     filters = {}
     for name in FACETS:
         value = raw.get(name)
@@ -101,14 +105,14 @@ def search_query_parse(raw: Any) -> SearchQuery:
             continue
         value = _clean_text(str(value))
         if name in ID_FACETS and id_from_text(value) is None:
-            raise Invalid(f"{name} must be an id (a positive integer)", field=name)
+            raise Invalid(gettext("%(name)s must be an id (a positive integer)") % {"name": name}, field=name)
         filters[name] = value
     ids = raw.get("ids")
     if ids is not None:
         if isinstance(ids, str):
             ids = [p for p in re.split(r"[,\s]+", ids) if p]
         if not isinstance(ids, list) or len(ids) > MAX_IDS or not all(id_from_text(str(i)) is not None for i in ids):
-            raise Invalid("ids must be a list of annotation ids", field="ids")
+            raise Invalid(gettext("ids must be a list of annotation ids"), field="ids")
         ids = tuple(int(i) for i in ids)
     return SearchQuery(q=q.strip(), filters=filters, ids=ids)
 
@@ -472,7 +476,7 @@ def slice_compare(slice_: Slice, user, *, by: str, before: str, after: str) -> d
     rounds of each checkpoint together): how many of each side's corrections the slice holds, their share, and the
     change in points — did the newer checkpoint make this mistake less often?"""
     if by not in {"round", "checkpoint"}:
-        raise Invalid("by: round or checkpoint", field="by")
+        raise Invalid(gettext("by: round or checkpoint"), field="by")
     rounds = Round.objects.filter(project=slice_.project)
     sides: dict[str, dict[str, Any]] = {}
     shares: dict[str, float | None] = {}
@@ -481,12 +485,20 @@ def slice_compare(slice_: Slice, user, *, by: str, before: str, after: str) -> d
             round_id = id_from_text(str(value or ""))
             chosen = rounds.filter(pk=round_id) if round_id is not None else rounds.none()
             if not chosen.exists():
-                raise Invalid(f"{field_name}: no round {value!r} in this project", field=field_name)
+                raise Invalid(
+                    gettext("%(field)s: no round %(value)s in this project")
+                    % {"field": field_name, "value": repr(value)},
+                    field=field_name,
+                )
             label = chosen.get().name
         else:
             chosen = rounds.filter(checkpoint=str(value or ""))
             if not chosen.exists():
-                raise Invalid(f"{field_name}: no round of checkpoint {value!r} in this project", field=field_name)
+                raise Invalid(
+                    gettext("%(field)s: no round of checkpoint %(value)s in this project")
+                    % {"field": field_name, "value": repr(value)},
+                    field=field_name,
+                )
             label = str(value)
         ids = list(chosen.values_list("pk", flat=True))
         count = slice_entries(slice_, user).filter(round_id__in=ids).count()
@@ -525,7 +537,7 @@ def slice_annotation_ids(*, project: Project, slice_id: int) -> list[int]:
     export's annotation selection. A slice of another project is refused by name."""
     slice_ = Slice.objects.filter(pk=slice_id, project=project).first()
     if slice_ is None:
-        raise Invalid(f"slice {slice_id} is not one of this project's slices", field="slice")
+        raise Invalid(gettext("slice %(id)s is not one of this project's slices") % {"id": slice_id}, field="slice")
     entries = search(
         with_suspicion(SearchEntry.objects.filter(project=project), visible=True), search_query_parse(slice_.query)
     )
@@ -653,7 +665,7 @@ def cluster_merge_target(cluster, text: str):
     that only hold the words). Invalid, naming the problem, when none or several match."""
     text = " ".join((text or "").split())
     if not text:
-        raise Invalid("merge_with: type the name of the cluster to merge into this one", field="merge_with")
+        raise Invalid(gettext("merge_with: type the name of the cluster to merge into this one"), field="merge_with")
     chosen = MERGE_CHOICE.match(text)
     if chosen:
         other = _merge_candidates(cluster).filter(pk=int(chosen.group(1))).first()

@@ -11,6 +11,7 @@ from typing import Any
 
 from django.conf import settings as django_settings
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext
 
 from annotation.models import Annotation, AnnotationKind, AnnotationStatus, Verdict
 from insights import search_text, signature
@@ -137,15 +138,15 @@ def slice_create(*, project: Project, user, name: str, query: dict) -> Slice:
 
     name = (name or "").strip()
     if not name:
-        raise Invalid("a slice needs a name", field="name")
+        raise Invalid(gettext("a slice needs a name"), field="name")
     if len(name) > 120:
-        raise Invalid("a slice's name has at most 120 characters", field="name")
+        raise Invalid(gettext("a slice's name has at most 120 characters"), field="name")
     parsed = search_query_parse(query)
     try:
         with transaction.atomic():
             return Slice.objects.create(project=project, name=name, query=parsed.to_json(), created_by=user)
     except IntegrityError:
-        raise Conflict(f"this project already has a slice named {name!r}") from None
+        raise Conflict(gettext("this project already has a slice named %(name)s") % {"name": repr(name)}) from None
 
 
 def slice_delete(*, slice_: Slice) -> None:
@@ -197,7 +198,7 @@ def cluster_run_create(*, project: Project, user, enqueue: bool = True) -> Clust
             return run
         except IntegrityError:
             continue  # another request queued one meanwhile: answer it (unless it has already ended: try again)
-    raise Conflict("the project's clustering keeps changing state; try again in a moment")
+    raise Conflict(gettext("the project's clustering keeps changing state; try again in a moment"))
 
 
 def _unfinished_cluster_run(project: Project) -> ClusterRun | None:
@@ -615,7 +616,7 @@ def cluster_update(*, cluster: Cluster, label: str | None = None, pinned: bool |
     if label is not None:
         label = " ".join(label.split())
         if len(label) > 200:
-            raise Invalid("label: at most 200 characters")
+            raise Invalid(gettext("label: at most 200 characters"))
         cluster.label = label
         fields.append("label")
     if pinned is not None:
@@ -633,7 +634,7 @@ def cluster_merge(*, cluster: Cluster, other_id: int) -> Cluster:
         if other is None:
             raise Invalid(f"other: cluster {other_id} is not in clustering run {cluster.run_id}")
         if other.pk == cluster.pk:
-            raise Invalid("other: a cluster cannot be merged into itself")
+            raise Invalid(gettext("other: a cluster cannot be merged into itself"))
         if other.kind != cluster.kind:
             raise Invalid(f"other: a {other.kind} cluster cannot be merged into a {cluster.kind} cluster")
         cluster = Cluster.objects.select_for_update().get(pk=cluster.pk)

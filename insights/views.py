@@ -9,7 +9,7 @@ from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext, gettext_lazy
 from django.views.decorators.http import require_http_methods, require_POST
 
 from insights import selectors, services
@@ -189,7 +189,7 @@ def _page_number(raw: str | None) -> int:
         return 1
     number = id_from_text(raw)
     if not number:
-        raise Invalid("page: a page number, 1 or more", field="page")
+        raise Invalid(gettext("page: a page number, 1 or more"), field="page")
     return number
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings as django_settings
+from django.utils.translation import gettext
 
 from prescoring import assess, rules
 from prescoring.models import PrescoreJob, Scorer, StepSuggestion, TraceSuggestion
@@ -188,7 +189,7 @@ def prescore_summarize(job: PrescoreJob, shards) -> str:
     scored = StepSuggestion.objects.filter(job=job).count()
     failed = sum(shard.failed for shard in shards)
     PrescoreJob.objects.filter(pk=job.pk).update(steps_scored=scored, steps_failed=failed)
-    return f"{scored} steps scored, {failed} failed"
+    return gettext("%(scored)s steps scored, %(failed)s failed") % {"scored": scored, "failed": failed}
 
 
 def prescore_shard_work(job: PrescoreJob, shard, progress: ShardProgress) -> None:

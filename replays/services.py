@@ -12,6 +12,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from annotation.models import Annotation, AnnotationStatus, Verdict
 from replays.models import REPLAY_ENDED, ReplayPolicy, ReplayRequest, ReplayStatus
@@ -42,7 +43,11 @@ def replay_policy_set(
     for name, value in (("deadline_s", deadline_s), ("lease_s", lease_s)):
         if value is not None:
             if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 7 * 24 * 3600:
-                raise Invalid(f"{name}: whole seconds from 1 to a week, not {value!r}", field=name)
+                raise Invalid(
+                    gettext("%(name)s: whole seconds from 1 to a week, not %(value)s")
+                    % {"name": name, "value": repr(value)},
+                    field=name,
+                )
             setattr(policy, name, value)
     policy.save()
     return policy
@@ -91,13 +96,21 @@ def replay_request_create(*, annotation: Annotation, actor=None, reason: str = "
     )
     trace = annotation.trace
     if annotation.status != AnnotationStatus.ACCEPTED:
-        raise Invalid(f"annotation {annotation.pk} is {annotation.status}: only an accepted correction is replayed")
+        raise Invalid(
+            gettext("annotation %(id)s is %(status)s: only an accepted correction is replayed")
+            % {"id": annotation.pk, "status": annotation.get_status_display()}
+        )
     if annotation.verdict != Verdict.ERROR or not annotation.corrected_action or not annotation.tau:
-        raise Invalid(f"annotation {annotation.pk} corrects no step: nothing to replay")
+        raise Invalid(gettext("annotation %(id)s corrects no step: nothing to replay") % {"id": annotation.pk})
     if trace.receiving:
-        raise Invalid(f"trace {trace.external_id!r} is still receiving steps from its runner")
+        raise Invalid(
+            gettext("trace %(trace)s is still receiving steps from its runner") % {"trace": repr(trace.external_id)}
+        )
     if annotation.tau > trace.step_count:
-        raise Invalid(f"annotation {annotation.pk} corrects step {annotation.tau}; the trace has {trace.step_count}")
+        raise Invalid(
+            gettext("annotation %(id)s corrects step %(step)s; the trace has %(count)s")
+            % {"id": annotation.pk, "step": annotation.tau, "count": trace.step_count}
+        )
     open_one = ReplayRequest.objects.filter(
         annotation=annotation,
         annotation_version=annotation.version,

@@ -3,6 +3,7 @@
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import OperationalError
+from django.utils.translation import gettext
 from rest_framework import status
 from rest_framework.exceptions import AuthenticationFailed, NotAuthenticated, ParseError
 from rest_framework.pagination import PageNumberPagination
@@ -28,7 +29,10 @@ def job_cancel_response(job) -> Response:
 
 def exception_handler(exc, context):
     if isinstance(exc, RequestDataTooBig):
-        exc = TooLarge(f"The request body is too large (the limit is {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes).")
+        exc = TooLarge(
+            gettext("The request body is too large (the limit is %(limit)s bytes).")
+            % {"limit": settings.DATA_UPLOAD_MAX_MEMORY_SIZE}
+        )
     # Application errors first: their kind names the status (studio.errors.STATUS_BY_KIND), in one place.
     if isinstance(exc, StudioError):
         return Response(error_body(exc), status=exc.status)
@@ -44,14 +48,17 @@ def exception_handler(exc, context):
     if isinstance(exc, JobQueueUnavailable):
         # The job row says "failed: could not be queued"; the client may simply try again.
         return Response(
-            {"detail": f"{exc}. Try again in a moment.", "retryable": True},
+            {"detail": gettext("%(problem)s. Try again in a moment.") % {"problem": exc}, "retryable": True},
             status=status.HTTP_503_SERVICE_UNAVAILABLE,
             headers={"Retry-After": "5"},
         )
     if isinstance(exc, OperationalError):
         # The database went away or stayed locked: the client keeps its draft and retries.
         return Response(
-            {"detail": "The database is busy or unreachable; nothing was saved. Retry in a moment.", "retryable": True},
+            {
+                "detail": gettext("The database is busy or unreachable; nothing was saved. Retry in a moment."),
+                "retryable": True,
+            },
             status=status.HTTP_503_SERVICE_UNAVAILABLE,
             headers={"Retry-After": "2"},
         )

@@ -44,10 +44,12 @@ from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError, transaction
+from django.utils import translation
 from django.utils.module_loading import autodiscover_modules
 
 from studio.celery import app as celery_app
 from studio.errors import describe_error
+from studio.i18n import job_language
 from studio.jobs import (
     JobCancelled,
     JobDeferred,
@@ -339,13 +341,17 @@ def job_dispatch(kind: JobKind, *, job_id: int, attempt: int | None = None):
     kind's queue. A kind with an assembly: once every shard is done (the last shard sent the task again; the job
     watchdog does when that message is lost), assemble and end the job, once."""
     job = kind.load(job_id)
-    if kind.run is not None:
-        return job_run(job, kind.run, attempt=attempt, on_defer=lambda job, after_s: _send_later(kind, job, after_s))
-    if kind.assemble is not None and shards_all_done(job):
-        return job_run(job, _assembly(kind), attempt=attempt)
-    if job_begin(kind, job, attempt=attempt):
-        shards_dispatch(job)
-    return job
+    # The job's words (its summary, its errors) are its requester's language, whoever's worker runs it.
+    with translation.override(job_language(job)):
+        if kind.run is not None:
+            return job_run(
+                job, kind.run, attempt=attempt, on_defer=lambda job, after_s: _send_later(kind, job, after_s)
+            )
+        if kind.assemble is not None and shards_all_done(job):
+            return job_run(job, _assembly(kind), attempt=attempt)
+        if job_begin(kind, job, attempt=attempt):
+            shards_dispatch(job)
+        return job
 
 
 def job_shard_run(kind: JobKind, *, job_id: int, index: int) -> str:
@@ -353,9 +359,10 @@ def job_shard_run(kind: JobKind, *, job_id: int, index: int) -> str:
     sends it on to its assembly)."""
     job = kind.load(job_id)
     assert kind.work is not None, f"job kind {kind.name!r} has no shards"
-    if kind.assemble is not None:
-        return shard_run(job, index, kind.work, on_complete=lambda job: _assemble_later(kind, job))
-    return shard_run(job, index, kind.work, summarize=kind.summarize)
+    with translation.override(job_language(job)):
+        if kind.assemble is not None:
+            return shard_run(job, index, kind.work, on_complete=lambda job: _assemble_later(kind, job))
+        return shard_run(job, index, kind.work, summarize=kind.summarize)
 
 
 def _assembly(kind: JobKind) -> Callable[[Any], str]:
@@ -411,6 +418,11 @@ def job_run_here(job, *, attempt: int | None = None, on_progress: Callable | Non
     job as it ended."""
     kind = job_kind_of(job)
     job = kind.load(job.pk)
+    with translation.override(job_language(job)):
+        return _job_run_here(kind, job, attempt=attempt, on_progress=on_progress)
+
+
+def _job_run_here(kind: JobKind, job, *, attempt: int | None, on_progress: Callable | None):
     if kind.run is not None:
         job_run(job, kind.run, attempt=attempt)
         job.refresh_from_db()

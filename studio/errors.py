@@ -7,16 +7,25 @@ from typing import Any
 
 from django.db import DatabaseError
 
+from studio.catalog import gettext_noop
+
 
 def describe_error(exc: BaseException, *, limit: int = 500) -> str:
     """``exc`` for a job page or an API answer. Database errors carry the SQL and the values in their text:
     those are named by kind only (the worker log keeps the whole error); a service that is down or hung (Redis,
     S3) is named in the words a request meeting it gets (``studio.middleware.DependencyOutageMiddleware``)."""
+    from django.utils.translation import gettext
+
     if isinstance(exc, DatabaseError):
-        return f"{exc.__class__.__name__}: the database refused or lost the operation (details in the worker log)"
+        return gettext("%(error)s: the database refused or lost the operation (details in the worker log)") % {
+            "error": exc.__class__.__name__
+        }
     service = unreachable_dependency(exc)
     if service is not None:
-        return f"{service} is not answering ({exc.__class__.__name__}; details in the worker log)."
+        return gettext("%(service)s is not answering (%(error)s; details in the worker log).") % {
+            "service": gettext(service),
+            "error": exc.__class__.__name__,
+        }
     text = f"{exc.__class__.__name__}: {exc}"
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -34,9 +43,9 @@ def unreachable_dependency(exc: BaseException) -> str | None:
     if isinstance(exc, (RedisConnectionError, RedisTimeoutError)):
         return "Redis"
     if isinstance(exc, (BotoConnectionError, HTTPClientError)):
-        return "The file storage (S3)"
+        return gettext_noop("The file storage (S3)")
     if isinstance(exc, ClientError) and exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) >= 500:
-        return "The file storage (S3)"
+        return gettext_noop("The file storage (S3)")
     return None
 
 
@@ -65,7 +74,9 @@ STATUS_BY_KIND: dict[ErrorKind, int] = {
 
 
 class StudioError(Exception):
-    """An application error: ``detail`` is the message shown to people; ``extra`` are further body fields
+    """An application error: ``detail`` is the message shown to people, worded in the language of whoever asked
+    (``gettext`` where it is raised; the request's, the socket's or the job's owner's language is the active one
+    then) while ``kind`` stays the same machine-read code in every language; ``extra`` are further body fields
     (e.g. ``current_version`` on a conflict) that clients read. Services and selectors raise these and never an
     HTTP status: the API (studio.api.exception_handler), the pages (studio.middleware.StudioErrorMiddleware) and
     the sockets (``error_frame``) turn the kind into their answer."""
@@ -121,7 +132,8 @@ class SignedOut(StudioError):
 
 def error_body(exc: StudioError) -> dict[str, Any]:
     """The JSON body every surface sends for ``exc``: the extra fields, then ``detail`` and ``kind``."""
-    return {**exc.extra, "detail": exc.detail, "kind": exc.kind.value}
+    # str(): a detail may be a lazy translation, worded here in the language of the request or socket answered.
+    return {**exc.extra, "detail": str(exc.detail), "kind": exc.kind.value}
 
 
 def error_frame(exc: StudioError) -> dict[str, Any]:

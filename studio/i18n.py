@@ -12,6 +12,7 @@ from django.conf import settings
 from django.db import DatabaseError
 from django.middleware.locale import LocaleMiddleware
 from django.utils import translation
+from django.utils.translation.trans_real import get_supported_language_variant, parse_accept_lang_header
 from django.views.i18n import JavaScriptCatalog
 
 # The session's copy of the account's language ("" or absent: the browser's).
@@ -28,6 +29,38 @@ def account_language(user) -> str:
 
     chosen = AccountSettings.objects.filter(user=user).values_list("language", flat=True).first() or ""
     return chosen if language_supported(chosen) else ""
+
+
+def recipient_language(user) -> str:
+    """The language a text for ``user`` (a user or their id) is written in outside a request (a job's summary and
+    errors): the account's choice, else the site's default (no browser is there to ask)."""
+    return (account_language(user) if user is not None else "") or settings.LANGUAGE_CODE
+
+
+def job_language(job) -> str:
+    """The language of a job's summary, errors and messages: its requester's (``recipient_language``)."""
+    return recipient_language(getattr(job, "created_by_id", None))
+
+
+def socket_language(scope) -> str:
+    """A WebSocket's language, as a page request's is chosen: the session's copy of the account's choice, else the
+    browser's Accept-Language of the handshake, else the default. Reads the session: call it outside the event loop."""
+    session = scope.get("session")
+    try:
+        chosen = session.get(SESSION_LANGUAGE_KEY, "") if session is not None else ""
+    except DatabaseError:
+        chosen = ""
+    if language_supported(chosen):
+        return chosen
+    headers = dict(scope.get("headers") or [])
+    for code, _quality in parse_accept_lang_header(headers.get(b"accept-language", b"").decode("latin-1")):
+        if code == "*":
+            break
+        try:
+            return get_supported_language_variant(code)
+        except LookupError:
+            continue
+    return settings.LANGUAGE_CODE
 
 
 def session_language_keep(request, language: str) -> None:

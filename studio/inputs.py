@@ -13,6 +13,8 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
+from django.utils.translation import gettext
+
 from studio.errors import Invalid
 
 MAX_DEPTH = 64
@@ -80,7 +82,9 @@ def form_number(form, name: str, kind: type, default: Any) -> Any:
     try:
         return kind(raw)
     except ValueError:
-        raise Invalid(f"{name} must be a number, not {raw[:40]!r}") from None
+        raise Invalid(
+            gettext("%(name)s must be a number, not %(value)s") % {"name": name, "value": repr(raw[:40])}
+        ) from None
 
 
 # OFFSET is a 64-bit integer on PostgreSQL (bigint) and SQLite: a page whose first row lies past it cannot be asked
@@ -97,5 +101,9 @@ def page_number(text: str | None, *, page_size: int, name: str = "page") -> int:
     last = ROW_OFFSET_MAX // page_size + 1
     number = id_from_text(text)
     if number is None or not 1 <= number <= last:
-        raise Invalid(f"{name} must be a whole number from 1 to {last}, not {text[:40]!r}", field=name)
+        raise Invalid(
+            gettext("%(name)s must be a whole number from 1 to %(last)s, not %(value)s")
+            % {"name": name, "last": last, "value": repr(text[:40])},
+            field=name,
+        )
     return number

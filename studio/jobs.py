@@ -35,10 +35,12 @@ from typing import TypeVar
 
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, connection, models, transaction
-from django.utils import timezone
+from django.utils import timezone, translation
+from django.utils.translation import gettext
 
 from studio import metrics
 from studio.errors import Conflict, describe_error
+from studio.i18n import job_language
 from studio.models import JobBase, JobShard, JobStatus
 from studio.signals import job_ended, watchdog_passed
 
@@ -497,23 +499,29 @@ def job_cancel(job) -> tuple[bool, str]:
     with transaction.atomic():
         job = type(job).objects.select_for_update().get(pk=job.pk)
         if job.is_finished:
-            return False, f"Nothing to cancel: the job already {job.status}."
+            return False, gettext("Nothing to cancel: the job already %(status)s.") % {
+                "status": job.get_status_display().lower()
+            }
         type(job).objects.filter(pk=job.pk).update(cancel_requested=True)
         job.cancel_requested = True
         now = timezone.now()
         if job.status == JobStatus.QUEUED:
             said = (
-                "Cancelled before it started." if job.started_at is None else "Cancelled while it waited to run again."
+                gettext("Cancelled before it started.")
+                if job.started_at is None
+                else gettext("Cancelled while it waited to run again.")
             )
             _transition(job, JobStatus.CANCELLED, finished_at=now, message=said)
             return True, said
         if job.heartbeat_at is None or now - job.heartbeat_at >= _beats_missed_after():
-            _transition(job, JobStatus.CANCELLED, finished_at=now, message="Cancelled; its worker had stopped.")
-            return True, "Cancelled: its worker had stopped, so it ended at once."
-    return True, (
+            _transition(
+                job, JobStatus.CANCELLED, finished_at=now, message=gettext("Cancelled; its worker had stopped.")
+            )
+            return True, gettext("Cancelled: its worker had stopped, so it ended at once.")
+    return True, gettext(
         "Cancel requested: a running worker stops at its next checkpoint, within seconds; if its worker has "
-        f"stopped, the job is cancelled as soon as its heartbeat is missed (within {math.ceil(job_cancel_bound_s())} s)."
-    )
+        "stopped, the job is cancelled as soon as its heartbeat is missed (within %(seconds)s s)."
+    ) % {"seconds": math.ceil(job_cancel_bound_s())}
 
 
 def job_cancel_bound_s() -> float:
@@ -595,7 +603,7 @@ def job_task_send(task, job, *, queue: str | None = None) -> None:
                     job,
                     JobStatus.FAILED,
                     finished_at=timezone.now(),
-                    message="Could not be queued: the task broker is unreachable. Try again shortly.",
+                    message=gettext("Could not be queued: the task broker is unreachable. Try again shortly."),
                 )
             raise JobQueueUnavailable("the task queue is unreachable; the job was not started") from exc
         _job_event(job, JobStatus.QUEUED)
@@ -636,12 +644,11 @@ def jobs_watch_once() -> list[tuple[str, int, str]]:
                 acted.append((model._meta.label, job.pk, "cancelled"))
             elif job.attempts_exhausted():
                 job.status = JobStatus.RUNNING
-                _transition(
-                    job,
-                    JobStatus.FAILED,
-                    finished_at=now,
-                    message=f"Its worker stopped {job.attempts} times; not tried again. Check the worker logs.",
-                )
+                with translation.override(job_language(job)):
+                    said = gettext("Its worker stopped %(times)s times; not tried again. Check the worker logs.") % {
+                        "times": job.attempts
+                    }
+                _transition(job, JobStatus.FAILED, finished_at=now, message=said)
                 acted.append((model._meta.label, job.pk, "failed"))
             else:
                 celery_app.send_task(

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.http import HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import render
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext, gettext_lazy
 
 from studio import metrics
 from studio.errors import ErrorKind, StudioError, error_body, unreachable_dependency
@@ -129,7 +129,7 @@ class DependencyOutageMiddleware:
             return None
         log.warning("%s unreachable during %s %s: %r", service, request.method, request.path, exception)
         metrics.storage_errors.labels("redis" if service == "Redis" else "s3").inc()
-        detail = f"{service} is not answering; try again in a moment."
+        detail = gettext("%(service)s is not answering; try again in a moment.") % {"service": gettext(service)}
         if request.path.startswith("/api/") or "application/json" in request.headers.get("Accept", ""):
             response: HttpResponse = JsonResponse({"detail": detail, "retryable": True}, status=503)
         else:

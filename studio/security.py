@@ -172,7 +172,10 @@ class PageActionMiddleware:
             if method_refused(view_func.cls, request.method):
                 allow = ", ".join(methods_taken(view_func.cls))
                 return JsonResponse(
-                    {"detail": f'Method "{request.method}" not allowed here; this address takes {allow}.'},
+                    {
+                        "detail": gettext('Method "%(method)s" not allowed here; this address takes %(allow)s.')
+                        % {"method": request.method, "allow": allow}
+                    },
                     status=405,
                     headers={"Allow": allow},
                 )

@@ -456,6 +456,8 @@ SPECTACULAR_SETTINGS = {
 # djangojs.po (the pages' scripts, served by /jsi18n/), committed with their compiled .mo.
 LANGUAGE_CODE = "en"
 LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
+# Dates on the pages follow the language (templates: date:"DATE_FORMAT" / "DATETIME_FORMAT"; scripts: Intl).
+FORMAT_MODULE_PATH = ["studio.formats"]
 LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
 USE_I18N = True

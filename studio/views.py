@@ -90,7 +90,7 @@ def oidc_start(request):
     """Off to the provider's sign-in; it comes back to ``oidc_callback``."""
     config = oidc.configured()
     if config is None:
-        raise NotFound("Single sign-on is not configured here: log in with your password.")
+        raise NotFound(gettext("Single sign-on is not configured here: log in with your password."))
     wanted = request.GET.get("next", "")
     safe = url_has_allowed_host_and_scheme(
         wanted, allowed_hosts={request.get_host()}, require_https=request.is_secure()
@@ -110,7 +110,7 @@ def oidc_callback(request):
     (studio.oidc), then signed in. Every failure is the login page with the reason, never a 500."""
     config = oidc.configured()
     if config is None:
-        raise NotFound("Single sign-on is not configured here: log in with your password.")
+        raise NotFound(gettext("Single sign-on is not configured here: log in with your password."))
     try:
         claims = oidc.claims_from_callback(request, config=config)
         user = oidc.oidc_sign_in_or_refuse(claims=claims, config=config)
@@ -197,7 +197,7 @@ def is_api_path(path: str) -> bool:
 def not_found(request, exception):
     """A 404 under /api/ is JSON like every other API answer; pages keep Django's page."""
     if is_api_path(request.path):
-        missing = NotFound(f"No API endpoint or object at {request.path}.")
+        missing = NotFound(gettext("No API endpoint or object at %(path)s.") % {"path": request.path})
         return JsonResponse(error_body(missing), status=missing.status)
     return defaults.page_not_found(request, exception)
 
@@ -208,7 +208,7 @@ def server_error(request):
     request_id = getattr(request, "request_id", None) or current_request_id() or "unknown"
     if is_api_path(request.path):
         return JsonResponse(
-            {"detail": "The server failed on this request; the error was logged.", "request_id": request_id},
+            {"detail": gettext("The server failed on this request; the error was logged."), "request_id": request_id},
             status=500,
         )
     # No template: the failure may be in the templates themselves.

@@ -14,6 +14,8 @@ import io
 import json
 from dataclasses import dataclass
 
+from django.utils.translation import gettext
+
 from studio.errors import Invalid
 
 COLUMNS = ("external_id", "instruction")
@@ -35,18 +37,23 @@ def instructions_read(data: bytes, *, name: str = "") -> list[InstructionRow]:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise Invalid("The instruction file is not UTF-8 text: save it as UTF-8 CSV or JSONL.") from None
+        raise Invalid(gettext("The instruction file is not UTF-8 text: save it as UTF-8 CSV or JSONL.")) from None
     if "\x00" in text:
-        raise Invalid("The instruction file holds NUL characters: it is not a text file.")
+        raise Invalid(gettext("The instruction file holds NUL characters: it is not a text file."))
     lowered = name.lower()
     as_jsonl = lowered.endswith((".jsonl", ".json", ".ndjson")) or (
         not lowered.endswith((".csv", ".txt")) and text.lstrip().startswith("{")
     )
     rows = _jsonl_rows(text) if as_jsonl else _csv_rows(text)
     if not rows:
-        raise Invalid("The instruction file has no rows: write one line per trace, external_id and instruction.")
+        raise Invalid(
+            gettext("The instruction file has no rows: write one line per trace, external_id and instruction.")
+        )
     if len(rows) > INSTRUCTIONS_MAX_ROWS:
-        raise Invalid(f"The instruction file has {len(rows)} rows; send at most {INSTRUCTIONS_MAX_ROWS} at once.")
+        raise Invalid(
+            gettext("The instruction file has %(rows)s rows; send at most %(most)s at once.")
+            % {"rows": len(rows), "most": INSTRUCTIONS_MAX_ROWS}
+        )
     return rows
 
 
@@ -81,11 +88,14 @@ def _csv_rows(text: str) -> list[InstructionRow]:
     except StopIteration:
         return []
     except csv.Error as exc:
-        raise Invalid(f"The instruction file is not CSV: {exc}") from None
+        raise Invalid(gettext("The instruction file is not CSV: %(problem)s") % {"problem": exc}) from None
     if header[:2] != list(COLUMNS):
         raise Invalid(
-            "The instruction file's first line is its header: external_id,instruction "
-            f"(it reads {','.join(header)[:80]!r}); or send JSONL."
+            gettext(
+                "The instruction file's first line is its header: external_id,instruction (it reads %(header)s); "
+                "or send JSONL."
+            )
+            % {"header": repr(",".join(header)[:80])}
         )
     rows = []
     try:
@@ -100,5 +110,8 @@ def _csv_rows(text: str) -> list[InstructionRow]:
                 continue
             rows.append(InstructionRow(number, cells[0].strip(), cells[1] if len(cells) > 1 else ""))
     except csv.Error as exc:
-        raise Invalid(f"The instruction file is not CSV at line {reader.line_num}: {exc}") from None
+        raise Invalid(
+            gettext("The instruction file is not CSV at line %(line)s: %(problem)s")
+            % {"line": reader.line_num, "problem": exc}
+        ) from None
     return rows

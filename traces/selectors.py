@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.db.models import BooleanField, Count, ExpressionWrapper, Q, QuerySet
+from django.utils.translation import gettext, ngettext
 
 from studio.errors import Invalid
 from studio.inputs import id_from_text
@@ -105,7 +106,11 @@ def branch_parent(project: Project, ref) -> Trace | None:
         return None
     found = Trace.objects.filter(project=project, external_id=text).first()
     if found is None:
-        raise Invalid(f"parent: {project.name} has no trace {text[:255]!r} to branch from", field="parent")
+        raise Invalid(
+            gettext("parent: %(project)s has no trace %(trace)s to branch from")
+            % {"project": project.name, "trace": repr(text[:255])},
+            field="parent",
+        )
     return found
 
 
@@ -203,10 +208,16 @@ def import_job_report(job: ImportJob) -> ImportReport:
     read = job.traces_imported + job.traces_skipped + job.traces_failed
     lost = []
     if job.traces_failed:
-        lost.append(f"{job.traces_failed} of {in_words(read, 'trace', 'traces')} failed")
+        lost.append(
+            ngettext("%(failed)s of %(count)s trace failed", "%(failed)s of %(count)s traces failed", read)
+            % {"failed": job.traces_failed, "count": read}
+        )
     if files_refused:
-        lost.append(in_words(files_refused, "file refused", "files refused"))
-    return ImportReport(problems=problems, notes=notes, attention="; ".join(lost), progress=import_job_progress(job))
+        lost.append(
+            ngettext("%(count)s file refused", "%(count)s files refused", files_refused) % {"count": files_refused}
+        )
+    attention = gettext("; ").join(lost)
+    return ImportReport(problems=problems, notes=notes, attention=attention, progress=import_job_progress(job))
 
 
 def import_job_progress(job: ImportJob) -> str:

@@ -7,6 +7,7 @@ from django.core.paginator import Page, Paginator
 from django.db.models import Q
 from django.http import Http404
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext
 from django.views.decorators.http import require_http_methods, require_POST
 
 from prescoring.selectors import latest_prescore_job
@@ -171,7 +172,7 @@ def instructions_upload(request, project_id: int):
         upload = request.FILES.get("file")
         try:
             if upload is None:
-                raise Invalid("Choose a CSV or JSONL file of external_id,instruction rows.")
+                raise Invalid(gettext("Choose a CSV or JSONL file of external_id,instruction rows."))
             rows = instructions_read(upload.read(), name=upload.name)
             report = services.trace_instructions_fill(
                 project=project, actor=request.user, rows=rows, replace=request.POST.get("replace") == "on"
@@ -230,11 +231,11 @@ def import_upload(request, project_id: int):
         fmt = request.POST.get("format", "")
         try:
             if upload is None:
-                raise Invalid("Choose a .zip or .jsonl file to upload.")
+                raise Invalid(gettext("Choose a .zip or .jsonl file to upload."))
             if not upload.name.lower().endswith((".zip", ".jsonl")):
-                raise Invalid(f"{upload.name}: upload a .zip archive or a .jsonl file.")
+                raise Invalid(gettext("%(file)s: upload a .zip archive or a .jsonl file.") % {"file": upload.name})
             if fmt and fmt not in IMPORTERS:
-                raise Invalid(f"Unknown format {fmt!r}.")
+                raise Invalid(gettext("Unknown format %(format)s.") % {"format": repr(fmt)})
             into = selectors.round_resolve(project, request.POST.get("round", ""))  # an unknown round: Invalid
             stored = services.import_upload_store(uploaded_file=upload)  # over the limit: TooLarge, 413
         except StudioError as exc:

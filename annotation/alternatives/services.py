@@ -15,6 +15,7 @@ import logging
 
 from django.conf import settings as django_settings
 from django.db import transaction
+from django.utils.translation import gettext
 
 from annotation.models import (
     AlternativeMark,
@@ -48,8 +49,10 @@ def alternatives_model_dir() -> str:
     model_dir = configured_model_dir()
     if not model_dir:
         raise Invalid(
-            "no model is configured for alternatives: set STUDIO_PRESCORE_MODEL_DIR to a Qwen2-VL / Qwen2.5-VL "
-            "checkpoint directory on the gpu workers"
+            gettext(
+                "no model is configured for alternatives: set STUDIO_PRESCORE_MODEL_DIR to a Qwen2-VL / Qwen2.5-VL "
+                "checkpoint directory on the gpu workers"
+            )
         )
     try:
         read_model_config(model_dir)
@@ -63,10 +66,13 @@ def sampling_settings(*, project, k: int | None = None, seed: int | None = None)
     budget, and ``k`` / ``seed`` when given."""
     k = django_settings.ALTERNATIVES_K if k is None else k
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
-        raise Invalid(f"k: a whole number from 1 to {MAX_K}, got {k!r}", field="k")
+        raise Invalid(
+            gettext("k: a whole number from 1 to %(most)s, got %(value)s") % {"most": MAX_K, "value": repr(k)},
+            field="k",
+        )
     seed = 0 if seed is None else seed
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise Invalid(f"seed: a whole number ≥ 0, got {seed!r}", field="seed")
+        raise Invalid(gettext("seed: a whole number ≥ 0, got %(value)s") % {"value": repr(seed)}, field="seed")
     return {
         "k": k,
         "temperature": django_settings.ALTERNATIVES_TEMPERATURE,
@@ -86,12 +92,17 @@ def settings_key(settings: dict) -> str:
 def _annotation_step(annotation: Annotation, index: int | None) -> Step:
     index = annotation.tau if index is None else index
     if index is None:
-        raise Invalid("step: give the step to sample at (the annotation has no first error τ yet)", field="step")
+        raise Invalid(
+            gettext("step: give the step to sample at (the annotation has no first error τ yet)"), field="step"
+        )
     step = Step.objects.filter(trace_id=annotation.trace_id, index=index).select_related("screenshot").first()
     if step is None:
-        raise Invalid(f"step: trace {annotation.trace_id} has no step {index}", field="step")
+        raise Invalid(
+            gettext("step: trace %(trace)s has no step %(step)s") % {"trace": annotation.trace_id, "step": index},
+            field="step",
+        )
     if not step.screenshot_id:
-        raise Invalid(f"step: step {index} has no screenshot to sample at", field="step")
+        raise Invalid(gettext("step: step %(step)s has no screenshot to sample at") % {"step": index}, field="step")
     return step
 
 
@@ -146,7 +157,7 @@ def alternatives_sample(job: AlternativesJob) -> str:
             static_decode=django_settings.PRESCORE_STATIC_DECODE,
         )
     except ModelLoadError as exc:
-        raise JobFailed(f"model not loaded: {exc}") from exc
+        raise JobFailed(gettext("model not loaded: %(problem)s") % {"problem": exc}) from exc
     job.model_name, job.weights_hash = scorer.model_name[:200], scorer.weights_hash
     AlternativesJob.objects.filter(pk=job.pk).update(model_name=job.model_name, weights_hash=job.weights_hash)
     stored = StepAlternative.objects.filter(step=job.step, weights_hash=job.weights_hash, settings_key=job.settings_key)
@@ -155,7 +166,7 @@ def alternatives_sample(job: AlternativesJob) -> str:
         AlternativesJob.objects.filter(pk=job.pk).update(reused=True)
         job.reused = True
         job_progress(job, done=k, total=k)
-        return f"{k} alternatives re-used (sampled before with the same weights and settings)"
+        return gettext("%(k)s alternatives re-used (sampled before with the same weights and settings)") % {"k": k}
     job_progress(job, done=0, total=k)
     project = job.annotation.project
     trace = job.step.trace
@@ -193,13 +204,17 @@ def alternatives_sample(job: AlternativesJob) -> str:
     StepAlternative.objects.bulk_create(rows, ignore_conflicts=True)
     job_progress(job, done=k, total=k)
     parsed = sum(1 for r in rows if r.actions)
-    return f"{k} alternatives sampled, {parsed} parsed, {k - parsed} kept as text"
+    return gettext("%(k)s alternatives sampled, %(parsed)s parsed, %(text)s kept as text") % {
+        "k": k,
+        "parsed": parsed,
+        "text": k - parsed,
+    }
 
 
 def alternative_for(annotation: Annotation, alternative_id: int) -> StepAlternative:
     alternative = StepAlternative.objects.filter(pk=alternative_id, step__trace_id=annotation.trace_id).first()
     if alternative is None:
-        raise NotFound(f"No such alternative in trace {annotation.trace_id}.")
+        raise NotFound(gettext("No such alternative in trace %(trace)s.") % {"trace": annotation.trace_id})
     return alternative
 
 
@@ -223,11 +238,18 @@ def alternative_mark(*, annotation: Annotation, alternative_id: int, verdict: st
     version guards the annotation's fields, which no mark writes (the page keeps its version and saves on)."""
     alternative = alternative_for(annotation, alternative_id)
     if verdict not in ("", *AlternativeVerdict.values):
-        raise Invalid(f'verdict: one of {", ".join(AlternativeVerdict.values)} or "", got {verdict!r}', field="verdict")
+        raise Invalid(
+            gettext('verdict: one of %(verdicts)s or "", got %(value)s')
+            % {"verdicts": ", ".join(AlternativeVerdict.values), "value": repr(verdict)},
+            field="verdict",
+        )
     if verdict and not alternative.parsed:
         raise Conflict(
-            f"alternative {alternative.number} did not parse as an action: it is shown as text and can be neither "
-            "taken nor a DPO rejected side"
+            gettext(
+                "alternative %(number)s did not parse as an action: it is shown as text and can be neither "
+                "taken nor a DPO rejected side"
+            )
+            % {"number": alternative.number}
         )
     with transaction.atomic():
         locked = Annotation.objects.select_for_update().get(pk=annotation.pk)

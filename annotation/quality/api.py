@@ -19,6 +19,7 @@ qualification and a scored answer's feedback. Thin over ``quality.services`` / `
 
 from __future__ import annotations
 
+from django.utils.translation import gettext
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
@@ -37,10 +38,14 @@ def _member(project, name) -> object:
     from traces.models import Membership
 
     if not isinstance(name, str) or not name.strip():
-        raise Invalid("annotator: name the member (their user name)", field="annotator")
+        raise Invalid(gettext("annotator: name the member (their user name)"), field="annotator")
     membership = Membership.objects.filter(project=project, user__username=name.strip()).select_related("user").first()
     if membership is None:
-        raise Invalid(f"annotator: {name.strip()!r} is no member of {project.name}", field="annotator")
+        raise Invalid(
+            gettext("annotator: %(user)s is no member of %(project)s")
+            % {"user": repr(name.strip()), "project": project.name},
+            field="annotator",
+        )
     return membership.user
 
 
@@ -73,7 +78,10 @@ class ProjectGold(APIView):
         if data.get("annotation") is not None:
             annotation = access_annotation(request, data["annotation"])
             if annotation.project_id != project.pk:
-                raise Invalid(f"annotation {annotation.pk} is not of {project.name}", field="annotation")
+                raise Invalid(
+                    gettext("annotation %(id)s is not of %(project)s") % {"id": annotation.pk, "project": project.name},
+                    field="annotation",
+                )
             gold, outcome = services.gold_mark_answer(annotation_id=annotation.pk, user=request.user)
             return Response(
                 {**selectors.gold_json(gold), "outcome": outcome}, status=201 if outcome == "marked" else 200
@@ -86,7 +94,7 @@ class ProjectGold(APIView):
                 for n, row in enumerate(data["rows"], start=1)
             ]
         else:
-            raise Invalid("Send an annotation (its id), rows (external_id, annotator) or a file.")
+            raise Invalid(gettext("Send an annotation (its id), rows (external_id, annotator) or a file."))
         return Response(services.gold_mark_rows(project=project, user=request.user, rows=rows))
 
 
@@ -128,7 +136,7 @@ class ProjectQualitySettings(APIView):
     def patch(self, request, project_id: int):
         project = access_project(request, project_id)
         if not isinstance(request.data, dict):
-            raise Invalid("Send the settings to change as a JSON object.")
+            raise Invalid(gettext("Send the settings to change as a JSON object."))
         saved = services.quality_settings_save(project=project, user=request.user, fields=dict(request.data))
         return Response(selectors.quality_settings_json(saved))
 

@@ -124,14 +124,19 @@ def reference_choice(*, trace: Trace, annotator: str = "") -> Annotation:
     if annotator:
         chosen = answers.filter(annotator__username=annotator).first()
         if chosen is None:
-            raise Invalid(f"{annotator} has no answer on trace {trace.external_id}")
+            raise Invalid(
+                gettext("%(user)s has no answer on trace %(trace)s") % {"user": annotator, "trace": trace.external_id}
+            )
         return chosen
     chosen = (
         answers.filter(status=AnnotationStatus.ACCEPTED).order_by("-is_adjudicated", "-reviewed_at", "-id").first()
         or answers.order_by("-updated_at", "-id").first()
     )
     if chosen is None:
-        raise Invalid(f"trace {trace.external_id} has no answer yet; a gold trace needs an accepted answer")
+        raise Invalid(
+            gettext("trace %(trace)s has no answer yet; a gold trace needs an accepted answer")
+            % {"trace": trace.external_id}
+        )
     return chosen
 
 

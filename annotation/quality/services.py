@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from annotation import events
 from annotation.models import (
@@ -89,9 +90,18 @@ def _setting_value(name: str, value):
         or not math.isfinite(value)
         or (kind is int and value != int(value))
     ):
-        raise Invalid(f"{name} must be {'a whole number' if kind is int else 'a number'}, not {value!r}", field=name)
+        said = (
+            gettext("%(name)s must be a whole number, not %(value)s")
+            if kind is int
+            else gettext("%(name)s must be a number, not %(value)s")
+        )
+        raise Invalid(said % {"name": name, "value": repr(value)}, field=name)
     if value < low or (high is not None and value > high):
-        raise Invalid(f"{name} must lie in {low:g}..{high:g}, not {value!r}", field=name)
+        raise Invalid(
+            gettext("%(name)s must lie in %(low)s..%(high)s, not %(value)s")
+            % {"name": name, "low": f"{low:g}", "high": f"{high:g}", "value": repr(value)},
+            field=name,
+        )
     return kind(value)
 
 
@@ -101,7 +111,9 @@ def quality_settings_save(*, project, user, fields: dict) -> QualitySettings:
     the field. A qualification set larger than the project's gold traces is refused: nobody could finish it."""
     unknown = sorted(set(fields) - set(SETTING_RULES))
     if unknown:
-        raise Invalid(f"unknown quality setting(s): {', '.join(unknown)}", field=unknown[0])
+        raise Invalid(
+            gettext("unknown quality setting(s): %(names)s") % {"names": ", ".join(unknown)}, field=unknown[0]
+        )
     values = {name: _setting_value(name, value) for name, value in fields.items()}
     row = QualitySettings.objects.select_for_update().filter(project=project).first() or QualitySettings(
         project=project
@@ -111,8 +123,11 @@ def quality_settings_save(*, project, user, fields: dict) -> QualitySettings:
         gold = GoldTrace.objects.filter(project=project).count()
         if size > gold:
             raise Invalid(
-                f"A qualification set of {size} gold traces is larger than this project's {gold}: mark more gold "
-                f"traces first, or ask for at most {gold}.",
+                gettext(
+                    "A qualification set of %(size)s gold traces is larger than this project's %(gold)s: mark more gold "
+                    "traces first, or ask for at most %(gold)s."
+                )
+                % {"size": size, "gold": gold},
                 field="qualification_size",
             )
     for name, value in values.items():
@@ -203,9 +218,11 @@ def gold_file_read(data: bytes, *, name: str = "") -> list[GoldRow]:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise Invalid("The gold file is not UTF-8 text: save it as UTF-8 CSV or JSONL.", field="file") from None
+        raise Invalid(
+            gettext("The gold file is not UTF-8 text: save it as UTF-8 CSV or JSONL."), field="file"
+        ) from None
     if "\x00" in text:
-        raise Invalid("The gold file holds NUL characters: it is not a text file.", field="file")
+        raise Invalid(gettext("The gold file holds NUL characters: it is not a text file."), field="file")
     rows: list[GoldRow] = []
     as_jsonl = name.lower().endswith((".jsonl", ".json")) or text.lstrip().startswith("{")
     if as_jsonl:
@@ -224,14 +241,20 @@ def gold_file_read(data: bytes, *, name: str = "") -> list[GoldRow]:
     else:
         reader = csv.DictReader(io.StringIO(text))
         if not reader.fieldnames or "external_id" not in [f.strip() for f in reader.fieldnames]:
-            raise Invalid("The gold file's CSV needs a header line with external_id (and optionally annotator).")
+            raise Invalid(
+                gettext("The gold file's CSV needs a header line with external_id (and optionally annotator).")
+            )
         for row in reader:
             clean = {(k or "").strip(): (v or "").strip() for k, v in row.items() if isinstance(v, str)}
             rows.append(GoldRow(reader.line_num, clean.get("external_id", ""), clean.get("annotator", "")))
     if not rows:
-        raise Invalid("The gold file has no rows: one line per trace, its external_id.", field="file")
+        raise Invalid(gettext("The gold file has no rows: one line per trace, its external_id."), field="file")
     if len(rows) > GOLD_FILE_MAX_ROWS:
-        raise Invalid(f"The gold file has {len(rows)} rows; send at most {GOLD_FILE_MAX_ROWS} at once.", field="file")
+        raise Invalid(
+            gettext("The gold file has %(rows)s rows; send at most %(most)s at once.")
+            % {"rows": len(rows), "most": GOLD_FILE_MAX_ROWS},
+            field="file",
+        )
     return rows
 
 
@@ -253,7 +276,10 @@ def gold_mark_rows(*, project, user, rows: list[GoldRow]) -> dict:
                 with transaction.atomic():
                     trace = Trace.objects.filter(project=project, external_id=row.external_id).first()
                     if trace is None:
-                        raise NotFound(f"no trace {row.external_id!r} in {project.name}")
+                        raise NotFound(
+                            gettext("no trace %(trace)s in %(project)s")
+                            % {"trace": repr(row.external_id), "project": project.name}
+                        )
                     annotation = reference_choice(trace=trace, annotator=row.annotator)
                     _, outcome = gold_mark(annotation=annotation, user=user)
                     report[outcome] += 1
@@ -525,17 +551,22 @@ def qualification_allow_retry(*, project, annotator, actor) -> QualificationAtte
     few gold traces are left that they have not met."""
     attempts = QualificationAttempt.objects.select_for_update().filter(project=project, annotator=annotator)
     if attempts.filter(status=QualificationStatus.OPEN).exists():
-        raise Conflict(f"{annotator.username} has a qualification attempt in progress already.")
+        raise Conflict(
+            gettext("%(user)s has a qualification attempt in progress already.") % {"user": annotator.username}
+        )
     if attempts.filter(status=QualificationStatus.PASSED).exists():
-        raise Conflict(f"{annotator.username} has passed the qualification already.")
+        raise Conflict(gettext("%(user)s has passed the qualification already.") % {"user": annotator.username})
     settings = quality_settings(project)
     if not settings.qualification_size:
-        raise Conflict(f"{project.name} asks for no qualification.")
+        raise Conflict(gettext("%(project)s asks for no qualification.") % {"project": project.name})
     left = unseen_gold(user=annotator, project=project).count()
     if left < settings.qualification_size:
         raise Conflict(
-            f"Only {left} gold traces are left that {annotator.username} has not met; another attempt needs "
-            f"{settings.qualification_size}. Mark more gold traces first."
+            gettext(
+                "Only %(left)s gold traces are left that %(user)s has not met; another attempt needs %(size)s. "
+                "Mark more gold traces first."
+            )
+            % {"left": left, "user": annotator.username, "size": settings.qualification_size}
         )
     return _attempt_start(project=project, annotator=annotator, settings=settings, allowed_by=actor)
 
@@ -667,7 +698,10 @@ def annotator_pause_set(*, project, annotator, actor, paused: bool, reason: str 
     from traces.models import Membership
 
     if not Membership.objects.filter(project=project, user=annotator).exists():
-        raise Invalid(f"{annotator.username} is no member of {project.name}.", field="annotator")
+        raise Invalid(
+            gettext("%(user)s is no member of %(project)s.") % {"user": annotator.username, "project": project.name},
+            field="annotator",
+        )
     if paused:
         QueuePause.objects.update_or_create(
             project=project, annotator=annotator, defaults={"paused_by": actor, "reason": reason[:200]}

@@ -10,6 +10,7 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext
 from django.views.decorators.http import require_POST
 
 from annotation.access import access_annotation
@@ -72,7 +73,7 @@ def project_quality(request, project_id: int):
             fields = {name: form_number(request.POST, name, kind, None) for name, _, kind in SETTING_FIELDS}
             missing = [name for name, value in fields.items() if value is None]
             if missing:
-                raise Invalid(f"{missing[0]} is required", field=missing[0])
+                raise Invalid(gettext("%(name)s is required") % {"name": missing[0]}, field=missing[0])
             services.quality_settings_save(project=project, user=request.user, fields=fields)
         except Invalid as exc:  # the form stays, with what was typed and the reason beside its field
             problem, problem_field, status = exc.detail, exc.extra.get("field", ""), exc.status
@@ -113,7 +114,7 @@ def gold_file(request, project_id: int):
     upload = request.FILES.get("file")
     try:
         if upload is None:
-            raise Invalid("Choose a CSV or JSONL file with an external_id column (and optionally annotator).")
+            raise Invalid(gettext("Choose a CSV or JSONL file with an external_id column (and optionally annotator)."))
         rows = services.gold_file_read(upload.read(), name=upload.name)
         report = services.gold_mark_rows(project=project, user=request.user, rows=rows)
     except Invalid as exc:
@@ -142,7 +143,11 @@ def qualification_allow(request, project_id: int):
 def _member(project, username: str):
     member = get_user_model().objects.filter(username=username, memberships__project=project).first()
     if member is None:
-        raise Invalid(f"annotator: {username!r} is no member of {project.name}", field="annotator")
+        raise Invalid(
+            gettext("annotator: %(user)s is no member of %(project)s")
+            % {"user": repr(username), "project": project.name},
+            field="annotator",
+        )
     return member
 
 

@@ -66,7 +66,9 @@ def _editor_json(data, slot: str) -> dict | None:
             return action.to_json()
         box = grammar.round_box(grammar.box_of(raw_box))
     except (TypeError, ValueError) as exc:
-        raise Invalid(f"The {slot} action is malformed: {exc}") from None
+        raise Invalid(
+            gettext("The %(slot)s action is malformed: %(problem)s") % {"slot": slot, "problem": exc}
+        ) from None
     spec = action.spec
     if action.point() is None and spec is not None and spec.arg(grammar.START_BOX) is not None:
         action = grammar.Action(
@@ -92,7 +94,9 @@ def _render(action: grammar.Action | None, project) -> str:
     try:
         return grammar.render_action(action, box_tokens=project.box_tokens)
     except TypeError as exc:
-        raise Invalid(f"The {action.type} action is malformed: {exc}") from None
+        raise Invalid(
+            gettext("The %(slot)s action is malformed: %(problem)s") % {"slot": action.type, "problem": exc}
+        ) from None
 
 
 def observation_for(trace, index: int):
@@ -109,7 +113,10 @@ def dropped_after(trace, tau: int) -> int:
 def action_check(*, annotation: Annotation, slot: str, action_json: dict | None, tau: int | None) -> dict:
     """Canonical string and problems of an editor action on the screen it belongs to (o_τ or o_{τ+1})."""
     if slot not in EDITOR_SLOTS:
-        raise Invalid(f"unknown action slot '{slot}' (expected one of {', '.join(EDITOR_SLOTS)})")
+        raise Invalid(
+            gettext("unknown action slot '%(slot)s' (expected one of %(slots)s)")
+            % {"slot": slot, "slots": ", ".join(EDITOR_SLOTS)}
+        )
     project = annotation.trace.project
     data = _editor_json(action_json, slot)
     if data is None:
@@ -154,10 +161,10 @@ def _clean_draft_fields(annotation: Annotation, fields: dict) -> dict:
     clean = {}
     for name, value in fields.items():
         if name not in DRAFT_FIELDS:
-            raise Invalid(f"'{name}' is not an annotation field you can edit")
+            raise Invalid(gettext("'%(name)s' is not an annotation field you can edit") % {"name": name})
         if name == "editor_state":
             if not isinstance(value, dict) or set(value) - set(EDITOR_SLOTS):
-                raise Invalid("editor_state must be an object with 'corrected' and/or 'reflection'")
+                raise Invalid(gettext("editor_state must be an object with 'corrected' and/or 'reflection'"))
             value = {slot: _editor_json(value.get(slot), slot) for slot in EDITOR_SLOTS}
             for slot in EDITOR_SLOTS:
                 action = grammar.Action.from_json(value[slot]) if value[slot] else None
@@ -165,7 +172,10 @@ def _clean_draft_fields(annotation: Annotation, fields: dict) -> dict:
                 # The one rule of action_check, refused already here: a point outside its own box is never stored.
                 outside = grammar.box_point_problem(action, box) if action and box else None
                 if outside:
-                    raise Invalid(f"The {slot} action: {outside}", field=f"{slot}_action")
+                    raise Invalid(
+                        gettext("The %(slot)s action: %(problem)s") % {"slot": slot, "problem": outside},
+                        field=f"{slot}_action",
+                    )
                 clean[f"{slot}_action" if slot == "reflection" else "corrected_action"] = _render(action, project)
         else:
             value = clean_answer_field(annotation, name, value)  # a FieldProblem is an Invalid

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.utils.translation import gettext
+
 from annotation.access import access_annotation
 from annotation.models import Annotation, AnnotationStatus
 from annotation.quality.rollup import answer_rollup_update
@@ -51,7 +53,8 @@ def annotation_restore_version(*, annotation_id: int, user, number: int, base_ve
     values = annotation_version_values(annotation, number)
     if values is None:
         raise NotFound(
-            f"Annotation {annotation.pk} has no version {number} (its versions go up to {annotation.version})."
+            gettext("Annotation %(id)s has no version %(number)s (its versions go up to %(last)s).")
+            % {"id": annotation.pk, "number": number, "last": annotation.version}
         )
     restored = answer_write(
         annotation=annotation,

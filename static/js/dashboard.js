@@ -8,7 +8,7 @@ import { num, pct } from "./figures.js";
 import {
   boundsText, flaggedText, flagLines, partHeadings, partRow, pauseButton, QUALITY_HEADINGS, qualityCsv, qualityRow,
 } from "./quality.js";
-import { gettext, interpolate } from "./i18n.js";
+import { formatDate, gettext, interpolate } from "./i18n.js";
 
 /* The agreement measures the chart draws, as [name, value] rows. */
 export function agreementRows(a) {
@@ -242,7 +242,7 @@ function start() {
     const changes = document.querySelector("#gold-changes ul");
     changes.replaceChildren(...(report.gold_changes.length ? report.gold_changes : [{ words: gettext("No gold trace marked yet.") }]).map((c) => {
       const li = document.createElement("li");
-      li.textContent = (c.at ? c.at.slice(0, 10) + " · " : "") + c.words + (c.actor ? " (" + c.actor + ")" : "");
+      li.textContent = (c.at ? formatDate(c.at) + " · " : "") + c.words + (c.actor ? " (" + c.actor + ")" : "");
       return li;
     }));
     tables.quality = qualityCsv(report);

@@ -28,10 +28,20 @@ export function formatNumber(value, options) {
   return new Intl.NumberFormat(pageLanguage(), options).format(value);
 }
 
+// A date and time the way the page's language writes them ("Dec 7, 2026, 3:04 PM", "2026年12月7日 15:04"), as
+// the server's templates do (studio/formats); "" for no date or one that cannot be read.
 export function formatDateTime(value, options) {
-  return new Intl.DateTimeFormat(pageLanguage(), options || { dateStyle: "medium", timeStyle: "short" }).format(
-    new Date(value),
-  );
+  const date = value ? new Date(value) : null;
+  if (!date || Number.isNaN(date.getTime())) return "";
+  return new Intl.DateTimeFormat(pageLanguage(), options || { dateStyle: "medium", timeStyle: "short" }).format(date);
+}
+
+export function formatDate(value) {
+  return formatDateTime(value, { dateStyle: "medium" });
+}
+
+export function formatTime(value) {
+  return formatDateTime(value, { timeStyle: "short" });
 }
 
 // A background job's status in words (studio.models.JobStatus), as the pages show it.

@@ -3,7 +3,7 @@
    trace viewer shows and how it reads the server's answer, the edited action's mark, its keys and the queue's row.
    Pure (tests/js/review.test.mjs); static/js/review.js wires them to the page. */
 import { toFraction } from "./geometry.js";
-import { gettext, interpolate } from "./i18n.js";
+import { formatDateTime, gettext, interpolate } from "./i18n.js";
 import { shortcutKey } from "./keys.js";
 
 /**
@@ -149,10 +149,10 @@ const REVIEW_KEYS = {
 };
 
 /** The texts of a review queue's row for ``review`` (an entry of GET /api/reviews/): the trace, the annotator, the
-   verdict, when it was submitted (to the minute, as the page's template writes it).
+   verdict, when it was submitted (to the minute, in the page's language, as the page's template writes it).
    @param {{ external_id: string, annotator: string, verdict_text: string, submitted_at: string | null }} review
    @returns {string[]} */
 export function queueRowTexts(review) {
-  const submitted = review.submitted_at ? review.submitted_at.slice(0, 16).replace("T", " ") : "";
+  const submitted = formatDateTime(review.submitted_at);
   return [review.external_id, review.annotator, review.verdict_text, submitted];
 }

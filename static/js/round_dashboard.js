@@ -5,7 +5,7 @@
 // module: the table's cells and the CSV tables are pure functions of the server's answer.
 import { csvWire } from "./csv.js";
 import { change, num, pct } from "./figures.js";
-import { gettext, interpolate } from "./i18n.js";
+import { formatDate, gettext, interpolate } from "./i18n.js";
 
 /* One round's row of the table: each cell's text and, for a figure, its data-figure name. */
 export function roundRow(r) {
@@ -16,7 +16,7 @@ export function roundRow(r) {
   return [
     { text: r.name },
     { text: r.checkpoint + (r.weights_hash ? " · " + r.weights_hash.slice(0, 12) : "") },
-    { text: r.ran_at ? r.ran_at.slice(0, 10) : "–" },
+    { text: formatDate(r.ran_at) || "–" },
     { text: String(r.traces) },
     { text: String(r.answers) },
     { text: pct(r.error_share) + change(c.error_share, "pp"), figure: "error_share" },

@@ -6,21 +6,18 @@
    server's rule: the list says so (can_restore, restore_refusal). The pure part (versionRows, restoreOutcome) is
    tested by node (tests/js/versions.test.mjs). */
 import { api, describeErrors } from "./api.js";
-import { gettext, interpolate } from "./i18n.js";
+import { formatDateTime, formatTime, gettext, interpolate } from "./i18n.js";
 
-/* "2026-11-28 03:12" in the reader's time zone. */
+/* "Nov 28, 2026, 3:12 AM" (or "2026年11月28日 03:12") in the reader's time zone and the page's language. */
 export function whenWords(iso) {
-  const d = new Date(iso);
-  if (Number.isNaN(d.getTime())) return "";
-  const two = (n) => String(n).padStart(2, "0");
-  return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())} ${two(d.getHours())}:${two(d.getMinutes())}`;
+  return formatDateTime(iso);
 }
 
 /* A typing session's saves, listed as one version by the server (annotation.selectors.annotation_versions): how
    many, the versions they made and since when; "" for a version of one save. */
 export function sessionWords(v) {
   if (!(v.saves > 1)) return "";
-  const since = whenWords(v.since).slice(11);
+  const since = formatTime(v.since);
   const saves = interpolate(gettext("%(saves)s saves while typing (versions %(first)s–%(last)s)"), { saves: v.saves, first: v.first, last: v.number });
   return since ? `${saves} ${interpolate(gettext("from %(since)s"), { since })}` : saves;
 }

@@ -91,7 +91,7 @@ test("a round's row: its figures with the change from the round before", () => {
     "r2", "ckpt-r2", "–", "10", "8", "50.0 % (−10.0 pp)", "12.5 % (±0.0 pp)", "2.0 (+1.0)", "0.400 (+0.050)", "61 s (−4 s)",
     "75.0 % of 4 (+25.0 pp)",
   ]);
-  assert.deepEqual(roundRow(round("r1")).slice(1, 3).map((c) => c.text), ["ckpt-r1 · abababababab", "2026-11-20"]);
+  assert.deepEqual(roundRow(round("r1")).slice(1, 3).map((c) => c.text), ["ckpt-r1 · abababababab", "Nov 20, 2026"]);
   assert.equal(roundRow(round("r1")).at(-1).text, "no pre-scoring");
   assert.equal(roundRow(round("r1", { suggestion_match: { compared: 0, matched: 0, rate: null } })).at(-1).text,
     "no suggestion on its errors");

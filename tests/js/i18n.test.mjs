@@ -3,7 +3,7 @@
 // placeholders, so a translation may put them in its own order.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { formatNumber, gettext, interpolate, jobStatusWord, ngettext } from "../../static/js/i18n.js";
+import { formatDate, formatDateTime, formatNumber, gettext, interpolate, jobStatusWord, ngettext } from "../../static/js/i18n.js";
 
 test("without a catalog a text stays as written, and a count picks the English plural", () => {
   assert.equal(gettext("Saved"), "Saved");
@@ -32,4 +32,18 @@ test("placeholders are filled by name, in the translation's order; an unknown on
 
 test("numbers follow the page's language (English without a document)", () => {
   assert.equal(formatNumber(12345.5), "12,345.5");
+});
+
+test("dates follow the page's language: English without a document, Chinese on a zh-hans page", () => {
+  const noon = "2026-12-07T12:00:00Z";  // the 7th in every time zone within ±11 hours
+  assert.match(formatDate(noon), /^Dec 7, 2026$/);
+  assert.equal(formatDateTime("not a date"), "");
+  assert.equal(formatDate(null), "");
+  globalThis.document = { documentElement: { lang: "zh-hans" } };
+  try {
+    assert.equal(formatDate(noon), "2026年12月7日");
+    assert.match(formatDateTime(noon), /^2026年12月7日 \d\d:00$/);
+  } finally {
+    delete globalThis.document;
+  }
 });

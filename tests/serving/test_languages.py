@@ -316,3 +316,89 @@ def test_a_refusal_speaks_the_request_language(client, annotator, db):
 def test_the_scripts_catalog_is_served_in_the_page_language(client, db):
     body = client.get(reverse("javascript-catalog"), headers={"accept-language": "zh-CN"}).content.decode()
     assert json.dumps("已保存") in body  # the catalog writes its texts as JSON
+
+
+def test_an_api_refusal_keeps_its_code_and_speaks_the_request_language(api_client, annotator, project):
+    """A service's refusal (Invalid, 400): the same machine-read kind in both languages, the words in each."""
+    client = api_client(annotator)
+    url = f"/api/projects/{project.pk}/next-trace/"
+    english = client.post(url, {"order": "bogus"}, format="json")
+    chinese = client.post(url, {"order": "bogus"}, format="json", headers={"accept-language": "zh-CN"})
+    assert english.status_code == chinese.status_code == 400
+    assert english.json()["kind"] == chinese.json()["kind"] == "invalid"
+    assert english.json()["detail"] == "order must be 'id' or 'suspicion', not 'bogus'"
+    assert chinese.json()["detail"] == "order 必须是 'id' 或 'suspicion'，而不是 'bogus'"
+    # no API endpoint at all: the 404 of the URL table, in words too
+    missing = client.get("/api/no-such-endpoint/", headers={"accept-language": "zh-CN"})
+    assert missing.status_code == 404 and missing.json()["kind"] == "not_found"
+    assert missing.json()["detail"] == "/api/no-such-endpoint/ 处没有 API 端点或对象。"
+
+
+def test_a_job_summary_is_worded_in_its_requesters_language(project, lead, annotator, tmp_path):
+    """A job runs where no request is: its summary is written in the language of the account that asked for it."""
+    from studio.services import account_settings_update
+    from tests.traces.test_import_hostile import trace_files, write_zip
+    from traces.services import import_job_create, import_job_run
+
+    account_settings_update(user=lead, language="zh-hans")
+
+    def summary(user):
+        archive = write_zip(tmp_path / f"{user.username}.zip", trace_files(user.username))
+        job = import_job_create(
+            project=project,
+            user=user,
+            upload_name=str(archive),
+            original_name=archive.name,
+            server_path=True,
+            enqueue=False,
+        )
+        return import_job_run(job_id=job.pk).message
+
+    assert summary(lead).startswith("1 条轨迹，2 个步骤，已存储 2 张截图")
+    assert summary(annotator).startswith("1 trace, 2 steps, 2 screenshots stored")  # the browser's: the default
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_socket_refusal_speaks_the_pages_language(project, annotator, role_groups):
+    """The live socket's error frames are worded in the handshake's language, with the same kind."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from channels.testing import WebsocketCommunicator
+
+    from annotation.consumers import LiveConsumer
+
+    async def refusal(language: str) -> dict:
+        comm = WebsocketCommunicator(LiveConsumer.as_asgi(), "/ws/live/", headers=[(b"accept-language", language)])
+        comm.scope["user"] = annotator
+        connected, _ = await comm.connect()
+        assert connected
+        await comm.send_json_to({"type": "no.such.type"})
+        while (frame := await comm.receive_json_from(timeout=5))["type"] != "error":
+            pass
+        await comm.disconnect()
+        return frame
+
+    with ThreadPoolExecutor(1) as pool:  # a browser test's event loop may run in this thread
+        english = pool.submit(asyncio.run, refusal(b"en")).result()
+        chinese = pool.submit(asyncio.run, refusal(b"zh-CN,zh;q=0.9")).result()
+    assert english["kind"] == chinese["kind"] == "invalid"
+    assert english["detail"] == "unknown message type 'no.such.type'"
+    assert chinese["detail"] == "未知的消息类型 'no.such.type'"
+
+
+def test_dates_on_a_page_follow_its_language(world_in_chinese):
+    """The review queue's submitted dates: "2026年12月7日 15:04" in Chinese, "Dec 7, 2026, 3:04 PM" in English."""
+    from datetime import UTC, datetime
+
+    from annotation.models import Annotation
+
+    Annotation.objects.filter(pk=world_in_chinese["annotation"].pk).update(
+        status="submitted", submitted_at=datetime(2026, 12, 7, 15, 4, tzinfo=UTC)
+    )
+    lead = Client()
+    lead.force_login(world_in_chinese["lead"])
+    chinese = lead.get(reverse("review-queue"), headers={"accept-language": "zh-CN"}).content.decode()
+    english = lead.get(reverse("review-queue"), headers={"accept-language": "en"}).content.decode()
+    assert "2026年12月7日 15:04" in chinese and "Dec 7, 2026" not in chinese
+    assert "Dec 7, 2026, 3:04 PM" in english and "2026年12月7日" not in english

@@ -3,7 +3,8 @@ present, no instruction) and the job's summary."""
 
 from __future__ import annotations
 
-from studio.words import in_words
+from django.utils.translation import gettext, ngettext
+
 from traces.importers import ImportedTrace
 from traces.models import ImportJob, Trace
 from traces.selectors import (
@@ -24,20 +25,31 @@ def import_job_summary(job: ImportJob) -> str:
     report = import_job_report(job)
     attention = report.attention
     distinct = sum(note.get("kind") == STORED_UNDER_DISTINCT_ID for note in report.notes)
-    return (
-        (f"{attention}. " if attention else "")
-        + f"{in_words(job.traces_imported, 'trace', 'traces')}, {in_words(job.steps_imported, 'step', 'steps')}, "
-        f"{in_words(job.screenshots_stored, 'screenshot', 'screenshots')} stored, "
-        f"{in_words(job.traces_skipped, 'trace', 'traces')} already present, {job.traces_failed} failed, "
-        f"{in_words(job.unparsed_actions, 'unparsed action', 'unparsed actions')}, "
-        f"{off_screen_phrase(job.off_screen_steps)}"
-        + (f", {awaiting} awaiting an instruction" if awaiting else "")
-        + (f", {distinct} stored under a distinct id (its own was taken by other content)" if distinct else "")
-    )
+    # Worded in the job's language (studio.engine runs a job in its requester's): a phrase per count.
+    parts = [
+        ngettext("%(count)s trace", "%(count)s traces", job.traces_imported) % {"count": job.traces_imported},
+        ngettext("%(count)s step", "%(count)s steps", job.steps_imported) % {"count": job.steps_imported},
+        ngettext("%(count)s screenshot stored", "%(count)s screenshots stored", job.screenshots_stored)
+        % {"count": job.screenshots_stored},
+        ngettext("%(count)s trace already present", "%(count)s traces already present", job.traces_skipped)
+        % {"count": job.traces_skipped},
+        gettext("%(count)s failed") % {"count": job.traces_failed},
+        ngettext("%(count)s unparsed action", "%(count)s unparsed actions", job.unparsed_actions)
+        % {"count": job.unparsed_actions},
+        off_screen_phrase(job.off_screen_steps),
+    ]
+    if awaiting:
+        parts.append(gettext("%(count)s awaiting an instruction") % {"count": awaiting})
+    if distinct:
+        parts.append(
+            gettext("%(count)s stored under a distinct id (its own was taken by other content)") % {"count": distinct}
+        )
+    counts = gettext(", ").join(parts)
+    return gettext("%(lost)s. %(counts)s") % {"lost": attention, "counts": counts} if attention else counts
 
 
 def off_screen_phrase(count: int) -> str:
-    return in_words(count, "off-screen step", "off-screen steps")
+    return ngettext("%(count)s off-screen step", "%(count)s off-screen steps", count) % {"count": count}
 
 
 OFF_SCREEN_LISTED = 5  # steps named in one trace's entry; the trace page lists them all

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from studio.errors import Conflict, Invalid
 from studio.inputs import input_problem
@@ -24,21 +25,28 @@ def round_create(
     name, checkpoint, weights_hash = (name or "").strip(), (checkpoint or "").strip(), (weights_hash or "").strip()
     for field_name, value, limit in (("name", name, ROUND_NAME_MAX), ("checkpoint", checkpoint, CHECKPOINT_MAX)):
         if not value:
-            raise Invalid(f"{field_name}: give the round's {field_name}", field=field_name)
+            raise Invalid(gettext("%(field)s: give the round's %(field)s") % {"field": field_name}, field=field_name)
         if len(value) > limit:
-            raise Invalid(f"{field_name}: at most {limit} characters", field=field_name)
+            raise Invalid(
+                gettext("%(field)s: at most %(most)s characters") % {"field": field_name, "most": limit},
+                field=field_name,
+            )
     problem = input_problem({"name": name, "checkpoint": checkpoint})
     if problem:
         raise Invalid(problem)
     weights_hash = weights_hash.lower()
     if len(weights_hash) > WEIGHTS_HASH_MAX or any(c not in "0123456789abcdef" for c in weights_hash):
         raise Invalid(
-            f"weights_hash: a hex digest of at most {WEIGHTS_HASH_MAX} digits (sha256 of the weight files)",
+            gettext("weights_hash: a hex digest of at most %(most)s digits (sha256 of the weight files)")
+            % {"most": WEIGHTS_HASH_MAX},
             field="weights_hash",
         )
     existing = Round.objects.filter(project=project, name=name).first()
     if existing is not None:
-        raise Conflict(f"{project.name} already has a round named {name!r}", round=existing.pk)
+        raise Conflict(
+            gettext("%(project)s already has a round named %(name)s") % {"project": project.name, "name": repr(name)},
+            round=existing.pk,
+        )
     try:
         with transaction.atomic():
             return Round.objects.create(
@@ -51,4 +59,7 @@ def round_create(
             )
     except IntegrityError:  # made at the same moment by another request
         existing = Round.objects.get(project=project, name=name)
-        raise Conflict(f"{project.name} already has a round named {name!r}", round=existing.pk) from None
+        raise Conflict(
+            gettext("%(project)s already has a round named %(name)s") % {"project": project.name, "name": repr(name)},
+            round=existing.pk,
+        ) from None
