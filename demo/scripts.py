@@ -149,7 +149,9 @@ def format_action(act: Act, screen: Screen) -> str:
     """``act`` as UI-TARS text with box tokens, built and rendered by the one grammar (its rounding, its escaping)."""
     w, h = screen.size
 
-    def point(name: str, at: tuple[float, float]) -> tuple[int | float, int | float]:
+    def point(name: str | None, at: tuple[float, float]) -> tuple[int | float, int | float]:
+        if name is None:
+            raise ValueError(f"a {act.name} action names no widget to point at")
         return grammar.from_screen_pixels(
             screen.box(name).point(*at), convention=grammar.RELATIVE_1000, width=w, height=h
         )
@@ -627,9 +629,9 @@ def _phone_message(rng: random.Random) -> TraceScript:
     h, m = (int(v) for v in clocks[0].split(":"))
     sent_a = f"{h}:{max(0, m - rng.randint(8, 20)):02d} PM"
     recv = f"{h}:{max(0, m - rng.randint(1, 5)):02d} PM"
-    convs = [list(c) for c in PHONE_DEFAULTS["conversations"]]
-    convs[0][2] = recv
-    convs = [tuple(c) for c in convs]
+    rows = [list(c) for c in PHONE_DEFAULTS["conversations"]]
+    rows[0][2] = recv
+    convs = [tuple(c) for c in rows]
     base = ScreenSpec(
         "phone",
         {"screen": "home", "battery": rng.randint(35, 90), "conversations": convs, "times": {1: sent_a, 3: recv}},

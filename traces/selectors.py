@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.db.models import BooleanField, Count, ExpressionWrapper, Q, QuerySet
@@ -134,7 +135,7 @@ def step_elements_json(step: Step, *, convention: str, project: Project) -> list
     out = []
     for element in elements:
         try:
-            box = grammar.box_of(element.get("box"))
+            box: Sequence[float] = grammar.box_of(element.get("box"))
             if convention != project.coordinate_convention:
                 if shot is None:
                     return []

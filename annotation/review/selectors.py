@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db.models import Q, QuerySet
 from django.urls import reverse
@@ -100,11 +101,11 @@ class HistoryRow:
     # The statuses by their names (the pills of every other page), not their stored values.
     @property
     def from_status_display(self) -> str:
-        return dict(AnnotationStatus.choices).get(self.from_status, self.from_status)
+        return str(dict(AnnotationStatus.choices).get(self.from_status, self.from_status))
 
     @property
     def to_status_display(self) -> str:
-        return dict(AnnotationStatus.choices).get(self.to_status, self.to_status)
+        return str(dict(AnnotationStatus.choices).get(self.to_status, self.to_status))
 
 
 def history_rows(events: list[AuditEvent]) -> list[HistoryRow]:
@@ -359,7 +360,7 @@ def review_context(annotation: Annotation) -> dict:
     # o_τ and o_{τ+1}: the steps at τ and after it.
     steps = list(trace_steps(trace).filter(index__gte=tau, index__lte=tau + 1)) if tau else []
     by_index = {s.index: s for s in steps}
-    context = {
+    context: dict[str, Any] = {
         "annotation": annotation,
         "trace": trace,
         "project": project,

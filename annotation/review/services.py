@@ -175,6 +175,8 @@ def _refuse_actions_left_without_points(annotation: Annotation, cleaned: dict, m
     """The τ rule (services.answer_after_tau_move) took off points placed for the old τ: an accepted answer cannot
     keep an action that lost the point it needs, so the lead's edit is refused unless it places a new one."""
     old_tau, new_tau = annotation.tau, cleaned["tau"]
+    if old_tau is None or new_tau is None:
+        return  # no τ moved, so no point was taken off (answer_after_tau_move)
     for slot, (label, offset) in SLOT_WORDS.items():
         action = moved["editor_state"].get(slot)
         if not action or action == (cleaned.get("editor_state") or annotation.editor_state or {}).get(slot):

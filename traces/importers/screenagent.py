@@ -18,6 +18,7 @@ import ast
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 from studio.catalog import gettext_noop
 from traces import grammar
@@ -295,7 +296,7 @@ def trace_from_session(folder: Path, *, root: Path) -> ImportedTrace:
 
     if not steps:
         raise TraceReadError(session, "no execution steps (MouseAction/KeyboardAction/WaitAction)")
-    metadata = {
+    metadata: dict[str, Any] = {
         "session_id": session,
         "task_prompt_zh": task_zh,
         "plans": plans,
