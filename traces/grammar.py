@@ -539,7 +539,9 @@ class ActionSyntaxError(Exception):
         self.action_start = action_start
         super().__init__(f"{message} at position {position}")
 
-    def __reduce__(self):  # keep pickling working despite the multi-argument constructor
+    def __reduce__(
+        self,
+    ) -> tuple[type, tuple[str, int, int | None]]:  # keep pickling working despite the multi-argument constructor
         return (type(self), (self.message, self.position, self.action_start))
 
     def counted_from(self, offset: int) -> ActionSyntaxError:
