@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.files.storage import default_storage
@@ -21,6 +22,9 @@ from exports.formats import export_format
 from exports.writers import image_path
 from traces import grammar, prompting
 from traces.models import Project
+
+if TYPE_CHECKING:
+    pass
 
 
 def pixel_contract(project: Project) -> dict:
@@ -95,11 +99,11 @@ def export_part_build(
     # key -> [file name in workdir, size, bundle path, sha256]; the shard stores them beside its data files.
     reduced: dict[str, list] = {}
 
-    def stored_bytes(shot) -> bytes:
+    def stored_bytes(shot: Any) -> bytes:
         with default_storage.open(shot.image.name, "rb") as handle:
             return handle.read()
 
-    def image_bytes(shot) -> bytes:
+    def image_bytes(shot: Any) -> bytes:
         if isinstance(shot, prompting.ReducedImage):
             return reduced_bytes(shot)
         return stored_bytes(shot)
