@@ -15,13 +15,13 @@ from studio.models import JobStatus
 from traces.access import projects_for
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import User
+    from django.contrib.auth.models import AnonymousUser, User
 
     from exports.models import ExportJob
     from traces.models import Project
 
 
-def export_jobs_for_user(user: User, *, project: Project | None = None) -> QuerySet[ExportJob]:
+def export_jobs_for_user(user: User | AnonymousUser, *, project: Project | None = None) -> QuerySet[ExportJob]:
     """The exports ``user`` sees (export.view: engineers, leads, admins, in their projects), newest first."""
     jobs = export_jobs_for(user, "export.view")
     if project is not None:
