@@ -49,7 +49,8 @@ test-release: install
 test-all: test test-integration test-release
 
 # ruff (lint and format; the rules, the complexity ceiling and line length are in pyproject.toml) and mypy with
-# django-stubs on studio/, the services, selectors and grammar (the file list is in pyproject.toml).
+# django-stubs on every production package, migrations aside; studio/, every app's services and selectors, the grammar
+# and the importers must annotate every function (pyproject.toml's [tool.mypy] and its overrides).
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
