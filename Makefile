@@ -51,8 +51,9 @@ test-release: install
 test-all: test test-integration test-release
 
 # ruff (lint and format; the rules, the complexity ceiling and line length are in pyproject.toml), then TypeScript's
-# checker on the page's JavaScript (typecheck-js). mypy with django-stubs on studio/, the services, selectors and
-# grammar (the file list is in pyproject.toml) is `make typecheck`.
+# checker on the page's JavaScript (typecheck-js). `make typecheck` is mypy with django-stubs on every production
+# package, migrations aside; studio/, every app's services and selectors, the grammar and the importers must annotate
+# every function (pyproject.toml's [tool.mypy] and its overrides).
 lint: install typecheck-js
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .

@@ -22,6 +22,7 @@ import math
 import statistics
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from django.db.models import Q
 
@@ -46,11 +47,27 @@ PAIR_FIELDS = (
 )  # read as named rows: row.verdict, row.tau, ...
 
 
+class PairRow(Protocol):
+    """One named row of PAIR_FIELDS (``values_list(*PAIR_FIELDS, named=True)``)."""
+
+    id: int
+    trace_id: int
+    trace__external_id: str
+    annotator__username: str
+    status: str
+    verdict: str
+    tau: int | None
+    error_category: str
+    corrected_action: str
+    editor_state: dict
+    is_adjudicated: bool
+
+
 @dataclass
 class Pair:
     trace_id: int
-    a: tuple  # named rows of PAIR_FIELDS
-    b: tuple
+    a: PairRow
+    b: PairRow
     answers_exact: bool
     answers_within_one: bool
     category_differs: bool
@@ -98,7 +115,7 @@ class AgreementReport:
         return [p for p in self.pairs if p.disagrees and not p.adjudicated]
 
     def as_dict(self, *, with_pairs: bool = False) -> dict:
-        data = {
+        data: dict[str, Any] = {
             "pairs": len(self.pairs),
             "first_error_exact": _round(self.first_error_exact),
             "first_error_within_one": _round(self.first_error_within_one),
@@ -122,7 +139,7 @@ def _round(value: float | None, digits: int = 4) -> float | None:
     return None if value is None else round(value, digits)
 
 
-def _public(row) -> dict:
+def _public(row: PairRow) -> dict:
     return {
         "id": row.id,
         "annotator": row.annotator__username,
@@ -160,8 +177,9 @@ def _click_distance(
         return None  # pixel conventions need the screenshot's size
     else:
         width, height = size
-    kwargs = dict(convention=project.coordinate_convention, width=width, height=height, max_pixels=project.max_pixels)
-    (xa, ya), (xb, yb) = grammar.to_screen_pixels(pa, **kwargs), grammar.to_screen_pixels(pb, **kwargs)
+    convention, max_pixels = project.coordinate_convention, project.max_pixels
+    xa, ya = grammar.to_screen_pixels(pa, convention=convention, width=width, height=height, max_pixels=max_pixels)
+    xb, yb = grammar.to_screen_pixels(pb, convention=convention, width=width, height=height, max_pixels=max_pixels)
     return math.hypot((xa - xb) / width, (ya - yb) / height)
 
 

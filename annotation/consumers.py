@@ -166,9 +166,10 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
         )
 
     async def _announce_closed(self) -> None:
-        if not getattr(self, "open_trace", None):
+        open_trace = getattr(self, "open_trace", None)
+        if not open_trace:
             return
-        project_id, trace_id = self.open_trace
+        project_id, trace_id = open_trace
         self.open_trace = None
         await self.channel_layer.group_send(
             events.project_group(project_id),

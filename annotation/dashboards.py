@@ -14,6 +14,7 @@ decision for acceptance rates.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
@@ -150,7 +151,7 @@ def _work_fold(per_day: Counter, verdicts: Counter) -> tuple[list[dict], dict]:
     done = [
         {"day": day.isoformat(), "annotator_id": annotator_id, "done": n} for (day, annotator_id), n in per_day.items()
     ]
-    counts = {
+    counts: dict[str, int] = {
         "done": sum(verdicts.values()),
         **{v: verdicts.get(v, 0) for v in (Verdict.ERROR, Verdict.NO_ERROR, Verdict.UNUSABLE)},
     }
@@ -196,7 +197,8 @@ def _median_of_counts(histogram: Counter) -> float | None:
     if not total:
         return None
     wanted = {(total - 1) // 2, total // 2}  # 0-based positions of the middle one or two
-    picked, seen = [], 0
+    picked: list[float] = []
+    seen = 0
     for value in sorted(histogram):
         count = histogram[value]
         picked.extend(value for position in wanted if seen <= position < seen + count)
@@ -431,7 +433,7 @@ def round_dashboard(project: Project) -> dict:
         }
     )
     scored = TraceSuggestion.objects.filter(trace__project=project).exists()
-    rounds = list(
+    rounds: list[Mapping[str, Any]] = list(
         Round.objects.filter(project=project)
         .order_by("ran_at", "id")
         .values("id", "name", "checkpoint", "weights_hash", "ran_at")

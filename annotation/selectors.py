@@ -5,7 +5,9 @@ from __future__ import annotations
 import copy
 import difflib
 import re
-from datetime import timedelta
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Protocol
 
 from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
@@ -31,8 +33,13 @@ from traces.selectors import (
     traces_ready_to_annotate,
 )
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
-def open_leases(*, project=None, user=None) -> QuerySet[Lease]:
+    from traces.models import Project, Screenshot, Step
+
+
+def open_leases(*, project: Project | None = None, user: User | None = None) -> QuerySet[Lease]:
     leases = Lease.objects.filter(released_at__isnull=True, expires_at__gt=timezone.now()).select_related(
         "trace__project", "user"
     )
@@ -43,7 +50,7 @@ def open_leases(*, project=None, user=None) -> QuerySet[Lease]:
     return leases.order_by("expires_at")
 
 
-def traces_awaiting_more_answers(*, project, limit: int = 50) -> tuple[list[dict], int]:
+def traces_awaiting_more_answers(*, project: Project, limit: int = 50) -> tuple[list[dict], int]:
     """Shared traces (``annotation.overlap``) that some annotators answered but fewer than the project asks: each with
     who answered and how many answers it needs; the first ``limit`` by trace id, and how many there are in all.
 
@@ -77,7 +84,7 @@ def traces_awaiting_more_answers(*, project, limit: int = 50) -> tuple[list[dict
     ], len(waiting)
 
 
-def annotation_status_counts(trace_ids, *, viewer) -> dict[int, list[tuple[str, str, int]]]:
+def annotation_status_counts(trace_ids: Iterable[int], *, viewer: User) -> dict[int, list[tuple[str, str, int]]]:
     """Per trace: (status, label, how many annotations are in it), in the workflow's order; one grouped read.
 
     The trace's work (production answers) and ``viewer``'s own answers of any kind: other people's gold and
@@ -101,7 +108,7 @@ def annotation_status_counts(trace_ids, *, viewer) -> dict[int, list[tuple[str, 
     }
 
 
-def error_categories_in_use(*, project, categories) -> list[str]:
+def error_categories_in_use(*, project: Project, categories: Iterable[str]) -> list[str]:
     """Which of ``categories`` the project's annotations name as their error category, sorted: those a project's
     settings cannot drop (``traces.services.project_save``)."""
     return sorted(
@@ -111,7 +118,7 @@ def error_categories_in_use(*, project, categories) -> list[str]:
     )
 
 
-def _open_trace_count(*, project, user, now) -> int:
+def _open_trace_count(*, project: Project, user: User, now: datetime) -> int:
     """Traces the hand-out could give ``user``: ready, not theirs yet, and held (leased or answered) by fewer other
     annotators than the trace's quota (``annotation.overlap``: a shared trace stays open for its next annotator)."""
     held = Subquery(
@@ -142,7 +149,7 @@ def _open_trace_count(*, project, user, now) -> int:
     return free + sum(1 for pk, n in partly if n < trace_annotation_quota(trace_id=pk, project=project))
 
 
-def queue_for_user(user) -> list[dict]:
+def queue_for_user(user: User) -> list[dict]:
     """Per project the user annotates in: their work in progress, work sent back, and how much is open."""
     rows = []
     now = timezone.now()
@@ -183,19 +190,26 @@ def queue_for_user(user) -> list[dict]:
     return rows
 
 
-def steps_dropped_before(step) -> int:
+class WithContext(Protocol):
+    """A step as a model instance or as the exports' column tuple (exports.builders.StepRow): its native context."""
+
+    @property
+    def context(self) -> Any: ...
+
+
+def steps_dropped_before(step: WithContext | None) -> int:
     """How many recorded steps the source dropped right before ``step`` (native format ``missing_before``; ``true``, an
     unknown number, counts as 1): the one reading of a gap, for the pages, the post-reflection rule and exports."""
     return int((step.context or {}).get("missing_before") or 0) if step is not None else 0
 
 
-def _gap(step) -> dict:
+def _gap(step: Step) -> dict:
     """How many steps the source dropped right before ``step``, as a number and in words (the page says it)."""
     dropped = steps_dropped_before(step)
     return {"missing_before": dropped, "missing_before_words": in_words(dropped, "step", "steps")}
 
 
-def model_extent(project, width: int, height: int) -> list[int]:
+def model_extent(project: Project, width: int, height: int) -> list[int]:
     """The model coordinate range that spans the screenshot (the page converts with it, both ways)."""
     if project.coordinate_convention == grammar.RELATIVE_1000:
         return [1000, 1000]
@@ -205,7 +219,7 @@ def model_extent(project, width: int, height: int) -> list[int]:
     return [width, height]
 
 
-def _display_actions(step, trace) -> list[dict]:
+def _display_actions(step: Step, trace: Trace) -> list[dict]:
     """The recorded actions in the project's convention, the one the page draws and edits in (converted from the
     trace's, server-side: the page never converts)."""
     try:
@@ -217,7 +231,7 @@ def _display_actions(step, trace) -> list[dict]:
         return []
 
 
-def observations(trace, steps) -> dict:
+def observations(trace: Trace, steps: Iterable[Step]) -> dict:
     """The screens o_i of ``steps`` (each step's screenshot) and o_{n+1}, the trace's final screenshot when it was kept:
     the one rule of which screen follows a step (a post-reflection is written on o_{τ+1})."""
     screens = {step.index: step.screenshot for step in steps}
@@ -238,7 +252,7 @@ def gap_after_reason(tau: int, dropped: int) -> str:
     )
 
 
-def server_no_reflection_reason(tau: int, after, dropped: int = 0) -> str:
+def server_no_reflection_reason(tau: int, after: Screenshot | None, dropped: int = 0) -> str:
     """The reason the server records itself on submit for a first error at step ``tau`` whose o_{τ+1} (``after``: that
     screen, or None) was not kept, or whose next recorded step follows ``dropped`` steps the source dropped — no
     post-reflection can be given, so the annotator is not asked why; "" when o_{τ+1} was kept (then a
@@ -253,7 +267,7 @@ def server_no_reflection_reason(tau: int, after, dropped: int = 0) -> str:
     )
 
 
-def _shot(project, screenshot) -> dict | None:
+def _shot(project: Project, screenshot: Screenshot | None) -> dict | None:
     if screenshot is None:
         return None
     return {
@@ -265,7 +279,7 @@ def _shot(project, screenshot) -> dict | None:
     }
 
 
-def _human_edit(step) -> dict | None:
+def _human_edit(step: Step) -> dict | None:
     if not step.human_edited_response:
         return None
     try:
@@ -287,7 +301,7 @@ STEPS_WINDOW = 50
 STEPS_MAX_SPAN = 200
 
 
-def _workspace_step_json(step, trace, project, screens: dict, dropped_after: int = 0) -> dict:
+def _workspace_step_json(step: Step, trace: Trace, project: Project, screens: dict, dropped_after: int = 0) -> dict:
     return {
         "index": step.index,
         "thought": step.thought,
@@ -330,7 +344,7 @@ def workspace_steps(trace: Trace, first: int, last: int) -> list[dict]:
     ]
 
 
-def workspace_steps_range(trace: Trace, first_text, last_text) -> tuple[int, int]:
+def workspace_steps_range(trace: Trace, first_text: str | None, last_text: str | None) -> tuple[int, int]:
     """The steps a request for ``first``..``last`` names (query texts; none given: the first window), or Invalid
     saying what is wrong with them."""
     count = trace.step_count
@@ -448,7 +462,7 @@ ANNOTATION_FIELDS = (
 )
 
 
-def _iso(moment) -> str | None:
+def _iso(moment: datetime | None) -> str | None:
     return moment.isoformat() if moment else None
 
 
@@ -561,7 +575,7 @@ _UNVERSIONED_CHANGES = frozenset({"alternative_marks"})
 _SLOT_LABELS = {"corrected": "corrected", "reflection": "post-reflection"}
 
 
-def _makes_version(event) -> bool:
+def _makes_version(event: AuditEvent) -> bool:
     return event.kind == "transition" or not set(event.changes or {}) <= _UNVERSIONED_CHANGES
 
 
@@ -583,7 +597,7 @@ def _numbered(annotation: Annotation, events: list[AuditEvent]) -> list[tuple[in
 _CUT_AT = 60  # a value's words are cut beyond this many characters
 
 
-def _value_words(name: str, value) -> str:
+def _value_words(name: str, value: Any) -> str:
     if name == "verdict":
         return str(dict(Verdict.choices).get(value or "", str(value)))
     if value in (None, "", {}):
@@ -669,7 +683,7 @@ def _text_diffs(changes: dict) -> list[dict]:
     return diffs
 
 
-def _change_words(event, changes: dict | None = None) -> list[str]:
+def _change_words(event: AuditEvent, changes: dict | None = None) -> list[str]:
     """``event``'s changes (or ``changes``, a typing session's whole) in words."""
     changes = (event.changes or {}) if changes is None else changes
     words = []
@@ -708,7 +722,7 @@ def _change_words(event, changes: dict | None = None) -> list[str]:
 TYPING_PAUSE = timedelta(minutes=2)
 
 
-def _typed_field(event) -> str | None:
+def _typed_field(event: AuditEvent) -> str | None:
     """The one typed field a draft save changed; None for any other write (a restore, several fields, a decision)."""
     names = list(event.changes or {})
     if event.kind != "edit" or event.comment or len(names) != 1 or names[0] not in TYPED_FIELDS:
@@ -861,7 +875,7 @@ def _drawn_at(events: list) -> dict[str, int | None]:
     return drawn
 
 
-def tau_moved_points(*, project=None, batch: int = 500) -> dict:
+def tau_moved_points(*, project: Project | None = None, batch: int = 500) -> dict:
     """Accepted error answers whose corrected (or post-reflection) action holds a point or box placed for another
     τ than the one accepted (from the audit history: the τ when the points were last set vs the final τ). Reads
     only; ``manage.py tau_moved_points`` reports them. ``unknown``: accepted answers whose points no audited write

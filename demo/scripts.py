@@ -145,13 +145,20 @@ def from_rel(xr: float, yr: float, size: tuple[int, int]) -> tuple[float, float]
     return grammar.to_screen_pixels((xr, yr), convention=grammar.RELATIVE_1000, width=w, height=h)
 
 
+def _widget_named(name: str | None, act: Act) -> str:
+    """The widget a pointing action acts on, which its script always names."""
+    if name is None:
+        raise ValueError(f"a {act.name} action names no widget to point at")
+    return name
+
+
 def format_action(act: Act, screen: Screen) -> str:
     """``act`` as UI-TARS text with box tokens, built and rendered by the one grammar (its rounding, its escaping)."""
     w, h = screen.size
 
-    def point(name: str, at: tuple[float, float]) -> tuple[int | float, int | float]:
+    def point(name: str | None, at: tuple[float, float]) -> tuple[int | float, int | float]:
         return grammar.from_screen_pixels(
-            screen.box(name).point(*at), convention=grammar.RELATIVE_1000, width=w, height=h
+            screen.box(_widget_named(name, act)).point(*at), convention=grammar.RELATIVE_1000, width=w, height=h
         )
 
     n = act.name
@@ -627,9 +634,9 @@ def _phone_message(rng: random.Random) -> TraceScript:
     h, m = (int(v) for v in clocks[0].split(":"))
     sent_a = f"{h}:{max(0, m - rng.randint(8, 20)):02d} PM"
     recv = f"{h}:{max(0, m - rng.randint(1, 5)):02d} PM"
-    convs = [list(c) for c in PHONE_DEFAULTS["conversations"]]
-    convs[0][2] = recv
-    convs = [tuple(c) for c in convs]
+    rows = [list(c) for c in PHONE_DEFAULTS["conversations"]]
+    rows[0][2] = recv
+    convs = [tuple(c) for c in rows]
     base = ScreenSpec(
         "phone",
         {"screen": "home", "battery": rng.randint(35, 90), "conversations": convs, "times": {1: sent_a, 3: recv}},

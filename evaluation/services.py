@@ -12,6 +12,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from django.conf import settings as django_settings
 from django.utils.translation import gettext
@@ -29,6 +30,9 @@ from studio.jobs import JobFailed, job_add_error, job_progress
 from traces import prompting
 from traces.models import Project
 from traces.selectors import round_resolve
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +99,7 @@ def _selection_resolve(
     project: Project,
     *,
     split: str | None,
-    round_ref,
+    round_ref: str | int | None,
     validation_fraction: float | None,
     split_seed: int | None,
     export_id: int | None,
@@ -156,11 +160,11 @@ def _selection_resolve(
 def evaluation_job_create(
     *,
     project: Project,
-    user,
+    user: User | None,
     model_dir: str,
     checkpoint: str = "",
     split: str | None = None,
-    round_ref=None,
+    round_ref: str | int | None = None,
     validation_fraction: float | None = None,
     split_seed: int | None = None,
     export_id: int | None = None,

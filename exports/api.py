@@ -78,7 +78,7 @@ class ExportCreateSerializer(serializers.Serializer):
 
 class ExportFormatSerializer(serializers.Serializer):
     name = serializers.CharField(help_text="What an export's `format` takes.")
-    label = serializers.CharField()
+    label = serializers.CharField()  # type: ignore[assignment]  # the API's field; the stubs see Field.label
     sample_set = serializers.CharField(help_text="The samples it holds: sft_dpo, process or rl.")
     suffix = serializers.CharField(help_text="Its data files' suffix.")
 

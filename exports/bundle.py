@@ -16,7 +16,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from exports import tokens
 from exports.writers import IMAGE_TABLE, data_file_glob, data_file_parts
@@ -41,7 +41,7 @@ class Entry:
 
     name: str
     size: int
-    open: Callable[[], object]
+    open: Callable[[], IO[bytes]]
     compress: bool
     deflated: Deflated | None = None
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from django.db.models import Count, Q, QuerySet
 
 from annotation.models import Annotation, AnnotationStatus
@@ -12,8 +14,14 @@ from studio.errors import Invalid
 from studio.models import JobStatus
 from traces.access import projects_for
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AnonymousUser, User
 
-def export_jobs_for_user(user, *, project=None) -> QuerySet[ExportJob]:
+    from exports.models import ExportJob
+    from traces.models import Project
+
+
+def export_jobs_for_user(user: User | AnonymousUser, *, project: Project | None = None) -> QuerySet[ExportJob]:
     """The exports ``user`` sees (export.view: engineers, leads, admins, in their projects), newest first."""
     jobs = export_jobs_for(user, "export.view")
     if project is not None:
@@ -21,7 +29,7 @@ def export_jobs_for_user(user, *, project=None) -> QuerySet[ExportJob]:
     return jobs.order_by("-created_at", "-id")
 
 
-def export_projects_for_user(user) -> tuple[list, int | None]:
+def export_projects_for_user(user: User) -> tuple[list, int | None]:
     """The projects ``user`` may export, by name, each with its count of accepted annotations (what a bundle
     holds), and the one the form offers first: the project with the most of them (an engineer of several projects
     should not export an empty one by default), or None when there is none."""
@@ -60,7 +68,7 @@ def export_diff(older: ExportJob, newer: ExportJob) -> lineage.BundleDiff:
     return lineage.bundle_diff(older.sources or [], newer.sources or [], in_base=held)
 
 
-def held_by_base(base_id: int | None, *, older, newer) -> list[tuple[int, int]]:
+def held_by_base(base_id: int | None, *, older: list, newer: list) -> list[tuple[int, int]]:
     """The pairs of ``older`` that an incremental bundle ``newer`` (built since export ``base_id``) left out because
     that base holds them at the same version: the base holds the pair, and the annotation is still accepted at that
     version (a version moves with every change, so it was unchanged when ``newer`` was built, which is what the
@@ -89,7 +97,7 @@ def export_diff_rows(diff: lineage.BundleDiff) -> dict[str, list[dict]]:
     ids = [pk for pk, _ in diff.added] + [pk for pk, _ in diff.removed] + [pk for pk, _, _ in diff.changed]
     found = {a.pk: a for a in Annotation.objects.filter(pk__in=ids).select_related("trace", "annotator")}
 
-    def row(pk: int, **versions) -> dict:
+    def row(pk: int, **versions: Any) -> dict:
         annotation = found.get(pk)
         return {
             "annotation_id": pk,

@@ -7,13 +7,18 @@ Local: an auth-checked streamed response with HTTP Range. S3: a presigned URL wi
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import default_storage
-from django.http import HttpResponse, HttpResponseRedirect, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 
 from studio.storage import storage_is_remote, stored_folder_delete
+
+if TYPE_CHECKING:
+    from exports.models import ExportJob
 
 CHUNK = 1024 * 1024
 _RANGE_RE = re.compile(r"^bytes=(\d*)-(\d*)$")
@@ -69,7 +74,8 @@ def is_remote() -> bool:
 
 
 def presigned_url(name: str, *, filename: str) -> str:
-    return default_storage.url(
+    # default_storage is typed as Django's Storage; remote, it is django-storages' S3Storage, whose url takes these.
+    return default_storage.url(  # type: ignore[call-arg]
         name,
         parameters={"ResponseContentDisposition": f'attachment; filename="{filename}"'},
         expire=settings.S3_BUNDLE_URL_EXPIRY_S,
@@ -120,7 +126,7 @@ def parse_range(header: str, size: int) -> tuple[int, int] | None | str:
     return start, end
 
 
-def bundle_response(request, job) -> HttpResponse:
+def bundle_response(request: HttpRequest, job: ExportJob) -> HttpResponseBase:
     """The download of a finished bundle: redirect to a presigned URL (S3) or stream with Range (local)."""
     safe_name = re.sub(r"[^A-Za-z0-9._-]+", "_", job.project.name)
     filename = f"{safe_name}-export-{job.pk}-{job.format}.zip"
@@ -128,16 +134,17 @@ def bundle_response(request, job) -> HttpResponse:
         return HttpResponseRedirect(presigned_url(job.bundle_name, filename=filename))
     size = default_storage.size(job.bundle_name)
     wanted = parse_range(request.headers.get("Range", ""), size)
-    if wanted == "unsatisfiable":
-        response = HttpResponse(status=416)
-        response["Content-Range"] = f"bytes */{size}"
-        return response
+    if isinstance(wanted, str):  # "unsatisfiable"
+        refusal = HttpResponse(status=416)
+        refusal["Content-Range"] = f"bytes */{size}"
+        return refusal
     start, end = wanted if wanted else (0, size - 1)
     length = max(0, end - start + 1)
     handle = default_storage.open(job.bundle_name, "rb")
     piece = ByteRange(handle, start, length)
     response = StreamingHttpResponse(piece, status=206 if wanted else 200, content_type="application/zip")
-    response.file_to_stream, response.block_size = piece, CHUNK  # Django's WSGI handler: wsgi.file_wrapper
+    # Django's WSGI handler hands these to wsgi.file_wrapper; the stubs know them on FileResponse alone.
+    response.file_to_stream, response.block_size = piece, CHUNK  # type: ignore[attr-defined]
     response["Content-Length"] = str(length)
     response["Accept-Ranges"] = "bytes"
     response["ETag"] = f'"{job.bundle_sha256}"'

@@ -45,6 +45,8 @@ def _load_grammar():
         name = "uitars_actions"
         if name not in sys.modules:
             spec = importlib.util.spec_from_file_location(name, copy)
+            if spec is None or spec.loader is None:
+                raise ImportError(f"{copy} is not a Python module")
             module = importlib.util.module_from_spec(spec)
             # Registered before it runs: its dataclasses look their module up while the class is being made.
             sys.modules[name] = module

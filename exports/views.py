@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
@@ -9,6 +11,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from exports import selectors, services
 from exports.access import access_export_job
 from exports.formats import format_choices
+from exports.models import ExportJob
 from studio.access import can
 from studio.errors import Invalid
 from studio.inputs import form_number, id_from_text
@@ -80,11 +83,19 @@ def export_diff(request, job_id: int):
     previous finished export): annotations added, removed and moved to another version."""
     job = access_export_job(request.user, job_id, "export.view")
     against_id = request.GET.get("against")
+    against: ExportJob | None
     if against_id:
         against = access_export_job(request.user, against_id, "export.view")
     else:
         against = selectors.export_previous(job)
-    context = {"job": job, "against": against, "project": job.project, "error": "", "rows": None, "diff": None}
+    context: dict[str, Any] = {
+        "job": job,
+        "against": against,
+        "project": job.project,
+        "error": "",
+        "rows": None,
+        "diff": None,
+    }
     status = 200
     if against is not None:
         try:

@@ -50,14 +50,23 @@ def _assistant(text: str) -> list[dict]:
     return [{"role": "assistant", "content": [{"type": "text", "text": text}]}]
 
 
+def _reply(sample: Sample, text: str | None) -> str:
+    """A side of a one-state sample (completion, chosen or rejected), which its builder always writes."""
+    if text is None:
+        raise ValueError(f"a {sample.kind} sample of annotation {sample.annotation_id} lacks a reply")
+    return text
+
+
 def trl_record(sample: Sample) -> dict:
-    record: dict = {"prompt": prompting.to_chat_messages(sample.prompt)}
+    prompt = sample.prompt
+    assert isinstance(prompt, prompting.StatePrompt), "TRL rows hold one state's prompt"
+    record: dict = {"prompt": prompting.to_chat_messages(prompt)}
     if sample.is_preference:
-        record["chosen"] = _assistant(sample.chosen)
-        record["rejected"] = _assistant(sample.rejected)
+        record["chosen"] = _assistant(_reply(sample, sample.chosen))
+        record["rejected"] = _assistant(_reply(sample, sample.rejected))
     else:
-        record["completion"] = _assistant(sample.completion)
-    record["images"] = [image_path(img) for img in sample.prompt.images]
+        record["completion"] = _assistant(_reply(sample, sample.completion))
+    record["images"] = [image_path(img) for img in prompt.images]
     record["kind"] = sample.kind
     record["trace_id"] = sample.trace_id
     record["annotation_id"] = sample.annotation_id
@@ -81,14 +90,16 @@ def sharegpt_conversation(prompt: prompting.StatePrompt) -> list[dict]:
 
 
 def llamafactory_record(sample: Sample) -> dict:
-    conversation = sharegpt_conversation(sample.prompt)
+    prompt = sample.prompt
+    assert isinstance(prompt, prompting.StatePrompt), "sharegpt rows hold one state's prompt"
+    conversation = sharegpt_conversation(prompt)
     record: dict = {"conversations": conversation}
     if sample.is_preference:
         record["chosen"] = {"from": "gpt", "value": sample.chosen}
         record["rejected"] = {"from": "gpt", "value": sample.rejected}
     else:
         conversation.append({"from": "gpt", "value": sample.completion})
-    record["images"] = [image_path(img) for img in sample.prompt.images]
+    record["images"] = [image_path(img) for img in prompt.images]
     record["kind"] = sample.kind
     record["trace_id"] = sample.trace_id
     record["annotation_id"] = sample.annotation_id
@@ -482,8 +493,9 @@ class VerlWriter(ParquetWriter):
 
     sample_set = "rl"
     uses_image_table = False  # verl's loader reads a row's images from the row itself
+    image_bytes: ImageBytes  # each row carries its images' bytes
 
-    def __init__(self, workdir, *, image_bytes, pixels=None):
+    def __init__(self, workdir: Path, *, image_bytes: ImageBytes, pixels: dict | None = None):
         super().__init__(workdir, image_bytes=image_bytes, pixels=pixels)
         self._index: dict[str, int] = {}
         self.max_image_tokens = 0  # the largest sum of image tokens in one prompt (README: max_prompt_length)

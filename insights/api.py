@@ -12,7 +12,6 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.renderers import BaseRenderer
 from rest_framework.response import Response
-from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from insights import selectors, services
@@ -96,7 +95,7 @@ class ProjectSearch(APIView):
 
     permission_classes = [ActionPermission]
     permission_action = "search.view"
-    renderer_classes = [*api_settings.DEFAULT_RENDERER_CLASSES, SearchCSVRenderer]
+    renderer_classes = [*APIView.renderer_classes, SearchCSVRenderer]
 
     @extend_schema(parameters=SEARCH_PARAMETERS, responses={200: SearchResultSerializer})
     def get(self, request, project_id: int):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import connections
 from django.db.models import (
@@ -31,6 +31,12 @@ from studio.errors import Invalid
 from studio.inputs import id_from_text
 from studio.models import JobStatus
 from traces.models import Project, Round
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+    from django.db.models import Expression
+
+    from traces.models import Screenshot
 
 # Facet name -> the search entry's column. Filters and counts use the same table.
 FACETS: dict[str, str] = {
@@ -117,7 +123,7 @@ def search_query_parse(raw: Any) -> SearchQuery:
     return SearchQuery(q=q.strip(), filters=filters, ids=ids)
 
 
-def entries_for(user, project: Project) -> QuerySet[SearchEntry]:
+def entries_for(user: User, project: Project) -> QuerySet[SearchEntry]:
     """The entries ``user`` may see: all of the project's for those who see others' corrections, else their own;
     the pre-score suspicion facet only for those who see pre-scoring (a blind project's annotators never do)."""
     entries = SearchEntry.objects.filter(project=project)
@@ -233,7 +239,7 @@ def _ranked(groups: list[tuple[search_text.Term, ...]]) -> list[tuple[search_tex
     return [g for g in groups if all(t.words for t in g)]
 
 
-def _rank(groups: list[tuple[search_text.Term, ...]], *, vendor: str):
+def _rank(groups: list[tuple[search_text.Term, ...]], *, vendor: str) -> Expression:
     """How well an entry matches: PostgreSQL's ``ts_rank`` (length-normalised) or SQLite's ``bm25`` (negated: more
     is better on both) against any of the terms' words; 0 where only the LIKE found it."""
     terms = [t for g in _ranked(groups) for t in g]
@@ -247,7 +253,7 @@ def _rank(groups: list[tuple[search_text.Term, ...]], *, vendor: str):
     return RawSQL(_FTS5_RANK, [" OR ".join(_fts5_query(t) for t in terms)], output_field=FloatField())
 
 
-def _in_correction(groups: list[tuple[search_text.Term, ...]], *, vendor: str):
+def _in_correction(groups: list[tuple[search_text.Term, ...]], *, vendor: str) -> Expression:
     """Whether the entry's correction (the index's weighted part) holds every group of words: such entries come
     first, whatever the instruction or the recorded step say."""
     ranked = _ranked(groups)
@@ -396,7 +402,9 @@ def step_cards(entries: QuerySet[SearchEntry], *, limit: int = 50, offset: int =
     return cards
 
 
-def _screen_point(point, entry: SearchEntry, shot, *, convention: str) -> list[float] | None:
+def _screen_point(
+    point: tuple[float, float] | None, entry: SearchEntry, shot: Screenshot | None, *, convention: str
+) -> list[float] | None:
     """A point as a share of the screenshot (0..1 on each axis), for drawing over a thumbnail of any size; read in
     ``convention`` (a recorded step's: its trace's; a correction's: its project's)."""
     from traces import grammar
@@ -443,11 +451,11 @@ def slices_of(project: Project, slices: QuerySet[Slice]) -> QuerySet[Slice]:
     return slices.filter(project=project).order_by("name")
 
 
-def slice_entries(slice_: Slice, user) -> QuerySet[SearchEntry]:
+def slice_entries(slice_: Slice, user: User) -> QuerySet[SearchEntry]:
     return search(entries_for(user, slice_.project), search_query_parse(slice_.query))
 
 
-def slice_trend(slice_: Slice, user) -> list[dict]:
+def slice_trend(slice_: Slice, user: User) -> list[dict]:
     """The slice's count per round, rounds in the order they ran (zero where it found nothing); corrections of
     traces in no round come last as "no round" when there are any."""
     entries = slice_entries(slice_, user)
@@ -471,7 +479,7 @@ def slice_trend(slice_: Slice, user) -> list[dict]:
     return trend
 
 
-def slice_compare(slice_: Slice, user, *, by: str, before: str, after: str) -> dict:
+def slice_compare(slice_: Slice, user: User, *, by: str, before: str, after: str) -> dict:
     """The slice between two rounds (``by="round"``: round ids) or two checkpoints (``by="checkpoint"``: the
     rounds of each checkpoint together): how many of each side's corrections the slice holds, their share, and the
     change in points — did the newer checkpoint make this mistake less often?"""
@@ -514,7 +522,7 @@ def slice_compare(slice_: Slice, user, *, by: str, before: str, after: str) -> d
     return {"by": by, **sides, "change_points": change, "change_words": words}
 
 
-def slice_queue_state(slice_: Slice, user) -> dict:
+def slice_queue_state(slice_: Slice, user: User) -> dict:
     """How many of the slice's traces a lead sent back to the queue, and how many of those still wait for their
     extra answer."""
     from annotation.models import QueueRequest
@@ -586,7 +594,7 @@ CLUSTER_EXAMPLES = 3
 CLUSTER_EXAMPLES_RANKED = 300
 
 
-def cluster_examples(cluster, user, *, limit: int = CLUSTER_EXAMPLES) -> list[dict]:
+def cluster_examples(cluster: Cluster, user: User, *, limit: int = CLUSTER_EXAMPLES) -> list[dict]:
     """A cluster's typical corrections as step cards (screenshot at τ with both points): the ones whose text is
     closest to the cluster's distinctive terms come first, so the examples show what names it."""
     members = sorted(cluster.annotation_ids)[:CLUSTER_EXAMPLES_RANKED]
@@ -633,7 +641,7 @@ def cluster_page(run: ClusterRun, *, page: int, size: int = CLUSTERS_PAGE_SIZE) 
     }
 
 
-def _merge_candidates(cluster, named_like: str = "") -> QuerySet[Cluster]:
+def _merge_candidates(cluster: Cluster, named_like: str = "") -> QuerySet[Cluster]:
     """The other clusters of ``cluster``'s run and kind, those whose name or label holds every word of
     ``named_like`` (any case) when it is given, largest first."""
     found = Cluster.objects.filter(run_id=cluster.run_id, kind=cluster.kind).exclude(pk=cluster.pk)
@@ -642,7 +650,7 @@ def _merge_candidates(cluster, named_like: str = "") -> QuerySet[Cluster]:
     return found.order_by("-size", "id")
 
 
-def cluster_merge_candidates(cluster, query: str, *, limit: int = MERGE_CANDIDATES) -> list[dict]:
+def cluster_merge_candidates(cluster: Cluster, query: str, *, limit: int = MERGE_CANDIDATES) -> list[dict]:
     """The clusters that could merge into ``cluster`` (the same run and kind) whose name or label holds every word
     of ``query`` (any case), largest first, at most ``limit``: the clusters page's merge field asks as a lead types."""
     return [
@@ -651,7 +659,7 @@ def cluster_merge_candidates(cluster, query: str, *, limit: int = MERGE_CANDIDAT
     ]
 
 
-def merge_choice(cluster) -> str:
+def merge_choice(cluster: Cluster) -> str:
     """How the merge field names a cluster it offers: its id, then its name (``cluster_merge_target`` reads the id)."""
     return f"#{cluster.pk} {cluster.display_name}"
 
@@ -659,7 +667,7 @@ def merge_choice(cluster) -> str:
 MERGE_CHOICE = re.compile(r"^#(\d{1,18})(?: |$)")
 
 
-def cluster_merge_target(cluster, text: str):
+def cluster_merge_target(cluster: Cluster, text: str) -> Cluster:
     """The cluster a merge field names: ``#<id> …`` (a choice the field offered, ``merge_choice``), else the one other
     cluster of the same run and kind whose name or label holds every word typed (an exact name wins over names
     that only hold the words). Invalid, naming the problem, when none or several match."""

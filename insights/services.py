@@ -7,7 +7,7 @@ import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings as django_settings
 from django.db import IntegrityError, transaction
@@ -22,6 +22,9 @@ from studio.errors import Conflict, Invalid
 from studio.jobs import JobSuperseded, job_progress
 from studio.models import JobStatus
 from traces.models import Project, Step
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +136,7 @@ def search_index_rebuild(*, project: Project) -> int:
 # --- slices -------------------------------------------------------------------------------------
 
 
-def slice_create(*, project: Project, user, name: str, query: dict) -> Slice:
+def slice_create(*, project: Project, user: User, name: str, query: dict) -> Slice:
     from insights.selectors import search_query_parse
 
     name = (name or "").strip()
@@ -172,7 +175,7 @@ TEXT_SIMILARITY = 0.3  # cosine similarity above which two corrections' texts jo
 MIN_TEXT_CLUSTER = 2
 
 
-def cluster_run_create(*, project: Project, user, enqueue: bool = True) -> ClusterRun:
+def cluster_run_create(*, project: Project, user: User, enqueue: bool = True) -> ClusterRun:
     """Queue a clustering, or answer the project's run already queued or running (a project has one at a time: a
     second click, or twenty at once, start nothing more; the database's constraint decides a race). With a
     pre-scoring model configured (STUDIO_PRESCORE_MODEL_DIR) the texts are compared by that model's embeddings, on
@@ -309,7 +312,7 @@ def text_clusters(
     return labels, f"tf-idf {how}"
 
 
-def _linkage_labels(matrix, *, similarity: float) -> tuple[list[int], str]:
+def _linkage_labels(matrix: Any, *, similarity: float) -> tuple[list[int], str]:
     """Average-linkage labels of the rows of ``matrix`` (sparse or dense) at cosine ``similarity``: on every pair of
     rows up to DIRECT_LINKAGE_LIMIT rows, past it on the centres of KMEANS_GROUPS k-means groups of the rows."""
     import numpy as np
@@ -513,7 +516,7 @@ def _model_embedder(model_path: str) -> Callable[[list[str]], Any]:
     """The texts' embeddings by the pre-scoring model (prescoring.qwen2vl, loaded on first use and kept by the gpu
     worker, shared with the scoring jobs): torch is imported here, on the worker that runs the job, never at import."""
 
-    def embed(texts: list[str]):
+    def embed(texts: list[str]) -> Any:
         from prescoring.qwen2vl import load_scorer
 
         scorer = load_scorer(model_path, static_decode=django_settings.PRESCORE_STATIC_DECODE)
@@ -536,7 +539,7 @@ def _cluster(run: ClusterRun, kind: str, name: str, terms: list, members: list[d
     )
 
 
-def slice_send_to_queue(*, slice_: Slice, user, withdraw: bool = False) -> dict:
+def slice_send_to_queue(*, slice_: Slice, user: User, withdraw: bool = False) -> dict:
     """Send the traces of a slice's corrections back to the annotation queue for one more answer each, first in
     line (or take that request back): a second reading of exactly the mistakes under study."""
     from annotation.services import queue_request_create, queue_request_withdraw
@@ -646,7 +649,7 @@ def cluster_merge(*, cluster: Cluster, other_id: int) -> Cluster:
     return cluster
 
 
-def cluster_slice_create(*, cluster: Cluster, user, name: str = "") -> Slice:
+def cluster_slice_create(*, cluster: Cluster, user: User, name: str = "") -> Slice:
     """The one-click slice of a cluster: its accepted corrections, by id."""
     return slice_create(
         project=cluster.run.project,

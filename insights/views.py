@@ -206,6 +206,7 @@ def project_clusters(request, project_id: int):
     latest = selectors.latest_cluster_run(project)
     shown = selectors.clustered_run(project)
     paged = selectors.cluster_page(shown, page=_page_number(request.GET.get("page"))) if shown else None
+    by_kind = paged["by_kind"] if paged else {}
     context = {
         "project": project,
         "run": latest,
@@ -215,7 +216,7 @@ def project_clusters(request, project_id: int):
             {
                 "cluster": c,
                 "examples": selectors.cluster_examples(c, request.user),
-                "can_merge": paged["by_kind"].get(c.kind, 0) > 1,
+                "can_merge": by_kind.get(c.kind, 0) > 1,
             }
             for c in (paged["clusters"] if paged else [])
         ],

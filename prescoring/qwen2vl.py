@@ -185,6 +185,10 @@ class Qwen2VLScorer:
         model_class = (
             Qwen2_5_VLForConditionalGeneration if self.model_type == "qwen2_5_vl" else Qwen2VLForConditionalGeneration
         )
+        # transformers annotates the loaded model's configs and the tokenizer's outputs as unions of every form they
+        # can take (dicts, lists, batches); the ones read here are known: Qwen2-VL configs, one text's ids.
+        self.tokenizer: Any
+        self.model: Any
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(self.model_dir, local_files_only=True)
             processor_cls = image_processor_class()
@@ -281,7 +285,7 @@ class Qwen2VLScorer:
         that fails is left out, and fails again, on its own request, when that request is encoded."""
         from concurrent.futures import ThreadPoolExecutor
 
-        todo = {}
+        todo: dict[tuple, ImageInput] = {}
         for request in requests:
             for image in request.images:
                 key = (image.key, min_pixels, max_pixels)
@@ -413,7 +417,7 @@ class Qwen2VLScorer:
         for row, (e, start) in enumerate(zip(batch, starts)):
             input_ids[row, start : start + e.length] = torch.tensor(e.input_ids)
             attention[row, start : start + e.length] = 1
-        tensors = {
+        tensors: dict[str, Any] = {
             "input_ids": input_ids.to(self.device),
             "attention_mask": attention.to(self.device),
             "mm_token_type_ids": (input_ids == self.image_token_id)
@@ -429,7 +433,8 @@ class Qwen2VLScorer:
             # per-screenshot cache, so a window's pixels are not copied to the device again for every step.
             tensors["image_grid_thw"] = torch.cat(grids).to(self.device)
             tensors["mm_encoder_outputs"] = {
-                "image": BaseModelOutputWithPooling(pooler_output=self._vision_features(batch))
+                # One features tensor per screenshot, as Qwen2-VL reads them; the annotation says a single tensor.
+                "image": BaseModelOutputWithPooling(pooler_output=self._vision_features(batch))  # type: ignore[arg-type]
             }
         return tensors
 

@@ -146,16 +146,17 @@ def step_flags(
         images.append(Screen.of(image) if image is not None else None)
     # change[i] compares o_i with o_{i+1} (0-based: steps[i]'s before and after screens).
     change = [
-        image_change(images[i], images[i + 1]) if images[i] is not None and images[i + 1] is not None else None
-        for i in range(len(steps))
+        image_change(before, after) if before is not None and after is not None else None
+        for before, after in zip(images[:-1], images[1:])
     ]
     flags: list[list[dict]] = [[] for _ in steps]
     for i, step in enumerate(steps):
         out = flags[i]
         if step.parse_error:
             out.append(flag("unparseable", f"the action does not parse: {step.parse_error}"))
-        width = step.width or (images[i].width if images[i] is not None else None)
-        height = step.height or (images[i].height if images[i] is not None else None)
+        screen = images[i]
+        width = step.width or (screen.width if screen is not None else None)
+        height = step.height or (screen.height if screen is not None else None)
         if step.actions and width and height:
             for action in step.actions:
                 for problem in grammar.validate_action(
@@ -164,13 +165,14 @@ def step_flags(
                     code = "off_screen" if "outside the screen" in problem else "invalid_action"
                     out.append(flag(code, problem))
         out.extend(_off_element_flags(step))
-        if change[i] is not None and change[i] < change_threshold and not step.is_passive:
+        difference = change[i]
+        if difference is not None and difference < change_threshold and not step.is_passive:
             out.append(
                 flag(
                     "no_change",
                     f"the screen did not visibly change after this action "
-                    f"(difference {change[i]:.4f} < {change_threshold})",
-                    change=round(change[i], 6),
+                    f"(difference {difference:.4f} < {change_threshold})",
+                    change=round(difference, 6),
                 )
             )
         if i > 0 and step.action_key and step.action_key == steps[i - 1].action_key and not step.is_passive:

@@ -7,6 +7,8 @@ offers no suspicion order and the hand-out ignores suspicion.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.db.models import Case, F, FloatField, OuterRef, Q, QuerySet, Subquery, Value, When
 from django.db.models.functions import Coalesce, Greatest
 
@@ -15,6 +17,12 @@ from prescoring.models import PrescoreJob, Scorer, StepSuggestion, TraceSuggesti
 from studio.access import scoped
 from traces import grammar
 from traces.models import Trace
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+    from django.db.models import Subquery
+
+    from traces.models import Project
 
 
 def _model_points(row: StepSuggestion) -> list[list[int | float]]:
@@ -99,17 +107,17 @@ def trace_suggestions(trace: Trace, *, job_ids: dict[str, int] | None = None) ->
     return {"trace": trace.pk, "hidden": False, "scorers": runs, "history": history}
 
 
-def latest_prescore_job(project) -> PrescoreJob | None:
+def latest_prescore_job(project: Project) -> PrescoreJob | None:
     """The project's last pre-scoring run (the trace list shows it, and follows it while it runs)."""
     return PrescoreJob.objects.filter(project=project).order_by("-created_at", "-id").first()
 
 
-def _latest_max_suspicion(scorer: str):
+def _latest_max_suspicion(scorer: str) -> Subquery:
     latest = TraceSuggestion.objects.filter(trace=OuterRef("pk"), scorer=scorer).order_by("-created_at", "-id")
     return Subquery(latest.values("max_suspicion")[:1], output_field=FloatField())
 
 
-def traces_by_suspicion(queryset: QuerySet[Trace], *, user) -> QuerySet[Trace]:
+def traces_by_suspicion(queryset: QuerySet[Trace], *, user: User) -> QuerySet[Trace]:
     """Annotate ``suspicion`` (the highest step suspicion of the latest rules and model runs; None when
     unscored or hidden from ``user``: ``prescore.view``) and order the most doubtful traces first, unscored last."""
     visible = scoped(user, Trace.objects.all(), "prescore.view").values("pk")

@@ -14,7 +14,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings as django_settings
 from django.utils.translation import gettext
@@ -31,6 +31,14 @@ from studio.shards import ShardFatal, ShardProgress
 from traces import grammar, prompting
 from traces.models import Project, Step, Trace
 from traces.selectors import step_element_boxes
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+    from django.db.models import QuerySet
+    from PIL import Image
+
+    from prescoring.qwen2vl import ScoreRequest, ScoreResult
+    from studio.models import JobShard
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +105,7 @@ def configured_model_dir() -> str:
 def prescore_job_create(
     *,
     project: Project,
-    user,
+    user: User | None,
     scorer: str,
     model_path: str = "",
     settings: dict | None = None,
@@ -147,7 +155,7 @@ def prescore_job_create(
     return job
 
 
-def _job_traces(job: PrescoreJob):
+def _job_traces(job: PrescoreJob) -> QuerySet[Trace]:
     # A trace still receiving steps is scored once its runner ends it (a later run), not half-way.
     traces = (
         Trace.objects.filter(project=job.project, receiving=False).select_related("final_screenshot").order_by("id")
@@ -184,7 +192,7 @@ def prescore_queue(job: PrescoreJob) -> str:
     return "gpu" if job.scorer == Scorer.QWEN2VL else "default"
 
 
-def prescore_summarize(job: PrescoreJob, shards) -> str:
+def prescore_summarize(job: PrescoreJob, shards: list[JobShard]) -> str:
     """The final state's counts (rows stored once, whatever the runs and retries), not a sum over attempts."""
     scored = StepSuggestion.objects.filter(job=job).count()
     failed = sum(shard.failed for shard in shards)
@@ -192,7 +200,7 @@ def prescore_summarize(job: PrescoreJob, shards) -> str:
     return gettext("%(scored)s steps scored, %(failed)s failed") % {"scored": scored, "failed": failed}
 
 
-def prescore_shard_work(job: PrescoreJob, shard, progress: ShardProgress) -> None:
+def prescore_shard_work(job: PrescoreJob, shard: JobShard, progress: ShardProgress) -> None:
     traces = list(
         Trace.objects.filter(project=job.project, pk__in=shard.items).select_related("final_screenshot").order_by("id")
     )
@@ -237,13 +245,13 @@ class _Progress:
         self.shard.guard()
 
 
-def _image_loader(screenshot) -> Callable:
+def _image_loader(screenshot: Any) -> Callable:
     """Loads the screenshot; an older history screenshot under the project's image budget (``ReducedImage``) at
     the size it is sent at, which the processor then leaves as it is (the same image the exports train on)."""
     reduced = screenshot if isinstance(screenshot, prompting.ReducedImage) else None
     stored = reduced.screenshot if reduced is not None else screenshot
 
-    def load():
+    def load() -> Image.Image:
         from PIL import Image
 
         with stored.image.open("rb") as handle:
@@ -326,8 +334,10 @@ def _run_rules(job: PrescoreJob, traces: list[Trace], progress: _Progress) -> No
             continue
         problems: list[dict] = []
 
-        def guarded(load, where, problems=problems, trace=trace):
-            def inner():
+        def guarded(
+            load: Callable[[], Any], where: int | str, problems: list[dict] = problems, trace: Trace = trace
+        ) -> Callable[[], Any]:
+            def inner() -> Any:
                 try:
                     return load()
                 except Exception as exc:  # an unreadable screenshot only loses the image checks
@@ -380,7 +390,7 @@ def _run_rules(job: PrescoreJob, traces: list[Trace], progress: _Progress) -> No
 # --- model -----------------------------------------------------------------------------------
 
 
-def step_score_request(trace: Trace, step: Step, *, project: Project, steps: list[Step]):
+def step_score_request(trace: Trace, step: Step, *, project: Project, steps: list[Step]) -> ScoreRequest:
     """What the model scores for a recorded step: s_i from the one prompt builder and the step's reply as the one
     renderer writes it (``prompting.render_step``, in the trace's convention: the history and the exports write the
     same text). Raises PromptError when the state has no prompt."""
@@ -416,7 +426,7 @@ def _run_model(job: PrescoreJob, traces: list[Trace], progress: _Progress) -> No
     failed: dict[int, int] = {}
     pending: list[_Pending] = []
 
-    def flush():
+    def flush() -> None:
         if not pending:
             return
         requests, order = [], []
@@ -445,7 +455,7 @@ def _run_model(job: PrescoreJob, traces: list[Trace], progress: _Progress) -> No
                 _step_done(item, _model_suggestion(job, project, item.step, result))
         pending.clear()
 
-    def _step_done(item: _Pending, row: StepSuggestion | None):
+    def _step_done(item: _Pending, row: StepSuggestion | None) -> None:
         """Count the step; when it was the trace's last one, store the trace's rows and summary."""
         trace_id = item.trace.pk
         if row is None:
@@ -472,7 +482,10 @@ def _run_model(job: PrescoreJob, traces: list[Trace], progress: _Progress) -> No
     flush()
 
 
-def _model_suggestion(job: PrescoreJob, project: Project, step: Step, result) -> StepSuggestion:
+def _model_suggestion(job: PrescoreJob, project: Project, step: Step, result: ScoreResult) -> StepSuggestion:
+    loglik_mean = result.loglik_mean
+    if loglik_mean is None:  # a failed score is reported as such, never suggested from
+        raise ValueError(f"step {step.pk} has no score to suggest from: {result.error}")
     width = step.screenshot.width if step.screenshot else None
     height = step.screenshot.height if step.screenshot else None
     model_actions = assess.parse_model_reply(result.generated) if result.generated else []
@@ -498,5 +511,5 @@ def _model_suggestion(job: PrescoreJob, project: Project, step: Step, result) ->
         model_action_parsed=[a.to_json() for a in model_actions],
         agrees=comparison.agrees,
         click_distance=comparison.click_distance,
-        suspicion=assess.model_suspicion(result.loglik_mean, comparison.disagreement),
+        suspicion=assess.model_suspicion(loglik_mean, comparison.disagreement),
     )

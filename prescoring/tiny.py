@@ -37,6 +37,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from prescoring.chat_template import QWEN2VL_CHAT_TEMPLATE
 
@@ -64,7 +65,7 @@ _CORPUS = [
     "0123456789 abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ .,;:'\"()[]{}<>_-=+*/\\|!?@#$%^&~`",
 ]
 
-SIZES = {
+SIZES: dict[str, dict[str, Any]] = {
     # Runs with transformers 4.57 and 5.23.
     "tiny": {
         "text": dict(

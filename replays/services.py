@@ -6,7 +6,8 @@ Redis restart loses none, and a claim holds only while its lease is renewed."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 from django.db.models import Q
@@ -24,6 +25,12 @@ from traces.models import Outcome, Project, Trace
 from traces.services import trace_end, trace_step_push
 from webhooks.models import WebhookEvent
 from webhooks.services import event_emit
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+    from django.core.files.uploadedfile import UploadedFile
+
+    from traces.services.step_push import StepPushResult
 
 REASONS = ("lead", "rule", "api")
 RUNNER_NAME_MAX = ReplayRequest._meta.get_field("claimed_by").max_length or 200
@@ -85,7 +92,7 @@ class ReplayCreated:
 
 
 @atomic_with_retry
-def replay_request_create(*, annotation: Annotation, actor=None, reason: str = "lead") -> ReplayCreated:
+def replay_request_create(*, annotation: Annotation, actor: User | None = None, reason: str = "lead") -> ReplayCreated:
     """Ask the runners to replay ``annotation``'s correction: the request row, and the signed ``replay.requested``
     event to the project's endpoints. An open request (queued or claimed) for the same version is answered as it is.
     Invalid for an answer that is not an accepted correction of an ended trace."""
@@ -188,7 +195,7 @@ def _branch_discard(request: ReplayRequest) -> None:
             request.branch = None
 
 
-def replays_time_out(*, project: Project | None = None, now=None) -> int:
+def replays_time_out(*, project: Project | None = None, now: datetime | None = None) -> int:
     """End the open requests whose deadline passed (timed out, their unfinished branch discarded); how many."""
     now = now or timezone.now()
     late = ReplayRequest.objects.filter(
@@ -253,7 +260,7 @@ def replay_request_claim(*, project: Project, runner: str) -> ReplayRequest | No
     return claim()
 
 
-def _held(request_id: int, claim) -> ReplayRequest:
+def _held(request_id: int, claim: str | int) -> ReplayRequest:
     """The request locked, checked to be claimed under ``claim`` (Conflict naming why not), its lease renewed."""
     request = ReplayRequest.objects.select_for_update(of=("self",)).select_related("trace__project").get(pk=request_id)
     if request.status in REPLAY_ENDED:
@@ -278,13 +285,15 @@ def _held(request_id: int, claim) -> ReplayRequest:
     return request
 
 
-def replay_branch_push(*, request_id: int, claim, index, step, screenshot=None):
+def replay_branch_push(
+    *, request_id: int, claim: str | int, index: Any, step: Any, screenshot: bytes | UploadedFile | None = None
+) -> StepPushResult:
     """Step ``index`` of the request's branch (the step push's rules, docs/rounds.md): index τ makes the branch of
     the corrected trace with its steps before τ shared; each next index appends. Conflict after the request ended or
     when ``claim`` holds it no more; renews the lease."""
 
     @atomic_with_retry
-    def push():
+    def push() -> StepPushResult:
         request = _held(request_id, claim)
         result = trace_step_push(
             project=request.project,
@@ -306,12 +315,12 @@ def replay_branch_push(*, request_id: int, claim, index, step, screenshot=None):
 def replay_request_finish(
     *,
     request_id: int,
-    claim,
-    success=None,
-    score=None,
+    claim: str | int,
+    success: Any = None,
+    score: Any = None,
     message: str = "",
     failed: bool = False,
-    final_screenshot=None,
+    final_screenshot: bytes | UploadedFile | None = None,
 ) -> ReplayRequest:
     """The runner is done. With the environment's verdict (``success``, optional ``score``, the evaluator's
     ``message``): succeeded, its branch ended with that outcome; the branch must hold the corrected step τ. With
@@ -369,7 +378,7 @@ def replay_request_finish(
 
 
 @atomic_with_retry
-def replay_branch_send_to_queue(*, request: ReplayRequest, actor=None) -> Trace:
+def replay_branch_send_to_queue(*, request: ReplayRequest, actor: User | None = None) -> Trace:
     """Send a failed branch to the annotation queue as a trace of its own to annotate (branches are held from it).
     Invalid for a request without a failed, ended branch; a branch sent already is answered as it is."""
     request = ReplayRequest.objects.select_for_update(of=("self",)).select_related("branch").get(pk=request.pk)
@@ -382,7 +391,7 @@ def replay_branch_send_to_queue(*, request: ReplayRequest, actor=None) -> Trace:
 
 
 @atomic_with_retry
-def replay_request_cancel(*, request: ReplayRequest, actor=None) -> ReplayRequest:
+def replay_request_cancel(*, request: ReplayRequest, actor: User | None = None) -> ReplayRequest:
     """Cancel a queued or claimed request (its unfinished branch discarded; its runner's next push or finish is
     refused). An ended request is answered as it is."""
     request = ReplayRequest.objects.select_for_update().get(pk=request.pk)

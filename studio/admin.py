@@ -75,10 +75,10 @@ class JobAdmin(ReadOnlyAdmin):
             perms_needed.add(str(model._meta.verbose_name))
         return summary, counts, perms_needed, protected
 
-    def delete_model(self, request, obj):
+    def delete_model(self, request, obj) -> None:
         job_delete(obj)
 
-    def delete_queryset(self, request, queryset):
+    def delete_queryset(self, request, queryset) -> None:
         for job in queryset:
             job_delete(job)
 

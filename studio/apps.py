@@ -11,7 +11,7 @@ class StudioConfig(AppConfig):
     name = "studio"
     verbose_name = "Trace Studio"
 
-    def ready(self):
+    def ready(self) -> None:
         from django.contrib.auth.signals import user_logged_in
         from django.core.signals import request_finished
 

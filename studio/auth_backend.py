@@ -7,6 +7,7 @@ With single sign-on's passwords off, a password signs in the break-glass admin o
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import backends, get_user_model
@@ -27,7 +28,7 @@ def _user_read() -> OneRowRead:
 
 
 class ModelBackend(backends.ModelBackend):
-    def authenticate(self, request, username=None, password=None, **kwargs):
+    def authenticate(self, request, username=None, password=None, **kwargs: Any):
         # Single sign-on with passwords off (settings.OIDC): only the break-glass admin's password still counts.
         config = getattr(settings, "OIDC", None)
         if config is not None and not config.local_passwords and username != config.break_glass_user:

@@ -38,7 +38,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import psycopg
 from botocore.exceptions import BotoCoreError, ClientError
@@ -50,6 +50,9 @@ from django.utils import timezone
 
 from studio.errors import Invalid
 from studio.storage import stored_file_put, stored_files
+
+if TYPE_CHECKING:
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +90,7 @@ def _quoted(name: str) -> str:
     return connection.ops.quote_name(name)
 
 
-def table_rows(cursor, tables: list[str]) -> dict[str, int]:
+def table_rows(cursor: Any, tables: list[str]) -> dict[str, int]:
     counts = {}
     for table in sorted(tables):
         cursor.execute(f"SELECT count(*) FROM {_quoted(table)}")  # noqa: S608 (names from the catalogue, quoted)
@@ -95,7 +98,7 @@ def table_rows(cursor, tables: list[str]) -> dict[str, int]:
     return counts
 
 
-def _pg_tables(cursor) -> list[str]:
+def _pg_tables(cursor: Any) -> list[str]:
     # The tables Django's introspection lists (``table_names``), read by a connection of any kind.
     cursor.execute(
         "SELECT c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
@@ -114,7 +117,7 @@ def database_rows() -> dict[str, int]:
         return table_rows(cursor, tables)
 
 
-def _applied_migrations(cursor) -> list[str]:
+def _applied_migrations(cursor: Any) -> list[str]:
     cursor.execute("SELECT app, name FROM django_migrations ORDER BY app, name")
     return [f"{app}.{name}" for app, name in cursor.fetchall()]
 

@@ -20,6 +20,7 @@ import os
 import uuid
 from queue import Empty
 from time import monotonic
+from typing import Any
 
 from kombu.exceptions import ChannelError
 from kombu.transport import filesystem
@@ -70,7 +71,7 @@ class Channel(filesystem.Channel):
             self._folders_make()
             return 0
 
-    def _put(self, queue, payload, **kwargs):  # type: ignore[override]  # kombu's filesystem channel's own signature
+    def _put(self, queue, payload, **kwargs: Any) -> None:  # type: ignore[override]  # kombu's filesystem channel's own signature
         if not os.path.isdir(self.data_folder_out):
             self._folders_make()
         final = os.path.join(self.data_folder_out, message_filename(queue))

@@ -1,6 +1,7 @@
 """The Celery app. Queues: ``default`` (imports, exports, rule scoring) and ``gpu`` (model scoring)."""
 
 import os
+from typing import Any
 
 from celery import Celery
 from celery.signals import task_prerun
@@ -13,7 +14,7 @@ app.autodiscover_tasks()
 
 
 @app.on_after_finalize.connect
-def _make_broker_folders(sender, **kwargs):
+def _make_broker_folders(sender: Any, **kwargs: Any) -> None:
     # kombu's filesystem transport does not create its folders.
     from django.conf import settings
 
@@ -23,7 +24,7 @@ def _make_broker_folders(sender, **kwargs):
 
 
 @task_prerun.connect
-def _forget_queries(sender=None, **kwargs):
+def _forget_queries(sender: Any | None = None, **kwargs: Any) -> None:
     """Each task starts with an empty query log. With DEBUG on (dev mode) Django logs every query and only a
     request's start clears the log, so a worker kept its last 9,000: an export shard's result is written in one
     query of hundreds of KB, and a worker grew by that much for every shard it built."""

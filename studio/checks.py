@@ -1,6 +1,7 @@
 """System checks: production must serve its static files from a manifest, and not run with demo accounts."""
 
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.core.checks import Error, Tags, register
@@ -21,13 +22,13 @@ def static_manifest_problem() -> str | None:
 
 
 @register()
-def static_manifest_present(app_configs, **kwargs):
+def static_manifest_present(app_configs: Any, **kwargs: Any) -> list[Error]:
     problem = static_manifest_problem()
     return [Error(problem, id="studio.E002")] if problem else []
 
 
 @register(Tags.security, deploy=True)
-def no_demo_accounts_in_production(app_configs, **kwargs):
+def no_demo_accounts_in_production(app_configs: Any, **kwargs: Any) -> list[Error]:
     if not settings.PRODUCTION:
         return []
     from django.contrib.auth import get_user_model

@@ -6,6 +6,8 @@ from __future__ import annotations
 import functools
 import random
 import time
+from collections.abc import Callable
+from typing import Any
 
 from django.db import OperationalError, connection, connections, transaction
 from django.db.transaction import TransactionManagementError
@@ -18,7 +20,7 @@ def _is_lock_error(exc: OperationalError) -> bool:
     return "database is locked" in text or "database table is locked" in text
 
 
-def atomic_with_retry(fn):
+def atomic_with_retry(fn: Callable):
     """Run ``fn`` in one transaction; on SQLite's lock error roll back, wait and run it again.
 
     The busy timeout already waits for the lock; this is the last line so that `database is
@@ -26,7 +28,7 @@ def atomic_with_retry(fn):
     """
 
     @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: Any, **kwargs: Any):
         if connection.in_atomic_block:
             return fn(*args, **kwargs)  # the outer transaction owns the retry
         for attempt in range(LOCK_RETRIES):
@@ -109,12 +111,12 @@ class OneRowRead:
     threads, and it follows a reconnect (the connection object stays the thread's).
     """
 
-    def __init__(self, build, slots: dict):
+    def __init__(self, build, slots: dict) -> None:
         self.build = build
         self.slots = slots
         self.alias: str | None = None  # the database the queryset reads from (its router's answer), once built
 
-    def first(self, **values):
+    def first(self, **values: Any):
         """The row's model for ``values``, or None. TypeError / ValueError for a value its field cannot take."""
         if self.alias is None:
             self.alias = self.build(_Placeholders(self.slots)).db
@@ -166,7 +168,7 @@ _NUMERIC = {
 
 
 class _CompiledRead:
-    def __init__(self, queryset, slots: dict, connection):
+    def __init__(self, queryset, slots: dict, connection) -> None:
         from django.db.models.query import ModelIterable, get_related_populators
 
         if (
@@ -346,7 +348,7 @@ def _compiled_update(connection, model, fields: list, values: list, pk) -> str:
 
 
 class _CompiledInsert:
-    def __init__(self, connection, model, fields: list, obj):
+    def __init__(self, connection, model, fields: list, obj) -> None:
         from django.db.models import AutoField
         from django.db.models.sql.subqueries import InsertQuery
 

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
 from studio.permissions import Role
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
-def user_create_with_role(*, username: str, password: str, role: Role, demo: bool = False):
+
+def user_create_with_role(*, username: str, password: str, role: Role, demo: bool = False) -> User:
     User = get_user_model()
     user, _ = User.objects.get_or_create(username=username, defaults={"email": f"{username}@example.invalid"})
     user.set_password(password)

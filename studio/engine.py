@@ -39,6 +39,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -214,7 +215,7 @@ class KindJob:
             delete(self)
 
     @classmethod
-    def sweep_expired_files(cls, *, now) -> int:
+    def sweep_expired_files(cls, *, now: datetime) -> int:
         """Delete files of ended jobs of this kind whose keeping time has passed; returns how many."""
         kind = job_kind_of(cls)
         return kind.sweep_files(now) if kind.sweep_files is not None else 0
@@ -278,7 +279,7 @@ def tasks_load_every() -> None:
             _every_task_loaded = True
 
 
-def task_send(name: str, *, args: list | None = None, kwargs: dict | None = None, **options) -> None:
+def task_send(name: str, *, args: list | None = None, kwargs: dict | None = None, **options: Any) -> None:
     """Send the task registered as ``name`` through its task object (an eager setting runs it here): how services
     ask for a task without importing their app's tasks module."""
     _task(name).apply_async(args=args or [], kwargs=kwargs or {}, **options)

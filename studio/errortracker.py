@@ -11,9 +11,12 @@ SQL of the breadcrumbs (a session key, a password hash).
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from studio.logs import current_request, log_context
+
+if TYPE_CHECKING:
+    from django.http import HttpRequest
 
 FILTERED = "[Filtered]"
 # db.params: the values of the SQL a request ran before it failed (the tracker's breadcrumbs), which hold session keys
@@ -65,7 +68,7 @@ def before_send(event: Any, hint: dict[str, Any]) -> Any:
     return scrub(event)
 
 
-def _request_description(request) -> dict:
+def _request_description(request: HttpRequest) -> dict:
     """What the tracker shows of the failed request (scrubbed with the rest of the event)."""
     described = {
         "method": request.method,

@@ -8,6 +8,8 @@ out, an API token, "the browser's") gets Django's negotiation: the language cook
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import DatabaseError
 from django.middleware.locale import LocaleMiddleware
@@ -85,7 +87,7 @@ def request_language_activate(request) -> None:
     request.LANGUAGE_CODE = translation.get_language()
 
 
-def on_sign_in(sender, request, user, **kwargs) -> None:
+def on_sign_in(sender: Any, request, user, **kwargs: Any) -> None:
     """``user_logged_in``: the session takes the account's language (a password or a single sign-on login)."""
     if request is not None and hasattr(request, "session"):
         session_language_keep(request, account_language(user))
@@ -94,7 +96,7 @@ def on_sign_in(sender, request, user, **kwargs) -> None:
 class AccountLocaleMiddleware(LocaleMiddleware):
     """Django's LocaleMiddleware (Content-Language, Vary), choosing the account's language first."""
 
-    def process_request(self, request):
+    def process_request(self, request) -> None:
         request_language_activate(request)
 
     def process_response(self, request, response):

@@ -10,7 +10,7 @@ page later is ever stored.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from django.utils.translation import gettext
@@ -73,7 +73,7 @@ def id_from_text(text: str) -> int | None:
     return None
 
 
-def form_number(form, name: str, kind: type, default: Any) -> Any:
+def form_number(form: Mapping[str, Any], name: str, kind: type, default: Any) -> Any:
     """A number field of a page's form (``kind`` int or float; blank: ``default``); text that is no number is an
     Invalid naming the field, so a view never catches a bare ValueError (which would hide a bug as a 400)."""
     raw = form.get(name) or ""

@@ -29,9 +29,9 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, connection, models, transaction
@@ -107,7 +107,7 @@ def _beats_missed_after() -> timedelta:
     return timedelta(seconds=max(2 * interval + 2, settings.JOB_STALE_AFTER_S / 3 + interval))
 
 
-def _transition(job, to: str, **fields) -> None:
+def _transition(job, to: str, **fields: Any) -> None:
     if to not in JOB_TRANSITIONS[job.status]:
         raise JobTransitionError(f"{type(job).__name__} {job.pk}: cannot go from {job.status} to {to}")
     fields["status"] = to
@@ -122,7 +122,7 @@ def _transition(job, to: str, **fields) -> None:
         _job_event(job, to)
 
 
-def _job_event(job, status: str, **extra) -> None:
+def _job_event(job, status: str, **extra: Any) -> None:
     """The job's one log line for this event (``studio.jobs.events``: a JSON object in production)."""
     event_log.info(
         "%s job %s %s (attempt %s)",
@@ -444,7 +444,7 @@ def job_release(job) -> None:
         log.exception("%s %s: could not give back its files; the sweep will try again", type(job).__name__, job.pk)
 
 
-def jobs_sweep_files(*, now=None) -> dict[str, int]:
+def jobs_sweep_files(*, now: datetime | None = None) -> dict[str, int]:
     """Remove scratch folders whose job has ended, is gone or has moved to a newer attempt (a killed worker's
     leftovers), spooled request bodies older than a day (a killed web process's), and the files each job kind
     keeps only for a while; with the embedded broker, its messages a killed consumer claimed but never read go back
@@ -676,7 +676,7 @@ def broker_queue_sizes(queues) -> dict[str, int]:
     return sizes
 
 
-def jobs_resend_lost(*, now=None) -> list[tuple[str, int, str]]:
+def jobs_resend_lost(*, now: datetime | None = None) -> list[tuple[str, int, str]]:
     """Send again the jobs whose message the broker lost before any worker took it (a Redis restarted without its
     data): ``jobs_watch_once`` only sees jobs that started, and these would stay queued for ever. A job still
     queued after ``JOB_QUEUED_LOST_AFTER_S`` counts as lost when its queue holds fewer messages than there are such

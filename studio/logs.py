@@ -16,9 +16,12 @@ import re
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pythonjsonlogger.json import JsonFormatter
+
+if TYPE_CHECKING:
+    from django.http import HttpRequest
 
 LOG_FORMATS = ("json", "plain")
 
@@ -46,7 +49,7 @@ def current_request_id() -> str | None:
 
 
 @contextmanager
-def log_context_set(**fields) -> Iterator[dict]:
+def log_context_set(**fields: Any) -> Iterator[dict]:
     """Every line logged inside the block (in this thread) carries ``fields`` as well as its outer context's."""
     context = {**log_context(), **{k: v for k, v in fields.items() if v is not None}}
     token = _CONTEXT.set(context)
@@ -60,11 +63,11 @@ def log_context_set(**fields) -> Iterator[dict]:
 _REQUEST: contextvars.ContextVar[Any] = contextvars.ContextVar("studio_request", default=None)
 
 
-def current_request():
+def current_request() -> Any:
     return _REQUEST.get()
 
 
-def request_context_begin(request=None, **fields) -> dict:
+def request_context_begin(request: HttpRequest | None = None, **fields: Any) -> dict:
     """A request's context, from its start in this thread until the next request's begins or ``request_context_end``
     (at Django's ``request_finished``): Django logs a 4xx/5xx answer after the middleware returned it, and that line
     names the request too."""
@@ -74,7 +77,7 @@ def request_context_begin(request=None, **fields) -> dict:
     return context
 
 
-def request_context_end(**kwargs) -> None:
+def request_context_end(**kwargs: Any) -> None:
     _CONTEXT.set(None)
     _REQUEST.set(None)
 
@@ -93,12 +96,12 @@ class StudioJsonFormatter(JsonFormatter):
     """One JSON object a line: ``time``, ``level``, ``logger``, ``message``, the context and any ``extra`` fields
     (a traceback as ``exc_info``, one string)."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("rename_fields", {"asctime": "time", "levelname": "level", "name": "logger"})
         kwargs.setdefault("timestamp", False)
         super().__init__("%(asctime)s %(levelname)s %(name)s %(message)s", *args, **kwargs)
 
-    def formatTime(self, record, datefmt=None):  # noqa: N802 - logging's name
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802 - logging's name
         from datetime import UTC, datetime
 
         return datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds")

@@ -19,6 +19,7 @@ import os
 import shutil
 import socket
 import time
+from datetime import datetime
 
 from django.conf import settings
 from django.db import DatabaseError
@@ -145,7 +146,7 @@ class ScrapeTimeCollector:
             family.add_metric([], at.timestamp() if at else 0.0)
             yield family
 
-    def _jobs(self, jobs, oldest, now) -> None:
+    def _jobs(self, jobs, oldest, now: datetime) -> None:
         from django.db.models import Count, Min
         from django.db.models.functions import Coalesce
 

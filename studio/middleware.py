@@ -49,7 +49,7 @@ class StudioErrorMiddleware:
     """Every page view that lets a studio.errors kind escape answers with the kind's status and its message (the
     API's views are answered by studio.api.exception_handler, with the same table and body)."""
 
-    def __init__(self, get_response):
+    def __init__(self, get_response) -> None:
         self.get_response = get_response
 
     def __call__(self, request):
@@ -69,7 +69,7 @@ class ContentSecurityPolicyMiddleware:
         "connect-src 'self' ws: wss:; frame-ancestors 'none'; base-uri 'self'; form-action 'self'; object-src 'none'"
     )
 
-    def __init__(self, get_response):
+    def __init__(self, get_response) -> None:
         self.get_response = get_response
         from studio.storage import browser_storage_origin
 
@@ -92,7 +92,7 @@ class ServerTimingMiddleware:
     response headers, waiting for a thread included. Browsers' developer tools show it next to the network
     time, and the benchmarks split a round trip into the server's share and the rest."""
 
-    def __init__(self, app):
+    def __init__(self, app) -> None:
         self.app = app
 
     async def __call__(self, scope, receive, send):
@@ -100,7 +100,7 @@ class ServerTimingMiddleware:
             return await self.app(scope, receive, send)
         started = time.perf_counter()
 
-        async def send_with_timing(message):
+        async def send_with_timing(message) -> None:
             if message["type"] == "http.response.start":
                 elapsed_ms = (time.perf_counter() - started) * 1000
                 headers = [*message.get("headers", []), (b"server-timing", f"app;dur={elapsed_ms:.1f}".encode())]
@@ -117,7 +117,7 @@ class DependencyOutageMiddleware:
 
     RETRY_AFTER_S = 5
 
-    def __init__(self, get_response):
+    def __init__(self, get_response) -> None:
         self.get_response = get_response
 
     def __call__(self, request):
@@ -148,7 +148,7 @@ class ClientAddressMiddleware:
     removed, so neither the login throttle's address nor Django's ``SECURE_PROXY_SSL_HEADER`` can be set by a
     client. uvicorn must run with ``--no-proxy-headers`` so that this is the only place deciding it."""
 
-    def __init__(self, app, trusted: list[str] | None = None):
+    def __init__(self, app, trusted: list[str] | None = None) -> None:
         self.app = app
         self.trusted = [
             ipaddress.ip_network(p, strict=False) for p in (settings.TRUSTED_PROXIES if trusted is None else trusted)
@@ -194,7 +194,7 @@ class InputRulesMiddleware:
 
     FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 
-    def __init__(self, get_response):
+    def __init__(self, get_response) -> None:
         self.get_response = get_response
 
     def __call__(self, request):

@@ -1,5 +1,7 @@
 """Fields every background job shares (imports, exports, pre-scoring); the workflow is in studio.jobs."""
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
@@ -66,7 +68,7 @@ class JobBase(models.Model):
         return self.status in (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
 
 
-def job_field_with_db_default(name: str, db_default) -> models.Field:
+def job_field_with_db_default(name: str, db_default: Any) -> models.Field:
     """JobBase's field ``name`` as it is, with a database default: for a job model whose table an earlier release
     had without the column, so that release's inserts, which leave the column out, still succeed while this
     release's migrations are applied (docs/deploy.md, "Upgrading"). JobBase itself stays without one: the other

@@ -60,7 +60,7 @@ def _with_request_id(response, request_id: str) -> None:
 
 
 class RequestObservationMiddleware:
-    def __init__(self, get_response):
+    def __init__(self, get_response) -> None:
         self.get_response = get_response
 
     def __call__(self, request):
@@ -107,7 +107,7 @@ class OpsEndpointsMiddleware:
     (CSRF, then the view's 405). The URL conf still names them (``reverse``, the
     access matrix), and ``/metrics`` decides by the client's address (``metrics_allowed``)."""
 
-    def __init__(self, get_response):
+    def __init__(self, get_response) -> None:
         self.get_response = get_response
 
     def __call__(self, request):

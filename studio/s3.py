@@ -12,6 +12,7 @@ Signing is local arithmetic: no S3 round trip.
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from botocore.config import Config
 from django.conf import settings
@@ -33,7 +34,7 @@ def s3_client_config(base: Config | None = None) -> Config:
 class StudioS3Storage(S3Storage):
     """django-storages' S3 backend with bounded calls and presigned URLs for the public endpoint."""
 
-    def __init__(self, **options):
+    def __init__(self, **options: Any) -> None:
         self.public_endpoint_url = options.pop("public_endpoint_url", None) or getattr(
             settings, "S3_PUBLIC_ENDPOINT_URL", None
         )
@@ -46,7 +47,7 @@ class StudioS3Storage(S3Storage):
         state.pop("_public_connections", None)
         return state
 
-    def __setstate__(self, state):
+    def __setstate__(self, state) -> None:
         super().__setstate__(state)
         self._public_connections = threading.local()
 

@@ -101,7 +101,7 @@ class SessionAuthentication(authentication.SessionAuthentication):
             user = user._wrapped  # evaluated already: ``is_active`` was read above
         return user, auth
 
-    def enforce_csrf(self, request):
+    def enforce_csrf(self, request) -> None:
         try:
             super().enforce_csrf(request)
         except PermissionDenied as exc:
@@ -153,7 +153,7 @@ class PageActionMiddleware:
     API view (the schema's too), by ``studio.access.method_refused``; Django's admin guards itself, except that a signed-in non-admin gets a 403 rather than its login page. A page missing from the table fails the access-matrix test.
     """
 
-    def __init__(self, get_response):
+    def __init__(self, get_response) -> None:
         self.get_response = get_response
 
     def __call__(self, request):

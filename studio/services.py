@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.contrib.auth.password_validation import validate_password
@@ -14,13 +16,16 @@ from studio.inputs import text_problem
 from studio.models import AccountSettings, ShortcutMode
 from studio.permissions import Role
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
 
 class UserProblem(Invalid):
     """A user that cannot be created as asked; the message says why."""
 
 
 @transaction.atomic
-def user_create(*, username: str, role: Role, password: str, email: str = ""):
+def user_create(*, username: str, role: Role, password: str, email: str = "") -> User:
     """A new account with one role: a group for annotator, lead and engineer; a superuser (staff) for admin.
 
     The password must pass the project's validators (AUTH_PASSWORD_VALIDATORS), as on any password form. An
@@ -59,7 +64,9 @@ class SettingsProblem(Invalid):
     """Account settings that cannot be stored as asked; the message says why."""
 
 
-def account_settings_update(*, user, shortcuts: str | None = None, language: str | None = None) -> AccountSettings:
+def account_settings_update(
+    *, user: User, shortcuts: str | None = None, language: str | None = None
+) -> AccountSettings:
     """Stores ``user``'s own settings; a setting given as None stays as it is.
 
     ``shortcuts``: how they take single-key shortcuts (a ShortcutMode value). ``language``: the language they see

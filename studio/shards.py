@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from typing import Any
 
 from django.apps import apps
@@ -110,7 +111,7 @@ def shards_take_back(job) -> int:
     return sum(_requeue(shard, now) for shard in _shards_of(job).filter(status=ShardStatus.RUNNING))
 
 
-def _requeue(shard: JobShard, now) -> bool:
+def _requeue(shard: JobShard, now: datetime) -> bool:
     """A running shard whose worker died goes back to the queue (compare-and-swap: one watcher does it)."""
     return bool(
         JobShard.objects.filter(
@@ -129,7 +130,7 @@ class ShardProgress:
     """What a shard's work reports through: counts (the job's progress is the sum of its shards'), checkpoints
     (cancel, take-over, job ended) and the write guard."""
 
-    def __init__(self, job, shard: JobShard, on_progress: Callable | None = None):
+    def __init__(self, job, shard: JobShard, on_progress: Callable | None = None) -> None:
         self.job = job
         self.shard = shard
         self.on_progress = on_progress or (lambda job: None)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -17,6 +17,9 @@ from django.core.files import File
 from django.core.files.storage import default_storage
 from django.http import FileResponse, HttpResponseRedirect
 from django.http.response import HttpResponseBase
+
+if TYPE_CHECKING:
+    from django.core.files import File
 
 # Content-addressed files: the bytes behind a name never change.
 IMMUTABLE = "private, max-age=31536000, immutable"
@@ -142,7 +145,7 @@ def stored_files() -> list[tuple[str, int]]:
     )
 
 
-def stored_file_put(name: str, content) -> None:
+def stored_file_put(name: str, content: IO[bytes]) -> None:
     """Store the open file ``content`` under exactly ``name`` (a restore's: the database names it), which must be
     free; storage picking another name would leave the rows pointing at nothing."""
     stored = default_storage.save(name, File(content, name=name))

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from typing import Any, TextIO
 
 HEALTHY_AFTER_S = 60
 MAX_PAUSE_S = 60
@@ -40,7 +41,7 @@ class Child:
         return self.process is not None and self.process.poll() is not None
 
 
-def say(text: str, stream=sys.stdout) -> None:
+def say(text: str, stream: TextIO = sys.stdout) -> None:
     stream.write(text + "\n")
     stream.flush()
 
@@ -62,7 +63,7 @@ def supervise_once(child: Child) -> None:
         say(f"{child.name} started again (pid {child.process.pid})")
 
 
-def _stop_on_terminate(signum, frame):
+def _stop_on_terminate(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 

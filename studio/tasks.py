@@ -2,6 +2,7 @@
 the watchdogs each worker starts once it is ready."""
 
 import logging
+from typing import Any
 
 from celery.signals import worker_ready
 
@@ -11,7 +12,7 @@ tasks_register()
 
 
 @worker_ready.connect
-def _start_job_watchdog(sender=None, **kwargs):
+def _start_job_watchdog(sender: Any | None = None, **kwargs: Any) -> None:
     """Every worker watches for jobs whose worker died (stale heartbeat) and sends them again: with any broker,
     a killed worker's job is taken over within a minute or two, not when a message times out an hour later."""
     from studio.jobs import watchdog_start
@@ -28,7 +29,7 @@ def _start_job_watchdog(sender=None, **kwargs):
     logging.getLogger(__name__).info("job watchdog started")
 
 
-def _queues_of(consumer) -> set[str]:
+def _queues_of(consumer: Any) -> set[str]:
     """The queues a worker takes (``-Q``), for its heartbeat's label: the alert is per queue."""
     try:
         return set(consumer.app.amqp.queues.consume_from)
@@ -37,7 +38,7 @@ def _queues_of(consumer) -> set[str]:
 
 
 @worker_ready.connect
-def _start_shard_watchdog(sender=None, **kwargs):
+def _start_shard_watchdog(sender: Any | None = None, **kwargs: Any) -> None:
     """Every worker takes back the shards whose worker died and sends them again (studio.shards)."""
     from studio.shards import shards_watch_start
 

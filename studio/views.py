@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.contrib.auth import login as auth_login
 from django.contrib.auth import views as auth_views
@@ -36,7 +38,7 @@ class ThrottledLoginView(auth_views.LoginView):
     template_name = "login.html"
     redirect_authenticated_user = True
 
-    def get_context_data(self, **kwargs):
+    def get_context_data(self, **kwargs: Any):
         return {**super().get_context_data(**kwargs), **sign_in_choices()}
 
     def _who(self):
@@ -45,7 +47,7 @@ class ThrottledLoginView(auth_views.LoginView):
             "ip": security.client_ip(self.request),
         }
 
-    def post(self, request, *args, **kwargs):
+    def post(self, request, *args: Any, **kwargs: Any):
         wait = security.login_throttle_wait(**self._who())
         if wait:
             minutes = max(1, round(wait / 60))

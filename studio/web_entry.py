@@ -134,7 +134,7 @@ async def _answer(send, status: int, detail: str, *, close: bool = True) -> None
 class FileToStream:
     """``wsgi.file_wrapper``: Django hands a FileResponse's file here instead of iterating it in the thread."""
 
-    def __init__(self, filelike, block_size: int = 64 * 1024):
+    def __init__(self, filelike, block_size: int = 64 * 1024) -> None:
         self.filelike = filelike
         self.block_size = max(64 * 1024, block_size or 0)
 
@@ -142,14 +142,14 @@ class FileToStream:
         while chunk := self.filelike.read(self.block_size):
             yield chunk
 
-    def close(self):
+    def close(self) -> None:
         getattr(self.filelike, "close", lambda: None)()
 
 
 class HttpEntry:
     """The ASGI ``http`` application: limits and body reading here, the view on a pooled thread (Django WSGI)."""
 
-    def __init__(self, wsgi_app, *, threads: int):
+    def __init__(self, wsgi_app, *, threads: int) -> None:
         self.wsgi_app = wsgi_app
         self.executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="web")
         # File reads of downloads: short and never waiting on a client, apart from the request threads.
@@ -245,7 +245,7 @@ class _Response:
     per message. A streaming one is queued by the view's thread message by message, and a file response is streamed
     from the loop."""
 
-    def __init__(self, loop, send, executor, readers):
+    def __init__(self, loop, send, executor, readers) -> None:
         self.loop, self.send, self.executor, self.readers = loop, send, executor, readers
         self.queue: asyncio.Queue = asyncio.Queue()
         self.unsent = 0

@@ -510,7 +510,13 @@ def evaluate(
     """Score a checkpoint on the project's accepted corrections (docs/rounds.md, "Evaluate a checkpoint")."""
     client = _client(ctx)
     project = client.project(project_ref)
-    body = {"checkpoint": checkpoint, "model_dir": model_dir, "split": split, "round": round_ref, "export": export_id}
+    body: dict[str, str | int | float | None] = {
+        "checkpoint": checkpoint,
+        "model_dir": model_dir,
+        "split": split,
+        "round": round_ref,
+        "export": export_id,
+    }
     body |= {"validation_fraction": validation_fraction, "split_seed": split_seed}
     job = client.evaluation_start(project["id"], body)
     click.echo(f"evaluation {job['id']} {job['status']} of {job['checkpoint']} on project {project['id']}")

@@ -43,20 +43,25 @@ class ProjectAdmin(ReadOnlyAdmin):
             (Step, lambda project: Step.objects.filter(trace__project=project).count()),
             *((record.model, record.count) for record in project_records()),
         ]
-        summary, counts, perms_needed, protected = [], {}, set(), []
+        summary: list[str] = []
+        counts: dict[str, int] = {}
+        perms_needed: set[str] = set()
+        protected: list[str] = []
         for project in objs:
             jobs = project_jobs(project)
-            owned = [(model, count(project)) for model, count in owned_models]
+            owned: list[tuple[type[Model], int]] = [(model, count(project)) for model, count in owned_models]
             words = [counted(number, model) for model, number in owned]
             words.append(in_words(len(jobs), "job", "jobs"))  # of several kinds: no one model's names
             summary.append(f"{project}: {', '.join(words)} (screenshots other projects show are kept)")
-            for model, number in [(Project, 1), *owned]:
+            rows: list[tuple[type[Model], int]] = [(Project, 1), *owned]
+            for model, number in rows:
                 key = str(model._meta.verbose_name_plural)
                 counts[key] = counts.get(key, 0) + number
             protected.extend(
                 f"{job._meta.verbose_name} {job.pk} of {project} is {job.status}" for job in jobs if not job.is_finished
             )
-        for model in [Project, *(model for model, _ in owned_models)]:
+        models: list[type[Model]] = [Project, *(model for model, _ in owned_models)]
+        for model in models:
             if not request.user.has_perm(f"{model._meta.app_label}.delete_{model._meta.model_name}"):
                 perms_needed.add(str(model._meta.verbose_name))
         return summary, counts, perms_needed, protected

@@ -134,7 +134,8 @@ class TraceDetailSerializer(TraceSerializer):
         fields = TraceSerializer.Meta.fields + ["steps", "final_screenshot_url"]
 
     def get_steps(self, trace) -> list[dict]:
-        return StepSerializer(selectors.trace_steps(trace), many=True).data
+        # many=True makes a ListSerializer, whose data is a list; the stubs type the call as the serializer's class.
+        return StepSerializer(selectors.trace_steps(trace), many=True).data  # type: ignore[return-value]
 
     def get_final_screenshot_url(self, trace) -> str | None:
         return trace.final_screenshot.image_url if trace.final_screenshot_id else None
@@ -451,7 +452,7 @@ class TraceStepPushSerializer(serializers.Serializer):
     instruction = serializers.CharField(required=False, allow_blank=True, help_text="Step 1: the task.")
     round = serializers.CharField(required=False, allow_blank=True, max_length=200, help_text="Step 1: name or id.")
     coordinates = serializers.ChoiceField(choices=["", *CoordinateConvention.values], required=False, default="")
-    source = serializers.CharField(
+    source = serializers.CharField(  # type: ignore[assignment]  # the API's field; the stubs see Field.source
         required=False, allow_blank=True, help_text="Step 1: the agent or format the trace comes from (default native)."
     )
     metadata = serializers.CharField(
@@ -462,7 +463,7 @@ class TraceStepPushSerializer(serializers.Serializer):
         allow_blank=True,
         help_text="Step 1: the platform the trace was recorded on, kept as metadata.platform (as an import's).",
     )
-    parent = serializers.CharField(
+    parent = serializers.CharField(  # type: ignore[assignment]  # the API's field; the stubs see Field.parent
         required=False,
         allow_blank=True,
         help_text="A branch: the external id of the trace it leaves (docs/runners.md).",
@@ -580,7 +581,7 @@ class ImportUploadSerializer(serializers.Serializer):
 
 class ImportFormatSerializer(serializers.Serializer):
     name = serializers.CharField(help_text="What an import's `format` takes.")
-    label = serializers.CharField()
+    label = serializers.CharField()  # type: ignore[assignment]  # the API's field; the stubs see Field.label
 
 
 class ImportFormats(APIView):

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.contrib.auth import get_user_model
+from django.db.models import Field
 from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy
 
@@ -55,6 +58,13 @@ class CategoriesField(forms.CharField):
             )
 
 
+class UsersField(forms.ModelMultipleChoiceField):
+    """People to choose, each shown by username."""
+
+    def label_from_instance(self, obj: Any) -> str:
+        return obj.username
+
+
 class ProjectForm(forms.ModelForm):
     """A project's set-up, for leads and admins: what its traces are (platform, the coordinate convention exports
     write), how prompts are built (history window), what annotators choose from (error categories), and who works
@@ -66,7 +76,7 @@ class ProjectForm(forms.ModelForm):
         label=gettext_lazy("Error categories"),
         help_text=gettext_lazy("One per line. Annotators pick one for the first erroneous step."),
     )
-    members = forms.ModelMultipleChoiceField(
+    members = UsersField(
         queryset=None,
         required=False,
         widget=forms.CheckboxSelectMultiple,
@@ -146,8 +156,9 @@ class ProjectForm(forms.ModelForm):
         # The image budget is optional on every form that sets a project up (a blank field keeps the default).
         for name in ("history_full_images", "history_max_pixels"):
             self.fields[name].required = False
-        self.fields["members"].queryset = get_user_model().objects.filter(is_active=True).order_by("username")
-        self.fields["members"].label_from_instance = lambda user: user.username
+        members = self.fields["members"]
+        assert isinstance(members, UsersField)
+        members.queryset = get_user_model().objects.filter(is_active=True).order_by("username")
         for name in self.DOUBLE_ANNOTATION:  # a form posted without them (a script's, an older page's) keeps them
             self.fields[name].required = False
         if self.instance.pk:
@@ -176,7 +187,7 @@ class ProjectForm(forms.ModelForm):
     def _kept(self, name: str, value):
         """A double annotation field left out of the post keeps the project's value (a new project's: the default)."""
         if value is None:
-            return getattr(self.instance, name) if self.instance.pk else Project._meta.get_field(name).default
+            return getattr(self.instance, name) if self.instance.pk else project_default(name)
         return value
 
     def clean_text_language(self):
@@ -229,7 +240,7 @@ def project_form_for_new(*, name: str, members=(), **settings) -> ProjectForm:
     """A bound ProjectForm for a new project (the command line's way in): unnamed settings take the model's
     defaults, so ``create_project`` and ``import_traces --create`` obey the page's rules."""
     data = {
-        field: Project._meta.get_field(field).default
+        field: project_default(field)
         for field in (
             "platform",
             "coordinate_convention",
@@ -259,5 +270,12 @@ def project_form_for_change(project: Project, changes: dict) -> ProjectForm:
     return form
 
 
-def form_errors_text(form: forms.Form) -> str:
-    return "; ".join(f"{field}: {' '.join(errors)}" for field, errors in form.errors.items())
+def form_errors_text(form: forms.BaseForm) -> str:
+    return "; ".join(f"{field}: {' '.join(str(e) for e in errors)}" for field, errors in form.errors.items())
+
+
+def project_default(name: str) -> Any:
+    """The model's default of Project's field ``name`` (a form's declared field takes none from the model)."""
+    field = Project._meta.get_field(name)
+    assert isinstance(field, Field), f"{name} is a relation of Project, not a field"
+    return field.default

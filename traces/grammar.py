@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -539,7 +539,9 @@ class ActionSyntaxError(Exception):
         self.action_start = action_start
         super().__init__(f"{message} at position {position}")
 
-    def __reduce__(self):  # keep pickling working despite the multi-argument constructor
+    def __reduce__(
+        self,
+    ) -> tuple[type, tuple[str, int, int | None]]:  # keep pickling working despite the multi-argument constructor
         return (type(self), (self.message, self.position, self.action_start))
 
     def counted_from(self, offset: int) -> ActionSyntaxError:
@@ -1196,7 +1198,7 @@ def round_action(action: Action) -> tuple[Action, int]:
     return Action(action.type, tuple(args), action.style), rounded
 
 
-def round_box(box: tuple) -> tuple[int, int, int, int]:
+def round_box(box: Sequence[float]) -> tuple[int, int, int, int]:
     """``box`` ([x1, y1, x2, y2]) with every edge rounded by :func:`model_number` (corners kept in order)."""
     x1, y1, x2, y2 = (model_number(v) for v in box)
     return (x1, y1, x2, y2)
@@ -1377,19 +1379,19 @@ def box_of(value: Any) -> tuple[int | float, int | float, int | float, int | flo
     return (min(x1, x2), min(y1, y2), max(x1, x2), max(y1, y2))
 
 
-def box_centre(box: tuple) -> tuple[int, int]:
+def box_centre(box: Sequence[float]) -> tuple[int, int]:
     """The point a box stands for: its centre as a model would emit it, integers rounded by :func:`model_number`
     (half to even: the centre of [10, 0, 13, 4] is (12, 2))."""
     x1, y1, x2, y2 = box
     return (model_number((x1 + x2) / 2), model_number((y1 + y2) / 2))
 
 
-def point_in_box(point: tuple, box: tuple) -> bool:
+def point_in_box(point: Sequence[float], box: Sequence[float]) -> bool:
     """Whether ``point`` lies inside ``box`` (edges included)."""
     return box[0] <= point[0] <= box[2] and box[1] <= point[1] <= box[3]
 
 
-def box_iou(a: tuple, b: tuple) -> float:
+def box_iou(a: Sequence[float], b: Sequence[float]) -> float:
     """Intersection over union of two boxes (0.0 when they do not overlap; two empty boxes at one spot: 1.0)."""
     ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
     iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
@@ -1400,7 +1402,9 @@ def box_iou(a: tuple, b: tuple) -> float:
     return inter / union
 
 
-def convert_box(box: tuple, *, src: str, dst: str, width: int, height: int, max_pixels: int | None = None) -> tuple:
+def convert_box(
+    box: Sequence[float], *, src: str, dst: str, width: int, height: int, max_pixels: int | None = None
+) -> Sequence[float]:
     """``box`` converted corner by corner from convention ``src`` to ``dst`` (as :func:`convert_action` does points)."""
     _check(src, width, height)
     _check(dst, width, height)
@@ -1440,7 +1444,7 @@ def box_problems(
     return problems
 
 
-def box_point_problem(action: Action, box: tuple) -> str | None:
+def box_point_problem(action: Action, box: Sequence[float]) -> str | None:
     """The sentence that refuses ``action``'s point outside its own element ``box`` (None: inside, or no point)."""
     point = action.point()
     if point is None or point_in_box(point, box):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from django.db.models import BooleanField, Count, ExpressionWrapper, Q, QuerySet
 from django.utils.translation import gettext, ngettext
@@ -13,6 +15,9 @@ from studio.words import in_words
 from traces import grammar
 from traces.access import traces_for
 from traces.models import ImportJob, Project, Round, Step, Trace
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AnonymousUser, User
 
 # A trace whose instruction is blank waits for a lead to write it (the trace page's instruction form) before anyone
 # annotates it: without the task, neither the annotator's judgement nor a training prompt means anything. The same
@@ -46,7 +51,12 @@ def double_annotation_words(project: Project) -> str:
 
 
 def traces_for_user(
-    user, *, project: Project | None = None, search: str = "", state: str = "", round: Round | None = None
+    user: User | AnonymousUser,
+    *,
+    project: Project | None = None,
+    search: str = "",
+    state: str = "",
+    round: Round | None = None,
 ) -> QuerySet[Trace]:
     """The traces ``user`` may see, each marked ``awaiting_instruction``; ``state`` keeps one of TRACE_STATES,
     ``round`` the traces of one round."""
@@ -76,7 +86,7 @@ def rounds_of(project: Project) -> QuerySet[Round]:
     return Round.objects.filter(project=project).annotate(trace_count=Count("traces")).order_by("ran_at", "id")
 
 
-def round_resolve(project: Project, ref) -> Round | None:
+def round_resolve(project: Project, ref: str | int | None) -> Round | None:
     """The round ``ref`` names in ``project``: its exact name, else its id (digits); None for an empty ``ref``.
     Invalid, naming ``ref`` and the rounds there are, when the project has no such round."""
     if ref is None or (isinstance(ref, str) and not ref.strip()):
@@ -98,7 +108,7 @@ def round_resolve(project: Project, ref) -> Round | None:
     return found
 
 
-def branch_parent(project: Project, ref) -> Trace | None:
+def branch_parent(project: Project, ref: str | int | None) -> Trace | None:
     """The trace a pushed branch leaves: ``ref`` its external id in ``project``; None for an empty ``ref``. Invalid
     naming it when the project has no such trace."""
     text = str(ref or "").strip()
@@ -139,7 +149,7 @@ def step_elements_json(step: Step, *, convention: str, project: Project) -> list
     out = []
     for element in elements:
         try:
-            box = grammar.box_of(element.get("box"))
+            box: Sequence[float] = grammar.box_of(element.get("box"))
             if convention != project.coordinate_convention:
                 if shot is None:
                     return []

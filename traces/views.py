@@ -98,7 +98,7 @@ def trace_list(request, project_id: int):
     columns = extensions.trace_list_columns()  # what other apps show of each trace (annotation: its statuses)
     cells = extensions.trace_list_cells(request.user, columns, page)
     for trace in page:
-        trace.extension_cells = cells[trace.pk]
+        trace.extension_cells = cells[trace.pk]  # type: ignore[attr-defined]  # the row's cells, for the template
     return render(
         request,
         "traces/trace_list.html",
@@ -296,18 +296,20 @@ def screenshot_file(request, sha256: str, kind: str):
         Step.objects.filter(screenshot=shot, trace__project__in=projects).exists()
         or Trace.objects.filter(Q(final_screenshot=shot), project__in=projects).exists()
     )
-    if not used:
+    image = shot.image.name if shot is not None else None
+    if shot is None or not used or not image:
         raise NotInScope("screenshot")  # none, or none in the user's projects: one answer
     if kind == "thumbnail":
-        if shot.thumbnail:
-            return stored_file_response(shot.thumbnail.name, content_type="image/webp", etag=f"{shot.sha256}-thumb")
+        thumbnail = shot.thumbnail.name
+        if thumbnail:
+            return stored_file_response(thumbnail, content_type="image/webp", etag=f"{shot.sha256}-thumb")
         # Stored before imports made thumbnails: a worker makes it; meanwhile the page gets the image itself, sent
         # as stored (decoding it here is what took the web process to 1.6 GB).
         services.screenshot_thumbnail_request(screenshot=shot)
         return stored_file_response(
-            shot.image.name, content_type=f"image/{shot.format.lower()}", etag=None, cache_control=SHORT_LIVED
+            image, content_type=f"image/{shot.format.lower()}", etag=None, cache_control=SHORT_LIVED
         )
-    return stored_file_response(shot.image.name, content_type=f"image/{shot.format.lower()}", etag=shot.sha256)
+    return stored_file_response(image, content_type=f"image/{shot.format.lower()}", etag=shot.sha256)
 
 
 @require_POST

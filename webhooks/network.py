@@ -141,7 +141,7 @@ def post(url: str, body: bytes, headers: dict[str, str], *, deadline_s: float | 
         found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except socket.gaierror as exc:
         raise OSError(f"{host} could not be looked up ({exc.strerror})") from None
-    addresses = [ipaddress.ip_address(info[4][0].split("%")[0]) for info in found]
+    addresses = [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in found]
     for address in addresses:
         if _inside(address) and not _allowed(host, address):
             raise DeliveryRefused(_refusal(host, address))

@@ -14,6 +14,7 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -28,6 +29,11 @@ from studio.jobs import JobDeferred, JobFailed, job_cancel
 from studio.models import JobStatus
 from webhooks import network, signing
 from webhooks.models import URL_MAX_CHARS, Delivery, DeliveryJob, DeliveryStatus, Webhook, WebhookEvent
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+    from traces.models import Project
 
 
 class WebhookRefused(Invalid):
@@ -55,7 +61,7 @@ def _check_url(url: str) -> str:
 
 
 @atomic_with_retry
-def webhook_create(*, project, url: str, events: list[str], user) -> tuple[Webhook, str]:
+def webhook_create(*, project: Project, url: str, events: list[str], user: User) -> tuple[Webhook, str]:
     """Register an endpoint; returns it and its signing secret, which is shown this once."""
     unknown = sorted(set(events) - set(WebhookEvent.values))
     if unknown or not events:
@@ -81,7 +87,7 @@ def _enqueue(delivery: Delivery) -> None:
 
 
 @atomic_with_retry
-def event_emit(*, project, event: str, payload: dict) -> list[Delivery]:
+def event_emit(*, project: Project, event: str, payload: dict) -> list[Delivery]:
     """One delivery per active endpoint of ``project`` that wants ``event``, sent by a worker after commit: the
     request or job that caused the event never waits for a receiver."""
     body = {

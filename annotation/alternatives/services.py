@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from typing import TYPE_CHECKING
 
 from django.conf import settings as django_settings
 from django.db import transaction
@@ -35,6 +36,11 @@ from studio.jobs import JobFailed, job_progress
 from studio.models import JobStatus
 from traces import grammar, prompting
 from traces.models import Step
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+    from traces.models import Project
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +67,7 @@ def alternatives_model_dir() -> str:
     return model_dir
 
 
-def sampling_settings(*, project, k: int | None = None, seed: int | None = None) -> dict:
+def sampling_settings(*, project: Project, k: int | None = None, seed: int | None = None) -> dict:
     """The sampling settings of a request: the configured ones (settings.ALTERNATIVES_*), the project's image
     budget, and ``k`` / ``seed`` when given."""
     k = django_settings.ALTERNATIVES_K if k is None else k
@@ -107,7 +113,7 @@ def _annotation_step(annotation: Annotation, index: int | None) -> Step:
 
 
 def alternatives_request(
-    *, annotation: Annotation, user, step_index: int | None = None, k: int | None = None, seed: int | None = None
+    *, annotation: Annotation, user: User, step_index: int | None = None, k: int | None = None, seed: int | None = None
 ) -> AlternativesJob:
     """Queue the sampling of k alternatives at the annotation's step (τ unless ``step_index``). A job already queued
     or running for the same step and settings is returned instead of a second one."""
@@ -228,7 +234,9 @@ def _marks_of(annotation: Annotation) -> dict[str, str]:
     }
 
 
-def alternative_mark(*, annotation: Annotation, alternative_id: int, verdict: str, user) -> AlternativeMark | None:
+def alternative_mark(
+    *, annotation: Annotation, alternative_id: int, verdict: str, user: User
+) -> AlternativeMark | None:
     """Mark an alternative wrong (it becomes a DPO rejected side) or take it as the correction's starting point (one
     per annotation: taking another takes the previous one back); ``verdict`` "" removes the mark.
 
@@ -277,7 +285,7 @@ def alternative_mark(*, annotation: Annotation, alternative_id: int, verdict: st
     return mark
 
 
-def alternative_rendered(alternative: StepAlternative, *, project) -> dict:
+def alternative_rendered(alternative: StepAlternative, *, project: Project) -> dict:
     """The alternative as a correction's starting point: its thought and its actions rendered by the grammar
     (canonical, the project's box-token setting)."""
     actions = [grammar.Action.from_json(a) for a in alternative.actions]

@@ -27,6 +27,9 @@ remove, the gold list), ``quality.view`` (the dashboard), ``quality.manage`` (se
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterable
+from datetime import date
+from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth import get_user_model
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
@@ -53,6 +56,13 @@ from studio.errors import Invalid
 from studio.words import in_words
 from traces.models import Step, Trace
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+    from annotation.dashboards import DateRange
+    from annotation.models import AgreementPair
+    from traces.models import Project
+
 # The settings' meanings, in English in the API (pages translate them: page_selectors.settings_rows).
 SETTING_HELP = {
     "gold_every": gettext_noop("One trace in this many of each annotator's queue is a gold trace (0: no gold traces)."),
@@ -71,7 +81,7 @@ SETTING_HELP = {
 SETTING_NAMES = tuple(SETTING_HELP)
 
 
-def quality_settings(project) -> QualitySettings:
+def quality_settings(project: Project) -> QualitySettings:
     """The project's settings (the defaults, unsaved, for a project that never changed them)."""
     return QualitySettings.objects.filter(project_id=project.pk).first() or QualitySettings(project_id=project.pk)
 
@@ -87,7 +97,7 @@ def quality_settings_json(settings: QualitySettings) -> dict:
 # --- What scoring reads ------------------------------------------------------------------------------------------
 
 
-def gold_answer_of(annotation: Annotation, *, project) -> scoring.GoldAnswer:
+def gold_answer_of(annotation: Annotation, *, project: Project) -> scoring.GoldAnswer:
     """An annotation as scoring reads it (the corrected target's box only when drawn for the stored action)."""
     return scoring.GoldAnswer(
         verdict=annotation.verdict,
@@ -101,7 +111,7 @@ def gold_answer_of(annotation: Annotation, *, project) -> scoring.GoldAnswer:
     )
 
 
-def gold_screen(*, trace, tau: int | None, project) -> scoring.Screen:
+def gold_screen(*, trace: Trace, tau: int | None, project: Project) -> scoring.Screen:
     """The reference's o_τ as a point needs it: the project's convention and the screenshot's size."""
     size = None
     if tau is not None:
@@ -170,7 +180,7 @@ def gold_state(annotation: Annotation) -> dict:
     }
 
 
-def unseen_gold(*, user, project) -> QuerySet[GoldTrace]:
+def unseen_gold(*, user: User, project: Project) -> QuerySet[GoldTrace]:
     """The project's gold traces ``user`` never met (no answer of theirs on the trace, of any kind, draft or skipped
     included) and whose reference they did not write, of references still accepted."""
     met = Annotation.objects.filter(trace_id=OuterRef("trace_id"), annotator=user)
@@ -205,7 +215,7 @@ def gold_json(gold: GoldTrace) -> dict:
     }
 
 
-def gold_list(project, *, limit: int = 500) -> dict:
+def gold_list(project: Project, *, limit: int = 500) -> dict:
     """The project's gold traces (the first ``limit`` by id) with how many scored answers each gave."""
     golds = list(
         GoldTrace.objects.filter(project_id=project.pk)
@@ -243,7 +253,7 @@ def gold_detail(gold: GoldTrace) -> dict:
 # --- Feedback -----------------------------------------------------------------------------------------------------
 
 
-def feedback_refusal(annotation: Annotation, user) -> str:
+def feedback_refusal(annotation: Annotation, user: User) -> str:
     """Why ``user`` may not see ``annotation``'s comparison with its reference now ("" when they may). The annotator
     sees it for a qualification answer once it is submitted; a gold answer in the real queue stays unmarked to them
     (a gold trace looks like any other). Leads see every scored answer's."""
@@ -261,7 +271,7 @@ def feedback_refusal(annotation: Annotation, user) -> str:
     return ""
 
 
-def answer_feedback(annotation: Annotation, *, reader) -> dict:
+def answer_feedback(annotation: Annotation, *, reader: User) -> dict:
     """The stored comparison of a scored answer with its reference (``scoring.Comparison.as_dict``: the parts, the
     differences in words, both answers), with the qualification attempt's progress for a qualification answer. The
     differences' words follow ``reader``: "You said…" for the answer's annotator, their name for anybody else."""
@@ -310,7 +320,7 @@ def attempt_json(attempt: QualificationAttempt) -> dict:
     }
 
 
-def qualification_state(*, user, project) -> dict:
+def qualification_state(*, user: User, project: Project) -> dict:
     """Where ``user`` stands with ``project``'s qualification and queue: ``status`` is ``not_required`` (no
     qualification, or the user writes references), ``not_started``, ``open`` (answering it: the hand-out gives its
     gold traces first), ``passed``, ``failed`` (the queue stays closed until a lead allows another attempt);
@@ -363,7 +373,7 @@ def qualification_state(*, user, project) -> dict:
     }
 
 
-def attempt_answers(attempt_ids) -> dict[int, list[dict]]:
+def attempt_answers(attempt_ids: Iterable[int]) -> dict[int, list[dict]]:
     """The scored answers of qualification attempts (kept with each attempt): attempt id -> answers in the order
     they were submitted, each with its trace, whether it was right, and its feedback's address."""
     from django.urls import reverse
@@ -386,7 +396,7 @@ def attempt_answers(attempt_ids) -> dict[int, list[dict]]:
     return out
 
 
-def qualification_overview(project) -> list[dict]:
+def qualification_overview(project: Project) -> list[dict]:
     """Every member's attempts with their answers (the leads' view of the qualification), by user name."""
     attempts = list(
         QualificationAttempt.objects.filter(project_id=project.pk)
@@ -400,7 +410,7 @@ def qualification_overview(project) -> list[dict]:
     return [{"annotator": name, "attempts": attempts} for name, attempts in by_user.items()]
 
 
-def queue_with_quality(user) -> list[dict]:
+def queue_with_quality(user: User) -> list[dict]:
     """The annotator's queue rows (``annotation.selectors.queue_for_user``), each with ``qualification``: where the
     user stands (``qualification_state``), so the page says why the queue is closed instead of showing it empty."""
     from annotation.selectors import queue_for_user
@@ -414,7 +424,9 @@ def queue_with_quality(user) -> list[dict]:
 # --- Accuracy, for the dashboard and the exports --------------------------------------------------------------
 
 
-def gold_accuracy_by_annotator(project, *, first_day=None, last_day=None) -> dict[int, dict]:
+def gold_accuracy_by_annotator(
+    project: Project, *, first_day: date | None = None, last_day: date | None = None
+) -> dict[int, dict]:
     """Per annotator id: their gold answers (production-queue gold, not qualification) submitted in the days (UTC,
     both ends included; all when not given), right overall and part by part, from the gold rollup's days
     (``rollup.gold_rollup_figures``)."""
@@ -450,7 +462,7 @@ def gold_figures(row: dict | None) -> dict:
     }
 
 
-def annotators_below_gold_bar(project, bar: float) -> dict[int, dict]:
+def annotators_below_gold_bar(project: Project, bar: float) -> dict[int, dict]:
     """Annotators whose gold accuracy (all their gold answers) is below ``bar``: id -> {"username", "right", "n",
     "share"}. An annotator without gold answers has no accuracy and is not below it."""
     rows = gold_accuracy_by_annotator(project)
@@ -497,7 +509,7 @@ def annotator_flags(*, figures: dict, settings: QualitySettings) -> list[dict]:
 
 
 def _verdicts_times_and_corrections(
-    project, period
+    project: Project, period: DateRange
 ) -> tuple[dict[int, Counter], dict[int, float | None], dict[int, tuple[int, int]]]:
     """Per annotator id, from the rollup's days in the range (one grouped read): their done answers' verdicts
     (``dashboards._done``), their median seconds per trace (exact below 15 s, within its bucket above:
@@ -516,7 +528,7 @@ def _verdicts_times_and_corrections(
     return verdicts, medians, corrections
 
 
-def _agreement_by_annotator(project, period) -> dict[str, dict]:
+def _agreement_by_annotator(project: Project, period: DateRange) -> dict[str, dict]:
     """Per annotator's name: the double-annotated pairs they are in (``agreement.agreement_report``'s pairs: a
     trace's first two standing production answers submitted in the range, by id) and the share whose answers agree
     exactly and within one step. A trace's first two standing answers of all are its ``AgreementPair``; when both
@@ -555,7 +567,7 @@ def _agreement_by_annotator(project, period) -> dict[str, dict]:
     }
 
 
-def _pairs_beside_the_kept(kept, in_range: Q, period) -> list[tuple[tuple, tuple]]:
+def _pairs_beside_the_kept(kept: QuerySet[AgreementPair], in_range: Q, period: DateRange) -> list[tuple[tuple, tuple]]:
     """The range's pairs of the traces whose kept pair is not in the range but which have a third standing answer:
     each trace's first two standing production answers submitted in the range, as (annotator id, verdict, τ)."""
     from annotation.workflow import STANDING
@@ -588,7 +600,7 @@ def _pairs_beside_the_kept(kept, in_range: Q, period) -> list[tuple[tuple, tuple
 PAIR_READ_BATCH = 10_000
 
 
-def gold_changes(project, *, limit: int = 20) -> list[dict]:
+def gold_changes(project: Project, *, limit: int = 20) -> list[dict]:
     """The latest gold events (marked, reference changed with what the re-score changed, removed), newest first."""
     words = {
         "marked": "marked gold",
@@ -640,7 +652,7 @@ CSV_HEADER = [
 def quality_csv_rows(report: dict) -> list[list]:
     """The dashboard's CSV: ``CSV_HEADER`` then one row per annotator (shares as fractions, empty when unknown)."""
 
-    def cell(value):
+    def cell(value: Any) -> Any:
         return "" if value is None else (round(value, 4) if isinstance(value, float) else value)
 
     rows: list[list] = [CSV_HEADER]
@@ -675,7 +687,7 @@ def quality_csv_rows(report: dict) -> list[list]:
     return rows
 
 
-def quality_dashboard(project, period) -> dict:
+def quality_dashboard(project: Project, period: DateRange) -> dict:
     """Each annotator's quality over ``period`` (an ``annotation.dashboards.DateRange``): gold accuracy overall and
     per part (n, 95 % Wilson interval; gold answers of the real queue, not the qualification's), agreement with peers
     (the double-annotated pairs they are in: exact and ±1), median seconds per trace, the "no error" rate beside the

@@ -15,6 +15,7 @@ import json
 import logging
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef, Q
@@ -50,6 +51,11 @@ from studio.db import atomic_with_retry
 from studio.errors import Conflict, Invalid, NotFound
 from traces.models import Trace
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+    from traces.models import Project
+
 log = logging.getLogger(__name__)
 
 # Users for whom ``quality.manage`` holds (leads, admins) write references and set the bar: no qualification gates
@@ -82,7 +88,7 @@ SETTING_RULES: dict[str, tuple[type, float, float | None]] = {
 }
 
 
-def _setting_value(name: str, value):
+def _setting_value(name: str, value: Any) -> Any:
     kind, low, high = SETTING_RULES[name]
     if (
         isinstance(value, bool)
@@ -106,7 +112,7 @@ def _setting_value(name: str, value):
 
 
 @atomic_with_retry
-def quality_settings_save(*, project, user, fields: dict) -> QualitySettings:
+def quality_settings_save(*, project: Project, user: User, fields: dict) -> QualitySettings:
     """Change some of a project's quality settings (``SETTING_RULES`` names them and their bounds); an Invalid names
     the field. A qualification set larger than the project's gold traces is refused: nobody could finish it."""
     unknown = sorted(set(fields) - set(SETTING_RULES))
@@ -140,7 +146,7 @@ def quality_settings_save(*, project, user, fields: dict) -> QualitySettings:
 # --- Gold traces ----------------------------------------------------------------------------------------------
 
 
-def _event(*, gold: GoldTrace | None, trace: Trace, actor, kind: str, detail: dict) -> GoldEvent:
+def _event(*, gold: GoldTrace | None, trace: Trace, actor: User | None, kind: str, detail: dict) -> GoldEvent:
     return GoldEvent.objects.create(
         project_id=trace.project_id,
         gold=gold,
@@ -152,7 +158,7 @@ def _event(*, gold: GoldTrace | None, trace: Trace, actor, kind: str, detail: di
     )
 
 
-def gold_mark(*, annotation: Annotation, user) -> tuple[GoldTrace, str]:
+def gold_mark(*, annotation: Annotation, user: User) -> tuple[GoldTrace, str]:
     """Make the accepted ``annotation`` its trace's reference; the caller holds a transaction. Returns the gold trace
     and what happened: ``marked``, ``unchanged`` (already the reference at this version) or ``reference_changed``
     (another answer, or this one changed since: every gold answer of the trace is scored again, audited). A draft,
@@ -192,7 +198,7 @@ def gold_mark(*, annotation: Annotation, user) -> tuple[GoldTrace, str]:
 
 
 @atomic_with_retry
-def gold_mark_answer(*, annotation_id: int, user) -> tuple[GoldTrace, str]:
+def gold_mark_answer(*, annotation_id: int, user: User) -> tuple[GoldTrace, str]:
     """``gold_mark`` of one answer by id (the API and page): a lead of its project (``gold.manage``)."""
     from annotation.access import access_annotation
 
@@ -258,7 +264,7 @@ def gold_file_read(data: bytes, *, name: str = "") -> list[GoldRow]:
     return rows
 
 
-def gold_mark_rows(*, project, user, rows: list[GoldRow]) -> dict:
+def gold_mark_rows(*, project: Project, user: User, rows: list[GoldRow]) -> dict:
     """Mark each row's trace gold (its accepted answer as the reference: the named annotator's, else the one an
     export takes); each row on its own, so one refused row (said with its line) leaves the others marked. Returns
     ``{"marked", "unchanged", "reference_changed", "refused": [{"line", "external_id", "reason"}]}``."""
@@ -291,7 +297,7 @@ def gold_mark_rows(*, project, user, rows: list[GoldRow]) -> dict:
 
 
 @atomic_with_retry
-def gold_remove(*, gold: GoldTrace, user) -> dict:
+def gold_remove(*, gold: GoldTrace, user: User) -> dict:
     """The trace is gold no more: nobody is handed it as gold again, and the scores it gave stay, marked as removed
     (``gold_removed_at``; the quality figures count them and say so). Audited."""
     gold = GoldTrace.objects.select_for_update().select_related("trace").get(pk=gold.pk)
@@ -491,7 +497,7 @@ def gold_rescore(*, gold: GoldTrace) -> dict:
     return {"rescored": rescored, "changed": changed}
 
 
-def gold_reference_refresh(*, annotation: Annotation, actor=None) -> dict | None:
+def gold_reference_refresh(*, annotation: Annotation, actor: User | None = None) -> dict | None:
     """``annotation`` may be a reference that a lead just changed (an adjudication's edits; the caller holds the
     transaction): when it is one and its version moved, its gold trace's answers are scored again, audited as
     ``reference_changed`` with what changed. None when it is no reference or unchanged."""
@@ -526,7 +532,9 @@ def gold_reference_refresh(*, annotation: Annotation, actor=None) -> dict | None
 # --- Qualification --------------------------------------------------------------------------------------------
 
 
-def _attempt_start(*, project, annotator, settings: QualitySettings, allowed_by=None) -> QualificationAttempt:
+def _attempt_start(
+    *, project: Project, annotator: User, settings: QualitySettings, allowed_by: User | None = None
+) -> QualificationAttempt:
     number = (
         QualificationAttempt.objects.filter(project=project, annotator=annotator)
         .order_by("-number")
@@ -545,7 +553,7 @@ def _attempt_start(*, project, annotator, settings: QualitySettings, allowed_by=
 
 
 @atomic_with_retry
-def qualification_allow_retry(*, project, annotator, actor) -> QualificationAttempt:
+def qualification_allow_retry(*, project: Project, annotator: User, actor: User) -> QualificationAttempt:
     """A lead lets ``annotator`` try the qualification again: a new attempt of the project's current size and pass
     mark, of gold traces they have not met. Refused (Conflict) while an attempt is open or after a pass, and when too
     few gold traces are left that they have not met."""
@@ -571,7 +579,7 @@ def qualification_allow_retry(*, project, annotator, actor) -> QualificationAtte
     return _attempt_start(project=project, annotator=annotator, settings=settings, allowed_by=actor)
 
 
-def queue_gate(*, user, project, settings: QualitySettings | None = None) -> QualificationAttempt | None:
+def queue_gate(*, user: User, project: Project, settings: QualitySettings | None = None) -> QualificationAttempt | None:
     """What the hand-out may give ``user`` in ``project`` before anything else: raises QueueClosed (paused, a failed
     qualification, too few gold traces to qualify); returns the open qualification attempt whose next gold trace
     comes first, or None when the real queue is open to them. Makes the first attempt of a member who needs one.
@@ -634,7 +642,7 @@ def gold_position_is_gold(*, position: int, user_id: int, project_id: int, every
     return (position + _offset(user_id=user_id, project_id=project_id, every=every)) % every == every - 1
 
 
-def gold_slot_due(*, user, project, settings: QualitySettings | None = None) -> bool:
+def gold_slot_due(*, user: User, project: Project, settings: QualitySettings | None = None) -> bool:
     """Whether the hand-out's next new trace for ``user`` should be a gold trace (``gold_every``; never for the
     people who write the references)."""
     settings = settings or quality_settings(project)
@@ -646,7 +654,7 @@ def gold_slot_due(*, user, project, settings: QualitySettings | None = None) -> 
     return gold_position_is_gold(position=position, user_id=user.pk, project_id=project.pk, every=settings.gold_every)
 
 
-def queue_tally_bump(*, user, project) -> None:
+def queue_tally_bump(*, user: User, project: Project) -> None:
     """Count one more new trace handed to ``user`` (production or gold)."""
     from django.db.models import F
 
@@ -658,7 +666,7 @@ def queue_tally_bump(*, user, project) -> None:
             QueueTally.objects.filter(project=project, annotator=user).update(handed_out=F("handed_out") + 1)
 
 
-def gold_trace_pick(*, user, project) -> Trace | None:
+def gold_trace_pick(*, user: User, project: Project) -> Trace | None:
     """The next gold trace for ``user``: one they never met (no answer of theirs on it, in any kind) and whose
     reference they did not write, lowest id first; None when none is left."""
     gold = unseen_gold(user=user, project=project).order_by("id").values_list("trace_id", flat=True).first()
@@ -667,7 +675,7 @@ def gold_trace_pick(*, user, project) -> Trace | None:
     return Trace.objects.select_related("project").get(pk=gold)
 
 
-def own_first_draft(*, user, project) -> Annotation | None:
+def own_first_draft(*, user: User, project: Project) -> Annotation | None:
     """The user's unfinished answer in ``project`` that the hand-out resumes first (a draft they did not skip): a gold
     or qualification one before a production one, then the oldest; None when they have none. One read."""
     from django.db.models import Case, IntegerField, Value, When
@@ -691,7 +699,7 @@ def own_first_draft(*, user, project) -> Annotation | None:
 
 
 @atomic_with_retry
-def annotator_pause_set(*, project, annotator, actor, paused: bool, reason: str = "") -> dict:
+def annotator_pause_set(*, project: Project, annotator: User, actor: User, paused: bool, reason: str = "") -> dict:
     """Pause (or resume) ``annotator``'s queue in ``project``: while paused the hand-out gives them nothing and says
     why (QueueClosed, ``gate`` "paused"); the traces they hold stay theirs. Answers ``{"annotator", "paused",
     "reason"}``."""

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 from django.db.models import Q, QuerySet
 from django.urls import reverse
@@ -32,17 +34,22 @@ from traces.access import projects_for
 from traces.models import Project
 from traces.selectors import trace_steps
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
-def reviewable_projects(user) -> list[Project]:
+    from traces.models import Screenshot, Trace
+
+
+def reviewable_projects(user: User) -> list[Project]:
     return list(projects_for(user, "annotation.review").order_by("name"))
 
 
-def annotations_for_reviewer(user) -> QuerySet[Annotation]:
+def annotations_for_reviewer(user: User) -> QuerySet[Annotation]:
     return annotations_for(user, "annotation.review").select_related("trace__project", "annotator", "reviewed_by")
 
 
 def review_queue(
-    user, *, project: Project | None = None, status: str = AnnotationStatus.SUBMITTED
+    user: User, *, project: Project | None = None, status: str = AnnotationStatus.SUBMITTED
 ) -> QuerySet[Annotation]:
     """Annotations waiting for (or past) a decision, oldest submission first."""
     # Gold and qualification answers are scored against their reference at submit, not reviewed.
@@ -52,13 +59,13 @@ def review_queue(
     return queue.order_by("submitted_at", "id")
 
 
-def review_next(user, *, after: Annotation) -> Annotation | None:
+def review_next(user: User, *, after: Annotation) -> Annotation | None:
     """The next annotation waiting for this lead's decision after ``after``: same project first, oldest first."""
     waiting = review_queue(user).exclude(pk=after.pk)
     return waiting.filter(project_id=after.project_id).first() or waiting.first()
 
 
-def annotation_history(annotations) -> list[AuditEvent]:
+def annotation_history(annotations: QuerySet[Annotation] | Iterable[Annotation]) -> list[AuditEvent]:
     """Audit records of the given annotations, oldest first (the trace page's history)."""
     return list(
         AuditEvent.objects.filter(annotation__in=annotations)
@@ -67,11 +74,11 @@ def annotation_history(annotations) -> list[AuditEvent]:
     )
 
 
-def trace_history(trace) -> list[AuditEvent]:
+def trace_history(trace: Trace) -> list[AuditEvent]:
     return annotation_history(Annotation.objects.filter(trace=trace))
 
 
-def trace_history_visible(user, trace) -> list[AuditEvent]:
+def trace_history_visible(user: User, trace: Trace) -> list[AuditEvent]:
     """The trace's history as ``user`` may see it (annotation.history: leads all of it; others only their own
     annotations' events, as agreement needs independent readings)."""
     events = history_for(user, AuditEvent.objects.filter(annotation__trace=trace))
@@ -100,11 +107,11 @@ class HistoryRow:
     # The statuses by their names (the pills of every other page), not their stored values.
     @property
     def from_status_display(self) -> str:
-        return dict(AnnotationStatus.choices).get(self.from_status, self.from_status)
+        return str(dict(AnnotationStatus.choices).get(self.from_status, self.from_status))
 
     @property
     def to_status_display(self) -> str:
-        return dict(AnnotationStatus.choices).get(self.to_status, self.to_status)
+        return str(dict(AnnotationStatus.choices).get(self.to_status, self.to_status))
 
 
 def history_rows(events: list[AuditEvent]) -> list[HistoryRow]:
@@ -165,7 +172,7 @@ def _marker(
     label: str,
     kind: str,
     project: Project,
-    shot,
+    shot: Screenshot | None,
     convention: str | None = None,
     box: list | None = None,
 ) -> dict | None:
@@ -204,7 +211,7 @@ def _marker(
     return marker
 
 
-def _size(project: Project, shot) -> dict | None:
+def _size(project: Project, shot: Screenshot | None) -> dict | None:
     """A screenshot's pixel size and extent (the convention's range that spans it): what a point placed on it needs
     (the lead's edit places the action on the screens of the τ typed, which the viewer's screens carry)."""
     if shot is None:
@@ -212,7 +219,7 @@ def _size(project: Project, shot) -> dict | None:
     return {"width": shot.width, "height": shot.height, "extent": model_extent(project, shot.width, shot.height)}
 
 
-def trace_viewer_screens(trace, first: int, last: int, *, tau: int | None) -> list[dict]:
+def trace_viewer_screens(trace: Trace, first: int, last: int, *, tau: int | None) -> list[dict]:
     """The screens of steps ``first``..``last`` for the review page's filmstrip and viewer: each step's screenshot with
     its recorded action marked (in the trace's convention, placed by the one grammar), then the final screen when
     ``last`` is the trace's last step and the final screen was kept."""
@@ -265,14 +272,14 @@ def trace_viewer_screens(trace, first: int, last: int, *, tau: int | None) -> li
 REVIEW_LIST_STEPS = 100
 
 
-def review_viewer_range(trace, annotation: Annotation) -> tuple[int, int]:
+def review_viewer_range(trace: Trace, annotation: Annotation) -> tuple[int, int]:
     """The steps whose screens the review page carries itself (the viewer opens on τ, else on step 1)."""
     if trace.step_count <= STEPS_MAX_SPAN:
         return 1, trace.step_count
     return workspace_opening_range(trace, annotation)
 
 
-def review_viewer(trace, annotation: Annotation, *, tau: int | None) -> dict:
+def review_viewer(trace: Trace, annotation: Annotation, *, tau: int | None) -> dict:
     """What the review page's viewer starts from: how many screens the trace has (its steps, and the final screen when
     kept), the carried screens, and where the others are read (``steps_url``, ``window`` steps at a time)."""
     first, last = review_viewer_range(trace, annotation)
@@ -286,7 +293,7 @@ def review_viewer(trace, annotation: Annotation, *, tau: int | None) -> dict:
     }
 
 
-def review_step_list(trace, tau: int | None) -> dict:
+def review_step_list(trace: Trace, tau: int | None) -> dict:
     """The hundred steps of the review page's list (those holding τ, else the first), and where the trace page lists
     the ones before and after them."""
     count = trace.step_count
@@ -303,7 +310,7 @@ def review_step_list(trace, tau: int | None) -> dict:
     }
 
 
-def _editor_action(action_text: str, project) -> dict | None:
+def _editor_action(action_text: str, project: Project) -> dict | None:
     """A stored action as the structured editor holds it (the project's convention, as stored)."""
     if not action_text:
         return None
@@ -314,7 +321,12 @@ def _editor_action(action_text: str, project) -> dict | None:
 
 
 def review_edit_data(
-    annotation: Annotation, *, error_shot, reflection_shot, values: dict, given: frozenset | set = frozenset()
+    annotation: Annotation,
+    *,
+    error_shot: Screenshot | None,
+    reflection_shot: Screenshot | None,
+    values: dict,
+    given: frozenset | set = frozenset(),
 ) -> dict:
     """What the lead's edit-then-accept editor starts from: the answer's actions (or what the lead typed, kept after
     a refused edit: ``given``, the slots whose action it gave, are sent again), the screens their points are placed
@@ -359,7 +371,7 @@ def review_context(annotation: Annotation) -> dict:
     # o_τ and o_{τ+1}: the steps at τ and after it.
     steps = list(trace_steps(trace).filter(index__gte=tau, index__lte=tau + 1)) if tau else []
     by_index = {s.index: s for s in steps}
-    context = {
+    context: dict[str, Any] = {
         "annotation": annotation,
         "trace": trace,
         "project": project,
@@ -443,7 +455,7 @@ def review_context(annotation: Annotation) -> dict:
     return context
 
 
-def presence_snapshot(projects, *, gold_seen_in=()) -> list[dict]:
+def presence_snapshot(projects: Iterable[Project | int], *, gold_seen_in: Iterable[int] = ()) -> list[dict]:
     """Who holds which trace open right now (open leases), for the live lists; a gold trace's leases only in the
     projects of ``gold_seen_in`` (where the reader may know which traces are gold: ``events.GOLD_SEEN_BY``)."""
     leases = (

@@ -9,6 +9,7 @@ annotation_record_edit), and the live event goes out after commit (annotation.ev
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING, Any
 
 from django.utils.translation import gettext, gettext_noop
 
@@ -29,6 +30,9 @@ from studio.access import access
 from studio.db import atomic_with_retry
 from studio.errors import Conflict, Invalid
 from traces import grammar
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 # What a lead may change when editing before accepting: the annotator's answer, never bookkeeping.
 REVIEW_EDITABLE_FIELDS = (
@@ -55,7 +59,7 @@ class ReviewError(Invalid):
     """A decision that cannot be taken as asked; the message names the problem (an Invalid kind: a 400)."""
 
 
-def _locked_annotation(annotation_id: int, actor) -> Annotation:
+def _locked_annotation(annotation_id: int, actor: User) -> Annotation:
     """The annotation, locked, if ``actor`` reviews in its project (studio.access: 404 outside, 403 for a role)."""
     return access(
         actor,
@@ -95,7 +99,7 @@ def _require_submitted(annotation: Annotation, verb: str) -> None:
 REVIEW_BOX_FIELDS = {"corrected_box": "corrected", "reflection_box": "reflection"}
 
 
-def _box_edit(name: str, value) -> list | None:
+def _box_edit(name: str, value: Any) -> list | None:
     if value in (None, ""):
         return None
     try:
@@ -175,6 +179,8 @@ def _refuse_actions_left_without_points(annotation: Annotation, cleaned: dict, m
     """The τ rule (services.answer_after_tau_move) took off points placed for the old τ: an accepted answer cannot
     keep an action that lost the point it needs, so the lead's edit is refused unless it places a new one."""
     old_tau, new_tau = annotation.tau, cleaned["tau"]
+    if old_tau is None or new_tau is None:
+        return  # no τ moved, so no point was taken off (answer_after_tau_move)
     for slot, (label, offset) in SLOT_WORDS.items():
         action = moved["editor_state"].get(slot)
         if not action or action == (cleaned.get("editor_state") or annotation.editor_state or {}).get(slot):
@@ -197,7 +203,7 @@ def _refuse_actions_left_without_points(annotation: Annotation, cleaned: dict, m
             )
 
 
-def _apply_edits(annotation: Annotation, actor, edits: dict) -> dict:
+def _apply_edits(annotation: Annotation, actor: User, edits: dict) -> dict:
     changes = {}
     cleaned = _clean_edits(annotation, edits)
     # The lead's answer obeys the verdict rule like the annotator's (no τ or correction on "no error").
@@ -221,7 +227,9 @@ def _apply_edits(annotation: Annotation, actor, edits: dict) -> dict:
 
 
 @atomic_with_retry
-def review_accept(*, annotation_id: int, actor, comment: str = "", expected_version: int | None = None) -> Annotation:
+def review_accept(
+    *, annotation_id: int, actor: User, comment: str = "", expected_version: int | None = None
+) -> Annotation:
     annotation = _locked_annotation(annotation_id, actor)
     _check_version(annotation, expected_version)
     _require_submitted(annotation, "accepted")
@@ -235,7 +243,7 @@ def review_accept(*, annotation_id: int, actor, comment: str = "", expected_vers
 
 
 @atomic_with_retry
-def review_reject(*, annotation_id: int, actor, comment: str, expected_version: int | None = None) -> Annotation:
+def review_reject(*, annotation_id: int, actor: User, comment: str, expected_version: int | None = None) -> Annotation:
     """Send the annotation back to its annotator, whose queue shows the comment."""
     comment = (comment or "").strip()
     if not comment:
@@ -249,7 +257,7 @@ def review_reject(*, annotation_id: int, actor, comment: str, expected_version: 
 
 @atomic_with_retry
 def review_edit_and_accept(
-    *, annotation_id: int, actor, edits: dict, comment: str = "", expected_version: int | None = None
+    *, annotation_id: int, actor: User, edits: dict, comment: str = "", expected_version: int | None = None
 ) -> Annotation:
     """The lead fixes the answer and accepts it: one edit record (field -> [before, after]), then the transition."""
     annotation = _locked_annotation(annotation_id, actor)
@@ -262,7 +270,7 @@ def review_edit_and_accept(
 
 
 @atomic_with_retry
-def review_adjudicate(*, annotation_id: int, actor, edits: dict | None = None, comment: str = "") -> Annotation:
+def review_adjudicate(*, annotation_id: int, actor: User, edits: dict | None = None, comment: str = "") -> Annotation:
     """Make one of a trace's independent annotations its answer (the one exported): it is marked adjudicated,
     optionally edited, and accepted if still submitted; the trace's other annotations lose the mark."""
     annotation = _locked_annotation(annotation_id, actor)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 from django.utils.translation import gettext, gettext_noop
@@ -33,6 +34,11 @@ from traces import grammar
 from traces.models import Trace
 from traces.selectors import awaits_instruction
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+    from traces.models import Project, Screenshot
+
 # The words a message names a state by, for the catalog (the messages translate them when raised).
 gettext_noop("draft")
 gettext_noop("submitted")
@@ -52,7 +58,7 @@ DRAFT_FIELDS = ("verdict", "tau", *DRAFT_TEXT_FIELDS, "editor_state")
 EDITOR_SLOTS = ("corrected", "reflection")
 
 
-def _editor_json(data, slot: str) -> dict | None:
+def _editor_json(data: Any, slot: str) -> dict | None:
     """An editor action object as stored: the grammar's JSON of the action plus, when drawn, the element box of its
     target (``grammar.TARGET_BOX``, normalised, in the project's convention). Points and box edges are integers, as a
     model emits them (``grammar.round_action`` / ``round_box``: what the check shows is what is trained). A box
@@ -88,7 +94,7 @@ def editor_box(state: dict | None, slot: str) -> tuple | None:
     return grammar.box_of(box) if box is not None else None
 
 
-def _render(action: grammar.Action | None, project) -> str:
+def _render(action: grammar.Action | None, project: Project) -> str:
     if action is None:
         return ""
     try:
@@ -99,12 +105,12 @@ def _render(action: grammar.Action | None, project) -> str:
         ) from None
 
 
-def observation_for(trace, index: int):
+def observation_for(trace: Trace, index: int) -> Screenshot | None:
     """The screenshot o_index (1-based); o_{n+1} is the trace's final screenshot when it was kept."""
     return observations(trace, trace.steps.select_related("screenshot").filter(index=index)).get(index)
 
 
-def dropped_after(trace, tau: int) -> int:
+def dropped_after(trace: Trace, tau: int) -> int:
     """How many steps the source dropped right after step ``tau`` (before step τ+1): then step τ+1's screen is not
     o_{τ+1} and no post-reflection can be given (``gap_after_reason``)."""
     return steps_dropped_before(trace.steps.filter(index=tau + 1).only("context").first())
@@ -285,13 +291,13 @@ def _changes(annotation: Annotation, clean: dict) -> dict:
     }
 
 
-def _lock_own_annotation(*, annotation_id: int, user) -> Annotation:
+def _lock_own_annotation(*, annotation_id: int, user: User) -> Annotation:
     """The user's own annotation in a project they still belong to, locked: the one read of a write."""
     return access_annotation(user, annotation_id, "annotation.work", lock=True)
 
 
 @atomic_with_retry
-def annotation_save_draft(*, annotation_id: int, user, base_version: int, fields: dict) -> Annotation:
+def annotation_save_draft(*, annotation_id: int, user: User, base_version: int, fields: dict) -> Annotation:
     """Save the annotator's draft. A save based on an older version is refused with the newer one,
     unless it changes nothing (a retried save that already landed)."""
     annotation = _lock_own_annotation(annotation_id=annotation_id, user=user)
@@ -304,7 +310,9 @@ def annotation_save_draft(*, annotation_id: int, user, base_version: int, fields
     return answer_write(annotation=annotation, user=user, base_version=base_version, fields=fields)
 
 
-def answer_write(*, annotation: Annotation, user, base_version: int, fields: dict, comment: str = "") -> Annotation:
+def answer_write(
+    *, annotation: Annotation, user: User, base_version: int, fields: dict, comment: str = ""
+) -> Annotation:
     """The one write of an answer on a locked annotation (a draft save, a restored version): the fields' rules, the
     verdict and τ rules, the version check (a write that changes nothing passes: a retried save that already
     landed), the version bump and the audit row."""
@@ -401,7 +409,7 @@ def submit_problems(annotation: Annotation) -> dict[str, str]:
 
 
 @atomic_with_retry
-def annotation_submit(*, annotation_id: int, user, base_version: int) -> Annotation:
+def annotation_submit(*, annotation_id: int, user: User, base_version: int) -> Annotation:
     """Validate and send the annotation to review; the lease is released and its time credited."""
     annotation = _lock_own_annotation(annotation_id=annotation_id, user=user)
     if annotation.status not in EDITABLE_BY_ANNOTATOR:
@@ -448,7 +456,7 @@ def annotation_submit(*, annotation_id: int, user, base_version: int) -> Annotat
 
 
 @atomic_with_retry
-def annotation_skip(*, annotation_id: int, user) -> Annotation:
+def annotation_skip(*, annotation_id: int, user: User) -> Annotation:
     """Give the trace back to the pool; the draft stays the annotator's. A qualification answer is not skipped
     (``quality.skip_refusal``, a 409); a gold answer's skip is scored as a wrong answer (``gold_answer_skipped``)."""
     annotation = _lock_own_annotation(annotation_id=annotation_id, user=user)
@@ -463,7 +471,7 @@ def annotation_skip(*, annotation_id: int, user) -> Annotation:
 # --- Demo data -------------------------------------------------------------------------------
 
 
-def _demo_user(role: str):
+def _demo_user(role: str) -> User | None:
     """The demo world's user of ``role`` (studio.demo names them after their role)."""
     from django.contrib.auth import get_user_model
 
@@ -474,7 +482,7 @@ def _demo_user(role: str):
 @atomic_with_retry
 def annotation_seed_demo(
     *,
-    project,
+    project: Project,
     external_id: str,
     annotation: dict,
     annotator_name: str = "",

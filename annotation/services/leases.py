@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-from typing import Any
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 from django.db.models import Count, Exists, F, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
@@ -22,6 +22,12 @@ from studio.db import atomic_with_retry
 from traces.models import Trace
 from traces.selectors import traces_ready_to_annotate
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+    from annotation.models import QualificationAttempt, QualitySettings
+    from traces.models import Project
+
 # The words a message names a state by, for the catalog (the messages translate them when raised).
 gettext_noop("released")
 gettext_noop("closed")
@@ -33,7 +39,7 @@ gettext_noop("skipped")
 HEARTBEAT_CREDIT_CAP_S = 90
 
 
-def _trace_occupancy(*, trace_id: int, user, now) -> int:
+def _trace_occupancy(*, trace_id: int, user: User, now: datetime) -> int:
     """Annotators other than ``user`` who hold the trace: finished work plus live leases."""
     finished = (
         Annotation.objects.filter(trace_id=trace_id)
@@ -50,7 +56,7 @@ def _trace_occupancy(*, trace_id: int, user, now) -> int:
     return finished.count() + leased.distinct().count()
 
 
-def _lease_take(*, trace, user, now, page: str = "") -> Lease:
+def _lease_take(*, trace: Trace, user: User, now: datetime, page: str = "") -> Lease:
     """Open (or renew this user's unreleased) lease on ``trace``, held by workspace ``page`` when one is given;
     the caller holds the trace lock."""
     expires = now + timedelta(minutes=trace.project.lease_idle_minutes)
@@ -65,7 +71,9 @@ def _lease_take(*, trace, user, now, page: str = "") -> Lease:
     return lease
 
 
-def _annotation_for_claim(*, trace, user, kind: str = AnnotationKind.PRODUCTION, counted: bool = False) -> Annotation:
+def _annotation_for_claim(
+    *, trace: Trace, user: User, kind: str = AnnotationKind.PRODUCTION, counted: bool = False
+) -> Annotation:
     """The user's annotation of ``trace`` (made now, of ``kind``, if new). ``counted``: a new one counts in the
     annotator's tally of new traces, which decides where their next gold trace falls (quality.gold_slot_due; counted
     while the project hands out gold)."""
@@ -77,7 +85,7 @@ def _annotation_for_claim(*, trace, user, kind: str = AnnotationKind.PRODUCTION,
     return annotation
 
 
-def _lock_trace(trace_id: int):
+def _lock_trace(trace_id: int) -> Trace | None:
     """Lock one trace row; None when another transaction holds it (PostgreSQL skips it, SQLite
     needs no row lock: its IMMEDIATE transactions already let one writer in at a time)."""
     return (
@@ -89,7 +97,9 @@ def _lock_trace(trace_id: int):
 
 
 @atomic_with_retry
-def lease_next_trace(*, user, project, most_doubtful_first: bool = False) -> tuple[Annotation, Lease] | None:
+def lease_next_trace(
+    *, user: User, project: Project, most_doubtful_first: bool = False
+) -> tuple[Annotation, Lease] | None:
     """Hand ``user`` their next trace of ``project`` with a lease, or None when nothing is open to them.
 
     Order: a trace they already hold, then their unfinished drafts, then fresh traces by id (or, with
@@ -162,9 +172,10 @@ def lease_next_trace(*, user, project, most_doubtful_first: bool = False) -> tup
         batch = list(candidates[offset : offset + chunk])
         for trace_id in batch:
             quota = trace_annotation_quota(trace_id=trace_id, project=project)
-            trace = _lock_trace(trace_id)
-            if trace is None:
+            locked = _lock_trace(trace_id)
+            if locked is None:
                 continue  # another claimer holds it right now
+            trace = locked
             if _trace_occupancy(trace_id=trace_id, user=user, now=now) >= quota:
                 continue
             annotation = _annotation_for_claim(trace=trace, user=user, counted=bool(settings.gold_every))
@@ -174,7 +185,9 @@ def lease_next_trace(*, user, project, most_doubtful_first: bool = False) -> tup
         offset += chunk
 
 
-def _gold_claim(*, user, project, attempt, settings, now) -> tuple[Annotation, Lease] | None:
+def _gold_claim(
+    *, user: User, project: Project, attempt: QualificationAttempt | None, settings: QualitySettings, now: datetime
+) -> tuple[Annotation, Lease] | None:
     """The hand-out's gold: the user's unfinished gold or qualification answer; while qualifying (``attempt``) the
     attempt's next gold trace; else, when no draft of theirs waits and their next new trace is due to be gold, a
     gold trace they never met. None: the production queue decides. A project that hands out no gold costs nothing
@@ -209,7 +222,7 @@ def _gold_claim(*, user, project, attempt, settings, now) -> tuple[Annotation, L
 
 
 @atomic_with_retry
-def lease_take_for_annotation(*, annotation: Annotation, user, page: str = "") -> Lease | None:
+def lease_take_for_annotation(*, annotation: Annotation, user: User, page: str = "") -> Lease | None:
     """Opening one's own annotation (e.g. work sent back by review) takes the lease if the trace is free; ``page``
     names the workspace page that holds it from now on."""
     now = timezone.now()
@@ -227,13 +240,13 @@ def lease_take_for_annotation(*, annotation: Annotation, user, page: str = "") -
     return _lease_take(trace=trace, user=user, now=now, page=page)
 
 
-def _lease_close(lease: Lease, *, by, reason: str, now) -> None:
+def _lease_close(lease: Lease, *, by: User | None, reason: str, now: datetime) -> None:
     lease.released_at, lease.released_by, lease.release_reason = now, by, reason
     lease.save(update_fields=["released_at", "released_by", "release_reason"])
     events.lease_changed(lease=lease, state="released")
 
 
-def _credit_time(*, lease: Lease, now) -> None:
+def _credit_time(*, lease: Lease, now: datetime) -> None:
     """Add the time since the last heartbeat (capped: a sleeping laptop is not work) to the annotation."""
     gap = max(0, min((now - lease.heartbeat_at).total_seconds(), HEARTBEAT_CREDIT_CAP_S))
     if gap:
@@ -243,7 +256,7 @@ def _credit_time(*, lease: Lease, now) -> None:
 
 
 @atomic_with_retry
-def lease_heartbeat(*, lease_id: int, user) -> Lease:
+def lease_heartbeat(*, lease_id: int, user: User) -> Lease:
     """Renew the user's lease and credit the active time; a lease released by a lead or taken over is lost."""
     now = timezone.now()
     lease = access_lease(user, lease_id, "annotation.work", lock=True)  # one's own lease: 404 for anyone else's
@@ -279,7 +292,7 @@ def lease_heartbeat(*, lease_id: int, user) -> Lease:
 
 
 @atomic_with_retry
-def lease_release_by(*, actor, lease_id: int, action: str, page: str = "") -> Lease:
+def lease_release_by(*, actor: User, lease_id: int, action: str, page: str = "") -> Lease:
     """The one way a person closes a lease: the holder's page going away (the API, its pagehide beacon), a lead
     from the queue page or from the live list (the socket). ``action`` is the entry point's rule (``lease.release``:
     one's own, leads any of their projects'; ``lease.manage``: leads only), applied by the access layer on the
@@ -300,7 +313,7 @@ def lease_release_by(*, actor, lease_id: int, action: str, page: str = "") -> Le
     return lease
 
 
-def _release_user_leases(*, trace_id: int, user, reason: str, now) -> None:
+def _release_user_leases(*, trace_id: int, user: User, reason: str, now: datetime) -> None:
     for lease in Lease.objects.select_for_update().filter(trace_id=trace_id, user=user, released_at__isnull=True):
         if lease.expires_at > now:
             _credit_time(lease=lease, now=now)

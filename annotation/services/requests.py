@@ -3,14 +3,22 @@ corrections read again: agreement on exactly the mistakes under study), and take
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
 from django.db import transaction
 
 from annotation.models import Annotation, AnnotationStatus, QueueRequest
 from annotation.overlap import quota_needed_for_one_more
 from traces.models import Trace
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
-def queue_request_create(*, project, trace_ids, user, reason: str = "") -> dict:
+    from traces.models import Project
+
+
+def queue_request_create(*, project: Project, trace_ids: Iterable[int], user: User, reason: str = "") -> dict:
     """Ask for one more answer on each trace of ``project`` in ``trace_ids`` than it has now, first in line.
     Idempotent while nobody answers: sending the same traces twice asks once. Returns what was asked and left."""
     traces = list(Trace.objects.filter(project=project, pk__in=list(trace_ids)).values_list("pk", flat=True))
@@ -39,7 +47,7 @@ def queue_request_create(*, project, trace_ids, user, reason: str = "") -> dict:
     return {"requested": asked, "already_requested": len(traces) - asked, "traces": len(traces)}
 
 
-def queue_request_withdraw(*, project, trace_ids) -> dict:
+def queue_request_withdraw(*, project: Project, trace_ids: Iterable[int]) -> dict:
     """Take the requests on these traces back: answers already given stay; the traces leave the front of the queue
     and need only what the project's overlap gives them."""
     deleted, _ = QueueRequest.objects.filter(project=project, trace_id__in=list(trace_ids)).delete()

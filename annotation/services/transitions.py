@@ -5,6 +5,8 @@ traces/)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from django.db import transaction
 from django.db.models import Count, F, OuterRef, Subquery
 from django.db.models.functions import Coalesce
@@ -18,9 +20,13 @@ from studio.db import atomic_with_retry, row_insert
 from studio.signals import correction_accepted, round_annotated
 from traces.models import Round, Trace
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+    from django.db.models import QuerySet
+
 
 def annotation_transition(
-    *, annotation: Annotation, to: str, actor, comment: str = "", changes: dict | None = None
+    *, annotation: Annotation, to: str, actor: User, comment: str = "", changes: dict | None = None
 ) -> Annotation:
     """Move an annotation along the state machine and audit it; the caller holds the row lock."""
     assert transaction.get_connection().in_atomic_block, "annotation_transition runs inside the caller's transaction"
@@ -86,7 +92,7 @@ def round_mark_annotated(*, round_id: int) -> Round | None:
     return round_
 
 
-def trace_recount_standing_annotations(*, traces) -> int:
+def trace_recount_standing_annotations(*, traces: QuerySet[Trace]) -> int:
     """Set ``Trace.standing_annotations`` of ``traces`` (a queryset) from their annotations: for rows written
     around the state machine (bulk loads, repairs). Returns how many traces were updated."""
     standing = (
@@ -99,7 +105,7 @@ def trace_recount_standing_annotations(*, traces) -> int:
     return traces.update(standing_annotations=Coalesce(Subquery(standing), 0))
 
 
-def annotation_record_edit(*, annotation: Annotation, actor, changes: dict, comment: str = "") -> None:
+def annotation_record_edit(*, annotation: Annotation, actor: User, changes: dict, comment: str = "") -> None:
     """Audit an edit: ``changes`` maps field -> [before, after]. Empty changes write nothing."""
     if changes:
         _audit_event_create(
@@ -113,7 +119,7 @@ def annotation_record_edit(*, annotation: Annotation, actor, changes: dict, comm
         )
 
 
-def _audit_event_create(*, annotation: Annotation, **fields) -> AuditEvent:
+def _audit_event_create(*, annotation: Annotation, **fields: Any) -> AuditEvent:
     """The one place audit rows are made, with the annotation's project and annotator copied onto them (an
     INSERT compiled once: the same row and signals as ``objects.create``)."""
     event = AuditEvent(

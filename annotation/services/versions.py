@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.utils.translation import gettext
 
 from annotation.access import access_annotation
@@ -15,8 +17,11 @@ from studio.access import can
 from studio.db import atomic_with_retry
 from studio.errors import NotFound
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
-def restore_refusal(annotation: Annotation, user) -> str:
+
+def restore_refusal(annotation: Annotation, user: User) -> str:
     """Why ``user`` may not restore a version of ``annotation`` now ("" when they may). Restoring is editing, so it
     follows the rules of editing: the annotator while the answer is theirs to change (draft, rejected), a lead of the
     project while it waits for review (submitted: it stays submitted, for the lead's decision). An accepted answer is
@@ -43,7 +48,7 @@ def _restorable(values: dict) -> dict:
 
 
 @atomic_with_retry
-def annotation_restore_version(*, annotation_id: int, user, number: int, base_version: int) -> Annotation:
+def annotation_restore_version(*, annotation_id: int, user: User, number: int, base_version: int) -> Annotation:
     """Write version ``number``'s answer back as a new version (audited "Restored version n"), through the draft's
     one write: the same field, verdict and τ rules, and a stale ``base_version`` is refused (409) as a draft is."""
     annotation = access_annotation(user, annotation_id, "annotation.restore", lock=True)

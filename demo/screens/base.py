@@ -166,7 +166,7 @@ def _text_mask(s: str, size: int, bold: bool, anchor: str) -> tuple[Image.Image,
     """An 'L' mask of ``s`` and the offset of its top-left corner from the anchor point."""
     if bold:  # semibold: 2x size with a 1px stroke, then halved
         f = font(size * 2)
-        left, t, r, b = f.getbbox(s, anchor=anchor, stroke_width=1)
+        left, t, r, b = map(int, f.getbbox(s, anchor=anchor, stroke_width=1))
         left -= left % 2
         t -= t % 2
         w, h = r - left + 2, b - t + 2
@@ -176,7 +176,7 @@ def _text_mask(s: str, size: int, bold: bool, anchor: str) -> tuple[Image.Image,
         ImageDraw.Draw(m).text((-left, -t), s, font=f, fill=255, anchor=anchor, stroke_width=1, stroke_fill=255)
         return m.reduce(2), left // 2, t // 2
     f = font(size)
-    left, t, r, b = f.getbbox(s, anchor=anchor)
+    left, t, r, b = map(int, f.getbbox(s, anchor=anchor))
     m = Image.new("L", (max(1, r - left), max(1, b - t)), 0)
     ImageDraw.Draw(m).text((-left, -t), s, font=f, fill=255, anchor=anchor)
     return m, left, t
@@ -265,6 +265,7 @@ def wallpaper(
     sw, sh = 96, max(2, round(96 * h / w))
     small = Image.new("RGB", (sw, sh))
     px = small.load()
+    assert px is not None, "a new image has its pixels"
     c0, c1, c2 = stops
     for y in range(sh):
         for x in range(sw):
@@ -328,6 +329,11 @@ def _icon_grid(d: ImageDraw.ImageDraw, u: float):
 
 def _draw_icon(name: str, d: ImageDraw.ImageDraw, u: float) -> None:  # noqa: C901 - a table of drawings
     pl, circ, arc, poly, rr = _icon_grid(d, u)
+    x: float  # grid coordinates and radii, whole or half units
+    y: float
+    r: float
+    gx: float
+    gy: float
     if name == "wifi":
         for r in (15, 10, 5):
             arc(12, 20, r, 225, 315, 2.2)

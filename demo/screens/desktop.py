@@ -816,7 +816,7 @@ def render_files(state: Mapping[str, Any] | None = None) -> Screen:
         crumbs = ["Home"] if folder in ("Home", "Recent", "Starred", "Trash") else ["Home", folder]
         if folder in ("Recent", "Starred", "Trash"):
             crumbs = [folder]
-        px = bar.x0 + 14
+        px: float = bar.x0 + 14
         p.icon("home" if crumbs[0] == "Home" else dict(FILES_SIDEBAR)[crumbs[0]], px + 8, hy, 16, t["muted"])
         px += 24
         for i, c in enumerate(crumbs):

@@ -346,7 +346,7 @@ def _keyboard(p: Painter, top: int, suggestions: list[str]) -> None:
 
     for r, letters in enumerate(KEY_ROWS):
         if r == 0:
-            x = margin
+            x: float = margin
         elif r == 1:
             x = margin + (kw + gap) / 2
         else:

@@ -64,7 +64,7 @@ def render_web(state: Mapping[str, Any] | None = None) -> Screen:
     p.add("tab.mail", (284, 6, 530, 42))
     p.icon("plus", 552, 24, 16, t["muted"])
     p.add("tab.new", (538, 10, 566, 38))
-    x = W - 24
+    x: float = W - 24
     for name in ("close", "maximize", "minimize"):
         p.icon(name, x, 21, 14, t["text"])
         p.add(f"window.{name}", (x - 16, 5, x + 16, 37))
@@ -224,7 +224,7 @@ def _web_success(p: Painter, st, t) -> None:
     card = Box(340, 180, 940, 640)
     p.shadow(card, 14, blur=14, alpha=28, dy=4)
     p.rrect(card, 14, fill=rgb("#FFFFFF"), outline=rgb("#E4E7EC"))
-    cx = card.center[0]
+    cx = card.x0 + card.w // 2
     p.circle(cx, card.y0 + 72, 36, fill=rgb("#DCFCE7"))
     p.icon("check", cx, card.y0 + 72, 40, t["success"])
     p.text(cx, card.y0 + 138, "You're registered!", 26, t["text"], anchor="mm", bold=True)

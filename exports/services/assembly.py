@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from django.conf import settings
 from django.core.files.storage import default_storage
@@ -70,7 +70,7 @@ def rounds_of_sources(by_round: Counter) -> list[dict]:
     return listed
 
 
-def _stored_file(name: str) -> Callable[[], object]:
+def _stored_file(name: str) -> Callable[[], IO[bytes]]:
     """An opener of one stored file, for the archive writer to call when it packs it."""
     return lambda: default_storage.open(name, "rb")
 
@@ -163,7 +163,7 @@ class DataFiles:
 
 
 def _data_files(
-    by_stem: dict[str, list[PartFile]], suffix: str, stored: Callable[[PartFile], Callable[[], object]]
+    by_stem: dict[str, list[PartFile]], suffix: str, stored: Callable[[PartFile], Callable[[], IO[bytes]]]
 ) -> DataFiles:
     data = DataFiles()
     for stem in sorted(by_stem):
@@ -363,7 +363,7 @@ def export_assemble(
     fmt: str,
     options: ExportOptions,
     parts: Iterable[ExportPart],
-    stored: Callable[[PartFile], Callable[[], object]],
+    stored: Callable[[PartFile], Callable[[], IO[bytes]]],
     workdir: Path,
     filters: Filters | None = None,
     base: ExportJob | None = None,

@@ -281,7 +281,7 @@ def export_job_delete_bundle(*, job: ExportJob) -> None:
     ExportJob.objects.filter(pk=job.pk).update(bundle_name="")
 
 
-def export_to_path(*, project: Project, user: User, fmt: str, options: dict | None, out: Path) -> ExportJob:
+def export_to_path(*, project: Project, user: User | None, fmt: str, options: dict | None, out: Path) -> ExportJob:
     """Run an export in this process (the management command) and copy the bundle to ``out``."""
     job = export_job_create(project=project, user=user, fmt=fmt, options=options, enqueue=False)
     job = export_job_run(job_id=job.pk)

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from django.conf import settings
 from django.core.files.storage import default_storage
@@ -22,6 +22,9 @@ from exports.formats import export_format
 from exports.writers import Writer, image_path
 from traces import grammar, prompting
 from traces.models import Project
+
+if TYPE_CHECKING:
+    pass
 
 
 def pixel_contract(project: Project) -> dict:

@@ -20,7 +20,7 @@ PHRASES = {
 
 
 @register.filter
-def in_words(count, names: str) -> str:
+def in_words(count: int, names: str) -> str:
     if names in PHRASES:
         return PHRASES[names] % {"count": int(count)}
     singular, plural = names.split(",")

@@ -80,7 +80,7 @@ def matching_formats(root: Path) -> list[str]:
     return [name for name, importer in IMPORTERS.items() if importer.detect(root)]
 
 
-def importer_for(root: Path, fmt: str | None = None):
+def importer_for(root: Path, fmt: str | None = None) -> Importer:
     """The importer of ``fmt``, or of the format detected in ``root``."""
     name = fmt or detect_format(root)
     if name not in IMPORTERS:

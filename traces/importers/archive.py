@@ -8,6 +8,7 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import BinaryIO
 
 from django.conf import settings
 
@@ -122,14 +123,14 @@ def _over_budget(archive: Path, budget: int, info: zipfile.ZipInfo) -> str:
 class _AsItIs:
     """A compressor that passes compressed bytes through (``member_copy``)."""
 
-    def compress(self, data):
+    def compress(self, data: bytes) -> bytes:
         return data
 
     def flush(self) -> bytes:
         return b""
 
 
-def member_copy(raw, info: zipfile.ZipInfo, target: zipfile.ZipFile, name: str) -> None:
+def member_copy(raw: BinaryIO, info: zipfile.ZipInfo, target: zipfile.ZipFile, name: str) -> None:
     """Copy the member ``info`` of the zip open as the binary file ``raw`` into ``target`` as ``name``, its
     compressed bytes as they are (``info.compress_type`` must be one of COPIED_AS_THEY_ARE): nothing is unpacked
     or compressed again. Its CRC and sizes are the original's, so whoever unpacks the copy checks it as they would
@@ -162,7 +163,7 @@ def member_copy(raw, info: zipfile.ZipInfo, target: zipfile.ZipFile, name: str) 
         sink._crc, sink._file_size = info.CRC, info.file_size  # type: ignore[attr-defined]
 
 
-def zlib_error():
+def zlib_error() -> type[Exception]:
     import zlib
 
     return zlib.error

@@ -10,10 +10,10 @@ import errno
 import json
 import logging
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from django.conf import settings
 
@@ -148,7 +148,7 @@ class FolderImporter(UnitImporter):
         )
 
 
-def read_json(path: Path, *, root: Path | None = None):
+def read_json(path: Path, *, root: Path | None = None) -> Any:
     """Load a JSON file with errors that name the file, the line and the problem."""
     where = name_within(path, root)
     size = path.stat().st_size
@@ -160,7 +160,7 @@ def read_json(path: Path, *, root: Path | None = None):
     return parse_json_bytes(data, where)
 
 
-def parse_json_bytes(data: bytes, where: str):
+def parse_json_bytes(data: bytes, where: str) -> Any:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -181,7 +181,7 @@ def parse_json_bytes(data: bytes, where: str):
         raise TraceReadError(where, f"invalid JSON: {exc}") from None
 
 
-def require(mapping, key: str, kind: type, where: str):
+def require(mapping: Any, key: str, kind: type, where: str) -> Any:
     if not isinstance(mapping, dict):
         raise TraceReadError(where, f"expected an object, found {type(mapping).__name__}")
     if key not in mapping:
@@ -189,7 +189,7 @@ def require(mapping, key: str, kind: type, where: str):
     return _of_kind(mapping[key], key, kind, where)
 
 
-def optional(mapping: dict, key: str, kind: type, where: str, default=None):
+def optional(mapping: dict, key: str, kind: type, where: str, default: Any = None) -> Any:
     """``mapping[key]`` when it is there and not null, else ``default``; a value of another JSON type is a
     TraceReadError naming the field and the type, never a TypeError deeper in (an unhashable list compared with a
     set of choices, ``str()`` of an object stored as text)."""
@@ -197,7 +197,7 @@ def optional(mapping: dict, key: str, kind: type, where: str, default=None):
     return default if value is None else _of_kind(value, key, kind, where)
 
 
-def _of_kind(value, key: str, kind: type, where: str):
+def _of_kind(value: Any, key: str, kind: type, where: str) -> Any:
     # JSON's true and false are ints to Python: a field that wants a number does not take them.
     if not isinstance(value, kind) or (isinstance(value, bool) and kind in (int, float)):
         raise TraceReadError(where, f"field '{key}' must be {kind.__name__}, found {type(value).__name__}")
@@ -230,7 +230,9 @@ def safe_child(root: Path, relative: str, where: str) -> Path:
     return candidate
 
 
-def read_each(units, read_one: Callable[..., ImportedTrace], *, where: Callable[..., str]) -> Iterator[TraceOrError]:
+def read_each(
+    units: Iterable[Any], read_one: Callable[..., ImportedTrace], *, where: Callable[..., str]
+) -> Iterator[TraceOrError]:
     """``read_one(unit)`` for every unit (a trace folder, a file), yielding each trace or its error.
 
     Any exception while reading one unit is reported on that unit, naming its file, and the batch goes on: a
@@ -271,7 +273,7 @@ ELEMENTS = "elements"
 MAX_ELEMENTS = 5000
 
 
-def read_elements(value, where: str) -> list[dict]:
+def read_elements(value: Any, where: str) -> list[dict]:
     """A source's element boxes of one screen as stored on the step's context: ``[{"box": [x1, y1, x2, y2],
     "label": str}]`` (box corners put in order by the grammar, in the trace's convention), or TraceReadError."""
     if not isinstance(value, list):

@@ -103,11 +103,13 @@ def trace_from_run(folder: Path, *, root: Path) -> ImportedTrace:
     numbers = sorted(records)
     warnings = []
     steps = []
+    last_action = ""
     for number in numbers:
         record = records[number]
         step_where = f"{where} step {number}"
         if not isinstance(record, dict) or not isinstance(record.get("Action"), str):
             raise TraceReadError(step_where, "missing 'Action' text")
+        last_action = record["Action"].strip().lower()
         thought = optional(record, "Thought", str, step_where, "")
         observation = optional(record, "Observation", str, step_where, "")
         action_text, why, extra = _convert(record["Action"])
@@ -128,7 +130,7 @@ def trace_from_run(folder: Path, *, root: Path) -> ImportedTrace:
                 },
             )
         )
-    images = sorted(number for p in folder.glob("*.jpg") if (number := id_from_text(p.stem)) is not None)
+    images = sorted(shot for p in folder.glob("*.jpg") if (shot := id_from_text(p.stem)) is not None)
     final = None
     if images and images[-1] == numbers[-1] + 1:
         final = ImageRef.from_path(folder / f"{images[-1]}.jpg", root=root)
@@ -139,7 +141,6 @@ def trace_from_run(folder: Path, *, root: Path) -> ImportedTrace:
     if not instruction:
         warnings.append("the instruction is not recorded in Mobile-Agent's files; add instruction.txt beside data.json")
     relative = folder.relative_to(root) if folder != root else Path(folder.name)
-    last_action = records[numbers[-1]]["Action"].strip().lower()
     return ImportedTrace(
         external_id=f"mobile-agent/{relative.as_posix()}",
         instruction=instruction,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 
@@ -85,7 +86,7 @@ def metadata_with_platform(metadata: dict, platform: str | None) -> dict:
     return {**metadata, **({"platform": platform} if platform else {})}
 
 
-def trace_from_document(document, folder: Path, *, where: str) -> ImportedTrace:
+def trace_from_document(document: Any, folder: Path, *, where: str) -> ImportedTrace:
     if not isinstance(document, dict):
         raise TraceReadError(where, "a trace must be a JSON object")
     tag = document.get("format", FORMAT_TAG)
@@ -130,7 +131,7 @@ def trace_from_document(document, folder: Path, *, where: str) -> ImportedTrace:
     )
 
 
-def step_from_document(step, *, where: str, screenshot: ImageRef | None) -> ImportedStep:
+def step_from_document(step: Any, *, where: str, screenshot: ImageRef | None) -> ImportedStep:
     """One step object of the native format (docs/formats.md §1) with its screenshot already found: by the trace
     reader from the step's ``screenshot`` path, by a runner's step push from the uploaded file."""
     action = require(step, "action", str, where)

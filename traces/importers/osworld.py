@@ -12,6 +12,7 @@ import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 
@@ -185,7 +186,7 @@ def trace_from_folder(folder: Path, *, root: Path, where: str) -> ImportedTrace:
     outcome, score = _outcome(folder)
     relative = str(folder.relative_to(root.parent))
     digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
-    metadata = {
+    metadata: dict[str, Any] = {
         "osworld_example_id": folder.name,
         "osworld_domain": folder.parent.name if folder != root else "",
         "score": score,

@@ -18,6 +18,7 @@ import ast
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 from studio.catalog import gettext_noop
 from traces import grammar
@@ -84,7 +85,7 @@ class ScreenAgentImporter(FolderImporter):
 # --- reading the JSON inside replies ---------------------------------------------------------
 
 
-def _literal_actions(value, where: str) -> list[dict]:
+def _literal_actions(value: Any, where: str) -> list[dict]:
     """``actions`` is a list, or (in older files) the Python repr of one."""
     if isinstance(value, str):
         try:
@@ -136,7 +137,7 @@ def _position(action: dict) -> tuple[int | float, int | float]:
     return (x, y)
 
 
-def _keys(name) -> str:
+def _keys(name: Any) -> str:
     if not isinstance(name, str) or not name.strip():
         raise ActionConversionError(f"keyboard_key must be a key name, found {name!r}")
     keys = [part.strip() for part in re.split(r"[+ ]", name) if part.strip()]
@@ -295,7 +296,7 @@ def trace_from_session(folder: Path, *, root: Path) -> ImportedTrace:
 
     if not steps:
         raise TraceReadError(session, "no execution steps (MouseAction/KeyboardAction/WaitAction)")
-    metadata = {
+    metadata: dict[str, Any] = {
         "session_id": session,
         "task_prompt_zh": task_zh,
         "plans": plans,
@@ -317,7 +318,13 @@ def trace_from_session(folder: Path, *, root: Path) -> ImportedTrace:
 
 
 def _execution_step(
-    document: dict, executed: list[dict], image: ImageRef, cursor, where: str, pending: dict, alternatives: list[dict]
+    document: dict,
+    executed: list[dict],
+    image: ImageRef,
+    cursor: tuple | None,
+    where: str,
+    pending: dict,
+    alternatives: list[dict],
 ) -> ImportedStep:
     original = optional(document, "LLM_response", str, where, "")
     edited = optional(document, "LLM_response_editer", str, where)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from studio.catalog import gettext_noop
 
@@ -59,7 +60,7 @@ class UITarsMessagesImporter(UnitImporter):
         yield from read_each(units, read_file, where=where)
 
 
-def _parts(content, where: str) -> list[dict]:
+def _parts(content: Any, where: str) -> list[dict]:
     """A message's content as a list of typed parts; a plain string is one text part."""
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
@@ -107,7 +108,7 @@ def instruction_from_prompt(prompt: str) -> str:
     return tail.strip() if found else ""
 
 
-def trace_from_messages(messages, folder: Path, *, where: str, digest: str) -> ImportedTrace:
+def trace_from_messages(messages: Any, folder: Path, *, where: str, digest: str) -> ImportedTrace:
     if not isinstance(messages, list) or not messages:
         raise TraceReadError(where, "expected a non-empty list of chat messages")
     system_prompt = ""

@@ -3,7 +3,8 @@ failed long ago."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.core.files.storage import default_storage
@@ -15,11 +16,15 @@ from studio.models import JobStatus
 from traces.models import CoordinateConvention, ImportJob, Project, Round
 from traces.services.import_shards import import_parts_delete
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+    from django.core.files.uploadedfile import UploadedFile
+
 
 def import_job_create(
     *,
     project: Project,
-    user,
+    user: User | None,
     upload_name: str,
     original_name: str = "",
     fmt: str = "",
@@ -51,9 +56,9 @@ class UploadTooLarge(TooLarge):
     """An upload over STUDIO_IMPORT_MAX_UPLOAD_BYTES."""
 
 
-def import_upload_store(*, uploaded_file) -> str:
+def import_upload_store(*, uploaded_file: UploadedFile) -> str:
     """Put an uploaded archive in storage so any worker (another machine, in the full stack) can read it."""
-    if uploaded_file.size > settings.IMPORT_MAX_UPLOAD_BYTES:
+    if (uploaded_file.size or 0) > settings.IMPORT_MAX_UPLOAD_BYTES:
         raise UploadTooLarge(
             f"upload of {uploaded_file.size} bytes is over the {settings.IMPORT_MAX_UPLOAD_BYTES}-byte limit"
         )
@@ -101,7 +106,7 @@ def import_job_files_delete(*, job: ImportJob) -> None:
     _upload_remove(job)
 
 
-def import_uploads_sweep(*, now) -> int:
+def import_uploads_sweep(*, now: datetime) -> int:
     """Delete the uploads of failed or cancelled imports that ended more than IMPORT_FAILED_UPLOAD_DAYS ago (and of
     succeeded ones whose deletion at their end did not happen, e.g. storage was down); returns how many."""
     if settings.IMPORT_KEEP_UPLOADS:

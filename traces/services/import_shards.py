@@ -15,8 +15,10 @@ import shutil
 import tempfile
 import time
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import DataError, IntegrityError, transaction
@@ -52,9 +54,12 @@ from traces.services.import_reports import (
 )
 from traces.services.trace_import import trace_import_one
 
+if TYPE_CHECKING:
+    from traces.importers import TraceOrError
+
 
 @contextlib.contextmanager
-def _job_source(job: ImportJob, scratch: Path):
+def _job_source(job: ImportJob, scratch: Path) -> Iterator[Path]:
     """The upload as a local path: a server path as it is, else a copy of the stored upload in ``scratch``."""
     if job.upload_is_server_path:
         yield Path(job.upload)
@@ -231,7 +236,7 @@ def import_job_run(*, job_id: int, attempt: int | None = None) -> ImportJob:
 
 
 @contextlib.contextmanager
-def _import_shard_source(job: ImportJob, shard: JobShard, scratch: Path):
+def _import_shard_source(job: ImportJob, shard: JobShard, scratch: Path) -> Iterator[tuple[Path, list]]:
     """The folder (or file) the shard's units are read from, and what unpacking it refused that the plan did not
     report: its part of the upload, fetched from storage and unpacked (the plan copied the screenshots into it
     unread: a damaged one is found here); or, with no parts (a server path, one uploaded file), the source itself."""
@@ -320,13 +325,15 @@ def _import_tallies_record(job: ImportJob, shards: list[JobShard] | None = None)
     _import_job_count(job)
 
 
-def import_summarize(job, shards: list[JobShard]) -> str:
+def import_summarize(job: ImportJob, shards: list[JobShard]) -> str:
     """The job's end, when its last shard completed (the job row is locked): the summary an unsharded run gave."""
     _import_tallies_record(job, shards)
     return import_job_summary(job)
 
 
-def _import_one_into_job(job: ImportJob, item, tally: ImportTally, *, shard: JobShard, progress: ShardProgress) -> None:
+def _import_one_into_job(
+    job: ImportJob, item: TraceOrError, tally: ImportTally, *, shard: JobShard, progress: ShardProgress
+) -> None:
     if isinstance(item, TraceReadError):
         tally.errors.append({"file": item.where, "error": str(item)})
         tally.traces_failed += 1

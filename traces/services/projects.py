@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
 from django.db import transaction
 
 from studio.db import atomic_with_retry
@@ -12,15 +15,18 @@ from traces.extensions import category_refusal
 from traces.models import Membership, Project, Trace
 from traces.selectors import project_jobs
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
-def project_create(*, name: str, members=(), **fields) -> Project:
+
+def project_create(*, name: str, members: Iterable[User] = (), **fields: Any) -> Project:
     project = Project.objects.create(name=name, **fields)
     for user in members:
         membership_add(project=project, user=user)
     return project
 
 
-def membership_add(*, project: Project, user) -> Membership:
+def membership_add(*, project: Project, user: User) -> Membership:
     membership, _ = Membership.objects.get_or_create(project=project, user=user)
     return membership
 
@@ -51,7 +57,9 @@ PROJECT_SETTINGS = (
 
 
 @atomic_with_retry
-def project_save(*, actor, fields: dict, members=None, project: Project | None = None) -> Project:
+def project_save(
+    *, actor: User, fields: dict, members: Iterable[User] | None = None, project: Project | None = None
+) -> Project:
     """Create a project (``project`` None) or change its settings, and set its members when ``members`` is given.
 
     Refused: changing the coordinate convention once traces are stored (their points were read in the old one;

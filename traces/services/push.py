@@ -4,7 +4,9 @@ importers and stored as an import's trace."""
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 
@@ -12,6 +14,9 @@ from studio.errors import Conflict, Invalid
 from traces.importers import IMPORTERS, ArchiveError, TraceReadError, UnknownFormat, iter_traces, opened_source
 from traces.models import Project, Round
 from traces.services.trace_import import TraceImportResult, trace_import_one
+
+if TYPE_CHECKING:
+    from django.core.files.uploadedfile import UploadedFile
 
 PUSH_TRACE_FILE = "trace.json"
 PUSH_FOLDER_PREFIX = "push-"  # studio.jobs.jobs_sweep_files removes what a killed process leaves
@@ -21,9 +26,9 @@ def trace_push(
     *,
     project: Project,
     round: Round | None,
-    archive=None,
+    archive: UploadedFile | None = None,
     document: bytes | None = None,
-    screenshots=(),
+    screenshots: Iterable[UploadedFile] = (),
     fmt: str = "",
 ) -> TraceImportResult:
     """Store one trace a runner sends while it runs, through the importers' own path: either ``archive`` (a .zip
@@ -49,7 +54,7 @@ def trace_push(
             _upload_write(archive, source)
         else:
             source = folder
-            _upload_write(document, folder / PUSH_TRACE_FILE)
+            _upload_write(document or b"", folder / PUSH_TRACE_FILE)
             for upload in screenshots:
                 name = Path(upload.name or "").name
                 if not name or name != upload.name or name in (PUSH_TRACE_FILE, ".", ".."):
@@ -89,7 +94,7 @@ def trace_push(
     return result
 
 
-def _upload_write(content, path: Path) -> None:
+def _upload_write(content: bytes | bytearray | UploadedFile, path: Path) -> None:
     """Bytes, or an uploaded file (read in chunks), to ``path``."""
     with path.open("wb") as out:
         if isinstance(content, bytes | bytearray):

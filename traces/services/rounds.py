@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import TYPE_CHECKING
+
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext
@@ -10,13 +13,22 @@ from studio.errors import Conflict, Invalid
 from studio.inputs import input_problem
 from traces.models import Project, Round
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
 ROUND_NAME_MAX: int = Round._meta.get_field("name").max_length or 0
 CHECKPOINT_MAX: int = Round._meta.get_field("checkpoint").max_length or 0
 WEIGHTS_HASH_MAX: int = Round._meta.get_field("weights_hash").max_length or 0
 
 
 def round_create(
-    *, project: Project, name: str, checkpoint: str, weights_hash: str = "", ran_at=None, actor=None
+    *,
+    project: Project,
+    name: str,
+    checkpoint: str,
+    weights_hash: str = "",
+    ran_at: datetime | None = None,
+    actor: User | None = None,
 ) -> Round:
     """A new round of ``project``: the checkpoint that produced its traces and when it ran (default: now).
 

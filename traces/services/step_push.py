@@ -4,6 +4,7 @@ settles its identity."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from django.db import IntegrityError, transaction
 
@@ -19,6 +20,9 @@ from traces.services.screenshots import ScreenshotProblem, screenshots_store
 from traces.services.steps import step_build
 from traces.services.trace_import import _imported_step_fields, trace_stored_content
 
+if TYPE_CHECKING:
+    from django.core.files.uploadedfile import UploadedFile
+
 
 @dataclass
 class StepPushResult:
@@ -27,7 +31,7 @@ class StepPushResult:
     created: bool  # False: the same step was stored already (a retried push)
 
 
-def _pushed_image(upload, label: str) -> Screenshot:
+def _pushed_image(upload: bytes | bytearray | UploadedFile, label: str) -> Screenshot:
     """An uploaded screenshot kept by content hash like an import's; Invalid naming ``label`` when unusable."""
     data = upload if isinstance(upload, bytes | bytearray) else b"".join(upload.chunks())
     try:
@@ -50,17 +54,17 @@ def trace_step_push(
     *,
     project: Project,
     external_id: str,
-    index,
-    step,
-    screenshot=None,
+    index: Any,
+    step: Any,
+    screenshot: bytes | UploadedFile | None = None,
     instruction: str = "",
     round: Round | None = None,
     coordinates: str = "",
     source: str = "",
-    metadata=None,
+    metadata: Any = None,
     platform: str = "",
     parent: Trace | None = None,
-    branch_at=None,
+    branch_at: Any = None,
 ) -> StepPushResult:
     """Store step ``index`` (1-based) of a trace its runner sends while it runs: ``step`` is one step object of the
     native format (docs/formats.md §1, JSON), ``screenshot`` its image (an uploaded file or bytes). Step 1 makes
@@ -247,7 +251,7 @@ def _pushed_step_differences(stored: Step, built: Step) -> list[str]:
     return differs
 
 
-def _branch_point(project: Project, parent: Trace | None, branch_at, coordinates: str) -> int | None:
+def _branch_point(project: Project, parent: Trace | None, branch_at: Any, coordinates: str) -> int | None:
     """τ for a branch push (None for a plain one), checked against its parent; Invalid naming the field."""
     if parent is None:
         if branch_at not in (None, ""):
@@ -289,7 +293,7 @@ def _branch_prefix_copy(parent: Trace, branch: Trace, tau: int) -> None:
 SOURCE_MAX: int = Trace._meta.get_field("source").max_length or 0
 
 
-def pushed_source_and_metadata(source, metadata) -> tuple[str, dict]:
+def pushed_source_and_metadata(source: str | None, metadata: Any) -> tuple[str, dict]:
     """A runner's ``source`` (the agent or format its trace comes from, as an importer names it) and ``metadata``
     (a JSON object, as text or parsed) for a pushed trace, checked as an import's are; Invalid naming the field."""
     source = (source or "").strip()
@@ -312,7 +316,9 @@ def pushed_source_and_metadata(source, metadata) -> tuple[str, dict]:
     return source, metadata
 
 
-def trace_end(*, project: Project, external_id: str, final_screenshot=None, outcome: str = "") -> Trace:
+def trace_end(
+    *, project: Project, external_id: str, final_screenshot: bytes | UploadedFile | None = None, outcome: str = ""
+) -> Trace:
     """The runner is done: the trace stops receiving steps and joins the annotation queue and pre-scoring, with its
     ``final_screenshot`` (the screen after the last action) and ``outcome`` when sent. Ending an ended trace again
     answers it as it is; Conflict when that asks for another outcome or final screenshot than the stored ones."""

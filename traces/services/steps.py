@@ -4,10 +4,14 @@ screenshot flagged."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from traces import grammar
 from traces.importers import ImportedStep
 from traces.models import Project, Screenshot, Step
+
+if TYPE_CHECKING:
+    from traces.models import Project
 
 
 @dataclass
@@ -95,7 +99,7 @@ def step_build(
 
 
 def step_off_screen_point(
-    *, parsed_actions: list[dict], screenshot: Screenshot | None, convention: str, project
+    *, parsed_actions: list[dict], screenshot: Screenshot | None, convention: str, project: Project
 ) -> str:
     """Why a recorded step's points fall outside its screenshot in the trace's convention ("" when they are all
     inside, or when there is no screenshot to measure them against)."""

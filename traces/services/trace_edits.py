@@ -3,7 +3,9 @@ of them."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from django.utils import timezone
 
@@ -15,13 +17,18 @@ from studio.words import counted, in_words
 from traces.models import Project, Trace, TraceDeletion
 from traces.selectors import traces_awaiting_instruction
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+    from traces.instructions import InstructionRow
+
 
 class TraceDeleteRefused(Invalid):
     """A deletion asked without what it needs (a reason); the message says what."""
 
 
 @atomic_with_retry
-def trace_delete(*, trace: Trace, user, reason: str) -> TraceDeletion:
+def trace_delete(*, trace: Trace, user: User, reason: str) -> TraceDeletion:
     """Delete a trace with its steps and annotations, leaving an audit record (who, when, why, what it held)."""
     reason = (reason or "").strip()
     if not reason:
@@ -64,7 +71,7 @@ def instruction_problem(instruction: str) -> str:
 
 
 @atomic_with_retry
-def trace_instruction_set(*, trace_id: int, actor, instruction: str) -> Trace:
+def trace_instruction_set(*, trace_id: int, actor: User, instruction: str) -> Trace:
     """A lead writes (or mends) a trace's instruction. The one before is kept in ``metadata["instruction_edits"]``
     with who changed it and when; a blank instruction is refused (``instruction_problem``)."""
     problem = instruction_problem(instruction)
@@ -112,7 +119,9 @@ class InstructionsReport:
 
 
 @atomic_with_retry
-def trace_instructions_fill(*, project: Project, actor, rows, replace: bool = False) -> InstructionsReport:
+def trace_instructions_fill(
+    *, project: Project, actor: User, rows: Iterable[InstructionRow], replace: bool = False
+) -> InstructionsReport:
     """A lead's instruction file (``traces.instructions``) applied to ``project``'s traces, whole, in one
     transaction: each row through ``trace_instruction_set`` (its rule, its record of the text before). A trace that
     has an instruction keeps it unless ``replace``; a row naming no trace of the project, an empty instruction, an
@@ -126,7 +135,7 @@ def trace_instructions_fill(*, project: Project, actor, rows, replace: bool = Fa
     first_line: dict[str, int] = {}
     for row in rows:
 
-        def refuse(reason: str, row=row) -> None:
+        def refuse(reason: str, row: InstructionRow = row) -> None:
             report.refused.append({"line": row.line, "external_id": row.external_id, "reason": reason})
 
         trace = traces.get(row.external_id)

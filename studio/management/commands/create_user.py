@@ -3,19 +3,25 @@
 The password never appears on the command line (where `ps` and shell history would keep it): it is read from an
 environment variable (``--password-from-env NAME``) or typed twice (``--prompt``)."""
 
+from __future__ import annotations
+
 import getpass
 import os
+from typing import TYPE_CHECKING, Any
 
 from django.core.management.base import BaseCommand, CommandError
 
 from studio.permissions import Role
 from studio.services import UserProblem, user_create
 
+if TYPE_CHECKING:
+    from django.core.management.base import CommandParser
+
 
 class Command(BaseCommand):
     help = "Create a user with a role (annotator, lead, engineer or admin)."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("username")
         parser.add_argument("--role", required=True, choices=[role.value for role in Role])
         parser.add_argument("--email", default="")
@@ -25,7 +31,9 @@ class Command(BaseCommand):
         )
         source.add_argument("--prompt", action="store_true", help="type the password (twice)")
 
-    def handle(self, username, role, email, password_from_env, prompt, **options):
+    def handle(
+        self, username: str, role: str, email: str, password_from_env: str | None, prompt: bool, **options: Any
+    ) -> None:
         if password_from_env:
             password = os.environ.get(password_from_env)
             if not password:

@@ -1,23 +1,29 @@
 """``manage.py restore PATH``: a backup put back into an empty database and its storage, every checksum verified
 before anything is written, every table's rows counted after (studio/backup.py; docs/deploy.md, "Restoring")."""
 
+from __future__ import annotations
+
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from django.core.management.base import BaseCommand, CommandError
 
 from studio.backup import BackupProblem, backup_restore, backup_verify
 
+if TYPE_CHECKING:
+    from django.core.management.base import CommandParser
+
 
 class Command(BaseCommand):
     help = "Restore a backup made by `manage.py backup` into an empty database and storage."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("path", type=Path, help="the backup archive")
         parser.add_argument(
             "--verify-only", action="store_true", help="check the archive against its manifest and write nothing"
         )
 
-    def handle(self, path, verify_only, **options):
+    def handle(self, path: Path, verify_only: bool, **options: Any) -> None:
         try:
             if verify_only:
                 manifest = backup_verify(path)

@@ -18,6 +18,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
@@ -25,6 +26,9 @@ from django.core.management.base import BaseCommand
 from studio.celery import WORKER_STEPS_OFF
 from studio.metrics import metrics_files_clear
 from studio.webserver import uvicorn_command
+
+if TYPE_CHECKING:
+    from django.core.management.base import CommandParser
 
 SUPERVISOR = Path(__file__).resolve().parents[2] / "supervisor.py"
 # Threads of the embedded worker that deliveries can never take: two jobs run at once, as two processes did.
@@ -87,12 +91,12 @@ def embedded_children(host: str, port: str, job_queues: str) -> list[tuple[str, 
 class Command(BaseCommand):
     help = "Run uvicorn (ASGI: HTTP and WebSockets) and a Celery worker together, restarting either if it dies."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", default="8000")
         parser.add_argument("--queues", default="default,gpu", help="job queues the worker consumes (and webhooks)")
 
-    def handle(self, host, port, queues, **options):
+    def handle(self, host: str, port: str, queues: str, **options: Any) -> None:
         children = embedded_children(host, port, queues)
         metrics_files_clear()  # the counters of an earlier run's processes, which are gone
         os.environ.update(embedded_worker_environment())  # the supervisor passes its environment on

@@ -5,7 +5,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from traces import services
-from traces.forms import form_errors_text, project_form_for_new
+from traces.forms import form_errors_text, project_default, project_form_for_new
 from traces.models import CoordinateConvention, Platform, Project
 from traces.selectors import double_annotation_words
 
@@ -18,7 +18,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         def default(field: str):
-            return Project._meta.get_field(field).default
+            return project_default(field)
 
         parser.add_argument("name")
         parser.add_argument("--platform", choices=Platform.values, default=default("platform"))

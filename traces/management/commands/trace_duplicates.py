@@ -8,6 +8,7 @@ delete, which keeps an audit record). It changes nothing.
 """
 
 import json
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -29,7 +30,7 @@ class Command(BaseCommand):
         if found is None:
             raise CommandError(f"no project {project!r} (give its name or id)")
         groups = trace_duplicate_groups(found)
-        rows = [
+        rows: list[dict[str, Any]] = [
             {
                 "content_hash": group.content_hash,
                 "traces": [
