@@ -92,9 +92,10 @@ QWEN2_SPECIAL_TOKENS = (
 # piece of Qwen2's pre-tokenizer spans the cut (a piece holding a line break ends with it when the next character is
 # neither a line break nor a space, and no pattern looks behind), and NFC leaves both sides as they are.
 LINE_START = re.compile(r"(?<=\n)(?=[!-~])")
-# The lines whose counts a vocabulary keeps, and the messages whose counts a counter keeps (a few MB at most).
+# The lines whose counts a vocabulary keeps, and the messages whose counts a counter keeps: what recurs is a trace's
+# and the system turn, met again within a few samples; a few MB at most (a message is a few KB, a line less).
 COUNTED_LINES = 8192
-COUNTED_MESSAGES = 4096
+COUNTED_MESSAGES = 1024
 SPECIAL_TOKEN_SPLIT = re.compile("(" + "|".join(re.escape(token) for token in QWEN2_SPECIAL_TOKENS) + ")")
 
 
