@@ -6,21 +6,29 @@
 Generates (once per run, in a temporary data folder outside the repository) a SQLite database with
 ``--pairs`` traces of ``--steps`` steps sharing ``--images`` distinct PNG screenshots, one accepted
 annotation with an error per trace; then a fresh child process runs
-``manage.py export_bundle`` and the parent reports its wall time and peak RSS (wait4 rusage), and the
+``export_to_path`` (what ``manage.py export_bundle`` runs) and the parent reports its wall time and peak RSS, and the
 bundle size against unique image bytes + text. Targets: ≤120 s, ≤500 MB, bundle ≤1.05 × images + text.
 
 ``--parquet-vs-trl`` exports the same database twice, as ``parquet`` and as ``trl``, each in a fresh child process,
 and reports both times and peak RSS and the size ratio parquet / trl (target ≤1.10: a Parquet bundle stores each
 screenshot once, in ``images.parquet``, as the TRL bundle's ``images/`` does). With ``--steps 5`` every sample's
 prompt holds a 5-screenshot history (the project's window).
+
+Beside each export, its CPU against a bare loop's (``measure_bare``, in a fresh child process: the bundle's rows
+already in memory, each encoded as a JSON line and deflated into a zip, whatever the format, and each screenshot's
+bytes read from storage and copied in): the export's CPU seconds after Django's start, the
+loop's, and their ratio (targets ≤4× TRL, ≤5× Parquet). ``--data DIR`` keeps the generated database there and reuses
+it on the next run.
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import json
 import os
 import random
+import resource
 import subprocess
 import sys
 import tempfile
@@ -31,6 +39,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 TARGET_S, TARGET_RSS_MB, TARGET_RATIO = 120, 500, 1.05
 TARGET_PARQUET_RATIO = 1.10
+TARGET_BARE = {"trl": 4, "parquet": 5}  # the export's CPU against the bare loop's (``measure_bare``)
 
 
 def generate(pairs: int, n_images: int, n_steps: int) -> None:
@@ -135,20 +144,110 @@ def load_pairs(project, annotator, *, pairs: int, n_images: int, n_steps: int) -
             )
 
 
-def export(fmt: str, data_dir: Path, env: dict) -> tuple[float, float, Path]:
-    """Export the bench project as ``fmt`` in a fresh child process: (wall seconds, peak RSS in MB, the bundle)."""
+def export(fmt: str, data_dir: Path, env: dict) -> tuple[float, float, Path, float]:
+    """Export the bench project as ``fmt`` in a fresh child process: (wall seconds, peak RSS in MB, the bundle, the
+    export's CPU seconds, Django's start left out)."""
     out = data_dir / f"bundle-{fmt}.zip"
     started = time.monotonic()
-    child = subprocess.Popen(
-        [sys.executable, "manage.py", "export_bundle", "--project", "bench", "--format", fmt, "--out", str(out)],
+    child = subprocess.run(
+        [sys.executable, __file__, "--measure-studio", fmt, "--out", str(out)],
         cwd=REPO,
         env=env,
+        stdout=subprocess.PIPE,
+        text=True,
     )
-    _, status, usage = os.wait4(child.pid, 0)
     elapsed = time.monotonic() - started
-    if status != 0:
-        sys.exit(f"{fmt} export failed with status {status}")
-    return elapsed, usage.ru_maxrss / 1024, out
+    if child.returncode != 0:
+        sys.exit(f"{fmt} export failed with status {child.returncode}")
+    stdout = child.stdout
+    result = json.loads(stdout.strip().splitlines()[-1])
+    return elapsed, result["peak_rss_mb"], out, result["cpu_s"]
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def measure_studio(fmt: str, out: Path) -> dict:
+    """In a child: the studio's export of the bench project (``export_to_path``, what ``manage.py export_bundle``
+    runs), its CPU seconds after Django's start."""
+    import django
+
+    django.setup()
+    from exports import services
+    from traces.models import Project
+
+    project = Project.objects.get(name="bench")
+    options = {"include_valid_prefix": False, "include_error_free": False, "validation_fraction": 0.1, "split_seed": 0}
+    started = _cpu()
+    services.export_to_path(project=project, user=None, fmt=fmt, options=options, out=out)
+    return {"cpu_s": _cpu() - started, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def bare_rows(bundle: Path) -> tuple[dict[str, list], dict[str, str]]:
+    """What the bare loop writes, read from the studio's bundle: each data file's rows (JSON lines parsed, Parquet rows
+    as Python objects) and each screenshot's bundle path -> its stored file."""
+    import sqlite3
+
+    import pyarrow.parquet as pq
+
+    stored = dict(
+        sqlite3.connect(os.environ["STUDIO_SQLITE_PATH"]).execute("select sha256, image from traces_screenshot")
+    )
+    media = Path(os.environ["STUDIO_DATA_DIR"]) / "media"
+    rows: dict[str, list] = {}
+    images: dict[str, str] = {}
+    with zipfile.ZipFile(bundle) as archive:
+        for name in archive.namelist():
+            if name.startswith("data/") and name.endswith(".jsonl"):
+                rows[name] = [json.loads(line) for line in archive.read(name).splitlines()]
+            elif name.startswith("data/") and name.endswith(".parquet"):
+                rows[name] = pq.read_table(io.BytesIO(archive.read(name))).to_pylist()
+            elif name.startswith("images/"):
+                images[name.split("/")[1]] = str(media / stored[name.split("/")[1].split(".")[0]])
+            elif name == "images.parquet":
+                for sha in pq.read_table(io.BytesIO(archive.read(name)), columns=["sha256"]).column(0).to_pylist():
+                    images[sha] = str(media / stored[sha])
+    return rows, images
+
+
+def measure_bare(bundle: Path, out: Path) -> dict:
+    """In a child: the bare loop, the least an export writes. The rows are in memory already (read from the studio's
+    bundle, not timed); timed: each row encoded as a JSON line and deflated into a zip (a Parquet bundle's rows too:
+    one loop for every format), and each screenshot's bytes read from storage and copied in, stored."""
+    rows, images = bare_rows(bundle)
+    started = _cpu()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, records in rows.items():
+            with archive.open(name.rsplit(".", 1)[0] + ".jsonl", "w") as sink:
+                for record in records:
+                    sink.write((json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode())
+        for name, path in images.items():
+            with open(path, "rb") as handle:
+                archive.writestr(f"images/{name}", handle.read(), zipfile.ZIP_STORED)
+    return {"cpu_s": _cpu() - started}
+
+
+def bare(bundle: Path, env: dict) -> float:
+    """The bare loop's CPU seconds for ``bundle``'s rows and screenshots, in a fresh child process."""
+    child = subprocess.run(
+        [sys.executable, __file__, "--measure-bare", str(bundle), "--out", str(bundle.with_suffix(".bare.zip"))],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(child.stdout.strip().splitlines()[-1])["cpu_s"]
+
+
+def report_cpu(fmt: str, studio_cpu: float, bundle: Path, env: dict) -> None:
+    bare_cpu = bare(bundle, env)
+    print(
+        f"{fmt}: export CPU {studio_cpu:.2f} s, bare loop {bare_cpu:.2f} s = {studio_cpu / bare_cpu:.2f}× "
+        f"(target ≤{TARGET_BARE[fmt]}×); 1-min load average {os.getloadavg()[0]:.1f}"
+    )
 
 
 def main() -> None:
@@ -159,9 +258,23 @@ def main() -> None:
     parser.add_argument("--format", default="trl")
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--parquet-vs-trl", action="store_true", help="export parquet and trl, compare the sizes")
+    parser.add_argument("--data", help="reuse this data folder (kept): generated only when it holds no database")
+    parser.add_argument("--measure-studio", help=argparse.SUPPRESS)
+    parser.add_argument("--measure-bare", help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.measure_studio or args.measure_bare:
+        sys.path.insert(0, str(REPO))
+        measured = (
+            measure_studio(args.measure_studio, Path(args.out))
+            if args.measure_studio
+            else measure_bare(Path(args.measure_bare), Path(args.out))
+        )
+        print(json.dumps(measured))
+        return
 
-    data_dir = Path(tempfile.mkdtemp(prefix="export-bench-"))
+    data_dir = Path(args.data) if args.data else Path(tempfile.mkdtemp(prefix="export-bench-"))
+    data_dir.mkdir(parents=True, exist_ok=True)
     env = {
         **os.environ,
         "STUDIO_DATA_DIR": str(data_dir),
@@ -170,29 +283,33 @@ def main() -> None:
     }
     env.pop("DATABASE_URL", None)
     started = time.monotonic()
-    subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            f"import sys; sys.path.insert(0, {str(REPO)!r}); "
-            f"from bench.export import generate; generate({args.pairs}, {args.images}, {args.steps})",
-        ],
-        cwd=REPO,
-        env=env,
-        check=True,
-    )
-    print(
-        f"generated {args.pairs} annotated traces ({args.steps} steps, {args.images} images) in {time.monotonic() - started:.1f} s"
-    )
+    if not (data_dir / "bench.sqlite3").exists():
+        subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                f"import sys; sys.path.insert(0, {str(REPO)!r}); "
+                f"from bench.export import generate; generate({args.pairs}, {args.images}, {args.steps})",
+            ],
+            cwd=REPO,
+            env=env,
+            check=True,
+        )
+        print(
+            f"generated {args.pairs} annotated traces ({args.steps} steps, {args.images} images) "
+            f"in {time.monotonic() - started:.1f} s"
+        )
 
     if args.parquet_vs_trl:
         runs = {fmt: export(fmt, data_dir, env) for fmt in ("parquet", "trl")}
-        for fmt, (elapsed, rss_mb, out) in runs.items():
+        for fmt, (elapsed, rss_mb, out, _) in runs.items():
             print(f"{fmt}: export {elapsed:.1f} s, peak RSS {rss_mb:.0f} MB, bundle {out.stat().st_size / 1e6:.1f} MB")
+        for fmt, (_, _, out, cpu) in runs.items():
+            report_cpu(fmt, cpu, out, env)
         ratio = runs["parquet"][2].stat().st_size / runs["trl"][2].stat().st_size
         print(f"parquet / trl = {ratio:.3f} (target ≤{TARGET_PARQUET_RATIO})")
     else:
-        elapsed, rss_mb, out = export(args.format, data_dir, env)
+        elapsed, rss_mb, out, cpu = export(args.format, data_dir, env)
         with zipfile.ZipFile(out) as bundle:
             infos = bundle.infolist()
         image_bytes = sum(i.file_size for i in infos if i.filename.startswith("images/"))
@@ -204,8 +321,9 @@ def main() -> None:
             f"bundle {bundle_bytes / 1e6:.1f} MB; unique images {image_bytes / 1e6:.1f} MB; text {text_bytes / 1e6:.1f} MB "
             f"uncompressed; bundle/(1.05×images+text) = {bundle_bytes / budget:.3f} (target ≤1)"
         )
+        report_cpu(args.format, cpu, out, env)
     print(f"cpu: {os.cpu_count()} cores")
-    if not args.keep:
+    if not args.keep and not args.data:
         import shutil
 
         shutil.rmtree(data_dir, ignore_errors=True)

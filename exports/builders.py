@@ -498,6 +498,31 @@ def _decimal_points_of_text(text: str) -> int:
         return 0
 
 
+def _any_float(parsed_actions: object) -> bool:
+    """Whether stored actions (``Step.parsed_actions``, ``Alternative.actions``: JSON) hold a float among their
+    arguments, or are not the shape a check can tell (then True, and the parse decides): without a float no point
+    has decimals, and most steps are counted without building their actions again."""
+    if not isinstance(parsed_actions, list):
+        return True
+    for action in parsed_actions:
+        args = action.get("args") if isinstance(action, dict) else None
+        if not isinstance(args, dict):
+            return True
+        for value in args.values():
+            if isinstance(value, float) or (isinstance(value, list) and any(isinstance(c, float) for c in value)):
+                return True
+    return False
+
+
+def _decimal_points_of_json(parsed_actions: Any) -> int:
+    if not _any_float(parsed_actions):
+        return 0
+    try:
+        return _decimal_points([grammar.Action.from_json(a) for a in parsed_actions])
+    except (TypeError, ValueError):
+        return 0
+
+
 def _rounded_box(box: list | None) -> list | None:
     return None if box is None else list(grammar.round_box(tuple(box)))
 
@@ -517,16 +542,10 @@ def rounded_points(annotation: Annotation, steps: list, project: Project) -> int
             if isinstance(box, list) and not all(isinstance(v, int) for v in box):
                 n += 1
         for alternative in getattr(annotation, "wrong_alternatives", None) or ():
-            try:
-                n += _decimal_points([grammar.Action.from_json(a) for a in alternative.actions])
-            except (TypeError, ValueError):
-                pass
+            n += _decimal_points_of_json(alternative.actions)
     for step in steps:
         if step.rendered is not None and step.parsed_actions and not step.parse_error:
-            try:
-                n += _decimal_points([grammar.Action.from_json(a) for a in step.parsed_actions])
-            except (TypeError, ValueError):
-                pass
+            n += _decimal_points_of_json(step.parsed_actions)
     return n
 
 

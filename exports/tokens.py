@@ -35,7 +35,7 @@ import logging
 import math
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,6 +88,14 @@ QWEN2_SPECIAL_TOKENS = (
     "<|image_pad|>",
     "<|video_pad|>",
 )
+# Where a text splits with no change to its tokens: after a line break and before a printable ASCII character, no
+# piece of Qwen2's pre-tokenizer spans the cut (a piece holding a line break ends with it when the next character is
+# neither a line break nor a space, and no pattern looks behind), and NFC leaves both sides as they are.
+LINE_START = re.compile(r"(?<=\n)(?=[!-~])")
+# The lines whose counts a vocabulary keeps, and the messages whose counts a counter keeps: what recurs is a trace's
+# and the system turn, met again within a few samples; a few MB at most (a message is a few KB, a line less).
+COUNTED_LINES = 8192
+COUNTED_MESSAGES = 1024
 SPECIAL_TOKEN_SPLIT = re.compile("(" + "|".join(re.escape(token) for token in QWEN2_SPECIAL_TOKENS) + ")")
 
 
@@ -107,6 +115,7 @@ class Qwen2Vocabulary:
             mergeable_ranks=ranks,
             special_tokens={token: len(ranks) + n for n, token in enumerate(QWEN2_SPECIAL_TOKENS)},
         )
+        self._line_count = functools.lru_cache(maxsize=COUNTED_LINES)(self._encoded_length)
 
     def ids(self, text: str) -> list[int]:
         out: list[int] = []
@@ -118,7 +127,21 @@ class Qwen2Vocabulary:
         return out
 
     def count(self, text: str) -> int:
-        return len(self.ids(text))
+        """``len(self.ids(text))``, each line of a piece between added tokens counted once a process
+        (``COUNTED_LINES``): lines recur from sample to sample (the system prompt and the prompt template in every
+        one, a trace's history in each sample of it, a pair's prompt on both sides), and the BPE is most of an
+        export's work otherwise."""
+        total = 0
+        for n, piece in enumerate(SPECIAL_TOKEN_SPLIT.split(text)):
+            if n % 2:
+                total += 1
+            elif piece:
+                for line in LINE_START.split(piece):
+                    total += self._line_count(line)
+        return total
+
+    def _encoded_length(self, line: str) -> int:
+        return len(self.encoding.encode_ordinary(unicodedata.normalize("NFC", line)))
 
 
 def qwen2_ranks_file(package: str = QWEN2_RANKS_PACKAGE) -> Path | None:
@@ -174,7 +197,7 @@ def image_tokens(width: int, height: int, *, min_pixels: int, max_pixels: int) -
     return (resized_h // factor) * (resized_w // factor)
 
 
-def chat_text(messages: list[tuple[str, list]]) -> str:
+def chat_text(messages: Sequence[tuple[str, Sequence]]) -> str:
     """The Qwen2-VL chat template's rendering of ``(role, parts)`` messages, each part a text or ``None`` for an
     image (the template's, prescoring.chat_template: a system turn is present in every prompt the builder makes)."""
     out = []
@@ -224,16 +247,36 @@ class TokenCounter:
         max_pixels: int,
         text_count: Callable[[str], int] | None = None,
         counted_with: str = BOUND,
+        by_message: bool = False,
     ):
         self.min_pixels = min_pixels
         self.max_pixels = max_pixels
         self.text_count = text_count
         self.counted_with = counted_with if text_count is not None else BOUND
+        # ``by_message``: ``text_count`` counts a chat text as the sum of its messages' counts, as Qwen2's vocabulary
+        # does (each message starts and ends at an added token, where Qwen2's tokenizer cuts the text before anything
+        # else) and the byte bound; then each message is counted once (``COUNTED_MESSAGES``): the system turn and a
+        # trace's history recur in every sample of it, a pair's prompt on both sides. A tokenizer from a folder
+        # counts whole texts (its added tokens' settings may join what the template puts around them).
+        self._message_tokens = (
+            functools.lru_cache(maxsize=COUNTED_MESSAGES)(self._chat_tokens)
+            if by_message or text_count is None
+            else None
+        )
 
     def text_tokens(self, text: str) -> int:
         if self.text_count is None:
             return len(text.encode("utf-8"))
         return self.text_count(text)
+
+    def _chat_tokens(self, role: str, parts: tuple) -> int:
+        return self.text_tokens(chat_text([(role, parts)]))
+
+    def sequence_tokens(self, messages: list[tuple[str, list]]) -> int:
+        """The text tokens of a sequence of ``(role, parts)`` messages, rendered by the chat template."""
+        if self._message_tokens is None:
+            return self.text_tokens(chat_text(messages))
+        return sum(self._message_tokens(role, tuple(parts)) for role, parts in messages)
 
     def image_tokens(self, screenshot) -> int:
         return image_tokens(screenshot.width, screenshot.height, min_pixels=self.min_pixels, max_pixels=self.max_pixels)
@@ -241,7 +284,7 @@ class TokenCounter:
     def count(self, sample) -> Count:
         """The longest sequence of ``sample``, as the trainer's processor expands it."""
         sequences, images = sample_sequences(sample)
-        text = max(self.text_tokens(chat_text(messages)) for messages in sequences)
+        text = max(self.sequence_tokens(messages) for messages in sequences)
         pads = [self.image_tokens(image) for image in images]
         # Each image's placeholder is one <|image_pad|> in the text; the processor repeats it per token.
         return Count(
@@ -279,6 +322,7 @@ def token_counter(pixels: dict, tokenizer_dir: str | None) -> TokenCounter:
         max_pixels=pixels["max_pixels"],
         text_count=text_count,
         counted_with=counted_with,
+        by_message=counted_with.startswith(QWEN2_VOCABULARY),
     )
 
 

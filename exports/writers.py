@@ -336,6 +336,9 @@ class ParquetWriter(Writer):
     uses_image_folder = False
     uses_image_table = True
     ROWS = 64
+    # Rows made into one Arrow table at a time (a multiple of ROWS: the row groups stay ROWS rows each): pyarrow's
+    # conversion costs about as much for 64 rows as for a thousand, and these rows hold text only.
+    BATCH_ROWS = 1024
 
     def __init__(self, workdir, *, image_bytes, pixels=None):
         super().__init__(workdir, image_bytes=image_bytes, pixels=pixels)
@@ -399,7 +402,7 @@ class ParquetWriter(Writer):
     def write(self, handle, sample, *, first):
         stem = self.stem(sample)
         self._rows[stem].append(self.row(sample))
-        if len(self._rows[stem]) >= self.ROWS:
+        if len(self._rows[stem]) >= self.BATCH_ROWS:
             self._flush(stem, handle)
 
     def _flush(self, stem, handle):
@@ -407,7 +410,7 @@ class ParquetWriter(Writer):
 
         rows = self._rows[stem]
         if rows:
-            handle.write_table(pa.Table.from_pylist(rows, schema=handle.schema))
+            handle.write_table(pa.Table.from_pylist(rows, schema=handle.schema), row_group_size=self.ROWS)
             rows.clear()
 
     def finish(self, stem, handle):
@@ -494,6 +497,7 @@ class VerlWriter(ParquetWriter):
     sample_set = "rl"
     uses_image_table = False  # verl's loader reads a row's images from the row itself
     image_bytes: ImageBytes  # each row carries its images' bytes
+    BATCH_ROWS = ParquetWriter.ROWS  # its rows hold their screenshots: one row group in memory at a time
 
     def __init__(self, workdir: Path, *, image_bytes: ImageBytes, pixels: dict | None = None):
         super().__init__(workdir, image_bytes=image_bytes, pixels=pixels)

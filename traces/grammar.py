@@ -39,6 +39,7 @@ returned separately in :attr:`ParsedResponse.think`.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -951,9 +952,16 @@ def parse_actions(text: str) -> list[Action]:
 
     A leading ``Action:`` label is allowed.  Error positions are offsets into ``text``.
     """
+    return list(_parsed_actions(text))
+
+
+# The last texts parsed: an export reads each correction three times (its target, the action alone, its rounding),
+# and Actions are immutable, so the parse is shared.
+@functools.lru_cache(maxsize=1024)
+def _parsed_actions(text: str) -> tuple[Action, ...]:
     m = _LEADING_ACTION_RE.match(text)
     start = m.end() if m else 0
-    return [a for a, _ in _Parser(text, start).calls()]
+    return tuple(a for a, _ in _Parser(text, start).calls())
 
 
 def parse_action(text: str) -> Action:

@@ -39,6 +39,7 @@ Public API::
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -106,12 +107,17 @@ def text_message(role: str, text: str) -> Message:
 
 def action_space_text(project) -> str:
     """The ``{action_space}`` of the template for the project's platform, box tokens on or off."""
+    return _action_space(project.platform, bool(project.box_tokens))
 
+
+@functools.lru_cache(maxsize=16)
+def _action_space(platform: str, box_tokens: bool) -> str:
+    # Made once per platform and setting: every prompt an export or a scoring builds fills its template with it.
     def point(name: str) -> str:
         inner = f"({name})"
-        return "'" + (grammar.BOX_START + inner + grammar.BOX_END if project.box_tokens else inner) + "'"
+        return "'" + (grammar.BOX_START + inner + grammar.BOX_END if box_tokens else inner) + "'"
 
-    lines = grammar.PROMPT_ACTION_LINES[project.platform]
+    lines = grammar.PROMPT_ACTION_LINES[platform]
     return "\n".join(line.format(p1=point("x1,y1"), p3=point("x3,y3")) for line in lines)
 
 

@@ -146,3 +146,21 @@ def test_a_trace_step_is_qwen2s_ids():
     assert vocabulary.ids("<|im_start|>user\n") == [151644, 872, 198]
     assert vocabulary.ids("<|box_start|>(34,546)<|box_end|>") == [151648, 7, 18, 19, 11, 20, 19, 21, 8, 151649]
     assert vocabulary.count("cafe\u0301") == vocabulary.count("café")  # NFC, as Qwen2's normalizer
+
+
+LINE_BREAK_TEXT = [
+    "Thought: first.\nAction: click(start_box='(1,2)')\n\nnext\n  indented\n\tTab\n\r\nCR\n\u0301mark\n中文\n😀\n",
+    "a.\n.b\n\n\nc \n d\n'\n's\n'S\n123\n\n 4\n",
+]
+
+
+def test_counting_by_lines_counts_what_the_whole_text_holds(compared):
+    """``count`` cuts a piece into lines at ``LINE_START`` and counts each line once a process; the counts are the
+    tokens of the whole text, cut nowhere (``ids``), for every text compared above and text full of line breaks."""
+    vocabulary = tokens.qwen2_vocabulary()
+    texts = [*compared, *LINE_BREAK_TEXT, "\n".join(compared[:200]), "\n".join(LINE_BREAK_TEXT * 3)]
+    assert [text[:80] for text in texts if vocabulary.count(text) != len(vocabulary.ids(text))] == []
+    # The control: a cut after every line break, before a space too, changes the tokens of such text.
+    whole = LINE_BREAK_TEXT[1]
+    cut_anywhere = sum(len(vocabulary.ids(line)) for line in whole.splitlines(keepends=True))
+    assert cut_anywhere != len(vocabulary.ids(whole)) == vocabulary.count(whole)
