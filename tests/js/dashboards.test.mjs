@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { csvCell, csvText } from "../../static/js/csv.js";
 import { agreementRows, dashboardFigures, dashboardTables } from "../../static/js/dashboard.js";
 import { change, num, pct } from "../../static/js/figures.js";
-import { categoryShare, roundRow, roundTables } from "../../static/js/round_dashboard.js";
+import { categoryShare, replayRow, replayTable, roundRow, roundTables } from "../../static/js/round_dashboard.js";
 
 test("a CSV cell: numbers as they are, text quoted when it must be, formulas defused", () => {
   assert.equal(csvCell(-0.25), "-0.25");  // a negative α stays a number
@@ -110,4 +110,18 @@ test("the round dashboard's CSV tables and category shares", () => {
   assert.deepEqual(tables.error_categories.rows[0], ["r1", "wrong element", 3, 0.75]);
   assert.deepEqual(tables.suggestion_match.rows, [["r1", null, null, null], ["r2", null, null, null]]);
   assert.deepEqual(roundTables({ rounds: [] }).summary.rows, []);
+});
+
+test("the replay table: a round's corrections by standing, a round-less row named, and the same counts as CSV", () => {
+  const counts = { rounds: [
+    { round_name: "r1", verified: 3, refuted: 1, waiting: 0, not_replayed: 2 },
+    { round_name: "", verified: 0, refuted: 0, waiting: 1, not_replayed: 0 },
+  ] };
+  assert.deepEqual(replayRow(counts.rounds[0]).map((c) => c.text), ["r1", "3", "1", "0", "2"]);
+  assert.deepEqual(replayRow(counts.rounds[0]).slice(1).map((c) => c.figure), ["verified", "refuted", "waiting", "not_replayed"]);
+  assert.equal(replayRow(counts.rounds[1])[0].text, "no round");
+  assert.deepEqual(replayTable(counts), {
+    header: ["round", "verified", "refuted", "waiting", "not_replayed"],
+    rows: [["r1", 3, 1, 0, 2], ["", 0, 0, 1, 0]],
+  });
 });
