@@ -61,10 +61,11 @@ export function roundTables(d) {
   };
 }
 
-/* One round's row of the replay table (/api/projects/<id>/replays/counts/): the corrections by standing. */
+/** One round's row of the replay table (/api/projects/<id>/replays/counts/): the corrections by standing.
+    @returns {{ text: string, figure: string }[]} */
 export function replayRow(r) {
   return [
-    { text: r.round_name || gettext("no round") },
+    { text: r.round_name || gettext("no round"), figure: "round" },
     ...["verified", "refuted", "waiting", "not_replayed"].map((name) => ({ text: String(r[name]), figure: name })),
   ];
 }
@@ -73,6 +74,34 @@ export function replayRow(r) {
 export function replayTable(d) {
   return { header: ["round", "verified", "refuted", "waiting", "not_replayed"],
     rows: d.rounds.map((r) => [r.round_name, r.verified, r.refuted, r.waiting, r.not_replayed]) };
+}
+
+/* The corrections' standing per round in ``section`` (its tbody), from its data-url, beside the rounds; the section
+   stays hidden where no correction was replayed (and where the counts cannot be read: the figures above stand
+   without them). ``tables`` gets the counts as CSV. */
+export async function loadReplays(section, tables) {
+  try {
+    const response = await fetch(section.dataset.url, { credentials: "same-origin" });
+    if (!response.ok) return;
+    const d = await response.json();
+    const body = section.querySelector("tbody");
+    body.replaceChildren();
+    for (const r of d.rounds) {
+      const tr = document.createElement("tr");
+      tr.dataset.round = r.round_name;
+      for (const c of replayRow(r)) {
+        const td = document.createElement("td");
+        td.textContent = c.text;
+        td.dataset.figure = c.figure;
+        tr.append(td);
+      }
+      body.append(tr);
+    }
+    tables.replays = replayTable(d);
+    section.hidden = !d.rounds.length;
+  } finally {
+    section.dataset.loaded = String(Date.now());
+  }
 }
 
 if (typeof document !== "undefined") start();
@@ -150,29 +179,6 @@ function start() {
 
   csvWire(root, tables);
 
-  /* The corrections' standing per round, beside the rounds; hidden where no correction was replayed (and where the
-     counts cannot be read: the figures above stand without them). */
-  async function loadReplays() {
-    const section = document.getElementById("round-replays");
-    try {
-      const response = await fetch(section.dataset.url, { credentials: "same-origin" });
-      if (!response.ok) return;
-      const d = await response.json();
-      const body = section.querySelector("tbody");
-      body.replaceChildren();
-      for (const r of d.rounds) {
-        const tr = document.createElement("tr");
-        tr.dataset.round = r.round_name;
-        for (const c of replayRow(r)) cell(tr, c.text, { figure: c.figure || "round" });
-        body.append(tr);
-      }
-      tables.replays = replayTable(d);
-      section.hidden = !d.rounds.length;
-    } finally {
-      section.dataset.loaded = String(Date.now());
-    }
-  }
-
   async function load() {
     const error = document.getElementById("rounds-error");
     try {
@@ -191,5 +197,5 @@ function start() {
     }
   }
   load();
-  loadReplays();
+  loadReplays(document.getElementById("round-replays"), tables);
 }

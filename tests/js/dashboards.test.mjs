@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { csvCell, csvText } from "../../static/js/csv.js";
 import { agreementRows, dashboardFigures, dashboardTables } from "../../static/js/dashboard.js";
 import { change, num, pct } from "../../static/js/figures.js";
-import { categoryShare, replayRow, replayTable, roundRow, roundTables } from "../../static/js/round_dashboard.js";
+import { categoryShare, loadReplays, replayRow, replayTable, roundRow, roundTables } from "../../static/js/round_dashboard.js";
 
 test("a CSV cell: numbers as they are, text quoted when it must be, formulas defused", () => {
   assert.equal(csvCell(-0.25), "-0.25");  // a negative α stays a number
@@ -118,10 +118,44 @@ test("the replay table: a round's corrections by standing, a round-less row name
     { round_name: "", verified: 0, refuted: 0, waiting: 1, not_replayed: 0 },
   ] };
   assert.deepEqual(replayRow(counts.rounds[0]).map((c) => c.text), ["r1", "3", "1", "0", "2"]);
-  assert.deepEqual(replayRow(counts.rounds[0]).slice(1).map((c) => c.figure), ["verified", "refuted", "waiting", "not_replayed"]);
+  assert.deepEqual(replayRow(counts.rounds[0]).map((c) => c.figure), ["round", "verified", "refuted", "waiting", "not_replayed"]);
   assert.equal(replayRow(counts.rounds[1])[0].text, "no round");
   assert.deepEqual(replayTable(counts), {
     header: ["round", "verified", "refuted", "waiting", "not_replayed"],
     rows: [["r1", 3, 1, 0, 2], ["", 0, 0, 1, 0]],
   });
+});
+
+test("the replay section: a row per round from the counts, shown; hidden with no round; left as it was on a refusal", async () => {
+  const made = (tag) => ({ tag, dataset: {}, children: [], append(...n) { this.children.push(...n); } });
+  globalThis.document = { createElement: made };
+  const body = { ...made("tbody"), replaceChildren() { this.children = []; } };
+  const section = { dataset: { url: "/api/projects/3/replays/counts/" }, hidden: true, querySelector: () => body };
+  const answers = [
+    [true, { rounds: [{ round_name: "r1", verified: 2, refuted: 1, waiting: 0, not_replayed: 0 }] }],
+    [true, { rounds: [] }],
+    [false, {}],
+  ];
+  const asked = [];
+  globalThis.fetch = async (url) => {
+    asked.push(url);
+    const [ok, data] = answers.shift();
+    return { ok, json: async () => data };
+  };
+  const tables = {};
+  await loadReplays(section, tables);
+  assert.deepEqual(asked, ["/api/projects/3/replays/counts/"]);
+  assert.equal(section.hidden, false);
+  assert.deepEqual(body.children.map((tr) => [tr.dataset.round, tr.children.map((td) => [td.textContent, td.dataset.figure])]), [
+    ["r1", [["r1", "round"], ["2", "verified"], ["1", "refuted"], ["0", "waiting"], ["0", "not_replayed"]]],
+  ]);
+  assert.deepEqual(tables.replays.rows, [["r1", 2, 1, 0, 0]]);
+  assert.ok(section.dataset.loaded);
+  await loadReplays(section, tables);
+  assert.equal(section.hidden, true);
+  assert.deepEqual(body.children, []);
+  section.hidden = false;
+  await loadReplays(section, tables);
+  assert.equal(section.hidden, false);  // a refused count changes nothing
+  delete globalThis.document;
 });
