@@ -679,7 +679,8 @@ def cluster_merge_target(cluster: Cluster, text: str) -> Cluster:
         other = _merge_candidates(cluster).filter(pk=int(chosen.group(1))).first()
         if other is None:
             raise Invalid(
-                f"merge_with: cluster {chosen.group(1)} is no other {cluster.kind} cluster of this clustering",
+                gettext("merge_with: cluster %(id)s is no other %(kind)s cluster of this clustering")
+                % {"id": chosen.group(1), "kind": cluster.kind},
                 field="merge_with",
             )
         return other
@@ -691,12 +692,21 @@ def cluster_merge_target(cluster: Cluster, text: str) -> Cluster:
         return matches[0]
     if not matches:
         raise Invalid(
-            f"merge_with: no other {cluster.kind} cluster of this clustering is named like {text!r}", field="merge_with"
+            gettext("merge_with: no other %(kind)s cluster of this clustering is named like %(text)s")
+            % {"kind": cluster.kind, "text": repr(text)},
+            field="merge_with",
         )
-    more = f"more than {MERGE_CANDIDATES}" if len(matches) > MERGE_CANDIDATES else str(len(matches))
+    more = (
+        gettext("more than %(count)s") % {"count": MERGE_CANDIDATES}
+        if len(matches) > MERGE_CANDIDATES
+        else str(len(matches))
+    )
     raise Invalid(
-        f"merge_with: {more} {cluster.kind} clusters are named like {text!r}; type more of the name, or pick one "
-        "from the list",
+        gettext(
+            "merge_with: %(count)s %(kind)s clusters are named like %(text)s; type more of the name, or pick one "
+            "from the list"
+        )
+        % {"count": more, "kind": cluster.kind, "text": repr(text)},
         field="merge_with",
     )
 

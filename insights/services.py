@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings as django_settings
 from django.db import IntegrityError, transaction
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_noop
 
 from annotation.models import Annotation, AnnotationKind, AnnotationStatus, Verdict
 from insights import search_text, signature
@@ -435,7 +435,7 @@ def distinctive_terms(texts: list[str], members: list[int], *, top: int = 4) -> 
 
 # What a run reports as its progress: the corrections read, the signature clusters, the text clusters, written.
 CLUSTER_RUN_STAGES = 4
-TEXT_CLUSTERING_FAILED = (
+TEXT_CLUSTERING_FAILED = gettext_noop(
     "the texts could not be clustered (the worker log has the error), so only the signature clusters were made"
 )
 
@@ -476,7 +476,7 @@ def cluster_run_work(run: ClusterRun) -> str:
             labels, method = text_clusters(texts)
     except Exception:  # noqa: BLE001 - the signature clusters stand without the text ones; the log keeps the error
         log.exception("clustering run %s: the texts could not be clustered", run.pk)
-        labels, method, problem = [-1] * len(texts), "", TEXT_CLUSTERING_FAILED
+        labels, method, problem = [-1] * len(texts), "", gettext(TEXT_CLUSTERING_FAILED)
     groups: dict[int, list[int]] = defaultdict(list)
     for i, label in enumerate(labels):
         if label >= 0:
@@ -498,12 +498,17 @@ def cluster_run_work(run: ClusterRun) -> str:
         ClusterRun.objects.filter(pk=run.pk).update(
             method=method[:120], corrections=len(rows), without_words=without_words, progress_done=CLUSTER_RUN_STAGES
         )
-    parts = [f"{signatures} signature and {len(groups)} text clusters of {len(rows)} corrections"]
+    parts = [
+        gettext("%(signatures)s signature and %(texts)s text clusters of %(corrections)s corrections")
+        % {"signatures": signatures, "texts": len(groups), "corrections": len(rows)}
+    ]
     if without_words:
-        parts.append(f"{without_words} with no word to compare, left out of the text clusters")
+        parts.append(
+            gettext("%(count)s with no word to compare, left out of the text clusters") % {"count": without_words}
+        )
     if problem:
         parts.append(problem)
-    return "; ".join(parts)
+    return gettext("; ").join(parts)
 
 
 def cluster_run_compute(*, run_id: int) -> ClusterRun:
@@ -635,11 +640,17 @@ def cluster_merge(*, cluster: Cluster, other_id: int) -> Cluster:
     with transaction.atomic():
         other = Cluster.objects.select_for_update().filter(pk=other_id, run_id=cluster.run_id).first()
         if other is None:
-            raise Invalid(f"other: cluster {other_id} is not in clustering run {cluster.run_id}")
+            raise Invalid(
+                gettext("other: cluster %(other)s is not in clustering run %(run)s")
+                % {"other": other_id, "run": cluster.run_id}
+            )
         if other.pk == cluster.pk:
             raise Invalid(gettext("other: a cluster cannot be merged into itself"))
         if other.kind != cluster.kind:
-            raise Invalid(f"other: a {other.kind} cluster cannot be merged into a {cluster.kind} cluster")
+            raise Invalid(
+                gettext("other: a %(other)s cluster cannot be merged into a %(kind)s cluster")
+                % {"other": other.kind, "kind": cluster.kind}
+            )
         cluster = Cluster.objects.select_for_update().get(pk=cluster.pk)
         _absorb(cluster, other)
         cluster.pinned = cluster.pinned or other.pinned

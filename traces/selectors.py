@@ -11,7 +11,6 @@ from django.utils.translation import gettext, ngettext
 
 from studio.errors import Invalid
 from studio.inputs import id_from_text
-from studio.words import in_words
 from traces import grammar
 from traces.access import traces_for
 from traces.models import ImportJob, Project, Round, Step, Trace
@@ -234,8 +233,11 @@ def import_job_progress(job: ImportJob) -> str:
     """How far the job read, in the words its page shows both at first and while it follows the job ("2 of 4
     traces read"); the total is known once the upload is unpacked, before that only the count is."""
     if job.progress_total:
-        return f"{job.progress_done} of {in_words(job.progress_total, 'trace', 'traces')} read"
-    return in_words(job.progress_done, "trace read", "traces read")
+        return ngettext("%(done)s of %(count)s trace read", "%(done)s of %(count)s traces read", job.progress_total) % {
+            "done": job.progress_done,
+            "count": job.progress_total,
+        }
+    return ngettext("%(count)s trace read", "%(count)s traces read", job.progress_done) % {"count": job.progress_done}
 
 
 # --- identity by content (traces/identity.py) -----------------------------------------------------

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from studio import metrics
 from studio.db import atomic_with_retry
@@ -280,7 +281,11 @@ def _attempt_in_process_slot(*, delivery_id: int) -> AttemptOutcome:
     wait = settings.WEBHOOKS_RETRY_BASE_S * 3 ** (attempts - 1)
     if paused:
         wait = max(wait, settings.WEBHOOKS_PAUSE_S)
-    return AttemptOutcome(retry_in_s=wait, waiting=f"Try {attempts} failed ({error[:200]}); the next in {wait:g} s.")
+    return AttemptOutcome(
+        retry_in_s=wait,
+        waiting=gettext("Try %(attempt)s failed (%(error)s); the next in %(wait)s s.")
+        % {"attempt": attempts, "error": error[:200], "wait": f"{wait:g}"},
+    )
 
 
 # --- the delivery's job (studio.engine: the ``delivery`` kind) --------------------------------------------------
@@ -296,10 +301,16 @@ def delivery_job_work(job: DeliveryJob) -> str:
         raise JobDeferred(outcome.retry_in_s, outcome.waiting)
     delivery = Delivery.objects.filter(pk=job.pk).first()
     if delivery is None:
-        raise JobFailed("Not delivered: its endpoint was removed.")
+        raise JobFailed(gettext("Not delivered: its endpoint was removed."))
     if delivery.status == DeliveryStatus.DELIVERED:
-        return f"Delivered on try {delivery.attempts} (HTTP {delivery.response_status})."
-    raise JobFailed(f"Not delivered: {delivery.attempts} tries failed, the last: {delivery.last_error}")
+        return gettext("Delivered on try %(attempt)s (HTTP %(status)s).") % {
+            "attempt": delivery.attempts,
+            "status": delivery.response_status,
+        }
+    raise JobFailed(
+        gettext("Not delivered: %(count)s tries failed, the last: %(error)s")
+        % {"count": delivery.attempts, "error": delivery.last_error}
+    )
 
 
 @atomic_with_retry

@@ -11,6 +11,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.files.storage import default_storage
 from django.db import transaction
+from django.utils.translation import gettext, ngettext
 
 from exports import lineage
 from exports.builders import (
@@ -34,7 +35,6 @@ from studio.errors import Invalid
 from studio.jobs import JobFailed, job_add_error, job_cancel, job_progress, job_workdir
 from studio.models import JobShard, JobStatus
 from studio.shards import ShardProgress, shards_results
-from studio.words import in_words
 from traces.models import Project
 
 MAX_JOB_ERRORS = 200
@@ -241,32 +241,44 @@ def export_assemble_work(job: ExportJob) -> str:
 
 
 def export_summary(counts: dict) -> str:
-    kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.get("by_kind", {}).items())) or "no samples"
+    """What an export made and left out, in the language of whoever reads it (the job runs in its starter's)."""
+    kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.get("by_kind", {}).items())) or gettext("no samples")
     reasons = ", ".join(f"{n} {code}" for code, n in (counts.get("skipped_by_reason") or {}).items())
-    held = counts.get("already_exported") or 0
     accepted = counts.get("annotations", 0)
+    skipped = gettext("%(count)s skipped") % {"count": counts.get("skipped", 0)}
+    parts = [
+        ngettext(
+            "%(kinds)s from %(count)s accepted annotation", "%(kinds)s from %(count)s accepted annotations", accepted
+        )
+        % {"kinds": kinds, "count": accepted},
+        gettext("%(skipped)s (%(reasons)s)") % {"skipped": skipped, "reasons": reasons} if reasons else skipped,
+    ]
+    return gettext("; ").join(parts + _export_left_out(counts, accepted))
+
+
+def _export_left_out(counts: dict, accepted: int) -> list[str]:
+    held = counts.get("already_exported") or 0
     quality = counts.get("quality_filter") or {}
+    parts = []
+    if held:
+        parts.append(gettext("%(count)s left out, already in the base export") % {"count": held})
+    if quality.get("left_out"):
+        parts.append(
+            gettext("%(count)s left out by the quality filter (%(reason)s)")
+            % {"count": quality["left_out"], "reason": quality["reason"]}
+        )
     # An empty bundle succeeds (an engineer's pipeline may export on a schedule), but says why it is empty: an
     # engineer who downloads a few kilobytes of nothing should not have to guess.
-    empty = ""
     if not accepted:
-        empty = (
-            "; the bundle is empty: every accepted annotation is already in the base export"
+        parts.append(
+            gettext("the bundle is empty: every accepted annotation is already in the base export")
             if held
-            else "; the bundle is empty: no annotation of this project is accepted yet (leads accept them on the review queue)"
+            else gettext(
+                "the bundle is empty: no annotation of this project is accepted yet (leads accept them on the review "
+                "queue)"
+            )
         )
-    return (
-        f"{kinds} from {in_words(accepted, 'accepted annotation', 'accepted annotations')}; "
-        f"{counts.get('skipped', 0)} skipped"
-        + (f" ({reasons})" if reasons else "")
-        + (f"; {held} left out, already in the base export" if held else "")
-        + (
-            f"; {quality['left_out']} left out by the quality filter ({quality['reason']})"
-            if quality.get("left_out")
-            else ""
-        )
-        + empty
-    )
+    return parts
 
 
 def export_job_cancel(*, job: ExportJob) -> tuple[ExportJob, bool, str]:

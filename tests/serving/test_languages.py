@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from django.test import Client
 from django.urls import reverse
+from django.utils import translation
 
 from tests.conftest import REPO
 
@@ -356,6 +357,33 @@ def test_a_job_summary_is_worded_in_its_requesters_language(project, lead, annot
 
     assert summary(lead).startswith("1 条轨迹，2 个步骤，已存储 2 张截图")
     assert summary(annotator).startswith("1 trace, 2 steps, 2 screenshots stored")  # the browser's: the default
+
+
+def test_an_imports_per_file_errors_and_progress_are_worded_in_its_requesters_language(project, lead, tmp_path):
+    """The error list a lead reads on an import job: each broken file's problem in the lead's language, the file's
+    name and the JSON parser's own words as they are."""
+    from studio.services import account_settings_update
+    from tests.traces.test_import_hostile import trace_files, write_zip
+    from traces.selectors import import_job_report
+    from traces.services import import_job_create, import_job_run
+
+    account_settings_update(user=lead, language="zh-hans")
+    files = trace_files("kept") | {"broken/trace.json": b'{"format": "trace-studio/v1",'}
+    archive = write_zip(tmp_path / "mixed.zip", files)
+    job = import_job_create(
+        project=project,
+        user=lead,
+        upload_name=str(archive),
+        original_name=archive.name,
+        server_path=True,
+        enqueue=False,
+    )
+    job = import_job_run(job_id=job.pk)
+    messages = [entry["error"] for entry in job.errors]
+    assert any("broken/trace.json" in m and "的 JSON 无效" in m for m in messages), messages
+    with translation.override("zh-hans"):
+        assert import_job_report(job).progress == "已读取 2 / 2 条轨迹"
+    assert import_job_report(job).progress == "2 of 2 traces read"
 
 
 @pytest.mark.django_db(transaction=True)

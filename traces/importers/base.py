@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from django.conf import settings
+from django.utils.translation import gettext
 
 from studio.errors import describe_error
 from traces import grammar
@@ -154,7 +155,9 @@ def read_json(path: Path, *, root: Path | None = None) -> Any:
     size = path.stat().st_size
     if size > settings.IMPORT_MAX_JSON_BYTES:
         raise TraceReadError(
-            where, f"JSON file of {size} bytes is over the {settings.IMPORT_MAX_JSON_BYTES}-byte limit"
+            where,
+            gettext("JSON file of %(size)s bytes is over the %(limit)s-byte limit")
+            % {"size": size, "limit": settings.IMPORT_MAX_JSON_BYTES},
         )
     data = path.read_bytes()
     return parse_json_bytes(data, where)
@@ -164,28 +167,34 @@ def parse_json_bytes(data: bytes, where: str) -> Any:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise TraceReadError(where, f"not valid UTF-8 (byte {exc.start})") from None
+        raise TraceReadError(where, gettext("not valid UTF-8 (byte %(byte)s)") % {"byte": exc.start}) from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise TraceReadError(where, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+        raise TraceReadError(
+            where,
+            gettext("invalid JSON at line %(line)s column %(column)s: %(problem)s")
+            % {"line": exc.lineno, "column": exc.colno, "problem": exc.msg},
+        ) from None
     except RecursionError:
-        raise TraceReadError(where, "JSON nested too deeply") from None
+        raise TraceReadError(where, gettext("JSON nested too deeply")) from None
     except ValueError as exc:
         # Python refuses to read an integer of more than sys.get_int_max_str_digits() digits (a guard against
         # quadratic conversion); json raises it as a plain ValueError, which must cost this trace only.
         if "integer string conversion" in str(exc):
             raise TraceReadError(
-                where, f"holds an integer of more than {sys.get_int_max_str_digits()} digits, which is not read"
+                where,
+                gettext("holds an integer of more than %(digits)s digits, which is not read")
+                % {"digits": sys.get_int_max_str_digits()},
             ) from None
-        raise TraceReadError(where, f"invalid JSON: {exc}") from None
+        raise TraceReadError(where, gettext("invalid JSON: %(problem)s") % {"problem": exc}) from None
 
 
 def require(mapping: Any, key: str, kind: type, where: str) -> Any:
     if not isinstance(mapping, dict):
-        raise TraceReadError(where, f"expected an object, found {type(mapping).__name__}")
+        raise TraceReadError(where, gettext("expected an object, found %(found)s") % {"found": type(mapping).__name__})
     if key not in mapping:
-        raise TraceReadError(where, f"missing field '{key}'")
+        raise TraceReadError(where, gettext("missing field '%(field)s'") % {"field": key})
     return _of_kind(mapping[key], key, kind, where)
 
 
@@ -200,7 +209,11 @@ def optional(mapping: dict, key: str, kind: type, where: str, default: Any = Non
 def _of_kind(value: Any, key: str, kind: type, where: str) -> Any:
     # JSON's true and false are ints to Python: a field that wants a number does not take them.
     if not isinstance(value, kind) or (isinstance(value, bool) and kind in (int, float)):
-        raise TraceReadError(where, f"field '{key}' must be {kind.__name__}, found {type(value).__name__}")
+        raise TraceReadError(
+            where,
+            gettext("field '%(field)s' must be %(kind)s, found %(found)s")
+            % {"field": key, "kind": kind.__name__, "found": type(value).__name__},
+        )
     return value
 
 
@@ -211,22 +224,28 @@ FILE_NAME_SHOWN = 120
 def safe_child(root: Path, relative: str, where: str) -> Path:
     """Resolve a path named inside a trace file, refusing anything that leaves the trace's folder."""
     if not isinstance(relative, str) or not relative:
-        raise TraceReadError(where, "empty file name")
+        raise TraceReadError(where, gettext("empty file name"))
     shown = relative if len(relative) <= FILE_NAME_SHOWN else relative[: FILE_NAME_SHOWN - 1] + "…"
     try:
         candidate = (root / relative).resolve()
         if not candidate.is_relative_to(root.resolve()):
-            raise TraceReadError(where, f"file '{shown}' points outside the trace folder")
+            raise TraceReadError(where, gettext("file '%(name)s' points outside the trace folder") % {"name": shown})
         found = candidate.is_file()
     except OSError as exc:
         # A name the file system refuses (ENAMETOOLONG past 255 bytes a part or 4096 in all, a NUL) names no
         # file: said so, not as the OSError's text with the server's path.
-        problem = "is too long for a file name" if exc.errno == errno.ENAMETOOLONG else "cannot be looked up"
-        raise TraceReadError(where, f"file '{shown}' ({len(relative)} characters) {problem}") from None
+        problem = (
+            gettext("file '%(name)s' (%(length)s characters) is too long for a file name")
+            if exc.errno == errno.ENAMETOOLONG
+            else gettext("file '%(name)s' (%(length)s characters) cannot be looked up")
+        )
+        raise TraceReadError(where, problem % {"name": shown, "length": len(relative)}) from None
     except ValueError:  # a NUL character in the name
-        raise TraceReadError(where, f"file '{ascii(shown)[1:-1]}' is no file name (it holds a NUL)") from None
+        raise TraceReadError(
+            where, gettext("file '%(name)s' is no file name (it holds a NUL)") % {"name": ascii(shown)[1:-1]}
+        ) from None
     if not found:
-        raise TraceReadError(where, f"file '{shown}' does not exist")
+        raise TraceReadError(where, gettext("file '%(name)s' does not exist") % {"name": shown})
     return candidate
 
 
@@ -277,19 +296,25 @@ def read_elements(value: Any, where: str) -> list[dict]:
     """A source's element boxes of one screen as stored on the step's context: ``[{"box": [x1, y1, x2, y2],
     "label": str}]`` (box corners put in order by the grammar, in the trace's convention), or TraceReadError."""
     if not isinstance(value, list):
-        raise TraceReadError(where, "elements must be a list of {box, label} objects")
+        raise TraceReadError(where, gettext("elements must be a list of {box, label} objects"))
     if len(value) > MAX_ELEMENTS:
-        raise TraceReadError(where, f"{len(value)} elements on one screen: at most {MAX_ELEMENTS} are kept")
+        raise TraceReadError(
+            where,
+            gettext("%(count)s elements on one screen: at most %(limit)s are kept")
+            % {"count": len(value), "limit": MAX_ELEMENTS},
+        )
     elements = []
     for number, item in enumerate(value, start=1):
         if not isinstance(item, dict):
-            raise TraceReadError(where, f"element {number} must be an object with a box")
+            raise TraceReadError(where, gettext("element %(number)s must be an object with a box") % {"number": number})
         label = item.get("label", "")
         if not isinstance(label, str):
-            raise TraceReadError(where, f"element {number}'s label must be a string")
+            raise TraceReadError(where, gettext("element %(number)s's label must be a string") % {"number": number})
         try:
             box = grammar.box_of(item.get("box"))
         except (TypeError, ValueError) as exc:
-            raise TraceReadError(where, f"element {number}: {exc}") from None
+            raise TraceReadError(
+                where, gettext("element %(number)s: %(problem)s") % {"number": number, "problem": exc}
+            ) from None
         elements.append({"box": list(box), "label": label[:200]})
     return elements

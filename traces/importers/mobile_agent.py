@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from django.utils.translation import gettext
+
 from studio.catalog import gettext_noop
 from studio.inputs import id_from_text
 from traces import grammar
@@ -98,7 +100,7 @@ def trace_from_run(folder: Path, *, root: Path) -> ImportedTrace:
     where = str(folder.relative_to(root) / "data.json") if folder != root else "data.json"
     data = read_json(folder / "data.json", root=root if folder != root else folder)
     if not isinstance(data, dict) or not data:
-        raise TraceReadError(where, "expected an object keyed by step numbers 1..n")
+        raise TraceReadError(where, gettext("expected an object keyed by step numbers 1..n"))
     records = _records_by_number(data, where)
     numbers = sorted(records)
     warnings = []
@@ -108,7 +110,7 @@ def trace_from_run(folder: Path, *, root: Path) -> ImportedTrace:
         record = records[number]
         step_where = f"{where} step {number}"
         if not isinstance(record, dict) or not isinstance(record.get("Action"), str):
-            raise TraceReadError(step_where, "missing 'Action' text")
+            raise TraceReadError(step_where, gettext("missing 'Action' text"))
         last_action = record["Action"].strip().lower()
         thought = optional(record, "Thought", str, step_where, "")
         observation = optional(record, "Observation", str, step_where, "")

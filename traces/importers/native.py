@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.utils.translation import gettext
 
 from studio.catalog import gettext_noop
 from traces.languages import language_problem
@@ -88,17 +89,23 @@ def metadata_with_platform(metadata: dict, platform: str | None) -> dict:
 
 def trace_from_document(document: Any, folder: Path, *, where: str) -> ImportedTrace:
     if not isinstance(document, dict):
-        raise TraceReadError(where, "a trace must be a JSON object")
+        raise TraceReadError(where, gettext("a trace must be a JSON object"))
     tag = document.get("format", FORMAT_TAG)
     if tag != FORMAT_TAG:
-        raise TraceReadError(where, f"unknown format '{tag}', expected '{FORMAT_TAG}'")
+        raise TraceReadError(
+            where, gettext("unknown format '%(tag)s', expected '%(expected)s'") % {"tag": tag, "expected": FORMAT_TAG}
+        )
     external_id = require(document, "external_id", str, where).strip()
     if not external_id or len(external_id) > 255:
-        raise TraceReadError(where, "external_id must be 1 to 255 characters")
+        raise TraceReadError(where, gettext("external_id must be 1 to 255 characters"))
     instruction = require(document, "instruction", str, where)
     outcome = optional(document, "outcome", str, where, "unknown")
     if outcome not in OUTCOMES:
-        raise TraceReadError(where, f"outcome must be one of {sorted(OUTCOMES)}, not {outcome[:40]!r}")
+        raise TraceReadError(
+            where,
+            gettext("outcome must be one of %(outcomes)s, not %(outcome)s")
+            % {"outcomes": sorted(OUTCOMES), "outcome": repr(outcome[:40])},
+        )
     metadata = optional(document, "metadata", dict, where, {})
     source = optional(document, "source", str, where) or "native"
     platform = optional(document, "platform", str, where)
@@ -108,7 +115,7 @@ def trace_from_document(document: Any, folder: Path, *, where: str) -> ImportedT
         raise TraceReadError(where, problem)
     steps_doc = require(document, "steps", list, where)
     if not steps_doc:
-        raise TraceReadError(where, "a trace needs at least one step")
+        raise TraceReadError(where, gettext("a trace needs at least one step"))
     steps = []
     for number, step in enumerate(steps_doc, start=1):
         step_where = f"{where} step {number}"
@@ -146,7 +153,7 @@ def step_from_document(step: Any, *, where: str, screenshot: ImageRef | None) ->
         if missing is True:
             missing = 1
         if isinstance(missing, bool) or not isinstance(missing, int) or missing < 1:
-            raise TraceReadError(where, "missing_before must be a positive number of steps (or true)")
+            raise TraceReadError(where, gettext("missing_before must be a positive number of steps (or true)"))
         context = {**context, "missing_before": missing}
     if "elements" in step:
         context = {**context, ELEMENTS: read_elements(step["elements"], where)}

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.utils.translation import gettext
 
 from studio.catalog import gettext_noop
 
@@ -80,13 +81,15 @@ def _instruction(folder: Path, where: str) -> tuple[str, str]:
             document = read_json(candidate, root=folder.parent)
             if isinstance(document, dict) and isinstance(document.get("instruction"), str):
                 return document["instruction"], candidate.name
-            raise TraceReadError(f"{where} ({candidate.name})", "no string field 'instruction'")
+            raise TraceReadError(f"{where} ({candidate.name})", gettext("no string field 'instruction'"))
     text_file = folder / "instruction.txt"
     if text_file.is_file():
         try:
             return text_file.read_bytes().decode("utf-8").strip(), text_file.name
         except UnicodeDecodeError as exc:
-            raise TraceReadError(f"{folder.name}/instruction.txt", f"not valid UTF-8 (byte {exc.start})") from None
+            raise TraceReadError(
+                f"{folder.name}/instruction.txt", gettext("not valid UTF-8 (byte %(byte)s)") % {"byte": exc.start}
+            ) from None
     return "", ""
 
 
@@ -101,7 +104,7 @@ def _read_lines(path: Path, where: str) -> list[tuple[int, dict]]:
             here = f"{where} line {number}"
             record = parse_json_bytes(line, here)
             if not isinstance(record, dict):
-                raise TraceReadError(here, "each line must be a JSON object")
+                raise TraceReadError(here, gettext("each line must be a JSON object"))
             lines.append((number, record))
     return lines
 
@@ -128,13 +131,13 @@ def trace_from_folder(folder: Path, *, root: Path, where: str) -> ImportedTrace:
             continue
         step_num = record.get("step_num")
         if step_num is None:
-            raise TraceReadError(f"{where} line {number}", "missing field 'step_num'")
+            raise TraceReadError(f"{where} line {number}", gettext("missing field 'step_num'"))
         if groups and groups[-1][0] == step_num:
             groups[-1][1].append((number, record))
         else:
             groups.append((step_num, [(number, record)]))
     if not groups:
-        raise TraceReadError(where, "no steps")
+        raise TraceReadError(where, gettext("no steps"))
 
     after_files: list[Path | None] = []
     for step_num, records in groups:

@@ -20,6 +20,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from django.utils.translation import gettext
+
 from studio.catalog import gettext_noop
 from traces import grammar
 
@@ -95,7 +97,7 @@ def _literal_actions(value: Any, where: str) -> list[dict]:
     if isinstance(value, dict):
         value = [value]
     if not isinstance(value, list) or not all(isinstance(a, dict) for a in value):
-        raise TraceReadError(where, "field 'actions' must be a list of objects")
+        raise TraceReadError(where, gettext("field 'actions' must be a list of objects"))
     for number, action in enumerate(value, start=1):
         optional(action, "action_type", str, f"{where} action {number}")
     return value
@@ -233,7 +235,7 @@ def _alternative(path: Path, folder: Path) -> dict:
     where = f"{folder.name}/{path.name}"
     document = read_json(path, root=folder.parent)
     if not isinstance(document, dict):
-        raise TraceReadError(where, "a step file must be a JSON object")
+        raise TraceReadError(where, gettext("a step file must be a JSON object"))
     return _note(path, document, _literal_actions(document.get("actions", []), where))
 
 
@@ -258,7 +260,7 @@ def trace_from_session(folder: Path, *, root: Path) -> ImportedTrace:
         where = f"{session}/{path.name}"
         document = read_json(path, root=folder.parent)
         if not isinstance(document, dict):
-            raise TraceReadError(where, "a step file must be a JSON object")
+            raise TraceReadError(where, gettext("a step file must be a JSON object"))
         items = _literal_actions(document.get("actions", []), where)
         instruction = instruction or (
             optional(document, "task_prompt_en", str, where) or optional(document, "task_prompt", str, where, "")
@@ -284,7 +286,7 @@ def trace_from_session(folder: Path, *, root: Path) -> ImportedTrace:
                 after_last_step = image
             continue
         if image is None:
-            raise TraceReadError(where, "execution step names no saved_image_name")
+            raise TraceReadError(where, gettext("execution step names no saved_image_name"))
         steps.append(_execution_step(document, items, image, cursor, where, pending, alternatives))
         try:
             _, cursor = convert_actions(items, cursor)  # the human-corrected actions are the ones executed
@@ -295,7 +297,7 @@ def trace_from_session(folder: Path, *, root: Path) -> ImportedTrace:
         after_last_step = None
 
     if not steps:
-        raise TraceReadError(session, "no execution steps (MouseAction/KeyboardAction/WaitAction)")
+        raise TraceReadError(session, gettext("no execution steps (MouseAction/KeyboardAction/WaitAction)"))
     metadata: dict[str, Any] = {
         "session_id": session,
         "task_prompt_zh": task_zh,

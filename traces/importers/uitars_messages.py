@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from django.utils.translation import gettext
+
 from studio.catalog import gettext_noop
 
 from .base import (
@@ -69,7 +71,7 @@ def _parts(content: Any, where: str) -> list[dict]:
     parts = []
     for part in content:
         if not isinstance(part, dict) or not isinstance(part.get("type"), str):
-            raise TraceReadError(where, "each content part must be an object with a 'type'")
+            raise TraceReadError(where, gettext("each content part must be an object with a 'type'"))
         parts.append(part)
     return parts
 
@@ -110,7 +112,7 @@ def instruction_from_prompt(prompt: str) -> str:
 
 def trace_from_messages(messages: Any, folder: Path, *, where: str, digest: str) -> ImportedTrace:
     if not isinstance(messages, list) or not messages:
-        raise TraceReadError(where, "expected a non-empty list of chat messages")
+        raise TraceReadError(where, gettext("expected a non-empty list of chat messages"))
     system_prompt = ""
     prompt_texts: list[str] = []
     steps: list[ImportedStep] = []
@@ -119,7 +121,7 @@ def trace_from_messages(messages: Any, folder: Path, *, where: str, digest: str)
     for number, message in enumerate(messages, start=1):
         here = f"{where} message {number}"
         if not isinstance(message, dict) or message.get("role") not in ("system", "user", "assistant"):
-            raise TraceReadError(here, "each message must be an object with role system, user or assistant")
+            raise TraceReadError(here, gettext("each message must be an object with role system, user or assistant"))
         parts = _parts(message.get("content", ""), here)
         texts = [p.get("text", "") for p in parts if p["type"] == "text" and isinstance(p.get("text"), str)]
         if message["role"] == "system":
@@ -138,13 +140,13 @@ def trace_from_messages(messages: Any, folder: Path, *, where: str, digest: str)
         else:
             reply = "\n".join(texts).strip()
             if not reply:
-                raise TraceReadError(here, "assistant message has no text")
+                raise TraceReadError(here, gettext("assistant message has no text"))
             if current is None:
                 warnings.append(f"{here}: step {len(steps) + 1} has no screenshot before it")
             steps.append(ImportedStep(screenshot=current, raw_response=reply))
             current = None
     if not steps:
-        raise TraceReadError(where, "no assistant replies, so no steps")
+        raise TraceReadError(where, gettext("no assistant replies, so no steps"))
     prompt = "\n".join(prompt_texts)
     instruction = instruction_from_prompt(prompt)
     if not instruction:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
+from django.utils.translation import gettext
 
 from studio.db import atomic_with_retry
 from studio.errors import Conflict
@@ -134,12 +135,18 @@ def _images_batch_store(batch: list[tuple[str, Any]], where: str) -> tuple[list[
         try:
             blobs.append((ref.read(), ref.name))
         except OSError as exc:
-            raise TraceReadError(label, f"{ref.name}: cannot be read ({exc.strerror or exc})") from None
+            raise TraceReadError(
+                label,
+                gettext("%(name)s: cannot be read (%(problem)s)") % {"name": ref.name, "problem": exc.strerror or exc},
+            ) from None
     try:
         return screenshots_store(images=blobs)
     except ScreenshotProblem as exc:
         label = present[exc.position][0]
-        raise TraceReadError(label, exc.message if label != where else f"final screenshot: {exc.message}") from None
+        raise TraceReadError(
+            label,
+            exc.message if label != where else gettext("final screenshot: %(problem)s") % {"problem": exc.message},
+        ) from None
 
 
 @dataclass
@@ -281,7 +288,9 @@ def trace_import_one(
         result = _trace_save(prepared, guard=guard, distinct_id_when_taken=distinct_id_when_taken)
         if result is not None:
             return result
-    raise TraceReadError(imported.source_path or imported.external_id, "could not be stored: its name kept being taken")
+    raise TraceReadError(
+        imported.source_path or imported.external_id, gettext("could not be stored: its name kept being taken")
+    )
 
 
 def _content_conflict(taken: Trace, content: TraceContent) -> str:
