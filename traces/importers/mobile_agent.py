@@ -89,9 +89,16 @@ def _records_by_number(data: dict, where: str) -> dict[int, object]:
     for key, record in data.items():
         number = id_from_text(key)
         if number is None:
-            raise TraceReadError(where, f"key {key[:40]!r} is not a step number (expected keys 1..n in ASCII digits)")
+            raise TraceReadError(
+                where,
+                gettext("key %(key)s is not a step number (expected keys 1..n in ASCII digits)")
+                % {"key": repr(key[:40])},
+            )
         if number in records:
-            raise TraceReadError(where, f"step {number} is given twice (key {key[:40]!r})")
+            raise TraceReadError(
+                where,
+                gettext("step %(number)s is given twice (key %(key)s)") % {"number": number, "key": repr(key[:40])},
+            )
         records[number] = record
     return records
 

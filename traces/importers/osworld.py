@@ -95,7 +95,9 @@ def _instruction(folder: Path, where: str) -> tuple[str, str]:
 
 def _read_lines(path: Path, where: str) -> list[tuple[int, dict]]:
     if path.stat().st_size > settings.IMPORT_MAX_JSON_BYTES:
-        raise TraceReadError(where, f"file is over the {settings.IMPORT_MAX_JSON_BYTES}-byte limit")
+        raise TraceReadError(
+            where, gettext("file is over the %(limit)s-byte limit") % {"limit": settings.IMPORT_MAX_JSON_BYTES}
+        )
     lines = []
     with path.open("rb") as handle:
         for number, line in enumerate(handle, start=1):

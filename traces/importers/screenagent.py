@@ -93,7 +93,10 @@ def _literal_actions(value: Any, where: str) -> list[dict]:
         try:
             value = ast.literal_eval(value)
         except (ValueError, SyntaxError, MemoryError, RecursionError) as exc:
-            raise TraceReadError(where, f"field 'actions' is not a readable list ({exc.__class__.__name__})") from None
+            raise TraceReadError(
+                where,
+                gettext("field 'actions' is not a readable list (%(problem)s)") % {"problem": exc.__class__.__name__},
+            ) from None
     if isinstance(value, dict):
         value = [value]
     if not isinstance(value, list) or not all(isinstance(a, dict) for a in value):

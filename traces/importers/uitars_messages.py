@@ -67,7 +67,9 @@ def _parts(content: Any, where: str) -> list[dict]:
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
     if not isinstance(content, list):
-        raise TraceReadError(where, f"content must be a string or a list, found {type(content).__name__}")
+        raise TraceReadError(
+            where, gettext("content must be a string or a list, found %(found)s") % {"found": type(content).__name__}
+        )
     parts = []
     for part in content:
         if not isinstance(part, dict) or not isinstance(part.get("type"), str):
@@ -92,7 +94,9 @@ def _image_name(part: dict) -> str | None:
 def _resolve_image(folder: Path, name: str, where: str) -> Path:
     if name.startswith(("data:", "http://", "https://")):
         raise TraceReadError(
-            where, f"image '{name[:40]}' is inline or remote; only image files next to the JSON are read"
+            where,
+            gettext("image '%(name)s' is inline or remote; only image files next to the JSON are read")
+            % {"name": name[:40]},
         )
     for suffix in IMAGE_SUFFIXES:
         candidate = folder / f"{name}{suffix}"

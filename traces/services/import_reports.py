@@ -86,7 +86,8 @@ def distinct_id_report(imported: ImportedTrace, trace: Trace, differs: str) -> d
         "file": where,
         "kind": STORED_UNDER_DISTINCT_ID,
         "trace": trace.pk,
-        "error": f"{where}: stored as {trace.external_id!r}, because {differs}",
+        "error": gettext("%(file)s: stored as %(id)s, because %(differs)s")
+        % {"file": where, "id": repr(trace.external_id), "differs": differs},
     }
 
 
@@ -98,10 +99,10 @@ def already_present_report(imported: ImportedTrace, trace: Trace) -> dict:
         "file": where,
         "kind": ALREADY_PRESENT,
         "trace": trace.pk,
-        "error": (
-            f"{where}: already present as trace {trace.external_id!r} (the same instruction, screenshots and "
-            "actions); nothing stored"
-        ),
+        "error": gettext(
+            "%(file)s: already present as trace %(id)s (the same instruction, screenshots and actions); nothing stored"
+        )
+        % {"file": where, "id": repr(trace.external_id)},
     }
 
 
