@@ -117,8 +117,6 @@ class ExportPart:
     files: dict[str, PartFile]  # by stem
     by_kind: dict[str, int]
     by_split: dict[str, int]
-    # Samples (copies counted) of corrections a replay was asked for, by the correction's standing by its replays.
-    by_verification: dict[str, int]
     # The traces that gave samples (a trace lies in one shard: the bundle sums them); None: an older part's unknown.
     sample_traces: int | None
     on_policy: list[tuple[str, str, int]]  # (model name, weights hash, dpo_on_policy pairs), sorted
@@ -131,6 +129,8 @@ class ExportPart:
     longest: dict[str, Any] | None  # the shard's longest sample in tokens, with where it lies
     rounded_points: int = 0
     figures: dict[str, Any] = field(default_factory=dict)  # the format's own (Writer.part_figures)
+    # Samples (copies counted) of corrections a replay was asked for, by the correction's standing by its replays.
+    by_verification: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
