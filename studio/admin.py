@@ -65,7 +65,9 @@ class JobAdmin(ReadOnlyAdmin):
         protected: list[str] = []
         counts[str(self.model._meta.verbose_name_plural)] = len(jobs)
         for job in jobs:
-            owned = [(JobShard, JobShard.objects.filter(job_model=job._meta.label, job_id=job.pk).count())]
+            owned: list[tuple[type[Model], int]] = [
+                (JobShard, JobShard.objects.filter(job_model=job._meta.label, job_id=job.pk).count())
+            ]
             for relation in job_cascades(type(job)):
                 rows = relation.related_model._base_manager.filter(**{relation.field.name: job.pk}).count()
                 owned.append((relation.related_model, rows))
