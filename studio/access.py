@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import PermissionDenied
 from django.db.models import Model, QuerySet
 from django.db.models.query import ModelIterable
@@ -39,6 +41,8 @@ from rest_framework.request import Request
 from studio.db import OneRowRead
 from studio.errors import Forbidden, NotFound
 from studio.permissions import RULES, Role, Rule, Scope, user_roles
+
+AnyUser = AbstractBaseUser | AnonymousUser
 
 
 @dataclass(frozen=True)
@@ -111,12 +115,12 @@ def project_model() -> type[Model]:
     return apps.get_model(label)
 
 
-def projects_scoped(user, action: str = "project.view") -> QuerySet[Any]:
+def projects_scoped(user: AnyUser, action: str = "project.view") -> QuerySet[Any]:
     """The projects ``user`` reaches for ``action``."""
     return scoped(user, project_model()._default_manager.all(), action)
 
 
-def member_projects(user) -> QuerySet[Any]:
+def member_projects(user: AnyUser) -> QuerySet[Any]:
     """The projects ``user`` belongs to (admins: all of them)."""
     projects = project_model()._default_manager
     if Role.ADMIN in user_roles(user):
@@ -126,7 +130,7 @@ def member_projects(user) -> QuerySet[Any]:
     return projects.filter(memberships__user=user)
 
 
-def is_member(user, project) -> bool:
+def is_member(user: AnyUser, project: Any) -> bool:  # the project model is reached through ENTITIES, never imported
     if Role.ADMIN in user_roles(user):
         return True
     if not getattr(user, "is_authenticated", False):
@@ -134,11 +138,11 @@ def is_member(user, project) -> bool:
     return project.memberships.filter(user_id=user.pk).exists()
 
 
-def _role_allows(user, rule: Rule) -> bool:
+def _role_allows(user: AnyUser, rule: Rule) -> bool:
     return bool(user_roles(user) & rule.roles)
 
 
-def _narrowed(user, rule: Rule) -> bool:
+def _narrowed(user: AnyUser, rule: Rule) -> bool:
     """Whether OWN / NOT_BLIND narrow the member scope for this user (not for the rule's ``unless`` roles)."""
     return rule.scope in (Scope.OWN, Scope.NOT_BLIND) and not (user_roles(user) & rule.unless)
 
@@ -147,7 +151,7 @@ def _path(entity: Entity, field: str) -> str:
     return field if entity.project is None else f"{entity.project}__{field}"
 
 
-def _in_projects(user, queryset: QuerySet) -> QuerySet:
+def _in_projects(user: AnyUser, queryset: QuerySet) -> QuerySet:
     """``queryset`` narrowed to the user's projects (admins: no narrowing)."""
     if Role.ADMIN in user_roles(user):
         return queryset
@@ -155,7 +159,7 @@ def _in_projects(user, queryset: QuerySet) -> QuerySet:
     return queryset.filter(**{_path(entity, "pk__in"): member_projects(user).values("pk")})
 
 
-def _in_scope(user, queryset: QuerySet, rule: Rule) -> QuerySet:
+def _in_scope(user: AnyUser, queryset: QuerySet, rule: Rule) -> QuerySet:
     """``queryset`` narrowed to the rule's scope for ``user`` (the role is checked by the callers)."""
     if rule.scope == Scope.ANY:
         return queryset
@@ -169,7 +173,7 @@ def _in_scope(user, queryset: QuerySet, rule: Rule) -> QuerySet:
     return queryset
 
 
-def scoped(user, queryset: QuerySet, action: str) -> QuerySet:
+def scoped(user: AnyUser, queryset: QuerySet, action: str) -> QuerySet:
     """The rows of ``queryset`` that ``user`` reaches for ``action``; none when the role may not do it at all."""
     rule = RULES[action]  # KeyError on purpose: an unknown action is a programming error
     if not _role_allows(user, rule):
@@ -195,7 +199,7 @@ def _owner_id(obj: Model, entity: Entity) -> int | None:
     return getattr(holder, f"{last}_id")
 
 
-def _refuse_in_scope(user, obj: Model, action: str) -> None:
+def _refuse_in_scope(user: AnyUser, obj: Model, action: str) -> None:
     """Raise when ``obj``, already known to lie in one of the user's projects, is not theirs to act on."""
     rule = RULES[action]
     entity = entity_of(type(obj))
@@ -266,10 +270,11 @@ def _narrowed_read(queryset: QuerySet, lock: bool, values: dict[str, Any]) -> Qu
     return queryset.filter(**values).order_by()[:1]
 
 
-def _one_row(user, queryset: QuerySet, conditions: dict[str, Any], lock: bool) -> Any:
+def _one_row(user: Any, queryset: QuerySet, conditions: dict[str, Any], lock: bool) -> Any:
     """The one row ``queryset`` narrowed by ``conditions`` reads (locked with ``lock``), or None. The same access
     check of a plain queryset (its model with ``select_related``) is compiled to SQL once and reused: building and
-    compiling it was the largest part of an autosave's CPU."""
+    compiling it was the largest part of an autosave's CPU. ``user`` is ``requester``'s (Any): a condition other
+    than ``pk`` names the signed-in user, whose model's pk field is its slot."""
     shape = _plain_shape(queryset)
     if shape is None:
         return next(iter(_narrowed_read(queryset, lock, conditions)), None)
@@ -314,7 +319,7 @@ def _frozen(related: Any) -> Any:
     return related
 
 
-def can(user, action: str, obj: Model | None = None) -> bool:
+def can(user: AnyUser, action: str, obj: Model | None = None) -> bool:
     """Whether ``user`` may do ``action`` (to ``obj``, when given: in its project, and theirs where the scope says
     so). Templates, serializers and pages use it to offer or hide what the access layer would refuse."""
     rule = RULES[action]
@@ -355,9 +360,10 @@ class ActionPermission(BasePermission):
     message = "Your role does not allow this."
 
     @staticmethod
-    def action(request, view) -> str:
-        if method_refused(type(view), request.method):
-            raise MethodNotAllowed(request.method)  # PageActionMiddleware answers it first; a view called directly
+    def action(request: Request, view: Any) -> str:  # Any: a studio view, which declares permission_action
+        requested = str(request.method)  # a request that reached a view has its method
+        if method_refused(type(view), requested):
+            raise MethodNotAllowed(requested)  # PageActionMiddleware answers it first; a view called directly
         declared = view.permission_action
         if isinstance(declared, dict):
             method = "GET" if request.method in ("HEAD", "OPTIONS") else request.method  # reads, as GET is
@@ -366,7 +372,7 @@ class ActionPermission(BasePermission):
             raise KeyError(f"{type(view).__name__} declares no permission action for {request.method}")
         return declared
 
-    def has_permission(self, request, view) -> bool:
+    def has_permission(self, request: Request, view: Any) -> bool:
         action = self.action(request, view)
         if can(request.user, action):
             return True
@@ -375,7 +381,7 @@ class ActionPermission(BasePermission):
         self.message = refusal(action)
         return False
 
-    def has_object_permission(self, request, view, obj) -> bool:
+    def has_object_permission(self, request: Request, view: Any, obj: Model) -> bool:
         action = self.action(request, view)
         if can(request.user, action, obj):
             return True
@@ -389,7 +395,7 @@ class AccessedObjectMixin:
     """For DRF generic detail views: ``get_object`` goes through ``access`` with the view's action, so a detail
     answers 404 "No such <entity> among yours." / 403 "You cannot <doing>." as every other view does."""
 
-    def get_object(self):
+    def get_object(self) -> Any:  # a row of the view's queryset
         view: Any = self
         lookup = view.lookup_url_kwarg or view.lookup_field
         return access(view.request, view.get_queryset(), view.kwargs[lookup])

@@ -4,37 +4,41 @@ record, a job's state machine), and a page or command that calls it; an admin fo
 So the admin adds and edits nothing, and deletes only where a service does the deletion: projects
 (``project_delete``) and jobs (``job_delete``)."""
 
+from collections.abc import Sequence
+
 from django.contrib import admin
+from django.db.models import Model, QuerySet
+from django.http import HttpRequest
 from rest_framework.authtoken.models import TokenProxy
 
 from studio.jobs import job_cascades, job_delete
-from studio.models import JobShard
+from studio.models import JobBase, JobShard
 from studio.words import counted
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
     """Look up, never write: no add, change or delete (a subclass allows delete where a service does it)."""
 
-    def has_add_permission(self, request):
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_delete_permission(self, request, obj=None):
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 
 class ReadOnlyInline(admin.TabularInline):
     extra = 0
 
-    def has_add_permission(self, request, obj=None):
+    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_delete_permission(self, request, obj=None):
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 
@@ -48,10 +52,12 @@ class JobAdmin(ReadOnlyAdmin):
     list_display = ["id", "project", "status", "progress_done", "progress_total", "created_at", "finished_at"]
     list_filter = ["status"]
 
-    def has_delete_permission(self, request, obj=None):
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return admin.ModelAdmin.has_delete_permission(self, request, obj)
 
-    def get_deleted_objects(self, objs, request):
+    def get_deleted_objects(
+        self, objs: Sequence[JobBase] | QuerySet[JobBase], request: HttpRequest
+    ) -> tuple[list[str], dict[str, int], set[str], list[str]]:
         jobs = list(objs)
         summary: list[str] = []
         counts: dict[str, int] = {}
@@ -59,7 +65,9 @@ class JobAdmin(ReadOnlyAdmin):
         protected: list[str] = []
         counts[str(self.model._meta.verbose_name_plural)] = len(jobs)
         for job in jobs:
-            owned = [(JobShard, JobShard.objects.filter(job_model=job._meta.label, job_id=job.pk).count())]
+            owned: list[tuple[type[Model], int]] = [
+                (JobShard, JobShard.objects.filter(job_model=job._meta.label, job_id=job.pk).count())
+            ]
             for relation in job_cascades(type(job)):
                 rows = relation.related_model._base_manager.filter(**{relation.field.name: job.pk}).count()
                 owned.append((relation.related_model, rows))
@@ -75,10 +83,10 @@ class JobAdmin(ReadOnlyAdmin):
             perms_needed.add(str(model._meta.verbose_name))
         return summary, counts, perms_needed, protected
 
-    def delete_model(self, request, obj) -> None:
+    def delete_model(self, request: HttpRequest, obj: JobBase) -> None:
         job_delete(obj)
 
-    def delete_queryset(self, request, queryset) -> None:
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[JobBase]) -> None:
         for job in queryset:
             job_delete(job)
 

@@ -1,22 +1,28 @@
 """API conventions: every error is JSON with a ``detail`` that names the problem."""
 
+from collections.abc import Mapping
+from typing import IO, Any
+
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.core.paginator import Paginator
 from django.db import OperationalError
 from django.utils.translation import gettext
 from rest_framework import status
 from rest_framework.exceptions import AuthenticationFailed, NotAuthenticated, ParseError
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.parsers import JSONParser
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 from studio.errors import Conflict, ErrorKind, StudioError, TooLarge, error_body
 from studio.inputs import input_problem, page_number
 from studio.jobs import JobQueueUnavailable, job_cancel
+from studio.models import JobBase
 from studio.security import CsrfRefused
 
 
-def job_cancel_response(job) -> Response:
+def job_cancel_response(job: JobBase) -> Response:
     """Cancel ``job`` and say truthfully what happened: 200 when it was cancelled or will stop, a Conflict (409)
     when it had already ended (nothing changed); both carry the job's state."""
     changed, said = job_cancel(job)
@@ -27,7 +33,7 @@ def job_cancel_response(job) -> Response:
     return Response({**state, "detail": said})
 
 
-def exception_handler(exc, context):
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, RequestDataTooBig):
         exc = TooLarge(
             gettext("The request body is too large (the limit is %(limit)s bytes).")
@@ -70,9 +76,9 @@ class PageNumbers(PageNumberPagination):
     that is no whole number, below 1 or past any offset a database holds is a 400 naming ``page``
     (``studio.inputs.page_number``); a page past the last one is still DRF's 404 "Invalid page."."""
 
-    def get_page_number(self, request, paginator):
+    def get_page_number(self, request: Request, paginator: Paginator) -> int | str:
         raw = request.query_params.get(self.page_query_param)
-        if raw in self.last_page_strings:
+        if raw is not None and raw in self.last_page_strings:
             return raw
         return page_number(raw, page_size=paginator.per_page, name=self.page_query_param)
 
@@ -81,7 +87,9 @@ class SafeJSONParser(JSONParser):
     """DRF's JSON parser (strict: NaN and Infinity refused), with JSON nested past Python's recursion limit a 400
     rather than a server error, and every string checked against the input rules (studio.inputs)."""
 
-    def parse(self, stream, media_type=None, parser_context=None):
+    def parse(
+        self, stream: IO[Any], media_type: str | None = None, parser_context: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
         try:
             data = super().parse(stream, media_type, parser_context)
         except RecursionError:
@@ -104,7 +112,9 @@ COMMON_ERRORS = {
 }
 
 
-def add_common_error_responses(result, generator, request, public):
+def add_common_error_responses(
+    result: dict[str, Any], generator: object, request: object, public: bool
+) -> dict[str, Any]:
     """drf-spectacular postprocessing hook: every operation documents the error answers it can really give."""
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
     schemas.setdefault(

@@ -57,21 +57,21 @@ class Channel(filesystem.Channel):
             os.makedirs(folder, exist_ok=True)
         self.__dict__.pop("claimed_folder", None)
 
-    def _size(self, queue):
+    def _size(self, queue: str) -> int:
         try:
             return super()._size(queue)
         except FileNotFoundError:
             self._folders_make()
             return 0
 
-    def _purge(self, queue):
+    def _purge(self, queue: str) -> int:
         try:
             return super()._purge(queue)
         except FileNotFoundError:
             self._folders_make()
             return 0
 
-    def _put(self, queue, payload, **kwargs: Any) -> None:  # type: ignore[override]  # kombu's filesystem channel's own signature
+    def _put(self, queue: str, payload: dict[str, Any], **kwargs: Any) -> None:  # type: ignore[override]  # kombu's filesystem channel's own signature
         if not os.path.isdir(self.data_folder_out):
             self._folders_make()
         final = os.path.join(self.data_folder_out, message_filename(queue))
@@ -87,7 +87,7 @@ class Channel(filesystem.Channel):
                 pass
             raise ChannelError(f"Cannot add file {final!r} to directory") from exc
 
-    def _get(self, queue):  # type: ignore[override]  # kombu's filesystem channel's own signature
+    def _get(self, queue: str) -> dict[str, Any]:  # type: ignore[override]  # kombu's filesystem channel's own signature
         wanted = f"{queue}.msg"
         try:
             filenames = sorted(os.listdir(self.data_folder_in))

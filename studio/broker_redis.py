@@ -12,12 +12,14 @@ error it is: Celery ignores it while closing and reconnects, the messages stay i
 
 from __future__ import annotations
 
+from typing import Any
+
 from kombu.transport import redis as kombu_redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 
 class Channel(kombu_redis.Channel):
-    def _connparams(self, asynchronous=False):
+    def _connparams(self, asynchronous: bool = False) -> dict[str, Any]:
         if self.connection.client is None:
             raise RedisConnectionError("the broker connection was closed after Redis went away; reconnecting")
         return super()._connparams(asynchronous=asynchronous)

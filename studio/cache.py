@@ -9,6 +9,7 @@ and options.
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from django.core.cache.backends.redis import RedisCache
 from django.utils.functional import cached_property
@@ -19,7 +20,7 @@ _clients_lock = threading.Lock()
 
 class SharedPoolRedisCache(RedisCache):
     @cached_property
-    def _cache(self):
+    def _cache(self) -> Any:  # the client class the cache's options name (RedisCacheClient or another)
         # RedisCache's own attributes, which the stubs leave out.
         servers, options, client_class = self._servers, self._options, self._class  # type: ignore[attr-defined]
         key = (tuple(servers), repr(sorted(options.items())))

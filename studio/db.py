@@ -6,10 +6,13 @@ from __future__ import annotations
 import functools
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from django.db import OperationalError, connection, connections, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.utils import CursorWrapper
+from django.db.models import Field, Model, QuerySet
 from django.db.transaction import TransactionManagementError
 
 LOCK_RETRIES = 8
@@ -20,7 +23,7 @@ def _is_lock_error(exc: OperationalError) -> bool:
     return "database is locked" in text or "database table is locked" in text
 
 
-def atomic_with_retry(fn: Callable):
+def atomic_with_retry(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Run ``fn`` in one transaction; on SQLite's lock error roll back, wait and run it again.
 
     The busy timeout already waits for the lock; this is the last line so that `database is
@@ -28,7 +31,7 @@ def atomic_with_retry(fn: Callable):
     """
 
     @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any):
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
         if connection.in_atomic_block:
             return fn(*args, **kwargs)  # the outer transaction owns the retry
         for attempt in range(LOCK_RETRIES):
@@ -47,7 +50,7 @@ def atomic_with_retry(fn: Callable):
 # --- The cursor of the compiled statements ---------------------------------------------------------------------------
 
 
-def statement_cursor(connection):
+def statement_cursor(connection: BaseDatabaseWrapper) -> CursorWrapper:
     """``connection.cursor()`` for a statement of a fixed shape run on every request (the compiled reads and writes
     below): on PostgreSQL its values travel apart from the SQL (server-side binding), so psycopg can prepare it.
 
@@ -78,17 +81,17 @@ def statement_cursor(connection):
         connection.validate_thread_sharing()
         if connection.queries_logged:
             return _logged_statement_cursor(cursor, connection)
-        return connection.make_cursor(cursor)
+        return connection.make_cursor(cursor)  # type: ignore[arg-type]  # it wraps the driver's cursor; the stubs say a wrapper
 
 
-def _logged_statement_cursor(cursor, connection):
+def _logged_statement_cursor(cursor: Any, connection: BaseDatabaseWrapper) -> CursorWrapper:
     """Django's debug cursor, logging each statement with its values in it as Django's own cursor logs it (Django
     reads a client-side bound query back from the cursor, which a server-side bound one does not keep)."""
     from django.db.backends.postgresql.base import CursorDebugWrapper
     from django.db.backends.utils import CursorWrapper
 
     class LoggedStatementCursor(CursorDebugWrapper):
-        def execute(self, sql, params=None):
+        def execute(self, sql: Any, params: Any = None) -> Any:
             with self.debug_sql(self.db.ops.compose_sql(sql, params)):
                 return CursorWrapper.execute(self, sql, params)
 
@@ -111,12 +114,12 @@ class OneRowRead:
     threads, and it follows a reconnect (the connection object stays the thread's).
     """
 
-    def __init__(self, build, slots: dict) -> None:
+    def __init__(self, build: Callable[[dict[str, Any]], QuerySet[Any]], slots: dict) -> None:
         self.build = build
         self.slots = slots
         self.alias: str | None = None  # the database the queryset reads from (its router's answer), once built
 
-    def first(self, **values: Any):
+    def first(self, **values: Any) -> Any:  # a row of the model the queryset reads
         """The row's model for ``values``, or None. TypeError / ValueError for a value its field cannot take."""
         if self.alias is None:
             self.alias = self.build(_Placeholders(self.slots)).db
@@ -134,7 +137,7 @@ class OneRowRead:
         return compiled.run(prepared)
 
 
-def _in_range(value: int, field, connection) -> bool:
+def _in_range(value: int, field: Field, connection: BaseDatabaseWrapper) -> bool:
     target = getattr(field, "target_field", field)
     try:
         low, high = connection.ops.integer_field_range(target.get_internal_type())
@@ -168,7 +171,8 @@ _NUMERIC = {
 
 
 class _CompiledRead:
-    def __init__(self, queryset, slots: dict, connection) -> None:
+    def __init__(self, queryset: Any, slots: dict, connection: BaseDatabaseWrapper) -> None:
+        # Any: a QuerySet, read by the ORM's private attributes (_iterable_class, ...) that the stubs leave out.
         from django.db.models.query import ModelIterable, get_related_populators
 
         if (
@@ -202,7 +206,7 @@ class _CompiledRead:
         self.related = get_related_populators(klass_info, compiler.select, connection.alias)  # type: ignore[call-arg]
         self.annotations = compiler.annotation_col_map
 
-    def run(self, values: dict):
+    def run(self, values: dict) -> Model | None:
         if self.locks and self.connection.get_autocommit():  # as the ORM refuses it
             raise TransactionManagementError("select_for_update cannot be used outside of a transaction.")
         params = list(self.params)
@@ -226,7 +230,7 @@ class _CompiledRead:
 # --- Writes compiled once --------------------------------------------------------------------------------------------
 
 
-def row_update(obj, update_fields) -> None:
+def row_update(obj: Model, update_fields: Iterable[str]) -> None:
     """``obj.save(update_fields=update_fields)``, its UPDATE compiled to SQL once per model, fields and connection.
 
     Django's save builds and compiles an UPDATE query on every call, several times the database's own work for a
@@ -241,7 +245,7 @@ def row_update(obj, update_fields) -> None:
     model = type(obj)
     meta = model._meta
     update_fields = frozenset(update_fields)
-    unknown = update_fields.difference(meta._non_pk_concrete_field_names)
+    unknown = update_fields.difference(meta._non_pk_concrete_field_names)  # type: ignore[attr-defined]  # private, not in the stubs
     if unknown:  # the ORM's refusal, in its words
         raise ValueError(
             "The following fields do not exist in this model, are m2m fields, primary keys, or are non-concrete "
@@ -280,7 +284,7 @@ def row_update(obj, update_fields) -> None:
     post_save.send(sender=model, instance=obj, created=False, update_fields=update_fields, raw=False, using=using)
 
 
-def row_insert(obj) -> None:
+def row_insert(obj: Model) -> None:
     """``obj.save(force_insert=True)`` (what ``objects.create`` runs) for a new row, its INSERT compiled to SQL once
     per model and connection: the ``pre_save`` signal, each field's ``pre_save`` (``auto_now_add`` stamps) and
     database value, the INSERT with the returned primary key (and any other column the database returns), the
@@ -292,7 +296,7 @@ def row_insert(obj) -> None:
 
     model = type(obj)
     meta = model._meta
-    obj._prepare_related_fields_for_save(operation_name="save")
+    obj._prepare_related_fields_for_save(operation_name="save")  # type: ignore[attr-defined]  # private, not in the stubs
     fields = [f for f in meta.local_concrete_fields if not f.generated and f is not meta.auto_field]
     if (
         meta.proxy
@@ -324,11 +328,11 @@ def row_insert(obj) -> None:
     post_save.send(sender=model, instance=obj, created=True, update_fields=None, raw=False, using=using)
 
 
-def _compiled(connection) -> dict:
+def _compiled(connection: BaseDatabaseWrapper) -> dict:
     return connection.__dict__.setdefault("_studio_compiled_writes", {})
 
 
-def _compiled_update(connection, model, fields: list, values: list, pk) -> str:
+def _compiled_update(connection: BaseDatabaseWrapper, model: type[Model], fields: list, values: list, pk: Any) -> str:
     key = ("update", model, tuple((f.attname, value is None) for f, value in zip(fields, values, strict=True)))
     cache = _compiled(connection)
     sql = cache.get(key)
@@ -348,7 +352,7 @@ def _compiled_update(connection, model, fields: list, values: list, pk) -> str:
 
 
 class _CompiledInsert:
-    def __init__(self, connection, model, fields: list, obj) -> None:
+    def __init__(self, connection: BaseDatabaseWrapper, model: type[Model], fields: list, obj: Model) -> None:
         from django.db.models import AutoField
         from django.db.models.sql.subqueries import InsertQuery
 
@@ -377,12 +381,14 @@ class _CompiledInsert:
         self.converters = compiler.get_converters(columns)
         self.table, self.pk_column = meta.db_table, meta.pk.column
 
-    def returned(self, cursor) -> tuple | None:
+    def returned(self, cursor: CursorWrapper) -> tuple | None:
         """The returned columns of the row just inserted, as the ORM's insert reads and converts them."""
         if self.fetch == "columns":
-            row = self.connection.ops.fetch_returned_insert_columns(cursor, self.returning_params)
+            # The backends' own (PostgreSQL's, SQLite's), which the base operations of the stubs do not have.
+            row = self.connection.ops.fetch_returned_insert_columns(cursor, self.returning_params)  # type: ignore[attr-defined]
         elif self.fetch == "last_insert_id":
-            row = (self.connection.ops.last_insert_id(cursor, self.table, self.pk_column),)
+            # A primary key always has its column (str | None in the stubs, for a field with none).
+            row = (self.connection.ops.last_insert_id(cursor, self.table, self.pk_column),)  # type: ignore[arg-type]
         else:
             return None
         if self.converters:
@@ -390,7 +396,7 @@ class _CompiledInsert:
         return tuple(row)
 
 
-def _compiled_insert(connection, model, fields: list, obj) -> _CompiledInsert:
+def _compiled_insert(connection: BaseDatabaseWrapper, model: type[Model], fields: list, obj: Model) -> _CompiledInsert:
     key = ("insert", model)
     cache = _compiled(connection)
     insert = cache.get(key)

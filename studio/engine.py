@@ -41,7 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import DatabaseError, transaction
@@ -78,10 +78,12 @@ from studio.shards import (
 
 log = logging.getLogger(__name__)
 
+J = TypeVar("J", bound=JobBase)
+
 Pieces = list[tuple[list, int]]
 
 
-def _default_queue(job) -> str:
+def _default_queue(job: JobBase) -> str:
     return settings.CELERY_TASK_DEFAULT_QUEUE
 
 
@@ -136,7 +138,7 @@ class JobKind:
     def shard_task_name(self) -> str:
         return f"jobs.{self.name}.shard"
 
-    def load(self, job_id: int):
+    def load(self, job_id: int) -> Any:  # a row of the kind's job model
         from django.apps import apps
 
         model = apps.get_model(self.model)
@@ -171,7 +173,7 @@ def job_kinds() -> dict[str, JobKind]:
     return dict(_KINDS)
 
 
-def job_kind_of(job_or_model) -> JobKind:
+def job_kind_of(job_or_model: Any) -> JobKind:  # Any: a job or job model, or KindJob's self
     """The kind of a job (or of a job model)."""
     label = job_or_model._meta.label
     for kind in job_kinds().values():
@@ -194,7 +196,7 @@ class KindJob:
     def queue_name(self) -> str:
         return job_kind_of(self).queue(self)
 
-    def shard_task(self):
+    def shard_task(self) -> Any:  # a Celery task (Celery is untyped)
         return _TASKS[job_kind_of(self).shard_task_name]
 
     def shard_queue(self) -> str:
@@ -285,7 +287,7 @@ def task_send(name: str, *, args: list | None = None, kwargs: dict | None = None
     _task(name).apply_async(args=args or [], kwargs=kwargs or {}, **options)
 
 
-def _task(name: str):
+def _task(name: str) -> Any:  # a Celery task (Celery is untyped)
     task = _TASKS.get(name)
     if task is None:
         tasks_load_every()
@@ -293,7 +295,7 @@ def _task(name: str):
     return task
 
 
-def job_enqueue(job) -> None:
+def job_enqueue(job: JobBase) -> None:
     """Queue ``job``'s task once its row is committed (``studio.jobs.job_task_send``: a broker that cannot be
     reached fails the job and the request answers 503). Any job model: a registered kind, or one whose model
     names its task (``JobBase.task_name``)."""
@@ -303,7 +305,7 @@ def job_enqueue(job) -> None:
 # --- running a job of a kind -----------------------------------------------------------------------------------
 
 
-def job_begin(kind: JobKind, job, *, attempt: int | None = None) -> bool:
+def job_begin(kind: JobKind, job: JobBase, *, attempt: int | None = None) -> bool:
     """Claim the job and plan its shards (once: a resumed job keeps its plan); False when this run must not go on.
     A job taken over (its heartbeat went stale) had no shard alive, for a live shard keeps it fresh: its running
     shards' workers are gone, and they go back to the queue."""
@@ -329,7 +331,7 @@ def job_begin(kind: JobKind, job, *, attempt: int | None = None) -> bool:
             return False
     shards = shards_of(job)
     job.progress_total = sum(shard.size for shard in shards)
-    type(job).objects.filter(pk=job.pk).update(progress_total=job.progress_total)
+    type(job)._default_manager.filter(pk=job.pk).update(progress_total=job.progress_total)
     if not shards:
         assert kind.summarize is not None, f"job kind {kind.name!r}: a plan without shards needs summarize"
         shards_job_end(job, JobStatus.SUCCEEDED, kind.summarize(job, []))
@@ -337,7 +339,7 @@ def job_begin(kind: JobKind, job, *, attempt: int | None = None) -> bool:
     return True
 
 
-def job_dispatch(kind: JobKind, *, job_id: int, attempt: int | None = None):
+def job_dispatch(kind: JobKind, *, job_id: int, attempt: int | None = None) -> JobBase:
     """What a worker does with a job's task: claim the job, plan it and send its shards to every worker on the
     kind's queue. A kind with an assembly: once every shard is done (the last shard sent the task again; the job
     watchdog does when that message is lost), assemble and end the job, once."""
@@ -375,7 +377,7 @@ def _assembly(kind: JobKind) -> Callable[[Any], str]:
     assert kind.assemble is not None
     assemble = kind.assemble
 
-    def work(job) -> str:
+    def work(job: JobBase) -> str:
         tries = 0
         while True:
             tries += 1
@@ -394,7 +396,7 @@ def _assembly(kind: JobKind) -> Callable[[Any], str]:
     return work
 
 
-def _send_later(kind: JobKind, job, after_s: float) -> None:
+def _send_later(kind: JobKind, job: JobBase, after_s: float) -> None:
     """A deferred job's next run, in ``after_s`` seconds. Not with an eager setting, which would run it here at once
     (a loop while a receiver stays busy), nor when the broker cannot take it: the job stays queued, due then, and the
     lost-message watchdog (``studio.jobs.jobs_resend_lost``) sends it once it is overdue."""
@@ -406,14 +408,14 @@ def _send_later(kind: JobKind, job, after_s: float) -> None:
         log.warning("could not send %s job %s again: %s; the watchdog will", kind.name, job.pk, exc)
 
 
-def _assemble_later(kind: JobKind, job) -> None:
+def _assemble_later(kind: JobKind, job: JobBase) -> None:
     """The last shard is done: send the job's task again to assemble, as the next attempt (two last shards may
     both send it; job_start lets one claim it)."""
     job.refresh_from_db()
     _task(kind.task_name).apply_async(args=[job.pk], kwargs={"attempt": job.attempts + 1}, queue=kind.queue(job))
 
 
-def job_run_here(job, *, attempt: int | None = None, on_progress: Callable | None = None):
+def job_run_here(job: J, *, attempt: int | None = None, on_progress: Callable | None = None) -> J:
     """Run (or take over, after a worker died) a job in this process: the same plan, shard runs and assembly a
     worker makes, the shards one after the other (failed ones retried here up to the attempt limit). Returns the
     job as it ended."""
@@ -423,7 +425,7 @@ def job_run_here(job, *, attempt: int | None = None, on_progress: Callable | Non
         return _job_run_here(kind, job, attempt=attempt, on_progress=on_progress)
 
 
-def _job_run_here(kind: JobKind, job, *, attempt: int | None, on_progress: Callable | None):
+def _job_run_here(kind: JobKind, job: J, *, attempt: int | None, on_progress: Callable | None) -> J:
     if kind.run is not None:
         job_run(job, kind.run, attempt=attempt)
         job.refresh_from_db()

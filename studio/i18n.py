@@ -8,14 +8,20 @@ out, an API token, "the browser's") gets Django's negotiation: the language cook
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.db import DatabaseError
+from django.http import HttpRequest
+from django.http.response import HttpResponseBase
 from django.middleware.locale import LocaleMiddleware
 from django.utils import translation
 from django.utils.translation.trans_real import get_supported_language_variant, parse_accept_lang_header
 from django.views.i18n import JavaScriptCatalog
+
+if TYPE_CHECKING:  # at run time the models are imported where used (account_language)
+    from studio.models import JobBase
 
 # The session's copy of the account's language ("" or absent: the browser's).
 SESSION_LANGUAGE_KEY = "studio_language"
@@ -25,7 +31,7 @@ def language_supported(code: str) -> bool:
     return code in {language for language, _ in settings.LANGUAGES}
 
 
-def account_language(user) -> str:
+def account_language(user: User | int) -> str:
     """The account's chosen language, "" for the browser's."""
     from studio.models import AccountSettings
 
@@ -33,18 +39,18 @@ def account_language(user) -> str:
     return chosen if language_supported(chosen) else ""
 
 
-def recipient_language(user) -> str:
+def recipient_language(user: User | int | None) -> str:
     """The language a text for ``user`` (a user or their id) is written in outside a request (a job's summary and
     errors): the account's choice, else the site's default (no browser is there to ask)."""
     return (account_language(user) if user is not None else "") or settings.LANGUAGE_CODE
 
 
-def job_language(job) -> str:
+def job_language(job: JobBase) -> str:
     """The language of a job's summary, errors and messages: its requester's (``recipient_language``)."""
     return recipient_language(getattr(job, "created_by_id", None))
 
 
-def socket_language(scope) -> str:
+def socket_language(scope: dict[str, Any]) -> str:
     """A WebSocket's language, as a page request's is chosen: the session's copy of the account's choice, else the
     browser's Accept-Language of the handshake, else the default. Reads the session: call it outside the event loop."""
     session = scope.get("session")
@@ -65,7 +71,7 @@ def socket_language(scope) -> str:
     return settings.LANGUAGE_CODE
 
 
-def session_language_keep(request, language: str) -> None:
+def session_language_keep(request: HttpRequest, language: str) -> None:
     """Makes ``language`` ("" for the browser's) the session's, for this request and the next ones."""
     if language:
         request.session[SESSION_LANGUAGE_KEY] = language
@@ -74,7 +80,7 @@ def session_language_keep(request, language: str) -> None:
     request_language_activate(request)
 
 
-def request_language_activate(request) -> None:
+def request_language_activate(request: HttpRequest) -> None:
     session = getattr(request, "session", None)
     try:
         chosen = session.get(SESSION_LANGUAGE_KEY, "") if session is not None else ""
@@ -87,7 +93,7 @@ def request_language_activate(request) -> None:
     request.LANGUAGE_CODE = translation.get_language()
 
 
-def on_sign_in(sender: Any, request, user, **kwargs: Any) -> None:
+def on_sign_in(sender: Any, request: HttpRequest | None, user: User, **kwargs: Any) -> None:
     """``user_logged_in``: the session takes the account's language (a password or a single sign-on login)."""
     if request is not None and hasattr(request, "session"):
         session_language_keep(request, account_language(user))
@@ -96,10 +102,10 @@ def on_sign_in(sender: Any, request, user, **kwargs: Any) -> None:
 class AccountLocaleMiddleware(LocaleMiddleware):
     """Django's LocaleMiddleware (Content-Language, Vary), choosing the account's language first."""
 
-    def process_request(self, request) -> None:
+    def process_request(self, request: HttpRequest) -> None:
         request_language_activate(request)
 
-    def process_response(self, request, response):
+    def process_response(self, request: HttpRequest, response: HttpResponseBase) -> HttpResponseBase:
         # The language is the thread's: left active, it would word whatever this thread runs next outside a
         # request (a job run in the web process, a test's service call) in the last visitor's language.
         response = super().process_response(request, response)
@@ -111,5 +117,5 @@ class ScriptCatalog(JavaScriptCatalog):
     """Django's JavaScript catalog of the project's own scripts' messages: ``locale/<language>/djangojs.po``
     (Django's view reads only apps' folders for a domain other than ``django``)."""
 
-    def get_paths(self, packages):
+    def get_paths(self, packages: list[str]) -> list[str]:
         return [str(path) for path in settings.LOCALE_PATHS]

@@ -28,13 +28,14 @@ import re
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, connection, models, transaction
+from django.db.models import ForeignObjectRel
 from django.utils import timezone, translation
 from django.utils.translation import gettext
 
@@ -107,11 +108,11 @@ def _beats_missed_after() -> timedelta:
     return timedelta(seconds=max(2 * interval + 2, settings.JOB_STALE_AFTER_S / 3 + interval))
 
 
-def _transition(job, to: str, **fields: Any) -> None:
+def _transition(job: JobBase, to: str, **fields: Any) -> None:
     if to not in JOB_TRANSITIONS[job.status]:
         raise JobTransitionError(f"{type(job).__name__} {job.pk}: cannot go from {job.status} to {to}")
     fields["status"] = to
-    type(job).objects.filter(pk=job.pk).update(**fields)
+    type(job)._default_manager.filter(pk=job.pk).update(**fields)
     for name, value in fields.items():
         setattr(job, name, value)
     if job.is_finished:  # listeners (webhooks) hear of the end only once it is committed
@@ -122,7 +123,7 @@ def _transition(job, to: str, **fields: Any) -> None:
         _job_event(job, to)
 
 
-def _job_event(job, status: str, **extra: Any) -> None:
+def _job_event(job: JobBase, status: str, **extra: Any) -> None:
     """The job's one log line for this event (``studio.jobs.events``: a JSON object in production)."""
     event_log.info(
         "%s job %s %s (attempt %s)",
@@ -142,7 +143,7 @@ def _job_event(job, status: str, **extra: Any) -> None:
     )
 
 
-def _job_ended_observe(job, status: str) -> None:
+def _job_ended_observe(job: JobBase, status: str) -> None:
     duration_s = (
         round((job.finished_at - job.started_at).total_seconds(), 3) if job.started_at and job.finished_at else None
     )
@@ -153,7 +154,7 @@ def _job_ended_observe(job, status: str) -> None:
 # --- claiming a run ----------------------------------------------------------------------------------------
 
 
-def job_start(job, *, attempt: int | None = None) -> bool:
+def job_start(job: JobBase, *, attempt: int | None = None) -> bool:
     """Claim the job for this run; False when this run must not go on.
 
     ``attempt`` is the attempt number the watchdog sent; a delivery without one (the first, or a broker's
@@ -172,7 +173,7 @@ def job_start(job, *, attempt: int | None = None) -> bool:
             return False  # alive elsewhere
     claimed = (
         type(job)
-        .objects.filter(pk=job.pk, attempts=job.attempts, status__in=[JobStatus.QUEUED, JobStatus.RUNNING])
+        ._default_manager.filter(pk=job.pk, attempts=job.attempts, status__in=[JobStatus.QUEUED, JobStatus.RUNNING])
         .update(
             status=JobStatus.RUNNING,
             attempts=job.attempts + 1,
@@ -187,27 +188,27 @@ def job_start(job, *, attempt: int | None = None) -> bool:
     return True
 
 
-def _still_mine(job) -> None:
+def _still_mine(job: JobBase) -> None:
     """Raise when this run was cancelled or taken over meanwhile (one query, at each progress report)."""
-    row = type(job).objects.filter(pk=job.pk).values("cancel_requested", "attempts", "status").first()
+    row = type(job)._default_manager.filter(pk=job.pk).values("cancel_requested", "attempts", "status").first()
     if row is None or row["attempts"] != job.attempts or row["status"] != JobStatus.RUNNING:
         raise JobSuperseded()
     if row["cancel_requested"]:
         raise JobCancelled()
 
 
-def job_progress(job, *, done: int, total: int | None = None) -> None:
+def job_progress(job: JobBase, *, done: int, total: int | None = None) -> None:
     """Record progress; raises JobCancelled when a cancel was requested, JobSuperseded when a newer run took over."""
     fields = {"progress_done": done, "heartbeat_at": timezone.now()}
     if total is not None:
         fields["progress_total"] = total
-    type(job).objects.filter(pk=job.pk, attempts=job.attempts).update(**fields)
+    type(job)._default_manager.filter(pk=job.pk, attempts=job.attempts).update(**fields)
     for name, value in fields.items():
         setattr(job, name, value)
     _still_mine(job)
 
 
-def job_pause(job, seconds: float) -> None:
+def job_pause(job: JobBase, seconds: float) -> None:
     """Wait ``seconds`` inside a run (its heartbeat goes on), looking every second for a cancel or a take-over:
     raised as at a checkpoint (``JobCancelled``, ``JobSuperseded``)."""
     deadline = time.monotonic() + seconds
@@ -216,9 +217,9 @@ def job_pause(job, seconds: float) -> None:
         _still_mine(job)
 
 
-def job_add_error(job, error: dict) -> None:
+def job_add_error(job: JobBase, error: dict) -> None:
     job.errors = [*job.errors, error]
-    type(job).objects.filter(pk=job.pk).update(errors=job.errors)
+    type(job)._default_manager.filter(pk=job.pk).update(errors=job.errors)
 
 
 class Heartbeat(threading.Thread):
@@ -246,8 +247,8 @@ class Heartbeat(threading.Thread):
         self.join(timeout=5)
 
 
-def _job_beat(job) -> Heartbeat:
-    mine = type(job).objects.filter(pk=job.pk, attempts=job.attempts, status=JobStatus.RUNNING)
+def _job_beat(job: JobBase) -> Heartbeat:
+    mine = type(job)._default_manager.filter(pk=job.pk, attempts=job.attempts, status=JobStatus.RUNNING)
     return Heartbeat(f"heartbeat-{type(job).__name__}-{job.pk}", lambda: mine.update(heartbeat_at=timezone.now()))
 
 
@@ -282,11 +283,11 @@ def write_retried(write: Callable[[], None], what: str) -> None:
             log.warning("%s: could not record its end yet; retrying", what)
 
 
-def _end(job, status: str, message: str) -> None:
+def _end(job: JobBase, status: str, message: str) -> None:
     """Record the run's end (``write_retried``), unless a newer attempt took the job over meanwhile."""
 
     def write() -> None:
-        current = type(job).objects.filter(pk=job.pk).values("attempts", "status").first()
+        current = type(job)._default_manager.filter(pk=job.pk).values("attempts", "status").first()
         if current is None or current["attempts"] != job.attempts or current["status"] != JobStatus.RUNNING:
             log.warning(
                 "%s %s: attempt %s ended after it was superseded; its end is not recorded",
@@ -356,13 +357,13 @@ def job_run(
     return job
 
 
-def job_defer(job, *, after_s: float, message: str) -> bool:
+def job_defer(job: JobBase, *, after_s: float, message: str) -> bool:
     """This run ends and its job goes back to the queue, due in ``after_s`` seconds; True when it did. A queued
     job's ``heartbeat_at`` says when it was (or will be) sent again, so the lost-message watchdog
     (``jobs_resend_lost``) waits for the due time before it counts the job's message lost. A cancel requested
     meanwhile ends the job instead; a run taken over meanwhile writes nothing."""
     due = timezone.now() + timedelta(seconds=after_s)
-    mine = type(job).objects.filter(pk=job.pk, attempts=job.attempts, status=JobStatus.RUNNING)
+    mine = type(job)._default_manager.filter(pk=job.pk, attempts=job.attempts, status=JobStatus.RUNNING)
     if mine.filter(cancel_requested=False).update(status=JobStatus.QUEUED, heartbeat_at=due, message=message):
         job.status, job.heartbeat_at, job.message = JobStatus.QUEUED, due, message
         return True
@@ -371,7 +372,7 @@ def job_defer(job, *, after_s: float, message: str) -> bool:
     return False
 
 
-def _libc_malloc_trim():
+def _libc_malloc_trim() -> Callable[..., int] | None:
     try:
         return ctypes.CDLL(None).malloc_trim  # glibc; another C library keeps its own ways
     except (OSError, AttributeError):
@@ -391,7 +392,7 @@ def memory_give_back() -> None:
 
 
 @contextlib.contextmanager
-def job_attempt_running(job) -> Iterator[Path]:
+def job_attempt_running(job: JobBase) -> Iterator[Path]:
     """While the block runs, the claimed attempt beats from a thread and has its scratch folder (yielded), made
     empty for it and removed afterwards: ``job_run``'s, and a sharded job's planning (an import's), which may take
     long and is not the job's end."""
@@ -411,17 +412,17 @@ def job_attempt_running(job) -> Iterator[Path]:
 _WORKDIR_NAME = re.compile(r"^(?P<label>[a-z0-9_]+-[a-z0-9_]+)-(?P<pk>\d+)-(?P<attempt>\d+)$")
 
 
-def _workdir_prefix(job) -> str:
+def _workdir_prefix(job: JobBase) -> str:
     return f"{job._meta.label_lower.replace('.', '-')}-{job.pk}-"
 
 
-def job_workdir(job) -> Path:
+def job_workdir(job: JobBase) -> Path:
     """The running attempt's scratch folder. Under the data dir, not /tmp, and named by job and attempt: what a
     killed worker leaves is found and removed, and a superseded attempt never shares a folder with its successor."""
     return Path(settings.JOB_WORK_DIR) / f"{_workdir_prefix(job)}{job.attempts}"
 
 
-def _workdir_fresh(job) -> Path:
+def _workdir_fresh(job: JobBase) -> Path:
     for old in _job_workdirs(job):  # what earlier attempts (killed workers) left
         shutil.rmtree(old, ignore_errors=True)
     workdir = job_workdir(job)
@@ -429,17 +430,17 @@ def _workdir_fresh(job) -> Path:
     return workdir
 
 
-def _job_workdirs(job) -> list[Path]:
+def _job_workdirs(job: JobBase) -> list[Path]:
     root = Path(settings.JOB_WORK_DIR)
     return sorted(root.glob(f"{_workdir_prefix(job)}*")) if root.is_dir() else []
 
 
-def job_release(job) -> None:
+def job_release(job: JobBase) -> None:
     """Give back what an ended job holds on disk: its scratch folders, and the files it no longer needs."""
     for folder in _job_workdirs(job):
         shutil.rmtree(folder, ignore_errors=True)
     try:
-        job.release_files()
+        job.release_files()  # type: ignore[attr-defined]  # KindJob's, as every registered kind's model is
     except Exception:  # noqa: BLE001 - storage may be down; the sweep tries again later
         log.exception("%s %s: could not give back its files; the sweep will try again", type(job).__name__, job.pk)
 
@@ -494,15 +495,15 @@ def jobs_sweep_files(*, now: datetime | None = None) -> dict[str, int]:
 # --- cancel ----------------------------------------------------------------------------------------------
 
 
-def job_cancel(job) -> tuple[bool, str]:
+def job_cancel(job: JobBase) -> tuple[bool, str]:
     """Cancel ``job`` in whatever state it is; returns (changed, what happened, in words)."""
     with transaction.atomic():
-        job = type(job).objects.select_for_update().get(pk=job.pk)
+        job = type(job)._default_manager.select_for_update().get(pk=job.pk)
         if job.is_finished:
             return False, gettext("Nothing to cancel: the job already %(status)s.") % {
                 "status": job.get_status_display().lower()
             }
-        type(job).objects.filter(pk=job.pk).update(cancel_requested=True)
+        type(job)._default_manager.filter(pk=job.pk).update(cancel_requested=True)
         job.cancel_requested = True
         now = timezone.now()
         if job.status == JobStatus.QUEUED:
@@ -544,22 +545,23 @@ class JobDeleteRefused(Conflict):
 JOB_DELETE_BATCH = 5000
 
 
-def job_cascades(model) -> list:
+def job_cascades(model: type[models.Model]) -> list[ForeignObjectRel]:
     """The one-to-many relations whose rows go with a job of ``model`` (a pre-scoring job's suggestions): what
     ``job_delete`` deletes in batches and the admin's delete page counts. SET_NULL and the like are left to the
     job's own delete, which updates them in one statement."""
     return [r for r in model._meta.related_objects if r.one_to_many and r.on_delete is models.CASCADE]
 
 
-def job_delete(job, *, batch: int = JOB_DELETE_BATCH) -> dict[str, int]:
+def job_delete(job: JobBase, *, batch: int = JOB_DELETE_BATCH) -> dict[str, int]:
     """Delete an ended job with what it owns: the rows that cascade from it, a batch at a time; its shards (they
     name their job by model and id, with no foreign key, so they would outlive it); then the stored files only it
     owns (an export's bundle and parts, an import's upload and parts), once its row is gone. Refused while the job
     is queued or running. Returns what it removed, by model."""
     model = type(job)
-    job = model.objects.filter(pk=job.pk).first()
-    if job is None:
+    current = model._default_manager.filter(pk=job.pk).first()
+    if current is None:
         return {}
+    job = current
     if not job.is_finished:
         raise JobDeleteRefused(
             f"{job._meta.verbose_name} {job.pk} is {job.status}: cancel it or let it end, then delete it."
@@ -574,19 +576,19 @@ def job_delete(job, *, batch: int = JOB_DELETE_BATCH) -> dict[str, int]:
             removed[label] = removed.get(label, 0) + len(ids)
     with transaction.atomic():
         removed[JobShard._meta.label] = JobShard.objects.filter(job_model=model._meta.label, job_id=job.pk).delete()[0]
-        model.objects.filter(pk=job.pk).delete()
+        model._default_manager.filter(pk=job.pk).delete()
     removed[model._meta.label] = 1
     for folder in _job_workdirs(job):
         shutil.rmtree(folder, ignore_errors=True)
     # The files go once the row is gone: a failure before leaves the row pointing at files that still exist.
-    job.files_delete()
+    job.files_delete()  # type: ignore[attr-defined]  # KindJob's, as every registered kind's model is
     return removed
 
 
 # --- queueing --------------------------------------------------------------------------------------------
 
 
-def job_task_send(task, job, *, queue: str | None = None) -> None:
+def job_task_send(task: Any, job: JobBase, *, queue: str | None = None) -> None:  # task: a Celery task
     """Send the job's task (to ``queue``, else the task's route) once the row that names it is committed; a broker
     that cannot be reached marks the job failed and raises JobQueueUnavailable (the request answers 503), instead of
     a job "queued" for ever. Services call it through ``studio.engine.job_enqueue``."""
@@ -658,7 +660,7 @@ def jobs_watch_once() -> list[tuple[str, int, str]]:
     return acted
 
 
-def broker_queue_sizes(queues) -> dict[str, int]:
+def broker_queue_sizes(queues: Iterable[str]) -> dict[str, int]:
     """The messages waiting in each of ``queues`` (taken by no worker yet); a queue the broker does not know holds
     none (Redis drops an emptied queue's key)."""
     from kombu.exceptions import ChannelError

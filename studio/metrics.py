@@ -19,13 +19,18 @@ import os
 import shutil
 import socket
 import time
+from collections.abc import Iterator
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import DatabaseError
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, values
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
+
+if TYPE_CHECKING:  # the models load once the apps are ready; the middleware imports this module before
+    from studio.models import JobBase
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +91,7 @@ def observe_request(*, route: str, method: str, status: int, seconds: float) -> 
     http_request_duration.labels(*labels).observe(seconds)
 
 
-def observe_job_end(job, status: str) -> None:
+def observe_job_end(job: JobBase, status: str) -> None:
     """A job ended (``studio.jobs``' transition to an end state): its duration, and a failure."""
     kind, queue = job.kind_label(), job.queue_name()
     if job.started_at is not None and job.finished_at is not None:
@@ -104,10 +109,10 @@ class ScrapeTimeCollector:
     """What is read when Prometheus scrapes: the jobs the database holds, by kind and status, the oldest queued
     job's wait, the latest backups' outcome, and the free space of the disks the studio writes."""
 
-    def __init__(self, job_models: list):
+    def __init__(self, job_models: list) -> None:
         self.job_models = job_models
 
-    def collect(self):
+    def collect(self) -> Iterator[Metric]:
         from django.utils import timezone
 
         jobs = GaugeMetricFamily("studio_jobs", "Jobs queued and running now, by kind.", labels=["kind", "status"])
@@ -130,7 +135,7 @@ class ScrapeTimeCollector:
             log.warning("metrics: the backups' outcome could not be read: %s", exc.__class__.__name__)
         yield from self._disks()
 
-    def _backup(self):
+    def _backup(self) -> Iterator[Metric]:
         """Nothing until a backup has run (the alerts stay silent); then both times, 0 for one that never was, so
         that a failure after the last success, or a failure and no success ever, compares."""
         from studio.models import BackupOutcome
@@ -146,7 +151,7 @@ class ScrapeTimeCollector:
             family.add_metric([], at.timestamp() if at else 0.0)
             yield family
 
-    def _jobs(self, jobs, oldest, now: datetime) -> None:
+    def _jobs(self, jobs: GaugeMetricFamily, oldest: GaugeMetricFamily, now: datetime) -> None:
         from django.db.models import Count, Min
         from django.db.models.functions import Coalesce
 
@@ -172,7 +177,7 @@ class ScrapeTimeCollector:
             )
             oldest.add_metric([kind], (now - waiting_since).total_seconds() if waiting_since else 0.0)
 
-    def _disks(self):
+    def _disks(self) -> Iterator[Metric]:
         free = GaugeMetricFamily("studio_disk_free_bytes", "Free space where the studio writes.", labels=["path"])
         size = GaugeMetricFamily("studio_disk_size_bytes", "Size of the disk the studio writes to.", labels=["path"])
         for name, path in (("data", settings.DATA_DIR), ("work", settings.JOB_WORK_DIR)):

@@ -1,10 +1,13 @@
 import ipaddress
 import logging
 import time
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
-from django.http import HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import render
 from django.utils.translation import gettext, gettext_lazy
 
@@ -13,8 +16,17 @@ from studio.errors import ErrorKind, StudioError, error_body, unreachable_depend
 
 log = logging.getLogger(__name__)
 
+# An ASGI application and its parts; a scope and a message are dicts whose keys depend on their type (http,
+# websocket, lifespan), so their values are Any.
+Scope = dict[str, Any]
+Message = dict[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+GetResponse = Callable[[HttpRequest], HttpResponseBase]
 
-def wants_json(request) -> bool:
+
+def wants_json(request: HttpRequest) -> bool:
     """Whether ``request`` is answered in JSON (the API, or a page's script asking for JSON) rather than a page."""
     return request.path.startswith("/api/") or "application/json" in request.headers.get("Accept", "")
 
@@ -29,7 +41,7 @@ PAGE_TITLE_BY_KIND = {
 }
 
 
-def error_response(request, exc: StudioError) -> HttpResponse:
+def error_response(request: HttpRequest, exc: StudioError) -> HttpResponse:
     """The answer of a page (or a plain JSON view) to an application error: the kind's status with its message,
     as JSON (studio.errors.error_body, as the API answers) for JSON clients, else the refusal page."""
     if wants_json(request):
@@ -38,7 +50,7 @@ def error_response(request, exc: StudioError) -> HttpResponse:
     return render(request, "error.html", context, status=exc.status)
 
 
-def refused_page(request, exc: StudioError, template: str, context: dict) -> HttpResponse:
+def refused_page(request: HttpRequest, exc: StudioError, template: str, context: dict) -> HttpResponse:
     """A page that stays where the person was (their form, the object they looked at) and says why it was refused:
     ``template`` with the error's message as a notice, answered with the kind's status."""
     messages.error(request, exc.detail)
@@ -49,13 +61,13 @@ class StudioErrorMiddleware:
     """Every page view that lets a studio.errors kind escape answers with the kind's status and its message (the
     API's views are answered by studio.api.exception_handler, with the same table and body)."""
 
-    def __init__(self, get_response) -> None:
+    def __init__(self, get_response: GetResponse) -> None:
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         return self.get_response(request)
 
-    def process_exception(self, request, exception):
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if isinstance(exception, StudioError):
             return error_response(request, exception)
         return None
@@ -69,7 +81,7 @@ class ContentSecurityPolicyMiddleware:
         "connect-src 'self' ws: wss:; frame-ancestors 'none'; base-uri 'self'; form-action 'self'; object-src 'none'"
     )
 
-    def __init__(self, get_response) -> None:
+    def __init__(self, get_response: GetResponse) -> None:
         self.get_response = get_response
         from studio.storage import browser_storage_origin
 
@@ -79,7 +91,7 @@ class ContentSecurityPolicyMiddleware:
             self.policy.replace("img-src 'self'", f"img-src 'self' {extra}".rstrip()) if extra else self.policy
         )
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         response = self.get_response(request)
         # Swagger UI and the admin bring their own inline bootstrapping; they are operator pages.
         if not request.path.startswith(("/api/docs", "/admin/")):
@@ -92,15 +104,15 @@ class ServerTimingMiddleware:
     response headers, waiting for a thread included. Browsers' developer tools show it next to the network
     time, and the benchmarks split a round trip into the server's share and the rest."""
 
-    def __init__(self, app) -> None:
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         started = time.perf_counter()
 
-        async def send_with_timing(message) -> None:
+        async def send_with_timing(message: Message) -> None:
             if message["type"] == "http.response.start":
                 elapsed_ms = (time.perf_counter() - started) * 1000
                 headers = [*message.get("headers", []), (b"server-timing", f"app;dur={elapsed_ms:.1f}".encode())]
@@ -117,13 +129,13 @@ class DependencyOutageMiddleware:
 
     RETRY_AFTER_S = 5
 
-    def __init__(self, get_response) -> None:
+    def __init__(self, get_response: GetResponse) -> None:
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         return self.get_response(request)
 
-    def process_exception(self, request, exception):
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         service = unreachable_dependency(exception)
         if service is None:
             return None
@@ -148,7 +160,7 @@ class ClientAddressMiddleware:
     removed, so neither the login throttle's address nor Django's ``SECURE_PROXY_SSL_HEADER`` can be set by a
     client. uvicorn must run with ``--no-proxy-headers`` so that this is the only place deciding it."""
 
-    def __init__(self, app, trusted: list[str] | None = None) -> None:
+    def __init__(self, app: ASGIApp, trusted: list[str] | None = None) -> None:
         self.app = app
         self.trusted = [
             ipaddress.ip_network(p, strict=False) for p in (settings.TRUSTED_PROXIES if trusted is None else trusted)
@@ -161,7 +173,7 @@ class ClientAddressMiddleware:
             return False
         return any(ip in network for network in self.trusted)
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
             return await self.app(scope, receive, send)
         peer = (scope.get("client") or (None, 0))[0]
@@ -194,10 +206,10 @@ class InputRulesMiddleware:
 
     FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 
-    def __init__(self, get_response) -> None:
+    def __init__(self, get_response: GetResponse) -> None:
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         problem = self._problem(request)
         if problem is None:
             return self.get_response(request)
@@ -206,7 +218,7 @@ class InputRulesMiddleware:
             return JsonResponse({"detail": message}, status=400)
         return HttpResponseBadRequest(message, content_type="text/plain; charset=utf-8")
 
-    def _problem(self, request) -> str | None:
+    def _problem(self, request: HttpRequest) -> str | None:
         from studio.inputs import input_problem
 
         fields = [request.GET]

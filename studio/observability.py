@@ -13,8 +13,11 @@ import ipaddress
 import json
 import logging
 import time
+from collections.abc import Callable
 
 from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from django.urls import resolve
 
 from studio import metrics
@@ -27,7 +30,7 @@ request_log = logging.getLogger("studio.requests")
 OPS_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 
 
-def _user_id(request) -> int | None:
+def _user_id(request: HttpRequest) -> int | None:
     """The signed-in user's id, if the request already loaded its user (never a query of its own)."""
     user = request.__dict__.get("user")
     if user is None:
@@ -36,15 +39,16 @@ def _user_id(request) -> int | None:
     return getattr(wrapped, "pk", None) if getattr(wrapped, "is_authenticated", False) else None
 
 
-def _route(request) -> str:
+def _route(request: HttpRequest) -> str:
     match = getattr(request, "resolver_match", None)
     return ("/" + match.route) if match is not None else "(no route)"
 
 
-def _with_request_id(response, request_id: str) -> None:
+def _with_request_id(response: HttpResponseBase, request_id: str) -> None:
     """A JSON error's body names the request (``request_id``), whichever surface made it (the API's handler, the
     pages' error middleware, the 404 and 500 views, a framework's own refusal)."""
-    if response.status_code < 400 or response.streaming:
+    # A streaming answer (StreamingHttpResponse, FileResponse) is no HttpResponse: its body is not at hand.
+    if response.status_code < 400 or not isinstance(response, HttpResponse):
         return
     if not response.get("Content-Type", "").startswith("application/json"):
         return
@@ -60,12 +64,12 @@ def _with_request_id(response, request_id: str) -> None:
 
 
 class RequestObservationMiddleware:
-    def __init__(self, get_response) -> None:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         request_id = request_id_for(request.META.get("HTTP_X_REQUEST_ID"))
-        request.request_id = request_id
+        request.request_id = request_id  # type: ignore[attr-defined]  # the pages and error views show it
         context = request_context_begin(request, request_id=request_id)
         if request.path in OPS_PATHS:
             response = self.get_response(request)
@@ -80,7 +84,7 @@ class RequestObservationMiddleware:
             context["user_id"] = user_id
         response["X-Request-ID"] = request_id
         _with_request_id(response, request_id)
-        metrics.observe_request(route=route, method=request.method, status=response.status_code, seconds=seconds)
+        metrics.observe_request(route=route, method=str(request.method), status=response.status_code, seconds=seconds)
         request_log.info(
             "%s %s %s",
             request.method,
@@ -107,10 +111,10 @@ class OpsEndpointsMiddleware:
     (CSRF, then the view's 405). The URL conf still names them (``reverse``, the
     access matrix), and ``/metrics`` decides by the client's address (``metrics_allowed``)."""
 
-    def __init__(self, get_response) -> None:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         if request.path not in OPS_PATHS or request.method not in ("GET", "HEAD"):
             return self.get_response(request)  # a write goes the whole way, and is refused like any other
         match = resolve(request.path)

@@ -24,8 +24,11 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import Group, User
+from django.contrib.sessions.backends.base import SessionBase
 from django.db import transaction
+from django.http import HttpRequest
+from django.http.response import HttpResponseBase
 from django.utils import timezone
 
 from studio.access import project_model
@@ -110,7 +113,7 @@ def _username_from(claims: dict, config: OidcConfig) -> str:
 
 
 @transaction.atomic
-def oidc_user_sign_in(*, claims: dict, config: OidcConfig):
+def oidc_user_sign_in(*, claims: dict, config: OidcConfig) -> User | None:
     """The studio user the provider's ``claims`` (an ID token already checked) sign in as, made on the first
     sign-in, with the roles and projects of their groups now (``access_from_groups``), set whole: what a group the
     person lost gave is taken away. Refused, with nothing written, when no group of theirs is mapped for a new
@@ -162,7 +165,7 @@ def _no_access_message(groups: list[str], config: OidcConfig) -> str:
     )
 
 
-def _access_set(user, access: Access, projects: list) -> None:
+def _access_set(user: User, access: Access, projects: list) -> None:
     wanted_roles = {Role(r) for r in access.roles}
     admin = Role.ADMIN in wanted_roles
     if user.is_superuser != admin or user.is_staff != admin:
@@ -179,7 +182,7 @@ def _access_set(user, access: Access, projects: list) -> None:
             user.memberships.create(project=project)
 
 
-def oidc_sign_in_or_refuse(*, claims: dict, config: OidcConfig):
+def oidc_sign_in_or_refuse(*, claims: dict, config: OidcConfig) -> User:
     """``oidc_user_sign_in``, raising ``SignInRefused`` after committing the removal of a known person's access."""
     user = oidc_user_sign_in(claims=claims, config=config)
     if user is None:
@@ -189,8 +192,10 @@ def oidc_sign_in_or_refuse(*, claims: dict, config: OidcConfig):
 
 # --- the provider (Authlib) ----------------------------------------------------------------------
 
+# Authlib is untyped: its client, integration and token are Any here.
 
-def _state_store(config: OidcConfig):
+
+def _state_store(config: OidcConfig) -> Any:
     from authlib.integrations.django_client import DjangoIntegration
 
     class StateStore(DjangoIntegration):
@@ -199,7 +204,7 @@ def _state_store(config: OidcConfig):
 
         expires_in = config.state_ttl_s
 
-        def get_state_data(self, session, state):
+        def get_state_data(self, session: SessionBase, state: str) -> Any:
             entry = session.get(f"_state_{self.name}_{state}")
             if not entry or entry.get("exp", 0) < time.time():
                 return None
@@ -209,7 +214,7 @@ def _state_store(config: OidcConfig):
 
 
 @functools.cache
-def client_for(config: OidcConfig):
+def client_for(config: OidcConfig) -> Any:
     """Authlib's client of the provider (its metadata and keys fetched once per process, on first use)."""
     from authlib.integrations.django_client import DjangoOAuth2App
 
@@ -231,7 +236,7 @@ def configured() -> OidcConfig | None:
     return getattr(settings, "OIDC", None)
 
 
-def _metadata(client, config: OidcConfig) -> dict:
+def _metadata(client: Any, config: OidcConfig) -> dict:
     import requests
 
     try:
@@ -251,7 +256,7 @@ def _metadata(client, config: OidcConfig) -> dict:
     return metadata
 
 
-def authorize_redirect(request, *, redirect_uri: str, config: OidcConfig):
+def authorize_redirect(request: HttpRequest, *, redirect_uri: str, config: OidcConfig) -> HttpResponseBase:
     """The redirect to the provider's sign-in, the state, nonce and PKCE verifier kept in the session."""
     client = client_for(config)
     # Asked afresh at every start: a provider that went down since the last sign-in is a page saying so here, not
@@ -261,7 +266,7 @@ def authorize_redirect(request, *, redirect_uri: str, config: OidcConfig):
     return client.authorize_redirect(request, redirect_uri)
 
 
-def claims_from_callback(request, *, config: OidcConfig) -> dict:
+def claims_from_callback(request: HttpRequest, *, config: OidcConfig) -> dict:
     """The checked ID token's claims of the provider's answer in ``request`` (the callback)."""
     import requests
     from authlib.integrations.base_client import MismatchingStateError, OAuthError
@@ -299,7 +304,7 @@ def claims_from_callback(request, *, config: OidcConfig) -> dict:
     return _with_userinfo(client, token, dict(claims), config)
 
 
-def _with_userinfo(client, token, claims: dict, config: OidcConfig) -> dict:
+def _with_userinfo(client: Any, token: dict[str, Any], claims: dict, config: OidcConfig) -> dict:
     """The ID token's claims with the UserInfo endpoint's added: many providers (oidc-provider among them) put a
     scope's claims, the groups too, there rather than in the ID token. The endpoint must speak of the same ``sub``
     (OpenID Connect Core 5.3.2); the ID token's own claims (iss, sub, aud, ...) are never replaced."""

@@ -42,17 +42,17 @@ class StudioS3Storage(S3Storage):
         self.client_config = s3_client_config(self.client_config)  # type: ignore[has-type]  # django-storages is untyped
         self._public_connections = threading.local()
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
         state.pop("_public_connections", None)
         return state
 
-    def __setstate__(self, state) -> None:
+    def __setstate__(self, state: dict[str, Any]) -> None:
         super().__setstate__(state)
         self._public_connections = threading.local()
 
     @property
-    def public_connection(self):
+    def public_connection(self) -> Any:  # a boto3 S3 resource (boto3 is untyped)
         """A client that only signs: it names the public endpoint, so the signed Host is the one browsers send."""
         if not self.public_endpoint_url:
             return self.connection
@@ -68,7 +68,13 @@ class StudioS3Storage(S3Storage):
             )
         return connection
 
-    def url(self, name, parameters=None, expire=None, http_method=None):
+    def url(
+        self,
+        name: str,
+        parameters: dict[str, Any] | None = None,
+        expire: int | None = None,
+        http_method: str | None = None,
+    ) -> str:
         if not self.public_endpoint_url or self.custom_domain or not self.querystring_auth:
             return super().url(name, parameters=parameters, expire=expire, http_method=http_method)
         params = {**(parameters or {}), "Bucket": self.bucket_name, "Key": self._normalize_name(clean_name(name))}

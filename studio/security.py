@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
 
+from django.contrib.auth.models import User
 from django.contrib.auth.views import redirect_to_login
-from django.http import JsonResponse
+from django.http import HttpRequest, JsonResponse
+from django.http.response import HttpResponseBase
 from django.utils import timezone
 from django.utils.functional import SimpleLazyObject
 from django.utils.translation import gettext
 from rest_framework import authentication
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.exceptions import AuthenticationFailed, PermissionDenied
+from rest_framework.request import Request
 
 from studio import metrics
 from studio.access import AccessRefused, can, method_refused, methods_taken
@@ -32,7 +37,7 @@ LOGIN_WINDOW = timedelta(minutes=15)
 # --- login throttling ---------------------------------------------------------------------------
 
 
-def client_ip(request) -> str | None:
+def client_ip(request: HttpRequest) -> str | None:
     """The client's address. The ASGI entry (studio.middleware.ClientAddressMiddleware) has already taken it
     from X-Forwarded-For when, and only when, the connection came from a proxy in STUDIO_TRUSTED_PROXIES."""
     return request.META.get("REMOTE_ADDR") or None
@@ -48,7 +53,7 @@ def login_name(raw: str) -> str:
     return name.replace("\x00", "\N{REPLACEMENT CHARACTER}")[:150]
 
 
-def _wait_after(times: list, limit: int) -> int:
+def _wait_after(times: list[datetime], limit: int) -> int:
     if len(times) < limit:
         return 0
     # The oldest of the last N failures leaves the window first.
@@ -92,7 +97,7 @@ class SessionAuthentication(authentication.SessionAuthentication):
     (``request.user`` of AuthenticationMiddleware, read once here anyway): every attribute read through the stand-in
     is a proxy call, and an API request reads the user's id and roles dozens of times in the access checks."""
 
-    def authenticate(self, request):
+    def authenticate(self, request: Request) -> tuple[Any, Any] | None:  # the user, and DRF's auth (None)
         found = super().authenticate(request)
         if found is None:
             return None
@@ -101,7 +106,7 @@ class SessionAuthentication(authentication.SessionAuthentication):
             user = user._wrapped  # evaluated already: ``is_active`` was read above
         return user, auth
 
-    def enforce_csrf(self, request) -> None:
+    def enforce_csrf(self, request: Request) -> None:
         try:
             super().enforce_csrf(request)
         except PermissionDenied as exc:
@@ -112,14 +117,14 @@ class ApiTokenAuthentication(TokenAuthentication):
     """DRF's ``Authorization: Token <key>``, with a key no key can be (one holding a NUL, which PostgreSQL refuses
     in any query, so the lookup was a 500) answered as an invalid token, the same on every database."""
 
-    def authenticate_credentials(self, key):
+    def authenticate_credentials(self, key: str) -> tuple[Any, Any]:  # the token's user and the token
         if text_problem(key):
             raise AuthenticationFailed("Invalid token.")
         return super().authenticate_credentials(key)
 
 
 @atomic_with_retry
-def api_token_issue(*, user) -> str:
+def api_token_issue(*, user: User) -> str:
     """A fresh token for ``user``; any earlier one stops working at once. The key is shown once."""
     from rest_framework.authtoken.models import Token
 
@@ -128,7 +133,7 @@ def api_token_issue(*, user) -> str:
 
 
 @atomic_with_retry
-def api_token_revoke(*, user) -> bool:
+def api_token_revoke(*, user: User) -> bool:
     """Remove the user's token; True when there was one."""
     from rest_framework.authtoken.models import Token
 
@@ -136,7 +141,7 @@ def api_token_revoke(*, user) -> bool:
     return bool(deleted)
 
 
-def api_token_exists(*, user) -> bool:
+def api_token_exists(*, user: User) -> bool:
     from rest_framework.authtoken.models import Token
 
     return Token.objects.filter(user=user).exists()
@@ -153,13 +158,19 @@ class PageActionMiddleware:
     API view (the schema's too), by ``studio.access.method_refused``; Django's admin guards itself, except that a signed-in non-admin gets a 403 rather than its login page. A page missing from the table fails the access-matrix test.
     """
 
-    def __init__(self, get_response) -> None:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         return self.get_response(request)
 
-    def process_view(self, request, view_func, view_args, view_kwargs):
+    def process_view(
+        self,
+        request: HttpRequest,
+        view_func: Callable[..., HttpResponseBase],
+        view_args: tuple[Any, ...],
+        view_kwargs: dict[str, Any],
+    ) -> HttpResponseBase | None:
         match = request.resolver_match
         if match is not None and "admin" in match.namespaces:
             # The admin sends a logged-in user it refuses to its login page, which we send back to where they
@@ -169,7 +180,7 @@ class PageActionMiddleware:
                 return error_response(request, AccessRefused("admin.site"))
             return None
         if match is not None and hasattr(view_func, "cls"):
-            if method_refused(view_func.cls, request.method):
+            if method_refused(view_func.cls, str(request.method)):  # a request that reached a view has its method
                 allow = ", ".join(methods_taken(view_func.cls))
                 return JsonResponse(
                     {
@@ -182,7 +193,7 @@ class PageActionMiddleware:
             return None
         if match is None:
             return None
-        action = PAGE_PERMISSIONS.get(match.url_name)
+        action = PAGE_PERMISSIONS.get(match.url_name or "")  # an unnamed route is no page of the table
         if action is None or action == PUBLIC:
             return None
         if not request.user.is_authenticated:

@@ -13,18 +13,21 @@ from __future__ import annotations
 import functools
 import logging
 import zlib
+from typing import Any
 
 from django.contrib.auth import BACKEND_SESSION_KEY
 from django.contrib.sessions.backends import db
+from django.contrib.sessions.base_session import AbstractBaseSession
 from django.core import signing
 from django.core.exceptions import SuspiciousOperation
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from studio import auth_backend
 from studio.db import OneRowRead
 
 
-def _session_by_key(slots):
+def _session_by_key(slots: dict[str, Any]) -> QuerySet[AbstractBaseSession]:
     return db.SessionStore.get_model_class().objects.filter(session_key=slots["session_key"])[:1]
 
 
@@ -45,7 +48,7 @@ def _verified_payload(session_data: str, salt: str) -> bytes:
 
 
 class SessionStore(db.SessionStore):
-    def decode(self, session_data):
+    def decode(self, session_data: bytes | str) -> dict[str, Any]:
         """Django's decode (``signing.loads`` with the session's salt and serializer, the same refusals), with the
         signature's check and the unpacking kept per signed text; the serializer makes fresh objects each time."""
         try:
@@ -56,13 +59,13 @@ class SessionStore(db.SessionStore):
             pass
         return {}
 
-    def load(self):
+    def load(self) -> dict[str, Any]:
         data = super().load()
         if data.get(BACKEND_SESSION_KEY) == auth_backend.DJANGO_PATH:  # signed in before the studio's backend
             data[BACKEND_SESSION_KEY] = auth_backend.PATH
         return data
 
-    def _get_session_from_db(self):
+    def _get_session_from_db(self) -> AbstractBaseSession | None:
         try:
             session = _session_read().first(session_key=self.session_key) if self.session_key else None
         except SuspiciousOperation as exc:

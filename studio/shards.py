@@ -30,7 +30,7 @@ from typing import Any
 from django.apps import apps
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q, Sum
+from django.db.models import F, Q, QuerySet, Sum
 from django.utils import timezone
 
 from studio.errors import describe_error
@@ -43,7 +43,7 @@ from studio.jobs import (  # the one job state machine (shards end their job thr
     watch_timer_start,
     write_retried,
 )
-from studio.models import JobShard, JobStatus, ShardStatus
+from studio.models import JobBase, JobShard, JobStatus, ShardStatus
 
 log = logging.getLogger(__name__)
 
@@ -58,14 +58,14 @@ class ShardFatal(Exception):
     """A shard's failure that no retry mends (a model that is not there): the job fails at once with this message."""
 
 
-def _shards_of(job):
+def _shards_of(job: JobBase) -> QuerySet[JobShard]:
     return JobShard.objects.filter(job_model=job._meta.label, job_id=job.pk)
 
 
 # --- planning and sending ------------------------------------------------------------------------------------
 
 
-def shards_plan(job, pieces: list[tuple[list, int]]) -> list[JobShard]:
+def shards_plan(job: JobBase, pieces: list[tuple[list, int]]) -> list[JobShard]:
     """Record the job's shards, ``(items, size)`` each, unless it has them already (a resumed job keeps its plan)."""
     existing = list(_shards_of(job).order_by("index"))
     if existing:
@@ -80,13 +80,14 @@ def shards_plan(job, pieces: list[tuple[list, int]]) -> list[JobShard]:
     return list(_shards_of(job).order_by("index"))
 
 
-def _send(job, shard: JobShard) -> None:
+def _send(job: JobBase, shard: JobShard) -> None:
     # The task object (not send_task by name): registered in any process (a watchdog's, a test's), and eager runs
     # stay eager.
-    job.shard_task().apply_async(args=[job.pk, shard.index], queue=job.shard_queue())
+    task, queue = job.shard_task(), job.shard_queue()  # type: ignore[attr-defined]  # every job model is a KindJob
+    task.apply_async(args=[job.pk, shard.index], queue=queue)
 
 
-def shards_dispatch(job) -> int:
+def shards_dispatch(job: JobBase) -> int:
     """Send every shard that is waiting, and take back (then send) the running ones whose worker stopped beating.
     A shard may get a second message; its claim lets only one run."""
     sent = 0
@@ -104,7 +105,7 @@ def shards_dispatch(job) -> int:
     return sent
 
 
-def shards_take_back(job) -> int:
+def shards_take_back(job: JobBase) -> int:
     """The job was taken over because its heartbeat went stale: none of its shards was alive (a live shard beats
     for the job too), so its running ones lost their worker and go back to the queue. Returns how many."""
     now = timezone.now()
@@ -130,7 +131,7 @@ class ShardProgress:
     """What a shard's work reports through: counts (the job's progress is the sum of its shards'), checkpoints
     (cancel, take-over, job ended) and the write guard."""
 
-    def __init__(self, job, shard: JobShard, on_progress: Callable | None = None) -> None:
+    def __init__(self, job: JobBase, shard: JobShard, on_progress: Callable | None = None) -> None:
         self.job = job
         self.shard = shard
         self.on_progress = on_progress or (lambda job: None)
@@ -156,7 +157,7 @@ class ShardProgress:
         totals = _shards_of(job).aggregate(done=Sum("done"), failed=Sum("failed"))
         self.totals = (totals["done"] or 0, totals["failed"] or 0)
         job.progress_done = sum(self.totals)
-        type(job).objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(
+        type(job)._default_manager.filter(pk=job.pk, status=JobStatus.RUNNING).update(
             progress_done=job.progress_done, heartbeat_at=now
         )
         self.checkpoint()
@@ -166,7 +167,7 @@ class ShardProgress:
         self.on_progress(self.job)
 
     def checkpoint(self) -> None:
-        row = type(self.job).objects.filter(pk=self.job.pk).values("status", "cancel_requested").first()
+        row = type(self.job)._default_manager.filter(pk=self.job.pk).values("status", "cancel_requested").first()
         if row is None or row["status"] != JobStatus.RUNNING:
             raise ShardStopped()
         if row["cancel_requested"]:
@@ -177,7 +178,7 @@ class ShardProgress:
         for this write, or this write sees the cancel) and raises instead of writing after a cancel or take-over."""
         row = (
             type(self.job)
-            .objects.select_for_update()
+            ._default_manager.select_for_update()
             .filter(pk=self.job.pk)
             .values("status", "cancel_requested")
             .first()
@@ -192,10 +193,10 @@ class ShardProgress:
             raise ShardStopped()
 
 
-def _shard_beat(job, shard: JobShard) -> Heartbeat:
+def _shard_beat(job: JobBase, shard: JobShard) -> Heartbeat:
     """Beats for the shard and its job while the shard's work runs."""
     mine = JobShard.objects.filter(pk=shard.pk, attempts=shard.attempts, status=ShardStatus.RUNNING)
-    running_job = type(job).objects.filter(pk=job.pk, status=JobStatus.RUNNING)
+    running_job = type(job)._default_manager.filter(pk=job.pk, status=JobStatus.RUNNING)
 
     def beat() -> None:
         now = timezone.now()
@@ -218,7 +219,7 @@ def _claim(shard: JobShard) -> bool:
 
 
 def shard_run(
-    job,
+    job: JobBase,
     index: int,
     work: Callable[[Any, JobShard, ShardProgress], None],
     *,
@@ -302,11 +303,11 @@ def shard_run(
     return outcome
 
 
-def _job_finish_if_complete(job, summarize) -> bool:
+def _job_finish_if_complete(job: JobBase, summarize: Callable[[Any, list[JobShard]], str]) -> bool:
     """End the job when none of its shards is left; the locked row makes the last two shards end it once."""
     model = type(job)
     with transaction.atomic():
-        locked = model.objects.select_for_update().get(pk=job.pk)
+        locked = model._default_manager.select_for_update().get(pk=job.pk)
         if locked.is_finished:
             return False
         shards = list(_shards_of(job).order_by("index"))
@@ -314,18 +315,18 @@ def _job_finish_if_complete(job, summarize) -> bool:
             return False
         message = summarize(locked, shards)
         totals = sum(s.done + s.failed for s in shards)
-        model.objects.filter(pk=job.pk).update(progress_done=totals)
+        model._default_manager.filter(pk=job.pk).update(progress_done=totals)
         _transition(locked, JobStatus.SUCCEEDED, finished_at=timezone.now(), message=message)
     job.refresh_from_db()
     return True
 
 
-def shards_job_end(job, status: str, message: str) -> bool:
+def shards_job_end(job: JobBase, status: str, message: str) -> bool:
     """End a sharded job (succeeded with no shards, failed, cancelled) once: the row is locked and its status read
     first. Its waiting shards are cancelled; running ones stop at their next checkpoint."""
     model = type(job)
     with transaction.atomic():
-        locked = model.objects.select_for_update().get(pk=job.pk)
+        locked = model._default_manager.select_for_update().get(pk=job.pk)
         if locked.is_finished:
             return False
         _transition(locked, status, finished_at=timezone.now(), message=message)
@@ -334,7 +335,14 @@ def shards_job_end(job, status: str, message: str) -> bool:
     return True
 
 
-def shards_run_here(job, work, *, summarize=None, on_progress=None, on_complete=None) -> None:
+def shards_run_here(
+    job: JobBase,
+    work: Callable[[Any, JobShard, ShardProgress], None],
+    *,
+    summarize: Callable[[Any, list[JobShard]], str] | None = None,
+    on_progress: Callable | None = None,
+    on_complete: Callable[[Any], None] | None = None,
+) -> None:
     """Run every shard of ``job`` in this process, in order (the ``prescore`` command, tests): the same shard runs
     a worker makes, with failed shards retried here up to the attempt limit."""
     for _ in range(settings.JOB_SHARD_MAX_ATTEMPTS):
@@ -409,7 +417,9 @@ def shards_watch_once() -> list[tuple[str, int, int, str]]:
         # The shards are alive (running, or waiting in the queue): the job is not stale. A job someone cancelled is
         # kept alive by its running shards' own beats only, so the job watchdog cancels it once they are missed
         # (studio.jobs.job_cancel_bound_s) instead of when a dead worker's shard is taken back and run again.
-        type(job).objects.filter(pk=job_id, status=JobStatus.RUNNING, cancel_requested=False).update(heartbeat_at=now)
+        type(job)._default_manager.filter(pk=job_id, status=JobStatus.RUNNING, cancel_requested=False).update(
+            heartbeat_at=now
+        )
     return acted
 
 
@@ -424,18 +434,18 @@ def shards_watch_start() -> threading.Thread:
     return watch_timer_start("shard-watchdog", lambda: max(0.5, settings.JOB_STALE_AFTER_S / 3), watch)
 
 
-def shards_all_done(job) -> bool:
+def shards_all_done(job: JobBase) -> bool:
     """The job has a plan and every shard of it completed."""
     shards = _shards_of(job)
     return shards.exists() and not shards.exclude(status=ShardStatus.DONE).exists()
 
 
-def shards_of(job) -> list[JobShard]:
+def shards_of(job: JobBase) -> list[JobShard]:
     """The job's shards, in plan order."""
     return list(_shards_of(job).order_by("index"))
 
 
-def shards_results(job) -> Iterator:
+def shards_results(job: JobBase) -> Iterator[Any]:  # each shard's JSON result
     """Each shard's ``result``, in plan order, read one shard at a time: together, a big job's results (an export's
     sources and images per shard) need not fit in a worker's memory."""
     for pk in list(_shards_of(job).order_by("index").values_list("pk", flat=True)):

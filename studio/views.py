@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.contrib.auth import login as auth_login
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.forms import AuthenticationForm
-from django.http import HttpResponse, HttpResponseServerError, JsonResponse
+from django.contrib.auth.models import User
+from django.http import HttpRequest, HttpResponse, HttpResponseServerError, JsonResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.html import escape
@@ -18,6 +20,7 @@ from django.views import defaults
 from django.views.decorators.http import require_http_methods
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -38,16 +41,16 @@ class ThrottledLoginView(auth_views.LoginView):
     template_name = "login.html"
     redirect_authenticated_user = True
 
-    def get_context_data(self, **kwargs: Any):
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         return {**super().get_context_data(**kwargs), **sign_in_choices()}
 
-    def _who(self):
+    def _who(self) -> dict[str, Any]:
         return {
             "username": security.login_name(self.request.POST.get("username", "")),
             "ip": security.client_ip(self.request),
         }
 
-    def post(self, request, *args: Any, **kwargs: Any):
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         wait = security.login_throttle_wait(**self._who())
         if wait:
             minutes = max(1, round(wait / 60))
@@ -60,11 +63,11 @@ class ThrottledLoginView(auth_views.LoginView):
             return response
         return super().post(request, *args, **kwargs)
 
-    def form_invalid(self, form):
+    def form_invalid(self, form: AuthenticationForm) -> HttpResponse:
         security.login_failure_record(**self._who())
         return super().form_invalid(form)
 
-    def form_valid(self, form):
+    def form_valid(self, form: AuthenticationForm) -> HttpResponse:
         security.login_failures_clear(**self._who())
         return super().form_valid(form)
 
@@ -78,7 +81,7 @@ def sign_in_choices() -> dict:
     }
 
 
-def _sign_in_refused(request, message: str, status: int):
+def _sign_in_refused(request: HttpRequest, message: str, status: int) -> HttpResponse:
     """The login page, saying why the single sign-on did not sign the person in."""
     context = {"form": AuthenticationForm(request), "next": "", "sso_message": message, **sign_in_choices()}
     return render(request, "login.html", context, status=status)
@@ -88,7 +91,7 @@ OIDC_NEXT = "oidc_next"
 
 
 @require_http_methods(["GET"])
-def oidc_start(request):
+def oidc_start(request: HttpRequest) -> HttpResponseBase:
     """Off to the provider's sign-in; it comes back to ``oidc_callback``."""
     config = oidc.configured()
     if config is None:
@@ -107,7 +110,7 @@ def oidc_start(request):
 
 
 @require_http_methods(["GET"])
-def oidc_callback(request):
+def oidc_callback(request: HttpRequest) -> HttpResponseBase:
     """The provider's answer: the ID token checked, the person made or found and their access set from their groups
     (studio.oidc), then signed in. Every failure is the login page with the reason, never a 500."""
     config = oidc.configured()
@@ -126,13 +129,14 @@ def oidc_callback(request):
 
 
 @require_http_methods(["GET", "POST"])
-def account_settings(request):
+def account_settings(request: HttpRequest) -> HttpResponse:
     """Page: one's own settings: the language the studio speaks to them (or the browser's, studio.i18n) and how
     single-key shortcuts work (alone, with Alt, or off). A setting the form leaves out stays as it is."""
+    user = cast(User, request.user)  # PageActionMiddleware lets only a signed-in user reach the page
     saved = False
     if request.method == "POST":
         language = request.POST.get("language")
-        services.account_settings_update(user=request.user, shortcuts=request.POST.get("shortcuts"), language=language)
+        services.account_settings_update(user=user, shortcuts=request.POST.get("shortcuts"), language=language)
         if language is not None:
             i18n.session_language_keep(request, language.strip())
         saved = True
@@ -141,29 +145,30 @@ def account_settings(request):
         "account/settings.html",
         {
             "modes": ShortcutMode.choices,
-            "current": shortcut_mode_of(request.user),
+            "current": shortcut_mode_of(user),
             "languages": settings.LANGUAGES,
-            "chosen": i18n.account_language(request.user),
+            "chosen": i18n.account_language(user),
             "saved": saved,
         },
     )
 
 
-def account_token(request):
+def account_token(request: HttpRequest) -> HttpResponse:
     """Page: create (or replace) and revoke the API token. The key is shown once, right after creation."""
+    user = cast(User, request.user)  # PageActionMiddleware lets only a signed-in user reach the page
     token, revoked = None, False
     if request.method == "POST":
         if request.POST.get("do") == "revoke":
-            revoked = security.api_token_revoke(user=request.user)
+            revoked = security.api_token_revoke(user=user)
         else:
-            token = security.api_token_issue(user=request.user)
+            token = security.api_token_issue(user=user)
     return render(
         request,
         "account/token.html",
         {
             "token": token,
             "revoked": revoked,
-            "has_token": security.api_token_exists(user=request.user),
+            "has_token": security.api_token_exists(user=user),
         },
     )
 
@@ -176,19 +181,21 @@ class ApiToken(APIView):
     """The caller's API token: GET says whether one exists, POST makes a new one, DELETE revokes it."""
 
     permission_classes = [ActionPermission]
-    permission_action = "token.manage"
+    permission_action = "token.manage"  # ActionPermission lets only a signed-in user through: request.user is a User
 
     @extend_schema(responses={200: TokenStatus})
-    def get(self, request):
-        return Response({"has_token": security.api_token_exists(user=request.user)})
+    def get(self, request: Request) -> Response:
+        return Response({"has_token": security.api_token_exists(user=cast(User, request.user))})
 
     @extend_schema(request=None, responses={201: TokenIssued})
-    def post(self, request):
-        return Response({"token": security.api_token_issue(user=request.user)}, status=status.HTTP_201_CREATED)
+    def post(self, request: Request) -> Response:
+        return Response(
+            {"token": security.api_token_issue(user=cast(User, request.user))}, status=status.HTTP_201_CREATED
+        )
 
     @extend_schema(responses={204: None})
-    def delete(self, request):
-        security.api_token_revoke(user=request.user)
+    def delete(self, request: Request) -> Response:
+        security.api_token_revoke(user=cast(User, request.user))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -196,7 +203,7 @@ def is_api_path(path: str) -> bool:
     return path.startswith("/api/") and not path.startswith("/api/docs/")
 
 
-def not_found(request, exception):
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     """A 404 under /api/ is JSON like every other API answer; pages keep Django's page."""
     if is_api_path(request.path):
         missing = NotFound(gettext("No API endpoint or object at %(path)s.") % {"path": request.path})
@@ -204,7 +211,7 @@ def not_found(request, exception):
     return defaults.page_not_found(request, exception)
 
 
-def server_error(request):
+def server_error(request: HttpRequest) -> HttpResponse:
     """An unexpected failure: JSON under /api/, a bare page otherwise (the traceback is logged, never shown). Both
     name the request's id, which the log line of the failure carries, so a person's report leads to it."""
     request_id = getattr(request, "request_id", None) or current_request_id() or "unknown"
@@ -226,13 +233,13 @@ def server_error(request):
 
 
 @require_http_methods(["GET", "HEAD"])
-def healthz(request):
+def healthz(request: HttpRequest) -> HttpResponse:
     """The process answers (liveness): nothing else is asked, so a database outage does not get it restarted."""
     return JsonResponse({"status": "ok"})
 
 
 @require_http_methods(["GET", "HEAD"])
-def readyz(request):
+def readyz(request: HttpRequest) -> HttpResponse:
     """The database, the broker and the storage answer (readiness); 503 naming each that does not."""
     body = health.readiness_body(health.readiness())
     response = JsonResponse(body, status=200 if body["ready"] else 503)
@@ -242,7 +249,7 @@ def readyz(request):
 
 
 @require_http_methods(["GET", "HEAD"])
-def metrics(request):
+def metrics(request: HttpRequest) -> HttpResponse:
     """Prometheus' scrape, for the addresses ``STUDIO_METRICS_ALLOW`` lists; any other is told so (403)."""
     address = request.META.get("REMOTE_ADDR")
     if not observability.metrics_allowed(address):

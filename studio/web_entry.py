@@ -30,12 +30,20 @@ import io
 import json
 import logging
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, ThreadPoolExecutor
+from typing import IO, TYPE_CHECKING, Any
 
 from a2wsgi.wsgi import build_environ
 from django.conf import settings
-from django.urls import Resolver404, resolve
+from django.urls import Resolver404, ResolverMatch, resolve
+
+if TYPE_CHECKING:
+    from wsgiref.types import WSGIApplication
+
+    from _typeshed import OptExcInfo
+
+    from studio.middleware import Message, Receive, Scope, Send
 
 log = logging.getLogger(__name__)
 
@@ -56,14 +64,14 @@ class ClientTooSlow(Exception):
     """The client took none of the response for RESPONSE_SEND_TIMEOUT_S."""
 
 
-def _declared_length(scope) -> int | None:
+def _declared_length(scope: Scope) -> int | None:
     for name, value in scope.get("headers", []):
         if name == b"content-length":
             return int(value)  # ValueError for garbage: the caller answers 400
     return None
 
 
-def _route(scope):
+def _route(scope: Scope) -> ResolverMatch | None:
     try:
         return resolve(scope["path"])
     except Resolver404:
@@ -80,7 +88,7 @@ def body_cap(route_name: str | None, method: str) -> int:
     return settings.DATA_UPLOAD_MAX_MEMORY_SIZE
 
 
-def upload_refusal(environ: dict, action: str, project_id) -> tuple[int, str] | None:
+def upload_refusal(environ: dict, action: str, project_id: int | None) -> tuple[int, str] | None:
     """Why this sender may not upload here (status, message), from its session cookie or API token alone; None
     when it may. Runs before the body is read, so the view's own checks still run afterwards."""
     from django.contrib.auth import get_user
@@ -118,7 +126,7 @@ def upload_refusal(environ: dict, action: str, project_id) -> tuple[int, str] | 
         close_old_connections()
 
 
-async def _answer(send, status: int, detail: str, *, close: bool = True) -> None:
+async def _answer(send: Send, status: int, detail: str, *, close: bool = True) -> None:
     from studio.errors import STATUS_BY_KIND
 
     # The kind of the refusal (studio.errors), as every other surface sends it: a page reads the kind, not the words.
@@ -134,11 +142,13 @@ async def _answer(send, status: int, detail: str, *, close: bool = True) -> None
 class FileToStream:
     """``wsgi.file_wrapper``: Django hands a FileResponse's file here instead of iterating it in the thread."""
 
-    def __init__(self, filelike, block_size: int = 64 * 1024) -> None:
+    def __init__(self, filelike: IO[bytes], block_size: int = 64 * 1024) -> None:
         self.filelike = filelike
         self.block_size = max(64 * 1024, block_size or 0)
 
-    def __iter__(self):  # only for a WSGI server that ignores file wrappers; ours streams it from the loop
+    def __iter__(
+        self,
+    ) -> Iterator[bytes]:  # only for a WSGI server that ignores file wrappers; ours streams it from the loop
         while chunk := self.filelike.read(self.block_size):
             yield chunk
 
@@ -149,7 +159,7 @@ class FileToStream:
 class HttpEntry:
     """The ASGI ``http`` application: limits and body reading here, the view on a pooled thread (Django WSGI)."""
 
-    def __init__(self, wsgi_app, *, threads: int) -> None:
+    def __init__(self, wsgi_app: WSGIApplication, *, threads: int) -> None:
         self.wsgi_app = wsgi_app
         self.executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="web")
         # File reads of downloads: short and never waiting on a client, apart from the request threads.
@@ -158,7 +168,7 @@ class HttpEntry:
             max_workers=settings.WEB_PASSWORD_THREADS, thread_name_prefix="web-password"
         )
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             raise ValueError(f"HttpEntry serves http only, not {scope['type']}")
         loop = asyncio.get_running_loop()
@@ -200,7 +210,9 @@ class HttpEntry:
         finally:
             body.close()
 
-    async def _read_body(self, receive, send, declared: int | None, cap: int):
+    async def _read_body(
+        self, receive: Receive, send: Send, declared: int | None, cap: int
+    ) -> tempfile.SpooledTemporaryFile[bytes] | None:
         loop = asyncio.get_running_loop()
         started = loop.time()
         rate = settings.REQUEST_BODY_MIN_RATE
@@ -220,16 +232,19 @@ class HttpEntry:
                         f"The request body came too slowly: {received} bytes in "
                         f"{loop.time() - started:.0f} s. Send it again.",
                     )
-                    return body.close()
+                    body.close()
+                    return None
                 if message["type"] == "http.disconnect":
-                    return body.close()
+                    body.close()
+                    return None
                 chunk = message.get("body", b"")
                 received += len(chunk)
                 if received > cap:
                     await _answer(
                         send, 413, f"The request body is too large (more than {cap} bytes here); reading stopped."
                     )
-                    return body.close()
+                    body.close()
+                    return None
                 if chunk:
                     body.write(chunk)
                 if not message.get("more_body", False):
@@ -245,7 +260,7 @@ class _Response:
     per message. A streaming one is queued by the view's thread message by message, and a file response is streamed
     from the loop."""
 
-    def __init__(self, loop, send, executor, readers) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, send: Send, executor: Executor, readers: Executor) -> None:
         self.loop, self.send, self.executor, self.readers = loop, send, executor, readers
         self.queue: asyncio.Queue = asyncio.Queue()
         self.unsent = 0
@@ -257,7 +272,7 @@ class _Response:
         self.whole_body: bytes | None = None
         self.failed: BaseException | None = None
 
-    async def run(self, wsgi_app, environ) -> None:
+    async def run(self, wsgi_app: WSGIApplication, environ: dict[str, Any]) -> None:
         try:
             await self.loop.run_in_executor(
                 self.executor, contextvars.copy_context().run, self._wsgi, wsgi_app, environ
@@ -280,6 +295,7 @@ class _Response:
                 await self.loop.run_in_executor(self.readers, self.file.close)
 
     async def _send_whole(self, body: bytes) -> None:
+        assert self.start is not None, "a body is kept whole only with its start message (_wsgi)"
         try:
             async with asyncio.timeout(settings.RESPONSE_SEND_TIMEOUT_S):
                 await self.send(self.start)
@@ -289,7 +305,7 @@ class _Response:
 
     # --- the view's thread -------------------------------------------------------------------------
 
-    def _push(self, message) -> None:
+    def _push(self, message: Message) -> None:
         """Queue a message; wait (at most RESPONSE_SEND_TIMEOUT_S) only while the client is behind by more
         than RESPONSE_BUFFER_BYTES."""
         if self.start is not None:  # the start message goes first
@@ -302,9 +318,11 @@ class _Response:
             future.cancel()
             raise ClientTooSlow("the client took none of the response in time") from None
 
-    def _start_response(self, status: str, headers, exc_info=None):
+    def _start_response(
+        self, status: str, headers: list[tuple[str, str]], exc_info: OptExcInfo | None = None
+    ) -> Callable[[bytes], None]:
         if exc_info and self.started:
-            raise exc_info[1].with_traceback(exc_info[2])
+            raise exc_info[1].with_traceback(exc_info[2])  # type: ignore[union-attr]  # PEP 3333: given, it holds an exception
         self.started = True
         self.start = {
             "type": "http.response.start",
@@ -313,7 +331,7 @@ class _Response:
         }
         return lambda chunk: self._push({"type": "http.response.body", "body": chunk, "more_body": True})
 
-    def _wsgi(self, wsgi_app, environ) -> None:
+    def _wsgi(self, wsgi_app: WSGIApplication, environ: dict[str, Any]) -> None:
         iterable = wsgi_app(environ, self._start_response)
         if isinstance(iterable, FileToStream):
             self.file = iterable  # sent from the loop; closed there too
@@ -333,7 +351,7 @@ class _Response:
 
     # --- the loop ----------------------------------------------------------------------------------
 
-    async def _queue(self, message) -> None:
+    async def _queue(self, message: Message) -> None:
         if self.sender is None:
             self.sender = asyncio.ensure_future(self._sender())
         size = len(message.get("body", b""))
