@@ -386,7 +386,6 @@ def test_an_imports_per_file_errors_and_progress_are_worded_in_its_requesters_la
     assert import_job_report(job).progress == "2 of 2 traces read"
 
 
-
 def test_an_archive_refusal_is_worded_in_the_active_language(tmp_path):
     """An upload that is no zip is refused in the lead's language, the file's name as it is; English is unchanged."""
     from traces.importers.archive import ArchiveError, safe_extract
@@ -403,6 +402,7 @@ def test_an_archive_refusal_is_worded_in_the_active_language(tmp_path):
         assert refusal() == "traces.zip：不是 zip 压缩包（或已被截断）"
     with translation.override("en"):
         assert refusal() == "traces.zip: not a zip archive (or it is truncated)"
+
 
 @pytest.mark.django_db(transaction=True)
 def test_a_socket_refusal_speaks_the_pages_language(project, annotator, role_groups):
