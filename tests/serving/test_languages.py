@@ -386,6 +386,42 @@ def test_an_imports_per_file_errors_and_progress_are_worded_in_its_requesters_la
     assert import_job_report(job).progress == "2 of 2 traces read"
 
 
+def test_an_archive_refusal_is_worded_in_the_active_language(tmp_path):
+    """An upload that is no zip is refused in the lead's language, the file's name as it is; English is unchanged."""
+    from traces.importers.archive import ArchiveError, safe_extract
+
+    upload = tmp_path / "traces.zip"
+    upload.write_bytes(b"not a zip at all")
+
+    def refusal() -> str:
+        with pytest.raises(ArchiveError) as caught:
+            safe_extract(upload, tmp_path / "out")
+        return str(caught.value)
+
+    with translation.override("zh-hans"):
+        assert refusal() == "traces.zip：不是 zip 压缩包（或已被截断）"
+    with translation.override("en"):
+        assert refusal() == "traces.zip: not a zip archive (or it is truncated)"
+
+
+def test_a_missing_instruction_note_quotes_the_importers_warning_in_its_requesters_language(project, realtraces, lead):
+    """A Chinese-speaking lead's note on a Mobile-Agent run without instruction: the note and the importer's hint it
+    quotes are both in Chinese."""
+    from studio.services import account_settings_update
+    from traces.selectors import INSTRUCTION_MISSING
+    from traces.services import import_job_create, import_job_run
+
+    account_settings_update(user=lead, language="zh-hans")
+    run = realtraces / "mobile-agent-v1" / "results" / "Gmail" / "2"
+    job = import_job_create(
+        project=project, user=lead, upload_name=str(run), server_path=True, enqueue=False, fmt="mobile-agent"
+    )
+    job = import_job_run(job_id=job.pk)
+    (entry,) = [e for e in job.errors if e.get("kind") == INSTRUCTION_MISSING]
+    assert "源文件中没有找到任务指令（Mobile-Agent 的文件中没有记录任务指令；" in entry["error"], entry["error"]
+    assert entry["error"].endswith("此轨迹不会进入标注队列"), entry["error"]
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_socket_refusal_speaks_the_pages_language(project, annotator, role_groups):
     """The live socket's error frames are worded in the handshake's language, with the same kind."""

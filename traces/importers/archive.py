@@ -11,6 +11,7 @@ from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 from django.conf import settings
+from django.utils.translation import gettext
 
 CHUNK = 1024 * 1024
 
@@ -63,14 +64,17 @@ def safe_extract(archive: Path, dest: Path, *, placeholder: Callable[[str], bool
     try:
         zf = zipfile.ZipFile(archive)
     except zipfile.BadZipFile:
-        raise ArchiveError(f"{archive.name}: not a zip archive (or it is truncated)") from None
+        raise ArchiveError(
+            gettext("%(archive)s: not a zip archive (or it is truncated)") % {"archive": archive.name}
+        ) from None
     report = ExtractReport(folder=dest)
     budget = settings.IMPORT_MAX_UNPACKED_BYTES
     with zf:
         infos = zf.infolist()
         if len(infos) > settings.IMPORT_MAX_ARCHIVE_ENTRIES:
             raise ArchiveError(
-                f"{archive.name}: {len(infos)} entries, over the limit of {settings.IMPORT_MAX_ARCHIVE_ENTRIES}"
+                gettext("%(archive)s: %(count)s entries, over the limit of %(limit)s")
+                % {"archive": archive.name, "count": len(infos), "limit": settings.IMPORT_MAX_ARCHIVE_ENTRIES}
             )
         root = dest.resolve()
         for info in infos:
@@ -117,7 +121,11 @@ def safe_extract(archive: Path, dest: Path, *, placeholder: Callable[[str], bool
 
 
 def _over_budget(archive: Path, budget: int, info: zipfile.ZipInfo) -> str:
-    return f"{archive.name}: unpacks to more than {budget} bytes (decompression bomb); stopped at {info.filename}"
+    return gettext("%(archive)s: unpacks to more than %(budget)s bytes (decompression bomb); stopped at %(member)s") % {
+        "archive": archive.name,
+        "budget": budget,
+        "member": info.filename,
+    }
 
 
 class _AsItIs:

@@ -57,10 +57,17 @@ def _convert(action: str) -> tuple[str, str, dict]:
         rendered = grammar.render_action(grammar.Action("scroll", {"start_box": CENTRE, "direction": direction}))
         return rendered, "", {"position_assumed": "screen centre (Mobile-Agent records no position for page up/down)"}
     if verb in ("click text", "click icon"):
-        what = "text" if verb == "click text" else "icon description"
+        how = (
+            gettext("Mobile-Agent locates '%(what)s' by its text, not by coordinates; place the point when annotating")
+            if verb == "click text"
+            else gettext(
+                "Mobile-Agent locates '%(what)s' by its icon description, not by coordinates; place the point when "
+                "annotating"
+            )
+        )
         return (
             action,
-            f"Mobile-Agent locates '{arg}' by its {what}, not by coordinates; place the point when annotating",
+            how % {"what": arg},
             {},
         )
     return action, f"unknown Mobile-Agent action '{action}'", {}
@@ -124,7 +131,7 @@ def trace_from_run(folder: Path, *, root: Path) -> ImportedTrace:
         action_text, why, extra = _convert(record["Action"])
         image = folder / f"{number}.jpg"
         if not image.is_file():
-            warnings.append(f"step {number}: no screenshot {number}.jpg")
+            warnings.append(gettext("step %(number)s: no screenshot %(number)s.jpg") % {"number": number})
         steps.append(
             ImportedStep(
                 screenshot=ImageRef.from_path(image, root=root) if image.is_file() else None,
@@ -144,11 +151,15 @@ def trace_from_run(folder: Path, *, root: Path) -> ImportedTrace:
     if images and images[-1] == numbers[-1] + 1:
         final = ImageRef.from_path(folder / f"{images[-1]}.jpg", root=root)
     elif len(images) != len(numbers):
-        warnings.append(f"{len(images)} screenshots for {len(numbers)} steps")
+        warnings.append(
+            gettext("%(images)s screenshots for %(steps)s steps") % {"images": len(images), "steps": len(numbers)}
+        )
     instruction_file = folder / "instruction.txt"
     instruction = instruction_file.read_text(encoding="utf-8").strip() if instruction_file.is_file() else ""
     if not instruction:
-        warnings.append("the instruction is not recorded in Mobile-Agent's files; add instruction.txt beside data.json")
+        warnings.append(
+            gettext("the instruction is not recorded in Mobile-Agent's files; add instruction.txt beside data.json")
+        )
     relative = folder.relative_to(root) if folder != root else Path(folder.name)
     return ImportedTrace(
         external_id=f"mobile-agent/{relative.as_posix()}",

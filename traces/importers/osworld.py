@@ -149,13 +149,19 @@ def trace_from_folder(folder: Path, *, root: Path, where: str) -> ImportedTrace:
             after_files.append(safe_child(folder, name, f"{where} line {number}"))
         else:
             after_files.append(None)
-            warnings.append(f"{where} line {number}: step {step_num} names no screenshot_file")
+            warnings.append(
+                gettext("%(file)s line %(line)s: step %(step)s names no screenshot_file")
+                % {"file": where, "line": number, "step": step_num}
+            )
 
     initial = next((folder / name for name in INITIAL_SCREENSHOTS if (folder / name).is_file()), None)
     if initial is None:
         warnings.append(
-            f"{folder.name}: no initial screenshot (step_0.png / initial_state.png); "
-            "step 1 has no observation, since OSWorld saves only the screen after each action"
+            gettext(
+                "%(folder)s: no initial screenshot (step_0.png / initial_state.png); "
+                "step 1 has no observation, since OSWorld saves only the screen after each action"
+            )
+            % {"folder": folder.name}
         )
     observations = [initial, *after_files[:-1]]
 
@@ -185,8 +191,11 @@ def trace_from_folder(folder: Path, *, root: Path, where: str) -> ImportedTrace:
     instruction, instruction_source = _instruction(folder, where)
     if not instruction:
         warnings.append(
-            f"{folder.name}: instruction not found (add task.json, instruction.txt or {folder.name}.json "
-            "beside the folder); left empty"
+            gettext(
+                "%(folder)s: instruction not found (add task.json, instruction.txt or %(folder)s.json "
+                "beside the folder); left empty"
+            )
+            % {"folder": folder.name}
         )
     outcome, score = _outcome(folder)
     relative = str(folder.relative_to(root.parent))

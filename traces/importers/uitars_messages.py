@@ -138,7 +138,8 @@ def trace_from_messages(messages: Any, folder: Path, *, where: str, digest: str)
                 if name is not None:
                     if current is not None:
                         warnings.append(
-                            f"{here}: screenshot '{current.name}' was never answered; the later one is used"
+                            gettext("%(where)s: screenshot '%(name)s' was never answered; the later one is used")
+                            % {"where": here, "name": current.name}
                         )
                     current = ImageRef.from_path(_resolve_image(folder, name, here), root=folder.parent)
         else:
@@ -146,7 +147,10 @@ def trace_from_messages(messages: Any, folder: Path, *, where: str, digest: str)
             if not reply:
                 raise TraceReadError(here, gettext("assistant message has no text"))
             if current is None:
-                warnings.append(f"{here}: step {len(steps) + 1} has no screenshot before it")
+                warnings.append(
+                    gettext("%(where)s: step %(step)s has no screenshot before it")
+                    % {"where": here, "step": len(steps) + 1}
+                )
             steps.append(ImportedStep(screenshot=current, raw_response=reply))
             current = None
     if not steps:
@@ -155,7 +159,8 @@ def trace_from_messages(messages: Any, folder: Path, *, where: str, digest: str)
     instruction = instruction_from_prompt(prompt)
     if not instruction:
         warnings.append(
-            f"{where}: no '{INSTRUCTION_HEADING}' section in the first user message; instruction left empty"
+            gettext("%(where)s: no '%(heading)s' section in the first user message; instruction left empty")
+            % {"where": where, "heading": INSTRUCTION_HEADING}
         )
     return ImportedTrace(
         external_id=f"{folder.name}-{digest[:12]}",

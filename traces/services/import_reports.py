@@ -63,18 +63,24 @@ def off_screen_report(imported: ImportedTrace, trace: Trace, off_screen: list[tu
     """The job's entry for a trace with recorded points off the screen: which steps, why, and what follows (shown
     to annotators, never trained on unless corrected)."""
     where = imported.source_path or imported.external_id
-    named = "; ".join(f"step {index}: {why}" for index, why in off_screen[:OFF_SCREEN_LISTED])
+    named = gettext("; ").join(
+        gettext("step %(index)s: %(why)s") % {"index": index, "why": why}
+        for index, why in off_screen[:OFF_SCREEN_LISTED]
+    )
     more = len(off_screen) - OFF_SCREEN_LISTED
+    listed = named + (
+        gettext("; and %(more)s more steps, listed on the trace page") % {"more": more} if more > 0 else ""
+    )
     return {
         "file": where,
         "kind": OFF_SCREEN_POINT,
         "trace": trace.pk,
         "steps": [index for index, _ in off_screen],
-        "error": (
-            f"{where}: {off_screen_phrase(len(off_screen))} ({named}"
-            + (f"; and {more} more steps, listed on the trace page" if more > 0 else "")
-            + "); annotators see the step flagged, and exports never train on it unless the annotator corrects it"
-        ),
+        "error": gettext(
+            "%(file)s: %(steps)s (%(listed)s); annotators see the step flagged, and exports never train on it unless "
+            "the annotator corrects it"
+        )
+        % {"file": where, "steps": off_screen_phrase(len(off_screen)), "listed": listed},
     }
 
 
@@ -110,15 +116,17 @@ def instruction_missing_report(imported: ImportedTrace, trace: Trace) -> dict:
     """The job's entry for a trace stored without its instruction: what is missing, what the importer said about
     where it looked, and what happens now (kept out of the queue until a lead writes it on the trace page)."""
     where = imported.source_path or imported.external_id
-    said = [w for w in imported.warnings if "instruction" in w.lower()]
+    # The importer's warnings are worded in the same language as this entry, so they are found by its word.
+    said = [w for w in imported.warnings if gettext("instruction") in w.lower()]
     return {
         "file": where,
         "kind": INSTRUCTION_MISSING,
         "trace": trace.pk,
         "error": (
-            f"{where}: no instruction found in the source"
-            + (f" ({'; '.join(said)})" if said else "")
-            + "; the trace is kept out of the annotation queue until a lead writes its instruction on the "
-            "trace page"
+            gettext("%(file)s: no instruction found in the source") % {"file": where}
+            + (gettext(" (%(said)s)") % {"said": gettext("; ").join(said)} if said else "")
+            + gettext(
+                "; the trace is kept out of the annotation queue until a lead writes its instruction on the trace page"
+            )
         ),
     }
