@@ -135,20 +135,16 @@ def prose_of(reply: str) -> str:
 def _position(action: dict) -> tuple[int | float, int | float]:
     position = action.get("mouse_position")
     if not isinstance(position, dict):
-        raise ActionConversionError(
-            gettext("%(action)s has no mouse_position") % {"action": action.get("mouse_action_type")}
-        )
+        raise ActionConversionError(f"{action.get('mouse_action_type')} has no mouse_position")
     x, y = position.get("width"), position.get("height")
     if isinstance(x, bool) or isinstance(y, bool) or not isinstance(x, (int, float)) or not isinstance(y, (int, float)):
-        raise ActionConversionError(
-            gettext("mouse_position must hold numbers, found %(found)s") % {"found": repr(position)}
-        )
+        raise ActionConversionError(f"mouse_position must hold numbers, found {position!r}")
     return (x, y)
 
 
 def _keys(name: Any) -> str:
     if not isinstance(name, str) or not name.strip():
-        raise ActionConversionError(gettext("keyboard_key must be a key name, found %(found)s") % {"found": repr(name)})
+        raise ActionConversionError(f"keyboard_key must be a key name, found {name!r}")
     keys = [part.strip() for part in re.split(r"[+ ]", name) if part.strip()]
     return " ".join(X_KEYSYMS.get(key.lower(), key.lower()) for key in keys)
 
@@ -176,41 +172,34 @@ def convert_actions(items: list[dict], cursor: tuple | None) -> tuple[list[gramm
                 cursor = _position(item)
                 if mouse == "double_click":
                     if button != "left":
-                        raise ActionConversionError(
-                            gettext("double_click with the %(button)s button has no UI-TARS action")
-                            % {"button": button}
-                        )
+                        raise ActionConversionError(f"double_click with the {button} button has no UI-TARS action")
                     result.append(grammar.Action("left_double", {"start_box": cursor}))
                 elif button in MOUSE_BUTTON_CLICKS:
                     result.append(grammar.Action(MOUSE_BUTTON_CLICKS[button], {"start_box": cursor}))
                 else:
-                    raise ActionConversionError(
-                        gettext("a %(button)s-button click has no UI-TARS action") % {"button": repr(button)}
-                    )
+                    raise ActionConversionError(f"a {button!r}-button click has no UI-TARS action")
             elif mouse in ("scroll_up", "scroll_down"):
                 args = {"direction": mouse.removeprefix("scroll_")}
                 if cursor is not None:
                     args["start_box"] = cursor
                 result.append(grammar.Action("scroll", args))
             else:
-                raise ActionConversionError(gettext("unknown mouse_action_type %(found)s") % {"found": repr(mouse)})
+                raise ActionConversionError(f"unknown mouse_action_type {mouse!r}")
         elif kind == "KeyboardAction":
             keyboard = item.get("keyboard_action_type")
             if keyboard == "text":
                 text = item.get("keyboard_text")
                 if not isinstance(text, str):
-                    raise ActionConversionError(gettext("text action without keyboard_text"))
+                    raise ActionConversionError("text action without keyboard_text")
                 result.append(grammar.Action("type", {"content": text}))
             elif keyboard == "press":
                 result.append(grammar.Action("hotkey", {"key": _keys(item.get("keyboard_key"))}))
             else:
-                raise ActionConversionError(
-                    gettext("unknown keyboard_action_type %(found)s") % {"found": repr(keyboard)}
-                )
+                raise ActionConversionError(f"unknown keyboard_action_type {keyboard!r}")
         elif kind == "WaitAction":
             result.append(grammar.Action("wait", {}))
         else:
-            raise ActionConversionError(gettext("%(kind)s is not an execution action") % {"kind": repr(kind)})
+            raise ActionConversionError(f"{kind!r} is not an execution action")
     if pending_move is not None:
         result.append(grammar.Action("hover", {"start_box": pending_move}))
     return result, cursor
