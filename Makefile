@@ -13,12 +13,10 @@ DEMO_ENV := STUDIO_MODE=demo STUDIO_DEMO_PASSWORD=$${STUDIO_DEMO_PASSWORD:-demo-
 
 .PHONY: demo install test test-integration test-release test-all lint typecheck typecheck-js migrations-check bench-import compose-check clean
 
-# --no-compile: pip would byte-compile all ~23,000 installed modules (about a minute of CPU); Python compiles the few
-# thousand a process imports the first time it imports them.
 $(STAMP):
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip setuptools wheel
-	$(PY) -m pip install --quiet --no-compile -e '.[ml,tokens,test,lint]'
+	$(PY) -m pip install --quiet -e '.[ml,tokens,test,lint]'
 	touch $(STAMP)
 
 install: $(STAMP)
