@@ -76,6 +76,14 @@ export function replayTable(d) {
     rows: d.rounds.map((r) => [r.round_name, r.verified, r.refuted, r.waiting, r.not_replayed]) };
 }
 
+/* A table cell of ``text`` at the end of ``row``, with ``attrs`` as its data attributes. */
+function cell(row, text, attrs) {
+  const td = document.createElement("td");
+  td.textContent = text;
+  for (const [k, v] of Object.entries(attrs || {})) td.dataset[k] = v;
+  row.append(td);
+}
+
 /* The corrections' standing per round in ``section`` (its tbody), from its data-url, beside the rounds; the section
    stays hidden where no correction was replayed (and where the counts cannot be read: the figures above stand
    without them). ``tables`` gets the counts as CSV. */
@@ -89,12 +97,7 @@ export async function loadReplays(section, tables) {
     for (const r of d.rounds) {
       const tr = document.createElement("tr");
       tr.dataset.round = r.round_name;
-      for (const c of replayRow(r)) {
-        const td = document.createElement("td");
-        td.textContent = c.text;
-        td.dataset.figure = c.figure;
-        tr.append(td);
-      }
+      for (const c of replayRow(r)) cell(tr, c.text, { figure: c.figure });
       body.append(tr);
     }
     tables.replays = replayTable(d);
@@ -126,13 +129,6 @@ function start() {
 
   function perRound(rounds, labels, value) {
     return rounds.map((r, i) => ({ label: r.name, backgroundColor: palette[i % palette.length], data: labels.map((l) => value(r, l)) }));
-  }
-
-  function cell(row, text, attrs) {
-    const td = document.createElement("td");
-    td.textContent = text;
-    for (const [k, v] of Object.entries(attrs || {})) td.dataset[k] = v;
-    row.append(td);
   }
 
   function render(d) {
