@@ -404,7 +404,7 @@ def _counting_server_class(counter: _RequestCounter):
 
 @pytest.fixture(scope="session")
 def live_server(request):
-    """pytest-django's live server, counting the requests it is handling (see ``_live_server_drained``)."""
+    """pytest-django's live server, counting the requests it is handling (see ``_browser_closed_and_live_server_drained``)."""
     from pytest_django.live_server_helper import LiveServer
 
     addr = request.config.getvalue("liveserver") or os.getenv("DJANGO_LIVE_TEST_SERVER_ADDRESS") or "localhost"
@@ -417,18 +417,25 @@ def live_server(request):
 
 
 @pytest.fixture(autouse=True)
-def _live_server_drained(request):
-    """A browser test ends with requests still arriving (a closing page's lease-release beacon, a last draft save);
-    the live server outlives the test, so one of them could meet the next flush of the test database half-way
-    (PostgreSQL answers with a deadlock). Wait until the server has been idle a moment before the flush.
+def _browser_closed_and_live_server_drained(request):
+    """After a browser test, its pages are closed: a page left open keeps its live socket reconnecting and its polls
+    running against the live server for the rest of the session, CPU taken from every later test and requests
+    arriving during tests that have no database. Then, as a browser test ends with requests still arriving (a
+    closing page's lease-release beacon, a last draft save) and the live server outlives the test, one of them could
+    meet the next flush of the test database half-way: wait until the server has been idle a moment first.
 
     ``transactional_db`` is requested first so that this teardown runs before the flush."""
-    if "live_server" not in request.fixturenames:
-        yield
-        return
-    request.getfixturevalue("transactional_db")
-    server = request.getfixturevalue("live_server")
+    uses_server = "live_server" in request.fixturenames
+    if uses_server:
+        request.getfixturevalue("transactional_db")
+    server = request.getfixturevalue("live_server") if uses_server else None
+    browser = request.getfixturevalue("browser") if "browser" in request.fixturenames else None
     yield
+    if browser is not None:
+        for context in list(browser.contexts):
+            context.close()
+    if server is None:
+        return
     deadline = time.monotonic() + 15
     while not server.request_counter.quiet_for(0.3) and time.monotonic() < deadline:
         time.sleep(0.05)
