@@ -5,6 +5,8 @@ message."""
 
 from __future__ import annotations
 
+from django.utils.translation import gettext
+
 from annotation.models import Annotation, Verdict
 from studio.errors import Invalid
 from traces import grammar
@@ -25,7 +27,10 @@ def clean_answer_field(annotation: Annotation, name: str, value):
     trace = annotation.trace
     if name == "verdict":
         if value not in Verdict.values:
-            raise FieldProblem(f"verdict must be one of {', '.join(v or '(blank)' for v in Verdict.values)}")
+            raise FieldProblem(
+                gettext("verdict must be one of %(verdicts)s")
+                % {"verdicts": ", ".join(v or gettext("(blank)") for v in Verdict.values)}
+            )
         return value
     if name == "tau":
         if value in (None, ""):
@@ -33,18 +38,22 @@ def clean_answer_field(annotation: Annotation, name: str, value):
         try:
             tau = int(value)
         except (TypeError, ValueError):
-            raise FieldProblem(f"tau must be a step number, not {value!r}") from None
+            raise FieldProblem(gettext("tau must be a step number, not %(value)s") % {"value": repr(value)}) from None
         if not 1 <= tau <= trace.step_count:
             raise FieldProblem(
-                f"tau must lie between 1 and {trace.step_count}: {tau} is outside the trace's steps 1..{trace.step_count}"
+                gettext("tau must lie between 1 and %(count)s: %(tau)s is outside the trace's steps 1..%(count)s")
+                % {"count": trace.step_count, "tau": tau}
             )
         return tau
     if not isinstance(value, str):
-        raise FieldProblem(f"{name} must be text")
+        raise FieldProblem(gettext("%(field)s must be text") % {"field": name})
     if name == "error_category":
         categories = trace.project.error_categories or []
         if value and categories and value not in categories:
-            raise FieldProblem(f"error category {value!r} is not one of this project's categories")
+            raise FieldProblem(
+                gettext("error category %(category)s is not one of this project's categories")
+                % {"category": repr(value)}
+            )
         return value
     if name in ACTION_TEXT_FIELDS and value.strip():
         try:

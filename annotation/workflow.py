@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.utils.translation import gettext
+
 from annotation.models import AnnotationStatus as S
 from studio.errors import Conflict
 
@@ -30,4 +32,7 @@ def check_transition(current: str, target: str) -> str:
     try:
         return ANNOTATION_TRANSITIONS[(current, target)]
     except KeyError:
-        raise TransitionError(f"an annotation that is {current} cannot become {target}") from None
+        raise TransitionError(
+            gettext("an annotation that is %(current)s cannot become %(target)s")
+            % {"current": current, "target": target}
+        ) from None

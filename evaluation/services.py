@@ -78,7 +78,7 @@ def model_dir_resolve(model_dir: str) -> str:
     try:
         read_model_config(path)
     except ModelLoadError as exc:
-        raise Invalid(f"model_dir: {exc}", field="model_dir") from None
+        raise Invalid(gettext("model_dir: %(error)s") % {"error": exc}, field="model_dir") from None
     return str(path)
 
 
@@ -86,11 +86,21 @@ def _settings_resolve(project: Project, overrides: dict | None) -> dict:
     resolved = {**SETTINGS, **model_image_budget(project)}
     for key, value in (overrides or {}).items():
         if key not in resolved:
-            raise Invalid(f"settings: unknown setting {key!r} (known: {', '.join(sorted(resolved))})", field="settings")
+            raise Invalid(
+                gettext("settings: unknown setting %(key)s (known: %(known)s)")
+                % {"key": repr(key), "known": ", ".join(sorted(resolved))},
+                field="settings",
+            )
         if isinstance(value, bool) or not isinstance(value, SETTING_TYPES[key]):
-            raise Invalid(f"settings: {key!r} has the wrong type: {value!r}", field="settings")
+            raise Invalid(
+                gettext("settings: %(key)s has the wrong type: %(value)s") % {"key": repr(key), "value": repr(value)},
+                field="settings",
+            )
         if isinstance(value, int) and value <= 0:
-            raise Invalid(f"settings: {key!r} must be positive, got {value!r}", field="settings")
+            raise Invalid(
+                gettext("settings: %(key)s must be positive, got %(value)s") % {"key": repr(key), "value": repr(value)},
+                field="settings",
+            )
         resolved[key] = value
     return resolved
 
@@ -110,7 +120,10 @@ def _selection_resolve(
     chosen_round = round_resolve(project, round_ref)
     split = split or ("all" if chosen_round is not None else "validation")
     if split not in SPLITS:
-        raise Invalid(f"split: {split!r} is not one of {', '.join(SPLITS)}", field="split")
+        raise Invalid(
+            gettext("split: %(split)s is not one of %(splits)s") % {"split": repr(split), "splits": ", ".join(SPLITS)},
+            field="split",
+        )
     raw: dict = {}
     if export_id is not None:
         if validation_fraction is not None or split_seed is not None:
@@ -138,8 +151,11 @@ def _selection_resolve(
         raise Invalid(gettext("split: validation_fraction is 0, so the validation split is empty"), field="split")
     if split == "validation" and options.train_only:
         raise Invalid(
-            f"split: export {export_id} trained every sample (fewer than two of its traces gave samples), so its "
-            "validation split is empty; evaluate split 'all' or a round",
+            gettext(
+                "split: export %(id)s trained every sample (fewer than two of its traces gave samples), so its "
+                "validation split is empty; evaluate split 'all' or a round"
+            )
+            % {"id": export_id},
             field="split",
         )
     return {

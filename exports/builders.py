@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, TypeVar
 
 from django.db.models import Count, QuerySet
+from django.utils.translation import gettext
 
 from annotation.models import Annotation, AnnotationKind, AnnotationStatus, Verdict
 from annotation.selectors import action_target_box, steps_dropped_before
@@ -80,19 +81,22 @@ def verification_weights_checked(raw: object) -> dict:
     """The option ``verification_weights`` validated: {standing: copies}; OptionsError naming what is wrong."""
     if not isinstance(raw, dict) or not raw:
         raise OptionsError(
-            'verification_weights must be an object {standing: copies}, e.g. {"verified": 3, "waiting": 1}'
+            gettext('verification_weights must be an object {standing: copies}, e.g. {"verified": 3, "waiting": 1}')
         )
     unknown = sorted(set(raw) - set(VERIFICATION_STANDINGS))
     if unknown:
         raise OptionsError(
-            f"verification_weights: unknown standing(s) {', '.join(map(str, unknown))}; "
-            f"the standings are {', '.join(VERIFICATION_STANDINGS)}"
+            gettext("verification_weights: unknown standing(s) %(unknown)s; the standings are %(standings)s")
+            % {"unknown": ", ".join(map(str, unknown)), "standings": ", ".join(VERIFICATION_STANDINGS)}
         )
     for standing, copies in raw.items():
         if isinstance(copies, bool) or not isinstance(copies, int) or not 1 <= copies <= MAX_COPIES:
             raise OptionsError(
-                f"verification_weights: {standing} must be a whole number of copies from 1 to {MAX_COPIES} "
-                "(to leave corrections out, use verified_only)"
+                gettext(
+                    "verification_weights: %(standing)s must be a whole number of copies from 1 to %(max)s "
+                    "(to leave corrections out, use verified_only)"
+                )
+                % {"standing": standing, "max": MAX_COPIES}
             )
     return {standing: raw[standing] for standing in VERIFICATION_STANDINGS if standing in raw}
 
@@ -136,48 +140,50 @@ class ExportOptions:
         raw = dict(raw or {})
         unknown = sorted(set(raw) - set(cls.__dataclass_fields__))
         if unknown:
-            raise OptionsError(f"unknown export option(s): {', '.join(unknown)}")
+            raise OptionsError(gettext("unknown export option(s): %(options)s") % {"options": ", ".join(unknown)})
         values: dict[str, Any] = {}
         booleans = ("include_valid_prefix", "include_error_free", "train_only", "verified_only", "refuted_dpo")
         for name in (*booleans, "branch_steps"):
             if name in raw:
                 if not isinstance(raw[name], bool):
-                    raise OptionsError(f"{name} must be true or false")
+                    raise OptionsError(gettext("%(option)s must be true or false") % {"option": name})
                 values[name] = raw[name]
         if "validation_fraction" in raw:
             fraction = raw["validation_fraction"]
             if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 <= fraction < 1:
-                raise OptionsError("validation_fraction must be a number in [0, 1)")
+                raise OptionsError(gettext("validation_fraction must be a number in [0, 1)"))
             values["validation_fraction"] = float(fraction)
         if "unparsed_history" in raw:
             if raw["unparsed_history"] not in UNPARSED_HISTORY:
-                raise OptionsError(f"unparsed_history must be one of {', '.join(UNPARSED_HISTORY)}")
+                raise OptionsError(
+                    gettext("unparsed_history must be one of %(choices)s") % {"choices": ", ".join(UNPARSED_HISTORY)}
+                )
             values["unparsed_history"] = raw["unparsed_history"]
         if "split_seed" in raw:
             seed = raw["split_seed"]
             if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**31:
-                raise OptionsError("split_seed must be an integer in [0, 2^31)")
+                raise OptionsError(gettext("split_seed must be an integer in [0, 2^31)"))
             values["split_seed"] = seed
         if raw.get("since_export") is not None:
             since = raw["since_export"]
             if isinstance(since, bool) or not isinstance(since, int) or not 0 < since < 2**63:
-                raise OptionsError("since_export must be the id of an earlier export (a positive integer)")
+                raise OptionsError(gettext("since_export must be the id of an earlier export (a positive integer)"))
             values["since_export"] = since
         if raw.get("validation_trace") is not None:
             trace = raw["validation_trace"]
             if isinstance(trace, bool) or not isinstance(trace, int) or not 0 < trace < 2**63:
-                raise OptionsError("validation_trace must be a trace id (a positive integer)")
+                raise OptionsError(gettext("validation_trace must be a trace id (a positive integer)"))
             values["validation_trace"] = trace
         if raw.get("slice") is not None:
             slice_id = raw["slice"]
             if isinstance(slice_id, bool) or not isinstance(slice_id, int) or not 0 < slice_id < 2**63:
-                raise OptionsError("slice must be the id of one of the project's slices (a positive integer)")
+                raise OptionsError(gettext("slice must be the id of one of the project's slices (a positive integer)"))
             values["slice"] = slice_id
         if raw.get("min_gold_accuracy") is not None:
             bar = raw["min_gold_accuracy"]
             if isinstance(bar, bool) or not isinstance(bar, (int, float)) or not 0 < bar <= 1:
                 raise OptionsError(
-                    "min_gold_accuracy must be a share in (0, 1]: e.g. 0.8 for 80 % of gold answers right"
+                    gettext("min_gold_accuracy must be a share in (0, 1]: e.g. 0.8 for 80 % of gold answers right")
                 )
             values["min_gold_accuracy"] = float(bar)
         if raw.get("verification_weights") is not None:

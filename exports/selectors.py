@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from django.db.models import Count, Q, QuerySet
+from django.utils.translation import gettext
 
 from annotation.models import Annotation, AnnotationStatus
 from exports import lineage
@@ -55,14 +56,18 @@ def export_diff(older: ExportJob, newer: ExportJob) -> lineage.BundleDiff:
     """Annotations added, removed and changed from ``older``'s bundle to ``newer``'s; raises Invalid naming why two
     exports cannot be compared."""
     if older.project_id != newer.project_id:
-        raise Invalid(f"exports {older.pk} and {newer.pk} are of different projects; lineage compares one project")
+        raise Invalid(
+            gettext("exports %(older)s and %(newer)s are of different projects; lineage compares one project")
+            % {"older": older.pk, "newer": newer.pk}
+        )
     for job in (older, newer):
         if job.sources is None:
-            raise Invalid(
-                f"export {job.pk} has no lineage: it is {job.status}"
+            said = (
+                gettext("export %(id)s has no lineage: it is %(status)s")
                 if job.status != JobStatus.SUCCEEDED
-                else f"export {job.pk} was made before bundle lineage was kept"
+                else gettext("export %(id)s was made before bundle lineage was kept")
             )
+            raise Invalid(said % {"id": job.pk, "status": job.status})
     base_id = (newer.options or {}).get("since_export")
     held = held_by_base(base_id, older=older.sources or [], newer=newer.sources or [])
     return lineage.bundle_diff(older.sources or [], newer.sources or [], in_base=held)

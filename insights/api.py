@@ -368,7 +368,7 @@ class ClusterMerge(APIView):
         other = request.data.get("other") if isinstance(request.data, dict) else None
         other_id = other if isinstance(other, int) and not isinstance(other, bool) else id_from_text(str(other or ""))
         if other_id is None:
-            raise Invalid("other: the id of the cluster to merge into this one")
+            raise Invalid(gettext("other: the id of the cluster to merge into this one"))
         merged = services.cluster_merge(cluster=cluster, other_id=other_id)
         return Response(ClusterSerializer(merged).data)
 

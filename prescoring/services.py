@@ -79,11 +79,18 @@ def _resolve_settings(*, scorer: str, project: Project, overrides: dict | None) 
         base.update(model_image_budget(project))
     for key, value in (overrides or {}).items():
         if key not in base:
-            raise PrescoreError(f"unknown setting '{key}' for the {scorer} scorer (known: {', '.join(sorted(base))})")
+            raise PrescoreError(
+                gettext("unknown setting '%(key)s' for the %(scorer)s scorer (known: %(known)s)")
+                % {"key": key, "scorer": scorer, "known": ", ".join(sorted(base))}
+            )
         if isinstance(value, bool) and SETTING_TYPES[key] is not bool or not isinstance(value, SETTING_TYPES[key]):
-            raise PrescoreError(f"setting '{key}' has the wrong type: {value!r}")
+            raise PrescoreError(
+                gettext("setting '%(key)s' has the wrong type: %(value)s") % {"key": key, "value": repr(value)}
+            )
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value <= 0:
-            raise PrescoreError(f"setting '{key}' must be positive, got {value!r}")
+            raise PrescoreError(
+                gettext("setting '%(key)s' must be positive, got %(value)s") % {"key": key, "value": repr(value)}
+            )
         base[key] = value
     return base
 
@@ -114,13 +121,16 @@ def prescore_job_create(
 ) -> PrescoreJob:
     """Validate and queue a scoring run. Raises PrescoreError naming the problem."""
     if scorer not in Scorer.values:
-        raise PrescoreError(f"unknown scorer '{scorer}' (use {' or '.join(Scorer.values)})")
+        raise PrescoreError(
+            gettext("unknown scorer '%(scorer)s' (use %(scorers)s)")
+            % {"scorer": scorer, "scorers": gettext(" or ").join(Scorer.values)}
+        )
     resolved = _resolve_settings(scorer=scorer, project=project, overrides=settings)
     warnings = []
     if scorer == Scorer.QWEN2VL:
         model_path = model_path or configured_model_dir()
         if not model_path:
-            raise PrescoreError("no model: give a model path or set STUDIO_PRESCORE_MODEL_DIR")
+            raise PrescoreError(gettext("no model: give a model path or set STUDIO_PRESCORE_MODEL_DIR"))
         try:
             config = read_model_config(model_path)
         except ModelLoadError as exc:
@@ -134,13 +144,16 @@ def prescore_job_create(
                 }
             )
     elif model_path:
-        raise PrescoreError("the rules scorer takes no model")
+        raise PrescoreError(gettext("the rules scorer takes no model"))
     trace_ids = sorted(set(trace_ids or []))
     if trace_ids:
         found = set(Trace.objects.filter(project=project, pk__in=trace_ids).values_list("pk", flat=True))
         missing = [pk for pk in trace_ids if pk not in found]
         if missing:
-            raise PrescoreError(f"traces not in project {project.name}: {', '.join(map(str, missing))}")
+            raise PrescoreError(
+                gettext("traces not in project %(project)s: %(traces)s")
+                % {"project": project.name, "traces": ", ".join(map(str, missing))}
+            )
     job = PrescoreJob.objects.create(
         project=project,
         created_by=user,

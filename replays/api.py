@@ -4,6 +4,7 @@ selectors do the work."""
 
 from __future__ import annotations
 
+from django.utils.translation import gettext
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
@@ -73,7 +74,10 @@ class ReplayList(APIView):
         wanted = request.query_params.get("status", "")
         if wanted:
             if wanted not in ReplayStatus.values:
-                raise Invalid(f"status: one of {', '.join(ReplayStatus.values)}", field="status")
+                raise Invalid(
+                    gettext("status: one of %(statuses)s") % {"statuses": ", ".join(ReplayStatus.values)},
+                    field="status",
+                )
             rows = rows.filter(status=wanted)
         return Response(ReplaySerializer(rows[:200], many=True).data)
 
@@ -83,7 +87,10 @@ class ReplayList(APIView):
         data = _valid(ReplayCreateSerializer, request.data)
         annotation = access_annotation(request.user, data["annotation"], "annotation.review")
         if annotation.project_id != project.pk:
-            raise Invalid(f"annotation {annotation.pk} is not of {project.name}", field="annotation")
+            raise Invalid(
+                gettext("annotation %(id)s is not of %(project)s") % {"id": annotation.pk, "project": project.name},
+                field="annotation",
+            )
         made = services.replay_request_create(annotation=annotation, actor=request.user, reason="api")
         return Response(
             ReplaySerializer(made.request).data, status=status.HTTP_201_CREATED if made.created else status.HTTP_200_OK
@@ -271,4 +278,6 @@ def _boolean(value, name: str) -> bool | None:
         return True
     if text in ("false", "0", "no"):
         return False
-    raise Invalid(f"{name}: true or false, not {str(value)[:40]!r}", field=name)
+    raise Invalid(
+        gettext("%(name)s: true or false, not %(value)s") % {"name": name, "value": repr(str(value)[:40])}, field=name
+    )

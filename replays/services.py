@@ -69,7 +69,9 @@ def corrected_action_for_trace(annotation: Annotation) -> str:
     try:
         action = grammar.parse_actions(annotation.corrected_action)[0]
     except (grammar.ActionSyntaxError, IndexError) as exc:
-        raise Invalid(f"corrected_action: it does not parse ({exc})", field="annotation") from None
+        raise Invalid(
+            gettext("corrected_action: it does not parse (%(error)s)") % {"error": exc}, field="annotation"
+        ) from None
     shot = trace.steps.filter(index=annotation.tau or 0).select_related("screenshot").first()
     screen = shot.screenshot if shot is not None else None
     if trace.coordinate_convention != project.coordinate_convention and screen is not None:
@@ -97,7 +99,7 @@ def replay_request_create(*, annotation: Annotation, actor: User | None = None, 
     event to the project's endpoints. An open request (queued or claimed) for the same version is answered as it is.
     Invalid for an answer that is not an accepted correction of an ended trace."""
     if reason not in REASONS:
-        raise Invalid(f"reason: one of {', '.join(REASONS)}", field="reason")
+        raise Invalid(gettext("reason: one of %(reasons)s") % {"reasons": ", ".join(REASONS)}, field="reason")
     annotation = (
         Annotation.objects.select_for_update(of=("self",)).select_related("trace__project").get(pk=annotation.pk)
     )
@@ -223,7 +225,10 @@ def runner_name_checked(runner: str) -> str:
     runner = (runner or "").strip()
     problem = input_problem(runner, name="runner")
     if not runner or len(runner) > RUNNER_NAME_MAX or problem:
-        raise Invalid(problem or f"runner: the runner's name, 1 to {RUNNER_NAME_MAX} characters", field="runner")
+        raise Invalid(
+            problem or gettext("runner: the runner's name, 1 to %(max)s characters") % {"max": RUNNER_NAME_MAX},
+            field="runner",
+        )
     return runner
 
 
@@ -264,23 +269,34 @@ def _held(request_id: int, claim: str | int) -> ReplayRequest:
     """The request locked, checked to be claimed under ``claim`` (Conflict naming why not), its lease renewed."""
     request = ReplayRequest.objects.select_for_update(of=("self",)).select_related("trace__project").get(pk=request_id)
     if request.status in REPLAY_ENDED:
-        said = f": {request.message}" if request.message else ""
-        raise Conflict(f"replay {request.pk} is {request.get_status_display().lower()}{said}", status=request.status)
+        said = (
+            gettext("replay %(id)s is %(status)s: %(message)s")
+            if request.message
+            else gettext("replay %(id)s is %(status)s")
+        )
+        raise Conflict(
+            said % {"id": request.pk, "status": request.get_status_display().lower(), "message": request.message},
+            status=request.status,
+        )
     if request.status != ReplayStatus.CLAIMED:
-        raise Conflict(f"replay {request.pk} is not claimed: claim it first", status=request.status)
+        raise Conflict(
+            gettext("replay %(id)s is not claimed: claim it first") % {"id": request.pk}, status=request.status
+        )
     try:
         token = int(str(claim).strip())
     except ValueError:
-        raise Invalid("claim: the claim number the claim answered", field="claim") from None
+        raise Invalid(gettext("claim: the claim number the claim answered"), field="claim") from None
     if token != request.claims:
         raise Conflict(
-            f"replay {request.pk} was claimed again (claim {request.claims}, by {request.claimed_by}); "
-            f"claim {token} holds it no more",
+            gettext(
+                "replay %(id)s was claimed again (claim %(claims)s, by %(runner)s); claim %(token)s holds it no more"
+            )
+            % {"id": request.pk, "claims": request.claims, "runner": request.claimed_by, "token": token},
             status=request.status,
         )
     now = timezone.now()
     if request.deadline_at <= now:
-        raise Conflict(f"replay {request.pk} is past its deadline", status=request.status)
+        raise Conflict(gettext("replay %(id)s is past its deadline") % {"id": request.pk}, status=request.status)
     request.lease_until = now + timedelta(seconds=replay_policy_of(request.project).lease_s)
     return request
 
@@ -329,20 +345,23 @@ def replay_request_finish(
     message = (message or "").strip()
     problem = input_problem(message, name="message")
     if problem or len(message) > MESSAGE_MAX:
-        raise Invalid(problem or f"message: at most {MESSAGE_MAX} characters", field="message")
+        raise Invalid(problem or gettext("message: at most %(max)s characters") % {"max": MESSAGE_MAX}, field="message")
     if score is not None and score != "":
         try:
             score = float(score)
         except (TypeError, ValueError):
-            raise Invalid(f"score: a number, not {str(score)[:40]!r}", field="score") from None
+            raise Invalid(
+                gettext("score: a number, not %(value)s") % {"value": repr(str(score)[:40])}, field="score"
+            ) from None
     else:
         score = None
     if not failed and not isinstance(success, bool):
         raise Invalid(
-            "success: true or false, the environment's verdict (or failed: true with a message)", field="success"
+            gettext("success: true or false, the environment's verdict (or failed: true with a message)"),
+            field="success",
         )
     if failed and not message:
-        raise Invalid("message: say why the replay failed", field="message")
+        raise Invalid(gettext("message: say why the replay failed"), field="message")
 
     @atomic_with_retry
     def finish() -> ReplayRequest:
@@ -356,7 +375,8 @@ def replay_request_finish(
             branch = request.branch
             if branch is None or branch.step_count < request.tau:
                 raise Conflict(
-                    f"replay {request.pk}: push the branch's step {request.tau} (the corrected action) first",
+                    gettext("replay %(id)s: push the branch's step %(step)s (the corrected action) first")
+                    % {"id": request.pk, "step": request.tau},
                     status=request.status,
                 )
             trace_end(
@@ -384,7 +404,7 @@ def replay_branch_send_to_queue(*, request: ReplayRequest, actor: User | None = 
     request = ReplayRequest.objects.select_for_update(of=("self",)).select_related("branch").get(pk=request.pk)
     branch = request.branch
     if branch is None or request.status != ReplayStatus.SUCCEEDED or request.success is not False:
-        raise Invalid(f"replay {request.pk} has no failed branch to annotate")
+        raise Invalid(gettext("replay %(id)s has no failed branch to annotate") % {"id": request.pk})
     Trace.objects.filter(pk=branch.pk).update(held_from_queue=False)
     branch.held_from_queue = False
     return branch

@@ -564,7 +564,8 @@ def job_delete(job: JobBase, *, batch: int = JOB_DELETE_BATCH) -> dict[str, int]
     job = current
     if not job.is_finished:
         raise JobDeleteRefused(
-            f"{job._meta.verbose_name} {job.pk} is {job.status}: cancel it or let it end, then delete it."
+            gettext("%(job)s %(id)s is %(status)s: cancel it or let it end, then delete it.")
+            % {"job": job._meta.verbose_name, "id": job.pk, "status": job.status}
         )
     removed: dict[str, int] = {}
     for relation in job_cascades(model):

@@ -30,6 +30,7 @@ from django.db import transaction
 from django.http import HttpRequest
 from django.http.response import HttpResponseBase
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from studio.access import project_model
 from studio.errors import Forbidden, Invalid
@@ -76,7 +77,9 @@ def groups_of(claims: dict, claim: str) -> list[str]:
         return [value]
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return value
-    raise SignInFailed(f"The provider's {claim!r} claim is neither a group name nor a list of them.")
+    raise SignInFailed(
+        gettext("The provider's %(claim)s claim is neither a group name nor a list of them.") % {"claim": repr(claim)}
+    )
 
 
 def access_from_groups(groups: list[str], mapping: Mapping[str, GroupAccess]) -> Access:
@@ -98,16 +101,22 @@ def _username_from(claims: dict, config: OidcConfig) -> str:
     name = claims.get(config.username_claim) or claims.get("email") or ""
     if not isinstance(name, str) or not name.strip() or text_problem(name):
         raise SignInFailed(
-            f"The provider sent no usable {config.username_claim!r} claim; the studio names people by it "
-            f"(STUDIO_OIDC_USERNAME_CLAIM)."
+            gettext(
+                "The provider sent no usable %(claim)s claim; the studio names people by it "
+                "(STUDIO_OIDC_USERNAME_CLAIM)."
+            )
+            % {"claim": repr(config.username_claim)}
         )
     name = name.strip()
     try:
         get_user_model()._meta.get_field("username").run_validators(name)
     except ValidationError as exc:
         raise SignInRefused(
-            f"The provider's {config.username_claim!r} claim {name[:160]!r} cannot name a studio account "
-            f"({' '.join(exc.messages)}); an admin can choose another claim (STUDIO_OIDC_USERNAME_CLAIM)."
+            gettext(
+                "The provider's %(claim)s claim %(name)s cannot name a studio account (%(problems)s); an admin can "
+                "choose another claim (STUDIO_OIDC_USERNAME_CLAIM)."
+            )
+            % {"claim": repr(config.username_claim), "name": repr(name[:160]), "problems": " ".join(exc.messages)}
         ) from None
     return name
 
@@ -121,7 +130,7 @@ def oidc_user_sign_in(*, claims: dict, config: OidcConfig) -> User | None:
     more loses every role and project and is refused."""
     issuer, subject = str(claims.get("iss") or ""), str(claims.get("sub") or "")
     if not subject:
-        raise SignInFailed("The provider's ID token names no subject (sub).")
+        raise SignInFailed(gettext("The provider's ID token names no subject (sub)."))
     groups = groups_of(claims, config.groups_claim)
     access = access_from_groups(groups, config.groups)
     Projects = project_model()
@@ -129,8 +138,11 @@ def oidc_user_sign_in(*, claims: dict, config: OidcConfig) -> User | None:
     missing = access.projects - {p.name for p in projects}
     if missing:
         raise SignInRefused(
-            f"The group mapping (STUDIO_OIDC_GROUPS) gives projects that do not exist: {', '.join(sorted(missing))}. "
-            f"An admin must create them or correct the mapping; nothing was changed."
+            gettext(
+                "The group mapping (STUDIO_OIDC_GROUPS) gives projects that do not exist: %(projects)s. "
+                "An admin must create them or correct the mapping; nothing was changed."
+            )
+            % {"projects": ", ".join(sorted(missing))}
         )
     identity = SignInIdentity.objects.select_for_update().filter(issuer=issuer, subject=subject).first()
     User = get_user_model()
@@ -140,8 +152,11 @@ def oidc_user_sign_in(*, claims: dict, config: OidcConfig) -> User | None:
         username = _username_from(claims, config)
         if User._default_manager.filter(username=username).exists():
             raise SignInRefused(
-                f"An account named {username!r} already exists in the studio and is not linked to this provider; "
-                f"an admin must rename or remove it first. Nothing was changed."
+                gettext(
+                    "An account named %(name)s already exists in the studio and is not linked to this provider; "
+                    "an admin must rename or remove it first. Nothing was changed."
+                )
+                % {"name": repr(username)}
             )
         user = User(username=username, email=claims.get("email") or "")
         user.set_unusable_password()  # signs in through the provider only
@@ -149,7 +164,7 @@ def oidc_user_sign_in(*, claims: dict, config: OidcConfig) -> User | None:
         identity = SignInIdentity.objects.create(user=user, issuer=issuer, subject=subject)
     user = identity.user
     if not user.is_active:
-        raise SignInRefused("Your studio account is switched off; ask an admin. Nothing was changed.")
+        raise SignInRefused(gettext("Your studio account is switched off; ask an admin. Nothing was changed."))
     _access_set(user, access, projects)
     identity.groups = list(groups)
     identity.last_sign_in_at = timezone.now()
@@ -158,11 +173,11 @@ def oidc_user_sign_in(*, claims: dict, config: OidcConfig) -> User | None:
 
 
 def _no_access_message(groups: list[str], config: OidcConfig) -> str:
-    listed = ", ".join(sorted(groups)) if groups else "none"
-    return (
-        f"Your account at {config.label} has no group that gives access to the studio (your groups: {listed}). "
-        f"Ask an admin to add you to one of the mapped groups."
-    )
+    listed = ", ".join(sorted(groups)) if groups else gettext("none")
+    return gettext(
+        "Your account at %(provider)s has no group that gives access to the studio (your groups: %(groups)s). "
+        "Ask an admin to add you to one of the mapped groups."
+    ) % {"provider": config.label, "groups": listed}
 
 
 def _access_set(user: User, access: Access, projects: list) -> None:
@@ -276,7 +291,9 @@ def claims_from_callback(request: HttpRequest, *, config: OidcConfig) -> dict:
     metadata = _metadata(client, config)
     if request.GET.get("error"):
         description = request.GET.get("error_description") or request.GET["error"]
-        raise SignInFailed(f"The provider did not sign you in: {description[:300]}")
+        raise SignInFailed(
+            gettext("The provider did not sign you in: %(description)s") % {"description": description[:300]}
+        )
     try:
         # The audience first, by name: a token minted for another client is refused as that, not by a later rule.
         token = client.authorize_access_token(
@@ -288,19 +305,23 @@ def claims_from_callback(request: HttpRequest, *, config: OidcConfig) -> dict:
         )
     except MismatchingStateError:
         raise SignInFailed(
-            "This sign-in link has expired or was already used. Sign in again from the login page."
+            gettext("This sign-in link has expired or was already used. Sign in again from the login page.")
         ) from None
     except OAuthError as exc:
-        raise SignInFailed(f"The provider refused the sign-in: {exc.description or exc.error}") from None
+        raise SignInFailed(
+            gettext("The provider refused the sign-in: %(reason)s") % {"reason": exc.description or exc.error}
+        ) from None
     except JoseError as exc:
-        raise SignInFailed(f"The provider's ID token did not check out ({exc}); nobody was signed in.") from None
+        raise SignInFailed(
+            gettext("The provider's ID token did not check out (%(error)s); nobody was signed in.") % {"error": exc}
+        ) from None
     except requests.RequestException as exc:
         raise ProviderUnavailable(
             f"The sign-in provider at {config.issuer} did not answer ({type(exc).__name__}). Try again in a while."
         ) from None
     claims = token.get("userinfo")
     if not claims:
-        raise SignInFailed("The provider sent no ID token; nobody was signed in.")
+        raise SignInFailed(gettext("The provider sent no ID token; nobody was signed in."))
     return _with_userinfo(client, token, dict(claims), config)
 
 
@@ -320,5 +341,7 @@ def _with_userinfo(client: Any, token: dict[str, Any], claims: dict, config: Oid
             f"The sign-in provider's UserInfo endpoint did not answer ({type(exc).__name__}). Try again in a while."
         ) from None
     if userinfo.get("sub") != claims.get("sub"):
-        raise SignInFailed("The provider's UserInfo names another subject than its ID token; nobody was signed in.")
+        raise SignInFailed(
+            gettext("The provider's UserInfo names another subject than its ID token; nobody was signed in.")
+        )
     return {**userinfo, **claims}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.db.models import Count
+from django.utils.translation import gettext
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import ValidationError
@@ -322,9 +323,9 @@ class ProjectDetail(AccessedObjectMixin, generics.RetrieveAPIView):
         if unknown or not changes:
             raise services.ProjectRefused(
                 unknown[0] if unknown else "",
-                f"not a setting a PATCH may change: {', '.join(unknown)}"
+                gettext("not a setting a PATCH may change: %(settings)s") % {"settings": ", ".join(unknown)}
                 if unknown
-                else 'Name a setting to change, e.g. {"double_annotation_share": 0.2}.',
+                else gettext('Name a setting to change, e.g. {"double_annotation_share": 0.2}.'),
             )
         form = project_form_for_change(project, dict(changes))
         if not form.is_valid():
@@ -436,7 +437,9 @@ class ProjectInstructions(APIView):
                 for n, row in enumerate(data["instructions"], start=1)
             ]
         else:
-            raise services.TraceEditRefused("Send a file, or instructions: a list of {external_id, instruction}.")
+            raise services.TraceEditRefused(
+                gettext("Send a file, or instructions: a list of {external_id, instruction}.")
+            )
         report = services.trace_instructions_fill(
             project=project, actor=request.user, rows=rows, replace=data["replace"]
         )

@@ -8,7 +8,7 @@ from django import forms
 from django.contrib.auth import get_user_model
 from django.db.models import Field
 from django.utils.text import format_lazy
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext, gettext_lazy
 
 from traces.grammar import MIN_PIXELS
 from traces.languages import language_problem
@@ -50,11 +50,12 @@ class CategoriesField(forms.CharField):
 
     def validate(self, value):
         if not value:
-            raise forms.ValidationError("Give at least one error category (one per line).")
+            raise forms.ValidationError(gettext("Give at least one error category (one per line)."))
         too_long = [c for c in value if len(c) > CATEGORY_MAX_CHARS]
         if too_long:
             raise forms.ValidationError(
-                f"Keep each category under {CATEGORY_MAX_CHARS} characters: {too_long[0][:40]}…"
+                gettext("Keep each category under %(max)s characters: %(category)s…")
+                % {"max": CATEGORY_MAX_CHARS, "category": too_long[0][:40]}
             )
 
 
@@ -181,7 +182,7 @@ class ProjectForm(forms.ModelForm):
     def clean_name(self):
         name = self.cleaned_data["name"].strip()
         if not name:
-            raise forms.ValidationError("Give the project a name.")
+            raise forms.ValidationError(gettext("Give the project a name."))
         return name
 
     def _kept(self, name: str, value):
@@ -202,14 +203,17 @@ class ProjectForm(forms.ModelForm):
     def clean_double_annotation_share(self):
         share = self._kept("double_annotation_share", self.cleaned_data["double_annotation_share"])
         if not 0 <= share <= 1:
-            raise forms.ValidationError("The share of traces annotated twice is between 0 (off) and 1 (every trace).")
+            raise forms.ValidationError(
+                gettext("The share of traces annotated twice is between 0 (off) and 1 (every trace).")
+            )
         return share
 
     def clean_double_annotation_annotators(self):
         count = self._kept("double_annotation_annotators", self.cleaned_data["double_annotation_annotators"])
         if not DOUBLE_ANNOTATORS_MIN <= count <= DOUBLE_ANNOTATORS_MAX:
             raise forms.ValidationError(
-                f"A shared trace goes to {DOUBLE_ANNOTATORS_MIN} to {DOUBLE_ANNOTATORS_MAX} distinct annotators."
+                gettext("A shared trace goes to %(min)s to %(max)s distinct annotators.")
+                % {"min": DOUBLE_ANNOTATORS_MIN, "max": DOUBLE_ANNOTATORS_MAX}
             )
         return count
 
@@ -218,7 +222,9 @@ class ProjectForm(forms.ModelForm):
         if full is None:
             return Project._meta.get_field("history_full_images").default
         if not 0 <= full <= HISTORY_WINDOW_MAX:
-            raise forms.ValidationError(f"Between 0 (every screenshot at full size) and {HISTORY_WINDOW_MAX}.")
+            raise forms.ValidationError(
+                gettext("Between 0 (every screenshot at full size) and %(max)s.") % {"max": HISTORY_WINDOW_MAX}
+            )
         return full
 
     def clean_history_max_pixels(self):
@@ -226,13 +232,17 @@ class ProjectForm(forms.ModelForm):
         if pixels is None:
             return Project._meta.get_field("history_max_pixels").default
         if pixels < MIN_PIXELS:
-            raise forms.ValidationError(f"At least {MIN_PIXELS} pixels (smart_resize's minimum).")
+            raise forms.ValidationError(
+                gettext("At least %(min)s pixels (smart_resize's minimum).") % {"min": MIN_PIXELS}
+            )
         return pixels
 
     def clean_history_window(self):
         window = self.cleaned_data["history_window"]
         if not 1 <= window <= HISTORY_WINDOW_MAX:
-            raise forms.ValidationError(f"The history window is between 1 and {HISTORY_WINDOW_MAX} screenshots.")
+            raise forms.ValidationError(
+                gettext("The history window is between 1 and %(max)s screenshots.") % {"max": HISTORY_WINDOW_MAX}
+            )
         return window
 
 

@@ -99,11 +99,12 @@ def round_resolve(project: Project, ref: str | int | None) -> Round | None:
         names = list(
             Round.objects.filter(project=project).order_by("-ran_at", "-id").values_list("name", flat=True)[:10]
         )
-        raise Invalid(
-            f"round: {project.name} has no round {text!r}"
-            + (f" (its rounds: {', '.join(names)})" if names else " (it has no rounds yet; create one first)"),
-            field="round",
+        said = (
+            gettext("round: %(project)s has no round %(round)s (its rounds: %(rounds)s)")
+            if names
+            else gettext("round: %(project)s has no round %(round)s (it has no rounds yet; create one first)")
         )
+        raise Invalid(said % {"project": project.name, "round": repr(text), "rounds": ", ".join(names)}, field="round")
     return found
 
 

@@ -44,20 +44,26 @@ class WebhookRefused(Invalid):
 def _check_url(url: str) -> str:
     url = (url or "").strip()
     if len(url) > URL_MAX_CHARS:  # PostgreSQL refuses a longer one (SQLite stores it): a 500 from the page's form
-        raise WebhookRefused(f"url: at most {URL_MAX_CHARS} characters, not {len(url)}")
+        raise WebhookRefused(
+            gettext("url: at most %(max)s characters, not %(count)s") % {"max": URL_MAX_CHARS, "count": len(url)}
+        )
     parts = urlsplit(url)
     if not parts.netloc or parts.scheme not in ("https", "http"):
-        raise WebhookRefused(f"url: {url!r} is not an http(s) address")
+        raise WebhookRefused(gettext("url: %(url)s is not an http(s) address") % {"url": repr(url)})
     if parts.scheme == "http" and parts.hostname not in settings.WEBHOOKS_ALLOW_HTTP_HOSTS:
         raise WebhookRefused(
-            "url: use https:// (deliveries carry bundle details; plain http is allowed only for the "
-            "hosts in STUDIO_WEBHOOKS_ALLOW_HTTP_HOSTS)"
+            gettext(
+                "url: use https:// (deliveries carry bundle details; plain http is allowed only for the "
+                "hosts in STUDIO_WEBHOOKS_ALLOW_HTTP_HOSTS)"
+            )
         )
     if parts.username or parts.password:
-        raise WebhookRefused("url: credentials in the address would be logged; put them in the receiver instead")
+        raise WebhookRefused(
+            gettext("url: credentials in the address would be logged; put them in the receiver instead")
+        )
     inside = network.registration_refusal(parts.hostname or "")
     if inside:
-        raise WebhookRefused(f"url: {inside}")
+        raise WebhookRefused(gettext("url: %(problem)s") % {"problem": inside})
     return url
 
 
@@ -66,10 +72,12 @@ def webhook_create(*, project: Project, url: str, events: list[str], user: User)
     """Register an endpoint; returns it and its signing secret, which is shown this once."""
     unknown = sorted(set(events) - set(WebhookEvent.values))
     if unknown or not events:
-        raise WebhookRefused(
-            f"events: choose among {', '.join(WebhookEvent.values)}"
-            + (f" (unknown: {', '.join(unknown)})" if unknown else "")
+        said = (
+            gettext("events: choose among %(events)s (unknown: %(unknown)s)")
+            if unknown
+            else gettext("events: choose among %(events)s")
         )
+        raise WebhookRefused(said % {"events": ", ".join(WebhookEvent.values), "unknown": ", ".join(unknown)})
     secret = secrets.token_hex(32)
     webhook = Webhook.objects.create(
         project=project, url=_check_url(url), events=sorted(set(events)), secret=secret, created_by=user

@@ -63,7 +63,7 @@ def alternatives_model_dir() -> str:
     try:
         read_model_config(model_dir)
     except ModelLoadError as exc:
-        raise Invalid(f"STUDIO_PRESCORE_MODEL_DIR: {exc}") from None
+        raise Invalid(gettext("STUDIO_PRESCORE_MODEL_DIR: %(error)s") % {"error": exc}) from None
     return model_dir
 
 
@@ -263,7 +263,8 @@ def alternative_mark(
         locked = Annotation.objects.select_for_update().get(pk=annotation.pk)
         if locked.status not in EDITABLE_BY_ANNOTATOR:
             raise NotEditable(
-                f"This annotation is {locked.status}: its alternatives can no longer be marked.",
+                gettext("This annotation is %(status)s: its alternatives can no longer be marked.")
+                % {"status": locked.status},
                 current_version=locked.version,
             )
         before = _marks_of(locked)

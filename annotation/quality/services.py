@@ -167,7 +167,8 @@ def gold_mark(*, annotation: Annotation, user: User) -> tuple[GoldTrace, str]:
     trace = annotation.trace
     if problem:
         raise GoldRefused(
-            f"Answer {annotation.pk} of trace {trace.external_id or trace.pk} cannot be gold: {problem}.",
+            gettext("Answer %(answer)s of trace %(trace)s cannot be gold: %(problem)s.")
+            % {"answer": annotation.pk, "trace": trace.external_id or trace.pk, "problem": problem},
             field="annotation",
         )
     gold = GoldTrace.objects.select_for_update().filter(trace=trace).first()
@@ -586,12 +587,12 @@ def queue_gate(*, user: User, project: Project, settings: QualitySettings | None
     The caller holds a transaction."""
     pause = QueuePause.objects.filter(project=project, annotator=user).first()
     if pause is not None:
-        raise QueueClosed(
-            f"A lead paused your queue in {project.name}"
-            + (f": {pause.reason}" if pause.reason else "")
-            + ". Ask them to resume it.",
-            gate="paused",
+        said = (
+            gettext("A lead paused your queue in %(project)s: %(reason)s. Ask them to resume it.")
+            if pause.reason
+            else gettext("A lead paused your queue in %(project)s. Ask them to resume it.")
         )
+        raise QueueClosed(said % {"project": project.name, "reason": pause.reason}, gate="paused")
     settings = settings or quality_settings(project)
     if not settings.qualification_size or can(user, EXEMPT_ACTION, project):
         return None
@@ -604,14 +605,20 @@ def queue_gate(*, user: User, project: Project, settings: QualitySettings | None
     if attempts:
         last = attempts[0]
         raise QueueClosed(
-            f"You did not pass the qualification of {project.name}: {last.correct} of {last.size} answers right, "
-            f"{_share(last.pass_mark)} needed. A lead can allow another attempt.",
+            gettext(
+                "You did not pass the qualification of %(project)s: %(correct)s of %(size)s answers right, "
+                "%(needed)s needed. A lead can allow another attempt."
+            )
+            % {"project": project.name, "correct": last.correct, "size": last.size, "needed": _share(last.pass_mark)},
             gate="qualification_failed",
         )
     if unseen_gold(user=user, project=project).count() < settings.qualification_size:
         raise QueueClosed(
-            f"{project.name} asks new members to qualify on {settings.qualification_size} gold traces, and too few "
-            "are ready for you. A lead needs to mark more.",
+            gettext(
+                "%(project)s asks new members to qualify on %(size)s gold traces, and too few are ready for you. "
+                "A lead needs to mark more."
+            )
+            % {"project": project.name, "size": settings.qualification_size},
             gate="qualification_unavailable",
         )
     try:

@@ -114,7 +114,9 @@ def _clean_edits(annotation: Annotation, edits: dict) -> dict:
     boxes = {REVIEW_BOX_FIELDS[n]: _box_edit(n, edits.pop(n)) for n in list(edits) if n in REVIEW_BOX_FIELDS}
     unknown = sorted(set(edits) - set(REVIEW_EDITABLE_FIELDS))
     if unknown:
-        raise ReviewError(f"these fields cannot be edited in review: {', '.join(unknown)}")
+        raise ReviewError(
+            gettext("these fields cannot be edited in review: %(fields)s") % {"fields": ", ".join(unknown)}
+        )
     try:
         cleaned = {name: clean_answer_field(annotation, name, value) for name, value in edits.items()}
     except FieldProblem as problem:

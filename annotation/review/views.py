@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext
 from django.views.decorators.http import require_POST
 
 from annotation import dashboards
@@ -88,7 +89,7 @@ def review_decide(request, annotation_id: int):
         elif decision == "adjudicate":
             review.review_adjudicate(**kwargs, edits=edits)
         else:
-            raise review.ReviewError(f"unknown decision {decision!r}")
+            raise review.ReviewError(gettext("unknown decision %(decision)s") % {"decision": repr(decision)})
     except (Invalid, Conflict) as exc:
         # A refused decision stays on the annotation with the reason, answered with its kind's status (a stale
         # version: 409, as the review API and the workspace answer it); the lead's typed answer is kept.

@@ -15,6 +15,8 @@ import pkgutil
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from django.utils.translation import gettext
+
 from studio.errors import Invalid
 
 if TYPE_CHECKING:
@@ -92,4 +94,8 @@ def export_format(name: str) -> ExportFormat:
     for declared in export_formats():
         if declared.name == name:
             return declared
-    raise UnknownFormat(f"unknown format {name!r}; use one of {', '.join(format_names())}", field="format")
+    raise UnknownFormat(
+        gettext("unknown format %(name)s; use one of %(formats)s")
+        % {"name": repr(name), "formats": ", ".join(format_names())},
+        field="format",
+    )

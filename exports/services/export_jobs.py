@@ -78,13 +78,22 @@ def export_base(*, project: Project, export_id: int) -> ExportJob:
     """The export an incremental export builds on; raises OptionsError naming why it cannot be one."""
     base = ExportJob.objects.filter(pk=export_id, project=project).first()
     if base is None:
-        raise OptionsError(f"since_export: project {project.name!r} has no export {export_id}")
+        raise OptionsError(
+            gettext("since_export: project %(project)s has no export %(id)s")
+            % {"project": repr(project.name), "id": export_id}
+        )
     if base.status != JobStatus.SUCCEEDED:
-        raise OptionsError(f"since_export: export {export_id} is {base.status}; only a finished export can be a base")
+        raise OptionsError(
+            gettext("since_export: export %(id)s is %(status)s; only a finished export can be a base")
+            % {"id": export_id, "status": base.status}
+        )
     if base.sources is None:
         raise OptionsError(
-            f"since_export: export {export_id} was made before bundle lineage was kept, so which annotations it "
-            "holds is unknown; export the whole project once and build on that"
+            gettext(
+                "since_export: export %(id)s was made before bundle lineage was kept, so which annotations it "
+                "holds is unknown; export the whole project once and build on that"
+            )
+            % {"id": export_id}
         )
     return base
 
@@ -198,7 +207,9 @@ def export_assemble_work(job: ExportJob) -> str:
         def parts() -> Iterator[ExportPart]:
             for part in shards_results(job):
                 if part is None:
-                    raise ExportError("a shard of this export completed without recording its files; export again")
+                    raise ExportError(
+                        gettext("a shard of this export completed without recording its files; export again")
+                    )
                 yield ExportPart.from_json(part)
 
         result = export_assemble(
@@ -298,7 +309,9 @@ def export_to_path(*, project: Project, user: User | None, fmt: str, options: di
     job = export_job_create(project=project, user=user, fmt=fmt, options=options, enqueue=False)
     job = export_job_run(job_id=job.pk)
     if job.status != JobStatus.SUCCEEDED:
-        raise ExportError(job.message or f"export {job.pk} ended {job.status}")
+        raise ExportError(
+            job.message or gettext("export %(id)s ended %(status)s") % {"id": job.pk, "status": job.status}
+        )
     with default_storage.open(job.bundle_name, "rb") as src, open(out, "wb") as dst:
         shutil.copyfileobj(src, dst, 1024 * 1024)
     return job

@@ -404,6 +404,22 @@ def test_an_archive_refusal_is_worded_in_the_active_language(tmp_path):
         assert refusal() == "traces.zip: not a zip archive (or it is truncated)"
 
 
+def test_a_services_refusal_is_worded_in_the_active_language():
+    """A service's refusal (an export's options) in the reader's language, the values as they are; English is
+    unchanged."""
+    from exports.builders import ExportOptions, OptionsError
+
+    def refusal() -> str:
+        with pytest.raises(OptionsError) as caught:
+            ExportOptions.parse({"bogus": 1, "split_seed": 2})
+        return str(caught.value)
+
+    with translation.override("zh-hans"):
+        assert refusal() == "未知的导出选项：bogus"
+    with translation.override("en"):
+        assert refusal() == "unknown export option(s): bogus"
+
+
 def test_a_missing_instruction_note_quotes_the_importers_warning_in_its_requesters_language(project, realtraces, lead):
     """A Chinese-speaking lead's note on a Mobile-Agent run without instruction: the note and the importer's hint it
     quotes are both in Chinese."""

@@ -120,3 +120,47 @@ def test_a_lead_writes_the_missing_instruction_in_the_browser(
     assert "open to annotators" in page.inner_text("p.notice")
     page.screenshot(path=str(artifacts_dir / "trace-instruction-saved.png"))
     context.close()
+
+
+def _note_quoting(*warnings) -> str:
+    from traces.importers import ImportedTrace
+    from traces.services import instruction_missing_report
+
+    imported = ImportedTrace(
+        external_id="run-7",
+        instruction="",
+        source="mobile-agent",
+        steps=[],
+        source_path="Gmail/7",
+        warnings=[*warnings],
+    )
+    return instruction_missing_report(imported, Trace(external_id="run-7"))["error"]
+
+
+def test_the_note_quotes_the_importers_instruction_warning_by_its_code_whatever_its_words():
+    """The note picks the importer's warning by its code: reworded (here with no word "instruction" at all), it is
+    still quoted; a warning about something else that mentions an instruction is not."""
+    from traces.importers import ImportWarning, WarningCode
+
+    note = _note_quoting(
+        ImportWarning(WarningCode.SCREENSHOT_MISSING, "step 2: no screenshot of the instruction screen"),
+        ImportWarning(WarningCode.INSTRUCTION_MISSING, "the task's words are not in these files; add task.txt"),
+        "step 3: a plain warning naming the instruction, with no code",
+    )
+    assert note.startswith("Gmail/7: no instruction found in the source (the task's words are not in these files; "), (
+        note
+    )
+    assert "task.txt)" in note and "screenshot" not in note and "plain warning" not in note, note
+    assert note.endswith("until a lead writes its instruction on the trace page"), note
+
+
+def test_the_note_quotes_nothing_when_the_importer_said_nothing_about_the_instruction():
+    from traces.importers import ImportWarning, WarningCode
+
+    note = _note_quoting(
+        ImportWarning(WarningCode.SCREENSHOT_MISSING, "step 1: the instruction's screenshot is missing")
+    )
+    assert note == (
+        "Gmail/7: no instruction found in the source; the trace is kept out of the annotation queue until a lead "
+        "writes its instruction on the trace page"
+    )

@@ -9,7 +9,7 @@ from pathlib import Path
 from django.core.management import call_command
 from PIL import Image, ImageDraw
 
-from traces.importers import detect_format, iter_traces
+from traces.importers import ImportWarning, WarningCode, detect_format, iter_traces
 from traces.models import ImportJob, Step, Trace
 from traces.services import import_job_create, import_job_run
 
@@ -274,7 +274,10 @@ class TestMobileAgent:
         assert first.action_text == "open_app(app_name='Gmail')" and not first.parse_error
         clicks = [s for s in trace.steps if s.context["original_action"].startswith("click text")]
         assert clicks and all("not by coordinates" in s.parse_error for s in clicks)
-        assert any("instruction is not recorded" in w for w in trace.warnings)
+        (missing,) = [
+            w for w in trace.warnings if isinstance(w, ImportWarning) and w.code == WarningCode.INSTRUCTION_MISSING
+        ]
+        assert "instruction is not recorded" in missing.text
 
     def test_all_33_runs_import_and_keep_every_step(self, project, realtraces):
         from traces.services import import_job_create, import_job_run

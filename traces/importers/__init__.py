@@ -7,8 +7,19 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from django.utils.translation import gettext
+
 from .archive import ArchiveError, ExtractReport, safe_extract
-from .base import ImageRef, ImportedStep, ImportedTrace, Importer, TraceOrError, TraceReadError
+from .base import (
+    ImageRef,
+    ImportedStep,
+    ImportedTrace,
+    Importer,
+    ImportWarning,
+    TraceOrError,
+    TraceReadError,
+    WarningCode,
+)
 from .registry import IMPORTERS, discover, importers_in_detect_order, register, unregister
 
 discover()
@@ -25,7 +36,8 @@ def detect_format(root: Path) -> str:
         if IMPORTERS[name].detect(root):
             return name
     raise UnknownFormat(
-        f"{root.name}: no known trace layout found (looked for: {', '.join(ordered)}); see docs/formats.md"
+        gettext("%(folder)s: no known trace layout found (looked for: %(formats)s); see docs/formats.md")
+        % {"folder": root.name, "formats": ", ".join(ordered)}
     )
 
 
@@ -84,7 +96,10 @@ def importer_for(root: Path, fmt: str | None = None) -> Importer:
     """The importer of ``fmt``, or of the format detected in ``root``."""
     name = fmt or detect_format(root)
     if name not in IMPORTERS:
-        raise UnknownFormat(f"unknown format '{name}'; known: {', '.join(sorted(IMPORTERS))}")
+        raise UnknownFormat(
+            gettext("unknown format '%(name)s'; known: %(formats)s")
+            % {"name": name, "formats": ", ".join(sorted(IMPORTERS))}
+        )
     return IMPORTERS[name]
 
 
@@ -108,11 +123,13 @@ __all__ = [
     "ArchiveError",
     "IMPORTERS",
     "ImageRef",
+    "ImportWarning",
     "ImportedStep",
     "ImportedTrace",
     "Importer",
     "TraceReadError",
     "UnknownFormat",
+    "WarningCode",
     "archive_folder_name",
     "detect_format",
     "discover",

@@ -6,6 +6,7 @@ a trace it cannot read; it never stops a batch because one trace is broken (``re
 
 from __future__ import annotations
 
+import enum
 import errno
 import json
 import logging
@@ -69,6 +70,26 @@ class ImportedStep:
     parse_error: str = ""
 
 
+class WarningCode(enum.StrEnum):
+    """What an importer's warning is about, for the code that acts on it; the words are for people."""
+
+    INSTRUCTION_MISSING = "instruction-missing"  # the source records no instruction (the import's note quotes it)
+    SCREENSHOT_MISSING = "screenshot-missing"  # a step has no screenshot of its own
+    SCREENSHOTS_UNMATCHED = "screenshots-unmatched"  # screenshots and steps do not pair up one to one
+
+
+@dataclass(frozen=True)
+class ImportWarning:
+    """A note an importer makes on a trace it read: ``code`` is what code selects it by (never the words, which
+    are in the language of whoever imports and may be reworded); ``text`` says it to people."""
+
+    code: WarningCode
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
 @dataclass
 class ImportedTrace:
     external_id: str
@@ -79,7 +100,8 @@ class ImportedTrace:
     outcome: str = "unknown"
     metadata: dict = field(default_factory=dict)
     final_screenshot: ImageRef | None = None
-    warnings: list[str] = field(default_factory=list)
+    # A plain string (an importer that gives no code) is a warning shown as it is and selected by no code.
+    warnings: list[ImportWarning | str] = field(default_factory=list)
     # The language of its text as the source says it (BCP 47; traces.languages), "" when it says none.
     language: str = ""
 

@@ -27,7 +27,9 @@ from .base import (
     ImageRef,
     ImportedStep,
     ImportedTrace,
+    ImportWarning,
     TraceReadError,
+    WarningCode,
     find_folders,
     optional,
     read_json,
@@ -117,7 +119,7 @@ def trace_from_run(folder: Path, *, root: Path) -> ImportedTrace:
         raise TraceReadError(where, gettext("expected an object keyed by step numbers 1..n"))
     records = _records_by_number(data, where)
     numbers = sorted(records)
-    warnings = []
+    warnings: list[ImportWarning | str] = []
     steps = []
     last_action = ""
     for number in numbers:
@@ -131,7 +133,12 @@ def trace_from_run(folder: Path, *, root: Path) -> ImportedTrace:
         action_text, why, extra = _convert(record["Action"])
         image = folder / f"{number}.jpg"
         if not image.is_file():
-            warnings.append(gettext("step %(number)s: no screenshot %(number)s.jpg") % {"number": number})
+            warnings.append(
+                ImportWarning(
+                    WarningCode.SCREENSHOT_MISSING,
+                    gettext("step %(number)s: no screenshot %(number)s.jpg") % {"number": number},
+                )
+            )
         steps.append(
             ImportedStep(
                 screenshot=ImageRef.from_path(image, root=root) if image.is_file() else None,
@@ -152,13 +159,21 @@ def trace_from_run(folder: Path, *, root: Path) -> ImportedTrace:
         final = ImageRef.from_path(folder / f"{images[-1]}.jpg", root=root)
     elif len(images) != len(numbers):
         warnings.append(
-            gettext("%(images)s screenshots for %(steps)s steps") % {"images": len(images), "steps": len(numbers)}
+            ImportWarning(
+                WarningCode.SCREENSHOTS_UNMATCHED,
+                gettext("%(images)s screenshots for %(steps)s steps") % {"images": len(images), "steps": len(numbers)},
+            )
         )
     instruction_file = folder / "instruction.txt"
     instruction = instruction_file.read_text(encoding="utf-8").strip() if instruction_file.is_file() else ""
     if not instruction:
         warnings.append(
-            gettext("the instruction is not recorded in Mobile-Agent's files; add instruction.txt beside data.json")
+            ImportWarning(
+                WarningCode.INSTRUCTION_MISSING,
+                gettext(
+                    "the instruction is not recorded in Mobile-Agent's files; add instruction.txt beside data.json"
+                ),
+            )
         )
     relative = folder.relative_to(root) if folder != root else Path(folder.name)
     return ImportedTrace(

@@ -23,9 +23,11 @@ from .base import (
     ImageRef,
     ImportedStep,
     ImportedTrace,
+    ImportWarning,
     TraceOrError,
     TraceReadError,
     UnitImporter,
+    WarningCode,
     find_folders,
     name_within,
     parse_json_bytes,
@@ -124,7 +126,7 @@ def _outcome(folder: Path) -> tuple[str, float | None]:
 
 def trace_from_folder(folder: Path, *, root: Path, where: str) -> ImportedTrace:
     path = folder / TRAJECTORY_FILE
-    warnings: list[str] = []
+    warnings: list[ImportWarning | str] = []
     errors_logged: list[str] = []
     groups: list[tuple[object, list[tuple[int, dict]]]] = []
     for number, record in _read_lines(path, where):
@@ -150,18 +152,24 @@ def trace_from_folder(folder: Path, *, root: Path, where: str) -> ImportedTrace:
         else:
             after_files.append(None)
             warnings.append(
-                gettext("%(file)s line %(line)s: step %(step)s names no screenshot_file")
-                % {"file": where, "line": number, "step": step_num}
+                ImportWarning(
+                    WarningCode.SCREENSHOT_MISSING,
+                    gettext("%(file)s line %(line)s: step %(step)s names no screenshot_file")
+                    % {"file": where, "line": number, "step": step_num},
+                )
             )
 
     initial = next((folder / name for name in INITIAL_SCREENSHOTS if (folder / name).is_file()), None)
     if initial is None:
         warnings.append(
-            gettext(
-                "%(folder)s: no initial screenshot (step_0.png / initial_state.png); "
-                "step 1 has no observation, since OSWorld saves only the screen after each action"
+            ImportWarning(
+                WarningCode.SCREENSHOT_MISSING,
+                gettext(
+                    "%(folder)s: no initial screenshot (step_0.png / initial_state.png); "
+                    "step 1 has no observation, since OSWorld saves only the screen after each action"
+                )
+                % {"folder": folder.name},
             )
-            % {"folder": folder.name}
         )
     observations = [initial, *after_files[:-1]]
 
@@ -191,11 +199,14 @@ def trace_from_folder(folder: Path, *, root: Path, where: str) -> ImportedTrace:
     instruction, instruction_source = _instruction(folder, where)
     if not instruction:
         warnings.append(
-            gettext(
-                "%(folder)s: instruction not found (add task.json, instruction.txt or %(folder)s.json "
-                "beside the folder); left empty"
+            ImportWarning(
+                WarningCode.INSTRUCTION_MISSING,
+                gettext(
+                    "%(folder)s: instruction not found (add task.json, instruction.txt or %(folder)s.json "
+                    "beside the folder); left empty"
+                )
+                % {"folder": folder.name},
             )
-            % {"folder": folder.name}
         )
     outcome, score = _outcome(folder)
     relative = str(folder.relative_to(root.parent))

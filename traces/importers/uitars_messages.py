@@ -22,9 +22,11 @@ from .base import (
     ImageRef,
     ImportedStep,
     ImportedTrace,
+    ImportWarning,
     TraceOrError,
     TraceReadError,
     UnitImporter,
+    WarningCode,
     read_each,
     read_json,
     safe_child,
@@ -120,7 +122,7 @@ def trace_from_messages(messages: Any, folder: Path, *, where: str, digest: str)
     system_prompt = ""
     prompt_texts: list[str] = []
     steps: list[ImportedStep] = []
-    warnings: list[str] = []
+    warnings: list[ImportWarning | str] = []
     current: ImageRef | None = None  # the latest screenshot not yet answered by a reply
     for number, message in enumerate(messages, start=1):
         here = f"{where} message {number}"
@@ -138,8 +140,11 @@ def trace_from_messages(messages: Any, folder: Path, *, where: str, digest: str)
                 if name is not None:
                     if current is not None:
                         warnings.append(
-                            gettext("%(where)s: screenshot '%(name)s' was never answered; the later one is used")
-                            % {"where": here, "name": current.name}
+                            ImportWarning(
+                                WarningCode.SCREENSHOTS_UNMATCHED,
+                                gettext("%(where)s: screenshot '%(name)s' was never answered; the later one is used")
+                                % {"where": here, "name": current.name},
+                            )
                         )
                     current = ImageRef.from_path(_resolve_image(folder, name, here), root=folder.parent)
         else:
@@ -148,8 +153,11 @@ def trace_from_messages(messages: Any, folder: Path, *, where: str, digest: str)
                 raise TraceReadError(here, gettext("assistant message has no text"))
             if current is None:
                 warnings.append(
-                    gettext("%(where)s: step %(step)s has no screenshot before it")
-                    % {"where": here, "step": len(steps) + 1}
+                    ImportWarning(
+                        WarningCode.SCREENSHOT_MISSING,
+                        gettext("%(where)s: step %(step)s has no screenshot before it")
+                        % {"where": here, "step": len(steps) + 1},
+                    )
                 )
             steps.append(ImportedStep(screenshot=current, raw_response=reply))
             current = None
@@ -159,8 +167,11 @@ def trace_from_messages(messages: Any, folder: Path, *, where: str, digest: str)
     instruction = instruction_from_prompt(prompt)
     if not instruction:
         warnings.append(
-            gettext("%(where)s: no '%(heading)s' section in the first user message; instruction left empty")
-            % {"where": where, "heading": INSTRUCTION_HEADING}
+            ImportWarning(
+                WarningCode.INSTRUCTION_MISSING,
+                gettext("%(where)s: no '%(heading)s' section in the first user message; instruction left empty")
+                % {"where": where, "heading": INSTRUCTION_HEADING},
+            )
         )
     return ImportedTrace(
         external_id=f"{folder.name}-{digest[:12]}",

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from django.conf import settings
 from django.core.files.storage import default_storage
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from studio.engine import job_enqueue
 from studio.errors import Invalid, TooLarge
@@ -34,7 +35,9 @@ def import_job_create(
     round: Round | None = None,
 ) -> ImportJob:
     if round is not None and round.project_id != project.pk:
-        raise Invalid(f"round: {round.name!r} is a round of another project", field="round")
+        raise Invalid(
+            gettext("round: %(round)s is a round of another project") % {"round": repr(round.name)}, field="round"
+        )
     if coordinates and coordinates not in CoordinateConvention.values:
         raise ValueError(f"coordinates must be one of {', '.join(CoordinateConvention.values)}, not {coordinates!r}")
     job = ImportJob.objects.create(
@@ -60,7 +63,8 @@ def import_upload_store(*, uploaded_file: UploadedFile) -> str:
     """Put an uploaded archive in storage so any worker (another machine, in the full stack) can read it."""
     if (uploaded_file.size or 0) > settings.IMPORT_MAX_UPLOAD_BYTES:
         raise UploadTooLarge(
-            f"upload of {uploaded_file.size} bytes is over the {settings.IMPORT_MAX_UPLOAD_BYTES}-byte limit"
+            gettext("upload of %(size)s bytes is over the %(limit)s-byte limit")
+            % {"size": uploaded_file.size, "limit": settings.IMPORT_MAX_UPLOAD_BYTES}
         )
     return default_storage.save("imports/upload.zip", uploaded_file)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.utils.translation import gettext, ngettext
 
-from traces.importers import ImportedTrace
+from traces.importers import ImportedTrace, ImportWarning, WarningCode
 from traces.models import ImportJob, Trace
 from traces.selectors import (
     ALREADY_PRESENT,
@@ -116,8 +116,11 @@ def instruction_missing_report(imported: ImportedTrace, trace: Trace) -> dict:
     """The job's entry for a trace stored without its instruction: what is missing, what the importer said about
     where it looked, and what happens now (kept out of the queue until a lead writes it on the trace page)."""
     where = imported.source_path or imported.external_id
-    # The importer's warnings are worded in the same language as this entry, so they are found by its word.
-    said = [w for w in imported.warnings if gettext("instruction") in w.lower()]
+    # Selected by code: the words are the requester's language and may be reworded; a warning that only mentions
+    # an instruction (a screenshot's) is not about this.
+    said = [
+        w.text for w in imported.warnings if isinstance(w, ImportWarning) and w.code == WarningCode.INSTRUCTION_MISSING
+    ]
     return {
         "file": where,
         "kind": INSTRUCTION_MISSING,

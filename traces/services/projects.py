@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
+from django.utils.translation import gettext
 
 from studio.db import atomic_with_retry
 from studio.errors import Conflict, Invalid
@@ -68,7 +69,10 @@ def project_save(
     creates or manages a project stays one of its members (else the page would lock them out of it)."""
     unknown = set(fields) - set(PROJECT_SETTINGS)
     if unknown:
-        raise ProjectRefused(sorted(unknown)[0], f"not a project setting: {', '.join(sorted(unknown))}")
+        raise ProjectRefused(
+            sorted(unknown)[0],
+            gettext("not a project setting: %(settings)s") % {"settings": ", ".join(sorted(unknown))},
+        )
     if project is not None:
         project = Project.objects.select_for_update().get(pk=project.pk)
         convention = fields.get("coordinate_convention", project.coordinate_convention)
@@ -76,8 +80,11 @@ def project_save(
         if stored:
             raise ProjectRefused(
                 "coordinate_convention",
-                f"This project already holds {counted(stored, Trace)} whose points are read in {project.coordinate_convention}; "
-                f"changing the convention would move every point. Create a new project with {convention} instead.",
+                gettext(
+                    "This project already holds %(traces)s whose points are read in %(convention)s; changing the "
+                    "convention would move every point. Create a new project with %(new)s instead."
+                )
+                % {"traces": counted(stored, Trace), "convention": project.coordinate_convention, "new": convention},
             )
         dropped = [
             c for c in project.error_categories if c not in fields.get("error_categories", project.error_categories)
@@ -124,10 +131,13 @@ def project_delete(*, project: Project, batch: int = PROJECT_DELETE_BATCH) -> di
     unfinished = [job for job in jobs if not job.is_finished]
     if unfinished:
         named = ", ".join(f"{job._meta.verbose_name} {job.pk} ({job.status})" for job in unfinished[:5])
-        more = f" and {len(unfinished) - 5} more" if len(unfinished) > 5 else ""
+        more = gettext(" and %(count)s more") % {"count": len(unfinished) - 5} if len(unfinished) > 5 else ""
         raise ProjectDeleteRefused(
-            f"The project {project.name!r} has jobs that have not ended: {named}{more}. "
-            "Cancel them or let them end, then delete the project."
+            gettext(
+                "The project %(project)s has jobs that have not ended: %(jobs)s%(more)s. "
+                "Cancel them or let them end, then delete the project."
+            )
+            % {"project": repr(project.name), "jobs": named, "more": more}
         )
     removed = {"traces": 0, "jobs": len(jobs)}
     while ids := list(project.traces.order_by("pk").values_list("pk", flat=True)[: max(1, batch)]):

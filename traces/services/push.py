@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from django.conf import settings
+from django.utils.translation import gettext
 
 from studio.errors import Conflict, Invalid
 from traces.importers import IMPORTERS, ArchiveError, TraceReadError, UnknownFormat, iter_traces, opened_source
@@ -41,9 +42,15 @@ def trace_push(
     ``TraceIdTaken`` (Conflict) saying what differs: a retried push is never answered with another trace. Invalid for
     a request that holds no trace, several, or one the importer cannot read (the message says where)."""
     if (archive is None) == (document is None):
-        raise Invalid("send the trace either as file (a .zip) or as trace (a native trace object) with screenshots")
+        raise Invalid(
+            gettext("send the trace either as file (a .zip) or as trace (a native trace object) with screenshots")
+        )
     if fmt and fmt not in IMPORTERS:
-        raise Invalid(f"format: unknown format {fmt!r} (known: {', '.join(sorted(IMPORTERS))})", field="format")
+        raise Invalid(
+            gettext("format: unknown format %(format)s (known: %(formats)s)")
+            % {"format": repr(fmt), "formats": ", ".join(sorted(IMPORTERS))},
+            field="format",
+        )
     spool = Path(settings.FILE_UPLOAD_TEMP_DIR)
     spool.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=PUSH_FOLDER_PREFIX, dir=spool) as tmp:
@@ -58,22 +65,28 @@ def trace_push(
             for upload in screenshots:
                 name = Path(upload.name or "").name
                 if not name or name != upload.name or name in (PUSH_TRACE_FILE, ".", ".."):
-                    raise Invalid(f"screenshots: {upload.name!r} is no plain file name", field="screenshots")
+                    raise Invalid(
+                        gettext("screenshots: %(name)s is no plain file name") % {"name": repr(upload.name)},
+                        field="screenshots",
+                    )
                 if (folder / name).exists():
-                    raise Invalid(f"screenshots: {name} is sent twice", field="screenshots")
+                    raise Invalid(gettext("screenshots: %(name)s is sent twice") % {"name": name}, field="screenshots")
                 _upload_write(upload, folder / name)
             fmt = fmt or "native"
         try:
             named = Path(getattr(archive, "name", "") or "").stem if archive is not None else ""
             with opened_source(source, scratch=Path(tmp), name=named) as (root, report):
                 if report and report.refused:
-                    raise Invalid("file: " + "; ".join(str(r.get("error", r)) for r in report.refused), field="file")
+                    refused = gettext("; ").join(str(r.get("error", r)) for r in report.refused)
+                    raise Invalid(gettext("file: %(problems)s") % {"problems": refused}, field="file")
                 found = iter_traces(root, fmt or None)
                 first = next(found, None)
                 if first is None:
-                    raise Invalid("the request holds no trace", field="file" if archive is not None else "trace")
+                    raise Invalid(
+                        gettext("the request holds no trace"), field="file" if archive is not None else "trace"
+                    )
                 if next(found, None) is not None:
-                    raise Invalid("push one trace per request (use the import API for a batch)")
+                    raise Invalid(gettext("push one trace per request (use the import API for a batch)"))
                 if isinstance(first, TraceReadError):
                     raise Invalid(str(first).replace(str(Path(tmp)), ""))
                 try:
@@ -85,10 +98,13 @@ def trace_push(
         except (ArchiveError, UnknownFormat) as exc:
             raise Invalid(str(exc).replace(str(Path(tmp)) + "/", "")) from None
     if not result.created and result.trace.round_id != (round.pk if round else None):
-        held = result.trace.round.name if result.trace.round is not None else "no round"
+        held = result.trace.round.name if result.trace.round is not None else gettext("no round")
         raise Conflict(
-            f"trace {result.trace.external_id!r} is already stored, in {held}; "
-            f"an external_id names one trace of the project, whichever round",
+            gettext(
+                "trace %(trace)s is already stored, in %(round)s; an external_id names one trace of the project, "
+                "whichever round"
+            )
+            % {"trace": repr(result.trace.external_id), "round": held},
             trace=result.trace.pk,
         )
     return result

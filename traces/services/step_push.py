@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext, ngettext
 
 from studio.db import atomic_with_retry
 from studio.errors import Conflict, Invalid, NotFound
@@ -84,16 +85,21 @@ def trace_step_push(
     external_id = (external_id or "").strip()
     problem = input_problem(external_id, name="external_id") if external_id else None
     if not external_id or len(external_id) > 255 or problem:
-        raise Invalid(problem or "external_id must be 1 to 255 characters", field="external_id")
+        raise Invalid(problem or gettext("external_id must be 1 to 255 characters"), field="external_id")
     try:
         number = int(str(index).strip())
     except ValueError:
         number = 0
     if number < 1:
-        raise Invalid(f"index: the step's 1-based position in the trace, not {str(index)[:40]!r}", field="index")
+        raise Invalid(
+            gettext("index: the step's 1-based position in the trace, not %(value)s")
+            % {"value": repr(str(index)[:40])},
+            field="index",
+        )
     if coordinates and coordinates not in CoordinateConvention.values:
         raise Invalid(
-            f"coordinates: one of {', '.join(CoordinateConvention.values)}, not {coordinates[:40]!r}",
+            gettext("coordinates: one of %(conventions)s, not %(value)s")
+            % {"conventions": ", ".join(CoordinateConvention.values), "value": repr(coordinates[:40])},
             field="coordinates",
         )
     problem = input_problem(instruction or "", name="instruction")
@@ -120,7 +126,9 @@ def trace_step_push(
     # The image first, outside the transaction: content-addressed, so a retry or a refused push reuses it.
     shot = _pushed_image(screenshot, "screenshot") if screenshot is not None else None
     if round is not None and round.project_id != project.pk:
-        raise Invalid(f"round: {round.name!r} is a round of another project", field="round")
+        raise Invalid(
+            gettext("round: %(round)s is a round of another project") % {"round": repr(round.name)}, field="round"
+        )
     tau = _branch_point(project, parent, branch_at, coordinates)
     first_own = tau or 1
 
@@ -150,12 +158,22 @@ def trace_step_push(
             _branch_trace_check(trace, external_id, parent=parent, tau=tau)
         count = trace.step_count if trace is not None else 0
         if trace is not None and round is not None and trace.round_id != round.pk:
-            held = trace.round.name if trace.round is not None else "no round"
-            raise Conflict(f"trace {external_id!r} is in {held}, not in {round.name}", trace=trace.pk)
+            held = trace.round.name if trace.round is not None else gettext("no round")
+            raise Conflict(
+                gettext("trace %(trace)s is in %(held)s, not in %(round)s")
+                % {"trace": repr(external_id), "held": held, "round": round.name},
+                trace=trace.pk,
+            )
         if number > count + 1:
             raise Conflict(
-                f"step {number} of {external_id!r} cannot come yet: step {count + 1} is missing "
-                f"(the trace has {count} step{'s' if count != 1 else ''})",
+                ngettext(
+                    "step %(number)s of %(trace)s cannot come yet: step %(next)s is missing (the trace has %(count)s "
+                    "step)",
+                    "step %(number)s of %(trace)s cannot come yet: step %(next)s is missing (the trace has %(count)s "
+                    "steps)",
+                    count,
+                )
+                % {"number": number, "trace": repr(external_id), "next": count + 1, "count": count},
                 step_count=count,
             )
         assert trace is not None  # number <= count + 1 with no trace means number == 1, which made it
@@ -168,14 +186,18 @@ def trace_step_push(
             differs = _pushed_step_differences(stored, built)
             if differs:
                 raise Conflict(
-                    f"step {number} of {external_id!r} is stored already with another {', '.join(differs)}; "
-                    f"the next step is {count + 1}",
+                    gettext(
+                        "step %(number)s of %(trace)s is stored already with another %(differs)s; the next step is %(next)s"
+                    )
+                    % {"number": number, "trace": repr(external_id), "differs": ", ".join(differs), "next": count + 1},
                     step_count=count,
                 )
             return StepPushResult(trace, stored, created=False)
         if not trace.receiving:
             raise Conflict(
-                f"trace {external_id!r} was ended (it has {count} steps): it takes no more steps", trace=trace.pk
+                gettext("trace %(trace)s was ended (it has %(count)s steps): it takes no more steps")
+                % {"trace": repr(external_id), "count": count},
+                trace=trace.pk,
             )
         built.save()
         trace.step_count = number
@@ -230,12 +252,14 @@ def _branch_trace_check(trace: Trace | None, external_id: str, *, parent: Trace,
     """Conflict unless ``trace`` is the branch of ``parent`` at ``tau`` (None: its first push has not come)."""
     if trace is None:
         raise Conflict(
-            f"branch {external_id!r} of {parent.external_id!r} starts at step {tau}: push that step first",
+            gettext("branch %(branch)s of %(parent)s starts at step %(step)s: push that step first")
+            % {"branch": repr(external_id), "parent": repr(parent.external_id), "step": tau},
             step_count=0,
         )
     if trace.parent_id != parent.pk or trace.branch_at != tau:
         raise Conflict(
-            f"trace {external_id!r} is stored already and is not the branch of {parent.external_id!r} at step {tau}",
+            gettext("trace %(trace)s is stored already and is not the branch of %(parent)s at step %(step)s")
+            % {"trace": repr(external_id), "parent": repr(parent.external_id), "step": tau},
             trace=trace.pk,
         )
 
@@ -255,22 +279,28 @@ def _branch_point(project: Project, parent: Trace | None, branch_at: Any, coordi
     """τ for a branch push (None for a plain one), checked against its parent; Invalid naming the field."""
     if parent is None:
         if branch_at not in (None, ""):
-            raise Invalid("branch_at: only with parent, the trace the branch leaves", field="branch_at")
+            raise Invalid(gettext("branch_at: only with parent, the trace the branch leaves"), field="branch_at")
         return None
     if parent.project_id != project.pk:
-        raise Invalid(f"parent: {parent.external_id!r} is a trace of another project", field="parent")
+        raise Invalid(
+            gettext("parent: %(parent)s is a trace of another project") % {"parent": repr(parent.external_id)},
+            field="parent",
+        )
     try:
         tau = int(str(branch_at).strip())
     except ValueError:
         tau = 0
     if tau < 1 or tau > parent.step_count:
         raise Invalid(
-            f"branch_at: {parent.external_id!r} has steps 1 to {parent.step_count}, no step {str(branch_at)[:40]}",
+            gettext("branch_at: %(parent)s has steps 1 to %(count)s, no step %(step)s")
+            % {"parent": repr(parent.external_id), "count": parent.step_count, "step": str(branch_at)[:40]},
             field="branch_at",
         )
     if coordinates and coordinates != parent.coordinate_convention:
         raise Invalid(
-            f"coordinates: a branch keeps its parent's convention, {parent.coordinate_convention}", field="coordinates"
+            gettext("coordinates: a branch keeps its parent's convention, %(convention)s")
+            % {"convention": parent.coordinate_convention},
+            field="coordinates",
         )
     return tau
 
@@ -299,7 +329,7 @@ def pushed_source_and_metadata(source: str | None, metadata: Any) -> tuple[str, 
     source = (source or "").strip()
     problem = input_problem(source, name="source")
     if problem or len(source) > SOURCE_MAX:
-        raise Invalid(problem or f"source: at most {SOURCE_MAX} characters", field="source")
+        raise Invalid(problem or gettext("source: at most %(max)s characters") % {"max": SOURCE_MAX}, field="source")
     if isinstance(metadata, bytes | bytearray):
         metadata = metadata.decode("utf-8", "replace")
     if isinstance(metadata, str):
@@ -309,7 +339,9 @@ def pushed_source_and_metadata(source: str | None, metadata: Any) -> tuple[str, 
             raise Invalid(str(exc), field="metadata") from None
     metadata = {} if metadata is None else metadata
     if not isinstance(metadata, dict):
-        raise Invalid(f"metadata: a JSON object, not {type(metadata).__name__}", field="metadata")
+        raise Invalid(
+            gettext("metadata: a JSON object, not %(type)s") % {"type": type(metadata).__name__}, field="metadata"
+        )
     problem = input_problem(metadata, name="metadata")
     if problem:
         raise Invalid(problem, field="metadata")
@@ -323,14 +355,21 @@ def trace_end(
     ``final_screenshot`` (the screen after the last action) and ``outcome`` when sent. Ending an ended trace again
     answers it as it is; Conflict when that asks for another outcome or final screenshot than the stored ones."""
     if outcome and outcome not in Outcome.values:
-        raise Invalid(f"outcome: one of {', '.join(Outcome.values)}, not {outcome[:40]!r}", field="outcome")
+        raise Invalid(
+            gettext("outcome: one of %(outcomes)s, not %(value)s")
+            % {"outcomes": ", ".join(Outcome.values), "value": repr(outcome[:40])},
+            field="outcome",
+        )
     shot = _pushed_image(final_screenshot, "final_screenshot") if final_screenshot is not None else None
 
     @atomic_with_retry
     def save() -> Trace:
         trace = _pushed_trace(project, (external_id or "").strip())
         if trace is None:
-            raise NotFound(f"{project.name} has no trace {external_id[:255]!r}: push its step 1 first")
+            raise NotFound(
+                gettext("%(project)s has no trace %(trace)s: push its step 1 first")
+                % {"project": project.name, "trace": repr(external_id[:255])}
+            )
         if not trace.receiving:
             differs = [
                 name
@@ -342,7 +381,9 @@ def trace_end(
             ]
             if differs:
                 raise Conflict(
-                    f"trace {trace.external_id!r} was ended already with another {', '.join(differs)}", trace=trace.pk
+                    gettext("trace %(trace)s was ended already with another %(differs)s")
+                    % {"trace": repr(trace.external_id), "differs": ", ".join(differs)},
+                    trace=trace.pk,
                 )
             return trace
         trace.receiving = False

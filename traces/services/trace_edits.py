@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from studio.db import atomic_with_retry
 from studio.errors import Invalid
@@ -32,7 +33,9 @@ def trace_delete(*, trace: Trace, user: User, reason: str) -> TraceDeletion:
     """Delete a trace with its steps and annotations, leaving an audit record (who, when, why, what it held)."""
     reason = (reason or "").strip()
     if not reason:
-        raise TraceDeleteRefused("reason: say why the trace is deleted (kept in the audit record)", field="reason")
+        raise TraceDeleteRefused(
+            gettext("reason: say why the trace is deleted (kept in the audit record)"), field="reason"
+        )
     problem = input_problem(reason, name="reason")
     if problem:
         raise TraceDeleteRefused(problem, field="reason")

@@ -185,7 +185,9 @@ def _trace_prepare(
     ]
     metadata = dict(imported.metadata)
     if imported.warnings:
-        metadata["import_warnings"] = imported.warnings
+        # Stored as the words people read (the shape every stored trace's list has); the codes serve the notes the
+        # import makes as it reads.
+        metadata["import_warnings"] = [str(warning) for warning in imported.warnings]
     content = TraceContent.of(
         imported.instruction,
         [(shot.sha256 if shot else "", step.action_text) for step, shot in zip(steps, images.steps)],
