@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { createTauScreens } from "../../static/js/review/edit_tau.js";
 import { settle, standInDocument } from "./stand_in_dom.mjs";
 
-const SIZE = { width: 1000, height: 500 };
+const SIZE = { width: 1000, height: 500, extent: [1000, 1000] };  // a screen's size as the server gives it
 const mark = (kind, label, start) => ({ kind, label, type: "click", text: `${kind}(…)`, extent: [1000, 1000], start });
 const SERVED = {
   "error-markers": [mark("original", "original", [1, 1]), mark("corrected", "corrected", [2, 2])],
@@ -27,7 +27,7 @@ function page({ given = {}, loaded = () => Promise.resolve("") } = {}) {
   );
   // Steps 1 to 10 and the final screen; step 8's has no screenshot.
   const screens = Array.from({ length: 11 }, (_, i) => ({
-    index: i + 1, title: `Step ${i + 1}`, image: i === 7 ? undefined : `/shots/${i + 1}.png`, size: SIZE, extent: [1000, 1000],
+    index: i + 1, title: `Step ${i + 1}`, image: i === 7 ? undefined : `/shots/${i + 1}.png`, size: SIZE,
     thought: `thought ${i + 1}`, action: `action ${i + 1}`, markers: [mark("original", "recorded", [i, i])],
   }));
   const asked = [];
@@ -43,7 +43,7 @@ function page({ given = {}, loaded = () => Promise.resolve("") } = {}) {
   let typed = 3;
   const drawn = [];
   const tau = createTauScreens({
-    editData: { tau: 3, screens: { corrected: { ...SIZE, extent: [1000, 1000] }, reflection: { ...SIZE, extent: [1000, 1000] } } },
+    editData: { tau: 3, screens: { corrected: { ...SIZE }, reflection: { ...SIZE } } },
     viewer, slots, formTau: () => typed, readMarks: (id) => SERVED[id],
     drawMarkers: (node, markers) => drawn.push([Object.keys(frames).find((k) => frames[k] === node), markers.map((m) => [m.label, m.start])]),
   });
@@ -62,7 +62,7 @@ test("on the annotator's τ an untouched slot keeps the served marks; the lead's
   slots.reflection.given = true;
   tau.drawEdited("reflection");  // no action yet: the annotator's mark goes, nothing replaces it
   assert.deepEqual(drawn.pop(), ["reflection", []]);
-  assert.deepEqual(tau.placingScreen("corrected"), { ...SIZE, extent: [1000, 1000] });
+  assert.deepEqual(tau.placingScreen("corrected"), SIZE);
 });
 
 test("another τ typed shows its screens, names, action and thoughts, with the recorded marks and no served action", async () => {

@@ -9,7 +9,7 @@ import { fakeFetch, settle, standInDocument } from "./stand_in_dom.mjs";
 /** The server's screen of step ``index`` (annotation.review.selectors), ``fields`` over it. */
 const screen = (index, fields = {}) => ({
   index, title: index === 11 ? "Final screen" : `Step ${index}`, image: `/shots/${index}.png`, thumb: `/thumbs/${index}.png`,
-  size: { width: 1000, height: 500 }, extent: [1000, 1000], thought: `thought ${index}`, action: `click(${index})`,
+  size: { width: 1000, height: 500, extent: [1000, 1000] }, thought: `thought ${index}`, action: `click(${index})`,
   markers: [{ kind: "original", label: "original", type: "click", text: `click(${index})`, extent: [1000, 1000], start: [index, index] }],
   ...fields,
 });

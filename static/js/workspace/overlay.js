@@ -31,6 +31,7 @@ export function actionMarks(table, shot, action, tone, options) {
   const o = options || {};
   if (!action || !action.type) return null;
   const sp = spec(table, action.type);
+  /** @type {import("../action_editor.js").ActionMark} */
   const mark = (sp && sp.mark) || { shape: "corner", badge: action.type };
   const args = action.args || {};
   const number = o.label ? `${o.label}` : "";
