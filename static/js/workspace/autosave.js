@@ -72,11 +72,37 @@ export function flushPlan({ editable, blocked, dirty, saving, leaving }) {
   return leaving ? "next_version" : "again";
 }
 
+/**
+ * What the draft tells the rest of the page.
+ * @typedef {{ recordChange: (group?: string | null) => void, foldChange: () => void, resetHistory: () => void,
+ *   renderAll: () => void, checkActions: () => void }} DraftHooks
+ */
+/**
+ * The draft's functions: ``dirty()`` (the form differs from the server's), ``save()`` (resolves once this save and
+ * the one it waits on are done), ``saveAll()`` (whether the form is then saved), ``edited(group)`` (every change of
+ * the form ends here), ``setSaveState(kind, text)`` (the status beside Save), ``banner(kind, message, actions)``
+ * (none without a message; ``actions``: [label, what it does]), ``restoreLocalCopy()`` (whether edits kept in this
+ * browser were taken), ``forgetLocalCopy()``, ``sessionExpired()``, ``conflict(data)`` (the server's 409 answer) and
+ * ``leaseEnded()`` (the heartbeat stops).
+ * @typedef {{ dirty: () => boolean, save: (options?: { keepalive?: boolean }) => Promise<void>,
+ *   saveAll: () => Promise<boolean>, edited: (group?: string | null) => void,
+ *   setSaveState: (kind: string, text: string) => void,
+ *   banner: (kind: string, message: string | null, actions?: [string, () => void][]) => void,
+ *   restoreLocalCopy: () => boolean, forgetLocalCopy: () => void, sessionExpired: () => void,
+ *   conflict: (data: { detail: string, current_version?: number, [field: string]: any }) => void,
+ *   leaseEnded: () => void }} Draft
+ */
+
 /* The draft. ``page``: {annotationId, editable() (whether this page may still change the annotation), lease (the
    served lease or null)}; ``store``: the workspace's state (state.js: form, version, blocked); ``hooks``: what the
    draft tells the rest of the page: recordChange(group) (an edit, for undo), foldChange() (what the server took
    away belongs to the last change), resetHistory() (the form was replaced), renderAll(), checkActions() (the
    correction checked again by the server). Returns the draft's functions (below). */
+/**
+ * @param {{ page: Pick<import("./state.js").WorkspacePage, "annotationId" | "editable" | "lease">,
+ *   store: import("./state.js").Store, hooks: DraftHooks }} parts
+ * @returns {Draft}
+ */
 export function createDraft({ page, store, hooks }) {
   const ANN_ID = page.annotationId;
   const editable = page.editable;

@@ -191,6 +191,16 @@ export function cursorJump(boxes, at, d, size) {
    keepCursorInView, showCursorLoupe; ``draft``: autosave.js's save() and banner(kind, message); ``panels``:
    panels.js's setVerdict(verdict) and submit(); ``alternatives``: alternatives.js's takeAlternative(number),
    hotAlternative(), markAlternative(number, verdict); ``undoable(label, change)``: undo.js's. */
+/**
+ * @param {{ store: import("./state.js").Store, steps: import("./steps.js").Steps,
+ *   editor: Pick<import("./editor.js").WorkspaceEditor, "slotAt" | "pointArgsOf" | "takesBox" | "placePoint" | "drawBox" | "clearBox">,
+ *   stage: Pick<import("./stage.js").Stage, "goTo" | "renderStage" | "placeOnElement" | "zoomAt" | "zoomReset" | "zoomActual" | "keepCursorInView" | "showCursorLoupe">,
+ *   draft: Pick<import("./autosave.js").Draft, "save" | "banner">,
+ *   panels: Pick<import("./panels.js").Panels, "setVerdict" | "submit">,
+ *   alternatives: Pick<import("./alternatives.js").Alternatives, "takeAlternative" | "hotAlternative" | "markAlternative">,
+ *   undoable: import("./undo.js").Undoable }} parts
+ * @returns {void}
+ */
 export function installKeyboard({ store, steps, editor, stage, draft, panels, alternatives, undoable }) {
   const LAST_VIEW = steps.lastView;
   const shotOf = steps.shotOf;

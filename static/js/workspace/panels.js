@@ -61,12 +61,28 @@ export function submitProblems(data) {
   return (data && data.errors) || { detail: (data && data.detail) || gettext("the server could not be reached") };
 }
 
+/**
+ * The side: ``renderAll()`` (the whole page for the screen shown), ``renderPanels()``, ``renderStarts()``,
+ * ``setVerdict(verdict)`` (undoable; false when refused) and ``submit()``.
+ * @typedef {{ renderAll: () => void, renderPanels: () => void, renderStarts: () => void,
+ *   setVerdict: (verdict: string) => boolean | undefined, submit: () => Promise<void> }} Panels
+ */
+
 /* The side. ``page``: {root, annotationId, traceId, editable(), verdictAnswers (the fields each verdict keeps
    empty: the server's table)}; ``store``: the workspace's state (current, form, version); ``steps``: steps.js's;
    ``editor``: editor.js's reflectionScreen, serverNoReflectionReason, renderEditor, checkAction, changed;
    ``draft``: autosave.js's; ``stage``: stage.js's renderStrip, renderStage, announceStep; ``undoable(label,
    change)``: undo.js's; ``fitThought()``: the step's thought cut again to its lines. Returns renderAll() (the whole
    page for the screen shown), renderPanels(), renderStarts(), setVerdict(verdict) and submit(). */
+/**
+ * @param {{ page: Pick<import("./state.js").WorkspacePage, "root" | "annotationId" | "traceId" | "editable" | "verdictAnswers">,
+ *   store: import("./state.js").Store, steps: import("./steps.js").Steps,
+ *   editor: Pick<import("./editor.js").WorkspaceEditor, "reflectionScreen" | "serverNoReflectionReason" | "renderEditor" | "checkAction" | "changed">,
+ *   draft: import("./autosave.js").Draft,
+ *   stage: Pick<import("./stage.js").Stage, "renderStrip" | "renderStage" | "announceStep">,
+ *   undoable: import("./undo.js").Undoable, fitThought: () => void }} parts
+ * @returns {Panels}
+ */
 export function createPanels({ page, store, steps, editor, draft, stage, undoable, fitThought }) {
   const ANN_ID = page.annotationId, root = page.root, N = steps.count;
   const form = () => store.get("form");

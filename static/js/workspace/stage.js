@@ -62,12 +62,34 @@ export function placeHint({ slot, action, points, hints, hasShot }) {
   return { text, outside };
 }
 
+/**
+ * The stage: ``renderStage()``, ``renderStrip()``, ``redrawOverlays()``, ``announceStep()``, ``goTo(index)``,
+ * ``prefetch(index)``, ``stepsLoaded(first, last)`` (a window of steps arrived), ``placeOnElement(slot, index,
+ * element, px)`` (a click at pixel ``px``, on the recorded element ``element`` or null), the zoom's ``zoomAt(u, v,
+ * factor)``, ``zoomReset()`` and ``zoomActual()``, and the keyboard cursor's ``showCursorLoupe()`` and
+ * ``keepCursorInView()``.
+ * @typedef {{ renderStage: () => void, renderStrip: () => void, redrawOverlays: () => void, announceStep: () => void,
+ *   goTo: (index: number) => void, prefetch: (index: number) => void, stepsLoaded: (first: number, last: number) => void,
+ *   placeOnElement: (slot: string, index: number, element: number | null, px: number[]) => void,
+ *   zoomAt: (u: number, v: number, factor: number) => void, zoomReset: () => void, zoomActual: () => void,
+ *   showCursorLoupe: () => void, keepCursorInView: () => void }} Stage
+ */
+
 /* The stage. ``page``: {root (the workspace's element), editable(), traceId, strip (the served marks of the
    filmstrip)}; ``store``: the workspace's state (current, form, cursor, zoom, overlay, compare, boxMode, table);
    ``steps``: steps.js's; ``editor``: editor.js's slotAt, pointArgsOf, takesBox, snaps, placePoint, setTargetBox,
    drawBox, clearBox; ``draft``: autosave.js's dirty() and save(); ``drawAlternatives(index, draw)``:
    alternatives.js's; ``undoable(label, change)``: undo.js's; ``hooks``: renderStep() (the whole page drawn for the
    screen shown: panels.js). Returns the functions below. */
+/**
+ * @param {{ page: Pick<import("./state.js").WorkspacePage, "root" | "editable" | "traceId" | "strip">,
+ *   store: import("./state.js").Store, steps: import("./steps.js").Steps,
+ *   editor: Pick<import("./editor.js").WorkspaceEditor, "slotAt" | "pointArgsOf" | "takesBox" | "snaps" | "placePoint" | "setTargetBox" | "drawBox" | "clearBox">,
+ *   draft: Pick<import("./autosave.js").Draft, "dirty" | "save">,
+ *   drawAlternatives: import("./alternatives.js").Alternatives["drawAlternatives"],
+ *   undoable: import("./undo.js").Undoable, hooks: { renderStep: () => void } }} parts
+ * @returns {Stage}
+ */
 export function createStage({ page, store, steps, editor, draft, drawAlternatives, undoable, hooks }) {
   const N = steps.count, LAST_VIEW = steps.lastView;
   const shotOf = steps.shotOf, elementsOf = steps.elementsOf;
