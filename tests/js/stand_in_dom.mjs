@@ -65,6 +65,7 @@ export class Element extends Listeners {
   get className() { return [...this.classes].join(" "); }
   set className(value) { this.classes = new Set(String(value).split(/\s+/).filter(Boolean)); }
   get children() { return this.childNodes.filter((n) => n.nodeType === 1); }
+  get firstElementChild() { return this.children[0] || null; }
   get textContent() { return this.childNodes.map((n) => n.textContent).join(""); }
   set textContent(value) { this.replaceChildren(...(value === "" || value == null ? [] : [String(value)])); }
   adopt(nodes) {
