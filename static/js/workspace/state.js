@@ -20,6 +20,7 @@
      compare   whether o_{i+1} is shown beside o_i
      boxMode   whether any drag draws an element box
      table     the served action table, null until it arrives */
+/** @type {string[]} */
 export const STATE_NAMES = ["current", "form", "version", "blocked", "cursor", "zoom", "overlay", "compare", "boxMode", "table"];
 
 /**

@@ -9,6 +9,10 @@ import { gettext, interpolate } from "../i18n.js";
 
 /* The windows (``[first, last]``, aligned to multiples of ``size``, within 1..``count``) holding the steps within
    half a window of ``index`` that ``has`` (index → whether loaded) says are missing; nearest first. */
+/**
+ * @param {(index: number) => boolean} has @param {number} index @param {number} count @param {number} size
+ * @returns {number[][]} each window's first and last step
+ */
 export function windowsToLoad(has, index, count, size) {
   const half = Math.floor(size / 2);
   const low = Math.max(1, index - half), high = Math.min(count, index + half);
