@@ -122,6 +122,8 @@ export class Element extends Listeners {
   click() { this.dispatchEvent(new Event("click")); }
   focus() { this.ownerDocument.activeElement = this; }
   setPointerCapture() {}
+  scrollIntoView() { this.scrolledTo = true; }
+  blur() { if (this.ownerDocument.activeElement === this) this.ownerDocument.activeElement = this.ownerDocument.body; }
 }
 
 /** A document whose body holds ``build(document)``'s elements; set as globalThis.document (and a window beside it). */
