@@ -32,7 +32,6 @@ class FakeSocket {
 const intervals = [], timeouts = [];
 globalThis.WebSocket = FakeSocket;
 globalThis.location = { protocol: "https:", host: "studio.example" };
-globalThis.CustomEvent = class extends Event { constructor(type, init) { super(type, init); } };
 const realSetInterval = globalThis.setInterval, realSetTimeout = globalThis.setTimeout;
 globalThis.setInterval = (fn, ms) => { intervals.push([fn, ms]); return intervals.length; };
 globalThis.setTimeout = (fn, ms) => { timeouts.push([fn, ms]); return timeouts.length; };

@@ -1,7 +1,8 @@
-// A stand-in document for the page modules that wire elements and events (static/js/review/*.js): elements with
-// children, text, classes, attributes and data-* (dataset), listeners that bubble up to the document, and
-// querySelector / matches / closest for the selectors these modules use (tag, #id, .class, [attr], [attr=value],
-// :not(…), descendants, lists). No layout: the sizes a module measures are plain fields a test sets.
+// A stand-in document for the page modules that wire elements and events (static/js/review/*.js and others): elements
+// with children, text, classes, attributes and data-* (dataset), events dispatched as the DOM does (capturing
+// listeners from the document down, then the target's, then bubbling up to the document; stopPropagation ends it),
+// and querySelector / matches / closest for the selectors these modules use (tag, #id, .class, [attr],
+// [attr=value], :not(…), descendants, lists). No layout: the sizes a module measures are plain fields a test sets.
 
 const camel = (name) => name.replace(/-([a-z])/g, (_, c) => c.toUpperCase());
 
@@ -17,14 +18,22 @@ export class Event {
   stopPropagation() { this.stopped = true; }
 }
 
+export class CustomEvent extends Event {}
+
 class Listeners {
   constructor() { this.listeners = {}; }
-  addEventListener(type, listener) { (this.listeners[type] ||= []).push(listener); }
-  removeEventListener(type, listener) { this.listeners[type] = (this.listeners[type] || []).filter((l) => l !== listener); }
-  /** Runs this node's listeners of the event's type; returns whether any ran. */
-  fire(event) {
+  addEventListener(type, listener, options) {
+    const capture = options === true || !!(options && options.capture);
+    (this.listeners[type] ||= []).push({ listener, capture });
+  }
+  removeEventListener(type, listener) { this.listeners[type] = (this.listeners[type] || []).filter((l) => l.listener !== listener); }
+  /** Runs this node's listeners of the event's type for ``phase``: "capture" (the capturing ones), "bubble" (the
+      others) or "target" (all). */
+  fire(event, phase = "target") {
     event.currentTarget = this;
-    for (const listener of [...(this.listeners[event.type] || [])]) listener(event);
+    for (const { listener, capture } of [...(this.listeners[event.type] || [])]) {
+      if (phase === "target" || capture === (phase === "capture")) listener(event);
+    }
   }
 }
 
@@ -113,12 +122,19 @@ export class Element extends Listeners {
     const { left, top, width, height } = this.rect;
     return { left, top, width, height, right: left + width, bottom: top + height, x: left, y: top };
   }
-  /** Dispatches ``event`` here and up through its ancestors to the document. */
+  /** Dispatches ``event`` to this element: captured from the document down, then here, then bubbling up. */
   dispatchEvent(event) {
     event.target ||= this;
-    for (let n = this; n && !event.stopped; n = n.parentNode) n.fire(event);
+    const path = [];
+    for (let n = this.parentNode; n; n = n.parentNode) path.push(n);
+    for (const n of [...path].reverse()) { if (event.stopped) break; n.fire(event, "capture"); }
+    if (!event.stopped) this.fire(event);
+    for (const n of path) { if (event.stopped || !event.bubbles) break; n.fire(event, "bubble"); }
     return !event.defaultPrevented;
   }
+  get isConnected() { for (let n = this; n; n = n.parentNode) if (n.nodeType === 9) return true; return false; }
+  /** A select's options. */
+  get options() { return this.children.filter((n) => n.tagName === "OPTION"); }
   click() { this.dispatchEvent(new Event("click")); }
   focus() { this.ownerDocument.activeElement = this; }
   setPointerCapture() {}
@@ -153,6 +169,9 @@ export function standInDocument() {
   win.dispatchEvent = (event) => { win.fire(event); return !event.defaultPrevented; };
   globalThis.document = doc;
   globalThis.window = win;
+  // What a module makes of its own events is this document's.
+  globalThis.Event = Event;
+  globalThis.CustomEvent = CustomEvent;
   return doc;
 }
 
