@@ -4,7 +4,7 @@
 // as "studio:live", asks for a snapshot when leases moved, and connects again after a loss, waiting longer each time.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Event, standInDocument } from "./stand_in_dom.mjs";
+import { standInDocument } from "./stand_in_dom.mjs";
 
 const doc = standInDocument();
 const box = doc.make("div", { id: "live", data: { canRelease: "1", traceId: "7", projectId: "3" } });

@@ -142,7 +142,8 @@ export class Element extends Listeners {
   blur() { if (this.ownerDocument.activeElement === this) this.ownerDocument.activeElement = this.ownerDocument.body; }
 }
 
-/** A document whose body holds ``build(document)``'s elements; set as globalThis.document (and a window beside it). */
+/** A new, empty document (its elements go in its ``body``), set as globalThis.document, with a window beside it
+    (globalThis.window) and this module's Event and CustomEvent as the globals a module makes its own events with. */
 export function standInDocument() {
   const doc = new Listeners();
   Object.assign(doc, { nodeType: 9, cookie: "csrftoken=tok", documentElement: { lang: "en" }, parentNode: null });
@@ -222,8 +223,8 @@ function matchesCompound(node, compound) {
 /** Lets the pending promise callbacks (and ``ms`` of timers) run. */
 export const settle = (ms = 0) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** A fetch that answers each request with the next of ``answers`` ([status, data] or a function of the request), and
-    records [method, url, body]. */
+/** A fetch (set as globalThis.fetch) that answers with ``answer``: a list whose next [status, data] answers each
+    request, or a function of [method, url, body] giving one. Returns the requests, each [method, url, body]. */
 export function fakeFetch(answer) {
   const sent = [];
   globalThis.fetch = async (url, init = {}) => {
