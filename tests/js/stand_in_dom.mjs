@@ -16,6 +16,7 @@ export class Event {
   }
   preventDefault() { this.defaultPrevented = true; }
   stopPropagation() { this.stopped = true; }
+  stopImmediatePropagation() { this.stopped = true; this.stoppedHere = true; }
 }
 
 export class CustomEvent extends Event {}
@@ -28,12 +29,13 @@ class Listeners {
   }
   removeEventListener(type, listener) { this.listeners[type] = (this.listeners[type] || []).filter((l) => l.listener !== listener); }
   /** Runs this node's listeners of the event's type for ``phase``: "capture" (the capturing ones), "bubble" (the
-      others) or "target" (all). */
+      others) or "target" (all, the capturing ones first); stopImmediatePropagation ends it. */
   fire(event, phase = "target") {
     event.currentTarget = this;
-    for (const { listener, capture } of [...(this.listeners[event.type] || [])]) {
-      if (phase === "target" || capture === (phase === "capture")) listener(event);
-    }
+    const all = [...(this.listeners[event.type] || [])];
+    const run = phase === "target" ? [...all.filter((l) => l.capture), ...all.filter((l) => !l.capture)]
+      : all.filter((l) => l.capture === (phase === "capture"));
+    for (const { listener } of run) { if (event.stoppedHere) return; listener(event); }
   }
 }
 
@@ -89,6 +91,15 @@ export class Element extends Listeners {
   prepend(...nodes) { this.childNodes.unshift(...this.adopt(nodes)); }
   appendChild(node) { this.append(node); return node; }
   replaceChildren(...nodes) { this.childNodes = this.adopt(nodes); }
+  replaceChild(node, old) {
+    const at = this.childNodes.indexOf(old);
+    const [adopted] = this.adopt([node]);
+    this.childNodes = this.childNodes.filter((n) => n !== adopted);
+    this.childNodes.splice(this.childNodes.indexOf(old), 1, adopted);
+    old.parentNode = null;
+    return at >= 0 ? old : null;
+  }
+  get childElementCount() { return this.children.length; }
   remove() {
     if (this.parentNode) this.parentNode.childNodes = this.parentNode.childNodes.filter((n) => n !== this);
     this.parentNode = null;
