@@ -119,7 +119,7 @@ test("a click places the correction's point in the convention; over a recorded e
   assert.deepEqual(calls.at(-1), ["placePoint", "corrected", [200, 400]]);
 });
 
-test("Shift+drag draws the element box; a drag without Shift pans the one zoom of every pane", () => {
+test("Shift+drag draws the element box; a drag without Shift pans the one zoom of every pane", async () => {
   const { stage, $, layout, calls, store } = workspace({ corrected: click(500, 500) });
   stage.renderStage();
   layout();
@@ -138,6 +138,7 @@ test("Shift+drag draws the element box; a drag without Shift pans the one zoom o
   pointer("pointerup", 150, 100);
   assert.deepEqual(store.get("zoom"), { scale: 2, ox: -0.4, oy: -0.5 });
   assert.equal($("ws-stage").querySelector(".ws-zoom").style.transform, "translate(-40%, -50%) scale(2)");
+  await new Promise((resolve) => setTimeout(resolve, 150));  // the zoom settles within this test
 });
 const SHOT3 = shot(3);
 
