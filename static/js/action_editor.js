@@ -6,16 +6,61 @@
 import { el } from "./dom.js";
 import { gettext } from "./i18n.js";
 
+/**
+ * One argument of an action as the served table describes it: its kind ("point", "direction", "text", "keys",
+ * "duration", …), whether the grammar requires it and whether the platform's prompt does.
+ * @typedef {{ name: string, kind: string, required: boolean, required_in_target: boolean, description?: string }} ArgSpec
+ */
+/**
+ * How the overlay marks an action (workspace/overlay.js): a shape, and a badge or the argument whose value is the
+ * badge (its values joined by ``badge_join``).
+ * @typedef {{ shape: string, badge: string, badge_arg?: string, badge_join?: string }} ActionMark
+ */
+/**
+ * An action of the served table: its name, its label, what it does, its arguments and its mark.
+ * @typedef {{ name: string, label: string, description?: string, args: ArgSpec[], platforms?: string[],
+ *   mark?: ActionMark }} ActionSpec
+ */
+/**
+ * The served action table (traces.grammar.action_table_json, GET /api/actions/table/): the actions, each platform's
+ * action space (``targets``: platform → action names) and the scroll directions; the rest of its fields are read by
+ * other modules.
+ * @typedef {{ actions: ActionSpec[], targets: Record<string, string[]>, directions: string[], [field: string]: any }} ActionTable
+ */
+/**
+ * An action as the page edits it: its type, its arguments by name (a point is [x, y] in the project's convention;
+ * text, keys, a direction or a duration otherwise), how its point is written and its element box, if any.
+ * @typedef {{ type: string, args: Record<string, any>, style?: string, target_box?: number[] }} Action
+ */
+/**
+ * The server's check of an action (the grammar's): its canonical UI-TARS text, its problems and whether it is valid.
+ * @typedef {{ canonical: string, errors: string[], valid: boolean }} Check
+ */
+
+/** @type {(table: ActionTable | null, type: string) => ActionSpec | null | undefined} */
 export const spec = (table, type) => (table ? table.actions.find((a) => a.name === type) : null);
+/** @type {(table: ActionTable | null, type: string) => ArgSpec[]} */
 export const pointArgs = (table, type) => (spec(table, type) ? spec(table, type).args.filter((a) => a.kind === "point") : []);
 
-/* The points a click places, in order: the required ones (a drag: start, then end), else the first optional one. */
+/**
+ * The points a click places, in order: the required ones (a drag: start, then end), else the first optional one.
+ * @param {ActionTable | null} table
+ * @param {string} type
+ * @returns {ArgSpec[]}
+ */
 export function placeablePoints(table, type) {
   const all = pointArgs(table, type);
   return all.some((a) => a.required) ? all.filter((a) => a.required) : all.slice(0, 1);
 }
 
-/* Put ``point`` into ``action`` as the next point to place; returns the next placement counter. */
+/**
+ * Put ``point`` into ``action`` as the next point to place; returns the next placement counter.
+ * @param {ActionTable | null} table
+ * @param {Action} action
+ * @param {number} counter the points placed so far
+ * @param {number[]} point
+ * @returns {number}
+ */
 export function place(table, action, counter, point) {
   const placeable = placeablePoints(table, action.type);
   if (!placeable.length) return counter;
@@ -25,11 +70,24 @@ export function place(table, action, counter, point) {
   return k + 1;
 }
 
-/* Draw the editor of ``action`` into ``host``.
-   options: table, platform, slot, action ({type, args, style} or null), editable, check ({canonical, errors, valid}
-   or null), fallbackCanonical (shown before the first check), onType(type), onArg(name, value, quiet),
-   onClearPoint(name), pointHint (what to do to place a point), onClearBox() and boxHint (how to draw the element box;
-   without it the box row shows only a stored box). */
+/**
+ * What the editor draws and whom it tells of an edit: the table, the platform, the slot, the action (null: none
+ * chosen), whether it can be edited, the server's check (null before the first), the canonical text shown before
+ * the first check, onType(type), onArg(name, value, quiet: a field being typed in), onClearPoint(name), pointHint
+ * (what to do to place a point), onClearBox() and boxHint (how to draw the element box; without it the box row shows
+ * only a stored box).
+ * @typedef {{ table: ActionTable | null, platform: string, slot: string, action: Action | null, editable: boolean,
+ *   check?: Check | null, fallbackCanonical?: string, onType?: (type: string) => void,
+ *   onArg?: (name: string, value: any, quiet: boolean) => void, onClearPoint?: (name: string) => void,
+ *   pointHint?: string, onClearBox?: () => void, boxHint?: string | null }} EditorOptions
+ */
+
+/**
+ * Draw the editor of ``o.action`` into ``host``.
+ * @param {HTMLElement} host
+ * @param {EditorOptions} o
+ * @returns {void}
+ */
 export function render(host, o) {
   if (!o.table) { host.textContent = gettext("Loading the action table…"); return; }
   const action = o.action;
@@ -116,7 +174,8 @@ export function render(host, o) {
   if (o.check && o.check.valid) errors.appendChild(el("li", { class: "ok" }, gettext("✓ valid")));
   canonical.appendChild(errors);
   host.appendChild(canonical);
-  const again = focused && host.querySelector(focused);
+  // An input or a textarea (with a caret) or a select (without).
+  const again = /** @type {HTMLInputElement | null} */ (focused && host.querySelector(focused));
   if (again) {
     again.focus({ preventScroll: true });
     try { if (caret && again.setSelectionRange) again.setSelectionRange(caret[0], caret[1]); } catch (e) { /* number inputs have no caret */ }

@@ -52,7 +52,7 @@ export function viewerLayout(viewer) {
   };
 }
 
-/* The position shown when ``position`` is asked for: the nearest of the trace's ``total`` screens.
+/** The position shown when ``position`` is asked for: the nearest of the trace's ``total`` screens.
    @type {(position: number, total: number) => number} */
 export const clampPosition = (position, total) => Math.max(0, Math.min(total - 1, position));
 

@@ -6,12 +6,17 @@
    zooming costs no layout. Wheel (or a trackpad pinch) zooms around the pointer, a drag pans, two fingers pinch.
    An ES module: static/js/workspace.js and review.js import it; clamp, zoomAt and transform are pure. */
 import { gettext } from "./i18n.js";
+/**
+ * A view: its scale (1: fitted) and where the image's top-left corner sits, in fractions of the frame.
+ * @typedef {{ scale: number, ox: number, oy: number }} View
+ */
 export const MAX = 8;
 // One wheel event (a notch, or a trackpad's burst) changes the zoom by at most a quarter, in or out.
 export const WHEEL_STEP = 1.25;
 // The + and - buttons and keys: a bigger step than a notch, as few presses reach a detail.
 export const BUTTON_STEP = 1.5;
 
+/** @param {number} scale @param {number} ox @param {number} oy @returns {View} */
 export function clamp(scale, ox, oy) {
   scale = Math.min(MAX, Math.max(1, scale));
   // The image always covers the frame: no panning past its edges.
@@ -19,23 +24,27 @@ export function clamp(scale, ox, oy) {
 }
 
 // (u, v): the point of the frame, in fractions, that stays where it is.
+/** @param {View} view @param {number} u @param {number} v @param {number} factor @returns {View} */
 export function zoomAt(view, u, v, factor) {
   const scale = Math.min(MAX, Math.max(1, view.scale * factor));
   const ix = (u - view.ox) / view.scale, iy = (v - view.oy) / view.scale;  // that point, in fractions of the image
   return clamp(scale, u - ix * scale, v - iy * scale);
 }
 
+/** @param {View} view @returns {string} the layer's CSS transform */
 export function transform(view) {
   return `translate(${view.ox * 100}%, ${view.oy * 100}%) scale(${view.scale})`;
 }
 
 /* The zoom as the annotator reads it: 100 % = one screenshot pixel per screen pixel. ``fitWidth``: the frame's width
    on the screen; ``imageWidth``: the screenshot's. */
+/** @param {View} view @param {number} fitWidth @param {number} imageWidth @returns {number | null} */
 export function percentOf(view, fitWidth, imageWidth) {
   return fitWidth && imageWidth ? Math.round(view.scale * fitWidth / imageWidth * 100) : null;
 }
 
 /* The level button's words: the percentage of the screenshot's own pixels, or "Fit" while the frame is unmeasured. */
+/** @param {View} view @param {number} fitWidth @param {number} imageWidth @returns {string} */
 export function levelText(view, fitWidth, imageWidth) {
   const percent = percentOf(view, fitWidth, imageWidth);
   return percent === null ? gettext("Fit") : `${percent} %`;
@@ -43,6 +52,7 @@ export function levelText(view, fitWidth, imageWidth) {
 
 /* The view at 1:1 (the screenshot's own pixels) around the frame's centre; never below fit (a screenshot smaller
    than its frame is shown fitted). */
+/** @param {View} view @param {number} fitWidth @param {number} imageWidth @returns {View} */
 export function actualSize(view, fitWidth, imageWidth) {
   const scale = Math.min(MAX, Math.max(1, imageWidth / fitWidth));
   return zoomAt(view, 0.5, 0.5, scale / view.scale);
@@ -50,11 +60,13 @@ export function actualSize(view, fitWidth, imageWidth) {
 
 /* The zoom factor of one wheel event: proportional to the scroll (a trackpad's small deltas zoom smoothly), at most
    WHEEL_STEP either way (a mouse notch). ``deltaMode`` 1: the delta is in lines. */
+/** @param {number} deltaY @param {number} deltaMode @returns {number} */
 export function wheelFactor(deltaY, deltaMode) {
   const perLine = deltaMode === 1 ? 40 : 1;
   return Math.min(WHEEL_STEP, Math.max(1 / WHEEL_STEP, Math.exp(-deltaY * perLine * 0.0015)));
 }
 
+/** @type {Readonly<View>} */
 export const FIT = Object.freeze({ scale: 1, ox: 0, oy: 0 });
 
 /* Gestures on ``frame``: ``get()`` reads the current view, ``set(view)`` applies a new one. ``hover(event)`` is
@@ -64,10 +76,11 @@ export const FIT = Object.freeze({ scale: 1, ox: 0, oy: 0 });
    workspace's element box: Shift+drag). */
 /**
  * @param {HTMLElement} frame
- * @param {{ get: () => any, set: (view: any) => void, hover?: (event: PointerEvent) => void, leave?: () => void,
+ * @param {{ get: () => View, set: (view: View) => void, hover?: (event: PointerEvent) => void, leave?: () => void,
  *   draw?: { start: (event: PointerEvent) => boolean, move: (event: PointerEvent) => void, end: (event: PointerEvent, cancelled: boolean) => void } }} gestures
  */
 export function attach(frame, { get, set, hover, leave, draw }) {
+  /** @type {(x: number, y: number) => [number, number]} */
   const fraction = (x, y) => {
     const box = frame.getBoundingClientRect();
     return [(x - box.left) / box.width, (y - box.top) / box.height];

@@ -7,6 +7,7 @@ import { csvCell, csvText } from "../../static/js/csv.js";
 import { agreementRows, dashboardFigures, dashboardTables } from "../../static/js/dashboard.js";
 import { change, num, pct } from "../../static/js/figures.js";
 import { categoryShare, loadReplays, replayRow, replayTable, roundRow, roundTables } from "../../static/js/round_dashboard.js";
+import { project } from "./dashboard_answers.mjs";
 
 test("a CSV cell: numbers as they are, text quoted when it must be, formulas defused", () => {
   assert.equal(csvCell(-0.25), "-0.25");  // a negative α stays a number
@@ -30,22 +31,6 @@ test("figures: a share, a number, a change from the round before", () => {
   assert.equal(change(-0.5, "step"), " (−0.5)");
   assert.equal(change(null, "pp"), "");
 });
-
-const project = {
-  counters: { unassigned: 3, in_progress: 1, submitted: 2, accepted: 5 },
-  range: { from: "2026-11-01", to: "2026-11-28" },
-  done_per_day: [{ day: "2026-11-27", annotator: "ann", done: 2 }, { day: "2026-11-28", annotator: "bob", done: 1 }],
-  review: { accepted: 5, rejected: 1, acceptance_rate: 5 / 6, rejection_rate: 1 / 6,
-    per_annotator: [{ annotator: "ann", accepted: 4, rejected: 1, acceptance_rate: 0.8 }] },
-  median_time: { overall_s: 95.4, per_annotator_s: { ann: 80, bob: 120.5 } },
-  error_categories: [{ category: "wrong element", count: 3 }, { category: "=cmd", count: 1 }],
-  first_error_position: [{ bucket: "0-0.25", count: 2 }],
-  agreement: { first_error_exact: 0.5, first_error_within_one: 1, category_alpha: -0.125, action_type_agreement: 0.75,
-    click_distance_median: 0.0123, click_distance_mean: 0.02, box_iou_median: null, box_iou_mean: null, box_pairs: 0,
-    pairs: 4, open_disagreements: 1 },
-  agreement_words: { action_type_pairs: "4 pairs", click_pairs: "3 pairs", box_pairs: "no pairs" },
-  suggestion_match: null,
-};
 
 test("the quality dashboard's figures in words", () => {
   const figures = dashboardFigures(project);

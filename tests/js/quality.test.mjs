@@ -7,32 +7,7 @@ import {
   boundsText, flaggedText, flagLines, noErrorText, partHeadings, partRow, pauseButton, QUALITY_HEADINGS, qualityCsv,
   qualityRow, shareText,
 } from "../../static/js/quality.js";
-
-const share = (right, n, interval) => ({ right, n, share: n ? right / n : null, interval: interval || null });
-const parts = (n) => [
-  { part: "verdict", label: "Verdict", ...share(n, n, [0.5, 1]) },
-  { part: "point", label: "Point", ...share(0, n ? 1 : 0, n ? [0, 0.79] : null) },
-];
-const row = (name, extra) => ({
-  annotator: name, annotator_id: 1, answers: 10, no_error_rate: 0.6, median_time_s: 4.5,
-  identical_corrections: { n: 4, identical: 3, share: 0.75 }, agreement: { pairs: 1, exact: 1, within_one: 1 },
-  streak: { current_no_error: 6, longest_no_error: 9 },
-  gold: { ...share(3, 5, [0.2307, 0.8824]), parts: parts(5), removed: 0, rescored: 0 },
-  qualification: "passed", paused: false, pause_reason: "",
-  flags: [{ flag: "too_fast", value: 4.5, bound: 10, words: "Too fast: median 4.5 s per trace, below 10 s." }],
-  ...extra,
-});
-const report = {
-  settings: { gold_every: 10, point_tolerance: 0.05, qualification_size: 5, qualification_pass_mark: 0.8,
-    min_gold_accuracy: 0.8, min_gold_answers: 5, min_median_seconds: 10, max_no_error_streak: 15 },
-  project_figures: { answers: 30, no_error_rate: 0.25, gold: share(3, 5) },
-  annotators: [row("ann"), row("bob", { flags: [], paused: true, qualification: null, median_time_s: null,
-    agreement: { pairs: 0, exact: null, within_one: null }, identical_corrections: { n: 0, identical: 0, share: null },
-    gold: { ...share(0, 0), parts: parts(0), removed: 0, rescored: 0 }, answers: 0 })],
-  flagged: 1,
-  gold_changes: [],
-  csv: [["annotator", "answers", "flags"], ["ann", 10, "too_fast"], ["bob", 0, ""]],
-};
+import { report, share } from "./dashboard_answers.mjs";
 
 test("a share with its count and 95 % interval, or the page's words for none", () => {
   assert.equal(shareText(report.annotators[0].gold), "60.0 % of 5 (23.1–88.2 %)");

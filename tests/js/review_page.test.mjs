@@ -3,7 +3,7 @@
 // server's markers (point, end, element box, none for an action without a point).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { refreshSection } from "../../static/js/review/queue.js";
+import { installQueueRefresh, refreshSection } from "../../static/js/review/queue.js";
 import { drawMarkers } from "../../static/js/review/markers.js";
 
 class Node {
@@ -106,4 +106,30 @@ test("the marks: a point with its label, its end and its element box in percent 
   // The second label met the first: it moved below it.
   assert.equal(dot.children[0].style.marginTop, "0px");
   assert.equal(second.children[0].style.marginTop, "12px");
+});
+
+test("every section of the queue is rebuilt on a live event about an annotation, and only then", async () => {
+  const listeners = [];
+  const sections = ["3", "4"].map((projectId) => {
+    const section = new Node("section");
+    section.dataset.projectId = projectId;
+    section.querySelector = () => new Node("tbody");
+    return section;
+  });
+  globalThis.document = {
+    createElement: (tag) => new Node(tag), documentElement: { lang: "en" },
+    addEventListener: (type, listener) => listeners.push([type, listener]),
+    querySelectorAll: (selector) => (selector === ".review-section" ? sections : []),
+  };
+  globalThis.window = {};
+  const asked = [];
+  globalThis.fetch = async (url) => { asked.push(url); return { ok: true, json: async () => ({ results: [] }) }; };
+  installQueueRefresh();
+  assert.deepEqual(listeners.map(([type]) => type), ["studio:live"]);
+  const [[, listener]] = listeners;
+  listener({ detail: { type: "presence", trace: 9 } });
+  assert.deepEqual(asked, []);
+  listener({ detail: { type: "annotation", id: 7 } });
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  assert.deepEqual(asked, ["/api/reviews/?status=submitted&project=3", "/api/reviews/?status=submitted&project=4"]);
 });

@@ -11,10 +11,20 @@ import { clickFraction, editorsShown } from "../review_logic.js";
 import { gettext } from "../i18n.js";
 import { copy, same } from "../values.js";
 
+/** @typedef {import("../action_editor.js").Action} Action */
+/** @typedef {import("../action_editor.js").ActionTable} ActionTable */
+/** @typedef {import("../action_editor.js").Check} Check */
+/** @typedef {import("../geometry.js").Shot} Shot */
+/**
+ * The verdict fields' one function: ``refresh()`` shows what the verdict selected now asks for.
+ * @typedef {{ refresh: () => void }} VerdictFields
+ */
+
 /**
  * The verdict select and the error fields: the fields and the editors beside the screenshots show for the error
  * verdict while the form is open. Any of the three elements may be absent.
  * @param {{ details: HTMLDetailsElement | null, verdictSelect: HTMLSelectElement | null, errorFields: HTMLElement | null }} parts
+ * @returns {VerdictFields}
  */
 export function createVerdictFields({ details, verdictSelect, errorFields }) {
   const showBeside = () => {
@@ -36,15 +46,26 @@ export function createVerdictFields({ details, verdictSelect, errorFields }) {
 
 /**
  * One slot's state in the edit form.
- * @typedef {{ host: HTMLElement | null, field: HTMLInputElement | null, action: any, canonical: string,
- *   check: any, placed: number, seq: number, timer: ReturnType<typeof setTimeout> | undefined, given: boolean }} Slot
+ * @typedef {{ host: HTMLElement | null, field: HTMLInputElement | null, action: Action | null, canonical: string,
+ *   check: Check | null, placed: number, seq: number, timer: ReturnType<typeof setTimeout> | undefined,
+ *   given: boolean }} Slot
  */
 /**
  * The page's review-edit-data: the check and table URLs, the platform, the annotator's τ, the two slots' actions as
  * served and the screens they are placed on.
  * @typedef {{ check_url: string, table_url: string, platform: string, tau: number | null,
- *   slots: Record<string, { action: any, canonical: string, given?: boolean }>,
- *   screens: Record<string, any> }} EditData
+ *   slots: Record<string, { action: Action | null, canonical: string, given?: boolean }>,
+ *   screens: Record<string, Shot | null> }} EditData
+ */
+/**
+ * The edit form's slots: their states and names; ``changed(slot, quiet)`` records an edit, redraws and has the server
+ * check it; ``placeOn(frame, slot)`` makes a click on ``frame`` place ``slot``'s next point; ``actions()``: each
+ * slot's action now; ``boxInputs()``: their element box inputs; ``tableLoaded(table)``: draws the editors and checks
+ * the served actions; ``restore(actions)``: puts back the actions of an undo or redo.
+ * @typedef {{ slots: Record<string, Slot>, names: string[], changed: (slot: string, quiet?: boolean) => void,
+ *   placeOn: (frame: Element | null, slot: string) => void, actions: () => Record<string, Action | null>,
+ *   boxInputs: () => HTMLInputElement[], tableLoaded: (served: ActionTable) => void,
+ *   restore: (actions: Record<string, Action | null>) => void }} EditSlots
  */
 
 /**
@@ -53,7 +74,8 @@ export function createVerdictFields({ details, verdictSelect, errorFields }) {
  * on its screenshot), recordEdit(group) (undo's history), placingScreen(slot) (the screen a click places a point
  * on, null while none).
  * @param {{ editData: EditData, formTau: () => number | null, hooks: { drawEdited: (slot: string) => void,
- *   recordEdit: (group: string | null) => void, placingScreen: (slot: string) => any } }} parts
+ *   recordEdit: (group: string | null) => void, placingScreen: (slot: string) => Shot | null } }} parts
+ * @returns {EditSlots}
  */
 export function createEditSlots({ editData, formTau, hooks }) {
   /** @type {Record<string, Slot>} */
@@ -79,6 +101,7 @@ export function createEditSlots({ editData, formTau, hooks }) {
     if (slots[slot].field) slots[slot].field.disabled = !given;
   };
   for (const slot of names) give(slot, slots[slot].given);
+  /** @type {ActionTable | null} */
   let table = null;
   /** @param {string} slot */
   const drawEditor = (slot) => {
@@ -159,12 +182,12 @@ export function createEditSlots({ editData, formTau, hooks }) {
     actions: () => Object.fromEntries(names.map((slot) => [slot, slots[slot].action])),
     /** The slots' element box inputs on the page. */
     boxInputs: () => names.map((slot) => /** @type {HTMLInputElement | null} */ (document.getElementById(`edit-${slot}_box`))).filter(Boolean),
-    /** @param {any} served the action table: the editors are drawn, the served actions checked */
+    /** @param {ActionTable} served the action table: the editors are drawn, the served actions checked */
     tableLoaded: (served) => {
       table = served;
       for (const slot of names) { drawEditor(slot); if (slots[slot].action) changed(slot, true); }
     },
-    /** @param {Record<string, any>} actions the slots' actions put back by an undo or redo */
+    /** @param {Record<string, Action | null>} actions the slots' actions put back by an undo or redo */
     restore: (actions) => {
       for (const slot of names) {
         slots[slot].action = actions[slot]; slots[slot].placed = 0;

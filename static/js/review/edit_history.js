@@ -5,11 +5,19 @@
 import * as History from "../workspace/history.js";
 import { copy } from "../values.js";
 
+/** @typedef {import("../action_editor.js").Action} Action */
+/**
+ * The form's history: ``recordEdit(group)`` makes one step of it (joining the last one while ``group``, a field being
+ * typed in, is the same).
+ * @typedef {{ recordEdit: (group: string | null) => void }} FormHistory
+ */
+
 /**
  * The history of the form in ``details``. ``actions()``: the slots' actions now; ``boxInputs()``: their box inputs;
  * ``restore(actions)``: puts the slots' actions back (the fields and boxes are put back here) and redraws.
- * @param {{ details: HTMLDetailsElement, actions: () => Record<string, any>, boxInputs: () => HTMLInputElement[],
- *   restore: (actions: Record<string, any>) => void }} parts
+ * @param {{ details: HTMLDetailsElement, actions: () => Record<string, Action | null>,
+ *   boxInputs: () => HTMLInputElement[], restore: (actions: Record<string, Action | null>) => void }} parts
+ * @returns {FormHistory}
  */
 export function createFormHistory({ details, actions, boxInputs, restore }) {
   /** @returns {(HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement)[]} */

@@ -8,7 +8,16 @@ import { gettext } from "../i18n.js";
 
 /** @typedef {import("./edit_form.js").Slot} Slot */
 /** @typedef {import("./edit_form.js").EditData} EditData */
-/** @typedef {ReturnType<typeof import("./viewer.js").createViewer>} Viewer */
+/** @typedef {import("./viewer.js").Viewer} Viewer */
+/** @typedef {import("../review_logic.js").Marker} Marker */
+/** @typedef {import("../geometry.js").Shot} Shot */
+/**
+ * The screens of the τ typed: ``drawEdited(slot)`` draws the marks on ``slot``'s screen, ``followTau()`` shows the
+ * screens of the τ typed once loaded, ``placingScreen(slot)`` is the screen a click on ``slot``'s screenshot places a
+ * point on (null while the τ typed is not the one shown).
+ * @typedef {{ drawEdited: (slot: string) => void, followTau: () => Promise<void>,
+ *   placingScreen: (slot: string) => Shot | null }} TauScreens
+ */
 
 // The frame of each slot's screen, named by its markers' data block.
 const FRAME_OF = { corrected: "error-markers", reflection: "reflection-markers" };
@@ -17,10 +26,12 @@ const FRAME_OF = { corrected: "error-markers", reflection: "reflection-markers" 
  * The τ shown at the top (the annotator's until the lead types another) and the marks on its screens.
  * ``readMarks(id)``: the server's markers in the page's data block ``id``.
  * @param {{ editData: EditData, viewer: Viewer, slots: Record<string, Slot>, formTau: () => number | null,
- *   drawMarkers: (frame: Element, markers: any[]) => void, readMarks: (id: string) => any[] }} parts
+ *   drawMarkers: (frame: Element, markers: Marker[]) => void, readMarks: (id: string) => Marker[] }} parts
+ * @returns {TauScreens}
  */
 export function createTauScreens({ editData, viewer, slots, formTau, drawMarkers, readMarks }) {
   let shownTau = editData.tau;
+  /** @type {Record<string, Shot | null>} */
   const shownScreens = { ...editData.screens };
   /** @type {Record<string, ChildNode[]>} */
   const servedDiff = {};  // the thoughts' served diff, kept while another τ's screens are shown

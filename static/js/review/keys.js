@@ -6,8 +6,11 @@ import { layoutKeys, shortcutMode, showKeyHints } from "../keys.js";
 import { reviewCommandFor } from "../review_logic.js";
 
 /**
- * @param {{ zoom: ReturnType<typeof import("./zoom.js").createReviewZoom>,
- *   viewer: ReturnType<typeof import("./viewer.js").createViewer> }} parts
+ * Runs the review's commands on the page's key presses (a listener on the document; the key hints are written once,
+ * then again as the layout's letters become known).
+ * @param {{ zoom: Pick<import("./zoom.js").ReviewZoom, "any" | "zoomIn" | "zoomOut" | "fit">,
+ *   viewer: Pick<import("./viewer.js").Viewer, "total" | "step"> }} parts
+ * @returns {void}
  */
 export function installReviewKeys({ zoom, viewer }) {
   const acceptButton = document.getElementById("accept-button");

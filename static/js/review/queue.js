@@ -14,6 +14,7 @@ function cell(text) {
 /**
  * Rebuilds the rows of one project's section (a .review-section with its project's id) from the server.
  * @param {HTMLElement} section
+ * @returns {Promise<void>}
  */
 export async function refreshSection(section) {
   const projectId = section.dataset.projectId;
@@ -52,7 +53,8 @@ export async function refreshSection(section) {
   if (window.studioLive) window.studioLive.send({ type: "presence.snapshot" });
 }
 
-/** Every section of the queue is rebuilt on each live event about an annotation (static/js/live.js). */
+/** Every section of the queue is rebuilt on each live event about an annotation (static/js/live.js).
+    @returns {void} */
 export function installQueueRefresh() {
   document.addEventListener("studio:live", (e) => {
     const event = /** @type {CustomEvent} */ (e).detail;

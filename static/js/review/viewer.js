@@ -12,15 +12,22 @@ import { gettext, interpolate } from "../i18n.js";
 /**
  * A screen as the server gives it (annotation.review.selectors): its step's index, title, screenshot and thumbnail
  * (when recorded), the recorded thought and action, the marks of the actions on it.
- * @typedef {{ index: number, title: string, image?: string, thumb?: string, size?: { width: number, height: number },
- *   extent?: number[], thought: string, action: string, is_tau?: boolean,
- *   markers: import("../review_logic.js").Marker[] }} Screen
+ * @typedef {{ index: number, title: string, image?: string, thumb?: string, size?: import("../geometry.js").Shot,
+ *   thought: string, action: string, is_tau?: boolean, markers: import("../review_logic.js").Marker[] }} Screen
  */
 /**
  * The page's trace-viewer-data: the trace's steps, whether it kept a final screen, τ, the screens it carries, where
  * the others are read and how many at a time.
  * @typedef {{ step_count: number, has_final: boolean, tau: number | null, screens: Screen[], steps_url: string,
  *   window: number }} ViewerData
+ */
+/**
+ * The viewer: the trace's steps and screens (``total``: the final screen too); ``screenAt(position)``: the screen
+ * there once loaded; ``loadAround(position)`` loads what is missing around it and resolves to "" once its screen is
+ * here, else why not; ``showScreen(position)``; ``step(delta)``: the screen ``delta`` after the one shown.
+ * @typedef {{ stepCount: number, total: number, screenAt: (position: number | null) => Screen | undefined,
+ *   loadAround: (position: number) => Promise<string>, showScreen: (position: number) => Promise<void>,
+ *   step: (delta: number) => Promise<void> }} Viewer
  */
 
 /**
@@ -29,6 +36,7 @@ import { gettext, interpolate } from "../i18n.js";
  * screen, else the first.
  * @param {{ data: ViewerData | null, strip: HTMLElement | null, frame: HTMLElement | null,
  *   drawMarkers: (frame: Element, markers: import("../review_logic.js").Marker[]) => void }} parts
+ * @returns {Viewer}
  */
 export function createViewer({ data, strip, frame, drawMarkers }) {
   const { stepCount, total, start } = viewerLayout(data);
@@ -40,7 +48,7 @@ export function createViewer({ data, strip, frame, drawMarkers }) {
   let shown = 0;
   /** @param {number} index The final screen comes with the last step's window. */
   const hasScreen = (index) => screenLoaded(screens, index, stepCount, data.has_final);
-  /** @param {number[]} range a window's first and last step */
+  /** @param {number[]} range a window's first and last step @returns {Promise<string>} */
   function fetchWindow([first, last]) {
     if (pending.has(first)) return pending.get(first);
     const request = api("GET", `${data.steps_url}?first=${first}&last=${last}`).then((res) => {

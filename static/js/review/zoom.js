@@ -6,6 +6,12 @@ import * as Zoom from "../zoom.js";
 import { gettext } from "../i18n.js";
 
 /** @typedef {{ scale: number, ox: number, oy: number }} View */
+/**
+ * The page's zoom: whether it has screenshots to zoom (``any``), a copy of the view now, the buttons' steps in and
+ * out, 100 % (the screenshot's own pixels) and the fit.
+ * @typedef {{ any: boolean, view: () => View, zoomIn: () => void, zoomOut: () => void, actualSize: () => void,
+ *   fit: () => void }} ReviewZoom
+ */
 
 /**
  * Attaches the shared view to ``frames`` (each a .shot-frame with a .zoom-layer and an img) and shows its level on
@@ -13,6 +19,7 @@ import { gettext } from "../i18n.js";
  * settles (the marks' labels are measured on screen).
  * @param {{ frames: HTMLElement[], levelButton: HTMLElement | null, fitButton: HTMLElement | null,
  *   relabel: (frame: HTMLElement) => void }} parts
+ * @returns {ReviewZoom}
  */
 export function createReviewZoom({ frames, levelButton, fitButton, relabel }) {
   /** @type {View} */

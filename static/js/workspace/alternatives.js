@@ -16,6 +16,12 @@ const done = (job) => !job || JOB_ENDED.includes(job.status);
    label, its row of badges, its attributes). Replies that act the same (a checkpoint sampling at a low temperature
    repeats itself) share one marker numbered with all of them: drawn one over the other, the last would hide the
    rest. Pure (tests/js/alternatives.test.mjs). */
+/**
+ * @param {any} data the server's answer (GET /api/annotations/<id>/alternatives/), null before it
+ * @param {number} index @param {number | null} hot
+ * @returns {{ action: import("../action_editor.js").Action, extra: { label: string, row: number,
+ *   attrs: Record<string, string> } }[]}
+ */
 export function alternativeMarks(data, index, hot) {
   if (!data || !data.job || data.job.step !== index) return [];
   const groups = new Map();
@@ -36,10 +42,31 @@ export function alternativeMarks(data, index, hot) {
   });
 }
 
+/**
+ * How a module draws an action on a screen (stage.js's overlay): ``draw(action, tone, extra)``, ``extra`` what
+ * overlay.js's drawAction takes (label, row, attrs).
+ * @typedef {(action: import("../action_editor.js").Action, tone: string, extra?: Record<string, any>) => void} DrawAction
+ */
+/**
+ * The alternatives: ``load()``, ``drawAlternatives(index, draw)`` (the parsed ones sampled at step ``index``),
+ * ``hotAlternative()`` (the number pointed at, or null), ``markAlternative(number, verdict)`` (the server's answer,
+ * null when not marked) and ``takeAlternative(number)`` (as the correction).
+ * @typedef {{ load: () => Promise<void>, drawAlternatives: (index: number, draw: DrawAction) => void,
+ *   hotAlternative: () => number | null, markAlternative: (number: number, verdict: string) => Promise<any>,
+ *   takeAlternative: (number: number) => Promise<void> }} Alternatives
+ */
+
 /* The alternatives. ``page``: {annotationId, editable()}; ``store``: the workspace's state (form); ``draft``:
    autosave.js's banner(kind, message) and sessionExpired(); ``editor``: editor.js's startSlot(slot, action);
    ``undoable(label, change)``: undo.js's; ``hooks``: redrawOverlays(). Returns load(), drawAlternatives(index,
    draw), hotAlternative(), markAlternative(number, verdict), takeAlternative(number). */
+/**
+ * @param {{ page: Pick<import("./state.js").WorkspacePage, "annotationId" | "editable">,
+ *   store: import("./state.js").Store, draft: Pick<import("./autosave.js").Draft, "banner" | "sessionExpired">,
+ *   editor: Pick<import("./editor.js").WorkspaceEditor, "startSlot">, undoable: import("./undo.js").Undoable,
+ *   hooks: { redrawOverlays: () => void } }} parts
+ * @returns {Alternatives}
+ */
 export function createAlternatives({ page, store, draft, editor, undoable, hooks }) {
   const ANN_ID = page.annotationId;
   const form = () => store.get("form");

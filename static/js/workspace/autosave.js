@@ -7,16 +7,22 @@ import { api, csrfToken, describeErrors, isAuthProblem } from "../api.js";
 import { gettext, interpolate } from "../i18n.js";
 import { copy, same } from "../values.js";
 
+/** @type {string[]} */
 export const FIELDS = ["verdict", "tau", "error_category", "note", "unusable_reason", "corrected_thought",
   "reflection_thought", "no_reflection_reason", "editor_state"];
 
 
+/**
+ * The editor's two slots, each an action or null, from what a draft holds (anything: an older page's, none).
+ * @param {any} value @returns {{ corrected: import("../action_editor.js").Action | null, reflection: import("../action_editor.js").Action | null }}
+ */
 export function normaliseEditor(value) {
   const v = value && typeof value === "object" ? value : {};
   return { corrected: v.corrected || null, reflection: v.reflection || null };
 }
 
 /* The answer's fields of an annotation as the page edits them. */
+/** @param {Record<string, any>} source @returns {Record<string, any>} */
 export function pickFields(source) {
   const out = {};
   for (const f of FIELDS) out[f] = source[f] === undefined ? null : copy(source[f]);
@@ -26,6 +32,7 @@ export function pickFields(source) {
 
 /* Fields (and editor points) the server emptied in its answer to ``sent`` that the user has not touched since
    sending: taken over into ``form`` (changed in place). Returns whether anything was. */
+/** @param {Record<string, any>} form @param {Record<string, any>} sent @param {Record<string, any>} server @returns {boolean} */
 export function adoptCleared(form, sent, server) {
   let adopted = false;
   for (const name of FIELDS) {
@@ -49,11 +56,13 @@ export function adoptCleared(form, sent, server) {
 
 /* Retries while offline wait twice as long each time, up to half a minute. */
 export const FIRST_RETRY_MS = 1000, LAST_RETRY_MS = 30000;
+/** @type {(delay: number) => number} */
 export const nextRetryDelay = (delay) => Math.min(delay * 2, LAST_RETRY_MS);
 
 /* What a save's answer ({status, data}) calls for: "saved", "conflict" (a newer version is on the server: its
    409 names it), "signed_out" (log in again), "retry" (offline or the server failed: the same edit again later)
    or "refused" (the server will not take it: said in words, nothing retried). */
+/** @param {{ status: number, data: any }} res @returns {"saved" | "conflict" | "signed_out" | "retry" | "refused"} */
 export function readSaveAnswer(res) {
   if (res.status === 200) return "saved";
   if (res.status === 409 && res.data && res.data.current) return "conflict";
@@ -66,17 +75,47 @@ export function readSaveAnswer(res) {
    or it may not send), "save" (a save as any, outliving the page), "again" (a save is under way: the rest goes
    when it answers) or "next_version" (a save is under way whose answer the page will not read: the rest is sent
    now, based on the version that save makes). */
+/**
+ * @param {{ editable: boolean, blocked: string | null, dirty: boolean, saving: boolean, leaving: boolean }} state
+ * @returns {"none" | "save" | "again" | "next_version"}
+ */
 export function flushPlan({ editable, blocked, dirty, saving, leaving }) {
   if (!editable || blocked || !dirty) return "none";
   if (!saving) return "save";
   return leaving ? "next_version" : "again";
 }
 
+/**
+ * What the draft tells the rest of the page.
+ * @typedef {{ recordChange: (group?: string | null) => void, foldChange: () => void, resetHistory: () => void,
+ *   renderAll: () => void, checkActions: () => void }} DraftHooks
+ */
+/**
+ * The draft's functions: ``dirty()`` (the form differs from the server's), ``save()`` (resolves once this save and
+ * the one it waits on are done), ``saveAll()`` (whether the form is then saved), ``edited(group)`` (every change of
+ * the form ends here), ``setSaveState(kind, text)`` (the status beside Save), ``banner(kind, message, actions)``
+ * (none without a message; ``actions``: [label, what it does]), ``restoreLocalCopy()`` (whether edits kept in this
+ * browser were taken), ``forgetLocalCopy()``, ``sessionExpired()``, ``conflict(data)`` (the server's 409 answer) and
+ * ``leaseEnded()`` (the heartbeat stops).
+ * @typedef {{ dirty: () => boolean, save: (options?: { keepalive?: boolean }) => Promise<void>,
+ *   saveAll: () => Promise<boolean>, edited: (group?: string | null) => void,
+ *   setSaveState: (kind: string, text: string) => void,
+ *   banner: (kind: string, message: string | null, actions?: [string, () => void][]) => void,
+ *   restoreLocalCopy: () => boolean, forgetLocalCopy: () => void, sessionExpired: () => void,
+ *   conflict: (data: { detail: string, current_version?: number, [field: string]: any }) => void,
+ *   leaseEnded: () => void }} Draft
+ */
+
 /* The draft. ``page``: {annotationId, editable() (whether this page may still change the annotation), lease (the
    served lease or null)}; ``store``: the workspace's state (state.js: form, version, blocked); ``hooks``: what the
    draft tells the rest of the page: recordChange(group) (an edit, for undo), foldChange() (what the server took
    away belongs to the last change), resetHistory() (the form was replaced), renderAll(), checkActions() (the
    correction checked again by the server). Returns the draft's functions (below). */
+/**
+ * @param {{ page: Pick<import("./state.js").WorkspacePage, "annotationId" | "editable" | "lease">,
+ *   store: import("./state.js").Store, hooks: DraftHooks }} parts
+ * @returns {Draft}
+ */
 export function createDraft({ page, store, hooks }) {
   const ANN_ID = page.annotationId;
   const editable = page.editable;

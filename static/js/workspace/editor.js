@@ -12,6 +12,7 @@ import { same } from "../values.js";
 
 /* The screen a post-reflection for a first error at step ``tau`` is written on (o_{τ+1}), or null when that screen
    was not kept: read from the served steps (annotation.selectors.workspace_payload, ``reflection_screen``). */
+/** @param {import("./steps.js").Step[]} steps @param {number | null} tau @returns {number | null} */
 export function reflectionScreen(steps, tau) {
   const step = tau ? steps[tau - 1] : null;
   return step && step.reflection_screen ? step.reflection_screen : null;
@@ -19,12 +20,17 @@ export function reflectionScreen(steps, tau) {
 
 /* The reason the server records itself for a first error at ``tau`` when no post-reflection can be given (o_{τ+1} was
    not kept), or "" when it records none and the annotator may give one: the served ``server_no_reflection_reason``. */
+/** @param {import("./steps.js").Step[]} steps @param {number | null} tau @returns {string} */
 export function serverNoReflectionReason(steps, tau) {
   const step = tau ? steps[tau - 1] : null;
   return (step && step.server_no_reflection_reason) || "";
 }
 
 /* Which editor slot is placed on screen ``index``: the correction on o_τ, the post-reflection on o_{τ+1}. */
+/**
+ * @param {import("./steps.js").Step[]} steps @param {{ verdict: string | null, tau: number | null }} form
+ * @param {number} index @returns {"corrected" | "reflection" | null}
+ */
 export function slotAt(steps, form, index) {
   if (form.verdict !== "error" || !form.tau) return null;
   if (index === form.tau) return "corrected";
@@ -34,19 +40,48 @@ export function slotAt(steps, form, index) {
 
 /* Whether an action of this type takes an element box: only the target point (start_box) has one, and the table
    says which actions have that point. */
+/** @type {(table: ActionTable | null, action: Action) => boolean} */
 export const takesBox = (table, action) => Editor.pointArgs(table, action.type).some((a) => a.name === "start_box");
 
 /* Whether a click on a recorded element snaps this action's box to it: its one placeable point is the target. */
+/** @type {(table: ActionTable | null, action: Action) => boolean} */
 export const snaps = (table, action) => {
   const p = Editor.placeablePoints(table, action.type);
   return p.length === 1 && p[0].name === "start_box";
 };
+
+/** @typedef {import("../action_editor.js").Action} Action */
+/** @typedef {import("../action_editor.js").ActionTable} ActionTable */
+/** @typedef {import("../geometry.js").Shot} Shot */
+/**
+ * The correction's editor, its slots named "corrected" and "reflection": ``slotAt(index)`` (the slot placed on
+ * screen ``index``, or null), ``reflectionScreen(tau)``, ``serverNoReflectionReason(tau)``, ``pointArgsOf(type)``,
+ * ``takesBox(action)``, ``snaps(action)``; ``renderEditor(slot)``; the edits, each drawn, saved and checked:
+ * ``placePoint(slot, point)`` (in the convention), ``setTargetBox(slot, box)``, ``drawBox(slot, shot, a, b)`` (two
+ * corners in pixels), ``clearBox(slot)``, ``startSlot(slot, action)``; the server's checks ``checkAction(slot)`` and
+ * ``checkActions()``; ``changed(slot)`` after a change from outside the editor.
+ * @typedef {{ slotAt: (index: number) => string | null, reflectionScreen: (tau: number | null) => number | null,
+ *   serverNoReflectionReason: (tau: number | null) => string,
+ *   pointArgsOf: (type: string) => import("../action_editor.js").ArgSpec[], takesBox: (action: Action) => boolean,
+ *   snaps: (action: Action) => boolean, renderEditor: (slot: string) => void,
+ *   placePoint: (slot: string, point: number[]) => void, setTargetBox: (slot: string, box: number[]) => void,
+ *   drawBox: (slot: string, shot: Shot, a: number[], b: number[]) => void, clearBox: (slot: string) => void,
+ *   startSlot: (slot: string, action: Action | null) => void, checkAction: (slot: string) => void,
+ *   checkActions: () => void, changed: (slot: string) => void }} WorkspaceEditor
+ */
 
 /* The correction's editor. ``page``: {annotationId, platform, editable(), canonical: {corrected, reflection} (the
    served canonical strings, shown until the server checks an edit)}; ``store``: the workspace's state (form, table);
    ``steps``: steps.js's; ``draft``: autosave.js's edited(group) and banner(kind, message); ``hooks``: renderAll(),
    renderStage(), renderPanels(), foldChange() (undo.js: what the server derived joins the last change).
    Returns the editor's functions (below). */
+/**
+ * @param {{ page: Pick<import("./state.js").WorkspacePage, "annotationId" | "platform" | "editable" | "canonical">,
+ *   store: import("./state.js").Store, steps: Pick<import("./steps.js").Steps, "list">,
+ *   draft: Pick<import("./autosave.js").Draft, "edited" | "banner">,
+ *   hooks: { renderAll: () => void, renderStage: () => void, renderPanels: () => void, foldChange: () => void } }} parts
+ * @returns {WorkspaceEditor}
+ */
 export function createEditor({ page, store, steps, draft, hooks }) {
   const ANN_ID = page.annotationId;
   const form = () => store.get("form");

@@ -11,6 +11,7 @@ export const HINT_LETTERS = "asdfghjklqwertyuiopzxcvbnm";
 /* ``count`` labels, none a prefix of another, as short as they can be: one letter each up to the alphabet's size;
    beyond, the last one-letter labels each become the first letter of a run of two-letter labels, as few as it
    takes (26 + 25 per letter given up), so the first labels stay one letter. In order: the shortest first. */
+/** @param {number} count @param {string} [letters] @returns {string[]} */
 export function hintLabels(count, letters = HINT_LETTERS) {
   if (count <= 0) return [];
   const labels = [...letters];
@@ -29,6 +30,10 @@ export function hintLabels(count, letters = HINT_LETTERS) {
    on a screenshot of ``size`` [width, height] pixels: nearest the cursor first (the distance from ``at`` to each
    box's centre, weighed in pixels), so the likely targets get one letter. [{label, element}] (element: the box's
    index), in label order. */
+/**
+ * @param {number[][]} boxes @param {number[]} at @param {number[]} size
+ * @returns {{ label: string, element: number }[]}
+ */
 export function assignHints(boxes, at, size) {
   const [w, h] = size;
   const away = (b) => Math.hypot(((b[0] + b[2]) / 2 - at[0]) * w, ((b[1] + b[3]) / 2 - at[1]) * h);
@@ -40,6 +45,10 @@ export function assignHints(boxes, at, size) {
 /* The view ``range`` ([[x0, x1], [y0, y1]], fractions of the screenshot) cut in 3×3 cells labelled 1–9 as a
    keypad reads (1 top left, 9 bottom right): [{label, at (the cell's centre), range (the cell)}]. The cursor put in
    a cell halves within it: one arrow press an axis brings it within a twelfth of the view of any point. */
+/**
+ * @param {number[][]} range
+ * @returns {{ label: string, at: number[], range: number[][] }[]}
+ */
 export function gridCells(range) {
   const [[x0, x1], [y0, y1]] = range;
   const cw = (x1 - x0) / 3, ch = (y1 - y0) / 3;
@@ -56,6 +65,14 @@ export function gridCells(range) {
 /* What ``typed`` (the keys typed since the labels were shown, any case) reaches among ``hints`` ([{label}]):
    {hit: the hint whose label it is} when it is one, {prefix: true} while it begins some labels (those stay shown;
    the next key decides), else {miss: true} (the key is not taken). */
+/**
+ * A label shown over the screenshot: an element's (assignHints) or a cell's (gridCells).
+ * @typedef {{ label: string, [field: string]: any }} Hint
+ */
+/**
+ * @param {Hint[]} hints @param {string} typed
+ * @returns {{ hit?: Hint, prefix?: boolean, miss?: boolean }}
+ */
 export function hintTyped(hints, typed) {
   const t = typed.toLowerCase();
   const hit = hints.find((h) => h.label === t);
@@ -66,6 +83,10 @@ export function hintTyped(hints, typed) {
 /* A key press while the labels are shown: {name: "close"} (Esc), {name: "back"} (Backspace: the last key typed
    taken back), {name: "type", arg: the key} (a letter or digit, no modifier), else null (any other key closes the
    labels and does what it does with the cursor out). */
+/**
+ * @param {{ key: string, code?: string, ctrlKey: boolean, metaKey: boolean, altKey: boolean, shiftKey?: boolean }} event
+ * @returns {{ name: string, arg?: string } | null} name: "close", "back" or "type" (``arg``: the key)
+ */
 export function hintCommandFor(event) {
   if (event.key === "Escape") return { name: "close" };
   if (event.key === "Backspace") return { name: "back" };

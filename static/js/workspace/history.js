@@ -10,18 +10,36 @@ import { keyOf } from "../keys.js";
 import { gettext, interpolate } from "../i18n.js";
 import { copy, same } from "../values.js";
 
+/**
+ * A history of a form: the forms to go back to (``past``, the last the newest) and forward to (``future``), and the
+ * group and time of the last step (typing in one field joins it).
+ * @typedef {{ past: any[], future: any[], group: string | null, at: number }} History
+ */
+/**
+ * One step back or forward: the history after it and the form to show.
+ * @typedef {{ history: History, form: any }} HistoryStep
+ */
+
 export const LIMIT = 200;  // steps kept back (at least 50 is the promise; a whole form is a few KB)
 export const GROUP_PAUSE_MS = 1000;  // typing in one field within this pause is one step
 
+/** @returns {History} */
 export function createHistory() {
   return { past: [], future: [], group: null, at: 0 };
 }
 
+/** @type {(history: History) => boolean} */
 export const canUndo = (history) => history.past.length > 0;
+/** @type {(history: History) => boolean} */
 export const canRedo = (history) => history.future.length > 0;
 
 /* The history after the form changed from ``before`` to ``after``. A change in the same ``group`` (a field being
    typed in) within GROUP_PAUSE_MS of the last joins that step; any change clears what could be redone. */
+/**
+ * @param {History} history @param {any} before @param {any} after
+ * @param {{ group?: string | null, at?: number, limit?: number }} [options]
+ * @returns {History}
+ */
 export function record(history, before, after, options) {
   const o = options || {};
   if (same(before, after)) return history;
@@ -35,6 +53,7 @@ export function record(history, before, after, options) {
 }
 
 /* One step back from ``current``: {history, form} (the form to show), or null when there is none. */
+/** @param {History} history @param {any} current @returns {HistoryStep | null} */
 export function undo(history, current) {
   if (!canUndo(history)) return null;
   const form = history.past[history.past.length - 1];
@@ -45,6 +64,7 @@ export function undo(history, current) {
 }
 
 /* One step forward again from ``current``: {history, form}, or null when nothing was undone since the last change. */
+/** @param {History} history @param {any} current @returns {HistoryStep | null} */
 export function redo(history, current) {
   if (!canRedo(history)) return null;
   const form = history.future[history.future.length - 1];
@@ -61,6 +81,10 @@ const filled = (value) => value !== null && value !== undefined && value !== "" 
    its words) that held something before and holds something else after: how is "discarded" (now empty) or
    "replaced". An editor slot ("editor_state.corrected") is compared as a whole action; its element box and points
    are named on their own when only they went. */
+/**
+ * @param {any} before @param {any} after @param {Record<string, string>} words
+ * @returns {{ name: string, how: string }[]} how: "discarded" (now empty) or "replaced"
+ */
 export function discarded(before, after, words) {
   const out = [];
   const read = (form, path) => path.split(".").reduce((v, key) => (v && typeof v === "object" ? v[key] : undefined), form);
@@ -82,6 +106,7 @@ export function discarded(before, after, words) {
 }
 
 /* ``discarded`` in one sentence ("" when nothing was). */
+/** @param {{ name: string, how: string }[]} items @returns {string} */
 export function discardedWords(items) {
   const gone = items.filter((i) => i.how === "discarded").map((i) => i.name);
   const replaced = items.filter((i) => i.how === "replaced").map((i) => i.name);
@@ -96,6 +121,11 @@ export function discardedWords(items) {
 
 /* Whether a key press is the page's undo (Ctrl/⌘+Z) or redo (Ctrl/⌘+Shift+Z, Ctrl+Y): "undo", "redo" or null.
    Inside a text field the browser's own text undo runs instead (``typing``). */
+/**
+ * @param {{ key: string, code?: string, ctrlKey: boolean, metaKey: boolean, altKey: boolean, shiftKey: boolean }} event
+ * @param {boolean} typing
+ * @returns {"undo" | "redo" | null}
+ */
 export function historyCommandFor(event, typing) {
   if (typing || event.altKey || !(event.ctrlKey || event.metaKey)) return null;
   const key = String(keyOf(event)).toLowerCase();  // Ctrl+я on a Russian layout is Ctrl+Z's place

@@ -29,6 +29,7 @@ export const KEYS = {
 export const SLOT_COMMANDS = { start: "corrected", take: "corrected", thought: "any", point: "any", box: "any", hints: "any", delete_box: "any" };
 
 /* Whether ``command`` may run with ``slotOnScreen`` (the editor slot of the screen shown, or null). */
+/** @param {string} command @param {string | null} slotOnScreen @returns {boolean} */
 export function actsOnScreen(command, slotOnScreen) {
   const needs = SLOT_COMMANDS[command];
   if (!needs) return true;
@@ -37,6 +38,7 @@ export function actsOnScreen(command, slotOnScreen) {
 
 /* Why a key that writes a correction did nothing on the screen shown (``actsOnScreen`` said no). ``tKey``: how the
    person presses t (keys.js ``keyLabel``: "Alt+t" with a modifier, null when single keys are off). */
+/** @param {string} command @param {string | null} [tKey] @returns {string} */
 export function offScreenWords(command, tKey = "t") {
   const key = tKey === null ? gettext("the strip") : tKey;  // null: single-key shortcuts off
   return SLOT_COMMANDS[command] === "corrected"
@@ -46,6 +48,7 @@ export function offScreenWords(command, tKey = "t") {
 
 /* A key press while the help is open: "trap" (Tab stays in the dialog, on its one control), "close" (? and Esc),
    "wait" (any other key of the page: it does nothing behind the dialog), or null (not a key of the page). */
+/** @param {import("../keys.js").KeyPress} event @param {string} [mode] @returns {"trap" | "close" | "wait" | null} */
 export function helpKey(event, mode = "single") {
   if (event.key === "Tab") return "trap";
   if (keyOf(event) === "?" && !(event.ctrlKey || event.metaKey)) return "close";  // the key that opened it, in any mode
@@ -57,6 +60,10 @@ export function helpKey(event, mode = "single") {
 /* Where the keyboard goes after an action type is picked: {field: arg name} when the action takes text (a type's
    content, a hotkey's key: the letters typed next are for it), else {cursor: true} when it takes a point to place,
    else {field} of its first other argument, else null. An optional point (where a type action types) waits for p. */
+/**
+ * @param {import("../action_editor.js").ActionTable | null} table @param {string} type
+ * @returns {{ field?: string, cursor?: boolean } | null}
+ */
 export function nextInput(table, type) {
   const sp = table && table.actions.find((a) => a.name === type);
   if (!sp) return null;
@@ -73,6 +80,7 @@ const KEY_NAMES = { ArrowLeft: "←", ArrowRight: "→" };
    person's ``mode`` (keys.js: Alt+e, or none of the character keys when they are off) and layout (``printed``: the
    e key reads у on a Russian one), in KEYS's order (an object lists a digit key first whatever its place, so digits
    are put back last). */
+/** @param {string[]} commands @param {string} [mode] @param {import("../keys.js").Printed} [printed] @returns {string[]} */
 export function keysFor(commands, mode = "single", printed = {}) {
   const digit = (key) => (/^[0-9]$/.test(key) ? 1 : 0);
   return Object.entries(KEYS)
@@ -90,12 +98,19 @@ const MOVES = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, -1], ArrowD
 
 /* Whether a key press picks an option of a list by its place (1–9, no modifier): in a focused list of the form, and
    right after e in the corrected thought for the category (e 1 is the first category, whatever the draft held). */
+/** @param {import("../keys.js").KeyPress} event @returns {boolean} */
 export function isOptionKey(event) {
   return /^[1-9]$/.test(keyOf(event)) && !(event.altKey || event.ctrlKey || event.metaKey);
 }
 
 /* The page's command for a key press: {name, arg?} or null. ``typing``: a field has the focus; ``mode``: how the
    person takes single-key shortcuts (keys.js's SHORTCUT_MODES). */
+/**
+ * A command of the page or of the keyboard cursor: its name and, for some, its argument (a number for take, {d,
+ * fine} for a cursor's move).
+ * @typedef {{ name: string, arg?: any }} KeyCommand
+ */
+/** @param {import("../keys.js").KeyPress} event @param {boolean} typing @param {string} [mode] @returns {KeyCommand | null} */
 export function commandFor(event, typing, mode = "single") {
   const mod = event.ctrlKey || event.metaKey;
   const key = keyOf(event);
@@ -112,6 +127,7 @@ export function commandFor(event, typing, mode = "single") {
 
 /* The cursor's command for a key press: {name, arg?} or null. ``anchored``: a box is being drawn.
    Ctrl+arrow (⌘+arrow) jumps to the next element the source recorded that way (``elementInDirection``). */
+/** @param {import("../keys.js").KeyPress} event @param {boolean} anchored @param {string} [mode] @returns {KeyCommand | null} */
 export function cursorCommandFor(event, anchored, mode = "single") {
   if (MOVES[event.key] && (event.ctrlKey || event.metaKey)) return anchored ? null : { name: "jump", arg: { d: MOVES[event.key] } };
   if (MOVES[event.key]) return { name: "move", arg: { d: MOVES[event.key], fine: event.shiftKey } };
@@ -133,6 +149,10 @@ export function cursorCommandFor(event, anchored, mode = "single") {
    those. Pure (tests/js/keyboard.test.mjs). */
 export const FINE_STEP = 0.01;
 
+/**
+ * @param {number[]} at @param {number[][]} range @param {number[]} d @param {boolean} fine @param {number} minStep
+ * @returns {{ at: number[], range: number[][] }}
+ */
 export function cursorMove(at, range, d, fine, minStep) {
   const axis = d[0] ? 0 : 1, dir = d[axis];
   let [lo, hi] = range[axis];
@@ -157,6 +177,7 @@ export function cursorMove(at, range, d, fine, minStep) {
    arrow's axis, the one nearest as the eye goes: the distance ahead to its centre plus twice how far its box lies
    to the side (nothing when the cursor's line crosses it), the smaller box on a tie. Its index, or null when no
    element lies that way. Pure (tests/js/keyboard.test.mjs). */
+/** @param {number[][]} boxes @param {number[]} at @param {number[]} d @returns {number | null} */
 export function elementInDirection(boxes, at, d) {
   const axis = d[0] ? 0 : 1, side = 1 - axis, dir = d[axis];
   let best = null, bestCost = Infinity, bestArea = Infinity;
@@ -176,6 +197,10 @@ export function elementInDirection(boxes, at, d) {
    a jump lands on the element there. ``at`` and ``boxes`` in fractions of the screenshot, ``size`` its [width,
    height] in pixels (the distances are weighed on the screen, not in fractions). {at, range, element} or null.
    Pure (tests/js/keyboard.test.mjs). */
+/**
+ * @param {number[][]} boxes @param {number[]} at @param {number[]} d @param {number[]} size
+ * @returns {{ at: number[], range: number[][], element: number } | null}
+ */
 export function cursorJump(boxes, at, d, size) {
   const [w, h] = size;
   const px = (boxes || []).map((b) => [b[0] * w, b[1] * h, b[2] * w, b[3] * h]);
@@ -191,6 +216,16 @@ export function cursorJump(boxes, at, d, size) {
    keepCursorInView, showCursorLoupe; ``draft``: autosave.js's save() and banner(kind, message); ``panels``:
    panels.js's setVerdict(verdict) and submit(); ``alternatives``: alternatives.js's takeAlternative(number),
    hotAlternative(), markAlternative(number, verdict); ``undoable(label, change)``: undo.js's. */
+/**
+ * @param {{ store: import("./state.js").Store, steps: import("./steps.js").Steps,
+ *   editor: Pick<import("./editor.js").WorkspaceEditor, "slotAt" | "pointArgsOf" | "takesBox" | "placePoint" | "drawBox" | "clearBox">,
+ *   stage: Pick<import("./stage.js").Stage, "goTo" | "renderStage" | "placeOnElement" | "zoomAt" | "zoomReset" | "zoomActual" | "keepCursorInView" | "showCursorLoupe">,
+ *   draft: Pick<import("./autosave.js").Draft, "save" | "banner">,
+ *   panels: Pick<import("./panels.js").Panels, "setVerdict" | "submit">,
+ *   alternatives: Pick<import("./alternatives.js").Alternatives, "takeAlternative" | "hotAlternative" | "markAlternative">,
+ *   undoable: import("./undo.js").Undoable }} parts
+ * @returns {void}
+ */
 export function installKeyboard({ store, steps, editor, stage, draft, panels, alternatives, undoable }) {
   const LAST_VIEW = steps.lastView;
   const shotOf = steps.shotOf;

@@ -18,6 +18,7 @@ export const MIN_SCREEN_UNIT = 0.7;
    0 when the pane is not laid out yet). A share of the screenshot alone drew a 32x32 screenshot's click as a ring of
    half a pixel, and a phone's as a speck. Divided by the zoom, markers keep their size on screen and never cover more
    of the element being judged as the annotator zooms in. */
+/** @param {{ width: number, height: number }} shot @param {number} [zoom] @param {number} [imagePerScreen] @returns {number} */
 export function markUnit(shot, zoom, imagePerScreen) {
   const share = Math.max(shot.width, shot.height) / 1000;
   return Math.max(share, MIN_SCREEN_UNIT * (imagePerScreen || 0)) / (zoom || 1);
@@ -27,10 +28,24 @@ export function markUnit(shot, zoom, imagePerScreen) {
    when there is nothing to show yet (a key action without a key, a type with no text and no point).
    tone: recorded | fix | alt. options: zoom (markers keep their size on screen), imagePerScreen (see markUnit),
    label (a number on the marker: an alternative's), row (which row of corner badges it takes), attrs (of its group). */
+/**
+ * How an action is drawn: its group's attributes and its shapes (SVG tags with their attributes and text).
+ * @typedef {{ attrs: Record<string, any>, shapes: { tag: string, attrs: Record<string, any>, text?: string }[] }} Marks
+ */
+/**
+ * What overlay.js draws an action with (see actionMarks).
+ * @typedef {{ zoom?: number, imagePerScreen?: number, label?: string, row?: number, attrs?: Record<string, string> }} MarkOptions
+ */
+/**
+ * @param {import("../action_editor.js").ActionTable | null} table @param {import("../geometry.js").Shot} shot
+ * @param {import("../action_editor.js").Action | null} action @param {string} tone @param {MarkOptions} [options]
+ * @returns {Marks | null}
+ */
 export function actionMarks(table, shot, action, tone, options) {
   const o = options || {};
   if (!action || !action.type) return null;
   const sp = spec(table, action.type);
+  /** @type {import("../action_editor.js").ActionMark} */
   const mark = (sp && sp.mark) || { shape: "corner", badge: action.type };
   const args = action.args || {};
   const number = o.label ? `${o.label}` : "";
@@ -96,6 +111,11 @@ export function actionMarks(table, shot, action, tone, options) {
 }
 
 /* Draw ``action`` into the SVG ``layer`` (see actionMarks). */
+/**
+ * @param {Element} layer @param {import("../action_editor.js").ActionTable | null} table
+ * @param {import("../geometry.js").Shot} shot @param {import("../action_editor.js").Action | null} action
+ * @param {string} tone @param {MarkOptions} [options] @returns {void}
+ */
 export function drawAction(layer, table, shot, action, tone, options) {
   const marks = actionMarks(table, shot, action, tone, options);
   if (!marks) return;
@@ -105,6 +125,7 @@ export function drawAction(layer, table, shot, action, tone, options) {
 }
 
 /* The arrow heads of every tone, once per overlay. */
+/** @returns {SVGElement} */
 export function arrowHeads() {
   const defs = svg("defs");
   for (const tone of ["recorded", "fix", "alt"]) {

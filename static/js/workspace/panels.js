@@ -15,10 +15,12 @@ const PROBLEM_TARGETS = {
 };
 
 /* The name of screen ``i`` of a trace of ``stepCount`` steps, as the stage and the step's panel both write it. */
+/** @type {(i: number, stepCount: number) => string} */
 export const stepTitle = (i, stepCount) => (i > stepCount ? interpolate(gettext("Final screen (after step %(count)s)"), { count: stepCount })
   : interpolate(gettext("Step %(step)s of %(count)s"), { step: i, count: stepCount }));
 
 /* What the verdict panel says of the answer ``form``. */
+/** @param {{ verdict: string | null, tau: number | null }} form @returns {string} */
 export function verdictText(form) {
   return form.verdict === "error" ? interpolate(gettext("First error at step %(tau)s (τ)."), { tau: form.tau })
     : form.verdict === "no_error" ? gettext("The trace has no error.")
@@ -27,6 +29,11 @@ export function verdictText(form) {
 
 /* What a screen reader hears on arriving at screen ``i`` (the live region #ws-announce): its name, its recorded
    action, where it stands to τ, and the answer's verdict. ``reflectionAt``: the post-reflection's screen (or null). */
+/**
+ * @param {{ i: number, stepCount: number, actionText: string | null, form: { verdict: string | null, tau: number | null },
+ *   reflectionAt: number | null }} parts
+ * @returns {string}
+ */
 export function stepAnnouncement({ i, stepCount, actionText, form, reflectionAt }) {
   const tau = form.verdict === "error" ? form.tau : null;
   const place = !tau ? "" : i === tau ? gettext("This is τ, the first error: the correction is written here.")
@@ -38,6 +45,7 @@ export function stepAnnouncement({ i, stepCount, actionText, form, reflectionAt 
 /* What the post-reflection's place says when none can be given: the server's reason (``reason``, the step's served
    ``server_no_reflection_reason``: o_{τ+1} was not kept, or the source dropped steps right after τ), which the
    annotation records itself. */
+/** @param {string} reason @returns {string} */
 export function reflectionMissingText(reason) {
   return `${reason} ${gettext("The annotation will record this as the reason.")}`;
 }
@@ -45,6 +53,7 @@ export function reflectionMissingText(reason) {
 /* The way to the correction away from it ("" with no τ); when no post-reflection can be given (the server's
    ``reason``, "" when one can) it does not send the annotator looking for one. ``tKey``: how the person presses t
    (keys.js ``keyLabel``: "Alt+t" with a modifier, null with single-key shortcuts off: then step τ of the strip). */
+/** @param {number | null} tau @param {string} reason @param {string | null} [tKey] @returns {string} */
 export function gotoText(tau, reason, tKey = "t") {
   if (!tau) return "";
   if (tKey === null) {  // single-key shortcuts off: step τ of the strip
@@ -57,9 +66,17 @@ export function gotoText(tau, reason, tKey = "t") {
 
 /* The problems of a refused submit, field → message, from the server's answer ``data`` (studio/errors.py: its field
    errors, else its detail; nothing read: the server could not be reached). */
+/** @param {any} data the server's answer, null when none was read @returns {Record<string, any>} */
 export function submitProblems(data) {
   return (data && data.errors) || { detail: (data && data.detail) || gettext("the server could not be reached") };
 }
+
+/**
+ * The side: ``renderAll()`` (the whole page for the screen shown), ``renderPanels()``, ``renderStarts()``,
+ * ``setVerdict(verdict)`` (undoable; false when refused) and ``submit()``.
+ * @typedef {{ renderAll: () => void, renderPanels: () => void, renderStarts: () => void,
+ *   setVerdict: (verdict: string) => boolean | undefined, submit: () => Promise<void> }} Panels
+ */
 
 /* The side. ``page``: {root, annotationId, traceId, editable(), verdictAnswers (the fields each verdict keeps
    empty: the server's table)}; ``store``: the workspace's state (current, form, version); ``steps``: steps.js's;
@@ -67,6 +84,15 @@ export function submitProblems(data) {
    ``draft``: autosave.js's; ``stage``: stage.js's renderStrip, renderStage, announceStep; ``undoable(label,
    change)``: undo.js's; ``fitThought()``: the step's thought cut again to its lines. Returns renderAll() (the whole
    page for the screen shown), renderPanels(), renderStarts(), setVerdict(verdict) and submit(). */
+/**
+ * @param {{ page: Pick<import("./state.js").WorkspacePage, "root" | "annotationId" | "traceId" | "editable" | "verdictAnswers">,
+ *   store: import("./state.js").Store, steps: import("./steps.js").Steps,
+ *   editor: Pick<import("./editor.js").WorkspaceEditor, "reflectionScreen" | "serverNoReflectionReason" | "renderEditor" | "checkAction" | "changed">,
+ *   draft: import("./autosave.js").Draft,
+ *   stage: Pick<import("./stage.js").Stage, "renderStrip" | "renderStage" | "announceStep">,
+ *   undoable: import("./undo.js").Undoable, fitThought: () => void }} parts
+ * @returns {Panels}
+ */
 export function createPanels({ page, store, steps, editor, draft, stage, undoable, fitThought }) {
   const ANN_ID = page.annotationId, root = page.root, N = steps.count;
   const form = () => store.get("form");

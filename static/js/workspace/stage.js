@@ -8,12 +8,14 @@ import { asPrinted } from "../keys.js";
 import { arrowHeads, drawAction, markUnit } from "./overlay.js";
 import { gettext, interpolate } from "../i18n.js";
 
+/** @type {(n: number) => string} ``n`` in subscript digits */
 const sub = (n) => String(n).split("").map((d) => "₀₁₂₃₄₅₆₇₈₉"[+d]).join("");
 export { sub };
 
 const LOUPE_RADIUS = 75, LOUPE_POWER = 3;
 
 /* A pane's caption: o with the screen's index, "step N", or the final screen after the last of ``stepCount``. */
+/** @param {number} index @param {number} stepCount @returns {string} */
 export function paneCaption(index, stepCount) {
   return index === stepCount + 1 ? `o${sub(stepCount + 1)} · ${gettext("final screen")}`
     : `o${sub(index)} · ${interpolate(gettext("step %(step)s"), { step: index })}`;
@@ -21,6 +23,7 @@ export function paneCaption(index, stepCount) {
 
 /* What a pane without a screenshot says: no final screen kept, the step still loading (``loaded``: its step is
    here), or a step recorded without one. */
+/** @param {number} index @param {number} stepCount @param {boolean} loaded @returns {string} */
 export function missingShotText(index, stepCount, loaded) {
   return index > stepCount ? gettext("No screen after the last step was kept.")
     : !loaded ? gettext("Loading this step…") : gettext("No screenshot was recorded for this step.");
@@ -29,6 +32,12 @@ export function missingShotText(index, stepCount, loaded) {
 /* The loupe for the pointer at (clientX, clientY): null off the image, else its background's size and position
    (LOUPE_POWER times the image, ``image`` its on-screen box, centred on the point) and its [left, top] in the frame
    (``box`` its on-screen box): up and to the right of the point, so it never hides it; flipped near the edges. */
+/**
+ * @param {{ left: number, top: number, width: number, height: number }} image
+ * @param {{ left: number, top: number, width: number, height: number }} box
+ * @param {number} clientX @param {number} clientY
+ * @returns {{ size: number[], position: number[], at: number[] } | null}
+ */
 export function loupePlacement(image, box, clientX, clientY) {
   const fx = (clientX - image.left) / image.width, fy = (clientY - image.top) / image.height;
   if (fx < 0 || fx > 1 || fy < 0 || fy > 1) return null;
@@ -44,6 +53,11 @@ export function loupePlacement(image, box, clientX, clientY) {
    ``slot``: "corrected" / "reflection"; ``action``: the slot's action (null before a type); ``points``: its type's
    point arguments (editor.js pointArgsOf); ``hints``: the hint labels open on this slot, if any; ``hasShot``: the
    screen has a screenshot. */
+/**
+ * @param {{ slot: string, action: import("../action_editor.js").Action | null,
+ *   points: import("../action_editor.js").ArgSpec[], hints: { kind: string } | null | undefined, hasShot: boolean }} parts
+ * @returns {{ text: string | null, outside: boolean }}
+ */
 export function placeHint({ slot, action, points, hints, hasShot }) {
   const pts = points.filter((p) => p.required || points.every((q) => !q.required));
   const name = slot === "corrected" ? gettext("corrected") : gettext("post-reflection");
@@ -62,12 +76,34 @@ export function placeHint({ slot, action, points, hints, hasShot }) {
   return { text, outside };
 }
 
+/**
+ * The stage: ``renderStage()``, ``renderStrip()``, ``redrawOverlays()``, ``announceStep()``, ``goTo(index)``,
+ * ``prefetch(index)``, ``stepsLoaded(first, last)`` (a window of steps arrived), ``placeOnElement(slot, index,
+ * element, px)`` (a click at pixel ``px``, on the recorded element ``element`` or null), the zoom's ``zoomAt(u, v,
+ * factor)``, ``zoomReset()`` and ``zoomActual()``, and the keyboard cursor's ``showCursorLoupe()`` and
+ * ``keepCursorInView()``.
+ * @typedef {{ renderStage: () => void, renderStrip: () => void, redrawOverlays: () => void, announceStep: () => void,
+ *   goTo: (index: number) => void, prefetch: (index: number) => void, stepsLoaded: (first: number, last: number) => void,
+ *   placeOnElement: (slot: string, index: number, element: number | null, px: number[]) => void,
+ *   zoomAt: (u: number, v: number, factor: number) => void, zoomReset: () => void, zoomActual: () => void,
+ *   showCursorLoupe: () => void, keepCursorInView: () => void }} Stage
+ */
+
 /* The stage. ``page``: {root (the workspace's element), editable(), traceId, strip (the served marks of the
    filmstrip)}; ``store``: the workspace's state (current, form, cursor, zoom, overlay, compare, boxMode, table);
    ``steps``: steps.js's; ``editor``: editor.js's slotAt, pointArgsOf, takesBox, snaps, placePoint, setTargetBox,
    drawBox, clearBox; ``draft``: autosave.js's dirty() and save(); ``drawAlternatives(index, draw)``:
    alternatives.js's; ``undoable(label, change)``: undo.js's; ``hooks``: renderStep() (the whole page drawn for the
    screen shown: panels.js). Returns the functions below. */
+/**
+ * @param {{ page: Pick<import("./state.js").WorkspacePage, "root" | "editable" | "traceId" | "strip">,
+ *   store: import("./state.js").Store, steps: import("./steps.js").Steps,
+ *   editor: Pick<import("./editor.js").WorkspaceEditor, "slotAt" | "pointArgsOf" | "takesBox" | "snaps" | "placePoint" | "setTargetBox" | "drawBox" | "clearBox">,
+ *   draft: Pick<import("./autosave.js").Draft, "dirty" | "save">,
+ *   drawAlternatives: import("./alternatives.js").Alternatives["drawAlternatives"],
+ *   undoable: import("./undo.js").Undoable, hooks: { renderStep: () => void } }} parts
+ * @returns {Stage}
+ */
 export function createStage({ page, store, steps, editor, draft, drawAlternatives, undoable, hooks }) {
   const N = steps.count, LAST_VIEW = steps.lastView;
   const shotOf = steps.shotOf, elementsOf = steps.elementsOf;

@@ -20,7 +20,28 @@
      compare   whether o_{i+1} is shown beside o_i
      boxMode   whether any drag draws an element box
      table     the served action table, null until it arrives */
+/** @type {string[]} */
 export const STATE_NAMES = ["current", "form", "version", "blocked", "cursor", "zoom", "overlay", "compare", "boxMode", "table"];
+
+/**
+ * The page as the workspace's modules read it (workspace.js): its root element, the annotation's and the trace's
+ * ids, whether it may still change the annotation (asked at use), the served lease (null without one), the project's
+ * platform, the served canonical texts of the two slots (shown until the server checks an edit), the fields each
+ * verdict keeps ({verdict: {field: its empty value}}) and the filmstrip's marks (annotation.selectors.workspace_strip).
+ * @typedef {{ root: HTMLElement, annotationId: string, traceId: number, editable: () => boolean,
+ *   lease: { id: number, expires_at: string, page: string } | null, platform: string,
+ *   canonical: Record<string, string>, verdictAnswers: Record<string, Record<string, any>>,
+ *   strip: { without_shot: number[], off_screen: number[], gaps: Record<string, { missing_before: number,
+ *   missing_before_words: string }> } | null }} WorkspacePage
+ */
+/**
+ * The store: ``get(name)``; ``set(name, value)`` (returns the value); ``update(name, change)``: ``set(name,
+ * change(get(name)))``; ``subscribe(name, listener)``: ``listener(value, before)`` after every change of ``name``,
+ * returns what stops it. A name not in STATE_NAMES throws.
+ * @typedef {{ get: (name: string) => any, set: (name: string, value: any) => any,
+ *   update: (name: string, change: (value: any) => any) => any,
+ *   subscribe: (name: string, listener: (value: any, before: any) => void) => () => boolean }} Store
+ */
 
 // Made for each store: no two stores share an object.
 const defaults = () => ({
@@ -28,6 +49,11 @@ const defaults = () => ({
   overlay: true, compare: false, boxMode: false, table: null,
 });
 
+/**
+ * A store holding the defaults, then ``initial``'s values (declared names only).
+ * @param {Record<string, any>} [initial]
+ * @returns {Store}
+ */
 export function createWorkspaceState(initial) {
   const values = defaults();
   const listeners = new Map(STATE_NAMES.map((name) => [name, new Set()]));

@@ -9,6 +9,10 @@ import { gettext, interpolate } from "../i18n.js";
 
 /* The windows (``[first, last]``, aligned to multiples of ``size``, within 1..``count``) holding the steps within
    half a window of ``index`` that ``has`` (index → whether loaded) says are missing; nearest first. */
+/**
+ * @param {(index: number) => boolean} has @param {number} index @param {number} count @param {number} size
+ * @returns {number[][]} each window's first and last step
+ */
 export function windowsToLoad(has, index, count, size) {
   const half = Math.floor(size / 2);
   const low = Math.max(1, index - half), high = Math.min(count, index + half);
@@ -34,9 +38,34 @@ function range(low, high) {
    ({status, data}); ``loaded(first, last)``: told when a window arrived; ``failed(message)``: when one could not
    be loaded. */
 /**
- * @param {{ initial: any[], count: number, finalShot: any, size: number, url: string,
+ * A screenshot as a step carries it (annotation.selectors._shot): its image and thumbnail, and the Shot's size and
+ * extent.
+ * @typedef {import("../geometry.js").Shot & { url: string, thumb: string }} StepShot
+ */
+/**
+ * A step as the server gives it (annotation.selectors.workspace_payload's ``steps``, the step window API): its index,
+ * its recorded thought and action (its text, and the actions drawn on its screen), its screenshot, the elements
+ * recorded on it (boxes in the convention), the screen a post-reflection for a first error here is written on and the
+ * reason the server records when there is none; the other fields are read by the panels.
+ * @typedef {{ index: number, thought: string, action_text: string, actions?: import("../action_editor.js").Action[],
+ *   shot: StepShot | null,
+ *   elements?: { box: number[], [field: string]: any }[], reflection_screen?: number | null,
+ *   server_no_reflection_reason?: string, [field: string]: any }} Step
+ */
+/**
+ * The steps the page holds: the trace's ``count`` and the last screen to step to (``lastView``: the final screen
+ * when kept); ``step(i)`` once here, ``hasStep(i)``, ``shotOf(i)`` (o_i), ``elementsOf(i)``, ``loadAround(i)``
+ * (resolves to whether step i is then here) and ``list()`` (index i - 1: step i; read only).
+ * @typedef {{ count: number, lastView: number, step: (index: number) => Step | undefined,
+ *   hasStep: (index: number) => boolean, shotOf: (index: number) => StepShot | null,
+ *   elementsOf: (index: number) => { box: number[], [field: string]: any }[],
+ *   loadAround: (index: number) => Promise<boolean>, list: () => Step[] }} Steps
+ */
+/**
+ * @param {{ initial: Step[], count: number, finalShot: StepShot | null, size: number, url: string,
  *   fetchWindow?: (first: number, last: number) => Promise<{ status: number, data: any }>,
  *   loaded: (first: number, last: number) => void, failed: (message: string) => void }} parts
+ * @returns {Steps}
  */
 export function createSteps({ initial, count, finalShot, size, url, fetchWindow, loaded, failed }) {
   const steps = new Array(count);
@@ -53,6 +82,7 @@ export function createSteps({ initial, count, finalShot, size, url, fetchWindow,
   // The elements the source recorded on screen ``index`` (none on the final screen).
   const elementsOf = (index) => (index <= count ? (steps[index - 1] || {}).elements || [] : []);
 
+  /** @param {number[]} range a window's first and last step @returns {Promise<boolean>} */
   function load([first, last]) {
     if (pending.has(first)) return pending.get(first);
     const request = ask(first, last).then((res) => {

@@ -11,6 +11,7 @@ import { gettext, interpolate } from "../i18n.js";
 import { copy, same } from "../values.js";
 
 /* The workspace's fields in the banner's words (``before``: the form before the change, for τ's value). */
+/** @param {{ tau?: number | null, error_category?: string | null }} before @returns {Record<string, string>} */
 export function fieldWords(before) {
   return {
     tau: before.tau ? `τ = ${before.tau}` : "τ",
@@ -25,9 +26,29 @@ export function fieldWords(before) {
   };
 }
 
+/**
+ * ``undoable(label, change)``: runs a destructive ``change`` (false when refused) and, when it changed the form, shows
+ * the banner naming what it threw away (``label``: its words, or what gives them once the change is made); returns
+ * what ``change`` returned.
+ * @typedef {<T>(label: string | (() => string), change: () => T) => T} Undoable
+ */
+/**
+ * Undo and redo: ``recordChange(group)`` (after every change of the form; ``group`` joins typing in one field),
+ * ``foldChange()`` (what the server derived joins the last step), ``resetHistory()`` (the form was replaced),
+ * ``undoable(label, change)``, ``undo()`` and ``redo()``.
+ * @typedef {{ recordChange: (group?: string | null) => void, foldChange: () => void, resetHistory: () => void,
+ *   undoable: Undoable, undo: () => void, redo: () => void }} WorkspaceUndo
+ */
+
 /* Undo and redo. ``page``: {editable()}; ``store``: the workspace's state (form, cursor, blocked); ``draft``:
    autosave.js's edited(), save() and setSaveState(kind, text); ``hooks``: renderAll(), checkActions().
    Returns the functions below. */
+/**
+ * @param {{ page: Pick<import("./state.js").WorkspacePage, "editable">, store: import("./state.js").Store,
+ *   draft: Pick<import("./autosave.js").Draft, "edited" | "save" | "setSaveState">,
+ *   hooks: { renderAll: () => void, checkActions: () => void } }} parts
+ * @returns {WorkspaceUndo}
+ */
 export function createUndo({ page, store, draft, hooks }) {
   const form = () => store.get("form");
   let history = H.createHistory();
