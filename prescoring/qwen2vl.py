@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from django.utils.translation import gettext
+
 log = logging.getLogger(__name__)
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
@@ -122,7 +124,10 @@ def weights_sha256(model_dir: str | Path) -> str:
     digest = hashlib.sha256()
     files = sorted(p for p in Path(model_dir).iterdir() if p.is_file() and p.name.endswith(WEIGHT_SUFFIXES))
     if not files:
-        raise ModelLoadError(f"{model_dir}: no weight files ({', '.join(WEIGHT_SUFFIXES)})")
+        raise ModelLoadError(
+            gettext("%(dir)s: no weight files (%(suffixes)s)")
+            % {"dir": model_dir, "suffixes": ", ".join(WEIGHT_SUFFIXES)}
+        )
     for path in files:
         digest.update(path.name.encode() + b"\0")
         with path.open("rb") as handle:
@@ -135,16 +140,19 @@ def read_model_config(model_dir: str | Path) -> dict:
     """config.json of a local checkpoint, checked without importing torch (the API validates with it)."""
     path = Path(model_dir)
     if not path.is_dir():
-        raise ModelLoadError(f"model directory {model_dir} does not exist")
+        raise ModelLoadError(gettext("model directory %(dir)s does not exist") % {"dir": model_dir})
     try:
         config = json.loads((path / "config.json").read_text())
     except FileNotFoundError:
-        raise ModelLoadError(f"{model_dir} has no config.json") from None
+        raise ModelLoadError(gettext("%(dir)s has no config.json") % {"dir": model_dir}) from None
     except ValueError as exc:
-        raise ModelLoadError(f"{model_dir}/config.json is not JSON: {exc}") from None
+        raise ModelLoadError(
+            gettext("%(dir)s/config.json is not JSON: %(error)s") % {"dir": model_dir, "error": exc}
+        ) from None
     if config.get("model_type") not in MODEL_TYPES:
         raise ModelLoadError(
-            f"{model_dir}: model_type {config.get('model_type')!r} is not one of {', '.join(MODEL_TYPES)}"
+            gettext("%(dir)s: model_type %(type)s is not one of %(types)s")
+            % {"dir": model_dir, "type": repr(config.get("model_type")), "types": ", ".join(MODEL_TYPES)}
         )
     return config
 

@@ -139,8 +139,15 @@ def prescore_job_create(
         if config["model_type"] != expected:
             warnings.append(
                 {
-                    "error": f"the project's {project.coordinate_convention} coordinates are usually scored "
-                    f"with a {expected} model; this checkpoint is {config['model_type']}"
+                    "error": gettext(
+                        "the project's %(convention)s coordinates are usually scored with a %(expected)s model; "
+                        "this checkpoint is %(model_type)s"
+                    )
+                    % {
+                        "convention": project.coordinate_convention,
+                        "expected": expected,
+                        "model_type": config["model_type"],
+                    }
                 }
             )
     elif model_path:

@@ -23,16 +23,18 @@ MAX_DEPTH = 64
 def text_problem(text: str) -> str | None:
     """Why ``text`` cannot be stored, or None."""
     if "\x00" in text:
-        return "contains a NUL character (\\u0000)"
+        return gettext("contains a NUL character (%(escape)s)") % {"escape": "\\u0000"}
     for char in text:
         if "\ud800" <= char <= "\udfff":
-            return f"contains a lone surrogate (\\u{ord(char):04x}), which is not valid Unicode"
+            return gettext("contains a lone surrogate (%(escape)s), which is not valid Unicode") % {
+                "escape": f"\\u{ord(char):04x}"
+            }
     return None
 
 
 def _walk(value: Any, path: str, depth: int) -> Iterator[tuple[str, str]]:
     if depth > MAX_DEPTH:
-        yield path, "is nested too deeply"
+        yield path, gettext("is nested too deeply")
         return
     if isinstance(value, str):
         problem = text_problem(value)
@@ -40,7 +42,7 @@ def _walk(value: Any, path: str, depth: int) -> Iterator[tuple[str, str]]:
             yield path, problem
     elif isinstance(value, float):
         if math.isnan(value) or math.isinf(value):
-            yield path, f"is {value}, which JSON cannot hold"
+            yield path, gettext("is %(value)s, which JSON cannot hold") % {"value": value}
     elif isinstance(value, dict):
         for key, item in value.items():
             key_text = str(key)
@@ -54,9 +56,10 @@ def _walk(value: Any, path: str, depth: int) -> Iterator[tuple[str, str]]:
 
 
 def input_problem(value: Any, *, name: str = "") -> str | None:
-    """The first thing in ``value`` (text, number, or nested JSON) that cannot be stored, as "field: why"."""
+    """The first thing in ``value`` (text, number, or nested JSON) that cannot be stored, as "field: why" (the why in
+    the active language, the field's path as it is)."""
     for path, problem in _walk(value, name, 0):
-        return f"{path or 'value'}: {problem}"
+        return gettext("%(field)s: %(problem)s") % {"field": path or gettext("value"), "problem": problem}
     return None
 
 

@@ -213,7 +213,7 @@ class InputRulesMiddleware:
         problem = self._problem(request)
         if problem is None:
             return self.get_response(request)
-        message = f"Refused: {problem}."
+        message = gettext("Refused: %(problem)s.") % {"problem": problem}
         if request.path.startswith("/api/"):
             return JsonResponse({"detail": message}, status=400)
         return HttpResponseBadRequest(message, content_type="text/plain; charset=utf-8")
@@ -227,7 +227,7 @@ class InputRulesMiddleware:
         for data in fields:
             for name, values in data.lists():
                 for value in (name, *values):
-                    problem = input_problem(value, name="a field name" if value is name else name)
+                    problem = input_problem(value, name=gettext("a field name") if value is name else name)
                     if problem:
                         return problem
         problem = input_problem(request.path, name="path")

@@ -37,6 +37,8 @@ from typing import IO, TYPE_CHECKING, Any
 from a2wsgi.wsgi import build_environ
 from django.conf import settings
 from django.urls import Resolver404, ResolverMatch, resolve
+from django.utils import translation
+from django.utils.translation import gettext
 
 if TYPE_CHECKING:
     from wsgiref.types import WSGIApplication
@@ -90,7 +92,10 @@ def body_cap(route_name: str | None, method: str) -> int:
 
 def upload_refusal(environ: dict, action: str, project_id: int | None) -> tuple[int, str] | None:
     """Why this sender may not upload here (status, message), from its session cookie or API token alone; None
-    when it may. Runs before the body is read, so the view's own checks still run afterwards."""
+    when it may. Runs before the body is read, so the view's own checks still run afterwards. The message is in the
+    request's language, chosen as the locale middleware would (the session's choice, else the browser's)."""
+    from importlib import import_module
+
     from django.contrib.auth import get_user
     from django.contrib.auth.models import AnonymousUser
     from django.core.handlers.wsgi import WSGIRequest
@@ -98,31 +103,29 @@ def upload_refusal(environ: dict, action: str, project_id: int | None) -> tuple[
     from rest_framework.exceptions import AuthenticationFailed
 
     from studio.access import can, projects_scoped, refusal
+    from studio.i18n import request_language_activate
     from studio.security import ApiTokenAuthentication
 
     request = WSGIRequest({**environ, "wsgi.input": io.BytesIO(), "CONTENT_LENGTH": "0"})
+    engine = import_module(settings.SESSION_ENGINE)
+    request.session = engine.SessionStore(request.COOKIES.get(settings.SESSION_COOKIE_NAME))
     try:
+        request_language_activate(request)
         try:
             # DRF's authentication reads the headers only, which a plain Django request carries too.
             found = ApiTokenAuthentication().authenticate(request)  # type: ignore[arg-type]
         except AuthenticationFailed as exc:
             return 401, str(exc.detail)
-        if found:
-            user = found[0]
-        else:
-            from importlib import import_module
-
-            engine = import_module(settings.SESSION_ENGINE)
-            request.session = engine.SessionStore(request.COOKIES.get(settings.SESSION_COOKIE_NAME))
-            user = get_user(request)
+        user = found[0] if found else get_user(request)
         if isinstance(user, AnonymousUser) or not user.is_authenticated:
-            return 401, "Not logged in (or the session expired): log in again before uploading."
+            return 401, gettext("Not logged in (or the session expired): log in again before uploading.")
         if not can(user, action):
             return 403, refusal(action)
         if project_id is not None and not projects_scoped(user, action).filter(pk=project_id).exists():
-            return 404, "No such project among yours."
+            return 404, gettext("No such project among yours.")
         return None
     finally:
+        translation.deactivate()
         close_old_connections()
 
 

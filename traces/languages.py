@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 
+from django.utils.translation import gettext
+
 # A BCP 47 tag as people write one: a language, then subtags (zh, zh-Hans, pt-BR, ja).
 LANGUAGE_TAG = re.compile(r"^[a-zA-Z]{2,3}(-[a-zA-Z0-9]{2,8}){0,3}$")
 LANGUAGE_MAX = 35
@@ -25,7 +27,7 @@ def language_problem(tag: str) -> str:
     """What is wrong with ``tag`` as a language ("" when nothing is; "" itself is no language said)."""
     if tag == "" or (len(tag) <= LANGUAGE_MAX and LANGUAGE_TAG.match(tag)):
         return ""
-    return f"language must be a BCP 47 tag such as zh, ja, ar or pt-BR, not {tag[:40]!r}"
+    return gettext("language must be a BCP 47 tag such as zh, ja, ar or pt-BR, not %(tag)s") % {"tag": repr(tag[:40])}
 
 
 def language_detect(text: str) -> str:

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 
 import certifi
 from django.conf import settings
+from django.utils.translation import gettext
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -89,9 +90,21 @@ def _allowed(host: str, address: Address | None) -> bool:
 
 def _refusal(host: str, address: Address) -> str:
     carried = ", ".join(str(a) for a in embedded_ipv4(address))
+    words = {"host": host, "address": address, "carried": carried, "setting": "STUDIO_WEBHOOKS_ALLOW_PRIVATE_HOSTS"}
+    if carried:
+        return (
+            gettext(
+                "%(host)s is %(address)s (which carries %(carried)s), an address inside the studio's network; "
+                "deliveries go there only to hosts named in %(setting)s"
+            )
+            % words
+        )
     return (
-        f"{host} is {address}{f' (which carries {carried})' if carried else ''}, an address inside the studio's network; deliveries go there only to hosts named in "
-        f"STUDIO_WEBHOOKS_ALLOW_PRIVATE_HOSTS"
+        gettext(
+            "%(host)s is %(address)s, an address inside the studio's network; deliveries go there only to hosts "
+            "named in %(setting)s"
+        )
+        % words
     )
 
 

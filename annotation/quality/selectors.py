@@ -165,7 +165,7 @@ def reference_refusal(annotation: Annotation) -> str:
     if annotation.verdict == Verdict.UNUSABLE:
         return gettext("it judges the trace unusable; a gold trace needs an answer to score against")
     if not annotation.verdict:
-        return "it has no verdict"
+        return gettext("it has no verdict")
     return ""
 
 
@@ -261,13 +261,13 @@ def feedback_refusal(annotation: Annotation, user: User) -> str:
 
     if annotation.annotator_id == user.pk and not can(user, "quality.view", annotation.trace.project):
         if annotation.kind != AnnotationKind.QUALIFICATION:
-            return "There is no feedback for this answer."
+            return gettext("There is no feedback for this answer.")
         if annotation.status == AnnotationStatus.DRAFT:
-            return "Feedback comes once you submit this answer."
+            return gettext("Feedback comes once you submit this answer.")
     if annotation.kind == AnnotationKind.PRODUCTION:
-        return "There is no feedback for this answer."
+        return gettext("There is no feedback for this answer.")
     if not GoldScore.objects.filter(annotation=annotation).exists():
-        return "This answer has not been scored (it is not submitted, or its gold trace was removed first)."
+        return gettext("This answer has not been scored (it is not submitted, or its gold trace was removed first).")
     return ""
 
 

@@ -344,7 +344,7 @@ def skip_refusal(annotation: Annotation) -> str:
     ("unusable" is the answer to a trace that cannot be judged). A gold answer of the real queue skips as any other
     trace (it must look like one), and its skip counts as a wrong answer (``gold_answer_skipped``)."""
     if annotation.kind == AnnotationKind.QUALIFICATION:
-        return (
+        return gettext(
             'A qualification trace cannot be skipped: answer it ("Unusable" is an answer, for a trace that cannot '
             "be judged)."
         )

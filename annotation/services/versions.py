@@ -31,10 +31,16 @@ def restore_refusal(annotation: Annotation, user: User) -> str:
     if annotation.status == AnnotationStatus.SUBMITTED and can(user, "annotation.review", annotation):
         return ""
     if annotation.status == AnnotationStatus.ACCEPTED:
-        return "This annotation is accepted; an accepted answer changes only by adjudication, not by a restore."
+        return gettext(
+            "This annotation is accepted; an accepted answer changes only by adjudication, not by a restore."
+        )
     if annotation.status == AnnotationStatus.SUBMITTED:
-        return "This annotation is submitted and waits for review; a lead may restore a version until it is decided."
-    return f"This annotation is {annotation.get_status_display().lower()}: its annotator restores its versions."
+        return gettext(
+            "This annotation is submitted and waits for review; a lead may restore a version until it is decided."
+        )
+    return gettext("This annotation is %(status)s: its annotator restores its versions.") % {
+        "status": annotation.get_status_display().lower()
+    }
 
 
 def _restorable(values: dict) -> dict:

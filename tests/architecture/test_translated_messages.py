@@ -5,7 +5,10 @@ one of the studio's error classes (``Invalid``, ``Conflict``, …, and every sub
 ``ValidationError`` (DRF's or Django's) raised where a form or a service answers, must be a gettext call
 (``gettext``, ``gettext_lazy``, ``ngettext``, ``pgettext``, under whatever name the module imports them, with
 ``%``, ``.format`` or a join applied to it) or a value made elsewhere (a variable, an argument, ``str(exc)``), never
-words written in the call: a plain literal, an f-string, or a concatenation or join holding one. The walk reads
+words written in the call: a plain literal, an f-string, or a concatenation or join holding one. A helper whose
+answer becomes such a message is held the same way, by its name: what a function named ``*_problem`` or
+``*_refusal`` returns (``language_problem``, ``restore_refusal``: why not, which its caller raises or shows) must be
+a gettext call or a value made elsewhere, never words written in the ``return``. The walk reads
 every production package; trace_studio_cli, demo and bench are not walked: the command line is a client of the API
 with its own English output (docs/architecture.md, "Languages"; the server's refusals it prints arrive already
 worded), demo only writes the seed data and bench only measures.
@@ -38,6 +41,15 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("studio/services.py", "user_create"): "only the create_user management command calls it: its operator reads the"
     " refusal on the command line, which stays English",
     ("annotation/services/drafts.py", "annotation_seed_demo"): "seeds the demo's data (demo/seed.py), no request's",
+    ("studio/checks.py", "static_manifest_problem"): "a system check: the operator reads it when the studio starts",
+    ("studio/errortracker.py", "dsn_problem"): "a setting's check: the operator reads it when the studio starts",
+    ("studio/oidc_config.py", "issuer_problem"): "a setting's check: the operator reads it when the studio starts",
+    ("exports/builders.py", "_dpo_refusal"): "a skip's reason, written into the export's manifest beside its data, in"
+    " English as every skip reason of the builders",
+    ("traces/grammar.py", "_bounds_problem"): "the action grammar words its checks in English: the import stores them"
+    " on the recorded steps as their flags (a trace's data does not change language)",
+    ("traces/grammar.py", "box_point_problem"): "the action grammar words its checks in English, as its other checks"
+    " (validate_action) that the import stores on the recorded steps",
 }
 
 LETTERS = re.compile(r"[A-Za-z]{2,}")
@@ -147,6 +159,25 @@ def unmarked_messages(tree: ast.Module, where: str, classes: dict[str, int | Non
     return found
 
 
+# A helper that says why something is refused: its answer is the message that the caller raises or shows.
+REFUSAL_HELPER = re.compile(r"(^|_)(problem|refusal)$")
+
+
+def unmarked_helper_answers(tree: ast.Module, where: str) -> list[str]:
+    """Each ``return`` of a ``*_problem`` / ``*_refusal`` function that writes words instead of taking them from
+    gettext or from a value (``return ""`` and ``return None``, "nothing is wrong", write none)."""
+    translating = translating_names(tree)
+    found = []
+    helpers = (node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    for helper in helpers:
+        if not REFUSAL_HELPER.search(helper.name) or (where, helper.name) in ALLOWED:
+            continue
+        for answer in (node for node in ast.walk(helper) if isinstance(node, ast.Return)):
+            if answer.value is not None and unmarked(answer.value, translating):
+                found.append(f"{where}:{answer.lineno}: {helper.name}: {ast.unparse(answer)[:160]}")
+    return sorted(found, key=lambda line: int(line.split(":")[1]))
+
+
 def enclosing_functions(tree: ast.Module) -> dict[int, str]:
     """The innermost function around each call, by the call's id()."""
     around: dict[int, str] = {}
@@ -183,6 +214,17 @@ def test_every_message_a_person_reads_from_the_server_is_marked_for_translation(
     assert "ActionConversionError" not in classes  # stored on the step, in English: see ALLOWED
     found = [line for path, tree in trees.items() for line in unmarked_messages(tree, path, classes)]
     assert found == [], "mark the message for translation (gettext) and add its zh_Hans entry:\n" + "\n".join(found)
+
+
+def test_every_refusal_a_helper_words_is_marked_for_translation():
+    trees = production_modules()
+    helpers = {node.name for tree in trees.values() for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
+    # The helpers whose words reach a person through a caller's refusal: the walk finds them by their names.
+    assert {"input_problem", "language_problem", "registration_refusal", "restore_refusal"} <= {
+        name for name in helpers if REFUSAL_HELPER.search(name)
+    }
+    found = [line for path, tree in trees.items() for line in unmarked_helper_answers(tree, path)]
+    assert found == [], "return a gettext call (and add its zh_Hans entry):\n" + "\n".join(found)
 
 
 def test_every_allowed_exception_still_exists():
@@ -244,3 +286,42 @@ def test_control_the_walk_finds_each_unmarked_message_and_lets_the_marked_ones_b
 def _lines(found: list[str]) -> list[str]:
     lines = CONTROL.splitlines()
     return [lines[int(line.split(":")[1]) - 1] for line in found]
+
+
+CONTROL_HELPERS = """
+from django.utils.translation import gettext as _
+
+
+def name_problem(name):
+    if not name:
+        return "a name is required"                                    # 1 literal
+    if len(name) > 9:
+        return f"{name} is too long"                                   # 2 f-string
+    if name.isdigit():
+        return "a name: " + name                                       # 3 concatenation
+    if name.startswith("-"):
+        return (400, "a name starts with a letter")                    # 4 a status and words
+    if name.isupper():
+        return _("%(name)s is in capitals") % {"name": name}
+    if name.islower():
+        return str(name)
+    return ""
+
+
+def _refusal(host):
+    return None if host else "no host"                                 # 5 one branch unmarked
+
+
+def description(name):
+    return "a name"
+"""
+
+
+def test_control_the_walk_finds_each_helper_that_words_a_refusal_itself():
+    found = unmarked_helper_answers(ast.parse(CONTROL_HELPERS), "app/services.py")
+    lines = CONTROL_HELPERS.splitlines()
+    marks = [int(lines[int(line.split(":")[1]) - 1].split("# ")[-1].split()[0]) for line in found]
+    assert marks == list(range(1, 6)), found
+    # A helper named in ALLOWED is not read: its words stay English on purpose.
+    allowed = CONTROL_HELPERS.replace("def _refusal(", "def box_point_problem(")
+    assert len(unmarked_helper_answers(ast.parse(allowed), "traces/grammar.py")) == 4

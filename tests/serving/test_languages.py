@@ -314,6 +314,65 @@ def test_a_refusal_speaks_the_request_language(client, annotator, db):
     assert response.json()["detail"] == "在您可访问的范围内没有这个轨迹。"
 
 
+def test_an_input_refusal_speaks_the_request_language(client, annotator, project, db):
+    """The input rules' refusal (studio.inputs, asked by the middleware): the why in the request's language, the
+    field's name and the character's escape as they are; English is unchanged."""
+    client.force_login(annotator)
+    url = f"/api/projects/{project.pk}/traces/"
+    chinese = client.get(url, {"q": "a\x00b"}, headers={"accept-language": "zh-CN"})
+    english = client.get(url, {"q": "a\x00b"})
+    assert chinese.status_code == english.status_code == 400
+    assert chinese.json()["detail"] == "已拒绝：q：包含 NUL 字符（\\u0000）。"
+    assert english.json()["detail"] == "Refused: q: contains a NUL character (\\u0000)."
+
+
+def test_a_helpers_refusal_is_worded_in_the_active_language():
+    """The helpers that say why (``*_problem``, ``*_refusal``) word it in the active language, the values as they
+    are: a language tag, a webhook's address inside the network, a value JSON cannot hold."""
+    from studio.inputs import input_problem
+    from traces.languages import language_problem
+    from webhooks.network import registration_refusal
+
+    with translation.override("zh-hans"):
+        assert language_problem("chinese") == (
+            "language 必须是 BCP 47 语言标签，例如 zh、ja、ar 或 pt-BR，而不是 'chinese'"
+        )
+        assert registration_refusal("127.0.0.1") == (
+            "127.0.0.1 是 127.0.0.1，这是 Studio 内部网络中的地址；只有 STUDIO_WEBHOOKS_ALLOW_PRIVATE_HOSTS "
+            "中列出的主机才会接收投递"
+        )
+        assert input_problem({"a": [float("nan")]}) == "a[0]：是 nan，JSON 无法表示"
+    with translation.override("en"):
+        assert language_problem("chinese") == (
+            "language must be a BCP 47 tag such as zh, ja, ar or pt-BR, not 'chinese'"
+        )
+        assert input_problem({"a": [float("nan")]}) == "a[0]: is nan, which JSON cannot hold"
+
+
+def test_pre_scorings_model_type_warning_is_worded_in_the_requests_language(project, lead, tmp_path):
+    """The note a model run keeps in ``job.errors`` when the checkpoint is not of the project's usual model type,
+    and the refusal of a model directory that is not there, in the language of whoever asked for the run."""
+    from prescoring import services
+    from traces import grammar
+
+    smart = project.coordinate_convention == grammar.SMART_RESIZE_PIXELS
+    other_type = "qwen2_vl" if smart else "qwen2_5_vl"
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": other_type}))
+    with translation.override("zh-hans"):
+        job = services.prescore_job_create(
+            project=project, user=lead, scorer="qwen2vl", model_path=str(tmp_path), enqueue=False
+        )
+        with pytest.raises(services.PrescoreError) as missing:
+            services.prescore_job_create(
+                project=project, user=lead, scorer="qwen2vl", model_path=str(tmp_path / "nowhere"), enqueue=False
+            )
+    expected = "qwen2_5_vl" if smart else "qwen2_vl"
+    assert job.errors == [
+        {"error": f"项目的 {project.coordinate_convention} 坐标通常用 {expected} 模型评分；这个检查点是 {other_type}"}
+    ]
+    assert str(missing.value) == f"模型目录 {tmp_path / 'nowhere'} 不存在"
+
+
 def test_the_scripts_catalog_is_served_in_the_page_language(client, db):
     body = client.get(reverse("javascript-catalog"), headers={"accept-language": "zh-CN"}).content.decode()
     assert json.dumps("已保存") in body  # the catalog writes its texts as JSON
@@ -448,7 +507,7 @@ def test_a_socket_refusal_speaks_the_pages_language(project, annotator, role_gro
 
     from annotation.consumers import LiveConsumer
 
-    async def refusal(language: str) -> dict:
+    async def refusal(language: bytes) -> dict:
         comm = WebsocketCommunicator(LiveConsumer.as_asgi(), "/ws/live/", headers=[(b"accept-language", language)])
         comm.scope["user"] = annotator
         connected, _ = await comm.connect()

@@ -38,21 +38,24 @@ def _refusal(info: zipfile.ZipInfo) -> str | None:
     name = info.filename
     mode = info.external_attr >> 16
     if stat.S_ISLNK(mode):
-        return "is a symbolic link; links are not imported"
+        return gettext("is a symbolic link; links are not imported")
     if "\\" in name:
-        return "uses backslashes in its path"
+        return gettext("uses backslashes in its path")
     path = PurePosixPath(name)
     if path.is_absolute() or (len(name) > 1 and name[1] == ":"):
-        return "has an absolute path"
+        return gettext("has an absolute path")
     if ".." in path.parts:
-        return "has '..' in its path"
+        return gettext("has '..' in its path")
     if info.flag_bits & 0x1:
-        return "is encrypted"
+        return gettext("is encrypted")
     if info.file_size > settings.IMPORT_MAX_UNPACKED_BYTES:
-        return f"declares {info.file_size} bytes unpacked, over the limit"
+        return gettext("declares %(size)s bytes unpacked, over the limit") % {"size": info.file_size}
     if info.compress_size and info.file_size / info.compress_size > settings.IMPORT_MAX_COMPRESSION_RATIO:
         ratio = info.file_size // max(info.compress_size, 1)
-        return f"compresses {ratio}:1, over the {settings.IMPORT_MAX_COMPRESSION_RATIO}:1 limit (decompression bomb)"
+        return gettext("compresses %(ratio)s:1, over the %(limit)s:1 limit (decompression bomb)") % {
+            "ratio": ratio,
+            "limit": settings.IMPORT_MAX_COMPRESSION_RATIO,
+        }
     return None
 
 
@@ -82,11 +85,13 @@ def safe_extract(archive: Path, dest: Path, *, placeholder: Callable[[str], bool
                 continue
             why = _refusal(info)
             if why:
-                report.refused.append({"file": info.filename, "error": f"{info.filename} {why}"})
+                error = gettext("%(file)s %(why)s") % {"file": info.filename, "why": why}
+                report.refused.append({"file": info.filename, "error": error})
                 continue
             target = (root / info.filename).resolve()
             if not target.is_relative_to(root):
-                report.refused.append({"file": info.filename, "error": f"{info.filename} points outside the archive"})
+                error = gettext("%(file)s points outside the archive") % {"file": info.filename}
+                report.refused.append({"file": info.filename, "error": error})
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
             if placeholder is not None and info.compress_type in COPIED_AS_THEY_ARE and placeholder(info.filename):

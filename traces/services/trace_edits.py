@@ -67,9 +67,12 @@ def instruction_problem(instruction: str) -> str:
     the bulk file and the API. A blank one would send the trace back out of the queue."""
     text = (instruction or "").strip()
     if not text:
-        return "The instruction cannot be blank: write the task the agent was given."
+        return gettext("The instruction cannot be blank: write the task the agent was given.")
     if len(text) > INSTRUCTION_MAX_CHARS:
-        return f"The instruction is {len(text)} characters long; keep it under {INSTRUCTION_MAX_CHARS}."
+        return gettext("The instruction is %(length)s characters long; keep it under %(limit)s.") % {
+            "length": len(text),
+            "limit": INSTRUCTION_MAX_CHARS,
+        }
     return ""
 
 
