@@ -133,11 +133,10 @@ export function render(host, o) {
         sel.addEventListener("change", () => o.onArg(arg.name, sel.value || undefined, false));
         label.appendChild(sel);
       } else {
-        const input = el(arg.kind === "text" ? "textarea" : "input", { disabled: !o.editable, "data-arg": arg.name });
+        const common = { disabled: !o.editable, "data-arg": arg.name };
         // Typed text (a type action's content) reads in the direction of its first letter, as the thoughts do.
-        if (arg.kind === "text") input.dir = "auto";
-        if (arg.kind !== "text") input.type = arg.kind === "duration" ? "number" : "text";
-        if (arg.kind === "text") input.rows = 2;
+        const input = arg.kind === "text" ? el("textarea", { ...common, dir: "auto", rows: 2 })
+          : el("input", { ...common, type: arg.kind === "duration" ? "number" : "text" });
         input.placeholder = arg.description || "";
         input.value = value === undefined ? "" : value;
         input.addEventListener("input", () => {

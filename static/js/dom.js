@@ -3,8 +3,15 @@
 
 const SVGNS = "http://www.w3.org/2000/svg";
 
+/** @type {(id: string) => HTMLElement | null} */
 export const $ = (id) => document.getElementById(id);
 
+/* An element ``tag`` with ``attrs`` ("class" its class names, data-* its data attributes, any other a property of it)
+   and ``text`` as its text (none when undefined or null). */
+/**
+ * @template {keyof HTMLElementTagNameMap} K
+ * @param {K} tag @param {Record<string, any> | null} [attrs] @param {unknown} [text] @returns {HTMLElementTagNameMap[K]}
+ */
 export function el(tag, attrs, text) {
   const node = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
@@ -14,6 +21,8 @@ export function el(tag, attrs, text) {
   return node;
 }
 
+/* An SVG element ``tag`` with ``attrs`` as its attributes and ``text`` as its text (none when undefined). */
+/** @param {string} tag @param {Record<string, unknown> | null} [attrs] @param {unknown} [text] @returns {SVGElement} */
 export function svg(tag, attrs, text) {
   const node = document.createElementNS(SVGNS, tag);
   for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, String(v));
@@ -22,6 +31,7 @@ export function svg(tag, attrs, text) {
 }
 
 /* A page's JSON data block (rendered by Django's json_script), or ``fallback`` when absent or unreadable. */
+/** @param {string} id @param {any} [fallback] @returns {any} */
 export function readJSON(id, fallback) {
   const node = document.getElementById(id);
   if (!node) return fallback;

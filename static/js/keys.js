@@ -142,13 +142,14 @@ export function layoutKeys(onChange) {
 /* The key hints of a page written for ``mode`` and the layout's letters (``printed``): each ``<kbd data-key="e">``
    reads the key as ``keyLabel`` writes it (hidden when the key is off), and each control with ``data-title-key``
    says its key in its tooltip's "(e)" and in ``aria-keyshortcuts`` (neither when the key is off). */
+/** @param {ParentNode} root @param {string} mode @param {Printed} [printed] @returns {void} */
 export function showKeyHints(root, mode, printed = {}) {
-  for (const kbd of root.querySelectorAll("kbd[data-key]")) {
+  for (const kbd of /** @type {NodeListOf<HTMLElement>} */ (root.querySelectorAll("kbd[data-key]"))) {
     const label = keyLabel(kbd.dataset.key, mode, printed);
     kbd.hidden = label === null;
     if (label !== null) kbd.textContent = label;
   }
-  for (const control of root.querySelectorAll("[data-title-key]")) {
+  for (const control of /** @type {NodeListOf<HTMLElement>} */ (root.querySelectorAll("[data-title-key]"))) {
     const key = control.dataset.titleKey;
     const label = keyLabel(key, mode, printed);
     if (!("titleBase" in control.dataset)) control.dataset.titleBase = control.title;

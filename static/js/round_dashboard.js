@@ -102,6 +102,8 @@ export async function loadReplays(section, tables) {
     }
     tables.replays = replayTable(d);
     section.hidden = !d.rounds.length;
+  } catch (e) {
+    // The server out of reach: the section stays as it was, as on a refusal.
   } finally {
     section.dataset.loaded = String(Date.now());
   }

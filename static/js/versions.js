@@ -8,13 +8,44 @@
 import { api, describeErrors } from "./api.js";
 import { formatDateTime, formatTime, gettext, interpolate } from "./i18n.js";
 
+/** @typedef {import("./api.js").ApiAnswer} ApiAnswer */
+/**
+ * A rewritten text's change as the server's diff: its field and its segments (each kept, deleted or inserted).
+ * @typedef {{ field: string, segments: { op: string, text: string }[] }} Diff
+ */
+/**
+ * One saved version as the server lists it (annotation.selectors.annotation_versions): a typing session's saves are
+ * one version (``saves`` of them, versions ``first`` to ``number``, since ``since``).
+ * @typedef {{ number: number, current?: boolean, by?: string | null, at?: string, status?: string, kind?: string,
+ *   changes?: string[], diffs?: { field: string, segments?: { op: string, text: string }[] }[], restore_url?: string,
+ *   saves?: number, first?: number, since?: string }} Version
+ */
+/**
+ * The server's list: the versions, newest first, and whether this user may restore one now (and why not).
+ * @typedef {{ versions?: Version[], can_restore?: boolean, restore_refusal?: string }} VersionList
+ */
+/**
+ * A row of the panel: what it shows and whether it offers a restore.
+ * @typedef {{ number: number, title: string, meta: string, changes: string[], diffs: Diff[], kind: string | undefined,
+ *   current: boolean, restorable: boolean, restoreUrl: string | undefined }} VersionRow
+ */
+/** What a restore's answer means for the page. @typedef {{ done: boolean, stale?: boolean, message: string }} RestoreOutcome */
+/**
+ * What the page tells the panel: the version it holds, a promise settled once its own pending edits are saved, and
+ * what to do once a version is restored.
+ * @typedef {{ baseVersion?: () => number, beforeRestore?: () => Promise<unknown>,
+ *   restored?: (answer: any) => void }} VersionHooks
+ */
+
 /* "Nov 28, 2026, 3:12 AM" (or "2026年11月28日 03:12") in the reader's time zone and the page's language. */
+/** @param {string | null | undefined} iso @returns {string} */
 export function whenWords(iso) {
   return formatDateTime(iso);
 }
 
 /* A typing session's saves, listed as one version by the server (annotation.selectors.annotation_versions): how
    many, the versions they made and since when; "" for a version of one save. */
+/** @param {Version} v @returns {string} */
 export function sessionWords(v) {
   if (!(v.saves > 1)) return "";
   const since = formatTime(v.since);
@@ -25,6 +56,7 @@ export function sessionWords(v) {
 /* The rows the panel shows, newest first as served: a title, who and when, what changed (a rewritten text as the
    server's diff: its field and segments, unchanged text cut to the words beside a change), and whether it offers a
    restore (not the current version; only when the server says this user may restore now). */
+/** @param {VersionList | null | undefined} data @returns {VersionRow[]} */
 export function versionRows(data) {
   const may = Boolean(data && data.can_restore);
   return ((data && data.versions) || []).map((v) => ({
@@ -41,6 +73,7 @@ export function versionRows(data) {
 }
 
 /* What a restore's answer means for the page: reload (done), or a sentence and whether the list is stale. */
+/** @param {ApiAnswer} res @param {number} number @returns {RestoreOutcome} */
 export function restoreOutcome(res, number) {
   if (res.status === 200) return { done: true, message: interpolate(gettext("Version %(number)s restored as version %(version)s."), { number, version: res.data.version }) };
   if (res.status === 409 && res.data.current_version !== undefined) {
@@ -50,6 +83,7 @@ export function restoreOutcome(res, number) {
   return { done: false, message: interpolate(gettext("Not restored: %(problem)s"), { problem: describeErrors(res.data) || interpolate(gettext("the server answered %(status)s"), { status: res.status }) }) };
 }
 
+/** @param {string} tag @param {string} cls @param {unknown} [text] @returns {HTMLElement} */
 function node(tag, cls, text) {
   const n = document.createElement(tag);
   if (cls) n.className = cls;
@@ -60,10 +94,15 @@ function node(tag, cls, text) {
 /* Mount the panel on ``root`` (the include's <details>). hooks: baseVersion() → the version the page holds (default:
    root.dataset.version), beforeRestore() → a promise settled once the page's own pending edits are saved,
    restored(answer) → what to do after (default: reload the page). */
+/**
+ * @param {HTMLDetailsElement | null} root
+ * @param {VersionHooks} [hooks]
+ * @returns {{ load: () => Promise<void> } | null}
+ */
 export function mountVersions(root, hooks = {}) {
   if (!root) return null;
-  const list = root.querySelector(".versions-list");
-  const note = root.querySelector(".versions-note");
+  const list = /** @type {HTMLElement} */ (root.querySelector(".versions-list"));
+  const note = /** @type {HTMLElement} */ (root.querySelector(".versions-note"));
   const url = root.dataset.versionsUrl;
   const say = (text, kind) => { note.textContent = text; note.dataset.kind = kind || ""; note.hidden = !text; };
 
@@ -83,7 +122,7 @@ export function mountVersions(root, hooks = {}) {
     const head = node("div", "versions-head");
     head.append(node("strong", "", row.title), node("span", "muted small versions-meta", row.meta));
     if (row.restorable) {
-      const button = node("button", "versions-restore small", "Restore");
+      const button = /** @type {HTMLButtonElement} */ (node("button", "versions-restore small", "Restore"));
       button.type = "button";
       button.title = interpolate(gettext("Write version %(number)s's answer back as a new version (nothing is lost: this one stays listed)"), { number: row.number });
       button.addEventListener("click", () => restore(row, button));
@@ -129,5 +168,6 @@ export function mountVersions(root, hooks = {}) {
 
 // Pages without a workspace (the lead's review page) mount their panel themselves.
 if (typeof document !== "undefined") {
-  for (const root of document.querySelectorAll("[data-versions-url][data-mount='self']")) mountVersions(root);
+  const panels = /** @type {NodeListOf<HTMLDetailsElement>} */ (document.querySelectorAll("[data-versions-url][data-mount='self']"));
+  for (const root of panels) mountVersions(root);
 }

@@ -107,7 +107,7 @@ function start(root) {
   if (!page.editable()) draft.setSaveState("saved", ann.status === "draft" ? gettext("Read only") : interpolate(gettext("%(status)s — read only"), { status: ann.status_display }));
   // The Versions panel (static/js/versions.js): the page's pending edits are saved first and the restore is based on
   // the version they made; the restored answer replaces this page's copy (its local copy is older: dropped).
-  mountVersions($("versions"), {
+  mountVersions(/** @type {HTMLDetailsElement} */ ($("versions")), {
     beforeRestore: () => draft.save(),
     baseVersion: () => store.get("version"),
     // Blocked first: the reload's pagehide must not flush this page's older form over the restored version.

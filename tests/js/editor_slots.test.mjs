@@ -91,6 +91,31 @@ test("typing in an argument is one step per field and redraws only the stage; an
   await wait(CHECK_WAIT);
 });
 
+test("each argument's field is of its kind: typed text a textarea in its first letter's direction, keys a line, a direction the table's", async () => {
+  const { editor, hosts, form } = workspace({ editorState: {
+    reflection: { type: "type", args: { content: "hi" }, style: "point" },
+    corrected: { type: "scroll", args: { direction: "down" }, style: "point" },
+  } });
+  editor.renderEditor("reflection");
+  const content = hosts.reflection.querySelector("[data-arg=content]");
+  assert.deepEqual([content.tagName, content.dir, content.rows, content.value], ["TEXTAREA", "auto", 2, "hi"]);
+  editor.renderEditor("corrected");
+  const direction = hosts.corrected.querySelector("select[data-arg=direction]");
+  assert.deepEqual(direction.children.map((o) => o.value), ["", ...TABLE.directions]);
+  assert.equal(direction.children.find((o) => o.selected).value, "down");
+  direction.value = "up";
+  direction.dispatchEvent(new Event("change"));
+  assert.equal(form().editor_state.corrected.args.direction, "up");
+  direction.value = "";
+  direction.dispatchEvent(new Event("change"));
+  assert.equal("direction" in form().editor_state.corrected.args, false);  // the empty choice takes it out
+  form().editor_state.corrected = { type: "hotkey", args: { key: "ctrl c" }, style: "point" };
+  editor.renderEditor("corrected");
+  const key = hosts.corrected.querySelector("[data-arg=key]");
+  assert.deepEqual([key.tagName, key.type, key.value], ["INPUT", "text", "ctrl c"]);
+  await wait(CHECK_WAIT);
+});
+
 test("a drawn box replaces the point, which the server's check gives back as the box's centre (one undo step)", async () => {
   const { editor, form, calls, sent } = workspace({
     editorState: { corrected: { type: "click", args: { start_box: [1, 2] }, style: "box" } },

@@ -3,7 +3,8 @@ steps.js, overlay.js, editor.js, keyboard.js, hints.js, autosave.js, alternative
 decisions, versions.js, review_logic.js, api.js, jobs.js, prescore.js, prescore_start.js, job_status.js, presence.js,
 csv.js, figures.js, values.js, the dashboards (quality.js: each annotator's quality), dom.js's element builders), and the
 modules that wire a page's elements and events (the review page's static/js/review/*.js, the workspace's stage,
-draft, editor, side panels, keys, alternatives and undo, the live socket and the quality dashboard as they start on a page: on a stand-in document,
+draft, editor, side panels, keys, alternatives and undo, the live socket, the quality and round dashboards, pre-scoring,
+the job pages, the pre-score start and the clusters' merge field as they start on a page: on a stand-in document,
 tests/js/stand_in_dom.mjs) under Node's own test runner, without a browser: tests/js/*.test.mjs, against
 the action table exactly as the server serves it and the server's own error answers, with each module's line
 coverage measured (node's own) and held to its floor (tests/js/coverage_floors.json). Node is Debian's ``nodejs``

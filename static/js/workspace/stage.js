@@ -207,6 +207,7 @@ export function createStage({ page, store, steps, editor, draft, drawAlternative
       pane.appendChild(caption);
       return pane;
     }
+    /** @type {HTMLDivElement & { redrawOverlay?: () => void }} */
     const frame = el("div", { class: "ws-frame" });
     frame.style.aspectRatio = `${shot.width} / ${shot.height}`;
     frame.style.setProperty("--shot-ratio", `${shot.width} / ${shot.height}`);  // fits it to the pane (workspace.css)
