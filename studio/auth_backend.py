@@ -1,5 +1,6 @@
 """The authentication backend (settings.AUTHENTICATION_BACKENDS): Django's ModelBackend, with the signed-in user's
-row read by a query compiled once (studio.db.OneRowRead) rather than a queryset built on every request. Passwords,
+row read by a query compiled once (studio.db.OneRowRead) rather than a queryset built on every request, their group
+names in the same row (``permissions.user_roles`` takes the request's roles from it). Passwords,
 permissions and the checks of ``django.contrib.auth.get_user`` (the session's password hash, an inactive user) are
 Django's own. A session signed in before names Django's ModelBackend; ``studio.sessions`` reads it as this one.
 With single sign-on's passwords off, a password signs in the break-glass admin only."""
@@ -12,17 +13,27 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import backends, get_user_model
 from django.contrib.auth.models import User
-from django.db.models import QuerySet
+from django.db import connections, router
+from django.db.models import QuerySet, TextField
+from django.db.models.expressions import RawSQL
 from django.http import HttpRequest
 
 from studio.db import OneRowRead
+from studio.permissions import GROUP_NAMES_READ, group_names_column
 
 PATH = "studio.auth_backend.ModelBackend"
 DJANGO_PATH = "django.contrib.auth.backends.ModelBackend"
 
 
 def _user_by_pk(slots: dict[str, Any]) -> QuerySet[User]:
-    return get_user_model()._default_manager.filter(pk=slots["pk"])[:1]
+    """The user's row with their group names (``permissions.user_roles`` reads them from it): one query, where
+    reading the roles apart was one more query, and one more transaction, on every request."""
+    model = get_user_model()
+    users = model._default_manager.filter(pk=slots["pk"])
+    column = group_names_column(model, connections[router.db_for_read(model)].vendor)
+    if column is not None:
+        users = users.annotate(**{GROUP_NAMES_READ: RawSQL(column, (), output_field=TextField())})
+    return users[:1]
 
 
 @functools.cache

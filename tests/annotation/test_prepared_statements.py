@@ -1,7 +1,7 @@
-"""On PostgreSQL the draft save's fixed-shape statements (the session, user and group reads, the locked read, the
-UPDATE, the audit INSERT: studio.db.statement_cursor) are prepared on their connection after ``prepare_threshold``
-runs there, are still seen by Django's query log, and keep working when the prepared statements are gone: a
-``DEALLOCATE ALL``, a rolled-back save, a schema change made from another connection, a backend PostgreSQL
+"""On PostgreSQL the draft save's fixed-shape statements (the session read, the user's with their groups, the locked
+read, the UPDATE, the audit INSERT: studio.db.statement_cursor) are prepared on their connection after
+``prepare_threshold`` runs there, are still seen by Django's query log, and keep working when the prepared statements
+are gone: a ``DEALLOCATE ALL``, a rolled-back save, a schema change made from another connection, a backend PostgreSQL
 terminated."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from tests.fixtures_annotation import make_traces
 SAVE_STATEMENTS = {
     "session": 'FROM "django_session" WHERE "django_session"."session_key" = $1',
     "user": 'FROM "auth_user" WHERE "auth_user"."id" = $1',
-    "groups": 'FROM "auth_group" g JOIN',
+    "groups": 'FROM "auth_group" g JOIN',  # in the user's read
     "locked read": "FOR UPDATE",
     "update": 'UPDATE "annotation_annotation" SET',
     "audit": 'INSERT INTO "annotation_auditevent"',
