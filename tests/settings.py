@@ -8,7 +8,7 @@ the production way still checks here. Only the tests name this module: pyproject
 processes the tests start (a Celery worker, uvicorn, runstudio, ``manage.py``) inherit ``DJANGO_SETTINGS_MODULE`` from
 the test process, so they check the hashes the test wrote. ``studio.settings`` itself never lists the fast hasher.
 
-On PostgreSQL the database backend is Django's with the flush between transactional tests made of ``DELETE``s
+On PostgreSQL the database backend is the studio's with the flush between transactional tests made of ``DELETE``s
 instead of one ``TRUNCATE`` (tests/postgresql/base.py: seconds a test on two cores).
 
 The static files' middleware is the production WhiteNoise with its scan of the finders made once per test process
@@ -26,7 +26,7 @@ PRODUCTION_PASSWORD_HASHERS = list(getattr(production_settings, "PASSWORD_HASHER
 FAST_TEST_PASSWORD_HASHER = "django.contrib.auth.hashers.MD5PasswordHasher"
 PASSWORD_HASHERS = [FAST_TEST_PASSWORD_HASHER, *PRODUCTION_PASSWORD_HASHERS]
 
-if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":  # noqa: F405
+if DATABASES["default"]["ENGINE"] == "studio.postgresql":  # noqa: F405
     DATABASES["default"]["ENGINE"] = "tests.postgresql"  # noqa: F405
 
 PRODUCTION_STATIC_MIDDLEWARE = "whitenoise.middleware.WhiteNoiseMiddleware"

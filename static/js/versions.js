@@ -122,7 +122,7 @@ export function mountVersions(root, hooks = {}) {
     const head = node("div", "versions-head");
     head.append(node("strong", "", row.title), node("span", "muted small versions-meta", row.meta));
     if (row.restorable) {
-      const button = /** @type {HTMLButtonElement} */ (node("button", "versions-restore small", "Restore"));
+      const button = /** @type {HTMLButtonElement} */ (node("button", "versions-restore small", gettext("Restore")));
       button.type = "button";
       button.title = interpolate(gettext("Write version %(number)s's answer back as a new version (nothing is lost: this one stays listed)"), { number: row.number });
       button.addEventListener("click", () => restore(row, button));

@@ -1,4 +1,4 @@
-"""Django's PostgreSQL backend with one change, for the test processes only (tests/settings.py): the flush that
+"""The studio's PostgreSQL backend (studio.postgresql) with one change, for the test processes only (tests/settings.py): the flush that
 empties the database after each transactional test (a live server's, a worker's, a browser's test) deletes the rows
 instead of truncating the tables.
 
@@ -7,14 +7,16 @@ two-core machine per flush, most of the integration tier's time. ``DELETE`` of t
 10–40 ms. The statements run in the flush's one transaction (``execute_sql_flush``), and Django declares PostgreSQL's
 foreign keys ``DEFERRABLE INITIALLY DEFERRED``, so the order of the tables does not matter: the keys are checked at
 the commit, when every table that refers to another is empty. The content types and permissions are kept (below). A flush that restarts the sequences (``reset_sequences=True``) keeps Django's
-``TRUNCATE … RESTART IDENTITY``. Everything else — queries, locks, the studio's own triggers — is PostgreSQL's and
-Django's, unchanged."""
+``TRUNCATE … RESTART IDENTITY``. Everything else — queries, locks, the pool and its check, the studio's own
+triggers — is the production backend's, unchanged."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.db.backends.postgresql import base, operations
+from django.db.backends.postgresql import operations
+
+from studio.postgresql import base
 
 # What the migrations and their post_migrate handlers made and no test changes: kept, so the post_migrate run that follows
 # every flush finds each content type and permission in place instead of inserting all of them again.
