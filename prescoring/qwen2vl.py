@@ -26,6 +26,7 @@ import hashlib
 import json
 import logging
 import os
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -33,7 +34,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from django.utils.translation import gettext
+
+def gettext(message: str) -> str:
+    """The words in the language of the request or job being served where the studio runs; as written where only
+    torch and transformers are (bench/prescore.py on a GPU machine loads this module without Django)."""
+    if "django" not in sys.modules:
+        return message
+    from django.utils.translation import gettext as translated
+
+    return translated(message)
+
 
 log = logging.getLogger(__name__)
 
