@@ -352,6 +352,9 @@ JOB_QUEUED_LOST_AFTER_S = env_int("STUDIO_JOB_QUEUED_LOST_AFTER_S", 120)
 JOB_DB_RETRIES = env_int("STUDIO_JOB_DB_RETRIES", 3)
 # Queueing a job tries the broker briefly, then the request answers 503 (the job is marked failed).
 JOB_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0.2, "interval_step": 0.5, "interval_max": 1}
+# A worker sending a job's shards rides out a broker blip of about 15 s (a Redis restart) before giving the shard to
+# the watchdog, which would send it only once the shard is stale (JOB_STALE_AFTER_S): no person waits on this send.
+JOB_SHARD_PUBLISH_RETRY_POLICY = {"max_retries": 10, "interval_start": 0.5, "interval_step": 0.5, "interval_max": 2}
 # Sharded jobs (studio/shards.py): a shard that raises is sent again until it was tried this many times.
 JOB_SHARD_MAX_ATTEMPTS = env_int("STUDIO_JOB_SHARD_MAX_ATTEMPTS", 3)
 # A job's last step after its shards (an export's bundle) is tried as many times, waiting this long before the

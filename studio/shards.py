@@ -84,7 +84,9 @@ def _send(job: JobBase, shard: JobShard) -> None:
     # The task object (not send_task by name): registered in any process (a watchdog's, a test's), and eager runs
     # stay eager.
     task, queue = job.shard_task(), job.shard_queue()  # type: ignore[attr-defined]  # every job model is a KindJob
-    task.apply_async(args=[job.pk, shard.index], queue=queue)
+    task.apply_async(
+        args=[job.pk, shard.index], queue=queue, retry=True, retry_policy=settings.JOB_SHARD_PUBLISH_RETRY_POLICY
+    )
 
 
 def shards_dispatch(job: JobBase) -> int:

@@ -199,7 +199,9 @@ def test_redis_killed_and_restarted_during_an_import(stack, imported):
     assert at_kill["status"] == "running", at_kill  # the worker was busy with it when Redis went
     time.sleep(2)
     stack.redis.start()
-    job = stack.wait_job(lead, f"/api/imports/{job['id']}/", timeout=120)
+    # Within 45 s: the shards a worker could not send while Redis was gone went out when it came back
+    # (JOB_SHARD_PUBLISH_RETRY_POLICY), not a minute later by the watchdog (JOB_STALE_AFTER_S).
+    job = stack.wait_job(lead, f"/api/imports/{job['id']}/", timeout=45)
     assert job["status"] == "succeeded", job
     assert stack.worker.alive(), stack.worker.log.read_text()[-3000:]
     traces = lead.get(f"/api/projects/{stack.project_id}/traces/?q=during-redis-").json()
