@@ -11,7 +11,7 @@ PORT ?= 8000
 HOST ?= 127.0.0.1
 DEMO_ENV := STUDIO_MODE=demo STUDIO_DEMO_PASSWORD=$${STUDIO_DEMO_PASSWORD:-demo-pass-1234} STUDIO_DATA_DIR=$(CURDIR)/var/demo
 
-.PHONY: demo install test test-integration test-release test-all lint typecheck typecheck-js migrations-check bench-import compose-check clean
+.PHONY: demo install test test-integration test-release test-integration-and-release test-all lint typecheck typecheck-js migrations-check bench-import compose-check clean
 
 $(STAMP):
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -46,7 +46,12 @@ test-integration: install
 test-release: install
 	$(PYTEST) --tier release $(PYTEST_ARGS)
 
-test-all: test test-integration test-release
+# The two later tiers in one run, as .ci/run takes them: the test processes, their browsers and live servers start
+# once, and the short files of both fill in while the long ones end (tests/schedule.py).
+test-integration-and-release: install
+	$(PYTEST) --tier integration --tier release $(PYTEST_ARGS)
+
+test-all: test test-integration-and-release
 
 # ruff (lint and format; the rules, the complexity ceiling and line length are in pyproject.toml), then TypeScript's
 # checker on the page's JavaScript (typecheck-js). `make typecheck` is mypy with django-stubs on every production

@@ -13,8 +13,11 @@
   and LLaMA-Factory's own preprocessing and training (``llamafactory``).
 
 A test with markers of two tiers runs in the later one. ``pytest --tier NAME`` keeps one tier's tests (the others are
-reported as deselected); without ``--tier`` every test runs, so ``pytest tests/<area>/test_x.py`` runs a whole file.
-Loaded with ``-p tests.tiers`` (pyproject's addopts); ``.ci/run`` runs the three tiers one after another."""
+reported as deselected), ``--tier`` given twice keeps both tiers'; without ``--tier`` every test runs, so
+``pytest tests/<area>/test_x.py`` runs a whole file. Loaded with ``-p tests.tiers`` (pyproject's addopts).
+``.ci/run`` runs ``make test``, then the integration and release tiers in one run
+(``make test-integration-and-release``): one start of the test processes and their browsers instead of two, and no
+process left idle at the end of the first while the other finishes its last long file."""
 
 from __future__ import annotations
 
@@ -43,14 +46,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--tier",
         choices=TIERS,
+        action="append",
         default=None,
-        help="run one tier of the suite (tests/tiers.py): test, integration or release; every test without it",
+        help="run one tier of the suite (tests/tiers.py): test, integration or release, given again for another; "
+        "every test without it",
     )
 
 
-def selected(tiers: dict[str, str], wanted: str | None) -> set[str]:
-    """The tests ``--tier wanted`` keeps of those collected (``tiers``: each test's id and its tier); all without it."""
-    return {test for test, tier in tiers.items() if wanted is None or tier == wanted}
+def selected(tiers: dict[str, str], wanted: Iterable[str] | None) -> set[str]:
+    """The tests ``--tier`` keeps of those collected (``tiers``: each test's id and its tier) for the tiers it named
+    (``wanted``); all without it."""
+    kept = None if wanted is None else set(wanted)
+    return {test for test, tier in tiers.items() if kept is None or tier in kept}
 
 
 @pytest.hookimpl(trylast=True)
