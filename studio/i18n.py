@@ -60,6 +60,12 @@ def socket_language(scope: dict[str, Any]) -> str:
         chosen = ""
     if language_supported(chosen):
         return chosen
+    return header_language(scope)
+
+
+def header_language(scope: dict[str, Any]) -> str:
+    """The language an ASGI request's Accept-Language asks for among the studio's, else the default: what answers
+    made before Django reads a session (studio.web_entry's refusals of a body) and a socket without a choice speak."""
     headers = dict(scope.get("headers") or [])
     for code, _quality in parse_accept_lang_header(headers.get(b"accept-language", b"").decode("latin-1")):
         if code == "*":

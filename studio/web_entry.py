@@ -175,18 +175,23 @@ class HttpEntry:
         if scope["type"] != "http":
             raise ValueError(f"HttpEntry serves http only, not {scope['type']}")
         loop = asyncio.get_running_loop()
+        from studio.i18n import header_language  # the accounts' models: loaded once the apps are
+
+        # Refusals made here come before Django reads the session: they speak the browser's Accept-Language.
+        language = header_language(scope)
         try:
             declared = _declared_length(scope)
         except ValueError:
-            return await _answer(send, 400, "The Content-Length header is not a number.")
+            with translation.override(language):
+                return await _answer(send, 400, gettext("The Content-Length header is not a number."))
         # Only a POST can be an upload or a password check; any other method has the one default body cap.
         match = _route(scope) if scope["method"] == "POST" else None
         route_name = match.url_name if match else None
         cap = body_cap(route_name, scope["method"])
         if declared is not None and declared > cap:
-            return await _answer(
-                send, 413, f"The request body is too large ({declared} bytes; the limit here is {cap} bytes)."
-            )
+            with translation.override(language):
+                words = gettext("The request body is too large (%(size)s bytes; the limit here is %(cap)s bytes).")
+            return await _answer(send, 413, words % {"size": declared, "cap": cap})
         # The body is read here, below; a2wsgi's environ gets a file in its place. A plain dict: the studio adds the
         # keys Django reads (wsgi.file_wrapper) that a2wsgi's type leaves out.
         environ: dict[str, Any] = dict(build_environ(scope, io.BytesIO()))  # type: ignore[arg-type]
@@ -197,7 +202,7 @@ class HttpEntry:
             refusal = await loop.run_in_executor(self.executor, contextvars.copy_context().run, check)
             if refusal:
                 return await _answer(send, *refusal)
-        body = await self._read_body(receive, send, declared, cap)
+        body = await self._read_body(receive, send, declared, cap, language)
         if body is None:
             return  # answered (408/413) or the client left
         size = body.seek(0, io.SEEK_END)
@@ -214,7 +219,7 @@ class HttpEntry:
             body.close()
 
     async def _read_body(
-        self, receive: Receive, send: Send, declared: int | None, cap: int
+        self, receive: Receive, send: Send, declared: int | None, cap: int, language: str
     ) -> tempfile.SpooledTemporaryFile[bytes] | None:
         loop = asyncio.get_running_loop()
         started = loop.time()
@@ -229,12 +234,11 @@ class HttpEntry:
                     async with asyncio.timeout(max(0.0, deadline - loop.time())):
                         message = await receive()
                 except TimeoutError:
-                    await _answer(
-                        send,
-                        408,
-                        f"The request body came too slowly: {received} bytes in "
-                        f"{loop.time() - started:.0f} s. Send it again.",
-                    )
+                    with translation.override(language):
+                        words = gettext(
+                            "The request body came too slowly: %(size)s bytes in %(seconds)s s. Send it again."
+                        )
+                    await _answer(send, 408, words % {"size": received, "seconds": f"{loop.time() - started:.0f}"})
                     body.close()
                     return None
                 if message["type"] == "http.disconnect":
@@ -243,9 +247,11 @@ class HttpEntry:
                 chunk = message.get("body", b"")
                 received += len(chunk)
                 if received > cap:
-                    await _answer(
-                        send, 413, f"The request body is too large (more than {cap} bytes here); reading stopped."
-                    )
+                    with translation.override(language):
+                        words = gettext(
+                            "The request body is too large (more than %(cap)s bytes here); reading stopped."
+                        )
+                    await _answer(send, 413, words % {"cap": cap})
                     body.close()
                     return None
                 if chunk:

@@ -159,3 +159,25 @@ def test_cache_objects_of_a_process_share_one_redis_pool():
         pytest.skip(f"no Redis at {url}: {exc}")
     assert second.get("shared-pool-probe") == "1"
     first.delete("shared-pool-probe")
+
+
+def test_a_body_refused_before_django_speaks_the_browsers_language():
+    """The entry point refuses a body before Django reads a session: a Content-Length that is no number, or one over
+    the route's cap, is answered in the language the Accept-Language header asks for, English without one."""
+    import json
+
+    from studio.asgi import application
+
+    def refusal(headers: list[tuple[bytes, bytes]]) -> tuple[int, str]:
+        scope = {**http_scope("/login/", headers), "method": "POST"}
+        body = bytearray()
+        start = call(application, scope, lambda m: body.extend(m.get("body", b"")))
+        return start["status"], json.loads(bytes(body))["detail"]
+
+    chinese = [(b"accept-language", b"zh-CN,zh;q=0.9")]
+    assert refusal([(b"content-length", b"many")]) == (400, "The Content-Length header is not a number.")
+    assert refusal([(b"content-length", b"many"), *chinese]) == (400, "Content-Length 请求头不是数字。")
+    status, words = refusal([(b"content-length", b"3000000000"), *chinese])
+    assert status == 413 and words.startswith("请求体过大（3000000000 字节；此处上限为 "), words
+    status, words = refusal([(b"content-length", b"3000000000")])
+    assert status == 413 and words.startswith("The request body is too large (3000000000 bytes;"), words
