@@ -7,7 +7,7 @@ import functools
 import random
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from django.db import OperationalError, connection, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
@@ -23,7 +23,11 @@ def _is_lock_error(exc: OperationalError) -> bool:
     return "database is locked" in text or "database table is locked" in text
 
 
-def atomic_with_retry(fn: Callable[..., Any]) -> Callable[..., Any]:
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def atomic_with_retry(fn: Callable[P, R]) -> Callable[P, R]:
     """Run ``fn`` in one transaction; on SQLite's lock error roll back, wait and run it again.
 
     The busy timeout already waits for the lock; this is the last line so that `database is
@@ -31,7 +35,7 @@ def atomic_with_retry(fn: Callable[..., Any]) -> Callable[..., Any]:
     """
 
     @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         if connection.in_atomic_block:
             return fn(*args, **kwargs)  # the outer transaction owns the retry
         for attempt in range(LOCK_RETRIES):

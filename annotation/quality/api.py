@@ -19,6 +19,7 @@ qualification and a scored answer's feedback. Thin over ``quality.services`` / `
 
 from __future__ import annotations
 
+from django.contrib.auth.models import User
 from django.utils.translation import gettext
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
@@ -33,7 +34,7 @@ from studio.errors import Conflict, Invalid
 from traces.access import access_project
 
 
-def _member(project, name) -> object:
+def _member(project, name) -> User:
     """A member of ``project`` by user name; an Invalid naming it otherwise."""
     from traces.models import Membership
 

@@ -132,7 +132,9 @@ class DecisionSerializer(serializers.Serializer):
 
 
 class _Decision(LeadView):
-    def decide(self, annotation, data):
+    def decide(self, annotation, data, actor):
+        """The decision on ``annotation`` by ``actor``, the lead the request signed in (``LeadView`` let no one else
+        this far)."""
         raise NotImplementedError
 
     @extend_schema(request=DecisionSerializer, responses={200: dict, 400: dict, 409: dict})
@@ -140,35 +142,35 @@ class _Decision(LeadView):
         annotation = self.annotation(pk)
         body = DecisionSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        decided = self.decide(annotation, body.validated_data)
+        decided = self.decide(annotation, body.validated_data, request.user)
         return Response(annotation_summary(self.annotation(decided.pk)))
 
 
 class ReviewAccept(_Decision):
-    def decide(self, annotation, data):
+    def decide(self, annotation, data, actor):
         return review.review_accept(
             annotation_id=annotation.pk,
-            actor=self.request.user,
+            actor=actor,
             comment=data["comment"],
             expected_version=data["version"],
         )
 
 
 class ReviewReject(_Decision):
-    def decide(self, annotation, data):
+    def decide(self, annotation, data, actor):
         return review.review_reject(
             annotation_id=annotation.pk,
-            actor=self.request.user,
+            actor=actor,
             comment=data["comment"],
             expected_version=data["version"],
         )
 
 
 class ReviewEditAccept(_Decision):
-    def decide(self, annotation, data):
+    def decide(self, annotation, data, actor):
         return review.review_edit_and_accept(
             annotation_id=annotation.pk,
-            actor=self.request.user,
+            actor=actor,
             edits=data["edits"],
             comment=data["comment"],
             expected_version=data["version"],
@@ -176,9 +178,9 @@ class ReviewEditAccept(_Decision):
 
 
 class ReviewAdjudicate(_Decision):
-    def decide(self, annotation, data):
+    def decide(self, annotation, data, actor):
         return review.review_adjudicate(
-            annotation_id=annotation.pk, actor=self.request.user, edits=data["edits"], comment=data["comment"]
+            annotation_id=annotation.pk, actor=actor, edits=data["edits"], comment=data["comment"]
         )
 
 

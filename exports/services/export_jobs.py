@@ -57,7 +57,7 @@ def export_plan(annotation_ids: list[int]) -> list[tuple[list[int], int]]:
 
 @atomic_with_retry
 def export_job_create(
-    *, project: Project, user: User, fmt: str, options: dict | None = None, enqueue: bool = True
+    *, project: Project, user: User | None, fmt: str, options: dict | None = None, enqueue: bool = True
 ) -> ExportJob:
     """Validate and queue an export; raises ExportError / OptionsError naming a bad field."""
     export_format(fmt)  # refuses a format that is not declared (exports.formats)

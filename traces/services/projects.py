@@ -59,7 +59,7 @@ PROJECT_SETTINGS = (
 
 @atomic_with_retry
 def project_save(
-    *, actor: User, fields: dict, members: Iterable[User] | None = None, project: Project | None = None
+    *, actor: User | None, fields: dict, members: Iterable[User] | None = None, project: Project | None = None
 ) -> Project:
     """Create a project (``project`` None) or change its settings, and set its members when ``members`` is given.
 
