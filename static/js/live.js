@@ -80,7 +80,7 @@ function start() {
       if (!items.length) {
         const li = document.createElement("li");
         li.className = "muted";
-        li.textContent = "nobody";
+        li.textContent = gettext("nobody");
         items.push(li);
       }
       el.replaceChildren(...items);

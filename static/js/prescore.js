@@ -152,7 +152,7 @@ function start() {
     const [x, y] = points[0];
     make("circle", { cx: x, cy: y, r: 16 * scale, "stroke-width": 3 * scale });
     if (points[1]) make("line", { x1: x, y1: y, x2: points[1][0], y2: points[1][1], "stroke-width": 3 * scale });
-    make("text", { x: x + 20 * scale, y: y + 6 * scale, "font-size": 16 * scale }).textContent = "model";
+    make("text", { x: x + 20 * scale, y: y + 6 * scale, "font-size": 16 * scale }).textContent = gettext("model");
     svg.appendChild(g);
   }
 

@@ -3,6 +3,7 @@
 // An ES module: the page's wiring at the end, what it says as pure functions above it (tests/js/prescore_start.test.mjs).
 import { api, describeErrors } from "./api.js";
 import { isFinished } from "./jobs.js";
+import { gettext } from "./i18n.js";
 
 /* The status line of a job (the API's prescore job): a running job shows its progress; an ended one what it found
    (its message), not the counter it ended on. */
@@ -36,7 +37,7 @@ function wire(box) {
   if (box.dataset.lastJob) follow(box.dataset.lastJob);
   box.querySelectorAll("button[data-scorer]").forEach((button) => {
     button.addEventListener("click", async () => {
-      status.textContent = "Starting…";
+      status.textContent = gettext("Starting…");
       const { job, line } = startAnswer(await api("POST", box.dataset.url, { scorer: button.dataset.scorer }));
       status.textContent = line;
       if (job) follow(job.id);
