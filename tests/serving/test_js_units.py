@@ -4,7 +4,8 @@ decisions, versions.js, review_logic.js, api.js, jobs.js, prescore.js, prescore_
 csv.js, figures.js, values.js, the dashboards (quality.js: each annotator's quality), dom.js's element builders), and the
 modules that wire a page's elements and events (the review page's static/js/review/*.js, the workspace's stage,
 draft, editor, side panels, keys, alternatives and undo, the live socket, the quality and round dashboards, pre-scoring,
-the job pages, the pre-score start and the clusters' merge field as they start on a page: on a stand-in document,
+the job pages, the pre-score start, the clusters' merge field and the review page's and the workspace's entry modules
+(review.js, workspace.js) as they start on a page: on a stand-in document,
 tests/js/stand_in_dom.mjs) under Node's own test runner, without a browser: tests/js/*.test.mjs, against
 the action table exactly as the server serves it and the server's own error answers, with each module's line
 coverage measured (node's own) and held to its floor (tests/js/coverage_floors.json). Node is Debian's ``nodejs``
@@ -29,10 +30,9 @@ from traces import grammar
 NODE = shutil.which("node")
 TESTS = sorted((REPO / "tests" / "js").glob("*.test.mjs"))
 JS = REPO / "static" / "js"
-# The pages' entry modules: they read the page's data blocks and wire the other modules' factories to its elements,
-# holding no logic a test could run without a browser; the browser tests of their pages drive them
-# (tests/review/test_browser_review*.py for the review page's). A new module is not one of them until it is written so.
-DOM_WIRING = {"review.js", "workspace.js"}
+# How a node test names the module it loads: imported (``from "../../static/js/x.js"``, ``import "…"``), or loaded
+# once its page is laid out (``await import("../../static/js/x.js")``: a module that starts on its page as it loads).
+IMPORTED = re.compile(r'(?:\bfrom |\bimport |\bimport\()"\.\./\.\./static/js/([^"]+)"')
 # Each module's floor of line coverage under the node tests, in percent: a module measured below its floor fails, and
 # so does a module without one. Floors only rise (a commit that lowers one fails); the pure modules (the file's
 # "pure": decisions without a page) stay at 100. STUDIO_RAISE_JS_FLOORS=1 writes the floors measured where they are
@@ -189,11 +189,27 @@ def test_control_a_lowered_floor_is_found():
     ]
 
 
-def test_every_page_module_has_node_tests_but_the_dom_wiring():
+def imported_modules(text: str) -> set[str]:
+    """The static/js modules a node test's ``text`` imports or loads (relative to static/js)."""
+    return set(IMPORTED.findall(text))
+
+
+def test_every_page_module_has_node_tests():
     modules = {path.relative_to(JS).as_posix() for path in JS.rglob("*.js")}
-    imported = {name for test in TESTS for name in re.findall(r'from "\.\./\.\./static/js/([^"]+)"', test.read_text())}
-    assert {"prescore_start.js", "job_status.js", "jobs.js", "dashboard.js", "round_dashboard.js"} <= imported
-    assert modules - imported == DOM_WIRING
+    imported = {name for test in TESTS for name in imported_modules(test.read_text())}
+    # Some modules only a test that lays out their page loads: the pages' entry modules among them.
+    assert {"prescore_start.js", "job_status.js", "jobs.js", "review.js", "workspace.js"} <= imported
+    assert modules - imported == set()
+
+
+def test_control_a_module_neither_imported_nor_loaded_is_not_counted():
+    text = """import { a } from "../../static/js/a.js";
+import "../../static/js/side_effect.js";
+await import("../../static/js/w/entry.js");
+// static/js/mentioned.js, and reimport("../../static/js/b.js") or from("../../static/js/c.js")
+const { x } = await import("./served.mjs");
+"""
+    assert imported_modules(text) == {"a.js", "side_effect.js", "w/entry.js"}
 
 
 def _error_answers() -> dict:
