@@ -110,7 +110,9 @@ class ProjectSearch(APIView):
             return search_csv_response(request.user, project, query)
         page = page_number(request.query_params.get("page"), page_size=PAGE_SIZE)
         entries = selectors.search(selectors.entries_for(request.user, project), query)
-        counts = selectors.search_counts(entries, project)
+        offset = (page - 1) * PAGE_SIZE
+        # A text search's count reads every match: past 10,000 of them that read gives the page too.
+        counts = selectors.search_counts(entries, project, page=(offset, PAGE_SIZE) if query.q else None)
         return Response(
             {
                 "count": counts.count,
@@ -119,8 +121,9 @@ class ProjectSearch(APIView):
                 "results": selectors.step_cards(
                     selectors.in_page_order(entries, matches=counts.count),
                     limit=PAGE_SIZE,
-                    offset=(page - 1) * PAGE_SIZE,
+                    offset=offset,
                     matches=counts.count,
+                    ids=counts.page_ids,
                 ),
             }
         )

@@ -18,6 +18,7 @@ from django.db.models import (
     QuerySet,
     Value,
     When,
+    Window,
 )
 from django.db.models.expressions import RawSQL
 from django.utils.translation import gettext
@@ -299,16 +300,38 @@ class SearchCounts:
     count: int  # every match
     facets: dict[str, list[dict]]
     facets_of: int  # how many of the matches the facet counts count: all of them, or the newest FACETS_COUNTED_MAX
+    page_ids: list[int] | None = None  # the page asked for, where the count's read gave it (newest first)
 
 
-def search_counts(entries: QuerySet[SearchEntry], project: Project, *, most: int | None = None) -> SearchCounts:
+def search_counts(
+    entries: QuerySet[SearchEntry],
+    project: Project,
+    *,
+    most: int | None = None,
+    page: tuple[int, int] | None = None,
+) -> SearchCounts:
     """How many entries match, and the facet counts (``facet_counts``) among every match, or past ``most`` matches
-    (``FACETS_COUNTED_MAX``) among the newest ``most``: the count alone needs no facet column of the rows past them."""
+    (``FACETS_COUNTED_MAX``) among the newest ``most``: the count alone needs no facet column of the rows past them.
+    ``page`` (offset, limit) of a search whose count reads every match (a text search): past ``most`` matches
+    (newest first, past ``RANKED_MATCHES_MAX``) that read gives the ids of a page past the newest ``most`` too."""
     most = FACETS_COUNTED_MAX if most is None else most
     of, facets = facet_counts(entries.order_by("-annotation_id")[:most], project)
-    # Fewer than ``most`` counted: they are every match. Else one more read counts them all.
-    count = of if of < most else entries.order_by().count()
-    return SearchCounts(count=count, facets=facets, facets_of=of)
+    if of < most:  # fewer than ``most`` counted: they are every match
+        return SearchCounts(count=of, facets=facets, facets_of=of)
+    # A page among the newest ``most`` is found by reading no more than them; one further in by reading every row
+    # before it (or after it: ``page_ids``), a second read of up to half the matches beside the count's. The page's
+    # order is newest first only past RANKED_MATCHES_MAX.
+    if page is None or page[0] < most or most <= RANKED_MATCHES_MAX:
+        return SearchCounts(count=entries.order_by().count(), facets=facets, facets_of=of)
+    offset, limit = page
+    # The count beside each row of the page (a window over every match): one read of the matches.
+    rows = list(
+        entries.order_by("-annotation_id")
+        .annotate(matches=Window(Count("pk")))
+        .values_list("pk", "matches")[offset : offset + limit]
+    )
+    count = rows[0][1] if rows else entries.order_by().count()  # past the last match: no row says the count
+    return SearchCounts(count=count, facets=facets, facets_of=of, page_ids=[pk for pk, _ in rows])
 
 
 def _facet_counts_grouping_sets(entries: QuerySet[SearchEntry]) -> tuple[int, dict[str, Counter]]:
@@ -396,15 +419,22 @@ def page_ids(entries: QuerySet[SearchEntry], *, limit: int, offset: int, matches
 
 
 def step_cards(
-    entries: QuerySet[SearchEntry], *, limit: int = 50, offset: int = 0, matches: int | None = None
+    entries: QuerySet[SearchEntry],
+    *,
+    limit: int = 50,
+    offset: int = 0,
+    matches: int | None = None,
+    ids: list[int] | None = None,
 ) -> list[dict]:
     """Step cards: the screenshot at τ with the recorded and corrected points, the two actions side by side;
-    ``matches``: how many ``entries`` holds, where it is known (``page_ids``)."""
+    ``matches``: how many ``entries`` holds, where it is known (``page_ids``); ``ids``: the page's, where they are
+    known (``search_counts``)."""
     from insights import signature
 
     # The page's ids first, from the entries alone, then their cards: the joins for a page's rows only, not for
     # every row a deep page skips.
-    ids = page_ids(entries, limit=limit, offset=offset, matches=matches)
+    if ids is None:
+        ids = page_ids(entries, limit=limit, offset=offset, matches=matches)
     place = {pk: i for i, pk in enumerate(ids)}
     joined = SearchEntry.objects.using(entries.db).select_related(
         "annotation", "trace", "trace__project", "step", "step__screenshot", "round", "annotator"

@@ -152,3 +152,27 @@ def test_the_api_and_the_page_say_what_the_facet_counts_count(corrections, proje
     assert len(body["results"]) == 6  # every match is still found
     shown = page.get(f"/projects/{project.pk}/search/").content.decode()
     assert '<span id="search-facets-of">(the counts beside the filters are of the newest 4)</span>' in shown
+
+
+def test_past_the_most_a_text_search_reads_its_count_and_page_at_once(corrections, project, lead, monkeypatch):
+    entries = selectors.search(selectors.entries_for(lead, project), selectors.SearchQuery(q="the"))
+    newest = list(entries.order_by("-annotation_id").values_list("pk", flat=True))
+    ranked = list(entries.values_list("pk", flat=True))
+    assert ranked != newest  # the ranked order is another: a page of it is never the newest-first one
+    # Past RANKED_MATCHES_MAX the page is newest first: the count's read gives it.
+    monkeypatch.setattr(selectors, "RANKED_MATCHES_MAX", 1)
+    for offset, limit in ((2, 2), (3, 2), (5, 4), (6, 2), (9, 2)):
+        counts = selectors.search_counts(entries, project, most=2, page=(offset, limit))
+        assert counts.count == 6 and counts.facets_of == 2, (offset, limit)
+        assert counts.page_ids == newest[offset : offset + limit], (offset, limit)
+    # A page among the newest ``most``: step_cards reads it from the newest end.
+    assert selectors.search_counts(entries, project, most=2, page=(1, 2)).page_ids is None
+    shown = selectors.step_cards(entries, limit=2, offset=0, ids=newest[2:4])
+    assert [card["annotation_id"] for card in shown] == [
+        SearchEntry.objects.get(pk=pk).annotation_id for pk in newest[2:4]
+    ]
+    # Every match counted (no more than ``most``), or a page that may be ranked: step_cards reads the page.
+    assert selectors.search_counts(entries, project, most=7, page=(0, 2)).page_ids is None
+    monkeypatch.setattr(selectors, "RANKED_MATCHES_MAX", 2)
+    counts = selectors.search_counts(entries, project, most=2, page=(0, 2))
+    assert counts.count == 6 and counts.page_ids is None
