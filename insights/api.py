@@ -68,7 +68,11 @@ class StepCardSerializer(serializers.Serializer):
 
 class SearchResultSerializer(serializers.Serializer):
     count = serializers.IntegerField()
-    facets = serializers.DictField(help_text="facet -> [{value, label, count}] among the results.")
+    facets = serializers.DictField(help_text="facet -> [{value, label, count}] among the results (facets_of of them).")
+    facets_of = serializers.IntegerField(
+        help_text="How many of the results the facet counts count: all of them (count), or past 10,000 results the "
+        "newest 10,000."
+    )
     results = StepCardSerializer(many=True)
 
 
@@ -89,8 +93,9 @@ class SearchCSVRenderer(BaseRenderer):
 
 class ProjectSearch(APIView):
     """Search the project's corrections (the step at each annotation's first error): text and facet filters;
-    facet counts among the results; step cards, 50 a page, the corrections that hold the words first, then best
-    match first when q is given, else (and past 5,000 matches) newest first. ``?format=csv``: every match as the search page's CSV.
+    facet counts among the results (past 10,000 results, among the newest 10,000: ``facets_of`` says how many);
+    step cards, 50 a page, the corrections that hold the words first, then best match first when q is given, else
+    (and past 5,000 matches) newest first. ``?format=csv``: every match as the search page's CSV.
     Annotators find their own corrections only."""
 
     permission_classes = [ActionPermission]
@@ -105,13 +110,20 @@ class ProjectSearch(APIView):
             return search_csv_response(request.user, project, query)
         page = page_number(request.query_params.get("page"), page_size=PAGE_SIZE)
         entries = selectors.search(selectors.entries_for(request.user, project), query)
-        count, facets = selectors.facet_counts(entries, project)
+        offset = (page - 1) * PAGE_SIZE
+        # A text search's count reads every match: past 10,000 of them that read gives the page too.
+        counts = selectors.search_counts(entries, project, page=(offset, PAGE_SIZE) if query.q else None)
         return Response(
             {
-                "count": count,
-                "facets": facets,
+                "count": counts.count,
+                "facets": counts.facets,
+                "facets_of": counts.facets_of,
                 "results": selectors.step_cards(
-                    selectors.in_page_order(entries, matches=count), limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE
+                    selectors.in_page_order(entries, matches=counts.count),
+                    limit=PAGE_SIZE,
+                    offset=offset,
+                    matches=counts.count,
+                    ids=counts.page_ids,
                 ),
             }
         )

@@ -18,6 +18,7 @@ from django.db.models import (
     QuerySet,
     Value,
     When,
+    Window,
 )
 from django.db.models.expressions import RawSQL
 from django.utils.translation import gettext
@@ -289,10 +290,56 @@ def facet_counts(entries: QuerySet[SearchEntry], project: Project) -> tuple[int,
     return total, _facet_values(counted, project)
 
 
+# Past this many matches the facets are counted among the newest this many (the count stays exact): counting them
+# reads every match's row, most of a search's time when a word is in nearly every entry.
+FACETS_COUNTED_MAX = 10_000
+
+
+@dataclass(frozen=True)
+class SearchCounts:
+    count: int  # every match
+    facets: dict[str, list[dict]]
+    facets_of: int  # how many of the matches the facet counts count: all of them, or the newest FACETS_COUNTED_MAX
+    page_ids: list[int] | None = None  # the page asked for, where the count's read gave it (newest first)
+
+
+def search_counts(
+    entries: QuerySet[SearchEntry],
+    project: Project,
+    *,
+    most: int | None = None,
+    page: tuple[int, int] | None = None,
+) -> SearchCounts:
+    """How many entries match, and the facet counts (``facet_counts``) among every match, or past ``most`` matches
+    (``FACETS_COUNTED_MAX``) among the newest ``most``: the count alone needs no facet column of the rows past them.
+    ``page`` (offset, limit) of a search whose count reads every match (a text search): past ``most`` matches
+    (newest first, past ``RANKED_MATCHES_MAX``) that read gives the ids of a page past the newest ``most`` too."""
+    most = FACETS_COUNTED_MAX if most is None else most
+    of, facets = facet_counts(entries.order_by("-annotation_id")[:most], project)
+    if of < most:  # fewer than ``most`` counted: they are every match
+        return SearchCounts(count=of, facets=facets, facets_of=of)
+    # A page among the newest ``most`` is found by reading no more than them; one further in by reading every row
+    # before it (or after it: ``page_ids``), a second read of up to half the matches beside the count's. The page's
+    # order is newest first only past RANKED_MATCHES_MAX.
+    if page is None or page[0] < most or most <= RANKED_MATCHES_MAX:
+        return SearchCounts(count=entries.order_by().count(), facets=facets, facets_of=of)
+    offset, limit = page
+    # The count beside each row of the page (a window over every match): one read of the matches.
+    rows = list(
+        entries.order_by("-annotation_id")
+        .annotate(matches=Window(Count("pk")))
+        .values_list("pk", "matches")[offset : offset + limit]
+    )
+    count = rows[0][1] if rows else entries.order_by().count()  # past the last match: no row says the count
+    return SearchCounts(count=count, facets=facets, facets_of=of, page_ids=[pk for pk, _ in rows])
+
+
 def _facet_counts_grouping_sets(entries: QuerySet[SearchEntry]) -> tuple[int, dict[str, Counter]]:
     """PostgreSQL: every facet counted in one pass over the matches (``GROUPING SETS``, one hash table a facet): a
     row a facet value comes back, not a row for every combination of the fifteen (nearly one a match)."""
-    sql, params = entries.order_by().values_list(*FACETS.values()).query.sql_with_params()
+    # A slice (the newest so many) keeps its order: the LIMIT chooses the rows.
+    ordered = entries if entries.query.is_sliced else entries.order_by()
+    sql, params = ordered.values_list(*FACETS.values()).query.sql_with_params()
     names = [f"f{i}" for i in range(len(FACETS))]
     columns = ", ".join(names)
     sets = ", ".join(f"({n})" for n in names)
@@ -313,6 +360,9 @@ def _facet_counts_grouping_sets(entries: QuerySet[SearchEntry]) -> tuple[int, di
 
 def _facet_counts_read(entries: QuerySet[SearchEntry]) -> tuple[int, dict[str, Counter]]:
     columns = list(FACETS.values())
+    if entries.query.is_sliced:  # the newest so many (``search_counts``): fewer than FACETS_IN_ONE_READ
+        rows = list(entries.values_list(*columns))
+        return len(rows), {name: Counter(row[i] for row in rows) for i, name in enumerate(FACETS)}
     rows = list(entries.order_by().values_list(*columns)[: FACETS_IN_ONE_READ + 1])
     if len(rows) <= FACETS_IN_ONE_READ:
         return len(rows), {name: Counter(row[i] for row in rows) for i, name in enumerate(FACETS)}
@@ -348,15 +398,43 @@ def _facet_values(counted: dict[str, Counter], project: Project) -> dict[str, li
 CARD_CHUNK = 2000
 
 
-def step_cards(entries: QuerySet[SearchEntry], *, limit: int = 50, offset: int = 0) -> list[dict]:
-    """Step cards: the screenshot at τ with the recorded and corrected points, the two actions side by side."""
-    from insights import signature
-
+def page_ids(entries: QuerySet[SearchEntry], *, limit: int, offset: int, matches: int | None = None) -> list[int]:
+    """The ids of the page of ``entries`` (in their order) that begins at ``offset``. A database finds a page by
+    reading every row before it, so newest first with ``matches`` (how many ``entries`` holds) known, a page in the
+    older half is read from the oldest end, oldest first, and turned round: at most half the matches are skipped.
+    A page past the last match is empty without a read."""
     if not entries.query.order_by:
         entries = entries.order_by("-annotation_id")
+    newest_first = tuple(entries.query.order_by) == ("-annotation_id",)
+    if matches is None or not newest_first:
+        return list(entries.values_list("pk", flat=True)[offset : offset + limit])
+    if offset >= matches:
+        return []
+    end = min(matches, offset + limit)
+    if offset <= matches - end:
+        return list(entries.values_list("pk", flat=True)[offset:end])
+    # annotation_id is unique (one entry an annotation): oldest first is exactly newest first turned round.
+    from_oldest = entries.order_by("annotation_id").values_list("pk", flat=True)
+    return list(from_oldest[matches - end : matches - offset])[::-1]
+
+
+def step_cards(
+    entries: QuerySet[SearchEntry],
+    *,
+    limit: int = 50,
+    offset: int = 0,
+    matches: int | None = None,
+    ids: list[int] | None = None,
+) -> list[dict]:
+    """Step cards: the screenshot at τ with the recorded and corrected points, the two actions side by side;
+    ``matches``: how many ``entries`` holds, where it is known (``page_ids``); ``ids``: the page's, where they are
+    known (``search_counts``)."""
+    from insights import signature
+
     # The page's ids first, from the entries alone, then their cards: the joins for a page's rows only, not for
     # every row a deep page skips.
-    ids = list(entries.values_list("pk", flat=True)[offset : offset + limit])
+    if ids is None:
+        ids = page_ids(entries, limit=limit, offset=offset, matches=matches)
     place = {pk: i for i, pk in enumerate(ids)}
     joined = SearchEntry.objects.using(entries.db).select_related(
         "annotation", "trace", "trace__project", "step", "step__screenshot", "round", "annotator"

@@ -76,15 +76,21 @@ def project_search(request, project_id: int):
     except Invalid as exc:
         error, status = exc.detail, exc.status
     entries = selectors.search(selectors.entries_for(request.user, project), query)
-    count, facets = selectors.facet_counts(entries, project)
+    counts = selectors.search_counts(entries, project)
     context = {
         "project": project,
         "query": query,
         "query_string": _query_string(query),
-        "count": count,
-        "cards": selectors.step_cards(selectors.in_page_order(entries, matches=count), limit=PAGE_SIZE),
+        "count": counts.count,
+        "facets_of": counts.facets_of,
+        "cards": selectors.step_cards(selectors.in_page_order(entries, matches=counts.count), limit=PAGE_SIZE),
         "facets": [
-            {"name": name, "label": FACET_LABELS[name], "values": facets[name], "chosen": query.filters.get(name, "")}
+            {
+                "name": name,
+                "label": FACET_LABELS[name],
+                "values": counts.facets[name],
+                "chosen": query.filters.get(name, ""),
+            }
             for name in selectors.FACETS
         ],
         "error": error,

@@ -91,3 +91,88 @@ def test_a_page_of_cards_is_the_same_page_of_the_search_order(corrections, proje
     pages = [selectors.step_cards(entries, limit=4, offset=offset) for offset in (0, 4)]
     assert [card["annotation_id"] for page in pages for card in page] == order
     assert pages[1][0]["instruction"] is not None and pages[1][0]["corrected_action"]
+
+
+def test_a_page_in_the_older_half_is_read_from_the_oldest_end(corrections, project, lead):
+    entries = selectors.search(selectors.entries_for(lead, project), selectors.SearchQuery())
+    order = list(entries.values_list("pk", flat=True))
+    matches = len(order)
+    assert matches == 6
+    for offset in range(matches + 2):
+        for limit in (1, 2, 4, 50):
+            page = selectors.page_ids(entries, limit=limit, offset=offset, matches=matches)
+            assert page == order[offset : offset + limit], (offset, limit)
+    # From the oldest end indeed: told one match fewer than there are, the older half's pages shift by one.
+    assert selectors.page_ids(entries, limit=2, offset=3, matches=matches - 1) == order[4:6]
+    assert selectors.page_ids(entries, limit=2, offset=0, matches=matches - 1) == order[0:2]
+    # Past the last match: empty, without a read.
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as read:
+        assert selectors.page_ids(entries, limit=50, offset=matches, matches=matches) == []
+    assert len(read.captured_queries) == 0
+
+
+def test_a_ranked_page_is_never_turned_round(corrections, project, lead):
+    entries = selectors.search(selectors.entries_for(lead, project), selectors.SearchQuery(q="the"))
+    order = list(entries.values_list("pk", flat=True))
+    # Ranked, the order is not newest first: told a wrong number of matches, a page is still its place in the order.
+    assert selectors.page_ids(entries, limit=2, offset=4, matches=len(order) - 1) == order[4:6]
+
+
+def test_past_the_most_the_facets_count_the_newest_matches_and_the_count_stays_exact(corrections, project, lead):
+    from collections import Counter
+
+    entries = selectors.search(selectors.entries_for(lead, project), selectors.SearchQuery(q="the"))
+    newest = list(entries.order_by("-annotation_id").values("category", "status"))
+    every = selectors.search_counts(entries, project, most=len(newest))
+    assert every.count == every.facets_of == len(newest) == 6
+    assert {v["value"]: v["count"] for v in every.facets["status"]} == dict(Counter(r["status"] for r in newest))
+    counts = selectors.search_counts(entries, project, most=2)
+    assert counts.count == 6 and counts.facets_of == 2
+    for facet in ("category", "status"):
+        assert {v["value"]: v["count"] for v in counts.facets[facet]} == dict(Counter(r[facet] for r in newest[:2]))
+
+
+def test_the_api_and_the_page_say_what_the_facet_counts_count(corrections, project, lead, api_client, monkeypatch):
+    from django.test import Client
+
+    from tests.conftest import TEST_PASSWORD
+
+    body = api_client(lead).get(f"/api/projects/{project.pk}/search/").json()
+    assert body["count"] == body["facets_of"] == 6
+    page = Client()
+    assert page.login(username=lead.username, password=TEST_PASSWORD)
+    assert b'id="search-facets-of"' not in page.get(f"/projects/{project.pk}/search/").content
+    monkeypatch.setattr(selectors, "FACETS_COUNTED_MAX", 4)
+    body = api_client(lead).get(f"/api/projects/{project.pk}/search/").json()
+    assert body["count"] == 6 and body["facets_of"] == 4
+    assert sum(v["count"] for v in body["facets"]["status"]) == 4
+    assert len(body["results"]) == 6  # every match is still found
+    shown = page.get(f"/projects/{project.pk}/search/").content.decode()
+    assert '<span id="search-facets-of">(the counts beside the filters are of the newest 4)</span>' in shown
+
+
+def test_past_the_most_a_text_search_reads_its_count_and_page_at_once(corrections, project, lead, monkeypatch):
+    entries = selectors.search(selectors.entries_for(lead, project), selectors.SearchQuery(q="the"))
+    newest = list(entries.order_by("-annotation_id").values_list("pk", flat=True))
+    ranked = list(entries.values_list("pk", flat=True))
+    assert ranked != newest  # the ranked order is another: a page of it is never the newest-first one
+    # Past RANKED_MATCHES_MAX the page is newest first: the count's read gives it.
+    monkeypatch.setattr(selectors, "RANKED_MATCHES_MAX", 1)
+    for offset, limit in ((2, 2), (3, 2), (5, 4), (6, 2), (9, 2)):
+        counts = selectors.search_counts(entries, project, most=2, page=(offset, limit))
+        assert counts.count == 6 and counts.facets_of == 2, (offset, limit)
+        assert counts.page_ids == newest[offset : offset + limit], (offset, limit)
+    # A page among the newest ``most``: step_cards reads it from the newest end.
+    assert selectors.search_counts(entries, project, most=2, page=(1, 2)).page_ids is None
+    shown = selectors.step_cards(entries, limit=2, offset=0, ids=newest[2:4])
+    assert [card["annotation_id"] for card in shown] == [
+        SearchEntry.objects.get(pk=pk).annotation_id for pk in newest[2:4]
+    ]
+    # Every match counted (no more than ``most``), or a page that may be ranked: step_cards reads the page.
+    assert selectors.search_counts(entries, project, most=7, page=(0, 2)).page_ids is None
+    monkeypatch.setattr(selectors, "RANKED_MATCHES_MAX", 2)
+    counts = selectors.search_counts(entries, project, most=2, page=(0, 2))
+    assert counts.count == 6 and counts.page_ids is None
