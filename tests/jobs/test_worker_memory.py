@@ -45,8 +45,8 @@ def test_an_import_of_large_screenshots_gives_its_memory_back_when_it_ends(proje
     job = import_job_run(job_id=job.pk)
     after, peak = resident_mb()
     assert job.status == "succeeded", job.message
-    # Four 9 Mpx decodes (27 MB of pixels each) on the writer threads: the peak shows they happened, at least two
-    # of them at once however a loaded machine interleaves the threads (73 MB above the start was seen there) ...
-    assert peak - before > 60, (before, peak, after)
-    # ... and what they took is back with the system once the job has ended.
-    assert after - before < 40, (before, peak, after)
+    # Four 9 Mpx decodes (27 MB of pixels each) on the writer threads: the peak shows them, at least one whole (more
+    # when the threads overlap, which a loaded machine may not let them do: 56 and 73 MB above the start were seen there) ...
+    assert peak - before > 27, (before, peak, after)
+    # ... and what they took is back with the system once the job has ended: most of the peak, never 40 MB or more.
+    assert after - before < min(40, (peak - before) / 2), (before, peak, after)
