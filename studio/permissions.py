@@ -189,20 +189,26 @@ def _group_names(user: Any) -> set[str]:
         return {name for (name,) in cursor.fetchall()}
 
 
+def _group_names_from(user_model: Any, quote: Any) -> tuple[str, str]:
+    """The group name's column and the rest of a read of one user's group names, up to the user's id it ends on:
+    ``SELECT <column><rest><the user's id>``."""
+    groups = user_model._meta.get_field("groups")
+    group = groups.related_model._meta
+    through = groups.remote_field.through
+    return f"g.{quote(group.get_field('name').column)}", (
+        f" FROM {quote(group.db_table)} g"
+        f" JOIN {quote(through._meta.db_table)} m ON m.{quote(groups.m2m_reverse_name())} = g.{quote(group.pk.column)}"
+        f" WHERE m.{quote(groups.m2m_column_name())} = "
+    )
+
+
 @functools.cache
 def _group_names_sql(user_model: Any) -> tuple[str, str]:
     from django.db import connections, router
 
-    groups = user_model._meta.get_field("groups")
-    group = groups.related_model._meta
-    through = groups.remote_field.through
-    alias = router.db_for_read(through)
-    quote = connections[alias].ops.quote_name
-    return alias, (
-        f"SELECT g.{quote(group.get_field('name').column)} FROM {quote(group.db_table)} g"
-        f" JOIN {quote(through._meta.db_table)} m ON m.{quote(groups.m2m_reverse_name())} = g.{quote(group.pk.column)}"
-        f" WHERE m.{quote(groups.m2m_column_name())} = %s"
-    )
+    alias = router.db_for_read(user_model._meta.get_field("groups").remote_field.through)
+    name, rest = _group_names_from(user_model, connections[alias].ops.quote_name)
+    return alias, f"SELECT {name}{rest}%s"
 
 
 # The attribute the signed-in user's read (studio.auth_backend) puts its group names in: a JSON list of texts.
@@ -219,17 +225,11 @@ def group_names_column(user_model: Any, vendor: str) -> str | None:
     )
     if aggregate is None:
         return None
-    groups = user_model._meta.get_field("groups")
-    group = groups.related_model._meta
-    through = groups.remote_field.through
+    through = user_model._meta.get_field("groups").remote_field.through
     quote = connections[router.db_for_read(through)].ops.quote_name
+    name, rest = _group_names_from(user_model, quote)
     user_pk = f"{quote(user_model._meta.db_table)}.{quote(user_model._meta.pk.column)}"
-    return (
-        f"(SELECT {aggregate.format(name='g.' + quote(group.get_field('name').column))}"
-        f" FROM {quote(group.db_table)} g"
-        f" JOIN {quote(through._meta.db_table)} m ON m.{quote(groups.m2m_reverse_name())} = g.{quote(group.pk.column)}"
-        f" WHERE m.{quote(groups.m2m_column_name())} = {user_pk})"
-    )
+    return f"(SELECT {aggregate.format(name=name)}{rest}{user_pk})"
 
 
 def user_roles(user: Any) -> frozenset[Role]:

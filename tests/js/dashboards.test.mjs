@@ -8,6 +8,7 @@ import { agreementRows, dashboardFigures, dashboardTables } from "../../static/j
 import { change, num, pct } from "../../static/js/figures.js";
 import { categoryShare, loadReplays, replayRow, replayTable, roundRow, roundTables } from "../../static/js/round_dashboard.js";
 import { project } from "./dashboard_answers.mjs";
+import { round } from "./round_dashboard_answers.mjs";
 
 test("a CSV cell: numbers as they are, text quoted when it must be, formulas defused", () => {
   assert.equal(csvCell(-0.25), "-0.25");  // a negative α stays a number
@@ -52,18 +53,6 @@ test("the quality dashboard's CSV tables hold each chart's numbers", () => {
   assert.deepEqual(tables.median_time.rows, [["(all)", 95.4], ["ann", 80], ["bob", 120.5]]);
   assert.deepEqual(tables.agreement.rows.slice(0, 4), agreementRows(project.agreement));
   assert.ok(csvText(tables.error_categories).includes("\"'=cmd\",1"));
-});
-
-const round = (name, extra) => ({
-  name, checkpoint: "ckpt-" + name, weights_hash: "ab".repeat(32), ran_at: "2026-11-20T10:00:00+00:00",
-  traces: 10, answers: 8, verdicts: { error: 4, no_error: 3, unusable: 1 }, error_share: 0.5, unusable_share: 0.125,
-  first_error_step: { median: 2, mean: 2.5, mean_relative: 0.4, histogram: [{ step: 1, count: 1 }, { step: 2, count: 3 }] },
-  first_error_position: [{ bucket: "0-0.5", count: 4 }],
-  error_categories: [{ category: "wrong element", count: 3 }, { category: "typo", count: 1 }],
-  median_time_s: 61, suggestion_match: null,
-  change: { error_share: null, unusable_share: null, first_error_step_median: null, first_error_relative_mean: null,
-    median_time_s: null, suggestion_match_rate: null },
-  ...extra,
 });
 
 test("a round's row: its figures with the change from the round before", () => {
