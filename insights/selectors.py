@@ -21,7 +21,7 @@ from django.db.models import (
     Window,
 )
 from django.db.models.expressions import RawSQL
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_lazy, pgettext_lazy
 
 from annotation.models import Annotation, AnnotationStatus, Verdict
 from insights import search_text
@@ -58,6 +58,39 @@ FACETS: dict[str, str] = {
     "suspicion": "suspicion_bucket",
 }
 ID_FACETS = {"round", "annotator"}
+
+# The words a facet's stored value is shown in, on the search page's filters and cards (the value stays what a filter
+# sends): the vocabularies the studio writes itself (insights.signature's buckets, the agreement, the suspicion, the
+# answer's verdict and state). A category, a platform, an app or an action type is the project's or the trace's word.
+FACET_VALUE_WORDS: dict[str, dict[str, Any]] = {
+    "displacement": {
+        "under 2%": gettext_lazy("under 2%"),
+        "2–10%": gettext_lazy("2–10%"),
+        "10–30%": gettext_lazy("10–30%"),
+        "over 30%": gettext_lazy("over 30%"),
+        "no point": gettext_lazy("no point"),
+    },
+    "direction": {
+        "right": pgettext_lazy("direction", "right"),
+        "left": pgettext_lazy("direction", "left"),
+        "up": pgettext_lazy("direction", "up"),
+        "down": pgettext_lazy("direction", "down"),
+    },
+    "position": {"early": gettext_lazy("early"), "middle": gettext_lazy("middle"), "late": gettext_lazy("late")},
+    "recorded_type": {"unparsed": gettext_lazy("unparsed")},
+    "corrected_type": {"unparsed": gettext_lazy("unparsed")},
+    "verdict": {value: label for value, label in Verdict.choices if value},
+    "status": dict(AnnotationStatus.choices),
+    "agreement": {"same τ": gettext_lazy("same τ"), "other τ": gettext_lazy("other τ")},
+    "suspicion": {"high": gettext_lazy("high"), "medium": gettext_lazy("medium"), "low": gettext_lazy("low")},
+}
+
+
+def facet_value_words(name: str, value: str) -> str:
+    """``value`` of facet ``name`` in the reader's words (``FACET_VALUE_WORDS``), else as it is stored."""
+    return str(FACET_VALUE_WORDS.get(name, {}).get(value, value))
+
+
 MAX_QUERY = 500
 MAX_TERMS = 32
 MAX_IDS = 100_000
@@ -388,7 +421,7 @@ def _facet_values(counted: dict[str, Counter], project: Project) -> dict[str, li
     for name, counts in counted.items():
         names = rounds if name == "round" else users if name == "annotator" else {}
         out[name] = [
-            {"value": str(value), "label": names.get(value, str(value)), "count": n}
+            {"value": str(value), "label": names.get(value) or facet_value_words(name, str(value)), "count": n}
             for value, n in sorted(counts.items(), key=lambda item: (-item[1], str(item[0])))
             if value not in (None, "")
         ]
@@ -461,9 +494,12 @@ def step_cards(
                 "round": e.round.name if e.round else "",
                 "annotator": e.annotator.username,
                 "status": e.status,
+                "status_words": facet_value_words("status", e.status),
                 "category": e.category,
                 "displacement": e.displacement,
+                "displacement_words": facet_value_words("displacement", e.displacement),
                 "direction": e.direction,
+                "direction_words": facet_value_words("direction", e.direction),
                 "recorded_thought": step.thought if step else "",
                 "recorded_action": step.action_text if step else "",
                 "corrected_thought": a.corrected_thought,

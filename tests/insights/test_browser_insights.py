@@ -83,6 +83,38 @@ def test_search_page_finds_filters_draws_points_and_saves_a_slice(
     page.close()
 
 
+def test_a_search_past_the_counted_matches_says_what_the_filters_counts_are_of(
+    browser, live_server, project, annotator, lead, artifacts_dir, tmp_path, monkeypatch
+):
+    """Past ``FACETS_COUNTED_MAX`` matches the filters' counts are of the newest ones only: the page says so beside
+    the count, in the reader's language; under it, nothing is said."""
+    from insights import selectors
+    from studio.services import account_settings_update
+
+    traces = make_traces(project, tmp_path, count=4, steps=3)
+    plant_corrections(project, traces, annotator=annotator, lead=lead, planted={traces[0].pk})
+    page = browser.new_context(viewport={"width": 1366, "height": 900}).new_page()
+    login(page, live_server.url, lead.username)
+    page.goto(f"{live_server.url}/projects/{project.pk}/search/")
+    expect(page.locator("#search-count")).to_contain_text("4 corrections")
+    expect(page.locator("#search-facets-of")).to_have_count(0)
+
+    monkeypatch.setattr(selectors, "FACETS_COUNTED_MAX", 2)
+    page.reload()
+    expect(page.locator("#search-facets-of")).to_have_text("(the counts beside the filters are of the newest 2)")
+    page.screenshot(path=str(artifacts_dir / "insights-search-facets-of.png"), full_page=True)
+    account_settings_update(user=lead, language="zh-hans")
+    login(page, live_server.url, lead.username)
+    page.goto(f"{live_server.url}/projects/{project.pk}/search/")
+    expect(page.locator("#search-facets-of")).to_contain_text("2")
+    assert not re.search(r"[A-Za-z]{3,}", page.locator("#search-facets-of").inner_text())
+    # The card's state and the point's move are the studio's own words, in Chinese too.
+    expect(page.locator(".step-card .pill").first).to_have_text("已通过")
+    moves = [text for text in page.locator(".step-card p.muted.small").all_inner_texts() if text.startswith("点移动了")]
+    assert len(moves) == 4 and not [move for move in moves if re.search(r"[A-Za-z]", move)], moves
+    page.screenshot(path=str(artifacts_dir / "insights-search-facets-of-zh.png"), full_page=True)
+
+
 def test_a_clusters_page_of_many_clusters_is_small_and_merges_a_cluster_found_by_name(
     browser, live_server, project, lead, artifacts_dir
 ):

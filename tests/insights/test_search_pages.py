@@ -45,3 +45,32 @@ def test_the_chosen_project_and_words_open_its_search(project, annotator, make_u
     assert b"Not theirs" not in client.get("/search/").content
     for refused in (str(other.pk), "abc", "99999"):
         assert client.get("/search/", {"project": refused}).status_code == 404, refused
+
+
+def test_every_value_the_studio_writes_into_a_facet_has_words_in_each_language():
+    """The buckets insights.signature writes, the agreement, the suspicion, the verdicts and states: each shown in the
+    reader's words on the filters and cards; a value of the project's own (a category) is shown as it is."""
+    from django.utils import translation
+
+    from annotation.models import AnnotationStatus, Verdict
+    from insights import selectors, signature
+    from insights.services import AGREES, DIFFERS
+
+    written = {
+        "displacement": {name for _, name in signature.DISPLACEMENT_BUCKETS} | {signature.FAR, signature.NO_POINT},
+        "direction": {"right", "left", "up", "down"},
+        "position": {name for _, name in signature.POSITION_BUCKETS} | {signature.LATE},
+        "recorded_type": {signature.UNPARSED},
+        "agreement": {AGREES, DIFFERS},
+        "suspicion": {name for _, name in selectors.SUSPICION_BUCKETS},
+        "verdict": {value for value in Verdict.values if value},
+        "status": set(AnnotationStatus.values),
+    }
+    for facet, values in written.items():
+        assert values <= selectors.FACET_VALUE_WORDS[facet].keys(), facet
+    with translation.override("zh-hans"):
+        assert selectors.facet_value_words("direction", "right") == "向右"
+        assert selectors.facet_value_words("displacement", "over 30%") == "超过 30%"
+        assert selectors.facet_value_words("status", "accepted") == "已通过"
+        assert selectors.facet_value_words("category", "wrong element") == "wrong element"
+    assert selectors.facet_value_words("direction", "right") == "right"

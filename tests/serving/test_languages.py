@@ -139,6 +139,8 @@ def test_the_compiled_catalogs_say_what_the_po_files_say(domain):
         if "msgid_plural" in entry:
             said = compiled.ngettext(entry["msgid"], entry["msgid_plural"], 1)
             wanted = entry["msgstr[0]"]
+        elif "msgctxt" in entry:
+            said, wanted = compiled.pgettext(entry["msgctxt"], entry["msgid"]), entry["msgstr"]
         else:
             said, wanted = compiled.gettext(entry["msgid"]), entry["msgstr"]
         if said != wanted:
