@@ -7,7 +7,10 @@ With single sign-on's passwords off, a password signs in the break-glass admin o
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
+from collections.abc import Iterator
 from typing import Any
 
 from django.conf import settings
@@ -41,6 +44,20 @@ def _user_read() -> OneRowRead:
     return OneRowRead(_user_by_pk, {"pk": get_user_model()._meta.pk})
 
 
+# The user a request's session read brought along (studio.sessions), while Django's get_user runs for that request.
+_read_along: contextvars.ContextVar[User | None] = contextvars.ContextVar("studio_user_read_along", default=None)
+
+
+@contextlib.contextmanager
+def user_read_along(user: User | None) -> Iterator[None]:
+    """While it lasts, ``ModelBackend.get_user`` of ``user``'s id answers ``user`` instead of reading the row."""
+    token = _read_along.set(user)
+    try:
+        yield
+    finally:
+        _read_along.reset(token)
+
+
 class ModelBackend(backends.ModelBackend):
     def authenticate(
         self,
@@ -56,5 +73,6 @@ class ModelBackend(backends.ModelBackend):
         return super().authenticate(request, username=username, password=password, **kwargs)
 
     def get_user(self, user_id: Any) -> User | None:
-        user = _user_read().first(pk=user_id)
+        along = _read_along.get()
+        user = along if along is not None and str(along.pk) == str(user_id) else _user_read().first(pk=user_id)
         return user if user is not None and self.user_can_authenticate(user) else None

@@ -100,7 +100,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "studio.middleware.InputRulesMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "studio.sessions.AuthenticationMiddleware",  # the user comes in the session's read
     "studio.security.PageActionMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",

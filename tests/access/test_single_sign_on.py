@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.contrib.sessions.models import Session
 
 from studio.models import SignInIdentity
+from studio.models import StudioSession as Session
 from studio.oidc_config import GroupAccess, OidcConfig
 from studio.permissions import Role, user_roles
 from tests.conftest import TEST_PASSWORD

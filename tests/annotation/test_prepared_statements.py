@@ -1,4 +1,4 @@
-"""On PostgreSQL the draft save's fixed-shape statements (the session read, the user's with their groups, the locked
+"""On PostgreSQL the draft save's fixed-shape statements (the session read with its user and their groups, the locked
 read, the UPDATE, the audit INSERT: studio.db.statement_cursor) are prepared on their connection after
 ``prepare_threshold`` runs there, are still seen by Django's query log, and keep working when the prepared statements
 are gone: a ``DEALLOCATE ALL``, a rolled-back save, a schema change made from another connection, a backend PostgreSQL
@@ -17,9 +17,8 @@ from tests.fixtures_annotation import make_traces
 
 # A fragment of each statement a draft save runs, as PostgreSQL keeps it prepared (values as $1, $2, …).
 SAVE_STATEMENTS = {
-    "session": 'FROM "django_session" WHERE "django_session"."session_key" = $1',
-    "user": 'FROM "auth_user" WHERE "auth_user"."id" = $1',
-    "groups": 'FROM "auth_group" g JOIN',  # in the user's read
+    "session": 'FROM "studio_studiosession" LEFT OUTER JOIN "auth_user"',
+    "groups": 'FROM "auth_group" g JOIN',  # in the session's read
     "locked read": "FOR UPDATE",
     "update": 'UPDATE "annotation_annotation" SET',
     "audit": 'INSERT INTO "annotation_auditevent"',

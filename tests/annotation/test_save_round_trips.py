@@ -1,6 +1,6 @@
 """On PostgreSQL with the production pool, a signed-in annotator's draft save is a fixed number of round trips and
-transactions, counted where psycopg sends them: the session read, the user read (their groups in it), then the save's
-one transaction (BEGIN, the locked read, the UPDATE, the audit INSERT, COMMIT). The pool lends a sound connection
+transactions, counted where psycopg sends them: the session read (the signed-in user and their groups in it), then
+the save's one transaction (BEGIN, the locked read, the UPDATE, the audit INSERT, COMMIT). The pool lends a sound connection
 without a query (studio.postgresql); one PostgreSQL dropped while it sat in the pool is found out by the check's round
 trip and replaced, so the save still answers 200. A role taken away or a logout counts at the next request."""
 
@@ -105,8 +105,7 @@ def _saver(project, annotator, tmp_path):
 
 
 SAVE = [
-    "SELECT",  # the session
-    "SELECT",  # the user, their group names in the same row
+    "SELECT",  # the session, its user and their group names in the same row
     "BEGIN",
     "SELECT",  # the access check with the row lock
     "UPDATE",
@@ -126,17 +125,16 @@ def _counted(sent: Sent, save, note: str):
     return response, sent.round_trips(), sent.transactions()
 
 
-def test_a_draft_save_is_seven_round_trips_and_three_transactions(sent, project, annotator, tmp_path):
+def test_a_draft_save_is_six_round_trips_and_two_transactions(sent, project, annotator, tmp_path):
     _, annotation_id, save = _saver(project, annotator, tmp_path)
     for k in range(8):  # past prepare_threshold: compiled reads, prepared statements, a warm pool
         assert save(f"warm {k}").status_code == 200
     response, trips, transactions = _counted(sent, save, "counted")
     assert response.status_code == 200, response.content
     assert _kinds(trips) == SAVE, trips
-    assert 'FROM "django_session"' in trips[0]
-    assert 'FROM "auth_user"' in trips[1] and '"auth_user_groups"' in trips[1]
-    assert trips[3].endswith('FOR UPDATE OF "annotation_annotation"')
-    assert transactions == 3, trips
+    assert 'FROM "studio_studiosession" LEFT OUTER JOIN "auth_user"' in trips[0] and '"auth_user_groups"' in trips[0]
+    assert trips[2].endswith('FOR UPDATE OF "annotation_annotation"')
+    assert transactions == 2, trips
     assert Annotation.objects.get(pk=annotation_id).note == "counted"
 
 
@@ -172,7 +170,7 @@ def test_a_connection_postgresql_dropped_in_the_pool_is_checked_by_a_round_trip_
     assert transactions >= 4, trips
     assert Annotation.objects.get(pk=annotation_id).note == "after the drop"
     response, trips, transactions = _counted(sent, save, "on the new connection")
-    assert response.status_code == 200 and "" not in trips and transactions == 3, trips
+    assert response.status_code == 200 and "" not in trips and transactions == 2, trips
 
 
 def test_a_role_taken_away_or_a_logout_counts_at_the_next_save(project, annotator, tmp_path):
