@@ -246,6 +246,23 @@ def _pg_query(term: search_text.Term) -> tuple[str, list[str]]:
     return "to_tsquery('simple', %s)", [" <-> ".join(lexemes) + ":*"]
 
 
+_UNSPACED_WORD = re.compile(f"[{search_text.UNSPACED}]+")
+
+
+def index_matches_hold_the_text(term: search_text.Term) -> bool:
+    """Whether every entry PostgreSQL's full-text index finds for ``term`` holds the term's text too, so the LIKE
+    alone finds them all. True of one word (not a prefix) of ASCII letters and digits or of an unspaced script's
+    characters: the ``simple`` configuration makes such a word one lexeme, the word itself, and finds it only where
+    a token of the text is that word (a token is a stretch of the text, lower-cased, and these words have no case
+    the two lower-casings could disagree on; the correction is part of the document). Not of a phrase (the index
+    lets punctuation and line breaks stand between its words) nor on SQLite (FTS5 folds accents: ``thé`` is
+    ``the``)."""
+    if term.prefix or len(term.words) != 1:
+        return False
+    word = term.words[0]
+    return (word.isascii() and word.isalnum()) or _UNSPACED_WORD.fullmatch(word) is not None
+
+
 def _term_matches(term: search_text.Term, *, vendor: str) -> Q:
     """Where a term matches. A fragment (action syntax, no words): where its text occurs as written, in the words
     or the actions (LIKE: the trigram indexes on PostgreSQL, a scan on SQLite). A term of words: where its words
@@ -261,6 +278,10 @@ def _term_matches(term: search_text.Term, *, vendor: str) -> Q:
             # The index of the documents' pairs (migration 0009) finds where a word of an unspaced script may be;
             # the LIKE checks it there. The trigram indexes need three characters; without this, a scan.
             contains &= Q(RawSQL(f"{_PAIRS} @> %s::text[]", [pairs], BooleanField()))
+        if index_matches_hold_the_text(term):
+            # The index finds nothing the LIKE does not: asking it too would read the tsvector (out of line, in
+            # TOAST) of every entry the LIKE turns down, most of a common word's count.
+            return contains
         sql, params = _pg_query(term)
         return contains | Q(RawSQL(f"insights_searchentry.document_vector @@ {sql}", params, BooleanField()))
     if vendor == "sqlite":
