@@ -262,3 +262,30 @@ def test_a_page_without_words_is_read_from_the_project_newest_index(corrections,
     assert "Index Only Scan Backward using searchentry_project_newest" in plans[0]
     assert "searchentry_project_newest" not in plans[1] or "Index Only Scan" not in plans[1]
     assert list(page) == list(entries.values_list("pk", flat=True))[2:4]
+
+
+def test_a_card_shows_its_rows_values(corrections, project, lead):
+    """Cards are read as columns: each shows what its entry, annotation, trace, step, screenshot, round and annotator
+    hold, a missing round as nothing."""
+    from django.utils import timezone
+
+    from traces.models import Round
+
+    entries = selectors.search(selectors.entries_for(lead, project), selectors.SearchQuery())
+    without_round = SearchEntry.objects.filter(project=project).order_by("pk").first()
+    round_ = Round.objects.create(project=project, name="week 9", checkpoint="agent-v9", ran_at=timezone.now())
+    SearchEntry.objects.filter(project=project).exclude(pk=without_round.pk).update(round=round_)
+    SearchEntry.objects.filter(pk=without_round.pk).update(round=None)
+    cards = {card["annotation_id"]: card for card in selectors.step_cards(entries, limit=50)}
+    assert len(cards) == len(corrections)
+    for annotation in corrections.values():
+        entry = SearchEntry.objects.select_related("step__screenshot", "trace", "annotator").get(annotation=annotation)
+        card = cards[annotation.pk]
+        shot = entry.step.screenshot
+        assert shot is not None
+        assert (card["screenshot"], card["width"], card["height"]) == (shot.sha256, shot.width, shot.height)
+        assert (card["recorded_thought"], card["recorded_action"]) == (entry.step.thought, entry.step.action_text)
+        assert (card["corrected_action"], card["note"]) == (annotation.corrected_action, annotation.note)
+        assert (card["instruction"], card["annotator"]) == (entry.trace.instruction, entry.annotator.username)
+        assert card["round"] == ("" if entry.pk == without_round.pk else "week 9")
+        assert card["recorded_point"] is not None and card["corrected_point"] is not None
