@@ -387,17 +387,20 @@ def search_counts(
 
 
 def _facet_counts_grouping_sets(entries: QuerySet[SearchEntry]) -> tuple[int, dict[str, Counter]]:
-    """PostgreSQL: every facet counted in one pass over the matches (``GROUPING SETS``, one hash table a facet): a
-    row a facet value comes back, not a row for every combination of the fifteen (nearly one a match)."""
+    """PostgreSQL: every facet counted in one pass over the matches (``GROUPING SETS``), two facets a set: a row comes
+    back for each pair of values that occurs (each facet's counts are their sums), not one for every combination of
+    the fifteen (nearly one a match), and each match goes into half the hash tables a set a facet took. The checkpoint
+    is its round's: counted from the rounds' counts, with no join a match."""
     # A slice (the newest so many) keeps its order: the LIMIT chooses the rows.
     ordered = entries if entries.query.is_sliced else entries.order_by()
-    sql, params = ordered.values_list(*FACETS.values()).query.sql_with_params()
-    names = [f"f{i}" for i in range(len(FACETS))]
+    facets = [name for name in FACETS if name != "checkpoint"]
+    sql, params = ordered.values_list(*(FACETS[name] for name in facets)).query.sql_with_params()
+    names = [f"f{i}" for i in range(len(facets))]
     columns = ", ".join(names)
-    sets = ", ".join(f"({n})" for n in names)
+    sets = ", ".join(f"({', '.join(names[i : i + 2])})" for i in range(0, len(names), 2))
     counted: dict[str, Counter] = {name: Counter() for name in FACETS}
     # GROUPING(f0, …, fn) has a bit set for each column its row is not grouped by, the first column's highest.
-    facet_of = {((1 << len(names)) - 1) ^ (1 << (len(names) - 1 - i)): name for i, name in enumerate(FACETS)}
+    bits = [1 << (len(names) - 1 - i) for i in range(len(names))]
     with connections[entries.db].cursor() as cursor:
         cursor.execute(
             f"SELECT GROUPING({columns}), {columns}, COUNT(*) FROM ({sql}) AS matches ({columns}) "
@@ -405,8 +408,13 @@ def _facet_counts_grouping_sets(entries: QuerySet[SearchEntry]) -> tuple[int, di
             params,
         )
         for grouping, *values, n in cursor.fetchall():
-            name = facet_of[grouping]
-            counted[name][values[list(FACETS).index(name)]] += n
+            for name, bit, value in zip(facets, bits, values, strict=True):
+                if not grouping & bit:
+                    counted[name][value] += n
+    rounds = [pk for pk in counted["round"] if pk is not None]
+    checkpoints = dict(Round.objects.using(entries.db).filter(pk__in=rounds).values_list("pk", "checkpoint"))
+    for round_id, n in counted["round"].items():
+        counted["checkpoint"][checkpoints.get(round_id)] += n
     return sum(counted["status"].values()), counted
 
 

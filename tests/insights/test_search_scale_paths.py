@@ -289,3 +289,30 @@ def test_a_card_shows_its_rows_values(corrections, project, lead):
         assert (card["instruction"], card["annotator"]) == (entry.trace.instruction, entry.annotator.username)
         assert card["round"] == ("" if entry.pk == without_round.pk else "week 9")
         assert card["recorded_point"] is not None and card["corrected_point"] is not None
+
+
+def test_every_facet_counted_in_pairs_is_a_count_of_the_rows(corrections, project, lead):
+    """Facets counted two to a grouping set, the checkpoint from its rounds' counts: each facet's counts are those of
+    the rows; two rounds of one checkpoint add up, an entry without a round counts for neither."""
+    from collections import Counter
+
+    from django.utils import timezone
+
+    from traces.models import Round
+
+    first, second, third = (
+        Round.objects.create(project=project, name=f"week {i}", checkpoint=checkpoint, ran_at=timezone.now())
+        for i, checkpoint in enumerate(("agent-v1", "agent-v1", "agent-v2"))
+    )
+    ids = list(SearchEntry.objects.filter(project=project).order_by("pk").values_list("pk", flat=True))
+    for pk, round_ in zip(ids, (first, second, third, third, None, first), strict=True):
+        SearchEntry.objects.filter(pk=pk).update(round=round_, suspicion=0.8 if round_ is first else None)
+    entries = selectors.search(selectors.entries_for(lead, project), selectors.SearchQuery())
+    total, facets = selectors.facet_counts(entries, project)
+    rows = list(entries.values(*selectors.FACETS.values()))
+    assert total == len(rows) == 6
+    for name, column in selectors.FACETS.items():
+        expected = Counter(str(r[column]) for r in rows if r[column] not in (None, ""))
+        assert {v["value"]: v["count"] for v in facets[name]} == dict(expected), name
+    assert {v["value"]: v["count"] for v in facets["checkpoint"]} == {"agent-v1": 3, "agent-v2": 2}
+    assert {v["value"]: v["count"] for v in facets["suspicion"]} == {"high": 2}
