@@ -68,7 +68,13 @@ class SearchEntry(models.Model):
     )
 
     class Meta:
-        indexes = [models.Index(fields=["project", "status"]), models.Index(fields=["project", "category"])]
+        indexes = [
+            models.Index(fields=["project", "status"]),
+            models.Index(fields=["project", "category"]),
+            # A project's entries newest first, with their ids: a page of a search without words is read from the
+            # index alone (an index-only scan on PostgreSQL), however far in.
+            models.Index(fields=["project", "annotation", "id"], name="searchentry_project_newest"),
+        ]
 
 
 class Slice(models.Model):

@@ -37,8 +37,6 @@ if TYPE_CHECKING:
     from django.contrib.auth.models import User
     from django.db.models import Expression
 
-    from traces.models import Screenshot
-
 # Facet name -> the search entry's column. Filters and counts use the same table.
 FACETS: dict[str, str] = {
     "category": "category",
@@ -246,6 +244,23 @@ def _pg_query(term: search_text.Term) -> tuple[str, list[str]]:
     return "to_tsquery('simple', %s)", [" <-> ".join(lexemes) + ":*"]
 
 
+_UNSPACED_WORD = re.compile(f"[{search_text.UNSPACED}]+")
+
+
+def index_matches_hold_the_text(term: search_text.Term) -> bool:
+    """Whether every entry PostgreSQL's full-text index finds for ``term`` holds the term's text too, so the LIKE
+    alone finds them all. True of one word (not a prefix) of ASCII letters and digits or of an unspaced script's
+    characters: the ``simple`` configuration makes such a word one lexeme, the word itself, and finds it only where
+    a token of the text is that word (a token is a stretch of the text, lower-cased, and these words have no case
+    the two lower-casings could disagree on; the correction is part of the document). Not of a phrase (the index
+    lets punctuation and line breaks stand between its words) nor on SQLite (FTS5 folds accents: ``thé`` is
+    ``the``)."""
+    if term.prefix or len(term.words) != 1:
+        return False
+    word = term.words[0]
+    return (word.isascii() and word.isalnum()) or _UNSPACED_WORD.fullmatch(word) is not None
+
+
 def _term_matches(term: search_text.Term, *, vendor: str) -> Q:
     """Where a term matches. A fragment (action syntax, no words): where its text occurs as written, in the words
     or the actions (LIKE: the trigram indexes on PostgreSQL, a scan on SQLite). A term of words: where its words
@@ -261,6 +276,10 @@ def _term_matches(term: search_text.Term, *, vendor: str) -> Q:
             # The index of the documents' pairs (migration 0009) finds where a word of an unspaced script may be;
             # the LIKE checks it there. The trigram indexes need three characters; without this, a scan.
             contains &= Q(RawSQL(f"{_PAIRS} @> %s::text[]", [pairs], BooleanField()))
+        if index_matches_hold_the_text(term):
+            # The index finds nothing the LIKE does not: asking it too would read the tsvector (out of line, in
+            # TOAST) of every entry the LIKE turns down, most of a common word's count.
+            return contains
         sql, params = _pg_query(term)
         return contains | Q(RawSQL(f"insights_searchentry.document_vector @@ {sql}", params, BooleanField()))
     if vendor == "sqlite":
@@ -368,17 +387,20 @@ def search_counts(
 
 
 def _facet_counts_grouping_sets(entries: QuerySet[SearchEntry]) -> tuple[int, dict[str, Counter]]:
-    """PostgreSQL: every facet counted in one pass over the matches (``GROUPING SETS``, one hash table a facet): a
-    row a facet value comes back, not a row for every combination of the fifteen (nearly one a match)."""
+    """PostgreSQL: every facet counted in one pass over the matches (``GROUPING SETS``), two facets a set: a row comes
+    back for each pair of values that occurs (each facet's counts are their sums), not one for every combination of
+    the fifteen (nearly one a match), and each match goes into half the hash tables a set a facet took. The checkpoint
+    is its round's: counted from the rounds' counts, with no join a match."""
     # A slice (the newest so many) keeps its order: the LIMIT chooses the rows.
     ordered = entries if entries.query.is_sliced else entries.order_by()
-    sql, params = ordered.values_list(*FACETS.values()).query.sql_with_params()
-    names = [f"f{i}" for i in range(len(FACETS))]
+    facets = [name for name in FACETS if name != "checkpoint"]
+    sql, params = ordered.values_list(*(FACETS[name] for name in facets)).query.sql_with_params()
+    names = [f"f{i}" for i in range(len(facets))]
     columns = ", ".join(names)
-    sets = ", ".join(f"({n})" for n in names)
+    sets = ", ".join(f"({', '.join(names[i : i + 2])})" for i in range(0, len(names), 2))
     counted: dict[str, Counter] = {name: Counter() for name in FACETS}
     # GROUPING(f0, …, fn) has a bit set for each column its row is not grouped by, the first column's highest.
-    facet_of = {((1 << len(names)) - 1) ^ (1 << (len(names) - 1 - i)): name for i, name in enumerate(FACETS)}
+    bits = [1 << (len(names) - 1 - i) for i in range(len(names))]
     with connections[entries.db].cursor() as cursor:
         cursor.execute(
             f"SELECT GROUPING({columns}), {columns}, COUNT(*) FROM ({sql}) AS matches ({columns}) "
@@ -386,8 +408,13 @@ def _facet_counts_grouping_sets(entries: QuerySet[SearchEntry]) -> tuple[int, di
             params,
         )
         for grouping, *values, n in cursor.fetchall():
-            name = facet_of[grouping]
-            counted[name][values[list(FACETS).index(name)]] += n
+            for name, bit, value in zip(facets, bits, values, strict=True):
+                if not grouping & bit:
+                    counted[name][value] += n
+    rounds = [pk for pk in counted["round"] if pk is not None]
+    checkpoints = dict(Round.objects.using(entries.db).filter(pk__in=rounds).values_list("pk", "checkpoint"))
+    for round_id, n in counted["round"].items():
+        counted["checkpoint"][checkpoints.get(round_id)] += n
     return sum(counted["status"].values()), counted
 
 
@@ -469,70 +496,101 @@ def step_cards(
     if ids is None:
         ids = page_ids(entries, limit=limit, offset=offset, matches=matches)
     place = {pk: i for i, pk in enumerate(ids)}
-    joined = SearchEntry.objects.using(entries.db).select_related(
-        "annotation", "trace", "trace__project", "step", "step__screenshot", "round", "annotator"
-    )
+    # The columns a card shows, not model instances: eight of them a card (every column of each) were most of a
+    # page's time in Python.
+    joined = SearchEntry.objects.using(entries.db).values(*_CARD_COLUMNS)
     # In chunks (the CSV's many ids: SQLite takes a few thousand parameters a statement).
     rows = sorted(
         (e for i in range(0, len(ids), CARD_CHUNK) for e in joined.filter(pk__in=ids[i : i + CARD_CHUNK])),
-        key=lambda e: place[e.pk],
+        key=lambda e: place[e["pk"]],
     )
     cards = []
     for e in rows:
-        a, step = e.annotation, e.step
-        shot = step.screenshot if step else None
-        recorded = signature.action_point(signature.first_action(step.action_text)) if step else None
-        corrected = signature.action_point(signature.first_action(a.corrected_action))
+        has_step, has_shot = e["step_id"] is not None, e["step__screenshot_id"] is not None
+        shot = (e["step__screenshot__width"], e["step__screenshot__height"]) if has_shot else None
+        recorded = signature.action_point(signature.first_action(e["step__action_text"])) if has_step else None
+        corrected = signature.action_point(signature.first_action(e["annotation__corrected_action"]))
+        max_pixels = e["trace__project__max_pixels"]
         cards.append(
             {
-                "annotation_id": a.pk,
-                "trace_id": e.trace_id,
-                "instruction": e.trace.instruction,
-                "language": e.trace.language,
-                "tau": e.tau,
-                "step_count": e.step_count,
-                "round": e.round.name if e.round else "",
-                "annotator": e.annotator.username,
-                "status": e.status,
-                "status_words": facet_value_words("status", e.status),
-                "category": e.category,
-                "displacement": e.displacement,
-                "displacement_words": facet_value_words("displacement", e.displacement),
-                "direction": e.direction,
-                "direction_words": facet_value_words("direction", e.direction),
-                "recorded_thought": step.thought if step else "",
-                "recorded_action": step.action_text if step else "",
-                "corrected_thought": a.corrected_thought,
-                "corrected_action": a.corrected_action,
-                "note": a.note,
-                "screenshot": shot.sha256 if shot else None,
-                "width": shot.width if shot else None,
-                "height": shot.height if shot else None,
-                "convention": e.trace.coordinate_convention,
-                "recorded_point": _screen_point(recorded, e, shot, convention=e.trace.coordinate_convention),
-                "corrected_point": _screen_point(corrected, e, shot, convention=e.trace.project.coordinate_convention),
+                "annotation_id": e["annotation_id"],
+                "trace_id": e["trace_id"],
+                "instruction": e["trace__instruction"],
+                "language": e["trace__language"],
+                "tau": e["tau"],
+                "step_count": e["step_count"],
+                "round": e["round__name"] if e["round_id"] is not None else "",
+                "annotator": e["annotator__username"],
+                "status": e["status"],
+                "status_words": facet_value_words("status", e["status"]),
+                "category": e["category"],
+                "displacement": e["displacement"],
+                "displacement_words": facet_value_words("displacement", e["displacement"]),
+                "direction": e["direction"],
+                "direction_words": facet_value_words("direction", e["direction"]),
+                "recorded_thought": e["step__thought"] if has_step else "",
+                "recorded_action": e["step__action_text"] if has_step else "",
+                "corrected_thought": e["annotation__corrected_thought"],
+                "corrected_action": e["annotation__corrected_action"],
+                "note": e["annotation__note"],
+                "screenshot": e["step__screenshot__sha256"] if has_shot else None,
+                "width": shot[0] if shot else None,
+                "height": shot[1] if shot else None,
+                "convention": e["trace__coordinate_convention"],
+                "recorded_point": _screen_point(
+                    recorded, shot, convention=e["trace__coordinate_convention"], max_pixels=max_pixels
+                ),
+                "corrected_point": _screen_point(
+                    corrected, shot, convention=e["trace__project__coordinate_convention"], max_pixels=max_pixels
+                ),
             }
         )
     return cards
 
 
+_CARD_COLUMNS = (
+    "pk",
+    "annotation_id",
+    "trace_id",
+    "step_id",
+    "round_id",
+    "tau",
+    "step_count",
+    "status",
+    "category",
+    "displacement",
+    "direction",
+    "trace__instruction",
+    "trace__language",
+    "trace__coordinate_convention",
+    "trace__project__coordinate_convention",
+    "trace__project__max_pixels",
+    "round__name",
+    "annotator__username",
+    "step__thought",
+    "step__action_text",
+    "step__screenshot_id",
+    "step__screenshot__sha256",
+    "step__screenshot__width",
+    "step__screenshot__height",
+    "annotation__corrected_thought",
+    "annotation__corrected_action",
+    "annotation__note",
+)
+
+
 def _screen_point(
-    point: tuple[float, float] | None, entry: SearchEntry, shot: Screenshot | None, *, convention: str
+    point: tuple[float, float] | None, shot: tuple[int, int] | None, *, convention: str, max_pixels: int
 ) -> list[float] | None:
-    """A point as a share of the screenshot (0..1 on each axis), for drawing over a thumbnail of any size; read in
-    ``convention`` (a recorded step's: its trace's; a correction's: its project's)."""
+    """A point as a share of the screenshot (``shot``: its width and height; 0..1 on each axis), for drawing over a
+    thumbnail of any size; read in ``convention`` (a recorded step's: its trace's; a correction's: its project's)."""
     from traces import grammar
 
     if point is None or shot is None:
         return None
-    x, y = grammar.to_screen_pixels(
-        point,
-        convention=convention,
-        width=shot.width,
-        height=shot.height,
-        max_pixels=entry.trace.project.max_pixels,
-    )
-    return [round(x / shot.width, 4), round(y / shot.height, 4)]
+    width, height = shot
+    x, y = grammar.to_screen_pixels(point, convention=convention, width=width, height=height, max_pixels=max_pixels)
+    return [round(x / width, 4), round(y / height, 4)]
 
 
 CSV_HEADER = [

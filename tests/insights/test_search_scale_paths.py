@@ -176,3 +176,143 @@ def test_past_the_most_a_text_search_reads_its_count_and_page_at_once(correction
     monkeypatch.setattr(selectors, "RANKED_MATCHES_MAX", 2)
     counts = selectors.search_counts(entries, project, most=2, page=(0, 2))
     assert counts.count == 6 and counts.page_ids is None
+
+
+def test_which_terms_the_like_alone_finds_in_full():
+    def term(q: str) -> search_text.Term:
+        (group,) = search_text.query_groups(q)
+        return group[0]
+
+    for q in ("the", "Click,", "e2e", "500", "设置", "ひらがな"):
+        assert selectors.index_matches_hold_the_text(term(q)), q
+    # A phrase (punctuation may stand between its words in the index), a prefix, a word with case the two
+    # lower-casings might not agree on: the index is asked too.
+    for q in ('"search box"', "search-box", "pel*", "café", "naïve"):
+        assert not selectors.index_matches_hold_the_text(term(q)), q
+
+
+def _vendor() -> str:
+    from django.db import connection
+
+    return connection.vendor
+
+
+def test_a_word_the_like_finds_in_full_is_not_asked_of_the_index(corrections, project, lead, monkeypatch):
+    """The same matches, counts and pages with the index asked or not, partial words included; on PostgreSQL the
+    query for one word reads no tsvector, a phrase's does."""
+    chinese, partial, punctuated = list(corrections.values())[:3]
+    chinese.note, partial.note, punctuated.note = "打开设置页面", "another bother", "search-box then"
+    for annotation in (chinese, partial, punctuated):
+        annotation.save()
+    everyone = selectors.entries_for(lead, project)
+
+    def found(q: str) -> tuple[list[int], int, list[int]]:
+        entries = selectors.search(everyone, selectors.SearchQuery(q=q))
+        count = selectors.search_counts(entries, project, most=2).count
+        page = selectors.page_ids(selectors.in_page_order(entries, matches=count), limit=2, offset=1, matches=count)
+        return list(entries.values_list("annotation_id", flat=True)), count, page
+
+    queries = ("the", "other", "设置", "click", '"search box"', "search box", "box", "nothing")
+    alone = {q: found(q) for q in queries}
+    monkeypatch.setattr(selectors, "index_matches_hold_the_text", lambda term: False)
+    assert {q: found(q) for q in queries} == alone
+    assert partial.pk in alone["other"][0] and alone["the"][1] >= 1  # "another", "bother": by the LIKE
+    assert alone["设置"][0] == [chinese.pk] and punctuated.pk in alone['"search box"'][0]
+    assert alone["nothing"] == ([], 0, [])
+    monkeypatch.undo()
+    if _vendor() != "postgresql":
+        return
+    word = str(selectors.search(everyone, selectors.SearchQuery(q="the")).order_by().query)
+    phrase = str(selectors.search(everyone, selectors.SearchQuery(q='"search box"')).order_by().query)
+    assert "document_vector @@" not in word.split("WHERE", 1)[1]
+    assert "document_vector @@" in phrase.split("WHERE", 1)[1]
+
+
+def test_the_words_the_like_finds_in_full_are_one_lexeme_each_on_postgresql(db):
+    """The rule's premise, asked of the database: the ``simple`` configuration makes each such word one lexeme, the
+    word itself (a word it splits, such as one with an underscore, is no word of a query)."""
+    if _vendor() != "postgresql":
+        pytest.skip("PostgreSQL's full-text parser")
+    from django.db import connection
+
+    words = ["the", "e2e", "0x1f", "123abc", "1e5", "007", "k8s", "设置", "打开设置页面", "ひらがな", "カタカナ"]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT w, phraseto_tsquery('simple', w)::text FROM unnest(%s::text[]) AS w", [words])
+        lexemes = dict(cursor.fetchall())
+        assert lexemes == {w: f"'{w}'" for w in words}
+        cursor.execute("SELECT phraseto_tsquery('simple', 'x86_64')::text")
+        assert cursor.fetchone()[0] == "'x86' <-> '64'"  # the control: a parse into two lexemes
+
+
+def test_a_page_without_words_is_read_from_the_project_newest_index(corrections, project, lead):
+    if _vendor() != "postgresql":
+        pytest.skip("PostgreSQL's plans")
+    from django.db import connection
+
+    entries = selectors.search(selectors.entries_for(lead, project), selectors.SearchQuery())
+    page = entries.order_by("-annotation_id").values_list("pk", flat=True)[2:4]
+    by_tau = entries.order_by("-tau").values_list("pk", flat=True)[2:4]
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")  # a handful of rows: the index's use is what is asked
+        plans = []
+        for query in (page, by_tau):
+            sql, params = query.query.sql_with_params()
+            cursor.execute(f"EXPLAIN {sql}", params)
+            plans.append("\n".join(row[0] for row in cursor.fetchall()))
+    assert "Index Only Scan Backward using searchentry_project_newest" in plans[0]
+    assert "searchentry_project_newest" not in plans[1] or "Index Only Scan" not in plans[1]
+    assert list(page) == list(entries.values_list("pk", flat=True))[2:4]
+
+
+def test_a_card_shows_its_rows_values(corrections, project, lead):
+    """Cards are read as columns: each shows what its entry, annotation, trace, step, screenshot, round and annotator
+    hold, a missing round as nothing."""
+    from django.utils import timezone
+
+    from traces.models import Round
+
+    entries = selectors.search(selectors.entries_for(lead, project), selectors.SearchQuery())
+    without_round = SearchEntry.objects.filter(project=project).order_by("pk").first()
+    round_ = Round.objects.create(project=project, name="week 9", checkpoint="agent-v9", ran_at=timezone.now())
+    SearchEntry.objects.filter(project=project).exclude(pk=without_round.pk).update(round=round_)
+    SearchEntry.objects.filter(pk=without_round.pk).update(round=None)
+    cards = {card["annotation_id"]: card for card in selectors.step_cards(entries, limit=50)}
+    assert len(cards) == len(corrections)
+    for annotation in corrections.values():
+        entry = SearchEntry.objects.select_related("step__screenshot", "trace", "annotator").get(annotation=annotation)
+        card = cards[annotation.pk]
+        shot = entry.step.screenshot
+        assert shot is not None
+        assert (card["screenshot"], card["width"], card["height"]) == (shot.sha256, shot.width, shot.height)
+        assert (card["recorded_thought"], card["recorded_action"]) == (entry.step.thought, entry.step.action_text)
+        assert (card["corrected_action"], card["note"]) == (annotation.corrected_action, annotation.note)
+        assert (card["instruction"], card["annotator"]) == (entry.trace.instruction, entry.annotator.username)
+        assert card["round"] == ("" if entry.pk == without_round.pk else "week 9")
+        assert card["recorded_point"] is not None and card["corrected_point"] is not None
+
+
+def test_every_facet_counted_in_pairs_is_a_count_of_the_rows(corrections, project, lead):
+    """Facets counted two to a grouping set, the checkpoint from its rounds' counts: each facet's counts are those of
+    the rows; two rounds of one checkpoint add up, an entry without a round counts for neither."""
+    from collections import Counter
+
+    from django.utils import timezone
+
+    from traces.models import Round
+
+    first, second, third = (
+        Round.objects.create(project=project, name=f"week {i}", checkpoint=checkpoint, ran_at=timezone.now())
+        for i, checkpoint in enumerate(("agent-v1", "agent-v1", "agent-v2"))
+    )
+    ids = list(SearchEntry.objects.filter(project=project).order_by("pk").values_list("pk", flat=True))
+    for pk, round_ in zip(ids, (first, second, third, third, None, first), strict=True):
+        SearchEntry.objects.filter(pk=pk).update(round=round_, suspicion=0.8 if round_ is first else None)
+    entries = selectors.search(selectors.entries_for(lead, project), selectors.SearchQuery())
+    total, facets = selectors.facet_counts(entries, project)
+    rows = list(entries.values(*selectors.FACETS.values()))
+    assert total == len(rows) == 6
+    for name, column in selectors.FACETS.items():
+        expected = Counter(str(r[column]) for r in rows if r[column] not in (None, ""))
+        assert {v["value"]: v["count"] for v in facets[name]} == dict(expected), name
+    assert {v["value"]: v["count"] for v in facets["checkpoint"]} == {"agent-v1": 3, "agent-v2": 2}
+    assert {v["value"]: v["count"] for v in facets["suspicion"]} == {"high": 2}
