@@ -1,5 +1,6 @@
 """A TRL data file's line is ``trl_record``'s JSON, however the writer puts it together."""
 
+import json
 from types import SimpleNamespace
 
 from exports.builders import Sample
@@ -46,5 +47,7 @@ def test_each_line_is_the_records_json(tmp_path):
     ]
     writer = TrlWriter(tmp_path)
     assert [writer.line(sample) for sample in samples] == [_dumps(trl_record(sample)) + "\n" for sample in samples]
-    # The control: the samples above differ in every part the line is made of.
+    # The controls: the samples differ in every part the line is made of, and their text tells JSON encoders apart
+    # (escaping what is not ASCII, as json.dumps does by default, gives other lines).
     assert len({writer.line(sample) for sample in samples}) == len(samples)
+    assert writer.line(samples[1]) != json.dumps(trl_record(samples[1]), separators=(",", ":")) + "\n"
