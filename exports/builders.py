@@ -32,8 +32,8 @@ from typing import Any, TypeVar
 from django.db.models import Count, QuerySet
 from django.utils.translation import gettext
 
-from annotation.models import Annotation, AnnotationKind, AnnotationStatus, Verdict
-from annotation.selectors import action_target_box, steps_dropped_before
+from annotation.models import AlternativeMark, Annotation, AnnotationKind, AnnotationStatus, Verdict
+from annotation.selectors import ACTION_FIELD_OF_SLOT, steps_dropped_before, target_box_of
 from studio.errors import Invalid
 from traces import grammar, prompting
 from traces.models import Project, Screenshot, Step, Trace
@@ -359,7 +359,8 @@ def accepted_annotations(
     ``round_id``: only traces of that round (checkpoint evaluation on one round's corrections). ``ids``: only
     those, of the project's (an export shard's, planned from this project: an annotation never changes project).
 
-    Ordered by trace so the caller keeps the first per trace while streaming."""
+    Ordered by trace so the caller keeps the first per trace while streaming (``_first_per_trace`` reads the rows
+    its samples need)."""
     if ids is None:
         annotations = Annotation.objects.filter(project=project, status=AnnotationStatus.ACCEPTED)
     else:
@@ -373,43 +374,67 @@ def accepted_annotations(
     return (
         annotations.filter(kind=AnnotationKind.PRODUCTION)
         .exclude(verdict=Verdict.UNUSABLE)
-        .select_related("trace")
-        .only(
-            *(
-                f"trace__{name}"
-                for name in (
-                    "id",
-                    "instruction",
-                    "final_screenshot_id",
-                    "project_id",
-                    "coordinate_convention",
-                    "round_id",
-                )
-            ),
-            "id",
-            "trace_id",
-            "version",
-            "verdict",
-            "tau",
-            "corrected_thought",
-            "corrected_action",
-            "reflection_thought",
-            "reflection_action",
-            "editor_state",
-            "is_adjudicated",
-            "reviewed_at",
-            "status",
-        )
         .order_by("trace_id", "-is_adjudicated", "-reviewed_at", "-id")
     )
 
 
-def _first_per_trace(annotations: QuerySet[Annotation]) -> Iterator[Annotation]:
+@dataclass(slots=True)
+class TraceRow:
+    """The fields of a Trace the prompts need, read without model instances (exports read millions)."""
+
+    pk: int
+    instruction: str
+    final_screenshot_id: int | None
+    project_id: int
+    coordinate_convention: str
+    round_id: int | None
+    final_screenshot: Any = None
+
+
+@dataclass(slots=True)
+class AnnotationRow:
+    """The fields of an accepted Annotation its samples need, read without model instances, and what ``iter_samples``
+    loads beside it for a batch: its replays' standing, its alternatives marked wrong, its replay's branch."""
+
+    pk: int
+    trace_id: int
+    version: int
+    verdict: str
+    tau: int | None
+    corrected_thought: str
+    corrected_action: str
+    reflection_thought: str
+    reflection_action: str
+    editor_state: dict | None
+    trace: TraceRow
+    replay_verification: str | None = None
+    wrong_alternatives: list | None = None
+    replay_branch: tuple | None = None
+
+
+_TRACE_FIELDS = ("instruction", "final_screenshot_id", "project_id", "coordinate_convention", "round_id")
+_ANNOTATION_FIELDS = (
+    "pk",
+    "trace_id",
+    "version",
+    "verdict",
+    "tau",
+    "corrected_thought",
+    "corrected_action",
+    "reflection_thought",
+    "reflection_action",
+    "editor_state",
+)
+
+
+def _first_per_trace(annotations: QuerySet[Annotation]) -> Iterator[AnnotationRow]:
     last_trace = None
-    for annotation in annotations.iterator(chunk_size=BATCH):
-        if annotation.trace_id != last_trace:
-            last_trace = annotation.trace_id
-            yield annotation
+    fields = (*_ANNOTATION_FIELDS, *(f"trace__{name}" for name in _TRACE_FIELDS))
+    for row in annotations.values_list(*fields).iterator(chunk_size=BATCH):
+        trace_id = row[1]
+        if trace_id != last_trace:
+            last_trace = trace_id
+            yield AnnotationRow(*row[:10], trace=TraceRow(trace_id, *row[10:]))  # type: ignore[misc]
 
 
 def _batches(items: Iterator, size: int) -> Iterator[list]:
@@ -529,11 +554,18 @@ def _decimal_points_of_json(parsed_actions: Any) -> int:
         return 0
 
 
+def _target_box(annotation: AnnotationRow, slot: str, *, box_tokens: bool) -> list | None:
+    """``annotation.selectors.action_target_box`` of an annotation's row."""
+    return target_box_of(
+        annotation.editor_state, getattr(annotation, ACTION_FIELD_OF_SLOT[slot]), slot, box_tokens=box_tokens
+    )
+
+
 def _rounded_box(box: list | None) -> list | None:
     return None if box is None else list(grammar.round_box(tuple(box)))
 
 
-def rounded_points(annotation: Annotation, steps: list, project: Project) -> int:
+def rounded_points(annotation: AnnotationRow, steps: list, project: Project) -> int:
     """How many points (and element boxes) the export of ``annotation`` rounded because they were stored with
     decimals (the manifest's ``counts.rounded_points``): in its corrected and post-reflection actions and boxes, in the
     alternatives marked wrong, and in the recorded steps its samples rendered (``_render_once`` rendered them). Every
@@ -556,7 +588,7 @@ def rounded_points(annotation: Annotation, steps: list, project: Project) -> int
 
 
 def _dpo_refusal(
-    annotation: Annotation, wrong: StepRow, tau: int, *, rejected: str, corrected: str, options: ExportOptions
+    annotation: AnnotationRow, wrong: StepRow, tau: int, *, rejected: str, corrected: str, options: ExportOptions
 ) -> tuple[str] | tuple[str, str] | None:
     """Why the recorded step at τ makes no DPO pair with the correction (a skip's reason, and its code where it has
     one of its own), or None when it does."""
@@ -577,7 +609,7 @@ class _AnnotationSamples:
     that make each kind of them, in ``annotation_samples``' order."""
 
     def __init__(
-        self, annotation: Annotation, steps: list[StepRow], *, project: Project, options: ExportOptions
+        self, annotation: AnnotationRow, steps: list[StepRow], *, project: Project, options: ExportOptions
     ) -> None:
         self.annotation = annotation
         self.steps = steps
@@ -685,14 +717,12 @@ class _AnnotationSamples:
         annotation, project = self.annotation, self.project
         try:
             s_tau = self.state(tau)
-            corrected = prompting.render_target(
-                annotation.corrected_thought, annotation.corrected_action, project=project
-            )
             corrected_action = prompting.render_actions(annotation.corrected_action, project=project)
+            corrected = prompting.target_text(annotation.corrected_thought, corrected_action)
         except prompting.PromptError as exc:
             yield self.skip("error_correction", str(exc))
             return
-        corrected_box = _rounded_box(action_target_box(annotation, "corrected", box_tokens=project.box_tokens))
+        corrected_box = _rounded_box(_target_box(annotation, "corrected", box_tokens=project.box_tokens))
         wrong = self.steps[tau - 1]
         rejected = self.recorded(wrong)
         yield self.sample(
@@ -732,18 +762,15 @@ class _AnnotationSamples:
             return
         annotation, project = self.annotation, self.project
         try:
+            prompt = self.state(tau + 1)
+            actions = prompting.render_actions(annotation.reflection_action, project=project)
             item: Sample | Skip = self.sample(
                 "post_reflection",
-                self.state(tau + 1),
-                completion=prompting.render_target(
-                    annotation.reflection_thought, annotation.reflection_action, project=project
-                ),
+                prompt,
+                completion=prompting.target_text(annotation.reflection_thought, actions),
                 step=tau + 1,
-                target=Target(
-                    annotation.reflection_thought.strip(),
-                    prompting.render_actions(annotation.reflection_action, project=project),
-                ),
-                target_box=_rounded_box(action_target_box(annotation, "reflection", box_tokens=project.box_tokens)),
+                target=Target(annotation.reflection_thought.strip(), actions),
+                target_box=_rounded_box(_target_box(annotation, "reflection", box_tokens=project.box_tokens)),
             )
         except prompting.PromptError as exc:
             item = self.skip("post_reflection", str(exc))
@@ -751,7 +778,7 @@ class _AnnotationSamples:
 
 
 def annotation_samples(
-    annotation: Annotation, steps: list[StepRow], *, project: Project, options: ExportOptions
+    annotation: AnnotationRow, steps: list[StepRow], *, project: Project, options: ExportOptions
 ) -> Iterator[Sample | Skip]:
     """Every sample one annotation gives, in a fixed order; problems are yielded as Skip."""
     made = _AnnotationSamples(annotation, steps, project=project, options=options)
@@ -775,7 +802,7 @@ def annotation_samples(
 
 
 def _on_policy_pairs(
-    annotation: Annotation,
+    annotation: AnnotationRow,
     tau: int,
     s_tau: prompting.StatePrompt,
     corrected: str,
@@ -826,7 +853,7 @@ def _on_policy_pairs(
 
 
 def annotation_rl_samples(
-    annotation: Annotation, steps: list[StepRow], *, project: Project, options: ExportOptions
+    annotation: AnnotationRow, steps: list[StepRow], *, project: Project, options: ExportOptions
 ) -> Iterator[Sample | Skip]:
     """The ``rl`` set: the corrected step τ and the post-reflection step τ+1 of ``annotation_samples`` (with the
     same skips), each with its annotated action as the ground truth."""
@@ -836,7 +863,7 @@ def annotation_rl_samples(
 
 
 def annotation_process_samples(
-    annotation: Annotation, steps: list[StepRow], *, project: Project, options: ExportOptions
+    annotation: AnnotationRow, steps: list[StepRow], *, project: Project, options: ExportOptions
 ) -> Iterator[Sample | Skip]:
     """The ``process`` set: one ``prm`` sample per trace, steps 1..τ as recorded, each labelled (True: correct)."""
     trace = annotation.trace
@@ -903,7 +930,7 @@ def annotation_process_samples(
 SAMPLE_SETS = {"sft_dpo": annotation_samples, "rl": annotation_rl_samples, "process": annotation_process_samples}
 
 
-def _not_in(annotations: Iterator[Annotation], held: dict[int, int], stats: BuildStats) -> Iterator[Annotation]:
+def _not_in(annotations: Iterator[AnnotationRow], held: dict[int, int], stats: BuildStats) -> Iterator[AnnotationRow]:
     for annotation in annotations:
         if held.get(annotation.pk) == annotation.version:
             stats.already_exported += 1
@@ -912,7 +939,7 @@ def _not_in(annotations: Iterator[Annotation], held: dict[int, int], stats: Buil
 
 
 def _replay_branch_samples(
-    annotation: Annotation,
+    annotation: AnnotationRow,
     tau: int,
     *,
     project: Project,
@@ -986,12 +1013,15 @@ def iter_samples(
         annotations = _chosen(project, annotation_ids)
     if already_held:
         annotations = _not_in(annotations, already_held, stats)
+    # A project none of whose answers was replayed, or had alternatives marked, has none to read for each batch.
+    replayed = (sample_set == "sft_dpo" or bool(options.verification_weights)) and _has_replays(project)
+    marked = sample_set == "sft_dpo" and _has_wrong_alternatives(project)
     for batch in _batches(annotations, BATCH):
         steps = _steps_by_trace([a.trace_id for a in batch], shots)
         shots.load(a.trace.final_screenshot_id for a in batch)
         for annotation in batch:
             annotation.trace.final_screenshot = shots.get(annotation.trace.final_screenshot_id)
-        if sample_set == "sft_dpo" or options.verification_weights:
+        if replayed:
             from replays.selectors import verifications
 
             standing = verifications([a.pk for a in batch])
@@ -1000,10 +1030,10 @@ def iter_samples(
         if sample_set == "sft_dpo":
             from annotation.alternatives.selectors import wrong_alternatives
 
-            wrong = wrong_alternatives([a.pk for a in batch])
-            branches = _replay_branches([a.pk for a in batch], shots) if options.branch_steps else {}
+            wrong = wrong_alternatives([a.pk for a in batch]) if marked else {}
+            branches = _replay_branches([a.pk for a in batch], shots) if options.branch_steps and replayed else {}
             for annotation in batch:
-                annotation.wrong_alternatives = wrong[annotation.pk]
+                annotation.wrong_alternatives = wrong.get(annotation.pk, [])
                 annotation.replay_branch = branches.get(annotation.pk)
         for annotation in batch:
             stats.annotations.append((annotation.pk, annotation.version))
@@ -1019,7 +1049,17 @@ def iter_samples(
             on_annotation(done)
 
 
-def _weighted(annotation: Annotation, items: Iterator[Sample | Skip], options: ExportOptions) -> Iterator:
+def _has_replays(project: Project) -> bool:
+    from replays.models import ReplayRequest
+
+    return ReplayRequest.objects.filter(project=project).exists()
+
+
+def _has_wrong_alternatives(project: Project) -> bool:
+    return AlternativeMark.objects.filter(annotation__project=project, verdict="wrong").exists()
+
+
+def _weighted(annotation: AnnotationRow, items: Iterator[Sample | Skip], options: ExportOptions) -> Iterator:
     """The annotation's samples, each the correction's replays stand behind marked with its standing and, with
     ``verification_weights``, written as many times as its standing's weight says."""
     standing = getattr(annotation, "replay_verification", None)
@@ -1035,7 +1075,7 @@ def _weighted(annotation: Annotation, items: Iterator[Sample | Skip], options: E
             yield item
 
 
-def _chosen(project: Project, annotation_ids: list[int]) -> Iterator[Annotation]:
+def _chosen(project: Project, annotation_ids: list[int]) -> Iterator[AnnotationRow]:
     # A batch of ids a query, so no query holds more parameters than a database takes.
     for chunk in _batches(iter(annotation_ids), BATCH):
         yield from _first_per_trace(accepted_annotations(project, ids=chunk))

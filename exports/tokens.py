@@ -96,6 +96,7 @@ LINE_START = re.compile(r"(?<=\n)(?=[!-~])")
 # and the system turn, met again within a few samples; a few MB at most (a message is a few KB, a line less).
 COUNTED_LINES = 8192
 COUNTED_MESSAGES = 1024
+COUNTED_SIZES = 256  # the screenshot sizes whose image tokens a counter keeps
 SPECIAL_TOKEN_SPLIT = re.compile("(" + "|".join(re.escape(token) for token in QWEN2_SPECIAL_TOKENS) + ")")
 
 
@@ -136,12 +137,28 @@ class Qwen2Vocabulary:
             if n % 2:
                 total += 1
             elif piece:
-                for line in LINE_START.split(piece):
+                for line in line_pieces(piece) if "\n" in piece else (piece,):
                     total += self._line_count(line)
         return total
 
     def _encoded_length(self, line: str) -> int:
         return len(self.encoding.encode_ordinary(unicodedata.normalize("NFC", line)))
+
+
+def line_pieces(text: str) -> list[str]:
+    """``LINE_START.split(text)``, without the regular expression's look at every position (most of the count of a
+    text met for the first time): the text cut after each line break that a printable ASCII character follows."""
+    first, *segments = text.split("\n")
+    pieces = []
+    current = first
+    for segment in segments:
+        if segment and "!" <= segment[0] <= "~":
+            pieces.append(current + "\n")
+            current = segment
+        else:
+            current += "\n" + segment
+    pieces.append(current)
+    return pieces
 
 
 def qwen2_ranks_file(package: str = QWEN2_RANKS_PACKAGE) -> Path | None:
@@ -224,8 +241,12 @@ def sample_sequences(sample) -> tuple[list[list[tuple[str, list]]], list]:
             messages += [("user", [None]), ("assistant", [reply])]
         return [messages], list(prompt.images)
     messages = _prompt_messages(prompt)
-    replies = [sample.chosen or "", sample.rejected or ""] if sample.is_preference else [sample.completion or ""]
-    return [[*messages, ("assistant", [reply])] for reply in replies], list(prompt.images)
+    return [[*messages, ("assistant", [reply])] for reply in sample_replies(sample)], list(prompt.images)
+
+
+def sample_replies(sample) -> list[str]:
+    """A one-state sample's replies, each the last turn of one sequence: a pair's two sides, else its completion."""
+    return [sample.chosen or "", sample.rejected or ""] if sample.is_preference else [sample.completion or ""]
 
 
 @dataclass(frozen=True)
@@ -263,6 +284,10 @@ class TokenCounter:
             if by_message or text_count is None
             else None
         )
+        self._image_tokens = functools.lru_cache(maxsize=COUNTED_SIZES)(self._size_tokens)
+        # The last state prompt counted, with its text tokens and its images' tokens: a correction's prompt s_τ is
+        # the prompt of its SFT sample and of each of its pairs, met one after the other.
+        self._last_prompt: tuple[prompting.StatePrompt, int, list[int]] | None = None
 
     def text_tokens(self, text: str) -> int:
         if self.text_count is None:
@@ -279,13 +304,34 @@ class TokenCounter:
         return sum(self._message_tokens(role, tuple(parts)) for role, parts in messages)
 
     def image_tokens(self, screenshot) -> int:
-        return image_tokens(screenshot.width, screenshot.height, min_pixels=self.min_pixels, max_pixels=self.max_pixels)
+        return self._image_tokens(screenshot.width, screenshot.height)
+
+    def _size_tokens(self, width: int, height: int) -> int:
+        return image_tokens(width, height, min_pixels=self.min_pixels, max_pixels=self.max_pixels)
+
+    def _prompt_tokens(self, prompt: prompting.StatePrompt) -> tuple[int, list[int]]:
+        """A state prompt's text tokens (the sum of its messages') and its images' tokens, counted once for the
+        samples that share it."""
+        last = self._last_prompt
+        if last is not None and last[0] is prompt:
+            return last[1], last[2]
+        assert self._message_tokens is not None
+        text = sum(self._message_tokens(role, tuple(parts)) for role, parts in _prompt_messages(prompt))
+        pads = [self.image_tokens(image) for image in prompt.images]
+        self._last_prompt = (prompt, text, pads)
+        return text, pads
 
     def count(self, sample) -> Count:
         """The longest sequence of ``sample``, as the trainer's processor expands it."""
-        sequences, images = sample_sequences(sample)
-        text = max(self.sequence_tokens(messages) for messages in sequences)
-        pads = [self.image_tokens(image) for image in images]
+        if self._message_tokens is not None and isinstance(sample.prompt, prompting.StatePrompt):
+            # Counted by message, a sequence is its prompt's count and its reply's: the longest is the prompt's and
+            # the longest reply's.
+            text, pads = self._prompt_tokens(sample.prompt)
+            text += max(self._message_tokens("assistant", (reply,)) for reply in sample_replies(sample))
+        else:
+            sequences, images = sample_sequences(sample)
+            text = max(self.sequence_tokens(messages) for messages in sequences)
+            pads = [self.image_tokens(image) for image in images]
         # Each image's placeholder is one <|image_pad|> in the text; the processor repeats it per token.
         return Count(
             tokens=text + sum(pads) - len(pads), image_tokens=sum(pads), text_tokens=text - len(pads), images=len(pads)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from json.encoder import encode_basestring
 from pathlib import Path
 
 from exports import uitars_reward
@@ -60,7 +61,14 @@ def _reply(sample: Sample, text: str | None) -> str:
 def trl_record(sample: Sample) -> dict:
     prompt = sample.prompt
     assert isinstance(prompt, prompting.StatePrompt), "TRL rows hold one state's prompt"
-    record: dict = {"prompt": prompting.to_chat_messages(prompt)}
+    return {"prompt": prompting.to_chat_messages(prompt), **trl_replies(sample)}
+
+
+def trl_replies(sample: Sample) -> dict:
+    """A TRL row after its prompt: the reply or the pair's two sides, the images and what names the sample."""
+    prompt = sample.prompt
+    assert isinstance(prompt, prompting.StatePrompt), "TRL rows hold one state's prompt"
+    record: dict = {}
     if sample.is_preference:
         record["chosen"] = _assistant(_reply(sample, sample.chosen))
         record["rejected"] = _assistant(_reply(sample, sample.rejected))
@@ -194,11 +202,48 @@ class Writer:
         return {}
 
 
+def _assistant_json(text: str) -> str:
+    """``_dumps(_assistant(text))``."""
+    return '[{"role":"assistant","content":[{"type":"text","text":' + encode_basestring(text) + "}]}]"
+
+
 class TrlWriter(Writer):
     suffix = ".jsonl"
 
+    def __init__(self, workdir: Path, *, image_bytes: ImageBytes | None = None, pixels: dict | None = None):
+        super().__init__(workdir, image_bytes=image_bytes, pixels=pixels)
+        # The last prompt written, its JSON and its images' JSON: the samples of one state (a correction and its
+        # pairs) share them.
+        self._prompt: object = None
+        self._prompt_json = ""
+        self._images_json = ""
+
     def write(self, handle, sample, *, first):
-        handle.write(_dumps(trl_record(sample)) + "\n")
+        handle.write(self.line(sample))
+
+    def line(self, sample: Sample) -> str:
+        """``_dumps(trl_record(sample))`` and a line break, written from its parts (``trl_record``'s keys in its
+        order, each value as ``json.dumps`` writes it): the prompt's JSON once for the samples sharing it, each reply
+        a string, not a record, to encode (most of a TRL export's encoding otherwise)."""
+        prompt = sample.prompt
+        assert isinstance(prompt, prompting.StatePrompt), "TRL rows hold one state's prompt"
+        if prompt is not self._prompt:
+            self._prompt = prompt
+            self._prompt_json = _dumps(prompting.to_chat_messages(prompt))
+            self._images_json = _dumps([image_path(img) for img in prompt.images])
+        if sample.is_preference:
+            replies = (
+                f'"chosen":{_assistant_json(_reply(sample, sample.chosen))},'
+                f'"rejected":{_assistant_json(_reply(sample, sample.rejected))}'
+            )
+        else:
+            replies = f'"completion":{_assistant_json(_reply(sample, sample.completion))}'
+        box = "null" if sample.target_box is None else _dumps(sample.target_box)
+        return (
+            f'{{"prompt":{self._prompt_json},{replies},"images":{self._images_json},'
+            f'"kind":{encode_basestring(sample.kind)},"trace_id":{int(sample.trace_id)},'
+            f'"annotation_id":{int(sample.annotation_id)},"target_box":{box}}}\n'
+        )
 
 
 class LlamaFactoryWriter(Writer):
@@ -343,6 +388,9 @@ class ParquetWriter(Writer):
     def __init__(self, workdir, *, image_bytes, pixels=None):
         super().__init__(workdir, image_bytes=image_bytes, pixels=pixels)
         self._rows: dict[str, list[dict]] = {}
+        # The last prompt and its messages: the rows of one state (a correction and its pairs) share them.
+        self._prompt: object = None
+        self._prompt_messages: list[dict] = []
 
     @staticmethod
     def schema(preference: bool):
@@ -395,7 +443,13 @@ class ParquetWriter(Writer):
         return pq.ParquetWriter(self.path(stem), self.file_schema(stem), compression="zstd")
 
     def row(self, sample: Sample) -> dict:
-        row = trl_record(sample)
+        """``trl_record``'s columns, the images named by sha256."""
+        prompt = sample.prompt
+        assert isinstance(prompt, prompting.StatePrompt), "Parquet rows hold one state's prompt"
+        if prompt is not self._prompt:
+            self._prompt = prompt
+            self._prompt_messages = prompting.to_chat_messages(prompt)
+        row = {"prompt": self._prompt_messages, **trl_replies(sample)}
         row["images"] = [img.sha256 for img in sample.prompt.images]
         return row
 

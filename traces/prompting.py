@@ -30,6 +30,7 @@ Public API::
     build_state_messages(trace, i, *, project=None, steps=None) -> StatePrompt
     build_prompt(*, project, instruction, history, current_image) -> StatePrompt
     render_target(thought, action_text, *, project) -> str     # "Thought: ...\\nAction: ..."
+    target_text(thought, actions) -> str                        # render_target of render_actions' text
     render_step(step, *, project, convention) -> str            # a recorded step, its points in the trace's convention
     action_space_text(project) -> str
     to_chat_messages(prompt, *, image=None) -> list[dict]       # [{"role", "content": [{"type": ...}]}]
@@ -149,9 +150,13 @@ def render_actions(action_text: str, *, project) -> str:
 
 def render_target(thought: str, action_text: str, *, project) -> str:
     """A training target / candidate reply: ``Thought: t\\nAction: a`` (no thought → ``Action: a``)."""
-    body = render_actions(action_text, project=project)
+    return target_text(thought, render_actions(action_text, project=project))
+
+
+def target_text(thought: str, actions: str) -> str:
+    """:func:`render_target` of actions rendered already (``render_actions``'s text)."""
     thought = (thought or "").strip()
-    return f"Thought: {thought}\nAction: {body}" if thought else f"Action: {body}"
+    return f"Thought: {thought}\nAction: {actions}" if thought else f"Action: {actions}"
 
 
 def step_actions(step, *, project, convention: str) -> list:
@@ -454,6 +459,7 @@ __all__ = [
     "render_actions",
     "render_step",
     "render_target",
+    "target_text",
     "text_message",
     "to_chat_messages",
     "to_placeholder_messages",

@@ -164,3 +164,28 @@ def test_counting_by_lines_counts_what_the_whole_text_holds(compared):
     whole = LINE_BREAK_TEXT[1]
     cut_anywhere = sum(len(vocabulary.ids(line)) for line in whole.splitlines(keepends=True))
     assert cut_anywhere != len(vocabulary.ids(whole)) == vocabulary.count(whole)
+
+
+def test_line_pieces_cut_where_line_start_cuts():
+    """``line_pieces`` cuts a text where ``LINE_START`` does: after a line break before a printable ASCII character,
+    never before a space, a tab, a line break or a character outside ASCII."""
+    texts = [
+        *LINE_BREAK_TEXT,
+        "",
+        "\n",
+        "\n\n",
+        "a",
+        "\na",
+        "a\n",
+        "a\n\nb",
+        " \n!\n~\n\x7f\n",
+        "\n".join(LINE_BREAK_TEXT),
+    ]
+    assert [text for text in texts if tokens.line_pieces(text) != tokens.LINE_START.split(text)] == []
+    # The control: the text above is cut in several places, and not at the space, the tab or the accent.
+    assert tokens.line_pieces(LINE_BREAK_TEXT[0]) == [
+        "Thought: first.\n",
+        "Action: click(start_box='(1,2)')\n\n",
+        "next\n  indented\n\tTab\n\r\n",
+        "CR\n\u0301mark\n中文\n😀\n",
+    ]
