@@ -3,6 +3,8 @@ types and permissions, and still leaves nothing of one test for the next."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from django.contrib.auth.models import Permission
 from django.contrib.contenttypes.models import ContentType
@@ -11,7 +13,7 @@ from django.core.management.color import no_style
 from django.db import connection
 
 from tests.factories import make_trace
-from tests.postgresql.base import KEPT_TABLES
+from tests.postgresql.base import FLUSH_ATTEMPTS, KEPT_TABLES
 
 pytestmark = pytest.mark.skipif(connection.vendor != "postgresql", reason="the DELETE flush is PostgreSQL's backend")
 
@@ -46,3 +48,80 @@ def test_a_flush_that_restarts_the_sequences_is_djangos_truncate():
     assert connection.ops.sql_flush(no_style(), tables, reset_sequences=True) == [
         'TRUNCATE "traces_trace", "auth_user" RESTART IDENTITY;'
     ]
+
+
+def _deadlocked_flush(attempts: int) -> BaseException | None:
+    """A flush of two tables meets a transaction of another connection that holds a row of the second and then
+    updates a row of the first, which the flush has deleted: PostgreSQL's deadlock. The flush starts waiting first,
+    so its deadlock check runs first and ends it; the other transaction then commits. The flush's error, or None."""
+    import threading
+
+    import psycopg
+
+    from studio.models import BackupOutcome, LoginFailure
+
+    LoginFailure.objects.create(username="left", ip="127.0.0.1")
+    BackupOutcome.objects.create(pk=BackupOutcome.ROW)
+    q = connection.ops.quote_name
+    first, second = q(LoginFailure._meta.db_table), q(BackupOutcome._meta.db_table)
+    settings = connection.settings_dict
+    params = {
+        "host": settings.get("HOST") or "127.0.0.1",
+        "port": settings.get("PORT") or 5432,
+        "user": settings.get("USER") or "postgres",
+        "dbname": settings["NAME"],
+    }
+    other, watcher = psycopg.connect(**params), psycopg.connect(**params, autocommit=True)
+    other.execute(f"UPDATE {second} SET last_failure_message = 'a request' WHERE id = {BackupOutcome.ROW}")
+    outcome: list[BaseException | None] = []
+
+    def flush() -> None:
+        try:
+            connection.ops.execute_sql_flush([f"DELETE FROM {first};", f"DELETE FROM {second};"], attempts=attempts)
+            outcome.append(None)
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            outcome.append(exc)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=flush)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 20
+        while (
+            time.monotonic() < deadline
+        ):  # until the flush has deleted the first table's row and waits for the second's
+            waiting = (
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            )
+            if watcher.execute(waiting).fetchone()[0]:
+                break
+            time.sleep(0.02)
+        try:
+            other.execute(f"UPDATE {first} SET ip = '127.0.0.2'")
+        except psycopg.errors.DeadlockDetected:
+            other.rollback()
+        else:
+            other.commit()
+    finally:
+        thread.join(30)
+        other.close()
+        watcher.close()
+    return outcome[0]
+
+
+def test_a_flush_ended_by_a_deadlock_runs_again(transactional_db):
+    from studio.models import BackupOutcome, LoginFailure
+
+    assert _deadlocked_flush(attempts=FLUSH_ATTEMPTS) is None
+    assert (LoginFailure.objects.count(), BackupOutcome.objects.count()) == (0, 0)
+
+
+def test_the_control_a_flush_not_run_again_is_ended_by_the_deadlock(transactional_db):
+    from django.db import OperationalError
+
+    from studio.models import LoginFailure
+
+    error = _deadlocked_flush(attempts=1)
+    assert isinstance(error, OperationalError) and "deadlock" in str(error), error
+    assert LoginFailure.objects.count() == 1  # the rolled-back flush left the row, as the next test would find it

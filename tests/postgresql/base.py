@@ -12,8 +12,11 @@ triggers — is the production backend's, unchanged."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+import psycopg
+from django.db import OperationalError
 from django.db.backends.postgresql import operations
 
 from studio.postgresql import base
@@ -21,6 +24,9 @@ from studio.postgresql import base
 # What the migrations and their post_migrate handlers made and no test changes: kept, so the post_migrate run that follows
 # every flush finds each content type and permission in place instead of inserting all of them again.
 KEPT_TABLES = frozenset({"django_content_type", "auth_permission"})
+
+# A flush PostgreSQL ended as one side of a deadlock runs again, up to this many times in all.
+FLUSH_ATTEMPTS = 5
 
 
 class DatabaseOperations(operations.DatabaseOperations):
@@ -34,6 +40,21 @@ class DatabaseOperations(operations.DatabaseOperations):
             for table in tables
             if table not in KEPT_TABLES
         ]
+
+    def execute_sql_flush(self, sql_list: Any, *, attempts: int = FLUSH_ATTEMPTS) -> None:
+        """Django's, run again when PostgreSQL ended it as one side of a deadlock. A request that reaches the live
+        server after its test (a closing page's lease-release beacon, late on a loaded machine) may lock a row the
+        flush deletes while waiting for one the flush has deleted: one of the two transactions is ended, and when it
+        is the flush's, the rows stay for the next test. The flush's transaction was rolled back whole; it starts
+        again once the request's is over."""
+        for attempt in range(1, attempts + 1):
+            try:
+                super().execute_sql_flush(sql_list)
+                return
+            except OperationalError as exc:
+                if attempt == attempts or not isinstance(exc.__cause__, psycopg.errors.DeadlockDetected):
+                    raise
+                time.sleep(0.1 * attempt)
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
