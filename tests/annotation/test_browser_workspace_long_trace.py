@@ -41,9 +41,15 @@ def test_a_5000_step_trace_is_annotated_at_step_4000(browser, live_server, long_
     assert page.locator(".ws-thumb").count() == STEPS + 1  # the whole trace and its final screen, data or not
     assert page.inner_text("#ws-thought") == "I will click item 1."
 
-    # A thumbnail far down the strip: its step's window comes from the API, then the step shows.
-    page.locator(".ws-thumb[data-step='4000']").click()
+    # A thumbnail far down the strip: its step's window comes from the API, then the step shows. The strip keeps its
+    # layout as the thumbnails around it fill in: what is under the pointer stays there.
+    thumb = page.locator(".ws-thumb[data-step='4000']")
+    thumb.scroll_into_view_if_needed()
+    where = thumb.evaluate("b => [b.offsetLeft, b.offsetWidth, b.offsetHeight]")
+    thumb.click()
     _step_shown(page, 4000)
+    page.wait_for_selector(".ws-thumb[data-step='3960'] img", state="attached")
+    assert thumb.evaluate("b => [b.offsetLeft, b.offsetWidth, b.offsetHeight]") == where
     assert page.inner_text("#ws-thought") == "I will click item 4000."
     assert page.locator(".ws-thumb.current").get_attribute("data-step") == "4000"
     assert page.locator(".ws-thumb[data-step='4000'] img").count() == 1  # its thumbnail filled in

@@ -46,6 +46,7 @@ test("the strip has a numbered button for every screen, τ's marked; it opens on
   assert.equal(viewer.stepCount, 10);
   assert.equal(viewer.total, 11);
   assert.deepEqual(strip.children.map((b) => b.textContent), ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "end"]);
+  assert.equal(strip.style["--viewer-thumb-aspect"], "2");  // every box the first screen's shape, filled or not
   assert.deepEqual(strip.children.map((b) => b.title).slice(-2), ["step 10", "final screen"]);
   assert.deepEqual(strip.children.map((b) => b.classList.contains("tau")), [false, false, true, ...Array(8).fill(false)]);
   // Thumbnails for the screens the page carries.

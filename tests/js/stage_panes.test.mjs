@@ -217,6 +217,7 @@ test("the strip: a button for every screen with its thumbnail, the marks the ser
   assert.ok(thumbs[2].querySelector(".ws-off-screen-mark"));
   assert.deepEqual(thumbs.map((b) => [b.classList.contains("tau"), b.classList.contains("after-tau"), b.getAttribute("aria-current")]),
     [[false, false, "step"], [false, false, null], [true, false, null], [false, true, null], [false, true, null]]);
+  assert.equal(strip.style["--ws-thumb-aspect"], "2");  // every box the first screenshot's shape, filled or not
   assert.deepEqual(observed.seen, [thumbs[3]]);  // step 4's thumbnail waits for its window
   observed.seenFn([{ isIntersecting: true, target: thumbs[3] }]);
   await settle();

@@ -60,17 +60,29 @@ def _finished_lines(logs) -> list[int]:
     return [int(n) for log in logs for n in re.findall(r"^replay (\d+): succeeded success=True", log.read_text(), re.M)]
 
 
+# How long a stopped runner's last words (a finish already sent) take to reach the studio's database.
+LAST_WORDS_S = 1.5
+
+
 def _kill_while_holding(victim: subprocess.Popen, name: str, requests, deadline: float):
     """SIGKILL ``victim`` midway (after a tenth of the requests ended) while it holds a request; that request as
-    it was just after the kill (None if the runner never held one in time)."""
+    it was just before the kill (None if the runner never held one in time).
+
+    The runner is stopped first (SIGSTOP) and killed only if its request is still claimed once what it had already
+    sent has reached the studio: a finish on the wire would otherwise end the request after the kill, and no takeover
+    would be left to see. Caught between a finish and its next claim, it runs on and is caught again."""
     while victim.poll() is None and time.monotonic() < deadline:
         if requests.filter(status__in=REPLAY_ENDED).count() >= REQUESTS // 10:
             held = requests.filter(status=ReplayStatus.CLAIMED, claimed_by=name).first()
             if held is not None:
-                victim.send_signal(signal.SIGKILL)
-                victim.wait(10)
+                victim.send_signal(signal.SIGSTOP)
+                time.sleep(LAST_WORDS_S)
                 held.refresh_from_db()
-                return held
+                if held.status == ReplayStatus.CLAIMED and held.claimed_by == name:
+                    victim.send_signal(signal.SIGKILL)
+                    victim.wait(10)
+                    return held
+                victim.send_signal(signal.SIGCONT)
         time.sleep(0.02)
     return None
 
@@ -135,7 +147,7 @@ def test_four_runner_processes_one_killed_end_every_request_once(live_server, pr
     assert unsaid.count() <= 1 and set(unsaid.values_list("claimed_by", flat=True)) <= {"runner-0"}
     for request in requests.select_related("branch"):
         assert (request.branch.outcome, request.branch.step_count, request.branch.receiving) == ("success", 3, False)
-    if held is not None and held.status == ReplayStatus.CLAIMED:  # killed holding it, not just after its finish
-        held.refresh_from_db()
-        assert held.claims == 2 and held.claimed_by != "runner-0", (held.claims, held.claimed_by)
+    assert held is not None, "runner-0 never held a request long enough to be killed holding it"
+    held.refresh_from_db()  # killed holding it: taken over once its lease ran out
+    assert held.claims == 2 and held.claimed_by != "runner-0", (held.claims, held.claimed_by)
     assert len(set(requests.values_list("claimed_by", flat=True))) >= 2

@@ -137,11 +137,14 @@ export function createViewer({ data, strip, frame, drawMarkers }) {
     const b = thumbAt(position), screen = screens[position];
     if (!b || !screen || !screen.thumb || b.querySelector("img")) return;
     const im = document.createElement("img");
-    im.src = screen.thumb; im.alt = ""; im.loading = "lazy"; im.height = 54;
+    im.src = screen.thumb; im.alt = ""; im.loading = "lazy";
     im.addEventListener("load", keepCurrentInView);
     b.prepend(im);
   }
   if (strip && total) {
+    const sized = screens.find((screen) => screen && screen.size && screen.size.width > 0 && screen.size.height > 0);
+    const aspect = sized ? sized.size.width / sized.size.height : 1.6;
+    strip.style.setProperty("--viewer-thumb-aspect", String(Math.min(2.4, Math.max(0.45, aspect))));
     const buttons = [];
     for (let i = 0; i < total; i++) {
       const b = document.createElement("button");

@@ -447,10 +447,8 @@ export function createStage({ page, store, steps, editor, draft, drawAlternative
     if (b.dataset.filled) return;
     const shot = shotOf(i);
     if (shot) {
-      const im = el("img", { src: shot.thumb, alt: "", loading: "lazy", decoding: "async" });
-      // Sized before it loads, so the strip keeps its layout while thumbnails stream in.
-      im.height = 60; im.width = Math.round(60 * shot.width / shot.height);
-      b.prepend(im);
+      // Sized by the strip's box (workspace.css), so nothing moves while thumbnails stream in.
+      b.prepend(el("img", { src: shot.thumb, alt: "", loading: "lazy", decoding: "async" }));
     } else if (i > N || withoutShot.has(i)) b.prepend(el("span", { class: "ws-thumb-missing" }, "—"));
     else return;  // its window has not arrived yet
     b.dataset.filled = "1";
@@ -474,9 +472,17 @@ export function createStage({ page, store, steps, editor, draft, drawAlternative
     if (i === current()) b.setAttribute("aria-current", "step"); else b.removeAttribute("aria-current");
   };
 
+  /* The shape of every thumbnail's box: the first screenshot the page came with (a trace keeps one screen size,
+     mostly), kept between a phone's portrait and a wide desktop's. */
+  function thumbAspect() {
+    const first = steps.list().find((step) => step && step.shot && step.shot.width > 0 && step.shot.height > 0);
+    return Math.min(2.4, Math.max(0.45, first ? first.shot.width / first.shot.height : 1.6));
+  }
+
   function renderStrip() {
     const strip = $("ws-strip");
     if (!strip.childElementCount) {
+      strip.style.setProperty("--ws-thumb-aspect", String(thumbAspect()));
       for (let i = 1; i <= LAST_VIEW; i++) {
         // Out of the Tab order (j/k and the digits reach every step): Tab walks the form, not 30 thumbnails.
         const b = el("button", { type: "button", class: "ws-thumb", "data-step": i, title: i > N ? gettext("final screen") : interpolate(gettext("step %(step)s"), { step: i }), tabIndex: -1 });
