@@ -43,7 +43,7 @@ def template_prefix(database_name: str) -> str:
     return f"{database_name[:PREFIX_LIMIT]}_tpl_"
 
 
-def _server_url(settings_dict: dict, database: str) -> str:
+def server_url(settings_dict: dict, database: str) -> str:
     user = settings_dict.get("USER") or "postgres"
     password = f":{settings_dict['PASSWORD']}" if settings_dict.get("PASSWORD") else ""
     host = settings_dict.get("HOST") or "127.0.0.1"
@@ -51,16 +51,17 @@ def _server_url(settings_dict: dict, database: str) -> str:
     return f"postgres://{user}{password}@{host}:{port}/{database}"
 
 
-def _connect(settings_dict: dict):
+def server_connect(settings_dict: dict, database: str | None = None, **options):
+    """A psycopg connection of its own to the server of Django's database ``settings_dict`` (to its database, or to
+    ``database``), beside Django's: a test's second client, or an administrator's."""
     import psycopg
 
-    connection = psycopg.connect(_server_url(settings_dict, "postgres"), autocommit=True)
-    return connection
+    return psycopg.connect(server_url(settings_dict, database or settings_dict["NAME"]), **options)
 
 
 def _migrate(settings_dict: dict, database: str) -> None:
     """Django's migrate on ``database`` in a child process (the test process's own connection stays on its own)."""
-    env = {**os.environ, "DATABASE_URL": _server_url(settings_dict, database), "STUDIO_DB_POOL": "0"}
+    env = {**os.environ, "DATABASE_URL": server_url(settings_dict, database), "STUDIO_DB_POOL": "0"}
     done = subprocess.run(
         [sys.executable, "manage.py", "migrate", "--noinput", "--run-syncdb", "-v", "0"],
         cwd=REPO,
@@ -80,7 +81,7 @@ def template_ensure(settings_dict: dict) -> str:
     prefix = template_prefix(settings_dict["NAME"])
     name = f"{prefix}{migrations_digest()}"
     building = f"{name}_building"
-    with _connect(settings_dict) as connection:
+    with server_connect(settings_dict, "postgres", autocommit=True) as connection:
         lock_key = int.from_bytes(hashlib.sha256(prefix.encode()).digest()[:8], "big", signed=True)
         connection.execute("SELECT pg_advisory_lock(%s)", [lock_key])
         try:

@@ -6,13 +6,13 @@ terminated."""
 
 from __future__ import annotations
 
-import psycopg
 import pytest
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from annotation.models import Annotation
+from tests.database_template import server_connect
 from tests.fixtures_annotation import make_traces
 
 # A fragment of each statement a draft save runs, as PostgreSQL keeps it prepared (values as $1, $2, …).
@@ -100,14 +100,7 @@ def test_saves_go_on_after_deallocate_all_and_a_rolled_back_save(threshold, proj
 
 
 def _admin():
-    db = connection.settings_dict
-    return psycopg.connect(
-        host=db.get("HOST") or "127.0.0.1",
-        port=db.get("PORT") or 5432,
-        user=db.get("USER") or "postgres",
-        dbname=db["NAME"],
-        autocommit=True,
-    )
+    return server_connect(connection.settings_dict, autocommit=True)
 
 
 @pytest.mark.django_db(transaction=True)

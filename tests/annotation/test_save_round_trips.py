@@ -10,7 +10,6 @@ import json
 import subprocess
 from collections.abc import Iterator
 
-import psycopg
 import pytest
 from django.db import connection
 from django.test import Client
@@ -19,6 +18,7 @@ from psycopg._cursor_base import BaseCursor
 from psycopg.client_cursor import ClientCursorMixin
 
 from annotation.models import Annotation
+from tests.database_template import server_connect, server_url
 from tests.fixtures_annotation import make_traces
 
 # As a server's requests run: each request's connection goes back to the pool, each save commits its own transaction.
@@ -150,12 +150,7 @@ def test_a_connection_postgresql_dropped_in_the_pool_is_checked_by_a_round_trip_
     subprocess.run(
         [
             "psql",
-            "-h",
-            connection.settings_dict.get("HOST") or "127.0.0.1",
-            "-U",
-            connection.settings_dict.get("USER") or "postgres",
-            "-d",
-            "postgres",
+            server_url(connection.settings_dict, "postgres"),
             "-qAtc",
             f"select pg_terminate_backend(pid, 5000) from pg_stat_activity where datname = '{name}' "
             "and pid <> pg_backend_pid()",
@@ -201,14 +196,7 @@ def test_a_quiet_idle_connection_is_lent_without_a_query_one_with_input_gets_the
     from studio.postgresql.base import connection_check, socket_has_input
 
     settings = connection.settings_dict
-    params = {
-        "host": settings.get("HOST") or "127.0.0.1",
-        "port": settings.get("PORT") or 5432,
-        "user": settings.get("USER") or "postgres",
-        "dbname": settings["NAME"],
-        "autocommit": True,
-    }
-    with psycopg.connect(**params) as conn, psycopg.connect(**params) as other:
+    with server_connect(settings, autocommit=True) as conn, server_connect(settings, autocommit=True) as other:
         conn.execute("LISTEN studio_pool_check")
         sent.statements.clear()
         connection_check(conn)

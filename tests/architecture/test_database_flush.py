@@ -12,6 +12,7 @@ from django.core.management import call_command
 from django.core.management.color import no_style
 from django.db import connection
 
+from tests.database_template import server_connect
 from tests.factories import make_trace
 from tests.postgresql.base import FLUSH_ATTEMPTS, KEPT_TABLES
 
@@ -64,14 +65,8 @@ def _deadlocked_flush(attempts: int) -> BaseException | None:
     BackupOutcome.objects.create(pk=BackupOutcome.ROW)
     q = connection.ops.quote_name
     first, second = q(LoginFailure._meta.db_table), q(BackupOutcome._meta.db_table)
-    settings = connection.settings_dict
-    params = {
-        "host": settings.get("HOST") or "127.0.0.1",
-        "port": settings.get("PORT") or 5432,
-        "user": settings.get("USER") or "postgres",
-        "dbname": settings["NAME"],
-    }
-    other, watcher = psycopg.connect(**params), psycopg.connect(**params, autocommit=True)
+    other = server_connect(connection.settings_dict)
+    watcher = server_connect(connection.settings_dict, autocommit=True)
     other.execute(f"UPDATE {second} SET last_failure_message = 'a request' WHERE id = {BackupOutcome.ROW}")
     outcome: list[BaseException | None] = []
 

@@ -16,6 +16,7 @@ from django.db import OperationalError, connection
 from django.test import Client
 
 from tests.conftest import WorkerProcess, purge_broker, wait_for
+from tests.database_template import server_connect
 from tests.factories import native_trace_folder
 from tests.ports import free_port
 
@@ -71,7 +72,6 @@ def test_terminated_postgres_backend_is_a_retryable_503(role_groups, project, an
     """On PostgreSQL, really kill the request's server process (pg_terminate_backend) before the save."""
     if connection.vendor != "postgresql":
         pytest.skip("pg_terminate_backend needs PostgreSQL (the SQLite run uses the wrapper test above)")
-    import psycopg
 
     from annotation.models import Annotation
     from tests.fixtures_annotation import make_traces
@@ -81,15 +81,8 @@ def test_terminated_postgres_backend_is_a_retryable_503(role_groups, project, an
     client.force_login(annotator)
     annotation_id = claim(client, project)["annotation"]["id"]
     version = save(client, annotation_id, 1, "before").json()["version"]
-    db = connection.settings_dict
     pid = connection.cursor().connection.info.backend_pid
-    with psycopg.connect(
-        host=db.get("HOST") or "127.0.0.1",
-        port=db.get("PORT") or 5432,
-        user=db.get("USER") or "postgres",
-        dbname="postgres",
-        autocommit=True,
-    ) as admin:
+    with server_connect(connection.settings_dict, "postgres", autocommit=True) as admin:
         admin.execute("SELECT pg_terminate_backend(%s)", [pid])
     time.sleep(0.2)
     try:
