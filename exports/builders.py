@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, TypeVar
 
 from django.db.models import Count, QuerySet
+from django.db.models.fields.json import KeyTransform
 from django.utils.translation import gettext
 
 from annotation.models import AlternativeMark, Annotation, AnnotationKind, AnnotationStatus, Verdict
@@ -460,7 +461,7 @@ class StepRow:
     parsed_actions: list
     parse_error: str
     off_screen_point: str
-    context: dict
+    context: dict  # of the step's context, its "missing_before" alone (``_steps_by_trace``)
     screenshot: Any
     rendered: str | None = None
 
@@ -475,7 +476,7 @@ _STEP_FIELDS = (
     "parsed_actions",
     "parse_error",
     "off_screen_point",
-    "context",
+    "missing_before",
     "screenshot_id",
 )
 
@@ -497,11 +498,19 @@ class ScreenshotCache:
 
 
 def _steps_by_trace(trace_ids: list[int], shots: ScreenshotCache) -> dict[int, list[StepRow]]:
-    rows = list(Step.objects.filter(trace_id__in=trace_ids).order_by("trace_id", "index").values_list(*_STEP_FIELDS))
+    # Of a step's context (plans, evaluations: a source's whole record) an export reads the gap before it alone
+    # (``missing_before``): that key is read, not the whole document decoded for every step.
+    rows = list(
+        Step.objects.filter(trace_id__in=trace_ids)
+        .order_by("trace_id", "index")
+        .annotate(missing_before=KeyTransform("missing_before", "context"))
+        .values_list(*_STEP_FIELDS)
+    )
     shots.load(row[-1] for row in rows)
     steps: dict[int, list[StepRow]] = {tid: [] for tid in trace_ids}
-    for trace_id, *fields, screenshot_id in rows:
-        steps[trace_id].append(StepRow(*fields, screenshot=shots.get(screenshot_id)))  # type: ignore[misc]
+    for trace_id, *fields, missing, screenshot_id in rows:
+        context = {} if missing is None else {"missing_before": missing}
+        steps[trace_id].append(StepRow(*fields, context=context, screenshot=shots.get(screenshot_id)))  # type: ignore[misc]
     return steps
 
 

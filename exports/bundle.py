@@ -24,6 +24,7 @@ from traces import prompting
 
 FIXED_DATE = (1980, 1, 1, 0, 0, 0)
 CHUNK = 1024 * 1024
+MANIFEST_PIECES = 4096  # manifest_write's pieces a write
 
 
 @dataclass(frozen=True)
@@ -147,9 +148,14 @@ def manifest_write(path: Path, manifest: dict) -> None:
     ``Rows``, a list of dicts)."""
     encoder = json.JSONEncoder(indent=1, sort_keys=True, ensure_ascii=False)
     with open(path, "w", encoding="utf-8") as out:
+        # The encoder yields a piece a key, value or bracket: written a few thousand at a time, not one call each.
+        pieces: list[str] = []
         for chunk in encoder.iterencode(manifest):
-            out.write(chunk)
-        out.write("\n")
+            pieces.append(chunk)
+            if len(pieces) == MANIFEST_PIECES:
+                out.write("".join(pieces))
+                pieces.clear()
+        out.write("".join(pieces) + "\n")
 
 
 def _splits(data_files: list[str], stem: str, suffix: str) -> dict[str, str]:

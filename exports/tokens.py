@@ -95,6 +95,7 @@ LINE_START = re.compile(r"(?<=\n)(?=[!-~])")
 # The lines whose counts a vocabulary keeps, and the messages whose counts a counter keeps: what recurs is a trace's
 # and the system turn, met again within a few samples; a few MB at most (a message is a few KB, a line less).
 COUNTED_LINES = 8192
+COUNTED_PIECES = 8192  # the pieces between added tokens whose counts a vocabulary keeps, as its lines'
 COUNTED_MESSAGES = 1024
 COUNTED_SIZES = 256  # the screenshot sizes whose image tokens a counter keeps
 SPECIAL_TOKEN_SPLIT = re.compile("(" + "|".join(re.escape(token) for token in QWEN2_SPECIAL_TOKENS) + ")")
@@ -117,6 +118,7 @@ class Qwen2Vocabulary:
             special_tokens={token: len(ranks) + n for n, token in enumerate(QWEN2_SPECIAL_TOKENS)},
         )
         self._line_count = functools.lru_cache(maxsize=COUNTED_LINES)(self._encoded_length)
+        self._piece_count = functools.lru_cache(maxsize=COUNTED_PIECES)(self._lines_length)
 
     def ids(self, text: str) -> list[int]:
         out: list[int] = []
@@ -131,15 +133,21 @@ class Qwen2Vocabulary:
         """``len(self.ids(text))``, each line of a piece between added tokens counted once a process
         (``COUNTED_LINES``): lines recur from sample to sample (the system prompt and the prompt template in every
         one, a trace's history in each sample of it, a pair's prompt on both sides), and the BPE is most of an
-        export's work otherwise."""
+        export's work otherwise. A piece is kept whole too (``COUNTED_PIECES``): the template's pieces between its
+        actions' ``<|box_start|>`` and ``<|box_end|>`` recur whole, so only the piece that holds a trace's
+        instruction is cut into lines."""
         total = 0
         for n, piece in enumerate(SPECIAL_TOKEN_SPLIT.split(text)):
             if n % 2:
                 total += 1
             elif piece:
-                for line in line_pieces(piece) if "\n" in piece else (piece,):
-                    total += self._line_count(line)
+                total += self._piece_count(piece)
         return total
+
+    def _lines_length(self, piece: str) -> int:
+        if "\n" not in piece:
+            return self._line_count(piece)
+        return sum(self._line_count(line) for line in line_pieces(piece))
 
     def _encoded_length(self, line: str) -> int:
         return len(self.encoding.encode_ordinary(unicodedata.normalize("NFC", line)))

@@ -207,6 +207,21 @@ def _assistant_json(text: str) -> str:
     return '[{"role":"assistant","content":[{"type":"text","text":' + encode_basestring(text) + "}]}]"
 
 
+def _part_json(part: prompting.Part) -> str:
+    if part.kind == prompting.TEXT:
+        return '{"type":"text","text":' + encode_basestring(part.text) + "}"
+    return '{"type":"image"}'
+
+
+def _messages_json(prompt: prompting.StatePrompt) -> str:
+    """``_dumps(prompting.to_chat_messages(prompt))``, written from the messages' parts: no dicts made to be encoded."""
+    messages = (
+        '{"role":' + encode_basestring(message.role) + ',"content":[' + ",".join(map(_part_json, message.parts)) + "]}"
+        for message in prompt.messages
+    )
+    return "[" + ",".join(messages) + "]"
+
+
 class TrlWriter(Writer):
     suffix = ".jsonl"
 
@@ -223,14 +238,15 @@ class TrlWriter(Writer):
 
     def line(self, sample: Sample) -> str:
         """``_dumps(trl_record(sample))`` and a line break, written from its parts (``trl_record``'s keys in its
-        order, each value as ``json.dumps`` writes it): the prompt's JSON once for the samples sharing it, each reply
-        a string, not a record, to encode (most of a TRL export's encoding otherwise)."""
+        order, each value as ``json.dumps`` writes it): the prompt's JSON once for the samples sharing it, written
+        from its parts as the replies are, each a string, not a record, to encode (most of a TRL export's encoding
+        otherwise)."""
         prompt = sample.prompt
         assert isinstance(prompt, prompting.StatePrompt), "TRL rows hold one state's prompt"
         if prompt is not self._prompt:
             self._prompt = prompt
-            self._prompt_json = _dumps(prompting.to_chat_messages(prompt))
-            self._images_json = _dumps([image_path(img) for img in prompt.images])
+            self._prompt_json = _messages_json(prompt)
+            self._images_json = "[" + ",".join(encode_basestring(image_path(img)) for img in prompt.images) + "]"
         if sample.is_preference:
             replies = (
                 f'"chosen":{_assistant_json(_reply(sample, sample.chosen))},'

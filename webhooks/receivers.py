@@ -3,6 +3,8 @@ webhooks."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.dispatch import receiver
 from django.urls import reverse
 
@@ -12,14 +14,16 @@ from webhooks.models import DeliveryJob, WebhookEvent
 from webhooks.services import delivery_job_ended, event_emit
 
 
-def _event_for(job) -> tuple[str, dict] | None:
+def _event_for(job) -> tuple[str, Callable[[], dict]] | None:
+    """The event a job's end is, if any, and the function that makes its payload (``event_emit`` calls it only for
+    an endpoint that wants the event)."""
     from evaluation.models import EvaluationJob
     from exports.models import ExportJob
     from prescoring.models import PrescoreJob
     from traces.models import ImportJob
 
     if isinstance(job, ExportJob) and job.status == JobStatus.SUCCEEDED:
-        return WebhookEvent.BUNDLE_READY, {
+        return WebhookEvent.BUNDLE_READY, lambda: {
             "export": {
                 "id": job.pk,
                 "format": job.format,
@@ -31,7 +35,7 @@ def _event_for(job) -> tuple[str, dict] | None:
             }
         }
     if isinstance(job, ImportJob) and job.status == JobStatus.FAILED:
-        return WebhookEvent.IMPORT_FAILED, {
+        return WebhookEvent.IMPORT_FAILED, lambda: {
             "import": {
                 "id": job.pk,
                 "upload": job.original_name,
@@ -40,11 +44,11 @@ def _event_for(job) -> tuple[str, dict] | None:
             }
         }
     if isinstance(job, PrescoreJob) and job.status == JobStatus.SUCCEEDED:
-        return WebhookEvent.PRESCORING_DONE, {
+        return WebhookEvent.PRESCORING_DONE, lambda: {
             "prescoring": {"id": job.pk, "scorer": job.scorer, "message": job.message}
         }
     if isinstance(job, EvaluationJob) and job.status == JobStatus.SUCCEEDED:
-        return WebhookEvent.EVALUATION_DONE, {
+        return WebhookEvent.EVALUATION_DONE, lambda: {
             "evaluation": {
                 "id": job.pk,
                 "checkpoint": job.checkpoint,
@@ -75,7 +79,7 @@ def round_annotated_to_webhooks(sender, round, **kwargs) -> None:
     event_emit(
         project=round.project,
         event=WebhookEvent.ROUND_ANNOTATED,
-        payload={
+        payload=lambda: {
             "round": {
                 "id": round.pk,
                 "name": round.name,

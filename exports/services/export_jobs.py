@@ -26,7 +26,13 @@ from exports.builders import (
 from exports.formats import export_format
 from exports.models import ExportJob
 from exports.services.assembly import Filters, _stored_file, export_assemble
-from exports.services.parts import REDUCED_FOLDER, ExportPart, deflated_path, export_part_build
+from exports.services.parts import (
+    REDUCED_FOLDER,
+    ExportPart,
+    deflated_path,
+    earlier_objects_frozen,
+    export_part_build,
+)
 from exports.storage import bundle_delete, bundle_part_save, bundle_save
 from insights.selectors import slice_annotation_ids
 from studio.db import atomic_with_retry
@@ -212,21 +218,22 @@ def export_assemble_work(job: ExportJob) -> str:
                     )
                 yield ExportPart.from_json(part)
 
-        result = export_assemble(
-            project=job.project,
-            fmt=job.format,
-            options=options,
-            parts=parts(),
-            stored=lambda file: _stored_file(file.stored),
-            workdir=workdir,
-            filters=Filters(
-                already_exported=(job.counts or {}).get("already_exported", 0),
-                quality_filter=(job.counts or {}).get("quality_filter"),
-                replay_filter=(job.counts or {}).get("replay_filter"),
-            ),
-            base=_export_base_of(job, options),
-            progress=progress,
-        )
+        with earlier_objects_frozen():
+            result = export_assemble(
+                project=job.project,
+                fmt=job.format,
+                options=options,
+                parts=parts(),
+                stored=lambda file: _stored_file(file.stored),
+                workdir=workdir,
+                filters=Filters(
+                    already_exported=(job.counts or {}).get("already_exported", 0),
+                    quality_filter=(job.counts or {}).get("quality_filter"),
+                    replay_filter=(job.counts or {}).get("replay_filter"),
+                ),
+                base=_export_base_of(job, options),
+                progress=progress,
+            )
         for skip in result.skipped[:MAX_JOB_ERRORS]:
             job_add_error(
                 job, {"error": f"annotation {skip.annotation_id} (trace {skip.trace_id}), {skip.kind}: {skip.reason}"}

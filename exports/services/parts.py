@@ -3,11 +3,13 @@ image budget sends smaller, and what the bundle's assembly needs of them (``expo
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import io
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -273,6 +275,23 @@ def _part_files(writer: Writer, stems: list[str]) -> dict[str, PartFile]:
     return files
 
 
+@contextmanager
+def earlier_objects_frozen() -> Iterator[None]:
+    """The objects the process holds already (Django's, Qwen2's vocabulary, the caches of earlier shards) moved out of
+    the garbage collector's full passes while a shard is built or a bundle assembled, and back after: the work makes
+    and drops millions of objects, and each full pass that set off walked the whole heap again (a third of a second
+    of a 4-second export of 20,000 samples). Nothing is frozen where something was frozen already (a process that
+    froze its start, another thread's shard): ``gc.unfreeze`` would give back what that froze too."""
+    if gc.get_freeze_count():
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
 def export_part_build(
     *,
     project: Project,
@@ -289,6 +308,21 @@ def export_part_build(
     (``Writer.part_figures``). The same annotations give the same bytes.
 
     Streaming: samples go straight to the files. ``on_batch(annotations done)`` may raise JobCancelled."""
+    with earlier_objects_frozen():
+        return _part_build(
+            project=project, fmt=fmt, options=options, annotation_ids=annotation_ids, workdir=workdir, on_batch=on_batch
+        )
+
+
+def _part_build(
+    *,
+    project: Project,
+    fmt: str,
+    options: ExportOptions,
+    annotation_ids: list[int],
+    workdir: Path,
+    on_batch: Callable[[int], None] | None,
+) -> ExportPart:
     writer_class = export_format(fmt).writer
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)

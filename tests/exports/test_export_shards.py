@@ -223,6 +223,46 @@ def test_a_shard_reads_its_annotations_by_primary_key_and_keeps_only_those_still
     assert not [where for where in by_ids if f'"{table}"."project_id"' in where], by_ids[0]
 
 
+@pytest.mark.django_db
+def test_a_shard_is_built_with_the_objects_made_before_it_out_of_the_collectors_full_passes(
+    project, annotator, lead, tmp_path
+):
+    """While a shard is built, what the process held before it is frozen (a full collection walks only what the
+    shard made), and given back after; where something was frozen already (a process that froze its start), the
+    build leaves the freeze alone, since ``gc.unfreeze`` would give that back too."""
+    import gc
+
+    from exports.builders import BuildStats, ExportOptions, export_plan_annotations
+
+    annotate(project, annotator, lead, 2)
+    ids = export_plan_annotations(project, None, BuildStats())
+    frozen_during: list[int] = []
+
+    def build(workdir):
+        return services.export_part_build(
+            project=project,
+            fmt="trl",
+            options=ExportOptions.parse(None),
+            annotation_ids=ids,
+            workdir=workdir,
+            on_batch=lambda done: frozen_during.append(gc.get_freeze_count()),
+        )
+
+    gc.unfreeze()
+    build(tmp_path / "a")
+    assert frozen_during and frozen_during[0] > 0
+    assert gc.get_freeze_count() == 0
+    gc.freeze()
+    try:
+        before = gc.get_freeze_count()
+        build(tmp_path / "b")
+        # Neither frozen again (the count would grow by what was made since) nor given back (0); frozen objects the
+        # build let go of leave the count.
+        assert 0 < frozen_during[-1] <= before and 0 < gc.get_freeze_count() <= before
+    finally:
+        gc.unfreeze()
+
+
 # --- real workers -----------------------------------------------------------------------------------------------
 
 

@@ -28,6 +28,16 @@ def test_each_line_is_the_records_json(tmp_path):
     """Pairs and single replies, sharing a prompt and not, with a box and without, text that JSON escapes and text it
     keeps: each line is ``_dumps(trl_record(sample))``."""
     shared, other = _prompt("Open the report"), _prompt(ODD)
+    # One turn of a text and an image, and a history-less prompt: the parts of one turn are joined as json joins them.
+    mixed = prompting.StatePrompt(
+        (
+            prompting.text_message("system", ODD),
+            prompting.Message(
+                "user", (prompting.Part(prompting.TEXT, text=ODD), prompting.Part(prompting.IMAGE, image_index=0))
+            ),
+        ),
+        (SHOTS[2],),
+    )
     samples = [
         Sample(
             "error_correction",
@@ -44,6 +54,7 @@ def test_each_line_is_the_records_json(tmp_path):
         Sample("dpo_on_policy", "validation", 8, 12, other, chosen=ODD, rejected="Action: wait()"),
         Sample("post_reflection", "validation", 8, 12, other, completion=""),
         Sample("error_correction", "train", 9, 13, shared, completion=ODD),
+        Sample("dpo", "train", 10, 14, mixed, chosen="Action: wait()", rejected=ODD),
     ]
     writer = TrlWriter(tmp_path)
     assert [writer.line(sample) for sample in samples] == [_dumps(trl_record(sample)) + "\n" for sample in samples]

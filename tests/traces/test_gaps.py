@@ -131,3 +131,22 @@ def test_the_workspace_shows_the_gap(browser, live_server, project, annotator, t
     page.keyboard.press("j")
     assert "dropped 2 steps right before this one" in page.inner_text("#ws-gap")
     page.screenshot(path=str(artifacts_dir / "workspace-gap.png"))
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("value", [2, True, None])
+def test_an_export_reads_the_gap_of_a_step_from_its_context_alone(project, tmp_path, value):
+    """An export reads a step's ``missing_before`` out of its context in the query, not the whole context (a source's
+    plans and evaluations) decoded: the same gap as the step's whole context gives, a number, ``true`` (1) or none."""
+    from annotation.selectors import steps_dropped_before
+    from exports.builders import ScreenshotCache, _steps_by_trace
+
+    import_with_gap(project, tmp_path, before_step=3)
+    step = Step.objects.get(trace__external_id="gappy", index=3)
+    step.context = {"plan": ["open the menu", "pick Display"], "score": 0.5}
+    if value is not None:
+        step.context["missing_before"] = value
+    step.save(update_fields=["context"])
+    rows = _steps_by_trace([step.trace_id], ScreenshotCache())[step.trace_id]
+    assert [steps_dropped_before(row) for row in rows] == [0, 0, {2: 2, True: 1, None: 0}[value], 0]
+    assert steps_dropped_before(rows[2]) == steps_dropped_before(step)

@@ -368,3 +368,29 @@ def test_a_lead_cancels_a_waiting_delivery_from_the_api_and_the_page(
         done = client.post(f"/webhooks/deliveries/{pending.pk}/cancel/", follow=True)
     assert f"Delivery {pending.pk}: Cancelled before it started." in done.content.decode()
     assert Delivery.objects.get(pk=pending.pk).status == DeliveryStatus.FAILED
+
+
+def test_an_events_payload_is_made_only_for_an_endpoint_that_wants_it(db, project):
+    """A job's end makes its event's payload only when an active endpoint of its project wants the event: the
+    payload names a path, and a process's first reversed path loads every view (a command-line export's quarter of
+    a second, for no one)."""
+    from webhooks.services import event_emit
+
+    made: list[int] = []
+
+    def payload() -> dict:
+        made.append(1)
+        return {"export": {"id": 1}}
+
+    assert event_emit(project=project, event="bundle.ready", payload=payload) == []
+    Webhook.objects.create(project=project, url="https://ci.example.org/a", events=["import.failed"], secret="s")
+    Webhook.objects.create(
+        project=project, url="https://ci.example.org/b", events=["bundle.ready"], secret="s", active=False
+    )
+    assert event_emit(project=project, event="bundle.ready", payload=payload) == [] and made == []
+    wanting = Webhook.objects.create(
+        project=project, url="https://ci.example.org/c", events=["bundle.ready"], secret="s"
+    )
+    (delivery,) = event_emit(project=project, event="bundle.ready", payload=payload)
+    assert made == [1] and delivery.webhook == wanting and delivery.payload["export"] == {"id": 1}
+    assert delivery.payload["event"] == "bundle.ready" and delivery.payload["project"]["id"] == project.pk
