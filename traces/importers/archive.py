@@ -80,6 +80,11 @@ def safe_extract(archive: Path, dest: Path, *, placeholder: Callable[[str], bool
                 % {"archive": archive.name, "count": len(infos), "limit": settings.IMPORT_MAX_ARCHIVE_ENTRIES}
             )
         root = dest.resolve()
+        # Each folder of the archive resolved and made once, not once for each of its files: a resolve is a system
+        # call for every part of the path. What a folder resolves to does not change while the archive is unpacked,
+        # which makes files and folders only, never a link.
+        folders: dict[PurePosixPath, Path] = {}
+        made: set[Path] = set()
         for info in infos:
             if info.is_dir():
                 continue
@@ -88,12 +93,14 @@ def safe_extract(archive: Path, dest: Path, *, placeholder: Callable[[str], bool
                 error = gettext("%(file)s %(why)s") % {"file": info.filename, "why": why}
                 report.refused.append({"file": info.filename, "error": error})
                 continue
-            target = (root / info.filename).resolve()
+            target = _target_resolved(root, PurePosixPath(info.filename), folders)
             if not target.is_relative_to(root):
                 error = gettext("%(file)s points outside the archive") % {"file": info.filename}
                 report.refused.append({"file": info.filename, "error": error})
                 continue
-            target.parent.mkdir(parents=True, exist_ok=True)
+            if target.parent not in made:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                made.add(target.parent)
             if placeholder is not None and info.compress_type in COPIED_AS_THEY_ARE and placeholder(info.filename):
                 if report.unpacked_bytes + info.file_size > budget:
                     raise ArchiveError(_over_budget(archive, budget, info))
@@ -123,6 +130,16 @@ def safe_extract(archive: Path, dest: Path, *, placeholder: Callable[[str], bool
             report.extracted += 1
             report.unpacked_bytes += written
     return report
+
+
+def _target_resolved(root: Path, name: PurePosixPath, folders: dict[PurePosixPath, Path]) -> Path:
+    """``(root / name).resolve()``, its folder's resolved path taken from ``folders`` once it was resolved."""
+    folder = folders.get(name.parent)
+    if folder is None:
+        folder = folders[name.parent] = (root / name.parent).resolve()
+    target = folder / name.name
+    # A link already there under the file's own name is followed, as resolving the whole path would.
+    return target.resolve() if target.is_symlink() else target
 
 
 def _over_budget(archive: Path, budget: int, info: zipfile.ZipInfo) -> str:
