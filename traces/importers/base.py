@@ -36,14 +36,16 @@ class TraceReadError(Exception):
 
 @dataclass(frozen=True)
 class ImageRef:
-    """A screenshot still in the source: ``name`` for messages, ``read`` for its bytes."""
+    """A screenshot still in the source: ``name`` for messages, ``read`` for its bytes; ``path``, the file it reads
+    (None for one read from elsewhere), so that a shard can read it from its part of the upload instead."""
 
     name: str
     read: Callable[[], bytes]
+    path: Path | None = None
 
     @classmethod
     def from_path(cls, path: Path, *, root: Path | None = None) -> ImageRef:
-        return cls(name=name_within(path, root), read=path.read_bytes)
+        return cls(name=name_within(path, root), read=path.read_bytes, path=path)
 
 
 def name_within(path: Path, root: Path | None) -> str:
