@@ -125,6 +125,33 @@ def test_a_sharded_import_ends_with_the_summary_of_one_shard(
 
 
 @pytest.mark.django_db
+def test_a_shard_reads_its_screenshots_from_its_part_without_writing_them(
+    project, lead, settings, tmp_path, monkeypatch
+):
+    data = archive_bytes(tmp_path)
+    settings.IMPORT_SHARD_TRACES = SHARD
+    unpacked: list[tuple[int, int]] = []  # each shard's (screenshot files made, bytes written into them)
+    real = import_shards.safe_extract
+
+    def watched(archive, dest, **kwargs):
+        report = real(archive, dest, **kwargs)
+        shots = [path for path in dest.rglob("*.png")]
+        unpacked.append((len(shots), sum(path.stat().st_size for path in shots)))
+        return report
+
+    monkeypatch.setattr(import_shards, "safe_extract", watched)
+    job = _in_process(project, lead, data)
+    assert job.status == "succeeded", job.message
+    # Every shard found its screenshots where the importer looks, empty: their bytes came from the part.
+    assert len(unpacked) == 5 and all(count > 0 and size == 0 for count, size in unpacked), unpacked
+    assert _rows(project) == (EXPECTED_IDS, TRACES * STEPS)
+    steps = Step.objects.filter(trace__project=project).select_related("screenshot", "trace")
+    for step in steps:
+        source = tmp_path / "src" / step.trace.source_path.removeprefix("batch/") / f"step_{step.index:03d}.png"
+        assert step.screenshot.image.read() == source.read_bytes() and step.screenshot.thumbnail.name
+
+
+@pytest.mark.django_db
 def test_a_failed_shard_is_run_again_without_a_duplicate_trace(project, lead, settings, tmp_path, monkeypatch):
     data = archive_bytes(tmp_path)
     settings.IMPORT_SHARD_TRACES = SHARD

@@ -5,6 +5,7 @@ goes on."""
 from __future__ import annotations
 
 import json
+import zipfile
 
 import pytest
 from django.core.management import call_command
@@ -12,6 +13,7 @@ from django.core.management import call_command
 from tests.factories import native_trace_folder
 from traces import services
 from traces.importers import native
+from traces.importers.archive import safe_extract
 from traces.models import Trace
 
 pytestmark = pytest.mark.django_db
@@ -85,3 +87,72 @@ def test_unexpected_error_in_one_trace_is_reported_and_the_batch_goes_on(project
     assert job.traces_imported == 2 and job.traces_failed == 1
     [error] = job.errors
     assert error["file"] == "t1/trace.json" and "KeyError" in error["error"] and "nobody foresaw" in error["error"]
+
+
+def _realpaths_counted(monkeypatch) -> list[str]:
+    """Every ``os.path.realpath`` (what ``Path.resolve`` calls) made from here on."""
+    import os.path
+
+    calls: list[str] = []
+    real = os.path.realpath
+
+    def counted(path, *args, **kwargs):
+        calls.append(str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os.path, "realpath", counted)
+    return calls
+
+
+def test_reading_under_a_resolved_root_resolves_each_screenshot_once(tmp_path, monkeypatch):
+    root = (tmp_path / "batch").resolve()
+    native_trace_folder(root / "t", external_id="resolves", steps=4, final=False)
+    calls = _realpaths_counted(monkeypatch)
+    [trace] = list(native.NativeImporter().read(root))
+    # Each named screenshot resolved to be checked against its trace folder; the folder and the messages' names
+    # need none where the names as given already say where they lie.
+    assert len(calls) == 4, calls
+    assert [step.screenshot.name for step in trace.steps] == [f"t/step_00{n}.png" for n in range(1, 5)]
+
+
+def test_names_under_a_linked_root_are_the_resolved_ones(tmp_path):
+    real = (tmp_path / "volume").resolve()
+    native_trace_folder(real / "batch" / "t", external_id="linked-names", steps=2, final=False)
+    (tmp_path / "mounted").symlink_to(real)
+    [trace] = list(native.NativeImporter().read(tmp_path / "mounted" / "batch"))
+    assert [step.screenshot.name for step in trace.steps] == ["t/step_001.png", "t/step_002.png"]
+
+
+def test_unpacking_resolves_each_folder_once(tmp_path, monkeypatch):
+    upload = tmp_path / "upload.zip"
+    with zipfile.ZipFile(upload, "w") as zf:
+        for folder in ("a", "a/images", "b"):
+            for n in range(5):
+                zf.writestr(f"{folder}/f{n}.json", "{}")
+    calls = _realpaths_counted(monkeypatch)
+    report = safe_extract(upload, tmp_path / "out")
+    assert report.extracted == 15 and not report.refused
+    assert len(calls) == 4, calls  # the destination and the three folders
+    assert sorted(path.relative_to(tmp_path / "out").as_posix() for path in report.members) == sorted(
+        f"{folder}/f{n}.json" for folder in ("a", "a/images", "b") for n in range(5)
+    )
+
+
+def test_unpacking_follows_no_link_already_in_its_destination_out_of_it(tmp_path):
+    """The destination is a fresh folder where imports unpack; were a link there already, under a folder's name or
+    a file's, what the archive holds under that name would be refused, never written where the link points."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    dest = tmp_path / "out"
+    dest.mkdir()
+    (dest / "linked").symlink_to(outside)
+    (dest / "note.json").symlink_to(outside / "note.json")
+    upload = tmp_path / "upload.zip"
+    with zipfile.ZipFile(upload, "w") as zf:
+        zf.writestr("linked/f.json", "{}")
+        zf.writestr("note.json", "{}")
+        zf.writestr("kept/f.json", "{}")
+    report = safe_extract(upload, dest)
+    assert sorted(entry["file"] for entry in report.refused) == ["linked/f.json", "note.json"]
+    assert all("points outside the archive" in entry["error"] for entry in report.refused)
+    assert list(outside.iterdir()) == [] and (dest / "kept" / "f.json").read_text() == "{}"

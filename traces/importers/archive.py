@@ -32,6 +32,9 @@ class ExtractReport:
     unpacked_bytes: int = 0
     refused: list[dict] = field(default_factory=list)  # {"file": name, "error": why}
     members: dict[Path, zipfile.ZipInfo] = field(default_factory=dict)  # each file made (resolved) -> its entry
+    # The files made empty whose entries were checked whole (``left_in_archive``): their bytes are read from the
+    # archive when needed.
+    left_in_archive: set[Path] = field(default_factory=set)
 
 
 def _refusal(info: zipfile.ZipInfo) -> str | None:
@@ -59,11 +62,20 @@ def _refusal(info: zipfile.ZipInfo) -> str | None:
     return None
 
 
-def safe_extract(archive: Path, dest: Path, *, placeholder: Callable[[str], bool] | None = None) -> ExtractReport:
+def safe_extract(
+    archive: Path,
+    dest: Path,
+    *,
+    placeholder: Callable[[str], bool] | None = None,
+    left_in_archive: Callable[[str], bool] | None = None,
+) -> ExtractReport:
     """Extract ``archive`` into ``dest``; refused entries are reported by name, the rest extracted. An entry whose
     name ``placeholder`` accepts (and that ``member_copy`` copies as it is) is made an empty file instead: whoever
     reads the folder sees it there but not its bytes, which are not unpacked (an import's plan: its shards unpack
-    them, see ``traces.services.import_plan_make``)."""
+    them, see ``traces.services.import_plan_make``). An entry whose name ``left_in_archive`` accepts is unpacked
+    and checked as any other (its size against the budget, its CRC; a damaged one is refused), but what is written
+    is an empty file: its bytes stay in the archive, read from there by whoever needs them (an import's shard reads
+    each screenshot a trace names once, and many an upload's screenshots none)."""
     try:
         zf = zipfile.ZipFile(archive)
     except zipfile.BadZipFile:
@@ -80,6 +92,11 @@ def safe_extract(archive: Path, dest: Path, *, placeholder: Callable[[str], bool
                 % {"archive": archive.name, "count": len(infos), "limit": settings.IMPORT_MAX_ARCHIVE_ENTRIES}
             )
         root = dest.resolve()
+        # Each folder of the archive resolved and made once, not once for each of its files: a resolve is a system
+        # call for every part of the path. What a folder resolves to does not change while the archive is unpacked,
+        # which makes files and folders only, never a link.
+        folders: dict[PurePosixPath, Path] = {}
+        made: set[Path] = set()
         for info in infos:
             if info.is_dir():
                 continue
@@ -88,12 +105,14 @@ def safe_extract(archive: Path, dest: Path, *, placeholder: Callable[[str], bool
                 error = gettext("%(file)s %(why)s") % {"file": info.filename, "why": why}
                 report.refused.append({"file": info.filename, "error": error})
                 continue
-            target = (root / info.filename).resolve()
+            target = _target_resolved(root, PurePosixPath(info.filename), folders)
             if not target.is_relative_to(root):
                 error = gettext("%(file)s points outside the archive") % {"file": info.filename}
                 report.refused.append({"file": info.filename, "error": error})
                 continue
-            target.parent.mkdir(parents=True, exist_ok=True)
+            if target.parent not in made:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                made.add(target.parent)
             if placeholder is not None and info.compress_type in COPIED_AS_THEY_ARE and placeholder(info.filename):
                 if report.unpacked_bytes + info.file_size > budget:
                     raise ArchiveError(_over_budget(archive, budget, info))
@@ -103,6 +122,7 @@ def safe_extract(archive: Path, dest: Path, *, placeholder: Callable[[str], bool
                 report.unpacked_bytes += info.file_size
                 continue
             written = 0
+            kept_in_archive = left_in_archive is not None and left_in_archive(info.filename)
             try:
                 with zf.open(info) as src, target.open("wb") as out:
                     # Count what really comes out: a lying header cannot smuggle a bomb past us.
@@ -110,19 +130,35 @@ def safe_extract(archive: Path, dest: Path, *, placeholder: Callable[[str], bool
                         written += len(chunk)
                         if report.unpacked_bytes + written > budget or written > max(info.file_size, 0) + CHUNK:
                             raise ArchiveError(_over_budget(archive, budget, info))
-                        out.write(chunk)
+                        if not kept_in_archive:
+                            out.write(chunk)
             except (zipfile.BadZipFile, zlib_error(), EOFError) as exc:
                 target.unlink(missing_ok=True)
                 report.members.pop(target, None)  # an earlier entry of the same name was overwritten
+                report.left_in_archive.discard(target)
                 report.refused.append({"file": info.filename, "error": f"{info.filename} is damaged: {exc}"})
                 continue
             except ArchiveError:
                 target.unlink(missing_ok=True)
                 raise
             report.members[target] = info
+            if kept_in_archive:
+                report.left_in_archive.add(target)
+            else:
+                report.left_in_archive.discard(target)  # an earlier entry of the same name was left there
             report.extracted += 1
             report.unpacked_bytes += written
     return report
+
+
+def _target_resolved(root: Path, name: PurePosixPath, folders: dict[PurePosixPath, Path]) -> Path:
+    """``(root / name).resolve()``, its folder's resolved path taken from ``folders`` once it was resolved."""
+    folder = folders.get(name.parent)
+    if folder is None:
+        folder = folders[name.parent] = (root / name.parent).resolve()
+    target = folder / name.name
+    # A link already there under the file's own name is followed, as resolving the whole path would.
+    return target.resolve() if target.is_symlink() else target
 
 
 def _over_budget(archive: Path, budget: int, info: zipfile.ZipInfo) -> str:

@@ -36,14 +36,16 @@ class TraceReadError(Exception):
 
 @dataclass(frozen=True)
 class ImageRef:
-    """A screenshot still in the source: ``name`` for messages, ``read`` for its bytes."""
+    """A screenshot still in the source: ``name`` for messages, ``read`` for its bytes; ``path``, the file it reads
+    (None for one read from elsewhere), so that a shard can read it from its part of the upload instead."""
 
     name: str
     read: Callable[[], bytes]
+    path: Path | None = None
 
     @classmethod
     def from_path(cls, path: Path, *, root: Path | None = None) -> ImageRef:
-        return cls(name=name_within(path, root), read=path.read_bytes)
+        return cls(name=name_within(path, root), read=path.read_bytes, path=path)
 
 
 def name_within(path: Path, root: Path | None) -> str:
@@ -51,9 +53,12 @@ def name_within(path: Path, root: Path | None) -> str:
     resolved (import roots and trace folders are often reached through symbolic links)."""
     if root is None:
         return path.name
-    for inside, base in ((path, root), (path.resolve(), root.resolve())):
-        if inside.is_relative_to(base):
-            return str(inside.relative_to(base))
+    if path.is_relative_to(root):
+        return str(path.relative_to(root))
+    # Resolved only when the names as given do not say it: a resolve is a system call for every part of the path.
+    inside, base = path.resolve(), root.resolve()
+    if inside.is_relative_to(base):
+        return str(inside.relative_to(base))
     return path.name
 
 
@@ -250,7 +255,9 @@ def safe_child(root: Path, relative: str, where: str) -> Path:
     shown = relative if len(relative) <= FILE_NAME_SHOWN else relative[: FILE_NAME_SHOWN - 1] + "…"
     try:
         candidate = (root / relative).resolve()
-        if not candidate.is_relative_to(root.resolve()):
+        # A resolved path lies under a folder's name as given only if that name is resolved already (every folder
+        # above a resolved path is a real one): the folder is resolved only when that test fails.
+        if not candidate.is_relative_to(root) and not candidate.is_relative_to(root.resolve()):
             raise TraceReadError(where, gettext("file '%(name)s' points outside the trace folder") % {"name": shown})
         found = candidate.is_file()
     except OSError as exc:

@@ -11,6 +11,8 @@ them as this job's. The run that completes the last shard sums the shards' resul
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import functools
 import shutil
 import tempfile
 import time
@@ -33,6 +35,7 @@ from studio.words import in_words
 from traces.importers import (
     IMPORTERS,
     ArchiveError,
+    ImageRef,
     TraceReadError,
     UnknownFormat,
     archive_folder_name,
@@ -235,21 +238,58 @@ def import_job_run(*, job_id: int, attempt: int | None = None) -> ImportJob:
     return job_run_here(ImportJob.objects.get(pk=job_id), attempt=attempt)
 
 
+@dataclass
+class _ShardSource:
+    """What a shard reads its units from: ``root``, the folder (or file); ``refused``, what unpacking its part
+    refused that the plan did not report; and, for a part, the part itself with the screenshots left in it
+    (``ExtractReport.left_in_archive``), which the shard's traces read from there."""
+
+    root: Path
+    refused: list[dict]
+    part: zipfile.ZipFile | None = None
+    left_in_part: dict[Path, zipfile.ZipInfo] = field(default_factory=dict)
+
+
 @contextlib.contextmanager
-def _import_shard_source(job: ImportJob, shard: JobShard, scratch: Path) -> Iterator[tuple[Path, list]]:
-    """The folder (or file) the shard's units are read from, and what unpacking it refused that the plan did not
-    report: its part of the upload, fetched from storage and unpacked (the plan copied the screenshots into it
-    unread: a damaged one is found here); or, with no parts (a server path, one uploaded file), the source itself."""
+def _import_shard_source(job: ImportJob, shard: JobShard, scratch: Path) -> Iterator[_ShardSource]:
+    """The shard's source: its part of the upload, fetched from storage and unpacked, each screenshot checked (the
+    plan copied them into it unread: a damaged one is found here) but left in the part, where its trace reads it;
+    or, with no parts (a server path, one uploaded file), the source itself."""
     plan = job.plan
     if not plan["parts"]:
         with _job_source(job, scratch) as local, opened_source(local, scratch=scratch) as (root, _):
-            yield root, []
+            yield _ShardSource(root, [])
         return
     part = scratch / "part.zip"
     stored_file_fetch(plan["parts"][shard.index], part)
-    report = safe_extract(part, scratch / "unpacked")
-    part.unlink()
-    yield scratch / "unpacked" / plan["root"], _import_part_refusals(plan, report.refused)
+    # Written out, a screenshot is a file made and written to be read once, and not even that for those no step
+    # names (a plan's or an evaluation's screen): the trace reads it from the part instead.
+    report = safe_extract(part, scratch / "unpacked", left_in_archive=_plan_placeholder)
+    left = {path: report.members[path] for path in report.left_in_archive}
+    with zipfile.ZipFile(part) as archive:
+        yield _ShardSource(
+            scratch / "unpacked" / plan["root"], _import_part_refusals(plan, report.refused), archive, left
+        )
+
+
+def _screenshots_read_from_part(item: TraceOrError, source: _ShardSource) -> TraceOrError:
+    """``item`` with each screenshot its importer found among the files left in the part read from the part."""
+    if source.part is None or isinstance(item, TraceReadError):
+        return item
+    for step in item.steps:
+        step.screenshot = _image_from_part(step.screenshot, source)
+    item.final_screenshot = _image_from_part(item.final_screenshot, source)
+    return item
+
+
+def _image_from_part(ref: ImageRef | None, source: _ShardSource) -> ImageRef | None:
+    if ref is None or ref.path is None or source.part is None:
+        return ref
+    # Unpacking keyed its files by their resolved paths, which most importers name them by (safe_child's).
+    entry = source.left_in_part.get(ref.path) or source.left_in_part.get(ref.path.resolve())
+    if entry is None:
+        return ref
+    return dataclasses.replace(ref, read=functools.partial(source.part.read, entry))
 
 
 @dataclass
@@ -282,11 +322,12 @@ def import_shard_work(job: ImportJob, shard: JobShard, progress: ShardProgress) 
     tally = ImportTally(screenshots_stored=(shard.result or {}).get("screenshots_stored", 0))
     progress.start(done=0)
     try:
-        with _import_shard_source(job, shard, scratch) as (root, refused):
-            tally.errors.extend(refused)
+        with _import_shard_source(job, shard, scratch) as source:
+            tally.errors.extend(source.refused)
             importer = IMPORTERS[job.plan["format"]]
             for name in shard.items:
-                for item in importer.read_units(root, [root / name]):
+                for item in importer.read_units(source.root, [source.root / name]):
+                    item = _screenshots_read_from_part(item, source)
                     _import_one_into_job(job, item, tally, shard=shard, progress=progress)
                 if settings.IMPORT_THROTTLE_S:
                     time.sleep(settings.IMPORT_THROTTLE_S)
